@@ -1,0 +1,1 @@
+"""device: the handheld client (buttons, small screen, voice) of exod."""

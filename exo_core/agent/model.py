@@ -1,0 +1,123 @@
+"""The model seam: what the agent loop asks of any model, local or hosted.
+
+A *model transport* streams one model call as a sequence of chunks. The agent
+loop imports only this module; the scripted model (tests), the model router,
+the local GGUF provider and hosted providers all implement
+:class:`ModelTransport`.
+
+Failure contract: a transport raises :class:`~exo_core.errors.RetryableModelError`
+for transient failures (rate limit, 5xx, network) and
+:class:`~exo_core.errors.ModelError` for the rest. The loop retries a retryable
+error only while no chunk of the call has been shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
+
+__all__ = [
+    "ChatMessage",
+    "ToolCall",
+    "ModelRequest",
+    "TextDelta",
+    "ReasoningDelta",
+    "ToolCallChunk",
+    "UsageChunk",
+    "Finish",
+    "ModelChunk",
+    "ModelTransport",
+]
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call requested by the model."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ChatMessage:
+    """One message of a model input.
+
+    ``tool_calls`` is set on assistant messages that asked for tools;
+    ``tool_call_id`` on tool messages answering one call.
+    """
+
+    role: Role
+    content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """A complete, fresh model input (never a growing transcript).
+
+    ``tools`` holds JSON-able tool descriptions (name, description, parameters
+    as JSON Schema). ``role`` names the router role (main, aux, decision).
+    """
+
+    messages: tuple[ChatMessage, ...]
+    tools: tuple[dict[str, Any], ...] = ()
+    max_tokens: int = 512
+    temperature: float = 0.7
+    stop: tuple[str, ...] = ()
+    role: str = "main"
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """A piece of answer text."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """A piece of reasoning text (shown apart from the answer, if at all)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallChunk:
+    """A complete tool call. Transports assemble partial calls before yielding."""
+
+    call: ToolCall
+
+
+@dataclass(frozen=True, slots=True)
+class UsageChunk:
+    """Token counts (and cost, when the provider is priced) for the call."""
+
+    input_tokens: int
+    output_tokens: int
+    cost: float = 0.0
+    model: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """The end of the call; ``reason`` is ``end``, ``tool_calls`` or ``length``."""
+
+    reason: str = "end"
+
+
+ModelChunk = TextDelta | ReasoningDelta | ToolCallChunk | UsageChunk | Finish
+
+
+@runtime_checkable
+class ModelTransport(Protocol):
+    """Streams one model call. Implementations must not block the event loop."""
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
+        """Yield the chunks of one call, ending with :class:`Finish`."""
+        ...
+

@@ -1,0 +1,57 @@
+"""The ``exo`` command.
+
+Each subcommand lives in its own module under :mod:`exo_core.cli` and exposes
+``register(subparsers)``. Those modules import only argparse at module level so
+``exo --help`` stays fast on a small board; the work is imported inside each
+handler.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from exo_core.errors import ExoError
+
+__all__ = ["main", "build_parser"]
+
+# Modules under exo_core.cli that register subcommands, in help order.
+# A module missing here is simply not offered.
+COMMAND_MODULES: tuple[str, ...] = (
+    "init_cmd",
+    "serve_cmd",
+    "chat_cmd",
+    "search_cmd",
+    "protocol_cmd",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser with every registered subcommand."""
+    parser = argparse.ArgumentParser(prog="exo", description="Exo: a personal assistant core.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in COMMAND_MODULES:
+        module = importlib.import_module(f"exo_core.cli.{name}")
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``exo``; returns the process exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        result = args.handler(args)
+    except ExoError as exc:
+        print(f"exo: error [{exc.code}]: {exc.message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return int(result or 0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

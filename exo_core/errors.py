@@ -1,0 +1,198 @@
+"""The one error hierarchy of Exo.
+
+Every error Exo raises on purpose derives from :class:`ExoError`. Each class is
+named for the condition and, where it matters, for whose fault it is, and
+carries a stable wire ``code`` that the protocol sends in an error response::
+
+    ExoError                         code          whose fault
+    ├── UsageError                   bad_request   the caller's: fix the input
+    │   ├── ProtocolError            bad_request
+    │   │   ├── MalformedMessageError malformed    not JSON / not an object / bad UTF-8
+    │   │   ├── UnknownCommandError   unknown_command
+    │   │   ├── BadBodyError          bad_body     names the offending field
+    │   │   └── PayloadTooLargeError  too_large
+    │   ├── NotFoundError            not_found
+    │   ├── ConflictError            conflict      state does not allow it now
+    │   ├── ConfigError              bad_config
+    │   └── UnsupportedError         unsupported   not built in this core
+    ├── AccessDeniedError            unauthorized  missing/wrong token, foreign Host/Origin
+    ├── ResourceError                unavailable   the environment's
+    │   ├── ClosedResourceError      closed        *we* closed it; using it is a bug
+    │   ├── BrokenResourceError      broken        the peer or the disk broke it
+    │   └── StorageError             storage       a file or database could not be used
+    │       └── CorruptDataError     corrupt       stored bytes fail their own checks
+    ├── ModelError                   model_error   a model provider failed
+    │   └── RetryableModelError      model_retry   rate limit, 5xx, network: try again
+    └── InternalError                internal      ours: a bug, reported, connection kept
+
+Other libraries' errors are translated at the boundary with ``raise ... from``
+so the original stays on ``__cause__``. Messages say what was wrong and how to
+fix it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "ExoError",
+    "UsageError",
+    "ProtocolError",
+    "MalformedMessageError",
+    "UnknownCommandError",
+    "BadBodyError",
+    "PayloadTooLargeError",
+    "NotFoundError",
+    "ConflictError",
+    "ConfigError",
+    "UnsupportedError",
+    "AccessDeniedError",
+    "ResourceError",
+    "ClosedResourceError",
+    "BrokenResourceError",
+    "StorageError",
+    "CorruptDataError",
+    "ModelError",
+    "RetryableModelError",
+    "InternalError",
+]
+
+
+class ExoError(Exception):
+    """Base of every error Exo raises on purpose.
+
+    ``code`` is the stable wire name sent in error responses; ``field`` names
+    the offending input field where there is one.
+    """
+
+    code: str = "error"
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+    def to_wire(self) -> dict[str, Any]:
+        """The error as the protocol's ``error`` object."""
+        wire: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.field is not None:
+            wire["field"] = self.field
+        return wire
+
+
+class UsageError(ExoError):
+    """The caller asked for something invalid; fixing the input fixes it."""
+
+    code = "bad_request"
+
+
+class ProtocolError(UsageError):
+    """A message on the wire does not follow the protocol."""
+
+    code = "bad_request"
+
+
+class MalformedMessageError(ProtocolError):
+    """The bytes are not a JSON object (bad JSON, bad UTF-8, wrong shape)."""
+
+    code = "malformed"
+
+
+class UnknownCommandError(ProtocolError):
+    """The command ``type`` is not one this core knows."""
+
+    code = "unknown_command"
+
+
+class BadBodyError(ProtocolError):
+    """A command body field is missing, unknown or of the wrong type."""
+
+    code = "bad_body"
+
+
+class PayloadTooLargeError(ProtocolError):
+    """A request body exceeds the size limit."""
+
+    code = "too_large"
+
+
+class NotFoundError(UsageError):
+    """A named thing (session, message, node, file) does not exist."""
+
+    code = "not_found"
+
+
+class ConflictError(UsageError):
+    """The request is valid but the current state does not allow it."""
+
+    code = "conflict"
+
+
+class ConfigError(UsageError):
+    """A configuration value or file is invalid."""
+
+    code = "bad_config"
+
+
+class UnsupportedError(UsageError):
+    """The request is well formed but this core does not implement it."""
+
+    code = "unsupported"
+
+
+class AccessDeniedError(ExoError):
+    """The caller is not allowed: no or wrong token, foreign Host or Origin, other uid."""
+
+    code = "unauthorized"
+
+
+class ResourceError(ExoError):
+    """Something in the environment is unavailable."""
+
+    code = "unavailable"
+
+
+class ClosedResourceError(ResourceError):
+    """Used after *this side* closed it: a programming error in the caller."""
+
+    code = "closed"
+
+
+class BrokenResourceError(ResourceError):
+    """The other side (peer, process, disk) broke it; reconnecting may help."""
+
+    code = "broken"
+
+
+class StorageError(ResourceError):
+    """A file or database could not be read or written."""
+
+    code = "storage"
+
+
+class CorruptDataError(StorageError):
+    """Stored bytes fail their own integrity checks (hash, signature, schema)."""
+
+    code = "corrupt"
+
+
+class ModelError(ExoError):
+    """A model provider failed in a way retrying will not fix."""
+
+    code = "model_error"
+
+
+class RetryableModelError(ModelError):
+    """A model provider failed transiently (rate limit, 5xx, network)."""
+
+    code = "model_retry"
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class InternalError(ExoError):
+    """A bug inside Exo. Reported as ``internal``; the connection stays up."""
+
+    code = "internal"

@@ -1,0 +1,97 @@
+"""The Exo home: the machine-local folder beside the person's store.
+
+Layout (DESIGN.md §4)::
+
+    $EXO_HOME (default ~/.exo)
+      config.toml        machine settings; ``store = "<path>"`` points at the store folder
+      sessions.sqlite    sessions, messages, events (the hub's record)
+      token              bearer token for TCP (0600, created on demand)
+      run/exod.sock      the daemon's Unix socket (run/ is 0700)
+      keys/              signing keys (0700)
+      models/            model files assembled by ``exo models fetch``
+
+The store folder is the person and moves between machines; the home does not.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from exo_core.errors import ConfigError
+
+__all__ = ["ExoHome", "default_home_path"]
+
+
+def default_home_path() -> Path:
+    """``$EXO_HOME`` if set, else ``~/.exo``."""
+    env = os.environ.get("EXO_HOME")
+    return Path(env).expanduser() if env else Path.home() / ".exo"
+
+
+@dataclass(frozen=True, slots=True)
+class ExoHome:
+    """Paths inside one Exo home. Creating the object touches no files."""
+
+    root: Path
+
+    @classmethod
+    def from_env(cls, override: str | os.PathLike[str] | None = None) -> "ExoHome":
+        """The home named by ``override``, else ``$EXO_HOME``, else ``~/.exo``."""
+        root = Path(override).expanduser() if override else default_home_path()
+        return cls(root.resolve())
+
+    @property
+    def config_path(self) -> Path:
+        return self.root / "config.toml"
+
+    @property
+    def sessions_db(self) -> Path:
+        return self.root / "sessions.sqlite"
+
+    @property
+    def token_path(self) -> Path:
+        return self.root / "token"
+
+    @property
+    def run_dir(self) -> Path:
+        return self.root / "run"
+
+    @property
+    def socket_path(self) -> Path:
+        return self.run_dir / "exod.sock"
+
+    @property
+    def keys_dir(self) -> Path:
+        return self.root / "keys"
+
+    @property
+    def models_dir(self) -> Path:
+        return self.root / "models"
+
+    def config(self) -> dict[str, object]:
+        """The parsed ``config.toml`` (empty when the file is missing)."""
+        try:
+            raw = self.config_path.read_bytes()
+        except FileNotFoundError:
+            return {}
+        try:
+            return tomllib.loads(raw.decode("utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(
+                f"{self.config_path} is not valid TOML ({exc}); fix or delete the file"
+            ) from exc
+
+    def store_path(self, override: str | os.PathLike[str] | None = None) -> Path:
+        """The store folder: ``override`` (``--store``), else config ``store``, else ``<home>/store``."""
+        if override:
+            return Path(override).expanduser().resolve()
+        configured = self.config().get("store")
+        if configured is not None:
+            if not isinstance(configured, str):
+                raise ConfigError(f"{self.config_path}: 'store' must be a path string")
+            path = Path(configured).expanduser()
+            return (path if path.is_absolute() else self.root / path).resolve()
+        return self.root / "store"
