@@ -71,7 +71,11 @@ class ExoClient:
         return cls(f"unix://{os.fspath(path)}", **kwargs)
 
     async def __aenter__(self) -> "ExoClient":
-        connector = aiohttp.UnixConnector(path=self._socket) if self._socket else aiohttp.TCPConnector()
+        # force_close: a pooled keep-alive connection to a core that has since restarted would fail
+        # the next command with a broken pipe, and a command cannot be retried blindly (it may
+        # have run). A fresh connection per command costs little on a socket or a LAN.
+        connector = (aiohttp.UnixConnector(path=self._socket, force_close=True) if self._socket
+                     else aiohttp.TCPConnector(force_close=True))
         headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
         self._http = aiohttp.ClientSession(connector=connector, headers=headers,
                                            timeout=aiohttp.ClientTimeout(total=None, sock_connect=10))
