@@ -47,10 +47,12 @@ async def run_daemon(home: ExoHome, model: ModelTransport, settings: DaemonSetti
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     runners: list[web.AppRunner] = []
+    bound_unix = False
     async with Core.open(home, model=model, options=options) as core:
         try:
             if settings.unix:
                 sock = bind_unix(home.socket_path)
+                bound_unix = True
                 app = build_app(core.engine, core.hub, HttpSettings(check_peer_uid=True, keepalive=settings.keepalive))
                 runners.append(await _start(app, sock))
                 log.info("exod listening on %s", home.socket_path)
@@ -78,7 +80,8 @@ async def run_daemon(home: ExoHome, model: ModelTransport, settings: DaemonSetti
         finally:
             for runner in runners:
                 await runner.cleanup()
-            if settings.unix:
+            if bound_unix:
+                # Only the daemon that bound the socket removes it; a refused second one must not.
                 home.socket_path.unlink(missing_ok=True)
 
 
