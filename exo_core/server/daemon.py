@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 from dataclasses import dataclass
+from pathlib import Path
 
 from aiohttp import web
 
@@ -50,12 +52,7 @@ async def run_daemon(home: ExoHome, model: ModelTransport, settings: DaemonSetti
     bound_unix = False
     async with Core.open(home, model=model, options=options) as core:
         try:
-            if settings.unix:
-                sock = bind_unix(home.socket_path)
-                bound_unix = True
-                app = build_app(core.engine, core.hub, HttpSettings(check_peer_uid=True, keepalive=settings.keepalive))
-                runners.append(await _start(app, sock))
-                log.info("exod listening on %s", home.socket_path)
+            # TCP first: the Unix socket accepting connections is the signal that exod is up.
             if settings.tcp is not None:
                 token = load_or_create_token(home.token_path)
                 host, port = settings.tcp
@@ -65,8 +62,14 @@ async def run_daemon(home: ExoHome, model: ModelTransport, settings: DaemonSetti
                 app = build_app(core.engine, core.hub,
                                 HttpSettings(token=token, host_policy=policy, keepalive=settings.keepalive))
                 runners.append(await _start(app, sock))
-                (home.run_dir / "tcp.port").write_text(f"{bound_port}\n")
+                _write_atomic(home.run_dir / "tcp.port", f"{bound_port}\n")
                 log.info("exod listening on %s:%d", host, bound_port)
+            if settings.unix:
+                sock = bind_unix(home.socket_path)
+                bound_unix = True
+                app = build_app(core.engine, core.hub, HttpSettings(check_peer_uid=True, keepalive=settings.keepalive))
+                runners.append(await _start(app, sock))
+                log.info("exod listening on %s", home.socket_path)
             if ready is not None:
                 ready.set()
             if settings.stdio:
@@ -91,3 +94,10 @@ async def _start(app: web.Application, sock: object) -> web.AppRunner:
     site = web.SockSite(runner, sock)  # type: ignore[arg-type]
     await site.start()
     return runner
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
