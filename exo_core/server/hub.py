@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from exo_core.clock import Clock, SystemClock, iso_utc
-from exo_core.errors import ClosedResourceError, InternalError
+from exo_core.errors import ClosedResourceError, InternalError, StorageError
 from exo_core.ids import IdFactory, RandomIds
 from exo_core.protocol import EVENTS, Event, body_to_wire
 from exo_core.sessions.worker import DbWorker
@@ -152,6 +152,9 @@ class Hub:
         try:
             conn.executemany("INSERT INTO events(seq, id, session, type, ts, data) VALUES (?,?,?,?,?,?)", rows)
             conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            conn.execute("ROLLBACK")
+            raise StorageError(f"could not save events {rows[0][0]}..{rows[-1][0]}: {exc}") from exc
         except BaseException:
             conn.execute("ROLLBACK")
             raise
