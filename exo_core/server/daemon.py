@@ -81,6 +81,7 @@ async def run_daemon(home: ExoHome, model: ModelTransport, settings: DaemonSetti
             else:
                 await stop.wait()
         finally:
+            core.hub.close_streams()
             for runner in runners:
                 await runner.cleanup()
             if bound_unix:
@@ -89,7 +90,7 @@ async def run_daemon(home: ExoHome, model: ModelTransport, settings: DaemonSetti
 
 
 async def _start(app: web.Application, sock: object) -> web.AppRunner:
-    runner = web.AppRunner(app, handle_signals=False, access_log=None)
+    runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=5.0)
     await runner.setup()
     site = web.SockSite(runner, sock)  # type: ignore[arg-type]
     await site.start()

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from exo_core.engine.dispatch import Engine
-from exo_core.errors import AccessDeniedError, ExoError, MalformedMessageError, PayloadTooLargeError
+from exo_core.errors import AccessDeniedError, ClosedResourceError, ExoError, MalformedMessageError, PayloadTooLargeError
 from exo_core.protocol import MAX_BODY_BYTES, PROTOCOL_VERSION, ErrorInfo, Response
 from exo_core.server.auth import HostPolicy, check_bearer, peer_uid
 from exo_core.server.hub import Hub
@@ -108,6 +108,8 @@ def build_app(engine: Engine, hub: Hub, settings: HttpSettings, *, extra_routes:
                 await response.write(f"id: {item.seq}\ndata: {item.data}\n\n".encode("utf-8"))
         except ConnectionResetError:
             pass  # the client went away; its subscription ends here
+        except ClosedResourceError:
+            pass  # the core is shutting down; the client will reconnect and resume
         finally:
             sub.close()
         return response

@@ -52,21 +52,23 @@ class StoredEvent:
 class _Live:
     """One live subscriber's bounded queue."""
 
-    __slots__ = ("session", "queue", "lagged")
+    __slots__ = ("session", "queue", "lagged", "closed")
 
     def __init__(self, session: str | None, limit: int) -> None:
         self.session = session
-        self.queue: asyncio.Queue[StoredEvent] = asyncio.Queue(maxsize=limit)
+        # One spare slot so the shutdown wake-up always fits.
+        self.queue: asyncio.Queue[StoredEvent | None] = asyncio.Queue(maxsize=limit + 1)
         self.lagged = False
+        self.closed = False
 
     def offer(self, item: StoredEvent) -> None:
         if self.lagged or (self.session is not None and item.session != self.session):
             return
-        try:
-            self.queue.put_nowait(item)
-        except asyncio.QueueFull:
+        if self.queue.qsize() >= self.queue.maxsize - 1:
             # Policy: drop the queue and fall back to replay from the database.
             self.lagged = True
+            return
+        self.queue.put_nowait(item)
 
 
 class Hub:
@@ -106,6 +108,13 @@ class Hub:
         if self._reader is not None:
             reader, self._reader = self._reader, None
             await asyncio.to_thread(reader.close)
+
+    def close_streams(self) -> None:
+        """End every live subscription (shutdown): their ``next`` raises ClosedResourceError."""
+        for live in tuple(self._live):
+            live.closed = True
+            live.queue.put_nowait(None)
+        self._live.clear()
 
     async def emit(self, session: str | None, event_type: str, body: Any) -> Event:
         """Number, save and deliver one event; returns it once saved and delivered."""
@@ -226,8 +235,8 @@ class Subscription:
     async def next(self, timeout: float | None = None) -> StoredEvent | None:
         """The next event, or ``None`` when ``timeout`` passes with nothing new."""
         while True:
-            if self._live is None:
-                raise ClosedResourceError("subscription closed")
+            if self._live is None or self._live.closed:
+                raise ClosedResourceError("subscription closed: the core is shutting down")
             if self._buffer:
                 item = self._buffer.pop(0)
                 if item.seq <= self.last_seq:
@@ -250,6 +259,8 @@ class Subscription:
                 item = await asyncio.wait_for(self._live.queue.get(), timeout)
             except TimeoutError:
                 return None
+            if item is None:
+                continue  # shutdown wake-up: the check at the top raises
             if item.seq <= self.last_seq:
                 continue
             self.last_seq = item.seq
@@ -263,7 +274,7 @@ class Subscription:
                 item = self._live.queue.get_nowait()
             except asyncio.QueueEmpty:
                 break
-            if item.seq > self.last_seq:
+            if item is not None and item.seq > self.last_seq:
                 self.last_seq = item.seq
                 fn(item)
                 count += 1

@@ -14,7 +14,7 @@ import sys
 from typing import IO
 
 from exo_core.engine.dispatch import Engine
-from exo_core.errors import ExoError
+from exo_core.errors import ClosedResourceError, ExoError
 from exo_core.protocol import MAX_BODY_BYTES, ErrorInfo, Response, decode_command
 from exo_core.protocol.commands import EventsSubscribe
 from exo_core.server.hub import Hub
@@ -43,6 +43,8 @@ async def serve_stdio(engine: Engine, hub: Hub, *, stdin: IO[bytes] | None = Non
                 item = await sub.next(timeout=None)
                 if item is not None:
                     await write(item.data)
+        except ClosedResourceError:
+            pass  # shutting down
         finally:
             sub.close()
 
