@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import ROOT, write_script
+from exo_testkit import ROOT, write_script
 
 from exo_core.client import ExoClient
 from exo_core.client.linechat import LineChat
