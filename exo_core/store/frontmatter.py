@@ -165,6 +165,7 @@ class _Reader:
 
     def quoted(self, text: str, line: int) -> tuple[str, str]:
         """Read one quoted scalar at the start of ``text``; return (value, rest)."""
+        self.check_raw(text, line)
         quote = text[0]
         if quote == "'":
             i = 1
@@ -199,10 +200,17 @@ class _Reader:
         raise self.fail(line, 'unterminated "double-quoted" value; close the quote on the same line')
 
     def check_text(self, value: str, line: int) -> str:
+        # Escaped control characters are fine (YAML allows any escape); a lone
+        # surrogate is not text and could never be written back as UTF-8.
         for ch in value:
-            if not _printable(ch) and ch != "\n":
-                raise self.fail(line, f"control character U+{ord(ch):04X} in a value; remove it")
+            if 0xD800 <= ord(ch) <= 0xDFFF:
+                raise self.fail(line, f"lone surrogate \\u{ord(ch):04x} in a value; remove it")
         return value
+
+    def check_raw(self, raw: str, line: int) -> None:
+        for ch in raw:
+            if not _printable(ch):
+                raise self.fail(line, f"raw control character U+{ord(ch):04X}; write it as an escape or remove it")
 
     def scalar(self, text: str, line: int, *, flow: bool) -> str:
         text = text.strip(" ")

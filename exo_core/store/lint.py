@@ -34,7 +34,7 @@ _COUNT = re.compile(
     re.IGNORECASE,
 )
 _ITEM_ID = re.compile(r"itm_[0-9a-f]{24}")
-_MIN_COPY = 40
+_MIN_COPY = 30
 
 
 @dataclass(frozen=True, slots=True)

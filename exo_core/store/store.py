@@ -263,12 +263,15 @@ def init_store(
     kind: str = "person",
     name: str = "",
     template: Path | None = None,
+    create_ledger: bool = True,
 ) -> Store:
     """Create a new store at ``dest`` from ``store_template/`` and fill STORE.toml.
 
     ``dest`` must not exist or be an empty folder. The copy is made in a
     sibling temp folder and renamed into place, so a crash leaves no
-    half-made store. Returns the opened store.
+    half-made store. With ``create_ledger`` the empty ``ledger.sqlite`` is
+    created too, its ledger id equal to the new store id. Returns the opened
+    store.
     """
     dest = Path(dest).resolve()
     if kind not in STORE_KINDS or kind != "person":
@@ -291,6 +294,10 @@ def init_store(
         name=name,
     )
     write_config(staging, config)
+    if create_ledger:
+        from exo_core.store.ledger_bridge import create_ledger as _create_ledger
+
+        _create_ledger(staging, config.store_id)
     for folder in sorted(staging.rglob("*")):
         if folder.is_dir():
             fsync_dir(folder)

@@ -23,13 +23,14 @@ import os
 import secrets
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from exo_core.errors import ConflictError, NotFoundError, StorageError, UsageError
 from exo_core.store import layout
 from exo_core.store.atomic import atomic_write_bytes, exchange_paths, fsync_dir, remove_tree
+from exo_core.store.config import read_config, write_config
 from exo_core.store.manifest import build_manifest, copy_candidates, read_manifest
 from exo_core.store.store import Store
 
@@ -222,14 +223,16 @@ def export_store(
 
 
 def import_store(
-    src: Path | str, dest: Path | str, *, on_step: StepHook | None = None
+    src: Path | str, dest: Path | str, *, owner_key_id: str | None = None, on_step: StepHook | None = None
 ) -> Path:
     """Make the verified export at ``src`` the live store at ``dest``.
 
     ``src`` must verify clean (manifest, databases, ledger, lint). ``dest`` must
     not exist or be empty: an existing store is never overwritten by an import
     (use ``exo store sync`` to combine two used copies). The copy is atomic
-    like an export; the live store carries no manifest.
+    like an export; the live store carries no manifest. ``owner_key_id`` (this
+    machine's ledger key) is added to STORE.toml's owner keys in the copy
+    before it goes live, so entries written here verify as the owner's.
     """
     from exo_core.store.verify import verify_store
 
@@ -253,6 +256,14 @@ def import_store(
     staging.mkdir()
     try:
         _copy_tree(src_path, staging, manifest=None, on_step=on_step)
+        if owner_key_id is not None:
+            config = read_config(staging)
+            if owner_key_id not in config.owner_keys:
+                write_config(staging, replace(config, owner_keys=config.owner_keys + (owner_key_id,)))
+        # Keep the export's manifest as machine state: it is the common base
+        # a later 'exo store sync' with the source compares curated files to.
+        (staging / layout.STATE_DIR).mkdir(exist_ok=True)
+        atomic_write_bytes(staging / layout.STATE_DIR / "import-manifest.json", (src_path / layout.MANIFEST).read_bytes())
     except BaseException:
         remove_tree(staging)
         raise

@@ -17,7 +17,7 @@ from pathlib import Path
 from exo_core.store import layout
 from exo_core.store.config import read_config
 from exo_core.store.errors import StoreFormatError
-from exo_core.store.lint import Finding, lint_store
+from exo_core.store.lint import lint_store
 from exo_core.store.manifest import Manifest, copy_candidates, hash_file, read_manifest
 
 __all__ = ["VerifyReport", "verify_store", "manifest_problems", "sqlite_problems"]
@@ -91,10 +91,23 @@ def sqlite_problems(path: Path) -> list[str]:
     return [] if rows == ["ok"] else [f"{path.name}: {row}" for row in rows[:5]]
 
 
-def _ledger_problems(root: Path, owner_keys: tuple[str, ...]) -> tuple[list[str], list[str]]:
+def _ledger_problems(
+    root: Path, owner_keys: tuple[str, ...], manifest: Manifest | None
+) -> tuple[list[str], list[str]]:
+    from exo_core.errors import ExoError
+    from exo_core.ledger import Checkpoint
     from exo_core.store.ledger_bridge import verify_ledger
 
-    return verify_ledger(root / layout.LEDGER, owner_keys)
+    checkpoints = []
+    errors: list[str] = []
+    if manifest is not None and "checkpoint" in manifest.ledger:
+        # The export's signed checkpoint: the copied ledger must still reach it.
+        try:
+            checkpoints.append(Checkpoint.from_json(manifest.ledger["checkpoint"]))
+        except ExoError as exc:
+            errors.append(f"{layout.MANIFEST}: bad ledger checkpoint ({exc.message})")
+    ledger_errors, notes = verify_ledger(root / layout.LEDGER, owner_keys, checkpoints=checkpoints)
+    return errors + ledger_errors, notes
 
 
 def verify_store(root: Path | str) -> VerifyReport:
@@ -123,7 +136,7 @@ def verify_store(root: Path | str) -> VerifyReport:
         if path.is_file():
             errors.extend(sqlite_problems(path))
     if (root / layout.LEDGER).is_file() and not errors:
-        ledger_errors, ledger_notes = _ledger_problems(root, config.owner_keys)
+        ledger_errors, ledger_notes = _ledger_problems(root, config.owner_keys, manifest)
         errors.extend(ledger_errors)
         notes.extend(ledger_notes)
     report = lint_store(root)
@@ -131,6 +144,3 @@ def verify_store(root: Path | str) -> VerifyReport:
     warnings.extend(str(f) for f in report.warnings)
     return VerifyReport(root, manifest, tuple(errors), tuple(warnings), tuple(notes))
 
-
-def _finding_text(finding: Finding) -> str:
-    return str(finding)
