@@ -187,9 +187,20 @@ def import_bookmarks(path: Path, items: ItemStore, *, report: ImportReport | Non
             )
         except UsageError as exc:  # a URL urllib cannot split: report it with its line
             raise ImportFormatError(f"bad URL {url[:80]!r} ({exc})", path=path, line=line) from exc
-    for item in staged:
-        report.count(items.put(item))
+    _put_all(staged, items, report)
     return report
+
+
+def _put_all(staged: list[Item], items: ItemStore, report: ImportReport) -> None:
+    # The same source twice in one file (a URL bookmarked in two folders) is
+    # one item: the first occurrence wins, later ones count as duplicates.
+    seen: set[str] = set()
+    for item in staged:
+        if item.id in seen:
+            report.count("duplicate")
+            continue
+        seen.add(item.id)
+        report.count(items.put(item))
 
 
 # -- notes ---------------------------------------------------------------------
@@ -241,8 +252,7 @@ def import_notes(folder: Path, items: ItemStore, *, report: ImportReport | None 
         report.redacted += n1 + n2
         staged.append(Item.new(source_kind="note", source_ref=rel, title=clean_title, body=clean_body,
                                tags=tags, scope=items.scope))
-    for item in staged:
-        report.count(items.put(item))
+    _put_all(staged, items, report)
     return report
 
 
