@@ -46,7 +46,7 @@ class MigrationStep:
 
     source: int
     name: str
-    run: Callable[[Path, dict[str, object]], None]
+    run: Callable[[Path, dict[str, object], StepHook], None]
 
 
 def _journal_path(root: Path) -> Path:
@@ -72,10 +72,10 @@ def _read_journal(root: Path) -> dict[str, object] | None:
 
 # -- format 1 -> 2 -------------------------------------------------------------
 
-_V1_LINK = re.compile(r"(?P<type>[a-z-]+):(?P<target>[a-z0-9][a-z0-9/-]*)")
+_V1_LINK = re.compile(r"(?P<type>[a-z-]+):(?P<target>[A-Za-z0-9][A-Za-z0-9/_-]*)")
 
 
-def _backup_v1(root: Path, journal: dict[str, object]) -> None:
+def _backup_v1(root: Path, journal: dict[str, object], tick: StepHook) -> None:
     backup = root / layout.STATE_DIR / "backup-format-1"
     if backup.is_dir():
         return
@@ -90,7 +90,7 @@ def _backup_v1(root: Path, journal: dict[str, object]) -> None:
     fsync_dir(backup.parent)
 
 
-def _node_1_to_2(root: Path, journal: dict[str, object]) -> None:
+def _node_1_to_2(root: Path, journal: dict[str, object], tick: StepHook) -> None:
     for path in layout.node_files(root):
         text = path.read_text(encoding="utf-8")
         doc = parse_document(text, path=path)
@@ -125,9 +125,10 @@ def _node_1_to_2(root: Path, journal: dict[str, object]) -> None:
         new.setdefault("sources", [])
         new.setdefault("links", [])
         atomic_write_text(path, dump_frontmatter(new) + doc.body)
+        tick(f"node:{path.relative_to(root).as_posix()}")
 
 
-def _config_1_to_2(root: Path, journal: dict[str, object]) -> None:
+def _config_1_to_2(root: Path, journal: dict[str, object], tick: StepHook) -> None:
     config = read_config(root)
     if config.format >= 2:
         return
@@ -143,6 +144,10 @@ STEPS: tuple[MigrationStep, ...] = (
 )
 
 
+def _no_tick(name: str) -> None:
+    """The default progress hook: nothing to report to."""
+
+
 def _run(root: Path, journal: dict[str, object], on_step: StepHook | None) -> None:
     source = journal["from"]
     assert isinstance(source, int)
@@ -151,7 +156,7 @@ def _run(root: Path, journal: dict[str, object], on_step: StepHook | None) -> No
             continue
         if on_step is not None:
             on_step(f"{step.source}:{step.name}:before")
-        step.run(root, journal)
+        step.run(root, journal, on_step or _no_tick)
         if on_step is not None:
             on_step(f"{step.source}:{step.name}:after")
     _journal_path(root).unlink()
