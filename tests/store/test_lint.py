@@ -154,3 +154,24 @@ def test_lint_names_bad_store_toml(tmp_path: Path) -> None:
     (tmp_path / "STORE.toml").write_text('format = 2\nkind = "person"\nstore_id = 7\n')
     findings = lint_store(tmp_path).findings
     assert [(f.path, f.line, f.rule) for f in findings] == [("STORE.toml", 3, "store-toml")]
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@given(st.binary(max_size=300) | st.text(max_size=300).map(lambda t: ("---\n" + t).encode("utf-8", "replace")))
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_fuzzed_node_file_in_a_store(store: Store, data: bytes) -> None:
+    """A garbage node file is reported with its file and line; nothing else changes or breaks."""
+    good = store.root / "self" / "good.md"
+    if not good.exists():
+        store.write_node(_node("self/good"))
+    before = {p: p.read_bytes() for p in store.root.rglob("*") if p.is_file() and p.name != "fuzz.md"}
+    (store.root / "work" / "fuzz.md").write_bytes(data)
+    findings = [f for f in lint_store(store.root).findings if f.path == "work/fuzz.md"]
+    for f in findings:
+        assert f.line >= 1 and f.rule and f.severity in ("error", "warning")
+    after = {p: p.read_bytes() for p in store.root.rglob("*") if p.is_file() and p.name != "fuzz.md"}
+    assert after == before
+    assert store.read_node("self/good").id == "self/good"
