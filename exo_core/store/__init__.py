@@ -10,6 +10,7 @@ Public API, one concept per module:
 * :mod:`.store`       — :class:`Store` (open, nodes, nesting) and :func:`init_store`;
 * :mod:`.lint`        — ``exo store lint``;
 * :mod:`.leaks`       — secret patterns and redaction;
+* :mod:`.ledger_bridge` — the ledger as the store uses it (narrow protocols);
 * :mod:`.items`       — ``items.sqlite``, written through the ledger;
 * :mod:`.importers`   — bookmarks, Markdown notes, chat exports;
 * :mod:`.manifest`, :mod:`.transfer`, :mod:`.verify` — export, import, verify;

@@ -22,7 +22,7 @@ from exo_core.store.frontmatter import parse_document
 from exo_core.errors import UsageError
 from exo_core.store.items import Item, ItemStore, normalize_url
 from exo_core.store.leaks import redact
-from exo_core.store.ports import LedgerWriter
+from exo_core.store.ledger_bridge import LedgerWriter
 
 __all__ = [
     "ImportReport",

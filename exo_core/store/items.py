@@ -24,7 +24,7 @@ from pathlib import Path
 
 from exo_core.errors import StorageError, UsageError
 from exo_core.store.errors import StoreFormatError
-from exo_core.store.ports import LedgerLike, LedgerReader
+from exo_core.store.ledger_bridge import LedgerLike, LedgerReader
 
 __all__ = [
     "Item",

@@ -1,22 +1,74 @@
 """Everything the store asks of the ledger (:mod:`exo_core.ledger`), in one place.
 
-A store's ledger is ``<top store>/ledger.sqlite``; its ledger id is the
+Items, importers and onboarding code against the narrow protocols here
+(:class:`LedgerWriter`, :class:`LedgerReader`), which the real ``Ledger``
+satisfies, so they never import the ledger at module level. A store's ledger is ``<top store>/ledger.sqlite``; its ledger id is the
 store id, so two folders are copies of one person exactly when their ledgers
 share an id. Signing keys live in the Exo home, never in the store.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from exo_core.store import layout
 
 if TYPE_CHECKING:
     from exo_core.ledger import Checkpoint, CheckpointBook, Ledger, Signer
 
-__all__ = ["open_ledger", "create_ledger", "verify_ledger", "checkpoint_hook", "ledger_summary"]
+__all__ = [
+    "EntryLike",
+    "LedgerWriter",
+    "LedgerReader",
+    "LedgerLike",
+    "open_ledger",
+    "create_ledger",
+    "verify_ledger",
+    "checkpoint_hook",
+    "ledger_summary",
+]
+
+
+class EntryLike(Protocol):
+    """What the store reads from a stored ledger entry."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def scope(self) -> str: ...
+
+    @property
+    def body(self) -> dict[str, Any]: ...
+
+
+class LedgerWriter(Protocol):
+    """Appends signed entries; ``idem`` makes a retried append a no-op."""
+
+    def append(
+        self,
+        kind: str,
+        body: Mapping[str, Any],
+        *,
+        refs: Sequence[str] = (),
+        scope: str | None = None,
+        idem: str | None = None,
+    ) -> EntryLike: ...
+
+
+class LedgerReader(Protocol):
+    """Reads entries in arrival order."""
+
+    def entries(self, *, kind: str | None = None, scope: str | None = None) -> Iterator[EntryLike]: ...
+
+
+class LedgerLike(LedgerWriter, LedgerReader, Protocol):
+    """Both halves: what items and importers use."""
 
 
 def create_ledger(store_root: Path, store_id: str) -> None:

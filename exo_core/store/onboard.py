@@ -27,7 +27,7 @@ from exo_core.store import layout
 from exo_core.store.atomic import atomic_write_text
 from exo_core.store.leaks import redact
 from exo_core.store.node import Link, Node
-from exo_core.store.ports import LedgerWriter
+from exo_core.store.ledger_bridge import LedgerWriter
 from exo_core.store.store import Store, template_path
 
 __all__ = [
