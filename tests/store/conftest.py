@@ -11,7 +11,6 @@ from exo_core.ledger import Ledger, Signer, create_signing_key
 from exo_core.store import Store, init_store
 from exo_core.store.ledger_bridge import open_ledger
 
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture()
