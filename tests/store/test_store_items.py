@@ -15,6 +15,7 @@ from exo_core.store import ItemStore, Store, rebuild_items
 from exo_core.store.errors import ImportFormatError
 from exo_core.store.importers import import_bookmarks, import_chat_export, import_notes
 from exo_core.store.items import normalize_url
+from store_fixtures import ledger, signer, store  # noqa: F401  (pytest fixtures)
 
 BOOKMARKS = """<!DOCTYPE NETSCAPE-Bookmark-file-1>
 <META HTTP-EQUIV="Content-Type" CONTENT="text/html; charset=UTF-8">

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from exo_core.store import Link, Node, Store, lint_store, template_path
+from store_fixtures import ledger, signer, store  # noqa: F401  (pytest fixtures)
 
 
 def test_template_lints_clean() -> None:

@@ -15,6 +15,7 @@ from exo_core.errors import BadBodyError, ConflictError
 from exo_core.ledger import Ledger
 from exo_core.store import Store, lint_store, verify_store
 from exo_core.store.onboard import QUESTIONS, Answer, answer, apply_plan, next_question, plan, start
+from store_fixtures import ledger, signer, store  # noqa: F401  (pytest fixtures)
 
 REPO = Path(__file__).resolve().parents[2]
 

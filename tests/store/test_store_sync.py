@@ -9,6 +9,7 @@ from exo_core.store import ItemStore, Link, Node, Store, export_store, import_st
 from exo_core.store.items import Item
 from exo_core.store.ledger_bridge import checkpoint_hook, open_ledger
 from exo_core.store.sync import sync_stores
+from store_fixtures import ledger, signer, store  # noqa: F401  (pytest fixtures)
 
 K = 25
 

@@ -16,6 +16,7 @@ from exo_core.errors import ConflictError
 from exo_core.ledger import Ledger, Signer
 from exo_core.store import ItemStore, Link, Node, Store, export_store, import_store, lint_store, verify_store
 from exo_core.store.ledger_bridge import checkpoint_hook, open_ledger
+from store_fixtures import ledger, signer, store  # noqa: F401  (pytest fixtures)
 
 
 REPO = Path(__file__).resolve().parents[2]

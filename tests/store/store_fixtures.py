@@ -1,4 +1,9 @@
-"""Shared fixtures for the store tests: a machine key, fresh stores, a ledger."""
+"""Shared fixtures for the store tests: a machine key, fresh stores, a ledger.
+
+Not named conftest.py: other test folders import their root conftest by
+basename (``from conftest import ...``), which a second conftest.py would shadow.
+Test modules import these fixtures by name instead.
+"""
 
 from __future__ import annotations
 
