@@ -3,6 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: the CLI imports nothing heavy at start
+    from pathlib import Path
+
+    from exo_core.home import ExoHome
+    from exo_core.ledger import Signer
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -45,13 +52,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     rebuild.set_defaults(handler=_rebuild)
 
 
-def _home(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+def _home(args: argparse.Namespace) -> "ExoHome":
     from exo_core.home import ExoHome
 
     return ExoHome.from_env(args.home)
 
 
-def _store_dir(args: argparse.Namespace, explicit: str | None = None):  # type: ignore[no-untyped-def]
+def _store_dir(args: argparse.Namespace, explicit: str | None = None) -> "Path":
     from pathlib import Path
 
     if explicit:
@@ -59,7 +66,7 @@ def _store_dir(args: argparse.Namespace, explicit: str | None = None):  # type: 
     return _home(args).store_path(args.store)
 
 
-def _signer(args: argparse.Namespace, *, required: bool):  # type: ignore[no-untyped-def]
+def _signer(args: argparse.Namespace, *, required: bool) -> "Signer | None":
     from exo_core.errors import NotFoundError
     from exo_core.ledger import load_signing_key
 

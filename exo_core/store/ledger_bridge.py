@@ -9,7 +9,7 @@ share an id. Signing keys live in the Exo home, never in the store.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -135,7 +135,9 @@ def verify_ledger(
     return errors, notes
 
 
-def checkpoint_hook(signer: "Signer | None", book: "CheckpointBook | None" = None):  # type: ignore[no-untyped-def]
+def checkpoint_hook(
+    signer: "Signer | None", book: "CheckpointBook | None" = None
+) -> Callable[[Path], dict[str, Any]]:
     """A ``ledger_hook`` for :func:`export_store`: write a signed checkpoint entry first.
 
     Without a signer (no key on this machine) nothing is written and the
