@@ -26,6 +26,7 @@ from exo_core.store.lint import Finding, LintReport, lint_store
 from exo_core.store.node import Link, Node, parse_node, render_node
 from exo_core.store.router import LoadRule, Router
 from exo_core.store.store import PERSON_SCOPE, Store, init_store, template_path
+from exo_core.store.sync import StoreSyncReport, sync_stores
 from exo_core.store.transfer import ExportResult, export_store, import_store
 from exo_core.store.verify import VerifyReport, verify_store
 
@@ -54,6 +55,8 @@ __all__ = [
     "ExportResult",
     "export_store",
     "import_store",
+    "StoreSyncReport",
+    "sync_stores",
     "VerifyReport",
     "verify_store",
 ]
