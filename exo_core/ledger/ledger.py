@@ -37,6 +37,7 @@ from exo_core.ledger.entry import (
     NewEntry,
     StoredEntry,
     build_content,
+    check_refs,
     decode_row,
     genesis_hash,
     seal,
@@ -219,8 +220,8 @@ class Ledger:
                     if again is not None:
                         out.append(again)
                         continue
-                for i, ref in enumerate(item.refs):
-                    if isinstance(ref, str) and not conn.execute(
+                for i, ref in enumerate(check_refs(item.refs)):
+                    if not conn.execute(
                         "SELECT 1 FROM entries WHERE id=?", (ref,)
                     ).fetchone():
                         raise BadBodyError(f"refs[{i}] {ref} names no entry in this ledger", field="refs")
