@@ -138,20 +138,25 @@ class Ledger:
         if not new_ledger_id or not set(new_ledger_id) <= _LEDGER_ID_CHARS or len(new_ledger_id) > 128:
             raise BadBodyError(f"bad ledger id {new_ledger_id!r}", field="ledger_id")
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            # Creating takes the write lock so two processes cannot both create
+            # the schema; opening an existing ledger only reads.
+            conn.execute("BEGIN IMMEDIATE" if create else "BEGIN")
             try:
                 has_meta = conn.execute(
                     "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
                 ).fetchone()
-                if not has_meta and not create:
-                    raise CorruptDataError("file has no ledger tables")
-                create_schema(conn)
-                conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('format', '1')")
-                conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('ledger_id', ?)", (new_ledger_id,))
-                conn.execute(
-                    "INSERT OR IGNORE INTO segments(seg, base_seg, base_pos, origin, ts) "
-                    "VALUES (0, NULL, 0, 'main', 0)"
-                )
+                if not has_meta:
+                    if not create:
+                        raise CorruptDataError("file has no ledger tables")
+                    # Schema only for a new file: re-running CREATE ... IF NOT
+                    # EXISTS on an existing ledger would silently restore a
+                    # dropped append-only trigger and hide the evidence from verify().
+                    create_schema(conn)
+                    conn.execute("INSERT INTO meta(key, value) VALUES ('format', '1')")
+                    conn.execute("INSERT INTO meta(key, value) VALUES ('ledger_id', ?)", (new_ledger_id,))
+                    conn.execute(
+                        "INSERT INTO segments(seg, base_seg, base_pos, origin, ts) VALUES (0, NULL, 0, 'main', 0)"
+                    )
                 row = conn.execute("SELECT CAST(value AS BLOB) FROM meta WHERE key='ledger_id'").fetchone()
                 conn.execute("COMMIT")
             except BaseException:
@@ -159,6 +164,8 @@ class Ledger:
                 raise
         except sqlite3.DatabaseError as exc:
             raise CorruptDataError(f"cannot read ledger metadata: {exc}") from exc
+        if row is None:
+            raise CorruptDataError("ledger metadata has no ledger_id")
         try:
             return bytes(row[0]).decode("utf-8")
         except (TypeError, UnicodeDecodeError) as exc:
