@@ -105,11 +105,12 @@ def test_idempotency_key_makes_a_retry_a_no_op(make_ledger: MakeLedger) -> None:
     assert ledger.count() == 1
 
 
-def test_identical_content_is_a_conflict_not_a_silent_duplicate(tmp_path: Path, signer: Signer) -> None:
-    ledger = Ledger.open(tmp_path / "l.sqlite", signer=signer, create=True, clock=lambda: 1000.0)
-    ledger.append("utterance", {"text": "same"})
-    with pytest.raises(ConflictError, match="identical"):
-        ledger.append("utterance", {"text": "same"})
+def test_timestamps_strictly_increase_even_with_a_stuck_or_backward_clock(tmp_path: Path, signer: Signer) -> None:
+    times = iter([1000.0, 1000.0, 999.0, 1000.5])
+    ledger = Ledger.open(tmp_path / "l.sqlite", signer=signer, create=True, clock=lambda: next(times))
+    stamps = [ledger.append("utterance", {"text": "same"}).ts for _ in range(4)]
+    assert stamps == [1_000_000, 1_000_001, 1_000_002, 1_000_500]
+    assert len({e.id for e in ledger.entries()}) == 4 and ledger.verify().ok
     ledger.close()
 
 
