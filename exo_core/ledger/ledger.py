@@ -24,7 +24,6 @@ from exo_core.errors import (
     ConflictError,
     CorruptDataError,
     NotFoundError,
-    StorageError,
     UsageError,
 )
 from exo_core.ledger.canonical import normalize_json
