@@ -27,6 +27,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "protocol_cmd",
     "store_cmd",
     "onboard_cmd",
+    "ledger_cmd",
 )
 
 

@@ -17,12 +17,18 @@ processes never read the same chain head and race to extend it.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
+import threading
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from exo_core.errors import CorruptDataError, StorageError
+from exo_core.errors import ClosedResourceError, CorruptDataError, StorageError
 
-__all__ = ["connect", "create_schema", "TRIGGER_NAMES", "BUSY_TIMEOUT_MS", "SCHEMA_VERSION"]
+__all__ = [
+    "connect", "create_schema", "Guarded", "WriteTxn", "TRIGGER_NAMES", "BUSY_TIMEOUT_MS", "SCHEMA_VERSION",
+]
 
 SCHEMA_VERSION = "1"
 BUSY_TIMEOUT_MS = 30_000
@@ -114,3 +120,96 @@ def create_schema(conn: sqlite3.Connection) -> None:
             conn.execute(statement)
     for statement in _TRIGGERS.splitlines():
         conn.execute(statement)
+
+
+class Guarded:
+    """One connection shared by threads: a re-entrant lock and nestable write transactions."""
+
+    __slots__ = ("_conn", "path", "lock", "depth")
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self._conn: sqlite3.Connection | None = conn
+        self.path = path
+        self.lock = threading.RLock()
+        self.depth = 0  # nesting of write_txn() in the lock-holding thread
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """The open connection; :class:`ClosedResourceError` after :meth:`close`."""
+        if self._conn is None:
+            raise ClosedResourceError(f"ledger {self.path} is closed")
+        return self._conn
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        with self.lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def query(self, sql: str, args: Sequence[object] = ()) -> list[Any]:
+        """Run one statement under the lock and fetch all rows; errors become StorageError."""
+        with self.lock:
+            try:
+                return self.conn.execute(sql, tuple(args)).fetchall()
+            except sqlite3.DatabaseError as exc:
+                raise StorageError(f"cannot read ledger {self.path}: {exc}") from exc
+
+    def write_txn(self) -> "WriteTxn":
+        """A write transaction context (see :class:`WriteTxn`)."""
+        return WriteTxn(self)
+
+
+class WriteTxn:
+    """Lock + BEGIN IMMEDIATE; commit on success, roll back on any error.
+
+    Nests: an inner write transaction in the same thread joins the outer one
+    (only the outermost commits), so a caller can read the head and append
+    atomically. An error inside must propagate to the outermost level.
+    """
+
+    __slots__ = ("_db",)
+
+    def __init__(self, db: Guarded) -> None:
+        self._db = db
+
+    def __enter__(self) -> sqlite3.Connection:
+        db = self._db
+        db.lock.acquire()
+        try:
+            conn = db.conn
+            if db.depth == 0:
+                conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            db.lock.release()
+            raise StorageError(f"cannot lock ledger {db.path} for writing: {exc}") from exc
+        except BaseException:
+            db.lock.release()
+            raise
+        db.depth += 1
+        return conn
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        db = self._db
+        db.depth -= 1
+        try:
+            if db.depth > 0:
+                return
+            conn = db.conn
+            if exc_type is None:
+                try:
+                    conn.execute("COMMIT")
+                except sqlite3.Error as err:
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
+                    raise StorageError(f"cannot commit to ledger {db.path}: {err}") from err
+            else:
+                # SQLite may already have rolled back (e.g. after SQLITE_FULL), so
+                # ROLLBACK can fail with "no transaction is active"; the original
+                # error is the one worth reporting, so that failure is dropped.
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise StorageError(f"ledger {db.path}: {exc}") from exc
+        finally:
+            db.lock.release()

@@ -48,6 +48,7 @@ __all__ = [
     "decode_row",
     "check_seal",
     "ROW_COLUMNS",
+    "check_refs",
 ]
 
 FORMAT_VERSION = 1
@@ -126,7 +127,8 @@ class StoredEntry:
         }
 
 
-def _check_refs(refs: Sequence[str]) -> tuple[str, ...]:
+def check_refs(refs: Sequence[str]) -> tuple[str, ...]:
+    """``refs`` as a tuple if every one is an entry id and none repeats; else BadBodyError."""
     out = tuple(refs)
     for i, ref in enumerate(out):
         if not is_entry_id(ref):
@@ -146,7 +148,7 @@ def build_content(
     """
     validate_kind(kind)
     validate_scope(scope)
-    refs_t = _check_refs(refs)
+    refs_t = check_refs(refs)
     validate_body(kind, body, refs_t)
     if idem is not None and (not isinstance(idem, str) or not 0 < len(idem) <= MAX_IDEM_CHARS):
         raise BadBodyError(f"idempotency key must be 1-{MAX_IDEM_CHARS} characters", field="idem")
@@ -222,7 +224,7 @@ def decode_row(row: Sequence[object]) -> StoredEntry:
         raise CorruptDataError("content refs is not a list")
     ts, idem = doc["ts"], doc.get("idem")
     try:
-        refs_t = _check_refs(refs)
+        refs_t = check_refs(refs)
         validate_kind(doc["kind"])
         validate_scope(doc["scope"])
         validate_body(doc["kind"], doc["body"], refs_t)

@@ -11,9 +11,7 @@ exist only after :mod:`.sync` imported a fork from another copy.
 
 from __future__ import annotations
 
-import contextlib
 import sqlite3
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -23,20 +21,19 @@ from typing import TYPE_CHECKING, Any
 
 from exo_core.errors import (
     BadBodyError,
-    ClosedResourceError,
     ConflictError,
     CorruptDataError,
     NotFoundError,
-    StorageError,
     UsageError,
 )
 from exo_core.ledger.canonical import normalize_json
-from exo_core.ledger.db import connect, create_schema
+from exo_core.ledger.db import Guarded, WriteTxn, connect, create_schema
 from exo_core.ledger.entry import (
     ROW_COLUMNS,
     NewEntry,
     StoredEntry,
     build_content,
+    check_refs,
     decode_row,
     genesis_hash,
     seal,
@@ -89,9 +86,8 @@ class Ledger:
         self, conn: sqlite3.Connection, path: Path, ledger_id: str, *,
         signer: Signer | None, scope: str, clock: Callable[[], float],
     ) -> None:
-        self._conn: sqlite3.Connection | None = conn
-        self._lock = threading.RLock()
-        self._txn_depth = 0  # nesting of write_txn() in the lock-holding thread
+        self._db = Guarded(conn, path)
+        self._lock = self._db.lock
         self.path = path
         self.ledger_id = ledger_id
         self.genesis = genesis_hash(ledger_id)
@@ -137,20 +133,25 @@ class Ledger:
         if not new_ledger_id or not set(new_ledger_id) <= _LEDGER_ID_CHARS or len(new_ledger_id) > 128:
             raise BadBodyError(f"bad ledger id {new_ledger_id!r}", field="ledger_id")
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            # Creating takes the write lock so two processes cannot both create
+            # the schema; opening an existing ledger only reads.
+            conn.execute("BEGIN IMMEDIATE" if create else "BEGIN")
             try:
                 has_meta = conn.execute(
                     "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
                 ).fetchone()
-                if not has_meta and not create:
-                    raise CorruptDataError("file has no ledger tables")
-                create_schema(conn)
-                conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('format', '1')")
-                conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('ledger_id', ?)", (new_ledger_id,))
-                conn.execute(
-                    "INSERT OR IGNORE INTO segments(seg, base_seg, base_pos, origin, ts) "
-                    "VALUES (0, NULL, 0, 'main', 0)"
-                )
+                if not has_meta:
+                    if not create:
+                        raise CorruptDataError("file has no ledger tables")
+                    # Schema only for a new file: re-running CREATE ... IF NOT
+                    # EXISTS on an existing ledger would silently restore a
+                    # dropped append-only trigger and hide the evidence from verify().
+                    create_schema(conn)
+                    conn.execute("INSERT INTO meta(key, value) VALUES ('format', '1')")
+                    conn.execute("INSERT INTO meta(key, value) VALUES ('ledger_id', ?)", (new_ledger_id,))
+                    conn.execute(
+                        "INSERT INTO segments(seg, base_seg, base_pos, origin, ts) VALUES (0, NULL, 0, 'main', 0)"
+                    )
                 row = conn.execute("SELECT CAST(value AS BLOB) FROM meta WHERE key='ledger_id'").fetchone()
                 conn.execute("COMMIT")
             except BaseException:
@@ -158,6 +159,8 @@ class Ledger:
                 raise
         except sqlite3.DatabaseError as exc:
             raise CorruptDataError(f"cannot read ledger metadata: {exc}") from exc
+        if row is None:
+            raise CorruptDataError("ledger metadata has no ledger_id")
         try:
             return bytes(row[0]).decode("utf-8")
         except (TypeError, UnicodeDecodeError) as exc:
@@ -165,10 +168,7 @@ class Ledger:
 
     def close(self) -> None:
         """Close the connection; later use raises :class:`ClosedResourceError`."""
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+        self._db.close()
 
     def __enter__(self) -> "Ledger":
         return self
@@ -179,14 +179,11 @@ class Ledger:
     @property
     def conn(self) -> sqlite3.Connection:
         """The open connection (for the sibling modules of this package)."""
-        if self._conn is None:
-            raise ClosedResourceError(f"ledger {self.path} is closed")
-        return self._conn
+        return self._db.conn
 
-    # -- transactions --------------------------------------------------------
-    def write_txn(self) -> "_WriteTxn":
-        """Context manager: lock + ``BEGIN IMMEDIATE`` ... ``COMMIT`` (rollback on error)."""
-        return _WriteTxn(self)
+    def write_txn(self) -> WriteTxn:
+        """Context manager: lock + ``BEGIN IMMEDIATE`` ... ``COMMIT`` (rollback on error); nests."""
+        return self._db.write_txn()
 
     # -- appending -----------------------------------------------------------
     def append(
@@ -210,6 +207,8 @@ class Ledger:
             raise UsageError(f"ledger {self.path} was opened without a signing key; cannot append")
         with self.write_txn() as conn:
             size, head = self._head_row(conn, 0)
+            last = conn.execute("SELECT ts FROM entries WHERE seg=0 AND pos=?", (size,)).fetchone()
+            last_ts = int(last[0]) if last is not None else -1
             out: list[StoredEntry] = []
             for item in items:
                 scope = item.scope if item.scope is not None else self.scope
@@ -219,12 +218,15 @@ class Ledger:
                     if again is not None:
                         out.append(again)
                         continue
-                for i, ref in enumerate(item.refs):
-                    if isinstance(ref, str) and not conn.execute(
+                for i, ref in enumerate(check_refs(item.refs)):
+                    if not conn.execute(
                         "SELECT 1 FROM entries WHERE id=?", (ref,)
                     ).fetchone():
                         raise BadBodyError(f"refs[{i}] {ref} names no entry in this ledger", field="refs")
-                ts = int(self.clock() * 1000)
+                # Strictly increasing along the main chain: a burst inside one
+                # millisecond (or a clock stepped back) gets consecutive ms, so
+                # two appends never share content and ``--since`` never misorders.
+                ts = max(int(self.clock() * 1000), last_ts + 1)
                 content = build_content(
                     kind=item.kind, scope=scope, author=signer.key_id,
                     ts=ts, refs=item.refs, body=body, idem=item.idem,
@@ -232,6 +234,9 @@ class Ledger:
                 entry_id, chain, sig = seal(content, head, signer)
                 dup = conn.execute("SELECT n FROM entries WHERE id=?", (entry_id,)).fetchone()
                 if dup is not None:
+                    # Unreachable on main (ts strictly increases); an imported fork
+                    # entry could only match if the same key signed the same
+                    # content at the same ms. Refuse rather than store a twin id.
                     raise ConflictError(
                         f"an identical entry (same kind, scope, author, time, refs and body) "
                         f"is already stored as {entry_id}; pass an idempotency key for retries"
@@ -243,8 +248,12 @@ class Ledger:
                     (size, entry_id, head, chain, signer.key_id, sig, item.kind, scope,
                      ts, item.idem, content),
                 )
-                out.append(self._get_n(conn, int(cur.lastrowid or 0)))
-                head = chain
+                out.append(StoredEntry(
+                    n=int(cur.lastrowid or 0), seg=0, pos=size, id=entry_id, prev=head, chain=chain,
+                    author=signer.key_id, sig=sig, kind=item.kind, scope=scope, ts=ts, idem=item.idem,
+                    refs=tuple(item.refs), body=body, content=content,
+                ))
+                head, last_ts = chain, ts
         return out
 
     def _idem_match(
@@ -293,12 +302,6 @@ class Ledger:
         with self._lock:
             size, chain = self._head_row(self.conn, seg)
         return Head(size, chain)
-
-    def _get_n(self, conn: sqlite3.Connection, n: int) -> StoredEntry:
-        row = conn.execute(f"SELECT {ROW_COLUMNS} FROM entries WHERE n=?", (n,)).fetchone()
-        if row is None:
-            raise NotFoundError(f"no entry number {n}")
-        return decode_row(row)
 
     def get(self, ref: str) -> StoredEntry:
         """The entry with id ``ref`` or a unique id prefix of at least 6 hex digits."""
@@ -370,26 +373,9 @@ class Ledger:
             if len(rows) < page:
                 return
 
-    def raw_rows(self, *, after_n: int = 0, page: int = _PAGE) -> Iterator[tuple[object, ...]]:
-        """Undecoded rows in arrival order (for verify, which must see every defect)."""
-        last = after_n
-        while True:
-            rows = self.query(
-                f"SELECT {ROW_COLUMNS} FROM entries WHERE n > ? ORDER BY n LIMIT ?", (last, page)
-            )
-            for row in rows:
-                last = row[0] if isinstance(row[0], int) else last
-                yield tuple(row)
-            if len(rows) < page:
-                return
-
     def query(self, sql: str, args: Sequence[object] = ()) -> list[Any]:
         """Run a read-only SQL statement under the lock; SQLite errors become StorageError."""
-        with self._lock:
-            try:
-                return self.conn.execute(sql, tuple(args)).fetchall()
-            except sqlite3.DatabaseError as exc:
-                raise StorageError(f"cannot read ledger {self.path}: {exc}") from exc
+        return self._db.query(sql, args)
 
     def verify(self, **kwargs: Any) -> "VerifyReport":
         """Check the whole ledger; see :func:`exo_core.ledger.verify.verify_ledger` for arguments."""
@@ -409,58 +395,3 @@ class Ledger:
                     bytes(r[3]).decode("utf-8", "replace"), int(r[4]), self.head(int(r[0])), int(r[5]))
             for r in rows
         ]
-
-
-class _WriteTxn:
-    """Lock + BEGIN IMMEDIATE; commit on success, roll back on any error.
-
-    Nests: an inner write transaction in the same thread joins the outer one
-    (only the outermost commits), so a caller can read the head and append
-    atomically. An error inside must propagate to the outermost level.
-    """
-
-    __slots__ = ("_ledger",)
-
-    def __init__(self, ledger: Ledger) -> None:
-        self._ledger = ledger
-
-    def __enter__(self) -> sqlite3.Connection:
-        ledger = self._ledger
-        ledger._lock.acquire()
-        try:
-            conn = ledger.conn
-            if ledger._txn_depth == 0:
-                conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
-            ledger._lock.release()
-            raise StorageError(f"cannot lock ledger {ledger.path} for writing: {exc}") from exc
-        except BaseException:
-            ledger._lock.release()
-            raise
-        ledger._txn_depth += 1
-        return conn
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        ledger = self._ledger
-        ledger._txn_depth -= 1
-        try:
-            if ledger._txn_depth > 0:
-                return
-            conn = ledger.conn
-            if exc_type is None:
-                try:
-                    conn.execute("COMMIT")
-                except sqlite3.Error as err:
-                    with contextlib.suppress(sqlite3.Error):
-                        conn.execute("ROLLBACK")
-                    raise StorageError(f"cannot commit to ledger {ledger.path}: {err}") from err
-            else:
-                # SQLite may already have rolled back (e.g. after SQLITE_FULL), so
-                # ROLLBACK can fail with "no transaction is active"; the original
-                # error is the one worth reporting, so that failure is dropped.
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
-                if isinstance(exc, sqlite3.Error):
-                    raise StorageError(f"ledger {ledger.path}: {exc}") from exc
-        finally:
-            ledger._lock.release()
