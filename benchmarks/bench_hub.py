@@ -186,7 +186,7 @@ async def hub_run(tmp: Path, durability: str, subscribers: int, mode: str, count
                                handle_signals=False, access_log=None,
                                # exod's runner waits aiohttp's default 60 s for open SSE handlers on
                                # shutdown (see docs/benchmarks.md); here the streams are done, so don't wait.
-                               shutdown_timeout=0.5)
+                               shutdown_timeout=0.05)
         await runner.setup()
         await web.SockSite(runner, sock).start()
         proc = None
@@ -371,11 +371,11 @@ async def replay_bench(tmp: Path, count: int) -> dict[str, Any]:
         mem = proc_memory_kb(proc.pid)
     finally:
         if proc.returncode is None:
-            # SIGTERM, then SIGKILL after 3 s: exod keeps a finished SSE handler alive until its next
+            # SIGTERM, then SIGKILL after 0.5 s: exod keeps a finished SSE handler alive until its next
             # keep-alive write (15 s) and waits for it on shutdown (see docs/benchmarks.md).
             proc.terminate()
             try:
-                await asyncio.wait_for(proc.wait(), 3)
+                await asyncio.wait_for(proc.wait(), 0.5)
             except asyncio.TimeoutError:
                 proc.kill()
                 await proc.wait()

@@ -33,9 +33,9 @@ def _run_both(tmp_path: Path) -> dict[str, dict[str, Any]]:
     env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     commands = {
         "hub": [sys.executable, "benchmarks/bench_hub.py", "--quick", "--json", "--out", str(tmp_path / "hub.json"),
-                "--tmp", str(tmp_path), "--seq-events", "20", "--events", "200", "--batch", "50", "--replay", "500"],
+                "--seq-events", "20", "--events", "200", "--batch", "50", "--replay", "500"],
         "startup": [sys.executable, "benchmarks/bench_startup.py", "--quick", "--json",
-                    "--out", str(tmp_path / "startup.json"), "--tmp", str(tmp_path)],
+                    "--out", str(tmp_path / "startup.json")],
     }
     procs = {name: subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for name, cmd in commands.items()}
