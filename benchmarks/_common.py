@@ -89,6 +89,8 @@ def machine_info(tmp_dir: Path | None = None) -> dict[str, Any]:
         "python": platform.python_version(),
         "sqlite": sqlite3.sqlite_version,
         "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        # Other work on the machine skews every number; record how busy it was.
+        "loadavg_1_5_15": [round(x, 2) for x in os.getloadavg()],
     }
     if tmp_dir is not None:
         info["tmp_dir"] = str(tmp_dir)
@@ -138,10 +140,20 @@ def fmt_num(value: Any, digits: int = 1) -> str:
     return str(value)
 
 
+MARKDOWN = False  # set by a benchmark's --markdown flag: print_table writes Markdown tables
+
+
 def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[Any]], *, file: Any = None) -> None:
-    """A plain aligned text table."""
+    """A plain aligned text table (or a Markdown table when ``MARKDOWN`` is set)."""
     file = file or sys.stdout
     cells = [[fmt_num(c) for c in row] for row in rows]
+    if MARKDOWN:
+        print(f"\n**{title}**\n", file=file)
+        print("| " + " | ".join(headers) + " |", file=file)
+        print("|" + "|".join("---" if i == 0 else "---:" for i in range(len(headers))) + "|", file=file)
+        for row in cells:
+            print("| " + " | ".join(row) + " |", file=file)
+        return
     widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
     print(f"\n{title}", file=file)
     print("  ".join(h.ljust(w) for h, w in zip(headers, widths)), file=file)

@@ -58,7 +58,9 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks import _common  # noqa: E402
 from benchmarks._common import (  # noqa: E402
+    RESULTS_DIR,
     REPO, Stopwatch, child_env, median, machine_info, print_table, proc_memory_kb, ratio, write_results,
 )
 
@@ -394,6 +396,7 @@ async def replay_bench(tmp: Path, count: int) -> dict[str, Any]:
 
 
 async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    load_before = [round(x, 2) for x in os.getloadavg()]
     seq_n, conc_n, batch, replay_n = (
         (args.seq_events or 100, args.events or 600, args.batch, args.replay or 2000) if args.quick
         else (args.seq_events or 3000, args.events or 20000, args.batch, args.replay or 100_000))
@@ -421,8 +424,10 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
                     print(f"  {durability:6} {mode:10} subs={subs:2}: appended {r['appended_per_s']:9,.0f}/s  "
                           f"delivered {r['delivered_per_s']:9,.0f}/s  (baseline {base_rate:9,.0f}/s)", flush=True)
     replay = await replay_bench(tmp, replay_n)
+    machine = machine_info(tmp)
+    machine["loadavg_before"] = load_before
     return {
-        "benchmark": NAME, "quick": args.quick, "machine": machine_info(tmp),
+        "benchmark": NAME, "quick": args.quick, "machine": machine,
         "command": "python benchmarks/bench_hub.py" + (" --quick" if args.quick else ""),
         "live": live, "baseline_inserts": baselines, "replay": replay,
         "notes": ("live: in-process Core + build_app on a real Unix socket, hub.emit('notice'); subscribers are "
@@ -434,7 +439,8 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
 def report(data: dict[str, Any]) -> None:
     m = data["machine"]
     print(f"\nmachine: {m['nproc']} x {m['cpu_model']}, python {m['python']}, sqlite {m['sqlite']}, "
-          f"tmp on {m.get('tmp_fs')}; {m['date']}")
+          f"tmp on {m.get('tmp_fs')}; {m['date']}; load average before {m.get('loadavg_before')}, "
+          f"after {m.get('loadavg_1_5_15')}")
     rows = []
     for r in data["live"]:
         rows.append([r["durability"], r["mode"], r["subscribers"], r["events"], r["appended_per_s"], r["delivered_per_s"],
@@ -465,6 +471,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes: proves the code works, numbers mean little")
     parser.add_argument("--json", action="store_true", help="print the results JSON instead of tables")
+    parser.add_argument("--markdown", type=Path, nargs="?", const=RESULTS_DIR / f"{NAME}.json", default=None,
+                        metavar="RESULTS", help="run nothing: print a results file (default the committed one) "
+                        "as Markdown tables, for docs/benchmarks.md")
     parser.add_argument("--out", type=Path, default=None, help="results file (default benchmarks/results/hub.json; "
                         "--quick writes nothing unless given)")
     parser.add_argument("--tmp", type=Path, default=None, help="folder for temporary homes (default: system temp)")
@@ -473,6 +482,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=256, help="emits in flight / rows per baseline txn (default 256)")
     parser.add_argument("--replay", type=int, default=None, help="events to replay (default 100000)")
     args = parser.parse_args(argv)
+    if args.markdown is not None:
+        _common.MARKDOWN = True
+        report(json.loads(args.markdown.read_text(encoding="utf-8")))
+        return 0
     tmp = Path(tempfile.mkdtemp(prefix="exo-bench-hub-", dir=args.tmp))
     try:
         data = asyncio.run(run(args, tmp))

@@ -42,7 +42,9 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks import _common  # noqa: E402
 from benchmarks._common import (  # noqa: E402
+    RESULTS_DIR,
     REPO, child_env, machine_info, median, print_table, proc_memory_kb, ratio, write_results,
 )
 
@@ -177,6 +179,7 @@ def time_cmd(cmd: list[str], env: dict[str, str]) -> float:
 
 
 def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    load_before = [round(x, 2) for x in os.getloadavg()]
     env = child_env()
     script = tmp / "script.json"
     script.write_text(json.dumps({"replies": []}))
@@ -207,7 +210,7 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     stops = [r["sigterm_exit_s"] for r in runs_all if r["sigterm_exit_s"] is not None]
     data: dict[str, Any] = {
         "benchmark": NAME, "quick": args.quick, "repeat": args.repeat, "idle_s": args.idle,
-        "machine": machine_info(tmp),
+        "machine": {**machine_info(tmp), "loadavg_before": load_before},
         "command": f"python benchmarks/bench_startup.py" + (" --quick" if args.quick else ""),
         "baseline": {
             "python_pass_s": base_t, "python_pass_maxrss_kb": median(py_maxrss),
@@ -236,7 +239,8 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
 def report(data: dict[str, Any]) -> None:
     m, b, e, c = data["machine"], data["baseline"], data["exod"], data["cli"]
     print(f"\nmachine: {m['nproc']} x {m['cpu_model']}, python {m['python']}; {m['date']}; "
-          f"median of {data['repeat']} runs, idle {data['idle_s']} s")
+          f"median of {data['repeat']} runs, idle {data['idle_s']} s; load average before {m.get('loadavg_before')}, "
+          f"after {m.get('loadavg_1_5_15')}")
     print_table("Start-up: process start to exit (baseline) / to a healthy GET /health over the Unix socket",
                 ["what", "ms", "x python -c pass"],
                 [["python -c pass (baseline)", b["python_pass_s"] * 1000, 1.0],
@@ -261,12 +265,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="1 repeat, short idle: proves the code works")
     parser.add_argument("--json", action="store_true", help="print the results JSON instead of tables")
+    parser.add_argument("--markdown", type=Path, nargs="?", const=RESULTS_DIR / f"{NAME}.json", default=None,
+                        metavar="RESULTS", help="run nothing: print a results file (default the committed one) "
+                        "as Markdown tables, for docs/benchmarks.md")
     parser.add_argument("--repeat", type=int, default=None, help="runs to take the median of (default 5)")
     parser.add_argument("--idle", type=float, default=None, help="seconds exod idles before memory is read (default 2)")
     parser.add_argument("--out", type=Path, default=None, help="results file (default benchmarks/results/startup.json; "
                         "--quick writes nothing unless given)")
     parser.add_argument("--tmp", type=Path, default=None, help="folder for temporary homes (default: system temp)")
     args = parser.parse_args(argv)
+    if args.markdown is not None:
+        _common.MARKDOWN = True
+        report(json.loads(args.markdown.read_text(encoding="utf-8")))
+        return 0
     if args.repeat is None:
         args.repeat = 1 if args.quick else 5
     if args.idle is None:
