@@ -281,7 +281,7 @@ async def _run_tool(deps: LoopDeps, session_id: str, turn_id: str, call: ToolCal
     await _store_tool_result(deps, session_id, turn_id, call, result, started)
     await _record(deps, "action", {
         "session": session_id, "turn": turn_id, "tool": call.name, "arguments": call.arguments,
-        "gate": outcome.action if outcome else "unknown_tool", "decision": decision, "ok": not result.is_error,
+        "outcome": outcome.action if outcome else "unknown_tool", "decision": decision, "ok": not result.is_error,
         # Tool output is data, never the person's words: it is kept inside the action.
         "result": result.content[:2000],
     })
