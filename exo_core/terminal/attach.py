@@ -36,6 +36,8 @@ def expand_refs(text: str, cwd: Path) -> tuple[str, list[str]]:
     problems: list[str] = []
     for match in _REF.finditer(text):
         name, first, last = match.group(1), match.group(2), match.group(3)
+        if not (cwd / name).is_file():
+            name = name.rstrip(",.;!?)'\"")  # "see @notes.md, then": the comma is prose
         path = (cwd / name).expanduser()
         if not path.is_file():
             problems.append(f"@{name}: no such file here")
