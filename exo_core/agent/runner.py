@@ -69,9 +69,10 @@ class TurnRunner:
         """Handle ``turn.send``; returns at once, the turn runs in the background."""
         await self._deps.worker.run(lambda: self._deps.store.get_session(session_id))
         state = self._state(session_id)
-        if self.busy(session_id) and state.task is not None and await self._finishing(session_id):
+        task = state.task  # captured: the turn may clear state.task while _finishing awaits
+        if self.busy(session_id) and task is not None and await self._finishing(session_id):
             # The turn already completed (its turn.completed may be out); let its wrap-up end.
-            await asyncio.shield(state.task)
+            await asyncio.shield(task)
         if self.busy(session_id):
             if mode == "steer":
                 if len(state.steer) >= STEER_LIMIT:
