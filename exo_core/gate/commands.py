@@ -141,7 +141,7 @@ def _rule_by_set(name: str) -> Rule:
 
 def _unknown(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Finding]:
     if argv[0].startswith(("./", "../")) or argv[0].endswith((".sh", ".py")):
-        return [finding("exec.local", f"run {argv[0]}", "recoverable", reason="runs a local program")]
+        return [finding("exec.program", f"run {argv[0]}", "recoverable", reason="runs a local program")]
     return [finding("shell.unknown", f"run {argv[0]}", "recoverable", reason="a command the gate does not know")]
 
 
@@ -288,14 +288,14 @@ def _http(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Finding]:
         host = remote[0] or "a host decided at run time"
         return out + [finding(f"http.{method.lower()}", f"HTTP {method} to {host}", "irreversible", "leaves",
                               reason="data sent to another machine cannot be called back", destination=host)]
-    return out + [finding("http.local", f"HTTP {method} to {hosts[0]}", "recoverable", reason="stays on this machine")]
+    return out + [finding("http.loopback", f"HTTP {method} to {hosts[0]}", "recoverable", reason="stays on this machine")]
 
 
 def _net_raw(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Finding]:
     hosts = [a for a in argv[1:] if not a.startswith("-") and not a.isdigit()]
     host = hosts[0].split("@")[-1].split(":")[0] if hosts else ""
     if host and scope.local_host(host):
-        return [finding("net.local", f"{argv[0]} {host}", "recoverable")]
+        return [finding("net.loopback", f"{argv[0]} {host}", "recoverable")]
     return [finding("net.send", f"{argv[0]} to {host or 'a remote host'}", "irreversible", "leaves",
                     reason="raw network traffic leaves the machine", destination=host)]
 
@@ -313,7 +313,7 @@ def _ssh(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Finding]:
         i += 1
     host = (words[0].split("@")[-1] if words else "")
     if host and scope.local_host(host):
-        return [finding("ssh.local", f"ssh to {host}", "recoverable")]
+        return [finding("ssh.loopback", f"ssh to {host}", "recoverable")]
     base = finding("ssh.remote", f"run a command on {host or 'a remote host'}", "recoverable", "leaves",
                    reason="runs on another machine", destination=host)
     if len(words) < 2:
@@ -357,7 +357,7 @@ def _package(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Finding]
                                  "config", "--version", "help", "audit", "check"):
         return [finding("package.read", f"{name} {verbs[0] if verbs else ''}".strip())]
     if verbs[0] in ("test", "run", "exec", "start", "build", "x"):
-        return [finding("exec.local", f"{name} {verbs[0]}", "recoverable", reason="runs project code")]
+        return [finding("exec.program", f"{name} {verbs[0]}", "recoverable", reason="runs project code")]
     return [finding("package.install", f"{name} {verbs[0]}", "recoverable", reason="changes installed software")]
 
 
@@ -378,14 +378,14 @@ def _interpreter(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Find
                 return [finding("exec.inline", f"run inline {argv[0]} code that touches the network or files",
                                 "irreversible", reason="inline code with side effects the gate cannot follow")]
             return [finding("exec.inline", f"run inline {argv[0]} code", "reversible")]
-    return [finding("exec.local", f"run {' '.join(argv[:2])}", "recoverable", reason="runs a local program")]
+    return [finding("exec.program", f"run {' '.join(argv[:2])}", "recoverable", reason="runs a local program")]
 
 
 def _runner(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Finding]:
     name = argv[0].rsplit("/", 1)[-1]
     if _PUBLISH.get(name) in argv[1:2]:
         return [_publish(name)]
-    return [finding("exec.local", f"run {' '.join(argv[:2])}", "recoverable", reason="runs project code")]
+    return [finding("exec.program", f"run {' '.join(argv[:2])}", "recoverable", reason="runs project code")]
 
 
 def _service(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Finding]:

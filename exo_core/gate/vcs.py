@@ -80,7 +80,7 @@ def classify_git(argv: Sequence[str], scope: Scope) -> list[Finding]:
     if sub == "config" and not flags & {"--get", "--list", "-l", "--get-all"}:
         return [finding("git.config", "change git settings", "recoverable")]
     if sub in _GIT_LOCAL:
-        return [finding("git.local", "commit changes" if sub == "commit" else f"git {sub}", "reversible")]
+        return [finding("git.change", "commit changes" if sub == "commit" else f"git {sub}", "reversible")]
     return [finding("git.other", f"git {sub}", "recoverable", reason="a git command the gate does not know")]
 
 
@@ -143,7 +143,7 @@ def classify_gh(argv: Sequence[str], scope: Scope) -> list[Finding]:
     if group == "api":
         return [_gh_api(args)]
     if group in ("auth", "config", "alias", "extension", "completion", "help", "codespace"):
-        return [finding("gh.local", f"gh {group} {verb}".strip(), "recoverable")]
+        return [finding("gh.settings", f"gh {group} {verb}".strip(), "recoverable")]
     if verb in _GH_READ_VERBS or group in ("search", "browse", "status"):
         return [finding("gh.read", f"gh {group} {verb}".strip())]
     where = f"{group} {verb}".strip()
