@@ -204,9 +204,8 @@ def _deleter(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Finding]
         elif inside:
             out.append(finding("file.delete", f"delete {raw}", "recoverable", reason="inside the workspace"))
         else:
-            level = "irreversible" if recursive or dynamic else "recoverable"
             why = "a path decided at run time" if dynamic else "outside the workspace"
-            out.append(finding("file.delete.outside", f"{name}{' -r' if recursive else ''} {raw}", level,
+            out.append(finding("file.delete.outside", f"{name}{' -r' if recursive else ''} {raw}", "irreversible",
                                reason=f"{why}: nothing keeps a copy"))
     return out or [finding("shell.read", name)]
 
@@ -214,7 +213,10 @@ def _deleter(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Finding]
 def _find(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Finding]:
     roots = [a for a in argv[1:] if not a.startswith(("-", "(", "!", ")"))][:1] or ["."]
     if "-delete" in argv:
-        return _deleter(["rm", "-r", roots[0]], SimpleCommand(("rm", "-r", roots[0])), scope)
+        # find deletes what matches *below* its root, so judge a path inside the root.
+        below = roots[0].rstrip("/") + "/match"
+        return [Finding(f.key, f.axes, f"find {roots[0]} -delete", f.reason)
+                for f in _deleter(["rm", "-r", below], SimpleCommand(("rm", "-r", below)), scope)]
     for flag in ("-exec", "-execdir", "-ok", "-okdir"):
         if flag in argv:
             inner = argv[argv.index(flag) + 1:]
@@ -262,6 +264,8 @@ def _http(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Finding]:
         elif key in _HTTP_WITH_ARG:
             if key in _HTTP_SEND and method == "GET":
                 method = "POST"
+        elif a.startswith("-X") and len(a) > 2:
+            method, step = a[2:].upper(), 1
         elif a.startswith(("-d", "-F", "-T")) and len(a) > 2:
             method = "POST" if method == "GET" else method
             step = 1

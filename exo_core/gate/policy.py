@@ -30,7 +30,7 @@ from typing import Any
 from exo_core.errors import ConfigError
 from exo_core.gate.axes import AXES, OUTCOMES, Finding, outcome_rank, strictest
 from exo_core.gate.classify import Classification
-from exo_core.gate.floor import apply_floor
+from exo_core.gate.floor import apply_floor, floor_for
 from exo_core.gate.scope import Scope
 
 __all__ = ["Policy", "PartDecision", "Decision", "decide", "DEFAULT_MATRIX"]
@@ -181,12 +181,14 @@ def decide(classification: Classification, policy: Policy, *, amount: float | No
         decision = Decision("allow", classification,
                             tuple(PartDecision(p.finding, "allow" if p.outcome != "deny" else "deny",
                                                (*p.why, "allowed always in this run")) for p in parts))
-    final, floor_rule = apply_floor(decision.outcome, classification.axes)
+    minimum, floor_rule = floor_for(classification.axes)
+    final = strictest((decision.outcome, minimum))
     if final != decision.outcome:
         raised = tuple(PartDecision(p.finding, strictest((p.outcome, final)), (*p.why, f"operator floor: {floor_rule}"))
                        for p in decision.parts)
         return Decision(final, classification, raised, floor_rule)
-    return decision
+    # The floor is reported whenever it applies: the outcome cannot go below it, whatever the policy says.
+    return Decision(decision.outcome, classification, decision.parts, floor_rule)
 
 
 def _part(f: Finding, policy: Policy, amount: float | None) -> PartDecision:
