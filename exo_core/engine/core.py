@@ -22,6 +22,7 @@ from exo_core.engine.dispatch import Engine
 from exo_core.gate import ConsequenceGate, Policy
 from exo_core.home import ExoHome
 from exo_core.hooks import HookRegistry
+from exo_core.plugins import PluginHost
 from exo_core.ids import IdFactory, RandomIds
 from exo_core.server.hub import Hub
 from exo_core.sessions.store import SessionStore
@@ -39,6 +40,9 @@ class CoreOptions:
     # None: the consequence gate under the policy in $EXO_HOME/gate.toml (the default policy if absent).
     gate: Gate | None = None
     hooks: HookRegistry = field(default_factory=HookRegistry)
+    # Plugin folders to load (exod passes $EXO_HOME/plugins) and whether to load `exo.plugins` entry points.
+    plugin_dirs: tuple[Path, ...] = ()
+    entry_point_plugins: bool = False
     memory: MemoryProvider = field(default_factory=NullMemory)
     context: ContextEngine = field(default_factory=VerbatimContext)
     recorder: TurnRecorder = field(default_factory=NullRecorder)
@@ -56,6 +60,10 @@ class Core:
     def __init__(self, home: ExoHome, model: ModelTransport, options: CoreOptions) -> None:
         self.home = home
         self.model = model
+        self.plugins: PluginHost | None = None
+        if options.plugin_dirs or options.entry_point_plugins:
+            self.plugins = PluginHost.for_options(options, options.plugin_dirs, entry_points=options.entry_point_plugins)
+            options = self.plugins.apply(options)
         self.options = options
         self.worker = DbWorker(home.sessions_db, synchronous=options.synchronous)
         self.hub = Hub(self.worker, clock=options.clock, ids=options.ids, queue_limit=options.queue_limit)
