@@ -25,6 +25,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "chat_cmd",
     "search_cmd",
     "protocol_cmd",
+    "store_cmd",
+    "onboard_cmd",
     "ledger_cmd",
 )
 

@@ -1,0 +1,343 @@
+"""The agent loop: one turn as a short series of steps (§15).
+
+1. (the runner) close any tool call left dangling by a crash;
+2. store the person's message, emit ``message.completed`` then ``turn.started``;
+3. build the system prompt: base prompt plus the memory provider's block;
+4. build a fresh model input from the context engine;
+5. stream one model call (``message.delta``, ``reasoning.delta``, ``usage.updated``);
+6. store the reply; run requested tools in order (``tool.started``, ``tool.output``,
+   ``tool.completed``), store each result; go back to 4;
+7. emit ``turn.completed`` with the stop reason and usage, tell the memory
+   provider, emit ``session.updated``.
+
+Limits: at most ``max_iterations`` tool rounds; a retryable model error is
+retried (exponential backoff) only while nothing of that call has been shown;
+an interrupt keeps partial text marked ``interrupted`` and gives every tool
+call a result; any unexpected error ends the turn with ``error`` and a clean
+``turn.completed`` (fail soft), never a hung session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from exo_core.agent.approvals import ApprovalBroker
+from exo_core.agent.model import (
+    Finish,
+    ModelRequest,
+    ModelTransport,
+    ReasoningDelta,
+    TextDelta,
+    ToolCall,
+    ToolCallChunk,
+    UsageChunk,
+)
+from exo_core.agent.recorder import NullRecorder, TurnRecorder
+from exo_core.agent.seams import ContextEngine, Gate, MemoryProvider, NullMemory, RiskGate, VerbatimContext
+from exo_core.clock import Clock, SystemClock
+from exo_core.errors import ExoError, RetryableModelError
+from exo_core.protocol import events as ev
+from exo_core.server.hub import Hub
+from exo_core.sessions.store import MessageRecord, SessionStore, TurnRecord
+from exo_core.sessions.worker import DbWorker
+from exo_core.tools.registry import ToolRegistry
+from exo_core.tools.spec import ToolContext, ToolResult
+
+__all__ = ["LoopDeps", "LoopSettings", "run_turn", "INTERRUPTED_RESULT", "BASE_PROMPT"]
+
+log = logging.getLogger(__name__)
+
+INTERRUPTED_RESULT = "interrupted before completion"
+_DELTA_WINDOW = 64
+BASE_PROMPT = (
+    "You are Exo, a personal assistant. Answer briefly and plainly. "
+    "Use tools when they help; ask before doing anything irreversible or public."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LoopSettings:
+    """Tunable limits of the loop."""
+
+    max_iterations: int = 24
+    max_retries: int = 3
+    backoff_base: float = 0.5
+    base_prompt: str = BASE_PROMPT
+    max_tokens: int = 512
+
+
+@dataclass(slots=True)
+class LoopDeps:
+    """Everything a turn needs, injected."""
+
+    hub: Hub
+    worker: DbWorker
+    store: SessionStore
+    model: ModelTransport
+    tools: ToolRegistry
+    approvals: ApprovalBroker
+    gate: Gate = field(default_factory=RiskGate)
+    memory: MemoryProvider = field(default_factory=NullMemory)
+    context: ContextEngine = field(default_factory=VerbatimContext)
+    recorder: TurnRecorder = field(default_factory=NullRecorder)
+    clock: Clock = field(default_factory=SystemClock)
+    settings: LoopSettings = field(default_factory=LoopSettings)
+    workspace: Path = field(default_factory=Path.cwd)
+
+
+class _Usage:
+    __slots__ = ("input_tokens", "output_tokens", "cost")
+
+    def __init__(self) -> None:
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.cost = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "cost": round(self.cost, 8)}
+
+
+async def run_turn(deps: LoopDeps, session_id: str, turn: TurnRecord, steer: deque[str], *, resumed: bool = False) -> str:
+    """Run one turn to its end; returns the stop reason. Never raises for model/tool failures."""
+    usage = _Usage()
+    state = _TurnState()
+    db = deps.worker.run
+    try:
+        if not resumed:
+            msg = await db(lambda: deps.store.add_message(session_id, "user", turn.text, turn_id=turn.id))
+            await _emit_message(deps, msg)
+            await _record(deps, "utterance", {"session": session_id, "turn": turn.id, "text": turn.text})
+        await deps.hub.emit(session_id, "turn.started", ev.TurnStarted(turn_id=turn.id, mode=turn.mode, resumed=resumed))
+        system = await _system_prompt(deps, session_id, turn.text)
+        reason = "iteration_cap"
+        for _round in range(deps.settings.max_iterations):
+            history = await db(lambda: deps.store.messages(session_id))
+            messages = await _build_context(deps, session_id, system, history)
+            request = ModelRequest(
+                messages=tuple(messages),
+                tools=tuple(s.to_model() for s in deps.tools.specs()),
+                max_tokens=deps.settings.max_tokens,
+            )
+            text, calls = await _call_model(deps, session_id, turn.id, request, usage, state)
+            state.partial, state.calls = "", []
+            reply = await db(lambda: deps.store.add_message(
+                session_id, "assistant", text, turn_id=turn.id,
+                tool_calls=[{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]))
+            await _emit_message(deps, reply)
+            if not calls:
+                reason = "end"
+                state.answer = text
+                break
+            state.calls = list(calls)
+            for call in calls:
+                await _run_tool(deps, session_id, turn.id, call)
+                state.calls.remove(call)
+            while steer:
+                note = steer.popleft()
+                steered = await db(lambda: deps.store.add_message(session_id, "user", note, turn_id=turn.id))
+                await _emit_message(deps, steered)
+                await _record(deps, "utterance", {"session": session_id, "turn": turn.id, "text": note, "steer": True})
+        else:
+            await deps.hub.emit(session_id, "notice", ev.Notice(
+                text=f"stopped after {deps.settings.max_iterations} tool rounds", level="warning"))
+        return await _finish(deps, session_id, turn, reason, usage, answer=state.answer)
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()
+        await _close_interrupted(deps, session_id, turn.id, state)
+        return await _finish(deps, session_id, turn, "interrupted", usage)
+    except ExoError as exc:
+        log.warning("turn %s failed: %s", turn.id, exc)
+        await _close_interrupted(deps, session_id, turn.id, state)
+        return await _finish(deps, session_id, turn, "error", usage, error=f"{exc.code}: {exc.message}")
+    except Exception as exc:  # noqa: BLE001 - fail soft: a bug ends the turn, never hangs the session
+        log.exception("turn %s crashed", turn.id)
+        await _close_interrupted(deps, session_id, turn.id, state)
+        return await _finish(deps, session_id, turn, "error", usage, error=f"internal: {type(exc).__name__}: {exc}")
+
+
+class _TurnState:
+    """What an interrupt must close: streamed-but-unstored text and unanswered calls."""
+
+    __slots__ = ("partial", "calls", "answer")
+
+    def __init__(self) -> None:
+        self.partial = ""
+        self.calls: list[ToolCall] = []
+        self.answer = ""
+
+
+async def _system_prompt(deps: LoopDeps, session_id: str, text: str) -> str:
+    try:
+        block = await deps.memory.system_block(session_id, text)
+    except Exception:  # noqa: BLE001 - fail soft: a broken memory provider is skipped for this call
+        log.exception("memory provider failed; continuing without it")
+        block = ""
+    return deps.settings.base_prompt + ("\n\n" + block if block else "")
+
+
+async def _build_context(deps: LoopDeps, session_id: str, system: str, history: list[MessageRecord]) -> list[Any]:
+    try:
+        return await deps.context.build(session_id, system, history)
+    except Exception:  # noqa: BLE001 - fail soft: fall back to the verbatim conversation
+        log.exception("context engine failed; sending the conversation verbatim")
+        return await VerbatimContext().build(session_id, system, history)
+
+
+async def _call_model(deps: LoopDeps, session_id: str, turn_id: str, request: ModelRequest, usage: _Usage,
+                      state: _TurnState) -> tuple[str, list[ToolCall]]:
+    attempt = 0
+    while True:
+        shown = False
+        text: list[str] = []
+        calls: list[ToolCall] = []
+        # Deltas are queued without waiting for the disk so a burst shares one commit;
+        # at most _DELTA_WINDOW are in flight, and all are saved before the call returns.
+        in_flight: deque[asyncio.Future[Any]] = deque()
+
+        async def delta(event_type: str, body: Any) -> None:
+            in_flight.append(deps.hub.emit_nowait(session_id, event_type, body))
+            while len(in_flight) > _DELTA_WINDOW:
+                await in_flight.popleft()
+
+        try:
+            async for chunk in deps.model.stream(request):
+                if isinstance(chunk, TextDelta) and chunk.text:
+                    shown = True
+                    text.append(chunk.text)
+                    state.partial = "".join(text)
+                    await delta("message.delta", ev.MessageDelta(turn_id=turn_id, text=chunk.text))
+                elif isinstance(chunk, ReasoningDelta) and chunk.text:
+                    shown = True
+                    await delta("reasoning.delta", ev.ReasoningDelta(turn_id=turn_id, text=chunk.text))
+                elif isinstance(chunk, ToolCallChunk):
+                    shown = True
+                    calls.append(chunk.call)
+                elif isinstance(chunk, UsageChunk):
+                    await _settle(in_flight)
+                    usage.input_tokens += chunk.input_tokens
+                    usage.output_tokens += chunk.output_tokens
+                    usage.cost += chunk.cost
+                    await deps.worker.run(lambda: deps.store.touch(session_id, add_cost=chunk.cost))
+                    session = await deps.worker.run(lambda: deps.store.get_session(session_id))
+                    await deps.hub.emit(session_id, "usage.updated", ev.UsageUpdated(
+                        turn_id=turn_id, input_tokens=chunk.input_tokens, output_tokens=chunk.output_tokens,
+                        cost=chunk.cost, session_cost=session.cost, model=chunk.model))
+                elif isinstance(chunk, Finish):
+                    break
+            await _settle(in_flight)
+            return "".join(text), calls
+        except RetryableModelError as exc:
+            await _settle(in_flight)
+            attempt += 1
+            if shown or attempt > deps.settings.max_retries:
+                raise
+            wait = exc.retry_after if exc.retry_after is not None else deps.settings.backoff_base * 2 ** (attempt - 1)
+            log.info("model call failed (%s); retry %d in %.2fs", exc.message, attempt, wait)
+            await deps.clock.sleep(wait)
+        except BaseException:
+            # Whatever else ends the call (an error, an interrupt), deltas already queued are saved first.
+            await asyncio.shield(_settle(in_flight))
+            raise
+
+
+async def _settle(in_flight: "deque[asyncio.Future[Any]]") -> None:
+    while in_flight:
+        await in_flight.popleft()
+
+
+async def _run_tool(deps: LoopDeps, session_id: str, turn_id: str, call: ToolCall) -> None:
+    tool = deps.tools.get(call.name)
+    risk = tool.spec.risk if tool else "low"
+    await deps.hub.emit(session_id, "tool.started", ev.ToolStarted(
+        turn_id=turn_id, call_id=call.id, name=call.name, arguments=call.arguments, risk=risk))
+    started = time.monotonic()
+    outcome = deps.gate.check(tool.spec, call.arguments) if tool else None
+    decision = "allow"
+    if outcome is not None and outcome.action == "deny":
+        decision = "deny"
+        result = ToolResult.error(f"blocked: {outcome.reason or 'not allowed'}")
+    else:
+        if outcome is not None and outcome.action == "ask":
+            decision = await deps.approvals.request(session_id, turn_id=turn_id, call_id=call.id, tool=call.name,
+                                                    summary=outcome.summary, risk=outcome.risk, arguments=call.arguments)
+            if decision == "allow_always" and isinstance(deps.gate, RiskGate):
+                deps.gate.allow_always(outcome.rule_key)
+        if decision == "deny":
+            result = ToolResult.error("the person denied this action")
+        else:
+            async def emit_output(text: str, stream: str) -> None:
+                await deps.hub.emit(session_id, "tool.output", ev.ToolOutput(call_id=call.id, text=text, stream=stream))
+
+            context = ToolContext(workspace=deps.workspace, call_id=call.id, emit_output=emit_output, session_id=session_id)
+            result = await deps.tools.run(call.name, call.arguments, context)
+    await _store_tool_result(deps, session_id, turn_id, call, result, started)
+    await _record(deps, "action", {
+        "session": session_id, "turn": turn_id, "tool": call.name, "arguments": call.arguments,
+        "outcome": outcome.action if outcome else "unknown_tool", "decision": decision, "ok": not result.is_error,
+        # Tool output is data, never the person's words: it is kept inside the action.
+        "result": result.content[:2000],
+    })
+
+
+async def _store_tool_result(deps: LoopDeps, session_id: str, turn_id: str, call: ToolCall, result: ToolResult,
+                             started: float) -> None:
+    msg = await deps.worker.run(lambda: deps.store.add_message(
+        session_id, "tool", result.content, turn_id=turn_id, tool_call_id=call.id,
+        status="error" if result.is_error else "complete"))
+    await deps.hub.emit(session_id, "tool.completed", ev.ToolCompleted(
+        call_id=call.id, name=call.name, ok=not result.is_error, result=result.content,
+        duration_ms=int((time.monotonic() - started) * 1000), truncated=result.truncated))
+    await _emit_message(deps, msg)
+
+
+async def _close_interrupted(deps: LoopDeps, session_id: str, turn_id: str, state: _TurnState) -> None:
+    """Keep partial text (marked) and give every unanswered tool call a result."""
+    if state.partial:
+        msg = await deps.worker.run(lambda: deps.store.add_message(
+            session_id, "assistant", state.partial, turn_id=turn_id, status="interrupted"))
+        await _emit_message(deps, msg)
+        state.partial = ""
+    for call in list(state.calls):
+        await _store_tool_result(deps, session_id, turn_id, call, ToolResult.error(INTERRUPTED_RESULT), time.monotonic())
+    state.calls = []
+
+
+async def _finish(deps: LoopDeps, session_id: str, turn: TurnRecord, reason: str, usage: _Usage, *,
+                  answer: str = "", error: str | None = None) -> str:
+    status = {"end": "completed", "iteration_cap": "completed", "interrupted": "interrupted"}.get(reason, "error")
+    await deps.worker.run(lambda: deps.store.set_turn_status(turn.id, status, reason))
+    await deps.hub.emit(session_id, "turn.completed", ev.TurnCompleted(
+        turn_id=turn.id, stop_reason=reason, usage=usage.as_dict(), error=error))
+    if reason == "end":
+        try:
+            await deps.memory.on_exchange(session_id, turn.text, answer)
+        except Exception:  # noqa: BLE001 - fail soft: memory is told best-effort
+            log.exception("memory provider failed in on_exchange")
+    session = await deps.worker.run(lambda: deps.store.get_session(session_id))
+    count = len(await deps.worker.run(lambda: deps.store.messages(session_id)))
+    await deps.worker.run(lambda: deps.store.touch(session_id))
+    await deps.hub.emit(session_id, "session.updated", ev.SessionUpdated(
+        session_id=session_id, title=session.title, message_count=count, reason=f"turn {reason}"))
+    return reason
+
+
+async def _emit_message(deps: LoopDeps, msg: MessageRecord) -> None:
+    await deps.hub.emit(msg.session_id, "message.completed", ev.MessageCompleted(
+        message_id=msg.id, role=msg.role, content=msg.content, turn_id=msg.turn_id, tool_calls=msg.tool_calls,
+        tool_call_id=msg.tool_call_id, status=msg.status))
+
+
+async def _record(deps: LoopDeps, kind: str, body: dict[str, Any]) -> None:
+    try:
+        await asyncio.to_thread(deps.recorder.record, kind, body)
+    except ExoError:
+        # The ledger refusing an entry must not lose the turn; it is logged loudly.
+        log.exception("could not mirror a %s into the ledger", kind)

@@ -1,0 +1,177 @@
+"""Turn control for sessions: one running turn each, steer, queue, interrupt, resume.
+
+* ``send`` starts a turn when the session is idle; while one runs it is refused
+  (use ``steer`` or ``queue``).
+* ``steer`` slips the text in between tool rounds of the running turn (at most
+  :data:`STEER_LIMIT` waiting; more is refused, never silently dropped).
+* ``queue`` stores a turn (status ``queued`` in the database) that starts when
+  the running one ends; queued turns survive a restart.
+* ``resume`` after a crash closes dangling tool calls with an error result,
+  continues the turn that was cut off, then runs the queued ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from dataclasses import dataclass
+
+from exo_core.agent.loop import INTERRUPTED_RESULT, LoopDeps, run_turn
+from exo_core.errors import ConflictError
+from exo_core.protocol import events as ev
+from exo_core.sessions.store import TurnRecord
+
+__all__ = ["TurnRunner", "SendOutcome", "STEER_LIMIT", "QUEUE_LIMIT"]
+
+log = logging.getLogger(__name__)
+
+STEER_LIMIT = 8
+QUEUE_LIMIT = 32
+
+
+@dataclass(frozen=True, slots=True)
+class SendOutcome:
+    """What happened to a ``turn.send``: started, steered or queued."""
+
+    turn_id: str | None
+    disposition: str
+
+
+class _SessionState:
+    __slots__ = ("task", "turn_id", "steer")
+
+    def __init__(self) -> None:
+        self.task: asyncio.Task[None] | None = None
+        self.turn_id: str | None = None
+        self.steer: deque[str] = deque()
+
+
+class TurnRunner:
+    """Runs turns in background tasks, one per session at a time."""
+
+    def __init__(self, deps: LoopDeps) -> None:
+        self._deps = deps
+        self._sessions: dict[str, _SessionState] = {}
+
+    def _state(self, session_id: str) -> _SessionState:
+        return self._sessions.setdefault(session_id, _SessionState())
+
+    def busy(self, session_id: str) -> bool:
+        """Whether a turn is running in ``session_id``."""
+        task = self._state(session_id).task
+        return task is not None and not task.done()
+
+    async def send(self, session_id: str, text: str, mode: str) -> SendOutcome:
+        """Handle ``turn.send``; returns at once, the turn runs in the background."""
+        await self._deps.worker.run(lambda: self._deps.store.get_session(session_id))
+        state = self._state(session_id)
+        if self.busy(session_id) and state.task is not None and await self._finishing(session_id):
+            # The turn already completed (its turn.completed may be out); let its wrap-up end.
+            await asyncio.shield(state.task)
+        if self.busy(session_id):
+            if mode == "steer":
+                if len(state.steer) >= STEER_LIMIT:
+                    raise ConflictError(f"{STEER_LIMIT} steering messages are already waiting; wait or interrupt")
+                state.steer.append(text)
+                return SendOutcome(state.turn_id, "steered")
+            if mode == "queue":
+                queued = await self._deps.worker.run(lambda: self._deps.store.turns(session_id, status="queued"))
+                if len(queued) >= QUEUE_LIMIT:
+                    raise ConflictError(f"{QUEUE_LIMIT} turns are already queued; wait for them to run")
+                turn = await self._deps.worker.run(lambda: self._deps.store.add_turn(session_id, text, mode))
+                return SendOutcome(turn.id, "queued")
+            raise ConflictError("a turn is already running in this session; send with mode 'steer' or 'queue', "
+                                "or interrupt it first", field="mode")
+        turn = await self._deps.worker.run(lambda: self._deps.store.add_turn(session_id, text, mode, status="running"))
+        self._start(session_id, turn, resumed=False)
+        return SendOutcome(turn.id, "started")
+
+    async def _finishing(self, session_id: str) -> bool:
+        turn_id = self._state(session_id).turn_id
+        if turn_id is None:
+            return False
+        running = await self._deps.worker.run(lambda: self._deps.store.turns(session_id, status="running"))
+        return all(t.id != turn_id for t in running)
+
+    def _start(self, session_id: str, turn: TurnRecord, *, resumed: bool) -> None:
+        state = self._state(session_id)
+        state.turn_id = turn.id
+        state.task = asyncio.create_task(self._drive(session_id, turn, resumed), name=f"turn-{turn.id}")
+
+    async def _drive(self, session_id: str, turn: TurnRecord, resumed: bool) -> None:
+        state = self._state(session_id)
+        await run_turn(self._deps, session_id, turn, state.steer, resumed=resumed)
+        leftover = list(state.steer)
+        state.steer.clear()
+        # Steering text that arrived after the last tool round becomes the next turn, not lost.
+        for text in leftover:
+            await self._deps.worker.run(lambda t=text: self._deps.store.add_turn(session_id, t, "steer"))
+        queued = await self._deps.worker.run(lambda: self._deps.store.turns(session_id, status="queued"))
+        if queued:
+            nxt = queued[0]
+            await self._deps.worker.run(lambda: self._deps.store.set_turn_status(nxt.id, "running"))
+            self._start(session_id, nxt, resumed=False)
+        else:
+            state.task = None
+            state.turn_id = None
+
+    async def interrupt(self, session_id: str) -> str | None:
+        """Stop the running turn and wait until it is closed; returns its id (``None`` when idle)."""
+        state = self._state(session_id)
+        task, turn_id = state.task, state.turn_id
+        if task is None or task.done():
+            return None
+        # Queued turns stay queued; the interrupt is for the running one only.
+        task.cancel()
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if task.cancelled():
+                return turn_id
+            raise
+        return turn_id
+
+    async def resume(self, session_id: str) -> dict[str, object]:
+        """Repair a half-finished tool round and restart pending work after a restart."""
+        deps = self._deps
+        await deps.worker.run(lambda: deps.store.get_session(session_id))
+        if self.busy(session_id):
+            return {"repaired": 0, "resumed_turn": self._state(session_id).turn_id, "queued": 0}
+        expired = await deps.approvals.expire_open(session_id, "the core restarted")
+        repaired = await self._repair(session_id)
+        running = await deps.worker.run(lambda: deps.store.turns(session_id, status="running"))
+        queued = await deps.worker.run(lambda: deps.store.turns(session_id, status="queued"))
+        resumed_turn = None
+        if running:
+            # Only the latest can really have been running; older ones are closed as crashed.
+            for stale in running[:-1]:
+                await deps.worker.run(lambda s=stale: deps.store.set_turn_status(s.id, "error", "crashed"))
+            resumed_turn = running[-1].id
+            self._start(session_id, running[-1], resumed=True)
+        elif queued:
+            await deps.worker.run(lambda: deps.store.set_turn_status(queued[0].id, "running"))
+            self._start(session_id, queued[0], resumed=False)
+        session = await deps.worker.run(lambda: deps.store.get_session(session_id))
+        await deps.hub.emit(session_id, "session.updated", ev.SessionUpdated(
+            session_id=session_id, title=session.title, reason="resumed"))
+        return {"repaired": repaired, "expired_approvals": expired, "resumed_turn": resumed_turn, "queued": len(queued)}
+
+    async def _repair(self, session_id: str) -> int:
+        deps = self._deps
+        dangling = await deps.worker.run(lambda: deps.store.dangling_tool_calls(session_id))
+        for message, call in dangling:
+            msg = await deps.worker.run(lambda m=message, c=call: deps.store.add_message(
+                session_id, "tool", f"error: {INTERRUPTED_RESULT}", turn_id=m.turn_id, tool_call_id=c["id"],
+                status="error"))
+            await deps.hub.emit(session_id, "tool.completed", ev.ToolCompleted(
+                call_id=call["id"], name=call.get("name", ""), ok=False, result=msg.content))
+            await deps.hub.emit(session_id, "message.completed", ev.MessageCompleted(
+                message_id=msg.id, role="tool", content=msg.content, turn_id=msg.turn_id,
+                tool_call_id=msg.tool_call_id, status=msg.status))
+        return len(dangling)
+
+    async def close(self) -> None:
+        """Interrupt every running turn (used at shutdown)."""
+        for session_id in list(self._sessions):
+            await self.interrupt(session_id)

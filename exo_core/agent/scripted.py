@@ -1,0 +1,81 @@
+"""A scripted model: replays a file of replies and tool calls, deterministically.
+
+It is a real :class:`~exo_core.agent.model.ModelTransport`, plugged in where a
+provider would be. The reply for a call is chosen by how many assistant
+messages the request already holds, so the same conversation gets the same
+reply even after the daemon restarts.
+
+Script format (JSON)::
+
+    {"replies": [
+        {"text": "Reading it.", "tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]},
+        {"text": "Done.", "delay": 0.01, "chunk": 4},
+        {"error": "retryable", "times": 1, "then": {"text": "ok"}}
+    ]}
+
+``delay`` is seconds between streamed chunks of ``chunk`` characters; ``error``
+(``retryable`` or ``fatal``) fails the call ``times`` times before ``then``.
+When the script runs out, the model answers ``(script exhausted)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from exo_core.agent.model import Finish, ModelChunk, ModelRequest, TextDelta, ToolCall, ToolCallChunk, UsageChunk
+from exo_core.errors import ConfigError, ModelError, RetryableModelError
+
+__all__ = ["ScriptedModel"]
+
+
+class ScriptedModel:
+    """Replays scripted replies; see the module docstring for the format."""
+
+    def __init__(self, replies: list[dict[str, Any]], *, name: str = "scripted") -> None:
+        if not isinstance(replies, list) or not all(isinstance(r, dict) for r in replies):
+            raise ConfigError("a model script needs 'replies': a list of objects")
+        self._replies = replies
+        self._failures: dict[int, int] = {}
+        self.name = name
+        self.requests: list[ModelRequest] = []
+
+    @classmethod
+    def from_file(cls, path: Path) -> "ScriptedModel":
+        """Load a script file."""
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"cannot read model script {path}: {exc}") from exc
+        if not isinstance(data, dict):
+            raise ConfigError(f"model script {path} must be a JSON object with 'replies'")
+        return cls(data.get("replies", []), name=f"scripted:{path.name}")
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
+        self.requests.append(request)
+        index = sum(1 for m in request.messages if m.role == "assistant")
+        reply: dict[str, Any] = self._replies[index] if index < len(self._replies) else {"text": "(script exhausted)"}
+        if "error" in reply:
+            used = self._failures.get(index, 0)
+            if used < int(reply.get("times", 1)):
+                self._failures[index] = used + 1
+                if reply["error"] == "retryable":
+                    raise RetryableModelError("scripted transient failure", retry_after=None)
+                raise ModelError("scripted failure")
+            reply = reply.get("then", {"text": ""})
+        text = str(reply.get("text", ""))
+        step = max(1, int(reply.get("chunk", 16)))
+        delay = float(reply.get("delay", 0.0))
+        for start in range(0, len(text), step):
+            if delay:
+                await asyncio.sleep(delay)
+            yield TextDelta(text[start : start + step])
+        calls = reply.get("tool_calls", [])
+        for n, call in enumerate(calls):
+            yield ToolCallChunk(ToolCall(id=f"call_{index}_{n}", name=call["name"], arguments=call.get("arguments", {})))
+        prompt_chars = sum(len(m.content) for m in request.messages)
+        yield UsageChunk(input_tokens=prompt_chars // 4, output_tokens=max(1, len(text) // 4), model=self.name)
+        yield Finish("tool_calls" if calls else "end")

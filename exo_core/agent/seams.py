@@ -1,0 +1,121 @@
+"""The loop's smaller seams: memory provider, context engine and gate, with defaults.
+
+Each is a small ``typing.Protocol`` the core owns; implementations (the store's
+retrieval, the summary-tree context engine, the consequence gate) plug in
+without the loop importing them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from exo_core.agent.model import ChatMessage, ToolCall
+from exo_core.sessions.store import MessageRecord
+from exo_core.tools.spec import ToolSpec
+
+__all__ = [
+    "MemoryProvider",
+    "NullMemory",
+    "ContextEngine",
+    "VerbatimContext",
+    "to_chat_messages",
+    "GateOutcome",
+    "Gate",
+    "RiskGate",
+]
+
+
+class MemoryProvider(Protocol):
+    """Supplies the pack block and recall for a message; hears each finished exchange."""
+
+    async def system_block(self, session_id: str, text: str) -> str:
+        """Text for the system prompt: the pack and what is recalled for ``text``."""
+        ...
+
+    async def on_exchange(self, session_id: str, user_text: str, answer: str) -> None:
+        """Told about each finished exchange."""
+        ...
+
+
+class NullMemory:
+    """No memory: an empty block and nothing learned."""
+
+    async def system_block(self, session_id: str, text: str) -> str:
+        return ""
+
+    async def on_exchange(self, session_id: str, user_text: str, answer: str) -> None:
+        return None
+
+
+def to_chat_messages(messages: Sequence[MessageRecord]) -> list[ChatMessage]:
+    """Stored messages as model messages (tool calls and results kept paired)."""
+    out = []
+    for m in messages:
+        calls = tuple(ToolCall(c["id"], c["name"], c.get("arguments", {})) for c in m.tool_calls)
+        content = m.content
+        if m.status == "interrupted" and m.role == "assistant":
+            content = content + "\n[interrupted]"
+        out.append(ChatMessage(role=m.role, content=content, tool_calls=calls, tool_call_id=m.tool_call_id))  # type: ignore[arg-type]
+    return out
+
+
+class ContextEngine(Protocol):
+    """Builds a fresh, complete, bounded model input for one model call."""
+
+    async def build(self, session_id: str, system_prompt: str, messages: Sequence[MessageRecord]) -> list[ChatMessage]:
+        """The messages to send: system prompt, history view, verbatim tail."""
+        ...
+
+
+class VerbatimContext:
+    """The whole conversation verbatim (the summary-tree engine replaces this)."""
+
+    async def build(self, session_id: str, system_prompt: str, messages: Sequence[MessageRecord]) -> list[ChatMessage]:
+        head = [ChatMessage(role="system", content=system_prompt)] if system_prompt else []
+        return head + to_chat_messages(messages)
+
+
+@dataclass(frozen=True, slots=True)
+class GateOutcome:
+    """The gate's verdict on one tool call: allow, ask the person, or deny."""
+
+    action: Literal["allow", "ask", "deny"]
+    summary: str
+    risk: str
+    reason: str = ""
+    rule_key: str = ""
+
+
+class Gate(Protocol):
+    """Decides whether a tool call may run."""
+
+    def check(self, spec: ToolSpec, arguments: dict[str, Any]) -> GateOutcome:
+        """The outcome for calling ``spec`` with ``arguments``."""
+        ...
+
+
+class RiskGate:
+    """The minimal gate: ask for high-risk tools, allow the rest; remembers allow_always per run."""
+
+    def __init__(self) -> None:
+        self._always: set[str] = set()
+
+    def check(self, spec: ToolSpec, arguments: dict[str, Any]) -> GateOutcome:
+        summary = _one_line(spec.name, arguments)
+        key = spec.name
+        if spec.risk == "high" and key not in self._always:
+            return GateOutcome("ask", summary, spec.risk, "high-risk tool", rule_key=key)
+        return GateOutcome("allow", summary, spec.risk, rule_key=key)
+
+    def allow_always(self, rule_key: str) -> None:
+        """Stop asking for ``rule_key`` for the rest of this run."""
+        self._always.add(rule_key)
+
+
+def _one_line(name: str, arguments: dict[str, Any]) -> str:
+    detail = arguments.get("command") or arguments.get("path") or ""
+    text = f"{name}: {detail}" if detail else name
+    text = " ".join(str(text).split())
+    return text if len(text) <= 80 else text[:77] + "..."

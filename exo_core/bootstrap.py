@@ -1,0 +1,52 @@
+"""Creating an Exo home and its first store (``exo init``).
+
+Idempotent: an existing home or store is kept as it is (never overwritten),
+so running ``exo init`` twice, or after an update, loses nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from exo_core.errors import ConfigError
+from exo_core.home import ExoHome
+from exo_core.ledger import ensure_signing_key
+from exo_core.store import init_store
+
+__all__ = ["init_home"]
+
+
+def _quote(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def init_home(home: ExoHome, *, store: str | None = None, model: str | None = None) -> list[str]:
+    """Create the home folders, ``config.toml`` and the store; returns what was done."""
+    report: list[str] = []
+    home.root.mkdir(parents=True, exist_ok=True)
+    for folder in (home.run_dir, home.keys_dir):
+        folder.mkdir(exist_ok=True)
+        os.chmod(folder, 0o700)
+    store_path = Path(store).expanduser().resolve() if store else home.root / "store"
+    if not home.config_path.exists():
+        lines = [f"store = {_quote(str(store_path))}"]
+        if model:
+            lines.append(f"model = {_quote(model)}")
+        home.config_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        report.append(f"wrote {home.config_path}")
+    else:
+        configured = home.store_path()
+        if store and configured != store_path:
+            raise ConfigError(f"{home.config_path} already names store {configured}; edit it to change stores")
+        store_path = configured
+        report.append(f"kept {home.config_path}")
+    signer = ensure_signing_key(home.keys_dir)
+    report.append(f"signing key {signer.key_id}")
+    if store_path.exists() and any(store_path.iterdir()):
+        report.append(f"kept store {store_path}")
+    else:
+        init_store(store_path, owner_key_ids=[signer.key_id])
+        report.append(f"created store {store_path} from store_template/ (owner {signer.key_id})")
+    report.append(f"Exo home ready at {home.root}")
+    return report

@@ -1,0 +1,25 @@
+"""``exo init``: a new Exo home and a store folder copied from ``store_template/``."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``exo init``."""
+    parser = sub.add_parser("init", help="create an Exo home and a new store from the template")
+    parser.add_argument("--home", default=None, help="Exo home (default $EXO_HOME or ~/.exo)")
+    parser.add_argument("--store", default=None, help="store folder (default <home>/store)")
+    parser.add_argument("--model", default=None, help="model spec to record in config.toml")
+    parser.set_defaults(handler=_init)
+
+
+def _init(args: argparse.Namespace) -> int:
+    from exo_core.bootstrap import init_home
+    from exo_core.home import ExoHome
+
+    home = ExoHome.from_env(args.home)
+    report = init_home(home, store=args.store, model=args.model)
+    for line in report:
+        print(line)
+    return 0

@@ -1,0 +1,40 @@
+"""``exo search QUERY``: full-text search over past sessions (reads sessions.sqlite directly)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``exo search``."""
+    parser = sub.add_parser("search", help="search past sessions' messages, tool calls and results")
+    parser.add_argument("query", nargs="+")
+    parser.add_argument("--home", default=None)
+    parser.add_argument("--session", default=None)
+    parser.add_argument("--limit", type=int, default=20)
+    parser.add_argument("--json", action="store_true")
+    parser.set_defaults(handler=_search)
+
+
+def _search(args: argparse.Namespace) -> int:
+    import json
+
+    from exo_core.errors import NotFoundError
+    from exo_core.home import ExoHome
+    from exo_core.sessions import SessionStore, open_reader
+
+    home = ExoHome.from_env(args.home)
+    if not home.sessions_db.exists():
+        raise NotFoundError(f"no sessions yet at {home.sessions_db}; run `exo init` and chat first")
+    conn = open_reader(home.sessions_db)
+    try:
+        hits = SessionStore(conn).search(" ".join(args.query), limit=args.limit, session_id=args.session)
+    finally:
+        conn.close()
+    if args.json:
+        print(json.dumps([{"session": h.session_id, "message_id": h.message_id, "role": h.role,
+                           "snippet": h.snippet} for h in hits], ensure_ascii=False))
+    else:
+        for h in hits:
+            print(f"{h.session_id} #{h.message_id} {h.role}: {h.snippet}")
+    return 0

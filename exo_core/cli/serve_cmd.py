@@ -1,0 +1,83 @@
+"""``exo serve``: run exod (Unix socket; ``--tcp HOST:PORT``; ``--stdio``)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from exo_core.agent.recorder import TurnRecorder
+    from exo_core.home import ExoHome
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``exo serve``."""
+    parser = sub.add_parser("serve", help="run the core daemon exod")
+    parser.add_argument("--home", default=None, help="Exo home (default $EXO_HOME or ~/.exo)")
+    parser.add_argument("--store", default=None, help="store folder (default from config.toml)")
+    parser.add_argument("--tcp", default=None, metavar="HOST:PORT", help="also listen on TCP (bearer token required)")
+    parser.add_argument("--stdio", action="store_true", help="serve JSON lines on stdin/stdout")
+    parser.add_argument("--no-unix", action="store_true", help="do not listen on the Unix socket")
+    parser.add_argument("--model", default=None, help="model spec: local | scripted:PATH (default from config)")
+    parser.add_argument("--workspace", default=None, help="folder the file and shell tools work in (default: cwd)")
+    parser.add_argument("--allow-host", action="append", default=[], help="extra Host name accepted on TCP")
+    parser.add_argument("--keepalive", type=float, default=15.0, help=argparse.SUPPRESS)
+    parser.add_argument("--durability", choices=("full", "normal"), default="full",
+                        help="fsync every event commit (full, default) or only checkpoint (normal)")
+    parser.add_argument("--log-level", default="INFO")
+    parser.set_defaults(handler=_serve)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import asyncio
+    import logging
+    import sys
+    from pathlib import Path
+
+    from exo_core.engine.core import CoreOptions
+    from exo_core.engine.models import model_spec, resolve_model
+    from exo_core.home import ExoHome
+    from exo_core.server.daemon import DaemonSettings, run_daemon
+    from exo_core.server.listeners import parse_hostport
+
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s exod %(levelname)s %(name)s: %(message)s")
+    home = ExoHome.from_env(args.home)
+    home.root.mkdir(parents=True, exist_ok=True)
+    model = resolve_model(home, model_spec(home, args.model))
+    recorder = open_recorder(home, args.store)
+    options = CoreOptions(
+        workspace=Path(args.workspace).resolve() if args.workspace else Path.cwd(),
+        synchronous=args.durability.upper(),
+        recorder=recorder,
+    )
+    settings = DaemonSettings(
+        tcp=parse_hostport(args.tcp) if args.tcp else None,
+        stdio=args.stdio,
+        unix=not args.no_unix,
+        allowed_hosts=tuple(args.allow_host),
+        keepalive=args.keepalive,
+    )
+    try:
+        asyncio.run(run_daemon(home, model, settings, options))
+    finally:
+        from exo_core.ledger import LedgerRecorder
+
+        if isinstance(recorder, LedgerRecorder):
+            recorder.close()
+    return 0
+
+
+def open_recorder(home: "ExoHome", store_override: str | None) -> "TurnRecorder":
+    """The ledger of the person's store, or a null recorder (with a warning) when there is no store."""
+    import logging
+
+    from exo_core.agent.recorder import NullRecorder
+    from exo_core.ledger import LedgerRecorder, load_signing_key
+
+    store = home.store_path(store_override)
+    if not (store / "STORE.toml").is_file():
+        logging.getLogger("exo_core.serve").warning(
+            "no store at %s: turns are not recorded in a ledger; run `exo init` to create one", store)
+        return NullRecorder()
+    return LedgerRecorder.for_store(store, load_signing_key(home.keys_dir))

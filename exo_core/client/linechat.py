@@ -1,0 +1,222 @@
+"""The line client: a prompt and a transcript over the protocol.
+
+Renders streamed text, tool calls and their output, asks approvals inline, and
+— because it reads events through :class:`ExoClient` — resumes after a dropped
+connection from the last seq it saw. Input lines are turns; lines starting
+with ``/`` are commands (``/help`` lists them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from exo_core.client.client import ExoClient
+from exo_core.errors import ExoError
+from exo_core.protocol import Event
+
+__all__ = ["LineChat", "stdin_lines"]
+
+HELP = """commands:
+  /help              this list
+  /quit              leave (exod keeps running)
+  /interrupt         stop the running turn
+  /undo [N]          remove the last N turns
+  /fork              continue in a copy of this session
+  /resume            repair and continue after a core restart
+  /search WORDS      search past sessions
+  /sessions          list sessions"""
+
+
+def stdin_lines(loop: asyncio.AbstractEventLoop, queue: "asyncio.Queue[str | None]", stream: TextIO) -> None:
+    """Feed lines of ``stream`` into ``queue`` from a thread (``None`` at end of input)."""
+
+    def pump() -> None:
+        for line in stream:
+            loop.call_soon_threadsafe(queue.put_nowait, line.rstrip("\n"))
+        loop.call_soon_threadsafe(queue.put_nowait, None)
+
+    threading.Thread(target=pump, name="exo-stdin", daemon=True).start()
+
+
+class LineChat:
+    """One chat session driven by lines of input."""
+
+    def __init__(self, client: ExoClient, *, out: TextIO | None = None, approve: str = "ask",
+                 interactive: bool = True, on_event: Callable[[Event], None] | None = None) -> None:
+        self.client = client
+        self.out = out or sys.stdout
+        self.approve = approve
+        self.interactive = interactive
+        self.session: str | None = None
+        self._on_event = on_event
+        self._done: dict[str, asyncio.Event] = {}
+        self._pending_approvals: list[dict[str, Any]] = []
+        self._approval_ready = asyncio.Event()
+        self._in_text = False
+
+    def _print(self, text: str = "", *, end: str = "\n") -> None:
+        self.out.write(text + end)
+        self.out.flush()
+
+    async def start(self, session: str | None = None, title: str = "") -> str:
+        """Handshake and open (or create) the session; returns its id."""
+        hello = await self.client.hello()
+        if session is None:
+            created = await self.client.request("session.create", {"title": title})
+            session = str(created["session"]["id"])
+            self.client.last_seq = int(hello["last_seq"])
+        else:
+            await self.client.request("session.get", {"session": session, "messages": False})
+        self.session = session
+        return session
+
+    async def follow(self) -> None:
+        """Render events of the session until cancelled (reconnecting as needed)."""
+        async for event in self.client.events(session=self.session):
+            self.render(event)
+            if self._on_event:
+                self._on_event(event)
+
+    def render(self, event: Event) -> None:
+        """Print one event."""
+        body = event.body
+        kind = event.type
+        if kind == "message.delta":
+            self._print(str(body.get("text", "")), end="")
+            self._in_text = True
+            return
+        if self._in_text and kind not in ("reasoning.delta", "usage.updated"):
+            self._print()
+            self._in_text = False
+        if kind == "tool.started":
+            self._print(f"  ⚙ {body.get('name')} {_short(body.get('arguments', {}))}")
+        elif kind == "tool.output":
+            for line in str(body.get("text", "")).splitlines():
+                self._print(f"  │ {line}")
+        elif kind == "tool.completed":
+            self._print(f"  {'✓' if body.get('ok') else '✗'} {body.get('name')} ({body.get('duration_ms', 0)} ms)")
+        elif kind == "approval.requested":
+            self._pending_approvals.append(body)
+            self._approval_ready.set()
+            self._print(f"  ? approve [{body.get('risk')}] {body.get('summary')}  — y(es) / n(o) / a(lways)")
+        elif kind == "approval.resolved":
+            self._print(f"  approval {body.get('decision')}")
+            self._pending_approvals = [a for a in self._pending_approvals if a.get("request_id") != body.get("request_id")]
+        elif kind == "question.asked":
+            options = body.get("options", [])
+            self._print(f"  ? {body.get('text')}")
+            for n, option in enumerate(options, 1):
+                self._print(f"    {n}. {option}")
+        elif kind == "turn.completed":
+            reason = body.get("stop_reason")
+            if reason != "end":
+                self._print(f"  [turn {reason}{': ' + str(body['error']) if body.get('error') else ''}]")
+            done = self._done.get(str(body.get("turn_id")))
+            if done is not None:
+                done.set()
+        elif kind == "notice":
+            self._print(f"  ! {body.get('text')}")
+
+    async def send(self, text: str, mode: str = "send") -> str | None:
+        """Send a turn and return its id (``None`` when it was steered into the running one)."""
+        result = await self.client.request("turn.send", {"session": self.session, "text": text, "mode": mode})
+        turn_id = result.get("turn_id")
+        if result.get("disposition") in ("started", "queued") and turn_id:
+            self._done.setdefault(str(turn_id), asyncio.Event())
+            return str(turn_id)
+        return None
+
+    async def wait_turn(self, turn_id: str, lines: "asyncio.Queue[str | None]") -> None:
+        """Wait for a turn to end, answering approvals from input (or by policy) meanwhile."""
+        done = self._done.setdefault(turn_id, asyncio.Event())
+        while not done.is_set():
+            if self._pending_approvals:
+                await self._answer_approval(self._pending_approvals[0], lines)
+                continue
+            self._approval_ready.clear()
+            waiter = asyncio.create_task(self._approval_ready.wait())
+            finisher = asyncio.create_task(done.wait())
+            await asyncio.wait({waiter, finisher}, return_when=asyncio.FIRST_COMPLETED)
+            waiter.cancel()
+            finisher.cancel()
+
+    async def _answer_approval(self, request: dict[str, Any], lines: "asyncio.Queue[str | None]") -> None:
+        decision = self.approve
+        if decision == "ask":
+            answer = await lines.get()
+            decision = {"y": "allow", "yes": "allow", "a": "allow_always", "always": "allow_always"}.get(
+                (answer or "").strip().lower(), "deny")
+        self._pending_approvals = [a for a in self._pending_approvals if a is not request]
+        try:
+            await self.client.request("approval.respond", {"request_id": request["request_id"], "decision": decision})
+        except ExoError as exc:
+            self._print(f"  (approval not sent: {exc.message})")
+
+    async def command(self, line: str) -> bool:
+        """Run a ``/`` command; returns ``False`` for ``/quit``."""
+        name, _, rest = line[1:].partition(" ")
+        try:
+            if name in ("quit", "exit", "q"):
+                return False
+            if name == "help":
+                self._print(HELP)
+            elif name == "interrupt":
+                self._print(str(await self.client.request("turn.interrupt", {"session": self.session})))
+            elif name == "undo":
+                n = int(rest) if rest.strip().isdigit() else 1
+                self._print(str(await self.client.request("session.undo", {"session": self.session, "turns": n})))
+            elif name == "fork":
+                result = await self.client.request("session.fork", {"session": self.session})
+                self.session = str(result["session"]["id"])
+                self._print(f"now in fork {self.session}")
+            elif name == "resume":
+                self._print(str(await self.client.request("session.resume", {"session": self.session})))
+            elif name == "search":
+                for hit in (await self.client.request("search", {"query": rest}))["hits"]:
+                    self._print(f"  {hit['session']} #{hit['message_id']} {hit['role']}: {' '.join(hit['snippet'].split())}")
+            elif name == "sessions":
+                for s in (await self.client.request("session.list", {}))["sessions"]:
+                    self._print(f"  {s['id']} {s['title']} (updated {s['updated_at']})")
+            else:
+                self._print(f"unknown command /{name}; /help lists them")
+        except ExoError as exc:
+            self._print(f"error [{exc.code}]: {exc.message}")
+        return True
+
+    async def run(self, lines: "asyncio.Queue[str | None]") -> None:
+        """Read lines until end of input or ``/quit``."""
+        follower = asyncio.create_task(self.follow())
+        try:
+            while True:
+                if self.interactive:
+                    self._print("> ", end="")
+                line = await lines.get()
+                if line is None:
+                    break
+                if not line.strip():
+                    continue
+                if line.startswith("/"):
+                    if not await self.command(line.strip()):
+                        break
+                    continue
+                if not self.interactive:
+                    self._print(f"> {line}")
+                try:
+                    turn_id = await self.send(line)
+                except ExoError as exc:
+                    self._print(f"error [{exc.code}]: {exc.message}")
+                    continue
+                if turn_id:
+                    await self.wait_turn(turn_id, lines)
+        finally:
+            follower.cancel()
+            await asyncio.gather(follower, return_exceptions=True)
+
+
+def _short(arguments: dict[str, Any]) -> str:
+    text = " ".join(f"{k}={v!r}" for k, v in arguments.items() if k != "content")
+    return text if len(text) <= 100 else text[:97] + "..."

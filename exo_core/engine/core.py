@@ -1,0 +1,84 @@
+"""The assembled core: sessions database, hub, turn runner and engine, as one resource.
+
+``async with Core.open(home, model=...) as core:`` gives an engine that any
+transport can serve. Everything the loop uses is injected here, with real
+defaults; tests pass a scripted model through the same ``model`` argument a
+provider would use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from exo_core.agent.approvals import ApprovalBroker
+from exo_core.agent.loop import LoopDeps, LoopSettings
+from exo_core.agent.model import ModelTransport
+from exo_core.agent.recorder import NullRecorder, TurnRecorder
+from exo_core.agent.runner import TurnRunner
+from exo_core.agent.seams import ContextEngine, Gate, MemoryProvider, NullMemory, RiskGate, VerbatimContext
+from exo_core.clock import Clock, SystemClock
+from exo_core.engine.dispatch import Engine
+from exo_core.home import ExoHome
+from exo_core.ids import IdFactory, RandomIds
+from exo_core.server.hub import Hub
+from exo_core.sessions.store import SessionStore
+from exo_core.sessions.worker import DbWorker
+from exo_core.tools import ToolRegistry, builtin_tools
+
+__all__ = ["Core", "CoreOptions"]
+
+
+@dataclass(slots=True)
+class CoreOptions:
+    """Pluggable parts of the core; every field has a working default."""
+
+    tools: ToolRegistry = field(default_factory=builtin_tools)
+    gate: Gate = field(default_factory=RiskGate)
+    memory: MemoryProvider = field(default_factory=NullMemory)
+    context: ContextEngine = field(default_factory=VerbatimContext)
+    recorder: TurnRecorder = field(default_factory=NullRecorder)
+    clock: Clock = field(default_factory=SystemClock)
+    ids: IdFactory = field(default_factory=RandomIds)
+    settings: LoopSettings = field(default_factory=LoopSettings)
+    workspace: Path = field(default_factory=Path.cwd)
+    synchronous: str = "FULL"
+    queue_limit: int = 1024
+
+
+class Core:
+    """Owns the database thread, the hub and the runner; closes them in order."""
+
+    def __init__(self, home: ExoHome, model: ModelTransport, options: CoreOptions) -> None:
+        self.home = home
+        self.model = model
+        self.options = options
+        self.worker = DbWorker(home.sessions_db, synchronous=options.synchronous)
+        self.hub = Hub(self.worker, clock=options.clock, ids=options.ids, queue_limit=options.queue_limit)
+        self.store = SessionStore(self.worker, clock=options.clock, ids=options.ids)
+        self.approvals = ApprovalBroker(self.hub, self.worker, self.store)
+        self.deps = LoopDeps(
+            hub=self.hub, worker=self.worker, store=self.store, model=model, tools=options.tools,
+            approvals=self.approvals, gate=options.gate, memory=options.memory, context=options.context,
+            recorder=options.recorder, clock=options.clock, settings=options.settings, workspace=options.workspace,
+        )
+        self.runner = TurnRunner(self.deps)
+        self.engine = Engine(hub=self.hub, worker=self.worker, store=self.store, runner=self.runner,
+                             approvals=self.approvals)
+
+    @classmethod
+    def open(cls, home: ExoHome, *, model: ModelTransport, options: CoreOptions | None = None) -> "Core":
+        """A core for ``home``; use it as an async context manager."""
+        return cls(home, model, options or CoreOptions())
+
+    async def __aenter__(self) -> "Core":
+        self.home.root.mkdir(parents=True, exist_ok=True)
+        await self.worker.__aenter__()
+        await self.hub.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.runner.close()
+        await self.hub.close()
+        await self.worker.close()
+

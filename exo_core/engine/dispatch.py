@@ -1,0 +1,176 @@
+"""The engine behind every transport: one ``handle(command)`` for all of them.
+
+Transports decode bytes, call :meth:`Engine.handle_raw` and write the
+:class:`Response` back. Long work (a turn) starts in the background and the
+response returns at once (``{"accepted": true, ...}``); progress arrives as
+events. Any :class:`ExoError` becomes a typed error response; any other
+exception becomes ``internal`` and is logged, and the connection stays up.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from exo_core import __version__
+from exo_core.agent.approvals import ApprovalBroker
+from exo_core.agent.runner import TurnRunner
+from exo_core.errors import BadBodyError, ConflictError, ExoError, UnsupportedError
+from exo_core.protocol import COMMANDS, EVENTS, PROTOCOL_VERSION, ErrorInfo, Response, decode_command
+from exo_core.protocol import commands as cmd
+from exo_core.protocol import events as ev
+from exo_core.server.hub import Hub
+from exo_core.sessions.store import SessionStore
+from exo_core.sessions.worker import DbWorker
+
+__all__ = ["Engine", "Handler"]
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[Any], Awaitable[dict[str, Any]]]
+
+
+class Engine:
+    """Dispatches decoded commands to their handlers.
+
+    Subsystems that land later (questions, config, taste, models) register
+    their handlers with :meth:`add_handler`; until then those commands answer
+    with a typed ``unsupported`` error.
+    """
+
+    def __init__(self, *, hub: Hub, worker: DbWorker, store: SessionStore, runner: TurnRunner,
+                 approvals: ApprovalBroker) -> None:
+        self.hub = hub
+        self._worker = worker
+        self._store = store
+        self._runner = runner
+        self._approvals = approvals
+        self._handlers: dict[str, Handler] = {
+            "hello": self._hello,
+            "session.create": self._session_create,
+            "session.list": self._session_list,
+            "session.get": self._session_get,
+            "session.fork": self._session_fork,
+            "session.resume": self._session_resume,
+            "session.undo": self._session_undo,
+            "turn.send": self._turn_send,
+            "turn.interrupt": self._turn_interrupt,
+            "approval.respond": self._approval_respond,
+            "events.subscribe": self._events_page,
+            "search": self._search,
+        }
+
+    def add_handler(self, command_type: str, handler: Handler) -> None:
+        """Serve ``command_type`` with ``handler`` (a subsystem plugging in)."""
+        if command_type not in COMMANDS:
+            raise ConflictError(f"{command_type!r} is not a registered command type")
+        self._handlers[command_type] = handler
+
+    async def handle_raw(self, data: bytes | str | dict[str, Any]) -> Response:
+        """Decode and handle one command; always returns a response, never raises."""
+        command_id: str | None = None
+        if isinstance(data, dict) and isinstance(data.get("id"), str):
+            command_id = data["id"]
+        try:
+            command, body = decode_command(data)
+            command_id = command.id
+        except ExoError as exc:
+            return Response.failure(command_id, ErrorInfo(exc.code, exc.message, exc.field))
+        return await self.handle(command.type, command.id, body)
+
+    async def handle(self, command_type: str, command_id: str, body: Any) -> Response:
+        """Handle one decoded command."""
+        handler = self._handlers.get(command_type)
+        try:
+            if handler is None:
+                raise UnsupportedError(f"{command_type!r} is not available in this core yet")
+            result = await handler(body)
+        except ExoError as exc:
+            return Response.failure(command_id, ErrorInfo(exc.code, exc.message, exc.field))
+        except Exception as exc:  # noqa: BLE001 - an engine bug becomes 'internal'; the connection stays up
+            log.exception("command %s failed", command_type)
+            return Response.failure(command_id, ErrorInfo("internal", f"internal error: {type(exc).__name__}"))
+        return Response.success(command_id, result)
+
+    # -- handlers ----------------------------------------------------------
+
+    async def _hello(self, body: cmd.Hello) -> dict[str, Any]:
+        if body.protocol != PROTOCOL_VERSION:
+            raise UnsupportedError(f"this core speaks protocol {PROTOCOL_VERSION}, not {body.protocol}")
+        return {
+            "protocol": PROTOCOL_VERSION,
+            "server": "exod",
+            "version": __version__,
+            "last_seq": self.hub.last_seq,
+            "commands": list(COMMANDS),
+            "events": list(EVENTS),
+        }
+
+    async def _session_create(self, body: cmd.SessionCreate) -> dict[str, Any]:
+        record = await self._worker.run(lambda: self._store.create_session(title=body.title, workspace=body.workspace))
+        await self.hub.emit(record.id, "session.updated",
+                            ev.SessionUpdated(session_id=record.id, title=record.title, reason="created"))
+        return {"session": record.to_wire()}
+
+    async def _session_list(self, body: cmd.SessionList) -> dict[str, Any]:
+        records = await self._worker.run(lambda: self._store.list_sessions(body.limit))
+        return {"sessions": [r.to_wire() for r in records]}
+
+    async def _session_get(self, body: cmd.SessionGet) -> dict[str, Any]:
+        record = await self._worker.run(lambda: self._store.get_session(body.session))
+        result: dict[str, Any] = {"session": record.to_wire(), "running": self._runner.busy(body.session)}
+        if body.messages:
+            messages = await self._worker.run(lambda: self._store.messages(body.session))
+            result["messages"] = [m.to_wire() for m in messages]
+        approvals = await self._worker.run(lambda: self._store.open_approvals(body.session))
+        result["open_approvals"] = [{"request_id": a.id, "summary": a.summary, "risk": a.risk, "tool": a.tool}
+                                    for a in approvals]
+        return result
+
+    async def _session_fork(self, body: cmd.SessionFork) -> dict[str, Any]:
+        child = await self._worker.run(lambda: self._store.fork(body.session, message_id=body.message_id, title=body.title))
+        await self.hub.emit(child.id, "session.updated",
+                            ev.SessionUpdated(session_id=child.id, title=child.title, reason=f"forked from {body.session}"))
+        return {"session": child.to_wire()}
+
+    async def _session_resume(self, body: cmd.SessionResume) -> dict[str, Any]:
+        return await self._runner.resume(body.session)
+
+    async def _session_undo(self, body: cmd.SessionUndo) -> dict[str, Any]:
+        if self._runner.busy(body.session):
+            raise ConflictError("a turn is running; interrupt it before undoing")
+        undone = await self._worker.run(lambda: self._store.undo(body.session, body.turns))
+        count = len(await self._worker.run(lambda: self._store.messages(body.session)))
+        await self.hub.emit(body.session, "session.updated", ev.SessionUpdated(
+            session_id=body.session, message_count=count, reason=f"undid {len(undone)} turn(s)"))
+        return {"undone_turns": undone}
+
+    async def _turn_send(self, body: cmd.TurnSend) -> dict[str, Any]:
+        if not body.text.strip():
+            raise BadBodyError("'text' must not be empty", field="text")
+        outcome = await self._runner.send(body.session, body.text, body.mode)
+        return {"accepted": True, "turn_id": outcome.turn_id, "disposition": outcome.disposition}
+
+    async def _turn_interrupt(self, body: cmd.TurnInterrupt) -> dict[str, Any]:
+        turn_id = await self._runner.interrupt(body.session)
+        return {"interrupted": turn_id is not None, "turn_id": turn_id}
+
+    async def _approval_respond(self, body: cmd.ApprovalRespond) -> dict[str, Any]:
+        record = await self._approvals.respond(body.request_id, body.decision, body.reason)
+        return {"request_id": record.id, "decision": record.status}
+
+    async def _events_page(self, body: cmd.EventsSubscribe) -> dict[str, Any]:
+        page = await self.hub.read_page(body.since, body.session, body.limit)
+        return {
+            "events": [json.loads(item.data) for item in page],
+            "last_seq": page[-1].seq if page else body.since,
+            "head": self.hub.last_seq,
+        }
+
+    async def _search(self, body: cmd.Search) -> dict[str, Any]:
+        hits = await self._worker.run(lambda: self._store.search(body.query, limit=body.limit, session_id=body.session))
+        return {"hits": [{"session": h.session_id, "message_id": h.message_id, "role": h.role, "snippet": h.snippet}
+                         for h in hits]}
+

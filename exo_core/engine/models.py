@@ -1,0 +1,47 @@
+"""Choosing the model transport exod answers with, from a short spec.
+
+Specs: ``scripted:PATH`` (a scripted model file: tests and demos), ``local``
+(the on-device GGUF model from ``exo_edge``, once fetched), or a router spec
+handled by the model router. The spec comes from ``--model``, else
+``$EXO_MODEL``, else ``model`` in ``config.toml``, else ``local``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from exo_core.agent.model import ModelTransport
+from exo_core.agent.scripted import ScriptedModel
+from exo_core.errors import ConfigError
+from exo_core.home import ExoHome
+
+__all__ = ["model_spec", "resolve_model"]
+
+
+def model_spec(home: ExoHome, override: str | None = None) -> str:
+    """The model spec in force for ``home``."""
+    if override:
+        return override
+    if os.environ.get("EXO_MODEL"):
+        return os.environ["EXO_MODEL"]
+    configured = home.config().get("model")
+    if configured is not None and not isinstance(configured, str):
+        raise ConfigError(f"{home.config_path}: 'model' must be a string such as 'local' or 'scripted:/path'")
+    return configured or "local"
+
+
+def resolve_model(home: ExoHome, spec: str) -> ModelTransport:
+    """The transport for ``spec``; a clear :class:`ConfigError` when it cannot be built."""
+    if spec.startswith("scripted:"):
+        return ScriptedModel.from_file(Path(spec[len("scripted:"):]).expanduser())
+    if spec == "local":
+        try:
+            from exo_edge.local import local_transport  # type: ignore[import-not-found]
+        except ImportError as exc:
+            raise ConfigError(
+                "the local model runtime is not installed; run the README's set-up command "
+                "(it installs llama-cpp-python and runs `exo models fetch`), or pass --model scripted:FILE"
+            ) from exc
+        return local_transport(home)
+    raise ConfigError(f"unknown model spec {spec!r}; use 'local' or 'scripted:PATH'")

@@ -1,0 +1,233 @@
+"""Decoding and encoding of the envelopes and their bodies.
+
+Commands are decoded strictly: anything not exactly right becomes a typed
+:class:`~exo_core.errors.ProtocolError` naming what was wrong, never another
+exception. Events are decoded loosely for clients: unknown event types pass
+through as plain envelopes and unknown body fields are dropped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from typing import Any, Literal, Union
+
+from exo_core.errors import BadBodyError, MalformedMessageError, PayloadTooLargeError, UnknownCommandError
+from exo_core.protocol.envelopes import Command, Event
+from exo_core.protocol.registry import COMMANDS, EVENTS
+
+__all__ = [
+    "MAX_BODY_BYTES",
+    "MAX_DEPTH",
+    "parse_json_object",
+    "decode_command",
+    "decode_body",
+    "decode_event",
+    "decode_event_body",
+    "body_to_wire",
+]
+
+MAX_BODY_BYTES = 8 * 1024 * 1024
+MAX_DEPTH = 64
+
+
+def parse_json_object(data: bytes | str, *, what: str = "message") -> dict[str, Any]:
+    """Parse ``data`` as one JSON object, refusing oversize, bad UTF-8, bad JSON and deep nesting."""
+    if len(data) > MAX_BODY_BYTES:
+        raise PayloadTooLargeError(f"{what} is {len(data)} bytes; the limit is {MAX_BODY_BYTES}")
+    if isinstance(data, bytes):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise MalformedMessageError(f"{what} is not valid UTF-8 (byte {exc.start})") from exc
+    else:
+        text = data
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise MalformedMessageError(f"{what} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from exc
+    except RecursionError as exc:
+        raise MalformedMessageError(f"{what} is nested too deeply") from exc
+    if not isinstance(value, dict):
+        raise MalformedMessageError(f"{what} must be a JSON object, not {_json_type(value)}")
+    if _depth(value) > MAX_DEPTH:
+        raise MalformedMessageError(f"{what} is nested deeper than {MAX_DEPTH} levels")
+    return value
+
+
+def decode_command(data: bytes | str | dict[str, Any]) -> tuple[Command, Any]:
+    """Decode a command strictly; returns the envelope and its typed body."""
+    raw = data if isinstance(data, dict) else parse_json_object(data, what="command")
+    unknown = set(raw) - {"id", "type", "body"}
+    if unknown:
+        raise MalformedMessageError(f"unknown command envelope field {sorted(unknown)[0]!r}", field=sorted(unknown)[0])
+    command_id = raw.get("id")
+    if not isinstance(command_id, str) or not command_id or len(command_id) > 200:
+        raise MalformedMessageError("command 'id' must be a non-empty string of at most 200 characters", field="id")
+    ctype = raw.get("type")
+    if not isinstance(ctype, str):
+        raise MalformedMessageError("command 'type' must be a string", field="type")
+    body_cls = COMMANDS.get(ctype)
+    if body_cls is None:
+        raise UnknownCommandError(f"unknown command type {ctype[:80]!r}; see `exo protocol export` for the list", field="type")
+    body = raw.get("body", {})
+    if body is None:
+        body = {}
+    if not isinstance(body, dict):
+        raise BadBodyError(f"command body must be a JSON object, not {_json_type(body)}", field="body")
+    return Command(id=command_id, type=ctype, body=body), decode_body(body_cls, body)
+
+
+def decode_body(cls: type[Any], body: dict[str, Any], *, strict: bool = True, path: str = "") -> Any:
+    """Build dataclass ``cls`` from ``body``; strict mode refuses unknown, missing and mistyped fields."""
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    if strict:
+        for key in body:
+            if key not in fields:
+                raise BadBodyError(f"unknown field {path + key!r}", field=path + key)
+    values: dict[str, Any] = {}
+    for name, fld in fields.items():
+        where = path + name
+        if name not in body:
+            if fld.default is dataclasses.MISSING and fld.default_factory is dataclasses.MISSING:
+                if strict:
+                    raise BadBodyError(f"missing required field {where!r}", field=where)
+                values[name] = _zero(hints[name])
+            continue
+        try:
+            values[name] = _convert(body[name], hints[name], where, strict)
+        except BadBodyError:
+            if strict:
+                raise
+    return cls(**values)
+
+
+def decode_event(data: bytes | str | dict[str, Any]) -> Event:
+    """Decode an event envelope loosely (clients): unknown fields are dropped."""
+    raw = data if isinstance(data, dict) else parse_json_object(data, what="event")
+    try:
+        seq = raw["seq"]
+        etype = raw["type"]
+    except KeyError as exc:
+        raise MalformedMessageError(f"event lacks {exc.args[0]!r}", field=str(exc.args[0])) from exc
+    if not isinstance(seq, int) or isinstance(seq, bool) or not isinstance(etype, str):
+        raise MalformedMessageError("event 'seq' must be an integer and 'type' a string")
+    body = raw.get("body")
+    return Event(
+        id=str(raw.get("id", "")),
+        seq=seq,
+        session=raw.get("session") if isinstance(raw.get("session"), str) else None,
+        type=etype,
+        ts=str(raw.get("ts", "")),
+        body=body if isinstance(body, dict) else {},
+    )
+
+
+def decode_event_body(event: Event) -> Any | None:
+    """The typed body of a known event type (loosely), or ``None`` for an unknown type."""
+    cls = EVENTS.get(event.type)
+    if cls is None:
+        return None
+    return decode_body(cls, event.body, strict=False)
+
+
+def body_to_wire(body: Any) -> dict[str, Any]:
+    """A body dataclass as a plain JSON object."""
+    if isinstance(body, dict):
+        return body
+    return dataclasses.asdict(body)
+
+
+# -- internals ---------------------------------------------------------------
+
+
+def _convert(value: Any, hint: Any, where: str, strict: bool) -> Any:
+    origin = typing.get_origin(hint)
+    if hint is Any:
+        return value
+    if origin in (Union, types.UnionType):
+        options = typing.get_args(hint)
+        if value is None and type(None) in options:
+            return None
+        last: BadBodyError | None = None
+        for option in options:
+            if option is type(None):
+                continue
+            try:
+                return _convert(value, option, where, strict)
+            except BadBodyError as exc:
+                last = exc
+        raise last or BadBodyError(f"field {where!r} has the wrong type", field=where)
+    if origin is Literal:
+        allowed = typing.get_args(hint)
+        if value not in allowed or type(value) is not type(allowed[0]):
+            raise BadBodyError(f"field {where!r} must be one of {list(allowed)}", field=where)
+        return value
+    if origin is list:
+        if not isinstance(value, list):
+            raise BadBodyError(f"field {where!r} must be a list, not {_json_type(value)}", field=where)
+        (item,) = typing.get_args(hint) or (Any,)
+        return [_convert(v, item, f"{where}[{i}]", strict) for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise BadBodyError(f"field {where!r} must be an object, not {_json_type(value)}", field=where)
+        return value
+    if dataclasses.is_dataclass(hint):
+        if not isinstance(value, dict):
+            raise BadBodyError(f"field {where!r} must be an object, not {_json_type(value)}", field=where)
+        return decode_body(hint, value, strict=strict, path=where + ".")
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise BadBodyError(f"field {where!r} must be true or false, not {_json_type(value)}", field=where)
+        return value
+    if hint is int:
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise BadBodyError(f"field {where!r} must be an integer, not {_json_type(value)}", field=where)
+        if abs(value) > 2**53:
+            raise BadBodyError(f"field {where!r} is out of range", field=where)
+        return value
+    if hint is float:
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise BadBodyError(f"field {where!r} must be a number, not {_json_type(value)}", field=where)
+        return float(value)
+    if hint is str:
+        if not isinstance(value, str):
+            raise BadBodyError(f"field {where!r} must be a string, not {_json_type(value)}", field=where)
+        return value
+    raise BadBodyError(f"field {where!r} has an unsupported type", field=where)
+
+
+def _zero(hint: Any) -> Any:
+    """A neutral value for a missing field in loose decoding."""
+    return {str: "", int: 0, float: 0.0, bool: False}.get(hint)
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth, iteratively (deep input must not exhaust the stack)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node)
+    return deepest

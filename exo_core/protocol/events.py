@@ -1,0 +1,240 @@
+"""Event bodies: one frozen, slotted dataclass per event type.
+
+The hub emits these (converted to plain JSON objects); clients decode them
+loosely (:func:`exo_core.protocol.codec.decode_event_body`), dropping fields they
+do not know so an older client keeps working against a newer core.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from exo_core.protocol.registry import EVENTS
+
+__all__ = [
+    "MessageDelta",
+    "ReasoningDelta",
+    "MessageCompleted",
+    "TurnStarted",
+    "TurnCompleted",
+    "ToolStarted",
+    "ToolOutput",
+    "ToolCompleted",
+    "UsageUpdated",
+    "ApprovalRequested",
+    "ApprovalResolved",
+    "QuestionAsked",
+    "QuestionAnswered",
+    "SessionUpdated",
+    "ContextCompacted",
+    "DecisionQueued",
+    "TasteUpdated",
+    "UiPanel",
+    "Notice",
+]
+
+
+@EVENTS.register("message.delta")
+@dataclass(frozen=True, slots=True)
+class MessageDelta:
+    """A piece of the assistant's answer text."""
+
+    turn_id: str
+    text: str
+
+
+@EVENTS.register("reasoning.delta")
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """A piece of the model's reasoning text."""
+
+    turn_id: str
+    text: str
+
+
+@EVENTS.register("message.completed")
+@dataclass(frozen=True, slots=True)
+class MessageCompleted:
+    """A message was stored. ``status`` is ``complete``, ``interrupted`` or ``error``."""
+
+    message_id: int
+    role: str
+    content: str
+    turn_id: str | None = None
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    tool_call_id: str | None = None
+    status: str = "complete"
+
+
+@EVENTS.register("turn.started")
+@dataclass(frozen=True, slots=True)
+class TurnStarted:
+    """A turn began (``resumed`` when continuing one cut off by a restart)."""
+
+    turn_id: str
+    mode: str = "send"
+    resumed: bool = False
+
+
+@EVENTS.register("turn.completed")
+@dataclass(frozen=True, slots=True)
+class TurnCompleted:
+    """A turn ended. ``stop_reason``: end, interrupted, error, iteration_cap, crashed."""
+
+    turn_id: str
+    stop_reason: str
+    usage: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+
+@EVENTS.register("tool.started")
+@dataclass(frozen=True, slots=True)
+class ToolStarted:
+    """A tool call began."""
+
+    turn_id: str
+    call_id: str
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    risk: str = "low"
+
+
+@EVENTS.register("tool.output")
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """Streamed output of a running tool (``stream``: stdout or stderr)."""
+
+    call_id: str
+    text: str
+    stream: str = "stdout"
+
+
+@EVENTS.register("tool.completed")
+@dataclass(frozen=True, slots=True)
+class ToolCompleted:
+    """A tool call ended; ``result`` is what the model sees (cut at 100,000 characters)."""
+
+    call_id: str
+    name: str
+    ok: bool
+    result: str
+    duration_ms: int = 0
+    truncated: bool = False
+
+
+@EVENTS.register("usage.updated")
+@dataclass(frozen=True, slots=True)
+class UsageUpdated:
+    """Token use and cost of one model call, with the session's running total."""
+
+    turn_id: str
+    input_tokens: int
+    output_tokens: int
+    cost: float = 0.0
+    session_cost: float = 0.0
+    model: str = ""
+
+
+@EVENTS.register("approval.requested")
+@dataclass(frozen=True, slots=True)
+class ApprovalRequested:
+    """The agent wants to do something consequential; any client may answer."""
+
+    request_id: str
+    summary: str
+    risk: str
+    tool: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    turn_id: str | None = None
+    call_id: str | None = None
+
+
+@EVENTS.register("approval.resolved")
+@dataclass(frozen=True, slots=True)
+class ApprovalResolved:
+    """An approval request was answered (or expired); the first answer won."""
+
+    request_id: str
+    decision: str
+    reason: str = ""
+
+
+@EVENTS.register("question.asked")
+@dataclass(frozen=True, slots=True)
+class QuestionAsked:
+    """The core asks the person something, with numbered options."""
+
+    question_id: str
+    text: str
+    options: list[str] = field(default_factory=list)
+    allow_text: bool = False
+
+
+@EVENTS.register("question.answered")
+@dataclass(frozen=True, slots=True)
+class QuestionAnswered:
+    """A question was answered; the first answer won."""
+
+    question_id: str
+    option: int | None = None
+    text: str | None = None
+
+
+@EVENTS.register("session.updated")
+@dataclass(frozen=True, slots=True)
+class SessionUpdated:
+    """A session's record changed (created, titled, forked, undone, resumed)."""
+
+    session_id: str
+    title: str = ""
+    message_count: int = 0
+    reason: str = ""
+
+
+@EVENTS.register("context.compacted")
+@dataclass(frozen=True, slots=True)
+class ContextCompacted:
+    """Older history was summarized; token estimates before and after."""
+
+    tokens_before: int
+    tokens_after: int
+
+
+@EVENTS.register("decision.queued")
+@dataclass(frozen=True, slots=True)
+class DecisionQueued:
+    """A decision or proposal waits for a larger model."""
+
+    decision_id: str
+    kind: str
+
+
+@EVENTS.register("taste.updated")
+@dataclass(frozen=True, slots=True)
+class TasteUpdated:
+    """A learned taste row was promoted, edited or deleted."""
+
+    id: str
+    text: str = ""
+    weight: float = 0.0
+    change: str = "promoted"
+
+
+@EVENTS.register("ui.panel")
+@dataclass(frozen=True, slots=True)
+class UiPanel:
+    """A panel the model opened (diff, approval, taste, session tree, file preview)."""
+
+    kind: str
+    title: str = ""
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@EVENTS.register("notice")
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """Something the person should know (``level``: info, warning, error)."""
+
+    text: str
+    level: str = "info"

@@ -1,0 +1,204 @@
+"""JSON Schema and TypeScript types generated from the protocol dataclasses.
+
+Never written by hand: ``exo protocol export`` regenerates
+``exo_core/protocol/generated/`` and a test fails when the committed files are
+stale. Output is deterministic (sorted, canonical) so the comparison is exact.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from pathlib import Path
+from typing import Any, Literal, Union
+
+from exo_core.protocol import commands as _commands  # noqa: F401  (registers command types)
+from exo_core.protocol import events as _events  # noqa: F401  (registers event types)
+from exo_core.protocol.envelopes import PROTOCOL_VERSION
+from exo_core.protocol.registry import COMMANDS, EVENTS
+
+__all__ = ["json_schema", "typescript", "write_generated", "GENERATED_DIR", "generated_files"]
+
+GENERATED_DIR = Path(__file__).parent / "generated"
+
+
+def _schema_of(hint: Any, defs: dict[str, Any]) -> dict[str, Any]:
+    origin = typing.get_origin(hint)
+    if hint is Any:
+        return {}
+    if origin in (Union, types.UnionType):
+        return {"anyOf": [_schema_of(a, defs) for a in typing.get_args(hint)]}
+    if origin is Literal:
+        return {"enum": list(typing.get_args(hint))}
+    if origin is list:
+        (item,) = typing.get_args(hint) or (Any,)
+        return {"type": "array", "items": _schema_of(item, defs)}
+    if origin is dict:
+        return {"type": "object"}
+    if hint is type(None):
+        return {"type": "null"}
+    if dataclasses.is_dataclass(hint):
+        name = hint.__name__
+        if name not in defs:
+            defs[name] = {}
+            defs[name] = _object_schema(hint, defs)
+        return {"$ref": f"#/$defs/{name}"}
+    return {"type": {str: "string", int: "integer", float: "number", bool: "boolean"}[hint]}
+
+
+def _object_schema(cls: type[Any], defs: dict[str, Any]) -> dict[str, Any]:
+    hints = typing.get_type_hints(cls)
+    props: dict[str, Any] = {}
+    required: list[str] = []
+    for f in dataclasses.fields(cls):
+        props[f.name] = _schema_of(hints[f.name], defs)
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            required.append(f.name)
+    schema: dict[str, Any] = {"type": "object", "properties": props, "additionalProperties": False}
+    if cls.__doc__:
+        schema["description"] = " ".join(cls.__doc__.split())
+    if required:
+        schema["required"] = required
+    return schema
+
+
+def json_schema() -> dict[str, Any]:
+    """One JSON Schema document describing envelopes, every command and event body."""
+    defs: dict[str, Any] = {}
+    commands = {name: _object_schema(cls, defs) for name, cls in COMMANDS.items()}
+    events = {name: _object_schema(cls, defs) for name, cls in EVENTS.items()}
+    error = {
+        "type": "object",
+        "properties": {"code": {"type": "string"}, "message": {"type": "string"}, "field": {"type": "string"}},
+        "required": ["code", "message"],
+    }
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": f"Exo protocol {PROTOCOL_VERSION}",
+        "protocol": PROTOCOL_VERSION,
+        "$defs": dict(sorted(defs.items())),
+        "envelopes": {
+            "Command": {
+                "type": "object",
+                "properties": {"id": {"type": "string"}, "type": {"enum": list(COMMANDS)}, "body": {"type": "object"}},
+                "required": ["id", "type"],
+                "additionalProperties": False,
+            },
+            "Response": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": ["string", "null"]},
+                    "ok": {"type": "boolean"},
+                    "result": {"type": ["object", "null"]},
+                    "error": {"anyOf": [error, {"type": "null"}]},
+                },
+                "required": ["id", "ok", "result", "error"],
+            },
+            "Event": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string"},
+                    "seq": {"type": "integer"},
+                    "session": {"type": ["string", "null"]},
+                    "type": {"type": "string"},
+                    "ts": {"type": "string"},
+                    "body": {"type": "object"},
+                },
+                "required": ["id", "seq", "session", "type", "ts", "body"],
+            },
+        },
+        "commands": commands,
+        "events": events,
+    }
+
+
+def _ts_of(hint: Any) -> str:
+    origin = typing.get_origin(hint)
+    if hint is Any:
+        return "unknown"
+    if origin in (Union, types.UnionType):
+        return " | ".join(_ts_of(a) for a in typing.get_args(hint))
+    if origin is Literal:
+        return " | ".join(json.dumps(a) for a in typing.get_args(hint))
+    if origin is list:
+        (item,) = typing.get_args(hint) or (Any,)
+        inner = _ts_of(item)
+        return f"Array<{inner}>"
+    if origin is dict:
+        return "Record<string, unknown>"
+    if hint is type(None):
+        return "null"
+    if dataclasses.is_dataclass(hint):
+        return hint.__name__
+    return {str: "string", int: "number", float: "number", bool: "boolean"}[hint]
+
+
+def _ts_interface(name: str, cls: type[Any]) -> str:
+    hints = typing.get_type_hints(cls)
+    lines = []
+    if cls.__doc__:
+        lines.append(f"/** {' '.join(cls.__doc__.split())} */")
+    lines.append(f"export interface {name} {{")
+    for f in dataclasses.fields(cls):
+        optional = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+        lines.append(f"  {f.name}{'?' if optional else ''}: {_ts_of(hints[f.name])};")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def typescript() -> str:
+    """TypeScript declarations for the envelopes and every body."""
+    nested: dict[str, type[Any]] = {}
+    for _, cls in COMMANDS.items() + EVENTS.items():
+        for hint in typing.get_type_hints(cls).values():
+            for arg in (hint, *typing.get_args(hint)):
+                if dataclasses.is_dataclass(arg):
+                    nested[arg.__name__] = arg  # type: ignore[assignment]
+    parts = [
+        "// Generated by `exo protocol export` from exo_core/protocol. Do not edit.",
+        f"export const PROTOCOL_VERSION = {PROTOCOL_VERSION};",
+        "export interface ErrorInfo { code: string; message: string; field?: string; }",
+        "export interface Command<T = unknown> { id: string; type: CommandType; body?: T; }",
+        "export interface Response { id: string | null; ok: boolean; result: Record<string, unknown> | null; error: ErrorInfo | null; }",
+        "export interface Event<T = Record<string, unknown>> { id: string; seq: number; session: string | null; type: string; ts: string; body: T; }",
+        "export type CommandType = " + " | ".join(json.dumps(n) for n in COMMANDS) + ";",
+        "export type EventType = " + " | ".join(json.dumps(n) for n in EVENTS) + ";",
+    ]
+    for name in sorted(nested):
+        parts.append(_ts_interface(name, nested[name]))
+    for wire, cls in COMMANDS.items():
+        parts.append(_ts_interface(cls.__name__ + "Body", cls))
+    for wire, cls in EVENTS.items():
+        parts.append(_ts_interface(cls.__name__ + "Event", cls))
+    parts.append(
+        "export interface CommandBodies {\n"
+        + "\n".join(f"  {json.dumps(w)}: {c.__name__}Body;" for w, c in COMMANDS.items())
+        + "\n}"
+    )
+    parts.append(
+        "export interface EventBodies {\n"
+        + "\n".join(f"  {json.dumps(w)}: {c.__name__}Event;" for w, c in EVENTS.items())
+        + "\n}"
+    )
+    return "\n\n".join(parts) + "\n"
+
+
+def generated_files() -> dict[str, str]:
+    """File name to exact content of every generated file."""
+    return {
+        "protocol.schema.json": json.dumps(json_schema(), indent=2, sort_keys=True, ensure_ascii=False) + "\n",
+        "protocol.d.ts": typescript(),
+    }
+
+
+def write_generated(directory: Path = GENERATED_DIR) -> list[Path]:
+    """Write the generated files into ``directory``; returns their paths."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, content in generated_files().items():
+        path = directory / name
+        path.write_text(content, encoding="utf-8")
+        written.append(path)
+    return written

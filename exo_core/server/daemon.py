@@ -1,0 +1,104 @@
+"""exod: the core daemon. Serves one core over the Unix socket, optionally TCP and stdio.
+
+Shutdown on SIGTERM or SIGINT: listeners stop, running turns are interrupted
+(their partial text kept), pending events are flushed, the database closed.
+A SIGKILL loses nothing that was acknowledged: every event is committed before
+it is sent, and ``session.resume`` repairs the half-finished turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiohttp import web
+
+from exo_core.agent.model import ModelTransport
+from exo_core.engine.core import Core, CoreOptions
+from exo_core.home import ExoHome
+from exo_core.server.auth import HostPolicy, load_or_create_token
+from exo_core.server.http import HttpSettings, build_app
+from exo_core.server.listeners import bind_tcp, bind_unix
+from exo_core.server.stdio import serve_stdio
+
+__all__ = ["DaemonSettings", "run_daemon"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonSettings:
+    """Which transports to serve."""
+
+    tcp: tuple[str, int] | None = None
+    stdio: bool = False
+    unix: bool = True
+    allowed_hosts: tuple[str, ...] = ()
+    keepalive: float = 15.0
+
+
+async def run_daemon(home: ExoHome, model: ModelTransport, settings: DaemonSettings,
+                     options: CoreOptions | None = None, *, ready: asyncio.Event | None = None) -> None:
+    """Run exod until SIGTERM/SIGINT (or stdin closes in stdio-only mode)."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    runners: list[web.AppRunner] = []
+    bound_unix = False
+    async with Core.open(home, model=model, options=options) as core:
+        try:
+            # TCP first: the Unix socket accepting connections is the signal that exod is up.
+            if settings.tcp is not None:
+                token = load_or_create_token(home.token_path)
+                host, port = settings.tcp
+                sock = bind_tcp(host, port)
+                bound_port = sock.getsockname()[1]
+                policy = HostPolicy(host, bound_port, extra_names=settings.allowed_hosts)
+                app = build_app(core.engine, core.hub,
+                                HttpSettings(token=token, host_policy=policy, keepalive=settings.keepalive))
+                runners.append(await _start(app, sock))
+                _write_atomic(home.run_dir / "tcp.port", f"{bound_port}\n")
+                log.info("exod listening on %s:%d", host, bound_port)
+            if settings.unix:
+                sock = bind_unix(home.socket_path)
+                bound_unix = True
+                app = build_app(core.engine, core.hub, HttpSettings(check_peer_uid=True, keepalive=settings.keepalive))
+                runners.append(await _start(app, sock))
+                log.info("exod listening on %s", home.socket_path)
+            if ready is not None:
+                ready.set()
+            if settings.stdio:
+                stdio_task = asyncio.create_task(serve_stdio(core.engine, core.hub))
+                stop_task = asyncio.create_task(stop.wait())
+                await asyncio.wait({stdio_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)
+                for t in (stdio_task, stop_task):
+                    t.cancel()
+            else:
+                await stop.wait()
+        finally:
+            core.hub.close_streams()
+            for runner in runners:
+                await runner.cleanup()
+            if bound_unix:
+                # Only the daemon that bound the socket removes it; a refused second one must not.
+                home.socket_path.unlink(missing_ok=True)
+
+
+async def _start(app: web.Application, sock: object) -> web.AppRunner:
+    runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=5.0)
+    await runner.setup()
+    site = web.SockSite(runner, sock)  # type: ignore[arg-type]
+    await site.start()
+    return runner
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)

@@ -1,0 +1,147 @@
+"""HTTP + Server-Sent Events: ``POST /command``, ``GET /events``, ``GET /health``.
+
+The same aiohttp application serves the Unix socket (peer uid checked, no
+token) and TCP (bearer token, Host and Origin checked). Request bodies over
+8 MB are refused with a typed ``too_large`` error; malformed input gets a typed
+error with status 400; an unexpected failure is ``internal`` (500) and the
+server keeps serving.
+
+``GET /events?since=N&session=S`` replays from the database and then follows
+live events. ``Last-Event-ID`` (a browser's EventSource reconnect) takes
+precedence over ``since``. A comment line is sent every ``keepalive`` seconds
+so idle connections and proxies stay open.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from exo_core.engine.dispatch import Engine
+from exo_core.errors import AccessDeniedError, ClosedResourceError, ExoError, MalformedMessageError, PayloadTooLargeError
+from exo_core.protocol import MAX_BODY_BYTES, PROTOCOL_VERSION, ErrorInfo, Response
+from exo_core.server.auth import HostPolicy, check_bearer, peer_uid
+from exo_core.server.hub import Hub
+
+__all__ = ["HttpSettings", "build_app"]
+
+log = logging.getLogger(__name__)
+
+_STATUS = {"unauthorized": 401, "too_large": 413, "malformed": 400, "unknown_command": 400, "bad_body": 400,
+           "internal": 500}
+
+# Extra routes (the web page, later issues) register here: (method, path, handler).
+RouteAdder = Callable[[web.Application], None]
+
+
+@dataclass(frozen=True, slots=True)
+class HttpSettings:
+    """How one listener authenticates and keeps streams alive."""
+
+    token: str | None = None
+    host_policy: HostPolicy | None = None
+    check_peer_uid: bool = False
+    keepalive: float = 15.0
+
+
+def _error(status: int, code: str, message: str) -> web.Response:
+    body = Response.failure(None, ErrorInfo(code, message)).to_json()
+    return web.Response(status=status, text=body, content_type="application/json")
+
+
+def build_app(engine: Engine, hub: Hub, settings: HttpSettings, *, extra_routes: tuple[RouteAdder, ...] = ()) -> web.Application:
+    """The aiohttp application for one listener."""
+
+    @web.middleware
+    async def guard(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
+        try:
+            if settings.check_peer_uid:
+                sock = request.transport.get_extra_info("socket") if request.transport else None
+                if sock is not None:
+                    uid = peer_uid(sock)
+                    if uid is not None and uid != os.getuid():
+                        raise AccessDeniedError("this socket serves only its owner")
+            if settings.host_policy is not None:
+                settings.host_policy.check(request.headers.get("Host"), request.headers.get("Origin"))
+            if settings.token is not None:
+                check_bearer(request.headers.get("Authorization"), settings.token)
+        except AccessDeniedError as exc:
+            return _error(401 if "token" in exc.message else 403, exc.code, exc.message)
+        return await handler(request)
+
+    async def command(request: web.Request) -> web.Response:
+        try:
+            data = await _read_limited(request)
+        except ExoError as exc:
+            return _error(_STATUS.get(exc.code, 400), exc.code, exc.message)
+        response = await engine.handle_raw(data)
+        status = 200 if response.ok else _STATUS.get(response.error.code if response.error else "", 200)
+        return web.Response(status=status, text=response.to_json(), content_type="application/json")
+
+    async def health(request: web.Request) -> web.Response:
+        return web.json_response({"ok": True, "protocol": PROTOCOL_VERSION, "last_seq": hub.last_seq})
+
+    async def events(request: web.Request) -> web.StreamResponse:
+        try:
+            since = int(request.headers.get("Last-Event-ID") or request.query.get("since", "0"))
+        except ValueError:
+            return _error(400, "bad_request", "'since' and Last-Event-ID must be integers")
+        session = request.query.get("session") or None
+        response = web.StreamResponse(headers={
+            "Content-Type": "text/event-stream",
+            "Cache-Control": "no-cache",
+            "X-Accel-Buffering": "no",
+        })
+        await response.prepare(request)
+        sub = hub.subscribe(since, session)
+        try:
+            await response.write(b": exo event stream\n\n")
+            while True:
+                item = await sub.next(timeout=settings.keepalive)
+                if item is None:
+                    await response.write(b": keep-alive\n\n")
+                    continue
+                # Batch whatever else is already queued into the same write: one
+                # syscall per burst instead of one per event.
+                frames = [f"id: {item.seq}\ndata: {item.data}\n\n"]
+                sub.drain_ready(lambda more: frames.append(f"id: {more.seq}\ndata: {more.data}\n\n"))
+                await response.write("".join(frames).encode("utf-8"))
+        except ConnectionResetError:
+            pass  # the client went away; its subscription ends here
+        except ClosedResourceError:
+            pass  # the core is shutting down; the client will reconnect and resume
+        finally:
+            sub.close()
+        return response
+
+    app = web.Application(middlewares=[guard], client_max_size=MAX_BODY_BYTES + 1024)
+    app.router.add_post("/command", command)
+    app.router.add_get("/events", events)
+    app.router.add_get("/health", health)
+    for add in extra_routes:
+        add(app)
+    return app
+
+
+async def _read_limited(request: web.Request) -> bytes:
+    """The request body, refusing more than the limit without reading it all."""
+    length = request.content_length
+    if length is not None and length > MAX_BODY_BYTES:
+        raise PayloadTooLargeError(f"body is {length} bytes; the limit is {MAX_BODY_BYTES}")
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        chunk = await request.content.read(65536)
+        if not chunk:
+            break
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise PayloadTooLargeError(f"body exceeds the limit of {MAX_BODY_BYTES} bytes")
+        chunks.append(chunk)
+    if not chunks:
+        raise MalformedMessageError("empty body: POST one JSON command object")
+    return b"".join(chunks)

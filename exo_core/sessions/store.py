@@ -1,0 +1,365 @@
+"""Sessions, messages, turns and approvals in ``sessions.sqlite``.
+
+:class:`SessionStore` is synchronous and owns no thread: the daemon calls it on
+its single database thread (see :class:`exo_core.server.hub.Hub`), so every
+write is serialized without locks and never blocks the event loop.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from exo_core.clock import Clock, SystemClock, iso_utc
+from exo_core.errors import BadBodyError, ConflictError, NotFoundError
+from exo_core.ids import IdFactory, RandomIds
+from exo_core.sessions.worker import DbWorker
+
+__all__ = ["SessionStore", "SessionRecord", "MessageRecord", "TurnRecord", "ApprovalRecord", "SearchHit"]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRecord:
+    """One session's row."""
+
+    id: str
+    title: str
+    created_at: str
+    updated_at: str
+    parent_id: str | None
+    fork_message_id: int | None
+    workspace: str | None
+    cost: float
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "title": self.title,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "parent_id": self.parent_id,
+            "fork_message_id": self.fork_message_id,
+            "workspace": self.workspace,
+            "cost": self.cost,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRecord:
+    """One stored message. ``tool_calls`` are ``{id, name, arguments}`` objects."""
+
+    id: int
+    session_id: str
+    turn_id: str | None
+    role: str
+    content: str
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    tool_call_id: str | None = None
+    status: str = "complete"
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "turn_id": self.turn_id,
+            "role": self.role,
+            "content": self.content,
+            "tool_calls": self.tool_calls,
+            "tool_call_id": self.tool_call_id,
+            "status": self.status,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRecord:
+    """One turn: the person's message and its processing state."""
+
+    id: str
+    session_id: str
+    text: str
+    mode: str
+    status: str
+    stop_reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRecord:
+    """One approval request and its answer."""
+
+    id: str
+    session_id: str
+    turn_id: str | None
+    call_id: str | None
+    tool: str
+    summary: str
+    risk: str
+    arguments: dict[str, Any]
+    status: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """A full-text match with a highlighted snippet (matches in ``[`` ``]``)."""
+
+    session_id: str
+    message_id: int
+    role: str
+    snippet: str
+
+
+class SessionStore:
+    """Typed access to the session tables over one writer connection."""
+
+    def __init__(self, conn: "sqlite3.Connection | DbWorker", *, clock: Clock | None = None,
+                 ids: IdFactory | None = None) -> None:
+        # A DbWorker is resolved on each use: the store may be built before the worker opens.
+        self._source = conn
+        self._clock = clock or SystemClock()
+        self._ids = ids or RandomIds()
+
+    @property
+    def _conn(self) -> sqlite3.Connection:
+        source = self._source
+        return source if isinstance(source, sqlite3.Connection) else source.connection
+
+    def _now(self) -> str:
+        return iso_utc(self._clock.now())
+
+    # -- sessions ----------------------------------------------------------
+
+    def create_session(self, *, title: str = "", workspace: str | None = None, parent_id: str | None = None,
+                       fork_message_id: int | None = None) -> SessionRecord:
+        """Insert a new session."""
+        sid = self._ids.new("ses")
+        now = self._now()
+        self._conn.execute(
+            "INSERT INTO sessions(id, title, created_at, updated_at, parent_id, fork_message_id, workspace)"
+            " VALUES (?,?,?,?,?,?,?)",
+            (sid, title, now, now, parent_id, fork_message_id, workspace),
+        )
+        return self.get_session(sid)
+
+    def get_session(self, session_id: str) -> SessionRecord:
+        """The session ``session_id``; :class:`NotFoundError` when absent."""
+        row = self._conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        if row is None:
+            raise NotFoundError(f"no session {session_id!r}; `session.list` shows the known ones", field="session")
+        return SessionRecord(**dict(row))
+
+    def list_sessions(self, limit: int = 50) -> list[SessionRecord]:
+        """Sessions, most recently updated first."""
+        rows = self._conn.execute(
+            "SELECT * FROM sessions ORDER BY updated_at DESC, id DESC LIMIT ?", (max(1, min(limit, 1000)),)
+        )
+        return [SessionRecord(**dict(r)) for r in rows]
+
+    def touch(self, session_id: str, *, add_cost: float = 0.0) -> None:
+        """Mark a session updated, adding ``add_cost`` to its running cost."""
+        self._conn.execute(
+            "UPDATE sessions SET updated_at = ?, cost = cost + ? WHERE id = ?", (self._now(), add_cost, session_id)
+        )
+
+    def fork(self, session_id: str, *, message_id: int | None = None, title: str = "") -> SessionRecord:
+        """Copy messages up to ``message_id`` (inclusive; default all) into a new session."""
+        parent = self.get_session(session_id)
+        messages = self.messages(session_id)
+        if message_id is not None:
+            if not any(m.id == message_id for m in messages):
+                raise NotFoundError(f"message {message_id} is not in session {session_id!r}", field="message_id")
+            messages = [m for m in messages if m.id <= message_id]
+        fork_point = messages[-1].id if messages else None
+        with self.transaction():
+            child = self.create_session(
+                title=title or (f"{parent.title} (fork)" if parent.title else "fork"),
+                workspace=parent.workspace,
+                parent_id=parent.id,
+                fork_message_id=fork_point,
+            )
+            for m in messages:
+                self.add_message(child.id, m.role, m.content, turn_id=m.turn_id, tool_calls=m.tool_calls,
+                                 tool_call_id=m.tool_call_id, status=m.status)
+        return child
+
+    # -- messages ----------------------------------------------------------
+
+    def add_message(self, session_id: str, role: str, content: str, *, turn_id: str | None = None,
+                    tool_calls: Iterable[dict[str, Any]] = (), tool_call_id: str | None = None,
+                    status: str = "complete") -> MessageRecord:
+        """Store one message and index its text, tool calls and tool results for search."""
+        calls = list(tool_calls)
+        cur = self._conn.execute(
+            "INSERT INTO messages(session_id, turn_id, role, content, tool_calls, tool_call_id, status, created_at)"
+            " VALUES (?,?,?,?,?,?,?,?)",
+            (session_id, turn_id, role, content, json.dumps(calls, ensure_ascii=False), tool_call_id, status, self._now()),
+        )
+        mid = int(cur.lastrowid or 0)
+        indexed = content + "".join(
+            f"\n{c.get('name', '')} {json.dumps(c.get('arguments', {}), ensure_ascii=False)}" for c in calls
+        )
+        self._conn.execute("INSERT INTO messages_fts(rowid, text, session_id) VALUES (?,?,?)", (mid, indexed, session_id))
+        return MessageRecord(mid, session_id, turn_id, role, content, calls, tool_call_id, status)
+
+    def messages(self, session_id: str, *, include_undone: bool = False) -> list[MessageRecord]:
+        """The conversation of a session in order (undone turns left out)."""
+        sql = "SELECT * FROM messages WHERE session_id = ?" + ("" if include_undone else " AND undone = 0") + " ORDER BY id"
+        return [_message(r) for r in self._conn.execute(sql, (session_id,))]
+
+    def dangling_tool_calls(self, session_id: str) -> list[tuple[MessageRecord, dict[str, Any]]]:
+        """Tool calls of assistant messages that never got a tool result (a crash mid-round)."""
+        answered = {m.tool_call_id for m in self.messages(session_id) if m.role == "tool"}
+        return [
+            (m, call)
+            for m in self.messages(session_id)
+            if m.role == "assistant"
+            for call in m.tool_calls
+            if call.get("id") not in answered
+        ]
+
+    def undo(self, session_id: str, turns: int) -> list[str]:
+        """Hide the last ``turns`` turns from the conversation; returns their ids."""
+        if turns < 1:
+            raise BadBodyError("turns must be at least 1", field="turns")
+        rows = self._conn.execute(
+            "SELECT DISTINCT turn_id FROM messages WHERE session_id = ? AND undone = 0 AND turn_id IS NOT NULL"
+            " ORDER BY id DESC",
+            (session_id,),
+        ).fetchall()
+        # DISTINCT with ORDER BY id keeps the first occurrence order per SQLite; dedupe in Python to be sure.
+        seen: list[str] = []
+        for r in rows:
+            if r[0] not in seen:
+                seen.append(r[0])
+        chosen = seen[:turns]
+        if chosen:
+            marks = ",".join("?" * len(chosen))
+            self._conn.execute(f"UPDATE messages SET undone = 1 WHERE session_id = ? AND turn_id IN ({marks})",
+                               (session_id, *chosen))
+        return chosen
+
+    # -- turns -------------------------------------------------------------
+
+    def add_turn(self, session_id: str, text: str, mode: str, *, status: str = "queued") -> TurnRecord:
+        """Record a turn (queued or running)."""
+        tid = self._ids.new("turn")
+        now = self._now()
+        self._conn.execute(
+            "INSERT INTO turns(id, session_id, text, mode, status, created_at, updated_at) VALUES (?,?,?,?,?,?,?)",
+            (tid, session_id, text, mode, status, now, now),
+        )
+        return TurnRecord(tid, session_id, text, mode, status, None)
+
+    def set_turn_status(self, turn_id: str, status: str, stop_reason: str | None = None) -> None:
+        """Move a turn to ``status``."""
+        self._conn.execute("UPDATE turns SET status = ?, stop_reason = ?, updated_at = ? WHERE id = ?",
+                           (status, stop_reason, self._now(), turn_id))
+
+    def turns(self, session_id: str, *, status: str | None = None) -> list[TurnRecord]:
+        """Turns of a session in creation order, optionally of one status."""
+        sql = "SELECT id, session_id, text, mode, status, stop_reason FROM turns WHERE session_id = ?"
+        args: tuple[Any, ...] = (session_id,)
+        if status is not None:
+            sql += " AND status = ?"
+            args += (status,)
+        return [TurnRecord(*r) for r in self._conn.execute(sql + " ORDER BY created_at, rowid", args)]
+
+    def sessions_with_turns(self, status: str) -> list[str]:
+        """Ids of sessions that have a turn in ``status``."""
+        return [r[0] for r in self._conn.execute("SELECT DISTINCT session_id FROM turns WHERE status = ?", (status,))]
+
+    # -- approvals ---------------------------------------------------------
+
+    def add_approval(self, session_id: str, *, turn_id: str | None, call_id: str | None, tool: str, summary: str,
+                     risk: str, arguments: dict[str, Any]) -> ApprovalRecord:
+        """Open an approval request."""
+        aid = self._ids.new("apr")
+        self._conn.execute(
+            "INSERT INTO approvals(id, session_id, turn_id, call_id, tool, summary, risk, arguments, created_at)"
+            " VALUES (?,?,?,?,?,?,?,?,?)",
+            (aid, session_id, turn_id, call_id, tool, summary, risk, json.dumps(arguments, ensure_ascii=False), self._now()),
+        )
+        return self.get_approval(aid)
+
+    def get_approval(self, approval_id: str) -> ApprovalRecord:
+        """The approval ``approval_id``; :class:`NotFoundError` when absent."""
+        row = self._conn.execute("SELECT * FROM approvals WHERE id = ?", (approval_id,)).fetchone()
+        if row is None:
+            raise NotFoundError(f"no approval request {approval_id!r}", field="request_id")
+        d = dict(row)
+        return ApprovalRecord(d["id"], d["session_id"], d["turn_id"], d["call_id"], d["tool"], d["summary"],
+                              d["risk"], json.loads(d["arguments"]), d["status"], d["reason"])
+
+    def resolve_approval(self, approval_id: str, status: str, reason: str = "") -> ApprovalRecord:
+        """Answer an open request; a second answer is a :class:`ConflictError` (first answer wins)."""
+        cur = self._conn.execute(
+            "UPDATE approvals SET status = ?, reason = ?, resolved_at = ? WHERE id = ? AND status = 'open'",
+            (status, reason, self._now(), approval_id),
+        )
+        if cur.rowcount == 0:
+            current = self.get_approval(approval_id)
+            raise ConflictError(f"approval {approval_id!r} was already answered ({current.status})", field="request_id")
+        return self.get_approval(approval_id)
+
+    def open_approvals(self, session_id: str | None = None) -> list[ApprovalRecord]:
+        """Requests still waiting for an answer."""
+        sql = "SELECT id FROM approvals WHERE status = 'open'" + (" AND session_id = ?" if session_id else "")
+        rows = self._conn.execute(sql, (session_id,) if session_id else ()).fetchall()
+        return [self.get_approval(r[0]) for r in rows]
+
+    # -- search ------------------------------------------------------------
+
+    def search(self, query: str, *, limit: int = 20, session_id: str | None = None) -> list[SearchHit]:
+        """Full-text search; every word is quoted, so any input is a safe query."""
+        terms = [t for t in query.replace("\x00", " ").split() if t]
+        if not terms:
+            return []
+        fts_query = " ".join('"' + t.replace('"', '""') + '"' for t in terms[:32])
+        sql = (
+            "SELECT m.session_id, m.id, m.role, snippet(messages_fts, 0, '[', ']', '…', 12) AS snip"
+            " FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid"
+            " WHERE messages_fts MATCH ? AND m.undone = 0"
+        )
+        args: list[Any] = [fts_query]
+        if session_id:
+            sql += " AND m.session_id = ?"
+            args.append(session_id)
+        sql += " ORDER BY rank LIMIT ?"
+        args.append(max(1, min(limit, 200)))
+        return [SearchHit(r[0], r[1], r[2], r[3]) for r in self._conn.execute(sql, args)]
+
+    # -- transactions ------------------------------------------------------
+
+    def transaction(self) -> "_Transaction":
+        """``with store.transaction():`` groups writes into one commit."""
+        return _Transaction(self._conn)
+
+
+class _Transaction:
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self._outer = False
+
+    def __enter__(self) -> None:
+        self._outer = not self._conn.in_transaction
+        if self._outer:
+            self._conn.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if not self._outer:
+            return
+        self._conn.execute("COMMIT" if exc_type is None else "ROLLBACK")
+
+
+def _message(row: sqlite3.Row) -> MessageRecord:
+    return MessageRecord(
+        id=row["id"],
+        session_id=row["session_id"],
+        turn_id=row["turn_id"],
+        role=row["role"],
+        content=row["content"],
+        tool_calls=json.loads(row["tool_calls"]),
+        tool_call_id=row["tool_call_id"],
+        status=row["status"],
+    )

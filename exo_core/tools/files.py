@@ -1,0 +1,182 @@
+"""File tools: ``read_file``, ``write_file`` and ``edit_file``.
+
+Relative paths resolve against the session's workspace. Disk work runs in a
+worker thread so a slow card never stalls the event loop. ``edit_file`` finds
+its target exactly first, then line by line ignoring differences in
+whitespace, and refuses an ambiguous match rather than guessing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from exo_core.tools.spec import ToolContext, ToolResult, ToolSpec
+
+__all__ = ["ReadFileTool", "WriteFileTool", "EditFileTool", "resolve_path"]
+
+_MAX_READ_BYTES = 2 * 1024 * 1024
+
+
+def resolve_path(context: ToolContext, raw: Any) -> Path:
+    """``raw`` as a path, relative ones against the workspace."""
+    if not isinstance(raw, str) or not raw.strip():
+        raise ValueError("'path' must be a non-empty string")
+    path = Path(raw).expanduser()
+    return path if path.is_absolute() else context.workspace / path
+
+
+class ReadFileTool:
+    """Read a text file, optionally a range of lines."""
+
+    spec = ToolSpec(
+        name="read_file",
+        description="Read a UTF-8 text file. Optional 1-based 'start' and 'end' lines.",
+        parameters={
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "start": {"type": "integer"}, "end": {"type": "integer"}},
+            "required": ["path"],
+        },
+        risk="low",
+    )
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        try:
+            path = resolve_path(context, arguments.get("path"))
+        except ValueError as exc:
+            return ToolResult.error(str(exc))
+        return await asyncio.to_thread(self._read, path, arguments.get("start"), arguments.get("end"))
+
+    @staticmethod
+    def _read(path: Path, start: Any, end: Any) -> ToolResult:
+        try:
+            if path.stat().st_size > _MAX_READ_BYTES:
+                return ToolResult.error(f"{path} is larger than {_MAX_READ_BYTES} bytes; read a line range with bash")
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return ToolResult.error(f"no such file: {path}")
+        except IsADirectoryError:
+            return ToolResult.error(f"{path} is a directory")
+        except UnicodeDecodeError:
+            return ToolResult.error(f"{path} is not UTF-8 text")
+        except OSError as exc:
+            return ToolResult.error(f"cannot read {path}: {exc.strerror}")
+        if start is None and end is None:
+            return ToolResult(text)
+        lines = text.splitlines(keepends=True)
+        lo = max(1, int(start or 1))
+        hi = min(len(lines), int(end or len(lines)))
+        return ToolResult("".join(lines[lo - 1 : hi]))
+
+
+class WriteFileTool:
+    """Write a whole text file atomically (temp file, fsync, rename)."""
+
+    spec = ToolSpec(
+        name="write_file",
+        description="Create or replace a UTF-8 text file with 'content'.",
+        parameters={
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+            "required": ["path", "content"],
+        },
+        risk="medium",
+    )
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        try:
+            path = resolve_path(context, arguments.get("path"))
+        except ValueError as exc:
+            return ToolResult.error(str(exc))
+        content = arguments.get("content")
+        if not isinstance(content, str):
+            return ToolResult.error("'content' must be a string")
+        return await asyncio.to_thread(_write_atomic, path, content)
+
+
+class EditFileTool:
+    """Replace one occurrence of ``old`` with ``new`` in a file."""
+
+    spec = ToolSpec(
+        name="edit_file",
+        description="Replace the text 'old' with 'new' in a file. 'old' must match exactly one place "
+        "(whitespace differences are tolerated line by line).",
+        parameters={
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "old": {"type": "string"}, "new": {"type": "string"}},
+            "required": ["path", "old", "new"],
+        },
+        risk="medium",
+    )
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        try:
+            path = resolve_path(context, arguments.get("path"))
+        except ValueError as exc:
+            return ToolResult.error(str(exc))
+        old, new = arguments.get("old"), arguments.get("new")
+        if not isinstance(old, str) or not old or not isinstance(new, str):
+            return ToolResult.error("'old' must be a non-empty string and 'new' a string")
+        return await asyncio.to_thread(self._edit, path, old, new)
+
+    @staticmethod
+    def _edit(path: Path, old: str, new: str) -> ToolResult:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return ToolResult.error(f"no such file: {path}")
+        except (OSError, UnicodeDecodeError) as exc:
+            return ToolResult.error(f"cannot read {path}: {exc}")
+        count = text.count(old)
+        if count == 1:
+            return _write_atomic(path, text.replace(old, new, 1), verb="edited")
+        if count > 1:
+            return ToolResult.error(f"'old' occurs {count} times in {path}; include more context")
+        span = _fuzzy_span(text, old)
+        if span is None:
+            return ToolResult.error(f"'old' was not found in {path}, even ignoring whitespace")
+        return _write_atomic(path, text[: span[0]] + new + text[span[1] :], verb="edited (whitespace-tolerant match)")
+
+
+def _norm(line: str) -> str:
+    return re.sub(r"\s+", " ", line).strip()
+
+
+def _fuzzy_span(text: str, old: str) -> tuple[int, int] | None:
+    """The character span of the unique run of lines equal to ``old`` modulo whitespace."""
+    lines = text.splitlines(keepends=True)
+    want = [_norm(x) for x in old.strip("\n").splitlines()]
+    if not want:
+        return None
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line))
+    found = [
+        i for i in range(len(lines) - len(want) + 1)
+        if all(_norm(lines[i + k]) == want[k] for k in range(len(want)))
+    ]
+    if len(found) != 1:
+        return None
+    i = found[0]
+    end = offsets[i + len(want)]
+    if lines[i + len(want) - 1].endswith("\n") and not old.endswith("\n"):
+        end -= 1
+    return offsets[i], end
+
+
+def _write_atomic(path: Path, content: str, *, verb: str = "wrote") -> ToolResult:
+    tmp = path.with_name(f".{path.name}.exo-tmp-{os.getpid()}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(content)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        return ToolResult.error(f"cannot write {path}: {exc.strerror}")
+    return ToolResult(f"{verb} {path} ({len(content.encode('utf-8'))} bytes)")

@@ -1,0 +1,90 @@
+"""The ``bash`` tool: a command in its own process group, with a timeout and streamed output.
+
+The whole process group is killed (SIGKILL) on timeout and on interrupt, so a
+command's children never outlive it. Output streams as ``tool.output`` events
+while the command runs; the model gets the combined output (cut at the
+registry's limit) and the exit status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from typing import Any
+
+from exo_core.tools.spec import MAX_RESULT_CHARS, ToolContext, ToolResult, ToolSpec
+
+__all__ = ["BashTool"]
+
+_DEFAULT_TIMEOUT = 120.0
+_MAX_TIMEOUT = 3600.0
+
+
+class BashTool:
+    """Run a shell command in the workspace."""
+
+    spec = ToolSpec(
+        name="bash",
+        description="Run a bash command in the workspace. Optional 'timeout' in seconds (default 120).",
+        parameters={
+            "type": "object",
+            "properties": {"command": {"type": "string"}, "timeout": {"type": "number"}},
+            "required": ["command"],
+        },
+        risk="high",
+    )
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        command = arguments.get("command")
+        if not isinstance(command, str) or not command.strip():
+            return ToolResult.error("'command' must be a non-empty string")
+        timeout = arguments.get("timeout", _DEFAULT_TIMEOUT)
+        if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
+            return ToolResult.error("'timeout' must be a positive number of seconds")
+        timeout = min(float(timeout), _MAX_TIMEOUT)
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                "bash", "-c", command,
+                cwd=str(context.workspace),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,  # own process group: killpg reaches every child
+            )
+        except OSError as exc:
+            return ToolResult.error(f"cannot start bash: {exc.strerror}")
+        collected: list[str] = []
+        size = [0]
+
+        async def pump(stream: asyncio.StreamReader, name: str) -> None:
+            while chunk := await stream.read(4096):
+                text = chunk.decode("utf-8", errors="replace")
+                if size[0] < MAX_RESULT_CHARS * 2:
+                    collected.append(text)
+                    size[0] += len(text)
+                await context.emit_output(text, name)
+
+        assert proc.stdout is not None and proc.stderr is not None
+        pumps = asyncio.gather(pump(proc.stdout, "stdout"), pump(proc.stderr, "stderr"))
+        try:
+            await asyncio.wait_for(asyncio.shield(pumps), timeout)
+            code = await proc.wait()
+        except TimeoutError:
+            _kill_group(proc.pid)
+            await proc.wait()
+            pumps.cancel()
+            return ToolResult("".join(collected) + f"\n[timed out after {timeout:g} s; process group killed]", is_error=True)
+        except asyncio.CancelledError:
+            _kill_group(proc.pid)
+            pumps.cancel()
+            raise
+        output = "".join(collected)
+        return ToolResult(output + f"\n[exit status {code}]", is_error=code != 0)
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass  # already gone: nothing to kill

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Set up everything Exo needs on a fresh machine, idempotently:
+# a virtual environment in .venv, the project and its test/device extras,
+# the edge runtime (llama-cpp-python built once per machine with safe flags,
+# onnxruntime, tokenizers) and the model files (`exo models fetch`).
+#
+# Environment: EXO_SKIP_EDGE=1 skips the edge runtime and models (core only).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${EXO_VENV:-$ROOT/.venv}"
+PY="${PYTHON:-python3}"
+
+if ! "$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)'; then
+  echo "setup: Python 3.11 or newer is needed (found $("$PY" --version 2>&1))" >&2
+  exit 1
+fi
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "setup: creating $VENV"
+  "$PY" -m venv "$VENV"
+fi
+"$VENV/bin/python" -m pip install --quiet --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
+echo "setup: installing exo-edge with its test and device extras"
+"$VENV/bin/python" -m pip install --quiet -e "$ROOT[test,device]" 2>&1 | grep -v '^WARNING: Location' || true
+"$VENV/bin/python" -c 'import exo_core, aiohttp, nacl, numpy, pytest, hypothesis' \
+  || { echo "setup: core dependencies failed to install" >&2; exit 1; }
+
+if [ "${EXO_SKIP_EDGE:-0}" != "1" ]; then
+  if [ -x "$ROOT/scripts/install_edge.sh" ]; then
+    "$ROOT/scripts/install_edge.sh" "$VENV/bin/python"
+  fi
+  if "$VENV/bin/exo" models --help >/dev/null 2>&1; then
+    "$VENV/bin/exo" models fetch
+  fi
+fi
+echo "setup: done ($VENV)"
