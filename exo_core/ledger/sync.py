@@ -32,7 +32,7 @@ from pathlib import Path
 
 from exo_core.errors import ConflictError, CorruptDataError, StorageError, UsageError
 from exo_core.ledger.checkpoint import Checkpoint, CheckpointBook, make_checkpoint, record_checkpoint
-from exo_core.ledger.entry import StoredEntry, check_seal
+from exo_core.ledger.entry import StoredEntry, check_seal, decode_row
 from exo_core.ledger.ledger import Head, Ledger, Segment
 
 __all__ = [
@@ -88,7 +88,15 @@ def import_entries(
     created: list[int] = []
     with ledger.write_txn() as conn:
         for entry in entries:
-            problem = check_seal(entry)
+            try:
+                # Re-derive from the bytes: a caller-built StoredEntry whose kind,
+                # scope, ts or idem disagree with its signed content is refused
+                # here rather than stored inconsistent for verify() to find later.
+                decode_row((0, 0, 0, entry.id, entry.prev, entry.chain, entry.author, entry.sig,
+                            entry.kind, entry.scope, entry.ts, entry.idem, entry.content))
+                problem = check_seal(entry)
+            except CorruptDataError as exc:
+                problem = exc.message
             if problem is None and pins is not None and entry.author not in pins:
                 problem = "signed by a key that is not pinned"
             if problem is not None:

@@ -147,6 +147,9 @@ def test_import_refuses_tampered_or_orphaned_entries(make_ledger: MakeLedger, tm
     forged = dataclasses.replace(first, content=first.content.replace(b"one", b"0ne"))
     with pytest.raises(CorruptDataError, match="refused"):
         import_entries(b, [forged], origin="a")
+    relabelled = dataclasses.replace(first, kind="rule")  # column disagrees with the signed content
+    with pytest.raises(CorruptDataError, match="disagree"):
+        import_entries(b, [relabelled], origin="a")
     assert b.count() == 0
     assert import_entries(b, a.entries(), origin="a").imported == 2 and b.verify().ok
 
