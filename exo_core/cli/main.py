@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "store_cmd",
     "onboard_cmd",
     "ledger_cmd",
+    "gate_cmd",
 )
 
 

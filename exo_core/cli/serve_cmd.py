@@ -50,6 +50,8 @@ def _serve(args: argparse.Namespace) -> int:
         workspace=Path(args.workspace).resolve() if args.workspace else Path.cwd(),
         synchronous=args.durability.upper(),
         recorder=recorder,
+        plugin_dirs=(home.root / "plugins",),
+        entry_point_plugins=True,
     )
     settings = DaemonSettings(
         tcp=parse_hostport(args.tcp) if args.tcp else None,

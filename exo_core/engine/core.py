@@ -16,10 +16,13 @@ from exo_core.agent.loop import LoopDeps, LoopSettings
 from exo_core.agent.model import ModelTransport
 from exo_core.agent.recorder import NullRecorder, TurnRecorder
 from exo_core.agent.runner import TurnRunner
-from exo_core.agent.seams import ContextEngine, Gate, MemoryProvider, NullMemory, RiskGate, VerbatimContext
+from exo_core.agent.seams import ContextEngine, Gate, MemoryProvider, NullMemory, VerbatimContext
 from exo_core.clock import Clock, SystemClock
 from exo_core.engine.dispatch import Engine
+from exo_core.gate import ConsequenceGate, Policy
 from exo_core.home import ExoHome
+from exo_core.hooks import HookRegistry
+from exo_core.plugins import PluginHost
 from exo_core.ids import IdFactory, RandomIds
 from exo_core.server.hub import Hub
 from exo_core.sessions.store import SessionStore
@@ -34,7 +37,12 @@ class CoreOptions:
     """Pluggable parts of the core; every field has a working default."""
 
     tools: ToolRegistry = field(default_factory=builtin_tools)
-    gate: Gate = field(default_factory=RiskGate)
+    # None: the consequence gate under the policy in $EXO_HOME/gate.toml (the default policy if absent).
+    gate: Gate | None = None
+    hooks: HookRegistry = field(default_factory=HookRegistry)
+    # Plugin folders to load (exod passes $EXO_HOME/plugins) and whether to load `exo.plugins` entry points.
+    plugin_dirs: tuple[Path, ...] = ()
+    entry_point_plugins: bool = False
     memory: MemoryProvider = field(default_factory=NullMemory)
     context: ContextEngine = field(default_factory=VerbatimContext)
     recorder: TurnRecorder = field(default_factory=NullRecorder)
@@ -52,15 +60,23 @@ class Core:
     def __init__(self, home: ExoHome, model: ModelTransport, options: CoreOptions) -> None:
         self.home = home
         self.model = model
+        self.plugins: PluginHost | None = None
+        if options.plugin_dirs or options.entry_point_plugins:
+            self.plugins = PluginHost.for_options(options, options.plugin_dirs, entry_points=options.entry_point_plugins)
+            options = self.plugins.apply(options)
         self.options = options
         self.worker = DbWorker(home.sessions_db, synchronous=options.synchronous)
         self.hub = Hub(self.worker, clock=options.clock, ids=options.ids, queue_limit=options.queue_limit)
         self.store = SessionStore(self.worker, clock=options.clock, ids=options.ids)
         self.approvals = ApprovalBroker(self.hub, self.worker, self.store)
+        gate = options.gate
+        if gate is None:
+            gate = ConsequenceGate(Policy.load(home.root / "gate.toml"), workspace=options.workspace)
         self.deps = LoopDeps(
             hub=self.hub, worker=self.worker, store=self.store, model=model, tools=options.tools,
-            approvals=self.approvals, gate=options.gate, memory=options.memory, context=options.context,
-            recorder=options.recorder, clock=options.clock, settings=options.settings, workspace=options.workspace,
+            approvals=self.approvals, gate=gate, memory=options.memory, context=options.context,
+            recorder=options.recorder, hooks=options.hooks, clock=options.clock, settings=options.settings,
+            workspace=options.workspace,
         )
         self.runner = TurnRunner(self.deps)
         self.engine = Engine(hub=self.hub, worker=self.worker, store=self.store, runner=self.runner,
