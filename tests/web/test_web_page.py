@@ -10,6 +10,7 @@ Set ``EXO_WEB_SCREENSHOTS=<dir>`` to keep the screenshots (docs/web/ holds them)
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from pathlib import Path
@@ -128,10 +129,15 @@ async def test_the_page_pairs_streams_approves_edits_taste_and_survives_a_restar
         await browser.wait_for("document.querySelector('#transcript').textContent.includes('Still here after the restart.')")
         await browser.wait_for("window.exo.running.size === 0")
 
-        shown = await browser.eval("window.exo.log")
         async with ExoClient(d.url) as client:
-            page = await client.request("events.subscribe", {"since": 0, "session": session, "limit": 10000})
+            for _ in range(100):  # a turn's last event is session.updated, right after turn.completed
+                page = await client.request("events.subscribe", {"since": 0, "session": session, "limit": 10000})
+                if page["events"][-1]["type"] == "session.updated":
+                    break
+                await asyncio.sleep(0.05)
         stored = [e["seq"] for e in page["events"]]
+        await browser.wait_for(f"window.exo.log.length >= {len(stored)}")
+        shown = await browser.eval("window.exo.log")
         assert shown == stored, "the page showed every event of its session exactly once, in order"
         assert len(shown) > shown_before
         assert await browser.eval("document.querySelectorAll('.msg.user').length") == 3
