@@ -17,9 +17,11 @@ pytestmark = pytest.mark.skipif(TMUX is None, reason="tmux is not installed (scr
 ANSWER = "Hello from Exo, streamed into the terminal."
 SCRIPT = [
     {"text": ANSWER, "delay": 0.05, "chunk": 2},
-    {"text": "Running it.", "tool_calls": [{"name": "bash", "arguments": {"command": "echo tool-output-marker; echo ok > made.txt"}}]},
+    {"text": "Running it.", "tool_calls": [{"name": "bash", "arguments": {"command": "echo tool-output-marker; echo ok > made.txt; rm -f old.txt"}}]},
     {"text": "Made it."},
     {"text": "Got your notes."},
+    {"text": "", "tool_calls": [{"name": "ui", "arguments": {
+        "kind": "diff", "title": "README typo", "data": {"path": "README.md", "diff": "@@ -1 +1 @@\n-teh\n+the"}}}]},
     {"text": "Back after the restart."},
 ]
 
@@ -99,6 +101,8 @@ async def test_type_stream_approve_commands_attach_shell_palette_fold_and_resume
         term.wait_for("· live ·", timeout=30)
         term.line("are you back?")
         term.wait_for("Back after the restart.")
+        # The model opened a diff panel; the core shaped it to one line for this terminal.
+        assert "▣ [diff] README typo — README.md +1 -1" in term.screen()
         time.sleep(0.5)
         assert term.screen().count("Back after the restart.") == 1
         term.line("/quit")

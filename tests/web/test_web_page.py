@@ -27,8 +27,10 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not instal
 
 SCRIPT = [
     {"text": "Hello from Exo, streamed a few letters at a time.", "delay": 0.03, "chunk": 3},
-    {"text": "I will write the file.", "tool_calls": [{"name": "bash", "arguments": {"command": "echo approved > made.txt"}}]},
+    {"text": "I will write the file.", "tool_calls": [{"name": "bash", "arguments": {"command": "echo approved > made.txt; rm -f old.txt"}}]},
     {"text": "Made it."},
+    {"text": "Here is the fix.", "tool_calls": [{"name": "ui", "arguments": {
+        "kind": "diff", "title": "README typo", "data": {"path": "README.md", "diff": "@@ -1 +1 @@\n-teh cat\n+the cat"}}}]},
     {"text": "Still here after the restart."},
 ]
 
@@ -93,7 +95,6 @@ async def test_the_page_pairs_streams_approves_edits_taste_and_survives_a_restar
         await browser.wait_for("document.querySelector('.card.approval .resolution')?.textContent === 'allow'")
         await browser.wait_for("document.querySelector('#transcript').textContent.includes('Made it.')")
         assert (workspace / "made.txt").read_text() == "approved\n"
-        await browser.screenshot(shots / "chat.png")
 
         # A taste row edited; the change is in the store's node file.
         await browser.click("#tab-taste")
@@ -124,10 +125,15 @@ async def test_the_page_pairs_streams_approves_edits_taste_and_survives_a_restar
         await browser.wait_for("document.getElementById('conn').textContent.startsWith('reconnecting')")
         d.start()
         await browser.wait_for("document.getElementById('conn').textContent === 'live'", timeout=30)
-        await browser.type("#prompt", "are you back?")
+        await browser.type("#prompt", "show me the fix")
         await browser.press_enter()
         await browser.wait_for("document.querySelector('#transcript').textContent.includes('Still here after the restart.')")
         await browser.wait_for("window.exo.running.size === 0")
+        # The model opened a diff panel (ui tool): the page draws it in full.
+        assert await browser.eval("document.querySelector('.panel-diff h3').textContent") == "diff: README typo"
+        assert await browser.eval("document.querySelector('.panel-diff .add').textContent") == "+the cat"
+        assert await browser.eval("document.querySelector('.panel-diff .del').textContent") == "-teh cat"
+        await browser.screenshot(shots / "chat.png")
 
         async with ExoClient(d.url) as client:
             for _ in range(100):  # a turn's last event is session.updated, right after turn.completed

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None or TMUX is None, reason="needs 
 
 SCRIPT = [
     {"text": "Hi from the one core.", "delay": 0.02, "chunk": 4},
-    {"text": "Removing it.", "tool_calls": [{"name": "bash", "arguments": {"command": "echo gone > decided.txt"}}]},
+    {"text": "Removing it.", "tool_calls": [{"name": "bash", "arguments": {"command": "echo gone > decided.txt; rm -f old.txt"}}]},
     {"text": "Finished."},
 ]
 
