@@ -159,17 +159,18 @@ class Transcript:
         out: list[str] = []
         for turn in self.turns:
             full = expanded or not turn.done
-            folded = 0
+            folded = {"tool call": 0, "approval": 0, "question": 0}
             for block in turn.blocks:
                 if not full and (block.kind == "tool" or (block.kind == "ask" and block.state != "open")):
-                    folded += 1
+                    folded["tool call" if block.kind == "tool" else
+                           "approval" if block.text.startswith("approve") else "question"] += 1
                     continue
                 if not full and block.kind == "assistant" and block is not _last_answer(turn):
                     continue
                 out += _draw(block, width, prefs, expanded)
-            if folded:
-                out += _wrap(f"  · {folded} tool call(s) and approval(s) folded — {prefs.keys['expand']} shows them",
-                             width, prefs, "dim")
+            if any(folded.values()):
+                what = ", ".join(f"{n} {name}{'s' if n > 1 else ''}" for name, n in folded.items() if n)
+                out += _wrap(f"  · {what} folded — {prefs.keys['expand']} shows them", width, prefs, "dim")
             if turn.stop and turn.stop != "end":
                 out += _wrap(f"  [turn {turn.stop}]", width, prefs, "notice")
         return out
