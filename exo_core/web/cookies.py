@@ -109,8 +109,8 @@ class WebAuth:
 
     def set_cookie_header(self, value: str) -> str:
         """The ``Set-Cookie`` value for a new session."""
-        return (f"{self.cookie_name}={value}; Max-Age={self.max_age}; Path=/; HttpOnly; SameSite=Strict")
+        return (f"{self.cookie_name}={value}; max-age={self.max_age}; Path=/; HttpOnly; SameSite=Strict")
 
     def clear_cookie_header(self) -> str:
         """The ``Set-Cookie`` value that ends the session in this browser."""
-        return f"{self.cookie_name}=; Max-Age=0; Path=/; HttpOnly; SameSite=Strict"
+        return f"{self.cookie_name}=; max-age=0; Path=/; HttpOnly; SameSite=Strict"

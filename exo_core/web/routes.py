@@ -65,7 +65,8 @@ def tcp_routes(auth: WebAuth, codes: PairingCodes, token: str, store_root: Path 
         name = request.match_info.get("name", "index.html")
         path = files.get(name)
         if path is None:
-            return _bad(f"no page file {name!r}", 404)
+            missing = "" if files else f" (this install lacks the page files in {folder})"
+            return _bad(f"no page file {name!r}{missing}", 404)
         return web.Response(body=path.read_bytes(), content_type=_TYPES[path.suffix], charset="utf-8",
                             headers=_PAGE_HEADERS)
 
