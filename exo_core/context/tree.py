@@ -155,15 +155,26 @@ def choose_merge(plan: Plan, nodes: Mapping[NodeKey, SummaryNode], config: Conte
 
     Rule (§16.2): when the summaries in the view exceed the budget, the oldest
     adjacent pair of finished nodes at the same level merges into its parent.
-    Only siblings ``(L, 2i)``, ``(L, 2i+1)`` can merge (the address scheme), and
+    Only siblings ``(L, 2i)``, ``(L, 2i+1)`` can merge (the address scheme);
     one merge runs per session at a time, so each merge sees the view the
-    previous one left and the tree is never compressed more than needed.
+    previous one left and the tree is never compressed more than needed; and
+    pairs after a leaf still being summarized wait for it (a leaf that has
+    failed for good is skipped, so it cannot block merging forever).
     """
     if plan.summary_tokens <= config.view_budget:
         return None
     if any(n.level > 0 and n.status == "pending" for n in nodes.values()):
         return None
-    summaries = [e.node for e in plan.elements if e.kind == "summary" and e.node is not None]
+    summaries: list[SummaryNode] = []
+    for element in plan.elements:
+        if element.kind == "summary" and element.node is not None:
+            summaries.append(element.node)
+        elif element.kind == "verbatim":
+            leaf = nodes.get((0, element.first // config.leaf_size))
+            if leaf is None or leaf.status == "pending" or leaf.attempts < config.max_attempts:
+                # An older leaf is still coming: merge nothing newer yet, so the
+                # oldest material is always the most compressed.
+                break
     for left, right in zip(summaries, summaries[1:]):
         if left.level != right.level or left.idx % 2 or right.idx != left.idx + 1:
             continue
