@@ -92,12 +92,19 @@ class Plan:
 def tail_start(messages: Sequence[MessageRecord], tail: int) -> int:
     """Position where the verbatim tail begins.
 
-    Normally ``len - tail``; moved back while it would begin on a tool result,
-    so the tail never starts with a result whose call was summarized away (a
-    provider rejects such an input). It never moves forward as messages are
-    added, so a leaf once cut stays before the tail.
+    Normally ``len - tail``, moved back to the person's message that opened
+    that exchange (some providers require the first message to be the
+    person's), but at most ``tail`` further; failing that, moved back only
+    past tool results, so the tail never starts with a result whose call was
+    summarized away (every provider rejects that). As messages are added the
+    start never moves back, so a leaf once cut stays before the tail.
     """
+    if not messages:
+        return 0
     start = max(0, len(messages) - tail)
+    for position in range(start, max(-1, start - tail - 1), -1):
+        if messages[position].role == "user":
+            return position
     while start > 0 and messages[start].role == "tool":
         start -= 1
     return start

@@ -36,10 +36,21 @@ def test_addresses_double_per_level() -> None:
     assert node_positions(2, 1, 8) == (32, 63)
 
 
-def test_tail_never_starts_on_a_tool_result() -> None:
+def test_tail_starts_at_the_persons_message_and_never_on_a_tool_result() -> None:
+    assert tail_start(msgs(39), 12) == 26  # 27 is the assistant's reply to 26
     m = msgs(40, tool_at=frozenset({28, 27}))
     assert tail_start(m, 12) == 26
     assert tail_start(msgs(5), 12) == 0
+    long_round = [MessageRecord(i + 1, "s", None, "user" if i == 0 else ("tool" if i % 2 == 0 else "assistant"), "")
+                  for i in range(60)]
+    assert tail_start(long_round, 12) == 47  # no person's message within reach: only past tool results
+
+
+@given(st.lists(st.sampled_from(["user", "assistant", "tool"]), max_size=120))
+def test_the_tail_start_never_moves_back_as_messages_arrive(roles: list[str]) -> None:
+    m = [MessageRecord(i + 1, "s", None, r, "") for i, r in enumerate(roles)]
+    starts = [tail_start(m[:n], 12) for n in range(len(m) + 1)]
+    assert starts == sorted(starts)
 
 
 def test_no_leaf_until_a_full_chunk_is_older_than_the_tail() -> None:
@@ -96,4 +107,4 @@ def test_every_message_is_covered_exactly_once(count: int, data: st.DataObject) 
     tail = [e for e in plan.elements if e.kind == "tail"]
     if tail:
         assert m[tail[0].first].role != "tool" or tail[0].first == 0
-        assert tail[0].last - tail[0].first + 1 >= min(count, CFG.tail)
+        assert min(count, CFG.tail) <= tail[0].last - tail[0].first + 1 <= 2 * CFG.tail + 1
