@@ -12,7 +12,7 @@ import os
 import time
 
 import pytest
-from conftest import Db, ManualClock, assert_tiles, text_of
+from ctxutil import Db, ManualClock, assert_tiles, dbenv, text_of  # noqa: F401 (fixture)
 
 from exo_core.context.config import ContextConfig
 from exo_core.context.engine import SummaryTreeContext

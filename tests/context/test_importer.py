@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import Db
+from ctxutil import Db, dbenv  # noqa: F401 (fixture)
 
 from exo_core.context.importer import import_conversations, parse_export, parse_jsonl
 from exo_core.context.engine import SummaryTreeContext

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from conftest import ManualClock
+from ctxutil import ManualClock
 
 from exo_core.context.lanes import Job, LaneSet
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import assert_tiles
+from ctxutil import assert_tiles
 
 from exo_core.context.config import ContextConfig, estimate_tokens
 from exo_core.context.tree import SummaryNode, choose_merge, node_positions, plan_view, tail_start

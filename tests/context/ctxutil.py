@@ -1,4 +1,9 @@
-"""Fixtures for the context engine: a real sessions database, a manual clock, helpers."""
+"""Helpers for the context engine tests: a manual clock, a real sessions database, checks.
+
+No conftest.py here: ``tests/conftest.py`` is imported as ``conftest`` by other
+test modules, and a second one would shadow it. Modules import the ``dbenv``
+fixture from here instead.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from exo_core.context.config import ContextConfig
 from exo_core.context.tree import Plan
 from exo_core.sessions import DbWorker, SessionStore
 from exo_core.sessions.store import MessageRecord
@@ -72,8 +76,11 @@ class Db:
             " WHERE session_id = ? ORDER BY level, idx", (session_id,)).fetchall())
 
 
+
+
 @pytest.fixture
 async def dbenv(tmp_path: Path) -> AsyncIterator[Db]:
+    """A real sessions.sqlite (migrated) with its database thread."""
     async with DbWorker(tmp_path / "sessions.sqlite", synchronous="NORMAL") as worker:
         yield Db(worker)
 
@@ -88,4 +95,4 @@ def text_of(n: int) -> str:
     return f"message {n}: " + " ".join(f"w{n}x{k}" for k in range(30))
 
 
-__all__ = ["ManualClock", "Db", "assert_tiles", "text_of", "ContextConfig"]
+__all__ = ["ManualClock", "Db", "dbenv", "assert_tiles", "text_of"]
