@@ -7,21 +7,14 @@ so running ``exo init`` twice, or after an update, loses nothing.
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
-from exo_core.errors import ConfigError, StorageError
+from exo_core.errors import ConfigError
 from exo_core.home import ExoHome
+from exo_core.ledger import ensure_signing_key
+from exo_core.store import init_store
 
-__all__ = ["init_home", "template_dir"]
-
-
-def template_dir() -> Path:
-    """The ``store_template/`` folder shipped beside the packages."""
-    here = Path(__file__).resolve().parent.parent / "store_template"
-    if not here.is_dir():
-        raise StorageError(f"store_template/ not found at {here}; reinstall Exo from its source tree")
-    return here
+__all__ = ["init_home"]
 
 
 def _quote(value: str) -> str:
@@ -48,10 +41,12 @@ def init_home(home: ExoHome, *, store: str | None = None, model: str | None = No
             raise ConfigError(f"{home.config_path} already names store {configured}; edit it to change stores")
         store_path = configured
         report.append(f"kept {home.config_path}")
+    signer = ensure_signing_key(home.keys_dir)
+    report.append(f"signing key {signer.key_id}")
     if store_path.exists() and any(store_path.iterdir()):
         report.append(f"kept store {store_path}")
     else:
-        shutil.copytree(template_dir(), store_path, dirs_exist_ok=True)
-        report.append(f"created store {store_path} from store_template/")
+        init_store(store_path, owner_key_ids=[signer.key_id])
+        report.append(f"created store {store_path} from store_template/ (owner {signer.key_id})")
     report.append(f"Exo home ready at {home.root}")
     return report

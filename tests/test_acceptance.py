@@ -15,7 +15,7 @@ import asyncio
 import sqlite3
 from pathlib import Path
 
-from conftest import write_script
+from exo_testkit import write_script
 
 from exo_core.client import ExoClient
 from exo_core.protocol import Event

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import ROOT
+from exo_testkit import ROOT
 
 LINE_BUDGET = 15_000
 

@@ -54,6 +54,7 @@ __all__ = ["LoopDeps", "LoopSettings", "run_turn", "INTERRUPTED_RESULT", "BASE_P
 log = logging.getLogger(__name__)
 
 INTERRUPTED_RESULT = "interrupted before completion"
+_DELTA_WINDOW = 64
 BASE_PROMPT = (
     "You are Exo, a personal assistant. Answer briefly and plainly. "
     "Use tools when they help; ask before doing anything irreversible or public."
@@ -197,20 +198,30 @@ async def _call_model(deps: LoopDeps, session_id: str, turn_id: str, request: Mo
         shown = False
         text: list[str] = []
         calls: list[ToolCall] = []
+        # Deltas are queued without waiting for the disk so a burst shares one commit;
+        # at most _DELTA_WINDOW are in flight, and all are saved before the call returns.
+        in_flight: deque[asyncio.Future[Any]] = deque()
+
+        async def delta(event_type: str, body: Any) -> None:
+            in_flight.append(deps.hub.emit_nowait(session_id, event_type, body))
+            while len(in_flight) > _DELTA_WINDOW:
+                await in_flight.popleft()
+
         try:
             async for chunk in deps.model.stream(request):
                 if isinstance(chunk, TextDelta) and chunk.text:
                     shown = True
                     text.append(chunk.text)
                     state.partial = "".join(text)
-                    await deps.hub.emit(session_id, "message.delta", ev.MessageDelta(turn_id=turn_id, text=chunk.text))
+                    await delta("message.delta", ev.MessageDelta(turn_id=turn_id, text=chunk.text))
                 elif isinstance(chunk, ReasoningDelta) and chunk.text:
                     shown = True
-                    await deps.hub.emit(session_id, "reasoning.delta", ev.ReasoningDelta(turn_id=turn_id, text=chunk.text))
+                    await delta("reasoning.delta", ev.ReasoningDelta(turn_id=turn_id, text=chunk.text))
                 elif isinstance(chunk, ToolCallChunk):
                     shown = True
                     calls.append(chunk.call)
                 elif isinstance(chunk, UsageChunk):
+                    await _settle(in_flight)
                     usage.input_tokens += chunk.input_tokens
                     usage.output_tokens += chunk.output_tokens
                     usage.cost += chunk.cost
@@ -221,14 +232,25 @@ async def _call_model(deps: LoopDeps, session_id: str, turn_id: str, request: Mo
                         cost=chunk.cost, session_cost=session.cost, model=chunk.model))
                 elif isinstance(chunk, Finish):
                     break
+            await _settle(in_flight)
             return "".join(text), calls
         except RetryableModelError as exc:
+            await _settle(in_flight)
             attempt += 1
             if shown or attempt > deps.settings.max_retries:
                 raise
             wait = exc.retry_after if exc.retry_after is not None else deps.settings.backoff_base * 2 ** (attempt - 1)
             log.info("model call failed (%s); retry %d in %.2fs", exc.message, attempt, wait)
             await deps.clock.sleep(wait)
+        except BaseException:
+            # Whatever else ends the call (an error, an interrupt), deltas already queued are saved first.
+            await asyncio.shield(_settle(in_flight))
+            raise
+
+
+async def _settle(in_flight: "deque[asyncio.Future[Any]]") -> None:
+    while in_flight:
+        await in_flight.popleft()
 
 
 async def _run_tool(deps: LoopDeps, session_id: str, turn_id: str, call: ToolCall) -> None:
@@ -259,7 +281,7 @@ async def _run_tool(deps: LoopDeps, session_id: str, turn_id: str, call: ToolCal
     await _store_tool_result(deps, session_id, turn_id, call, result, started)
     await _record(deps, "action", {
         "session": session_id, "turn": turn_id, "tool": call.name, "arguments": call.arguments,
-        "gate": outcome.action if outcome else "unknown_tool", "decision": decision, "ok": not result.is_error,
+        "outcome": outcome.action if outcome else "unknown_tool", "decision": decision, "ok": not result.is_error,
         # Tool output is data, never the person's words: it is kept inside the action.
         "result": result.content[:2000],
     })

@@ -26,6 +26,9 @@ COMMAND_MODULES: tuple[str, ...] = (
     "search_cmd",
     "history_cmd",
     "protocol_cmd",
+    "store_cmd",
+    "onboard_cmd",
+    "ledger_cmd",
 )
 
 

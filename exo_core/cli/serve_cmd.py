@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from exo_core.agent.recorder import TurnRecorder
+    from exo_core.home import ExoHome
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -43,10 +48,12 @@ def _serve(args: argparse.Namespace) -> int:
     home = ExoHome.from_env(args.home)
     home.root.mkdir(parents=True, exist_ok=True)
     model = resolve_model(home, model_spec(home, args.model))
+    recorder = open_recorder(home, args.store)
     options = CoreOptions(
         workspace=Path(args.workspace).resolve() if args.workspace else Path.cwd(),
         synchronous=args.durability.upper(),
         summarizer=resolve_summarizer(home, args.summarizer),
+        recorder=recorder,
     )
     settings = DaemonSettings(
         tcp=parse_hostport(args.tcp) if args.tcp else None,
@@ -55,5 +62,26 @@ def _serve(args: argparse.Namespace) -> int:
         allowed_hosts=tuple(args.allow_host),
         keepalive=args.keepalive,
     )
-    asyncio.run(run_daemon(home, model, settings, options))
+    try:
+        asyncio.run(run_daemon(home, model, settings, options))
+    finally:
+        from exo_core.ledger import LedgerRecorder
+
+        if isinstance(recorder, LedgerRecorder):
+            recorder.close()
     return 0
+
+
+def open_recorder(home: "ExoHome", store_override: str | None) -> "TurnRecorder":
+    """The ledger of the person's store, or a null recorder (with a warning) when there is no store."""
+    import logging
+
+    from exo_core.agent.recorder import NullRecorder
+    from exo_core.ledger import LedgerRecorder, load_signing_key
+
+    store = home.store_path(store_override)
+    if not (store / "STORE.toml").is_file():
+        logging.getLogger("exo_core.serve").warning(
+            "no store at %s: turns are not recorded in a ledger; run `exo init` to create one", store)
+        return NullRecorder()
+    return LedgerRecorder.for_store(store, load_signing_key(home.keys_dir))

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -118,6 +119,15 @@ class Hub:
 
     async def emit(self, session: str | None, event_type: str, body: Any) -> Event:
         """Number, save and deliver one event; returns it once saved and delivered."""
+        return await asyncio.shield(self.emit_nowait(session, event_type, body))
+
+    def emit_nowait(self, session: str | None, event_type: str, body: Any) -> "asyncio.Future[Event]":
+        """Queue one event without waiting for the disk; the future resolves once saved and delivered.
+
+        Events keep the order of the calls. Streaming text uses this so a burst of
+        deltas shares one commit (and one fsync) instead of paying one each; the
+        caller must await the futures before it reports the stream finished.
+        """
         if self._closed or self._next_seq is None:
             raise ClosedResourceError("the hub is closed; no more events can be emitted")
         if event_type not in EVENTS:
@@ -126,7 +136,7 @@ class Hub:
         self._pending.append((session, event_type, body_to_wire(body), future))
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush(), name="exo-hub-flush")
-        return await asyncio.shield(future)
+        return future
 
     async def _flush(self) -> None:
         assert self._next_seq is not None
@@ -170,13 +180,24 @@ class Hub:
 
     # -- reading -----------------------------------------------------------
 
-    async def read_page(self, since: int, session: str | None, limit: int = _PAGE) -> list[StoredEvent]:
-        """Stored events numbered above ``since`` (of ``session`` if given), oldest first."""
+    async def read_page(self, since: int, session: str | None, limit: int = _PAGE,
+                        reader: sqlite3.Connection | None = None) -> list[StoredEvent]:
+        """Stored events numbered above ``since`` (of ``session`` if given), oldest first.
+
+        Pass a ``reader`` connection of your own to replay in parallel with others;
+        without one, the hub's shared reader is used (one read at a time).
+        """
         limit = max(1, min(limit, 10_000))
+        if reader is not None:
+            return await asyncio.to_thread(self._read, reader, since, session, limit)
         async with self._reader_lock:
             if self._reader is None:
                 self._reader = await asyncio.to_thread(self._worker.reader)
             return await asyncio.to_thread(self._read, self._reader, since, session, limit)
+
+    async def open_reader(self) -> sqlite3.Connection:
+        """A read-only connection for one subscription's replay (caller closes it)."""
+        return await asyncio.to_thread(self._worker.reader)
 
     @staticmethod
     def _read(conn: sqlite3.Connection, since: int, session: str | None, limit: int) -> list[StoredEvent]:
@@ -215,8 +236,9 @@ class Subscription:
         self._hub = hub
         self._session = session
         self.last_seq = max(0, since)
-        self._buffer: list[StoredEvent] = []
+        self._buffer: deque[StoredEvent] = deque()
         self._replaying = True
+        self._reader: sqlite3.Connection | None = None
         # Register before the first database read: see the module docstring.
         self._live: _Live | None = hub._register(session)
 
@@ -227,10 +249,16 @@ class Subscription:
         self.close()
 
     def close(self) -> None:
-        """Stop receiving live events."""
+        """Stop receiving live events and release the replay connection."""
         if self._live is not None:
             self._hub._unregister(self._live)
             self._live = None
+        self._release_reader()
+
+    def _release_reader(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
 
     async def next(self, timeout: float | None = None) -> StoredEvent | None:
         """The next event, or ``None`` when ``timeout`` passes with nothing new."""
@@ -238,17 +266,22 @@ class Subscription:
             if self._live is None or self._live.closed:
                 raise ClosedResourceError("subscription closed: the core is shutting down")
             if self._buffer:
-                item = self._buffer.pop(0)
+                item = self._buffer.popleft()
                 if item.seq <= self.last_seq:
                     continue
                 self.last_seq = item.seq
                 return item
             if self._replaying:
-                page = await self._hub.read_page(self.last_seq, self._session)
+                # Each replaying subscription reads on its own connection, so replays
+                # run in parallel; the connection is released once live.
+                if self._reader is None:
+                    self._reader = await self._hub.open_reader()
+                page = await self._hub.read_page(self.last_seq, self._session, reader=self._reader)
                 if page:
-                    self._buffer = page
+                    self._buffer = deque(page)
                 else:
                     self._replaying = False
+                    self._release_reader()
                 continue
             if self._live.lagged:
                 self._hub._unregister(self._live)
@@ -267,14 +300,25 @@ class Subscription:
             return item
 
     def drain_ready(self, fn: Callable[[StoredEvent], None], limit: int = 256) -> int:
-        """Pass already-queued live events to ``fn`` without waiting; returns how many."""
+        """Pass events that are ready now (replayed or queued live) to ``fn``; returns how many.
+
+        Never waits, so a transport can batch a burst into one write.
+        """
         count = 0
-        while self._live is not None and not self._replaying and not self._buffer and count < limit:
+        while self._buffer and count < limit:
+            item = self._buffer.popleft()
+            if item.seq > self.last_seq:
+                self.last_seq = item.seq
+                fn(item)
+                count += 1
+        while self._live is not None and not self._replaying and count < limit:
             try:
                 item = self._live.queue.get_nowait()
             except asyncio.QueueEmpty:
                 break
-            if item is not None and item.seq > self.last_seq:
+            if item is None:
+                continue  # shutdown wake-up: the next call to next() raises
+            if item.seq > self.last_seq:
                 self.last_seq = item.seq
                 fn(item)
                 count += 1

@@ -32,13 +32,18 @@ def bind_unix(path: Path) -> socket.socket:
             raise ResourceError(f"another exod is already listening on {path}")
         finally:
             probe.close()
+    if len(os.fsencode(path)) > 107:
+        raise ResourceError(
+            f"socket path {path} is {len(os.fsencode(path))} bytes; Unix sockets allow at most 107. "
+            "Use a shorter EXO_HOME"
+        )
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old = os.umask(0o177)
     try:
         sock.bind(str(path))
     except OSError as exc:
         sock.close()
-        raise ResourceError(f"cannot bind {path}: {exc.strerror}") from exc
+        raise ResourceError(f"cannot bind {path}: {exc.strerror or exc}") from exc
     finally:
         os.umask(old)
     os.chmod(path, 0o600)
@@ -69,7 +74,7 @@ def bind_tcp(host: str, port: int) -> socket.socket:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
             raise ResourceError(f"{host}:{port} is already in use; pick another port") from exc
-        raise ResourceError(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
+        raise ResourceError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
     sock.listen(128)
     sock.setblocking(False)
     return sock

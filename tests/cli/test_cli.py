@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import ROOT, write_script
+from exo_testkit import ROOT, write_script
 
 from exo_core.client import ExoClient
 from exo_core.client.linechat import LineChat
@@ -99,3 +99,22 @@ async def test_line_client_resumes_after_the_core_restarts_without_missing_or_re
     assert "first answer" in out.getvalue() and "second answer" in out.getvalue()
     assert seqs == sorted(set(seqs)), "no event repeated or out of order"
     assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), "no event missed"
+
+
+def test_a_turn_on_an_initialised_home_is_mirrored_into_a_sound_ledger(tmp_path: Path) -> None:
+    home = tmp_path / "h"
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    script = write_script(tmp_path / "s.json", [
+        {"text": "", "tool_calls": [{"name": "read_file", "arguments": {"path": "nothing.txt"}}]},
+        {"text": "No such file."},
+    ])
+    assert exo("init", home=home).returncode == 0
+    assert exo("store", "lint", home=home).returncode == 0
+    chat = exo("chat", "--model", f"scripted:{script}", home=home, cwd=ws, stdin="please read nothing.txt\n")
+    assert chat.returncode == 0, chat.stderr
+    verify = exo("ledger", "verify", home=home)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    log = exo("ledger", "log", home=home)
+    assert log.returncode == 0
+    assert "utterance" in log.stdout and "action" in log.stdout

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import write_script
+from exo_testkit import write_script
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from unixhttp import post_command
@@ -57,7 +57,7 @@ def test_decoder_never_raises_anything_but_typed_errors(data: bytes) -> None:
 
 @pytest.fixture(scope="module")
 def fuzz_exod(tmp_path_factory: pytest.TempPathFactory):
-    from conftest import Exod
+    from exo_testkit import Exod
 
     base = tmp_path_factory.mktemp("fuzz")
     ws = base / "ws"

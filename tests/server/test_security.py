@@ -9,7 +9,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from conftest import write_script
+from exo_testkit import write_script
 from unixhttp import request
 
 from exo_core.errors import ConfigError
@@ -85,7 +85,7 @@ def test_token_never_accepted_from_the_url(tcp_exod) -> None:
 
 
 def test_tcp_refuses_to_start_without_a_usable_token(exo_home: Path, workspace: Path, tmp_path: Path) -> None:
-    from conftest import Exod
+    from exo_testkit import Exod
 
     (exo_home / "token").write_text("short\n")
     os.chmod(exo_home / "token", 0o600)
@@ -123,7 +123,7 @@ def test_a_second_exod_on_the_same_socket_is_refused(tcp_exod) -> None:
     import subprocess
     import sys
 
-    from conftest import ROOT
+    from exo_testkit import ROOT
 
     d, _port, _token = tcp_exod
     proc = subprocess.run(

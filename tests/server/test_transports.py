@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import ROOT, write_script
+from exo_testkit import ROOT, write_script
 from unixhttp import UnixHTTPConnection
 
 from exo_core.client import ExoClient

@@ -1,0 +1,191 @@
+"""``exo ledger verify|log|show|rebuild``: inspect and check the signed ledger.
+
+The store folder is ``--store DIR`` or the Exo home's configured store
+(``ExoHome.store_path()``). Only argparse is imported at module level; the
+ledger package is imported inside the handlers.
+
+Exit status: 0 when the command succeeded (``verify``: the ledger is sound);
+1 when ``verify`` found a problem (the first bad entry and why are printed);
+2 for usage and storage errors (printed by ``exo`` itself).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+__all__ = ["register"]
+
+
+def _add_store(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--store", metavar="DIR", help="store folder (default: the Exo home's store)")
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``ledger`` command and its subcommands to ``exo``."""
+    ledger = subparsers.add_parser("ledger", help="verify and inspect the signed ledger")
+    sub = ledger.add_subparsers(dest="ledger_command", metavar="SUBCOMMAND")
+    sub.required = True
+
+    verify = sub.add_parser("verify", help="check every id, link, chain hash and signature")
+    _add_store(verify)
+    verify.add_argument("--pin", action="append", metavar="KEY_ID", default=None,
+                        help="trust only these author key ids (repeatable)")
+    verify.add_argument("--no-checkpoints", action="store_true",
+                        help="do not check the checkpoints this machine kept for the ledger")
+    verify.add_argument("--deep", action="store_true", help="also run SQLite's integrity_check")
+    verify.add_argument("--json", action="store_true", help="print the report as JSON")
+    verify.set_defaults(handler=_verify)
+
+    log = sub.add_parser("log", help="list entries (oldest first)")
+    _add_store(log)
+    log.add_argument("--kind", help="only entries of this kind")
+    log.add_argument("--scope", help="only entries of this scope (person, agent:NAME, group:NAME)")
+    log.add_argument("--since", metavar="TIME", help="only entries at or after TIME (ISO 8601, UTC if no offset)")
+    log.add_argument("--until", metavar="TIME", help="only entries before TIME")
+    log.add_argument("--limit", type=int, metavar="N", help="at most N entries")
+    log.add_argument("--json", action="store_true", help="one JSON object per line")
+    log.set_defaults(handler=_log)
+
+    show = sub.add_parser("show", help="print one entry")
+    _add_store(show)
+    show.add_argument("id", metavar="ID", help="entry id or a unique prefix (6+ hex digits)")
+    show.set_defaults(handler=_show)
+
+    rebuild = sub.add_parser("rebuild", help="recompute every ledger view from an empty state")
+    _add_store(rebuild)
+    rebuild.add_argument("--view", action="append", metavar="NAME", default=None,
+                         help="rebuild only this view (repeatable)")
+    rebuild.set_defaults(handler=_rebuild)
+
+
+def _open(args: argparse.Namespace) -> Any:
+    from exo_core.errors import NotFoundError
+    from exo_core.home import ExoHome
+    from exo_core.ledger.ledger import LEDGER_FILE_NAME, Ledger
+
+    store = ExoHome.from_env().store_path(args.store)
+    path = store / LEDGER_FILE_NAME
+    if not path.exists():
+        raise NotFoundError(f"no ledger at {path}; is {store} a store folder? (use --store DIR)")
+    return Ledger.open(path)
+
+
+def _verify(args: argparse.Namespace) -> int:
+    import json
+
+    from exo_core.errors import UsageError
+    from exo_core.home import ExoHome
+    from exo_core.ledger.checkpoint import BOOK_FILE_NAME, CheckpointBook
+    from exo_core.ledger.keys import is_key_id
+
+    for key in args.pin or ():
+        if not is_key_id(key):
+            raise UsageError(f"--pin {key!r} is not a key id ('ed25519:' + 64 hex digits)", field="pin")
+    with _open(args) as ledger:
+        checkpoints = []
+        book_path = ExoHome.from_env().root / BOOK_FILE_NAME
+        if not args.no_checkpoints and book_path.exists():
+            book = CheckpointBook(book_path)
+            try:
+                checkpoints = book.for_ledger(ledger.ledger_id)
+            finally:
+                book.close()
+        report = ledger.verify(pins=args.pin, checkpoints=checkpoints, deep=args.deep)
+    if args.json:
+        print(json.dumps({
+            "ok": report.ok, "ledger": report.ledger_id, "entries": report.entries,
+            "segments": report.segments, "checkpoints": len(checkpoints),
+            "problems": [{"n": p.n, "seg": p.seg, "pos": p.pos, "id": p.id, "reason": p.reason}
+                         for p in report.problems],
+        }, ensure_ascii=False))
+    elif report.ok:
+        print(f"ok: ledger {report.ledger_id}: {report.entries} entries in {report.segments} "
+              f"segment(s), {len(checkpoints)} checkpoint(s) checked")
+    else:
+        first = report.problems[0]
+        print(f"BAD: ledger {report.ledger_id}: first bad {first.describe()}")
+        if len(report.problems) > 1:
+            print(f"({len(report.problems) - 1} more problem(s); use --json to list them)")
+    return 0 if report.ok else 1
+
+
+def _parse_time(value: str | None, flag: str) -> int | None:
+    from datetime import datetime, timezone
+
+    from exo_core.errors import UsageError
+
+    if value is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise UsageError(f"{flag} {value!r} is not an ISO 8601 date or time", field=flag) from exc
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return int(moment.timestamp() * 1000)
+
+
+def _format_ts(ts: int) -> str:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(ts / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"
+
+
+def _summary(body: dict[str, Any]) -> str:
+    import json
+
+    text = json.dumps(body, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _log(args: argparse.Namespace) -> int:
+    import json
+
+    from exo_core.errors import BadBodyError, UsageError
+    from exo_core.ledger.kinds import validate_kind, validate_scope
+
+    try:
+        if args.kind is not None:
+            validate_kind(args.kind)
+        if args.scope is not None:
+            validate_scope(args.scope)
+    except BadBodyError as exc:
+        raise UsageError(exc.message, field=exc.field) from exc
+    if args.limit is not None and args.limit < 0:
+        raise UsageError("--limit must be zero or more", field="limit")
+    since, until = _parse_time(args.since, "--since"), _parse_time(args.until, "--until")
+    with _open(args) as ledger:
+        for entry in ledger.entries(kind=args.kind, scope=args.scope, since_ms=since,
+                                    until_ms=until, limit=args.limit):
+            if args.json:
+                print(json.dumps(entry.to_json(), ensure_ascii=False, sort_keys=True))
+            else:
+                print(f"{entry.n:>6} {entry.id[:12]} {_format_ts(entry.ts)} s{entry.seg}:{entry.pos} "
+                      f"{entry.kind:<10} {entry.scope:<12} {_summary(entry.body)}")
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    import json
+
+    with _open(args) as ledger:
+        entry = ledger.get(args.id)
+    print(json.dumps(entry.to_json(), ensure_ascii=False, sort_keys=True, indent=2))
+    return 0
+
+
+def _rebuild(args: argparse.Namespace) -> int:
+    from exo_core.errors import CorruptDataError
+    from exo_core.ledger.views import DEFAULT_VIEWS, rebuild_views, views_dir
+
+    with _open(args) as ledger:
+        report = ledger.verify()
+        if not report.ok:
+            # Views computed from a ledger that fails its own checks would
+            # launder the damage into files that look trustworthy.
+            raise CorruptDataError(f"not rebuilding: ledger fails verify: {report.problems[0].describe()}")
+        paths = rebuild_views(ledger, views_dir(ledger.path.parent), registry=DEFAULT_VIEWS, only=args.view)
+    for name, path in paths.items():
+        print(f"rebuilt {name}: {path}")
+    return 0

@@ -1,0 +1,198 @@
+"""Signed checkpoints: "this machine saw ledger L at height N with head H".
+
+A checkpoint is a small signed statement, kept outside the ledger by every
+machine that has seen the store (:class:`CheckpointBook`, a SQLite file in the
+Exo home) and, when written at export and sync, also inside the ledger as a
+``checkpoint`` entry. Because a machine keeps its own book, a copy that lost
+its tail or was replaced by an older copy fails ``verify(checkpoints=...)``:
+the head the machine once saw is no longer in it.
+
+Statement bytes (canonical JSON)::
+
+    {"head": H, "ledger": L, "signer": "ed25519:..", "size": N, "ts": ms,
+     "type": "exo-ledger-checkpoint", "v": 1}
+
+signature = Ed25519(signer, b"exo-ledger/1 checkpoint\\n" + statement).
+``size`` is a *height* (the length of the path from genesis to ``head``), so a
+checkpoint stays checkable after sync moves that history into a fork segment.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import nacl.exceptions
+
+from exo_core.errors import CorruptDataError, StorageError, UsageError
+from exo_core.ledger.canonical import canonical_json, parse_canonical
+from exo_core.ledger.entry import StoredEntry
+from exo_core.ledger.keys import Signer, is_key_id, verify_key_from_id
+from exo_core.ledger.kinds import is_entry_id
+from exo_core.ledger.ledger import Ledger
+
+__all__ = [
+    "Checkpoint", "make_checkpoint", "record_checkpoint", "CheckpointBook", "BOOK_FILE_NAME",
+    "checkpoint_from_canonical",
+]
+
+BOOK_FILE_NAME = "ledger-checkpoints.sqlite"
+_DOMAIN = b"exo-ledger/1 checkpoint\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """A signed statement of one ledger's main-chain head as some machine saw it."""
+
+    ledger_id: str
+    size: int
+    head: str
+    ts: int
+    signer: str
+    sig: bytes
+
+    def statement(self) -> bytes:
+        """The canonical bytes the signature covers."""
+        return canonical_json({
+            "v": 1, "type": "exo-ledger-checkpoint", "ledger": self.ledger_id,
+            "size": self.size, "head": self.head, "ts": self.ts, "signer": self.signer,
+        }, field="checkpoint")
+
+    def signature_ok(self) -> bool:
+        """True when ``sig`` is the signer's signature of :meth:`statement`."""
+        try:
+            verify_key_from_id(self.signer).verify(_DOMAIN + self.statement(), self.sig)
+        except (CorruptDataError, nacl.exceptions.BadSignatureError):
+            return False
+        return True
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form (``sig`` as hex); :meth:`from_json` reads it back."""
+        return {"ledger": self.ledger_id, "size": self.size, "head": self.head,
+                "ts": self.ts, "signer": self.signer, "sig": self.sig.hex()}
+
+    @classmethod
+    def from_json(cls, doc: object) -> "Checkpoint":
+        """Strictly decode :meth:`to_json` output; :class:`CorruptDataError` names the bad field."""
+        if not isinstance(doc, dict) or set(doc) != {"ledger", "size", "head", "ts", "signer", "sig"}:
+            raise CorruptDataError("checkpoint: expected an object with ledger, size, head, ts, signer, sig")
+        ledger_id, size, head, ts, signer, sig = (doc[k] for k in ("ledger", "size", "head", "ts", "signer", "sig"))
+        if not isinstance(ledger_id, str) or not ledger_id:
+            raise CorruptDataError("checkpoint.ledger is not a ledger id")
+        for name, value in (("size", size), ("ts", ts)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise CorruptDataError(f"checkpoint.{name} is not a non-negative integer")
+        if not is_entry_id(head):
+            raise CorruptDataError("checkpoint.head is not a 64-hex chain hash")
+        if not is_key_id(signer):
+            raise CorruptDataError("checkpoint.signer is not a key id")
+        try:
+            sig_b = bytes.fromhex(sig) if isinstance(sig, str) else b""
+        except ValueError as exc:
+            raise CorruptDataError("checkpoint.sig is not hex") from exc
+        if len(sig_b) != 64:
+            raise CorruptDataError("checkpoint.sig is not a 64-byte signature")
+        return cls(ledger_id, size, head, ts, signer, sig_b)
+
+
+def make_checkpoint(ledger: Ledger, signer: Signer) -> Checkpoint:
+    """Sign a checkpoint of ``ledger``'s main chain as it is now (writes nothing)."""
+    head = ledger.head(0)
+    ts = int(ledger.clock() * 1000)
+    unsigned = Checkpoint(ledger.ledger_id, head.size, head.chain, ts, signer.key_id, b"")
+    return Checkpoint(ledger.ledger_id, head.size, head.chain, ts, signer.key_id,
+                      signer.sign(_DOMAIN + unsigned.statement()))
+
+
+def record_checkpoint(ledger: Ledger, *, book: "CheckpointBook | None" = None) -> tuple[StoredEntry, Checkpoint]:
+    """Write a ``checkpoint`` entry and return it with a signed checkpoint *after* it.
+
+    The entry's body records the state before it (``size``, ``head``); the
+    returned :class:`Checkpoint` covers the ledger including the entry, and is
+    also added to ``book`` when given. Needs a ledger opened with a signer.
+    """
+    signer = ledger.signer
+    if signer is None:
+        raise UsageError(f"ledger {ledger.path} was opened without a signing key; cannot checkpoint")
+    # The head is read and the entry appended in one write transaction, so the
+    # body names exactly the state this entry follows even with other writers.
+    with ledger.write_txn():
+        before = ledger.head(0)
+        entry = ledger.append("checkpoint", {"size": before.size, "head": before.chain})
+        checkpoint = make_checkpoint(ledger, signer)
+    if book is not None:
+        book.add(checkpoint)
+    return entry, checkpoint
+
+
+class CheckpointBook:
+    """A machine's record of every checkpoint it made or accepted, per ledger.
+
+    Stored at ``<Exo home>/ledger-checkpoints.sqlite`` (machine-local: it must
+    not travel with the store, or a rolled-back copy would carry a matching
+    rolled-back book).
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        try:
+            self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=30)
+            self._conn.execute("PRAGMA journal_mode=TRUNCATE")  # no WAL: see db.py
+            self._conn.execute("PRAGMA synchronous=FULL")
+            self._conn.execute(
+                "CREATE TABLE IF NOT EXISTS checkpoints (ledger TEXT NOT NULL, size INTEGER NOT NULL, "
+                "head TEXT NOT NULL, doc TEXT NOT NULL, UNIQUE (ledger, size, head, doc))"
+            )
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot open checkpoint book {self.path}: {exc}") from exc
+
+    @classmethod
+    def for_home(cls, home_root: str | Path) -> "CheckpointBook":
+        """The book of the Exo home at ``home_root``."""
+        return cls(Path(home_root) / BOOK_FILE_NAME)
+
+    def add(self, checkpoint: Checkpoint) -> None:
+        """Keep ``checkpoint`` (refused with CorruptDataError if its signature fails)."""
+        if not checkpoint.signature_ok():
+            raise CorruptDataError(f"checkpoint of {checkpoint.ledger_id} has a bad signature; not kept")
+        doc = json.dumps(checkpoint.to_json(), sort_keys=True)
+        try:
+            self._conn.execute(
+                "INSERT OR IGNORE INTO checkpoints(ledger, size, head, doc) VALUES (?, ?, ?, ?)",
+                (checkpoint.ledger_id, checkpoint.size, checkpoint.head, doc),
+            )
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot write checkpoint book {self.path}: {exc}") from exc
+
+    def for_ledger(self, ledger_id: str) -> list[Checkpoint]:
+        """Every kept checkpoint of ``ledger_id``, highest first."""
+        try:
+            rows = self._conn.execute(
+                "SELECT doc FROM checkpoints WHERE ledger=? ORDER BY size DESC, rowid DESC", (ledger_id,)
+            ).fetchall()
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot read checkpoint book {self.path}: {exc}") from exc
+        out = []
+        for (doc,) in rows:
+            try:
+                out.append(Checkpoint.from_json(json.loads(doc)))
+            except ValueError as exc:
+                raise CorruptDataError(f"checkpoint book {self.path} holds a bad row: {exc}") from exc
+        return out
+
+    def latest(self, ledger_id: str) -> Checkpoint | None:
+        """The highest kept checkpoint of ``ledger_id``, if any."""
+        found = self.for_ledger(ledger_id)
+        return found[0] if found else None
+
+    def close(self) -> None:
+        """Close the book's connection."""
+        self._conn.close()
+
+
+def checkpoint_from_canonical(data: bytes) -> Checkpoint:
+    """Decode a checkpoint from canonical JSON bytes of :meth:`Checkpoint.to_json`."""
+    return Checkpoint.from_json(parse_canonical(data, what="checkpoint"))

@@ -1,0 +1,192 @@
+"""Rebuildable views: state computed from the ledger, never the other way round.
+
+A view is computed by a :class:`ViewBuilder` from an **empty state** by
+replaying every entry of every segment in arrival order. ``rebuild`` never
+reads the view's current file (a rebuild on top of current state would keep
+whatever was written outside the ledger), and never skips a segment (a
+rebuild that read only the main chain would silently drop a synced fork).
+
+Views are written as canonical JSON files under ``<store>/indexes/ledger/``,
+so deleting them and rebuilding gives byte-identical files. Later issues
+register more builders (taste, beliefs' weights, use counts) in
+:data:`DEFAULT_VIEWS` or their own :class:`ViewRegistry`.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from exo_core.errors import ConflictError, NotFoundError, StorageError
+from exo_core.ledger.canonical import canonical_json
+from exo_core.ledger.entry import StoredEntry
+from exo_core.ledger.ledger import Ledger
+
+__all__ = [
+    "ViewBuilder", "ViewRegistry", "KindSummaryView", "RefIndexView", "DEFAULT_VIEWS",
+    "views_dir", "rebuild_views", "render_views",
+]
+
+
+class ViewBuilder(Protocol):
+    """Builds one view from scratch. ``fresh()`` must not read any stored view."""
+
+    name: str
+
+    def fresh(self) -> Any:
+        """A new, empty state."""
+        ...
+
+    def apply(self, state: Any, entry: StoredEntry) -> None:
+        """Fold one entry into ``state`` (entries arrive in causal arrival order)."""
+        ...
+
+    def render(self, state: Any) -> bytes:
+        """The view's file bytes; must be deterministic for equal states."""
+        ...
+
+
+@dataclass
+class _KindState:
+    entries: int = 0
+    kinds: dict[str, dict[str, int]] = field(default_factory=dict)
+    scopes: dict[str, int] = field(default_factory=dict)
+    segments: dict[str, int] = field(default_factory=dict)
+
+
+class KindSummaryView:
+    """Counts per kind (with first and last time), per scope and per segment."""
+
+    name = "kind_summary"
+
+    def fresh(self) -> _KindState:
+        """An empty summary."""
+        return _KindState()
+
+    def apply(self, state: _KindState, entry: StoredEntry) -> None:
+        """Count ``entry``."""
+        state.entries += 1
+        row = state.kinds.setdefault(entry.kind, {"count": 0, "first_ts": entry.ts, "last_ts": entry.ts})
+        row["count"] += 1
+        row["first_ts"] = min(row["first_ts"], entry.ts)
+        row["last_ts"] = max(row["last_ts"], entry.ts)
+        state.scopes[entry.scope] = state.scopes.get(entry.scope, 0) + 1
+        key = str(entry.seg)
+        state.segments[key] = state.segments.get(key, 0) + 1
+
+    def render(self, state: _KindState) -> bytes:
+        """Canonical JSON of the summary plus a newline."""
+        return canonical_json({
+            "view": self.name, "entries": state.entries, "kinds": state.kinds,
+            "scopes": state.scopes, "segments": state.segments,
+        }, field=self.name) + b"\n"
+
+
+class RefIndexView:
+    """Backlinks: for each referenced entry id, the ids that refer to it (arrival order),
+    and for each judged entry its verdicts (the learning loop's main input)."""
+
+    name = "ref_index"
+
+    def fresh(self) -> dict[str, dict[str, list[Any]]]:
+        """Empty backlink and verdict maps."""
+        return {"backlinks": {}, "verdicts": {}}
+
+    def apply(self, state: dict[str, dict[str, list[Any]]], entry: StoredEntry) -> None:
+        """Record ``entry``'s refs (and its verdict, if it is one)."""
+        for ref in entry.refs:
+            state["backlinks"].setdefault(ref, []).append(entry.id)
+        if entry.kind == "verdict":
+            state["verdicts"].setdefault(entry.body["judged"], []).append(
+                {"id": entry.id, "verdict": entry.body["verdict"]}
+            )
+
+    def render(self, state: dict[str, dict[str, list[Any]]]) -> bytes:
+        """Canonical JSON of the index plus a newline."""
+        return canonical_json({"view": self.name, **state}, field=self.name) + b"\n"
+
+
+class ViewRegistry:
+    """Named view builders; names are unique and become file names."""
+
+    def __init__(self, builders: Iterable[ViewBuilder] = ()) -> None:
+        self._builders: dict[str, ViewBuilder] = {}
+        for builder in builders:
+            self.register(builder)
+
+    def register(self, builder: ViewBuilder) -> None:
+        """Add ``builder``; a second builder with the same name is a ConflictError."""
+        if not builder.name.isidentifier():
+            raise ConflictError(f"view name {builder.name!r} must be an identifier (it names a file)")
+        if builder.name in self._builders:
+            raise ConflictError(f"a view named {builder.name!r} is already registered")
+        self._builders[builder.name] = builder
+
+    def names(self) -> list[str]:
+        """Registered view names in registration order."""
+        return list(self._builders)
+
+    def select(self, only: Collection[str] | None) -> list[ViewBuilder]:
+        """The builders named in ``only`` (all when None); unknown names raise NotFoundError."""
+        if only is None:
+            return list(self._builders.values())
+        unknown = sorted(set(only) - set(self._builders))
+        if unknown:
+            raise NotFoundError(f"no view named {', '.join(unknown)}; known: {', '.join(self._builders)}")
+        return [self._builders[name] for name in self._builders if name in only]
+
+
+DEFAULT_VIEWS = ViewRegistry([KindSummaryView(), RefIndexView()])
+
+
+def views_dir(store_dir: str | Path) -> Path:
+    """Where ledger views live in a store: ``<store>/indexes/ledger``."""
+    return Path(store_dir) / "indexes" / "ledger"
+
+
+def render_views(
+    ledger: Ledger, *, registry: ViewRegistry = DEFAULT_VIEWS, only: Collection[str] | None = None,
+) -> dict[str, bytes]:
+    """Compute views in memory: one replay of every entry, all segments, from empty states."""
+    builders = registry.select(only)
+    states = [builder.fresh() for builder in builders]
+    for entry in ledger.entries():
+        for builder, state in zip(builders, states):
+            builder.apply(state, entry)
+    return {builder.name: builder.render(state) for builder, state in zip(builders, states)}
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    # tmp + fsync + rename: a crash leaves the old file or the new one, never half.
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def rebuild_views(
+    ledger: Ledger, out_dir: str | Path, *, registry: ViewRegistry = DEFAULT_VIEWS,
+    only: Collection[str] | None = None,
+) -> dict[str, Path]:
+    """Recompute views from an empty state and write ``<out_dir>/<name>.json``."""
+    out = Path(out_dir)
+    rendered = render_views(ledger, registry=registry, only=only)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        paths = {}
+        for name, data in rendered.items():
+            paths[name] = out / f"{name}.json"
+            _write_atomic(paths[name], data)
+    except OSError as exc:
+        raise StorageError(f"cannot write ledger views to {out}: {exc.strerror or exc}") from exc
+    return paths

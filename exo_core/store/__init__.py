@@ -1,0 +1,62 @@
+"""The principal store: one portable folder that is the person (DESIGN.md §4, paper §18).
+
+Public API, one concept per module:
+
+* :mod:`.frontmatter` — the strict YAML subset of node frontmatter;
+* :mod:`.node`        — belief nodes and their schema;
+* :mod:`.config`      — ``STORE.toml``;
+* :mod:`.router`      — ``INDEX.md`` load rules;
+* :mod:`.layout`      — where things live; curated versus private files;
+* :mod:`.store`       — :class:`Store` (open, nodes, nesting) and :func:`init_store`;
+* :mod:`.lint`        — ``exo store lint``;
+* :mod:`.leaks`       — secret patterns and redaction;
+* :mod:`.ledger_bridge` — the ledger as the store uses it (narrow protocols);
+* :mod:`.items`       — ``items.sqlite``, written through the ledger;
+* :mod:`.importers`   — bookmarks, Markdown notes, chat exports;
+* :mod:`.manifest`, :mod:`.transfer`, :mod:`.verify` — export, import, verify;
+* :mod:`.sync`        — ``exo store sync`` of two used copies;
+* :mod:`.migrate`     — format migrations;
+* :mod:`.onboard`     — the onboarding interview as a state machine.
+"""
+
+from exo_core.store.config import CURRENT_FORMAT, StoreConfig
+from exo_core.store.errors import ImportFormatError, StoreFormatError, StoreVersionError
+from exo_core.store.items import Item, ItemStore, rebuild_items
+from exo_core.store.lint import Finding, LintReport, lint_store
+from exo_core.store.node import Link, Node, parse_node, render_node
+from exo_core.store.router import LoadRule, Router
+from exo_core.store.store import PERSON_SCOPE, Store, init_store, template_path
+from exo_core.store.sync import StoreSyncReport, sync_stores
+from exo_core.store.transfer import ExportResult, export_store, import_store
+from exo_core.store.verify import VerifyReport, verify_store
+
+__all__ = [
+    "CURRENT_FORMAT",
+    "StoreConfig",
+    "StoreFormatError",
+    "StoreVersionError",
+    "ImportFormatError",
+    "Item",
+    "ItemStore",
+    "rebuild_items",
+    "Finding",
+    "LintReport",
+    "lint_store",
+    "Node",
+    "Link",
+    "parse_node",
+    "render_node",
+    "LoadRule",
+    "Router",
+    "Store",
+    "init_store",
+    "template_path",
+    "PERSON_SCOPE",
+    "ExportResult",
+    "export_store",
+    "import_store",
+    "StoreSyncReport",
+    "sync_stores",
+    "VerifyReport",
+    "verify_store",
+]

@@ -1,0 +1,164 @@
+"""``STORE.toml``: what kind of store a folder is, its format and its owners.
+
+Read with the standard library's ``tomllib``; written by the tiny writer here
+(``tomllib`` cannot write and the core takes no TOML dependency). Only the
+shapes STORE.toml needs are written: text, integers, booleans, lists of text.
+
+Example::
+
+    format = 2
+    kind = "person"
+    store_id = "st_3f9c0a1e5b7d2c44"
+    owner_keys = ["ed25519:9a1b..."]
+    created = "2025-01-31"
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from exo_core.store.atomic import atomic_write_text
+from exo_core.store.errors import StoreFormatError
+
+__all__ = ["StoreConfig", "read_config", "write_config", "dump_toml", "STORE_KINDS", "CURRENT_FORMAT", "CONFIG_NAME"]
+
+CONFIG_NAME = "STORE.toml"
+STORE_KINDS = ("person", "agent", "group")
+# The store format this code writes. Older formats are migrated on open
+# (exo_core.store.migrate); newer ones are refused.
+CURRENT_FORMAT = 2
+_KNOWN_KEYS = {"format", "kind", "store_id", "owner_keys", "created", "name"}
+_STORE_ID = re.compile(r"st_[0-9a-f]{16,64}")
+_LINE = re.compile(r"at line (\d+)")
+
+
+@dataclass(frozen=True, slots=True)
+class StoreConfig:
+    """The parsed ``STORE.toml``. ``store_id`` is empty only in the blank template."""
+
+    format: int
+    kind: str
+    store_id: str = ""
+    owner_keys: tuple[str, ...] = ()
+    created: str = ""
+    name: str = ""
+
+    def to_toml(self) -> str:
+        """The file text, keys in a fixed order."""
+        values: dict[str, object] = {"format": self.format, "kind": self.kind, "store_id": self.store_id}
+        values["owner_keys"] = list(self.owner_keys)
+        if self.created:
+            values["created"] = self.created
+        if self.name:
+            values["name"] = self.name
+        return dump_toml(values)
+
+
+def _toml_string(text: str) -> str:
+    out = ['"']
+    for ch in text:
+        code = ord(ch)
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\u{code:04X}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def dump_toml(values: dict[str, object]) -> str:
+    """Top-level ``key = value`` lines for text, int, bool and lists of text."""
+    lines = []
+    for key, value in values.items():
+        if not re.fullmatch(r"[A-Za-z0-9_-]+", key):
+            raise ValueError(f"TOML key {key!r} must be a bare key")
+        if isinstance(value, bool):
+            rendered = "true" if value else "false"
+        elif isinstance(value, int):
+            rendered = str(value)
+        elif isinstance(value, str):
+            rendered = _toml_string(value)
+        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+            rendered = "[" + ", ".join(_toml_string(v) for v in value) + "]"
+        else:
+            raise ValueError(f"cannot write {type(value).__name__} for TOML key {key!r}")
+        lines.append(f"{key} = {rendered}")
+    return "\n".join(lines) + "\n"
+
+
+def _line_of(raw: str, key: str) -> int | None:
+    for number, line in enumerate(raw.splitlines(), start=1):
+        if re.match(rf"\s*{re.escape(key)}\s*=", line):
+            return number
+    return None
+
+
+def parse_config(raw: str, *, path: Path | str | None = None) -> StoreConfig:
+    """Validate STORE.toml text; errors name the file, line and the fix."""
+    try:
+        data = tomllib.loads(raw)
+    except tomllib.TOMLDecodeError as exc:
+        match = _LINE.search(str(exc))
+        raise StoreFormatError(
+            f"not valid TOML ({exc}); compare with store_template/STORE.toml",
+            path=path,
+            line=int(match.group(1)) if match else None,
+            rule="store-toml",
+        ) from exc
+
+    def fail(key: str, message: str, rule: str = "store-toml") -> StoreFormatError:
+        return StoreFormatError(message, path=path, line=_line_of(raw, key) or 1, rule=rule)
+
+    for key in data:
+        if key not in _KNOWN_KEYS:
+            raise fail(key, f"unknown key {key!r}; allowed: {', '.join(sorted(_KNOWN_KEYS))}")
+    fmt = data.get("format")
+    if isinstance(fmt, bool) or not isinstance(fmt, int) or fmt < 1:
+        raise fail("format", "'format' must be a positive integer (the store format version)")
+    kind = data.get("kind", "person" if fmt == 1 else None)
+    if kind not in STORE_KINDS:
+        raise fail("kind", f"'kind' must be one of {', '.join(STORE_KINDS)}")
+    store_id = data.get("store_id", "")
+    if not isinstance(store_id, str) or (store_id and not _STORE_ID.fullmatch(store_id)):
+        raise fail("store_id", "'store_id' must look like 'st_' followed by 16-64 lower-case hex digits")
+    owners = data.get("owner_keys", [])
+    if not isinstance(owners, list) or not all(isinstance(k, str) and k for k in owners):
+        raise fail("owner_keys", "'owner_keys' must be a list of key id strings")
+    created = data.get("created", "")
+    name = data.get("name", "")
+    if not isinstance(created, str) or not isinstance(name, str):
+        raise fail("created" if not isinstance(created, str) else "name", "'created' and 'name' must be strings")
+    return StoreConfig(format=fmt, kind=kind, store_id=store_id, owner_keys=tuple(owners), created=created, name=name)
+
+
+def read_config(store_root: Path) -> StoreConfig:
+    """Read ``<store_root>/STORE.toml``; a missing or bad file raises :class:`StoreFormatError`."""
+    path = store_root / CONFIG_NAME
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise StoreFormatError(
+            "missing; this folder is not a store (run 'exo init' or copy store_template/)",
+            path=path,
+            rule="missing-store-toml",
+        ) from exc
+    except OSError as exc:
+        raise StoreFormatError(f"cannot read ({exc})", path=path, rule="store-toml") from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise StoreFormatError("not UTF-8 text; re-save it as UTF-8", path=path, line=line, rule="store-toml") from exc
+    return parse_config(text, path=path)
+
+
+def write_config(store_root: Path, config: StoreConfig) -> None:
+    """Atomically replace ``<store_root>/STORE.toml``."""
+    atomic_write_text(store_root / CONFIG_NAME, config.to_toml())

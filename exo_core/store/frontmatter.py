@@ -1,0 +1,315 @@
+"""A strict YAML subset for Markdown frontmatter, read and written by hand.
+
+Why a subset and not YAML: the core may not depend on PyYAML, and full YAML
+has surprises that do not belong in a person's notes (``no`` read as false,
+anchors, tags, multi-document streams, silent duplicate keys). The subset is
+exactly what Obsidian's property editor reads and writes, so a store opens as
+a vault; every document we write is also valid YAML 1.2 meaning the same
+thing. See docs/store.md for the grammar.
+
+Grammar (one construct per line, UTF-8, LF or CRLF)::
+
+    ---                       first line of the file
+    key: scalar               key = [a-z][a-z0-9_]*, each key once
+    key: [scalar, scalar]     flow list on one line (may be empty: [])
+    key:                      followed by block items, or nothing (= null)
+      - scalar                block list item, indented 0 or 2 spaces
+    # comment                 whole-line comments only
+    ---                       end of frontmatter; the Markdown body follows
+
+Scalars are plain (``high``, ``2025-01-31``, ``see-also [[a/b]]``), double
+quoted with JSON escapes, or single quoted (``''`` is a quote). Values are
+returned as text; typing (dates, booleans, enums) belongs to the schema.
+Anything else is an error naming the file and line and saying how to fix it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from exo_core.store.errors import StoreFormatError
+
+__all__ = ["Frontmatter", "FrontValue", "parse_document", "dump_frontmatter", "format_scalar"]
+
+FrontValue = str | list[str] | None
+
+MAX_FRONTMATTER_LINES = 400
+_KEY = re.compile(r"[a-z][a-z0-9_]{0,63}")
+_INDICATORS = set("-?:,[]{}#&*!|>'\"%@`")
+_FLOW_FORBIDDEN = set(",[]{}")
+# Words YAML 1.1 readers (and Obsidian) take as booleans or null; written quoted.
+_SPECIAL_WORDS = {"true", "false", "yes", "no", "on", "off", "y", "n", "null", "~"}
+_NUMBERISH = re.compile(r"[-+]?(\.?[0-9]|\.(inf|nan)|0[xob])", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Frontmatter:
+    """Parsed frontmatter: ``values`` in file order, ``lines`` maps key to its 1-based line."""
+
+    values: dict[str, FrontValue]
+    lines: dict[str, int]
+    body: str
+    body_line: int
+
+
+def _printable(ch: str) -> bool:
+    code = ord(ch)
+    if ch == "\t":
+        return True
+    if code < 0x20 or code == 0x7F or 0x80 <= code <= 0x9F:
+        return False
+    if 0xD800 <= code <= 0xDFFF or code in (0xFFFE, 0xFFFF):
+        return False
+    return True
+
+
+def _plain_ok(text: str, *, flow: bool) -> str | None:
+    """None when ``text`` may stand as a plain scalar, else the reason why not."""
+    if not text:
+        return "empty value"
+    if text != text.strip(" "):
+        return "leading or trailing spaces"
+    if text[0] in _INDICATORS:
+        return f"a plain value may not start with {text[0]!r}"
+    if ": " in text or text.endswith(":"):
+        return "a plain value may not contain ': '"
+    if " #" in text or "\t" in text:
+        return "a plain value may not contain ' #' or a tab"
+    if flow and any(ch in _FLOW_FORBIDDEN for ch in text):
+        return "an item of a [flow, list] may not contain , [ ] { }"
+    for ch in text:
+        if not _printable(ch):
+            return f"control character U+{ord(ch):04X}"
+    return None
+
+
+def format_scalar(text: str) -> str:
+    """``text`` as a scalar our parser and any YAML reader read back unchanged as text."""
+    if (
+        _plain_ok(text, flow=False) is None
+        and text.lower() not in _SPECIAL_WORDS
+        and not _NUMBERISH.match(text)
+        and "[" not in text[:1]
+    ):
+        return text
+    out = ['"']
+    for ch in text:
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif not _printable(ch) or ch in ("\u2028", "\u2029", "\ufeff"):
+            code = ord(ch)
+            if code > 0xFFFF:
+                hi, lo = divmod(code - 0x10000, 0x400)
+                out.append(f"\\u{0xD800 + hi:04x}\\u{0xDC00 + lo:04x}")
+            else:
+                out.append(f"\\u{code:04x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+def _format_for_key(text: str) -> str:
+    # Dates stay plain so Obsidian shows a date property; everything else via format_scalar.
+    if _DATE.fullmatch(text):
+        return text
+    return format_scalar(text)
+
+
+def dump_frontmatter(values: dict[str, FrontValue | bool]) -> str:
+    """Render ``values`` (in their order) as a ``---`` block, lists in block style.
+
+    A ``bool`` is written as plain ``true``/``false`` (a YAML boolean, an
+    Obsidian checkbox); it reads back as the text ``"true"``/``"false"``.
+    """
+    lines = ["---"]
+    for key, value in values.items():
+        if not _KEY.fullmatch(key):
+            raise ValueError(f"frontmatter key {key!r} must match [a-z][a-z0-9_]*")
+        if isinstance(value, bool):
+            lines.append(f"{key}: {'true' if value else 'false'}")
+        elif value is None:
+            lines.append(f"{key}:")
+        elif isinstance(value, list):
+            if not value:
+                lines.append(f"{key}: []")
+            else:
+                lines.append(f"{key}:")
+                lines.extend(f"  - {_format_for_key(item)}" for item in value)
+        else:
+            lines.append(f"{key}: {_format_for_key(value)}")
+    lines.append("---")
+    return "\n".join(lines) + "\n"
+
+
+class _Reader:
+    """Scalar and list parsing with the file and line kept for errors."""
+
+    def __init__(self, path: Path | str | None) -> None:
+        self.path = path
+
+    def fail(self, line: int, message: str) -> StoreFormatError:
+        return StoreFormatError(message, path=self.path, line=line, rule="frontmatter")
+
+    def quoted(self, text: str, line: int) -> tuple[str, str]:
+        """Read one quoted scalar at the start of ``text``; return (value, rest)."""
+        self.check_raw(text, line)
+        quote = text[0]
+        if quote == "'":
+            i = 1
+            out: list[str] = []
+            while i < len(text):
+                if text[i] == "'":
+                    if text[i + 1 : i + 2] == "'":
+                        out.append("'")
+                        i += 2
+                        continue
+                    return "".join(out), text[i + 1 :]
+                out.append(text[i])
+                i += 1
+            raise self.fail(line, "unterminated 'single-quoted' value; close the quote on the same line")
+        i = 1
+        while i < len(text):
+            if text[i] == "\\":
+                i += 2
+                continue
+            if text[i] == '"':
+                raw = text[: i + 1]
+                try:
+                    value = json.loads(raw)
+                except json.JSONDecodeError as exc:
+                    raise self.fail(
+                        line, f"bad escape in double-quoted value ({exc.msg}); use \\\\, \\\", \\n, \\t or \\uXXXX"
+                    ) from exc
+                if not isinstance(value, str):
+                    raise self.fail(line, "a double-quoted value must be text")
+                return value, text[i + 1 :]
+            i += 1
+        raise self.fail(line, 'unterminated "double-quoted" value; close the quote on the same line')
+
+    def check_text(self, value: str, line: int) -> str:
+        # Escaped control characters are fine (YAML allows any escape); a lone
+        # surrogate is not text and could never be written back as UTF-8.
+        for ch in value:
+            if 0xD800 <= ord(ch) <= 0xDFFF:
+                raise self.fail(line, f"lone surrogate \\u{ord(ch):04x} in a value; remove it")
+        return value
+
+    def check_raw(self, raw: str, line: int) -> None:
+        for ch in raw:
+            if not _printable(ch):
+                raise self.fail(line, f"raw control character U+{ord(ch):04X}; write it as an escape or remove it")
+
+    def scalar(self, text: str, line: int, *, flow: bool) -> str:
+        text = text.strip(" ")
+        if text[:1] in ("'", '"'):
+            value, rest = self.quoted(text, line)
+            if rest.strip(" "):
+                raise self.fail(line, f"unexpected text after the closing quote: {rest.strip()!r}")
+            return self.check_text(value, line)
+        reason = _plain_ok(text, flow=flow)
+        if reason is not None:
+            raise self.fail(line, f"{reason}; put the value in double quotes")
+        return text
+
+    def flow_list(self, text: str, line: int) -> list[str]:
+        if not text.endswith("]"):
+            raise self.fail(line, "a [flow, list] must end with ']' on the same line")
+        inner = text[1:-1].strip(" ")
+        items: list[str] = []
+        while inner:
+            if inner[0] in ("'", '"'):
+                value, rest = self.quoted(inner, line)
+                items.append(self.check_text(value, line))
+                rest = rest.lstrip(" ")
+            else:
+                comma = inner.find(",")
+                chunk, rest = (inner, "") if comma < 0 else (inner[:comma], inner[comma:])
+                items.append(self.scalar(chunk, line, flow=True))
+            if rest.startswith(","):
+                rest = rest[1:].lstrip(" ")
+                if not rest:
+                    raise self.fail(line, "trailing ',' in a [flow, list]; remove it")
+            elif rest:
+                raise self.fail(line, f"expected ',' or ']' in a [flow, list], found {rest[:10]!r}")
+            inner = rest
+        return items
+
+
+def parse_document(text: str, *, path: Path | str | None = None) -> Frontmatter:
+    """Split a Markdown document into its frontmatter and body.
+
+    Raises :class:`StoreFormatError` naming ``path`` and the line for any
+    construct outside the subset, a missing opening or closing ``---``, or a
+    duplicate key.
+    """
+    reader = _Reader(path)
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    lines = text.split("\n")
+    if lines[0].rstrip("\r") != "---":
+        raise reader.fail(1, "the file must start with a '---' line opening the frontmatter")
+    values: dict[str, FrontValue] = {}
+    where_key: dict[str, int] = {}
+    open_list: str | None = None
+    for index in range(1, len(lines)):
+        lineno = index + 1
+        if index > MAX_FRONTMATTER_LINES:
+            raise reader.fail(lineno, f"frontmatter longer than {MAX_FRONTMATTER_LINES} lines; is the closing '---' missing?")
+        raw = lines[index].rstrip("\r")
+        if raw == "---":
+            body = "\n".join(lines[index + 1 :])
+            return Frontmatter(values, where_key, body, lineno + 1)
+        stripped = raw.strip(" ")
+        if not stripped or stripped.startswith("#"):
+            continue
+        if "\t" in raw[: len(raw) - len(raw.lstrip(" \t"))]:
+            raise reader.fail(lineno, "tab in indentation; indent with spaces")
+        if stripped.startswith("- ") or stripped == "-":
+            indent = len(raw) - len(raw.lstrip(" "))
+            if open_list is None or indent not in (0, 2):
+                raise reader.fail(lineno, "a '- item' line must follow 'key:' (indented 0 or 2 spaces)")
+            current = values[open_list]
+            if current is None:
+                current = []
+                values[open_list] = current
+            assert isinstance(current, list)
+            item = stripped[1:].strip(" ")
+            if not item:
+                raise reader.fail(lineno, "empty list item; remove the line or give it a value")
+            current.append(reader.scalar(item, lineno, flow=False))
+            continue
+        if raw[0] == " ":
+            raise reader.fail(lineno, "unexpected indentation; nested maps and multi-line values are not supported")
+        key, sep, rest = raw.partition(":")
+        if not sep or not _KEY.fullmatch(key):
+            raise reader.fail(lineno, "expected 'key: value' with a lower-case key like 'valid_from'")
+        if key in values:
+            raise reader.fail(lineno, f"duplicate key {key!r} (first on line {where_key[key]}); keep one")
+        if rest and not rest.startswith(" "):
+            raise reader.fail(lineno, f"put a space after '{key}:'")
+        rest = rest.strip(" ")
+        where_key[key] = lineno
+        open_list = None
+        if not rest:
+            values[key] = None
+            open_list = key
+        elif rest.startswith("["):
+            values[key] = reader.flow_list(rest, lineno)
+        elif rest[0] in "{|>&*!":
+            raise reader.fail(lineno, f"{rest[0]!r} (maps, block text, anchors, tags) is not supported; use a quoted value")
+        else:
+            values[key] = reader.scalar(rest, lineno, flow=False)
+    raise reader.fail(len(lines), "no closing '---' line after the frontmatter; add one")

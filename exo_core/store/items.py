@@ -1,0 +1,322 @@
+"""Items (§18.4): things the person saved, kept in ``items.sqlite``.
+
+Items are evidence, not beliefs. Each row has a deterministic id computed
+from its source (``itm_`` + 24 hex of sha256 over source kind and source
+key), so re-running an import changes nothing; a normalized URL and a content
+hash de-duplicate the same thing saved twice; a quality tier (curated,
+inferred, noise) and a review status (unreviewed, kept, dismissed).
+
+The ledger is the truth and this table a view: every insert or change first
+appends an ``item`` entry carrying the whole row (with an idempotency key, so
+a retry after a crash writes nothing twice), then writes the row.
+:func:`rebuild_items` recreates the table from the ledger alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import urllib.parse
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+from exo_core.errors import StorageError, UsageError
+from exo_core.store.errors import StoreFormatError
+from exo_core.store.ledger_bridge import LedgerLike, LedgerReader
+
+__all__ = [
+    "Item",
+    "ItemStore",
+    "item_id",
+    "normalize_url",
+    "content_hash",
+    "rebuild_items",
+    "TIERS",
+    "REVIEW_STATES",
+    "MAX_ITEM_BODY",
+]
+
+TIERS = ("curated", "inferred", "noise")
+REVIEW_STATES = ("unreviewed", "kept", "dismissed")
+# One ledger entry is capped (1 MiB); an item's text beyond this is cut and
+# marked, the source file itself stays where it was.
+MAX_ITEM_BODY = 200_000
+_TRACKING = ("utm_", "fbclid", "gclid", "mc_cid", "mc_eid", "ref_src")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS items (
+    id           TEXT PRIMARY KEY,
+    scope        TEXT NOT NULL,
+    source_kind  TEXT NOT NULL,
+    source_ref   TEXT NOT NULL,
+    url          TEXT,
+    url_norm     TEXT,
+    title        TEXT NOT NULL,
+    body         TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    tier         TEXT NOT NULL CHECK (tier IN ('curated', 'inferred', 'noise')),
+    review       TEXT NOT NULL CHECK (review IN ('unreviewed', 'kept', 'dismissed')),
+    tags         TEXT NOT NULL,
+    added        TEXT,
+    truncated    INTEGER NOT NULL DEFAULT 0,
+    ledger_id    TEXT
+);
+CREATE UNIQUE INDEX IF NOT EXISTS items_url ON items(url_norm) WHERE url_norm IS NOT NULL;
+CREATE INDEX IF NOT EXISTS items_hash ON items(content_hash);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+_COLUMNS = (
+    "id, scope, source_kind, source_ref, url, url_norm, title, body, content_hash, tier, review, tags, added, truncated"
+)
+
+
+def item_id(source_kind: str, source_ref: str) -> str:
+    """The deterministic id of the item a source names."""
+    digest = hashlib.sha256(f"{source_kind}\0{source_ref}".encode("utf-8")).hexdigest()
+    return "itm_" + digest[:24]
+
+
+def content_hash(text: str) -> str:
+    """sha256 of the text with line endings and outer whitespace normalized."""
+    norm = "\n".join(line.rstrip() for line in text.replace("\r\n", "\n").split("\n")).strip()
+    return hashlib.sha256(norm.encode("utf-8")).hexdigest()
+
+
+def normalize_url(url: str) -> str:
+    """A canonical form for de-duplication: lower-case scheme and host, no default
+    port, no fragment, tracking parameters dropped, query sorted, no trailing slash."""
+    try:
+        parts = urllib.parse.urlsplit(url.strip())
+        port = parts.port
+    except ValueError as exc:
+        raise UsageError(f"{url!r} is not a URL ({exc})") from exc
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower().rstrip(".")
+    if port and not ((scheme == "http" and port == 80) or (scheme == "https" and port == 443)):
+        host = f"{host}:{port}"
+    path = parts.path or "/"
+    if len(path) > 1:
+        path = path.rstrip("/")
+    query = [
+        (k, v)
+        for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+        if not k.lower().startswith(_TRACKING)
+    ]
+    return urllib.parse.urlunsplit((scheme, host, path, urllib.parse.urlencode(sorted(query)), ""))
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One saved item as stored. ``tags`` is a tuple of text."""
+
+    id: str
+    scope: str
+    source_kind: str
+    source_ref: str
+    url: str | None
+    url_norm: str | None
+    title: str
+    body: str
+    content_hash: str
+    tier: str
+    review: str
+    tags: tuple[str, ...]
+    added: str | None = None
+    truncated: bool = False
+
+    def ledger_body(self) -> dict[str, object]:
+        """The ledger entry body that carries this whole row (op ``put``)."""
+        body = asdict(self)
+        body["tags"] = list(self.tags)
+        body["item_id"] = body.pop("id")
+        body.pop("scope")  # the entry's own scope field records it
+        body["op"] = "put"
+        return body
+
+    @classmethod
+    def new(
+        cls,
+        *,
+        source_kind: str,
+        source_ref: str,
+        title: str,
+        body: str,
+        scope: str = "person",
+        url: str | None = None,
+        tier: str = "curated",
+        tags: Iterable[str] = (),
+        added: str | None = None,
+    ) -> "Item":
+        """Build an item with its derived id, normalized URL and content hash."""
+        if tier not in TIERS:
+            raise UsageError(f"tier must be one of {', '.join(TIERS)}")
+        truncated = len(body) > MAX_ITEM_BODY
+        if truncated:
+            body = body[:MAX_ITEM_BODY]
+        return cls(
+            id=item_id(source_kind, source_ref),
+            scope=scope,
+            source_kind=source_kind,
+            source_ref=source_ref,
+            url=url,
+            url_norm=normalize_url(url) if url else None,
+            title=title,
+            body=body,
+            content_hash=content_hash(f"{title}\n{url or ''}\n{body}"),
+            tier=tier,
+            review="unreviewed",
+            tags=tuple(tags),
+            added=added,
+            truncated=truncated,
+        )
+
+
+def _from_row(row: tuple[object, ...]) -> Item:
+    values = list(row)
+    values[11] = tuple(json.loads(str(values[11])))
+    values[13] = bool(values[13])
+    return Item(*values)  # type: ignore[arg-type]
+
+
+class ItemStore:
+    """The items table of one store, written through its ledger."""
+
+    def __init__(self, path: Path, ledger: LedgerLike | None, *, scope: str = "person") -> None:
+        self.path = Path(path)
+        self.ledger = ledger
+        self.scope = scope
+        try:
+            self.conn = sqlite3.connect(self.path, isolation_level=None, timeout=30)
+            self.conn.execute("PRAGMA journal_mode=TRUNCATE")
+            self.conn.execute("PRAGMA synchronous=FULL")
+            self.conn.executescript(_SCHEMA)
+            self.conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('schema', '1')")
+        except sqlite3.DatabaseError as exc:
+            raise StoreFormatError(
+                f"not a usable items table ({exc}); delete it and run 'exo store rebuild-items' to recreate it from the ledger",
+                path=self.path,
+                rule="items",
+            ) from exc
+
+    def close(self) -> None:
+        """Close the database connection."""
+        self.conn.close()
+
+    def __enter__(self) -> "ItemStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def get(self, item_id_: str) -> Item | None:
+        """The item with this id, or None."""
+        row = self.conn.execute(f"SELECT {_COLUMNS} FROM items WHERE id = ?", (item_id_,)).fetchone()
+        return _from_row(row) if row else None
+
+    def all(self) -> list[Item]:
+        """Every item, by id."""
+        return [_from_row(r) for r in self.conn.execute(f"SELECT {_COLUMNS} FROM items ORDER BY id")]
+
+    def count(self) -> int:
+        """How many items there are."""
+        return int(self.conn.execute("SELECT count(*) FROM items").fetchone()[0])
+
+    def duplicate_of(self, item: Item) -> str | None:
+        """The id of a *different* stored item with the same URL or content, if any."""
+        if item.url_norm:
+            row = self.conn.execute("SELECT id FROM items WHERE url_norm = ? AND id != ?", (item.url_norm, item.id)).fetchone()
+            if row:
+                return str(row[0])
+        row = self.conn.execute(
+            "SELECT id FROM items WHERE content_hash = ? AND id != ?", (item.content_hash, item.id)
+        ).fetchone()
+        return str(row[0]) if row else None
+
+    def put(self, item: Item) -> str:
+        """Store ``item``; returns ``added``, ``unchanged``, ``updated`` or ``duplicate``.
+
+        The ledger entry is appended first (idempotent on id and content), so a
+        crash between the two writes is repaired by running the import again.
+        """
+        if self.ledger is None:
+            raise UsageError("items are written through the ledger; open the store's ledger first")
+        current = self.get(item.id)
+        if current is not None and current.content_hash == item.content_hash and current.tier == item.tier:
+            return "unchanged"
+        if current is None and self.duplicate_of(item) is not None:
+            return "duplicate"
+        if current is not None:
+            item = replace(item, review=current.review)  # a new version keeps the person's review
+        entry = self.ledger.append(
+            "item", item.ledger_body(), scope=item.scope, idem=f"item:{item.id}:{item.content_hash}:{item.tier}"
+        )
+        self._write_row(item, entry.id)
+        return "added" if current is None else "updated"
+
+    def set_review(self, item_id_: str, review: str) -> None:
+        """Record the person's review of an item (through the ledger)."""
+        if review not in REVIEW_STATES:
+            raise UsageError(f"review must be one of {', '.join(REVIEW_STATES)}")
+        current = self.get(item_id_)
+        if current is None:
+            raise UsageError(f"no item {item_id_!r}")
+        if self.ledger is None:
+            raise UsageError("items are written through the ledger; open the store's ledger first")
+        entry = self.ledger.append("item", {"item_id": item_id_, "op": "review", "review": review}, scope=self.scope)
+        self.conn.execute("UPDATE items SET review = ?, ledger_id = ? WHERE id = ?", (review, entry.id, item_id_))
+
+    def _write_row(self, item: Item, ledger_id: str | None) -> None:
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+            self.conn.execute("DELETE FROM items WHERE id = ?", (item.id,))
+            if item.url_norm:
+                # A later put of the same URL under another source replaces the
+                # older row's claim on the URL only through an explicit update.
+                self.conn.execute("UPDATE items SET url_norm = NULL WHERE url_norm = ?", (item.url_norm,))
+            self.conn.execute(
+                f"INSERT INTO items ({_COLUMNS}, ledger_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    item.id, item.scope, item.source_kind, item.source_ref, item.url, item.url_norm, item.title,
+                    item.body, item.content_hash, item.tier, item.review, json.dumps(list(item.tags)), item.added,
+                    int(item.truncated), ledger_id,
+                ),
+            )
+            self.conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            self.conn.execute("ROLLBACK")
+            raise StorageError(f"{self.path}: cannot write item {item.id} ({exc})") from exc
+
+    def apply_entry(self, scope: str, entry_id: str, body: dict[str, object]) -> None:
+        """Apply one ledger ``item`` entry to the table (used by rebuild)."""
+        op = body.get("op", "put")
+        if op == "review":
+            self.conn.execute(
+                "UPDATE items SET review = ?, ledger_id = ? WHERE id = ?", (body["review"], entry_id, body["item_id"])
+            )
+            return
+        fields = {k: v for k, v in body.items() if k not in ("op", "item_id")}
+        item = Item(id=str(body["item_id"]), scope=scope, **{**fields, "tags": tuple(fields.get("tags", ()))})  # type: ignore[arg-type]
+        self._write_row(item, entry_id)
+
+
+def rebuild_items(path: Path, ledger: LedgerReader) -> int:
+    """Recreate ``items.sqlite`` at ``path`` from the ledger alone, from empty.
+
+    Writes to a temp file and renames it over ``path``, so a crash leaves the
+    old table. Returns the number of items.
+    """
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.rebuild")
+    for stale in (tmp, tmp.with_name(tmp.name + "-journal")):
+        stale.unlink(missing_ok=True)
+    store = ItemStore(tmp, None)
+    try:
+        for entry in ledger.entries(kind="item"):
+            store.apply_entry(entry.scope, entry.id, dict(entry.body))
+        count = store.count()
+    finally:
+        store.close()
+    tmp.replace(path)
+    return count

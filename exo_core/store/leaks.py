@@ -1,0 +1,116 @@
+"""Leak patterns: secrets and contact numbers that must not sit in curated files.
+
+Lint reports them (rule ``leak-<kind>``); importers call :func:`redact` on
+every piece of text *before* anything is written, so a secret pasted into a
+note or a chat never reaches the store, the ledger or the items table.
+
+The patterns favour catching real secrets over silence: a false positive is a
+lint finding the person can reword, a false negative is a leaked key.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+__all__ = ["Leak", "find_leaks", "redact", "LEAK_KINDS"]
+
+
+@dataclass(frozen=True, slots=True)
+class Leak:
+    """One suspected secret: its kind, 1-based line and column, and a masked preview."""
+
+    kind: str
+    line: int
+    column: int
+    preview: str
+
+
+_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # The whole armoured block, so redaction removes the key body too; an
+    # unterminated block runs to the end of the text.
+    (
+        "private-key",
+        re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:.*?-----END [A-Z0-9 ]+-----|.*\Z)", re.S),
+    ),
+    ("api-key", re.compile(r"\bAKIA[0-9A-Z]{16}\b")),
+    ("api-key", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}")),
+    ("api-key", re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}\b")),
+    ("api-key", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{30,}\b")),
+    ("api-key", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
+    ("api-key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
+    ("api-key", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}\b")),
+    ("token", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
+    ("token", re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/-]{20,}=*")),
+    (
+        "password",
+        re.compile(
+            r"(?i)\b(?:password|passwd|passphrase|pwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token)"
+            r"\s*[:=]\s*[\"']?(?![<\[{$]|\*{3}|x{3})[^\s\"'`]{4,}"
+        ),
+    ),
+)
+_PHONE = re.compile(r"(?<![\w/.:+-])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,5}(?:[ .-]\d{2,5}){1,5}(?![\w/:-])")
+_DATEISH = re.compile(r"\d{4}-\d{2}-\d{2}|\d{2}:\d{2}")
+LEAK_KINDS = ("private-key", "api-key", "token", "password", "phone")
+
+
+def _phone_matches(text: str) -> Iterator[re.Match[str]]:
+    for match in _PHONE.finditer(text):
+        found = match.group(0)
+        digits = sum(ch.isdigit() for ch in found)
+        if _DATEISH.search(found):
+            continue
+        if not (10 <= digits <= 15 or (found.startswith("+") and digits >= 8)):
+            continue
+        # A bare run of digits (an id, a count) is not a phone number unless it
+        # carries a '+' country prefix; phone numbers are written in groups.
+        if not (found.startswith("+") or "(" in found or re.search(r"[ .-]", found)):
+            continue
+        yield match
+
+
+def _spans(text: str) -> list[tuple[int, int, str]]:
+    spans: list[tuple[int, int, str]] = []
+    for kind, pattern in _PATTERNS:
+        spans.extend((m.start(), m.end(), kind) for m in pattern.finditer(text))
+    spans.extend((m.start(), m.end(), "phone") for m in _phone_matches(text))
+    spans.sort()
+    merged: list[tuple[int, int, str]] = []
+    for start, end, kind in spans:
+        if merged and start < merged[-1][1]:
+            last = merged[-1]
+            merged[-1] = (last[0], max(last[1], end), last[2])
+        else:
+            merged.append((start, end, kind))
+    return merged
+
+
+def _mask(secret: str) -> str:
+    return secret[:4] + "…" if len(secret) > 6 else "…"
+
+
+def find_leaks(text: str) -> list[Leak]:
+    """Every suspected secret in ``text`` with its line and column."""
+    leaks = []
+    for start, end, kind in _spans(text):
+        line = text.count("\n", 0, start) + 1
+        column = start - (text.rfind("\n", 0, start) + 1) + 1
+        leaks.append(Leak(kind, line, column, _mask(text[start:end])))
+    return leaks
+
+
+def redact(text: str) -> tuple[str, int]:
+    """``text`` with each suspected secret replaced by ``[redacted:<kind>]``; and the count."""
+    spans = _spans(text)
+    if not spans:
+        return text, 0
+    out = []
+    pos = 0
+    for start, end, kind in spans:
+        out.append(text[pos:start])
+        out.append(f"[redacted:{kind}]")
+        pos = end
+    out.append(text[pos:])
+    return "".join(out), len(spans)

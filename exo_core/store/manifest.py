@@ -1,0 +1,157 @@
+"""``MANIFEST.json``: the hashes of every file of an exported store.
+
+Written last by an export, so its presence means every file before it was
+complete. Canonical JSON (sorted keys, no whitespace, UTF-8) because a hash
+covers it: ``digest`` is sha256 over the canonical bytes of the manifest
+without ``digest``. Derived indexes, hidden files and machine state
+(``indexes/``, ``.exo/``, ``.git/``, dot-files) are not part of a copy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from exo_core.store import layout
+from exo_core.store.errors import StoreFormatError
+
+__all__ = [
+    "Manifest",
+    "FileEntry",
+    "canonical_json",
+    "copy_candidates",
+    "hash_file",
+    "build_manifest",
+    "read_manifest",
+    "MANIFEST_FORMAT",
+]
+
+MANIFEST_FORMAT = 1
+_SKIP_TOP = frozenset({layout.INDEXES_DIR, layout.STATE_DIR, ".git", layout.MANIFEST})
+
+
+def canonical_json(value: Any) -> bytes:
+    """Sorted keys, no whitespace, UTF-8: the same content always gives the same bytes."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+
+
+def hash_file(path: Path) -> tuple[str, int]:
+    """``(sha256 hex, size)`` of a file, read in chunks."""
+    digest = hashlib.sha256()
+    size = 0
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
+
+
+_TEMP = re.compile(r"\..*\.(tmp-|export-|rebuild|init-)")
+
+
+def copy_candidates(root: Path) -> Iterator[Path]:
+    """Relative paths of the files an export copies, sorted.
+
+    Left out: SQLite side files (the backup API folds them in), derived
+    indexes, machine state (``.exo/``), the store's git repository, and our
+    own temp files. Other dot-files (``.gitignore``, ``.obsidian/``) travel.
+    """
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if rel.parts[0] in _SKIP_TOP or any(_TEMP.match(part) for part in rel.parts):
+            continue
+        if len(rel.parts) >= 3 and rel.parts[0] in layout.NESTED_DIRS and rel.parts[2] in _SKIP_TOP:
+            continue
+        if path.name.endswith(("-wal", "-shm", "-journal")):
+            continue  # the backup API folds these into the copied database
+        if path.is_file() and not path.is_symlink():
+            yield rel
+
+
+@dataclass(frozen=True, slots=True)
+class FileEntry:
+    """One file's hash and size in the manifest."""
+
+    sha256: str
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    """A parsed manifest."""
+
+    export_id: str
+    exported_at: str
+    store_id: str
+    store_format: int
+    files: dict[str, FileEntry]
+    ledger: dict[str, Any]
+    digest: str
+
+    def describe(self) -> str:
+        """One line saying which copy this is."""
+        ledger = f", ledger {self.ledger.get('size')} entries" if self.ledger else ""
+        return f"export {self.export_id} of {self.store_id or 'an unnamed store'} at {self.exported_at}: {len(self.files)} files{ledger}"
+
+
+def build_manifest(
+    root: Path, *, export_id: str, exported_at: str, store_id: str, store_format: int, ledger: dict[str, Any]
+) -> bytes:
+    """Hash every copied file under ``root`` and return the manifest bytes."""
+    files = {}
+    for rel in copy_candidates(root):
+        sha, size = hash_file(root / rel)
+        files[rel.as_posix()] = {"sha256": sha, "size": size}
+    doc: dict[str, Any] = {
+        "manifest": MANIFEST_FORMAT,
+        "export_id": export_id,
+        "exported_at": exported_at,
+        "store_id": store_id,
+        "store_format": store_format,
+        "files": files,
+        "ledger": ledger,
+    }
+    doc["digest"] = hashlib.sha256(canonical_json(doc)).hexdigest()
+    return canonical_json(doc)
+
+
+def read_manifest(root: Path) -> Manifest | None:
+    """The manifest of ``root``, None when there is none; malformed raises naming the file."""
+    path = root / layout.MANIFEST
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+    def bad(message: str) -> StoreFormatError:
+        return StoreFormatError(message + "; the copy is incomplete or altered, export it again", path=path, rule="manifest")
+
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise bad(f"not JSON ({exc})") from exc
+    if not isinstance(doc, dict) or doc.get("manifest") != MANIFEST_FORMAT:
+        raise bad(f"not a format-{MANIFEST_FORMAT} manifest")
+    digest = doc.pop("digest", None)
+    if canonical_json({**doc}) and raw != canonical_json({**doc, "digest": digest}):
+        raise bad("not in canonical form")
+    if digest != hashlib.sha256(canonical_json(doc)).hexdigest():
+        raise bad("digest does not match its content")
+    try:
+        files = {k: FileEntry(str(v["sha256"]), int(v["size"])) for k, v in doc["files"].items()}
+        return Manifest(
+            export_id=str(doc["export_id"]),
+            exported_at=str(doc["exported_at"]),
+            store_id=str(doc["store_id"]),
+            store_format=int(doc["store_format"]),
+            files=files,
+            ledger=dict(doc["ledger"]),
+            digest=str(digest),
+        )
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise bad(f"missing or mistyped field ({exc})") from exc

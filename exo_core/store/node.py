@@ -1,0 +1,244 @@
+"""Belief nodes: one Markdown file per belief, with required frontmatter (§18.3).
+
+A node lives at ``<domain>/<name>.md`` and its id is ``<domain>/<name>``; the
+id in the frontmatter must match the path, so a moved file is caught by lint
+rather than silently renamed. Links are typed and written as
+``- <type> [[<target id>]]`` so Obsidian draws them in its graph. A replaced
+belief is never deleted: it gets ``valid_until`` and its successor carries a
+``supersedes`` link to it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from exo_core.store.errors import StoreFormatError
+from exo_core.store.frontmatter import FrontValue, dump_frontmatter, parse_document
+
+__all__ = [
+    "Node",
+    "Link",
+    "NODE_TYPES",
+    "LINK_TYPES",
+    "CONFIDENCE",
+    "STABILITY",
+    "REQUIRED_KEYS",
+    "OPTIONAL_KEYS",
+    "parse_node",
+    "render_node",
+    "node_id_for",
+    "NODE_ID",
+]
+
+NODE_TYPES = frozenset(
+    {"trait", "value", "fact", "preference", "rule", "episode", "entity", "procedure", "question", "pattern", "tension"}
+)
+LINK_TYPES = frozenset(
+    {
+        "part-of",
+        "explains",
+        "evidence-for",
+        "contradicts",
+        "supersedes",
+        "applies-to",
+        "instance-of",
+        "see-also",
+        "derived-from",
+    }
+)
+CONFIDENCE = ("high", "medium", "low")
+STABILITY = ("core", "durable", "volatile")
+REQUIRED_KEYS = (
+    "id",
+    "title",
+    "type",
+    "domain",
+    "summary",
+    "load_when",
+    "confidence",
+    "stability",
+    "valid_from",
+    "sources",
+    "links",
+)
+OPTIONAL_KEYS = ("valid_until", "tags", "private", "aliases")
+_LIST_KEYS = frozenset({"sources", "links", "tags", "aliases"})
+
+NODE_ID = re.compile(r"[a-z0-9][a-z0-9-]{0,62}(/[a-z0-9][a-z0-9-]{0,62}){1,3}")
+_DATE = re.compile(r"[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])")
+_LINK = re.compile(r"(?P<type>[a-z-]+) \[\[(?P<target>[^\[\]|#]+)\]\]")
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """A typed link from one node to another node (or item) id."""
+
+    type: str
+    target: str
+
+    def render(self) -> str:
+        """The frontmatter list item: ``<type> [[<target>]]``."""
+        return f"{self.type} [[{self.target}]]"
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One belief. Dates are ``YYYY-MM-DD`` text; ``private`` nodes never reach agent scopes."""
+
+    id: str
+    title: str
+    type: str
+    domain: str
+    summary: str
+    load_when: str
+    confidence: str
+    stability: str
+    valid_from: str
+    sources: tuple[str, ...] = ()
+    links: tuple[Link, ...] = ()
+    valid_until: str | None = None
+    tags: tuple[str, ...] = ()
+    private: bool = False
+    aliases: tuple[str, ...] = ()
+    body: str = ""
+    path: Path | None = field(default=None, compare=False)
+    key_lines: tuple[tuple[str, int], ...] = field(default=(), compare=False)
+
+    def line_of(self, key: str) -> int | None:
+        """The 1-based line where ``key`` was read, if known."""
+        return dict(self.key_lines).get(key)
+
+    def is_current(self, today: str) -> bool:
+        """True when the belief holds on ``today`` (``YYYY-MM-DD``)."""
+        return self.valid_from <= today and (self.valid_until is None or today < self.valid_until)
+
+
+def node_id_for(store_root: Path, path: Path) -> str:
+    """The id a node file at ``path`` must carry: its path under the store, without ``.md``."""
+    rel = path.relative_to(store_root).with_suffix("")
+    return rel.as_posix()
+
+
+def _expect_text(values: dict[str, FrontValue], key: str, lines: dict[str, int], path: Path | str | None) -> str:
+    value = values.get(key)
+    if not isinstance(value, str):
+        kind = "a list" if isinstance(value, list) else "empty"
+        raise StoreFormatError(f"{key!r} must be text, not {kind}", path=path, line=lines.get(key), rule="mistyped-key")
+    return value
+
+
+def parse_node(text: str, *, path: Path | str | None = None) -> Node:
+    """Parse and validate a node file; every problem names ``path`` and the line.
+
+    Raises :class:`StoreFormatError` with ``rule`` set to one of
+    ``frontmatter``, ``missing-key``, ``mistyped-key``, ``unknown-key``.
+    """
+    doc = parse_document(text, path=path)
+    values, lines = doc.values, doc.lines
+    for key in REQUIRED_KEYS:
+        if key not in values:
+            raise StoreFormatError(f"missing required key {key!r}; add '{key}:' to the frontmatter", path=path, line=1, rule="missing-key")
+    for key in values:
+        if key not in REQUIRED_KEYS and key not in OPTIONAL_KEYS:
+            raise StoreFormatError(
+                f"unknown key {key!r}; allowed: {', '.join(REQUIRED_KEYS + OPTIONAL_KEYS)}",
+                path=path,
+                line=lines[key],
+                rule="unknown-key",
+            )
+    lists: dict[str, tuple[str, ...]] = {}
+    for key in _LIST_KEYS:
+        value = values.get(key)
+        if value is None:
+            lists[key] = ()
+        elif isinstance(value, list):
+            lists[key] = tuple(value)
+        else:
+            raise StoreFormatError(f"{key!r} must be a list, e.g. '{key}: []'", path=path, line=lines[key], rule="mistyped-key")
+    text_of = {k: _expect_text(values, k, lines, path) for k in REQUIRED_KEYS if k not in _LIST_KEYS and k != "load_when"}
+    load_when = values.get("load_when")
+    if load_when is None:
+        load_when = ""
+    elif not isinstance(load_when, str):
+        raise StoreFormatError("'load_when' must be text", path=path, line=lines["load_when"], rule="mistyped-key")
+
+    def bad(key: str, message: str) -> StoreFormatError:
+        return StoreFormatError(message, path=path, line=lines.get(key), rule="mistyped-key")
+
+    if not NODE_ID.fullmatch(text_of["id"]):
+        raise bad("id", f"id {text_of['id']!r} must look like 'domain/short-name' (lower case, digits, '-')")
+    if text_of["type"] not in NODE_TYPES:
+        raise bad("type", f"type {text_of['type']!r} is not one of {', '.join(sorted(NODE_TYPES))}")
+    if text_of["confidence"] not in CONFIDENCE:
+        raise bad("confidence", f"confidence must be one of {', '.join(CONFIDENCE)}")
+    if text_of["stability"] not in STABILITY:
+        raise bad("stability", f"stability must be one of {', '.join(STABILITY)}")
+    if not _DATE.fullmatch(text_of["valid_from"]):
+        raise bad("valid_from", "valid_from must be a date YYYY-MM-DD")
+    if not text_of["title"].strip() or not text_of["summary"].strip():
+        raise bad("title" if not text_of["title"].strip() else "summary", "title and summary must not be blank")
+    valid_until = values.get("valid_until")
+    if valid_until is not None:
+        if not isinstance(valid_until, str) or not _DATE.fullmatch(valid_until):
+            raise bad("valid_until", "valid_until must be a date YYYY-MM-DD")
+        if valid_until < text_of["valid_from"]:
+            raise bad("valid_until", "valid_until is before valid_from")
+    private_raw = values.get("private")
+    if private_raw not in (None, "true", "false"):
+        raise bad("private", "private must be true or false")
+    links: list[Link] = []
+    for item in lists["links"]:
+        match = _LINK.fullmatch(item)
+        if not match:
+            raise bad("links", f"link {item!r} must look like 'see-also [[domain/name]]'")
+        if match["type"] not in LINK_TYPES:
+            raise bad("links", f"link type {match['type']!r} is not one of {', '.join(sorted(LINK_TYPES))}")
+        links.append(Link(match["type"], match["target"].strip()))
+    return Node(
+        id=text_of["id"],
+        title=text_of["title"],
+        type=text_of["type"],
+        domain=text_of["domain"],
+        summary=text_of["summary"],
+        load_when=load_when,
+        confidence=text_of["confidence"],
+        stability=text_of["stability"],
+        valid_from=text_of["valid_from"],
+        sources=lists["sources"],
+        links=tuple(links),
+        valid_until=valid_until if isinstance(valid_until, str) else None,
+        tags=lists["tags"],
+        private=private_raw == "true",
+        aliases=lists["aliases"],
+        body=doc.body,
+        path=Path(path) if path is not None else None,
+        key_lines=tuple(lines.items()),
+    )
+
+
+def render_node(node: Node) -> str:
+    """The node as file text; :func:`parse_node` reads it back equal."""
+    values: dict[str, FrontValue | bool] = {
+        "id": node.id,
+        "title": node.title,
+        "type": node.type,
+        "domain": node.domain,
+        "summary": node.summary,
+        "load_when": node.load_when,
+        "confidence": node.confidence,
+        "stability": node.stability,
+        "valid_from": node.valid_from,
+    }
+    if node.valid_until is not None:
+        values["valid_until"] = node.valid_until
+    values["sources"] = list(node.sources)
+    values["links"] = [link.render() for link in node.links]
+    if node.tags:
+        values["tags"] = list(node.tags)
+    if node.aliases:
+        values["aliases"] = list(node.aliases)
+    if node.private:
+        values["private"] = True
+    return dump_frontmatter(values) + node.body

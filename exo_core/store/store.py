@@ -1,0 +1,309 @@
+"""A store folder opened for reading and curated writes.
+
+:meth:`Store.open` reads ``STORE.toml``, refuses a format newer than this
+code, migrates an older one (finishing any migration a crash interrupted), and
+returns a :class:`Store`. Nested agent and group stores are opened through
+their parent so they know the shared ledger and items and their own scope.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import secrets
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from exo_core.errors import ConflictError, NotFoundError, UsageError
+from exo_core.store import layout
+from exo_core.store.atomic import atomic_write_text, fsync_dir
+from exo_core.store.config import CURRENT_FORMAT, STORE_KINDS, StoreConfig, read_config, write_config
+from exo_core.store.errors import StoreFormatError, StoreVersionError
+from exo_core.store.node import NODE_ID, Link, Node, node_id_for, parse_node, render_node
+from exo_core.store.router import Router, parse_router
+
+__all__ = ["Store", "init_store", "new_store_id", "PERSON_SCOPE", "template_path"]
+
+PERSON_SCOPE = "person"
+
+
+def new_store_id() -> str:
+    """A fresh random store id: ``st_`` and 32 hex digits."""
+    return "st_" + secrets.token_hex(16)
+
+
+def template_path() -> Path:
+    """The ``store_template/`` folder shipped beside the ``exo_core`` package."""
+    return Path(__file__).resolve().parents[2] / "store_template"
+
+
+@dataclass(frozen=True, slots=True)
+class Store:
+    """An open store. ``scope`` is ``person`` for a top store, ``agent:<name>``/``group:<name>`` nested."""
+
+    root: Path
+    config: StoreConfig
+    scope: str = PERSON_SCOPE
+    parent: "Store | None" = None
+
+    @classmethod
+    def open(cls, root: Path | str, *, migrate: bool = True) -> "Store":
+        """Open the store at ``root``; migrate an older format unless ``migrate`` is False.
+
+        Raises :class:`StoreVersionError` for a format newer than this code
+        (or older when ``migrate`` is False), :class:`StoreFormatError` for a
+        missing or malformed STORE.toml.
+        """
+        root = Path(root).resolve()
+        if not root.is_dir():
+            raise NotFoundError(f"{root}: no such store folder; run 'exo init' or pass --store DIR")
+        from exo_core.store.migrate import finish_or_migrate  # migrate imports Store's pieces
+
+        if migrate:
+            finish_or_migrate(root)
+        config = read_config(root)
+        if config.format > CURRENT_FORMAT:
+            raise StoreVersionError(
+                f"{root}/STORE.toml: store format {config.format} is newer than "
+                f"this Exo understands ({CURRENT_FORMAT}); upgrade Exo before opening it (nothing was changed)"
+            )
+        if config.format < CURRENT_FORMAT:
+            raise StoreVersionError(
+                f"{root}/STORE.toml: store format {config.format} is older than {CURRENT_FORMAT}; "
+                "open it with migration enabled (any exo store command does)"
+            )
+        if config.kind != "person":
+            raise UsageError(
+                f"{root} is a nested {config.kind} store; open its person store and use Store.nested()"
+            )
+        return cls(root, config)
+
+    # -- where things are -------------------------------------------------
+    @property
+    def top(self) -> "Store":
+        """The person store at the top of the nesting (itself when not nested)."""
+        store = self
+        while store.parent is not None:
+            store = store.parent
+        return store
+
+    @property
+    def ledger_path(self) -> Path:
+        """The ledger shared by this store and every store nested in its top store."""
+        return self.top.root / layout.LEDGER
+
+    @property
+    def items_path(self) -> Path:
+        """The items table shared like the ledger."""
+        return self.top.root / layout.ITEMS
+
+    # -- nesting ----------------------------------------------------------
+    def nested(self) -> list["Store"]:
+        """The agent and group stores directly inside this one."""
+        found = []
+        for kind, folder in layout.nested_store_dirs(self.root):
+            config = read_config(folder)
+            if config.kind != kind:
+                raise StoreFormatError(
+                    f"kind {config.kind!r} but it sits under {folder.parent.name}/; set kind = \"{kind}\"",
+                    path=folder / "STORE.toml",
+                    rule="nested-kind",
+                )
+            found.append(Store(folder, config, f"{kind}:{folder.name}", self))
+        return found
+
+    def add_nested(self, kind: str, name: str) -> "Store":
+        """Create ``agents/<name>`` or ``groups/<name>`` with its own pack and router."""
+        if kind not in ("agent", "group"):
+            raise UsageError(f"nested stores are 'agent' or 'group', not {kind!r}")
+        if not layout.NESTED_NAME.fullmatch(name):
+            raise UsageError(f"nested store name {name!r} must be lower case letters, digits and '-'")
+        folder = self.root / f"{kind}s" / name
+        if folder.exists():
+            raise ConflictError(f"{folder} already exists")
+        folder.mkdir(parents=True)
+        config = StoreConfig(format=CURRENT_FORMAT, kind=kind, store_id=new_store_id(), created=_today())
+        write_config(folder, config)
+        atomic_write_text(
+            folder / layout.PACK,
+            f"# {kind.title()} pack: {name}\n\nWhat this {kind} is for, in one page. It shares the person's ledger "
+            "and items and links to the person's facts instead of copying them.\n",
+        )
+        atomic_write_text(folder / layout.ROUTER, f"# {kind.title()} index: {name}\n\n## Load rules\n")
+        fsync_dir(folder.parent)
+        return Store(folder, config, f"{kind}:{name}", self)
+
+    # -- curated files ----------------------------------------------------
+    def pack_text(self) -> str:
+        """The pack page, loaded on every request."""
+        try:
+            return (self.root / layout.PACK).read_text(encoding="utf-8")
+        except FileNotFoundError as exc:
+            raise NotFoundError(f"{self.root / layout.PACK}: missing; copy it from store_template/") from exc
+
+    def router(self, domain: str | None = None) -> Router:
+        """The root router, or a domain's router."""
+        path = self.root / (f"{domain}/{layout.ROUTER}" if domain else layout.ROUTER)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError as exc:
+            raise NotFoundError(f"{path}: missing; every store and domain needs an INDEX.md") from exc
+        return parse_router(text, path=path)
+
+    def node_path(self, node_id: str) -> Path:
+        """Where the node with ``node_id`` lives in this store."""
+        if not NODE_ID.fullmatch(node_id):
+            raise UsageError(f"{node_id!r} is not a node id like 'domain/short-name'")
+        return self.root / f"{node_id}.md"
+
+    def read_node(self, node_id: str) -> Node:
+        """Read one node of this store; :class:`NotFoundError` when absent."""
+        path = self.node_path(node_id)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError as exc:
+            raise NotFoundError(f"{path}: no node {node_id!r}") from exc
+        return parse_node(text, path=path)
+
+    def nodes(self) -> list[Node]:
+        """Every node of this store (not nested ones); a malformed file raises naming it."""
+        return [parse_node(p.read_text(encoding="utf-8"), path=p) for p in layout.node_files(self.root)]
+
+    def visible_nodes(self) -> list[Node]:
+        """The nodes this scope may see: its own, plus its ancestors' non-private nodes.
+
+        Private nodes never reach an agent or group scope (§18.1).
+        """
+        own = self.nodes()
+        seen = {n.id for n in own}
+        store = self.parent
+        while store is not None:
+            for node in store.nodes():
+                if not node.private and node.id not in seen:
+                    own.append(node)
+                    seen.add(node.id)
+            store = store.parent
+        return own
+
+    def write_node(self, node: Node) -> Path:
+        """Write ``node`` atomically at the path its id names."""
+        path = self.node_path(node.id)
+        if node.domain != node.id.split("/", 1)[0]:
+            raise UsageError(f"node {node.id!r} has domain {node.domain!r}; the domain is the id's first part")
+        self.ensure_domain(node.domain)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = render_node(node)
+        parse_node(text, path=path)  # never write what we could not read back
+        atomic_write_text(path, text)
+        if node_id_for(self.root, path) != node.id:
+            raise StoreFormatError("id does not match path", path=path, rule="id-mismatch")
+        return path
+
+    def ensure_domain(self, domain: str) -> None:
+        """Create ``<domain>/INDEX.md`` and link it from the root router, if missing."""
+        folder = self.root / domain
+        if domain in layout.RESERVED_DIRS or domain.startswith("."):
+            raise UsageError(f"{domain!r} is a reserved folder name, not a domain")
+        index = folder / layout.ROUTER
+        if not index.is_file():
+            folder.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(
+                index, f"# {domain.title()}\n\nNodes of the {domain} domain, one belief a file.\n\n## Load rules\n\n"
+            )
+        root_index = self.root / layout.ROUTER
+        text = root_index.read_text(encoding="utf-8") if root_index.is_file() else "# Index\n"
+        if f"[[{domain}/INDEX]]" in text:
+            return
+        entry = f"- [[{domain}/INDEX]]"
+        lines = text.split("\n")
+        heading = next((i for i, line in enumerate(lines) if line.strip().lower() == "## domains"), None)
+        if heading is None:
+            lines = lines[:1] + ["", "## Domains", "", entry] + lines[1:]
+        else:
+            at = heading + 1
+            while at < len(lines) and (not lines[at].strip() or lines[at].lstrip().startswith("- ")):
+                at += 1
+            while at > heading + 1 and not lines[at - 1].strip():
+                at -= 1
+            lines.insert(at, entry)
+        atomic_write_text(root_index, "\n".join(lines))
+
+    def supersede(self, old_id: str, new: Node, *, on: str | None = None) -> Path:
+        """Replace a belief without deleting it: the old one gets ``valid_until``,
+        the new one a ``supersedes`` link to it. The new node is written first so
+        a crash between the two writes leaves both beliefs and the link."""
+        old = self.read_node(old_id)
+        day = on or _today()
+        link = Link("supersedes", old_id)
+        if link not in new.links:
+            new = _replace_links(new, new.links + (link,))
+        path = self.write_node(new)
+        if old.valid_until is None or old.valid_until > day:
+            self.write_node(_with_valid_until(old, max(day, old.valid_from)))
+        return path
+
+
+def _replace_links(node: Node, links: tuple[Link, ...]) -> Node:
+    return dataclasses.replace(node, links=links)
+
+
+def _with_valid_until(node: Node, day: str) -> Node:
+    return dataclasses.replace(node, valid_until=day)
+
+
+def _today() -> str:
+    return _dt.date.today().isoformat()
+
+
+def init_store(
+    dest: Path | str,
+    *,
+    owner_key_ids: list[str],
+    kind: str = "person",
+    name: str = "",
+    template: Path | None = None,
+    create_ledger: bool = True,
+) -> Store:
+    """Create a new store at ``dest`` from ``store_template/`` and fill STORE.toml.
+
+    ``dest`` must not exist or be an empty folder. The copy is made in a
+    sibling temp folder and renamed into place, so a crash leaves no
+    half-made store. With ``create_ledger`` the empty ``ledger.sqlite`` is
+    created too, its ledger id equal to the new store id. Returns the opened
+    store.
+    """
+    dest = Path(dest).resolve()
+    if kind not in STORE_KINDS or kind != "person":
+        raise UsageError("init_store makes a top-level person store; use Store.add_nested for agents and groups")
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+        raise ConflictError(f"{dest} exists and is not empty; choose another folder or move it away")
+    source = template or template_path()
+    if not (source / "STORE.toml").is_file():
+        raise NotFoundError(f"{source}: store template missing (reinstall Exo)")
+    staging = dest.with_name(f".{dest.name}.init-{secrets.token_hex(4)}")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(source, staging, ignore=shutil.ignore_patterns("__pycache__", ".DS_Store"))
+    base = read_config(staging)
+    config = StoreConfig(
+        format=base.format,
+        kind=kind,
+        store_id=new_store_id(),
+        owner_keys=tuple(owner_key_ids),
+        created=_today(),
+        name=name,
+    )
+    write_config(staging, config)
+    if create_ledger:
+        from exo_core.store.ledger_bridge import create_ledger as _create_ledger
+
+        _create_ledger(staging, config.store_id)
+    for folder in sorted(staging.rglob("*")):
+        if folder.is_dir():
+            fsync_dir(folder)
+    fsync_dir(staging)
+    if dest.exists():
+        dest.rmdir()
+    staging.rename(dest)
+    fsync_dir(dest.parent)
+    return Store.open(dest)

@@ -1,0 +1,190 @@
+"""``exo store sync A B``: two copies of one person that were both used.
+
+Nothing is merged silently and nothing is dropped:
+
+* **Ledger.** The ledger's own sync (:func:`exo_core.ledger.sync_ledgers`)
+  gives each copy every entry of the other. When both main chains grew after
+  their last shared entry, that is a *fork*: each copy keeps its own main
+  chain and stores the other's tail, byte for byte, as a fork segment. The
+  report carries the two conflicting signed checkpoints and the shared height.
+* **Items.** ``items.sqlite`` is a view of the ledger's ``item`` entries; after
+  the ledger sync both copies rebuild it from the ledger, so every item either
+  copy saved is in both.
+* **Curated files** (pack, routers, nodes). Compared against the last
+  common state (``.exo/sync-base.json`` written by the previous sync, else an
+  export manifest). A file changed on one side only is copied to the other; a
+  file present on one side only is copied; a file changed differently on both
+  sides is a *conflict*: each copy keeps its own version, the other version
+  is saved under ``.exo/conflicts/<sync id>/`` in both, and the report lists
+  it for the person to resolve.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import secrets
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from exo_core.errors import ConflictError
+from exo_core.store import layout
+from exo_core.store.atomic import atomic_write_bytes, atomic_write_text
+from exo_core.store.items import rebuild_items
+from exo_core.store.manifest import canonical_json, copy_candidates, hash_file
+from exo_core.store.store import Store
+
+if TYPE_CHECKING:
+    from exo_core.ledger import CheckpointBook, Signer, SyncReport
+
+__all__ = ["StoreSyncReport", "sync_stores", "SYNC_BASE"]
+
+SYNC_BASE = "sync-base.json"
+
+
+@dataclass(slots=True)
+class StoreSyncReport:
+    """What a store sync did; ``ledger`` is the ledger's own report."""
+
+    sync_id: str
+    ledger: "SyncReport"
+    items: tuple[int, int] = (0, 0)
+    copied: list[str] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
+
+    @property
+    def forked(self) -> bool:
+        """True when the two ledgers had diverged."""
+        return self.ledger.fork is not None
+
+    def render(self) -> str:
+        """Human-readable report."""
+        led = self.ledger
+        lines = [
+            f"sync {self.sync_id}",
+            f"  ledger: {led.into_local.imported} entries into A, {led.into_foreign.imported} into B",
+        ]
+        if led.fork is not None:
+            fork = led.fork
+            lines += [
+                f"  FORK after shared height {fork.base.size} (head {fork.base.chain[:16]}…):",
+                f"    A: height {fork.local.size} head {fork.local.head[:16]}… signed by {fork.local.signer[:24]}…",
+                f"    B: height {fork.foreign.size} head {fork.foreign.head[:16]}… signed by {fork.foreign.signer[:24]}…",
+                "    both tails are kept in both copies (the other's as a fork segment); nothing was merged",
+            ]
+        else:
+            lines.append("  no fork: one copy was a prefix of the other")
+        lines.append(f"  items rebuilt from the ledger: A {self.items[0]}, B {self.items[1]}")
+        lines += [f"  copied {c}" for c in self.copied]
+        lines += [f"  CONFLICT {c}" for c in self.conflicts]
+        return "\n".join(lines)
+
+
+def _hashes(root: Path) -> dict[str, str]:
+    return {
+        rel.as_posix(): hash_file(root / rel)[0]
+        for rel in copy_candidates(root)
+        if rel.as_posix() not in layout.SQLITE_FILES
+    }
+
+
+def _base(a: Path, b: Path) -> dict[str, str]:
+    base: dict[str, str] = {}
+    for root in (a, b):
+        for name in (f"{layout.STATE_DIR}/{SYNC_BASE}", layout.MANIFEST, f"{layout.STATE_DIR}/import-manifest.json"):
+            try:
+                doc = json.loads((root / name).read_text(encoding="utf-8"))
+            except FileNotFoundError:
+                continue
+            except (OSError, ValueError):
+                continue  # an unreadable base only makes more files look like conflicts
+            files = doc.get("files", {}) if isinstance(doc, dict) else {}
+            for rel, entry in files.items():
+                sha = entry.get("sha256") if isinstance(entry, dict) else entry
+                if isinstance(sha, str):
+                    base.setdefault(rel, sha)
+    return base
+
+
+def _copy(src: Path, dest: Path) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(dest, src.read_bytes())
+
+
+def _sync_files(a: Path, b: Path, sync_id: str, report: StoreSyncReport) -> None:
+    ha, hb, base = _hashes(a), _hashes(b), _base(a, b)
+    agreed: dict[str, str] = {}
+    for rel in sorted(set(ha) | set(hb)):
+        sa, sb = ha.get(rel), hb.get(rel)
+        if sa == sb:
+            agreed[rel] = sa or ""
+        elif sb is None or (sa is not None and sb == base.get(rel)):
+            _copy(a / rel, b / rel)  # only A has it, or only A changed it
+            report.copied.append(f"{rel} A -> B")
+            agreed[rel] = sa or ""
+        elif sa is None or sa == base.get(rel):
+            _copy(b / rel, a / rel)
+            report.copied.append(f"{rel} B -> A")
+            agreed[rel] = sb
+        else:
+            for own, other, label in ((a, b, "B"), (b, a, "A")):
+                keep = own / layout.STATE_DIR / "conflicts" / sync_id / label / rel
+                keep.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(other / rel, keep)
+            report.conflicts.append(
+                f"{rel}: changed in both copies; each kept its own, the other's is in "
+                f".exo/conflicts/{sync_id}/<A|B>/{rel}"
+            )
+    doc = canonical_json({"sync_id": sync_id, "files": agreed})
+    for root in (a, b):
+        (root / layout.STATE_DIR).mkdir(exist_ok=True)
+        atomic_write_bytes(root / layout.STATE_DIR / SYNC_BASE, doc)
+
+
+def sync_stores(
+    a: Path | str, b: Path | str, *, signer: "Signer", book: "CheckpointBook | None" = None
+) -> StoreSyncReport:
+    """Sync the two copies ``a`` and ``b`` of one store (see module doc).
+
+    ``signer`` is this machine's ledger key (it signs the checkpoints);
+    ``book`` is this machine's checkpoint book. Raises :class:`ConflictError`
+    for two different stores and :class:`CorruptDataError` (from the ledger)
+    when either copy fails verification; nothing is changed then.
+    """
+    from exo_core.ledger import sync_ledgers
+    from exo_core.store.ledger_bridge import open_ledger
+
+    store_a, store_b = Store.open(a), Store.open(b)
+    if store_a.root == store_b.root:
+        raise ConflictError("A and B are the same folder")
+    if store_a.config.store_id != store_b.config.store_id:
+        raise ConflictError(
+            f"{store_a.root} is store {store_a.config.store_id} and {store_b.root} is {store_b.config.store_id}; "
+            "only two copies of one store can be synced"
+        )
+    pins = set(store_a.config.owner_keys) | set(store_b.config.owner_keys)
+    pins.add(signer.key_id)
+    sync_id = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+    la = open_ledger(store_a.root, signer=signer)
+    lb = open_ledger(store_b.root, signer=signer)
+    try:
+        ledger_report = sync_ledgers(
+            la, lb, pins=pins, book=book, local_origin=str(store_a.root), foreign_origin=str(store_b.root)
+        )
+        report = StoreSyncReport(sync_id, ledger_report)
+        report.items = (
+            rebuild_items(store_a.items_path, la),
+            rebuild_items(store_b.items_path, lb),
+        )
+    finally:
+        la.close()
+        lb.close()
+    _sync_files(store_a.root, store_b.root, sync_id, report)
+    record: dict[str, Any] = {"sync_id": sync_id, "report": report.render()}
+    for root in (store_a.root, store_b.root):
+        log = root / layout.STATE_DIR / "sync-log"
+        log.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(log / f"{sync_id}.json", json.dumps(record, indent=1))
+    return report

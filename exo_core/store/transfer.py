@@ -1,0 +1,273 @@
+"""Moving the person: a consistent copy of a store, even while exod writes.
+
+``export_store(src, dest)``:
+
+1. Builds the copy in a sibling staging folder ``.<dest>.export-<rand>``.
+2. Copies curated files byte for byte (each fsynced); copies ``ledger.sqlite``
+   and ``items.sqlite`` with SQLite's online backup API, never as raw files,
+   so a database being written is copied as one consistent snapshot.
+3. Writes ``MANIFEST.json`` (hashes of every file) *last*.
+4. Swaps the staging folder into place in one atomic step
+   (``renameat2(RENAME_EXCHANGE)`` when ``dest`` already holds an older copy,
+   a plain rename otherwise), then deletes the old copy.
+
+A kill at any instant leaves ``dest`` as the complete old copy or the complete
+new one; ``verify_store`` says which (the manifest names its export). Staging
+leftovers of a killed export are removed by the next export.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import secrets
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from exo_core.errors import ConflictError, NotFoundError, StorageError, UsageError
+from exo_core.store import layout
+from exo_core.store.atomic import atomic_write_bytes, exchange_paths, fsync_dir, remove_tree
+from exo_core.store.config import read_config, write_config
+from exo_core.store.manifest import build_manifest, copy_candidates, read_manifest
+from exo_core.store.store import Store
+
+__all__ = ["ExportResult", "export_store", "import_store", "copy_sqlite", "StepHook"]
+
+StepHook = Callable[[str], None]
+LedgerHook = Callable[[Path], dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class ExportResult:
+    """What an export wrote."""
+
+    dest: Path
+    export_id: str
+    files: int
+    ledger: dict[str, Any]
+
+
+def copy_sqlite(src: Path, dest: Path) -> None:
+    """Copy a (possibly live) SQLite database with the online backup API, then fsync.
+
+    The whole database is copied in one step under a read transaction, so a
+    concurrent writer either lands entirely before or entirely after the copy.
+    """
+    try:
+        source = sqlite3.connect(f"file:{src}?mode=ro", uri=True, timeout=30)
+    except sqlite3.Error as exc:
+        raise StorageError(f"{src}: cannot open for copying ({exc})") from exc
+    try:
+        target = sqlite3.connect(dest)
+        try:
+            source.backup(target)
+            # A copy is a single file: leave it in rollback-journal mode so no
+            # -wal file is needed to read it on the other machine.
+            mode = target.execute("PRAGMA journal_mode").fetchone()[0]
+            if str(mode).lower() == "wal":
+                target.execute("PRAGMA journal_mode=DELETE")
+        finally:
+            target.close()
+    except sqlite3.Error as exc:
+        raise StorageError(f"{src}: backup to {dest} failed ({exc}); is the disk full?") from exc
+    finally:
+        source.close()
+    fd = os.open(dest, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _copy_file(src: Path, dest: Path) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with src.open("rb") as reader:
+        fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            while chunk := reader.read(1 << 20):
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _clean_stale(dest: Path) -> None:
+    for stale in dest.parent.glob(f".{dest.name}.export-*"):
+        remove_tree(stale)
+
+
+def _check_replaceable(dest: Path, force: bool) -> None:
+    if not dest.exists():
+        return
+    if not dest.is_dir():
+        raise ConflictError(f"{dest} exists and is not a folder; choose another destination")
+    if not any(dest.iterdir()):
+        return
+    if force:
+        return
+    from exo_core.store.verify import manifest_problems
+
+    if read_manifest(dest) is None:
+        raise ConflictError(
+            f"{dest} holds files but is not an unchanged export; refusing to replace it. "
+            "If it is a store that was used, run 'exo store sync' instead; otherwise pass --force"
+        )
+    problems = manifest_problems(dest)
+    if problems:
+        raise ConflictError(
+            f"{dest} was changed since it was exported ({problems[0]}); replacing it could lose work. "
+            "Use 'exo store sync' to combine the two, or pass --force"
+        )
+
+
+def _copy_tree(
+    src: Path,
+    staging: Path,
+    *,
+    manifest: dict[str, Any] | None,
+    on_step: StepHook | None,
+) -> int:
+    count = 0
+    for rel in copy_candidates(src):
+        target = staging / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if rel.as_posix() in layout.SQLITE_FILES:
+            copy_sqlite(src / rel, target)
+        else:
+            _copy_file(src / rel, target)
+        count += 1
+        if on_step is not None:
+            on_step(f"file:{rel.as_posix()}")
+    for folder in sorted({p for p in staging.rglob("*") if p.is_dir()}, reverse=True):
+        fsync_dir(folder)
+    if manifest is not None:
+        atomic_write_bytes(staging / layout.MANIFEST, build_manifest(staging, **manifest))
+        if on_step is not None:
+            on_step("manifest")
+    fsync_dir(staging)
+    return count
+
+
+def _swap_into_place(staging: Path, dest: Path, on_step: StepHook | None) -> None:
+    if dest.exists():
+        if not exchange_paths(staging, dest):
+            # No atomic exchange here (not Linux, or a file system without it):
+            # move the old copy aside first; a kill between the two renames
+            # leaves the old copy under '.<dest>.export-*-old' (documented).
+            aside = dest.with_name(f".{dest.name}.export-{secrets.token_hex(4)}-old")
+            dest.rename(aside)
+            staging.rename(dest)
+            staging = aside
+        fsync_dir(dest.parent)
+        if on_step is not None:
+            on_step("swap")
+        remove_tree(staging)  # now holds the old copy
+    else:
+        staging.rename(dest)
+        fsync_dir(dest.parent)
+        if on_step is not None:
+            on_step("swap")
+    if on_step is not None:
+        on_step("done")
+
+
+def export_store(
+    src: Path | str,
+    dest: Path | str,
+    *,
+    force: bool = False,
+    ledger_hook: LedgerHook | None = None,
+    on_step: StepHook | None = None,
+) -> ExportResult:
+    """Copy the store at ``src`` to ``dest`` consistently and atomically (see module doc).
+
+    ``ledger_hook(ledger_path)`` runs before the copy (the ledger writes a
+    signed checkpoint there) and returns what the manifest records about the
+    ledger. ``on_step`` is called at every file boundary (tests kill there).
+    Raises :class:`ConflictError` rather than replace a copy that was changed
+    since its export, unless ``force``.
+    """
+    store = Store.open(src)
+    dest = Path(dest).resolve()
+    if dest == store.root or store.root in dest.parents:
+        raise UsageError(f"{dest} is inside the store being exported; choose a folder outside it")
+    _check_replaceable(dest, force)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    _clean_stale(dest)
+    ledger_info: dict[str, Any] = {}
+    ledger_path = store.root / layout.LEDGER
+    if ledger_hook is not None and ledger_path.is_file():
+        ledger_info = ledger_hook(ledger_path)
+    export_id = secrets.token_hex(8)
+    staging = dest.with_name(f".{dest.name}.export-{export_id}")
+    staging.mkdir()
+    manifest = {
+        "export_id": export_id,
+        "exported_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "store_id": store.config.store_id,
+        "store_format": store.config.format,
+        "ledger": ledger_info,
+    }
+    try:
+        files = _copy_tree(store.root, staging, manifest=manifest, on_step=on_step)
+    except BaseException:
+        remove_tree(staging)
+        raise
+    _swap_into_place(staging, dest, on_step)
+    return ExportResult(dest, export_id, files, ledger_info)
+
+
+def import_store(
+    src: Path | str, dest: Path | str, *, owner_key_id: str | None = None, on_step: StepHook | None = None
+) -> Path:
+    """Make the verified export at ``src`` the live store at ``dest``.
+
+    ``src`` must verify clean (manifest, databases, ledger, lint). ``dest`` must
+    not exist or be empty: an existing store is never overwritten by an import
+    (use ``exo store sync`` to combine two used copies). The copy is atomic
+    like an export; the live store carries no manifest. ``owner_key_id`` (this
+    machine's ledger key) is added to STORE.toml's owner keys in the copy
+    before it goes live, so entries written here verify as the owner's.
+    """
+    from exo_core.store.verify import verify_store
+
+    src_path = Path(src).resolve()
+    if not src_path.is_dir():
+        raise NotFoundError(f"{src_path}: no such folder to import")
+    report = verify_store(src_path)
+    if not report.ok:
+        raise ConflictError(f"{src_path} does not verify; not importing:\n" + report.render())
+    if report.manifest is None:
+        raise UsageError(f"{src_path} has no MANIFEST.json; make it with 'exo store export' first")
+    dest = Path(dest).resolve()
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+        raise ConflictError(
+            f"{dest} already holds a store; an import never replaces one. "
+            "Use 'exo store sync' to combine them, or move it away first"
+        )
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    _clean_stale(dest)
+    staging = dest.with_name(f".{dest.name}.export-{secrets.token_hex(8)}")
+    staging.mkdir()
+    try:
+        _copy_tree(src_path, staging, manifest=None, on_step=on_step)
+        if owner_key_id is not None:
+            config = read_config(staging)
+            if owner_key_id not in config.owner_keys:
+                write_config(staging, replace(config, owner_keys=config.owner_keys + (owner_key_id,)))
+        # Keep the export's manifest as machine state: it is the common base
+        # a later 'exo store sync' with the source compares curated files to.
+        (staging / layout.STATE_DIR).mkdir(exist_ok=True)
+        atomic_write_bytes(staging / layout.STATE_DIR / "import-manifest.json", (src_path / layout.MANIFEST).read_bytes())
+    except BaseException:
+        remove_tree(staging)
+        raise
+    if dest.exists():
+        dest.rmdir()
+    _swap_into_place(staging, dest, on_step)
+    return dest

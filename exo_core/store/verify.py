@@ -1,0 +1,146 @@
+"""``exo store verify DIR``: is this folder a sound store, and which copy is it?
+
+Checks, in order: STORE.toml; the manifest (every listed file present with
+its hash and size, no unlisted file) when the folder is an export; each
+SQLite file's own integrity check; the ledger's chain and signatures, pinned
+to the owner keys in STORE.toml; and lint. The report names the export the
+folder holds, so after an interrupted copy it says whether the old or the new
+copy is in place.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from exo_core.store import layout
+from exo_core.store.config import read_config
+from exo_core.store.errors import StoreFormatError
+from exo_core.store.lint import lint_store
+from exo_core.store.manifest import Manifest, copy_candidates, hash_file, read_manifest
+
+__all__ = ["VerifyReport", "verify_store", "manifest_problems", "sqlite_problems"]
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyReport:
+    """The outcome of :func:`verify_store`. ``ok`` is True when there is no error."""
+
+    root: Path
+    manifest: Manifest | None
+    errors: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def ok(self) -> bool:
+        """No errors (warnings allowed)."""
+        return not self.errors
+
+    @property
+    def clean(self) -> bool:
+        """Nothing at all to report."""
+        return not self.errors and not self.warnings
+
+    def render(self) -> str:
+        """Human-readable lines: which copy, then errors, warnings and notes."""
+        lines = [f"store {self.root}"]
+        if self.manifest is not None:
+            lines.append(f"  copy: {self.manifest.describe()}")
+        lines += [f"  note: {n}" for n in self.notes]
+        lines += [f"  error: {e}" for e in self.errors]
+        lines += [f"  warning: {w}" for w in self.warnings]
+        lines.append("  ok" if self.ok else f"  FAILED: {len(self.errors)} error(s)")
+        return "\n".join(lines)
+
+
+def manifest_problems(root: Path) -> list[str]:
+    """What differs between ``root`` and its manifest (empty when it matches)."""
+    try:
+        manifest = read_manifest(root)
+    except StoreFormatError as exc:
+        return [str(exc)]
+    if manifest is None:
+        return [f"{root / layout.MANIFEST}: missing"]
+    problems = []
+    present = {rel.as_posix() for rel in copy_candidates(root)}
+    for name, entry in sorted(manifest.files.items()):
+        path = root / name
+        if name not in present:
+            problems.append(f"{name}: listed in the manifest but missing")
+            continue
+        sha, size = hash_file(path)
+        if (sha, size) != (entry.sha256, entry.size):
+            problems.append(f"{name}: content differs from the manifest (size {size}, expected {entry.size})")
+    for name in sorted(present - set(manifest.files)):
+        problems.append(f"{name}: not in the manifest (added after the export)")
+    return problems
+
+
+def sqlite_problems(path: Path) -> list[str]:
+    """PRAGMA integrity_check of one database, opened read-only."""
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            rows = [str(r[0]) for r in conn.execute("PRAGMA integrity_check")]
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        return [f"{path.name}: not a usable SQLite database ({exc})"]
+    return [] if rows == ["ok"] else [f"{path.name}: {row}" for row in rows[:5]]
+
+
+def _ledger_problems(
+    root: Path, owner_keys: tuple[str, ...], manifest: Manifest | None
+) -> tuple[list[str], list[str]]:
+    from exo_core.errors import ExoError
+    from exo_core.ledger import Checkpoint
+    from exo_core.store.ledger_bridge import verify_ledger
+
+    checkpoints = []
+    errors: list[str] = []
+    if manifest is not None and "checkpoint" in manifest.ledger:
+        # The export's signed checkpoint: the copied ledger must still reach it.
+        try:
+            checkpoints.append(Checkpoint.from_json(manifest.ledger["checkpoint"]))
+        except ExoError as exc:
+            errors.append(f"{layout.MANIFEST}: bad ledger checkpoint ({exc.message})")
+    ledger_errors, notes = verify_ledger(root / layout.LEDGER, owner_keys, checkpoints=checkpoints)
+    return errors + ledger_errors, notes
+
+
+def verify_store(root: Path | str) -> VerifyReport:
+    """Verify the store folder at ``root`` without changing it."""
+    root = Path(root).resolve()
+    errors: list[str] = []
+    warnings: list[str] = []
+    notes: list[str] = []
+    manifest = None
+    if not root.is_dir():
+        return VerifyReport(root, None, (f"{root}: no such folder",))
+    try:
+        config = read_config(root)
+    except StoreFormatError as exc:
+        return VerifyReport(root, None, (str(exc),))
+    try:
+        manifest = read_manifest(root)
+    except StoreFormatError as exc:
+        errors.append(str(exc))
+    if manifest is not None:
+        errors.extend(manifest_problems(root))
+    else:
+        notes.append("no MANIFEST.json: a live store, not an export (files not checked against hashes)")
+    for name in layout.SQLITE_FILES:
+        path = root / name
+        if path.is_file():
+            errors.extend(sqlite_problems(path))
+    if (root / layout.LEDGER).is_file() and not errors:
+        ledger_errors, ledger_notes = _ledger_problems(root, config.owner_keys, manifest)
+        errors.extend(ledger_errors)
+        notes.extend(ledger_notes)
+    report = lint_store(root)
+    errors.extend(str(f) for f in report.errors)
+    warnings.extend(str(f) for f in report.warnings)
+    return VerifyReport(root, manifest, tuple(errors), tuple(warnings), tuple(notes))
+
