@@ -10,6 +10,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${EXO_VENV:-$ROOT/.venv}"
 PY="${PYTHON:-python3}"
 
+"$ROOT/scripts/install_system.sh"
+
 if ! "$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)'; then
   echo "setup: Python 3.11 or newer is needed (found $("$PY" --version 2>&1))" >&2
   exit 1
