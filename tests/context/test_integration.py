@@ -15,7 +15,7 @@ from exo_core.engine.core import Core, CoreOptions
 from exo_core.home import ExoHome
 
 
-async def wait_for(events: list[dict[str, Any]], predicate, timeout: float = 20.0) -> dict[str, Any]:
+async def wait_for(events: list[dict[str, Any]], predicate, timeout: float = 90.0) -> dict[str, Any]:
     async def poll() -> dict[str, Any]:
         while True:
             for e in events:
