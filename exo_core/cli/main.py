@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "chat_cmd",
     "pair_cmd",
     "search_cmd",
+    "history_cmd",
     "protocol_cmd",
     "store_cmd",
     "onboard_cmd",
