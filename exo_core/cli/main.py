@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "chat_cmd",
     "search_cmd",
     "protocol_cmd",
+    "models_cmd",
 )
 
 
