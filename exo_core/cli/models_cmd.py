@@ -74,7 +74,7 @@ def _list(args: argparse.Namespace) -> int:
         models.append({"name": m.name, "kind": m.kind, "licence": m.licence,
                        "prompt": m.prompt.format if m.prompt else None, "files": files})
     catalog = load_catalog(home.config())
-    roles = {role: list(routes) for role, routes in catalog.roles.items()}
+    roles = {role: [str(r) for r in routes] for role, routes in catalog.roles.items()}
     if args.json:
         print(json.dumps({"models": models, "roles": roles}, indent=2))
         return 0
