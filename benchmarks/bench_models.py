@@ -285,9 +285,25 @@ async def worker(threads: int, repeats: int, max_tokens: int) -> dict[str, Any]:
         await agen.aclose()
         lat.append(time.perf_counter() - t0)
     interrupt_ms = round(statistics.median(lat) * 1000, 2)
+    rss_end = rss_mb()
+    # the embedder beside the model: the device's whole model footprint
+    rss_embedder = None
+    onnx_path = locate_model_file("paraphrase-MiniLM-L3-v2.int8.onnx")
+    if onnx_path is not None:
+        import numpy as np
+        import onnxruntime as ort
+
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = 1
+        sess = ort.InferenceSession(str(onnx_path), opts, providers=["CPUExecutionProvider"])
+        ids = np.array([[101, 7592, 2088, 102]], dtype=np.int64)
+        sess.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids)})
+        rss_embedder = rss_mb()
     out = {"threads": threads, "load_s": round(load_s, 3), "rss_mb_start": rss_start,
            "rss_mb_loaded": rss_loaded, "median": med, "ratio_to_direct": ratios,
-           "prefix_reuse": prefix, "interrupt_ms": interrupt_ms, "rss_mb_end": rss_mb(),
+           "prefix_reuse": prefix, "interrupt_ms": interrupt_ms, "rss_mb_end": rss_end,
+           "rss_mb_with_int8_embedder": rss_embedder,
+           "loadavg_1m_after": round(os.getloadavg()[0], 2),
            "max_tokens": max_tokens, "repeats": repeats}
     await router.client.aclose()
     return out
@@ -352,6 +368,7 @@ def main() -> int:
                                "machine": {"cpus": os.cpu_count(), "platform": sys.platform},
                                "runs": []}
     extra = ["--quick"] if args.quick else []
+    results["machine"]["loadavg_1m_before"] = round(os.getloadavg()[0], 2)
     for threads in [int(t) for t in args.threads.split(",")]:
         proc = subprocess.run([sys.executable, __file__, "--worker", str(threads), *extra],
                               capture_output=True, text=True, check=True)
@@ -368,6 +385,8 @@ def main() -> int:
               f"{p['warm_prompt_s'] * 1000:.1f} ms ({p['reused_tokens']}/{p['prompt_tokens']} "
               f"tokens reused) speedup x{p['speedup']}")
         print(f"  interrupt: {run['interrupt_ms']} ms from aclose() to worker free")
+        print(f"  RSS with the int8 embedder also loaded: {run['rss_mb_with_int8_embedder']} MB; "
+              f"load average after: {run['loadavg_1m_after']}")
     if not args.skip_quality:
         proc = subprocess.run([sys.executable, __file__, "--quality-worker", "2"],
                               capture_output=True, text=True, check=True)

@@ -20,8 +20,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import ctypes
-import json
-import os
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -318,9 +316,3 @@ def _common_prefix(a: list[int], b: list[int]) -> int:
         n += 1
     return n
 
-
-def settings_json(settings: LlamaSettings) -> str:
-    """The settings as JSON (for logs and benchmarks)."""
-    return json.dumps({"model": str(settings.model_path), "n_ctx": settings.n_ctx,
-                       "n_threads": settings.n_threads, "n_batch": settings.n_batch,
-                       "format": settings.prompt.format, "pid": os.getpid()})
