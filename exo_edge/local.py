@@ -1,5 +1,8 @@
 """The local model provider: what the router calls for ``local:<model>`` routes.
 
+``local_transport(home)`` is what exod uses for its ``local`` model spec: the
+model router built from the home's config, with local routes wired here.
+
 ``local_factory(home)`` returns a function from a manifest name (the model
 part of the route, e.g. ``gemma-3-270m``) to one shared
 :class:`~exo_edge.llama_transport.LlamaTransport`. Settings come from the
@@ -22,11 +25,12 @@ from typing import Any
 
 from exo_core.errors import ConfigError
 from exo_core.home import ExoHome
+from exo_core.models.router import ModelRouter, build_router
 from exo_edge.llama_transport import LlamaSettings, LlamaTransport
 from exo_edge.manifest import PromptFormat, find_manifest
 from exo_edge.paths import locate_model_file
 
-__all__ = ["local_settings", "local_factory"]
+__all__ = ["local_settings", "local_factory", "local_transport"]
 
 _INT_KEYS = ("n_ctx", "n_threads", "n_batch", "seed")
 
@@ -70,3 +74,14 @@ def local_factory(home: ExoHome, *, overrides: Mapping[str, int] | None = None
         return cache[name]
 
     return make
+
+
+def local_transport(home: ExoHome, *, overrides: Mapping[str, int] | None = None) -> ModelRouter:
+    """The transport exod answers with on a device: the model router over the home's roles,
+    with ``local:`` routes served by the GGUF in the home's models folder.
+
+    With the default catalog ``main`` is ``local:gemma-3-270m`` only; a
+    ``[models.roles]`` table in config.toml can put a laptop's server first and
+    keep the local model as the fallback. Call ``await router.aclose()`` at shutdown.
+    """
+    return build_router(home, local=local_factory(home, overrides=overrides))

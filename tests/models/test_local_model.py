@@ -185,3 +185,19 @@ async def test_missing_model_file_says_how_to_fix(tmp_path: Path) -> None:
         await t.aclose()
     assert info.value.kind is FailureKind.UNAVAILABLE
     assert "exo models fetch" in info.value.message
+
+
+@pytest.mark.model
+async def test_local_transport_for_exod(tmp_path: Path) -> None:
+    _model_path()
+    from exo_core.home import ExoHome
+    from exo_edge.local import local_transport
+
+    router = local_transport(ExoHome(tmp_path), overrides={"n_ctx": 512})
+    try:
+        assert [str(r) for r in router.chain("main")] == ["local:gemma-3-270m"]
+        chunks = [c async for c in router.stream(ask("What is the dog called?", max_tokens=8))]
+    finally:
+        await router.aclose()
+    assert isinstance(chunks[-1], Finish)
+    assert any(isinstance(c, TextDelta) for c in chunks)
