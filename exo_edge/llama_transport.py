@@ -8,8 +8,12 @@
   the worker is told between two tokens and returns; the next call waits for it.
 * **Prompt formats.** ``chat`` uses the model's own chat template;
   ``completion`` renders a base-model prompt (:mod:`exo_edge.prompting`).
-* **Tools under a grammar.** When tools are offered, the answer is constrained
-  to text or a ``CALL {...}`` whose arguments follow the tool's schema.
+* **Tools under a grammar.** With ``tool_choice="auto"`` the answer is
+  generated freely and streamed, held back only while it could still begin
+  with ``CALL``; if it does, generation stops and the call's JSON is generated
+  under a grammar from the tools' schemas (the prompt prefix is still in the KV
+  cache). ``required`` or a tool name goes straight to the constrained call.
+  Free text never pays for grammar sampling over the 262k-token vocabulary.
 * **Prefix reuse.** llama-cpp-python keeps the KV cache of the longest common
   token prefix with the previous call on the same object; the usage chunk
   reports those tokens as ``cache_read_tokens``.
@@ -38,7 +42,14 @@ from exo_core.agent.model import (
 from exo_core.errors import ClosedResourceError
 from exo_core.models.failures import FailureKind, ProviderError
 from exo_edge.manifest import PromptFormat
-from exo_edge.prompting import chat_messages, parse_tool_call, render_completion, tool_grammar
+from exo_edge.prompting import (
+    CALL_PREFIX,
+    call_grammar,
+    chat_messages,
+    parse_tool_call,
+    render_completion,
+    tool_grammar,
+)
 
 __all__ = ["LlamaSettings", "CallStats", "LlamaTransport", "rss_bytes"]
 
@@ -154,81 +165,142 @@ class LlamaTransport:
                 "n_ctx": self.settings.n_ctx}
 
     # -- one call -------------------------------------------------------------------
-    def _run(self, request: ModelRequest, emit: Any, cancel: threading.Event) -> dict[str, Any]:
-        """Worker side of one call: render, generate, emit text pieces; returns the summary."""
-        llm = self._load_sync()
-        fmt = self.settings.prompt
-        grammar = None
-        if request.tools and request.tool_choice != "none":
-            import llama_cpp
+    def _generate(self, llm: Any, prompt: Any, request: ModelRequest, *, stop: list[str],
+                  grammar: Any, emit: Any, cancel: threading.Event, watch_call: bool,
+                  stream_text: bool, chat: bool = False) -> dict[str, Any]:
+        """One llama.cpp generation in the worker.
 
-            try:
-                grammar = llama_cpp.LlamaGrammar.from_string(
-                    tool_grammar(request.tools, request.tool_choice), verbose=False)
-            except ValueError as exc:
-                raise ProviderError(f"cannot build a grammar for the offered tools ({exc})",
-                                    kind=FailureKind.BAD_REQUEST, provider="local") from exc
-        tools = request.tools if grammar is not None else ()
-        if fmt.format == "chat":
-            text_prompt = None
-            tokens = None
-        else:
-            text_prompt = render_completion(request.messages, fmt, tools)
-            tokens = llm.tokenize(text_prompt.encode("utf-8"), add_bos=True, special=False)
-            limit = self.settings.n_ctx - request.max_tokens
-            if len(tokens) > limit:
-                raise ProviderError(
-                    f"the prompt has {len(tokens)} tokens but only {limit} fit in n_ctx "
-                    f"{self.settings.n_ctx} with max_tokens {request.max_tokens}; shorten the "
-                    "context or raise n_ctx", kind=FailureKind.BAD_REQUEST, provider="local")
-        reused = _common_prefix(list(llm._input_ids), tokens or [])
-        stop = list(dict.fromkeys([*fmt.stop, *request.stop]))
-        if grammar is not None:
-            stop = [s for s in stop if s != "\n"]
-        start = time.perf_counter()
-        first_at: float | None = None
-        pieces: list[str] = []
-        out_tokens = 0
-        if text_prompt is not None:
-            stream = llm.create_completion(
-                tokens, max_tokens=request.max_tokens, temperature=request.temperature,
-                stop=stop, stream=True, grammar=grammar, seed=self.settings.seed)
-        else:
+        ``watch_call`` holds text back while the answer could still begin with
+        ``CALL`` and stops as soon as it does (the caller then generates the
+        call under a grammar); any other answer is streamed from there on.
+        """
+        if chat:
             stream = llm.create_chat_completion(
-                chat_messages(request.messages), max_tokens=request.max_tokens,
-                temperature=request.temperature, stop=stop or None, stream=True, grammar=grammar,
-                seed=self.settings.seed)
+                prompt, max_tokens=request.max_tokens, temperature=request.temperature,
+                stop=stop or None, stream=True, grammar=grammar, seed=self.settings.seed)
+        else:
+            stream = llm.create_completion(
+                prompt, max_tokens=request.max_tokens, temperature=request.temperature,
+                stop=stop, stream=True, grammar=grammar, seed=self.settings.seed)
+        pieces: list[str] = []
+        held = watch_call
+        saw_call = interrupted = False
         finish = "end"
-        interrupted = False
+        first_at: float | None = None
         try:
             for chunk in stream:
                 if cancel.is_set():
                     interrupted = True
                     break
                 choice = chunk["choices"][0]
-                piece = choice.get("text") if text_prompt is not None else (
-                    choice.get("delta", {}).get("content"))
-                if piece:
-                    if first_at is None:
-                        first_at = time.perf_counter()
-                    out_tokens += 1
-                    pieces.append(piece)
-                    if grammar is None:
-                        emit(TextDelta(piece))
+                piece = (choice.get("delta") or {}).get("content") if chat else choice.get("text")
                 if choice.get("finish_reason") == "length":
                     finish = "length"
+                if not piece:
+                    continue
+                first_at = first_at or time.perf_counter()
+                pieces.append(piece)
+                if not stream_text:
+                    continue
+                if not held:
+                    emit(TextDelta(piece))
+                    continue
+                head = "".join(pieces).lstrip()
+                if head.startswith(CALL_PREFIX.strip()):
+                    saw_call = True
+                    break
+                if head and not CALL_PREFIX.strip().startswith(head):
+                    held = False
+                    emit(TextDelta("".join(pieces)))
         finally:
             stream.close()
+        text = "".join(pieces)
+        if held and not saw_call and text and stream_text:
+            emit(TextDelta(text))  # a short answer that only looked like the start of CALL
+        return {"text": text, "finish": finish, "saw_call": saw_call,
+                "interrupted": interrupted, "first_at": first_at}
+
+    def _run(self, request: ModelRequest, emit: Any, cancel: threading.Event) -> dict[str, Any]:
+        """Worker side of one call: render, generate, emit text pieces; returns the summary."""
+        llm = self._load_sync()
+        fmt = self.settings.prompt
+        use_tools = bool(request.tools) and request.tool_choice != "none"
+        stop = list(dict.fromkeys([*fmt.stop, *request.stop]))
+        start = time.perf_counter()
+        try:
+            if fmt.format == "chat":
+                return self._run_chat(llm, request, emit, cancel, use_tools, stop, start)
+            prompt = render_completion(request.messages, fmt, request.tools if use_tools else ())
+            tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=False)
+            limit = self.settings.n_ctx - request.max_tokens
+            if len(tokens) > limit:
+                raise ProviderError(
+                    f"the prompt has {len(tokens)} tokens but only {limit} fit in n_ctx "
+                    f"{self.settings.n_ctx} with max_tokens {request.max_tokens}; shorten the "
+                    "context or raise n_ctx", kind=FailureKind.BAD_REQUEST, provider="local")
+            reused = _common_prefix(list(llm._input_ids), tokens)
+            mode = "call" if use_tools and request.tool_choice != "auto" else "text"
+            result: dict[str, Any] = {"text": "", "finish": "end", "saw_call": False,
+                                      "interrupted": False, "first_at": None}
+            if mode == "text":
+                result = self._generate(llm, tokens, request, stop=stop, grammar=None, emit=emit,
+                                        cancel=cancel, watch_call=use_tools, stream_text=True)
+                if result["saw_call"]:
+                    mode = "call"
+            if mode == "call" and not result["interrupted"]:
+                grammar = self._call_grammar(request)
+                call_prompt = tokens + llm.tokenize(b" " + CALL_PREFIX.encode(), add_bos=False,
+                                                    special=False)
+                result = self._generate(llm, call_prompt, request, stop=[], grammar=grammar,
+                                        emit=emit, cancel=cancel, watch_call=False,
+                                        stream_text=False)
+        finally:
             _trim_heap()
         end = time.perf_counter()
-        text = "".join(pieces)
-        if text:
-            out_tokens = len(llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
-        self.last = CallStats(len(tokens or []), reused, out_tokens,
-                              (first_at or end) - start, end - start, interrupted)
-        return {"text": text, "finish": finish, "grammar": grammar is not None,
-                "prompt_tokens": len(tokens or []), "reused": reused,
-                "output_tokens": out_tokens, "interrupted": interrupted}
+        text = result["text"]
+        out_tokens = len(llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)) if text else 0
+        self.last = CallStats(len(tokens), reused, out_tokens, (result["first_at"] or end) - start,
+                              end - start, result["interrupted"])
+        return {"mode": mode, "text": text, "finish": result["finish"],
+                "prompt_tokens": len(tokens), "reused": reused, "output_tokens": out_tokens,
+                "interrupted": result["interrupted"]}
+
+    def _call_grammar(self, request: ModelRequest) -> Any:
+        import llama_cpp
+
+        try:
+            return llama_cpp.LlamaGrammar.from_string(
+                call_grammar(request.tools, request.tool_choice), verbose=False)
+        except ValueError as exc:
+            raise ProviderError(f"cannot build a grammar for the offered tools ({exc})",
+                                kind=FailureKind.BAD_REQUEST, provider="local") from exc
+
+    def _run_chat(self, llm: Any, request: ModelRequest, emit: Any, cancel: threading.Event,
+                  use_tools: bool, stop: list[str], start: float) -> dict[str, Any]:
+        """A model with its own chat template: tools, when offered, in one constrained pass."""
+        grammar = None
+        if use_tools:
+            import llama_cpp
+
+            grammar = llama_cpp.LlamaGrammar.from_string(
+                tool_grammar(request.tools, request.tool_choice), verbose=False)
+            stop = [x for x in stop if x != "\n"]
+        result = self._generate(llm, chat_messages(request.messages), request, stop=stop,
+                                grammar=grammar, emit=emit, cancel=cancel, watch_call=False,
+                                stream_text=grammar is None, chat=True)
+        end = time.perf_counter()
+        text = result["text"]
+        mode = "text"
+        if grammar is not None:
+            if text.strip().startswith(CALL_PREFIX.strip()):
+                mode, text = "call", text.strip()[len(CALL_PREFIX):]
+            else:
+                emit(TextDelta(text.strip()))
+        out_tokens = len(llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)) if text else 0
+        self.last = CallStats(0, 0, out_tokens, (result["first_at"] or end) - start, end - start,
+                              result["interrupted"])
+        return {"mode": mode, "text": text, "finish": result["finish"], "prompt_tokens": 0,
+                "reused": 0, "output_tokens": out_tokens, "interrupted": result["interrupted"]}
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         """Stream one call; stopping iteration interrupts generation between two tokens."""
@@ -262,26 +334,23 @@ class LlamaTransport:
                     await asyncio.wait([future])  # the model is free before the next call
                 if not future.cancelled():
                     future.exception()  # retrieved here when the consumer left early
-        if summary["grammar"]:
+        if summary["mode"] == "call" and not summary["interrupted"]:
             text = summary["text"]
             if summary["finish"] == "length":
-                raise ProviderError(f"the local model's answer was cut at max_tokens "
-                                    f"{request.max_tokens} inside a constrained answer; raise "
-                                    "max_tokens", kind=FailureKind.SERVER, provider="local")
+                raise ProviderError(f"the local model's tool call was cut at max_tokens "
+                                    f"{request.max_tokens}; raise max_tokens",
+                                    kind=FailureKind.SERVER, provider="local")
             try:
-                call = parse_tool_call(text)
+                call = parse_tool_call(CALL_PREFIX + text)
             except (ValueError, KeyError) as exc:
                 raise ProviderError(f"the local model's tool call did not parse: {text[:120]!r}",
                                     kind=FailureKind.SERVER, provider="local") from exc
-            if call is None:
-                yield TextDelta(text.strip())
-            else:
+            if call is not None:
                 yield ToolCallChunk(call)
         yield UsageChunk(input_tokens=summary["prompt_tokens"],
                          output_tokens=max(0, summary["output_tokens"]), cost=0.0,
                          model=self.name, cache_read_tokens=summary["reused"])
-        calls = summary["grammar"] and summary["text"].strip().startswith("CALL ")
-        yield Finish("tool_calls" if calls else summary["finish"])
+        yield Finish("tool_calls" if summary["mode"] == "call" else summary["finish"])
 
     async def aclose(self) -> None:
         """Free the model and stop the worker thread (idempotent)."""

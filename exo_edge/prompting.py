@@ -15,10 +15,11 @@ A base model (no chat template) is prompted as a document it can continue::
     Answer:
 
 The unchanging head (preamble, pack) comes first so the KV cache of that
-prefix is reused between turns. When tools are offered the answer is
-constrained by a llama.cpp grammar to either plain text or
-``CALL {"name": ..., "arguments": {...}}`` whose arguments follow each tool's
-JSON Schema, so even a 270M model emits calls that parse.
+prefix is reused between turns. A tool call is written
+``CALL {"name": ..., "arguments": {...}}``; the JSON after ``CALL`` is generated
+under a llama.cpp grammar built from each tool's JSON Schema
+(:func:`call_grammar`), so even a 270M model emits calls that parse.
+:func:`tool_grammar` (text or ``CALL`` in one grammar) serves chat-template models.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ __all__ = [
     "CALL_PREFIX",
     "render_completion",
     "tool_grammar",
+    "call_grammar",
     "parse_tool_call",
     "chat_messages",
 ]
@@ -123,6 +125,17 @@ def tool_grammar(tools: Sequence[dict[str, Any]], choice: str = "auto") -> str:
     else:
         root = 'root ::= " CALL " call-json\n'
     return root + gbnf
+
+
+def call_grammar(tools: Sequence[dict[str, Any]], choice: str = "required") -> str:
+    """GBNF for the JSON of one call (after ``CALL ``): ``{"name": ..., "arguments": {...}}``.
+
+    ``choice`` names one tool to force it; ``auto``/``required`` allow any offered tool.
+    """
+    from llama_cpp.llama_grammar import json_schema_to_gbnf  # lazy: heavy
+
+    only = None if choice in ("auto", "required") else choice
+    return json_schema_to_gbnf(json.dumps(_call_schema(tools, only)))
 
 
 def parse_tool_call(text: str, index: int = 0) -> ToolCall | None:
