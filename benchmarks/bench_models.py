@@ -20,7 +20,9 @@ process so RSS is clean:
 Then **answer quality**: 50 questions about an example person, answered by
 the local model with the person's notes as the pack, scored by exact checks;
 beside it the same questions through ``$EXO_BENCH_LARGE_ROUTE`` (a
-provider:model route of the catalog or config, e.g. a laptop's server) when set.
+provider:model route of the catalog or config, e.g. a laptop's server) when set;
+and **tool decisions** with ``tool_choice="auto"``: 6 requests that should call
+the right tool, 6 questions that should stay text.
 
 Results go to benchmarks/results/models.json with --json.
 """
@@ -41,7 +43,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from exo_core.agent.model import ChatMessage, ModelRequest, TextDelta  # noqa: E402
+from exo_core.agent.model import ChatMessage, ModelRequest, TextDelta, ToolCallChunk  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "models.json"
 
@@ -126,6 +128,26 @@ QUESTIONS: list[tuple[str, tuple[str, ...]]] = [
     ("Which instrument does Marta play on Thursdays?", ("cello",)),
 ]
 assert len(QUESTIONS) == 50
+
+# Tool decisions with tool_choice="auto": requests that should become a call, and
+# questions about the person that should stay text (tools offered to both).
+TOOLS = (
+    {"name": "set_timer", "description": "Start a kitchen timer",
+     "parameters": {"type": "object", "properties": {"minutes": {"type": "integer"}},
+                    "required": ["minutes"]}},
+    {"name": "read_file", "description": "Read a text file from the workspace",
+     "parameters": {"type": "object", "properties": {"path": {"type": "string"}},
+                    "required": ["path"]}},
+    {"name": "shell", "description": "Run a shell command",
+     "parameters": {"type": "object", "properties": {"command": {"type": "string"}},
+                    "required": ["command"]}},
+)
+TOOL_REQUESTS = [("Set a timer for 5 minutes.", "set_timer"),
+                 ("Start a kitchen timer for 10 minutes.", "set_timer"),
+                 ("Read the file notes.txt.", "read_file"), ("Show me what is in todo.md.", "read_file"),
+                 ("Run the command ls.", "shell"), ("List the files with the shell.", "shell")]
+NO_TOOL = ["What is the cat called?", "Where does she live?", "What is her job?",
+           "What does she drink?", "Who is her best friend?", "What colour is her car?"]
 
 WORK_PROMPT = "Write a short story about a lighthouse keeper and a storm."
 
@@ -339,9 +361,23 @@ async def quality(threads: int) -> dict[str, Any]:
                 correct += 1
             else:
                 misses.append({"q": q, "got": text.strip()[:80]})
+        seconds = round(time.perf_counter() - t0, 2)
+        right_calls, no_calls, parsed = 0, 0, 0
+        for q, name in [*TOOL_REQUESTS, *((q, None) for q in NO_TOOL)]:
+            req = ModelRequest(messages=(ChatMessage("system", PERSON), ChatMessage("user", q)),
+                               tools=TOOLS, temperature=0.0, max_tokens=48)
+            calls = [c.call async for c in router.stream(req) if isinstance(c, ToolCallChunk)]
+            parsed += len(calls)
+            if name is None and not calls:
+                no_calls += 1
+            if name is not None and calls and calls[0].name == name:
+                right_calls += 1
         out[label] = {"route": route, "correct": correct, "of": len(QUESTIONS),
-                      "accuracy": round(correct / len(QUESTIONS), 3),
-                      "seconds": round(time.perf_counter() - t0, 2), "misses": misses}
+                      "accuracy": round(correct / len(QUESTIONS), 3), "seconds": seconds,
+                      "misses": misses,
+                      "tools_auto": {"right_call": right_calls, "of_requests": len(TOOL_REQUESTS),
+                                     "stayed_text": no_calls, "of_questions": len(NO_TOOL),
+                                     "calls_parsed": parsed}}
         await router.aclose()
     if not large:
         out["large"] = "not configured (set EXO_BENCH_LARGE_ROUTE=provider:model)"
@@ -395,8 +431,10 @@ def main() -> int:
         for label in ("local", "large"):
             v = q[label]
             if isinstance(v, dict):
+                t = v["tools_auto"]
                 print(f"quality {label} ({v['route']}): {v['correct']}/{v['of']} "
-                      f"in {v['seconds']} s")
+                      f"in {v['seconds']} s; tools auto: right call {t['right_call']}/"
+                      f"{t['of_requests']}, stayed text {t['stayed_text']}/{t['of_questions']}")
             else:
                 print(f"quality {label}: {v}")
     if args.json:

@@ -44,13 +44,36 @@ __all__ = [
 CALL_PREFIX = "CALL "
 
 
-def _tools_block(tools: Sequence[dict[str, Any]]) -> str:
+_EXAMPLE_VALUES: dict[str, Any] = {"integer": 1, "number": 1.5, "boolean": True, "string": "text",
+                                   "array": [], "object": {}}
+
+
+def _example_arguments(schema: dict[str, Any]) -> dict[str, Any]:
+    """Placeholder arguments that satisfy a simple JSON Schema (for the worked example)."""
+    props = schema.get("properties", {}) or {}
+    required = schema.get("required") or list(props)
+    out: dict[str, Any] = {}
+    for key in required:
+        spec = props.get(key, {})
+        if spec.get("enum"):
+            out[key] = spec["enum"][0]
+        else:
+            kind = spec.get("type", "string")
+            out[key] = _EXAMPLE_VALUES.get(kind if isinstance(kind, str) else "string", "text")
+    return out
+
+
+def _tools_block(tools: Sequence[dict[str, Any]], fmt: PromptFormat) -> str:
     lines = ["Tools you can call. To call one, answer with CALL followed by JSON, e.g. "
              'CALL {"name": "tool_name", "arguments": {...}}.']
     for t in tools:
         params = t.get("parameters", {}).get("properties", {})
         args = ", ".join(f"{k}: {v.get('type', 'any')}" for k, v in params.items())
         lines.append(f"- {t['name']}({args}): {t.get('description', '').strip()}")
+    for t in tools[:4]:  # one worked example per tool (a few at most)
+        example = {"name": t["name"], "arguments": _example_arguments(t.get("parameters") or {})}
+        ask = (t.get("description") or f"Use {t['name']}").strip().rstrip(".")
+        lines.append(f"\n{fmt.user_prefix}{ask}.\n{fmt.assistant_prefix} {CALL_PREFIX}{json.dumps(example)}")
     return "\n".join(lines)
 
 
@@ -71,10 +94,10 @@ def render_completion(messages: Sequence[ChatMessage], fmt: PromptFormat,
     system = [m.content.strip() for m in messages if m.role == "system" and m.content.strip()]
     if system:
         head.append(fmt.system_prefix + "\n\n".join(system))
-    if tools:
-        head.append(_tools_block(tools))
     for q, a in fmt.examples:
         head.append(f"{fmt.user_prefix}{q}\n{fmt.assistant_prefix} {a}")
+    if tools:
+        head.append(_tools_block(tools, fmt))
     turns: list[str] = []
     current = ""
     for m in messages:

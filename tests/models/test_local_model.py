@@ -134,6 +134,20 @@ async def test_tool_call_under_grammar_parses_and_runs(transport: LlamaTransport
 
 
 @pytest.mark.model
+async def test_auto_tool_choice_calls_or_answers(transport: LlamaTransport) -> None:
+    # the model decides: a request for the tool becomes a call, a question stays text
+    call_chunks = [c async for c in transport.stream(
+        ask("Set a timer for 5 minutes.", tools=(TIMER,), max_tokens=48))]
+    (call,) = [c.call for c in call_chunks if isinstance(c, ToolCallChunk)]
+    assert call.name == "set_timer"
+    text_chunks = [c async for c in transport.stream(
+        ask("What is the dog called?", tools=(TIMER,), max_tokens=16))]
+    assert not [c for c in text_chunks if isinstance(c, ToolCallChunk)]
+    assert text_of(text_chunks).strip()
+    assert isinstance(text_chunks[-1], Finish) and text_chunks[-1].reason == "end"
+
+
+@pytest.mark.model
 async def test_interrupt_stops_generation(settings: LlamaSettings) -> None:
     # no stop strings: the model would write for max_tokens without the interrupt
     free = dataclasses.replace(settings, prompt=PromptFormat(format="completion", stop=()))
