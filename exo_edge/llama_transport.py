@@ -231,11 +231,15 @@ class LlamaTransport:
         try:
             if fmt.format == "chat":
                 return self._run_chat(llm, request, emit, cancel, use_tools, stop, start)
-            prompt = render_completion(request.messages, fmt, request.tools if use_tools else ())
-            if use_tools and request.tool_choice == "auto" and _called_since_question(request):
-                # A small base model copies the CALL it just made; after a tool result
-                # it answers from the result instead (one tool round per question).
+            after_call = (use_tools and request.tool_choice == "auto"
+                          and _called_since_question(request))
+            if after_call:
+                # A small base model copies the CALL it just made: after a tool result
+                # it answers from the result, without the tool list and its worked
+                # examples (one tool round per question); an answer that still starts
+                # another CALL is cut to nothing.
                 use_tools = False
+            prompt = render_completion(request.messages, fmt, request.tools if use_tools else ())
             tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=False)
             limit = self.settings.n_ctx - request.max_tokens
             if len(tokens) > limit:
@@ -271,7 +275,9 @@ class LlamaTransport:
                                   "first_at": head["first_at"] or rest["first_at"]}
             elif mode == "text":
                 result = self._generate(llm, tokens, request, stop=stop, grammar=None, emit=emit,
-                                        cancel=cancel, watch_call=False, stream_text=True)
+                                        cancel=cancel, watch_call=after_call, stream_text=True)
+                if result["saw_call"]:
+                    result = {**result, "text": ""}
             if mode == "call" and not result["interrupted"]:
                 grammar = self._call_grammar(request)
                 call_prompt = tokens + llm.tokenize(b" " + CALL_PREFIX.encode(), add_bos=False,

@@ -31,7 +31,7 @@ def _need_everything() -> None:
 
 
 async def _run_turn(client: Any, session: str, text: str, *, interrupt_after: int | None = None,
-                    timeout: float = 120.0, seen: list[Any] | None = None
+                    timeout: float = 600.0, seen: list[Any] | None = None
                     ) -> tuple[list[str], dict[str, Any]]:
     deltas: list[str] = []
     turn = (await client.request("turn.send", {"session": session, "text": text}))["turn_id"]
