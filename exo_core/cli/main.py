@@ -31,6 +31,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "onboard_cmd",
     "ledger_cmd",
     "gate_cmd",
+    "models_cmd",
 )
 
 
