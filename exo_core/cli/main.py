@@ -28,6 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "store_cmd",
     "onboard_cmd",
     "ledger_cmd",
+    "device_cmd",
 )
 
 
