@@ -29,6 +29,8 @@ _CUES = {"option", "number", "choice", "pick", "the", "choose", "say", "answer",
 _YES = {"yes", "yeah", "yep", "sure", "ok", "okay", "allow", "correct", "right", "affirmative", "please"}
 _NO = {"no", "nope", "nah", "deny", "don't", "dont", "negative", "cancel", "stop"}
 _LAST = {"last", "final"}
+_ORDINALS = {"first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth",
+             "1st", "2nd", "3rd", "4th", "5th", "6th", "7th", "8th", "9th"}
 
 
 def _words(text: str) -> list[str]:
@@ -45,7 +47,9 @@ def parse_option(heard: str, options: Sequence[str]) -> int | None:
     by_text = _match_text(words, options)
     if by_text is not None:
         return by_text
-    # 2. A number or ordinal.
+    # 2. A number or ordinal ("one" after an ordinal or "last" is only a filler: "the second one").
+    words = [w for i, w in enumerate(words)
+             if not (w == "one" and i > 0 and (words[i - 1] in _ORDINALS or words[i - 1] in _LAST | {"that", "this"}))]
     for i, word in enumerate(words):
         value = int(word) if word.isdigit() else _NUMBERS.get(word)
         if value is None:

@@ -227,7 +227,10 @@ class DeviceApp:
             state = self.state
         if self.speaker.speaking and state.activity in ("idle", "thinking") and mine:
             state = state.with_(activity="speaking")
-        self._journal({"ev": "event", "seq": event.seq, "type": event.type, "mine": mine})
+        record: dict[str, Any] = {"ev": "event", "seq": event.seq, "type": event.type, "mine": mine}
+        if event.type.startswith(("approval.", "question.")) or event.type in ("notice", "taste.updated"):
+            record["body"] = body
+        self._journal(record)
         self._set(state)
 
     # -- speech callbacks -------------------------------------------------------

@@ -104,7 +104,7 @@ class LumaScreen:
         except ImportError as exc:
             raise UnsupportedError(f"screen {config.screen!r} needs luma.oled / luma.lcd: "
                                    f"pip install 'exo-edge[device]' ({exc.name} is missing)") from exc
-        except (OSError, RuntimeError) as exc:
+        except (OSError, RuntimeError, _luma_error()) as exc:
             raise ConfigError(f"cannot open the {config.screen} display: {exc}") from exc
 
     @classmethod
@@ -120,6 +120,15 @@ class LumaScreen:
 
     def close(self) -> None:
         self._device.cleanup()
+
+
+def _luma_error() -> type[Exception]:
+    """luma's own error base (its "device not found" is not an OSError)."""
+    try:
+        from luma.core.error import Error
+    except ImportError:
+        return OSError
+    return Error
 
 
 def open_screen(config: DeviceConfig, frames: Path | None) -> Screen:
