@@ -110,6 +110,9 @@ def apply_event(state: ScreenState, event: Event, session: str | None) -> Screen
         text = state.answer + str(body.get("text", ""))
         return state.with_(answer=text, activity="speaking" if state.activity == "speaking" else "thinking",
                            turn_id=str(body.get("turn_id") or state.turn_id))
+    if kind == "message.completed" and mine and body.get("role") == "user":
+        # The core's record of what was asked starts the answer view (queued and steered turns too).
+        return state.with_(heard=str(body.get("content", "")), answer="", scroll=0)
     if kind == "turn.started" and mine:
         return state.with_(activity="thinking", turn_id=str(body.get("turn_id")), scroll=0)
     if kind == "turn.completed":

@@ -82,10 +82,13 @@ class DeviceProc:
             return []
         return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
-    def wait_frame(self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 20.0) -> dict[str, Any]:
+    def wait_frame(self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 20.0, *,
+                   latest: bool = False) -> dict[str, Any]:
+        """A frame matching ``predicate`` (with ``latest``: only the newest frame counts)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            for entry in reversed(self.frames_index()):
+            index = self.frames_index()
+            for entry in reversed(index[-1:] if latest else index):
                 if predicate(entry):
                     return entry
             time.sleep(0.05)

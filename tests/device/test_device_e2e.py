@@ -73,9 +73,10 @@ def test_ask_approve_and_answer_by_voice_on_a_128x64_screen(tmp_path: Path, exo_
         for wav in wavs:
             stats = sox_stat(wav)
             assert stats["Length (seconds)"] > 1.0 and stats["RMS amplitude"] > 0.01, stats
-        frame = dev.wait_frame(lambda e: e["layout"] == "answer" and e["activity"] == "idle" and e["frame"] > last)
+        frame = dev.wait_frame(lambda e: e["layout"] == "answer" and e["activity"] == "idle" and e["frame"] > last,
+                               latest=True)
         expected = reference(ScreenState(heard=heard["text"], answer=ANSWER), MONO, frame)
-        assert dev.image(frame).tobytes() == expected.tobytes()
+        assert dev.image(frame).tobytes() == expected.tobytes(), (frame, heard)
 
         # 2. Approve with a button: the card, then allow; the tool really runs.
         mark = dev.mark()
