@@ -193,13 +193,16 @@ def _status(draw: Any, state: ScreenState, spec: ScreenSpec, theme: Theme) -> No
         right_parts.append(f"wait {state.pending}")
     if state.model and not spec.mono:
         right_parts.append(state.model.split(":")[-1][:14])
-    right = "  ".join(right_parts)
-    if right:
+    left_end = x + int(theme.bold.getlength(clean(left, spec.mono)))
+    # What waits for the core matters more than the model name: drop the model first when short of room.
+    for right in ("  ".join(right_parts), right_parts[0] if right_parts else ""):
+        if not right:
+            break
         width = int(theme.font.getlength(clean(right, spec.mono)))
-        left_end = x + int(theme.bold.getlength(clean(left, spec.mono)))
         rx = spec.width - width - 3
         if rx > left_end + 4:
             _text(draw, (rx, y), right, theme, spec, fill=theme.band_fg)
+            break
 
 
 def _lines_area(spec: ScreenSpec, theme: Theme, top: int, footer: int = 0) -> int:
