@@ -1,14 +1,22 @@
-"""Approval requests: asked once, answerable by any client, first answer wins.
+"""Approval requests: asked once, answerable by any client, first answer wins, survive a restart.
 
 A request is stored in ``sessions.sqlite`` before ``approval.requested`` is
-emitted, so a client that reconnects (or replays) sees it and can still answer
-it. The database decides the winner (an UPDATE guarded by ``status = 'open'``),
-so two clients answering at once cannot both win.
+emitted, so a client that reconnects (or replays with ``since=``) sees it and
+can still answer it. The database decides the winner (an UPDATE guarded by
+``status = 'open'``), so two clients answering at once cannot both win.
+
+After a core restart the request is still open in the database. When the
+resumed turn reaches the same tool call again, :meth:`ApprovalBroker.request`
+finds it by call id and *re-uses* it: it emits ``approval.requested`` again
+with the same request id (for clients that only watch live events) and waits
+for the answer — or, if someone answered it while no turn was waiting, takes
+that answer at once. Nothing is asked twice and no answer is lost.
 """
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Any
 
 from exo_core.errors import BadBodyError, ConflictError
@@ -17,9 +25,18 @@ from exo_core.server.hub import Hub
 from exo_core.sessions.store import ApprovalRecord, SessionStore
 from exo_core.sessions.worker import DbWorker
 
-__all__ = ["ApprovalBroker"]
+__all__ = ["ApprovalBroker", "ApprovalAnswer"]
 
 _DECISIONS = {"allow", "deny", "allow_always"}
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalAnswer:
+    """The answer to one request: ``allow``, ``deny`` or ``allow_always``, and the reason given."""
+
+    request_id: str
+    decision: str
+    reason: str = ""
 
 
 class ApprovalBroker:
@@ -29,23 +46,30 @@ class ApprovalBroker:
         self._hub = hub
         self._worker = worker
         self._store = store
-        self._waiting: dict[str, asyncio.Future[str]] = {}
+        self._waiting: dict[str, asyncio.Future[ApprovalAnswer]] = {}
+        # Answers that arrived while no turn waited (after a restart, before resume): kept for the resumed turn.
+        self._unclaimed: dict[str, ApprovalAnswer] = {}
 
     async def request(self, session_id: str, *, turn_id: str | None, call_id: str | None, tool: str, summary: str,
-                      risk: str, arguments: dict[str, Any]) -> str:
-        """Ask the person; returns ``allow``, ``deny`` or ``allow_always``.
+                      risk: str, arguments: dict[str, Any]) -> ApprovalAnswer:
+        """Ask the person (or re-use the open request for ``call_id``) and wait for the answer.
 
         If the waiting turn is interrupted the request is resolved as ``expired``.
         """
-        record = await self._worker.run(
-            lambda: self._store.add_approval(session_id, turn_id=turn_id, call_id=call_id, tool=tool,
-                                             summary=summary, risk=risk, arguments=arguments)
-        )
-        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        existing = await self._existing(session_id, turn_id, call_id)
+        if existing is not None and existing.id in self._unclaimed:
+            return self._unclaimed.pop(existing.id)
+        if existing is not None and existing.status == "open":
+            record = existing
+        else:
+            record = await self._worker.run(
+                lambda: self._store.add_approval(session_id, turn_id=turn_id, call_id=call_id, tool=tool,
+                                                 summary=summary, risk=risk, arguments=arguments))
+        future: asyncio.Future[ApprovalAnswer] = asyncio.get_running_loop().create_future()
         self._waiting[record.id] = future
         await self._hub.emit(session_id, "approval.requested", ApprovalRequested(
-            request_id=record.id, summary=summary, risk=risk, tool=tool, arguments=arguments,
-            turn_id=turn_id, call_id=call_id))
+            request_id=record.id, summary=record.summary, risk=record.risk, tool=record.tool,
+            arguments=record.arguments, turn_id=record.turn_id, call_id=record.call_id))
         try:
             return await future
         except asyncio.CancelledError:
@@ -61,18 +85,39 @@ class ApprovalBroker:
         record = await self._worker.run(lambda: self._store.resolve_approval(request_id, decision, reason))
         await self._hub.emit(record.session_id, "approval.resolved",
                              ApprovalResolved(request_id=request_id, decision=decision, reason=reason))
+        answer = ApprovalAnswer(request_id, decision, reason)
         future = self._waiting.get(request_id)
         if future is not None and not future.done():
-            future.set_result(decision)
+            future.set_result(answer)
+        else:
+            self._unclaimed[request_id] = answer
         return record
 
-    async def expire_open(self, session_id: str, reason: str) -> int:
-        """Expire requests of ``session_id`` nobody waits for any more (after a restart)."""
+    async def reusable(self, session_id: str) -> dict[str, ApprovalRecord]:
+        """Requests a resumed turn can pick up again, by call id: open ones and unclaimed answers."""
+        def load() -> dict[str, ApprovalRecord]:
+            found = {a.call_id: a for a in self._store.open_approvals(session_id) if a.call_id}
+            for request_id in list(self._unclaimed):
+                a = self._store.get_approval(request_id)
+                if a.session_id == session_id and a.call_id:
+                    found[a.call_id] = a
+            return found
+
+        return await self._worker.run(load)
+
+    async def expire_open(self, session_id: str, reason: str, *, keep: frozenset[str] = frozenset()) -> int:
+        """Expire requests of ``session_id`` nobody waits for any more, except those in ``keep`` (ids)."""
         stale = [a for a in await self._worker.run(lambda: self._store.open_approvals(session_id))
-                 if a.id not in self._waiting]
+                 if a.id not in self._waiting and a.id not in keep]
         for a in stale:
             await self._expire(a.id, session_id, reason)
         return len(stale)
+
+    async def _existing(self, session_id: str, turn_id: str | None, call_id: str | None) -> ApprovalRecord | None:
+        if not call_id:
+            return None
+        found = (await self.reusable(session_id)).get(call_id)
+        return found if found is not None and found.turn_id == turn_id else None
 
     async def _expire(self, request_id: str, session_id: str, reason: str) -> None:
         def resolve() -> bool:

@@ -40,14 +40,19 @@ from exo_core.agent.model import (
 )
 from exo_core.agent.recorder import NullRecorder, TurnRecorder
 from exo_core.agent.seams import ContextEngine, Gate, MemoryProvider, NullMemory, RiskGate, VerbatimContext
+from exo_core.agent.toolrun import emit_message as _emit_message
+from exo_core.agent.toolrun import record as _record
+from exo_core.agent.toolrun import run_tool_call as _run_tool
+from exo_core.agent.toolrun import store_tool_result as _store_tool_result
 from exo_core.clock import Clock, SystemClock
 from exo_core.errors import ExoError, RetryableModelError
 from exo_core.protocol import events as ev
 from exo_core.server.hub import Hub
 from exo_core.sessions.store import MessageRecord, SessionStore, TurnRecord
 from exo_core.sessions.worker import DbWorker
+from exo_core.hooks import HookRegistry
 from exo_core.tools.registry import ToolRegistry
-from exo_core.tools.spec import ToolContext, ToolResult
+from exo_core.tools.spec import ToolResult
 
 __all__ = ["LoopDeps", "LoopSettings", "run_turn", "INTERRUPTED_RESULT", "BASE_PROMPT"]
 
@@ -86,6 +91,7 @@ class LoopDeps:
     memory: MemoryProvider = field(default_factory=NullMemory)
     context: ContextEngine = field(default_factory=VerbatimContext)
     recorder: TurnRecorder = field(default_factory=NullRecorder)
+    hooks: HookRegistry = field(default_factory=HookRegistry)
     clock: Clock = field(default_factory=SystemClock)
     settings: LoopSettings = field(default_factory=LoopSettings)
     workspace: Path = field(default_factory=Path.cwd)
@@ -103,8 +109,13 @@ class _Usage:
         return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "cost": round(self.cost, 8)}
 
 
-async def run_turn(deps: LoopDeps, session_id: str, turn: TurnRecord, steer: deque[str], *, resumed: bool = False) -> str:
-    """Run one turn to its end; returns the stop reason. Never raises for model/tool failures."""
+async def run_turn(deps: LoopDeps, session_id: str, turn: TurnRecord, steer: deque[str], *, resumed: bool = False,
+                   pending: tuple[ToolCall, ...] = ()) -> str:
+    """Run one turn to its end; returns the stop reason. Never raises for model/tool failures.
+
+    ``pending`` holds tool calls of a resumed turn that were waiting for an
+    approval when the core stopped; they run (re-using that request) first.
+    """
     usage = _Usage()
     state = _TurnState()
     db = deps.worker.run
@@ -115,6 +126,10 @@ async def run_turn(deps: LoopDeps, session_id: str, turn: TurnRecord, steer: deq
             await _record(deps, "utterance", {"session": session_id, "turn": turn.id, "text": turn.text})
         await deps.hub.emit(session_id, "turn.started", ev.TurnStarted(turn_id=turn.id, mode=turn.mode, resumed=resumed))
         system = await _system_prompt(deps, session_id, turn.text)
+        state.calls = list(pending)
+        for call in pending:
+            await _run_tool(deps, session_id, turn.id, call)
+            state.calls.remove(call)
         reason = "iteration_cap"
         for _round in range(deps.settings.max_iterations):
             history = await db(lambda: deps.store.messages(session_id))
@@ -253,51 +268,6 @@ async def _settle(in_flight: "deque[asyncio.Future[Any]]") -> None:
         await in_flight.popleft()
 
 
-async def _run_tool(deps: LoopDeps, session_id: str, turn_id: str, call: ToolCall) -> None:
-    tool = deps.tools.get(call.name)
-    risk = tool.spec.risk if tool else "low"
-    await deps.hub.emit(session_id, "tool.started", ev.ToolStarted(
-        turn_id=turn_id, call_id=call.id, name=call.name, arguments=call.arguments, risk=risk))
-    started = time.monotonic()
-    outcome = deps.gate.check(tool.spec, call.arguments) if tool else None
-    decision = "allow"
-    if outcome is not None and outcome.action == "deny":
-        decision = "deny"
-        result = ToolResult.error(f"blocked: {outcome.reason or 'not allowed'}")
-    else:
-        if outcome is not None and outcome.action == "ask":
-            decision = await deps.approvals.request(session_id, turn_id=turn_id, call_id=call.id, tool=call.name,
-                                                    summary=outcome.summary, risk=outcome.risk, arguments=call.arguments)
-            if decision == "allow_always" and isinstance(deps.gate, RiskGate):
-                deps.gate.allow_always(outcome.rule_key)
-        if decision == "deny":
-            result = ToolResult.error("the person denied this action")
-        else:
-            async def emit_output(text: str, stream: str) -> None:
-                await deps.hub.emit(session_id, "tool.output", ev.ToolOutput(call_id=call.id, text=text, stream=stream))
-
-            context = ToolContext(workspace=deps.workspace, call_id=call.id, emit_output=emit_output, session_id=session_id)
-            result = await deps.tools.run(call.name, call.arguments, context)
-    await _store_tool_result(deps, session_id, turn_id, call, result, started)
-    await _record(deps, "action", {
-        "session": session_id, "turn": turn_id, "tool": call.name, "arguments": call.arguments,
-        "outcome": outcome.action if outcome else "unknown_tool", "decision": decision, "ok": not result.is_error,
-        # Tool output is data, never the person's words: it is kept inside the action.
-        "result": result.content[:2000],
-    })
-
-
-async def _store_tool_result(deps: LoopDeps, session_id: str, turn_id: str, call: ToolCall, result: ToolResult,
-                             started: float) -> None:
-    msg = await deps.worker.run(lambda: deps.store.add_message(
-        session_id, "tool", result.content, turn_id=turn_id, tool_call_id=call.id,
-        status="error" if result.is_error else "complete"))
-    await deps.hub.emit(session_id, "tool.completed", ev.ToolCompleted(
-        call_id=call.id, name=call.name, ok=not result.is_error, result=result.content,
-        duration_ms=int((time.monotonic() - started) * 1000), truncated=result.truncated))
-    await _emit_message(deps, msg)
-
-
 async def _close_interrupted(deps: LoopDeps, session_id: str, turn_id: str, state: _TurnState) -> None:
     """Keep partial text (marked) and give every unanswered tool call a result."""
     if state.partial:
@@ -327,17 +297,3 @@ async def _finish(deps: LoopDeps, session_id: str, turn: TurnRecord, reason: str
     await deps.hub.emit(session_id, "session.updated", ev.SessionUpdated(
         session_id=session_id, title=session.title, message_count=count, reason=f"turn {reason}"))
     return reason
-
-
-async def _emit_message(deps: LoopDeps, msg: MessageRecord) -> None:
-    await deps.hub.emit(msg.session_id, "message.completed", ev.MessageCompleted(
-        message_id=msg.id, role=msg.role, content=msg.content, turn_id=msg.turn_id, tool_calls=msg.tool_calls,
-        tool_call_id=msg.tool_call_id, status=msg.status))
-
-
-async def _record(deps: LoopDeps, kind: str, body: dict[str, Any]) -> None:
-    try:
-        await asyncio.to_thread(deps.recorder.record, kind, body)
-    except ExoError:
-        # The ledger refusing an entry must not lose the turn; it is logged loudly.
-        log.exception("could not mirror a %s into the ledger", kind)

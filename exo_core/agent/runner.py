@@ -7,7 +7,9 @@
 * ``queue`` stores a turn (status ``queued`` in the database) that starts when
   the running one ends; queued turns survive a restart.
 * ``resume`` after a crash closes dangling tool calls with an error result,
-  continues the turn that was cut off, then runs the queued ones.
+  continues the turn that was cut off, then runs the queued ones. A call that
+  was waiting for an approval is not closed: the resumed turn runs it again
+  and re-uses the still-open request (or the answer given meanwhile).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from exo_core.agent.loop import INTERRUPTED_RESULT, LoopDeps, run_turn
+from exo_core.agent.model import ToolCall
 from exo_core.errors import ConflictError
 from exo_core.protocol import events as ev
 from exo_core.sessions.store import TurnRecord
@@ -66,9 +69,10 @@ class TurnRunner:
         """Handle ``turn.send``; returns at once, the turn runs in the background."""
         await self._deps.worker.run(lambda: self._deps.store.get_session(session_id))
         state = self._state(session_id)
-        if self.busy(session_id) and state.task is not None and await self._finishing(session_id):
+        task = state.task  # captured: the turn may clear state.task while _finishing awaits
+        if self.busy(session_id) and task is not None and await self._finishing(session_id):
             # The turn already completed (its turn.completed may be out); let its wrap-up end.
-            await asyncio.shield(state.task)
+            await asyncio.shield(task)
         if self.busy(session_id):
             if mode == "steer":
                 if len(state.steer) >= STEER_LIMIT:
@@ -94,14 +98,14 @@ class TurnRunner:
         running = await self._deps.worker.run(lambda: self._deps.store.turns(session_id, status="running"))
         return all(t.id != turn_id for t in running)
 
-    def _start(self, session_id: str, turn: TurnRecord, *, resumed: bool) -> None:
+    def _start(self, session_id: str, turn: TurnRecord, *, resumed: bool, pending: tuple[ToolCall, ...] = ()) -> None:
         state = self._state(session_id)
         state.turn_id = turn.id
-        state.task = asyncio.create_task(self._drive(session_id, turn, resumed), name=f"turn-{turn.id}")
+        state.task = asyncio.create_task(self._drive(session_id, turn, resumed, pending), name=f"turn-{turn.id}")
 
-    async def _drive(self, session_id: str, turn: TurnRecord, resumed: bool) -> None:
+    async def _drive(self, session_id: str, turn: TurnRecord, resumed: bool, pending: tuple[ToolCall, ...] = ()) -> None:
         state = self._state(session_id)
-        await run_turn(self._deps, session_id, turn, state.steer, resumed=resumed)
+        await run_turn(self._deps, session_id, turn, state.steer, resumed=resumed, pending=pending)
         leftover = list(state.steer)
         state.steer.clear()
         # Steering text that arrived after the last tool round becomes the next turn, not lost.
@@ -138,9 +142,12 @@ class TurnRunner:
         await deps.worker.run(lambda: deps.store.get_session(session_id))
         if self.busy(session_id):
             return {"repaired": 0, "resumed_turn": self._state(session_id).turn_id, "queued": 0}
-        expired = await deps.approvals.expire_open(session_id, "the core restarted")
-        repaired = await self._repair(session_id)
         running = await deps.worker.run(lambda: deps.store.turns(session_id, status="running"))
+        pending = await self._awaiting_approval(session_id, running[-1].id if running else None)
+        kept = frozenset(a.id for a in (await deps.approvals.reusable(session_id)).values()
+                         if any(c.id == a.call_id for c in pending))
+        expired = await deps.approvals.expire_open(session_id, "the core restarted", keep=kept)
+        repaired = await self._repair(session_id, skip=frozenset(c.id for c in pending))
         queued = await deps.worker.run(lambda: deps.store.turns(session_id, status="queued"))
         resumed_turn = None
         if running:
@@ -148,18 +155,48 @@ class TurnRunner:
             for stale in running[:-1]:
                 await deps.worker.run(lambda s=stale: deps.store.set_turn_status(s.id, "error", "crashed"))
             resumed_turn = running[-1].id
-            self._start(session_id, running[-1], resumed=True)
+            self._start(session_id, running[-1], resumed=True, pending=pending)
         elif queued:
             await deps.worker.run(lambda: deps.store.set_turn_status(queued[0].id, "running"))
             self._start(session_id, queued[0], resumed=False)
+        await self._resume_context(session_id)
         session = await deps.worker.run(lambda: deps.store.get_session(session_id))
         await deps.hub.emit(session_id, "session.updated", ev.SessionUpdated(
             session_id=session_id, title=session.title, reason="resumed"))
-        return {"repaired": repaired, "expired_approvals": expired, "resumed_turn": resumed_turn, "queued": len(queued)}
+        return {"repaired": repaired, "expired_approvals": expired, "reopened_approvals": len(kept),
+                "resumed_turn": resumed_turn, "queued": len(queued)}
 
-    async def _repair(self, session_id: str) -> int:
+    async def _resume_context(self, session_id: str) -> None:
+        """Restart the session's pending and failed summaries (engines without the hook skip it)."""
+        hook = getattr(self._deps.context, "on_resume", None)
+        if hook is None:
+            return
+        try:
+            await hook(session_id)
+        except Exception:  # noqa: BLE001 - fail soft: the next turn's build retries the summaries anyway
+            log.exception("context engine could not resume %s", session_id)
+
+    async def _awaiting_approval(self, session_id: str, turn_id: str | None) -> tuple[ToolCall, ...]:
+        """Dangling calls of ``turn_id`` from the first one whose approval can be re-used, in order."""
+        if turn_id is None:
+            return ()
         deps = self._deps
         dangling = await deps.worker.run(lambda: deps.store.dangling_tool_calls(session_id))
+        reusable = await deps.approvals.reusable(session_id)
+        calls = [(m, c) for m, c in dangling if m.turn_id == turn_id]
+        start = next((i for i, (_, c) in enumerate(calls) if c["id"] in reusable
+                      and reusable[c["id"]].turn_id == turn_id), None)
+        if start is None:
+            return ()
+        message_id = calls[start][0].id
+        # Calls run in order: the ones after the waiting call in the same message never started.
+        return tuple(ToolCall(c["id"], c.get("name", ""), c.get("arguments", {}))
+                     for m, c in calls[start:] if m.id == message_id)
+
+    async def _repair(self, session_id: str, skip: frozenset[str] = frozenset()) -> int:
+        deps = self._deps
+        dangling = [(m, c) for m, c in await deps.worker.run(lambda: deps.store.dangling_tool_calls(session_id))
+                    if c["id"] not in skip]
         for message, call in dangling:
             msg = await deps.worker.run(lambda m=message, c=call: deps.store.add_message(
                 session_id, "tool", f"error: {INTERRUPTED_RESULT}", turn_id=m.turn_id, tool_call_id=c["id"],

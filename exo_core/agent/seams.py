@@ -7,8 +7,8 @@ without the loop importing them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from exo_core.agent.model import ChatMessage, ToolCall
@@ -79,20 +79,31 @@ class VerbatimContext:
 
 @dataclass(frozen=True, slots=True)
 class GateOutcome:
-    """The gate's verdict on one tool call: allow, ask the person, or deny."""
+    """The gate's verdict on one tool call: allow, log (run and note it), ask the person, or deny.
 
-    action: Literal["allow", "ask", "deny"]
+    ``axes`` is the action's cell (reversibility, exposure, cost, third_party)
+    and ``keys`` the kinds of action found, when the gate classifies; both go
+    into the ledger's action entry.
+    """
+
+    action: Literal["allow", "log", "ask", "deny"]
     summary: str
     risk: str
     reason: str = ""
     rule_key: str = ""
+    axes: Mapping[str, str] = field(default_factory=dict)
+    keys: tuple[str, ...] = ()
 
 
 class Gate(Protocol):
-    """Decides whether a tool call may run."""
+    """Decides whether a tool call may run; remembers ``allow_always`` answers for the run."""
 
     def check(self, spec: ToolSpec, arguments: dict[str, Any]) -> GateOutcome:
         """The outcome for calling ``spec`` with ``arguments``."""
+        ...
+
+    def allow_always(self, rule_key: str) -> None:
+        """Stop asking for calls with ``rule_key`` for the rest of this run."""
         ...
 
 

@@ -30,7 +30,9 @@ def register(subparsers: Any) -> None:
     verify = sub.add_parser("verify", help="check every id, link, chain hash and signature")
     _add_store(verify)
     verify.add_argument("--pin", action="append", metavar="KEY_ID", default=None,
-                        help="trust only these author key ids (repeatable)")
+                        help="trust only these author key ids (repeatable; default: STORE.toml's owner_keys)")
+    verify.add_argument("--no-pins", action="store_true",
+                        help="accept any valid signature (do not pin authors to the owner keys)")
     verify.add_argument("--no-checkpoints", action="store_true",
                         help="do not check the checkpoints this machine kept for the ledger")
     verify.add_argument("--deep", action="store_true", help="also run SQLite's integrity_check")
@@ -71,6 +73,24 @@ def _open(args: argparse.Namespace) -> Any:
     return Ledger.open(path)
 
 
+def _owner_pins(store: Any) -> list[str] | None:
+    """STORE.toml's owner key ids, or None (with a note on stderr) when unavailable."""
+    import sys
+
+    from exo_core.errors import ExoError
+    from exo_core.store.config import CONFIG_NAME, read_config
+
+    if not (store / CONFIG_NAME).exists():
+        return None
+    try:
+        owners = list(read_config(store).owner_keys)
+    except ExoError as exc:
+        # The ledger can still be checked; say plainly that authors were not pinned.
+        print(f"exo: note: {CONFIG_NAME} unreadable ({exc.message}); authors not pinned", file=sys.stderr)
+        return None
+    return owners or None
+
+
 def _verify(args: argparse.Namespace) -> int:
     import json
 
@@ -82,7 +102,10 @@ def _verify(args: argparse.Namespace) -> int:
     for key in args.pin or ():
         if not is_key_id(key):
             raise UsageError(f"--pin {key!r} is not a key id ('ed25519:' + 64 hex digits)", field="pin")
+    if args.pin and args.no_pins:
+        raise UsageError("--pin and --no-pins contradict each other", field="pin")
     with _open(args) as ledger:
+        pins = None if args.no_pins else (args.pin or _owner_pins(ledger.path.parent))
         checkpoints = []
         book_path = ExoHome.from_env().root / BOOK_FILE_NAME
         if not args.no_checkpoints and book_path.exists():
@@ -91,17 +114,18 @@ def _verify(args: argparse.Namespace) -> int:
                 checkpoints = book.for_ledger(ledger.ledger_id)
             finally:
                 book.close()
-        report = ledger.verify(pins=args.pin, checkpoints=checkpoints, deep=args.deep)
+        report = ledger.verify(pins=pins, checkpoints=checkpoints, deep=args.deep)
+    pinned = f"{len(pins)} pinned key(s)" if pins else "authors not pinned"
     if args.json:
         print(json.dumps({
             "ok": report.ok, "ledger": report.ledger_id, "entries": report.entries,
-            "segments": report.segments, "checkpoints": len(checkpoints),
+            "segments": report.segments, "checkpoints": len(checkpoints), "pins": pins or [],
             "problems": [{"n": p.n, "seg": p.seg, "pos": p.pos, "id": p.id, "reason": p.reason}
                          for p in report.problems],
         }, ensure_ascii=False))
     elif report.ok:
         print(f"ok: ledger {report.ledger_id}: {report.entries} entries in {report.segments} "
-              f"segment(s), {len(checkpoints)} checkpoint(s) checked")
+              f"segment(s), {len(checkpoints)} checkpoint(s) checked, {pinned}")
     else:
         first = report.problems[0]
         print(f"BAD: ledger {report.ledger_id}: first bad {first.describe()}")

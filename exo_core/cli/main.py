@@ -24,10 +24,12 @@ COMMAND_MODULES: tuple[str, ...] = (
     "serve_cmd",
     "chat_cmd",
     "search_cmd",
+    "history_cmd",
     "protocol_cmd",
     "store_cmd",
     "onboard_cmd",
     "ledger_cmd",
+    "gate_cmd",
     "device_cmd",
 )
 

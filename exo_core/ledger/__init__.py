@@ -36,7 +36,16 @@ from exo_core.ledger.keys import (
 from exo_core.ledger.kinds import KINDS, VERDICTS
 from exo_core.ledger.ledger import LEDGER_FILE_NAME, Head, Ledger, Segment
 from exo_core.ledger.recorder import LedgerRecorder
-from exo_core.ledger.sync import Fork, ImportResult, SyncReport, common_prefix, forks, import_entries, sync_ledgers
+from exo_core.ledger.sync import (
+    Fork,
+    ImportResult,
+    SyncReport,
+    common_prefix,
+    forks,
+    import_entries,
+    snapshot_ledger,
+    sync_ledgers,
+)
 from exo_core.ledger.verify import Problem, VerifyReport, verify_ledger
 from exo_core.ledger.views import DEFAULT_VIEWS, ViewBuilder, ViewRegistry, rebuild_views, render_views, views_dir
 
@@ -49,6 +58,7 @@ __all__ = [
     "Checkpoint", "CheckpointBook", "make_checkpoint", "record_checkpoint",
     "Problem", "VerifyReport", "verify_ledger",
     "ImportResult", "Fork", "SyncReport", "import_entries", "common_prefix", "sync_ledgers", "forks",
+    "snapshot_ledger",
     "ViewBuilder", "ViewRegistry", "DEFAULT_VIEWS", "rebuild_views", "render_views", "views_dir",
     "LedgerRecorder",
 ]

@@ -1,4 +1,9 @@
-"""Canonical JSON: the byte form every ledger hash and signature covers.
+"""Canonical JSON for the ledger: typed validation around the one shared byte form.
+
+The bytes come from :func:`exo_core.protocol.canonical.canonical_bytes` (the
+core's single canonical-JSON function); this module adds what a hashed,
+signed record needs on top: values are normalised first with a typed error
+naming the bad field, and :func:`parse_canonical` is a strict inverse.
 
 The contract (documented in ``docs/ledger.md``; other languages must match it
 byte for byte):
@@ -26,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from exo_core.errors import BadBodyError, CorruptDataError
+from exo_core.protocol.canonical import canonical_bytes
 
 __all__ = ["canonical_json", "parse_canonical", "sha256_hex", "normalize_json"]
 
@@ -84,10 +90,9 @@ def canonical_json(value: Any, *, field: str = "body") -> bytes:
     Raises :class:`BadBodyError` naming ``field`` when ``value`` holds
     something JSON cannot carry exactly.
     """
-    plain = normalize_json(value, field=field)
-    return json.dumps(
-        plain, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode("utf-8")
+    # normalize_json already refused everything canonical_bytes could choke on
+    # (NaN, non-string keys, surrogates), so its ValueError cannot happen here.
+    return canonical_bytes(normalize_json(value, field=field))
 
 
 def _refuse_constant(name: str) -> Any:

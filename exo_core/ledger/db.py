@@ -155,6 +155,16 @@ class Guarded:
             except sqlite3.DatabaseError as exc:
                 raise StorageError(f"cannot read ledger {self.path}: {exc}") from exc
 
+    def backup_to(self, target: sqlite3.Connection) -> None:
+        """Copy the whole database into ``target`` in one backup step.
+
+        One step (pages=-1) holds a single read lock for the whole copy, so the
+        copy is one committed state. (Inside our own BEGIN IMMEDIATE the backup
+        would wait on itself forever: it needs its own read transaction.)
+        """
+        with self.lock:
+            self.conn.backup(target, pages=-1)
+
     def write_txn(self) -> "WriteTxn":
         """A write transaction context (see :class:`WriteTxn`)."""
         return WriteTxn(self)

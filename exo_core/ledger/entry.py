@@ -217,7 +217,7 @@ def decode_row(row: Sequence[object]) -> StoredEntry:
     doc = parse_canonical(content, what="content")
     if not isinstance(doc, dict) or not set(doc) <= _CONTENT_KEYS or not (_CONTENT_KEYS - {"idem"}) <= set(doc):
         raise CorruptDataError("content does not have the entry fields")
-    if doc["v"] != FORMAT_VERSION:
+    if type(doc["v"]) is not int or doc["v"] != FORMAT_VERSION:  # true == 1 in Python
         raise CorruptDataError(f"content format version {doc['v']!r} is not {FORMAT_VERSION}")
     refs = doc["refs"]
     if not isinstance(refs, list):

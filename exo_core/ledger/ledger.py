@@ -332,6 +332,10 @@ class Ledger:
         found = self.has_chain(chain)
         return found is not None and found[1] == size
 
+    def backup_to(self, target: sqlite3.Connection) -> None:
+        """Copy this ledger into the open SQLite connection ``target`` (one consistent state)."""
+        self._db.backup_to(target)
+
     def max_n(self) -> int:
         """The highest arrival number (0 when empty)."""
         return int(self.query("SELECT coalesce(max(n), 0) FROM entries")[0][0])
@@ -348,9 +352,7 @@ class Ledger:
     ) -> Iterator[StoredEntry]:
         """Entries in local arrival order (``n``), filtered; all segments unless ``seg``.
 
-        Arrival order is causal: an entry's ``prev`` and every ``refs`` target
-        arrived before it. Reads in pages, so appending while iterating is safe.
-        """
+        Arrival order is causal (``prev`` and refs arrive first); paged, so appending meanwhile is safe."""
         where, args = ["n > ?"], []
         for clause, value in (("kind = ?", kind), ("scope = ?", scope), ("seg = ?", seg),
                               ("ts >= ?", since_ms), ("ts < ?", until_ms)):

@@ -17,6 +17,7 @@ nothing is reordered, re-signed or hidden.
   returns a :class:`SyncReport`; a :class:`Fork` in it carries the two
   conflicting signed checkpoints and the last shared height.
 * :func:`common_prefix` finds the last shared main-chain entry.
+* :func:`snapshot_ledger` copies a live ledger consistently (for export).
 
 Resolving a fork (deciding what the person meant) is left to views and to the
 person; the ledger only guarantees the fork is recorded and reported.
@@ -24,15 +25,20 @@ person; the ledger only guarantees the fork is recorded and reported.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
-from exo_core.errors import ConflictError, CorruptDataError, UsageError
+from exo_core.errors import ConflictError, CorruptDataError, StorageError, UsageError
 from exo_core.ledger.checkpoint import Checkpoint, CheckpointBook, make_checkpoint, record_checkpoint
-from exo_core.ledger.entry import StoredEntry, check_seal
+from exo_core.ledger.entry import StoredEntry, check_seal, decode_row
 from exo_core.ledger.ledger import Head, Ledger, Segment
 
-__all__ = ["ImportResult", "Fork", "SyncReport", "import_entries", "common_prefix", "sync_ledgers", "forks"]
+__all__ = [
+    "ImportResult", "Fork", "SyncReport", "import_entries", "common_prefix", "sync_ledgers", "forks",
+    "snapshot_ledger",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +88,15 @@ def import_entries(
     created: list[int] = []
     with ledger.write_txn() as conn:
         for entry in entries:
-            problem = check_seal(entry)
+            try:
+                # Re-derive from the bytes: a caller-built StoredEntry whose kind,
+                # scope, ts or idem disagree with its signed content is refused
+                # here rather than stored inconsistent for verify() to find later.
+                decode_row((0, 0, 0, entry.id, entry.prev, entry.chain, entry.author, entry.sig,
+                            entry.kind, entry.scope, entry.ts, entry.idem, entry.content))
+                problem = check_seal(entry)
+            except CorruptDataError as exc:
+                problem = exc.message
             if problem is None and pins is not None and entry.author not in pins:
                 problem = "signed by a key that is not pinned"
             if problem is not None:
@@ -192,6 +206,28 @@ def sync_ledgers(
         record_checkpoint(local, book=book)
         import_entries(foreign, local.entries(after_n=mark), origin=local_origin, pins=pins)
     return SyncReport(local_cp, foreign_cp, fork, into_local, into_foreign)
+
+
+def snapshot_ledger(ledger: Ledger, dest: str | Path) -> Path:
+    """Copy ``ledger`` to a new file ``dest`` consistently, even while others append.
+
+    Uses SQLite's online backup under a read transaction, so the copy is a
+    committed state (never a half-written page, which a plain file copy taken
+    during a commit can capture). ``dest`` must not exist (ConflictError).
+    """
+    dest = Path(dest)
+    if dest.exists():
+        raise ConflictError(f"{dest} already exists; snapshots never overwrite")
+    try:
+        target = sqlite3.connect(dest)
+        try:
+            ledger.backup_to(target)
+        finally:
+            target.close()
+    except sqlite3.Error as exc:
+        dest.unlink(missing_ok=True)
+        raise StorageError(f"cannot snapshot ledger to {dest}: {exc}") from exc
+    return dest
 
 
 def forks(ledger: Ledger) -> list[Segment]:

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 from pathlib import Path
 from typing import Any
 
+from exo_core.tools.match import find_match, reindent
 from exo_core.tools.spec import ToolContext, ToolResult, ToolSpec
 
-__all__ = ["ReadFileTool", "WriteFileTool", "EditFileTool", "resolve_path"]
+__all__ = ["ReadFileTool", "WriteFileTool", "EditFileTool", "resolve_path", "write_atomic"]
 
 _MAX_READ_BYTES = 2 * 1024 * 1024
 
@@ -130,44 +130,20 @@ class EditFileTool:
             return ToolResult.error(f"no such file: {path}")
         except (OSError, UnicodeDecodeError) as exc:
             return ToolResult.error(f"cannot read {path}: {exc}")
-        count = text.count(old)
-        if count == 1:
-            return _write_atomic(path, text.replace(old, new, 1), verb="edited")
-        if count > 1:
-            return ToolResult.error(f"'old' occurs {count} times in {path}; include more context")
-        span = _fuzzy_span(text, old)
-        if span is None:
-            return ToolResult.error(f"'old' was not found in {path}, even ignoring whitespace")
-        return _write_atomic(path, text[: span[0]] + new + text[span[1] :], verb="edited (whitespace-tolerant match)")
+        match = find_match(text, old)
+        if match is None:
+            return ToolResult.error(f"'old' was not found in {path}, even ignoring whitespace; read the file "
+                                    "and quote the lines exactly")
+        if match.count > 1:
+            return ToolResult.error(f"'old' matches {match.count} places in {path} ({match.how}); "
+                                    "include more surrounding lines so it matches one")
+        replacement = reindent(new, match.indent)
+        verb = "edited" if match.how == "exact" else f"edited (matched ignoring {match.how})"
+        return write_atomic(path, text[: match.start] + replacement + text[match.end :], verb=verb)
 
 
-def _norm(line: str) -> str:
-    return re.sub(r"\s+", " ", line).strip()
-
-
-def _fuzzy_span(text: str, old: str) -> tuple[int, int] | None:
-    """The character span of the unique run of lines equal to ``old`` modulo whitespace."""
-    lines = text.splitlines(keepends=True)
-    want = [_norm(x) for x in old.strip("\n").splitlines()]
-    if not want:
-        return None
-    offsets = [0]
-    for line in lines:
-        offsets.append(offsets[-1] + len(line))
-    found = [
-        i for i in range(len(lines) - len(want) + 1)
-        if all(_norm(lines[i + k]) == want[k] for k in range(len(want)))
-    ]
-    if len(found) != 1:
-        return None
-    i = found[0]
-    end = offsets[i + len(want)]
-    if lines[i + len(want) - 1].endswith("\n") and not old.endswith("\n"):
-        end -= 1
-    return offsets[i], end
-
-
-def _write_atomic(path: Path, content: str, *, verb: str = "wrote") -> ToolResult:
+def write_atomic(path: Path, content: str, *, verb: str = "wrote") -> ToolResult:
+    """Write ``content`` to ``path`` via a temporary file, fsync and rename; an error result on failure."""
     tmp = path.with_name(f".{path.name}.exo-tmp-{os.getpid()}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

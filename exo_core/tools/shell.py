@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
 from typing import Any
 
@@ -33,7 +34,12 @@ class BashTool:
             "required": ["command"],
         },
         risk="high",
+        toolset="shell",
     )
+
+    def available(self) -> bool:
+        """Whether ``bash`` is on the PATH."""
+        return shutil.which("bash") is not None
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         command = arguments.get("command")

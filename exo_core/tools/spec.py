@@ -28,6 +28,9 @@ class ToolSpec:
     parameters: dict[str, Any]
     risk: Risk = "low"
     toolset: str = "core"
+    # What the tool does on the gate's axes, when its name does not say it:
+    # e.g. ("irreversible", "public", "affects") for a tool that posts.
+    effects: tuple[str, ...] = ()
 
     def to_model(self) -> dict[str, Any]:
         """The description sent to a model (OpenAI function shape)."""

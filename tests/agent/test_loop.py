@@ -12,6 +12,7 @@ import pytest
 from exo_core.agent.loop import LoopSettings
 from exo_core.agent.model import Finish, ModelRequest, TextDelta
 from exo_core.agent.scripted import ScriptedModel
+from exo_core.agent.seams import RiskGate
 from exo_core.engine.core import Core, CoreOptions
 from exo_core.errors import RetryableModelError
 from exo_core.home import ExoHome
@@ -61,7 +62,7 @@ class Harness:
         assert wire["ok"], wire
         return wire["result"]
 
-    async def wait(self, predicate, timeout: float = 20.0) -> dict[str, Any]:
+    async def wait(self, predicate, timeout: float = 90.0) -> dict[str, Any]:
         async def poll() -> dict[str, Any]:
             while True:
                 for e in self.events:
@@ -171,7 +172,7 @@ async def test_interrupt_keeps_partial_text_marked(make) -> None:
 async def test_interrupt_during_a_tool_gives_every_call_a_result(make, tmp_path: Path) -> None:
     reply = {"text": "", "tool_calls": [{"name": "bash", "arguments": {"command": "echo go; sleep 30"}},
                                         {"name": "read_file", "arguments": {"path": "x"}}]}
-    h = await make(ScriptedModel([reply]))
+    h = await make(ScriptedModel([reply]), gate=RiskGate())  # asks for every high-risk tool
     s = await new_session(h)
     t = (await h.ok("turn.send", session=s, text="run"))["turn_id"]
     req = await h.wait(lambda e: e["type"] == "approval.requested")
@@ -232,7 +233,7 @@ async def test_a_broken_memory_provider_is_skipped(make) -> None:
 
 async def test_approvals_first_answer_wins_and_deny_is_a_result(make) -> None:
     reply = {"text": "", "tool_calls": [{"name": "bash", "arguments": {"command": "echo never"}}]}
-    h = await make(ScriptedModel([reply, {"text": "ok, not running it"}]))
+    h = await make(ScriptedModel([reply, {"text": "ok, not running it"}]), gate=RiskGate())
     s = await new_session(h)
     t = (await h.ok("turn.send", session=s, text="run"))["turn_id"]
     req = await h.wait(lambda e: e["type"] == "approval.requested")

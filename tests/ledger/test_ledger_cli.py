@@ -1,4 +1,4 @@
-"""``exo ledger verify|log|show|rebuild`` in a real subprocess, through exo's own main()."""
+"""``exo ledger verify|log|show|rebuild`` as real ``python -m exo_core.cli`` subprocesses."""
 
 from __future__ import annotations
 
@@ -15,15 +15,11 @@ from exo_core.ledger import CheckpointBook, Ledger, Signer, record_checkpoint
 from exo_core.ledger.checkpoint import BOOK_FILE_NAME
 
 ROOT = Path(__file__).resolve().parents[2]
-# main() imports every module in COMMAND_MODULES; run it with only ours so this
-# test does not depend on subcommands other issues are still building.
-RUN = ("import sys, exo_core.cli.main as m; m.COMMAND_MODULES = ('ledger_cmd',); "
-       "sys.argv[0] = 'exo'; raise SystemExit(m.main())")
 
 
 def exo(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "EXO_HOME": str(home)}
-    return subprocess.run([sys.executable, "-c", RUN, *args], cwd=ROOT, env=env,
+    return subprocess.run([sys.executable, "-m", "exo_core.cli", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=60)
 
 
@@ -131,3 +127,20 @@ def test_rebuild(tmp_path: Path, store: Path) -> None:
     assert exo(home, "ledger", "rebuild", "--store", str(store)).returncode == 0
     assert {p.name: p.read_bytes() for p in views.iterdir()} == first
     assert exo(home, "ledger", "rebuild", "--store", str(store), "--view", "nope").returncode == 2
+
+
+def test_verify_pins_store_toml_owner_keys_by_default(
+    tmp_path: Path, store: Path, signer: Signer, other_signer: Signer,
+) -> None:
+    home = tmp_path / "home"
+    (store / "STORE.toml").write_text(f'format = 2\nkind = "person"\nowner_keys = ["{signer.key_id}"]\n')
+    ok = exo(home, "ledger", "verify", "--store", str(store))
+    assert ok.returncode == 0 and "1 pinned key(s)" in ok.stdout, ok.stderr
+    with Ledger.open_store(store, signer=other_signer) as ledger:
+        ledger.append("utterance", {"text": "a stranger's words"})
+    bad = exo(home, "ledger", "verify", "--store", str(store))
+    assert bad.returncode == 1 and "not a pinned key" in bad.stdout
+    assert exo(home, "ledger", "verify", "--store", str(store), "--no-pins").returncode == 0
+    (store / "STORE.toml").write_text("format = [not toml\n")
+    unreadable = exo(home, "ledger", "verify", "--store", str(store))
+    assert unreadable.returncode == 0 and "authors not pinned" in unreadable.stderr

@@ -147,5 +147,22 @@ def test_import_refuses_tampered_or_orphaned_entries(make_ledger: MakeLedger, tm
     forged = dataclasses.replace(first, content=first.content.replace(b"one", b"0ne"))
     with pytest.raises(CorruptDataError, match="refused"):
         import_entries(b, [forged], origin="a")
+    relabelled = dataclasses.replace(first, kind="rule")  # column disagrees with the signed content
+    with pytest.raises(CorruptDataError, match="disagree"):
+        import_entries(b, [relabelled], origin="a")
     assert b.count() == 0
     assert import_entries(b, a.entries(), origin="a").imported == 2 and b.verify().ok
+
+
+def test_snapshot_of_a_live_ledger(make_ledger: MakeLedger, tmp_path: Path) -> None:
+    from exo_core.ledger import snapshot_ledger
+
+    ledger = make_ledger()
+    for i in range(20):
+        ledger.append("utterance", {"text": f"m{i}"})
+    (tmp_path / "export").mkdir()
+    dest = snapshot_ledger(ledger, tmp_path / "export" / "ledger.sqlite")
+    with Ledger.open(dest) as copy:
+        assert copy.verify().ok and copy.head() == ledger.head() and copy.ledger_id == ledger.ledger_id
+    with pytest.raises(ConflictError):
+        snapshot_ledger(ledger, dest)

@@ -1,0 +1,157 @@
+"""One tool call inside a turn: gate, hooks, approval, run, record (§14, §26 steps 6–9).
+
+Order for each call:
+
+1. ``tool.started`` (with the tool's risk hint);
+2. the gate classifies and decides (allow, log, ask, deny); a gate that
+   crashes asks rather than allows;
+3. ``pre_tool_call`` hooks may block (the reason goes to the model as an error
+   result) or ask; they can only make the outcome stricter;
+4. on ``ask``: ``approval.requested``, wait for any client's answer,
+   ``approval.resolved``, the ``post_approval_response`` hooks, and an
+   ``approval`` ledger entry; ``allow_always`` tells the gate for the run;
+5. the tool runs (the registry turns failures into error results);
+   ``transform_tool_result`` hooks may rewrite the text;
+6. the result is stored (``tool.completed``, ``message.completed``), the
+   ``post_tool_call`` hooks see it, and an ``action`` ledger entry records
+   the call, its cell, the outcome and the answer (referring to the approval).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from exo_core.agent.model import ToolCall
+from exo_core.agent.seams import GateOutcome
+from exo_core.errors import ExoError
+from exo_core.protocol import events as ev
+from exo_core.sessions.store import MessageRecord
+from exo_core.tools.spec import ToolContext, ToolResult
+
+if TYPE_CHECKING:
+    from exo_core.agent.loop import LoopDeps
+
+__all__ = ["run_tool_call", "store_tool_result", "emit_message", "record"]
+
+log = logging.getLogger(__name__)
+
+
+async def run_tool_call(deps: "LoopDeps", session_id: str, turn_id: str, call: ToolCall) -> None:
+    """Gate, approve, run and record one tool call; never raises for a tool's failure."""
+    tool = deps.tools.get(call.name)
+    risk = tool.spec.risk if tool else "low"
+    await deps.hub.emit(session_id, "tool.started", ev.ToolStarted(
+        turn_id=turn_id, call_id=call.id, name=call.name, arguments=call.arguments, risk=risk))
+    started = time.monotonic()
+    outcome = _check(deps, tool, call) if tool else None
+    action = outcome.action if outcome else "allow"
+    reason = outcome.reason if outcome else ""
+    verdict = await deps.hooks.pre_tool_call(tool_name=call.name, arguments=call.arguments, call_id=call.id,
+                                             session_id=session_id, gate=action)
+    if verdict is not None and verdict.action == "block":
+        action, reason = "deny", verdict.reason
+    elif verdict is not None and verdict.action == "ask" and action in ("allow", "log"):
+        action, reason = "ask", verdict.reason
+    decision, refs = action, ()
+    if action == "ask":
+        decision, refs = await _ask(deps, session_id, turn_id, call, outcome, risk, reason)
+    if action == "deny":
+        result = ToolResult.error(f"blocked: {reason or 'not allowed'}")
+    elif decision == "deny":
+        result = ToolResult.error("the person denied this action")
+    else:
+        result = await _execute(deps, session_id, call)
+    await store_tool_result(deps, session_id, turn_id, call, result, started)
+    await deps.hooks.notify("post_tool_call", tool_name=call.name, arguments=call.arguments, call_id=call.id,
+                            session_id=session_id, ok=not result.is_error, result=result.content)
+    await record(deps, "action", {
+        "session": session_id, "turn": turn_id, "call": call.id, "tool": call.name, "arguments": call.arguments,
+        "outcome": outcome.action if outcome else "unknown_tool", "final": action,
+        "decision": "deny" if action == "deny" else decision, "reason": reason,
+        "axes": dict(outcome.axes) if outcome else {}, "keys": list(outcome.keys) if outcome else [],
+        "summary": outcome.summary if outcome else call.name, "ok": not result.is_error,
+        "blocked_by": verdict.owner if verdict is not None and verdict.action == "block" else "",
+        # Tool output is data, never the person's words: it is kept inside the action.
+        "result": result.content[:2000],
+    }, refs=refs)
+
+
+def _check(deps: "LoopDeps", tool: Any, call: ToolCall) -> GateOutcome:
+    try:
+        return deps.gate.check(tool.spec, call.arguments)
+    except Exception as exc:  # noqa: BLE001 - a gate bug must fail closed (ask), never open and never end the turn
+        log.exception("the gate failed on %s; asking the person instead", call.name)
+        return GateOutcome("ask", f"{call.name} (the gate failed: {type(exc).__name__})", tool.spec.risk,
+                           "the gate could not classify this call", rule_key="")
+
+
+async def _ask(deps: "LoopDeps", session_id: str, turn_id: str, call: ToolCall, outcome: GateOutcome | None,
+               risk: str, reason: str) -> tuple[str, tuple[str, ...]]:
+    summary = outcome.summary if outcome else call.name
+    answer = await deps.approvals.request(session_id, turn_id=turn_id, call_id=call.id, tool=call.name,
+                                          summary=summary, risk=outcome.risk if outcome else risk,
+                                          arguments=call.arguments)
+    await deps.hooks.notify("post_approval_response", tool_name=call.name, arguments=call.arguments,
+                            call_id=call.id, session_id=session_id, request_id=answer.request_id,
+                            decision=answer.decision)
+    if answer.decision == "allow_always" and outcome is not None and outcome.rule_key:
+        deps.gate.allow_always(outcome.rule_key)
+    entry = await record(deps, "approval", {
+        "session": session_id, "turn": turn_id, "call": call.id, "request_id": answer.request_id,
+        "tool": call.name, "summary": summary, "risk": risk, "reason": reason,
+        "decision": "deny" if answer.decision == "deny" else "allow", "always": answer.decision == "allow_always",
+        "rule_key": outcome.rule_key if outcome else "", "answer_reason": answer.reason,
+    })
+    return answer.decision, ((entry,) if entry else ())
+
+
+async def _execute(deps: "LoopDeps", session_id: str, call: ToolCall) -> ToolResult:
+    async def emit_output(text: str, stream: str) -> None:
+        await deps.hub.emit(session_id, "tool.output", ev.ToolOutput(call_id=call.id, text=text, stream=stream))
+
+    async def emit_panel(kind: str, title: str, data: dict[str, Any]) -> None:
+        await deps.hub.emit(session_id, "ui.panel", ev.UiPanel(kind=kind, title=title, data=data))
+
+    async def session_search(query: str, limit: int) -> list[dict[str, Any]]:
+        hits = await deps.worker.run(lambda: deps.store.search(query, limit=limit))
+        return [{"session": h.session_id, "message_id": h.message_id, "role": h.role, "snippet": h.snippet}
+                for h in hits]
+
+    context = ToolContext(workspace=deps.workspace, call_id=call.id, emit_output=emit_output, session_id=session_id,
+                          extra={"emit_panel": emit_panel, "session_search": session_search})
+    result = await deps.tools.run(call.name, call.arguments, context)
+    text = await deps.hooks.transform_tool_result(result.content, tool_name=call.name, arguments=call.arguments,
+                                                  call_id=call.id, session_id=session_id)
+    return result if text == result.content else ToolResult(text, result.is_error, result.truncated).cut()
+
+
+async def store_tool_result(deps: "LoopDeps", session_id: str, turn_id: str, call: ToolCall, result: ToolResult,
+                            started: float) -> None:
+    """Store a call's result as a tool message and emit ``tool.completed`` then ``message.completed``."""
+    msg = await deps.worker.run(lambda: deps.store.add_message(
+        session_id, "tool", result.content, turn_id=turn_id, tool_call_id=call.id,
+        status="error" if result.is_error else "complete"))
+    await deps.hub.emit(session_id, "tool.completed", ev.ToolCompleted(
+        call_id=call.id, name=call.name, ok=not result.is_error, result=result.content,
+        duration_ms=int((time.monotonic() - started) * 1000), truncated=result.truncated))
+    await emit_message(deps, msg)
+
+
+async def emit_message(deps: "LoopDeps", msg: MessageRecord) -> None:
+    """Emit ``message.completed`` for a stored message."""
+    await deps.hub.emit(msg.session_id, "message.completed", ev.MessageCompleted(
+        message_id=msg.id, role=msg.role, content=msg.content, turn_id=msg.turn_id, tool_calls=msg.tool_calls,
+        tool_call_id=msg.tool_call_id, status=msg.status))
+
+
+async def record(deps: "LoopDeps", kind: str, body: dict[str, Any], *, refs: tuple[str, ...] = ()) -> str | None:
+    """Mirror one entry into the ledger through the recorder seam; returns its id (``None`` if not kept)."""
+    try:
+        return await asyncio.to_thread(deps.recorder.record, kind, body, refs=refs)
+    except ExoError:
+        # The ledger refusing an entry must not lose the turn; it is logged loudly.
+        log.exception("could not mirror a %s into the ledger", kind)
+        return None

@@ -1,0 +1,59 @@
+"""``exo gate check``: the gate's axes and outcome for one action, as JSON, so anyone can audit a case.
+
+``exo gate check -- git push origin main`` judges a shell command (the words
+after ``--`` are joined with spaces; quote a whole line to keep its
+operators: ``exo gate check -- 'make && git push'``).
+``exo gate check --tool send_email --args '{"to": "a@b.c"}'`` judges a tool call.
+The default policy is used unless ``--policy FILE`` names a TOML policy.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``exo gate check``."""
+    parser = sub.add_parser("gate", help="audit the consequence gate")
+    gate_sub = parser.add_subparsers(dest="gate_command", metavar="ACTION")
+    gate_sub.required = True
+    check = gate_sub.add_parser("check", help="print the axes and outcome of a command or tool call as JSON")
+    check.add_argument("--tool", default=None, help="judge a tool call to NAME instead of a shell command")
+    check.add_argument("--args", default=None, metavar="JSON", help="the tool call's arguments (a JSON object)")
+    check.add_argument("--risk", default="low", choices=("low", "medium", "high"), help="the tool's risk hint")
+    check.add_argument("--workspace", default=None, help="the workspace folder (default: the current folder)")
+    check.add_argument("--policy", default=None, metavar="FILE", help="a TOML gate policy (default: built in)")
+    check.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND...")
+    check.set_defaults(handler=_check)
+
+
+def _check(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from exo_core.errors import UsageError
+    from exo_core.gate import Policy, evaluate
+
+    words = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if args.tool and words:
+        raise UsageError("give either --tool NAME --args JSON or -- COMMAND..., not both")
+    if args.tool:
+        try:
+            arguments = json.loads(args.args or "{}")
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"--args is not valid JSON ({exc.msg} at character {exc.pos}); "
+                             "pass an object such as '{\"path\": \"a.txt\"}'") from exc
+        if not isinstance(arguments, dict):
+            raise UsageError("--args must be a JSON object, such as '{\"path\": \"a.txt\"}'")
+        tool = args.tool
+    else:
+        if not words:
+            raise UsageError("nothing to check: use `exo gate check -- COMMAND...` or `--tool NAME --args JSON`")
+        tool, arguments = "bash", {"command": " ".join(words)}
+    workspace = Path(args.workspace or ".").resolve()
+    if args.policy and not Path(args.policy).exists():
+        raise UsageError(f"no policy file at {args.policy}; give the path of a TOML gate policy")
+    policy = Policy.load(Path(args.policy), workspace=workspace) if args.policy else Policy().with_workspace(workspace)
+    decision = evaluate(tool, arguments, policy, risk=args.risk)
+    print(json.dumps(decision.as_dict(), indent=2, ensure_ascii=False))
+    return 0

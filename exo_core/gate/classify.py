@@ -1,0 +1,152 @@
+"""``classify``: place a tool call on the four axes (the first of the gate's two pure steps).
+
+Shell commands are split into their simple commands (:mod:`exo_core.gate.shell`)
+and each is judged (:mod:`exo_core.gate.commands`); file tools are judged by
+whether their paths lie in the workspace; other tools by what their spec
+declares (``ToolSpec.effects``), then by their name (``send_email`` sends
+mail, ``post_*`` publishes, ``pay`` spends), then by their risk hint. The
+action's cell is the per-axis maximum over its parts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from exo_core.gate.axes import AXES, Axes, Finding
+from exo_core.gate.commands import classify_command
+from exo_core.gate.commands import write_finding as classify_write
+from exo_core.gate.scope import Scope
+from exo_core.gate.shell import parse_shell
+from exo_core.gate.vcs import finding
+
+__all__ = ["Classification", "classify", "SHELL_TOOLS"]
+
+SHELL_TOOLS = frozenset({"bash", "shell", "sh", "terminal", "run_command"})
+_READ_TOOLS = {"read_file": "file.read", "search": "session.search", "recall": "store.recall", "ui": "ui.panel",
+               "list_files": "file.read", "grep": "file.read", "glob": "file.read", "web_search": "http.get",
+               "web_fetch": "http.get", "memory_search": "store.recall"}
+_NAME_RULES: tuple[tuple[re.Pattern[str], Finding], ...] = tuple(
+    (re.compile(pattern), Finding(key, Axes(*cell), summary, reason))
+    for pattern, key, cell, summary, reason in (
+        (r"(^|_)(send_)?(e?mail|sms|message|dm|text)(_|$)|^send", "mail.send",
+         ("irreversible", "leaves", "free", "affects"), "send a message", "reaches another person"),
+        (r"(^|_)(post|publish|tweet|toot|comment|share|reply)(_|$)", "post.public",
+         ("irreversible", "public", "free", "affects"), "post where others read", "others read it at once"),
+        (r"(^|_)(pay|payment|purchase|buy|order|transfer|donate|checkout|invoice)(_|$)", "payment",
+         ("irreversible", "leaves", "paid", "affects"), "spend money", "money leaves and goes to someone"),
+        (r"(^|_)(delete|remove|drop|erase|destroy|wipe|purge)(_|$)", "data.delete",
+         ("irreversible", "private", "free", "none"), "delete data", "a deletion without a copy"),
+    )
+)
+_RISK_LEVEL = {"low": "none", "medium": "reversible", "high": "recoverable"}
+
+
+@dataclass(frozen=True, slots=True)
+class Classification:
+    """The cell of one tool call, the parts it is made of, and a one-line summary."""
+
+    tool: str
+    axes: Axes
+    findings: tuple[Finding, ...]
+    error: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        """As plain data (``exo gate check`` prints this)."""
+        out: dict[str, Any] = {"tool": self.tool, "axes": self.axes.as_dict(),
+                               "parts": [f.as_dict() for f in self.findings]}
+        if self.error:
+            out["parse_error"] = self.error
+        return out
+
+
+def classify(tool: str, arguments: Mapping[str, Any], *, scope: Scope | None = None, risk: str = "low",
+             effects: Sequence[str] = ()) -> Classification:
+    """Place calling ``tool`` with ``arguments`` on the four axes. Pure; never raises for bad input."""
+    scope = scope or Scope()
+    error = ""
+    if tool in SHELL_TOOLS:
+        findings, error = _shell(arguments.get("command"), scope)
+    elif tool in ("write_file", "edit_file"):
+        findings = [_file(tool, arguments.get("path"), scope)]
+    elif tool == "apply_patch":
+        findings = _patch(arguments.get("patch"), scope)
+    elif tool in _READ_TOOLS:
+        findings = [finding(_READ_TOOLS[tool], tool)]
+    else:
+        findings = [_other(tool, arguments, risk, effects)]
+    findings = findings or [finding("shell.read", "nothing to run")]
+    cell = Axes()
+    for f in findings:
+        cell = cell.worst(f.axes)
+    return Classification(tool, cell, tuple(findings), error)
+
+
+def _shell(command: Any, scope: Scope) -> tuple[list[Finding], str]:
+    if not isinstance(command, str) or not command.strip():
+        return [finding("shell.read", "empty command")], ""
+    parsed = parse_shell(command)
+    if parsed.error:
+        return [finding("shell.opaque", "a command line the gate cannot read", "irreversible",
+                        reason=f"could not parse: {parsed.error}")], parsed.error
+    out = []
+    for cmd in parsed.commands:
+        text = " ".join(cmd.argv)
+        for f in classify_command(cmd, scope):
+            out.append(Finding(f.key, f.axes, f.summary, f.reason, f.destination, text[:200]))
+    return out, ""
+
+
+def _file(tool: str, path: Any, scope: Scope) -> Finding:
+    if not isinstance(path, str) or not path:
+        return finding("file.write", f"{tool} (no path)", "reversible")
+    f = classify_write(path, scope, "edit" if tool == "edit_file" else "write", overwrite=tool == "write_file")
+    return Finding(f.key.replace("file.write", "file.edit") if tool == "edit_file" else f.key,
+                   f.axes, f.summary, f.reason)
+
+
+def _patch(patch: Any, scope: Scope) -> list[Finding]:
+    if not isinstance(patch, str):
+        return [finding("file.write", "apply a patch", "reversible")]
+    out = []
+    lines = patch.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("+++ "):
+            new = _patch_path(line[4:])
+            old = _patch_path(lines[i - 1][4:]) if i and lines[i - 1].startswith("--- ") else new
+            if new == "/dev/null":
+                f = classify_write(old, scope, "delete")
+                level = "recoverable" if f.key == "file.write" else "irreversible"
+                out.append(Finding("file.delete" if f.key == "file.write" else "file.delete.outside",
+                                   f.axes.at_least(reversibility=level), f"delete {old}", f.reason))
+            else:
+                out.append(classify_write(new, scope, "patch"))
+    return out or [finding("file.write", "apply a patch", "reversible")]
+
+
+def _patch_path(raw: str) -> str:
+    path = raw.split("\t", 1)[0].strip()
+    return path[2:] if path.startswith(("a/", "b/")) else path
+
+
+def _other(tool: str, arguments: Mapping[str, Any], risk: str, effects: Sequence[str]) -> Finding:
+    if effects:
+        values: dict[str, str] = {}
+        for value in effects:
+            axis = next((name for name, scale in AXES.items() if value in scale), None)
+            if axis is not None:
+                values[axis] = value
+        return Finding(f"tool.{tool}", Axes().at_least(**values), f"{tool}", "declared by the tool")
+    lowered = tool.lower()
+    for pattern, template in _NAME_RULES:
+        if pattern.search(lowered):
+            return Finding(template.key, template.axes, f"{tool}: {template.summary}", template.reason)
+    if lowered in ("http_request", "fetch", "request") or "url" in arguments:
+        host_method = str(arguments.get("method", "GET")).upper()
+        if host_method != "GET":
+            return finding(f"http.{host_method.lower()}", f"{tool}: HTTP {host_method}", "irreversible", "leaves")
+        return finding("http.get", f"{tool}: fetch")
+    return finding(f"tool.{tool}", tool, _RISK_LEVEL.get(risk, "recoverable"),
+                   reason=f"a tool the gate does not know (risk hint {risk})")

@@ -1,0 +1,62 @@
+"""The operator floor: outcomes no person's policy, override or answer can lower.
+
+Amplifying a person is neutral; it would amplify a bad actor too. So the
+rules that protect *other* people sit here, outside the person's policy
+(§14.4, §24): an irreversible public act that touches a third party always
+asks. The floor only ever raises an outcome (``deny`` stays ``deny``).
+
+:func:`tighten` is the one way a decision model's opinion enters the gate:
+it may move an outcome toward ``ask`` or ``deny``, never toward ``allow``
+(§13.3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from exo_core.gate.axes import Axes, outcome_rank, strictest
+
+__all__ = ["FloorRule", "FLOOR", "floor_for", "apply_floor", "tighten"]
+
+
+@dataclass(frozen=True, slots=True)
+class FloorRule:
+    """One operator rule: when ``applies`` holds, the outcome is at least ``minimum``."""
+
+    name: str
+    applies: Callable[[Axes], bool]
+    minimum: str
+
+
+FLOOR: tuple[FloorRule, ...] = (
+    FloorRule(
+        "an irreversible public act that touches a third party",
+        lambda a: a.reversibility == "irreversible" and a.exposure == "public" and a.third_party == "affects",
+        "ask",
+    ),
+)
+
+
+def floor_for(axes: Axes) -> tuple[str, str]:
+    """The floor's minimum outcome for ``axes`` and the rule that set it (``allow``, '' when none applies)."""
+    best, why = "allow", ""
+    for rule in FLOOR:
+        if rule.applies(axes) and outcome_rank(rule.minimum) > outcome_rank(best):
+            best, why = rule.minimum, rule.name
+    return best, why
+
+
+def apply_floor(outcome: str, axes: Axes) -> tuple[str, str]:
+    """``outcome`` raised to the floor for ``axes``; the floor rule's name when it raised it."""
+    minimum, why = floor_for(axes)
+    if outcome_rank(minimum) > outcome_rank(outcome):
+        return minimum, why
+    return outcome, ""
+
+
+def tighten(outcome: str, proposed: str | None) -> str:
+    """``outcome`` made stricter by ``proposed`` (a decision model's view); never looser."""
+    if proposed is None:
+        return outcome
+    return strictest((outcome, proposed))

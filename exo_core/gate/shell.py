@@ -1,0 +1,411 @@
+"""A small POSIX-shell reader: enough of bash to see every command a line would run.
+
+The gate must know what a command line *does*, so it splits it into simple
+commands: at pipes, ``&&``, ``||``, ``;``, ``&`` and newlines, into subshells
+``( … )``, command substitutions ``$( … )`` and backticks, process
+substitutions ``<( … )``, heredocs, and into the scripts handed to
+``bash -c``, ``sh -c`` and ``eval``. Quoting (``'…'``, ``"…"``, ``$'…'``,
+backslashes) is removed the way the shell would.
+
+It never executes or expands anything. A word that contains an expansion the
+shell would perform at run time (``$VAR``, ``$(…)``, a glob) is marked
+``dynamic``; the classifier treats it as unknown rather than guessing. Input
+it cannot read (an unclosed quote, an unbalanced parenthesis, nesting deeper
+than :data:`MAX_DEPTH`) gives a :class:`ShellParse` with ``error`` set; the
+classifier then treats the whole line as opaque code, which asks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["Redirect", "SimpleCommand", "ShellParse", "parse_shell", "MAX_DEPTH"]
+
+MAX_DEPTH = 8
+_OPERATORS = ("&&", "||", ";;", "|&", "|", ";", "&", "\n")
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash", "busybox"})
+
+
+@dataclass(frozen=True, slots=True)
+class Redirect:
+    """One redirection: ``op`` (``>``, ``>>``, ``<``, ``<<``, ``<<<`` …) and its target or body."""
+
+    op: str
+    target: str
+    body: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SimpleCommand:
+    """One command the line would run, with what feeds it.
+
+    ``piped_in`` is true when its standard input is another command's output;
+    ``stdin_script`` holds a heredoc or here-string body; ``nested`` names how
+    it was reached (``$()``, ``bash -c``, ``subshell`` …) for explanations.
+    """
+
+    argv: tuple[str, ...]
+    assignments: tuple[str, ...] = ()
+    redirects: tuple[Redirect, ...] = ()
+    piped_in: bool = False
+    dynamic: frozenset[int] = frozenset()
+    nested: str = ""
+
+    def word_is_dynamic(self, index: int) -> bool:
+        """Whether ``argv[index]`` holds a run-time expansion."""
+        return index in self.dynamic
+
+    @property
+    def stdin_script(self) -> str:
+        """The text a heredoc or here-string feeds to this command ('' when none)."""
+        return "\n".join(r.body for r in self.redirects if r.op in ("<<", "<<-", "<<<"))
+
+
+@dataclass(frozen=True, slots=True)
+class ShellParse:
+    """Every simple command of a line (nested ones included), the operators seen, or an error."""
+
+    commands: tuple[SimpleCommand, ...] = ()
+    operators: tuple[str, ...] = ()
+    error: str = ""
+
+
+@dataclass(slots=True)
+class _Word:
+    text: str = ""
+    dynamic: bool = False
+    nested: list[str] = field(default_factory=list)  # scripts of $(…), `…`, <(…) inside the word
+
+
+@dataclass(slots=True)
+class _Tok:
+    kind: str  # word | op | redir
+    value: str
+    word: _Word | None = None
+    redir: dict[str, str] | None = None
+
+
+class _ParseError(ValueError):
+    """Raised inside the reader; turned into ``ShellParse.error`` at the boundary."""
+
+
+def parse_shell(line: str, *, depth: int = 0) -> ShellParse:
+    """Split ``line`` into the simple commands it would run (never raises)."""
+    if depth > MAX_DEPTH:
+        return ShellParse(error=f"nesting deeper than {MAX_DEPTH} levels")
+    try:
+        tokens = _Lexer(line).tokens()
+        commands: list[SimpleCommand] = []
+        operators: list[str] = []
+        _Builder(tokens, depth, commands, operators).script(0, len(tokens), "")
+    except _ParseError as exc:
+        return ShellParse(error=str(exc))
+    return ShellParse(tuple(commands), tuple(operators))
+
+
+class _Lexer:
+    """Characters to tokens; quote removal and heredoc bodies happen here."""
+
+    def __init__(self, text: str) -> None:
+        self.s = text
+        self.i = 0
+        self.out: list[_Tok] = []
+        self.pending_heredocs: list[dict[str, str]] = []
+
+    def tokens(self) -> list[_Tok]:
+        s = self.s
+        while self.i < len(s):
+            c = s[self.i]
+            if c in " \t\r":
+                self.i += 1
+            elif c == "\\" and s.startswith("\\\n", self.i):
+                self.i += 2
+            elif c == "#" and self._at_word_start():
+                while self.i < len(s) and s[self.i] != "\n":
+                    self.i += 1
+            elif c == "\n":
+                self.out.append(_Tok("op", "\n"))
+                self.i += 1
+                self._read_heredocs()
+            elif c in "()":
+                self.out.append(_Tok("op", c))
+                self.i += 1
+            elif self._redirect():
+                continue
+            elif any(s.startswith(op, self.i) for op in _OPERATORS):
+                op = next(op for op in _OPERATORS if s.startswith(op, self.i))
+                self.out.append(_Tok("op", op))
+                self.i += len(op)
+            else:
+                word = self._word()
+                self.out.append(_Tok("word", word.text, word=word))
+        if self.pending_heredocs:
+            self._read_heredocs()  # a heredoc on the last line: its body may be missing
+        return self.out
+
+    def _at_word_start(self) -> bool:
+        return self.i == 0 or self.s[self.i - 1] in " \t\n;&|()"
+
+    def _redirect(self) -> bool:
+        s, j = self.s, self.i
+        while j < len(s) and s[j].isdigit():
+            j += 1
+        if s.startswith("&>", j) and j == self.i:
+            op = "&>>" if s.startswith("&>>", j) else "&>"
+        else:
+            op = next((o for o in ("<<<", "<<-", "<<", ">>", ">|", ">&", "<&", "<>", ">", "<") if s.startswith(o, j)), "")
+        if not op:
+            return False
+        if s.startswith(("<(", ">("), j):
+            return False  # process substitution: a word
+        self.i = j + len(op)
+        while self.i < len(s) and s[self.i] in " \t":
+            self.i += 1
+        if self.i >= len(s) or s[self.i] in "\n;&|()<>":
+            raise _ParseError(f"redirection {op!r} has no target")
+        target = self._word()
+        redir = {"op": op.lstrip("&") if op.startswith("&>") else op, "target": target.text, "body": ""}
+        if op in ("<<", "<<-"):
+            redir["strip"] = "1" if op == "<<-" else ""
+            self.pending_heredocs.append(redir)
+        elif op == "<<<":
+            redir["body"] = target.text
+        tok = _Tok("redir", redir["op"], word=target, redir=redir)
+        self.out.append(tok)
+        return True
+
+    def _read_heredocs(self) -> None:
+        s = self.s
+        for redir in self.pending_heredocs:
+            delim = redir["target"]
+            body: list[str] = []
+            while self.i < len(s):
+                end = s.find("\n", self.i)
+                end = len(s) if end < 0 else end
+                line = s[self.i:end]
+                self.i = end + 1
+                if (line.lstrip("\t") if redir.get("strip") else line) == delim:
+                    break
+                body.append(line)
+            redir["body"] = "\n".join(body)
+        self.pending_heredocs = []
+
+    def _word(self) -> _Word:
+        s, w = self.s, _Word()
+        while self.i < len(s):
+            c = s[self.i]
+            if c in " \t\r\n;&|" or (c in "()" and not s.startswith(("<(", ">("), self.i)):
+                break
+            if c in "<>" and not s.startswith(("<(", ">("), self.i):
+                break
+            if c == "'":
+                end = s.find("'", self.i + 1)
+                if end < 0:
+                    raise _ParseError("unclosed single quote")
+                w.text += s[self.i + 1:end]
+                self.i = end + 1
+            elif c == '"':
+                self._double_quoted(w)
+            elif c == "\\":
+                w.text += s[self.i + 1:self.i + 2]
+                self.i += 2
+            elif s.startswith("$'", self.i):
+                end = self.i + 2
+                while end < len(s) and s[end] != "'":
+                    end += 2 if s[end] == "\\" else 1
+                if end >= len(s):
+                    raise _ParseError("unclosed $'...' quote")
+                raw = s[self.i + 2:end]
+                w.text += raw.encode("latin-1", "backslashreplace").decode("unicode_escape", "replace")
+                self.i = end + 1
+            elif c == "$" or c == "`" or s.startswith(("<(", ">("), self.i):
+                self._expansion(w)
+            else:
+                if c in "*?":
+                    w.dynamic = True  # a glob: its words are decided at run time
+                w.text += c
+                self.i += 1
+        return w
+
+    def _double_quoted(self, w: _Word) -> None:
+        s = self.s
+        self.i += 1
+        while True:
+            if self.i >= len(s):
+                raise _ParseError("unclosed double quote")
+            c = s[self.i]
+            if c == '"':
+                self.i += 1
+                return
+            if c == "\\" and self.i + 1 < len(s) and s[self.i + 1] in '$`"\\\n':
+                w.text += s[self.i + 1]
+                self.i += 2
+            elif c in "$`":
+                self._expansion(w)
+            else:
+                w.text += c
+                self.i += 1
+
+    def _expansion(self, w: _Word) -> None:
+        s = self.s
+        if s.startswith("$((", self.i):
+            end = _matching(s, self.i + 1)
+            w.text += s[self.i:end + 1]
+            self.i = end + 1
+        elif s.startswith(("$(", "<(", ">("), self.i):
+            end = _matching(s, self.i + 1)
+            w.nested.append(s[self.i + 2:end])
+            w.text += s[self.i:end + 1]
+            self.i = end + 1
+        elif s[self.i] == "`":
+            end = s.find("`", self.i + 1)
+            if end < 0:
+                raise _ParseError("unclosed backtick")
+            w.nested.append(s[self.i + 1:end])
+            w.text += s[self.i:end + 1]
+            self.i = end + 1
+        elif s.startswith("${", self.i):
+            end = s.find("}", self.i)
+            if end < 0:
+                raise _ParseError("unclosed ${...}")
+            w.text += s[self.i:end + 1]
+            self.i = end + 1
+        else:
+            j = self.i + 1
+            while j < len(s) and (s[j].isalnum() or s[j] == "_"):
+                j += 1
+            if j == self.i + 1 and j < len(s) and s[j] in "@*#?$!-0123456789":
+                j += 1
+            if j == self.i + 1:
+                w.text += "$"  # a lone dollar is literal
+                self.i = j
+                return
+            w.text += s[self.i:j]
+            self.i = j
+        w.dynamic = True
+
+
+def _matching(s: str, open_at: int) -> int:
+    """Index of the ``)`` closing the ``(`` at ``open_at``, skipping quotes."""
+    depth, i = 0, open_at
+    while i < len(s):
+        c = s[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "'":
+            i = s.find("'", i + 1)
+            if i < 0:
+                break
+        elif c == '"':
+            i += 1
+            while i < len(s) and s[i] != '"':
+                i += 2 if s[i] == "\\" else 1
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    raise _ParseError("unbalanced parenthesis in $(...)")
+
+
+_SKIP_WORDS = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "{", "}", "!", "esac"})
+
+
+class _Builder:
+    """Tokens to simple commands, recursing into nested scripts."""
+
+    def __init__(self, tokens: list[_Tok], depth: int, commands: list[SimpleCommand], operators: list[str]) -> None:
+        self.t = tokens
+        self.depth = depth
+        self.commands = commands
+        self.operators = operators
+
+    def script(self, lo: int, hi: int, nested: str) -> None:
+        i, piped = lo, False
+        words: list[_Word] = []
+        redirs: list[_Tok] = []
+        while i < hi:
+            tok = self.t[i]
+            if tok.kind == "op" and tok.value == "(":
+                if words:
+                    raise _ParseError("unexpected '(' inside a command (function definitions are not read)")
+                end = self._close(i, hi)
+                self.operators.append("(")
+                self.script(i + 1, end, nested or "subshell")
+                i = end + 1
+                continue
+            if tok.kind == "op" and tok.value == ")":
+                raise _ParseError("unbalanced ')'")
+            if tok.kind == "op":
+                self._emit(words, redirs, piped, nested)
+                words, redirs = [], []
+                if tok.value != "\n":
+                    self.operators.append(tok.value)
+                piped = tok.value in ("|", "|&")
+            elif tok.kind == "redir":
+                redirs.append(tok)
+            else:
+                words.append(tok.word or _Word(tok.value))
+            i += 1
+        self._emit(words, redirs, piped, nested)
+
+    def _close(self, lo: int, hi: int) -> int:
+        depth = 0
+        for j in range(lo, hi):
+            tok = self.t[j]
+            if tok.kind == "op" and tok.value == "(":
+                depth += 1
+            elif tok.kind == "op" and tok.value == ")":
+                depth -= 1
+                if depth == 0:
+                    return j
+        raise _ParseError("unbalanced '('")
+
+    def _emit(self, words: list[_Word], redirs: list[_Tok], piped: bool, nested: str) -> None:
+        while words and words[0].text in _SKIP_WORDS and not words[0].dynamic:
+            words = words[1:]
+        if words and words[0].text in ("for", "case", "select"):
+            words = []  # loop headers: their bodies are separate commands
+        for w in [*words, *(r.word for r in redirs if r.word is not None)]:
+            for script in w.nested:
+                self._recurse(script, "$()")
+        assignments: list[str] = []
+        while words and _is_assignment(words[0].text):
+            assignments.append(words.pop(0).text)
+        redirects = tuple(Redirect(r.redir["op"], r.redir["target"], r.redir.get("body", "")) for r in redirs if r.redir)
+        if not words and not redirects:
+            return
+        argv = tuple(w.text for w in words)
+        cmd = SimpleCommand(argv, tuple(assignments), redirects, piped,
+                            frozenset(n for n, w in enumerate(words) if w.dynamic), nested)
+        self.commands.append(cmd)
+        self._inner_scripts(cmd)
+
+    def _recurse(self, script: str, how: str) -> None:
+        inner = parse_shell(script, depth=self.depth + 1)
+        if inner.error:
+            raise _ParseError(f"inside {how}: {inner.error}")
+        self.commands.extend(SimpleCommand(c.argv, c.assignments, c.redirects, c.piped_in, c.dynamic,
+                                           c.nested or how) for c in inner.commands)
+        self.operators.extend(inner.operators)
+
+    def _inner_scripts(self, cmd: SimpleCommand) -> None:
+        """Scripts this command itself would run: ``bash -c``, ``eval``, a heredoc fed to a shell."""
+        argv = list(cmd.argv)
+        name = argv[0].rsplit("/", 1)[-1] if argv else ""
+        if name in _SHELLS:
+            if "-c" in argv[1:] and argv.index("-c") + 1 < len(argv):
+                self._recurse(argv[argv.index("-c") + 1], f"{name} -c")
+            elif cmd.stdin_script and len(argv) == 1 or (cmd.stdin_script and argv[1:] in (["-s"], ["-"])):
+                self._recurse(cmd.stdin_script, f"{name} <<heredoc")
+        elif name == "eval" and len(argv) > 1:
+            self._recurse(" ".join(argv[1:]), "eval")
+
+
+def _is_assignment(word: str) -> bool:
+    name, eq, _ = word.partition("=")
+    return bool(eq) and bool(name) and (name[0].isalpha() or name[0] == "_") and all(
+        ch.isalnum() or ch == "_" for ch in name.rstrip("+"))

@@ -1,0 +1,113 @@
+"""What a plugin's ``register(ctx)`` may do, each step undoable so a failed plugin leaves nothing behind.
+
+Every ``register_*`` call takes effect at once (a later call in the same
+``register`` can rely on an earlier one) and pushes its undo step onto the
+context's journal. If ``register`` raises, the host runs the journal
+backwards: tools, hooks, commands, channels, skills and slot claims all go.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from exo_core.errors import ConfigError, ConflictError
+from exo_core.tools.function import FunctionTool
+from exo_core.tools.spec import ToolSpec
+
+if TYPE_CHECKING:
+    from exo_core.plugins.host import PluginHost
+
+__all__ = ["PluginContext", "PluginCommand", "SLOTS"]
+
+SLOTS = ("memory_provider", "context_engine")
+
+
+@dataclass(frozen=True, slots=True)
+class PluginCommand:
+    """A slash command a plugin offers to clients (``/name args``)."""
+
+    name: str
+    handler: Callable[..., Any]
+    description: str
+    owner: str
+
+
+class PluginContext:
+    """The object passed to ``register(ctx)``; records every registration for rollback."""
+
+    def __init__(self, host: "PluginHost", owner: str) -> None:
+        self._host = host
+        self.owner = owner
+        self.registered: list[str] = []
+        self._undo: list[Callable[[], None]] = []
+
+    def register_tool(self, name: str, schema: dict[str, Any], handler: Callable[..., Any], *,
+                      description: str = "", risk: str = "medium", toolset: str | None = None,
+                      effects: tuple[str, ...] = (), check: Callable[[], bool] | None = None) -> None:
+        """Offer a tool to the model; ``schema`` is the JSON Schema of its arguments."""
+        if risk not in ("low", "medium", "high"):
+            raise ConfigError(f"tool {name!r}: risk must be low, medium or high")
+        spec = ToolSpec(name, description or (handler.__doc__ or name).strip(), schema, risk,  # type: ignore[arg-type]
+                        toolset or self.owner, tuple(effects))
+        self._host.tools.add(FunctionTool(spec, handler, available=check))
+        self._did(f"tool:{name}", lambda: self._host.tools.remove(name))
+
+    def register_hook(self, name: str, callback: Callable[..., Any]) -> None:
+        """Add a hook callback (names: :data:`exo_core.hooks.HOOK_NAMES`)."""
+        self._host.hooks.register(name, callback, owner=self.owner)
+        self._did(f"hook:{name}", lambda: None)  # hooks are removed by owner in one step, below
+
+    def register_command(self, name: str, handler: Callable[..., Any], description: str = "") -> None:
+        """Offer a slash command to clients."""
+        if name in self._host.commands:
+            raise ConflictError(f"command /{name} is already registered by {self._host.commands[name].owner}")
+        self._host.commands[name] = PluginCommand(name, handler, description, self.owner)
+        self._did(f"command:{name}", lambda: self._host.commands.pop(name, None))
+
+    def register_channel(self, name: str, channel: Any) -> None:
+        """Offer a channel (a way to reach the person: a chat bridge, a mail box)."""
+        if name in self._host.channels:
+            raise ConflictError(f"channel {name!r} is already registered")
+        self._host.channels[name] = channel
+        self._did(f"channel:{name}", lambda: self._host.channels.pop(name, None))
+
+    def register_skill(self, name: str, text: str) -> None:
+        """Offer a skill: instructions the model may load by name."""
+        if name in self._host.skills:
+            raise ConflictError(f"skill {name!r} is already registered")
+        self._host.skills[name] = text
+        self._did(f"skill:{name}", lambda: self._host.skills.pop(name, None))
+
+    def register_memory_provider(self, provider: Any) -> None:
+        """Take the memory provider slot (exclusive); a provider's ``tools()`` are registered too."""
+        self._claim("memory_provider", provider)
+        tools = getattr(provider, "tools", None)
+        for tool in (tools() if callable(tools) else []):
+            self._host.tools.add(tool)
+            self._did(f"tool:{tool.spec.name}", lambda n=tool.spec.name: self._host.tools.remove(n))
+
+    def register_context_engine(self, engine: Any) -> None:
+        """Take the context engine slot (exclusive)."""
+        self._claim("context_engine", engine)
+
+    def _claim(self, slot: str, value: Any) -> None:
+        holder = self._host.slots.get(slot)
+        if holder is not None:
+            raise ConflictError(f"the {slot.replace('_', ' ')} slot is held by plugin {holder[0]!r}; "
+                                f"disable one of the two plugins")
+        self._host.slots[slot] = (self.owner, value)
+        self._did(f"slot:{slot}", lambda: self._host.slots.pop(slot, None))
+
+    def _did(self, what: str, undo: Callable[[], None]) -> None:
+        self.registered.append(what)
+        self._undo.append(undo)
+
+    def rollback(self) -> None:
+        """Undo everything this plugin registered, newest first."""
+        for undo in reversed(self._undo):
+            undo()
+        self._host.hooks.remove_owner(self.owner)
+        self._undo.clear()
+        self.registered.clear()
