@@ -183,7 +183,8 @@ def _status(draw: Any, state: ScreenState, spec: ScreenSpec, theme: Theme) -> No
         draw.line((x0, y0, x0 + box, y0 + box), fill=theme.band_fg)
         draw.line((x0, y0 + box, x0 + box, y0), fill=theme.band_fg)
     word = {"online": "", "offline": "OFFLINE ", "connecting": "connecting "}.get(state.link, state.link + " ")
-    activity = "" if state.activity == "idle" and not online else state.activity
+    # Offline, only what the device does on its own (listening, transcribing) is worth the room.
+    activity = state.activity if online or state.activity in ("listening", "transcribing") else ""
     left = f"{word}{activity}".strip()
     x = x0 + box + (4 if spec.mono else 6)
     y = 0 if spec.mono else (theme.status - theme.line) // 2 + 1

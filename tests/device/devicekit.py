@@ -92,7 +92,8 @@ class DeviceProc:
                 if predicate(entry):
                     return entry
             time.sleep(0.05)
-        raise AssertionError(f"no such frame; last: {self.frames_index()[-5:]}")
+        tail = [r for r in self.journal if r.get("ev") not in ("frame", "event")][-12:]
+        raise AssertionError(f"no such frame; last: {self.frames_index()[-3:]}; journal: {tail}")
 
     def image(self, entry: dict[str, Any]):
         from PIL import Image
