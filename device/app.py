@@ -54,8 +54,10 @@ Journal = Callable[[dict[str, Any]], None]
 def capabilities_for(spec: ScreenSpec, *, voice_in: bool, voice_out: bool) -> dict[str, Any]:
     """The ``hello`` capabilities of a device with screen ``spec``."""
     theme = theme_for(spec)
+    # can_draw stays False: the device draws its own layouts but not the model's panels, so the core
+    # sends a ui.panel as a card of at most screen_rows short lines (exo_core.server.shaping).
     return {"screen_columns": theme.columns(spec), "screen_rows": theme.rows(spec),
-            "screen_pixels": [spec.width, spec.height], "can_draw": True, "voice_in": voice_in,
+            "screen_pixels": [spec.width, spec.height], "can_draw": False, "voice_in": voice_in,
             "voice_out": voice_out, "buttons": list(BUTTONS)}
 
 
@@ -222,13 +224,13 @@ class DeviceApp:
             self.speaker.say(spoken)
         elif event.type == "approval.requested" and state.approval is not None and before.approval is None:
             self.speaker.say(f"Allow {state.approval.summary}?")
-        elif event.type in ("notice", "taste.updated") and state.notice is not None:
+        elif event.type in ("notice", "taste.updated", "ui.panel") and state.notice is not None:
             self._notice(state.notice.text, state.notice.kind, speak=True, title=state.notice.title)
             state = self.state
         if self.speaker.speaking and state.activity in ("idle", "thinking") and mine:
             state = state.with_(activity="speaking")
         record: dict[str, Any] = {"ev": "event", "seq": event.seq, "type": event.type, "mine": mine}
-        if event.type.startswith(("approval.", "question.")) or event.type in ("notice", "taste.updated"):
+        if event.type.startswith(("approval.", "question.")) or event.type in ("notice", "taste.updated", "ui.panel"):
             record["body"] = body
         self._journal(record)
         self._set(state)

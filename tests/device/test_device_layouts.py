@@ -14,7 +14,7 @@ from device.app import capabilities_for
 from device.layouts import LAYOUTS, ScreenSpec, clean, render, theme_for, wrap
 from device.screen import LumaScreen, VirtualScreen, open_screen
 from device.config import DeviceConfig
-from device.state import Approval, Notice, Question, ScreenState, layout_of
+from device.state import Approval, Notice, Question, ScreenState, apply_event, layout_of
 
 PIL = pytest.importorskip("PIL")
 
@@ -91,7 +91,7 @@ def test_scrolling_moves_the_text_and_shows_a_bar() -> None:
 def test_capabilities_come_from_the_layout_metrics() -> None:
     caps = capabilities_for(MONO, voice_in=True, voice_out=True)
     assert caps["screen_pixels"] == [128, 64] and caps["screen_columns"] == 21 and caps["screen_rows"] == 4
-    assert caps["buttons"] == ["talk", "allow", "deny", "next"] and caps["can_draw"]
+    assert caps["buttons"] == ["talk", "allow", "deny", "next"] and caps["can_draw"] is False
     big = capabilities_for(WIDE, voice_in=False, voice_out=True)
     assert big["screen_columns"] >= 28 and big["voice_in"] is False
 
@@ -142,3 +142,32 @@ def test_a_missing_display_is_a_clear_config_error() -> None:
 
     with pytest.raises(ConfigError, match="cannot open the ssd1306 display"):
         open_screen(DeviceConfig(screen="ssd1306", i2c_port=97), None)
+
+
+def test_events_become_cards_and_notices() -> None:
+    from exo_core.protocol import decode_event
+    from exo_core.protocol.commands import Capabilities
+    from exo_core.server.shaping import profile_for
+
+    def event(type_: str, body: dict, session: str = "s1", seq: int = 1):
+        return decode_event(json.dumps({"id": f"e{seq}", "seq": seq, "session": session, "type": type_,
+                                        "ts": "2026-01-01T00:00:00Z", "body": body}))
+
+    state = ScreenState(link="online")
+    state = apply_event(state, event("taste.updated", {"id": "t1", "text": "Short commit messages."}), "s1")
+    assert state.notice == Notice("Short commit messages.", "taste", "Learned") and layout_of(state) == "notice"
+    state = apply_event(state, event("notice", {"text": "Backup finished.", "level": "info"}, session="other"), "s1")
+    assert state.notice == Notice("Backup finished.", "info")
+    state = apply_event(state, event("ui.panel", {"kind": "diff", "title": "README.md",
+                                                 "data": {"form": "card", "lines": ["README.md", "1 file, +2 -1"]}}), "s1")
+    assert state.notice == Notice("1 file, +2 -1", "info", "README.md")
+    # The core would shape panels for this device into such cards.
+    caps = capabilities_for(MONO, voice_in=True, voice_out=True)
+    assert profile_for("exo-device", Capabilities(**caps)).form == "card"
+    # A question from another session shows here; its turn ending closes it.
+    state = apply_event(state, event("question.asked", {"question_id": "q", "text": "Which?", "options": ["a"]},
+                                     session="laptop"), "s1")
+    assert layout_of(state) == "question"
+    state = apply_event(state, event("turn.completed", {"turn_id": "t", "stop_reason": "interrupted"},
+                                     session="laptop"), "s1")
+    assert state.question is None
