@@ -32,6 +32,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "ledger_cmd",
     "gate_cmd",
     "models_cmd",
+    "device_cmd",
 )
 
 
