@@ -30,6 +30,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "ledger_cmd",
     "gate_cmd",
     "models_cmd",
+    "recall_cmd",
+    "bench_cmd",
 )
 
 
