@@ -119,11 +119,14 @@ class VectorIndex:
                     fresh.append((doc_id, digest, text))
             pending = fresh[max_new:] if max_new is not None else []
             fresh = fresh[:max_new] if max_new is not None else fresh
-            rows = list(reused)
-            for start in range(0, len(fresh), batch):
-                chunk = fresh[start:start + batch]
-                vecs = _quantize(self.embedder.embed([t for _, _, t in chunk]))
-                rows.extend((i, h, np.ascontiguousarray(v).tobytes()) for (i, h, _), v in zip(chunk, vecs))
+            texts = {h: t for _, h, t in fresh}  # one embedding per distinct text, even within a sync
+            order = list(texts)
+            done: dict[str, bytes] = {}
+            for start in range(0, len(order), batch):
+                chunk = order[start:start + batch]
+                vecs = _quantize(self.embedder.embed([texts[h] for h in chunk]))
+                done.update((h, np.ascontiguousarray(v).tobytes()) for h, v in zip(chunk, vecs))
+            rows = list(reused) + [(i, h, done[h]) for i, h, _ in fresh]
             removed = [i for i in have if i not in wanted] if prune else []
             self.conn.execute("BEGIN IMMEDIATE")
             try:
@@ -137,7 +140,7 @@ class VectorIndex:
                 raise StorageError(f"{self.path}: cannot write vectors ({exc})") from exc
             if rows or removed or stale:
                 self._matrix = None
-        return SyncCounts(len(fresh), len(reused), len(removed), bool(stale), len(pending))
+        return SyncCounts(len(order), len(rows) - len(order), len(removed), bool(stale), len(pending))
 
     def _load(self) -> tuple[list[str], Any, Any]:
         import numpy as np

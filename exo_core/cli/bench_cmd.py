@@ -44,6 +44,5 @@ def _retrieval(args: argparse.Namespace) -> int:
         return 0
     for dataset, systems in out.items():
         for system, metrics in systems.items():
-            flat = {f"{g} {m}": v for g, ms in metrics.items() for m, v in ms.items()} if dataset == "locomo" else metrics
-            print(dataset, system, "  ".join(f"{m}={v:.3f}" for m, v in flat.items()))
+            print(dataset, system, json.dumps(metrics))
     return 0

@@ -20,17 +20,5 @@ from exo_core.retrieval.pack import Block, Packed, estimate_tokens, pack
 from exo_core.retrieval.pipeline import Recalled, RetrievalSettings, Retriever, open_dense
 from exo_core.retrieval.rank import rrf
 
-__all__ = [
-    "Doc",
-    "DocIndex",
-    "StoreMemory",
-    "Block",
-    "Packed",
-    "estimate_tokens",
-    "pack",
-    "Recalled",
-    "RetrievalSettings",
-    "Retriever",
-    "open_dense",
-    "rrf",
-]
+__all__ = ["Doc", "DocIndex", "StoreMemory", "Block", "Packed", "estimate_tokens", "pack", "Recalled",
+           "RetrievalSettings", "Retriever", "open_dense", "rrf"]

@@ -23,9 +23,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from exo_core.store import Store
 
-__all__ = ["Doc", "KINDS", "node_docs", "item_docs", "turn_docs", "turn_id"]
-
-KINDS = ("node", "item", "turn")
+__all__ = ["Doc", "node_docs", "item_docs", "turn_docs", "turn_id"]
 
 
 @dataclass(frozen=True, slots=True)

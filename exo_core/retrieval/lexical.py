@@ -141,10 +141,3 @@ class DocIndex:
         with self._lock:
             rows = self.conn.execute("SELECT id, links FROM docs WHERE kind = 'node' AND links != '[]'").fetchall()
         return {i: tuple((str(t), str(g)) for t, g in json.loads(raw)) for i, raw in rows}
-
-    def texts(self) -> list[tuple[str, str, str]]:
-        """``(id, hash, text)`` of every document, for the vector index."""
-        with self._lock:
-            ids = [r[0] for r in self.conn.execute("SELECT id FROM docs ORDER BY id")]
-        docs = self.get(ids)
-        return [(i, docs[i].hash, docs[i].text()) for i in ids]
