@@ -9,9 +9,11 @@ SQLite and embedding work runs in a worker thread, off the event loop.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from exo_core.errors import ExoError
 from exo_core.retrieval.pipeline import Retriever
 
 if TYPE_CHECKING:
@@ -19,6 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = ["StoreMemory", "RECALL_HEADING", "open_store_memory"]
 
+_log = logging.getLogger(__name__)
 RECALL_HEADING = "## Recalled for this message (ids in brackets; ask for a node by id to see it whole)"
 
 
@@ -32,7 +35,11 @@ class StoreMemory:
     async def system_block(self, session_id: str, text: str) -> str:
         """The pack page, then what the pipeline retrieves for ``text`` (the current session excluded)."""
         pack_text = await asyncio.to_thread(self.retriever.store.pack_text)
-        recalled = await asyncio.to_thread(self.retriever.retrieve, text, scope=self.scope, session_id=session_id)
+        try:
+            recalled = await asyncio.to_thread(self.retriever.retrieve, text, scope=self.scope, session_id=session_id)
+        except ExoError as exc:  # a broken index or store file must not cost the person their answer
+            _log.warning("retrieval failed, answering with the pack only: %s", exc.message)
+            return pack_text.rstrip() + "\n"
         block = recalled.render()
         return pack_text.rstrip() + (f"\n\n{RECALL_HEADING}\n{block}" if block else "") + "\n"
 

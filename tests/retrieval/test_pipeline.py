@@ -184,3 +184,11 @@ def test_exo_recall_prints_ids_kinds_scores_and_tokens(store: Store, tmp_path: P
     assert "work/editor" in text.stdout and "tokens" in text.stdout
     bad = subprocess.run(cmd + ["--budget", "0"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
     assert bad.returncode == 2 and "budget" in bad.stderr
+
+
+def test_a_broken_store_file_leaves_the_pack_and_no_recall(store: Store, tmp_path: Path) -> None:
+    memory = StoreMemory(_retriever(store))
+    (store.root / "work" / "broken.md").write_text("---\nid: [not closed\n", encoding="utf-8")
+    block = asyncio.run(memory.system_block("now", "vim"))
+    assert block == store.pack_text().rstrip() + "\n"
+    memory.close()
