@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = ["Retriever", "Recalled", "RetrievalSettings", "DenseIndex", "open_dense", "records", "INDEX_FILE"]
 
 INDEX_FILE = "retrieval.sqlite"
+_OVERFETCH = 4  # each list is read this many times deeper than ``depth``, to fill it after filtering
 VECTOR_FILE = "vectors.sqlite"
 
 
@@ -189,9 +190,8 @@ class Retriever:
             self.refresh()
             today, past = self.today(), rank.about_past(query)
             depth = self.settings.depth
-            bm25, dense = self.candidates(query, depth)
-            scores = rank.rrf([[i for i, _ in bm25], [i for i, _ in dense]], weights=self.settings.weights)
-            docs = self.lexical.get(list(scores))
+            bm25, dense = self.candidates(query, depth * _OVERFETCH)
+            docs = self.lexical.get(list(dict.fromkeys(i for i, _ in bm25 + dense)))
             cache: dict[str, bool] = {}
 
             def ok(doc_id: str) -> bool:
@@ -203,7 +203,11 @@ class Retriever:
                         doc, today=today, past=past, scope=scope, session=session_id)
                 return cache[doc_id]
 
-            fused = {i: s * rank.KIND_PRIOR.get(docs[i].kind, 1.0) for i, s in scores.items() if ok(i)}
+            # Filter first, then fuse the top ``depth`` that may be shown (so the current
+            # session's own turns, or expired beliefs, never take a candidate's place).
+            lists = [[i for i, _ in ranked_list if ok(i)][:depth] for ranked_list in (bm25, dense)]
+            scores = rank.rrf(lists, weights=self.settings.weights)
+            fused = {i: s * rank.KIND_PRIOR.get(docs[i].kind, 1.0) for i, s in scores.items()}
             fused = rank.expand(fused, docs, self._links, ok, past=past)
             pinned = [docs[i] for i in self.pins(query) if ok(i)]
             ranking = rank.ranked(fused)

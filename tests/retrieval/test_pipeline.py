@@ -192,3 +192,11 @@ def test_a_broken_store_file_leaves_the_pack_and_no_recall(store: Store, tmp_pat
     block = asyncio.run(memory.system_block("now", "vim"))
     assert block == store.pack_text().rstrip() + "\n"
     memory.close()
+
+
+def test_the_current_sessions_turns_never_take_a_candidates_place(store: Store, tmp_path: Path) -> None:
+    db = tmp_path / "home" / "sessions.sqlite"
+    add_turns(db, "old", [("user", "my tomatoes finally ripened")])
+    add_turns(db, "now", [("user", f"tomatoes tomatoes question {n}") for n in range(15)])
+    got = _retriever(store, db).retrieve("tomatoes", session_id="now", record=False)
+    assert [i for i, _ in got.ranking] == ["turn:old:1"]
