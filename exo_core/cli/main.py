@@ -33,6 +33,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "gate_cmd",
     "models_cmd",
     "device_cmd",
+    "recall_cmd",
+    "bench_cmd",
 )
 
 
