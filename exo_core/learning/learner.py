@@ -118,7 +118,7 @@ class Learner:
         questions = tuple(e.id for e in stored if e.body.get("home") == "question") + asked_now
         for old_id, target in supersede:
             lesson = book.lessons[target]
-            self.store.supersede(old_id, lesson_node(lesson, book.last_ts, book.index[lesson.promotion].ts))
+            self.store.supersede(old_id, lesson_node(lesson, book.last_ts, lesson.promoted_ts))
         sync_nodes(self.store, book)
         write_pack(self.store, render_learned(book))
         queued = self._enqueue(new_targets)

@@ -39,10 +39,14 @@ def judged_text(body: Any) -> str:
     return ""
 
 
-def slug(text: str, limit: int = 48) -> str:
+def slug(text: str, limit: int = 60) -> str:
     """A node-name slug of ``text``."""
-    words = re.findall(r"[a-z0-9]+", text.lower())
-    return "-".join(words)[:limit].strip("-") or "lesson"
+    out = ""
+    for word in re.findall(r"[a-z0-9]+", text.lower()):
+        if len(out) + len(word) + 1 > limit:
+            break
+        out = f"{out}-{word}" if out else word
+    return out[:limit] or "lesson"
 
 
 def valid_claim(text: object) -> bool:
@@ -68,6 +72,7 @@ class Lesson:
     promoted_by: str = ""
     promotion: str = ""
     node: str = ""
+    promoted_ts: int = 0
     person_said: str = ""
     rejected_at: int = -1
     options: list[list[str]] = field(default_factory=list)
@@ -122,7 +127,7 @@ class LessonBook:
         elif entry.kind == "promotion" and entry.body["target"] in self.lessons:
             lesson = self.lessons[entry.body["target"]]
             lesson.promoted_by, lesson.promotion = str(entry.body.get("by", "evidence")), entry.id
-            lesson.node = str(entry.body.get("node", lesson.target))
+            lesson.node, lesson.promoted_ts = str(entry.body.get("node", lesson.target)), entry.ts
         elif entry.kind == "rejection":
             self._rejection(entry)
         elif entry.kind == "rule" and isinstance(entry.body.get("target"), str):
@@ -150,7 +155,7 @@ class LessonBook:
         lesson.proposals.append(entry.id)
         if isinstance(body.get("because"), str):
             lesson.because = body["because"]
-        if isinstance(body.get("objection"), str) and body["objection"]:
+        if isinstance(body.get("objection"), str):  # each second pass replaces the last one's objection
             lesson.objection = body["objection"]
         if isinstance(body.get("options"), list):
             lesson.options = [[str(x) for x in opt] for opt in body["options"] if isinstance(opt, list)]

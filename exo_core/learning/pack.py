@@ -116,7 +116,7 @@ def sync_nodes(store: Store, book: LessonBook, now_ms: int | None = None) -> lis
         except NotFoundError:
             old = None
         if lesson.promoted_by:
-            new = lesson_node(lesson, now, book.index[lesson.promotion].ts if lesson.promotion in book.index else now)
+            new = lesson_node(lesson, now, lesson.promoted_ts)
             if old is None or dataclasses.replace(old, path=None, key_lines=()) != new:
                 store.write_node(new)
                 changed.append(node_id)

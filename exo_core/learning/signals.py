@@ -40,7 +40,7 @@ STRENGTHS: dict[str, Band] = {
     "rule": Band(+1, 0.80, 0.95, 0.90, fades=False),
     "answer": Band(+1, 0.70, 0.90, 0.85, fades=False),
     "should_have_been": Band(-1, 0.50, 0.80, 0.70),
-    "edit": Band(-1, 0.30, 0.70, 0.50),
+    "edit": Band(-1, 0.30, 0.70, 0.55),
     "reject": Band(-1, 0.20, 0.60, 0.40),
     "deny": Band(-1, 0.30, 0.60, 0.50),
     "accept": Band(+1, 0.05, 0.30, 0.20),

@@ -17,7 +17,6 @@ the real learner.
 from __future__ import annotations
 
 import random
-import re
 from dataclasses import dataclass, field
 
 from exo_core.learning.features import CATALOG, feature
@@ -188,7 +187,3 @@ class Simulation:
 def feature_of(target: str) -> str:
     """The catalog feature whose lesson lives at ``target``."""
     return next((f.key for f in CATALOG if f.target == target), "")
-
-
-def _unused() -> None:
-    re.compile("")
