@@ -186,6 +186,17 @@ class Learner:
             out.append(("question.asked", ev.QuestionAsked(question_id=qid, text=q["claim"], options=q["labels"])))
         return out
 
+    def promote_by_eval(self, target: str, decision: str) -> StoredEntry:
+        """Promote a lesson the climb kept (rule 5: skills and high-impact rules pass the exam first)."""
+        lesson = self.book.lessons[target]
+        entry = self.ledger.append("promotion", {"target": target, "by": "eval", "rule": 5, "node": target,
+                                                 "source": LEARNING_SOURCE, "weight": lesson.weight(self.book.last_ts)},
+                                   refs=(lesson.proposals[0], decision))
+        self.refresh()
+        sync_nodes(self.store, self.book)
+        write_pack(self.store, render_learned(self.book))
+        return entry
+
     def reject(self, target: str, reason: str) -> StoredEntry:
         """The person says "that's wrong": a rejection; the lesson leaves the pack on this render."""
         entry = self.ledger.append("rejection", {"target": target, "reason": reason})

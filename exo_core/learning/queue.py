@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from exo_core.agent.model import ChatMessage, ModelRequest, ModelTransport, TextDelta, UsageChunk
-from exo_core.errors import ModelError, StorageError
+from exo_core.errors import ConfigError, ModelError, StorageError
 from exo_core.ledger.ledger import Ledger
 from exo_core.learning.reviewer import LEARNING_SOURCE
 
-__all__ = ["Job", "ProposalQueue", "DrainReport", "drain", "prompt_for"]
+__all__ = ["Job", "ProposalQueue", "DrainReport", "drain", "prompt_for", "LearningSettings"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs(
@@ -41,6 +41,33 @@ CREATE TABLE IF NOT EXISTS jobs(
 CREATE TABLE IF NOT EXISTS spend(month TEXT PRIMARY KEY, cost REAL NOT NULL);
 """
 KINDS = ("reflect", "judge")
+
+
+@dataclass(frozen=True, slots=True)
+class LearningSettings:
+    """``[learning]`` of config.toml: the larger model's route, the monthly ceiling, the batch size.
+
+    With no ``route`` nothing is queued: every stage runs rules-only.
+    """
+
+    route: str | None = None
+    ceiling: float = 1.0
+    batch: int = 8
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> "LearningSettings":
+        """Read and check the ``[learning]`` table."""
+        raw = config.get("learning", {})
+        if not isinstance(raw, dict):
+            raise ConfigError("[learning] must be a table")
+        route, ceiling, batch = raw.get("route"), raw.get("ceiling", 1.0), raw.get("batch", 8)
+        if route is not None and (not isinstance(route, str) or ":" not in route):
+            raise ConfigError("[learning] route must be 'provider:model', e.g. \"laptop:qwen2.5-7b\"")
+        if not isinstance(ceiling, (int, float)) or isinstance(ceiling, bool) or ceiling < 0:
+            raise ConfigError("[learning] ceiling must be a non-negative number (dollars a month)")
+        if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
+            raise ConfigError("[learning] batch must be a positive integer")
+        return cls(route, float(ceiling), batch)
 
 
 @dataclass(frozen=True, slots=True)
