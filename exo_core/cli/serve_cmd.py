@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from exo_core.agent.recorder import TurnRecorder
@@ -47,6 +47,7 @@ def _serve(args: argparse.Namespace) -> int:
     model = resolve_model(home, model_spec(home, args.model))
     recorder = open_recorder(home, args.store)
     options = CoreOptions(
+        services=learning_services(home, args.store, recorder),
         workspace=Path(args.workspace).resolve() if args.workspace else Path.cwd(),
         synchronous=args.durability.upper(),
         recorder=recorder,
@@ -68,6 +69,23 @@ def _serve(args: argparse.Namespace) -> int:
         if isinstance(recorder, LedgerRecorder):
             recorder.close()
     return 0
+
+
+def learning_services(home: "ExoHome", store_override: str | None, recorder: "TurnRecorder") -> tuple[Any, ...]:
+    """The learning reviewer, when turns are recorded in a store's ledger (none otherwise)."""
+    from exo_core.ledger import LedgerRecorder
+
+    if not isinstance(recorder, LedgerRecorder):
+        return ()
+    from exo_core.learning.learner import Learner
+    from exo_core.learning.queue import LearningSettings, ProposalQueue
+    from exo_core.learning.service import ReviewService
+    from exo_core.store import Store
+
+    settings = LearningSettings.from_config(home.config())
+    queue = ProposalQueue(home.root / "learning" / "queue.sqlite") if settings.route else None
+    learner = Learner(Store.open(home.store_path(store_override)), recorder.ledger, queue=queue)
+    return (lambda core: ReviewService(core.hub, learner),)
 
 
 def open_recorder(home: "ExoHome", store_override: str | None) -> "TurnRecorder":

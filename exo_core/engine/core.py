@@ -8,8 +8,10 @@ provider would use.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from exo_core.agent.approvals import ApprovalBroker
 from exo_core.agent.loop import LoopDeps, LoopSettings
@@ -52,6 +54,9 @@ class CoreOptions:
     workspace: Path = field(default_factory=Path.cwd)
     synchronous: str = "FULL"
     queue_limit: int = 1024
+    # Background services started with the core and closed before it: each factory takes the Core and
+    # returns an object with ``async start()`` and ``async aclose()`` (exod's learning reviewer is one).
+    services: tuple[Callable[["Core"], Any], ...] = ()
 
 
 class Core:
@@ -61,6 +66,7 @@ class Core:
         self.home = home
         self.model = model
         self.plugins: PluginHost | None = None
+        self.services: list[Any] = []
         if options.plugin_dirs or options.entry_point_plugins:
             self.plugins = PluginHost.for_options(options, options.plugin_dirs, entry_points=options.entry_point_plugins)
             options = self.plugins.apply(options)
@@ -91,9 +97,14 @@ class Core:
         self.home.root.mkdir(parents=True, exist_ok=True)
         await self.worker.__aenter__()
         await self.hub.start()
+        self.services = [make(self) for make in self.options.services]
+        for service in self.services:
+            await service.start()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        for service in reversed(self.services):
+            await service.aclose()
         await self.runner.close()
         await self.hub.close()
         await self.worker.close()

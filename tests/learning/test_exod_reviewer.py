@@ -1,0 +1,74 @@
+"""The reviewer inside a real exod: corrections in the ledger, a turn completes, taste is promoted and shown."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from exo_core.client import ExoClient
+from exo_core.ledger import Ledger, load_signing_key
+from exo_testkit import ROOT, write_script
+
+
+def init_home(home: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("EXO_HOME", None)
+    subprocess.run([sys.executable, "-m", "exo_core.cli", "init", "--home", str(home)], env=env, check=True,
+                   capture_output=True, text=True)
+
+
+def correct_in_two_sessions(home: Path) -> None:
+    with Ledger.open_store(home / "store", signer=load_signing_key(home / "keys")) as ledger:
+        for session in ("earlier-1", "earlier-2"):
+            draft = ledger.append("action", {"tool": "reply", "outcome": "log", "session": session,
+                                             "text": "Done \u2014 the tests pass."})
+            ledger.append("verdict", {"verdict": "edit", "judged": draft.id, "session": session,
+                                      "text": "Done. The tests pass."}, refs=(draft.id,))
+
+
+async def turn_and_watch(url: str, text: str, want: str | None, seen: list[Any]) -> None:
+    async with ExoClient(url, client_name="test") as client:
+        await client.hello()
+        session = (await client.request("session.create", {"title": "learn"}))["session"]["id"]
+        since = (await client.request("events.subscribe", {"since": 0, "limit": 1}))["head"]
+        await client.request("turn.send", {"session": session, "text": text})
+
+        async def watch() -> None:
+            async for event in client.events(since=since):
+                seen.append(event)
+                if want is None and event.type == "turn.completed":
+                    return
+                if want is not None and event.type == want:
+                    return
+
+        await asyncio.wait_for(watch(), 30)
+
+
+def test_exod_reviews_after_a_turn_and_shows_learned_taste(tmp_path: Path, exod_factory: Any) -> None:
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    ws.mkdir()
+    init_home(home)
+    script = write_script(tmp_path / "script.json", [{"text": "Noted."}] * 4)
+    exod = exod_factory(home, script, ws)
+    correct_in_two_sessions(home)
+    seen: list[Any] = []
+    asyncio.run(turn_and_watch(exod.url, "Thanks, that was the fix.", "taste.updated", seen))
+    updated = next(e for e in seen if e.type == "taste.updated")
+    assert updated.body["id"] == "taste/em-dash" and updated.body["change"] == "promoted"
+    assert updated.session is None, "taste is core-wide"
+    assert "[[taste/em-dash]]" in (home / "store" / "pack.md").read_text()
+    assert (home / "store" / "taste" / "em-dash.md").is_file()
+    with Ledger.open_store(home / "store") as ledger:
+        proposals = len(list(ledger.entries(kind="proposal")))
+        assert ledger.verify().ok
+    # A turn with nothing new to learn: the reviewer skips it and writes nothing.
+    quiet: list[Any] = []
+    asyncio.run(turn_and_watch(exod.url, "And the next thing?", None, quiet))
+    assert exod.stop() == 0
+    with Ledger.open_store(home / "store") as ledger:
+        assert len(list(ledger.entries(kind="proposal"))) == proposals
+    assert not [e for e in quiet if e.type == "taste.updated"]
