@@ -59,6 +59,7 @@ class Learner:
         self.ledger = ledger
         self.queue = queue
         self.book = LessonBook()
+        self._cursor_ts = 0
         self._cursor_path = store.root / "indexes" / "learning" / "cursor.json"
         self.cursor = self._read_cursor()
 
@@ -94,6 +95,7 @@ class Learner:
         """One review pass (see the module docstring)."""
         self.refresh()
         pending = list(self.ledger.entries(after_n=self.cursor))
+        self._cursor_ts = pending[0].ts if pending else self.book.last_ts
         why = needs_review(pending, asked=asked)
         if not why:
             return ReviewReport("")
@@ -119,7 +121,8 @@ class Learner:
         for old_id, target in supersede:
             lesson = book.lessons[target]
             self.store.supersede(old_id, lesson_node(lesson, book.last_ts, lesson.promoted_ts))
-        sync_nodes(self.store, book)
+        rejected = {l.target for l in book.lessons.values() if l.rejected_at >= self._cursor_ts}
+        sync_nodes(self.store, book, only=set(promoted) | rejected)
         write_pack(self.store, render_learned(book))
         queued = self._enqueue(new_targets)
         self.cursor = book.last_n
@@ -193,7 +196,7 @@ class Learner:
                                                  "source": LEARNING_SOURCE, "weight": lesson.weight(self.book.last_ts)},
                                    refs=(lesson.proposals[0], decision))
         self.refresh()
-        sync_nodes(self.store, self.book)
+        sync_nodes(self.store, self.book, only={target})
         write_pack(self.store, render_learned(self.book))
         return entry
 
@@ -201,6 +204,8 @@ class Learner:
         """The person says "that's wrong": a rejection; the lesson leaves the pack on this render."""
         entry = self.ledger.append("rejection", {"target": target, "reason": reason})
         self.refresh()
-        sync_nodes(self.store, self.book)
+        lesson = next((l for l in self.book.lessons.values() if target in (l.target, l.node) or target in l.proposals),
+                      None)
+        sync_nodes(self.store, self.book, only={lesson.target} if lesson else set())
         write_pack(self.store, render_learned(self.book))
         return entry

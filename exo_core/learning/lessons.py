@@ -56,7 +56,7 @@ def valid_claim(text: object) -> bool:
 
 @dataclass(slots=True)
 class Lesson:
-    """One lesson's folded state (read it through :meth:`LessonBook.snapshot`)."""
+    """One lesson's folded state: mutable while the book folds entries; readers treat it as read-only."""
 
     target: str
     home: str
@@ -231,7 +231,3 @@ class LessonBook:
                 return +1 if category in ("edit", "should_have_been", "reject") else None
             return stance(feat, category, before, after, str(body.get("reason", "")))
         return None
-
-    def snapshot(self) -> dict[str, Lesson]:
-        """The lessons by target (live objects; treat as read-only)."""
-        return self.lessons

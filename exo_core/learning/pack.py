@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-from pathlib import Path
+from collections.abc import Collection
+from typing import Any
 
 from exo_core.errors import NotFoundError
 from exo_core.ledger.canonical import canonical_json
@@ -29,7 +30,7 @@ from exo_core.store.atomic import atomic_write_text
 from exo_core.store.node import Link, Node
 from exo_core.store.store import Store
 
-__all__ = ["render_learned", "write_pack", "lesson_node", "sync_nodes", "TasteView", "TastePackView",
+__all__ = ["render_learned", "write_pack", "lesson_node", "sync_nodes", "taste_rows", "TasteView", "TastePackView",
            "register_views", "BEGIN", "END", "day_of", "enforced", "hints"]
 
 BEGIN = "<!-- exo:learned:begin -->"
@@ -105,11 +106,18 @@ def lesson_node(lesson: Lesson, now_ms: int, promoted_ts: int) -> Node:
         body=body)
 
 
-def sync_nodes(store: Store, book: LessonBook, now_ms: int | None = None) -> list[str]:
-    """Write the node of every promoted lesson; retire the node of a rejected one. Returns changed ids."""
-    now = book.last_ts if now_ms is None else now_ms
+def sync_nodes(store: Store, book: LessonBook, only: Collection[str] | None = None) -> list[str]:
+    """Write the node of each promoted lesson; retire the node of a rejected one. Returns changed ids.
+
+    The learner passes ``only`` the lessons an event just moved (promoted, rejected), so a node the
+    person edited by hand stays as they left it until the next event about it; ``exo learn rebuild``
+    passes None and rewrites every one from the ledger.
+    """
+    now = book.last_ts
     changed = []
     for lesson in book.lessons.values():
+        if only is not None and lesson.target not in only:
+            continue
         node_id = lesson.node or lesson.target
         try:
             old: Node | None = store.read_node(node_id)
@@ -124,6 +132,19 @@ def sync_nodes(store: Store, book: LessonBook, now_ms: int | None = None) -> lis
             store.write_node(dataclasses.replace(old, valid_until=max(old.valid_from, day_of(lesson.rejected_at))))
             changed.append(node_id)
     return changed
+
+
+def taste_rows(book: LessonBook, now_ms: int | None = None) -> list[dict[str, Any]]:
+    """Learned taste as ``taste.list`` rows: shown lessons (enforced, then hints) with real weights."""
+    now = book.last_ts if now_ms is None else now_ms
+    rows = []
+    for status, lessons in (("enforced", enforced(book, now)), ("hint", hints(book, now))):
+        for l in lessons:
+            node = l.node or l.target
+            rows.append({"id": node, "text": l.claim, "weight": l.weight(now), "confidence": label(l.weight(now)),
+                         "status": status, "evidence": sorted(l.evidence), "proposal": l.proposals[0],
+                         "path": f"{node}.md" if l.promoted_by else None})
+    return rows
 
 
 class TasteView:

@@ -11,6 +11,9 @@
    two separate sessions, no objection: promote, and show it as learned.
 5. Skill changes: only through the eval gate (:mod:`.climb`).
 6. Everything else waits; a medium lesson may enter the pack as a hint.
+   A lesson the person rejected comes back only when they say so: strong
+   new evidence makes Exo ask, never promote (peer review §11: a blocker is
+   cleared only by a check linked to it).
 
 :func:`decide` is pure: it reads a lesson and what the store holds at its
 home, and names the step. The learner carries the step out by appending
@@ -59,6 +62,10 @@ def decide(lesson: Lesson, now_ms: int, existing: Mapping[str, Existing]) -> Ste
     conflict = old is not None and not old.learned
     if lesson.person_said:
         return Step(t, "promote", 1, by="person", supersedes=t if conflict else "")
+    if lesson.rejected_at >= 0:
+        # Like a misconception: only the person, asked about this very lesson, can bring back what they
+        # rejected. New evidence alone never re-promotes it; when it is strong, Exo asks.
+        return Step(t, "ask" if lesson.weight(now_ms) >= HIGH else "wait", 6, reason="the person rejected it")
     if lesson.guarded:
         w = lesson.weight(now_ms)
         return Step(t, "ask" if w >= HIGH else "wait", 2, reason=f"guards something {lesson.guarded}")

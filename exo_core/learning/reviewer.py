@@ -208,7 +208,9 @@ def question_for(book: LessonBook, *, target: str = "", refs: tuple[str, ...] = 
     else:
         lesson = book.lessons[target]
         opts, labels = [[target, "yes"], [target, "no"]], ["Yes", "No"]
-        text, qid = f"Should I keep to this from now on? {lesson.claim}", f"question/{slug(target)}"
+        again = " You said it was wrong before, but you have corrected it since." if lesson.rejected_at >= 0 else ""
+        text = f"Should I keep to this from now on? {lesson.claim}{again}"
+        qid = f"question/{slug(target)}" + (f"-{len(lesson.proposals)}" if again else "")
         refs = tuple(lesson.proposals[:1]) + refs
     if qid in book.lessons:
         return None

@@ -204,3 +204,46 @@ def test_a_conflict_with_a_guarding_belief_asks(env: Env) -> None:
         assert env.learner.review().promoted == ()
         assert approval.id in env.learner.book.lessons[old].evidence
     assert env.store.read_node(old).valid_until is None, "never overwritten"
+
+
+def test_a_rejected_lesson_comes_back_only_when_the_person_says_so(env: Env) -> None:
+    correct(env, "s1")
+    env.clock.advance(60)
+    correct(env, "s2")
+    env.learner.review()
+    env.learner.reject("taste/em-dash", "that's wrong")
+    for session in ("s3", "s4", "s5"):
+        env.clock.advance(60)
+        correct(env, session)
+        report = env.learner.review()
+        assert "taste/em-dash" not in report.promoted, "new evidence alone never re-promotes a rejected lesson"
+    lesson = env.learner.book.lessons["taste/em-dash"]
+    assert lesson.weight(env.learner.book.last_ts) >= 0.75
+    question = next(l for l in env.learner.book.lessons.values()
+                    if l.home == "question" and "taste/em-dash" in str(env.ledger.get(l.proposals[0]).body["options"]))
+    asked = env.ledger.get(question.proposals[0])
+    assert "You said it was wrong before" in asked.body["claim"]
+    env.ledger.append("utterance", {"text": "Yes", "answer_to": asked.id, "option": 1, "session": "s6"},
+                      refs=(asked.id,))
+    assert "taste/em-dash" in env.learner.review().promoted
+    assert env.learner.book.lessons["taste/em-dash"].promoted_by == "person"
+
+
+def test_rows_for_taste_list_and_hand_edits_are_kept(env: Env) -> None:
+    from exo_core.learning.pack import taste_rows
+
+    correct(env, "s1")
+    env.clock.advance(60)
+    correct(env, "s2")
+    env.learner.review()
+    rows = {r["id"]: r for r in taste_rows(env.learner.book)}
+    row = rows["taste/em-dash"]
+    assert row["status"] == "enforced" and row["weight"] >= 0.75 and row["path"] == "taste/em-dash.md"
+    assert set(row["evidence"]) == set(env.learner.book.lessons["taste/em-dash"].evidence)
+    path = env.store.root / "taste" / "em-dash.md"
+    edited = path.read_text().replace("Wants plain punctuation", "Wants plain commas and full stops")
+    path.write_text(edited)
+    env.clock.advance(60)
+    correct(env, "s3")
+    env.learner.review()
+    assert path.read_text() == edited, "the person's hand edit of the plain file stays"
