@@ -85,7 +85,7 @@ def learning_services(home: "ExoHome", store_override: str | None, recorder: "Tu
     settings = LearningSettings.from_config(home.config())
     queue = ProposalQueue(home.root / "learning" / "queue.sqlite") if settings.route else None
     learner = Learner(Store.open(home.store_path(store_override)), recorder.ledger, queue=queue)
-    return (lambda core: ReviewService(core.hub, learner),)
+    return (lambda core: ReviewService(core.hub, learner, core.engine),)
 
 
 def open_recorder(home: "ExoHome", store_override: str | None) -> "TurnRecorder":

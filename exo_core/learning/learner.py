@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from exo_core.errors import StorageError
+from exo_core.errors import NotFoundError, StorageError
 from exo_core.ledger.entry import NewEntry, StoredEntry
 from exo_core.ledger.ledger import Ledger
 from exo_core.learning.features import features_in
@@ -60,6 +60,7 @@ class Learner:
         self.queue = queue
         self.book = LessonBook()
         self._cursor_ts = 0
+        self._lock = threading.RLock()  # exod's reviewer thread and taste.edit share one book
         self._cursor_path = store.root / "indexes" / "learning" / "cursor.json"
         self.cursor = self._read_cursor()
 
@@ -93,6 +94,10 @@ class Learner:
 
     def review(self, *, asked: bool = False, cancel: threading.Event | None = None) -> ReviewReport:
         """One review pass (see the module docstring)."""
+        with self._lock:
+            return self._review(asked, cancel)
+
+    def _review(self, asked: bool, cancel: threading.Event | None) -> ReviewReport:
         self.refresh()
         pending = list(self.ledger.entries(after_n=self.cursor))
         self._cursor_ts = pending[0].ts if pending else self.book.last_ts
@@ -191,21 +196,39 @@ class Learner:
 
     def promote_by_eval(self, target: str, decision: str) -> StoredEntry:
         """Promote a lesson the climb kept (rule 5: skills and high-impact rules pass the exam first)."""
-        lesson = self.book.lessons[target]
-        entry = self.ledger.append("promotion", {"target": target, "by": "eval", "rule": 5, "node": target,
-                                                 "source": LEARNING_SOURCE, "weight": lesson.weight(self.book.last_ts)},
-                                   refs=(lesson.proposals[0], decision))
+        with self._lock:
+            lesson = self.book.lessons[target]
+            entry = self.ledger.append("promotion", {
+                "target": target, "by": "eval", "rule": 5, "node": target, "source": LEARNING_SOURCE,
+                "weight": lesson.weight(self.book.last_ts)}, refs=(lesson.proposals[0], decision))
+            self.refresh()
+            sync_nodes(self.store, self.book, only={target})
+            write_pack(self.store, render_learned(self.book))
+            return entry
+
+    def find(self, ref: str) -> str | None:
+        """The target of the lesson named by ``ref`` (its target, node id or a proposal id)."""
         self.refresh()
-        sync_nodes(self.store, self.book, only={target})
-        write_pack(self.store, render_learned(self.book))
-        return entry
+        return next((l.target for l in self.book.lessons.values()
+                     if ref in (l.target, l.node) or ref in l.proposals), None)
 
     def reject(self, target: str, reason: str) -> StoredEntry:
         """The person says "that's wrong": a rejection; the lesson leaves the pack on this render."""
-        entry = self.ledger.append("rejection", {"target": target, "reason": reason})
-        self.refresh()
-        lesson = next((l for l in self.book.lessons.values() if target in (l.target, l.node) or target in l.proposals),
-                      None)
-        sync_nodes(self.store, self.book, only={lesson.target} if lesson else set())
-        write_pack(self.store, render_learned(self.book))
-        return entry
+        with self._lock:
+            entry = self.ledger.append("rejection", {"target": target, "reason": reason})
+            found = self.find(target)
+            sync_nodes(self.store, self.book, only={found} if found else set())
+            write_pack(self.store, render_learned(self.book))
+            return entry
+
+    def edit(self, ref: str, text: str) -> str:
+        """The person rewrites a lesson: their words are a rule aimed at it, promoted now. Returns its target."""
+        with self._lock:
+            target = self.find(ref)
+            if target is None:
+                raise NotFoundError(f"no learned lesson {ref!r}; see taste.list")
+            self.ledger.append("rule", {"text": " ".join(text.split()), "target": target, "change": "edited"})
+            self._review(True, None)
+            sync_nodes(self.store, self.book, only={target})
+            write_pack(self.store, render_learned(self.book))
+            return target

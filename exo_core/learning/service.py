@@ -6,7 +6,9 @@ itself skips when there is nothing to learn. On ``turn.started`` it cancels
 a running review, which stops between entries and writes nothing, so the
 next turn's review sees the same entries again. What the review produced
 (``taste.updated``, ``question.asked``, ``decision.queued``) is emitted as
-core-wide events.
+core-wide events. With the engine it also serves ``taste.list`` (learned rows
+with real weights and evidence ids) and ``taste.edit`` (the person's words
+become a ``rule`` aimed at the lesson; ``delete`` appends a rejection).
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ import logging
 import threading
 from typing import Any
 
-from exo_core.errors import ClosedResourceError, ExoError
+from exo_core.errors import BadBodyError, ClosedResourceError, ExoError, NotFoundError
 from exo_core.learning.learner import Learner, ReviewReport
+from exo_core.learning.pack import taste_rows
+from exo_core.protocol import commands as cmd
 from exo_core.protocol import events as ev
 
 __all__ = ["ReviewService"]
@@ -30,16 +34,20 @@ log = logging.getLogger(__name__)
 class ReviewService:
     """Runs the learner after turns in a running core (``hub``: the core's event hub)."""
 
-    def __init__(self, hub: Any, learner: Learner) -> None:
+    def __init__(self, hub: Any, learner: Learner, engine: Any = None) -> None:
         self.hub = hub
         self.learner = learner
+        self.engine = engine
         self.reviews = 0
         self._task: asyncio.Task[None] | None = None
         self._review: asyncio.Task[None] | None = None
         self._cancel = threading.Event()
 
     async def start(self) -> None:
-        """Begin following events."""
+        """Begin following events; serve ``taste.list`` and ``taste.edit`` when given the engine."""
+        if self.engine is not None:
+            self.engine.add_handler("taste.list", self.taste_list)
+            self.engine.add_handler("taste.edit", self.taste_edit)
         self._task = asyncio.create_task(self._watch(), name="learning-reviewer")
 
     async def _watch(self) -> None:
@@ -73,6 +81,35 @@ class ReviewService:
             await self.hub.emit(None, kind, body)
         if report.queued:
             await self.hub.emit(None, "decision.queued", ev.DecisionQueued(decision_id="learning", kind="reflect"))
+
+    def _rows(self, domain: str | None) -> list[dict[str, Any]]:
+        with self.learner._lock:
+            self.learner.refresh()
+            rows = taste_rows(self.learner.book)
+        return [r for r in rows if domain is None or r["id"].split("/", 1)[0] == domain]
+
+    async def taste_list(self, body: cmd.TasteList) -> dict[str, Any]:
+        """Learned taste rows (enforced, then hints) with their weights and evidence."""
+        return {"domain": body.domain, "rows": await asyncio.to_thread(self._rows, body.domain)}
+
+    async def taste_edit(self, body: cmd.TasteEdit) -> dict[str, Any]:
+        """Rewrite a lesson in the person's words, or delete it (a rejection: it leaves the pack)."""
+        learner = self.learner
+        if body.delete:
+            target = await asyncio.to_thread(learner.find, body.id)
+            if target is None:
+                raise NotFoundError(f"no learned lesson {body.id!r}; see taste.list")
+            await asyncio.to_thread(learner.reject, target, "deleted by the person")
+        elif not (body.text or "").strip():
+            raise BadBodyError("give the new 'text', or 'delete': true", field="text")
+        else:
+            target = await asyncio.to_thread(learner.edit, body.id, body.text or "")
+        lesson = learner.book.lessons[target]
+        change = "deleted" if body.delete else "edited"
+        weight = lesson.weight(learner.book.last_ts)
+        await self.hub.emit(None, "taste.updated", ev.TasteUpdated(id=lesson.node or target, text=lesson.claim,
+                                                                   weight=weight, change=change))
+        return {"id": lesson.node or target, "text": lesson.claim, "weight": weight, "change": change}
 
     async def aclose(self) -> None:
         """Stop following events and wait for a running review to stop."""

@@ -72,3 +72,38 @@ def test_exod_reviews_after_a_turn_and_shows_learned_taste(tmp_path: Path, exod_
     with Ledger.open_store(home / "store") as ledger:
         assert len(list(ledger.entries(kind="proposal"))) == proposals
     assert not [e for e in quiet if e.type == "taste.updated"]
+
+
+async def taste_calls(url: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], list[Any]]:
+    async with ExoClient(url, client_name="test") as client:
+        await client.hello()
+        since = (await client.request("events.subscribe", {"since": 0, "limit": 1}))["head"]
+        listed = await client.request("taste.list", {})
+        edited = await client.request("taste.edit", {"id": "taste/em-dash", "text": "Use commas, never em dashes."})
+        deleted = await client.request("taste.edit", {"id": "taste/em-dash", "delete": True})
+        events = (await client.request("events.subscribe", {"since": since}))["events"]
+        return listed, edited, deleted, events
+
+
+def test_taste_list_and_edit_over_the_protocol(tmp_path: Path, exod_factory: Any) -> None:
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    ws.mkdir()
+    init_home(home)
+    correct_in_two_sessions(home)
+    with Ledger.open_store(home / "store", signer=load_signing_key(home / "keys")) as ledger:
+        from exo_core.learning import Learner
+        from exo_core.store import Store
+
+        Learner(Store.open(home / "store"), ledger).review()
+    exod = exod_factory(home, write_script(tmp_path / "s.json", [{"text": "ok"}]), ws)
+    listed, edited, deleted, events = asyncio.run(taste_calls(exod.url))
+    row = next(r for r in listed["rows"] if r["id"] == "taste/em-dash")
+    assert row["status"] == "enforced" and row["weight"] >= 0.75 and len(row["evidence"]) == 2
+    assert edited["text"] == "Use commas, never em dashes." and edited["change"] == "edited"
+    assert deleted["change"] == "deleted"
+    assert [e["body"]["change"] for e in events if e["type"] == "taste.updated"] == ["edited", "deleted"]
+    assert "[[taste/em-dash]]" not in (home / "store" / "pack.md").read_text()
+    assert exod.stop() == 0
+    with Ledger.open_store(home / "store") as ledger:
+        kinds = [e.kind for e in ledger.entries()][-3:]
+        assert "rule" in kinds and kinds[-1] == "rejection"
