@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from exo_core.errors import NotFoundError, StorageError
@@ -27,7 +26,7 @@ from exo_core.ledger.entry import NewEntry, StoredEntry
 from exo_core.ledger.ledger import Ledger
 from exo_core.learning.features import features_in
 from exo_core.learning.lessons import LessonBook, judged_text
-from exo_core.learning.pack import enforced, lesson_node, render_learned, sync_nodes, write_pack
+from exo_core.learning.pack import enforced, lesson_node, render_learned, sync_nodes, taste_rows, write_pack
 from exo_core.learning.promotion import Existing, decide
 from exo_core.learning.reviewer import (LEARNING_SOURCE, Draft, argue_against, classify, needs_review,
                                         question_for, reflect)
@@ -187,8 +186,9 @@ class Learner:
         after = {l.target for l in enforced(book, now)}
         for target in sorted(before - after):
             lesson = book.lessons[target]
+            change = "deleted" if lesson.rejected_at >= 0 else "demoted"  # rejected, or faded below high
             out.append(("taste.updated", ev.TasteUpdated(id=lesson.node or target, text=lesson.claim,
-                                                         weight=lesson.weight(now), change="deleted")))
+                                                         weight=lesson.weight(now), change=change)))
         for qid in questions:
             q = book.index[qid].body
             out.append(("question.asked", ev.QuestionAsked(question_id=qid, text=q["claim"], options=q["labels"])))
@@ -205,6 +205,13 @@ class Learner:
             sync_nodes(self.store, self.book, only={target})
             write_pack(self.store, render_learned(self.book))
             return entry
+
+    def rows(self, domain: str | None = None) -> list[dict[str, Any]]:
+        """``taste.list`` rows of the current book (optionally of one domain)."""
+        with self._lock:
+            self.refresh()
+            rows = taste_rows(self.book)
+        return [r for r in rows if domain is None or r["id"].split("/", 1)[0] == domain]
 
     def find(self, ref: str) -> str | None:
         """The target of the lesson named by ``ref`` (its target, node id or a proposal id)."""

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from exo_core.agent.model import ChatMessage, ModelRequest, ModelTransport, TextDelta, UsageChunk
-from exo_core.errors import ConfigError, ModelError, StorageError
+from exo_core.errors import BadBodyError, ConfigError, ModelError, StorageError
 from exo_core.ledger.ledger import Ledger
 from exo_core.learning.reviewer import LEARNING_SOURCE
 
@@ -110,7 +110,7 @@ class ProposalQueue:
     def put(self, kind: str, inputs: dict[str, Any], *, key: str) -> bool:
         """Queue a job once per ``key``; False when that key was already queued (or done)."""
         if kind not in KINDS:
-            raise ValueError(f"unknown job kind {kind!r}; kinds: {', '.join(KINDS)}")
+            raise BadBodyError(f"unknown job kind {kind!r}; kinds: {', '.join(KINDS)}", field="kind")
         before = self._run("SELECT count(*) FROM jobs WHERE key=?", (key,))[0][0]
         self._run("INSERT OR IGNORE INTO jobs(key, kind, inputs, created) VALUES (?, ?, ?, ?)",
                   (key, kind, json.dumps(inputs, sort_keys=True), self.clock()))

@@ -22,7 +22,6 @@ from typing import Any
 
 from exo_core.errors import BadBodyError, ClosedResourceError, ExoError, NotFoundError
 from exo_core.learning.learner import Learner, ReviewReport
-from exo_core.learning.pack import taste_rows
 from exo_core.protocol import commands as cmd
 from exo_core.protocol import events as ev
 
@@ -82,15 +81,9 @@ class ReviewService:
         if report.queued:
             await self.hub.emit(None, "decision.queued", ev.DecisionQueued(decision_id="learning", kind="reflect"))
 
-    def _rows(self, domain: str | None) -> list[dict[str, Any]]:
-        with self.learner._lock:
-            self.learner.refresh()
-            rows = taste_rows(self.learner.book)
-        return [r for r in rows if domain is None or r["id"].split("/", 1)[0] == domain]
-
     async def taste_list(self, body: cmd.TasteList) -> dict[str, Any]:
         """Learned taste rows (enforced, then hints) with their weights and evidence."""
-        return {"domain": body.domain, "rows": await asyncio.to_thread(self._rows, body.domain)}
+        return {"domain": body.domain, "rows": await asyncio.to_thread(self.learner.rows, body.domain)}
 
     async def taste_edit(self, body: cmd.TasteEdit) -> dict[str, Any]:
         """Rewrite a lesson in the person's words, or delete it (a rejection: it leaves the pack)."""
