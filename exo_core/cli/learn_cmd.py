@@ -47,7 +47,8 @@ def register(subparsers: Any) -> None:
 class _Ctx:
     def __init__(self, args: argparse.Namespace) -> None:
         from exo_core.home import ExoHome
-        from exo_core.learning.queue import LearningSettings, ProposalQueue
+        from exo_edge.proposal_queue import ProposalQueue
+        from exo_core.learning.service import LearningSettings
         from exo_core.ledger import Ledger, load_signing_key
         from exo_core.store import Store
 
@@ -97,7 +98,7 @@ def _drain(args: argparse.Namespace) -> int:
     import asyncio
 
     from exo_core.errors import ConfigError
-    from exo_core.learning.queue import drain
+    from exo_edge.proposal_queue import drain
     from exo_core.models import build_router
 
     ctx = _Ctx(args)

@@ -19,6 +19,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("--stdio", action="store_true", help="serve JSON lines on stdin/stdout")
     parser.add_argument("--no-unix", action="store_true", help="do not listen on the Unix socket")
     parser.add_argument("--model", default=None, help="model spec: local | scripted:PATH (default from config)")
+    parser.add_argument("--summarizer", default=None,
+                        help="model spec for history summaries (default: [context] summarizer, else the main model)")
     parser.add_argument("--workspace", default=None, help="folder the file and shell tools work in (default: cwd)")
     parser.add_argument("--allow-host", action="append", default=[], help="extra Host name accepted on TCP")
     parser.add_argument("--keepalive", type=float, default=15.0, help=argparse.SUPPRESS)
@@ -34,6 +36,7 @@ def _serve(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
+    from exo_core.context.summarizer import resolve_summarizer
     from exo_core.engine.core import CoreOptions
     from exo_core.engine.models import model_spec, resolve_model
     from exo_core.home import ExoHome
@@ -50,6 +53,7 @@ def _serve(args: argparse.Namespace) -> int:
         services=learning_services(home, args.store, recorder),
         workspace=Path(args.workspace).resolve() if args.workspace else Path.cwd(),
         synchronous=args.durability.upper(),
+        summarizer=resolve_summarizer(home, args.summarizer),
         recorder=recorder,
         plugin_dirs=(home.root / "plugins",),
         entry_point_plugins=True,
@@ -60,6 +64,7 @@ def _serve(args: argparse.Namespace) -> int:
         unix=not args.no_unix,
         allowed_hosts=tuple(args.allow_host),
         keepalive=args.keepalive,
+        store=home.store_path(args.store),
     )
     try:
         asyncio.run(run_daemon(home, model, settings, options))
@@ -78,14 +83,16 @@ def learning_services(home: "ExoHome", store_override: str | None, recorder: "Tu
     if not isinstance(recorder, LedgerRecorder):
         return ()
     from exo_core.learning.learner import Learner
-    from exo_core.learning.queue import LearningSettings, ProposalQueue
-    from exo_core.learning.service import ReviewService
+    from exo_core.learning.service import LearningSettings, ReviewService
     from exo_core.store import Store
 
-    settings = LearningSettings.from_config(home.config())
-    queue = ProposalQueue(home.root / "learning" / "queue.sqlite") if settings.route else None
+    queue = None
+    if LearningSettings.from_config(home.config()).route:
+        from exo_edge.proposal_queue import ProposalQueue  # the edge package holds the queue (DESIGN.md §4)
+
+        queue = ProposalQueue(home.root / "learning" / "queue.sqlite")
     learner = Learner(Store.open(home.store_path(store_override)), recorder.ledger, queue=queue)
-    return (lambda core: ReviewService(core.hub, learner, core.engine),)
+    return (lambda core: ReviewService(core.hub, learner),)
 
 
 def open_recorder(home: "ExoHome", store_override: str | None) -> "TurnRecorder":

@@ -8,7 +8,8 @@
 * :mod:`.promotion` — the promotion rules 1 to 6;
 * :mod:`.pack` — the learned pack section, taste nodes, and the rebuildable views;
 * :mod:`.learner` — one review pass, end to end;
-* :mod:`.queue` — the durable proposal queue for a larger model, and its drainer;
+* :mod:`.service` — the reviewer in exod, and the ``[learning]`` settings;
+* ``exo_edge.proposal_queue`` — the durable proposal queue for a larger model, and its drainer;
 * :mod:`.evalset`, :mod:`.climb` — the exam and the greedy conservative climb;
 * :mod:`.metrics` — longitudinal metrics from the ledger.
 """

@@ -21,12 +21,13 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from exo_core.errors import NotFoundError, StorageError
+from exo_core.errors import StorageError
 from exo_core.ledger.entry import NewEntry, StoredEntry
 from exo_core.ledger.ledger import Ledger
 from exo_core.learning.features import features_in
 from exo_core.learning.lessons import LessonBook, judged_text
-from exo_core.learning.pack import enforced, lesson_node, render_learned, sync_nodes, taste_rows, write_pack
+from exo_core.learning.pack import (enforced, lesson_node, render_learned, shown, sync_nodes, taste_rows,
+                                    write_pack)
 from exo_core.learning.promotion import Existing, decide
 from exo_core.learning.reviewer import (LEARNING_SOURCE, Draft, argue_against, classify, needs_review,
                                         question_for, reflect)
@@ -59,7 +60,7 @@ class Learner:
         self.queue = queue
         self.book = LessonBook()
         self._cursor_ts = 0
-        self._lock = threading.RLock()  # exod's reviewer thread and taste.edit share one book
+        self._lock = threading.RLock()  # the reviewer thread and direct calls (reject, rows) share one book
         self._cursor_path = store.root / "indexes" / "learning" / "cursor.json"
         self.cursor = self._read_cursor()
 
@@ -104,7 +105,7 @@ class Learner:
         if not why:
             return ReviewReport("")
         book = self.book
-        before = {l.target for l in enforced(book, book.last_ts)}
+        before = shown(self.store)
         findings = []
         for entry in pending:
             if cancel is not None and cancel.is_set():
@@ -183,12 +184,14 @@ class Learner:
             lesson = book.lessons[target]
             out.append(("taste.updated", ev.TasteUpdated(id=lesson.node or target, text=lesson.claim,
                                                          weight=lesson.weight(now), change="promoted")))
-        after = {l.target for l in enforced(book, now)}
-        for target in sorted(before - after):
-            lesson = book.lessons[target]
+        after = {l.node or l.target for l in enforced(book, now)}
+        for node in sorted(before - after):
+            lesson = book.lesson_for(node)
+            if lesson is None:
+                continue
             change = "deleted" if lesson.rejected_at >= 0 else "demoted"  # rejected, or faded below high
-            out.append(("taste.updated", ev.TasteUpdated(id=lesson.node or target, text=lesson.claim,
-                                                         weight=lesson.weight(now), change=change)))
+            out.append(("taste.updated", ev.TasteUpdated(id=node, text=lesson.claim, weight=lesson.weight(now),
+                                                         change=change)))
         for qid in questions:
             q = book.index[qid].body
             out.append(("question.asked", ev.QuestionAsked(question_id=qid, text=q["claim"], options=q["labels"])))
@@ -216,8 +219,8 @@ class Learner:
     def find(self, ref: str) -> str | None:
         """The target of the lesson named by ``ref`` (its target, node id or a proposal id)."""
         self.refresh()
-        return next((l.target for l in self.book.lessons.values()
-                     if ref in (l.target, l.node) or ref in l.proposals), None)
+        lesson = self.book.lesson_for(ref)
+        return lesson.target if lesson else None
 
     def reject(self, target: str, reason: str) -> StoredEntry:
         """The person says "that's wrong": a rejection; the lesson leaves the pack on this render."""
@@ -228,14 +231,3 @@ class Learner:
             write_pack(self.store, render_learned(self.book))
             return entry
 
-    def edit(self, ref: str, text: str) -> str:
-        """The person rewrites a lesson: their words are a rule aimed at it, promoted now. Returns its target."""
-        with self._lock:
-            target = self.find(ref)
-            if target is None:
-                raise NotFoundError(f"no learned lesson {ref!r}; see taste.list")
-            self.ledger.append("rule", {"text": " ".join(text.split()), "target": target, "change": "edited"})
-            self._review(True, None)
-            sync_nodes(self.store, self.book, only={target})
-            write_pack(self.store, render_learned(self.book))
-            return target

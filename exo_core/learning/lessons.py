@@ -131,7 +131,7 @@ class LessonBook:
         elif entry.kind == "rejection":
             self._rejection(entry)
         elif entry.kind == "rule" and isinstance(entry.body.get("target"), str):
-            lesson = self.lessons.get(entry.body["target"])
+            lesson = self.lesson_for(entry.body["target"])
             if lesson is not None and category_of(entry) == "rule":
                 lesson.claim = " ".join(str(entry.body["text"]).split())
                 lesson.because = "the person said so"
@@ -166,10 +166,13 @@ class LessonBook:
             else:
                 self._cite(lesson, cited)
 
+    def lesson_for(self, ref: str) -> Lesson | None:
+        """The lesson named by ``ref``: its target, its node id, or one of its proposal ids."""
+        return self.lessons.get(ref) or next(
+            (l for l in self.lessons.values() if ref == l.node or ref in l.proposals), None)
+
     def _rejection(self, entry: StoredEntry) -> None:
-        target = entry.body["target"]
-        lesson = self.lessons.get(target) or next(
-            (l for l in self.lessons.values() if target in l.proposals or target == l.node), None)
+        lesson = self.lesson_for(entry.body["target"])
         if lesson is None:
             return
         lesson.rejected_at = entry.ts
@@ -206,7 +209,7 @@ class LessonBook:
     def _stance(self, lesson: Lesson, feat: Feature | None, category: str, cited: StoredEntry) -> int | None:
         body = cited.body
         if category == "rule":
-            if body.get("target") == lesson.target:
+            if isinstance(body.get("target"), str) and self.lesson_for(body["target"]) is lesson:
                 return +1
             named = match_words(str(body["text"]))
             return +1 if (feat in named if feat else slug(str(body["text"])) == lesson.target.split("/")[-1]) else None

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import re
 from collections.abc import Collection
 from typing import Any
 
@@ -31,7 +32,7 @@ from exo_core.store.node import Link, Node
 from exo_core.store.store import Store
 
 __all__ = ["render_learned", "write_pack", "lesson_node", "sync_nodes", "taste_rows", "TasteView", "TastePackView",
-           "register_views", "BEGIN", "END", "day_of", "enforced", "hints"]
+           "register_views", "BEGIN", "END", "day_of", "enforced", "hints", "shown"]
 
 BEGIN = "<!-- exo:learned:begin -->"
 END = "<!-- exo:learned:end -->"
@@ -73,6 +74,14 @@ def render_learned(book: LessonBook, now_ms: int | None = None) -> str:
     if not strong and not soft:
         lines += ["Nothing learned yet.", ""]
     return "\n".join(lines + [END])
+
+
+def shown(store: Store) -> set[str]:
+    """The node ids the pack's learned section links now (what the person was last shown as enforced)."""
+    text = store.pack_text()
+    if BEGIN not in text or END not in text:
+        return set()
+    return set(re.findall(r"\[\[([^\]|#]+)\]\]", text.split(BEGIN, 1)[1].split(END, 1)[0]))
 
 
 def write_pack(store: Store, section: str) -> bool:

@@ -111,7 +111,7 @@ def classify(entry: StoredEntry, book: LessonBook) -> list[Finding]:
             text = " ".join(str(body["text"]).split())
             domain = "rules" if any(w in text.lower() for w in _GUARD_WORDS) else "taste"
             found.append(Finding(entry.id, f"{domain}/{slug(text)}", "new", "", text))
-    elif category == "rule" and body["target"] not in book.lessons:
+    elif category == "rule" and book.lesson_for(str(body["target"])) is None:
         text = " ".join(str(body["text"]).split())
         found.append(Finding(entry.id, str(body["target"]), "new", "", text))
     elif category == "answer" and str(body["answer_to"]) in book.index:

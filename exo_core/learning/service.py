@@ -6,9 +6,11 @@ itself skips when there is nothing to learn. On ``turn.started`` it cancels
 a running review, which stops between entries and writes nothing, so the
 next turn's review sees the same entries again. What the review produced
 (``taste.updated``, ``question.asked``, ``decision.queued``) is emitted as
-core-wide events. With the engine it also serves ``taste.list`` (learned rows
-with real weights and evidence ids) and ``taste.edit`` (the person's words
-become a ``rule`` aimed at the lesson; ``delete`` appends a rejection).
+core-wide events. ``taste.list``/``taste.edit`` are served by
+:class:`exo_core.web.TasteRows` over the taste nodes; its edit (a ``rule``
+aimed at the node) and delete (a ``rejection`` of it) are read by the next
+review like any other signal, and :meth:`Learner.rows` gives the learned rows
+with their real weights and evidence ids.
 """
 
 from __future__ import annotations
@@ -18,35 +20,58 @@ import contextlib
 import json
 import logging
 import threading
+from dataclasses import dataclass
 from typing import Any
 
-from exo_core.errors import BadBodyError, ClosedResourceError, ExoError, NotFoundError
+from exo_core.errors import ClosedResourceError, ConfigError, ExoError
 from exo_core.learning.learner import Learner, ReviewReport
-from exo_core.protocol import commands as cmd
 from exo_core.protocol import events as ev
 
-__all__ = ["ReviewService"]
+__all__ = ["ReviewService", "LearningSettings"]
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class LearningSettings:
+    """``[learning]`` of config.toml: the larger model's route, the monthly ceiling, the batch size.
+
+    With no ``route`` nothing is queued: every stage runs rules-only.
+    """
+
+    route: str | None = None
+    ceiling: float = 1.0
+    batch: int = 8
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> "LearningSettings":
+        """Read and check the ``[learning]`` table."""
+        raw = config.get("learning", {})
+        if not isinstance(raw, dict):
+            raise ConfigError("[learning] must be a table")
+        route, ceiling, batch = raw.get("route"), raw.get("ceiling", 1.0), raw.get("batch", 8)
+        if route is not None and (not isinstance(route, str) or ":" not in route):
+            raise ConfigError("[learning] route must be 'provider:model', e.g. \"laptop:qwen2.5-7b\"")
+        if not isinstance(ceiling, (int, float)) or isinstance(ceiling, bool) or ceiling < 0:
+            raise ConfigError("[learning] ceiling must be a non-negative number (dollars a month)")
+        if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
+            raise ConfigError("[learning] batch must be a positive integer")
+        return cls(route, float(ceiling), batch)
 
 
 class ReviewService:
     """Runs the learner after turns in a running core (``hub``: the core's event hub)."""
 
-    def __init__(self, hub: Any, learner: Learner, engine: Any = None) -> None:
+    def __init__(self, hub: Any, learner: Learner) -> None:
         self.hub = hub
         self.learner = learner
-        self.engine = engine
         self.reviews = 0
         self._task: asyncio.Task[None] | None = None
         self._review: asyncio.Task[None] | None = None
         self._cancel = threading.Event()
 
     async def start(self) -> None:
-        """Begin following events; serve ``taste.list`` and ``taste.edit`` when given the engine."""
-        if self.engine is not None:
-            self.engine.add_handler("taste.list", self.taste_list)
-            self.engine.add_handler("taste.edit", self.taste_edit)
+        """Begin following events."""
         self._task = asyncio.create_task(self._watch(), name="learning-reviewer")
 
     async def _watch(self) -> None:
@@ -80,29 +105,6 @@ class ReviewService:
             await self.hub.emit(None, kind, body)
         if report.queued:
             await self.hub.emit(None, "decision.queued", ev.DecisionQueued(decision_id="learning", kind="reflect"))
-
-    async def taste_list(self, body: cmd.TasteList) -> dict[str, Any]:
-        """Learned taste rows (enforced, then hints) with their weights and evidence."""
-        return {"domain": body.domain, "rows": await asyncio.to_thread(self.learner.rows, body.domain)}
-
-    async def taste_edit(self, body: cmd.TasteEdit) -> dict[str, Any]:
-        """Rewrite a lesson in the person's words, or delete it (a rejection: it leaves the pack)."""
-        learner = self.learner
-        if body.delete:
-            target = await asyncio.to_thread(learner.find, body.id)
-            if target is None:
-                raise NotFoundError(f"no learned lesson {body.id!r}; see taste.list")
-            await asyncio.to_thread(learner.reject, target, "deleted by the person")
-        elif not (body.text or "").strip():
-            raise BadBodyError("give the new 'text', or 'delete': true", field="text")
-        else:
-            target = await asyncio.to_thread(learner.edit, body.id, body.text or "")
-        lesson = learner.book.lessons[target]
-        change = "deleted" if body.delete else "edited"
-        weight = lesson.weight(learner.book.last_ts)
-        await self.hub.emit(None, "taste.updated", ev.TasteUpdated(id=lesson.node or target, text=lesson.claim,
-                                                                   weight=weight, change=change))
-        return {"id": lesson.node or target, "text": lesson.claim, "weight": weight, "change": change}
 
     async def aclose(self) -> None:
         """Stop following events and wait for a running review to stop."""

@@ -74,18 +74,30 @@ def test_exod_reviews_after_a_turn_and_shows_learned_taste(tmp_path: Path, exod_
     assert not [e for e in quiet if e.type == "taste.updated"]
 
 
-async def taste_calls(url: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], list[Any]]:
+async def edit_delete_then_turn(url: str) -> tuple[dict[str, Any], list[Any]]:
     async with ExoClient(url, client_name="test") as client:
         await client.hello()
         since = (await client.request("events.subscribe", {"since": 0, "limit": 1}))["head"]
         listed = await client.request("taste.list", {})
-        edited = await client.request("taste.edit", {"id": "taste/em-dash", "text": "Use commas, never em dashes."})
-        deleted = await client.request("taste.edit", {"id": "taste/em-dash", "delete": True})
-        events = (await client.request("events.subscribe", {"since": since}))["events"]
-        return listed, edited, deleted, events
+        await client.request("taste.edit", {"id": "taste/em-dash", "text": "Use commas, never em dashes."})
+        await client.request("taste.edit", {"id": "taste/em-dash", "delete": True})
+        session = (await client.request("session.create", {"title": "after"}))["session"]["id"]
+        await client.request("turn.send", {"session": session, "text": "ok"})
+        seen: list[Any] = []
+
+        async def watch() -> None:
+            async for event in client.events(since=since):
+                seen.append(event)
+                if event.type == "taste.updated" and event.body.get("change") == "deleted" and any(
+                        e.type == "turn.completed" for e in seen):
+                    return
+
+        await asyncio.wait_for(watch(), 30)
+        return listed, seen
 
 
-def test_taste_list_and_edit_over_the_protocol(tmp_path: Path, exod_factory: Any) -> None:
+def test_the_person_edits_and_deletes_learned_taste_over_the_protocol(tmp_path: Path, exod_factory: Any) -> None:
+    """taste.list/taste.edit are the web's handlers over the taste nodes; the loop reads what they record."""
     home, ws = tmp_path / "home", tmp_path / "ws"
     ws.mkdir()
     init_home(home)
@@ -95,15 +107,17 @@ def test_taste_list_and_edit_over_the_protocol(tmp_path: Path, exod_factory: Any
         from exo_core.store import Store
 
         Learner(Store.open(home / "store"), ledger).review()
-    exod = exod_factory(home, write_script(tmp_path / "s.json", [{"text": "ok"}]), ws)
-    listed, edited, deleted, events = asyncio.run(taste_calls(exod.url))
-    row = next(r for r in listed["rows"] if r["id"] == "taste/em-dash")
-    assert row["status"] == "enforced" and row["weight"] >= 0.75 and len(row["evidence"]) == 2
-    assert edited["text"] == "Use commas, never em dashes." and edited["change"] == "edited"
-    assert deleted["change"] == "deleted"
-    assert [e["body"]["change"] for e in events if e["type"] == "taste.updated"] == ["edited", "deleted"]
-    assert "[[taste/em-dash]]" not in (home / "store" / "pack.md").read_text()
+    exod = exod_factory(home, write_script(tmp_path / "s.json", [{"text": "ok"}] * 3), ws)
+    listed, seen = asyncio.run(edit_delete_then_turn(exod.url))
+    assert any(r["id"] == "taste/em-dash" for r in listed["rows"]), "the promoted lesson is a plain taste node"
+    assert "[[taste/em-dash]]" not in (home / "store" / "pack.md").read_text(), "it left the pack"
     assert exod.stop() == 0
     with Ledger.open_store(home / "store") as ledger:
-        kinds = [e.kind for e in ledger.entries()][-3:]
-        assert "rule" in kinds and kinds[-1] == "rejection"
+        from exo_core.learning import LessonBook
+
+        book = LessonBook()
+        for entry in ledger.entries():
+            book.apply(entry)
+    lesson = book.lessons["taste/em-dash"]
+    assert lesson.claim == "Use commas, never em dashes.", "the person's edit is the lesson's wording"
+    assert lesson.rejected_at >= 0 and not lesson.promoted_by and lesson.weight(book.last_ts) == 0.0

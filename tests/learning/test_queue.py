@@ -22,7 +22,8 @@ import pytest
 from exo_core.ledger import Ledger, create_signing_key, load_signing_key
 from exo_core.learning.learner import Learner
 from exo_core.learning.pack import render_learned
-from exo_core.learning.queue import LearningSettings, ProposalQueue
+from exo_core.learning.service import LearningSettings
+from exo_edge.proposal_queue import ProposalQueue
 from exo_core.errors import ConfigError
 from exo_core.store import Store, init_store
 from exo_testkit import ROOT
@@ -37,7 +38,7 @@ from pathlib import Path
 from exo_core.ledger import Ledger, load_signing_key
 from exo_core.learning.learner import Learner
 from exo_core.learning.pack import render_learned
-from exo_core.learning.queue import ProposalQueue
+from exo_edge.proposal_queue import ProposalQueue
 from exo_core.store import Store
 from learnkit import Clock, Env
 from simperson import Simulation
@@ -187,7 +188,7 @@ def test_queue_survives_sigkill_and_drains_exactly_once(tmp_path: Path) -> None:
 def test_a_ceiling_stops_the_drain(tmp_path: Path) -> None:
     import asyncio
 
-    from exo_core.learning.queue import drain
+    from exo_edge.proposal_queue import drain
     from exo_core.models.http import HttpClient
     from exo_core.models.openai_compat import OpenAICompatTransport
 

@@ -1,5 +1,10 @@
 """The proposal queue: work that needs a larger model waits here, durably, until one is reachable.
 
+It lives in ``exo_edge`` (DESIGN.md §4: the edge package holds "the proposal
+queue drainer"); the core's learner only calls ``put`` on whatever queue it
+is given, and ``[learning]`` settings are read by
+:class:`exo_core.learning.service.LearningSettings`.
+
 On a small device the local model cannot reflect well or judge. The learner
 puts such work (``reflect`` a lesson's wording, ``judge`` an eval item) in a
 SQLite queue with all its inputs; :func:`drain` sends it in batches to a
@@ -27,11 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from exo_core.agent.model import ChatMessage, ModelRequest, ModelTransport, TextDelta, UsageChunk
-from exo_core.errors import BadBodyError, ConfigError, ModelError, StorageError
+from exo_core.errors import BadBodyError, ModelError, StorageError
 from exo_core.ledger.ledger import Ledger
 from exo_core.learning.reviewer import LEARNING_SOURCE
 
-__all__ = ["Job", "ProposalQueue", "DrainReport", "drain", "prompt_for", "LearningSettings"]
+__all__ = ["Job", "ProposalQueue", "DrainReport", "drain", "prompt_for"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs(
@@ -41,33 +46,6 @@ CREATE TABLE IF NOT EXISTS jobs(
 CREATE TABLE IF NOT EXISTS spend(month TEXT PRIMARY KEY, cost REAL NOT NULL);
 """
 KINDS = ("reflect", "judge")
-
-
-@dataclass(frozen=True, slots=True)
-class LearningSettings:
-    """``[learning]`` of config.toml: the larger model's route, the monthly ceiling, the batch size.
-
-    With no ``route`` nothing is queued: every stage runs rules-only.
-    """
-
-    route: str | None = None
-    ceiling: float = 1.0
-    batch: int = 8
-
-    @classmethod
-    def from_config(cls, config: dict[str, Any]) -> "LearningSettings":
-        """Read and check the ``[learning]`` table."""
-        raw = config.get("learning", {})
-        if not isinstance(raw, dict):
-            raise ConfigError("[learning] must be a table")
-        route, ceiling, batch = raw.get("route"), raw.get("ceiling", 1.0), raw.get("batch", 8)
-        if route is not None and (not isinstance(route, str) or ":" not in route):
-            raise ConfigError("[learning] route must be 'provider:model', e.g. \"laptop:qwen2.5-7b\"")
-        if not isinstance(ceiling, (int, float)) or isinstance(ceiling, bool) or ceiling < 0:
-            raise ConfigError("[learning] ceiling must be a non-negative number (dollars a month)")
-        if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
-            raise ConfigError("[learning] batch must be a positive integer")
-        return cls(route, float(ceiling), batch)
 
 
 @dataclass(frozen=True, slots=True)
