@@ -113,8 +113,8 @@ class Simulation:
 
     def _judge(self, task: str, on: frozenset[str], judged: str, session: str) -> None:
         env, rng = self.env, self.rng
-        noticed = {k for k in on if k in HIDDEN and rng.random() > 0.1}
-        noise = [k for k in on if k in DISTRACTORS]
+        noticed = {k for k in sorted(on) if k in HIDDEN and rng.random() > 0.1}  # sorted: one run per seed
+        noise = [k for k in sorted(on) if k in DISTRACTORS]
         if not noticed:
             if noise and rng.random() < 0.1:
                 env.verdict(judged, "edit", session, text=render(task, on - {rng.choice(noise)}))

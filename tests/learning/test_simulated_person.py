@@ -12,7 +12,7 @@ import pytest
 
 from exo_core.ledger.views import ViewRegistry, render_views
 from exo_core.learning import Learner, TastePackView, TasteView
-from exo_core.learning.pack import BEGIN, END
+from exo_core.learning.pack import BEGIN, END, enforced, hints
 from exo_core.learning.weights import HIGH
 from exo_testkit import ROOT
 from learnkit import Env, make_env
@@ -40,11 +40,16 @@ def test_high_weight_taste_matches_the_hidden_rules(run: tuple[Env, Simulation])
     true_pos = len(high & hidden)
     precision, recall = true_pos / max(1, len(high)), true_pos / len(hidden)
     first, last = sim.stats.per_accept(slice(0, 6)), sim.stats.per_accept(slice(-6, None))
+    shown = {l.feature for l in enforced(book, now) + hints(book, now) if l.feature}
+    ever = {feature_of(e.body["target"]) for e in env.ledger.entries(kind="promotion")} - hidden
     print(f"\nsimulated person (seed {SEED}): precision {precision:.2f} recall {recall:.2f} "
-          f"({true_pos} of {len(hidden)} hidden rules high, {len(high)} high lessons); corrections per accepted "
-          f"output {first:.2f} in sessions 1-6 -> {last:.2f} in sessions 19-24; "
-          f"questions answered {sim.stats.questions_answered}")
+          f"({true_pos} of {len(hidden)} hidden rules high, {len(high)} high lessons); shown in the pack "
+          f"(enforced or hint) {len(shown & hidden)} of {len(HIDDEN)} writing rules and {len(shown - hidden)} others; "
+          f"distractors promoted at some point: {sorted(ever) or 'none'}; corrections per accepted output "
+          f"{first:.2f} in sessions 1-6 -> {last:.2f} in sessions 19-24; questions answered "
+          f"{sim.stats.questions_answered}")
     assert precision >= 0.85 and recall >= 0.75
+    assert set(HIDDEN) <= shown, "every writing rule is enforced or, after fading in silence, a hint"
     assert last < first / 2, "corrections per accepted output fall as the pack learns"
 
 
