@@ -202,7 +202,9 @@ def _show(args: argparse.Namespace) -> int:
 def _rebuild(args: argparse.Namespace) -> int:
     from exo_core.errors import CorruptDataError
     from exo_core.ledger.views import DEFAULT_VIEWS, rebuild_views, views_dir
+    from exo_core.learning.pack import register_views
 
+    register_views(DEFAULT_VIEWS)  # the learning loop's taste weights and pack section
     with _open(args) as ledger:
         report = ledger.verify()
         if not report.ok:

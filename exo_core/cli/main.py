@@ -35,6 +35,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "device_cmd",
     "recall_cmd",
     "bench_cmd",
+    "learn_cmd",
 )
 
 

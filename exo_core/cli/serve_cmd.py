@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from exo_core.agent.recorder import TurnRecorder
@@ -55,6 +55,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     memory = open_store_memory(home, args.store, log=recorder.record if isinstance(recorder, LedgerRecorder) else None)
     options = CoreOptions(
+        services=learning_services(home, args.store, recorder),
         workspace=Path(args.workspace).resolve() if args.workspace else Path.cwd(),
         synchronous=args.durability.upper(),
         summarizer=resolve_summarizer(home, args.summarizer),
@@ -80,6 +81,25 @@ def _serve(args: argparse.Namespace) -> int:
         if isinstance(recorder, LedgerRecorder):
             recorder.close()
     return 0
+
+
+def learning_services(home: "ExoHome", store_override: str | None, recorder: "TurnRecorder") -> tuple[Any, ...]:
+    """The learning reviewer, when turns are recorded in a store's ledger (none otherwise)."""
+    from exo_core.ledger import LedgerRecorder
+
+    if not isinstance(recorder, LedgerRecorder):
+        return ()
+    from exo_core.learning.learner import Learner
+    from exo_core.learning.service import LearningSettings, ReviewService
+    from exo_core.store import Store
+
+    queue = None
+    if LearningSettings.from_config(home.config()).route:
+        from exo_edge.proposal_queue import ProposalQueue  # the edge package holds the queue (DESIGN.md §4)
+
+        queue = ProposalQueue(home.root / "learning" / "queue.sqlite")
+    learner = Learner(Store.open(home.store_path(store_override)), recorder.ledger, queue=queue)
+    return (lambda core: ReviewService(core.hub, learner),)
 
 
 def open_recorder(home: "ExoHome", store_override: str | None) -> "TurnRecorder":

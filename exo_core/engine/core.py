@@ -8,8 +8,10 @@ provider would use.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from exo_core.agent.approvals import ApprovalBroker
 from exo_core.agent.questions import AskPersonTool, QuestionBroker
@@ -58,6 +60,9 @@ class CoreOptions:
     workspace: Path = field(default_factory=Path.cwd)
     synchronous: str = "FULL"
     queue_limit: int = 1024
+    # Background services started with the core and closed before it: each factory takes the Core and
+    # returns an object with ``async start()`` and ``async aclose()`` (exod's learning reviewer is one).
+    services: tuple[Callable[["Core"], Any], ...] = ()
 
 
 class Core:
@@ -67,6 +72,7 @@ class Core:
         self.home = home
         self.model = model
         self.plugins: PluginHost | None = None
+        self.services: list[Any] = []
         if options.plugin_dirs or options.entry_point_plugins:
             self.plugins = PluginHost.for_options(options, options.plugin_dirs, entry_points=options.entry_point_plugins)
             options = self.plugins.apply(options)
@@ -114,9 +120,14 @@ class Core:
         start = getattr(self.context, "start", None)
         if start is not None:
             await start()
+        self.services = [make(self) for make in self.options.services]
+        for service in self.services:
+            await service.start()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        for service in reversed(self.services):
+            await service.aclose()
         await self.runner.close()
         close = getattr(self.context, "close", None)
         if close is not None:

@@ -121,7 +121,7 @@ def test_rebuild(tmp_path: Path, store: Path) -> None:
     assert result.returncode == 0, result.stderr
     views = store / "indexes" / "ledger"
     first = {p.name: p.read_bytes() for p in views.iterdir()}
-    assert set(first) == {"kind_summary.json", "ref_index.json"}
+    assert set(first) == {"kind_summary.json", "ref_index.json", "taste.json", "taste_pack.json"}  # + learning views
     for path in views.iterdir():
         path.unlink()
     assert exo(home, "ledger", "rebuild", "--store", str(store)).returncode == 0

@@ -1,0 +1,188 @@
+"""``exo learn review|queue|drain|metrics|climb|reject|rebuild``: the learning loop by hand.
+
+The store is ``--store DIR`` or the Exo home's; the ledger is written with
+this machine's key. ``[learning]`` in config.toml names the larger model's
+route (``route = "laptop:qwen2.5-7b"``), the monthly ceiling and the batch
+size; the queue lives in ``$EXO_HOME/learning/queue.sqlite``. Heavy imports
+happen inside the handlers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+__all__ = ["register"]
+
+
+def register(subparsers: Any) -> None:
+    """Add ``exo learn`` and its subcommands."""
+    learn = subparsers.add_parser("learn", help="the learning loop: review, queue, drain, metrics, climb")
+    sub = learn.add_subparsers(dest="learn_command", metavar="SUBCOMMAND")
+    sub.required = True
+    for name, help_text in (("review", "review new ledger entries now (the person asked)"),
+                            ("queue", "jobs waiting for a larger model, and this month's spend"),
+                            ("drain", "send queued jobs to the larger model's route"),
+                            ("metrics", "corrections per accepted output, verdict mix, questions, over time"),
+                            ("climb", "run the exam and the conservative climb over learned taste"),
+                            ("reject", "\"that's wrong\": reject a lesson; it leaves the pack"),
+                            ("rebuild", "rewrite the learned pack section and taste nodes from the ledger")):
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("--home", default=None, help="Exo home (default $EXO_HOME or ~/.exo)")
+        p.add_argument("--store", default=None, metavar="DIR", help="store folder (default: the home's store)")
+        p.add_argument("--json", action="store_true", help="print JSON")
+        p.set_defaults(handler=globals()[f"_{name}"])
+        if name == "drain":
+            p.add_argument("--route", default=None, help="provider:model (default: [learning] route)")
+            p.add_argument("--batch", type=int, default=None, help="jobs per batch (default: [learning] batch)")
+            p.add_argument("--ceiling", type=float, default=None, help="monthly spend ceiling in dollars")
+        elif name == "metrics":
+            p.add_argument("--days", type=int, default=7, help="window width in days")
+        elif name == "reject":
+            p.add_argument("target", help="lesson target, node id or proposal id")
+            p.add_argument("--reason", default="that's wrong", help="why (kept in the ledger)")
+
+
+class _Ctx:
+    def __init__(self, args: argparse.Namespace) -> None:
+        from exo_core.home import ExoHome
+        from exo_edge.proposal_queue import ProposalQueue
+        from exo_core.learning.service import LearningSettings
+        from exo_core.ledger import Ledger, load_signing_key
+        from exo_core.store import Store
+
+        self.home = ExoHome.from_env(args.home)
+        self.settings = LearningSettings.from_config(self.home.config())
+        self.store = Store.open(self.home.store_path(args.store))
+        self.ledger = Ledger.open_store(self.store.root, signer=load_signing_key(self.home.keys_dir))
+        self.queue = ProposalQueue(self.home.root / "learning" / "queue.sqlite")
+
+    def learner(self) -> Any:
+        from exo_core.learning import Learner
+
+        return Learner(self.store, self.ledger, queue=self.queue if self.settings.route else None)
+
+    def close(self) -> None:
+        self.queue.close()
+        self.ledger.close()
+
+
+def _print(args: argparse.Namespace, data: dict[str, Any], text: str) -> int:
+    print(json.dumps(data, indent=2, sort_keys=True) if args.json else text)
+    return 0
+
+
+def _review(args: argparse.Namespace) -> int:
+    ctx = _Ctx(args)
+    try:
+        r = ctx.learner().review(asked=True)
+    finally:
+        ctx.close()
+    data = {"proposals": r.proposals, "promoted": list(r.promoted), "questions": list(r.questions), "queued": r.queued}
+    return _print(args, data, f"{r.proposals} proposals, promoted: {', '.join(r.promoted) or 'none'}, "
+                              f"{len(r.questions)} questions, {r.queued} queued for a larger model")
+
+
+def _queue(args: argparse.Namespace) -> int:
+    ctx = _Ctx(args)
+    try:
+        data = {"jobs": ctx.queue.counts(), "spent_this_month": ctx.queue.spent(), "ceiling": ctx.settings.ceiling,
+                "route": ctx.settings.route}
+    finally:
+        ctx.close()
+    return _print(args, data, f"jobs {data['jobs']}, spent {data['spent_this_month']:.4f} of {ctx.settings.ceiling}")
+
+
+def _drain(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from exo_core.errors import ConfigError
+    from exo_edge.proposal_queue import drain
+    from exo_core.models import build_router
+
+    ctx = _Ctx(args)
+    route = args.route or ctx.settings.route
+    if not route:
+        ctx.close()
+        raise ConfigError("no route to a larger model: set [learning] route in config.toml or pass --route")
+    router = build_router(ctx.home)
+    router.set_role("main", [route])  # this process only: the learning route and nothing after it
+
+    async def run() -> Any:
+        try:
+            return await drain(ctx.queue, router, ctx.ledger, batch=args.batch or ctx.settings.batch,
+                               ceiling=ctx.settings.ceiling if args.ceiling is None else args.ceiling)
+        finally:
+            await router.aclose()
+
+    try:
+        report = asyncio.run(run())
+    finally:
+        ctx.close()
+    data = {"done": report.done, "already_done": report.already, "stopped": report.stopped, "cost": report.cost}
+    return _print(args, data, f"drained {report.done} (already done {report.already}); stopped: {report.stopped}")
+
+
+def _metrics(args: argparse.Namespace) -> int:
+    from exo_core.learning.metrics import metrics
+
+    ctx = _Ctx(args)
+    try:
+        m = metrics(ctx.ledger, days=args.days, spent=ctx.queue.spent())
+    finally:
+        ctx.close()
+    rows = [f"{w.start}: corrections/accept {w.corrections_per_accept:.2f} verdicts {w.verdicts} "
+            f"questions {w.questions}" for w in m.windows]
+    return _print(args, m.to_json(), "\n".join(rows + [f"stale eval: {m.stale}"]))
+
+
+def _climb(args: argparse.Namespace) -> int:
+    from exo_core.learning.climb import Candidate, climb
+    from exo_core.learning.evalset import items_from, rules_score, split
+    from exo_core.learning.pack import enforced, hints
+
+    ctx = _Ctx(args)
+    try:
+        learner = ctx.learner()
+        learner.refresh()
+        book = learner.book
+        incumbent = frozenset(l.feature for l in enforced(book, book.last_ts) if l.feature)
+        candidates = [Candidate(incumbent | {l.feature}, l.target) for l in hints(book, book.last_ts)
+                      if l.feature and l.feature not in incumbent]
+        said = frozenset(l.target for l in book.lessons.values() if l.person_said)
+        final, decisions = climb(incumbent, candidates, split(items_from(book)), rules_score, ledger=ctx.ledger,
+                                 person_ruled=said, spent=ctx.queue.spent, ceiling=ctx.settings.ceiling)
+        for d in decisions:
+            if d.kept and d.change in book.lessons and not book.lessons[d.change].promoted_by:
+                learner.promote_by_eval(d.change, d.entry)
+    finally:
+        ctx.close()
+    data = {"incumbent": sorted(final), "decisions": [
+        {"change": d.change, "kept": d.kept, "reason": d.reason, "dev": d.dev, "held_out": d.held_out}
+        for d in decisions]}
+    return _print(args, data, "\n".join(f"{'kept' if d.kept else 'dropped'} {d.change}: {d.reason}"
+                                        for d in decisions) or "no candidates")
+
+
+def _reject(args: argparse.Namespace) -> int:
+    ctx = _Ctx(args)
+    try:
+        entry = ctx.learner().reject(args.target, args.reason)
+    finally:
+        ctx.close()
+    return _print(args, {"rejection": entry.id}, f"rejected {args.target} ({entry.id[:12]})")
+
+
+def _rebuild(args: argparse.Namespace) -> int:
+    from exo_core.learning.pack import render_learned, sync_nodes, write_pack
+
+    ctx = _Ctx(args)
+    try:
+        learner = ctx.learner()
+        learner.refresh()
+        changed = sync_nodes(ctx.store, learner.book)
+        write_pack(ctx.store, render_learned(learner.book))
+    finally:
+        ctx.close()
+    return _print(args, {"nodes": changed}, f"pack rewritten; {len(changed)} nodes written")

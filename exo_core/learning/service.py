@@ -1,0 +1,116 @@
+"""The reviewer inside exod: after a turn completes, review; a new live turn cancels it.
+
+:class:`ReviewService` follows the hub's live events. On ``turn.completed``
+it starts one review in a worker thread (unless one is running); the review
+itself skips when there is nothing to learn. On ``turn.started`` it cancels
+a running review, which stops between entries and writes nothing, so the
+next turn's review sees the same entries again. What the review produced
+(``taste.updated``, ``question.asked``, ``decision.queued``) is emitted as
+core-wide events. ``taste.list``/``taste.edit`` are served by
+:class:`exo_core.web.TasteRows` over the taste nodes; its edit (a ``rule``
+aimed at the node) and delete (a ``rejection`` of it) are read by the next
+review like any other signal, and :meth:`Learner.rows` gives the learned rows
+with their real weights and evidence ids.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from exo_core.errors import ClosedResourceError, ConfigError, ExoError
+from exo_core.learning.learner import Learner, ReviewReport
+from exo_core.protocol import events as ev
+
+__all__ = ["ReviewService", "LearningSettings"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class LearningSettings:
+    """``[learning]`` of config.toml: the larger model's route, the monthly ceiling, the batch size.
+
+    With no ``route`` nothing is queued: every stage runs rules-only.
+    """
+
+    route: str | None = None
+    ceiling: float = 1.0
+    batch: int = 8
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> "LearningSettings":
+        """Read and check the ``[learning]`` table."""
+        raw = config.get("learning", {})
+        if not isinstance(raw, dict):
+            raise ConfigError("[learning] must be a table")
+        route, ceiling, batch = raw.get("route"), raw.get("ceiling", 1.0), raw.get("batch", 8)
+        if route is not None and (not isinstance(route, str) or ":" not in route):
+            raise ConfigError("[learning] route must be 'provider:model', e.g. \"laptop:qwen2.5-7b\"")
+        if not isinstance(ceiling, (int, float)) or isinstance(ceiling, bool) or ceiling < 0:
+            raise ConfigError("[learning] ceiling must be a non-negative number (dollars a month)")
+        if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
+            raise ConfigError("[learning] batch must be a positive integer")
+        return cls(route, float(ceiling), batch)
+
+
+class ReviewService:
+    """Runs the learner after turns in a running core (``hub``: the core's event hub)."""
+
+    def __init__(self, hub: Any, learner: Learner) -> None:
+        self.hub = hub
+        self.learner = learner
+        self.reviews = 0
+        self._task: asyncio.Task[None] | None = None
+        self._review: asyncio.Task[None] | None = None
+        self._cancel = threading.Event()
+
+    async def start(self) -> None:
+        """Begin following events."""
+        self._task = asyncio.create_task(self._watch(), name="learning-reviewer")
+
+    async def _watch(self) -> None:
+        try:
+            async with self.hub.subscribe(since=self.hub.last_seq) as sub:
+                while True:
+                    item = await sub.next()
+                    if item is None:
+                        continue
+                    kind = json.loads(item.data).get("type")
+                    if kind == "turn.started" and self._running():
+                        self._cancel.set()
+                    elif kind == "turn.completed" and not self._running():
+                        self._cancel = threading.Event()
+                        self._review = asyncio.create_task(self._run(self._cancel), name="learning-review")
+        except ClosedResourceError:
+            return
+
+    def _running(self) -> bool:
+        return self._review is not None and not self._review.done()
+
+    async def _run(self, cancel: threading.Event) -> None:
+        try:
+            report: ReviewReport = await asyncio.to_thread(self.learner.review, cancel=cancel)
+        except ExoError:
+            log.exception("the learning review failed; the next turn will try again")
+            return
+        if report.reason and not report.cancelled:
+            self.reviews += 1
+        for kind, body in report.events:
+            await self.hub.emit(None, kind, body)
+        if report.queued:
+            await self.hub.emit(None, "decision.queued", ev.DecisionQueued(decision_id="learning", kind="reflect"))
+
+    async def aclose(self) -> None:
+        """Stop following events and wait for a running review to stop."""
+        self._cancel.set()
+        for task in (self._task, self._review):
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task

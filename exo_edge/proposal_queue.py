@@ -1,0 +1,204 @@
+"""The proposal queue: work that needs a larger model waits here, durably, until one is reachable.
+
+It lives in ``exo_edge`` (DESIGN.md §4: the edge package holds "the proposal
+queue drainer"); the core's learner only calls ``put`` on whatever queue it
+is given, and ``[learning]`` settings are read by
+:class:`exo_core.learning.service.LearningSettings`.
+
+On a small device the local model cannot reflect well or judge. The learner
+puts such work (``reflect`` a lesson's wording, ``judge`` an eval item) in a
+SQLite queue with all its inputs; :func:`drain` sends it in batches to a
+route to a larger model (the laptop's server over the LAN, or a hosted model
+the person allowed) when one answers, under a monthly cost ceiling.
+
+Exactly-once effects: a job's result is appended to the ledger with the
+idempotency key ``queue:<key>``, and the job is marked done only after that.
+A drainer killed between the model's answer and the append asks again; one
+killed after the append finds the entry and marks the job done without
+calling the model. A route that drops mid-batch stops the batch; the
+unfinished jobs stay queued.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import re
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from exo_core.agent.model import ChatMessage, ModelRequest, ModelTransport, TextDelta, UsageChunk
+from exo_core.errors import BadBodyError, ModelError, StorageError
+from exo_core.ledger.ledger import Ledger
+from exo_core.learning.reviewer import LEARNING_SOURCE
+
+__all__ = ["Job", "ProposalQueue", "DrainReport", "drain", "prompt_for"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs(
+  id INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL UNIQUE, kind TEXT NOT NULL,
+  inputs TEXT NOT NULL, state TEXT NOT NULL DEFAULT 'queued', attempts INTEGER NOT NULL DEFAULT 0,
+  created REAL NOT NULL, done_at REAL, result TEXT, cost REAL NOT NULL DEFAULT 0, error TEXT);
+CREATE TABLE IF NOT EXISTS spend(month TEXT PRIMARY KEY, cost REAL NOT NULL);
+"""
+KINDS = ("reflect", "judge")
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One queued piece of work."""
+
+    id: int
+    key: str
+    kind: str
+    inputs: dict[str, Any]
+    state: str
+    attempts: int
+
+
+class ProposalQueue:
+    """A durable FIFO of jobs in one SQLite file (synchronous=FULL: a put survives a SIGKILL)."""
+
+    def __init__(self, path: str | Path, *, clock: Callable[[], float] = time.time) -> None:
+        self.path = Path(path)
+        self.clock = clock
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=10)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.executescript(_SCHEMA)
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot open the proposal queue {self.path}: {exc}") from exc
+
+    def close(self) -> None:
+        """Close the file."""
+        self._db.close()
+
+    def _run(self, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
+        try:
+            return self._db.execute(sql, args).fetchall()
+        except sqlite3.Error as exc:
+            raise StorageError(f"proposal queue {self.path}: {exc}") from exc
+
+    def put(self, kind: str, inputs: dict[str, Any], *, key: str) -> bool:
+        """Queue a job once per ``key``; False when that key was already queued (or done)."""
+        if kind not in KINDS:
+            raise BadBodyError(f"unknown job kind {kind!r}; kinds: {', '.join(KINDS)}", field="kind")
+        before = self._run("SELECT count(*) FROM jobs WHERE key=?", (key,))[0][0]
+        self._run("INSERT OR IGNORE INTO jobs(key, kind, inputs, created) VALUES (?, ?, ?, ?)",
+                  (key, kind, json.dumps(inputs, sort_keys=True), self.clock()))
+        return before == 0
+
+    def pending(self, limit: int = 100) -> list[Job]:
+        """Queued jobs, oldest first."""
+        rows = self._run("SELECT id, key, kind, inputs, state, attempts FROM jobs WHERE state='queued' "
+                         "ORDER BY id LIMIT ?", (limit,))
+        return [Job(r[0], r[1], r[2], json.loads(r[3]), r[4], r[5]) for r in rows]
+
+    def finish(self, job: Job, result: str, cost: float) -> None:
+        """Mark ``job`` done with its ledger entry id, and add its cost to this month's spend."""
+        month = self.month()
+        try:
+            with self._db:
+                self._db.execute("BEGIN IMMEDIATE")
+                self._db.execute("UPDATE jobs SET state='done', done_at=?, result=?, cost=? WHERE id=?",
+                                 (self.clock(), result, cost, job.id))
+                self._db.execute("INSERT INTO spend(month, cost) VALUES (?, ?) ON CONFLICT(month) "
+                                 "DO UPDATE SET cost = cost + excluded.cost", (month, cost))
+        except sqlite3.Error as exc:
+            raise StorageError(f"proposal queue {self.path}: {exc}") from exc
+
+    def failed_attempt(self, job: Job, error: str) -> None:
+        """Count a failed try; the job stays queued."""
+        self._run("UPDATE jobs SET attempts = attempts + 1, error=? WHERE id=?", (error[:500], job.id))
+
+    def counts(self) -> dict[str, int]:
+        """Jobs per state."""
+        return {r[0]: r[1] for r in self._run("SELECT state, count(*) FROM jobs GROUP BY state")}
+
+    def month(self) -> str:
+        """This month as ``YYYY-MM`` (UTC)."""
+        return _dt.datetime.fromtimestamp(self.clock(), tz=_dt.timezone.utc).strftime("%Y-%m")
+
+    def spent(self, month: str | None = None) -> float:
+        """Cost spent in ``month`` (default this month)."""
+        rows = self._run("SELECT cost FROM spend WHERE month=?", (month or self.month(),))
+        return float(rows[0][0]) if rows else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class DrainReport:
+    """One drain: jobs done by a model call, jobs found already done, and why it stopped."""
+
+    done: int
+    already: int
+    stopped: str
+    cost: float
+
+
+def prompt_for(job: Job) -> ModelRequest:
+    """The larger model's request for ``job``."""
+    i = job.inputs
+    if job.kind == "reflect":
+        system = ("You write one lesson about a person's taste as a single positive sentence: "
+                  "'Wants Y, not X, because Z.' Use only the evidence given. One line, no preamble.")
+        user = f"Current wording: {i['claim']}\nEvidence:\n" + "\n".join(
+            f"- {e.get('verdict')}: draft {e.get('draft', '')!r} -> {e.get('text', '')!r}" for e in i["evidence"])
+    else:
+        system = "Score how well the reply meets the criterion, from 0 to 1. Answer with the number only."
+        user = f"Criterion: {i['criterion']}\nReply: {i['reply']}"
+    return ModelRequest(messages=(ChatMessage("system", system), ChatMessage("user", user)),
+                        max_tokens=120, temperature=0.2, role=str(i.get("role", "aux")))
+
+
+def _done_in_ledger(ledger: Ledger, key: str) -> str | None:
+    rows = ledger.query("SELECT CAST(id AS BLOB) FROM entries WHERE idem=?", (f"queue:{key}",))
+    return bytes(rows[0][0]).decode("ascii") if rows else None
+
+
+def _record(ledger: Ledger, job: Job, text: str) -> str:
+    idem = f"queue:{job.key}"
+    if job.kind == "reflect":
+        claim = text.strip().splitlines()[0].strip() if text.strip() else ""
+        body = {"target": job.inputs["target"], "revises": job.inputs["proposal"], "claim": claim,
+                "source": LEARNING_SOURCE, "by": "reflection"}
+        return ledger.append("proposal", body, refs=(job.inputs["proposal"],), idem=idem).id
+    found = re.search(r"[01](?:\.\d+)?", text)
+    score = min(1.0, float(found.group())) if found else 0.0
+    body = {"decider": "judge", "item": str(job.inputs["item"]), "sample": int(job.inputs.get("sample", 0)),
+            "score": score}
+    return ledger.append("decision", body, idem=idem).id
+
+
+async def drain(queue: ProposalQueue, transport: ModelTransport, ledger: Ledger, *, batch: int = 8,
+                ceiling: float = 1.0) -> DrainReport:
+    """Send up to ``batch`` queued jobs to ``transport``; stop at the first failure or at the ceiling."""
+    done = already = 0
+    cost = 0.0
+    for job in queue.pending(batch):
+        found = _done_in_ledger(ledger, job.key)
+        if found is not None:
+            queue.finish(job, found, 0.0)
+            already += 1
+            continue
+        if queue.spent() >= ceiling:
+            return DrainReport(done, already, "ceiling", cost)
+        text, used = [], 0.0
+        try:
+            async for chunk in transport.stream(prompt_for(job)):
+                if isinstance(chunk, TextDelta):
+                    text.append(chunk.text)
+                elif isinstance(chunk, UsageChunk):
+                    used = chunk.cost
+        except ModelError as exc:
+            queue.failed_attempt(job, str(exc))
+            return DrainReport(done, already, f"route unavailable: {exc}", cost)
+        queue.finish(job, _record(ledger, job, "".join(text)), used)
+        done += 1
+        cost += used
+    return DrainReport(done, already, "empty" if not queue.pending(1) else "batch", cost)
