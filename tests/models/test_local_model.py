@@ -1,0 +1,217 @@
+"""The local GGUF transport with the real Gemma 3 270M model (skipped when not fetched).
+
+Fetch once per machine with ``exo models fetch``; tests find the file in
+``$EXO_MODELS_DIR`` or the shared cache ``~/.cache/exo/models``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from exo_core.agent.model import (
+    ChatMessage,
+    Finish,
+    ModelChunk,
+    ModelRequest,
+    TextDelta,
+    ToolCallChunk,
+    UsageChunk,
+)
+from exo_core.errors import ClosedResourceError
+from exo_core.models import FailureKind, ModelRouter, ProviderError, load_catalog
+from exo_edge.llama_transport import LlamaSettings, LlamaTransport
+from exo_edge.manifest import PromptFormat, find_manifest
+from exo_edge.paths import locate_model_file
+
+from .fake_provider import FakeClock
+
+PACK = ("Notes about the person:\n- Name: Ana Ruiz. Lives in Lisbon.\n"
+        "- Works as a nurse at Santa Maria hospital.\n- Has a dog called Biscuit.\n"
+        "- Prefers tea over coffee.")
+TIMER = {"name": "set_timer", "description": "Start a kitchen timer",
+         "parameters": {"type": "object", "properties": {"minutes": {"type": "integer"}},
+                        "required": ["minutes"]}}
+
+
+def _model_path() -> Path:
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError:
+        pytest.skip("llama-cpp-python is not installed (run scripts/install_edge.sh)")
+    manifest = find_manifest("gemma-3-270m")
+    path = locate_model_file(manifest.primary_file.name)
+    if path is None:
+        pytest.skip("the local model is not fetched on this machine (run `exo models fetch`)")
+    return path
+
+
+@pytest.fixture(scope="module")
+def settings() -> LlamaSettings:
+    manifest = find_manifest("gemma-3-270m")
+    assert manifest.prompt is not None
+    return LlamaSettings(model_path=_model_path(), prompt=manifest.prompt, n_ctx=1024,
+                         n_threads=2, name=manifest.name)
+
+
+@pytest.fixture(scope="module")
+def transport(settings: LlamaSettings) -> Iterator[LlamaTransport]:
+    t = LlamaTransport(settings)
+    yield t
+    asyncio.run(t.aclose())
+
+
+def ask(question: str, **kw: object) -> ModelRequest:
+    return ModelRequest(messages=(ChatMessage("system", PACK), ChatMessage("user", question)),
+                        temperature=0.0, max_tokens=int(kw.pop("max_tokens", 32)), **kw)  # type: ignore[arg-type]
+
+
+def text_of(chunks: list[ModelChunk]) -> str:
+    return "".join(c.text for c in chunks if isinstance(c, TextDelta))
+
+
+@pytest.mark.model
+async def test_streams_an_answer_from_the_pack(transport: LlamaTransport) -> None:
+    assert not transport.loaded  # lazy: nothing loaded before the first call
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.005)
+            ticks += 1
+
+    tick_task = asyncio.create_task(ticker())
+    chunks = [c async for c in transport.stream(ask("What is the dog called?"))]
+    tick_task.cancel()
+    assert "Biscuit" in text_of(chunks)
+    assert ticks > 3  # the event loop kept running while the model loaded and decoded
+    usage = [c for c in chunks if isinstance(c, UsageChunk)]
+    assert len(usage) == 1 and usage[0].input_tokens > 50 and usage[0].cost == 0.0
+    assert isinstance(chunks[-1], Finish) and chunks[-1].reason == "end"
+    mem = transport.memory()
+    assert mem["rss_after_load"] > mem["model_file"] // 2
+
+
+@pytest.mark.model
+async def test_unchanged_prefix_is_reused(transport: LlamaTransport) -> None:
+    [c async for c in transport.stream(ask("Where does Ana live?"))]
+    chunks = [c async for c in transport.stream(ask("What does Ana drink?"))]
+    (usage,) = [c for c in chunks if isinstance(c, UsageChunk)]
+    assert transport.last is not None
+    assert transport.last.reused_tokens > 50  # preamble + pack kept in the KV cache
+    assert usage.cache_read_tokens == transport.last.reused_tokens
+    assert text_of(chunks).strip()  # what it answers is the quality benchmark's business
+
+
+@pytest.mark.model
+async def test_tool_call_under_grammar_parses_and_runs(transport: LlamaTransport) -> None:
+    chunks = [c async for c in transport.stream(
+        ask("Set a timer for 5 minutes.", tools=(TIMER,), tool_choice="required", max_tokens=48))]
+    (call,) = [c.call for c in chunks if isinstance(c, ToolCallChunk)]
+    assert call.name == "set_timer" and isinstance(call.arguments["minutes"], int)
+    assert isinstance(chunks[-1], Finish) and chunks[-1].reason == "tool_calls"
+
+    timers: list[int] = []
+
+    def set_timer(minutes: int) -> str:  # the "tool" the call runs
+        timers.append(minutes)
+        return f"timer set for {minutes} minutes"
+
+    result = set_timer(**call.arguments)
+    assert timers == [call.arguments["minutes"]]
+    # the model then answers in text after the tool result
+    follow = ModelRequest(messages=(
+        ChatMessage("system", PACK), ChatMessage("user", "Set a timer for 5 minutes."),
+        ChatMessage("assistant", "", tool_calls=(call,)),
+        ChatMessage("tool", result, tool_call_id=call.id)), temperature=0.0, max_tokens=24)
+    answer = [c async for c in transport.stream(follow)]
+    assert text_of(answer).strip()
+
+
+@pytest.mark.model
+async def test_auto_tool_choice_calls_or_answers(transport: LlamaTransport) -> None:
+    # the model decides: a request for the tool becomes a call, a question stays text
+    call_chunks = [c async for c in transport.stream(
+        ask("Set a timer for 5 minutes.", tools=(TIMER,), max_tokens=48))]
+    (call,) = [c.call for c in call_chunks if isinstance(c, ToolCallChunk)]
+    assert call.name == "set_timer"
+    text_chunks = [c async for c in transport.stream(
+        ask("What is the dog called?", tools=(TIMER,), max_tokens=16))]
+    assert not [c for c in text_chunks if isinstance(c, ToolCallChunk)]
+    assert text_of(text_chunks).strip()
+    assert isinstance(text_chunks[-1], Finish) and text_chunks[-1].reason == "end"
+
+
+@pytest.mark.model
+async def test_interrupt_stops_generation(settings: LlamaSettings) -> None:
+    # no stop strings: the model would write for max_tokens without the interrupt
+    free = dataclasses.replace(settings, prompt=PromptFormat(format="completion", stop=()))
+    t = LlamaTransport(free)
+    try:
+        request = ModelRequest(messages=(ChatMessage("user", "Tell me a long story about a dog."),),
+                               temperature=0.8, max_tokens=600)
+        agen = t.stream(request)
+        got = []
+        async for c in agen:
+            got.append(c)
+            if len(got) == 5:
+                break
+        await agen.aclose()
+        assert t.last is not None and t.last.interrupted
+        assert t.last.output_tokens < 100
+        # the model is free again at once
+        again = [c async for c in t.stream(ask("What is the dog called?", max_tokens=8))]
+        assert isinstance(again[-1], Finish)
+    finally:
+        await t.aclose()
+    with pytest.raises(ClosedResourceError):
+        [c async for c in t.stream(ask("x"))]
+
+
+@pytest.mark.model
+async def test_router_uses_local_model_when_the_laptop_is_down(
+        transport: LlamaTransport, clock: FakeClock) -> None:
+    config = {"models": {"providers": {"laptop": {"kind": "openai",
+                                                  "base_url": "http://127.0.0.1:9/v1"}},
+                         "roles": {"main": ["laptop:big", "local:gemma-3-270m"]}}}
+    router = ModelRouter(load_catalog(config, env={}), env={}, clock=clock,
+                         local=lambda name: transport)
+    try:
+        chunks = [c async for c in router.stream(ask("What is the dog called?"))]
+    finally:
+        await router.client.aclose()
+    assert "Biscuit" in text_of(chunks)
+    (usage,) = [c for c in chunks if isinstance(c, UsageChunk)]
+    assert usage.model == "gemma-3-270m"
+
+
+async def test_missing_model_file_says_how_to_fix(tmp_path: Path) -> None:
+    t = LlamaTransport(LlamaSettings(model_path=tmp_path / "nope.gguf"))
+    try:
+        with pytest.raises(ProviderError) as info:
+            [c async for c in t.stream(ask("hi"))]
+    finally:
+        await t.aclose()
+    assert info.value.kind is FailureKind.UNAVAILABLE
+    assert "exo models fetch" in info.value.message
+
+
+@pytest.mark.model
+async def test_local_transport_for_exod(tmp_path: Path) -> None:
+    _model_path()
+    from exo_core.home import ExoHome
+    from exo_edge.local import local_transport
+
+    router = local_transport(ExoHome(tmp_path), overrides={"n_ctx": 512})
+    try:
+        assert [str(r) for r in router.chain("main")] == ["local:gemma-3-270m"]
+        chunks = [c async for c in router.stream(ask("What is the dog called?", max_tokens=8))]
+    finally:
+        await router.aclose()
+    assert isinstance(chunks[-1], Finish)
+    assert any(isinstance(c, TextDelta) for c in chunks)
