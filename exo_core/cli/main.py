@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "ledger_cmd",
     "gate_cmd",
     "models_cmd",
+    "decide_cmd",
 )
 
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from exo_core.agent.recorder import TurnRecorder
+    from exo_core.agent.seams import ToolsetChooser
     from exo_core.home import ExoHome
 
 
@@ -47,6 +48,7 @@ def _serve(args: argparse.Namespace) -> int:
     model = resolve_model(home, model_spec(home, args.model))
     recorder = open_recorder(home, args.store)
     options = CoreOptions(
+        toolsets=toolset_decisions(home, args.store, recorder, model),
         workspace=Path(args.workspace).resolve() if args.workspace else Path.cwd(),
         synchronous=args.durability.upper(),
         recorder=recorder,
@@ -68,6 +70,18 @@ def _serve(args: argparse.Namespace) -> int:
         if isinstance(recorder, LedgerRecorder):
             recorder.close()
     return 0
+
+
+def toolset_decisions(home: "ExoHome", store_override: str | None, recorder: "TurnRecorder",
+                      model: object) -> "ToolsetChooser | None":
+    """The toolset decision for the loop when ``[decisions] toolsets = true`` in config.toml, else ``None``."""
+    from exo_core.decisions.setup import DecisionSettings, ToolsetNarrowing, build_decider
+
+    if not DecisionSettings.from_config(home.config()).toolsets:
+        return None
+    decider = build_decider(home, store=home.store_path(store_override), recorder=recorder,
+                            model=model)  # type: ignore[arg-type]
+    return ToolsetNarrowing(decider)
 
 
 def open_recorder(home: "ExoHome", store_override: str | None) -> "TurnRecorder":

@@ -103,10 +103,11 @@ class Decider:
             await asyncio.wait({task, timer}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             timer.cancel()
-            if not task.done():
+            late = not task.done()
+            if late:
                 task.cancel()
                 task.add_done_callback(_consume)
-        if task.cancelled():
+        if late:
             raise TimeoutError(f"{provider.name} took longer than {budget} s")
         return task.result()
 

@@ -16,7 +16,7 @@ from exo_core.agent.loop import LoopDeps, LoopSettings
 from exo_core.agent.model import ModelTransport
 from exo_core.agent.recorder import NullRecorder, TurnRecorder
 from exo_core.agent.runner import TurnRunner
-from exo_core.agent.seams import ContextEngine, Gate, MemoryProvider, NullMemory, VerbatimContext
+from exo_core.agent.seams import ContextEngine, Gate, MemoryProvider, NullMemory, ToolsetChooser, VerbatimContext
 from exo_core.clock import Clock, SystemClock
 from exo_core.engine.dispatch import Engine
 from exo_core.gate import ConsequenceGate, Policy
@@ -52,6 +52,8 @@ class CoreOptions:
     workspace: Path = field(default_factory=Path.cwd)
     synchronous: str = "FULL"
     queue_limit: int = 1024
+    # The toolset decision (exo_core.decisions); None offers every tool each turn.
+    toolsets: ToolsetChooser | None = None
 
 
 class Core:
@@ -76,7 +78,7 @@ class Core:
             hub=self.hub, worker=self.worker, store=self.store, model=model, tools=options.tools,
             approvals=self.approvals, gate=gate, memory=options.memory, context=options.context,
             recorder=options.recorder, hooks=options.hooks, clock=options.clock, settings=options.settings,
-            workspace=options.workspace,
+            workspace=options.workspace, toolsets=options.toolsets,
         )
         self.runner = TurnRunner(self.deps)
         self.engine = Engine(hub=self.hub, worker=self.worker, store=self.store, runner=self.runner,
