@@ -9,7 +9,7 @@ import pytest
 
 from exo_core.agent.model import ChatMessage, ModelRequest, TextDelta
 from exo_core.decisions import PANEL, SIGNAL, Decider, toolset_question
-from exo_edge.decide_local import LETTERS, LocalDecisionProvider, render_prompt
+from exo_edge.decide_local import LocalDecisionProvider, answer_words, render_prompt
 
 pytestmark = pytest.mark.model
 
@@ -42,12 +42,15 @@ def provider() -> Iterator[LocalDecisionProvider]:
     asyncio.run(transport.aclose())
 
 
-def test_the_prompt_letters_the_options_and_keeps_a_stable_head() -> None:
+def test_the_prompt_names_or_letters_the_options_and_keeps_a_stable_head() -> None:
     head, tail = render_prompt(SIGNAL, "No,\n  it was   Tuesday.")
-    assert "A. correction:" in head and "C. neither:" in head and head.count("\nAnswer: ") == len(SIGNAL.examples)
+    assert "- correction:" in head and "- other:" in head and "\nAnswer: correction\n" in head
+    assert head.count("\nAnswer: ") == len(SIGNAL.examples)
     assert tail == "\nMessage: No, it was Tuesday.\nAnswer:"
     assert render_prompt(SIGNAL, "something else")[0] == head
-    assert LETTERS[:3] == "ABC"
+    lettered, _ = render_prompt(SIGNAL, "x", style="letters")
+    assert "A. correction:" in lettered and "C. neither:" in lettered and "\nAnswer: A\n" in lettered
+    assert answer_words(PANEL) == ["none", "diff", "file", "taste", "history", "table"]
 
 
 @pytest.mark.parametrize("question", [SIGNAL, PANEL, toolset_question()], ids=lambda q: q.mechanism)
@@ -57,14 +60,17 @@ async def test_one_forward_pass_gives_a_probability_for_every_option(provider: L
     assert set(probabilities) == set(question.options)
     assert sum(probabilities.values()) == pytest.approx(1.0)
     assert all(0.0 < p < 1.0 for p in probabilities.values())
-    assert provider.last is not None and provider.last.mass > 0.3  # the letters are where the model looks
+    assert provider.last is not None and provider.last.mass > 0.2  # the answer words are where the model looks
 
 
 async def test_the_question_head_is_reused_from_the_cache(provider: LocalDecisionProvider) -> None:
     await provider.probabilities(SIGNAL, "Thanks, that's perfect.")
     await provider.probabilities(SIGNAL, "Never book flights before 8am.")
-    assert provider.last is not None
+    assert provider.last is not None and not provider.last.restored
     assert provider.last.reused > 100 and provider.last.evaluated < 20
+    await provider.probabilities(PANEL, "Show me the file.")  # another question replaced the cache
+    await provider.probabilities(SIGNAL, "Never book flights before 8am.")
+    assert provider.last.restored and provider.last.evaluated < 20  # its head was put back, not evaluated
 
 
 async def test_decisions_and_generation_share_the_model_without_disturbing_each_other(
@@ -75,10 +81,18 @@ async def test_decisions_and_generation_share_the_model_without_disturbing_each_
     text = "".join([c.text async for c in provider.transport.stream(request) if isinstance(c, TextDelta)])
     assert text.strip()
     again = await provider.probabilities(SIGNAL, "You spelled her name wrong.")
-    assert again == pytest.approx(first, abs=1e-3)  # same answer after the cache was replaced
+    assert provider.last is not None and provider.last.restored
+    assert again == pytest.approx(first, abs=1e-4)  # same answer from the restored cache
 
 
-async def test_through_the_decider_with_the_rules_only_fallback(provider: LocalDecisionProvider) -> None:
+async def test_letters_style_reads_the_option_letters(provider: LocalDecisionProvider) -> None:
+    lettered = LocalDecisionProvider(provider.transport, style="letters", timeout=60.0)
+    probabilities = await lettered.probabilities(SIGNAL, "You spelled her name wrong.")
+    assert set(probabilities) == set(SIGNAL.options) and lettered.name == "local:gemma-3-270m:letters"
+    assert lettered.last is not None and lettered.last.mass > 0.2
+
+
+async def test_through_the_decider(provider: LocalDecisionProvider) -> None:
     decision = await Decider([provider]).decide(PANEL, "Hmm, what about the blue one?")
     assert decision.provider == provider.name == "local:gemma-3-270m"
     assert set(decision.raw) == set(PANEL.options) and not decision.failures
