@@ -54,7 +54,8 @@ from exo_core.decisions.uses import USES  # noqa: E402
 
 DATA = REPO / "benchmarks" / "data" / "decisions.jsonl"
 FIT_SHARE = 0.6
-SYSTEMS = ("rules-only", "local raw", "local calibrated", "rules + local calibrated")
+SYSTEMS = ("rules-only", "local raw", "local calibrated", "rules + local calibrated", "local raw (letters)",
+           "local calibrated (letters)")
 
 
 def load_cases(path: Path = DATA) -> list[dict[str, Any]]:
@@ -104,23 +105,25 @@ def _rule_answer(question: Question, text: str) -> str | None:
     return None
 
 
-async def _local_raw(provider: Any, cases: list[dict[str, Any]], timings: dict[str, list[float]],
+async def _local_raw(provider: Any, cases: list[dict[str, Any]], timings: dict[str, list[float]] | None,
                      generate: Any) -> list[dict[str, float]]:
-    """The model's raw probabilities for every case; times warm and cold decisions and generation steps."""
+    """The model's raw probabilities for every case; with ``timings``, times decisions and generation steps.
+
+    Every 12 cases a plain 16-token generation runs on the same model (what a turn does between
+    decisions), so the decisions after it find the cache replaced.
+    """
     out = []
-    last_use = None
     for i, case in enumerate(cases):
-        question = USES[case["use"]]
-        if i % 12 == 0:
-            timings["step"].append(await generate())  # replaces the KV cache: the next decision is cold
-            last_use = None
+        if timings is not None and i % 12 == 0:
+            timings["step"].append(await generate())
         started = time.perf_counter()
-        raw = await provider.probabilities(question, case["text"])
+        raw = await provider.probabilities(USES[case["use"]], case["text"])
         took = time.perf_counter() - started
-        timings["cold" if last_use != case["use"] else "warm"].append(took)
-        if provider.last is not None:
-            timings["evaluated"].append(float(provider.last.evaluated))
-        last_use = case["use"]
+        last = provider.last
+        if timings is not None and last is not None:
+            kind = {"evaluated": "first"}.get(last.head, last.head)
+            timings[kind].append(took)
+            timings["evaluated"].append(float(last.evaluated))
         out.append(dict(raw))
     return out
 
@@ -186,27 +189,31 @@ async def run(quick: bool, threads: int) -> dict[str, Any]:
         for system in SYSTEMS[1:]:
             per.pop(system)
     else:
-        fit_raws, test_raws, timings, memory = local
-        calibrations = _fit_by_use(fit_local, fit_raws)
-        for case, raw in zip(test_local, test_raws):
-            question = USES[case["use"]]
-            calibrated = calibrations[case["use"]].apply(raw) if case["use"] in calibrations else raw
-            per["local raw"][case["use"]].append((raw, case["label"]))
-            per["local calibrated"][case["use"]].append((calibrated, case["label"]))
-            by_rule = _rule_answer(question, case["text"])
-            pipeline = {o: float(o == by_rule) for o in question.options} if by_rule else calibrated
-            per["rules + local calibrated"][case["use"]].append((pipeline, case["label"]))
-        results["calibrations"] = {u: c.to_json() for u, c in calibrations.items()}
+        raws, timings, memory = local
+        for style, suffix in (("words", ""), ("letters", " (letters)")):
+            fit_raws, test_raws = raws[style]
+            calibrations = _fit_by_use(fit_local, fit_raws)
+            for case, raw in zip(test_local, test_raws):
+                question = USES[case["use"]]
+                calibrated = calibrations[case["use"]].apply(raw) if case["use"] in calibrations else raw
+                per[f"local raw{suffix}"][case["use"]].append((raw, case["label"]))
+                per[f"local calibrated{suffix}"][case["use"]].append((calibrated, case["label"]))
+                if style == "words":
+                    by_rule = _rule_answer(question, case["text"])
+                    pipeline = {o: float(o == by_rule) for o in question.options} if by_rule else calibrated
+                    per["rules + local calibrated"][case["use"]].append((pipeline, case["label"]))
+            results[f"calibrations_{style}"] = {u: c.to_json() for u, c in calibrations.items()}
         step = statistics.median(timings["step"])
-        warm = statistics.median(timings["warm"])
-        cold = statistics.median(timings["cold"])
-        results["latency"] = {
-            "threads": threads, "decision_warm_ms": warm * 1000, "decision_cold_ms": cold * 1000,
-            "decision_warm_p90_ms": _p90(timings["warm"]) * 1000, "generation_step_ms": step * 1000,
-            "warm_over_step": ratio(warm, step), "cold_over_step": ratio(cold, step),
-            "tokens_evaluated_warm_median": statistics.median(timings["evaluated"]),
-            "n_warm": len(timings["warm"]), "n_cold": len(timings["cold"]), "n_steps": len(timings["step"]),
-            "memory": memory}
+        latency: dict[str, Any] = {"threads": threads, "generation_step_ms": step * 1000,
+                                   "n_steps": len(timings["step"]), "memory": memory,
+                                   "tokens_evaluated_median": statistics.median(timings["evaluated"])}
+        for kind in ("cached", "restored", "first"):
+            if timings[kind]:
+                latency[f"decision_{kind}_ms"] = statistics.median(timings[kind]) * 1000
+                latency[f"decision_{kind}_p90_ms"] = _p90(timings[kind]) * 1000
+                latency[f"{kind}_over_step"] = ratio(statistics.median(timings[kind]), step)
+                latency[f"n_{kind}"] = len(timings[kind])
+        results["latency"] = latency
     results["scores"] = {}
     for system, by_use in per.items():
         everything = [row for rows in by_use.values() for row in rows]
@@ -225,8 +232,7 @@ def _p90(values: list[float]) -> float:
 
 
 async def _local(fit_cases: list[dict[str, Any]], test_cases: list[dict[str, Any]], threads: int
-                 ) -> tuple[list[dict[str, float]], list[dict[str, float]], dict[str, list[float]],
-                                       dict[str, int]] | None:
+                 ) -> tuple[dict[str, Any], dict[str, list[float]], dict[str, int]] | None:
     try:
         import llama_cpp  # noqa: F401
 
@@ -242,17 +248,20 @@ async def _local(fit_cases: list[dict[str, Any]], test_cases: list[dict[str, Any
         return None
     transport = LlamaTransport(LlamaSettings(model_path=path, prompt=manifest.prompt, n_ctx=2048,
                                              n_threads=threads, name=manifest.name))
-    provider = LocalDecisionProvider(transport, timeout=60.0)
+    words = LocalDecisionProvider(transport, timeout=60.0)
+    letters = LocalDecisionProvider(transport, timeout=60.0, style="letters")
     try:
-        await provider.load()
-        timings: dict[str, list[float]] = {"warm": [], "cold": [], "step": [], "evaluated": []}
+        await words.load()
+        timings: dict[str, list[float]] = {"cached": [], "restored": [], "first": [], "step": [], "evaluated": []}
         generate = _generation_step(transport)
-        fit_raws = await _local_raw(provider, fit_cases, timings, generate)
-        test_raws = await _local_raw(provider, test_cases, timings, generate)
+        raws = {"words": (await _local_raw(words, fit_cases, timings, generate),
+                          await _local_raw(words, test_cases, timings, generate)),
+                "letters": (await _local_raw(letters, fit_cases, None, generate),
+                            await _local_raw(letters, test_cases, None, generate))}
         memory = transport.memory()
     finally:
         await transport.aclose()
-    return fit_raws, test_raws, timings, memory
+    return raws, timings, memory
 
 
 def print_results(results: dict[str, Any]) -> None:
@@ -279,13 +288,16 @@ def print_results(results: dict[str, Any]) -> None:
     print_table("At each use's threshold: share of cases acted on, accuracy when acting", headers, rows)
     latency = results.get("latency")
     if isinstance(latency, dict):
+        rows = [[label, round(latency[f"decision_{kind}_ms"], 1), round(latency[f"decision_{kind}_p90_ms"], 1),
+                 round(latency[f"{kind}_over_step"], 2), latency[f"n_{kind}"]]
+                for kind, label in (("cached", "decision, question head in the cache"),
+                                    ("restored", "decision, head restored (after a generation or another question)"),
+                                    ("first", "first decision of a question (head evaluated)"))
+                if f"decision_{kind}_ms" in latency]
+        rows.append(["one plain generation step (1 token)", round(latency["generation_step_ms"], 1), "-", 1.0,
+                     latency["n_steps"]])
         print_table(f"Latency on the local model ({latency['threads']} threads; medians)",
-                    ["what", "ms", "x one generation step"],
-                    [["decision, question head cached", round(latency["decision_warm_ms"], 1),
-                      round(latency["warm_over_step"], 2)],
-                     ["decision after a generation (cold head)", round(latency["decision_cold_ms"], 1),
-                      round(latency["cold_over_step"], 2)],
-                     ["one plain generation step (1 token)", round(latency["generation_step_ms"], 1), 1.0]])
+                    ["what", "median ms", "p90 ms", "x one generation step", "n"], rows)
 
 
 def _pct(value: float) -> str:

@@ -63,10 +63,12 @@ def render_prompt(question: Question, state: str, style: str = "words") -> tuple
         listed = [f"{n}. {o.replace('_', ' ')}: {question.describe(o)}" for n, o in zip(names, question.options)]
     else:
         listed = [f"- {n}: {question.describe(o)}" for n, o in zip(names, question.options)]
-    head = question.text + "\n" + "\n".join(listed) + "\n"
+    head = question.text + "\n" + "\n".join(listed)
     for text, label in question.examples:
-        head += f"\nMessage: {_one_line(text)}\nAnswer: {names[question.options.index(label)]}\n"
-    return head, f"\nMessage: {_one_line(state)}\nAnswer:"
+        head += f"\n\nMessage: {_one_line(text)}\nAnswer: {names[question.options.index(label)]}"
+    # The tail starts with the blank line, so head and tail tokenized apart give the same tokens as
+    # the whole prompt would ("\n\n" is one token).
+    return head, f"\n\nMessage: {_one_line(state)}\nAnswer:"
 
 
 def _one_line(text: str) -> str:
@@ -75,12 +77,21 @@ def _one_line(text: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ForwardPass:
-    """What one pass cost: tokens evaluated and reused, whether the head was restored, the options' mass."""
+    """What one pass cost: tokens evaluated and reused, where the head came from, the options' mass.
+
+    ``head`` is ``cached`` (still in the KV cache), ``restored`` (its saved state put back) or
+    ``evaluated`` (the question's first decision).
+    """
 
     evaluated: int
     reused: int
-    restored: bool
+    head: str
     mass: float
+
+    @property
+    def restored(self) -> bool:
+        """Whether the head's saved state had to be put back."""
+        return self.head == "restored"
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +134,7 @@ class LocalDecisionProvider:
         groups = [self._token_ids(llm, n) for n in names]
         if len({g[0] for g in groups}) < len(groups):
             raise BadProviderOutput(f"two options start with the same token ({', '.join(names)}); use letters")
+        fresh = head not in self._heads
         head_tokens = self._head(llm, head)
         tokens = list(head_tokens.tokens) + llm.tokenize(tail.encode("utf-8"), add_bos=False, special=False)
         if len(tokens) >= llm.n_ctx():
@@ -140,7 +152,8 @@ class LocalDecisionProvider:
         top = float(logits.max())
         log_total = top + math.log(float(np.exp(logits - top).sum()))
         logps = [float(np.logaddexp.reduce([logits[i] - log_total for i in group])) for group in groups]
-        self.last = ForwardPass(len(tokens) - reused, reused, restored, sum(math.exp(lp) for lp in logps))
+        where = "evaluated" if fresh else "restored" if restored else "cached"
+        self.last = ForwardPass(len(tokens) - reused, reused, where, sum(math.exp(lp) for lp in logps))
         best = max(logps)
         shares = [math.exp(lp - best) for lp in logps]
         return [s / sum(shares) for s in shares]

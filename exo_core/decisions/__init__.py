@@ -15,13 +15,7 @@ One concept per module:
 See ``docs/decisions.md``.
 """
 
-from exo_core.decisions.calibration import (
-    MIN_SAMPLES,
-    Calibration,
-    CalibrationBook,
-    expected_calibration_error,
-    fit,
-)
+from exo_core.decisions.calibration import MIN_SAMPLES, Calibration, CalibrationBook, expected_calibration_error, fit
 from exo_core.decisions.decider import Decider
 from exo_core.decisions.question import BadProviderOutput, Decision, DecisionProvider, Question, Rule, normalise
 from exo_core.decisions.record import decision_body, labelled_samples, record_label

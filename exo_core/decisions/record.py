@@ -34,13 +34,6 @@ class Recorder(Protocol):
         ...
 
 
-class _Entry(Protocol):
-    id: str
-    kind: str
-    refs: tuple[str, ...]
-    body: Mapping[str, Any]
-
-
 def _round(probabilities: Mapping[str, float]) -> dict[str, float]:
     return {o: round(float(p), 6) for o, p in probabilities.items()}
 
@@ -89,8 +82,8 @@ def record_label(recorder: Recorder, decision: Decision, signal: str, *, label: 
     return recorder.record("outcome", body, refs=(decision.entry_id,))
 
 
-def labelled_samples(entries: Iterable[_Entry]) -> dict[tuple[str, str], tuple[tuple[str, ...], list[Sample]]]:
-    """Calibration samples by ``(provider, mechanism)`` from ledger entries in arrival order.
+def labelled_samples(entries: Iterable[Any]) -> dict[tuple[str, str], tuple[tuple[str, ...], list[Sample]]]:
+    """Calibration samples by ``(provider, mechanism)`` from ledger entries (``StoredEntry``) in arrival order.
 
     Only decisions a provider answered (not rules) count; the latest label of
     a decision wins; a label that only says which option was wrong is skipped.

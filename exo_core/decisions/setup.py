@@ -86,8 +86,11 @@ def build_providers(home: ExoHome, settings: DecisionSettings, *, model: ModelTr
         if kind == "rules-only":
             out.append(RulesOnlyProvider())
         elif kind == "hosted":
-            router = model if model is not None and hasattr(model, "chain") else _router(home)
-            out.append(HostedProvider(router, timeout=settings.hosted_timeout))
+            if model is None or not hasattr(model, "chain"):  # not the router: make one
+                from exo_core.models import build_router
+
+                model = build_router(home)
+            out.append(HostedProvider(model, timeout=settings.hosted_timeout))
         else:
             try:
                 from exo_edge.decide_local import local_decision_provider  # type: ignore[import-not-found]
@@ -99,12 +102,6 @@ def build_providers(home: ExoHome, settings: DecisionSettings, *, model: ModelTr
             out.append(local_decision_provider(home, name=settings.local_model, transport=shared,
                                                timeout=settings.local_timeout))
     return out
-
-
-def _router(home: ExoHome) -> ModelTransport:
-    from exo_core.models import build_router
-
-    return build_router(home)
 
 
 def calibration_from_store(store: Path | None, *, min_samples: int = MIN_SAMPLES) -> CalibrationBook:

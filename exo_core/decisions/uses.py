@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from exo_core.decisions.decider import Decider
 from exo_core.decisions.question import Decision, Question, Rule
 
-__all__ = ["SIGNAL", "TOOLSET", "PANEL", "TOOLSETS", "USES", "toolset_question", "question_for",
+__all__ = ["SIGNAL", "TOOLSET", "PANEL", "TOOLSETS", "USES", "toolset_question",
            "signal", "toolset", "panel", "chosen_toolsets"]
 
 SIGNAL = Question(
@@ -95,7 +95,8 @@ _TOOLSET_CUES = {
     "memory": ("remember", "last time", "earlier", "before", "did i", "we talked", "what did", "said", "mentioned"),
     "ui": ("show", "screen", "display", "panel", "table", "diff"),
 }
-_TOOLSET_EXAMPLES = (("Correct the spelling mistakes in chapter2.md.", "core"), ("Tag this commit as v1.2 and push it.", "shell"),
+_TOOLSET_EXAMPLES = (("Correct the spelling mistakes in chapter2.md.", "core"),
+                     ("Tag this commit as v1.2 and push it.", "shell"),
                      ("What did we agree about the school run last month?", "memory"),
                      ("Explain what a mortgage is.", "none"), ("Show the timetable on the screen.", "ui"),
                      ("Add a line to my shopping list file.", "core"), ("Is the backup drive mounted?", "shell"))
@@ -131,11 +132,6 @@ PANEL = Question(
 
 TOOLSET = toolset_question()
 USES = {"signal": SIGNAL, "toolset": TOOLSET, "panel": PANEL}
-
-
-def question_for(use: str) -> Question:
-    """The question of ``use`` (``signal``, ``toolset`` or ``panel``)."""
-    return USES[use]
 
 
 async def signal(decider: Decider, text: str) -> Decision:
