@@ -23,14 +23,19 @@ COMMAND_MODULES: tuple[str, ...] = (
     "init_cmd",
     "serve_cmd",
     "chat_cmd",
+    "pair_cmd",
     "search_cmd",
+    "history_cmd",
     "protocol_cmd",
     "store_cmd",
     "onboard_cmd",
     "ledger_cmd",
     "gate_cmd",
     "models_cmd",
+<<<<<<< HEAD
     "decide_cmd",
+=======
+>>>>>>> main
 )
 
 
