@@ -32,10 +32,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "ledger_cmd",
     "gate_cmd",
     "models_cmd",
-<<<<<<< HEAD
     "decide_cmd",
-=======
->>>>>>> main
 )
 
 
