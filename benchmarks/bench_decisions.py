@@ -156,7 +156,7 @@ def _fit_by_use(fit_cases: list[dict[str, Any]], raws: list[dict[str, float]]) -
     return out
 
 
-async def run(quick: bool, threads: int) -> dict[str, Any]:
+async def run(quick: bool, threads: int, model: bool = True) -> dict[str, Any]:
     """Score every system on the test part; time decisions against generation."""
     cases = load_cases()
     fit_cases, test_cases = split_by_time(cases)
@@ -183,7 +183,7 @@ async def run(quick: bool, threads: int) -> dict[str, Any]:
     results["rules_fired_on_test"] = sum(1 for _, _, by_rule in rules_test if by_rule) / len(test_cases)
 
     fit_local, test_local = (fit_cases[:6], test_cases[:6]) if quick else (fit_cases, test_cases)
-    local = await _local(fit_local, test_local, threads)
+    local = await _local(fit_local, test_local, threads) if model else None
     if local is None:
         results["local"] = "skipped: the local model or llama-cpp-python is not available"
         for system in SYSTEMS[1:]:
@@ -311,12 +311,13 @@ def main() -> int:
     ap.add_argument("--markdown", action="store_true", help="print Markdown tables of the saved results")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--no-model", action="store_true", help="rules-only: skip the local model")
     args = ap.parse_args()
     if args.markdown:
         _common.MARKDOWN = True
         print_results(json.loads((args.out or _common.RESULTS_DIR / "decisions.json").read_text()))
         return 0
-    results = asyncio.run(run(args.quick, args.threads))
+    results = asyncio.run(run(args.quick, args.threads, model=not args.no_model))
     write_results("decisions", results, out=args.out, quick=args.quick)
     if args.json:
         print(json.dumps(results, indent=2, sort_keys=True))
