@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "onboard_cmd",
     "ledger_cmd",
     "gate_cmd",
+    "bench_cmd",
 )
 
 
