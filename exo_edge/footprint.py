@@ -444,7 +444,7 @@ async def _client_conversation(run: _Run, sock: Path, turn_timeout: float) -> di
     """The conversation through the protocol, as the device client would drive it (no device here)."""
     from exo_core.client import ExoClient
 
-    seen: dict[str, Any] = {"approvals": 0, "answers": []}
+    seen: dict[str, Any] = {"approvals": 0, "questions": 0, "answers": []}
     async with ExoClient.for_socket(sock, client_name="exo-footprint") as client:
         session = (await client.request("session.create", {"title": "footprint"}))["session"]
         session_id = session["id"] if isinstance(session, dict) else session
@@ -460,6 +460,10 @@ async def _client_conversation(run: _Run, sock: Path, turn_timeout: float) -> di
                         seen["approvals"] += 1
                         await client.request("approval.respond", {"request_id": event.body["request_id"],
                                                                   "decision": "allow"})
+                    elif event.type == "question.asked":
+                        seen["questions"] += 1
+                        await client.request("question.answer", {"question_id": event.body["question_id"],
+                                                                 "option": 1})
                     elif event.type == "turn.completed" and event.body.get("turn_id") == turn:
                         return dict(event.body)
                 raise RuntimeError("the event stream ended before turn.completed")
@@ -472,7 +476,7 @@ async def _client_conversation(run: _Run, sock: Path, turn_timeout: float) -> di
     return seen
 
 
-def _device_conversation(run: _Run, turn_timeout: float) -> dict[str, Any]:
+def _device_conversation(run: _Run, turn_timeout: float, scripted: bool) -> dict[str, Any]:
     """The conversation through ``exo device --mock``: spoken question, button approval, spoken answers."""
     voice = run.tmp / "voice"
     voice.mkdir()
@@ -529,25 +533,34 @@ def _device_conversation(run: _Run, turn_timeout: float) -> dict[str, Any]:
     out["device_startup_s"] = round(time.perf_counter() - started, 3) if online else None
     if not run.step("device: link online", online is not None):
         return out
-    m = mark()
-    send(f"talk {wavs[0]}")
-    heard = wait(lambda r: r.get("ev") == "heard", m, turn_timeout)
-    run.step("device: voice question heard", heard is not None, text=(heard or {}).get("text"))
-    answered = wait(lambda r: r.get("ev") == "answered", m, turn_timeout)
-    run.step("device: answer shown", answered is not None, text=((answered or {}).get("text") or "")[:80])
-    spoken = wait(lambda r: r.get("ev") == "spoken", m, turn_timeout)
-    run.step("device: answer spoken", spoken is not None)
-    m = mark()
-    send(f"talk {wavs[1]}")
-    requested = wait(lambda r: r.get("type") == "approval.requested" or r.get("ev") == "answered", m, turn_timeout)
-    if requested is not None and requested.get("type") == "approval.requested":
-        send("press allow")
-        resolved = wait(lambda r: r.get("type") == "approval.resolved", m, turn_timeout)
-        run.step("device: approval allowed by button", resolved is not None and
-                 resolved.get("body", {}).get("decision") == "allow")
-        run.step("device: answer after approval", wait(lambda r: r.get("ev") == "answered", m, turn_timeout) is not None)
-    else:
-        run.step("device: approval requested", False, note="the model answered without asking to act")
+    out["approvals"] = out["questions"] = 0
+    for i, wav in enumerate(wavs):
+        m = mark()
+        send(f"talk {wav}")
+        heard = wait(lambda r: r.get("ev") == "heard", m, turn_timeout)
+        run.step(f"device: voice question {i + 1} heard", heard is not None, text=(heard or {}).get("text"))
+        # Until the answer: allow each approval card and pick the highlighted option of each question by button.
+        answered = None
+        for _ in range(6):
+            got = wait(lambda r: r.get("ev") == "answered" or r.get("type") in ("approval.requested", "question.asked"),
+                       m, turn_timeout)
+            if got is None or got.get("ev") == "answered":
+                answered = got
+                break
+            m = mark()
+            kind = "approvals" if got.get("type") == "approval.requested" else "questions"
+            out[kind] += 1
+            send("press allow")
+            run.step(f"device: {got['type']} answered by button", True)
+        run.step(f"device: answer {i + 1} shown", answered is not None,
+                 text=((answered or {}).get("text") or "")[:80])
+        spoken = wait(lambda r: r.get("ev") == "spoken", m, turn_timeout)
+        run.step(f"device: answer {i + 1} spoken", spoken is not None)
+    if scripted:
+        run.step("device: approval card allowed, file deleted",
+                 out["approvals"] == 1 and not (run.workspace / "notes.txt").exists())
+    elif not out["approvals"]:
+        out["approval_note"] = "the local model answered without asking to act: no approval was exercised"
     out["device_peak_kb"] = run.sampler.peaks_kb.get(proc.pid)
     send("quit")
     try:
@@ -653,7 +666,7 @@ def run_footprint(args: argparse.Namespace, log: Callable[[str], None]) -> Footp
         idle_kb = _status_kb(exod.pid).get("VmRSS")
         idle = round(idle_kb / 1024, 1) if idle_kb else None
         if parts.device:
-            details.update(_device_conversation(run, args.turn_timeout))
+            details.update(_device_conversation(run, args.turn_timeout, parts.model_spec == "scripted"))
         else:
             details["conversation"] = asyncio.run(_client_conversation(run, sock, args.turn_timeout))
             approvals = details["conversation"]["approvals"]
