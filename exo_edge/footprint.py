@@ -462,8 +462,9 @@ async def _client_conversation(run: _Run, sock: Path, turn_timeout: float) -> di
                                                                   "decision": "allow"})
                     elif event.type == "question.asked":
                         seen["questions"] += 1
-                        await client.request("question.answer", {"question_id": event.body["question_id"],
-                                                                 "option": 1})
+                        answer: dict[str, Any] = {"question_id": event.body["question_id"]}
+                        answer.update({"option": 1} if event.body.get("options") else {"text": "yes"})
+                        await client.request("question.answer", answer)
                     elif event.type == "turn.completed" and event.body.get("turn_id") == turn:
                         return dict(event.body)
                 raise RuntimeError("the event stream ended before turn.completed")
@@ -486,6 +487,9 @@ def _device_conversation(run: _Run, turn_timeout: float, scripted: bool) -> dict
         subprocess.run(["espeak-ng", "-v", "en-us", "-s", "150", "-w", str(wav), question.lower().rstrip("?.")],
                        check=True, capture_output=True, timeout=60)
         wavs.append(wav)
+    reply = voice / "reply.wav"
+    subprocess.run(["espeak-ng", "-v", "en-us", "-s", "150", "-w", str(reply), "yes, the first one"],
+                   check=True, capture_output=True, timeout=60)
     journal: list[dict[str, Any]] = []
     lock = threading.Lock()
     started = time.perf_counter()
@@ -547,11 +551,17 @@ def _device_conversation(run: _Run, turn_timeout: float, scripted: bool) -> dict
             if got is None or got.get("ev") == "answered":
                 answered = got
                 break
-            m = mark()
             kind = "approvals" if got.get("type") == "approval.requested" else "questions"
             out[kind] += 1
-            send("press allow")
-            run.step(f"device: {got['type']} answered by button", True)
+            # Let the device finish speaking the card (a press during speech only stops it).
+            wait(lambda r: r.get("ev") == "spoken", m, 30)
+            m = mark()
+            if kind == "questions" and not got.get("body", {}).get("options"):
+                send(f"talk {reply}")  # a free-text question: answered by voice
+                run.step("device: question answered by voice", True)
+            else:
+                send("press allow")
+                run.step(f"device: {got['type']} answered by button", True)
         run.step(f"device: answer {i + 1} shown", answered is not None,
                  text=((answered or {}).get("text") or "")[:80])
         spoken = wait(lambda r: r.get("ev") == "spoken", m, turn_timeout)
@@ -795,6 +805,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.nodes = min(args.nodes, 500)
         args.idle = min(args.idle, 0.5)
     log = (lambda msg: print(msg, file=sys.stderr)) if args.json else print
+
+    def terminated(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)  # unwinds through run_footprint's cleanup (processes, cgroup)
+
+    signal.signal(signal.SIGTERM, terminated)
     result = run_footprint(args, log)
     data = result.as_json()
     out = args.out
