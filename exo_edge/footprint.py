@@ -209,7 +209,7 @@ def _status_kb(pid: int) -> dict[str, int]:
         with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as fh:
             for line in fh:
                 key, _, value = line.partition(":")
-                if key in ("VmRSS", "VmHWM"):
+                if key in ("VmRSS", "VmHWM", "RssAnon", "RssFile"):
                     out[key] = int(value.split()[0])
     except OSError:
         return {}
@@ -252,6 +252,7 @@ class MemorySampler:
     def __init__(self, interval: float = 0.05) -> None:
         self.roots: list[int] = []
         self.peaks_kb: dict[int, int] = {}
+        self.split_kb: dict[int, tuple[int, int]] = {}  # sampled peak RssAnon, RssFile (mapped files: the model)
         self.names: dict[int, str] = {}
         self.concurrent_kb = 0
         self._interval = interval
@@ -279,6 +280,8 @@ class MemorySampler:
                 if pid not in self.names:
                     self.names[pid] = _comm(pid)
                 self.peaks_kb[pid] = max(self.peaks_kb.get(pid, 0), status.get("VmHWM", 0))
+                anon, file = self.split_kb.get(pid, (0, 0))
+                self.split_kb[pid] = (max(anon, status.get("RssAnon", 0)), max(file, status.get("RssFile", 0)))
         with self._lock:
             self.concurrent_kb = max(self.concurrent_kb, total)
 
@@ -518,7 +521,7 @@ def _device_conversation(run: _Run, turn_timeout: float, scripted: bool) -> dict
                 for record in journal[since:]:
                     if pred(record):
                         return record
-            if proc.poll() is not None:
+            if any(p.poll() is not None for p in run.procs):  # exod or the device died (an OOM kill?)
                 return None
             time.sleep(0.02)
         return None
@@ -571,6 +574,9 @@ def _device_conversation(run: _Run, turn_timeout: float, scripted: bool) -> dict
                  out["approvals"] == 1 and not (run.workspace / "notes.txt").exists())
     elif not out["approvals"]:
         out["approval_note"] = "the local model answered without asking to act: no approval was exercised"
+    dead = [{"cmd": " ".join(map(str, p.args))[-60:], "status": p.returncode} for p in run.procs if p.poll() is not None]
+    if dead:
+        run.step("every process alive at the end", False, exited=dead)
     out["device_peak_kb"] = run.sampler.peaks_kb.get(proc.pid)
     send("quit")
     try:
@@ -707,7 +713,10 @@ def run_footprint(args: argparse.Namespace, log: Callable[[str], None]) -> Footp
         details["oom_kills"] = oom
         details["cgroup_peak_mb"] = round(cg_peak, 1) if cg_peak is not None else None
         details["steps"] = run.steps
-        details["processes"] = [{"pid": pid, "peak_rss_mb": round(kb / 1024, 1), "cmd": run.sampler.names.get(pid, "?")}
+        details["processes"] = [{"pid": pid, "peak_rss_mb": round(kb / 1024, 1),
+                                 "peak_anon_mb": round(run.sampler.split_kb.get(pid, (0, 0))[0] / 1024, 1),
+                                 "peak_file_mb": round(run.sampler.split_kb.get(pid, (0, 0))[1] / 1024, 1),
+                                 "cmd": run.sampler.names.get(pid, "?")}
                                 for pid, kb in sorted(run.sampler.peaks_kb.items()) if kb]
         if run.sampler.peaks_kb:
             peak = round(sum(run.sampler.peaks_kb.values()) / 1024, 1)
@@ -766,8 +775,10 @@ def report(data: dict[str, Any]) -> str:
     lines = [f"limit: {lim['note']}; cpu: {data['cpu']['how']}", "", "| measure | value | against |",
              "|---|---:|---|"]
     lines += [f"| {a} | {b} | {c} |" for a, b, c in rows]
-    lines += ["", "| process | peak RSS (MB) |", "|---|---:|"]
-    lines += [f"| `{p['cmd'][:70]}` | {p['peak_rss_mb']} |" for p in data.get("processes", [])]
+    lines += ["", "| process | peak RSS (MB) | sampled peak anonymous (MB) | sampled peak file-backed (MB) |",
+              "|---|---:|---:|---:|"]
+    lines += [f"| `{p['cmd'][:70]}` | {p['peak_rss_mb']} | {p.get('peak_anon_mb', '-')} | {p.get('peak_file_mb', '-')} |"
+              for p in data.get("processes", [])]
     return "\n".join(lines)
 
 

@@ -37,6 +37,8 @@ if [ "$ARCH" != "$(dpkg --print-architecture)" ]; then
   fi
 fi
 
+# Reuse a finished debootstrap (rm -rf OUT_DIR/rootfs for a clean build); drop an older release copy.
+rm -rf "$RFS/opt/exo"
 packages="$(grep -v '^\s*#' "$ROOT/image/packages.txt" | awk 'NF{print $1}' | paste -sd, -)"
 mounted=()
 cleanup() { for m in "${mounted[@]}"; do umount -l "$m" 2>/dev/null || true; done; }
@@ -61,12 +63,22 @@ version="$(date -u +%Y%m%d%H%M%S)-$(git -C "$ROOT" rev-parse --short HEAD 2>/dev
 mkdir -p "$RFS/opt/exo/releases/$version/src"
 tar -C "$ROOT" --exclude=.git --exclude=.venv --exclude=__pycache__ --exclude='*.egg-info' --exclude=build \
     --exclude=.pytest_cache --exclude=.hypothesis --exclude=.exo-run -cf - . | tar -C "$RFS/opt/exo/releases/$version/src" -xf -
+# A build machine behind a TLS-inspecting proxy: trust its CAs (EXO_BUILD_CA, default the host's
+# /usr/local/share/ca-certificates/*.crt) during the build only; they are removed from the image below.
+build_cas=()
+for ca in ${EXO_BUILD_CA:-/usr/local/share/ca-certificates/*.crt}; do
+  [ -f "$ca" ] || continue
+  install -D -m 0644 "$ca" "$RFS/usr/local/share/ca-certificates/exo-build-$(basename "$ca")"
+  build_cas+=("$RFS/usr/local/share/ca-certificates/exo-build-$(basename "$ca")")
+done
+[ ${#build_cas[@]} -eq 0 ] || in_root update-ca-certificates >/dev/null
 in_root python3 -m venv "/opt/exo/releases/$version/venv"
 in_root "/opt/exo/releases/$version/venv/bin/python" -m pip install --quiet --no-cache-dir \
   "/opt/exo/releases/$version/src[device]"
 if [ "${EXO_EDGE:-0}" = "1" ]; then
   in_root "/opt/exo/releases/$version/src/scripts/install_edge.sh" "/opt/exo/releases/$version/venv/bin/python"
 fi
+if [ ${#build_cas[@]} -gt 0 ]; then rm -f "${build_cas[@]}"; in_root update-ca-certificates --fresh >/dev/null; fi
 ln -sfn "releases/$version" "$RFS/opt/exo/current"
 ln -sfn current/venv "$RFS/opt/exo/venv"
 ln -sfn current/src/image "$RFS/opt/exo/image"
