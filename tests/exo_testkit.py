@@ -43,7 +43,7 @@ class Exod:
     def url(self) -> str:
         return f"unix://{self.socket}"
 
-    def start(self, timeout: float = 30.0) -> "Exod":
+    def start(self, timeout: float = 60.0) -> "Exod":
         env = {k: v for k, v in os.environ.items() if k not in ("EXO_TOKEN", "EXO_HOME", "EXO_MODEL")}
         env.update({"PYTHONPATH": str(ROOT), **self.env})
         cmd = [sys.executable, "-m", "exo_core.cli", "serve", "--home", str(self.home), "--model",

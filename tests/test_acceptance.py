@@ -51,7 +51,7 @@ class Follower:
             async with self.changed:
                 self.changed.notify_all()
 
-    async def wait_for(self, predicate, timeout: float = 60.0) -> Event:
+    async def wait_for(self, predicate, timeout: float = 120.0) -> Event:
         async def waiter() -> Event:
             async with self.changed:
                 while True:

@@ -159,11 +159,22 @@ class TurnRunner:
         elif queued:
             await deps.worker.run(lambda: deps.store.set_turn_status(queued[0].id, "running"))
             self._start(session_id, queued[0], resumed=False)
+        await self._resume_context(session_id)
         session = await deps.worker.run(lambda: deps.store.get_session(session_id))
         await deps.hub.emit(session_id, "session.updated", ev.SessionUpdated(
             session_id=session_id, title=session.title, reason="resumed"))
         return {"repaired": repaired, "expired_approvals": expired, "reopened_approvals": len(kept),
                 "resumed_turn": resumed_turn, "queued": len(queued)}
+
+    async def _resume_context(self, session_id: str) -> None:
+        """Restart the session's pending and failed summaries (engines without the hook skip it)."""
+        hook = getattr(self._deps.context, "on_resume", None)
+        if hook is None:
+            return
+        try:
+            await hook(session_id)
+        except Exception:  # noqa: BLE001 - fail soft: the next turn's build retries the summaries anyway
+            log.exception("context engine could not resume %s", session_id)
 
     async def _awaiting_approval(self, session_id: str, turn_id: str | None) -> tuple[ToolCall, ...]:
         """Dangling calls of ``turn_id`` from the first one whose approval can be re-used, in order."""

@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "serve_cmd",
     "chat_cmd",
     "search_cmd",
+    "history_cmd",
     "protocol_cmd",
     "store_cmd",
     "onboard_cmd",

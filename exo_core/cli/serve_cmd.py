@@ -19,6 +19,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("--stdio", action="store_true", help="serve JSON lines on stdin/stdout")
     parser.add_argument("--no-unix", action="store_true", help="do not listen on the Unix socket")
     parser.add_argument("--model", default=None, help="model spec: local | scripted:PATH (default from config)")
+    parser.add_argument("--summarizer", default=None,
+                        help="model spec for history summaries (default: [context] summarizer, else the main model)")
     parser.add_argument("--workspace", default=None, help="folder the file and shell tools work in (default: cwd)")
     parser.add_argument("--allow-host", action="append", default=[], help="extra Host name accepted on TCP")
     parser.add_argument("--keepalive", type=float, default=15.0, help=argparse.SUPPRESS)
@@ -34,6 +36,7 @@ def _serve(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
+    from exo_core.context.summarizer import resolve_summarizer
     from exo_core.engine.core import CoreOptions
     from exo_core.engine.models import model_spec, resolve_model
     from exo_core.home import ExoHome
@@ -49,6 +52,7 @@ def _serve(args: argparse.Namespace) -> int:
     options = CoreOptions(
         workspace=Path(args.workspace).resolve() if args.workspace else Path.cwd(),
         synchronous=args.durability.upper(),
+        summarizer=resolve_summarizer(home, args.summarizer),
         recorder=recorder,
         plugin_dirs=(home.root / "plugins",),
         entry_point_plugins=True,

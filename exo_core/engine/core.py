@@ -16,8 +16,9 @@ from exo_core.agent.loop import LoopDeps, LoopSettings
 from exo_core.agent.model import ModelTransport
 from exo_core.agent.recorder import NullRecorder, TurnRecorder
 from exo_core.agent.runner import TurnRunner
-from exo_core.agent.seams import ContextEngine, Gate, MemoryProvider, NullMemory, VerbatimContext
+from exo_core.agent.seams import ContextEngine, Gate, MemoryProvider, NullMemory
 from exo_core.clock import Clock, SystemClock
+from exo_core.context.config import ContextConfig
 from exo_core.engine.dispatch import Engine
 from exo_core.gate import ConsequenceGate, Policy
 from exo_core.home import ExoHome
@@ -44,7 +45,11 @@ class CoreOptions:
     plugin_dirs: tuple[Path, ...] = ()
     entry_point_plugins: bool = False
     memory: MemoryProvider = field(default_factory=NullMemory)
-    context: ContextEngine = field(default_factory=VerbatimContext)
+    # None: the summary-tree engine (exo_core.context), built over this core's
+    # database and hub with ``summarizer`` (default: the core's model, aux role).
+    context: ContextEngine | None = None
+    summarizer: ModelTransport | None = None
+    context_config: ContextConfig | None = None
     recorder: TurnRecorder = field(default_factory=NullRecorder)
     clock: Clock = field(default_factory=SystemClock)
     ids: IdFactory = field(default_factory=RandomIds)
@@ -72,15 +77,23 @@ class Core:
         gate = options.gate
         if gate is None:
             gate = ConsequenceGate(Policy.load(home.root / "gate.toml"), workspace=options.workspace)
+        self.context = options.context if options.context is not None else self._default_context(home, model, options)
         self.deps = LoopDeps(
             hub=self.hub, worker=self.worker, store=self.store, model=model, tools=options.tools,
-            approvals=self.approvals, gate=gate, memory=options.memory, context=options.context,
+            approvals=self.approvals, gate=gate, memory=options.memory, context=self.context,
             recorder=options.recorder, hooks=options.hooks, clock=options.clock, settings=options.settings,
             workspace=options.workspace,
         )
         self.runner = TurnRunner(self.deps)
         self.engine = Engine(hub=self.hub, worker=self.worker, store=self.store, runner=self.runner,
                              approvals=self.approvals)
+
+    def _default_context(self, home: ExoHome, model: ModelTransport, options: CoreOptions) -> ContextEngine:
+        from exo_core.context.engine import SummaryTreeContext
+
+        config = options.context_config or ContextConfig.from_config(home.config())
+        return SummaryTreeContext(worker=self.worker, store=self.store, hub=self.hub, clock=options.clock,
+                                  summarizer=options.summarizer or model, config=config)
 
     @classmethod
     def open(cls, home: ExoHome, *, model: ModelTransport, options: CoreOptions | None = None) -> "Core":
@@ -91,10 +104,18 @@ class Core:
         self.home.root.mkdir(parents=True, exist_ok=True)
         await self.worker.__aenter__()
         await self.hub.start()
+        # Optional engine hooks (a plugin's engine may have neither): restart
+        # summaries a crash left pending, and stop them before the database closes.
+        start = getattr(self.context, "start", None)
+        if start is not None:
+            await start()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.runner.close()
+        close = getattr(self.context, "close", None)
+        if close is not None:
+            await close()
         await self.hub.close()
         await self.worker.close()
 

@@ -21,7 +21,7 @@ from exo_core.errors import CorruptDataError, StorageError
 
 __all__ = ["SCHEMA_VERSION", "open_writer", "open_reader"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _MIGRATIONS: dict[int, str] = {
     1: """
@@ -101,6 +101,18 @@ _MIGRATIONS: dict[int, str] = {
         BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
     CREATE VIRTUAL TABLE messages_fts USING fts5(
         text, session_id UNINDEXED, tokenize = 'unicode61 remove_diacritics 2'
+    );
+    """,
+    # 2: the context engine. Pending summaries are found by lane at start and
+    # when a lane drains; imported conversations are remembered by their source
+    # key so importing the same export twice adds nothing.
+    2: """
+    CREATE INDEX summary_nodes_by_status ON summary_nodes(status, lane, updated_at);
+    CREATE TABLE imported_conversations (
+        source_key TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES sessions(id),
+        messages INTEGER NOT NULL,
+        imported_at TEXT NOT NULL
     );
     """,
 }

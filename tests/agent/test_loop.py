@@ -62,7 +62,7 @@ class Harness:
         assert wire["ok"], wire
         return wire["result"]
 
-    async def wait(self, predicate, timeout: float = 20.0) -> dict[str, Any]:
+    async def wait(self, predicate, timeout: float = 90.0) -> dict[str, Any]:
         async def poll() -> dict[str, Any]:
             while True:
                 for e in self.events:

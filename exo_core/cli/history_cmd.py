@@ -1,0 +1,185 @@
+"""``exo history``: import past conversations, and see or run their summaries.
+
+* ``exo history import FILE`` reads a ChatGPT ``conversations.json`` or a JSON
+  lines export into new sessions (searchable at once with ``exo search``).
+  When exod is running it is told (``session.resume`` per session) and
+  summarizes them in its import lane; otherwise they are summarized here,
+  unless ``--no-summarize`` leaves them for exod's next start.
+* ``exo history summarize`` runs the pending import summaries here (after an
+  interrupted or ``--no-summarize`` import, with exod stopped).
+* ``exo history status`` counts summary nodes by lane and status.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from exo_core.context.engine import SummaryTreeContext
+    from exo_core.context.config import ContextConfig
+    from exo_core.home import ExoHome
+    from exo_core.sessions import DbWorker
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``exo history``."""
+    parser = sub.add_parser("history", help="import past conversations; summary status")
+    actions = parser.add_subparsers(dest="history_command", metavar="ACTION")
+    actions.required = True
+    imp = actions.add_parser("import", help="import a chat export (ChatGPT conversations.json or JSON lines)")
+    imp.add_argument("file")
+    imp.add_argument("--no-summarize", action="store_true", help="leave the summaries for exod's next start")
+    summ = actions.add_parser("summarize", help="run pending import summaries in this process")
+    status = actions.add_parser("status", help="summary nodes by lane and status")
+    for p in (imp, summ, status):
+        p.add_argument("--home", default=None)
+        p.add_argument("--json", action="store_true")
+    for p in (imp, summ):
+        p.add_argument("--summarizer", default=None, help="model spec (default: [context] summarizer, else the model)")
+        p.add_argument("--model", default=None, help="the main model spec, used when no summarizer is set")
+    imp.set_defaults(handler=_import)
+    summ.set_defaults(handler=_summarize)
+    status.set_defaults(handler=_status)
+
+
+def _print(args: argparse.Namespace, data: dict[str, object], text: str) -> None:
+    import json
+
+    print(json.dumps(data, ensure_ascii=False) if args.json else text, flush=True)
+
+
+def _import(args: argparse.Namespace) -> int:
+    import asyncio
+    from pathlib import Path
+
+    from exo_core.context.importer import import_conversations, parse_export
+    from exo_core.home import ExoHome
+
+    home = ExoHome.from_env(args.home)
+    conversations = parse_export(Path(args.file))
+
+    async def main() -> int:
+        running = await _exod_running(home)
+        summarize_here = not running and not args.no_summarize
+        async with _Parts(home, args, with_engine=summarize_here) as parts:
+            report = await import_conversations(parts.worker, conversations, engine=parts.engine,
+                                                config=parts.config)
+            if running and report.session_ids:
+                await _tell_exod(home, report.session_ids)
+            if parts.engine is not None:
+                await parts.engine.lanes.wait_all_idle("import")
+        where = "exod is summarizing them" if running else (
+            "summarized" if summarize_here else "summaries left for exod's next start")
+        _print(args, {"conversations": report.conversations, "imported": report.imported,
+                      "skipped": report.skipped, "messages": report.messages, "sessions": list(report.session_ids),
+                      "summaries": "exod" if running else ("done" if summarize_here else "pending")},
+               f"imported {report.imported} conversation(s), {report.messages} message(s); "
+               f"{report.skipped} already imported; {where}")
+        return 0
+
+    return asyncio.run(main())
+
+
+def _summarize(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from exo_core.errors import ConflictError
+    from exo_core.home import ExoHome
+
+    home = ExoHome.from_env(args.home)
+
+    async def main() -> int:
+        if await _exod_running(home):
+            raise ConflictError("exod is running and summarizes imports itself; stop it to summarize here")
+        async with _Parts(home, args, with_engine=True) as parts:
+            assert parts.engine is not None
+            parts.engine.lanes.kick("import")
+            await parts.engine.lanes.wait_all_idle("import")
+            stats = parts.engine.stats()["lanes"]["import"]
+        _print(args, {"ran": stats["started"], "failed": stats["failed"]},
+               f"ran {stats['started']} import summaries ({stats['failed']} failed)")
+        return 0
+
+    return asyncio.run(main())
+
+
+def _status(args: argparse.Namespace) -> int:
+    from exo_core.errors import NotFoundError
+    from exo_core.home import ExoHome
+    from exo_core.sessions import open_reader
+
+    home = ExoHome.from_env(args.home)
+    if not home.sessions_db.exists():
+        raise NotFoundError(f"no sessions yet at {home.sessions_db}")
+    conn = open_reader(home.sessions_db)
+    try:
+        rows = conn.execute("SELECT lane, status, COUNT(*) FROM summary_nodes GROUP BY lane, status").fetchall()
+    finally:
+        conn.close()
+    counts = {f"{lane}.{status}": n for lane, status, n in rows}
+    _print(args, counts, "\n".join(f"{k}: {v}" for k, v in sorted(counts.items())) or "no summaries")
+    return 0
+
+
+async def _exod_running(home: "ExoHome") -> bool:
+    from exo_core.client import ExoClient
+    from exo_core.errors import ExoError
+
+    socket_path = home.socket_path
+    if not socket_path.exists():
+        return False
+    try:
+        async with ExoClient(f"unix://{socket_path}", client_name="exo-history") as client:
+            await client.health()
+    except ExoError:
+        return False
+    return True
+
+
+async def _tell_exod(home: "ExoHome", session_ids: tuple[str, ...]) -> None:
+    from exo_core.client import ExoClient
+
+    async with ExoClient(f"unix://{home.socket_path}", client_name="exo-history") as client:
+        for session_id in session_ids:
+            await client.request("session.resume", {"session": session_id})
+
+
+class _Parts:
+    """The database (and, to summarize here, a context engine) for one command."""
+
+    def __init__(self, home: "ExoHome", args: argparse.Namespace, *, with_engine: bool) -> None:
+        self.home = home
+        self.args = args
+        self.with_engine = with_engine
+        self.engine: SummaryTreeContext | None = None
+        self.config: ContextConfig | None = None
+        self.worker: DbWorker | None = None
+
+    async def __aenter__(self) -> "_Parts":
+        from exo_core.context.config import ContextConfig
+        from exo_core.sessions import DbWorker
+
+        home = self.home
+        self.config = ContextConfig.from_config(home.config())
+        self.worker = DbWorker(home.sessions_db)
+        worker = self.worker
+        await worker.__aenter__()
+        # exod may be running: only its connection checkpoints the WAL (see sessions/db.py).
+        await worker.run(lambda: worker.connection.execute("PRAGMA wal_autocheckpoint=0"))
+        if self.with_engine:
+            from exo_core.context.engine import SummaryTreeContext
+            from exo_core.context.summarizer import resolve_summarizer
+            from exo_core.engine.models import model_spec, resolve_model
+
+            summarizer = resolve_summarizer(home, self.args.summarizer)
+            if summarizer is None:
+                summarizer = resolve_model(home, model_spec(home, self.args.model))
+            self.engine = SummaryTreeContext(worker=self.worker, summarizer=summarizer, config=self.config)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.engine is not None:
+            await self.engine.close()
+        if self.worker is not None:
+            await self.worker.close()

@@ -1,0 +1,250 @@
+"""Two job lanes with separate limits, bounded queues, pausing, and settling (§16.3).
+
+* ``live`` (default 8 at once) summarizes the conversations people are having;
+  ``import`` (default 2 at once) summarizes imported history. Each lane has its
+  own running limit and its own bounded in-memory queue, so a year of imported
+  chats never takes a live slot.
+* While live work is queued or running, the import lane starts nothing new
+  (``import_yields``): both lanes usually share one local model, and a turn
+  waiting on its summaries matters more than an import finishing sooner.
+* The database is the durable queue. A job that does not fit in a lane's
+  queue stays ``pending`` there and the lane is marked *overflowed*; when its
+  queue drains, the lane asks its ``refill`` callback for more.
+* ``pause(lane)`` stops a lane from starting jobs (running ones finish);
+  ``resume(lane)`` starts it again.
+* ``wait_idle(session, timeout)`` waits until a session has no live job queued
+  or running, or the injectable clock says the timeout passed.
+
+Counters of the most jobs ever running at once are kept per lane, so a test can
+check the limits were never exceeded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from exo_core.clock import Clock
+
+__all__ = ["Job", "Lane", "LaneSet", "LANES"]
+
+log = logging.getLogger(__name__)
+
+LANES = ("live", "import")
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One summary job: the node ``(level, idx)`` of a session."""
+
+    session_id: str
+    level: int
+    idx: int
+
+    @property
+    def key(self) -> tuple[str, int, int]:
+        """The job's identity (a node address within a session)."""
+        return (self.session_id, self.level, self.idx)
+
+
+class Lane:
+    """A bounded queue and a running limit for one kind of work."""
+
+    __slots__ = ("name", "limit", "queue_limit", "queue", "running", "max_running", "paused", "overflowed",
+                 "started", "failed")
+
+    def __init__(self, name: str, limit: int, queue_limit: int) -> None:
+        self.name = name
+        self.limit = limit
+        self.queue_limit = queue_limit
+        self.queue: deque[Job] = deque()
+        self.running = 0
+        self.max_running = 0
+        self.paused = False
+        self.overflowed = False
+        self.started = 0
+        self.failed = 0
+
+    @property
+    def busy(self) -> bool:
+        """Whether anything is queued or running."""
+        return bool(self.queue) or self.running > 0
+
+
+Runner = Callable[[Job, str], Awaitable[None]]
+Refill = Callable[[str, int, set[tuple[str, int, int]]], Awaitable[list[Job]]]
+
+
+class LaneSet:
+    """Schedules jobs on the lanes; ``run(job, lane)`` does one job and must not raise."""
+
+    def __init__(self, run: Runner, refill: Refill, *, live_limit: int, import_limit: int,
+                 live_queue_limit: int, import_queue_limit: int, import_yields: bool = True) -> None:
+        self._run = run
+        self._refill = refill
+        self.lanes = {"live": Lane("live", live_limit, live_queue_limit),
+                      "import": Lane("import", import_limit, import_queue_limit)}
+        self._import_yields = import_yields
+        self._where: dict[tuple[str, int, int], str] = {}
+        self._per_session: dict[tuple[str, str], int] = {}
+        self._waiters: dict[str, list[asyncio.Future[None]]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._refilling: set[str] = set()
+        self._closed = False
+
+    # -- submitting --------------------------------------------------------
+
+    def known(self, job: Job) -> bool:
+        """Whether ``job`` is queued or running."""
+        return job.key in self._where
+
+    def submit(self, job: Job, lane: str) -> bool:
+        """Queue ``job`` on ``lane``; False if already known, the lane is full, or the set closed."""
+        if self._closed or job.key in self._where:
+            return False
+        target = self.lanes[lane]
+        if len(target.queue) >= target.queue_limit:
+            target.overflowed = True  # it stays pending in the database; refill finds it later
+            return False
+        target.queue.append(job)
+        self._count(job.key, lane, +1)
+        self._pump()
+        return True
+
+    def promote(self, session_id: str) -> int:
+        """Move a session's queued import jobs to the live lane (the person is using it)."""
+        source, target = self.lanes["import"], self.lanes["live"]
+        keep: deque[Job] = deque()
+        moved = 0
+        for job in source.queue:
+            if job.session_id == session_id and len(target.queue) < target.queue_limit:
+                target.queue.append(job)
+                self._count(job.key, "import", -1)
+                self._count(job.key, "live", +1)
+                moved += 1
+            else:
+                keep.append(job)
+        source.queue = keep
+        if moved:
+            self._pump()
+        return moved
+
+    # -- control -----------------------------------------------------------
+
+    def pause(self, lane: str) -> None:
+        """Start no new job on ``lane`` until :meth:`resume`."""
+        self.lanes[lane].paused = True
+
+    def resume(self, lane: str) -> None:
+        """Let ``lane`` start jobs again."""
+        self.lanes[lane].paused = False
+        self._pump()
+
+    def kick(self, lane: str) -> None:
+        """Mark ``lane`` as having work in the database (at start, or after an import)."""
+        self.lanes[lane].overflowed = True
+        self._pump()
+
+    def pending(self, session_id: str, lane: str = "live") -> int:
+        """Jobs of ``session_id`` queued or running on ``lane``."""
+        return self._per_session.get((session_id, lane), 0)
+
+    async def wait_idle(self, session_id: str, timeout: float, clock: Clock, lane: str = "live") -> bool:
+        """Wait until ``session_id`` has no job on ``lane``; False when ``timeout`` passed first."""
+        if self.pending(session_id, lane) == 0:
+            return True
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.setdefault(f"{lane}:{session_id}", []).append(future)
+        sleeper = asyncio.ensure_future(clock.sleep(timeout))
+        try:
+            await asyncio.wait({future, sleeper}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            sleeper.cancel()
+            waiters = self._waiters.get(f"{lane}:{session_id}", [])
+            if future in waiters:
+                waiters.remove(future)
+        return future.done() or self.pending(session_id, lane) == 0
+
+    async def wait_all_idle(self, lane: str, poll: float = 0.01) -> None:
+        """Wait until ``lane`` has nothing queued, running or left in the database (imports, tests)."""
+        target = self.lanes[lane]
+        while target.busy or target.overflowed or lane in self._refilling:
+            await asyncio.sleep(poll)
+
+    async def close(self) -> None:
+        """Stop starting jobs and cancel running ones (they stay pending in the database)."""
+        self._closed = True
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        for waiters in self._waiters.values():
+            for future in waiters:
+                if not future.done():
+                    future.set_result(None)
+
+    # -- running -----------------------------------------------------------
+
+    def _count(self, key: tuple[str, int, int], lane: str, delta: int) -> None:
+        session_key = (key[0], lane)
+        value = self._per_session.get(session_key, 0) + delta
+        if delta > 0:
+            self._where[key] = lane
+        if value > 0:
+            self._per_session[session_key] = value
+            return
+        self._per_session.pop(session_key, None)
+        for future in self._waiters.pop(f"{lane}:{key[0]}", []):
+            if not future.done():
+                future.set_result(None)
+
+    def _pump(self) -> None:
+        if self._closed:
+            return
+        live = self.lanes["live"]
+        for lane in self.lanes.values():
+            if lane.name == "import" and self._import_yields and live.busy:
+                continue
+            while lane.queue and lane.running < lane.limit and not lane.paused:
+                job = lane.queue.popleft()
+                lane.running += 1
+                lane.started += 1
+                lane.max_running = max(lane.max_running, lane.running)
+                task = asyncio.get_running_loop().create_task(self._execute(job, lane), name=f"summary-{job.key}")
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+            if not lane.queue and lane.overflowed and not lane.paused and lane.name not in self._refilling:
+                self._refilling.add(lane.name)
+                task = asyncio.get_running_loop().create_task(self._do_refill(lane), name=f"refill-{lane.name}")
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+
+    async def _execute(self, job: Job, lane: Lane) -> None:
+        try:
+            await self._run(job, lane.name)
+        finally:
+            lane.running -= 1
+            self._where.pop(job.key, None)
+            self._count(job.key, lane.name, -1)
+            self._pump()
+
+    async def _do_refill(self, lane: Lane) -> None:
+        try:
+            space = lane.queue_limit - len(lane.queue)
+            jobs = await self._refill(lane.name, space, set(self._where))
+            # Fewer than asked means the database holds no more for this lane.
+            lane.overflowed = len(jobs) >= space
+            for job in jobs:
+                if job.key not in self._where and len(lane.queue) < lane.queue_limit:
+                    lane.queue.append(job)
+                    self._count(job.key, lane.name, +1)
+        except Exception:  # noqa: BLE001 - a failed refill is retried on the next kick; log it loudly
+            log.exception("could not load pending %s summaries", lane.name)
+            lane.overflowed = False
+        finally:
+            self._refilling.discard(lane.name)
+        self._pump()

@@ -1,0 +1,69 @@
+"""Replacing secrets with placeholders before text reaches a summarizer or a summary (§16.4).
+
+The summarizer prompt asks the model to do this too, but a small local model
+cannot be trusted with it, so the engine scrubs mechanically twice: the
+transcript before it is sent, and the summary before it is stored. Patterns
+aim at things that are secrets by shape (provider keys, tokens, private keys,
+credentials in URLs) or by the word before them ("password: ...", "my token
+is ..."). Hex strings (commit ids, checksums) are values, not secrets, and are
+kept exact.
+
+Failure mode: a secret in a shape none of these patterns knows passes through.
+The placeholder names the kind (``[secret:api_key]``) so the summary stays
+useful.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["redact", "PLACEHOLDER"]
+
+PLACEHOLDER = "[secret]"
+
+_PEM = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.S)
+_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("api_key", re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}")),
+    ("token", re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}")),
+    ("token", re.compile(r"\bxox[abprs]-[A-Za-z0-9\-]{10,}")),
+    ("access_key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    ("api_key", re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}")),
+    ("token", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}")),
+    ("token", re.compile(r"(?i)(?<=\bbearer )[A-Za-z0-9._~+/\-]{12,}=*")),
+)
+# "password: x", "api_key=x", "token = 'x'"
+_ASSIGNED = re.compile(
+    r"(?i)\b((?:[a-z0-9_]*_)?(?:password|passwd|pwd|passphrase|secret|token|api[_\-]?key|apikey|access[_\-]?key"
+    r"|private[_\-]?key|client[_\-]?secret|auth[_\-]?token))(\s*[:=]\s*)(['\"]?)([^\s'\"]{3,})\3"
+)
+# "my password is x", "the api key was x", "PIN: 1234"
+_SPOKEN = re.compile(
+    r"(?i)\b(password|passphrase|passcode|pin|secret|token|api key|access key|private key)"
+    r"(\s+(?:is|was|=|:)\s+|\s*:\s*)(['\"]?)([^\s'\"]{3,})\3"
+)
+_URL_CREDENTIAL = re.compile(r"(?<=://)([^\s:/@]+):([^\s@/]+)(?=@)")
+# Long mixed strings that look random; pure hex (ids, checksums) is left alone.
+_OPAQUE = re.compile(r"(?<![A-Za-z0-9/_.\-])(?=[A-Za-z0-9+/_\-]*[0-9])(?=[A-Za-z0-9+/_\-]*[a-z])"
+                     r"(?=[A-Za-z0-9+/_\-]*[A-Z])[A-Za-z0-9+/_\-]{32,}={0,2}(?![A-Za-z0-9/_.\-])")
+
+
+def _kind(word: str) -> str:
+    word = word.lower().replace("-", "_").replace(" ", "_")
+    for kind in ("password", "passphrase", "passcode", "pin", "api_key", "apikey", "access_key", "private_key",
+                 "client_secret", "token", "secret", "pwd", "passwd"):
+        if kind in word:
+            return {"apikey": "api_key", "pwd": "password", "passwd": "password"}.get(kind, kind)
+    return "secret"
+
+
+def redact(text: str) -> str:
+    """``text`` with every recognised secret replaced by a ``[secret:kind]`` placeholder."""
+    out = _PEM.sub("[secret:private_key]", text)
+    for kind, pattern in _SHAPES:
+        out = pattern.sub(f"[secret:{kind}]", out)
+    out = _ASSIGNED.sub(lambda m: f"{m.group(1)}{m.group(2)}[secret:{_kind(m.group(1))}]"
+                        if not m.group(4).startswith("[secret") else m.group(0), out)
+    out = _SPOKEN.sub(lambda m: f"{m.group(1)}{m.group(2)}[secret:{_kind(m.group(1))}]"
+                      if not m.group(4).startswith("[secret") else m.group(0), out)
+    out = _URL_CREDENTIAL.sub(lambda m: f"{m.group(1)}:[secret:password]", out)
+    return _OPAQUE.sub("[secret:token]", out)

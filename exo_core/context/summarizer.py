@@ -1,0 +1,41 @@
+"""Choosing the summarizer transport from a spec (``--summarizer``, ``$EXO_SUMMARIZER``, config).
+
+The summarizer is any model on the ``aux`` role (§16.4). An empty spec means
+the core's own model transport (a router sends ``role="aux"`` requests to its
+aux route; on a device that is the local model). ``scripted-summary[:...]``
+selects the deterministic :class:`~exo_core.context.scripted.ScriptedSummarizer`;
+anything else is resolved like the main model's spec.
+"""
+
+from __future__ import annotations
+
+import os
+
+from exo_core.agent.model import ModelTransport
+from exo_core.context.config import ContextConfig
+from exo_core.home import ExoHome
+
+__all__ = ["summarizer_spec", "resolve_summarizer"]
+
+
+def summarizer_spec(home: ExoHome, override: str | None = None) -> str:
+    """The summarizer spec in force: the override, else ``$EXO_SUMMARIZER``, else ``[context] summarizer``."""
+    if override:
+        return override
+    if os.environ.get("EXO_SUMMARIZER"):
+        return os.environ["EXO_SUMMARIZER"]
+    return ContextConfig.from_config(home.config()).summarizer
+
+
+def resolve_summarizer(home: ExoHome, override: str | None = None) -> ModelTransport | None:
+    """The summarizer transport, or ``None`` for "use the core's model"."""
+    spec = summarizer_spec(home, override)
+    if not spec:
+        return None
+    from exo_core.context.scripted import SPEC_PREFIX, ScriptedSummarizer
+
+    if spec.startswith(SPEC_PREFIX):
+        return ScriptedSummarizer.from_spec(spec)
+    from exo_core.engine.models import resolve_model
+
+    return resolve_model(home, spec)
