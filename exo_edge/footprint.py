@@ -255,6 +255,8 @@ class MemorySampler:
         self.split_kb: dict[int, tuple[int, int]] = {}  # sampled peak RssAnon, RssFile (mapped files: the model)
         self.names: dict[int, str] = {}
         self.concurrent_kb = 0
+        self.watch: tuple[int, str] | None = None  # (pid, file name): was the file ever mapped into pid?
+        self.watch_seen = False
         self._interval = interval
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -284,6 +286,9 @@ class MemorySampler:
                 self.split_kb[pid] = (max(anon, status.get("RssAnon", 0)), max(file, status.get("RssFile", 0)))
         with self._lock:
             self.concurrent_kb = max(self.concurrent_kb, total)
+            watch = self.watch if not self.watch_seen else None
+        if watch is not None and _maps_has(*watch):
+            self.watch_seen = True
 
     def _run(self) -> None:
         while not self._stop.wait(self._interval):
@@ -678,6 +683,8 @@ def run_footprint(args: argparse.Namespace, log: Callable[[str], None]) -> Footp
             details["exod_stderr"] = (tmp / "exod.err").read_text(errors="replace")[-2000:]
             return FootprintResult(False, None, None, None, False, details)
         startup = round(time.perf_counter() - t0, 3)
+        if parts.model_file is not None:
+            run.sampler.watch = (exod.pid, parts.model_file.name)
         time.sleep(args.idle)
         idle_kb = _status_kb(exod.pid).get("VmRSS")
         idle = round(idle_kb / 1024, 1) if idle_kb else None
@@ -693,9 +700,8 @@ def run_footprint(args: argparse.Namespace, log: Callable[[str], None]) -> Footp
                 details["conversation"]["approval_note"] = (
                     "the local model asked to act" if approvals else
                     "the local model answered without asking to act: no approval was exercised")
-        if parts.model_file is not None:
-            model_loaded = _maps_has(exod.pid, parts.model_file.name)
         run.sampler.sample()
+        model_loaded = run.sampler.watch_seen  # seen mapped at any sample, even if exod died later
         completed = all(s["ok"] for s in run.steps) and exod.poll() is None
         if parts.model_spec == "local" and not model_loaded:
             run.step("local model mapped into exod", False)
