@@ -1,4 +1,9 @@
-"""``exo chat``: the line client. Starts a local exod for the chat when none is running."""
+"""``exo chat``: the terminal client on a TTY, the line client otherwise.
+
+Starts a local exod for the chat when none is running. ``--connect URL`` talks
+to a remote core over TCP with the token from ``--token-file`` or the one
+``exo pair --connect URL`` stored.
+"""
 
 from __future__ import annotations
 
@@ -7,22 +12,27 @@ import argparse
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``exo chat``."""
-    parser = sub.add_parser("chat", help="chat with the core (line client)")
+    parser = sub.add_parser("chat", help="chat with the core (terminal client; line client when piped)")
     parser.add_argument("--home", default=None)
     parser.add_argument("--connect", default=None, metavar="URL", help="remote core: http://HOST:PORT")
-    parser.add_argument("--token-file", default=None, help="file holding the remote core's bearer token")
+    parser.add_argument("--token-file", default=None, help="file holding the remote core's bearer token "
+                                                            "(default: the one `exo pair --connect` stored)")
     parser.add_argument("--session", default=None, help="continue this session")
     parser.add_argument("--model", default=None, help="model spec for a local exod started by chat")
     parser.add_argument("--approve", choices=("ask", "allow", "deny"), default=None,
                         help="how to answer approvals (default: ask on a terminal, deny otherwise)")
     parser.add_argument("--no-spawn", action="store_true", help="fail instead of starting a local exod")
+    parser.add_argument("--plain", action="store_true", help="the line client even on a terminal")
+    parser.add_argument("--event-log", default=None, help=argparse.SUPPRESS)  # seqs shown, for tests and debugging
     parser.set_defaults(handler=_chat)
 
 
 def _chat(args: argparse.Namespace) -> int:
     import asyncio
     import sys
+    from pathlib import Path
 
+    from exo_core.cli.pair_cmd import saved_token_path
     from exo_core.cli.spawn import local_core
     from exo_core.client import ExoClient
     from exo_core.client.linechat import LineChat, stdin_lines
@@ -30,31 +40,46 @@ def _chat(args: argparse.Namespace) -> int:
     from exo_core.home import ExoHome
 
     interactive = sys.stdin.isatty()
+    full_screen = interactive and sys.stdout.isatty() and not args.plain and args.approve in (None, "ask")
     approve = args.approve or ("ask" if interactive else "deny")
+
+    def client_for(url: str, token: str | None) -> ExoClient:
+        if not full_screen:
+            return ExoClient(url, token=token, client_name="exo-chat")
+        from exo_core.terminal import terminal_capabilities
+
+        return ExoClient(url, token=token, client_name="exo-terminal", capabilities=terminal_capabilities())
 
     async def main() -> int:
         home = ExoHome.from_env(args.home)
         if args.connect:
             token = None
-            if args.token_file:
+            token_file = args.token_file or saved_token_path(args.connect)
+            if args.token_file or Path(token_file).exists():
                 try:
-                    with open(args.token_file, encoding="ascii") as fh:
+                    with open(token_file, encoding="ascii") as fh:
                         token = fh.read().strip()
                 except OSError as exc:
-                    raise ConfigError(f"cannot read token file {args.token_file}: {exc.strerror}") from exc
-            async with ExoClient(args.connect, token=token, client_name="exo-chat") as client:
+                    raise ConfigError(f"cannot read token file {token_file}: {exc.strerror}") from exc
+            async with client_for(args.connect, token) as client:
                 return await _run(client)
         async with local_core(home, model=args.model, spawn=not args.no_spawn) as url:
-            async with ExoClient(url, client_name="exo-chat") as client:
+            async with client_for(url, None) as client:
                 return await _run(client)
 
     async def _run(client: ExoClient) -> int:
-        chat = LineChat(client, approve=approve, interactive=interactive)
-        session = await chat.start(args.session)
+        if full_screen:
+            from exo_core.terminal import TerminalChat, load_prefs
+
+            chat = TerminalChat(client, prefs=load_prefs(), cwd=Path.cwd(), session=args.session,
+                                event_log=Path(args.event_log) if args.event_log else None)
+            return await chat.run()
+        line_chat = LineChat(client, approve=approve, interactive=interactive)
+        session = await line_chat.start(args.session)
         print(f"session {session} — /help for commands", flush=True)
         lines: asyncio.Queue[str | None] = asyncio.Queue(maxsize=1000)
         stdin_lines(asyncio.get_running_loop(), lines, sys.stdin)
-        await chat.run(lines)
+        await line_chat.run(lines)
         return 0
 
     return asyncio.run(main())

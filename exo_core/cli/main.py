@@ -23,6 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "init_cmd",
     "serve_cmd",
     "chat_cmd",
+    "pair_cmd",
     "search_cmd",
     "history_cmd",
     "protocol_cmd",

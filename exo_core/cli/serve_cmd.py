@@ -63,6 +63,7 @@ def _serve(args: argparse.Namespace) -> int:
         unix=not args.no_unix,
         allowed_hosts=tuple(args.allow_host),
         keepalive=args.keepalive,
+        store=home.store_path(args.store),
     )
     try:
         asyncio.run(run_daemon(home, model, settings, options))

@@ -5,6 +5,11 @@ It connects over the Unix socket (``unix:///path/exod.sock``) or TCP
 (``http://host:port`` with a bearer token), decodes events loosely, and after a
 dropped connection reconnects with ``Last-Event-ID`` set to the last seq it
 saw, so it neither misses nor repeats an event.
+
+A client that announces capabilities in ``hello`` gets a ``client_id`` back;
+its event stream then asks for output shaped to those capabilities
+(``?client=``), and it says hello again before resuming after a drop, so a
+restarted core knows it again.
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ class ExoClient:
         self._ids = itertools.count(1)
         self._http: aiohttp.ClientSession | None = None
         self.last_seq = 0
+        self.client_id: str | None = None
         if url.startswith("unix://"):
             self._socket: str | None = url[len("unix://"):]
             self._base = "http://localhost"
@@ -114,8 +120,11 @@ class ExoClient:
 
     async def hello(self) -> dict[str, Any]:
         """The handshake: protocol version and this client's capabilities."""
-        return await self.request("hello", {"protocol": PROTOCOL_VERSION, "client": self._client_name,
-                                            "capabilities": self._capabilities})
+        result = await self.request("hello", {"protocol": PROTOCOL_VERSION, "client": self._client_name,
+                                              "capabilities": self._capabilities})
+        if self._capabilities and isinstance(result.get("client_id"), str):
+            self.client_id = result["client_id"]
+        return result
 
     async def health(self) -> dict[str, Any]:
         """``GET /health``."""
@@ -137,8 +146,12 @@ class ExoClient:
         if since is not None:
             self.last_seq = since
         delay = self._reconnect_delay
+        retrying = False
         while True:
             try:
+                if retrying and self.client_id:
+                    await self.hello()  # a restarted core learns our capabilities again
+                retrying = True
                 async for item in self._stream_once(session):
                     delay = self._reconnect_delay
                     yield item
@@ -147,6 +160,9 @@ class ExoClient:
             except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
                 if not reconnect:
                     raise BrokenResourceError(f"event stream from {self.url} broke: {exc}") from exc
+            except BrokenResourceError:
+                if not reconnect:
+                    raise
             await asyncio.sleep(delay)
             delay = min(delay * 2, self._max_reconnect_delay)
 
@@ -154,6 +170,8 @@ class ExoClient:
         params = {"since": str(self.last_seq)}
         if session:
             params["session"] = session
+        if self.client_id:
+            params["client"] = self.client_id
         headers = {"Last-Event-ID": str(self.last_seq), "Accept": "text/event-stream"}
         async with self._session().get(self._base + "/events", params=params, headers=headers,
                                        timeout=aiohttp.ClientTimeout(total=None, sock_read=None)) as resp:

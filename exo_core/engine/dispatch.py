@@ -22,6 +22,7 @@ from exo_core.protocol import COMMANDS, EVENTS, PROTOCOL_VERSION, ErrorInfo, Res
 from exo_core.protocol import commands as cmd
 from exo_core.protocol import events as ev
 from exo_core.server.hub import Hub
+from exo_core.server.shaping import ClientRegistry
 from exo_core.sessions.store import SessionStore
 from exo_core.sessions.worker import DbWorker
 
@@ -47,6 +48,7 @@ class Engine:
         self._store = store
         self._runner = runner
         self._approvals = approvals
+        self.clients = ClientRegistry()
         self._handlers: dict[str, Handler] = {
             "hello": self._hello,
             "session.create": self._session_create,
@@ -99,7 +101,11 @@ class Engine:
     async def _hello(self, body: cmd.Hello) -> dict[str, Any]:
         if body.protocol != PROTOCOL_VERSION:
             raise UnsupportedError(f"this core speaks protocol {PROTOCOL_VERSION}, not {body.protocol}")
+        # Remember what this client can show; its event stream (?client=<client_id>) is shaped to match.
+        profile = self.clients.remember(body.client, body.capabilities)
         return {
+            "client_id": profile.client_id,
+            "shape": profile.form,
             "protocol": PROTOCOL_VERSION,
             "server": "exod",
             "version": __version__,

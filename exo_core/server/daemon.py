@@ -4,6 +4,10 @@ Shutdown on SIGTERM or SIGINT: listeners stop, running turns are interrupted
 (their partial text kept), pending events are flushed, the database closed.
 A SIGKILL loses nothing that was acknowledged: every event is committed before
 it is sent, and ``session.resume`` repairs the half-finished turn.
+
+With ``--tcp`` exod also serves the web page and pairing (:mod:`exo_core.web`),
+and prints its address and a first pairing code; ``taste.list``/``taste.edit``
+are served over the store's taste nodes when a store is configured.
 """
 
 from __future__ import annotations
@@ -12,8 +16,11 @@ import asyncio
 import logging
 import os
 import signal
+import socket
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
 from aiohttp import web
 
@@ -24,6 +31,9 @@ from exo_core.server.auth import HostPolicy, load_or_create_token
 from exo_core.server.http import HttpSettings, build_app
 from exo_core.server.listeners import bind_tcp, bind_unix
 from exo_core.server.stdio import serve_stdio
+
+if TYPE_CHECKING:
+    from exo_core.web import PairingCodes
 
 __all__ = ["DaemonSettings", "run_daemon"]
 
@@ -39,6 +49,7 @@ class DaemonSettings:
     unix: bool = True
     allowed_hosts: tuple[str, ...] = ()
     keepalive: float = 15.0
+    store: Path | None = None
 
 
 async def run_daemon(home: ExoHome, model: ModelTransport, settings: DaemonSettings,
@@ -50,7 +61,15 @@ async def run_daemon(home: ExoHome, model: ModelTransport, settings: DaemonSetti
         loop.add_signal_handler(sig, stop.set)
     runners: list[web.AppRunner] = []
     bound_unix = False
+    from exo_core.web import PairingCodes, TasteRows, WebAuth, tcp_routes, unix_routes
+
+    codes = PairingCodes()
+    addresses: tuple[str, ...] = ()
     async with Core.open(home, model=model, options=options) as core:
+        store_root = settings.store or home.store_path()
+        taste = TasteRows(store_root, core.hub, core.options.recorder)
+        core.engine.add_handler("taste.list", taste.list)
+        core.engine.add_handler("taste.edit", taste.edit)
         try:
             # TCP first: the Unix socket accepting connections is the signal that exod is up.
             if settings.tcp is not None:
@@ -58,16 +77,22 @@ async def run_daemon(home: ExoHome, model: ModelTransport, settings: DaemonSetti
                 host, port = settings.tcp
                 sock = bind_tcp(host, port)
                 bound_port = sock.getsockname()[1]
-                policy = HostPolicy(host, bound_port, extra_names=settings.allowed_hosts)
+                names = _lan_names() if host in ("0.0.0.0", "::", "") else ()
+                policy = HostPolicy(host, bound_port, extra_names=(*settings.allowed_hosts, *names))
+                auth = WebAuth(token, bound_port)
                 app = build_app(core.engine, core.hub,
-                                HttpSettings(token=token, host_policy=policy, keepalive=settings.keepalive))
+                                HttpSettings(token=token, host_policy=policy, keepalive=settings.keepalive, web=auth),
+                                extra_routes=(tcp_routes(auth, codes, token, store_root),))
                 runners.append(await _start(app, sock))
                 _write_atomic(home.run_dir / "tcp.port", f"{bound_port}\n")
                 log.info("exod listening on %s:%d", host, bound_port)
+                addresses = tuple(_url(n, bound_port) for n in (names or (host,)))
+                _announce(addresses, codes, to=sys.stderr if settings.stdio else sys.stdout)
             if settings.unix:
                 sock = bind_unix(home.socket_path)
                 bound_unix = True
-                app = build_app(core.engine, core.hub, HttpSettings(check_peer_uid=True, keepalive=settings.keepalive))
+                app = build_app(core.engine, core.hub, HttpSettings(check_peer_uid=True, keepalive=settings.keepalive),
+                                extra_routes=(unix_routes(codes, addresses),))
                 runners.append(await _start(app, sock))
                 log.info("exod listening on %s", home.socket_path)
             if ready is not None:
@@ -87,6 +112,37 @@ async def run_daemon(home: ExoHome, model: ModelTransport, settings: DaemonSetti
             if bound_unix:
                 # Only the daemon that bound the socket removes it; a refused second one must not.
                 home.socket_path.unlink(missing_ok=True)
+
+
+def _url(name: str, port: int) -> str:
+    return f"http://[{name}]:{port}" if ":" in name and not name.startswith("[") else f"http://{name}:{port}"
+
+
+def _lan_names() -> tuple[str, ...]:
+    """Names and addresses a laptop on the LAN may use for this machine (for a wildcard bind)."""
+    found: list[str] = []
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.connect(("192.0.2.1", 9))  # TEST-NET: picks the outbound interface, sends nothing
+        found.append(probe.getsockname()[0])
+    except OSError:
+        log.info("no route to a LAN; only local names are accepted as Host")
+    finally:
+        probe.close()
+    hostname = socket.gethostname()
+    found += [hostname, f"{hostname}.local"]
+    return tuple(dict.fromkeys(n for n in found if n and not n.startswith("127.")))
+
+
+def _announce(addresses: tuple[str, ...], codes: "PairingCodes", *, to: TextIO) -> None:
+    """Print where exod listens and how to pair (a first code, valid a few minutes)."""
+    issued = codes.issue()
+    lines = [f"exod: listening on {', '.join(addresses)}",
+             f"exod: pair a browser: open {addresses[0]}/ and enter the code {issued.code} "
+             f"(single use, valid {issued.expires_in / 60:.0f} min)",
+             f"exod: pair a terminal on the laptop: exo pair --connect {addresses[0]}",
+             "exod: a fresh code any time: run `exo pair` on this machine"]
+    print("\n".join(lines), file=to, flush=True)
 
 
 async def _start(app: web.Application, sock: object) -> web.AppRunner:

@@ -6,6 +6,12 @@ token) and TCP (bearer token, Host and Origin checked). Request bodies over
 error with status 400; an unexpected failure is ``internal`` (500) and the
 server keeps serving.
 
+On TCP a request is authenticated by the bearer token or, for a paired
+browser, by a signed session cookie (:mod:`exo_core.web.cookies`: state-changing
+requests also need this server's Origin and a CSRF header). The page, its
+static files and the pairing exchange are public (the Host check still
+applies); nothing ever reads a token from a URL.
+
 ``GET /events?since=N&session=S`` replays from the database and then follows
 live events. ``Last-Event-ID`` (a browser's EventSource reconnect) takes
 precedence over ``since``. A comment line is sent every ``keepalive`` seconds
@@ -18,6 +24,7 @@ import logging
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
@@ -26,6 +33,10 @@ from exo_core.errors import AccessDeniedError, ClosedResourceError, ExoError, Ma
 from exo_core.protocol import MAX_BODY_BYTES, PROTOCOL_VERSION, ErrorInfo, Response
 from exo_core.server.auth import HostPolicy, check_bearer, peer_uid
 from exo_core.server.hub import Hub
+from exo_core.server.shaping import shape_data
+
+if TYPE_CHECKING:
+    from exo_core.web.cookies import WebAuth
 
 __all__ = ["HttpSettings", "build_app"]
 
@@ -46,6 +57,7 @@ class HttpSettings:
     host_policy: HostPolicy | None = None
     check_peer_uid: bool = False
     keepalive: float = 15.0
+    web: "WebAuth | None" = None
 
 
 def _error(status: int, code: str, message: str) -> web.Response:
@@ -68,9 +80,10 @@ def build_app(engine: Engine, hub: Hub, settings: HttpSettings, *, extra_routes:
             if settings.host_policy is not None:
                 settings.host_policy.check(request.headers.get("Host"), request.headers.get("Origin"))
             if settings.token is not None:
-                check_bearer(request.headers.get("Authorization"), settings.token)
+                _authenticate(request, settings)
         except AccessDeniedError as exc:
-            return _error(401 if "token" in exc.message else 403, exc.code, exc.message)
+            status = getattr(exc, "http_status", None) or (401 if "token" in exc.message else 403)
+            return _error(status, exc.code, exc.message)
         return await handler(request)
 
     async def command(request: web.Request) -> web.Response:
@@ -91,6 +104,7 @@ def build_app(engine: Engine, hub: Hub, settings: HttpSettings, *, extra_routes:
         except ValueError:
             return _error(400, "bad_request", "'since' and Last-Event-ID must be integers")
         session = request.query.get("session") or None
+        profile = engine.clients.get(request.query.get("client"))  # shaped to what the client can show
         response = web.StreamResponse(headers={
             "Content-Type": "text/event-stream",
             "Cache-Control": "no-cache",
@@ -107,8 +121,8 @@ def build_app(engine: Engine, hub: Hub, settings: HttpSettings, *, extra_routes:
                     continue
                 # Batch whatever else is already queued into the same write: one
                 # syscall per burst instead of one per event.
-                frames = [f"id: {item.seq}\ndata: {item.data}\n\n"]
-                sub.drain_ready(lambda more: frames.append(f"id: {more.seq}\ndata: {more.data}\n\n"))
+                frames = [f"id: {item.seq}\ndata: {shape_data(item.data, profile)}\n\n"]
+                sub.drain_ready(lambda more: frames.append(f"id: {more.seq}\ndata: {shape_data(more.data, profile)}\n\n"))
                 await response.write("".join(frames).encode("utf-8"))
         except ConnectionResetError:
             pass  # the client went away; its subscription ends here
@@ -125,6 +139,16 @@ def build_app(engine: Engine, hub: Hub, settings: HttpSettings, *, extra_routes:
     for add in extra_routes:
         add(app)
     return app
+
+
+def _authenticate(request: web.Request, settings: HttpSettings) -> None:
+    """TCP: the bearer token, or a paired browser's cookie; public paths pass."""
+    assert settings.token is not None
+    header = request.headers.get("Authorization")
+    if settings.web is None or header is not None:
+        check_bearer(header, settings.token)
+    elif not settings.web.is_public(request.method, request.path):
+        request["web_session"] = settings.web.check(request.method, request.cookies, request.headers)
 
 
 async def _read_limited(request: web.Request) -> bytes:

@@ -1,0 +1,365 @@
+"""The terminal client (§22): a prompt and a transcript over the protocol.
+
+``/`` runs a command, ``@file[:a-b]`` attaches a file or line range, ``!cmd``
+runs a shell command here, ctrl+p opens a fuzzy palette of everything else,
+ctrl+o unfolds finished turns, approvals are answered inline (y/n/a) and
+questions by number. A one-line status shows agent, model, mode, context use
+and cost. The event stream resumes from the last seq after a dropped link
+(saying hello again, so a restarted core shapes output for this screen again).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any, TextIO
+
+from exo_core.client.client import ExoClient
+from exo_core.errors import ConflictError, ExoError
+from exo_core.protocol import Event
+from exo_core.terminal.attach import attachment, expand_refs, run_shell
+from exo_core.terminal.keys import KeyDecoder, RawTerminal
+from exo_core.terminal.palette import Entry, Palette
+from exo_core.terminal.prefs import THEMES, TerminalPrefs
+from exo_core.terminal.screen import Screen
+from exo_core.terminal.transcript import Transcript
+
+__all__ = ["TerminalChat", "COMMANDS", "terminal_capabilities"]
+
+COMMANDS: dict[str, str] = {
+    "help": "this list", "quit": "leave (exod keeps running)", "interrupt": "stop the running turn",
+    "undo": "[N] remove the last N turns", "fork": "continue in a copy of this session",
+    "resume": "repair and continue after a core restart", "search": "WORDS  search past sessions",
+    "sessions": "list sessions", "switch": "ID  open another session", "new": "start a new session",
+    "mode": "auto|steer|queue  how a message goes while a turn runs", "expand": "unfold or fold finished turns",
+    "taste": "learned taste rows", "theme": "dark|light|plain  for this run (keep it in ~/.config/exo/terminal.toml)",
+}
+_DECISIONS = {"y": "allow", "n": "deny", "a": "allow_always"}
+
+
+def terminal_capabilities(fd: int = 1) -> dict[str, Any]:
+    """What this terminal can show, for ``hello``: characters, no drawing."""
+    cols, rows = Screen(sys.stdout, TerminalPrefs(), fd).size()
+    return {"screen_columns": cols, "screen_rows": rows, "can_draw": False}
+
+
+class TerminalChat:
+    """One terminal, one session at a time."""
+
+    def __init__(self, client: ExoClient, *, prefs: TerminalPrefs, cwd: Path, session: str | None = None,
+                 event_log: Path | None = None, fd: int = 0, out: TextIO | None = None) -> None:
+        self.client = client
+        self.prefs = prefs
+        self.cwd = cwd
+        self.session = session
+        self.event_log = event_log
+        self.fd = fd
+        self.screen = Screen(out or sys.stdout, prefs)
+        self.transcript = Transcript()
+        self.buffer = ""
+        self.cursor = 0
+        self.history: list[str] = []
+        self.history_at = 0
+        self.mode = "auto"
+        self.expanded = False
+        self.scroll = 0
+        self.conn = "connecting"
+        self.attachments: list[str] = []
+        self.palette: Palette | None = None
+        self.sessions: list[dict[str, Any]] = []
+        self._quit = asyncio.Event()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._follower: asyncio.Task[None] | None = None
+        self._redraw_at: asyncio.TimerHandle | None = None
+
+    # -- life cycle ------------------------------------------------------------
+
+    async def run(self) -> int:
+        """Run until /quit or ctrl+d; returns the exit status."""
+        await self.client.hello()
+        if self.session is None:
+            created = await self.client.request("session.create", {"title": "terminal"})
+            self.session = str(created["session"]["id"])
+        else:
+            await self.client.request("session.get", {"session": self.session, "messages": False})
+        self.sessions = (await self.client.request("session.list", {}))["sessions"]
+        loop = asyncio.get_running_loop()
+        decoder = KeyDecoder()
+        with RawTerminal(self.fd) as raw:
+            self.screen.enter()
+            loop.add_reader(self.fd, self._on_input, raw, decoder)
+            loop.add_signal_handler(signal.SIGWINCH, self.redraw)
+            self._follow_session()
+            self.redraw()
+            try:
+                await self._quit.wait()
+            finally:
+                loop.remove_reader(self.fd)
+                loop.remove_signal_handler(signal.SIGWINCH)
+                for task in (*self._tasks, *([self._follower] if self._follower else [])):
+                    task.cancel()
+                await asyncio.gather(*self._tasks, *([self._follower] if self._follower else []),
+                                     return_exceptions=True)
+                self.screen.leave()
+        return 0
+
+    def _follow_session(self) -> None:
+        if self._follower is not None:
+            self._follower.cancel()
+        self.transcript = Transcript()
+        self.client.last_seq = 0
+        self._follower = asyncio.create_task(self._follow(), name="exo-terminal-follow")
+
+    async def _follow(self) -> None:
+        delay = 0.2
+        while True:
+            try:
+                self.conn = "live"
+                self.redraw()
+                async for event in self.client.events(session=self.session, reconnect=False):
+                    self._apply(event)
+            except ExoError:
+                pass  # the link dropped (or the core restarted): resume below from client.last_seq
+            self.conn = "reconnecting"
+            self.redraw()
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 3.0)
+            try:
+                await self.client.hello()
+                delay = 0.2
+            except ExoError:
+                continue
+
+    def _apply(self, event: Event) -> None:
+        self.transcript.apply(event)
+        if self.event_log is not None:
+            with open(self.event_log, "a", encoding="utf-8") as log:
+                log.write(f"{event.seq} {event.type}\n")
+        self.redraw()
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.create_task(self._guarded(coro))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _guarded(self, coro: Coroutine[Any, Any, Any]) -> None:
+        try:
+            await coro
+        except ExoError as exc:
+            self.note(f"error [{exc.code}]: {exc.message}", "notice")
+
+    def note(self, text: str, kind: str = "note") -> None:
+        """Show a line of the client's own."""
+        self.transcript.local(text, kind)
+        self.scroll = 0
+        self.redraw()
+
+    # -- drawing -----------------------------------------------------------------
+
+    def redraw(self) -> None:
+        """Draw soon (bursts of events share one frame)."""
+        if self._redraw_at is None:
+            self._redraw_at = asyncio.get_running_loop().call_later(0.02, self._draw)
+
+    def _draw(self) -> None:
+        self._redraw_at = None
+        cols, _rows = self.screen.size()
+        body = self.transcript.render(cols, self.prefs, expanded=self.expanded)
+        overlay: list[str] = []
+        if self.palette is not None:
+            overlay.append(self.prefs.paint("ask", f"palette › {self.palette.query}"))
+            for n, entry in enumerate(self.palette.matches()):
+                mark = "›" if n == self.palette.selected else " "
+                overlay.append(self.prefs.paint("ask" if mark == "›" else "dim", f" {mark} {entry.label}"[:cols]))
+        t = self.transcript
+        status = (f" exo · model {t.model or '-'} · mode {self.mode}{' (busy)' if t.running else ''} · "
+                  f"ctx {t.context_tokens} tok · ${t.cost:.4f} · {self.conn} · {self.session}")
+        if self.attachments:
+            status += f" · {len(self.attachments)} attached"
+        prompt, cursor = self._prompt(cols)
+        self.screen.draw(body, overlay, status, prompt, cursor, self.scroll)
+
+    def _prompt(self, cols: int) -> tuple[str, int]:
+        if not self.buffer and self.transcript.approvals:
+            a = self.transcript.approvals[0]
+            text = f"approve [{a.get('risk')}] {a.get('summary')}? y allow · n deny · a always"[: cols - 1]
+            return self.prefs.paint("ask", text), len(text)
+        if not self.buffer and self.transcript.questions:
+            text = f"answer: 1-{len(self.transcript.questions[0].get('options') or [])} or type, Enter"[: cols - 1]
+            return self.prefs.paint("ask", text), len(text)
+        width = cols - 3
+        start = max(0, self.cursor - width)
+        return self.prefs.paint("prompt", "› ") + self.buffer[start:start + width], 2 + self.cursor - start
+
+    # -- keys ----------------------------------------------------------------------
+
+    def _on_input(self, raw: RawTerminal, decoder: KeyDecoder) -> None:
+        data = raw.read()
+        if not data:
+            self._quit.set()
+            return
+        for key in decoder.feed(data) + decoder.flush():
+            self.key(key)
+        self.redraw()
+
+    def key(self, key: str) -> None:
+        """Handle one key."""
+        keys = self.prefs.keys
+        if self.palette is not None:
+            chosen = self.palette.key(key)
+            if chosen is not None:
+                self.palette = None
+                if isinstance(chosen, Entry):
+                    self.submit(chosen.run)
+            return
+        if not self.buffer and self.transcript.approvals and key in _DECISIONS:
+            request = self.transcript.approvals[0]
+            self._spawn(self._respond(str(request["request_id"]), _DECISIONS[key]))
+            return
+        if not self.buffer and self.transcript.questions and key.isdigit() and key != "0":
+            question = self.transcript.questions[0]
+            self._spawn(self.client.request("question.answer", {"question_id": question["question_id"],
+                                                                 "option": int(key)}))
+            return
+        if key == keys["palette"]:
+            self.palette = Palette(self._entries())
+        elif key == keys["expand"]:
+            self.expanded = not self.expanded
+        elif key == keys["interrupt"]:
+            if self.transcript.running:
+                self._spawn(self.client.request("turn.interrupt", {"session": self.session}))
+            elif self.buffer:
+                self.buffer, self.cursor = "", 0
+            else:
+                self._quit.set()
+        elif key == "ctrl+d" and not self.buffer:
+            self._quit.set()
+        elif key == "enter":
+            line, self.buffer, self.cursor = self.buffer, "", 0
+            if line.strip():
+                self.history.append(line)
+                self.history_at = len(self.history)
+                self.submit(line)
+        else:
+            self._edit(key)
+
+    def _edit(self, key: str) -> None:
+        if len(key) == 1 and key.isprintable():
+            self.buffer = self.buffer[:self.cursor] + key + self.buffer[self.cursor:]
+            self.cursor += 1
+        elif key == "backspace" and self.cursor:
+            self.buffer = self.buffer[:self.cursor - 1] + self.buffer[self.cursor:]
+            self.cursor -= 1
+        elif key == "delete":
+            self.buffer = self.buffer[:self.cursor] + self.buffer[self.cursor + 1:]
+        elif key in ("left", "right"):
+            self.cursor = max(0, min(len(self.buffer), self.cursor + (1 if key == "right" else -1)))
+        elif key in ("home", "ctrl+a"):
+            self.cursor = 0
+        elif key in ("end", "ctrl+e"):
+            self.cursor = len(self.buffer)
+        elif key == "ctrl+u":
+            self.buffer, self.cursor = "", 0
+        elif key in ("up", "down") and self.history:
+            self.history_at = max(0, min(len(self.history), self.history_at + (1 if key == "down" else -1)))
+            self.buffer = self.history[self.history_at] if self.history_at < len(self.history) else ""
+            self.cursor = len(self.buffer)
+        elif key in ("pageup", "pagedown"):
+            self.scroll = max(0, self.scroll + (10 if key == "pageup" else -10))
+
+    def _entries(self) -> list[Entry]:
+        entries = [Entry(f"/{name} — {desc}", f"/{name}") for name, desc in COMMANDS.items()]
+        entries += [Entry(f"switch to session {s.get('title') or ''} {s['id']}", f"/switch {s['id']}")
+                    for s in self.sessions]
+        entries += [Entry(f"theme {name}", f"/theme {name}") for name in THEMES]
+        return entries
+
+    # -- input lines -----------------------------------------------------------------
+
+    def submit(self, line: str) -> None:
+        """Run one input line: a command, a shell command or a message."""
+        self.scroll = 0
+        if line.startswith("/"):
+            self._spawn(self.command(line[1:].strip()))
+        elif line.startswith("!"):
+            self._spawn(self._shell(line[1:].strip()))
+        else:
+            self._spawn(self._send(line))
+
+    async def _send(self, line: str) -> None:
+        text, problems = expand_refs(line, self.cwd)
+        for problem in problems:
+            self.note(problem, "notice")
+        text += "".join(self.attachments)
+        self.attachments = []
+        mode = self.mode if self.mode != "auto" else ("queue" if self.transcript.running else "send")
+        result = await self.client.request("turn.send", {"session": self.session, "text": text, "mode": mode})
+        if result.get("disposition") != "started":
+            self.note(f"({result.get('disposition')})")
+
+    async def _shell(self, command: str) -> None:
+        if not command:
+            return
+        status, output = await run_shell(command, self.cwd)
+        self.note(f"$ {command}\n{output.rstrip()}" + (f"\n[exit {status}]" if status else ""), "shell")
+        self.attachments.append(attachment(f"shell `{command}` (exit {status})", output))
+
+    async def _respond(self, request_id: str, decision: str) -> None:
+        try:
+            await self.client.request("approval.respond", {"request_id": request_id, "decision": decision})
+        except ConflictError:
+            self.note("that approval was already answered elsewhere")
+
+    async def command(self, line: str) -> None:
+        """Run a ``/`` command."""
+        name, _, rest = line.partition(" ")
+        rest = rest.strip()
+        c = self.client
+        if name in ("quit", "exit", "q"):
+            self._quit.set()
+        elif name == "help":
+            self.note("\n".join(f"/{n:<10} {d}" for n, d in COMMANDS.items()) +
+                      "\n@file[:a-b] attach · !cmd shell here · ctrl+p palette · ctrl+o unfold · y/n/a approvals")
+        elif name == "interrupt":
+            await c.request("turn.interrupt", {"session": self.session})
+        elif name == "undo":
+            result = await c.request("session.undo", {"session": self.session, "turns": int(rest or 1)})
+            self.note(f"undid turns {', '.join(result['undone_turns']) or 'none'}")
+        elif name in ("fork", "new"):
+            result = await (c.request("session.fork", {"session": self.session}) if name == "fork"
+                            else c.request("session.create", {"title": "terminal"}))
+            await self._switch(str(result["session"]["id"]))
+        elif name == "switch" and rest:
+            await c.request("session.get", {"session": rest, "messages": False})
+            await self._switch(rest)
+        elif name == "resume":
+            self.note(str(await c.request("session.resume", {"session": self.session})))
+        elif name == "search":
+            hits = (await c.request("search", {"query": rest}))["hits"]
+            self.note("\n".join(f"{h['session']} #{h['message_id']} {h['role']}: {' '.join(h['snippet'].split())}"
+                                for h in hits) or "no matches")
+        elif name == "sessions":
+            self.sessions = (await c.request("session.list", {}))["sessions"]
+            self.note("\n".join(f"{'*' if s['id'] == self.session else ' '} {s['id']} {s['title']}"
+                                for s in self.sessions))
+        elif name == "mode" and rest in ("auto", "steer", "queue"):
+            self.mode = rest
+        elif name == "expand":
+            self.expanded = not self.expanded
+        elif name == "taste":
+            rows = (await c.request("taste.list", {}))["rows"]
+            self.note("\n".join(f"{r['weight']:.2f}  {r['text']}  ({r['id']})" for r in rows) or "no taste learned yet")
+        elif name == "theme" and rest in THEMES:
+            self.prefs = TerminalPrefs(theme=rest, keys=self.prefs.keys)
+            self.screen.prefs = self.prefs
+        else:
+            self.note(f"unknown or incomplete command /{line}; /help lists them", "notice")
+        self.redraw()
+
+    async def _switch(self, session: str) -> None:
+        self.session = session
+        self._follow_session()
+        self.note(f"now in session {session}")

@@ -1,0 +1,110 @@
+"""``taste.list`` and ``taste.edit`` over the store's taste nodes.
+
+Until the learning loop owns taste, a taste row is simply a current belief
+node of the store's ``taste`` domain (``taste/<name>.md``): its ``summary`` is
+the rule's text, its ``sources`` and ``evidence-for`` links are its evidence,
+and its weight stands in from its ``confidence`` (high 0.9, medium 0.6,
+low 0.3) until a ledger view of weights exists.
+
+* An edit rewrites the node's summary through :meth:`Store.write_node`
+  (atomic, validated) and mirrors the person's words into the ledger as a
+  ``rule`` entry.
+* A delete never removes the file: the node gets ``valid_until`` (today), so
+  it leaves the rows and the pack but stays as history, and the ledger gets a
+  ``rejection`` of it.
+
+Both emit ``taste.updated`` (a core-wide event, no session).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime as _dt
+import logging
+from pathlib import Path
+from typing import Any
+
+from exo_core.agent.recorder import TurnRecorder
+from exo_core.errors import BadBodyError, ExoError, NotFoundError
+from exo_core.protocol import commands as cmd
+from exo_core.protocol import events as ev
+from exo_core.server.hub import Hub
+from exo_core.store.store import Store
+from exo_core.store.node import Node
+
+__all__ = ["TasteRows", "WEIGHT_OF_CONFIDENCE", "row_of"]
+
+log = logging.getLogger(__name__)
+
+WEIGHT_OF_CONFIDENCE = {"high": 0.9, "medium": 0.6, "low": 0.3}
+
+
+def row_of(node: Node) -> dict[str, Any]:
+    """One taste row as the wire shows it."""
+    return {
+        "id": node.id,
+        "title": node.title,
+        "text": node.summary,
+        "weight": WEIGHT_OF_CONFIDENCE.get(node.confidence, 0.0),
+        "confidence": node.confidence,
+        "evidence": list(node.sources) + [ln.target for ln in node.links if ln.type == "evidence-for"],
+        "links": [{"type": ln.type, "target": ln.target} for ln in node.links],
+        "valid_from": node.valid_from,
+        "path": f"{node.id}.md",
+    }
+
+
+class TasteRows:
+    """The taste handlers for one store folder."""
+
+    def __init__(self, store_root: Path, hub: Hub, recorder: TurnRecorder) -> None:
+        self._root = store_root
+        self._hub = hub
+        self._recorder = recorder
+        self._lock = asyncio.Lock()
+
+    def _store(self) -> Store:
+        if not (self._root / "STORE.toml").is_file():
+            raise NotFoundError(f"no store at {self._root}: run `exo init` (taste lives in the store)")
+        return Store.open(self._root)
+
+    async def list(self, body: cmd.TasteList) -> dict[str, Any]:
+        """Current nodes of ``body.domain`` (default ``taste``), as rows."""
+        domain = body.domain or "taste"
+        today = _dt.date.today().isoformat()
+
+        def read() -> list[dict[str, Any]]:
+            nodes = [n for n in self._store().nodes() if n.domain == domain and n.is_current(today)]
+            return [row_of(n) for n in sorted(nodes, key=lambda n: n.id)]
+
+        return {"domain": domain, "rows": await asyncio.to_thread(read)}
+
+    async def edit(self, body: cmd.TasteEdit) -> dict[str, Any]:
+        """Rewrite a row's text, or retire it (``delete``)."""
+        if not body.delete and not (body.text or "").strip():
+            raise BadBodyError("give the new 'text', or 'delete': true", field="text")
+        text = " ".join((body.text or "").split())
+        async with self._lock:
+            node, change = await asyncio.to_thread(self._apply, body.id, text, body.delete)
+        kind, entry = ("rejection", {"target": node.id, "reason": "deleted by the person"}) if body.delete else (
+            "rule", {"text": text, "target": node.id, "change": "edited"})
+        try:
+            await asyncio.to_thread(self._recorder.record, kind, entry)
+        except ExoError:
+            log.exception("taste %s of %s is in the store but not in the ledger", change, node.id)
+        await self._hub.emit(None, "taste.updated", ev.TasteUpdated(
+            id=node.id, text=node.summary, weight=WEIGHT_OF_CONFIDENCE.get(node.confidence, 0.0), change=change))
+        return {"row": row_of(node), "change": change}
+
+    def _apply(self, node_id: str, text: str, delete: bool) -> tuple[Node, str]:
+        store = self._store()
+        node = store.read_node(node_id)
+        if delete:
+            day = max(_dt.date.today().isoformat(), node.valid_from)
+            node = dataclasses.replace(node, valid_until=day)
+            store.write_node(node)
+            return node, "deleted"
+        node = dataclasses.replace(node, summary=text)
+        store.write_node(node)
+        return node, "edited"
