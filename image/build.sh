@@ -73,8 +73,10 @@ for ca in ${EXO_BUILD_CA:-/usr/local/share/ca-certificates/*.crt}; do
 done
 [ ${#build_cas[@]} -eq 0 ] || in_root update-ca-certificates >/dev/null
 in_root python3 -m venv "/opt/exo/releases/$version/venv"
+# Editable: the release keeps its sources, and exo_core finds store_template/ beside its package
+# (a plain install would leave store_template/ behind and `exo init` could not make a store).
 in_root "/opt/exo/releases/$version/venv/bin/python" -m pip install --quiet --no-cache-dir \
-  "/opt/exo/releases/$version/src[device]"
+  -e "/opt/exo/releases/$version/src[device]"
 if [ "${EXO_EDGE:-0}" = "1" ]; then
   in_root "/opt/exo/releases/$version/src/scripts/install_edge.sh" "/opt/exo/releases/$version/venv/bin/python"
 fi

@@ -11,7 +11,8 @@ mkdir -p "$DEST/src"
 tar -C "$SRC" --exclude=.git --exclude=.venv --exclude=__pycache__ --exclude='*.egg-info' \
     --exclude=.pytest_cache --exclude=.hypothesis --exclude=.exo-run -cf - . | tar -C "$DEST/src" -xf -
 "$PY" -m venv "$DEST/venv"
-"$DEST/venv/bin/python" -m pip install --quiet --no-cache-dir "$DEST/src[device]"
+# Editable: the release keeps its sources, and exo_core finds store_template/ beside its package.
+"$DEST/venv/bin/python" -m pip install --quiet --no-cache-dir -e "$DEST/src[device]"
 if [ "${EXO_EDGE:-0}" = "1" ] && [ -x "$DEST/src/scripts/install_edge.sh" ]; then
   "$DEST/src/scripts/install_edge.sh" "$DEST/venv/bin/python"
 fi
