@@ -37,6 +37,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "bench_cmd",
     "learn_cmd",
     "decide_cmd",
+    "bench_cmd",
 )
 
 
