@@ -37,7 +37,6 @@ COMMAND_MODULES: tuple[str, ...] = (
     "bench_cmd",
     "learn_cmd",
     "decide_cmd",
-    "bench_cmd",
 )
 
 

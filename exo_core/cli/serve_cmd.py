@@ -102,6 +102,8 @@ def learning_services(home: "ExoHome", store_override: str | None, recorder: "Tu
         queue = ProposalQueue(home.root / "learning" / "queue.sqlite")
     learner = Learner(Store.open(home.store_path(store_override)), recorder.ledger, queue=queue)
     return (lambda core: ReviewService(core.hub, learner),)
+
+
 def toolset_decisions(home: "ExoHome", store_override: str | None, recorder: "TurnRecorder",
                       model: object) -> "ToolsetChooser | None":
     """The toolset decision for the loop when ``[decisions] toolsets = true`` in config.toml, else ``None``."""
