@@ -9,6 +9,7 @@ import tokenize
 import sys
 from pathlib import Path
 
+import pytest
 from exo_testkit import ROOT
 
 LINE_BUDGET = 15_000
