@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     foot = names.add_parser("footprint", help="the scripted device conversation under the memory and core budget",
                             add_help=False)
     foot.add_argument("args", nargs=argparse.REMAINDER, help="the footprint audit's own arguments (e.g. --json)")
-    foot.set_defaults(handler=_footprint)
+    foot.set_defaults(handler=_footprint, passthrough="footprint")
 
 
 def _footprint(args: argparse.Namespace) -> int:

@@ -54,7 +54,16 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``exo``; returns the process exit status."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    # Commands that hand their remaining arguments to another program (``exo bench footprint --json``)
+    # set ``passthrough``; argparse alone would refuse options it does not know.
+    raw = list(sys.argv[1:] if argv is None else argv)
+    args, extra = parser.parse_known_args(raw)
+    token = getattr(args, "passthrough", None)
+    if token:
+        # Everything after the subcommand's name belongs to the program it runs, in order.
+        args.args = raw[raw.index(token) + 1 :]
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         result = args.handler(args)
     except ExoError as exc:

@@ -77,6 +77,7 @@ def test_a_failed_model_fetch_is_retried_next_boot(tmp_path: Path) -> None:
     state = tmp_path / "state"
     done = run_firstboot(state, EXO_FETCH_MODELS="1", EXO_INDEX_URL="http://127.0.0.1:9/simple",
                          EXO_MODELS_DIR=str(tmp_path / "no-models"), XDG_CACHE_HOME=str(tmp_path / "cache"),
+                         EXO_CACHE_DIR=str(tmp_path / "cache"),
                          PIP_NO_INDEX="0", PIP_FIND_LINKS="")
     assert done.returncode == 0, done.stderr
     assert (state / "store" / "STORE.toml").is_file()
