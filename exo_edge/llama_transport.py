@@ -27,7 +27,7 @@ import ctypes
 import threading
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +92,7 @@ class CallStats:
 
 
 _END = object()
+_DECIDE_TOKENS = 4  # greedy tokens that decide between a tool call and text
 
 
 class LlamaTransport:
@@ -200,18 +201,18 @@ class LlamaTransport:
                     continue
                 first_at = first_at or time.perf_counter()
                 pieces.append(piece)
-                if not stream_text:
+                if held:
+                    head = "".join(pieces).lstrip()
+                    if head.startswith(CALL_PREFIX.strip()):
+                        saw_call = True
+                        break
+                    if head and not CALL_PREFIX.strip().startswith(head):
+                        held = False
+                        if stream_text:
+                            emit(TextDelta("".join(pieces)))
                     continue
-                if not held:
+                if stream_text:
                     emit(TextDelta(piece))
-                    continue
-                head = "".join(pieces).lstrip()
-                if head.startswith(CALL_PREFIX.strip()):
-                    saw_call = True
-                    break
-                if head and not CALL_PREFIX.strip().startswith(head):
-                    held = False
-                    emit(TextDelta("".join(pieces)))
         finally:
             stream.close()
         text = "".join(pieces)
@@ -230,6 +231,14 @@ class LlamaTransport:
         try:
             if fmt.format == "chat":
                 return self._run_chat(llm, request, emit, cancel, use_tools, stop, start)
+            after_call = (use_tools and request.tool_choice == "auto"
+                          and _called_since_question(request))
+            if after_call:
+                # A small base model copies the CALL it just made: after a tool result
+                # it answers from the result, without the tool list and its worked
+                # examples (one tool round per question); an answer that still starts
+                # another CALL is cut to nothing.
+                use_tools = False
             prompt = render_completion(request.messages, fmt, request.tools if use_tools else ())
             tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=False)
             limit = self.settings.n_ctx - request.max_tokens
@@ -242,18 +251,41 @@ class LlamaTransport:
             mode = "call" if use_tools and request.tool_choice != "auto" else "text"
             result: dict[str, Any] = {"text": "", "finish": "end", "saw_call": False,
                                       "interrupted": False, "first_at": None}
-            if mode == "text":
-                result = self._generate(llm, tokens, request, stop=stop, grammar=None, emit=emit,
-                                        cancel=cancel, watch_call=use_tools, stream_text=True)
-                if result["saw_call"]:
+            if mode == "text" and use_tools:
+                # call or text? decided greedily on the first few tokens, whatever the
+                # temperature, so sampling noise does not turn a call into prose
+                head = self._generate(llm, tokens, replace(request, temperature=0.0,
+                                                           max_tokens=_DECIDE_TOKENS),
+                                      stop=stop, grammar=None, emit=emit, cancel=cancel,
+                                      watch_call=True, stream_text=False)
+                result = head
+                if head["saw_call"]:
                     mode = "call"
+                elif head["text"] and not head["interrupted"]:
+                    emit(TextDelta(head["text"]))
+                    if head["finish"] == "length" and request.max_tokens > _DECIDE_TOKENS:
+                        rest_prompt = tokens + llm.tokenize(head["text"].encode("utf-8"),
+                                                            add_bos=False, special=False)
+                        rest = self._generate(
+                            llm, rest_prompt,
+                            replace(request, max_tokens=request.max_tokens - _DECIDE_TOKENS),
+                            stop=stop, grammar=None, emit=emit, cancel=cancel,
+                            watch_call=False, stream_text=True)
+                        result = {**rest, "text": head["text"] + rest["text"],
+                                  "first_at": head["first_at"] or rest["first_at"]}
+            elif mode == "text":
+                result = self._generate(llm, tokens, request, stop=stop, grammar=None, emit=emit,
+                                        cancel=cancel, watch_call=after_call, stream_text=True)
+                if result["saw_call"]:
+                    result = {**result, "text": ""}
             if mode == "call" and not result["interrupted"]:
                 grammar = self._call_grammar(request)
                 call_prompt = tokens + llm.tokenize(b" " + CALL_PREFIX.encode(), add_bos=False,
                                                     special=False)
-                result = self._generate(llm, call_prompt, request, stop=[], grammar=grammar,
-                                        emit=emit, cancel=cancel, watch_call=False,
-                                        stream_text=False)
+                # arguments greedily: a call is an instruction, not prose to vary
+                result = self._generate(llm, call_prompt, replace(request, temperature=0.0),
+                                        stop=[], grammar=grammar, emit=emit, cancel=cancel,
+                                        watch_call=False, stream_text=False)
         finally:
             _trim_heap()
         end = time.perf_counter()
@@ -362,6 +394,16 @@ class LlamaTransport:
             if llm is not None:
                 await asyncio.get_running_loop().run_in_executor(self._executor, llm.close)
         self._executor.shutdown(wait=False)
+
+
+def _called_since_question(request: ModelRequest) -> bool:
+    """Whether a tool was already called after the last user message."""
+    for m in reversed(request.messages):
+        if m.role == "user":
+            return False
+        if m.role == "assistant" and m.tool_calls:
+            return True
+    return False
 
 
 def _trim_heap() -> None:

@@ -27,11 +27,9 @@ echo "setup: installing exo-edge with its test and device extras"
   || { echo "setup: core dependencies failed to install" >&2; exit 1; }
 
 if [ "${EXO_SKIP_EDGE:-0}" != "1" ]; then
-  if [ -x "$ROOT/scripts/install_edge.sh" ]; then
-    "$ROOT/scripts/install_edge.sh" "$VENV/bin/python"
-  fi
-  if "$VENV/bin/exo" models --help >/dev/null 2>&1; then
-    "$VENV/bin/exo" models fetch
-  fi
+  # llama-cpp-python is built once per machine with flags that are safe here (see docs/models.md).
+  "$ROOT/scripts/install_edge.sh" "$VENV/bin/python"
+  echo "setup: fetching models (offline when cached)"
+  "$VENV/bin/exo" models fetch
 fi
 echo "setup: done ($VENV)"

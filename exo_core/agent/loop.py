@@ -73,6 +73,7 @@ class LoopSettings:
     max_iterations: int = 24
     max_retries: int = 3
     backoff_base: float = 0.5
+    max_retry_wait: float = 30.0
     base_prompt: str = BASE_PROMPT
     max_tokens: int = 512
 
@@ -255,6 +256,10 @@ async def _call_model(deps: LoopDeps, session_id: str, turn_id: str, request: Mo
             if shown or attempt > deps.settings.max_retries:
                 raise
             wait = exc.retry_after if exc.retry_after is not None else deps.settings.backoff_base * 2 ** (attempt - 1)
+            if wait > deps.settings.max_retry_wait:
+                # A long stated window (the router already fell back through every route):
+                # waiting here would hang the turn, so it ends with the error instead.
+                raise
             log.info("model call failed (%s); retry %d in %.2fs", exc.message, attempt, wait)
             await deps.clock.sleep(wait)
         except BaseException:

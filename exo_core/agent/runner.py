@@ -69,10 +69,7 @@ class TurnRunner:
         """Handle ``turn.send``; returns at once, the turn runs in the background."""
         await self._deps.worker.run(lambda: self._deps.store.get_session(session_id))
         state = self._state(session_id)
-        task = state.task  # captured: the turn may clear state.task while _finishing awaits
-        if self.busy(session_id) and task is not None and await self._finishing(session_id):
-            # The turn already completed (its turn.completed may be out); let its wrap-up end.
-            await asyncio.shield(task)
+        await self._settle_finished(session_id)
         if self.busy(session_id):
             if mode == "steer":
                 if len(state.steer) >= STEER_LIMIT:
@@ -90,6 +87,16 @@ class TurnRunner:
         turn = await self._deps.worker.run(lambda: self._deps.store.add_turn(session_id, text, mode, status="running"))
         self._start(session_id, turn, resumed=False)
         return SendOutcome(turn.id, "started")
+
+    async def _settle_finished(self, session_id: str) -> None:
+        """If the running turn already completed (turn.completed may be out), let its wrap-up end.
+
+        A client that saw ``turn.completed`` must find the session idle, not busy
+        with the bookkeeping that follows it.
+        """
+        task = self._state(session_id).task  # captured: the turn may clear state.task meanwhile
+        if self.busy(session_id) and task is not None and await self._finishing(session_id):
+            await asyncio.shield(task)
 
     async def _finishing(self, session_id: str) -> bool:
         turn_id = self._state(session_id).turn_id
@@ -140,6 +147,7 @@ class TurnRunner:
         """Repair a half-finished tool round and restart pending work after a restart."""
         deps = self._deps
         await deps.worker.run(lambda: deps.store.get_session(session_id))
+        await self._settle_finished(session_id)
         if self.busy(session_id):
             return {"repaired": 0, "resumed_turn": self._state(session_id).turn_id, "queued": 0}
         running = await deps.worker.run(lambda: deps.store.turns(session_id, status="running"))

@@ -32,6 +32,9 @@ COMMAND_MODULES: tuple[str, ...] = (
     "ledger_cmd",
     "gate_cmd",
     "models_cmd",
+    "device_cmd",
+    "recall_cmd",
+    "bench_cmd",
     "learn_cmd",
 )
 

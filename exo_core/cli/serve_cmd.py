@@ -49,6 +49,11 @@ def _serve(args: argparse.Namespace) -> int:
     home.root.mkdir(parents=True, exist_ok=True)
     model = resolve_model(home, model_spec(home, args.model))
     recorder = open_recorder(home, args.store)
+    from exo_core.ledger import LedgerRecorder
+    from exo_core.retrieval.memory import open_store_memory
+    from exo_core.tools import builtin_tools
+
+    memory = open_store_memory(home, args.store, log=recorder.record if isinstance(recorder, LedgerRecorder) else None)
     options = CoreOptions(
         services=learning_services(home, args.store, recorder),
         workspace=Path(args.workspace).resolve() if args.workspace else Path.cwd(),
@@ -58,6 +63,8 @@ def _serve(args: argparse.Namespace) -> int:
         plugin_dirs=(home.root / "plugins",),
         entry_point_plugins=True,
     )
+    if memory is not None:  # the store's retrieval is the default memory provider and the recall tool
+        options.memory, options.tools = memory, builtin_tools(memory)
     settings = DaemonSettings(
         tcp=parse_hostport(args.tcp) if args.tcp else None,
         stdio=args.stdio,
@@ -69,8 +76,8 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         asyncio.run(run_daemon(home, model, settings, options))
     finally:
-        from exo_core.ledger import LedgerRecorder
-
+        if memory is not None:
+            memory.close()
         if isinstance(recorder, LedgerRecorder):
             recorder.close()
     return 0

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from exo_core.agent.approvals import ApprovalBroker
+from exo_core.agent.questions import AskPersonTool, QuestionBroker
 from exo_core.agent.loop import LoopDeps, LoopSettings
 from exo_core.agent.model import ModelTransport
 from exo_core.agent.recorder import NullRecorder, TurnRecorder
@@ -80,6 +81,9 @@ class Core:
         self.hub = Hub(self.worker, clock=options.clock, ids=options.ids, queue_limit=options.queue_limit)
         self.store = SessionStore(self.worker, clock=options.clock, ids=options.ids)
         self.approvals = ApprovalBroker(self.hub, self.worker, self.store)
+        self.questions = QuestionBroker(self.hub, options.ids)
+        if options.tools.get("ask_person") is None:
+            options.tools.add(AskPersonTool(self.questions))
         gate = options.gate
         if gate is None:
             gate = ConsequenceGate(Policy.load(home.root / "gate.toml"), workspace=options.workspace)
@@ -93,6 +97,7 @@ class Core:
         self.runner = TurnRunner(self.deps)
         self.engine = Engine(hub=self.hub, worker=self.worker, store=self.store, runner=self.runner,
                              approvals=self.approvals)
+        self.engine.add_handler("question.answer", self.questions.handle_answer)
 
     def _default_context(self, home: ExoHome, model: ModelTransport, options: CoreOptions) -> ContextEngine:
         from exo_core.context.engine import SummaryTreeContext

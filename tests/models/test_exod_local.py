@@ -1,9 +1,9 @@
-"""Through exod with the real local model: a streamed answer and an interrupt.
+"""Through exod with the real local model: a streamed answer, an interrupt, a tool call.
 
 Needs the daemon (``exo_core.server``), the test kit (``exo_testkit``), the edge
-runtime and the fetched model; skips with the reason otherwise. The tool call
-under the grammar is shown at the transport level in test_local_model.py,
-because the agent loop decides which tools it offers.
+runtime and the fetched model; skips with the reason otherwise. The agent loop
+offers its own tools (read_file, ...) with ``tool_choice="auto"``; the local
+model decides, and its call's arguments are generated under a grammar.
 """
 
 from __future__ import annotations
@@ -31,12 +31,15 @@ def _need_everything() -> None:
 
 
 async def _run_turn(client: Any, session: str, text: str, *, interrupt_after: int | None = None,
-                    timeout: float = 120.0) -> tuple[list[str], dict[str, Any]]:
+                    timeout: float = 600.0, seen: list[Any] | None = None
+                    ) -> tuple[list[str], dict[str, Any]]:
     deltas: list[str] = []
     turn = (await client.request("turn.send", {"session": session, "text": text}))["turn_id"]
 
     async def follow() -> dict[str, Any]:
         async for event in client.events(session=session):
+            if seen is not None:
+                seen.append(event)
             if event.type == "message.delta":
                 deltas.append(event.body.get("text", ""))
                 if interrupt_after is not None and len(deltas) == interrupt_after:
@@ -58,7 +61,8 @@ async def test_local_model_streams_and_stops_through_exod(tmp_path: Path) -> Non
 
     home, ws = tmp_path / "home", tmp_path / "ws"
     ws.mkdir()
-    (home).mkdir()
+    (ws / "notes.txt").write_text("buy milk\n")
+    home.mkdir()
     (home / "config.toml").write_text("[models.local]\nn_ctx = 2048\n")
     unused = write_script(tmp_path / "unused.json", [])
     exod = Exod(home, unused, ws, extra=["--model", "local"]).start(timeout=60)
@@ -73,5 +77,16 @@ async def test_local_model_streams_and_stops_through_exod(tmp_path: Path) -> Non
             _, stopped = await _run_turn(client, session, "Tell me a very long story about the sea.",
                                          interrupt_after=3)
             assert stopped.get("stop_reason") in ("interrupted", "interrupt"), stopped
+            # a tool call the loop runs (read_file on the workspace file), in a fresh
+            # session: with a 270M base model, earlier prose answers in the history
+            # (here the interrupted story) often win over the worked tool examples
+            fresh = (await client.request("session.create", {"title": "tool"}))["session"]["id"]
+            events: list[Any] = []
+            _, done = await _run_turn(client, fresh, "Read the file notes.txt.", seen=events)
+            started = [e for e in events if e.type == "tool.started"]
+            said = "".join(e.body.get("text", "") for e in events if e.type == "message.delta")
+            assert started and started[0].body.get("name") == "read_file", said
+            completed = [e for e in events if e.type == "tool.completed"]
+            assert completed, [e.type for e in events]
     finally:
         exod.stop()

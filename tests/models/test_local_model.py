@@ -124,12 +124,14 @@ async def test_tool_call_under_grammar_parses_and_runs(transport: LlamaTransport
 
     result = set_timer(**call.arguments)
     assert timers == [call.arguments["minutes"]]
-    # the model then answers in text after the tool result
+    # with the tools still offered, the model then answers in text from the result
     follow = ModelRequest(messages=(
         ChatMessage("system", PACK), ChatMessage("user", "Set a timer for 5 minutes."),
         ChatMessage("assistant", "", tool_calls=(call,)),
-        ChatMessage("tool", result, tool_call_id=call.id)), temperature=0.0, max_tokens=24)
+        ChatMessage("tool", result, tool_call_id=call.id)), tools=(TIMER,), temperature=0.0,
+        max_tokens=24)
     answer = [c async for c in transport.stream(follow)]
+    assert not [c for c in answer if isinstance(c, ToolCallChunk)]
     assert text_of(answer).strip()
 
 

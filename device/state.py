@@ -1,0 +1,167 @@
+"""What the small screen shows, as one immutable value, and how events change it.
+
+The device client keeps a :class:`ScreenState` and replaces it on every event
+and every button; the layouts (:mod:`device.layouts`) draw it. Keeping the
+state a plain frozen value makes every screen reproducible: the same state
+always gives the same pixels.
+
+Which card is on top: an open approval, then an open question, then a
+notice (a learned-taste row or an announcement, for a few seconds), then the
+streamed answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from exo_core.protocol import Event
+
+__all__ = ["Approval", "Question", "Notice", "ScreenState", "apply_event", "layout_of", "ACTIVITIES"]
+
+ACTIVITIES = ("idle", "listening", "transcribing", "thinking", "speaking")
+
+
+@dataclass(frozen=True, slots=True)
+class Approval:
+    """An open ``approval.requested`` shown as a card."""
+
+    request_id: str
+    summary: str
+    risk: str
+    tool: str = ""
+    session: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """An open ``question.asked`` shown as a card; ``selected`` is the highlighted option (0-based)."""
+
+    question_id: str
+    text: str
+    options: tuple[str, ...] = ()
+    allow_text: bool = False
+    selected: int = 0
+    session: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """A short message: ``kind`` is taste, info, warning or error."""
+
+    text: str
+    kind: str = "info"
+    title: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ScreenState:
+    """Everything the screen draws."""
+
+    link: str = "connecting"
+    model: str = ""
+    activity: str = "idle"
+    heard: str = ""
+    answer: str = ""
+    scroll: int = 0
+    approvals: tuple[Approval, ...] = ()
+    questions: tuple[Question, ...] = ()
+    notice: Notice | None = None
+    pending: int = 0
+    turn_id: str | None = None
+
+    @property
+    def approval(self) -> Approval | None:
+        """The approval on top (oldest first)."""
+        return self.approvals[0] if self.approvals else None
+
+    @property
+    def question(self) -> Question | None:
+        """The question on top (oldest first)."""
+        return self.questions[0] if self.questions else None
+
+    def with_(self, **changes: Any) -> "ScreenState":
+        """A copy with ``changes``."""
+        return replace(self, **changes)
+
+
+def layout_of(state: ScreenState) -> str:
+    """The name of the layout that draws ``state`` (approval, question, notice, answer)."""
+    if state.approval is not None:
+        return "approval"
+    if state.question is not None:
+        return "question"
+    if state.notice is not None:
+        return "notice"
+    return "answer"
+
+
+def apply_event(state: ScreenState, event: Event, session: str | None) -> ScreenState:
+    """The state after ``event``; ``session`` is the device's own conversation.
+
+    The answer stream is taken only from the device's own session; approvals,
+    questions, taste and notices are taken from every session (one person, one
+    device), so a laptop's turn that needs a yes can be answered here too.
+    """
+    body = event.body
+    kind = event.type
+    mine = session is not None and event.session == session
+    if kind == "message.delta" and mine:
+        text = state.answer + str(body.get("text", ""))
+        return state.with_(answer=text, activity="speaking" if state.activity == "speaking" else "thinking",
+                           turn_id=str(body.get("turn_id") or state.turn_id))
+    if kind == "message.completed" and mine and body.get("role") == "user":
+        # The core's record of what was asked starts the answer view (queued and steered turns too).
+        return state.with_(heard=str(body.get("content", "")), answer="", scroll=0)
+    if kind == "turn.started" and mine:
+        return state.with_(activity="thinking", turn_id=str(body.get("turn_id")), scroll=0)
+    if kind == "turn.completed":
+        # The turn's questions closed with it (nobody waits for their answers any more).
+        state = state.with_(questions=tuple(q for q in state.questions if q.session != event.session))
+        if not mine:
+            return state
+        stop = str(body.get("stop_reason", "end"))
+        activity = "speaking" if state.activity == "speaking" else "idle"
+        changes: dict[str, Any] = {"activity": activity}
+        if stop not in ("end", "iteration_cap"):
+            error = body.get("error")
+            changes["notice"] = Notice(f"turn {stop}" + (f": {error}" if error else ""), "warning")
+        return state.with_(**changes)
+    if kind == "usage.updated" and body.get("model"):
+        return state.with_(model=str(body["model"]))
+    if kind == "approval.requested":
+        approval = Approval(str(body.get("request_id")), str(body.get("summary", "")), str(body.get("risk", "")),
+                            str(body.get("tool", "")), event.session)
+        if any(a.request_id == approval.request_id for a in state.approvals):
+            return state
+        return state.with_(approvals=state.approvals + (approval,))
+    if kind == "approval.resolved":
+        rid = body.get("request_id")
+        return state.with_(approvals=tuple(a for a in state.approvals if a.request_id != rid))
+    if kind == "question.asked":
+        options = tuple(str(o) for o in body.get("options", []) or [])
+        question = Question(str(body.get("question_id")), str(body.get("text", "")), options,
+                            bool(body.get("allow_text", False)), 0, event.session)
+        if any(q.question_id == question.question_id for q in state.questions):
+            return state
+        return state.with_(questions=state.questions + (question,))
+    if kind == "question.answered":
+        qid = body.get("question_id")
+        return state.with_(questions=tuple(q for q in state.questions if q.question_id != qid))
+    if kind == "taste.updated":
+        change = str(body.get("change", "promoted"))
+        title = {"promoted": "Learned", "edited": "Taste edited", "deleted": "Taste removed"}.get(change, "Taste")
+        return state.with_(notice=Notice(str(body.get("text", "")), "taste", title))
+    if kind == "ui.panel":
+        # The core shapes a panel for this device into a card: {"form": "card", "lines": [title, summary]}.
+        data = body.get("data") if isinstance(body.get("data"), dict) else {}
+        lines = [str(x) for x in data.get("lines", [])] if data.get("form") == "card" else []
+        title = lines[0] if lines else str(body.get("title") or body.get("kind") or "Panel")
+        text = " ".join(lines[1:]) or "Open it on a larger screen."
+        return state.with_(notice=Notice(text, "info", title))
+    if kind == "notice":
+        level = str(body.get("level", "info"))
+        return state.with_(notice=Notice(str(body.get("text", "")), level if level in ("info", "warning", "error")
+                                         else "info"))
+    return state
+

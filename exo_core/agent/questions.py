@@ -1,0 +1,165 @@
+"""Questions to the person: asked once, answerable by any client, first answer wins.
+
+The core asks through :class:`QuestionBroker` (the agent uses the
+``ask_person`` tool). ``question.asked`` is emitted through the hub, which
+saves it in ``sessions.sqlite`` before any client sees it, so a client that
+reconnects or replays sees the question and can still answer it while the
+asking turn waits. The broker decides the winner on the event loop (one
+thread), so two clients answering at once cannot both win: the first gets the
+answer recorded and ``question.answered`` goes to everyone, the second gets a
+typed ``conflict``.
+
+Open questions live with the turn that waits for them. When that turn ends
+(interrupted, or the core restarted) the question closes; answering it then is
+refused with a clear error, never silently dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from exo_core.errors import BadBodyError, ConflictError, NotFoundError
+from exo_core.ids import IdFactory, RandomIds
+from exo_core.protocol import commands as cmd
+from exo_core.protocol.events import QuestionAnswered, QuestionAsked
+from exo_core.server.hub import Hub
+from exo_core.tools.spec import ToolContext, ToolResult, ToolSpec
+
+__all__ = ["Answer", "QuestionBroker", "AskPersonTool", "MAX_OPTIONS"]
+
+MAX_OPTIONS = 9
+_REMEMBERED = 256
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """The person's answer: a 1-based ``option`` and/or free ``text``."""
+
+    option: int | None
+    text: str | None
+
+    def describe(self, options: tuple[str, ...]) -> str:
+        """The answer as a sentence the model can read."""
+        if self.option is not None and 1 <= self.option <= len(options):
+            return f"The person chose option {self.option}: {options[self.option - 1]}"
+        return f"The person answered: {self.text or ''}"
+
+
+@dataclass(slots=True)
+class _Open:
+    session_id: str
+    options: tuple[str, ...]
+    allow_text: bool
+    future: "asyncio.Future[Answer]"
+
+
+class QuestionBroker:
+    """Asks questions, waits for the first answer and closes them."""
+
+    def __init__(self, hub: Hub, ids: IdFactory | None = None) -> None:
+        self._hub = hub
+        self._ids = ids or RandomIds()
+        self._open: dict[str, _Open] = {}
+        self._closed: OrderedDict[str, str] = OrderedDict()
+
+    async def ask(self, session_id: str, text: str, options: list[str] | tuple[str, ...] = (), *,
+                  allow_text: bool = False, timeout: float | None = None) -> Answer:
+        """Ask the person and wait for the answer.
+
+        Raises :class:`TimeoutError` after ``timeout`` seconds without one; an
+        interrupt of the waiting turn cancels the wait. Either way the question closes.
+        """
+        opts = tuple(" ".join(str(o).split()) for o in options)
+        if not text.strip():
+            raise BadBodyError("a question needs text", field="question")
+        if len(opts) > MAX_OPTIONS or any(not o for o in opts):
+            raise BadBodyError(f"a question takes 0 to {MAX_OPTIONS} non-empty options", field="options")
+        if not opts:
+            allow_text = True
+        question_id = self._ids.new("q")
+        future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
+        self._open[question_id] = _Open(session_id, opts, allow_text, future)
+        try:
+            await self._hub.emit(session_id, "question.asked", QuestionAsked(
+                question_id=question_id, text=text.strip(), options=list(opts), allow_text=allow_text))
+            return await asyncio.wait_for(asyncio.shield(future), timeout)
+        finally:
+            if self._open.pop(question_id, None) is not None:
+                self._remember(question_id, "closed without an answer")
+
+    async def answer(self, question_id: str, option: int | None = None, text: str | None = None) -> Answer:
+        """Answer an open question; a late second answer raises :class:`ConflictError`."""
+        entry = self._open.get(question_id)
+        if entry is None:
+            if question_id in self._closed:
+                raise ConflictError(f"question {question_id!r} was already {self._closed[question_id]}",
+                                    field="question_id")
+            raise NotFoundError(f"no open question {question_id!r} (its turn may have ended or the core restarted)",
+                                field="question_id")
+        if option is None and not (text or "").strip():
+            raise BadBodyError("answer with an option number or text", field="option")
+        if option is not None and not 1 <= option <= len(entry.options):
+            raise BadBodyError(f"option must be between 1 and {len(entry.options)}", field="option")
+        if option is None and not entry.allow_text:
+            raise BadBodyError("this question takes an option number, not free text", field="text")
+        answer = Answer(option=option, text=(text.strip() if text else None))
+        # Decided before the first await: no second answer can slip in between.
+        del self._open[question_id]
+        self._remember(question_id, "answered")
+        if not entry.future.done():
+            entry.future.set_result(answer)
+        await self._hub.emit(entry.session_id, "question.answered",
+                             QuestionAnswered(question_id=question_id, option=answer.option, text=answer.text))
+        return answer
+
+    async def handle_answer(self, body: cmd.QuestionAnswer) -> dict[str, Any]:
+        """The engine's ``question.answer`` handler."""
+        answer = await self.answer(body.question_id, body.option, body.text)
+        return {"question_id": body.question_id, "option": answer.option, "text": answer.text}
+
+    def open_questions(self) -> list[str]:
+        """Ids of questions waiting for an answer."""
+        return list(self._open)
+
+    def _remember(self, question_id: str, outcome: str) -> None:
+        self._closed[question_id] = outcome
+        while len(self._closed) > _REMEMBERED:
+            self._closed.popitem(last=False)
+
+
+class AskPersonTool:
+    """The ``ask_person`` tool: the model asks the person a question with numbered options."""
+
+    def __init__(self, broker: QuestionBroker, *, timeout: float = 600.0) -> None:
+        self._broker = broker
+        self._timeout = timeout
+        self.spec = ToolSpec(
+            name="ask_person",
+            description=("Ask the person a short question and wait for the answer. Give up to "
+                         f"{MAX_OPTIONS} short options when the answer is a choice."),
+            parameters={
+                "type": "object",
+                "properties": {
+                    "question": {"type": "string"},
+                    "options": {"type": "array", "items": {"type": "string"}},
+                    "allow_text": {"type": "boolean"},
+                },
+                "required": ["question"],
+            },
+            risk="low",
+        )
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        options = arguments.get("options") or []
+        if not isinstance(options, list):
+            return ToolResult.error("'options' must be a list of strings")
+        try:
+            answer = await self._broker.ask(context.session_id, str(arguments.get("question", "")), options,
+                                            allow_text=bool(arguments.get("allow_text", False)),
+                                            timeout=self._timeout)
+        except TimeoutError:
+            return ToolResult.error(f"no answer within {int(self._timeout)} seconds")
+        return ToolResult(answer.describe(tuple(" ".join(str(o).split()) for o in options)))

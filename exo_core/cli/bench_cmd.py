@@ -1,0 +1,48 @@
+"""``exo bench NAME``: run one benchmark. ``exo bench retrieval --locomo F --longmemeval F --json``."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``exo bench`` and its benchmarks."""
+    parser = sub.add_parser("bench", help="run one benchmark")
+    names = parser.add_subparsers(dest="bench", metavar="NAME")
+    names.required = True
+    ret = names.add_parser("retrieval", help="retrieval quality on LoCoMo / LongMemEval format files")
+    ret.add_argument("--locomo", default=None, metavar="FILE", help="a LoCoMo-format JSON file")
+    ret.add_argument("--longmemeval", default=None, metavar="FILE", help="a LongMemEval-format JSON (or .xz) file")
+    ret.add_argument("--split", default="all", choices=("all", "tune", "holdout"),
+                     help="score every case (default) or one half (docs/retrieval.md)")
+    ret.add_argument("--home", default=None, help="Exo home whose model files to use")
+    ret.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    ret.set_defaults(handler=_retrieval)
+
+
+def _retrieval(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from exo_core.errors import ConfigError, UsageError
+    from exo_core.home import ExoHome
+
+    if not args.locomo and not args.longmemeval:
+        raise UsageError("give --locomo FILE and/or --longmemeval FILE")
+    try:
+        from exo_edge.retrieval_eval import bench_ranker, load_locomo, load_longmemeval, score_locomo, score_longmemeval
+    except ImportError as exc:
+        raise ConfigError("the retrieval benchmark needs exo_edge and numpy installed") from exc
+    ranker = bench_ranker(ExoHome.from_env(args.home))
+    out = {}
+    if args.locomo:
+        out["locomo"] = score_locomo(*load_locomo(Path(args.locomo), args.split), ranker)
+    if args.longmemeval:
+        out["longmemeval"] = score_longmemeval(*load_longmemeval(Path(args.longmemeval), args.split), ranker)
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    for dataset, systems in out.items():
+        for system, metrics in systems.items():
+            print(dataset, system, json.dumps(metrics))
+    return 0

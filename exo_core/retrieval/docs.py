@@ -1,0 +1,99 @@
+"""What retrieval ranks: belief nodes, items and past conversation turns, as :class:`Doc`.
+
+Every document has a deterministic id and a kind: a node keeps its node id
+(``taste/short-replies``), an item its ``itm_…`` id, a turn is
+``turn:<session id>:<message id>``. Its ``hash`` covers every field that is
+indexed, so an unchanged document is never re-indexed or re-embedded.
+
+A private node is indexed by its title, summary, load rule and tags only:
+its body (the raw private text) never enters an index or a prompt. Noise
+items and items the person dismissed are not sources.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from exo_core.store import Store
+
+__all__ = ["Doc", "node_docs", "item_docs", "turn_docs", "turn_id"]
+
+
+@dataclass(frozen=True, slots=True)
+class Doc:
+    """One retrievable thing. ``links`` are ``(type, target)`` pairs; ``session`` is a turn's session."""
+
+    id: str
+    kind: str
+    title: str = ""
+    summary: str = ""
+    load_when: str = ""
+    tags: str = ""
+    body: str = ""
+    url: str | None = None
+    private: bool = False
+    valid_until: str | None = None
+    links: tuple[tuple[str, str], ...] = ()
+    session: str | None = None
+
+    @property
+    def hash(self) -> str:
+        """sha256 (32 hex) over every indexed field: equal for an unchanged document."""
+        parts = [self.kind, self.title, self.summary, self.load_when, self.tags, self.body, self.url or "",
+                 str(self.private), self.valid_until or "", json.dumps(self.links), self.session or ""]
+        return hashlib.sha256("\0".join(parts).encode("utf-8", "replace")).hexdigest()[:32]
+
+    def text(self) -> str:
+        """The text that is embedded: title, summary and body, as one passage."""
+        return " ".join(p for p in (self.title, self.summary, self.body) if p).strip() or self.id
+
+
+def node_docs(store: "Store") -> Iterator[Doc]:
+    """The store's visible nodes (its own and its ancestors' non-private ones)."""
+    for node in store.visible_nodes():
+        yield Doc(
+            id=node.id, kind="node", title=node.title, summary=node.summary, load_when=node.load_when,
+            tags=" ".join(node.tags + node.aliases), body="" if node.private else node.body.strip(),
+            private=node.private, valid_until=node.valid_until,
+            links=tuple((link.type, link.target) for link in node.links),
+        )
+
+
+def item_docs(items_path: Path) -> Iterator[Doc]:
+    """Saved items worth showing (not noise, not dismissed), read-only."""
+    if not items_path.is_file():
+        return
+    conn = sqlite3.connect(f"file:{items_path}?mode=ro", uri=True)
+    try:
+        rows = conn.execute("SELECT id, title, body, url, tags FROM items "
+                            "WHERE tier != 'noise' AND review != 'dismissed' ORDER BY id").fetchall()
+    finally:
+        conn.close()
+    for item_id, title, body, url, tags in rows:
+        yield Doc(id=item_id, kind="item", title=title, body=body, url=url, tags=" ".join(json.loads(tags)))
+
+
+def turn_id(session: str, message_id: int | str) -> str:
+    """The id of a past conversation turn."""
+    return f"turn:{session}:{message_id}"
+
+
+def turn_docs(sessions_db: Path) -> Iterator[Doc]:
+    """Past utterances and answers from ``sessions.sqlite`` (user and assistant text, not undone)."""
+    if not sessions_db.is_file():
+        return
+    conn = sqlite3.connect(f"file:{sessions_db}?mode=ro", uri=True)
+    try:
+        rows = conn.execute("SELECT id, session_id, role, content FROM messages WHERE undone = 0 "
+                            "AND role IN ('user', 'assistant') AND content != '' ORDER BY id").fetchall()
+    finally:
+        conn.close()
+    for message_id, session, role, content in rows:
+        yield Doc(id=turn_id(session, message_id), kind="turn", tags=role, body=content, session=session)

@@ -1,0 +1,72 @@
+"""The store's retrieval as the loop's memory provider and as the ``recall`` tool's backend.
+
+:class:`StoreMemory` satisfies :class:`exo_core.agent.seams.MemoryProvider`
+(the pack page first, outside the budget, then the blocks retrieved for the
+message) and :class:`exo_core.tools.session_tools.Recall`. The pipeline's
+SQLite and embedding work runs in a worker thread, off the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from exo_core.errors import ExoError
+from exo_core.retrieval.pipeline import Retriever
+
+if TYPE_CHECKING:
+    from exo_core.home import ExoHome
+
+__all__ = ["StoreMemory", "RECALL_HEADING", "open_store_memory"]
+
+_log = logging.getLogger(__name__)
+RECALL_HEADING = "## Recalled for this message (ids in brackets; ask for a node by id to see it whole)"
+
+
+class StoreMemory:
+    """Memory provider and recall over one :class:`Retriever`."""
+
+    def __init__(self, retriever: Retriever, *, scope: str = "person") -> None:
+        self.retriever = retriever
+        self.scope = scope
+
+    async def system_block(self, session_id: str, text: str) -> str:
+        """The pack page, then what the pipeline retrieves for ``text`` (the current session excluded)."""
+        pack_text = await asyncio.to_thread(self.retriever.store.pack_text)
+        try:
+            recalled = await asyncio.to_thread(self.retriever.retrieve, text, scope=self.scope, session_id=session_id)
+        except ExoError as exc:  # a broken index or store file must not cost the person their answer
+            _log.warning("retrieval failed, answering with the pack only: %s", exc.message)
+            return pack_text.rstrip() + "\n"
+        block = recalled.render()
+        return pack_text.rstrip() + (f"\n\n{RECALL_HEADING}\n{block}" if block else "") + "\n"
+
+    async def on_exchange(self, session_id: str, user_text: str, answer: str) -> None:
+        """A finished exchange is a new past turn: re-check the sources before the next query."""
+        self.retriever.mark_stale()
+
+    async def recall(self, query: str, *, limit: int) -> str:
+        """The ``recall`` tool: the packed blocks for ``query``, at most ``limit`` of them."""
+        recalled = await asyncio.to_thread(self.retriever.retrieve, query, scope=self.scope, limit=limit)
+        return recalled.render()
+
+    def close(self) -> None:
+        """Close the retriever's indexes."""
+        self.retriever.close()
+
+
+def open_store_memory(home: "ExoHome", store_override: str | None = None, *,
+                      log: Callable[..., Any] | None = None) -> StoreMemory | None:
+    """exod's default memory provider: retrieval over the person's store (``None`` when there is no store).
+
+    ``log`` receives ``("retrieval", body)`` for every prompt's retrieval
+    (the ledger recorder's ``record``).
+    """
+    from exo_core.store import Store
+
+    path = home.store_path(store_override)
+    if not (path / "STORE.toml").is_file():
+        return None
+    return StoreMemory(Retriever.open(Store.open(path), home=home, log=log))

@@ -1,0 +1,225 @@
+"""The staged retrieval pipeline of §20, over one store, its past sessions and its indexes.
+
+:meth:`Retriever.retrieve` runs: router pins → two candidate lists (weighted
+BM25 over FTS5, and embedding similarity when the edge embedder is present)
+→ reciprocal rank fusion with the node prior → filters → one-hop graph
+expansion → packing under the budget → a ``retrieval`` ledger entry with the
+ids and token count. The pack page itself is added by the memory provider
+(:mod:`exo_core.retrieval.memory`), first and outside the budget.
+
+Indexes live in ``<store>/indexes/`` (``retrieval.sqlite``, and
+``vectors.sqlite`` from ``exo_edge``) and are views: :meth:`Retriever.refresh`
+brings them up to date from the store, ``items.sqlite`` and
+``sessions.sqlite`` when any of them changed, touching only changed
+documents; deleting the folder and refreshing gives the same rankings.
+Without ``exo_edge`` (or without fetched model files) the dense list is
+empty and the pipeline is BM25 only.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from exo_core.errors import NotFoundError
+from exo_core.retrieval import rank
+from exo_core.retrieval.docs import Doc, item_docs, node_docs, turn_docs
+from exo_core.retrieval.lexical import DocIndex
+from exo_core.retrieval.pack import Packed, pack
+from exo_core.store import layout
+
+if TYPE_CHECKING:
+    from exo_core.home import ExoHome
+    from exo_core.store import Store
+
+__all__ = ["Retriever", "Recalled", "RetrievalSettings", "DenseIndex", "open_dense", "records", "INDEX_FILE"]
+
+INDEX_FILE = "retrieval.sqlite"
+_OVERFETCH = 4  # each list is read this many times deeper than ``depth``, to fill it after filtering
+VECTOR_FILE = "vectors.sqlite"
+
+
+class DenseIndex(Protocol):
+    """The embedding side (``exo_edge.vectors.VectorIndex`` implements it)."""
+
+    def sync(self, docs: Iterable[tuple[str, str, str]], *, prune: bool = True,
+             max_new: int | None = None) -> object: ...
+
+    def search(self, query: str, limit: int) -> list[tuple[str, float]]: ...
+
+    def close(self) -> None: ...
+
+
+def open_dense(index_dir: Path, home: "ExoHome | None" = None) -> DenseIndex | None:
+    """The vector index over the int8 embedder, or ``None`` when the edge runtime or its files are absent."""
+    try:
+        from exo_edge.embedder import OnnxEmbedder  # type: ignore[import-not-found]
+        from exo_edge.vectors import VectorIndex  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    embedder = OnnxEmbedder.from_home(home)
+    return VectorIndex(index_dir / VECTOR_FILE, embedder) if embedder is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalSettings:
+    """Knobs, chosen on the development halves of the benchmarks (docs/retrieval.md)."""
+
+    depth: int = 10  # candidates taken from each list into the fusion
+    budget: int = 1200
+    weights: tuple[float, float] = (1.0, 1.0)
+    embed_batch: int | None = 256  # texts embedded per refresh (the rest wait for the next one); None: all
+
+
+@dataclass(frozen=True, slots=True)
+class Recalled:
+    """What one query retrieved: the packed blocks, pinned ids and the fused ranking before packing."""
+
+    query: str
+    packed: Packed
+    pinned: tuple[str, ...]
+    ranking: tuple[tuple[str, float], ...]
+
+    def render(self) -> str:
+        """The packed blocks as prompt text."""
+        return self.packed.render()
+
+
+class Retriever:
+    """Retrieval over one store; thread-safe (one lock around refresh and query)."""
+
+    def __init__(self, store: "Store", *, sessions_db: Path | None = None, dense: DenseIndex | None = None,
+                 log: Callable[..., Any] | None = None, settings: RetrievalSettings = RetrievalSettings(),
+                 today: Callable[[], str] = lambda: _dt.date.today().isoformat()) -> None:
+        self.store = store
+        self.sessions_db = sessions_db
+        self.index_dir = store.root / layout.INDEXES_DIR
+        self.lexical = DocIndex(self.index_dir / INDEX_FILE)
+        self.dense = dense
+        self.log = log
+        self.settings = settings
+        self.today = today
+        self._lock = threading.RLock()
+        self._signature: object = None
+        self._links: dict[str, tuple[tuple[str, str], ...]] = {}
+
+    @classmethod
+    def open(cls, store: "Store", *, home: "ExoHome | None" = None, embeddings: bool = True,
+             log: Callable[..., Any] | None = None, settings: RetrievalSettings = RetrievalSettings()) -> "Retriever":
+        """A retriever with the home's sessions as past turns and the edge embedder when present."""
+        dense = open_dense(store.root / layout.INDEXES_DIR, home) if embeddings else None
+        return cls(store, sessions_db=home.sessions_db if home else None, dense=dense, log=log, settings=settings)
+
+    def close(self) -> None:
+        """Close the indexes."""
+        self.lexical.close()
+        if self.dense is not None:
+            self.dense.close()
+
+    # -- keeping the views current ----------------------------------------
+    def _current_signature(self) -> object:
+        stores, store = [], self.store
+        while store is not None:
+            stores.append(store)
+            store = store.parent
+        files = [(str(p), p.stat().st_mtime_ns) for s in stores for p in layout.node_files(s.root)]
+        items = self.store.items_path
+        marks: list[object] = [files, items.stat().st_mtime_ns if items.is_file() else None]
+        if self.sessions_db is not None and self.sessions_db.is_file():
+            conn = sqlite3.connect(f"file:{self.sessions_db}?mode=ro", uri=True)
+            try:
+                marks.append(conn.execute("SELECT max(id), count(*), sum(undone) FROM messages").fetchone())
+            finally:
+                conn.close()
+        return marks
+
+    def documents(self) -> list[Doc]:
+        """Every source document: visible nodes, items, past turns."""
+        docs = list(node_docs(self.store)) + list(item_docs(self.store.items_path))
+        if self.sessions_db is not None:
+            docs.extend(turn_docs(self.sessions_db))
+        return docs
+
+    def refresh(self, *, force: bool = False) -> bool:
+        """Bring the indexes up to date when a source changed; True when anything was re-read."""
+        with self._lock:
+            signature = self._current_signature()
+            if not force and signature == self._signature:
+                return False
+            docs = self.documents()
+            self.lexical.sync(docs)
+            if self.dense is not None:
+                counts = self.dense.sync([(d.id, d.hash, d.text()) for d in docs], max_new=self.settings.embed_batch)
+                if getattr(counts, "pending", 0):
+                    signature = None  # more to embed: continue at the next refresh
+            self._links = self.lexical.node_links()
+            self._signature = signature
+            return True
+
+    def mark_stale(self) -> None:
+        """Re-check the sources before the next query."""
+        self._signature = None
+
+    # -- the query --------------------------------------------------------
+    def pins(self, query: str) -> list[str]:
+        """Node ids pinned by the root and domain routers' load rules for ``query``."""
+        routers = [self.store.router()]
+        for folder in layout.domain_dirs(self.store.root):
+            try:
+                routers.append(self.store.router(folder.name))
+            except NotFoundError:
+                continue
+        return list(dict.fromkeys(i for r in routers for i in r.pins(query)))
+
+    def candidates(self, query: str, depth: int) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+        """The two ranked lists: BM25 and embedding similarity (empty without an embedder)."""
+        bm25 = self.lexical.search(query, depth)
+        dense = self.dense.search(query, depth) if self.dense is not None else []
+        return bm25, dense
+
+    def retrieve(self, query: str, *, scope: str = "person", session_id: str | None = None,
+                 budget: int | None = None, limit: int | None = None, record: bool = True) -> Recalled:
+        """Run the pipeline for ``query``; see the module docstring for the stages."""
+        query = query.encode("utf-8", "replace").decode("utf-8")
+        with self._lock:
+            self.refresh()
+            today, past = self.today(), rank.about_past(query)
+            depth = self.settings.depth
+            bm25, dense = self.candidates(query, depth * _OVERFETCH)
+            docs = self.lexical.get(list(dict.fromkeys(i for i, _ in bm25 + dense)))
+            cache: dict[str, bool] = {}
+
+            def ok(doc_id: str) -> bool:
+                if doc_id not in cache:
+                    doc = docs.get(doc_id) or self.lexical.get([doc_id]).get(doc_id)
+                    if doc is not None:
+                        docs[doc_id] = doc
+                    cache[doc_id] = doc is not None and rank.keep(
+                        doc, today=today, past=past, scope=scope, session=session_id)
+                return cache[doc_id]
+
+            # Filter first, then fuse the top ``depth`` that may be shown (so the current
+            # session's own turns, or expired beliefs, never take a candidate's place).
+            lists = [[i for i, _ in ranked_list if ok(i)][:depth] for ranked_list in (bm25, dense)]
+            scores = rank.rrf(lists, weights=self.settings.weights)
+            fused = {i: s * rank.KIND_PRIOR.get(docs[i].kind, 1.0) for i, s in scores.items()}
+            fused = rank.expand(fused, docs, self._links, ok, past=past)
+            pinned = [docs[i] for i in self.pins(query) if ok(i)]
+            ranking = rank.ranked(fused)
+            packed = pack(pinned, [(docs[i], s) for i, s in ranking], budget or self.settings.budget, limit=limit)
+            if record and self.log is not None:
+                self.log("retrieval", {"node_ids": packed.ids("node"), "item_ids": packed.ids("item"),
+                                       "turn_ids": packed.ids("turn"), "tokens": packed.tokens,
+                                       "pinned": [d.id for d in pinned]})
+            return Recalled(query, packed, tuple(d.id for d in pinned), tuple(ranking))
+
+
+def records(recalled: Recalled) -> list[Mapping[str, Any]]:
+    """The packed blocks as JSON-ready rows (id, kind, form, score, tokens, pinned)."""
+    return [{"id": b.id, "kind": b.kind, "form": b.form, "score": round(b.score, 6), "tokens": b.tokens,
+             "pinned": b.pinned} for b in recalled.packed.blocks]

@@ -1,0 +1,105 @@
+"""Fusion, filters and graph expansion (§20 stages 3 to 5), as pure functions.
+
+* :func:`rrf` — reciprocal rank fusion: each document scores the sum over
+  the lists of ``weight / (k + rank)`` (rank from 1, k = 60); fusing by rank
+  avoids comparing BM25 with cosine. :data:`KIND_PRIOR` then gives nodes
+  1.5 times the weight of items and turns.
+* :func:`keep` — drop beliefs past ``valid_until`` unless the query is about
+  the past, private nodes for agent scopes, and turns of the current session.
+* :func:`expand` — one hop from the top 8 nodes: a superseded node is swapped
+  for its successor, a ``contradicts`` link pulls in the other side, other
+  links add their target at the parent's score times :data:`LINK_WEIGHTS`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+
+from exo_core.retrieval.docs import Doc
+
+__all__ = ["rrf", "KIND_PRIOR", "LINK_WEIGHTS", "RRF_K", "about_past", "keep", "expand", "ranked"]
+
+RRF_K = 60
+KIND_PRIOR: Mapping[str, float] = {"node": 1.5, "item": 1.0, "turn": 1.0}
+LINK_WEIGHTS: Mapping[str, float] = {
+    "explains": 0.5, "evidence-for": 0.5, "applies-to": 0.5,
+    "part-of": 0.4, "instance-of": 0.4,
+    "see-also": 0.3, "derived-from": 0.3,
+}
+EXPAND_FROM = 8
+_PAST = re.compile(r"\b(used to|previous(ly)?|before|formerly|former|in the past|earlier|originally|ago|"
+                   r"back then|no longer|anymore|any more|history|old|last (year|month|week|time))\b", re.IGNORECASE)
+
+
+def rrf(lists: Sequence[Sequence[str]], *, k: int = RRF_K, weights: Sequence[float] | None = None) -> dict[str, float]:
+    """Reciprocal rank fusion of ranked id lists (best first)."""
+    scores: dict[str, float] = {}
+    for n, ids in enumerate(lists):
+        weight = 1.0 if weights is None else weights[n]
+        for rank, doc_id in enumerate(ids, start=1):
+            scores[doc_id] = scores.get(doc_id, 0.0) + weight / (k + rank)
+    return scores
+
+
+def ranked(scores: Mapping[str, float]) -> list[tuple[str, float]]:
+    """Scores as a list, best first, ties broken by id (so rankings are reproducible)."""
+    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def about_past(query: str) -> bool:
+    """True when the query asks about the past ("used to", "previously", "last year", …)."""
+    return _PAST.search(query) is not None
+
+
+def keep(doc: Doc, *, today: str, past: bool, scope: str, session: str | None) -> bool:
+    """Whether ``doc`` may be shown for this query, scope and session."""
+    if doc.kind == "turn":
+        return session is None or doc.session != session
+    if doc.kind != "node":
+        return True
+    if doc.private and scope != "person":
+        return False
+    return past or doc.valid_until is None or today < doc.valid_until
+
+
+def expand(scores: dict[str, float], docs: Mapping[str, Doc], links: Mapping[str, Sequence[tuple[str, str]]],
+           ok: Callable[[str], bool] = lambda _id: True, *, past: bool = False) -> dict[str, float]:
+    """One-hop graph expansion from the top :data:`EXPAND_FROM` nodes; returns new scores.
+
+    ``links`` holds every node's outgoing links (the reverse directions of
+    ``supersedes`` and ``contradicts`` are derived from it); ``ok`` says whether
+    a target passes the filters (one that does not is not added). A query
+    about the ``past`` keeps a superseded node beside its successor.
+    """
+    successor: dict[str, str] = {}
+    contra: dict[str, set[str]] = {}
+    for source, out in links.items():
+        for kind, target in out:
+            if kind == "supersedes":
+                successor.setdefault(target, source)
+            elif kind == "contradicts":
+                contra.setdefault(source, set()).add(target)
+                contra.setdefault(target, set()).add(source)
+    out_scores = dict(scores)
+    top = [i for i, _ in ranked(scores) if docs.get(i) is not None and docs[i].kind == "node"][:EXPAND_FROM]
+
+    def lift(target: str, score: float) -> None:
+        if ok(target) and score > out_scores.get(target, 0.0):
+            out_scores[target] = score
+
+    for node_id in top:
+        score = scores[node_id]
+        newer, hops = successor.get(node_id), 0
+        while newer in successor and hops < EXPAND_FROM:  # a chain of replacements: go to the newest
+            newer, hops = successor[newer], hops + 1
+        if newer is not None and ok(newer):
+            if not past:
+                out_scores.pop(node_id, None)
+            lift(newer, score)
+        for other in sorted(contra.get(node_id, ())):
+            lift(other, score * 0.99)
+        for kind, target in links.get(node_id, ()):
+            if kind in LINK_WEIGHTS:
+                lift(target, score * LINK_WEIGHTS[kind])
+    return out_scores

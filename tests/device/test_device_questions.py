@@ -1,0 +1,133 @@
+"""The core's question broker (``ask_person`` and ``question.answer``) through the real engine and hub."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from exo_core.agent.scripted import ScriptedModel
+from exo_core.engine.core import Core, CoreOptions
+from exo_core.home import ExoHome
+
+
+class Harness:
+    def __init__(self, core: Core) -> None:
+        self.core = core
+        self.events: list[dict[str, Any]] = []
+        self._sub = core.hub.subscribe(0)
+        self._task = asyncio.create_task(self._collect())
+
+    async def _collect(self) -> None:
+        while True:
+            item = await self._sub.next(timeout=None)
+            if item is not None:
+                self.events.append(json.loads(item.data))
+
+    async def cmd(self, type_: str, **body: Any) -> dict[str, Any]:
+        return (await self.core.engine.handle_raw({"id": "t", "type": type_, "body": body})).to_wire()
+
+    async def ok(self, type_: str, **body: Any) -> dict[str, Any]:
+        wire = await self.cmd(type_, **body)
+        assert wire["ok"], wire
+        return wire["result"]
+
+    async def wait(self, predicate: Any, timeout: float = 20.0) -> dict[str, Any]:
+        async def poll() -> dict[str, Any]:
+            while True:
+                for e in self.events:
+                    if predicate(e):
+                        return e
+                await asyncio.sleep(0.01)
+
+        return await asyncio.wait_for(poll(), timeout)
+
+    def of(self, type_: str) -> list[dict[str, Any]]:
+        return [e for e in self.events if e["type"] == type_]
+
+
+@pytest.fixture
+async def harness(tmp_path: Path):
+    opened: list[tuple[Core, Harness]] = []
+
+    async def make(replies: list[dict[str, Any]]) -> Harness:
+        ws = tmp_path / "ws"
+        ws.mkdir(exist_ok=True)
+        core = Core.open(ExoHome(tmp_path / f"home{len(opened)}"), model=ScriptedModel(replies),
+                         options=CoreOptions(workspace=ws, synchronous="NORMAL"))
+        await core.__aenter__()
+        h = Harness(core)
+        opened.append((core, h))
+        return h
+
+    yield make
+    for core, h in opened:
+        h._task.cancel()
+        h._sub.close()
+        await core.__aexit__(None, None, None)
+
+
+ASK = {"text": "", "tool_calls": [{"name": "ask_person", "arguments": {
+    "question": "Which day?", "options": ["Monday", "Tuesday"]}}]}
+
+
+async def start_turn(h: Harness) -> tuple[str, str]:
+    session = (await h.ok("session.create", title="q"))["session"]["id"]
+    turn = (await h.ok("turn.send", session=session, text="book it"))["turn_id"]
+    return session, turn
+
+
+async def test_first_answer_wins_and_the_model_reads_it(harness) -> None:
+    h = await harness([ASK, {"text": "Tuesday then."}])
+    session, turn = await start_turn(h)
+    asked = await h.wait(lambda e: e["type"] == "question.asked")
+    assert asked["body"]["options"] == ["Monday", "Tuesday"] and asked["session"] == session
+    qid = asked["body"]["question_id"]
+    first = await h.cmd("question.answer", question_id=qid, option=2)
+    second = await h.cmd("question.answer", question_id=qid, option=1)
+    assert first["ok"] and first["result"]["option"] == 2
+    assert second["error"]["code"] == "conflict"
+    await h.wait(lambda e: e["type"] == "turn.completed" and e["body"]["turn_id"] == turn)
+    answered = h.of("question.answered")
+    assert len(answered) == 1 and answered[0]["body"]["option"] == 2
+    tool = [m for m in (await h.ok("session.get", session=session))["messages"] if m["role"] == "tool"][0]
+    assert tool["content"] == "The person chose option 2: Tuesday"
+
+
+async def test_bad_answers_are_typed_errors_and_leave_the_question_open(harness) -> None:
+    h = await harness([ASK, {"text": "ok"}])
+    _, turn = await start_turn(h)
+    qid = (await h.wait(lambda e: e["type"] == "question.asked"))["body"]["question_id"]
+    assert (await h.cmd("question.answer", question_id=qid, option=3))["error"]["code"] == "bad_body"
+    assert (await h.cmd("question.answer", question_id=qid, text="whenever"))["error"]["code"] == "bad_body"
+    assert (await h.cmd("question.answer", question_id=qid))["error"]["code"] == "bad_body"
+    assert (await h.cmd("question.answer", question_id="q_nope", option=1))["error"]["code"] == "not_found"
+    assert h.core.questions.open_questions() == [qid]
+    assert (await h.cmd("question.answer", question_id=qid, option=1))["ok"]
+    await h.wait(lambda e: e["type"] == "turn.completed" and e["body"]["turn_id"] == turn)
+
+
+async def test_interrupt_closes_the_question(harness) -> None:
+    h = await harness([ASK, {"text": "never"}])
+    session, turn = await start_turn(h)
+    qid = (await h.wait(lambda e: e["type"] == "question.asked"))["body"]["question_id"]
+    await h.ok("turn.interrupt", session=session)
+    done = await h.wait(lambda e: e["type"] == "turn.completed" and e["body"]["turn_id"] == turn)
+    assert done["body"]["stop_reason"] == "interrupted"
+    late = await h.cmd("question.answer", question_id=qid, option=1)
+    assert late["error"]["code"] == "conflict" and "closed without an answer" in late["error"]["message"]
+    assert h.core.questions.open_questions() == []
+
+
+async def test_free_text_question(harness) -> None:
+    ask = {"text": "", "tool_calls": [{"name": "ask_person", "arguments": {"question": "Your name for the booking?"}}]}
+    h = await harness([ask, {"text": "noted"}])
+    session, turn = await start_turn(h)
+    asked = await h.wait(lambda e: e["type"] == "question.asked")
+    assert asked["body"]["allow_text"] is True and asked["body"]["options"] == []
+    assert (await h.cmd("question.answer", question_id=asked["body"]["question_id"], text="  Sam  "))["ok"]
+    await h.wait(lambda e: e["type"] == "turn.completed" and e["body"]["turn_id"] == turn)
+    assert h.of("question.answered")[0]["body"]["text"] == "Sam"

@@ -1,0 +1,202 @@
+"""The §20 pipeline over a real store: real FTS5, real ledger, real sessions.sqlite."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from exo_core.ledger import Ledger, Signer, create_signing_key
+from exo_core.retrieval import DocIndex, Doc, Retriever, StoreMemory
+from exo_core.retrieval.lexical import match_expression
+from exo_core.store import Store
+from exo_edge.vectors import VectorIndex
+from retrieval_kit import HashEmbedder, add_turns, make_store, node
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture()
+def signer(tmp_path: Path) -> Signer:
+    return create_signing_key(tmp_path / "home" / "keys")
+
+
+@pytest.fixture()
+def store(tmp_path: Path, signer: Signer) -> Store:
+    return make_store(tmp_path / "store", signer)
+
+
+@pytest.fixture()
+def sessions(tmp_path: Path) -> Path:
+    db = tmp_path / "home" / "sessions.sqlite"
+    add_turns(db, "old", [("user", "I planted tomatoes in the garden last spring"),
+                          ("assistant", "Tomatoes need plenty of sun")])
+    add_turns(db, "now", [("user", "What about my tomatoes in the garden?")])
+    return db
+
+
+def _retriever(store: Store, sessions: Path | None = None, **kw: object) -> Retriever:
+    return Retriever(store, sessions_db=sessions, today=lambda: "2025-01-01", **kw)  # type: ignore[arg-type]
+
+
+def test_sources_carry_ids_and_kinds_and_the_current_session_is_excluded(store: Store, sessions: Path) -> None:
+    r = _retriever(store, sessions)
+    got = r.retrieve("tomatoes garden", session_id="now", record=False)
+    kinds = {b.id: b.kind for b in got.packed.blocks}
+    assert kinds and all(k == "turn" for k in kinds.values())
+    assert all(i.startswith("turn:old:") for i in kinds)
+    vim = r.retrieve("vim editor tips", record=False)
+    ids = {b.id: b.kind for b in vim.packed.blocks}
+    assert ids["work/editor"] == "node"
+    assert any(k == "item" for k in ids.values())
+    r.close()
+
+
+def test_router_pins_come_first_in_full(store: Store) -> None:
+    got = _retriever(store).retrieve("please git push the branch", record=False)
+    first = got.packed.blocks[0]
+    assert (first.id, first.pinned, first.form) == ("rules/ask-before-push", True, "full")
+    assert got.pinned == ("rules/ask-before-push",)
+
+
+def test_superseded_and_expired_beliefs_and_graph_expansion(store: Store) -> None:
+    r = _retriever(store)
+    ids = [i for i, _ in r.retrieve("formal tone in replies", record=False).ranking]
+    assert "taste/old-tone" not in ids and "taste/casual-tone" in ids
+    past = [i for i, _ in r.retrieve("what tone did I want before", record=False).ranking]
+    assert "taste/old-tone" in past
+    emoji = [i for i, _ in r.retrieve("emoji in chat", record=False).ranking]
+    assert "taste/no-emoji" in emoji  # the contradicting side comes along
+    editor = dict(r.retrieve("vim", record=False).ranking)
+    assert editor["work/keyboard"] == pytest.approx(editor["work/editor"] * 0.5)
+
+
+def test_private_nodes_hidden_from_agents_and_never_their_raw_text(store: Store) -> None:
+    r = _retriever(store)
+    person = r.retrieve("private health matter", record=False)
+    assert "self/health" in {b.id for b in person.packed.blocks}
+    assert "Raw private detail" not in person.render()
+    agent = r.retrieve("private health matter", scope="agent:helper", record=False)
+    assert "self/health" not in {i for i, _ in agent.ranking}
+    assert not r.lexical.search("detail leak", 10)  # the private body is not even indexed
+
+
+def test_unchanged_documents_are_not_rewritten_and_changes_are_picked_up(store: Store, sessions: Path) -> None:
+    r = _retriever(store, sessions)
+    assert r.refresh()
+    assert not r.refresh()  # nothing changed: not even re-read
+    docs = r.documents()
+    assert r.lexical.sync(docs) == (0, 0)
+    assert len({d.id for d in docs}) == len(docs)
+    assert [d.hash for d in docs] == [d.hash for d in r.documents()]
+    store.write_node(node("work/editor", "Editor", "Switched to the helix editor"))
+    assert r.refresh()
+    assert [i for i, _ in r.lexical.search("helix", 5)] == ["work/editor"]
+
+
+def test_deleting_the_indexes_and_rebuilding_gives_the_same_rankings(store: Store, sessions: Path) -> None:
+    queries = ["vim editor", "tone of replies", "tomatoes", "emoji", "git push"]
+
+    def rankings() -> list[object]:
+        dense = VectorIndex(store.root / "indexes" / "vectors.sqlite", HashEmbedder())
+        r = _retriever(store, sessions, dense=dense)
+        out = [(r.retrieve(q, record=False).ranking, r.retrieve(q, record=False).render()) for q in queries]
+        r.close()
+        return out
+
+    first = rankings()
+    shutil.rmtree(store.root / "indexes")
+    assert rankings() == first
+
+
+def test_vectors_are_embedded_once_and_a_model_change_rebuilds(tmp_path: Path) -> None:
+    emb = HashEmbedder()
+    index = VectorIndex(tmp_path / "v.sqlite", emb)
+    docs = [("a", "h1", "alpha beta"), ("b", "h2", "gamma"), ("c", "h1", "alpha beta")]
+    counts = index.sync(docs)
+    assert (counts.embedded, counts.reused, emb.embedded) == (2, 1, 2)  # same text under two ids: once
+    assert index.sync(docs).embedded == 0 and emb.embedded == 2
+    partial = index.sync(docs + [("d", "h3", "delta"), ("e", "h4", "eps")], max_new=1)
+    assert partial.pending == 1
+    assert [i for i, _ in index.search("gamma", 1)] == ["b"]
+    other = VectorIndex(tmp_path / "v.sqlite", HashEmbedder("hash-v2"))
+    assert other.sync(docs).rebuilt and other.count() == 3
+
+
+def test_a_retrieval_ledger_entry_names_the_ids_and_token_count(store: Store, signer: Signer) -> None:
+    ledger = Ledger.open_store(store.root, signer=signer)
+    try:
+        r = _retriever(store, log=ledger.append)
+        got = r.retrieve("vim editor")
+        entry = list(ledger.entries(kind="retrieval"))[-1]
+        assert entry.body["tokens"] == got.packed.tokens
+        assert entry.body["node_ids"] == got.packed.ids("node")
+        assert entry.body["item_ids"] == got.packed.ids("item")
+        assert "vim" not in json.dumps(entry.body)  # ids only, never the text
+    finally:
+        ledger.close()
+
+
+def test_memory_provider_puts_the_pack_first_then_the_recalled_blocks(store: Store, sessions: Path) -> None:
+    memory = StoreMemory(_retriever(store, sessions))
+    block = asyncio.run(memory.system_block("now", "tell me about vim"))
+    assert block.startswith(store.pack_text().rstrip())
+    assert "[work/editor]" in block
+    recalled = asyncio.run(memory.recall("vim", limit=1))
+    assert recalled.count("\n[") == 0 and recalled.startswith("[")
+    asyncio.run(memory.on_exchange("now", "q", "a"))
+    memory.close()
+
+
+_queries = st.one_of(st.binary(max_size=200).map(lambda b: b.decode("utf-8", "surrogateescape")),
+                     st.text(max_size=200), st.sampled_from(['"', "NEAR(a b)", "a OR", "*", "-x", "^", "col:x"]))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(_queries)
+def test_a_query_of_any_bytes_is_safe(store: Store, query: str) -> None:
+    index = DocIndex(":memory:")
+    index.sync([Doc("d/a", "node", title="alpha", body="beta gamma"), Doc("x1", "item", title="delta")])
+    expression = match_expression(query)
+    assert expression is None or all(part.startswith('"') for part in expression.split(" OR "))
+    assert isinstance(index.search(query, 5), list)
+    got = _retriever(store).retrieve(query, record=False)
+    assert got.packed.tokens <= got.packed.budget
+
+
+def test_exo_recall_prints_ids_kinds_scores_and_tokens(store: Store, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    env = {"PYTHONPATH": str(REPO), "EXO_HOME": str(home), "PATH": "/usr/bin:/bin"}
+    cmd = [sys.executable, "-m", "exo_core.cli", "recall", "vim", "editor", "--store", str(store.root), "--no-embed"]
+    out = subprocess.run(cmd + ["--json"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["tokens"] <= data["budget"] and not data["embeddings"]
+    assert {"id", "kind", "score", "tokens", "text"} <= set(data["blocks"][0])
+    text = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    assert "work/editor" in text.stdout and "tokens" in text.stdout
+    bad = subprocess.run(cmd + ["--budget", "0"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    assert bad.returncode == 2 and "budget" in bad.stderr
+
+
+def test_a_broken_store_file_leaves_the_pack_and_no_recall(store: Store, tmp_path: Path) -> None:
+    memory = StoreMemory(_retriever(store))
+    (store.root / "work" / "broken.md").write_text("---\nid: [not closed\n", encoding="utf-8")
+    block = asyncio.run(memory.system_block("now", "vim"))
+    assert block == store.pack_text().rstrip() + "\n"
+    memory.close()
+
+
+def test_the_current_sessions_turns_never_take_a_candidates_place(store: Store, tmp_path: Path) -> None:
+    db = tmp_path / "home" / "sessions.sqlite"
+    add_turns(db, "old", [("user", "my tomatoes finally ripened")])
+    add_turns(db, "now", [("user", f"tomatoes tomatoes question {n}") for n in range(15)])
+    got = _retriever(store, db).retrieve("tomatoes", session_id="now", record=False)
+    assert [i for i, _ in got.ranking] == ["turn:old:1"]

@@ -1,0 +1,119 @@
+"""Fusion, filters, graph expansion and budget packing, as pure functions."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from exo_core.retrieval import Doc, estimate_tokens, pack, rrf
+from exo_core.retrieval.pack import forms
+from exo_core.retrieval.rank import KIND_PRIOR, about_past, expand, keep
+
+
+def test_rrf_sums_reciprocal_ranks_with_k_60() -> None:
+    scores = rrf([["a", "b"], ["b", "c"]])
+    assert scores["b"] == 1 / 62 + 1 / 61
+    assert scores["a"] == 1 / 61 and scores["c"] == 1 / 62
+    assert KIND_PRIOR["node"] == 1.5 * KIND_PRIOR["item"]
+
+
+def test_filters_validity_privacy_and_current_session() -> None:
+    old = Doc("taste/old", "node", valid_until="2024-06-01")
+    private = Doc("self/secret", "node", private=True)
+    turn = Doc("turn:s1:3", "turn", session="s1")
+    common = {"today": "2025-01-01", "scope": "person", "session": None}
+    assert not keep(old, past=False, **common)
+    assert keep(old, past=True, **common)  # a question about the past still sees it
+    assert keep(Doc("taste/old", "node", valid_until="2026-01-01"), past=False, **common)
+    assert keep(private, past=False, **common)
+    assert not keep(private, past=False, **{**common, "scope": "agent:helper"})
+    assert not keep(turn, past=False, **{**common, "session": "s1"})
+    assert keep(turn, past=False, **{**common, "session": "s2"})
+    assert about_past("what editor was I using before?") and about_past("my previous editor")
+    assert not about_past("how long should replies be")
+
+
+def _docs(*ids: str) -> dict[str, Doc]:
+    return {i: Doc(i, "node") for i in ids}
+
+
+def test_supersedes_swaps_in_the_newer_node_unless_the_query_is_about_the_past() -> None:
+    links = {"d/new": (("supersedes", "d/old"),), "d/newest": (("supersedes", "d/new"),)}
+    out = expand({"d/old": 0.5}, _docs("d/old"), links)
+    assert out == {"d/newest": 0.5}  # follows the chain to the newest
+    past = expand({"d/old": 0.5}, _docs("d/old"), links, past=True)
+    assert past == {"d/old": 0.5, "d/newest": 0.5}
+
+
+def test_contradicts_pulls_in_the_other_side_both_ways() -> None:
+    links = {"d/a": (("contradicts", "d/b"),)}
+    assert "d/a" in expand({"d/b": 1.0}, _docs("d/b"), links)
+    assert "d/b" in expand({"d/a": 1.0}, _docs("d/a"), links)
+
+
+def test_other_links_add_the_target_at_the_parents_score_times_its_weight() -> None:
+    links = {"d/a": (("explains", "d/x"), ("part-of", "d/y"), ("see-also", "d/z"))}
+    out = expand({"d/a": 1.0}, _docs("d/a"), links)
+    assert (out["d/x"], out["d/y"], out["d/z"]) == (0.5, 0.4, 0.3)
+    assert expand({"d/a": 1.0, "d/x": 0.9}, _docs("d/a", "d/x"), links)["d/x"] == 0.9  # never lowered
+    assert "d/x" not in expand({"d/a": 1.0}, _docs("d/a"), links, ok=lambda i: i != "d/x")  # filtered
+
+
+def test_expansion_starts_from_the_top_8_nodes_only() -> None:
+    scores = {f"d/n{i}": 1.0 - i / 100 for i in range(10)}
+    links = {"d/n9": (("explains", "d/far"),), "d/n0": (("explains", "d/near"),)}
+    out = expand(scores, _docs(*scores), links)
+    assert "d/near" in out and "d/far" not in out
+
+
+def test_every_block_carries_its_id_and_nodes_degrade_to_their_summary_line() -> None:
+    big = Doc("taste/long", "node", title="Long", summary="The summary", body="word " * 400)
+    packed = pack([], [(big, 1.0)], budget=60)
+    assert [b.form for b in packed.blocks] == ["summary"]
+    assert packed.blocks[0].text.startswith("[taste/long]")
+    roomy = pack([], [(big, 1.0)], budget=2000)
+    assert roomy.blocks[0].form == "full"
+
+
+def test_items_degrade_from_card_to_title_to_url() -> None:
+    item = Doc("itm_1", "item", title="A title " * 8, body="body " * 300, url="https://e.org/x")
+    sizes = {form: estimate_tokens(text) + 1 for form, text in forms(item)}
+    assert list(sizes) == ["card", "title", "url"]
+    for form, room in (("card", sizes["card"]), ("title", sizes["title"]), ("url", sizes["url"])):
+        packed = pack([], [(item, 1.0)], budget=room, node_share=0.0)
+        assert packed.blocks[0].form == form and packed.blocks[0].text.startswith("[item:itm_1]")
+
+
+def test_pinned_come_first_and_private_nodes_never_show_their_body() -> None:
+    pin = Doc("rules/ask", "node", title="Ask", summary="Ask first", body="details")
+    secret = Doc("self/secret", "node", title="Secret", summary="a summary", body="raw private", private=True)
+    packed = pack([pin], [(secret, 1.0)], budget=500)
+    assert packed.blocks[0].id == "rules/ask" and packed.blocks[0].pinned and packed.blocks[0].form == "full"
+    assert "raw private" not in packed.render()
+
+
+def test_nodes_take_about_70_percent_and_items_what_is_left() -> None:
+    nodes = [(Doc(f"d/n{i}", "node", title="t", summary="s " * 40), 1.0) for i in range(20)]
+    items = [(Doc(f"itm_{i}", "item", title="t " * 40), 0.5) for i in range(20)]
+    packed = pack([], nodes + items, budget=1000)
+    node_tokens = sum(b.tokens for b in packed.blocks if b.kind == "node")
+    assert 0 < sum(b.tokens for b in packed.blocks if b.kind == "item")
+    assert node_tokens <= 0.7 * 1000 + 50
+
+
+_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=400)
+_doc = st.builds(lambda i, k, t, s, b, u, p: Doc(f"d/x{i}" if k == "node" else f"x{i}", k, title=t, summary=s,
+                                                 body=b, url=u, private=p),
+                 st.integers(0, 30), st.sampled_from(["node", "item", "turn"]), _text, _text, _text,
+                 st.one_of(st.none(), st.just("https://e.org/" + "p" * 50)), st.booleans())
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_doc, max_size=25), st.lists(_doc, max_size=3), st.integers(0, 3000))
+def test_never_over_budget(ranked: list[Doc], pinned: list[Doc], budget: int) -> None:
+    packed = pack(pinned, [(d, 1.0 / (n + 1)) for n, d in enumerate(ranked)], budget)
+    assert packed.tokens <= budget
+    assert estimate_tokens(packed.render()) <= budget
+    assert sum(b.tokens for b in packed.blocks) == packed.tokens
+    assert len({b.id for b in packed.blocks}) == len(packed.blocks)
+    assert all(b.text.startswith("[") for b in packed.blocks)
