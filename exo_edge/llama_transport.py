@@ -26,10 +26,10 @@ import concurrent.futures
 import ctypes
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from exo_core.agent.model import (
     Finish,
@@ -52,6 +52,8 @@ from exo_edge.prompting import (
 )
 
 __all__ = ["LlamaSettings", "CallStats", "LlamaTransport", "rss_bytes"]
+
+T = TypeVar("T")
 
 
 def rss_bytes() -> int:
@@ -383,6 +385,17 @@ class LlamaTransport:
                          output_tokens=max(0, summary["output_tokens"]), cost=0.0,
                          model=self.name, cache_read_tokens=summary["reused"])
         yield Finish("tool_calls" if summary["mode"] == "call" else summary["finish"])
+
+    async def run_exclusive(self, work: Callable[[Any], T]) -> T:
+        """Run ``work(llama)`` in the model's worker between two calls (a decision's forward pass).
+
+        The model is loaded first if needed; calls and ``work`` never overlap.
+        """
+        if self._closed:
+            raise ClosedResourceError(f"the local model {self.name} was closed; make a new transport")
+        loop = asyncio.get_running_loop()
+        async with self._lock():
+            return await loop.run_in_executor(self._executor, lambda: work(self._load_sync()))
 
     async def aclose(self) -> None:
         """Free the model and stop the worker thread (idempotent)."""

@@ -39,7 +39,15 @@ from exo_core.agent.model import (
     UsageChunk,
 )
 from exo_core.agent.recorder import NullRecorder, TurnRecorder
-from exo_core.agent.seams import ContextEngine, Gate, MemoryProvider, NullMemory, RiskGate, VerbatimContext
+from exo_core.agent.seams import (
+    ContextEngine,
+    Gate,
+    MemoryProvider,
+    NullMemory,
+    RiskGate,
+    ToolsetChooser,
+    VerbatimContext,
+)
 from exo_core.agent.toolrun import emit_message as _emit_message
 from exo_core.agent.toolrun import record as _record
 from exo_core.agent.toolrun import run_tool_call as _run_tool
@@ -96,6 +104,8 @@ class LoopDeps:
     clock: Clock = field(default_factory=SystemClock)
     settings: LoopSettings = field(default_factory=LoopSettings)
     workspace: Path = field(default_factory=Path.cwd)
+    # A decision model narrowing the tools offered to the model each turn; None offers every tool.
+    toolsets: ToolsetChooser | None = None
 
 
 class _Usage:
@@ -127,6 +137,7 @@ async def run_turn(deps: LoopDeps, session_id: str, turn: TurnRecord, steer: deq
             await _record(deps, "utterance", {"session": session_id, "turn": turn.id, "text": turn.text})
         await deps.hub.emit(session_id, "turn.started", ev.TurnStarted(turn_id=turn.id, mode=turn.mode, resumed=resumed))
         system = await _system_prompt(deps, session_id, turn.text)
+        offered = await _offered_tools(deps, turn.text)
         state.calls = list(pending)
         for call in pending:
             await _run_tool(deps, session_id, turn.id, call)
@@ -137,7 +148,7 @@ async def run_turn(deps: LoopDeps, session_id: str, turn: TurnRecord, steer: deq
             messages = await _build_context(deps, session_id, system, history)
             request = ModelRequest(
                 messages=tuple(messages),
-                tools=tuple(s.to_model() for s in deps.tools.specs()),
+                tools=offered,
                 max_tokens=deps.settings.max_tokens,
             )
             text, calls = await _call_model(deps, session_id, turn.id, request, usage, state)
@@ -197,6 +208,20 @@ async def _system_prompt(deps: LoopDeps, session_id: str, text: str) -> str:
         log.exception("memory provider failed; continuing without it")
         block = ""
     return deps.settings.base_prompt + ("\n\n" + block if block else "")
+
+
+async def _offered_tools(deps: LoopDeps, text: str) -> tuple[dict[str, Any], ...]:
+    """The tools the model sees this turn: all, or the toolsets the toolset decision chose."""
+    specs = deps.tools.specs()
+    if deps.toolsets is not None:
+        try:
+            chosen = await deps.toolsets.choose(text, sorted({s.toolset for s in specs}))
+        except ExoError as exc:
+            log.warning("the toolset decision failed; offering every tool: %s", exc)
+            chosen = None
+        if chosen is not None:
+            specs = deps.tools.view(chosen).specs()
+    return tuple(s.to_model() for s in specs)
 
 
 async def _build_context(deps: LoopDeps, session_id: str, system: str, history: list[MessageRecord]) -> list[Any]:

@@ -24,6 +24,7 @@ __all__ = [
     "GateOutcome",
     "Gate",
     "RiskGate",
+    "ToolsetChooser",
 ]
 
 
@@ -104,6 +105,14 @@ class Gate(Protocol):
 
     def allow_always(self, rule_key: str) -> None:
         """Stop asking for calls with ``rule_key`` for the rest of this run."""
+        ...
+
+
+class ToolsetChooser(Protocol):
+    """Picks the toolsets a turn needs from its text (a decision model); ``None`` offers them all."""
+
+    async def choose(self, text: str, toolsets: Sequence[str]) -> frozenset[str] | None:
+        """The toolsets to offer for a turn that starts with ``text``."""
         ...
 
 

@@ -1,4 +1,8 @@
-"""``exo bench NAME``: run one benchmark. ``exo bench retrieval --locomo F --longmemeval F --json``."""
+"""``exo bench NAME``: run one benchmark.
+
+``exo bench retrieval --locomo F --longmemeval F --json`` and
+``exo bench footprint [--json]`` (its own arguments follow the name). Only argparse loads here.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +22,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     ret.add_argument("--home", default=None, help="Exo home whose model files to use")
     ret.add_argument("--json", action="store_true", help="print the metrics as JSON")
     ret.set_defaults(handler=_retrieval)
+    foot = names.add_parser("footprint", help="the scripted device conversation under the memory and core budget",
+                            add_help=False)
+    foot.add_argument("args", nargs=argparse.REMAINDER, help="the footprint audit's own arguments (e.g. --json)")
+    foot.set_defaults(handler=_footprint)
+
+
+def _footprint(args: argparse.Namespace) -> int:
+    from exo_edge.footprint import main
+
+    return int(main(args.args))
 
 
 def _retrieval(args: argparse.Namespace) -> int:

@@ -36,6 +36,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "recall_cmd",
     "bench_cmd",
     "learn_cmd",
+    "decide_cmd",
 )
 
 

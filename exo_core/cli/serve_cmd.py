@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from exo_core.agent.recorder import TurnRecorder
+    from exo_core.agent.seams import ToolsetChooser
     from exo_core.home import ExoHome
 
 
@@ -56,6 +57,7 @@ def _serve(args: argparse.Namespace) -> int:
     memory = open_store_memory(home, args.store, log=recorder.record if isinstance(recorder, LedgerRecorder) else None)
     options = CoreOptions(
         services=learning_services(home, args.store, recorder),
+        toolsets=toolset_decisions(home, args.store, recorder, model),
         workspace=Path(args.workspace).resolve() if args.workspace else Path.cwd(),
         synchronous=args.durability.upper(),
         summarizer=resolve_summarizer(home, args.summarizer),
@@ -100,6 +102,18 @@ def learning_services(home: "ExoHome", store_override: str | None, recorder: "Tu
         queue = ProposalQueue(home.root / "learning" / "queue.sqlite")
     learner = Learner(Store.open(home.store_path(store_override)), recorder.ledger, queue=queue)
     return (lambda core: ReviewService(core.hub, learner, core.questions),)
+
+
+def toolset_decisions(home: "ExoHome", store_override: str | None, recorder: "TurnRecorder",
+                      model: object) -> "ToolsetChooser | None":
+    """The toolset decision for the loop when ``[decisions] toolsets = true`` in config.toml, else ``None``."""
+    from exo_core.decisions.setup import DecisionSettings, ToolsetNarrowing, build_decider
+
+    if not DecisionSettings.from_config(home.config()).toolsets:
+        return None
+    decider = build_decider(home, store=home.store_path(store_override), recorder=recorder,
+                            model=model)  # type: ignore[arg-type]
+    return ToolsetNarrowing(decider)
 
 
 def open_recorder(home: "ExoHome", store_override: str | None) -> "TurnRecorder":

@@ -19,7 +19,7 @@ from exo_core.agent.loop import LoopDeps, LoopSettings
 from exo_core.agent.model import ModelTransport
 from exo_core.agent.recorder import NullRecorder, TurnRecorder
 from exo_core.agent.runner import TurnRunner
-from exo_core.agent.seams import ContextEngine, Gate, MemoryProvider, NullMemory
+from exo_core.agent.seams import ContextEngine, Gate, MemoryProvider, NullMemory, ToolsetChooser
 from exo_core.clock import Clock, SystemClock
 from exo_core.context.config import ContextConfig
 from exo_core.engine.dispatch import Engine
@@ -63,6 +63,8 @@ class CoreOptions:
     # Background services started with the core and closed before it: each factory takes the Core and
     # returns an object with ``async start()`` and ``async aclose()`` (exod's learning reviewer is one).
     services: tuple[Callable[["Core"], Any], ...] = ()
+    # The toolset decision (exo_core.decisions); None offers every tool each turn.
+    toolsets: ToolsetChooser | None = None
 
 
 class Core:
@@ -92,7 +94,7 @@ class Core:
             hub=self.hub, worker=self.worker, store=self.store, model=model, tools=options.tools,
             approvals=self.approvals, gate=gate, memory=options.memory, context=self.context,
             recorder=options.recorder, hooks=options.hooks, clock=options.clock, settings=options.settings,
-            workspace=options.workspace,
+            workspace=options.workspace, toolsets=options.toolsets,
         )
         self.runner = TurnRunner(self.deps)
         self.engine = Engine(hub=self.hub, worker=self.worker, store=self.store, runner=self.runner,

@@ -1,0 +1,89 @@
+"""``exo decide signal|toolset|panel TEXT``: run one decision through the configured order, so anyone can audit a case.
+
+``--json`` prints ``{"probabilities": {...}, "chosen": OPTION or null,
+"abstained": ..., "provider": NAME, ...}``. The providers come from
+``[decisions]`` in config.toml unless ``--providers`` lists them
+(``local,hosted,rules-only``); calibration comes from the store's ledger.
+``--record`` also appends the decision to the store's ledger.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from exo_core.home import ExoHome
+    from exo_core.ledger import LedgerRecorder
+
+USES = ("signal", "toolset", "panel")
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``exo decide``."""
+    parser = sub.add_parser("decide", help="run one decision (signal, toolset, panel) and show its probabilities")
+    parser.add_argument("use", choices=USES, help="which decision")
+    parser.add_argument("text", help="the state: the person's message")
+    parser.add_argument("--json", action="store_true", help="print the decision as JSON")
+    parser.add_argument("--providers", default=None, metavar="LIST",
+                        help="comma-separated provider order (local, hosted, rules-only); default: config.toml")
+    parser.add_argument("--home", default=None, help="the Exo home (default: $EXO_HOME or ~/.exo)")
+    parser.add_argument("--store", default=None, help="the store folder (default: the home's store)")
+    parser.add_argument("--record", action="store_true", help="append the decision to the store's ledger")
+    parser.set_defaults(handler=_decide)
+
+
+def _decide(args: argparse.Namespace) -> int:
+    import asyncio
+    import json
+
+    from exo_core.decisions import uses
+    from exo_core.decisions.setup import build_decider
+    from exo_core.errors import UsageError
+    from exo_core.home import ExoHome
+
+    home = ExoHome.from_env(args.home)
+    store = home.store_path(args.store)
+    if not args.text.strip():
+        raise UsageError("give the text to decide about, e.g. exo decide signal 'No, I said Tuesday.'")
+    providers = [p.strip() for p in args.providers.split(",") if p.strip()] if args.providers else None
+    recorder = _recorder(home, store) if args.record else None
+    decider = build_decider(home, store=store, recorder=recorder, providers=providers)
+
+    async def run() -> dict[str, object]:
+        for provider in decider.providers:
+            load = getattr(provider, "load", None)
+            if load is not None:
+                await load()  # loading the model is not part of the decision's time budget
+        decision = await getattr(uses, args.use)(decider, args.text)
+        for provider in decider.providers:
+            transport = getattr(provider, "transport", None)
+            if transport is not None and hasattr(transport, "aclose"):
+                await transport.aclose()
+        return decision.to_json()
+
+    try:
+        result = asyncio.run(run())
+    finally:
+        if recorder is not None:
+            recorder.close()
+    if args.json:
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+    else:
+        chosen = result["chosen"]
+        probabilities = result["probabilities"]
+        assert isinstance(probabilities, dict)
+        top = f"{chosen} ({probabilities[chosen]:.2f})" if isinstance(chosen, str) else "abstained"
+        print(f"{args.use}: {top} via {result['provider']}; applied: {result['applied']}")
+    return 0
+
+
+def _recorder(home: "ExoHome", store: "Path") -> "LedgerRecorder":
+    from exo_core.errors import NotFoundError
+    from exo_core.ledger import LedgerRecorder, load_signing_key
+
+    if not (store / "STORE.toml").is_file():
+        raise NotFoundError(f"no store at {store}; run `exo init` or pass --store DIR (or drop --record)")
+    return LedgerRecorder.for_store(store, load_signing_key(home.keys_dir))

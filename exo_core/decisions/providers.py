@@ -1,0 +1,100 @@
+"""Two decision providers the core can run on its own: rules-only and hosted (§13.3, §13.5).
+
+* :class:`RulesOnlyProvider` scores each option by the question's cue words:
+  for a board with no model at all. Cheap, weak, and calibrated like any
+  other provider.
+* :class:`HostedProvider` asks the router's ``decision`` role (a hosted or
+  LAN model, with the router's own fallback and cooldowns) for one letter,
+  over redacted state. A chat model's single answer carries no usable
+  probability, so its raw answer is the picked option at ``confidence``;
+  calibration on the person's labels turns that into a real number.
+
+The local GGUF provider lives in :mod:`exo_edge.decide_local`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import string
+from collections.abc import Mapping
+
+from exo_core.agent.model import ChatMessage, ModelRequest, ModelTransport, TextDelta
+from exo_core.decisions.question import BadProviderOutput, Question
+
+__all__ = ["RulesOnlyProvider", "HostedProvider", "redact", "LETTERS"]
+
+LETTERS = string.ascii_uppercase
+_REDACTIONS = ((re.compile(r"[\w.+-]+@[\w-]+(\.[\w-]+)+"), "[email]"),
+               (re.compile(r"https?://\S+"), "[link]"),
+               (re.compile(r"\+?\d[\d ()-]{6,}\d"), "[number]"))
+
+
+def redact(text: str) -> str:
+    """``text`` with e-mail addresses, links and long numbers masked (what a hosted provider may see)."""
+    for pattern, mask in _REDACTIONS:
+        text = pattern.sub(mask, text)
+    return text
+
+
+class RulesOnlyProvider:
+    """Probabilities from cue words: each cue found adds ``weight`` to its option's score."""
+
+    name = "rules-only"
+
+    def __init__(self, *, weight: float = 1.0, timeout: float = 0.5) -> None:
+        self.weight = weight
+        self.timeout = timeout
+
+    async def probabilities(self, question: Question, state: str) -> Mapping[str, float]:
+        """A softmax over cue counts; the question's default option gets a small head start."""
+        text = f" {state.lower()} "
+        scores = {}
+        for option in question.options:
+            hits = sum(1 for cue in question.cues.get(option, ()) if _has(text, cue))
+            scores[option] = self.weight * hits + (0.5 if option == question.default else 0.0)
+        top = max(scores.values())
+        weights = {o: math.exp(s - top) for o, s in scores.items()}
+        total = sum(weights.values())
+        return {o: w / total for o, w in weights.items()}
+
+
+def _has(text: str, cue: str) -> bool:
+    if not cue[0].isalnum():
+        return cue in text
+    return re.search(rf"\b{re.escape(cue)}\b", text) is not None
+
+
+class HostedProvider:
+    """One letter from the router's ``decision`` role (temperature 0, two tokens at most)."""
+
+    def __init__(self, transport: ModelTransport, *, name: str = "hosted", role: str = "decision",
+                 timeout: float = 2.0, confidence: float = 0.9) -> None:
+        self.transport = transport
+        self.name = name
+        self.role = role
+        self.timeout = timeout
+        self.confidence = confidence
+
+    def request(self, question: Question, state: str) -> ModelRequest:
+        """The request sent: lettered options, worked examples, the redacted state."""
+        lines = [f"{question.text} Answer with the letter of one option and nothing else."]
+        lines += [f"{LETTERS[i]}. {o}: {question.describe(o)}" for i, o in enumerate(question.options)]
+        for text, label in question.examples:
+            lines.append(f"Message: {text}\nAnswer: {LETTERS[question.options.index(label)]}")
+        user = f"Message: {redact(state)}\nAnswer:"
+        return ModelRequest(messages=(ChatMessage("system", "\n".join(lines)), ChatMessage("user", user)),
+                            max_tokens=2, temperature=0.0, role=self.role)
+
+    async def probabilities(self, question: Question, state: str) -> Mapping[str, float]:
+        """The picked option at ``confidence``, the rest shared; :class:`BadProviderOutput` if no letter."""
+        text = ""
+        async for chunk in self.transport.stream(self.request(question, state)):
+            if isinstance(chunk, TextDelta):
+                text += chunk.text
+        found = re.match(r"\s*\(?([A-Z])\b", text)
+        index = LETTERS.index(found.group(1)) if found else -1
+        if not 0 <= index < len(question.options):
+            raise BadProviderOutput(f"{self.name} did not answer with an option letter: {text[:40]!r}")
+        rest = (1.0 - self.confidence) / (len(question.options) - 1)
+        return {o: self.confidence if i == index else rest for i, o in enumerate(question.options)}

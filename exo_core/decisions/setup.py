@@ -1,0 +1,138 @@
+"""Building a :class:`~exo_core.decisions.decider.Decider` from an Exo home's ``config.toml``.
+
+::
+
+    [decisions]
+    providers = ["local", "rules-only"]   # the person's order; "hosted" is opt-in
+    local_timeout = 0.5                    # seconds
+    hosted_timeout = 2.0
+    toolsets = false                       # narrow each turn's tools with the toolset decision
+
+``local`` is the local GGUF model (``exo_edge``; skipped with a warning when
+the runtime is not installed), ``hosted`` the router's ``decision`` role,
+``rules-only`` the cue-word provider. Calibration is rebuilt from the store's
+ledger: its decisions and their labels.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from exo_core.agent.model import ModelTransport
+from exo_core.clock import Clock
+from exo_core.decisions.calibration import MIN_SAMPLES, CalibrationBook
+from exo_core.decisions.decider import Decider
+from exo_core.decisions.providers import HostedProvider, RulesOnlyProvider
+from exo_core.decisions.question import DecisionProvider
+from exo_core.decisions.record import Recorder, labelled_samples
+from exo_core.decisions.uses import chosen_toolsets, toolset
+from exo_core.errors import ConfigError
+from exo_core.home import ExoHome
+
+__all__ = ["PROVIDER_KINDS", "DecisionSettings", "build_providers", "calibration_from_store", "build_decider",
+           "ToolsetNarrowing"]
+
+PROVIDER_KINDS = ("local", "hosted", "rules-only")
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionSettings:
+    """The ``[decisions]`` table."""
+
+    providers: tuple[str, ...] = ("local", "rules-only")
+    local_timeout: float = 0.5
+    hosted_timeout: float = 2.0
+    toolsets: bool = False
+    local_model: str = "gemma-3-270m"
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> "DecisionSettings":
+        """Read and check ``config["decisions"]``; defaults when absent."""
+        table = config.get("decisions", {})
+        defaults = cls()
+        if not isinstance(table, Mapping):
+            raise ConfigError("config.toml: [decisions] must be a table")
+        unknown = set(table) - set(cls.__slots__)
+        if unknown:
+            raise ConfigError(f"config.toml: [decisions] has unknown key {sorted(unknown)[0]!r}; "
+                              f"known: {', '.join(cls.__slots__)}")
+        providers = table.get("providers", defaults.providers)
+        if not isinstance(providers, (list, tuple)) or any(p not in PROVIDER_KINDS for p in providers):
+            raise ConfigError(f"config.toml: decisions.providers must list some of {', '.join(PROVIDER_KINDS)}")
+        out = {"providers": tuple(providers), "toolsets": table.get("toolsets", False),
+               "local_model": table.get("local_model", defaults.local_model)}
+        if not isinstance(out["toolsets"], bool):
+            raise ConfigError("config.toml: decisions.toolsets must be true or false")
+        if not isinstance(out["local_model"], str) or not out["local_model"]:
+            raise ConfigError("config.toml: decisions.local_model must name a model manifest")
+        for key in ("local_timeout", "hosted_timeout"):
+            value = table.get(key, getattr(defaults, key))
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 30:
+                raise ConfigError(f"config.toml: decisions.{key} must be a number of seconds in (0, 30]")
+            out[key] = float(value)
+        return cls(**out)
+
+
+def build_providers(home: ExoHome, settings: DecisionSettings, *, model: ModelTransport | None = None
+                    ) -> list[DecisionProvider]:
+    """The providers in the configured order. ``model`` is the router exod answers with, when it has one."""
+    out: list[DecisionProvider] = []
+    for kind in settings.providers:
+        if kind == "rules-only":
+            out.append(RulesOnlyProvider())
+        elif kind == "hosted":
+            if model is None or not hasattr(model, "chain"):  # not the router: make one
+                from exo_core.models import build_router
+
+                model = build_router(home)
+            out.append(HostedProvider(model, timeout=settings.hosted_timeout))
+        else:
+            try:
+                from exo_edge.decide_local import local_decision_provider  # type: ignore[import-not-found]
+            except ImportError:
+                log.warning("the local decision model needs exo_edge and llama-cpp-python; skipping it")
+                continue
+            factory = getattr(model, "local", None)
+            shared = factory(settings.local_model) if callable(factory) else None
+            out.append(local_decision_provider(home, name=settings.local_model, transport=shared,
+                                               timeout=settings.local_timeout))
+    return out
+
+
+def calibration_from_store(store: Path | None, *, min_samples: int = MIN_SAMPLES) -> CalibrationBook:
+    """Calibrations fitted on the labelled decisions in ``store``'s ledger (none when there is no ledger)."""
+    if store is None or not (store / "ledger.sqlite").is_file():
+        return CalibrationBook()
+    from exo_core.ledger import Ledger
+
+    with Ledger.open_store(store) as ledger:
+        samples = labelled_samples(ledger.entries())
+    return CalibrationBook.fitted(samples, min_samples=min_samples)
+
+
+def build_decider(home: ExoHome, *, store: Path | None = None, recorder: Recorder | None = None,
+                  model: ModelTransport | None = None, providers: Sequence[str] | None = None,
+                  clock: Clock | None = None) -> Decider:
+    """A decider for ``home``: configured providers (or ``providers``), calibrated on ``store``'s ledger."""
+    settings = DecisionSettings.from_config(home.config())
+    if providers is not None:
+        chosen = DecisionSettings.from_config({"decisions": {"providers": list(providers)}}).providers
+        settings = replace(settings, providers=chosen)
+    return Decider(build_providers(home, settings, model=model), calibration=calibration_from_store(store),
+                   recorder=recorder, clock=clock)
+
+
+class ToolsetNarrowing:
+    """The loop's toolset seam: which toolsets to offer this turn (``None``: all of them)."""
+
+    def __init__(self, decider: Decider) -> None:
+        self.decider = decider
+
+    async def choose(self, text: str, toolsets: Sequence[str]) -> frozenset[str] | None:
+        """Run the toolset decision on the turn's ``text``."""
+        return chosen_toolsets(await toolset(self.decider, text, toolsets), toolsets)

@@ -1,0 +1,162 @@
+"""The three decisions wired now (§13.2): signal, toolset, panel.
+
+* :data:`SIGNAL` — is this message of the person's a ``correction``, a
+  ``rule``, or ``neither``? Feeds the learning loop (§21.1); below the
+  threshold it escalates to the main model (the reviewer), never guesses.
+* :func:`toolset_question` — which toolset does this turn need? Narrows the
+  tools the model sees; below the threshold every tool stays offered.
+* :data:`PANEL` — should a panel open, and which? Below the threshold: no panel.
+
+Each carries its rules in code (exact patterns that settle the answer; they
+run first) and cue words for the rules-only provider, plus a few worked
+examples for model providers. :func:`signal`, :func:`toolset` and
+:func:`panel` are the functions other parts call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from exo_core.decisions.decider import Decider
+from exo_core.decisions.question import Decision, Question, Rule
+
+__all__ = ["SIGNAL", "TOOLSET", "PANEL", "TOOLSETS", "USES", "toolset_question",
+           "signal", "toolset", "panel", "chosen_toolsets"]
+
+SIGNAL = Question(
+    "signal", "choice", "Is this message a correction, a rule, or neither?",
+    ("correction", "rule", "neither"),
+    ("it says the assistant's last answer or action was wrong and fixes it",
+     "it gives a standing instruction for the future",
+     "a question, a request or small talk"),
+    threshold=0.6, fallback="main",
+    rules=(
+        Rule("starts-with-no", r"^\s*(no|nope|wrong|incorrect)\s*[,.!:;-]", "correction"),
+        Rule("says-wrong", r"\b(that'?s|that is|this is|it'?s) (wrong|incorrect|not (right|correct|what i "
+                           r"(asked|meant|wanted)))\b", "correction"),
+        Rule("from-now-on", r"\b(from now on|going forward|from here on|in (the )?future,)", "rule"),
+        Rule("imperative-always", r"^\s*(please\s+)?(always|never|don'?t ever|do not ever)\b", "rule"),
+        Rule("plain-question", r"^\s*(what|when|where|who|how|why|which|can you|could you)\b[^.!]*\?\s*$",
+             "neither"),
+    ),
+    cues={"correction": ("not", "meant", "actually", "instead", "should be", "i said", "mistake", "wrong",
+                         "rather", "typo", "fix", "i asked"),
+          "rule": ("always", "never", "every time", "whenever", "prefer", "remember", "by default",
+                   "don't", "do not", "stop", "make sure"),
+          "neither": ("?", "thanks", "thank you", "can you", "please", "what", "how", "hello", "great")},
+    examples=(("No, the meeting is on Tuesday, not Thursday.", "correction"),
+              ("From now on, write dates as YYYY-MM-DD.", "rule"),
+              ("What time does the bakery open?", "neither"),
+              ("You used the old address, it's 12 Rua Nova now.", "correction"),
+              ("I never want flights that leave before 8am.", "rule"),
+              ("Draft a reply to the landlord.", "neither")),
+)
+
+_TOOLSET_DESCRIPTIONS = {
+    "none": "no tool: just answer in words",
+    "core": "read, write or edit files",
+    "shell": "run a shell command (git, tests, scripts, installs)",
+    "memory": "look up past conversations or what the person saved",
+    "ui": "show something on the person's screen",
+}
+TOOLSETS = tuple(_TOOLSET_DESCRIPTIONS)
+
+
+def toolset_question(toolsets: Iterable[str] = TOOLSETS[1:]) -> Question:
+    """The toolset question over the registry's ``toolsets`` (plus ``none``)."""
+    options = ("none", *sorted({t for t in toolsets if t != "none"}, key=_toolset_order))
+    known = set(options)
+    rules = tuple(r for r in _TOOLSET_RULES if r.option in known)
+    examples = tuple(e for e in _TOOLSET_EXAMPLES if e[1] in known)
+    return Question("toolset", "choice", "Which tools does this request need?", options,
+                    tuple(_TOOLSET_DESCRIPTIONS.get(o, f"the {o} tools") for o in options),
+                    threshold=0.7, fallback="default", default=None, rules=rules,
+                    cues={o: c for o, c in _TOOLSET_CUES.items() if o in known}, examples=examples)
+
+
+def _toolset_order(name: str) -> tuple[int, str]:
+    return (TOOLSETS.index(name) if name in TOOLSETS else len(TOOLSETS), name)
+
+
+_TOOLSET_RULES = (
+    Rule("shell-command", r"\b(git (push|pull|commit|status|log|diff|clone|checkout|rebase|stash)|pytest|npm "
+                          r"|pip install|make (test|build|install)|docker|run (the )?(tests?|script|build))\b", "shell"),
+    Rule("file-name", r"\b(open|read|edit|write|create|rename|fix|update|append to)\b.*\b[\w-]+\.(md|txt|py|json|"
+                      r"toml|ya?ml|csv|js|ts|html|cfg|ini)\b", "core"),
+    Rule("past-talk", r"\b(what did (i|we|you) (say|decide|agree|tell)|remind me what|last (week|time|session) "
+                      r"(i|we|you))\b", "memory"),
+    Rule("small-talk", r"^\s*(hi|hello|hey|thanks|thank you|ok|okay|great|good morning|good night)\b[\s.!]*$",
+         "none"),
+)
+_TOOLSET_CUES = {
+    "none": ("?", "explain", "what is", "why", "how do", "thanks", "write me", "translate", "suggest"),
+    "core": ("file", "readme", "notes", "document", "edit", "open", ".md", ".txt", ".py", "save", "draft"),
+    "shell": ("run", "git", "commit", "push", "install", "test", "build", "script", "command", "disk", "process"),
+    "memory": ("remember", "last time", "earlier", "before", "did i", "we talked", "what did", "said", "mentioned"),
+    "ui": ("show", "screen", "display", "panel", "table", "diff"),
+}
+_TOOLSET_EXAMPLES = (("Correct the spelling mistakes in chapter2.md.", "core"),
+                     ("Tag this commit as v1.2 and push it.", "shell"),
+                     ("What did we agree about the school run last month?", "memory"),
+                     ("Explain what a mortgage is.", "none"), ("Show the timetable on the screen.", "ui"),
+                     ("Add a line to my shopping list file.", "core"), ("Is the backup drive mounted?", "shell"))
+
+PANEL = Question(
+    "panel", "choice", "Should a panel open on the screen, and which one?",
+    ("none", "diff", "file_preview", "taste", "session_tree", "table"),
+    ("no panel: a spoken or written answer is enough", "the changes made to files",
+     "the contents of one file", "what the assistant has learned about the person's taste",
+     "the branches and history of this conversation", "figures or a list laid out as a table"),
+    threshold=0.7, fallback="default", default="none",
+    rules=(
+        Rule("show-diff", r"\b(show|see|view|review) (me )?(the |what |your )?(diff|changes|changed)\b", "diff"),
+        Rule("show-file", r"\b(show|open|preview|display|view) (me )?(the )?(file )?[\w-]+\.(md|txt|py|json|toml|"
+                          r"csv|pdf|png|jpg|html)\b", "file_preview"),
+        Rule("learned-taste", r"\bwhat (have|did) you learn(ed|t)? about me\b|\bmy (taste|preferences) "
+                              r"(panel|list)\b", "taste"),
+        Rule("as-table", r"\b(as|in|into) a table\b|\btabulate\b", "table"),
+        Rule("session-tree", r"\b(session tree|branches of (this|our) (chat|conversation))\b", "session_tree"),
+    ),
+    cues={"none": ("?", "what is", "how", "why", "tell me", "thanks", "call", "remind"),
+          "diff": ("changes", "changed", "diff", "edited", "what did you change", "before and after"),
+          "file_preview": ("file", "open", "preview", "document", "contents", "read me"),
+          "taste": ("learned", "about me", "preferences", "taste", "know about me", "my style"),
+          "session_tree": ("branch", "fork", "history", "earlier version", "go back to", "conversation"),
+          "table": ("table", "compare", "list", "columns", "spreadsheet", "side by side", "figures")},
+    examples=(("Let me see your edits to the speech.", "diff"), ("Open shopping.txt.", "file_preview"),
+              ("What's the capital of Chile?", "none"), ("What do you know about my tastes in music?", "taste"),
+              ("Compare the gym memberships on price and hours.", "table"),
+              ("Return to the branch where we chose the red sofa.", "session_tree")),
+)
+
+
+TOOLSET = toolset_question()
+USES = {"signal": SIGNAL, "toolset": TOOLSET, "panel": PANEL}
+
+
+async def signal(decider: Decider, text: str) -> Decision:
+    """Is the person's message ``text`` a correction, a rule, or neither? (for the learning loop)
+
+    ``applied`` is ``None`` when unsure, with ``escalate == "main"``: queue it
+    for the reviewer's larger model instead of guessing.
+    """
+    return await decider.decide(SIGNAL, text)
+
+
+async def toolset(decider: Decider, text: str, toolsets: Iterable[str] = TOOLSETS[1:]) -> Decision:
+    """Which of ``toolsets`` does a turn starting with ``text`` need? ``applied`` ``None``: offer all."""
+    names = tuple(toolsets)
+    question = TOOLSET if names == TOOLSETS[1:] else toolset_question(names)
+    return await decider.decide(question, text)
+
+
+async def panel(decider: Decider, text: str) -> Decision:
+    """Should a panel open for ``text``, and which? ``applied`` is ``none`` when no panel should."""
+    return await decider.decide(PANEL, text)
+
+
+def chosen_toolsets(decision: Decision, available: Sequence[str]) -> frozenset[str] | None:
+    """The toolsets to offer after a toolset decision; ``None`` offers everything."""
+    if decision.applied is None:
+        return None
+    return frozenset() if decision.applied == "none" else frozenset({decision.applied}) & set(available)

@@ -1,0 +1,219 @@
+"""The local decision provider: one forward pass of the local GGUF model (§13.5).
+
+The device needs no second model. The question becomes a few-shot
+*completion* prompt, which suits a base model such as Gemma 3 270M, and the
+model evaluates it once. Nothing is sampled and no text is written: the
+probability of each option is read from the next-token distribution after
+``Answer:`` and renormalised over the options. Two styles:
+
+* ``letters``: the options are lettered (``A. correction: ...``) and the
+  examples answer with the letter; an option's share is the mass on its letter
+  (`` A`` and ``A``).
+* ``words`` (the default): the options are listed by a one-word name and the
+  examples answer with it; an option's share is the mass on the first token
+  of its word. A base model continues with a meaningful word far better than
+  with a letter (see ``docs/benchmarks.md``, "Decisions": the small model is
+  near chance with letters).
+
+The head of the prompt (options and examples) is the same for every call of
+one question. After its first evaluation its KV-cache state is kept (about
+3 MB for Gemma 3 270M) and put back before each later decision on that
+question, so a decision evaluates only the message's own tokens, even right
+after a generation or another question replaced the cache.
+
+The provider shares the :class:`~exo_edge.llama_transport.LlamaTransport`
+that answers turns: it runs in that model's worker, between calls.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import string
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from exo_core.decisions.question import BadProviderOutput, Question
+from exo_core.home import ExoHome
+from exo_edge.llama_transport import LlamaTransport
+
+__all__ = ["STYLES", "WORDS", "LocalDecisionProvider", "ForwardPass", "render_prompt", "answer_words",
+           "local_decision_provider"]
+
+LETTERS = string.ascii_uppercase
+STYLES = ("words", "letters")
+# One plain word per option where the option's label is not one (what the base model reads best).
+WORDS = {"core": "files", "neither": "other", "session_tree": "history", "file_preview": "file"}
+
+
+def answer_words(question: Question, style: str = "words") -> list[str]:
+    """What each option is called in the prompt's answers: its letter, or one word."""
+    if style == "letters":
+        return list(LETTERS[:len(question.options)])
+    return [WORDS.get(o, o.replace("_", " ").split()[0]) for o in question.options]
+
+
+def render_prompt(question: Question, state: str, style: str = "words") -> tuple[str, str]:
+    """The prompt as (head, tail): the head is the same for every call of ``question``."""
+    if style not in STYLES:
+        raise ValueError(f"style must be one of {', '.join(STYLES)}")
+    names = answer_words(question, style)
+    if style == "letters":
+        listed = [f"{n}. {o.replace('_', ' ')}: {question.describe(o)}" for n, o in zip(names, question.options)]
+    else:
+        listed = [f"- {n}: {question.describe(o)}" for n, o in zip(names, question.options)]
+    head = question.text + "\n" + "\n".join(listed)
+    for text, label in question.examples:
+        head += f"\n\nMessage: {_one_line(text)}\nAnswer: {names[question.options.index(label)]}"
+    # The tail starts with the blank line, so head and tail tokenized apart give the same tokens as
+    # the whole prompt would ("\n\n" is one token).
+    return head, f"\n\nMessage: {_one_line(state)}\nAnswer:"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:600]
+
+
+@dataclass(frozen=True, slots=True)
+class ForwardPass:
+    """What one pass cost: tokens evaluated and reused, where the head came from, the options' mass.
+
+    ``head`` is ``cached`` (still in the KV cache), ``restored`` (its saved state put back) or
+    ``evaluated`` (the question's first decision).
+    """
+
+    evaluated: int
+    reused: int
+    head: str
+    mass: float
+
+    @property
+    def restored(self) -> bool:
+        """Whether the head's saved state had to be put back."""
+        return self.head == "restored"
+
+
+@dataclass(frozen=True, slots=True)
+class _Head:
+    tokens: tuple[int, ...]
+    state: Any  # a ctypes buffer: the KV cache of sequence 0 after the head
+
+
+class LocalDecisionProvider:
+    """A :class:`~exo_core.decisions.question.DecisionProvider` over the local GGUF model."""
+
+    def __init__(self, transport: LlamaTransport, *, timeout: float = 0.5, style: str = "words",
+                 keep_heads: int = 8) -> None:
+        if style not in STYLES:
+            raise ValueError(f"style must be one of {', '.join(STYLES)}")
+        self.transport = transport
+        self.style = style
+        self.name = f"local:{transport.name}" + ("" if style == "words" else f":{style}")
+        self.timeout = timeout
+        self.keep_heads = keep_heads
+        self.last: ForwardPass | None = None
+        self._heads: dict[str, _Head] = {}
+        self._ids: dict[str, tuple[int, ...]] = {}
+
+    async def load(self) -> None:
+        """Load the model now (so the first decision is not spent loading it)."""
+        await self.transport.load()
+
+    async def probabilities(self, question: Question, state: str) -> Mapping[str, float]:
+        """One forward pass; each option's share of the next-token distribution."""
+        head, tail = render_prompt(question, state, self.style)
+        names = answer_words(question, self.style)
+        shares = await self.transport.run_exclusive(lambda llm: self._forward(llm, head, tail, names))
+        return dict(zip(question.options, shares))
+
+    def _forward(self, llm: Any, head: str, tail: str, names: Sequence[str]) -> list[float]:
+        """In the model's worker: restore or evaluate the head, evaluate the tail, read the last logits."""
+        import numpy as np
+
+        groups = [self._token_ids(llm, n) for n in names]
+        if len({g[0] for g in groups}) < len(groups):
+            raise BadProviderOutput(f"two options start with the same token ({', '.join(names)}); use letters")
+        fresh = head not in self._heads
+        head_tokens = self._head(llm, head)
+        tokens = list(head_tokens.tokens) + llm.tokenize(tail.encode("utf-8"), add_bos=False, special=False)
+        if len(tokens) >= llm.n_ctx():
+            raise BadProviderOutput(f"the decision prompt has {len(tokens)} tokens; n_ctx is {llm.n_ctx()}")
+        # The tail is always evaluated whole from the end of the head: the same batch from the same
+        # state gives the same numbers, whatever the cache held before (llama.cpp's results depend
+        # slightly on how a prompt is split into batches).
+        reused = len(head_tokens.tokens)
+        restored = _common_prefix(llm.input_ids[:llm.n_tokens].tolist(), tokens) < reused
+        if restored:
+            _restore(llm, head_tokens)
+        llm.n_tokens = reused  # eval() drops the KV cache past this point
+        llm.eval(tokens[reused:])
+        logits = np.ctypeslib.as_array(llm._ctx.get_logits_ith(-1), shape=(llm.n_vocab(),))
+        top = float(logits.max())
+        log_total = top + math.log(float(np.exp(logits - top).sum()))
+        logps = [float(np.logaddexp.reduce([logits[i] - log_total for i in group])) for group in groups]
+        where = "evaluated" if fresh else "restored" if restored else "cached"
+        self.last = ForwardPass(len(tokens) - reused, reused, where, sum(math.exp(lp) for lp in logps))
+        best = max(logps)
+        shares = [math.exp(lp - best) for lp in logps]
+        return [s / sum(shares) for s in shares]
+
+    def _head(self, llm: Any, head: str) -> _Head:
+        """The head's tokens and KV state, evaluated and saved the first time it is seen."""
+        found = self._heads.get(head)
+        if found is not None:
+            return found
+        import llama_cpp
+
+        tokens = llm.tokenize(head.encode("utf-8"), add_bos=True, special=False)
+        reused = min(_common_prefix(llm.input_ids[:llm.n_tokens].tolist(), tokens), len(tokens) - 1)
+        llm.n_tokens = reused
+        llm.eval(tokens[reused:])
+        ctx = llm._ctx.ctx
+        size = llama_cpp.llama_state_seq_get_size(ctx, 0)
+        buffer = (ctypes.c_uint8 * size)()
+        if llama_cpp.llama_state_seq_get_data(ctx, buffer, size, 0) != size:
+            raise BadProviderOutput("llama.cpp could not save the decision prompt's cache")
+        if len(self._heads) >= self.keep_heads:
+            self._heads.pop(next(iter(self._heads)))
+        self._heads[head] = _Head(tuple(tokens), buffer)
+        return self._heads[head]
+
+    def _token_ids(self, llm: Any, name: str) -> tuple[int, ...]:
+        """The first token of `` name`` (and of ``name`` / `` Name``): where the answer's mass is read."""
+        if name not in self._ids:
+            spellings = (f" {name}", name) if len(name) == 1 else (f" {name}", f" {name.capitalize()}")
+            ids = [llm.tokenize(s.encode("utf-8"), add_bos=False, special=False)[0] for s in spellings]
+            self._ids[name] = tuple(dict.fromkeys(ids))
+        return self._ids[name]
+
+
+def _restore(llm: Any, head: _Head) -> None:
+    """Put the head's saved KV state back as sequence 0 and tell llama-cpp-python which tokens it holds."""
+    import llama_cpp
+
+    llm._ctx.kv_cache_seq_rm(0, 0, -1)
+    size = len(head.state)
+    if llama_cpp.llama_state_seq_set_data(llm._ctx.ctx, head.state, size, 0) != size:
+        raise BadProviderOutput("llama.cpp could not restore the decision prompt's cache")
+    llm.input_ids[:len(head.tokens)] = head.tokens
+    llm.n_tokens = len(head.tokens)
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def local_decision_provider(home: ExoHome, *, name: str = "gemma-3-270m", timeout: float = 0.5,
+                            transport: LlamaTransport | None = None, style: str = "words") -> LocalDecisionProvider:
+    """The provider over ``transport`` (the one answering turns), else a transport of its own for ``name``."""
+    if transport is None:
+        from exo_edge.local import local_factory
+
+        transport = local_factory(home)(name)
+    return LocalDecisionProvider(transport, timeout=timeout, style=style)
