@@ -101,7 +101,7 @@ def learning_services(home: "ExoHome", store_override: str | None, recorder: "Tu
 
         queue = ProposalQueue(home.root / "learning" / "queue.sqlite")
     learner = Learner(Store.open(home.store_path(store_override)), recorder.ledger, queue=queue)
-    return (lambda core: ReviewService(core.hub, learner),)
+    return (lambda core: ReviewService(core.hub, learner, core.questions),)
 
 
 def toolset_decisions(home: "ExoHome", store_override: str | None, recorder: "TurnRecorder",

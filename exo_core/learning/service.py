@@ -6,7 +6,10 @@ itself skips when there is nothing to learn. On ``turn.started`` it cancels
 a running review, which stops between entries and writes nothing, so the
 next turn's review sees the same entries again. What the review produced
 (``taste.updated``, ``question.asked``, ``decision.queued``) is emitted as
-core-wide events. ``taste.list``/``taste.edit`` are served by
+core-wide events; a question goes through the core's question broker, so any
+client (the device's buttons, the laptop) can answer it, and the answer is
+appended as the person's ``utterance`` (``answer_to`` the question proposal)
+and reviewed at once. ``taste.list``/``taste.edit`` are served by
 :class:`exo_core.web.TasteRows` over the taste nodes; its edit (a ``rule``
 aimed at the node) and delete (a ``rejection`` of it) are read by the next
 review like any other signal, and :meth:`Learner.rows` gives the learned rows
@@ -62,12 +65,14 @@ class LearningSettings:
 class ReviewService:
     """Runs the learner after turns in a running core (``hub``: the core's event hub)."""
 
-    def __init__(self, hub: Any, learner: Learner) -> None:
+    def __init__(self, hub: Any, learner: Learner, questions: Any = None) -> None:
         self.hub = hub
         self.learner = learner
+        self.questions = questions
         self.reviews = 0
         self._task: asyncio.Task[None] | None = None
         self._review: asyncio.Task[None] | None = None
+        self._asking: set[asyncio.Task[None]] = set()
         self._cancel = threading.Event()
 
     async def start(self) -> None:
@@ -84,11 +89,15 @@ class ReviewService:
                     kind = json.loads(item.data).get("type")
                     if kind == "turn.started" and self._running():
                         self._cancel.set()
-                    elif kind == "turn.completed" and not self._running():
-                        self._cancel = threading.Event()
-                        self._review = asyncio.create_task(self._run(self._cancel), name="learning-review")
+                    elif kind == "turn.completed":
+                        self._start_review()
         except ClosedResourceError:
             return
+
+    def _start_review(self) -> None:
+        if not self._running():
+            self._cancel = threading.Event()
+            self._review = asyncio.create_task(self._run(self._cancel), name="learning-review")
 
     def _running(self) -> bool:
         return self._review is not None and not self._review.done()
@@ -102,14 +111,28 @@ class ReviewService:
         if report.reason and not report.cancelled:
             self.reviews += 1
         for kind, body in report.events:
-            await self.hub.emit(None, kind, body)
+            if kind == "question.asked" and self.questions is not None:
+                task = asyncio.create_task(self._ask(body), name=f"learning-question-{body.question_id[:12]}")
+                self._asking.add(task)
+                task.add_done_callback(self._asking.discard)
+            else:
+                await self.hub.emit(None, kind, body)
         if report.queued:
             await self.hub.emit(None, "decision.queued", ev.DecisionQueued(decision_id="learning", kind="reflect"))
 
+    async def _ask(self, asked: ev.QuestionAsked) -> None:
+        """Ask through the core's question broker (any client answers, first wins); the answer is
+        the person's own words in the ledger, and a review follows at once."""
+        answer = await self.questions.ask(None, asked.text, asked.options)
+        label = asked.options[answer.option - 1] if answer.option else (answer.text or "")
+        await asyncio.to_thread(self.learner.ledger.append, "utterance", {
+            "text": label, "answer_to": asked.question_id, "option": answer.option}, refs=(asked.question_id,))
+        self._start_review()
+
     async def aclose(self) -> None:
-        """Stop following events and wait for a running review to stop."""
+        """Stop following events, open learning questions and a running review."""
         self._cancel.set()
-        for task in (self._task, self._review):
+        for task in (self._task, self._review, *self._asking):
             if task is not None and not task.done():
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

@@ -121,3 +121,46 @@ def test_the_person_edits_and_deletes_learned_taste_over_the_protocol(tmp_path: 
     lesson = book.lessons["taste/em-dash"]
     assert lesson.claim == "Use commas, never em dashes.", "the person's edit is the lesson's wording"
     assert lesson.rejected_at >= 0 and not lesson.promoted_by and lesson.weight(book.last_ts) == 0.0
+
+
+async def deny_pushes_then_answer(url: str, home: Path) -> list[Any]:
+    async with ExoClient(url, client_name="device") as client:
+        await client.hello()
+        since = (await client.request("events.subscribe", {"since": 0, "limit": 1}))["head"]
+        session = (await client.request("session.create", {"title": "push"}))["session"]["id"]
+        await client.request("turn.send", {"session": session, "text": "ok"})
+        seen: list[Any] = []
+
+        async def watch() -> None:
+            async for event in client.events(since=since):
+                seen.append(event)
+                if event.type == "question.asked":
+                    assert event.body["options"] == ["Yes", "No"]
+                    await client.request("question.answer", {"question_id": event.body["question_id"], "option": 1})
+                if event.type == "taste.updated" and event.body["id"] == "rules/ask-before-push":
+                    return
+
+        await asyncio.wait_for(watch(), 30)
+        return seen
+
+
+def test_a_guarded_lesson_is_asked_and_the_button_answer_promotes_it(tmp_path: Path, exod_factory: Any) -> None:
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    ws.mkdir()
+    init_home(home)
+    with Ledger.open_store(home / "store", signer=load_signing_key(home / "keys")) as ledger:
+        for session in ("p1", "p2", "p3"):
+            approval = ledger.append("approval", {"session": session, "tool": "bash", "decision": "deny",
+                                                  "summary": "git push origin main", "request_id": session})
+            ledger.append("action", {"session": session, "tool": "bash", "outcome": "ask", "decision": "deny",
+                                     "arguments": {"command": "git push origin main"}}, refs=(approval.id,))
+    exod = exod_factory(home, write_script(tmp_path / "s.json", [{"text": "ok"}] * 3), ws)
+    seen = asyncio.run(deny_pushes_then_answer(exod.url, home))
+    kinds = [e.type for e in seen]
+    assert kinds.index("question.asked") < kinds.index("question.answered") < kinds.index("taste.updated")
+    assert exod.stop() == 0
+    with Ledger.open_store(home / "store") as ledger:
+        promotion = next(e for e in ledger.entries(kind="promotion") if e.body["target"] == "rules/ask-before-push")
+        answer = next(e for e in ledger.entries(kind="utterance") if "answer_to" in e.body)
+    assert promotion.body["by"] == "person" and answer.id in promotion.refs
+    assert (home / "store" / "rules" / "ask-before-push.md").is_file()
