@@ -8,7 +8,8 @@ labels), the newest 40 % the *test* part (every number below is on it).
 
 Systems, each scored on every test case:
 
-* ``rules-only``: the rules in code, then the cue-word provider (no model);
+* ``rules-only``: the rules in code, then the cue-word provider (no model), calibrated on the fit
+  part like any provider (``rules-only raw``: without that calibration);
 * ``local raw`` / ``local calibrated``: the local GGUF model alone (one forward
   pass per case), without and with the calibration fitted on the fit part;
 * ``rules + local calibrated``: the configured order (rules first, then the
@@ -54,8 +55,8 @@ from exo_core.decisions.uses import USES  # noqa: E402
 
 DATA = REPO / "benchmarks" / "data" / "decisions.jsonl"
 FIT_SHARE = 0.6
-SYSTEMS = ("rules-only", "local raw", "local calibrated", "rules + local calibrated", "local raw (letters)",
-           "local calibrated (letters)")
+SYSTEMS = ("rules-only raw", "rules-only", "local raw", "local calibrated", "rules + local calibrated",
+           "local raw (letters)", "local calibrated (letters)")
 
 
 def load_cases(path: Path = DATA) -> list[dict[str, Any]]:
@@ -170,23 +171,27 @@ async def run(quick: bool, threads: int, model: bool = True) -> dict[str, Any]:
 
     rules_fit = await _rules_only(fit_cases)
     rules_test = await _rules_only(test_cases)
-    # Calibrate the cue-word provider too, on the fit cases no rule settled.
+    # The cue-word provider is calibrated like any provider, on the fit cases no rule settled.
     rules_cal = {}
     for use, question in USES.items():
         rows = [(raw, c["label"]) for c, (raw, _, by_rule) in zip(fit_cases, rules_fit) if c["use"] == use and not by_rule]
-        found = fit(question.options, rows, min_samples=10)
+        found = fit(question.options, rows)
         if found is not None:
             rules_cal[use] = found
     for case, (raw, _, by_rule) in zip(test_cases, rules_test):
         used = raw if by_rule or case["use"] not in rules_cal else rules_cal[case["use"]].apply(raw)
+        per["rules-only raw"][case["use"]].append((raw, case["label"]))
         per["rules-only"][case["use"]].append((used, case["label"]))
+    results["calibrations_rules_only"] = {u: c.to_json() for u, c in rules_cal.items()}
+    per_case = {c["id"]: {"use": c["use"], "label": c["label"], "part": "test", "rules": _r(raw), "by_rule": by_rule}
+                for c, (raw, _, by_rule) in zip(test_cases, rules_test)}
     results["rules_fired_on_test"] = sum(1 for _, _, by_rule in rules_test if by_rule) / len(test_cases)
 
     fit_local, test_local = (fit_cases[:6], test_cases[:6]) if quick else (fit_cases, test_cases)
     local = await _local(fit_local, test_local, threads) if model else None
     if local is None:
         results["local"] = "skipped: the local model or llama-cpp-python is not available"
-        for system in SYSTEMS[1:]:
+        for system in SYSTEMS[2:]:
             per.pop(system)
     else:
         raws, timings, memory = local
@@ -198,6 +203,7 @@ async def run(quick: bool, threads: int, model: bool = True) -> dict[str, Any]:
                 calibrated = calibrations[case["use"]].apply(raw) if case["use"] in calibrations else raw
                 per[f"local raw{suffix}"][case["use"]].append((raw, case["label"]))
                 per[f"local calibrated{suffix}"][case["use"]].append((calibrated, case["label"]))
+                per_case.get(case["id"], {})[f"local_{style}"] = _r(raw)
                 if style == "words":
                     by_rule = _rule_answer(question, case["text"])
                     pipeline = {o: float(o == by_rule) for o in question.options} if by_rule else calibrated
@@ -222,8 +228,13 @@ async def run(quick: bool, threads: int, model: bool = True) -> dict[str, Any]:
             if rows:
                 entry[use] = score(rows, USES[use].threshold)
         results["scores"][system] = entry
+    results["per_case"] = per_case  # ids, labels and raw probabilities (no text) for re-analysis
     results["machine"]["loadavg_after"] = machine_info()["loadavg_1_5_15"]
     return results
+
+
+def _r(probabilities: dict[str, float]) -> dict[str, float]:
+    return {o: round(p, 5) for o, p in probabilities.items()}
 
 
 def _p90(values: list[float]) -> float:

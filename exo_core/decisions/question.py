@@ -81,19 +81,17 @@ class Question:
             raise ConfigError(f"{self.mechanism}: a question needs at least two distinct options")
         if self.kind == "predicate" and self.options != ("yes", "no"):
             raise ConfigError(f"{self.mechanism}: a predicate's options are ('yes', 'no')")
-        bad = [o for o in self.options if not _LABEL.fullmatch(o)]
-        if bad:
-            raise ConfigError(f"{self.mechanism}: option {bad[0]!r} is not a label (lower-case, no spaces)")
+        for bad in (o for o in self.options if not _LABEL.fullmatch(o)):
+            raise ConfigError(f"{self.mechanism}: option {bad!r} is not a label (lower-case, no spaces)")
         if self.descriptions and len(self.descriptions) != len(self.options):
             raise ConfigError(f"{self.mechanism}: give one description per option or none")
         if not 0.0 < self.threshold <= 1.0:
             raise ConfigError(f"{self.mechanism}: threshold must be in (0, 1], not {self.threshold}")
         if self.fallback not in FALLBACKS:
             raise ConfigError(f"{self.mechanism}: fallback must be one of {', '.join(FALLBACKS)}")
-        known = set(self.options)
-        for option in [self.default, *(r.option for r in self.rules), *self.cues, *(e[1] for e in self.examples)]:
-            if option is not None and option not in known:
-                raise ConfigError(f"{self.mechanism}: {option!r} is not one of the options")
+        named = [self.default, *(r.option for r in self.rules), *self.cues, *(e[1] for e in self.examples)]
+        for option in (o for o in named if o is not None and o not in self.options):
+            raise ConfigError(f"{self.mechanism}: {option!r} is not one of the options")
 
     def describe(self, option: str) -> str:
         """The one-line description of ``option`` (its name when there is none)."""
