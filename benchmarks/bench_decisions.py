@@ -278,10 +278,12 @@ async def _local(fit_cases: list[dict[str, Any]], test_cases: list[dict[str, Any
 def print_results(results: dict[str, Any]) -> None:
     """The tables for docs/benchmarks.md."""
     cases = results["cases"]
-    print(f"\n{cases['total']} cases ({', '.join(f'{u} {n}' for u, n in cases['by_use'].items())}); "
+    by_use = ", ".join(f"{u} {cases['by_use'][u]}" for u in USES)
+    print(f"\n{cases['total']} cases ({by_use}); "
           f"fit {cases['fit']} (until {cases['fit_until']}), test {cases['test']} (from {cases['test_from']})")
+    scores = [(system, results["scores"][system]) for system in SYSTEMS if system in results["scores"]]
     rows = []
-    for system, entry in results["scores"].items():
+    for system, entry in scores:
         row: list[Any] = [system, _pct(entry["all"]["accuracy"]), round(entry["all"]["ece"], 3)]
         for use in USES:
             row += [_pct(entry[use]["accuracy"]), round(entry[use]["ece"], 3)] if use in entry else ["-", "-"]
@@ -289,7 +291,7 @@ def print_results(results: dict[str, Any]) -> None:
     headers = ["system", "acc", "ECE"] + [f"{u} {m}" for u in USES for m in ("acc", "ECE")]
     print_table("Accuracy and calibration on the test part (newest 40 %)", headers, rows)
     rows = []
-    for system, entry in results["scores"].items():
+    for system, entry in scores:
         row = [system]
         for use in USES:
             acting = entry.get(use, {}).get("accuracy_acting")

@@ -52,7 +52,7 @@ def test_exo_decide_refuses_bad_input_with_a_clear_error(tmp_path: Path) -> None
 
 
 def test_settings_come_from_config_toml() -> None:
-    assert DecisionSettings.from_config({}).providers == ("local", "rules-only")
+    assert DecisionSettings.from_config({}).providers == ("rules-only",)
     custom = DecisionSettings.from_config({"decisions": {"providers": ["hosted"], "hosted_timeout": 1,
                                                          "toolsets": True}})
     assert custom.providers == ("hosted",) and custom.hosted_timeout == 1.0 and custom.toolsets
