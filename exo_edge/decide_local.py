@@ -120,6 +120,11 @@ class LocalDecisionProvider:
         """Load the model now (so the first decision is not spent loading it)."""
         await self.transport.load()
 
+    async def warm(self, question: Question) -> None:
+        """Evaluate and keep ``question``'s head now, so its first decision costs what the others do."""
+        head, _ = render_prompt(question, "", self.style)
+        await self.transport.run_exclusive(lambda llm: self._head(llm, head))
+
     async def probabilities(self, question: Question, state: str) -> Mapping[str, float]:
         """One forward pass; each option's share of the next-token distribution."""
         head, tail = render_prompt(question, state, self.style)

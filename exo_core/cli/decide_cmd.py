@@ -54,9 +54,9 @@ def _decide(args: argparse.Namespace) -> int:
 
     async def run() -> dict[str, object]:
         for provider in decider.providers:
-            load = getattr(provider, "load", None)
-            if load is not None:
-                await load()  # loading the model is not part of the decision's time budget
+            warm = getattr(provider, "warm", None)
+            if warm is not None:  # loading the model and reading the question's head are once a process
+                await warm(uses.USES[args.use])
         decision = await getattr(uses, args.use)(decider, args.text)
         for provider in decider.providers:
             transport = getattr(provider, "transport", None)

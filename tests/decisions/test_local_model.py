@@ -90,3 +90,28 @@ async def test_through_the_decider(provider: LocalDecisionProvider) -> None:
     decision = await Decider([provider]).decide(PANEL, "Hmm, what about the blue one?")
     assert decision.provider == provider.name == "local:gemma-3-270m"
     assert set(decision.raw) == set(PANEL.options) and not decision.failures
+
+
+async def test_warming_a_question_reads_its_head_before_the_first_decision(provider: LocalDecisionProvider) -> None:
+    fresh = LocalDecisionProvider(provider.transport, timeout=60.0)
+    await fresh.warm(SIGNAL)
+    await fresh.probabilities(SIGNAL, "Keep it short from here.")
+    assert fresh.last is not None and fresh.last.head == "cached" and fresh.last.evaluated < 20
+
+
+def test_exo_decide_with_the_local_model(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+    import subprocess
+    import sys
+
+    from exo_testkit import ROOT
+
+    _model_path()
+    (tmp_path / "config.toml").write_text("[decisions]\nlocal_timeout = 30\n")  # a busy test machine
+    done = subprocess.run([sys.executable, "-m", "exo_core.cli", "decide", "signal", "I'd rather you kept replies short",
+                           "--json", "--providers", "local", "--home", str(tmp_path)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["provider"] == "local:gemma-3-270m" and not result["failures"]
+    assert set(result["raw"]) == {"correction", "rule", "neither"}
