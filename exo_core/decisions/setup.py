@@ -111,8 +111,8 @@ def calibration_from_store(store: Path | None, *, min_samples: int = MIN_SAMPLES
         return CalibrationBook()
     from exo_core.ledger import Ledger
 
-    with Ledger.open_store(store) as ledger:
-        samples = labelled_samples(ledger.entries())
+    with Ledger.open_store(store) as ledger:  # decisions first, then their labels in arrival order
+        samples = labelled_samples([*ledger.entries(kind="decision"), *ledger.entries(kind="outcome")])
     return CalibrationBook.fitted(samples, min_samples=min_samples)
 
 
