@@ -137,7 +137,8 @@ async def run_turn(deps: LoopDeps, session_id: str, turn: TurnRecord, steer: deq
             await _record(deps, "utterance", {"session": session_id, "turn": turn.id, "text": turn.text})
         await deps.hub.emit(session_id, "turn.started", ev.TurnStarted(turn_id=turn.id, mode=turn.mode, resumed=resumed))
         system = await _system_prompt(deps, session_id, turn.text)
-        offered = await _offered_tools(deps, turn.text)
+        toolsets = await _chosen_toolsets(deps, turn.text)
+        offered = deps.tools if toolsets is None else deps.tools.view(toolsets)  # availability: per round
         state.calls = list(pending)
         for call in pending:
             await _run_tool(deps, session_id, turn.id, call)
@@ -148,7 +149,7 @@ async def run_turn(deps: LoopDeps, session_id: str, turn: TurnRecord, steer: deq
             messages = await _build_context(deps, session_id, system, history)
             request = ModelRequest(
                 messages=tuple(messages),
-                tools=offered,
+                tools=tuple(s.to_model() for s in offered.specs()),
                 max_tokens=deps.settings.max_tokens,
             )
             text, calls = await _call_model(deps, session_id, turn.id, request, usage, state)
@@ -210,18 +211,15 @@ async def _system_prompt(deps: LoopDeps, session_id: str, text: str) -> str:
     return deps.settings.base_prompt + ("\n\n" + block if block else "")
 
 
-async def _offered_tools(deps: LoopDeps, text: str) -> tuple[dict[str, Any], ...]:
-    """The tools the model sees this turn: all, or the toolsets the toolset decision chose."""
-    specs = deps.tools.specs()
-    if deps.toolsets is not None:
-        try:
-            chosen = await deps.toolsets.choose(text, sorted({s.toolset for s in specs}))
-        except ExoError as exc:
-            log.warning("the toolset decision failed; offering every tool: %s", exc)
-            chosen = None
-        if chosen is not None:
-            specs = deps.tools.view(chosen).specs()
-    return tuple(s.to_model() for s in specs)
+async def _chosen_toolsets(deps: LoopDeps, text: str) -> frozenset[str] | None:
+    """The toolsets the toolset decision chose for this turn; ``None`` offers every tool."""
+    if deps.toolsets is None:
+        return None
+    try:
+        return await deps.toolsets.choose(text, sorted({s.toolset for s in deps.tools.specs()}))
+    except ExoError as exc:
+        log.warning("the toolset decision failed; offering every tool: %s", exc)
+        return None
 
 
 async def _build_context(deps: LoopDeps, session_id: str, system: str, history: list[MessageRecord]) -> list[Any]:
