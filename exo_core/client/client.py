@@ -51,8 +51,13 @@ class ExoClient:
 
     def __init__(self, url: str, *, token: str | None = None, client_name: str = "exo-client",
                  capabilities: dict[str, Any] | None = None, reconnect_delay: float = 0.2,
-                 max_reconnect_delay: float = 5.0) -> None:
+                 max_reconnect_delay: float = 5.0, stream_idle_timeout: float | None = 45.0) -> None:
         self.url = url
+        # exod writes a keep-alive comment on an idle event stream every 15 s (``exo serve
+        # --keepalive``). A link that died without a FIN or RST (Wi-Fi gone, a laptop asleep)
+        # leaves the socket open with nothing on it; silence this long means it is dead, so the
+        # stream breaks and reconnects instead of waiting forever. None waits forever.
+        self._stream_idle_timeout = stream_idle_timeout
         self._token = token
         self._client_name = client_name
         self._capabilities = capabilities or {}
@@ -174,7 +179,7 @@ class ExoClient:
             params["client"] = self.client_id
         headers = {"Last-Event-ID": str(self.last_seq), "Accept": "text/event-stream"}
         async with self._session().get(self._base + "/events", params=params, headers=headers,
-                                       timeout=aiohttp.ClientTimeout(total=None, sock_read=None)) as resp:
+                                       timeout=aiohttp.ClientTimeout(total=None, sock_read=self._stream_idle_timeout)) as resp:
             if resp.status != 200:
                 body = await resp.text()
                 try:
