@@ -7,44 +7,15 @@ fixture from here instead.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import pytest
+from manual_clock import ManualClock
 
 from exo_core.context.tree import Plan
 from exo_core.sessions import DbWorker, SessionStore
 from exo_core.sessions.store import MessageRecord
-
-
-class ManualClock:
-    """A clock whose sleeps end only when the test advances it."""
-
-    def __init__(self) -> None:
-        self.t = 0.0
-        self._sleepers: list[tuple[float, asyncio.Future[None]]] = []
-
-    def now(self) -> float:
-        return 1_800_000_000.0 + self.t
-
-    def monotonic(self) -> float:
-        return self.t
-
-    async def sleep(self, seconds: float) -> None:
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._sleepers.append((self.t + seconds, future))
-        await future
-
-    @property
-    def sleeping(self) -> int:
-        return sum(1 for _, f in self._sleepers if not f.done())
-
-    def advance(self, seconds: float) -> None:
-        self.t += seconds
-        for deadline, future in self._sleepers:
-            if deadline <= self.t and not future.done():
-                future.set_result(None)
 
 
 class Db:

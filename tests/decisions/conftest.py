@@ -8,38 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from manual_clock import ManualClock
 
 from exo_core.decisions.question import Question
 from exo_core.errors import ExoError
-
-
-class ManualClock:
-    """Monotonic time that moves only when :meth:`advance` is called; sleepers wake when it passes."""
-
-    def __init__(self) -> None:
-        self.t = 100.0
-        self._sleepers: list[tuple[float, asyncio.Future[None]]] = []
-
-    def now(self) -> float:
-        return 1_700_000_000.0 + self.t
-
-    def monotonic(self) -> float:
-        return self.t
-
-    async def sleep(self, seconds: float) -> None:
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._sleepers.append((self.t + seconds, future))
-        await future
-
-    @property
-    def sleeping(self) -> int:
-        return sum(1 for _, f in self._sleepers if not f.done())
-
-    def advance(self, seconds: float) -> None:
-        self.t += seconds
-        for due, future in self._sleepers:
-            if due <= self.t and not future.done():
-                future.set_result(None)
 
 
 class Scripted:
@@ -66,7 +38,7 @@ class Scripted:
 
 @pytest.fixture
 def clock() -> ManualClock:
-    return ManualClock()
+    return ManualClock(start=100.0, epoch=1_700_000_000.0)
 
 
 @pytest.fixture
