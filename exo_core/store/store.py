@@ -34,8 +34,13 @@ def new_store_id() -> str:
 
 
 def template_path() -> Path:
-    """The ``store_template/`` folder shipped beside the ``exo_core`` package."""
-    return Path(__file__).resolve().parents[2] / "store_template"
+    """The ``store_template/`` folder, as shipped inside the package.
+
+    ``exo_core/store/template`` is a link to the repository's top-level
+    ``store_template/`` in a checkout (and an editable install); a built wheel
+    holds the files themselves there (package data), so both find it here.
+    """
+    return Path(__file__).parent / "template"
 
 
 @dataclass(frozen=True, slots=True)
