@@ -33,6 +33,7 @@ from exo_core.store.atomic import atomic_write_bytes, exchange_paths, fsync_dir,
 from exo_core.store.config import read_config, write_config
 from exo_core.store.manifest import build_manifest, copy_candidates, read_manifest
 from exo_core.store.store import Store
+from exo_core.store.sync import IMPORT_MANIFEST, record_state
 
 __all__ = ["ExportResult", "export_store", "import_store", "copy_sqlite", "StepHook"]
 
@@ -219,6 +220,10 @@ def export_store(
         remove_tree(staging)
         raise
     _swap_into_place(staging, dest, on_step)
+    # The source held what it exported: the base its next 'exo store sync' with the copy starts from.
+    exported = read_manifest(dest)
+    if exported is not None:
+        record_state(store.root, {rel: e.sha256 for rel, e in exported.files.items()}, f"export {export_id}")
     return ExportResult(dest, export_id, files, ledger_info)
 
 
@@ -263,7 +268,7 @@ def import_store(
         # Keep the export's manifest as machine state: it is the common base
         # a later 'exo store sync' with the source compares curated files to.
         (staging / layout.STATE_DIR).mkdir(exist_ok=True)
-        atomic_write_bytes(staging / layout.STATE_DIR / "import-manifest.json", (src_path / layout.MANIFEST).read_bytes())
+        atomic_write_bytes(staging / layout.STATE_DIR / IMPORT_MANIFEST, (src_path / layout.MANIFEST).read_bytes())
     except BaseException:
         remove_tree(staging)
         raise
