@@ -152,13 +152,19 @@ def test_protocol_client_onboards_through_a_real_exod_with_no_model(tmp_path: Pa
     assert said == [("utterance", "Call me Sam."), ("rule", "Always show me the price first.")]
     assert verify_store(store_root).ok
 
-    async def again() -> None:
+    async def again() -> str | None:
         async with ExoClient(exod.url) as client:
             session = (await client.request("session.create", {}))["session"]["id"]
             with pytest.raises(ConflictError, match="already edited"):
                 await client.request("store.onboard", {"session": session})
+            # This exod truly has no model: a chat turn ends with a clear error.
+            await client.request("turn.send", {"session": session, "text": "hello"})
+            async for event in client.events(since=0, session=session):
+                if event.type == "turn.completed":
+                    return event.body.get("error")
+        return None
 
-    asyncio.run(again())
+    assert "no model is configured" in (asyncio.run(again()) or "")
 
 
 def test_exo_onboard_in_a_terminal_starts_its_own_exod(tmp_path: Path) -> None:
