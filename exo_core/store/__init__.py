@@ -16,7 +16,7 @@ Public API, one concept per module:
 * :mod:`.manifest`, :mod:`.transfer`, :mod:`.verify` — export, import, verify;
 * :mod:`.sync`        — ``exo store sync`` of two used copies;
 * :mod:`.migrate`     — format migrations;
-* :mod:`.onboard`     — the onboarding interview as a state machine.
+* :mod:`.onboard`     — the onboarding interview: its steps, and the exod flow asking them.
 """
 
 from exo_core.store.config import CURRENT_FORMAT, StoreConfig

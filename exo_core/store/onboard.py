@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from exo_core.errors import BadBodyError, ConflictError, ExoError
+from exo_core.protocol.events import Notice, UiPanel
 from exo_core.store import layout
 from exo_core.store.atomic import atomic_write_text
 from exo_core.store.leaks import redact
@@ -228,8 +229,6 @@ class Onboarding:
         return {"accepted": True, "session": body.session, "store": str(store.root)}
 
     async def _interview(self, store: Store, session: str, force: bool) -> None:
-        from exo_core.protocol.events import Notice, UiPanel
-
         hub, state = self._core.hub, InterviewState()
         try:
             while (question := next_question(state)) is not None:
