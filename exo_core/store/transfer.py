@@ -18,6 +18,7 @@ leftovers of a killed export are removed by the next export.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import os
 import secrets
@@ -193,10 +194,12 @@ def export_store(src: Path | str, dest: Path | str, *, force: bool = False, ledg
         remove_tree(staging)
         raise
     _swap_into_place(staging, dest, on_step)
-    # The source held what it exported: the base its next 'exo store sync' with the copy starts from.
+    # The source held what it exported: the base its next 'exo store sync' with the copy starts from
+    # (machine state in .exo/; a source that cannot take it, say read-only, only syncs more cautiously).
     exported = read_manifest(dest)
-    if exported is not None:
-        record_state(store.root, {rel: e.sha256 for rel, e in exported.files.items()}, f"export {export_id}")
+    with contextlib.suppress(StorageError, OSError):
+        if exported is not None:
+            record_state(store.root, {rel: e.sha256 for rel, e in exported.files.items()}, f"export {export_id}")
     return ExportResult(dest, export_id, files, ledger_info)
 
 
