@@ -1,8 +1,11 @@
-"""``exo onboard``: the onboarding interview in a terminal.
+"""``exo onboard``: answer the onboarding interview from the terminal.
 
-The interview itself is :mod:`exo_core.store.onboard` (a protocol-shaped state
-machine); this is only a line driver for it: it prints each question with
-numbered options and reads a number or free text.
+The interview runs inside exod (``store.onboard``); this is a protocol client
+like the web page or the device: it prints each ``question.asked`` with its
+numbered options and answers with ``question.answer`` (a number picks an
+option, anything else is text). Another client may answer a question first;
+the first answer wins. Without a running exod one is started for the command,
+with no model: the interview needs none.
 """
 
 from __future__ import annotations
@@ -14,54 +17,62 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``exo onboard``."""
     parser = sub.add_parser("onboard", help="an interview that writes a new person's pack and first nodes")
     parser.add_argument("--home", default=None, help="Exo home (default $EXO_HOME or ~/.exo)")
-    parser.add_argument("--store", default=None, help="store folder (default: the home's store)")
     parser.add_argument("--force", action="store_true", help="write even over an edited pack or existing nodes")
+    parser.add_argument("--no-spawn", action="store_true", help="fail if no exod is running instead of starting one")
     parser.set_defaults(handler=_onboard)
 
 
 def _onboard(args: argparse.Namespace) -> int:
+    import asyncio
+
+    return asyncio.run(_interview(args))
+
+
+async def _interview(args: argparse.Namespace) -> int:
+    import asyncio
     import sys
 
-    from exo_core.errors import BadBodyError, NotFoundError, UsageError
+    from exo_core.cli.spawn import local_core
+    from exo_core.client import ExoClient
+    from exo_core.errors import BadBodyError, ConflictError, NotFoundError, UsageError
     from exo_core.home import ExoHome
-    from exo_core.store.onboard import Answer, answer, apply_plan, next_question, plan, start
-    from exo_core.store.store import Store
 
     home = ExoHome.from_env(args.home)
-    store = Store.open(home.store_path(args.store))
-    state = start()
-    while (question := next_question(state)) is not None:
-        print(f"\n{question.text}")
-        for number, option in enumerate(question.options, start=1):
-            print(f"  {number}. {option}")
-        while True:
-            line = sys.stdin.readline()
-            if not line:
-                raise UsageError("input ended before the interview finished; nothing was written")
-            reply = line.strip()
-            if reply.isdigit() and question.options:
-                candidate = Answer(question.question_id, option=int(reply))
-            else:
-                candidate = Answer(question.question_id, text=reply)
-            try:
-                state = answer(state, candidate)
-                break
-            except BadBodyError as exc:
-                hint = f"choose 1 to {len(question.options)}" if question.options else "type an answer"
-                print(f"  {exc.message} ({hint})")
-    ledger = None
-    try:
-        from exo_core.ledger import load_signing_key
-        from exo_core.store.ledger_bridge import open_ledger
-
-        ledger = open_ledger(store.root, signer=load_signing_key(home.keys_dir))
-    except NotFoundError:
-        print("note: no ledger key or ledger here; your answers are not recorded in the ledger")
-    try:
-        written = apply_plan(store, plan(state), ledger=ledger, force=args.force)
-    finally:
-        if ledger is not None:
-            ledger.close()
-    print(f"\nwrote {len(written)} files into {store.root}")
-    return 0
-
+    async with local_core(home, model="none", spawn=not args.no_spawn) as url, \
+            ExoClient(url, client_name="exo-onboard") as client:
+        since = (await client.hello())["last_seq"]
+        session = (await client.request("session.create", {"title": "Onboarding"}))["session"]["id"]
+        started = await client.request("store.onboard", {"session": session, "force": args.force})
+        print(f"Onboarding {started['store']}: answer with a number or type your answer.")
+        async for event in client.events(since=since, session=session):
+            body = event.body
+            if event.type == "notice":
+                print(f"  {body.get('text', '')}")
+            elif event.type == "ui.panel" and body.get("kind") == "onboarding":
+                data = body.get("data") or {}
+                if not data.get("ok"):
+                    print(f"onboarding stopped: {data.get('error')}", file=sys.stderr)
+                    return 1
+                print(f"\nwrote {len(data.get('written', []))} files into {data.get('store')}")
+                return 0
+            elif event.type == "question.asked":
+                options = body.get("options") or []
+                print(f"\n{body.get('text', '')}")
+                for number, option in enumerate(options, start=1):
+                    print(f"  {number}. {option}")
+                while True:
+                    line = await asyncio.to_thread(sys.stdin.readline)
+                    if not line:
+                        raise UsageError("input ended before the interview finished; nothing was written")
+                    reply = line.strip()
+                    pick = {"option": int(reply)} if reply.isdigit() and options else {"text": reply}
+                    try:
+                        await client.request("question.answer", {"question_id": body["question_id"], **pick})
+                        break
+                    except BadBodyError as exc:
+                        hint = f"choose 1 to {len(options)}" if options else "type an answer"
+                        print(f"  {exc.message} ({hint})")
+                    except (ConflictError, NotFoundError):
+                        print("  (answered elsewhere)")
+                        break
+    return 1

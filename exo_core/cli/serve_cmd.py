@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("--tcp", default=None, metavar="HOST:PORT", help="also listen on TCP (bearer token required)")
     parser.add_argument("--stdio", action="store_true", help="serve JSON lines on stdin/stdout")
     parser.add_argument("--no-unix", action="store_true", help="do not listen on the Unix socket")
-    parser.add_argument("--model", default=None, help="model spec: local | scripted:PATH (default from config)")
+    parser.add_argument("--model", default=None, help="model spec: local | none | scripted:PATH (default from config)")
     parser.add_argument("--summarizer", default=None,
                         help="model spec for history summaries (default: [context] summarizer, else the main model)")
     parser.add_argument("--workspace", default=None, help="folder the file and shell tools work in (default: cwd)")

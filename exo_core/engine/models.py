@@ -1,6 +1,8 @@
 """Choosing the model transport exod answers with, from a short spec.
 
-Specs: ``scripted:PATH`` (a scripted model file: tests and demos), ``local``
+Specs: ``none`` (no model: every model call fails with a clear error, while
+everything that needs no model, such as onboarding, works), ``scripted:PATH``
+(a scripted model file: tests and demos), ``local``
 (the on-device GGUF model from ``exo_edge``, once fetched), or a router spec
 handled by the model router. The spec comes from ``--model``, else
 ``$EXO_MODEL``, else ``model`` in ``config.toml``, else ``local``.
@@ -9,14 +11,23 @@ handled by the model router. The spec comes from ``--model``, else
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator
 from pathlib import Path
 
-from exo_core.agent.model import ModelTransport
+from exo_core.agent.model import ModelChunk, ModelRequest, ModelTransport
 from exo_core.agent.scripted import ScriptedModel
-from exo_core.errors import ConfigError
+from exo_core.errors import ConfigError, ModelError
 from exo_core.home import ExoHome
 
-__all__ = ["model_spec", "resolve_model"]
+__all__ = ["model_spec", "resolve_model", "NoModel"]
+
+
+class NoModel:
+    """The ``none`` spec: a transport that refuses every call."""
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
+        raise ModelError("no model is configured in this exod (--model none); set 'model' in config.toml")
+        yield  # pragma: no cover - makes this an async generator
 
 
 def model_spec(home: ExoHome, override: str | None = None) -> str:
@@ -33,6 +44,8 @@ def model_spec(home: ExoHome, override: str | None = None) -> str:
 
 def resolve_model(home: ExoHome, spec: str) -> ModelTransport:
     """The transport for ``spec``; a clear :class:`ConfigError` when it cannot be built."""
+    if spec == "none":
+        return NoModel()
     if spec.startswith("scripted:"):
         return ScriptedModel.from_file(Path(spec[len("scripted:"):]).expanduser())
     if spec == "local":
@@ -44,4 +57,4 @@ def resolve_model(home: ExoHome, spec: str) -> ModelTransport:
                 "(it installs llama-cpp-python and runs `exo models fetch`), or pass --model scripted:FILE"
             ) from exc
         return local_transport(home)
-    raise ConfigError(f"unknown model spec {spec!r}; use 'local' or 'scripted:PATH'")
+    raise ConfigError(f"unknown model spec {spec!r}; use 'local', 'none' or 'scripted:PATH'")

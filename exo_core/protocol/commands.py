@@ -33,6 +33,7 @@ __all__ = [
     "ConfigSet",
     "TasteList",
     "TasteEdit",
+    "StoreOnboard",
 ]
 
 
@@ -218,3 +219,14 @@ class TasteEdit:
     id: str
     text: str | None = None
     delete: bool = False
+
+
+@COMMANDS.register("store.onboard")
+@dataclass(frozen=True, slots=True)
+class StoreOnboard:
+    """Run the onboarding interview in ``session``: each step is a ``question.asked``,
+    the final ``ui.panel`` (kind ``onboarding``) says what was written. ``force``
+    writes even over an edited pack."""
+
+    session: str
+    force: bool = False

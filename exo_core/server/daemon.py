@@ -7,7 +7,8 @@ it is sent, and ``session.resume`` repairs the half-finished turn.
 
 With ``--tcp`` exod also serves the web page and pairing (:mod:`exo_core.web`),
 and prints its address and a first pairing code; ``taste.list``/``taste.edit``
-are served over the store's taste nodes when a store is configured.
+are served over the store's taste nodes when a store is configured, and
+``store.onboard`` runs the onboarding interview (:mod:`exo_core.store.onboard`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from exo_core.server.auth import HostPolicy, load_or_create_token
 from exo_core.server.http import HttpSettings, build_app
 from exo_core.server.listeners import bind_tcp, bind_unix
 from exo_core.server.stdio import serve_stdio
+from exo_core.store.onboard import Onboarding
 
 if TYPE_CHECKING:
     from exo_core.web import PairingCodes
@@ -70,6 +72,8 @@ async def run_daemon(home: ExoHome, model: ModelTransport, settings: DaemonSetti
         taste = TasteRows(store_root, core.hub, core.options.recorder)
         core.engine.add_handler("taste.list", taste.list)
         core.engine.add_handler("taste.edit", taste.edit)
+        onboarding = Onboarding(store_root, core)
+        core.engine.add_handler("store.onboard", onboarding.start)
         try:
             # TCP first: the Unix socket accepting connections is the signal that exod is up.
             if settings.tcp is not None:
@@ -106,6 +110,7 @@ async def run_daemon(home: ExoHome, model: ModelTransport, settings: DaemonSetti
             else:
                 await stop.wait()
         finally:
+            await onboarding.aclose()
             core.hub.close_streams()
             for runner in runners:
                 await runner.cleanup()

@@ -16,7 +16,7 @@ Public API, one concept per module:
 * :mod:`.manifest`, :mod:`.transfer`, :mod:`.verify` — export, import, verify;
 * :mod:`.sync`        — ``exo store sync`` of two used copies;
 * :mod:`.migrate`     — format migrations;
-* :mod:`.onboard`     — the onboarding interview as a state machine.
+* :mod:`.onboard`     — the onboarding interview: its steps, and the exod flow asking them.
 """
 
 from exo_core.store.config import CURRENT_FORMAT, StoreConfig
@@ -31,32 +31,8 @@ from exo_core.store.transfer import ExportResult, export_store, import_store
 from exo_core.store.verify import VerifyReport, verify_store
 
 __all__ = [
-    "CURRENT_FORMAT",
-    "StoreConfig",
-    "StoreFormatError",
-    "StoreVersionError",
-    "ImportFormatError",
-    "Item",
-    "ItemStore",
-    "rebuild_items",
-    "Finding",
-    "LintReport",
-    "lint_store",
-    "Node",
-    "Link",
-    "parse_node",
-    "render_node",
-    "LoadRule",
-    "Router",
-    "Store",
-    "init_store",
-    "template_path",
-    "PERSON_SCOPE",
-    "ExportResult",
-    "export_store",
-    "import_store",
-    "StoreSyncReport",
-    "sync_stores",
-    "VerifyReport",
-    "verify_store",
+    "CURRENT_FORMAT", "StoreConfig", "StoreFormatError", "StoreVersionError", "ImportFormatError", "Item",
+    "ItemStore", "rebuild_items", "Finding", "LintReport", "lint_store", "Node", "Link", "parse_node",
+    "render_node", "LoadRule", "Router", "Store", "init_store", "template_path", "PERSON_SCOPE", "ExportResult",
+    "export_store", "import_store", "StoreSyncReport", "sync_stores", "VerifyReport", "verify_store"
 ]

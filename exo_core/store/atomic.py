@@ -10,6 +10,7 @@ survives a power cut.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import os
@@ -19,13 +20,7 @@ from pathlib import Path
 
 from exo_core.errors import StorageError
 
-__all__ = [
-    "atomic_write_bytes",
-    "atomic_write_text",
-    "fsync_dir",
-    "exchange_paths",
-    "remove_tree",
-]
+__all__ = ["atomic_write_bytes", "atomic_write_text", "fsync_dir", "exchange_paths", "remove_tree"]
 
 
 def fsync_dir(path: Path) -> None:
@@ -54,25 +49,16 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644) -> None:
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp-{secrets.token_hex(4)}")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-        try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        with open(tmp, "xb", opener=lambda p, flags: os.open(p, flags, mode)) as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
         os.replace(tmp, path)
     except OSError as exc:
-        try:
+        # The temp file is a dot-file ignored by lint and manifests; a leftover
+        # is harmless and the original error matters more.
+        with contextlib.suppress(OSError):
             tmp.unlink()
-        except FileNotFoundError:
-            pass
-        except OSError:
-            # The temp file is a dot-file ignored by lint and manifests; a
-            # leftover is harmless and the original error matters more.
-            pass
         raise StorageError(f"{path}: cannot write ({exc}); check free space and permissions") from exc
     fsync_dir(path.parent)
 

@@ -15,6 +15,7 @@ Example::
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from dataclasses import dataclass
@@ -48,29 +49,14 @@ class StoreConfig:
 
     def to_toml(self) -> str:
         """The file text, keys in a fixed order."""
-        values: dict[str, object] = {"format": self.format, "kind": self.kind, "store_id": self.store_id}
-        values["owner_keys"] = list(self.owner_keys)
-        if self.created:
-            values["created"] = self.created
-        if self.name:
-            values["name"] = self.name
-        return dump_toml(values)
+        values: dict[str, object] = {"format": self.format, "kind": self.kind, "store_id": self.store_id,
+                                     "owner_keys": list(self.owner_keys), "created": self.created, "name": self.name}
+        return dump_toml({k: v for k, v in values.items() if v != "" or k == "store_id"})
 
 
 def _toml_string(text: str) -> str:
-    out = ['"']
-    for ch in text:
-        code = ord(ch)
-        if ch == '"':
-            out.append('\\"')
-        elif ch == "\\":
-            out.append("\\\\")
-        elif code < 0x20 or code == 0x7F:
-            out.append(f"\\u{code:04X}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
+    # JSON's escapes are TOML's; json.dumps escapes C0 controls, and DEL must not stand raw either.
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007F")
 
 
 def dump_toml(values: dict[str, object]) -> str:
@@ -106,12 +92,8 @@ def parse_config(raw: str, *, path: Path | str | None = None) -> StoreConfig:
         data = tomllib.loads(raw)
     except tomllib.TOMLDecodeError as exc:
         match = _LINE.search(str(exc))
-        raise StoreFormatError(
-            f"not valid TOML ({exc}); compare with store_template/STORE.toml",
-            path=path,
-            line=int(match.group(1)) if match else None,
-            rule="store-toml",
-        ) from exc
+        raise StoreFormatError(f"not valid TOML ({exc}); compare with store_template/STORE.toml", path=path,
+                               line=int(match.group(1)) if match else None, rule="store-toml") from exc
 
     def fail(key: str, message: str, rule: str = "store-toml") -> StoreFormatError:
         return StoreFormatError(message, path=path, line=_line_of(raw, key) or 1, rule=rule)
@@ -144,11 +126,8 @@ def read_config(store_root: Path) -> StoreConfig:
     try:
         raw = path.read_bytes()
     except FileNotFoundError as exc:
-        raise StoreFormatError(
-            "missing; this folder is not a store (run 'exo init' or copy store_template/)",
-            path=path,
-            rule="missing-store-toml",
-        ) from exc
+        raise StoreFormatError("missing; this folder is not a store (run 'exo init' or copy store_template/)",
+                               path=path, rule="missing-store-toml") from exc
     except OSError as exc:
         raise StoreFormatError(f"cannot read ({exc})", path=path, rule="store-toml") from exc
     try:

@@ -55,15 +55,10 @@ class Frontmatter:
     body_line: int
 
 
-def _printable(ch: str) -> bool:
-    code = ord(ch)
-    if ch == "\t":
-        return True
-    if code < 0x20 or code == 0x7F or 0x80 <= code <= 0x9F:
-        return False
-    if 0xD800 <= code <= 0xDFFF or code in (0xFFFE, 0xFFFF):
-        return False
-    return True
+# Characters YAML does not allow raw in a document (a tab is allowed).
+_UNPRINTABLE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+# Written escaped in a double-quoted value: the unprintable ones and line or byte-order marks.
+_ESCAPED = re.compile("[\x7f-\x9f\ud800-\udfff\ufffe\uffff\u2028\u2029\ufeff]")
 
 
 def _plain_ok(text: str, *, flow: bool) -> str | None:
@@ -80,42 +75,16 @@ def _plain_ok(text: str, *, flow: bool) -> str | None:
         return "a plain value may not contain ' #' or a tab"
     if flow and any(ch in _FLOW_FORBIDDEN for ch in text):
         return "an item of a [flow, list] may not contain , [ ] { }"
-    for ch in text:
-        if not _printable(ch):
-            return f"control character U+{ord(ch):04X}"
-    return None
+    bad = _UNPRINTABLE.search(text)
+    return f"control character U+{ord(bad.group()):04X}" if bad else None
 
 
 def format_scalar(text: str) -> str:
     """``text`` as a scalar our parser and any YAML reader read back unchanged as text."""
-    if (
-        _plain_ok(text, flow=False) is None
-        and text.lower() not in _SPECIAL_WORDS
-        and not _NUMBERISH.match(text)
-        and "[" not in text[:1]
-    ):
+    if _plain_ok(text, flow=False) is None and text.lower() not in _SPECIAL_WORDS and not _NUMBERISH.match(text):
         return text
-    out = ['"']
-    for ch in text:
-        if ch == '"':
-            out.append('\\"')
-        elif ch == "\\":
-            out.append("\\\\")
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif not _printable(ch) or ch in ("\u2028", "\u2029", "\ufeff"):
-            code = ord(ch)
-            if code > 0xFFFF:
-                hi, lo = divmod(code - 0x10000, 0x400)
-                out.append(f"\\u{0xD800 + hi:04x}\\u{0xDC00 + lo:04x}")
-            else:
-                out.append(f"\\u{code:04x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
+    # JSON escapes are YAML escapes: json.dumps escapes quotes, backslashes and C0 controls.
+    return _ESCAPED.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(text, ensure_ascii=False))
 
 
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
@@ -202,15 +171,15 @@ class _Reader:
     def check_text(self, value: str, line: int) -> str:
         # Escaped control characters are fine (YAML allows any escape); a lone
         # surrogate is not text and could never be written back as UTF-8.
-        for ch in value:
-            if 0xD800 <= ord(ch) <= 0xDFFF:
-                raise self.fail(line, f"lone surrogate \\u{ord(ch):04x} in a value; remove it")
+        lone = re.search("[\ud800-\udfff]", value)
+        if lone:
+            raise self.fail(line, f"lone surrogate \\u{ord(lone.group()):04x} in a value; remove it")
         return value
 
     def check_raw(self, raw: str, line: int) -> None:
-        for ch in raw:
-            if not _printable(ch):
-                raise self.fail(line, f"raw control character U+{ord(ch):04X}; write it as an escape or remove it")
+        bad = _UNPRINTABLE.search(raw)
+        if bad:
+            raise self.fail(line, f"raw control character U+{ord(bad.group()):04X}; write it as an escape or remove it")
 
     def scalar(self, text: str, line: int, *, flow: bool) -> str:
         text = text.strip(" ")

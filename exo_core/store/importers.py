@@ -25,15 +25,8 @@ from exo_core.store.leaks import redact
 from exo_core.store.ledger_bridge import LedgerWriter
 
 __all__ = [
-    "ImportReport",
-    "parse_bookmarks",
-    "import_bookmarks",
-    "parse_notes",
-    "import_notes",
-    "ChatMessage",
-    "parse_chat_export",
-    "import_chat_export",
-    "MAX_IMPORT_BYTES",
+    "ImportReport", "parse_bookmarks", "import_bookmarks", "parse_notes", "import_notes", "ChatMessage",
+    "parse_chat_export", "import_chat_export", "MAX_IMPORT_BYTES"
 ]
 
 MAX_IMPORT_BYTES = 64 * 1024 * 1024
@@ -156,16 +149,11 @@ def parse_bookmarks(path: Path) -> list[tuple[int, str, str, str | None, tuple[s
     try:
         parser.feed(text)
         parser.close()
-    except ImportFormatError:
-        raise
     except (ValueError, AssertionError) as exc:  # html.parser raises these on broken markup
         raise ImportFormatError(f"not parseable HTML ({exc})", path=path, line=parser.getpos()[0]) from exc
     if not parser.saw_doctype:
-        raise ImportFormatError(
-            "missing <!DOCTYPE NETSCAPE-Bookmark-file-1>; export bookmarks as an HTML file from the browser",
-            path=path,
-            line=1,
-        )
+        raise ImportFormatError("missing <!DOCTYPE NETSCAPE-Bookmark-file-1>; export bookmarks as an HTML file "
+                                "from the browser", path=path, line=1)
     return parser.found
 
 
@@ -181,10 +169,8 @@ def import_bookmarks(path: Path, items: ItemStore, *, report: ImportReport | Non
         clean_title, n_title = redact(title)
         report.redacted += n_url + n_title
         try:
-            staged.append(
-                Item.new(source_kind="bookmark", source_ref=normalize_url(clean_url), title=clean_title, body="",
-                         url=clean_url, tags=tags, added=added, scope=items.scope)
-            )
+            staged.append(Item.new(source_kind="bookmark", source_ref=normalize_url(clean_url), title=clean_title,
+                                   body="", url=clean_url, tags=tags, added=added, scope=items.scope))
         except UsageError as exc:  # a URL urllib cannot split: report it with its line
             raise ImportFormatError(f"bad URL {url[:80]!r} ({exc})", path=path, line=line) from exc
     _put_all(staged, items, report)
@@ -270,11 +256,6 @@ class ChatMessage:
     ts: str | None
 
 
-def _fail(path: Path, raw: str, pos: int | None, message: str) -> ImportFormatError:
-    line = raw.count("\n", 0, pos) + 1 if pos is not None else None
-    return ImportFormatError(message, path=path, line=line)
-
-
 def _text_of(content: Any) -> str | None:
     if isinstance(content, str):
         return content
@@ -305,11 +286,11 @@ def parse_chat_export(path: Path) -> list[ChatMessage]:
         raise ImportFormatError("JSON nested too deeply", path=path) from exc
     conversations = data.get("conversations") if isinstance(data, dict) else data
     if not isinstance(conversations, list):
-        raise _fail(path, raw, None, "expected a list of conversations or {\"conversations\": [...]}")
+        raise ImportFormatError("expected a list of conversations or {\"conversations\": [...]}", path=path)
     messages: list[ChatMessage] = []
     for ci, conv in enumerate(conversations):
         if not isinstance(conv, dict):
-            raise _fail(path, raw, None, f"conversation #{ci + 1} is not an object")
+            raise ImportFormatError(f"conversation #{ci + 1} is not an object", path=path)
         conv_id = str(conv.get("id") or conv.get("conversation_id") or f"#{ci + 1}")
         if isinstance(conv.get("messages"), list):
             rows = conv["messages"]
@@ -317,26 +298,25 @@ def parse_chat_export(path: Path) -> list[ChatMessage]:
             rows = [n.get("message") for n in conv["mapping"].values() if isinstance(n, dict) and n.get("message")]
             rows.sort(key=lambda m: (m.get("create_time") or 0) if isinstance(m, dict) else 0)
         else:
-            raise _fail(path, raw, None, f"conversation {conv_id!r} has neither 'messages' nor 'mapping'")
+            raise ImportFormatError(f"conversation {conv_id!r} has neither 'messages' nor 'mapping'", path=path)
         for mi, msg in enumerate(rows):
             if not isinstance(msg, dict):
-                raise _fail(path, raw, None, f"conversation {conv_id!r} message #{mi + 1} is not an object")
+                raise ImportFormatError(f"conversation {conv_id!r} message #{mi + 1} is not an object", path=path)
             role = msg.get("role")
             author = msg.get("author")
             if role is None and isinstance(author, dict):
                 role = author.get("role")  # ChatGPT keeps the role under "author"
             text = _text_of(msg.get("text", msg.get("content")))
             if not isinstance(role, str) or text is None:
-                raise _fail(path, raw, None, f"conversation {conv_id!r} message #{mi + 1} needs a 'role' and 'text'")
+                raise ImportFormatError(f"conversation {conv_id!r} message #{mi + 1} needs a 'role' and 'text'", path=path)
             ts_raw = msg.get("ts", msg.get("create_time"))
             ts = str(ts_raw) if isinstance(ts_raw, (str, int, float)) and not isinstance(ts_raw, bool) else None
             messages.append(ChatMessage(conv_id, str(msg.get("id") or f"#{mi + 1}"), role, text, ts))
     return messages
 
 
-def import_chat_export(
-    path: Path, ledger: LedgerWriter, *, scope: str = "person", report: ImportReport | None = None
-) -> ImportReport:
+def import_chat_export(path: Path, ledger: LedgerWriter, *, scope: str = "person",
+                       report: ImportReport | None = None) -> ImportReport:
     """Append the person's own messages of a chat export as ``utterance`` entries.
 
     Only messages with role ``user`` are the person's words; the assistant's

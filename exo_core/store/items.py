@@ -19,7 +19,7 @@ import json
 import sqlite3
 import urllib.parse
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, astuple, dataclass, replace
 from pathlib import Path
 
 from exo_core.errors import StorageError, UsageError
@@ -27,15 +27,8 @@ from exo_core.store.errors import StoreFormatError
 from exo_core.store.ledger_bridge import LedgerLike, LedgerReader
 
 __all__ = [
-    "Item",
-    "ItemStore",
-    "item_id",
-    "normalize_url",
-    "content_hash",
-    "rebuild_items",
-    "TIERS",
-    "REVIEW_STATES",
-    "MAX_ITEM_BODY",
+    "Item", "ItemStore", "item_id", "normalize_url", "content_hash", "rebuild_items", "TIERS", "REVIEW_STATES",
+    "MAX_ITEM_BODY"
 ]
 
 TIERS = ("curated", "inferred", "noise")
@@ -99,11 +92,8 @@ def normalize_url(url: str) -> str:
     path = parts.path or "/"
     if len(path) > 1:
         path = path.rstrip("/")
-    query = [
-        (k, v)
-        for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
-        if not k.lower().startswith(_TRACKING)
-    ]
+    query = [(k, v) for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+             if not k.lower().startswith(_TRACKING)]
     return urllib.parse.urlunsplit((scheme, host, path, urllib.parse.urlencode(sorted(query)), ""))
 
 
@@ -136,41 +126,16 @@ class Item:
         return body
 
     @classmethod
-    def new(
-        cls,
-        *,
-        source_kind: str,
-        source_ref: str,
-        title: str,
-        body: str,
-        scope: str = "person",
-        url: str | None = None,
-        tier: str = "curated",
-        tags: Iterable[str] = (),
-        added: str | None = None,
-    ) -> "Item":
+    def new(cls, *, source_kind: str, source_ref: str, title: str, body: str, scope: str = "person",
+            url: str | None = None, tier: str = "curated", tags: Iterable[str] = (), added: str | None = None) -> "Item":
         """Build an item with its derived id, normalized URL and content hash."""
         if tier not in TIERS:
             raise UsageError(f"tier must be one of {', '.join(TIERS)}")
         truncated = len(body) > MAX_ITEM_BODY
-        if truncated:
-            body = body[:MAX_ITEM_BODY]
-        return cls(
-            id=item_id(source_kind, source_ref),
-            scope=scope,
-            source_kind=source_kind,
-            source_ref=source_ref,
-            url=url,
-            url_norm=normalize_url(url) if url else None,
-            title=title,
-            body=body,
-            content_hash=content_hash(f"{title}\n{url or ''}\n{body}"),
-            tier=tier,
-            review="unreviewed",
-            tags=tuple(tags),
-            added=added,
-            truncated=truncated,
-        )
+        body = body[:MAX_ITEM_BODY]
+        return cls(item_id(source_kind, source_ref), scope, source_kind, source_ref, url,
+                   normalize_url(url) if url else None, title, body, content_hash(f"{title}\n{url or ''}\n{body}"),
+                   tier, "unreviewed", tuple(tags), added, truncated)
 
 
 def _from_row(row: tuple[object, ...]) -> Item:
@@ -194,11 +159,8 @@ class ItemStore:
             self.conn.executescript(_SCHEMA)
             self.conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('schema', '1')")
         except sqlite3.DatabaseError as exc:
-            raise StoreFormatError(
-                f"not a usable items table ({exc}); delete it and run 'exo store rebuild-items' to recreate it from the ledger",
-                path=self.path,
-                rule="items",
-            ) from exc
+            raise StoreFormatError(f"not a usable items table ({exc}); delete it and run 'exo store rebuild-items' "
+                                   "to recreate it from the ledger", path=self.path, rule="items") from exc
 
     def close(self) -> None:
         """Close the database connection."""
@@ -229,9 +191,8 @@ class ItemStore:
             row = self.conn.execute("SELECT id FROM items WHERE url_norm = ? AND id != ?", (item.url_norm, item.id)).fetchone()
             if row:
                 return str(row[0])
-        row = self.conn.execute(
-            "SELECT id FROM items WHERE content_hash = ? AND id != ?", (item.content_hash, item.id)
-        ).fetchone()
+        row = self.conn.execute("SELECT id FROM items WHERE content_hash = ? AND id != ?",
+                                (item.content_hash, item.id)).fetchone()
         return str(row[0]) if row else None
 
     def put(self, item: Item) -> str:
@@ -249,9 +210,8 @@ class ItemStore:
             return "duplicate"
         if current is not None:
             item = replace(item, review=current.review)  # a new version keeps the person's review
-        entry = self.ledger.append(
-            "item", item.ledger_body(), scope=item.scope, idem=f"item:{item.id}:{item.content_hash}:{item.tier}"
-        )
+        entry = self.ledger.append("item", item.ledger_body(), scope=item.scope,
+                                   idem=f"item:{item.id}:{item.content_hash}:{item.tier}")
         self._write_row(item, entry.id)
         return "added" if current is None else "updated"
 
@@ -275,14 +235,8 @@ class ItemStore:
                 # A later put of the same URL under another source replaces the
                 # older row's claim on the URL only through an explicit update.
                 self.conn.execute("UPDATE items SET url_norm = NULL WHERE url_norm = ?", (item.url_norm,))
-            self.conn.execute(
-                f"INSERT INTO items ({_COLUMNS}, ledger_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    item.id, item.scope, item.source_kind, item.source_ref, item.url, item.url_norm, item.title,
-                    item.body, item.content_hash, item.tier, item.review, json.dumps(list(item.tags)), item.added,
-                    int(item.truncated), ledger_id,
-                ),
-            )
+            row = (*astuple(item)[:11], json.dumps(list(item.tags)), item.added, int(item.truncated), ledger_id)
+            self.conn.execute(f"INSERT INTO items ({_COLUMNS}, ledger_id) VALUES ({','.join('?' * len(row))})", row)
             self.conn.execute("COMMIT")
         except sqlite3.Error as exc:
             self.conn.execute("ROLLBACK")
@@ -292,9 +246,8 @@ class ItemStore:
         """Apply one ledger ``item`` entry to the table (used by rebuild)."""
         op = body.get("op", "put")
         if op == "review":
-            self.conn.execute(
-                "UPDATE items SET review = ?, ledger_id = ? WHERE id = ?", (body["review"], entry_id, body["item_id"])
-            )
+            self.conn.execute("UPDATE items SET review = ?, ledger_id = ? WHERE id = ?",
+                              (body["review"], entry_id, body["item_id"]))
             return
         fields = {k: v for k, v in body.items() if k not in ("op", "item_id")}
         item = Item(id=str(body["item_id"]), scope=scope, **{**fields, "tags": tuple(fields.get("tags", ()))})  # type: ignore[arg-type]

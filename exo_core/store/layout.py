@@ -14,23 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 __all__ = [
-    "PACK",
-    "ROUTER",
-    "LEDGER",
-    "ITEMS",
-    "MANIFEST",
-    "INDEXES_DIR",
-    "RAW_DIR",
-    "STATE_DIR",
-    "NESTED_DIRS",
-    "RESERVED_DIRS",
-    "SQLITE_FILES",
-    "is_private",
-    "domain_dirs",
-    "node_files",
-    "nested_store_dirs",
-    "curated_files",
-    "NESTED_NAME",
+    "PACK", "ROUTER", "LEDGER", "ITEMS", "MANIFEST", "INDEXES_DIR", "RAW_DIR", "STATE_DIR", "NESTED_DIRS",
+    "RESERVED_DIRS", "SQLITE_FILES", "is_private", "domain_dirs", "node_files", "nested_store_dirs",
+    "curated_files", "NESTED_NAME"
 ]
 
 PACK = "pack.md"

@@ -19,15 +19,8 @@ if TYPE_CHECKING:
     from exo_core.ledger import Checkpoint, CheckpointBook, Ledger, Signer
 
 __all__ = [
-    "EntryLike",
-    "LedgerWriter",
-    "LedgerReader",
-    "LedgerLike",
-    "open_ledger",
-    "create_ledger",
-    "verify_ledger",
-    "checkpoint_hook",
-    "ledger_summary",
+    "EntryLike", "LedgerWriter", "LedgerReader", "LedgerLike", "open_ledger", "create_ledger", "verify_ledger",
+    "checkpoint_hook", "ledger_summary"
 ]
 
 
@@ -50,15 +43,8 @@ class EntryLike(Protocol):
 class LedgerWriter(Protocol):
     """Appends signed entries; ``idem`` makes a retried append a no-op."""
 
-    def append(
-        self,
-        kind: str,
-        body: Mapping[str, Any],
-        *,
-        refs: Sequence[str] = (),
-        scope: str | None = None,
-        idem: str | None = None,
-    ) -> EntryLike: ...
+    def append(self, kind: str, body: Mapping[str, Any], *, refs: Sequence[str] = (), scope: str | None = None,
+               idem: str | None = None) -> EntryLike: ...
 
 
 class LedgerReader(Protocol):
@@ -78,33 +64,23 @@ def create_ledger(store_root: Path, store_id: str) -> None:
     Ledger.open(Path(store_root) / layout.LEDGER, create=True, ledger_id=store_id).close()
 
 
-def open_ledger(
-    store_root: Path, *, signer: "Signer | None" = None, scope: str = "person", create: bool = False,
-    ledger_id: str | None = None,
-) -> "Ledger":
+def open_ledger(store_root: Path, *, signer: "Signer | None" = None, scope: str = "person", create: bool = False,
+                ledger_id: str | None = None) -> "Ledger":
     """Open the ledger of the (top) store at ``store_root``; writable only with a ``signer``."""
     from exo_core.ledger import Ledger
 
-    return Ledger.open(
-        Path(store_root) / layout.LEDGER, signer=signer, scope=scope, create=create, ledger_id=ledger_id
-    )
+    return Ledger.open(Path(store_root) / layout.LEDGER, signer=signer, scope=scope, create=create, ledger_id=ledger_id)
 
 
 def ledger_summary(ledger: "Ledger") -> dict[str, Any]:
     """The ledger id, entry count, main head and fork segments, for reports."""
     head = ledger.head(0)
-    return {
-        "ledger_id": ledger.ledger_id,
-        "entries": ledger.count(),
-        "size": head.size,
-        "head": head.chain,
-        "forks": [s.seg for s in ledger.segments() if s.seg != 0],
-    }
+    return {"ledger_id": ledger.ledger_id, "entries": ledger.count(), "size": head.size, "head": head.chain,
+            "forks": [s.seg for s in ledger.segments() if s.seg != 0]}
 
 
-def verify_ledger(
-    path: Path, owner_keys: tuple[str, ...], *, checkpoints: Iterable["Checkpoint"] = ()
-) -> tuple[list[str], list[str]]:
+def verify_ledger(path: Path, owner_keys: tuple[str, ...], *,
+                  checkpoints: Iterable["Checkpoint"] = ()) -> tuple[list[str], list[str]]:
     """``(errors, notes)`` from the ledger's own verify.
 
     Authors are pinned to ``owner_keys`` from STORE.toml when it lists any, so
@@ -126,18 +102,14 @@ def verify_ledger(
         ledger.close()
     errors = [f"{path.name}: {p.describe()}" for p in report.problems]
     forks = summary["forks"]
-    notes = [
-        f"{path.name}: ledger {summary['ledger_id']}, {summary['entries']} entries, main height {summary['size']}"
-        + (f", fork segments {forks} (see 'exo store sync' report)" if forks else "")
-    ]
+    notes = [f"{path.name}: ledger {summary['ledger_id']}, {summary['entries']} entries, main height {summary['size']}"
+             + (f", fork segments {forks} (see 'exo store sync' report)" if forks else "")]
     if not owner_keys:
         notes.append(f"{path.name}: STORE.toml lists no owner keys, so authors were not pinned")
     return errors, notes
 
 
-def checkpoint_hook(
-    signer: "Signer | None", book: "CheckpointBook | None" = None
-) -> Callable[[Path], dict[str, Any]]:
+def checkpoint_hook(signer: "Signer | None", book: "CheckpointBook | None" = None) -> Callable[[Path], dict[str, Any]]:
     """A ``ledger_hook`` for :func:`export_store`: write a signed checkpoint entry first.
 
     Without a signer (no key on this machine) nothing is written and the
@@ -152,12 +124,8 @@ def checkpoint_hook(
                 head = ledger.head(0)
                 return {"ledger_id": ledger.ledger_id, "size": head.size, "head": head.chain}
             _, checkpoint = record_checkpoint(ledger, book=book)
-            return {
-                "ledger_id": ledger.ledger_id,
-                "size": checkpoint.size,
-                "head": checkpoint.head,
-                "checkpoint": checkpoint.to_json(),
-            }
+            return {"ledger_id": ledger.ledger_id, "size": checkpoint.size, "head": checkpoint.head,
+                    "checkpoint": checkpoint.to_json()}
         finally:
             ledger.close()
 

@@ -14,6 +14,7 @@ duplicate-fact, nested-kind, not-utf8, leak-<kind>.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sqlite3
 from dataclasses import dataclass, field
@@ -92,20 +93,15 @@ class _Linter:
         self.add(path, exc.line, exc.rule, "error", exc.detail)
 
     def item_ids(self) -> set[str]:
+        db = self.top / layout.ITEMS
         if self._item_ids is None:
             self._item_ids = set()
-            db = self.top / layout.ITEMS
-            if db.is_file():
-                try:
-                    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-                    try:
+            try:
+                if db.is_file():
+                    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
                         self._item_ids = {row[0] for row in conn.execute("SELECT id FROM items")}
-                    finally:
-                        conn.close()
-                except sqlite3.Error:
-                    # An unreadable items table is reported by verify; lint
-                    # then treats item links as dangling, which is the truth.
-                    self._item_ids = set()
+            except sqlite3.Error:
+                pass  # unreadable: verify reports it, and item links then dangle, which is the truth
         return self._item_ids
 
     def read_text(self, path: Path) -> str | None:
@@ -118,9 +114,8 @@ class _Linter:
             self.add(path, None, "unreadable", "error", f"cannot read ({exc.strerror})")
         return None
 
-    def lint(
-        self, root: Path, expected_kind: str, parent_nodes: dict[str, Node], hidden: frozenset[str] = frozenset()
-    ) -> None:
+    def lint(self, root: Path, expected_kind: str, parent_nodes: dict[str, Node],
+             hidden: frozenset[str] = frozenset()) -> None:
         config = self.lint_config(root, expected_kind)
         if config is None and expected_kind == "person":
             return
@@ -172,15 +167,8 @@ class _Linter:
             self.add(toml, 1, "nested-kind", "error", f"kind {config.kind!r} but this folder holds a {expected_kind} store")
         return config
 
-    def lint_node(
-        self,
-        node: Node,
-        visible: dict[str, Node],
-        targets: set[str],
-        parent_nodes: dict[str, Node],
-        own: dict[str, Node],
-        hidden: frozenset[str],
-    ) -> None:
+    def lint_node(self, node: Node, visible: dict[str, Node], targets: set[str], parent_nodes: dict[str, Node],
+                  own: dict[str, Node], hidden: frozenset[str]) -> None:
         assert node.path is not None
         line = node.line_of("links")
         for link in node.links:

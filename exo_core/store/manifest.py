@@ -21,14 +21,8 @@ from exo_core.store import layout
 from exo_core.store.errors import StoreFormatError
 
 __all__ = [
-    "Manifest",
-    "FileEntry",
-    "canonical_json",
-    "copy_candidates",
-    "hash_file",
-    "build_manifest",
-    "read_manifest",
-    "MANIFEST_FORMAT",
+    "Manifest", "FileEntry", "canonical_json", "copy_candidates", "hash_file", "build_manifest", "read_manifest",
+    "MANIFEST_FORMAT"
 ]
 
 MANIFEST_FORMAT = 1
@@ -99,23 +93,12 @@ class Manifest:
         return f"export {self.export_id} of {self.store_id or 'an unnamed store'} at {self.exported_at}: {len(self.files)} files{ledger}"
 
 
-def build_manifest(
-    root: Path, *, export_id: str, exported_at: str, store_id: str, store_format: int, ledger: dict[str, Any]
-) -> bytes:
+def build_manifest(root: Path, *, export_id: str, exported_at: str, store_id: str, store_format: int,
+                   ledger: dict[str, Any]) -> bytes:
     """Hash every copied file under ``root`` and return the manifest bytes."""
-    files = {}
-    for rel in copy_candidates(root):
-        sha, size = hash_file(root / rel)
-        files[rel.as_posix()] = {"sha256": sha, "size": size}
-    doc: dict[str, Any] = {
-        "manifest": MANIFEST_FORMAT,
-        "export_id": export_id,
-        "exported_at": exported_at,
-        "store_id": store_id,
-        "store_format": store_format,
-        "files": files,
-        "ledger": ledger,
-    }
+    files = {rel.as_posix(): dict(zip(("sha256", "size"), hash_file(root / rel))) for rel in copy_candidates(root)}
+    doc: dict[str, Any] = {"manifest": MANIFEST_FORMAT, "export_id": export_id, "exported_at": exported_at,
+                           "store_id": store_id, "store_format": store_format, "files": files, "ledger": ledger}
     doc["digest"] = hashlib.sha256(canonical_json(doc)).hexdigest()
     return canonical_json(doc)
 
@@ -138,20 +121,13 @@ def read_manifest(root: Path) -> Manifest | None:
     if not isinstance(doc, dict) or doc.get("manifest") != MANIFEST_FORMAT:
         raise bad(f"not a format-{MANIFEST_FORMAT} manifest")
     digest = doc.pop("digest", None)
-    if canonical_json({**doc}) and raw != canonical_json({**doc, "digest": digest}):
+    if raw != canonical_json({**doc, "digest": digest}):
         raise bad("not in canonical form")
     if digest != hashlib.sha256(canonical_json(doc)).hexdigest():
         raise bad("digest does not match its content")
     try:
         files = {k: FileEntry(str(v["sha256"]), int(v["size"])) for k, v in doc["files"].items()}
-        return Manifest(
-            export_id=str(doc["export_id"]),
-            exported_at=str(doc["exported_at"]),
-            store_id=str(doc["store_id"]),
-            store_format=int(doc["store_format"]),
-            files=files,
-            ledger=dict(doc["ledger"]),
-            digest=str(digest),
-        )
+        return Manifest(str(doc["export_id"]), str(doc["exported_at"]), str(doc["store_id"]),
+                        int(doc["store_format"]), files, dict(doc["ledger"]), str(digest))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise bad(f"missing or mistyped field ({exc})") from exc

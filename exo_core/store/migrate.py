@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from exo_core.store import layout
-from exo_core.store.atomic import atomic_write_text, fsync_dir, remove_tree
+from exo_core.store.atomic import atomic_write_text, fsync_dir
 from exo_core.store.config import CURRENT_FORMAT, StoreConfig, read_config, write_config
 from exo_core.store.errors import StoreFormatError, StoreVersionError
 from exo_core.store.frontmatter import FrontValue, dump_frontmatter, parse_document
@@ -60,11 +60,8 @@ def _read_journal(root: Path) -> dict[str, object] | None:
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
-        raise StoreFormatError(
-            f"unreadable migration journal ({exc}); restore the store from .exo/backup-format-*/ or an export",
-            path=path,
-            rule="migration",
-        ) from exc
+        raise StoreFormatError(f"unreadable migration journal ({exc}); restore the store from .exo/backup-format-*/ "
+                               "or an export", path=path, rule="migration") from exc
     if not isinstance(data, dict) or not isinstance(data.get("from"), int):
         raise StoreFormatError("malformed migration journal", path=path, rule="migration")
     return data
@@ -111,12 +108,8 @@ def _node_1_to_2(root: Path, journal: dict[str, object], tick: StepHook) -> None
                     if match is None and isinstance(item, str) and "[[" in item:
                         links.append(item)
                     elif match is None:
-                        raise StoreFormatError(
-                            f"format-1 link {item!r} is not 'type:target'; fix it and open the store again",
-                            path=path,
-                            line=doc.lines.get("links"),
-                            rule="migration",
-                        )
+                        raise StoreFormatError(f"format-1 link {item!r} is not 'type:target'; fix it and open the "
+                                               "store again", path=path, line=doc.lines.get("links"), rule="migration")
                     else:
                         links.append(f"{match['type']} [[{match['target']}]]")
                 new["links"] = links
@@ -144,25 +137,16 @@ STEPS: tuple[MigrationStep, ...] = (
 )
 
 
-def _no_tick(name: str) -> None:
-    """The default progress hook: nothing to report to."""
-
-
 def _run(root: Path, journal: dict[str, object], on_step: StepHook | None) -> None:
-    source = journal["from"]
-    assert isinstance(source, int)
+    tick = on_step or (lambda name: None)
     for step in STEPS:
-        if step.source < source:
-            continue
-        if on_step is not None:
-            on_step(f"{step.source}:{step.name}:before")
-        step.run(root, journal, on_step or _no_tick)
-        if on_step is not None:
-            on_step(f"{step.source}:{step.name}:after")
+        if step.source >= journal["from"]:  # type: ignore[operator]
+            tick(f"{step.source}:{step.name}:before")
+            step.run(root, journal, tick)
+            tick(f"{step.source}:{step.name}:after")
     _journal_path(root).unlink()
     fsync_dir(root / layout.STATE_DIR)
-    if on_step is not None:
-        on_step("done")
+    tick("done")
 
 
 def migrate_store(root: Path, *, on_step: StepHook | None = None) -> int:
@@ -196,19 +180,6 @@ def migrate_store(root: Path, *, on_step: StepHook | None = None) -> int:
 
 def finish_or_migrate(root: Path) -> None:
     """Finish an interrupted migration, or start one for an older store; no-op when current."""
-    if _journal_path(root).is_file():
-        migrate_store(root)
-        return
-    try:
-        config = read_config(root)
-    except StoreFormatError:
-        raise
-    if config.format < CURRENT_FORMAT:
-        migrate_store(root)
     # A newer format is refused by the caller with a clear message.
-
-
-def discard_backups(root: Path) -> None:
-    """Remove ``.exo/backup-format-*`` once the person is satisfied with a migration."""
-    for path in (root / layout.STATE_DIR).glob("backup-format-*"):
-        remove_tree(path)
+    if _journal_path(root).is_file() or read_config(root).format < CURRENT_FORMAT:
+        migrate_store(root)

@@ -18,51 +18,19 @@ from exo_core.store.errors import StoreFormatError
 from exo_core.store.frontmatter import FrontValue, dump_frontmatter, parse_document
 
 __all__ = [
-    "Node",
-    "Link",
-    "NODE_TYPES",
-    "LINK_TYPES",
-    "CONFIDENCE",
-    "STABILITY",
-    "REQUIRED_KEYS",
-    "OPTIONAL_KEYS",
-    "parse_node",
-    "render_node",
-    "node_id_for",
-    "NODE_ID",
+    "Node", "Link", "NODE_TYPES", "LINK_TYPES", "CONFIDENCE", "STABILITY", "REQUIRED_KEYS", "OPTIONAL_KEYS",
+    "parse_node", "render_node", "node_id_for", "NODE_ID"
 ]
 
 NODE_TYPES = frozenset(
     {"trait", "value", "fact", "preference", "rule", "episode", "entity", "procedure", "question", "pattern", "tension"}
 )
-LINK_TYPES = frozenset(
-    {
-        "part-of",
-        "explains",
-        "evidence-for",
-        "contradicts",
-        "supersedes",
-        "applies-to",
-        "instance-of",
-        "see-also",
-        "derived-from",
-    }
-)
+LINK_TYPES = frozenset({"part-of", "explains", "evidence-for", "contradicts", "supersedes", "applies-to",
+                        "instance-of", "see-also", "derived-from"})
 CONFIDENCE = ("high", "medium", "low")
 STABILITY = ("core", "durable", "volatile")
-REQUIRED_KEYS = (
-    "id",
-    "title",
-    "type",
-    "domain",
-    "summary",
-    "load_when",
-    "confidence",
-    "stability",
-    "valid_from",
-    "sources",
-    "links",
-)
+REQUIRED_KEYS = ("id", "title", "type", "domain", "summary", "load_when", "confidence", "stability", "valid_from",
+                 "sources", "links")
 OPTIONAL_KEYS = ("valid_until", "tags", "private", "aliases")
 _LIST_KEYS = frozenset({"sources", "links", "tags", "aliases"})
 
@@ -117,8 +85,7 @@ class Node:
 
 def node_id_for(store_root: Path, path: Path) -> str:
     """The id a node file at ``path`` must carry: its path under the store, without ``.md``."""
-    rel = path.relative_to(store_root).with_suffix("")
-    return rel.as_posix()
+    return path.relative_to(store_root).with_suffix("").as_posix()
 
 
 def _expect_text(values: dict[str, FrontValue], key: str, lines: dict[str, int], path: Path | str | None) -> str:
@@ -139,15 +106,12 @@ def parse_node(text: str, *, path: Path | str | None = None) -> Node:
     values, lines = doc.values, doc.lines
     for key in REQUIRED_KEYS:
         if key not in values:
-            raise StoreFormatError(f"missing required key {key!r}; add '{key}:' to the frontmatter", path=path, line=1, rule="missing-key")
+            raise StoreFormatError(f"missing required key {key!r}; add '{key}:' to the frontmatter", path=path,
+                                   line=1, rule="missing-key")
     for key in values:
         if key not in REQUIRED_KEYS and key not in OPTIONAL_KEYS:
-            raise StoreFormatError(
-                f"unknown key {key!r}; allowed: {', '.join(REQUIRED_KEYS + OPTIONAL_KEYS)}",
-                path=path,
-                line=lines[key],
-                rule="unknown-key",
-            )
+            raise StoreFormatError(f"unknown key {key!r}; allowed: {', '.join(REQUIRED_KEYS + OPTIONAL_KEYS)}",
+                                   path=path, line=lines[key], rule="unknown-key")
     lists: dict[str, tuple[str, ...]] = {}
     for key in _LIST_KEYS:
         value = values.get(key)
@@ -196,49 +160,19 @@ def parse_node(text: str, *, path: Path | str | None = None) -> Node:
         if match["type"] not in LINK_TYPES:
             raise bad("links", f"link type {match['type']!r} is not one of {', '.join(sorted(LINK_TYPES))}")
         links.append(Link(match["type"], match["target"].strip()))
-    return Node(
-        id=text_of["id"],
-        title=text_of["title"],
-        type=text_of["type"],
-        domain=text_of["domain"],
-        summary=text_of["summary"],
-        load_when=load_when,
-        confidence=text_of["confidence"],
-        stability=text_of["stability"],
-        valid_from=text_of["valid_from"],
-        sources=lists["sources"],
-        links=tuple(links),
-        valid_until=valid_until if isinstance(valid_until, str) else None,
-        tags=lists["tags"],
-        private=private_raw == "true",
-        aliases=lists["aliases"],
-        body=doc.body,
-        path=Path(path) if path is not None else None,
-        key_lines=tuple(lines.items()),
-    )
+    return Node(**text_of, load_when=load_when, sources=lists["sources"], links=tuple(links),
+                valid_until=valid_until if isinstance(valid_until, str) else None, tags=lists["tags"],
+                private=private_raw == "true", aliases=lists["aliases"], body=doc.body,
+                path=Path(path) if path is not None else None, key_lines=tuple(lines.items()))
 
 
 def render_node(node: Node) -> str:
     """The node as file text; :func:`parse_node` reads it back equal."""
-    values: dict[str, FrontValue | bool] = {
-        "id": node.id,
-        "title": node.title,
-        "type": node.type,
-        "domain": node.domain,
-        "summary": node.summary,
-        "load_when": node.load_when,
-        "confidence": node.confidence,
-        "stability": node.stability,
-        "valid_from": node.valid_from,
-    }
+    values: dict[str, FrontValue | bool] = {key: getattr(node, key) for key in REQUIRED_KEYS[:9]}
     if node.valid_until is not None:
         values["valid_until"] = node.valid_until
-    values["sources"] = list(node.sources)
-    values["links"] = [link.render() for link in node.links]
-    if node.tags:
-        values["tags"] = list(node.tags)
-    if node.aliases:
-        values["aliases"] = list(node.aliases)
+    values.update(sources=list(node.sources), links=[link.render() for link in node.links])
+    values.update({key: list(getattr(node, key)) for key in ("tags", "aliases") if getattr(node, key)})
     if node.private:
         values["private"] = True
     return dump_frontmatter(values) + node.body

@@ -1,189 +1,127 @@
-"""The onboarding interview: from an empty store to a first pack and first nodes.
+"""The onboarding interview: from an empty store to a first pack and first nodes, with no model.
 
-A pure state machine that needs no model. Each step is a :class:`Question`
-shaped like the protocol's ``question.asked`` event (``question_id``, ``text``,
-numbered ``options``, ``allow_text``); each reply is an :class:`Answer` shaped
-like the ``question.answer`` command (a 1-based ``option`` or free ``text``).
-So a terminal, the web page, a button or a voice can drive it::
+It runs inside exod (:class:`Onboarding`, the ``store.onboard`` command):
+each step is asked through the core's question broker, so it reaches every
+client as a ``question.asked`` event and the first ``question.answer`` from
+any of them (a terminal, the web page, a button, a voice) answers it. When
+the interview is finished the pack, nodes and load rules are written, the
+person's own words are recorded in the ledger, and a ``ui.panel`` of kind
+``onboarding`` says what was written (``data.ok``, ``data.written``) or why
+not (``data.error``).
 
-    state = start()
-    while (q := next_question(state)) is not None:
-        state = answer(state, Answer(q.question_id, option=1))   # or text="..."
-    written = apply_plan(store, plan(state))
-
-``answer`` never mutates: it returns a new state or raises
-:class:`~exo_core.errors.BadBodyError` naming the field, so a wrong button
-press is reported and the same question is asked again.
+The steps themselves are a pure state machine (:func:`next_question`,
+:func:`answer`, :func:`plan`): ``answer`` never mutates and raises
+:class:`~exo_core.errors.BadBodyError` naming the field, so a wrong reply is
+reported and the same step is asked again.
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime as _dt
+import logging
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from exo_core.errors import BadBodyError, ConflictError
+from exo_core.errors import BadBodyError, ConflictError, ExoError
+from exo_core.protocol.events import Notice, UiPanel
 from exo_core.store import layout
 from exo_core.store.atomic import atomic_write_text
 from exo_core.store.leaks import redact
 from exo_core.store.node import Link, Node
-from exo_core.store.ledger_bridge import LedgerWriter
 from exo_core.store.store import Store, template_path
 
-__all__ = [
-    "Question",
-    "Answer",
-    "InterviewState",
-    "OnboardPlan",
-    "QUESTIONS",
-    "start",
-    "next_question",
-    "answer",
-    "plan",
-    "apply_plan",
-]
+if TYPE_CHECKING:
+    from exo_core.engine.core import Core
+    from exo_core.protocol.commands import StoreOnboard
 
+__all__ = ["Question", "InterviewState", "OnboardPlan", "QUESTIONS", "Onboarding",
+           "next_question", "answer", "plan", "check_fillable", "apply_plan"]
+
+log = logging.getLogger(__name__)
 MAX_TEXT = 500
 
 
 @dataclass(frozen=True, slots=True)
 class Question:
-    """One interview question, as a ``question.asked`` body."""
+    """One step: its text and numbered options; ``skip_option`` is the 1-based option meaning "skip"."""
 
-    question_id: str
+    step: str
     text: str
     options: tuple[str, ...] = ()
     allow_text: bool = False
-    skip_option: int | None = None  # the 1-based option meaning "skip", if any
-
-    def to_event_body(self) -> dict[str, object]:
-        """The ``question.asked`` event body."""
-        return {"question_id": self.question_id, "text": self.text, "options": list(self.options),
-                "allow_text": self.allow_text}
-
-
-@dataclass(frozen=True, slots=True)
-class Answer:
-    """A reply, as a ``question.answer`` command body."""
-
-    question_id: str
-    option: int | None = None
-    text: str | None = None
+    skip_option: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class InterviewState:
-    """Where the interview is: answers so far, as ``(question_id, option, text)``."""
+    """Where the interview is: answers so far, as ``(step, option, text)``."""
 
     answers: tuple[tuple[str, int | None, str | None], ...] = ()
     finished: bool = False
 
-    def value(self, question_id: str) -> tuple[int | None, str | None]:
-        """The (option, text) given to ``question_id``; (None, None) when unanswered."""
-        for qid, option, text in self.answers:
-            if qid == question_id:
-                return option, text
-        return None, None
+    def value(self, step: str) -> tuple[int | None, str | None]:
+        """The (option, text) given at ``step``; (None, None) when unanswered."""
+        return next(((o, t) for s, o, t in self.answers if s == step), (None, None))
 
 
 QUESTIONS: tuple[Question, ...] = (
-    Question("onboard.name", "What should Exo call you?", allow_text=True),
-    Question(
-        "onboard.focus",
-        "What will you mostly use Exo for?",
-        ("Work and projects", "Writing", "Study and learning", "Running my day", "Something else (type it)"),
-        allow_text=True,
-    ),
-    Question(
-        "onboard.length",
-        "How should answers be?",
-        ("Short: the result first, detail only if asked", "Thorough: reasons and trade-offs", "It depends: ask me"),
-    ),
-    Question("onboard.tone", "Which tone suits you?", ("Plain and direct", "Warm and friendly", "Formal")),
-    Question(
-        "onboard.approval",
-        "What must always wait for your approval?",
-        (
-            "Anything that sends, posts, pays, pushes or deletes",
-            "That, and also every change to my files",
-        ),
-    ),
-    Question(
-        "onboard.rule",
-        "Is there a standing rule Exo should always follow? Type it, or choose 1.",
-        ("No, not now",),
-        allow_text=True,
-        skip_option=1,
-    ),
-    Question(
-        "onboard.languages",
-        "Which languages do you write in? Type them, or choose 1.",
-        ("Skip",),
-        allow_text=True,
-        skip_option=1,
-    ),
-    Question("onboard.confirm", "Write this into your store?", ("Yes, write it", "Start over")),
+    Question("name", "What should Exo call you?", allow_text=True),
+    Question("focus", "What will you mostly use Exo for?", ("Work and projects", "Writing", "Study and learning",
+                                                             "Running my day", "Something else (type it)"),
+             allow_text=True),
+    Question("length", "How should answers be?", ("Short: the result first, detail only if asked",
+                                                   "Thorough: reasons and trade-offs", "It depends: ask me")),
+    Question("tone", "Which tone suits you?", ("Plain and direct", "Warm and friendly", "Formal")),
+    Question("approval", "What must always wait for your approval?",
+             ("Anything that sends, posts, pays, pushes or deletes", "That, and also every change to my files")),
+    Question("rule", "Is there a standing rule Exo should always follow? Type it, or choose 1.", ("No, not now",),
+             allow_text=True, skip_option=1),
+    Question("languages", "Which languages do you write in? Type them, or choose 1.", ("Skip",),
+             allow_text=True, skip_option=1),
+    Question("confirm", "Write this into your store?", ("Yes, write it", "Start over")),
 )
-_BY_ID = {q.question_id: q for q in QUESTIONS}
+_BY_STEP = {q.step: q for q in QUESTIONS}
 # The approval answer only ever adds to the operator floor, never lowers it.
-_APPROVAL = {
-    1: "anything that sends, posts, pays, pushes or deletes",
-    2: "anything that sends, posts, pays, pushes or deletes, and every change to my files",
-}
-
-
-def start() -> InterviewState:
-    """A new interview."""
-    return InterviewState()
+_APPROVAL = {1: "anything that sends, posts, pays, pushes or deletes",
+             2: "anything that sends, posts, pays, pushes or deletes, and every change to my files"}
 
 
 def next_question(state: InterviewState) -> Question | None:
-    """The next question to ask, or None when the interview is finished."""
-    if state.finished:
-        return None
-    answered = {qid for qid, _, _ in state.answers}
-    for question in QUESTIONS:
-        if question.question_id not in answered:
-            return question
-    return None
+    """The next step to ask, or None when the interview is finished."""
+    answered = {step for step, _, _ in state.answers}
+    return None if state.finished else next((q for q in QUESTIONS if q.step not in answered), None)
 
 
-def answer(state: InterviewState, reply: Answer) -> InterviewState:
-    """Apply ``reply`` to the current question; a new state, or BadBodyError naming the field."""
+def answer(state: InterviewState, option: int | None = None, text: str | None = None) -> InterviewState:
+    """Answer the open step with a 1-based ``option`` or free ``text``; a new state, or BadBodyError."""
     question = next_question(state)
     if question is None:
         raise BadBodyError("the interview is finished; there is no open question", field="question_id")
-    if reply.question_id != question.question_id:
-        raise BadBodyError(
-            f"question {reply.question_id!r} is not open; answer {question.question_id!r}", field="question_id"
-        )
-    option, text = reply.option, reply.text
+    count = len(question.options)
     if option is not None and text is not None:
         raise BadBodyError("give an option number or text, not both", field="option")
     if option is not None:
-        if isinstance(option, bool) or not isinstance(option, int) or not 1 <= option <= len(question.options):
-            raise BadBodyError(f"option must be a number from 1 to {len(question.options)}", field="option")
+        if isinstance(option, bool) or not isinstance(option, int) or not 1 <= option <= count:
+            raise BadBodyError(f"option must be a number from 1 to {count}", field="option")
     elif text is not None:
         if not question.allow_text:
-            raise BadBodyError(f"choose an option from 1 to {len(question.options)}", field="text")
+            raise BadBodyError(f"choose an option from 1 to {count}", field="text")
         text = " ".join(text.split())
-        if not text:
-            raise BadBodyError("the answer is empty; type something or choose an option", field="text")
-        if len(text) > MAX_TEXT:
-            raise BadBodyError(f"keep the answer under {MAX_TEXT} characters", field="text")
+        if not text or len(text) > MAX_TEXT:
+            raise BadBodyError(f"type an answer of 1 to {MAX_TEXT} characters, or choose an option", field="text")
         text, _ = redact(text)  # a secret typed into an answer never reaches the store
     else:
         raise BadBodyError("give an option number or text", field="option")
-    if question.question_id == "onboard.confirm":
-        if option == 2:
-            return start()
-        return replace(state, answers=state.answers + ((question.question_id, option, None),), finished=True)
-    return replace(state, answers=state.answers + ((question.question_id, option, text),))
+    if question.step == "confirm":
+        return InterviewState() if option == 2 else replace(state, finished=True)
+    return replace(state, answers=(*state.answers, (question.step, option, text)))
 
 
 @dataclass(frozen=True, slots=True)
 class OnboardPlan:
-    """What the interview will write: the pack, nodes, and router rules per domain."""
+    """What the interview will write: the pack, nodes, router rules per domain and the person's words."""
 
     pack: str
     nodes: tuple[Node, ...]
@@ -191,24 +129,20 @@ class OnboardPlan:
     said: tuple[tuple[str, str], ...]  # (ledger kind, the person's words)
 
 
-def _choice(state: InterviewState, qid: str) -> str | None:
-    option, text = state.value(qid)
-    question = _BY_ID[qid]
+def _choice(state: InterviewState, step: str) -> str | None:
+    option, text = state.value(step)
+    question = _BY_STEP[step]
     if text is not None:
         return text
-    if option is None or option == question.skip_option:
-        return None
-    return question.options[option - 1]
+    return None if option is None or option == question.skip_option else question.options[option - 1]
 
 
-def _node(node_id: str, type_: str, title: str, summary: str, load_when: str, today: str, **extra: object) -> Node:
-    fields: dict[str, object] = dict(
-        id=node_id, title=title, type=type_, domain=node_id.split("/")[0], summary=summary, load_when=load_when,
-        confidence="high", stability="durable", valid_from=today, sources=("onboarding interview",),
-        body=f"\n# {title}\n\n{summary}\n\nFrom the onboarding interview on {today}.\n",
-    )
-    fields.update(extra)
-    return Node(**fields)  # type: ignore[arg-type]
+def _node(node_id: str, type_: str, title: str, summary: str, load_when: str, today: str, **extra: Any) -> Node:
+    return Node(**{
+        "id": node_id, "title": title, "type": type_, "domain": node_id.split("/")[0], "summary": summary,
+        "load_when": load_when, "confidence": "high", "stability": "durable", "valid_from": today,
+        "sources": ("onboarding interview",),
+        "body": f"\n# {title}\n\n{summary}\n\nFrom the onboarding interview on {today}.\n", **extra})
 
 
 def plan(state: InterviewState, *, today: str | None = None) -> OnboardPlan:
@@ -216,76 +150,108 @@ def plan(state: InterviewState, *, today: str | None = None) -> OnboardPlan:
     if not state.finished:
         raise ConflictError("the interview is not finished; answer every question first")
     day = today or _dt.date.today().isoformat()
-    name = _choice(state, "onboard.name") or "the person"
-    focus = _choice(state, "onboard.focus")
-    length = _choice(state, "onboard.length")
-    tone = _choice(state, "onboard.tone")
-    approval_option, _ = state.value("onboard.approval")
-    approval = _APPROVAL[approval_option or 1]
-    rule = _choice(state, "onboard.rule")
-    languages = _choice(state, "onboard.languages")
+    name, rule, languages = _choice(state, "name") or "the person", _choice(state, "rule"), _choice(state, "languages")
     nodes = [
-        _node("work/focus", "fact", "What Exo is mostly for", f"Mostly uses Exo for: {focus}.", "plan | project | task", day),
-        _node("taste/answer-length", "preference", "Answer length", f"Answers should be: {length}.",
+        _node("work/focus", "fact", "What Exo is mostly for", f"Mostly uses Exo for: {_choice(state, 'focus')}.",
+              "plan | project | task", day),
+        _node("taste/answer-length", "preference", "Answer length", f"Answers should be: {_choice(state, 'length')}.",
               "answer | reply | draft | write", day),
-        _node("taste/tone", "preference", "Tone", f"Preferred tone: {tone}.", "reply | draft | write | message", day),
-        _node("rules/approval", "rule", "What waits for approval", f"Always ask before: {approval}.",
+        _node("taste/tone", "preference", "Tone", f"Preferred tone: {_choice(state, 'tone')}.",
+              "reply | draft | write | message", day),
+        _node("rules/approval", "rule", "What waits for approval",
+              f"Always ask before: {_APPROVAL[state.value('approval')[0] or 1]}.",
               "send | post | pay | push | delete | file", day, stability="core"),
     ]
+    who = [f"- Name: {name}", "- Mostly here for: [[work/focus]]"]
+    rules = ["- Approval: [[rules/approval]]"]
     if rule:
         nodes.append(_node("rules/standing-rule", "rule", "A standing rule", f"Standing rule: {rule}", "", day,
                            stability="core", links=(Link("see-also", "rules/approval"),)))
+        rules.append("- Standing rule: [[rules/standing-rule]]")
     if languages:
         nodes.append(_node("self/languages", "fact", "Languages", f"Writes in: {languages}.", "language | translate", day))
-    by_id = {n.id: n for n in nodes}
-    pointers = {
-        "who": [f"- Name: {name}", f"- Mostly here for: [[work/focus]]"]
-        + (["- Languages: [[self/languages]]"] if "self/languages" in by_id else []),
-        "rules": ["- Approval: [[rules/approval]]"] + (["- Standing rule: [[rules/standing-rule]]"] if rule else []),
-        "voice": ["- Answer length: [[taste/answer-length]]", "- Tone: [[taste/tone]]"],
-    }
+        who.append("- Languages: [[self/languages]]")
     pack = (
-        f"# Pack\n\nThe one page Exo reads on every request. It points to beliefs and never copies them.\n"
+        "# Pack\n\nThe one page Exo reads on every request. It points to beliefs and never copies them.\n"
         f"Written by the onboarding interview on {day}; edit it freely.\n\n"
-        "## Who I am\n\n" + "\n".join(pointers["who"]) + "\n\n"
-        "## Standing rules\n\n" + "\n".join(pointers["rules"]) + "\n\n"
-        "## Voice and taste\n\n" + "\n".join(pointers["voice"]) + "\n\n"
+        "## Who I am\n\n" + "\n".join(who) + "\n\n## Standing rules\n\n" + "\n".join(rules) + "\n\n"
+        "## Voice and taste\n\n- Answer length: [[taste/answer-length]]\n- Tone: [[taste/tone]]\n\n"
         "## Needs my approval\n\n- See [[rules/approval]]; the operator floor always applies.\n"
     )
-    rules = tuple((n.domain, f"- {n.load_when} -> [[{n.id}]]") for n in nodes if n.load_when)
-    said: list[tuple[str, str]] = [("utterance", f"Call me {name}.")]
-    if rule:
-        said.append(("rule", rule))
-    return OnboardPlan(pack, tuple(nodes), rules, tuple(said))
+    load_rules = tuple((n.domain, f"- {n.load_when} -> [[{n.id}]]") for n in nodes if n.load_when)
+    said = (("utterance", f"Call me {name}."),) + ((("rule", rule),) if rule else ())
+    return OnboardPlan(pack, tuple(nodes), load_rules, said)
 
 
-def apply_plan(
-    store: Store, onboard: OnboardPlan, *, ledger: LedgerWriter | None = None, force: bool = False
-) -> list[Path]:
-    """Write the plan into ``store``; the person's own words go to the ledger if given.
+def check_fillable(store: Store, node_ids: tuple[str, ...] = ()) -> None:
+    """Raise :class:`ConflictError` when the pack was edited or a node exists: onboarding only fills an empty store."""
+    pack = store.root / layout.PACK
+    if pack.is_file() and pack.read_text(encoding="utf-8") != (template_path() / layout.PACK).read_text(encoding="utf-8"):
+        raise ConflictError(f"{pack} was already edited; onboarding only fills an empty store (or use force)")
+    for node_id in node_ids:
+        if store.node_path(node_id).exists():
+            raise ConflictError(f"{store.node_path(node_id)} exists; onboarding would overwrite it (or use force)")
 
-    Refuses (:class:`ConflictError`) when the pack was already edited or a node
-    exists, unless ``force``: onboarding builds a store from empty, it never
-    overwrites what the person wrote.
-    """
-    pack_path = store.root / layout.PACK
-    template_pack = (template_path() / layout.PACK).read_text(encoding="utf-8")
+
+def apply_plan(store: Store, onboard: OnboardPlan, *, force: bool = False) -> list[Path]:
+    """Write the plan into ``store``; never over what the person wrote unless ``force``."""
     if not force:
-        if pack_path.is_file() and pack_path.read_text(encoding="utf-8") != template_pack:
-            raise ConflictError(f"{pack_path} was already edited; onboarding only fills an empty store (or use --force)")
-        for node in onboard.nodes:
-            if store.node_path(node.id).exists():
-                raise ConflictError(f"{store.node_path(node.id)} exists; onboarding would overwrite it (use --force)")
+        check_fillable(store, tuple(n.id for n in onboard.nodes))
     written = [store.write_node(node) for node in onboard.nodes]
     for domain, rule in onboard.load_rules:
         index = store.root / domain / layout.ROUTER
         text = index.read_text(encoding="utf-8")
         if rule not in text:
-            atomic_write_text(index, text.rstrip("\n") + "\n" + rule + "\n" if "## Load rules" in text
-                              else text + "\n## Load rules\n\n" + rule + "\n")
-    atomic_write_text(pack_path, onboard.pack)
-    written.append(pack_path)
-    if ledger is not None:
-        for kind, words in onboard.said:
-            ledger.append(kind, {"text": words, "source": "onboarding"}, scope=store.scope)
-    return written
+            heading = "" if "## Load rules" in text else "\n## Load rules\n\n"
+            atomic_write_text(index, text.rstrip("\n") + "\n" + heading + rule + "\n")
+    atomic_write_text(store.root / layout.PACK, onboard.pack)
+    return [*written, store.root / layout.PACK]
+
+
+class Onboarding:
+    """The interview inside exod: the ``store.onboard`` handler, one interview at a time."""
+
+    def __init__(self, store_root: Path, core: "Core") -> None:
+        self._root = store_root
+        self._core = core
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self, body: "StoreOnboard") -> dict[str, Any]:
+        """Start the interview in ``body.session``; refused at once when it could not write."""
+        if self._task is not None and not self._task.done():
+            raise ConflictError("an onboarding interview is already running; answer or interrupt it first")
+        core = self._core
+        await core.worker.run(lambda: core.store.get_session(body.session))  # NotFoundError names it
+        store = Store.open(self._root)
+        if not body.force:
+            check_fillable(store)
+        self._task = asyncio.create_task(self._interview(store, body.session, body.force))
+        return {"accepted": True, "session": body.session, "store": str(store.root)}
+
+    async def _interview(self, store: Store, session: str, force: bool) -> None:
+        hub, state = self._core.hub, InterviewState()
+        try:
+            while (question := next_question(state)) is not None:
+                reply = await self._core.questions.ask(session, question.text, question.options,
+                                                       allow_text=question.allow_text)
+                try:
+                    state = answer(state, reply.option, None if reply.option is not None else reply.text)
+                except BadBodyError as exc:
+                    await hub.emit(session, "notice", Notice(text=exc.message, level="warning"))
+            onboard = plan(state)
+            written = await asyncio.to_thread(apply_plan, store, onboard, force=force)
+            for kind, words in onboard.said:
+                await asyncio.to_thread(self._core.options.recorder.record, kind,
+                                        {"text": words, "source": "onboarding"})
+            data: dict[str, Any] = {"ok": True, "store": str(store.root),
+                                    "written": [p.relative_to(store.root).as_posix() for p in written]}
+        except ExoError as exc:
+            log.warning("onboarding in %s stopped: %s", session, exc.message)
+            data = {"ok": False, "store": str(store.root), "error": exc.message}
+        await hub.emit(session, "ui.panel", UiPanel(kind="onboarding", title="Your store", data=data))
+
+    async def aclose(self) -> None:
+        """Stop a running interview (exod is shutting down); nothing is written then."""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)

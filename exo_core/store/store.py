@@ -34,8 +34,13 @@ def new_store_id() -> str:
 
 
 def template_path() -> Path:
-    """The ``store_template/`` folder shipped beside the ``exo_core`` package."""
-    return Path(__file__).resolve().parents[2] / "store_template"
+    """The ``store_template/`` folder, as shipped inside the package.
+
+    ``exo_core/store/template`` is a link to the repository's top-level
+    ``store_template/`` in a checkout (and an editable install); a built wheel
+    holds the files themselves there (package data), so both find it here.
+    """
+    return Path(__file__).parent / "template"
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,9 +79,7 @@ class Store:
                 "open it with migration enabled (any exo store command does)"
             )
         if config.kind != "person":
-            raise UsageError(
-                f"{root} is a nested {config.kind} store; open its person store and use Store.nested()"
-            )
+            raise UsageError(f"{root} is a nested {config.kind} store; open its person store and use Store.nested()")
         return cls(root, config)
 
     # -- where things are -------------------------------------------------
@@ -105,11 +108,8 @@ class Store:
         for kind, folder in layout.nested_store_dirs(self.root):
             config = read_config(folder)
             if config.kind != kind:
-                raise StoreFormatError(
-                    f"kind {config.kind!r} but it sits under {folder.parent.name}/; set kind = \"{kind}\"",
-                    path=folder / "STORE.toml",
-                    rule="nested-kind",
-                )
+                raise StoreFormatError(f"kind {config.kind!r} but it sits under {folder.parent.name}/; "
+                                       f"set kind = \"{kind}\"", path=folder / "STORE.toml", rule="nested-kind")
             found.append(Store(folder, config, f"{kind}:{folder.name}", self))
         return found
 
@@ -125,11 +125,9 @@ class Store:
         folder.mkdir(parents=True)
         config = StoreConfig(format=CURRENT_FORMAT, kind=kind, store_id=new_store_id(), created=_today())
         write_config(folder, config)
-        atomic_write_text(
-            folder / layout.PACK,
-            f"# {kind.title()} pack: {name}\n\nWhat this {kind} is for, in one page. It shares the person's ledger "
-            "and items and links to the person's facts instead of copying them.\n",
-        )
+        atomic_write_text(folder / layout.PACK, f"# {kind.title()} pack: {name}\n\nWhat this {kind} is for, in one "
+                          "page. It shares the person's ledger and items and links to the person's facts instead of "
+                          "copying them.\n")
         atomic_write_text(folder / layout.ROUTER, f"# {kind.title()} index: {name}\n\n## Load rules\n")
         fsync_dir(folder.parent)
         return Store(folder, config, f"{kind}:{name}", self)
@@ -208,9 +206,8 @@ class Store:
         index = folder / layout.ROUTER
         if not index.is_file():
             folder.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(
-                index, f"# {domain.title()}\n\nNodes of the {domain} domain, one belief a file.\n\n## Load rules\n\n"
-            )
+            atomic_write_text(index, f"# {domain.title()}\n\nNodes of the {domain} domain, one belief a file.\n\n"
+                                     "## Load rules\n\n")
         root_index = self.root / layout.ROUTER
         text = root_index.read_text(encoding="utf-8") if root_index.is_file() else "# Index\n"
         if f"[[{domain}/INDEX]]" in text:
@@ -237,34 +234,19 @@ class Store:
         day = on or _today()
         link = Link("supersedes", old_id)
         if link not in new.links:
-            new = _replace_links(new, new.links + (link,))
+            new = dataclasses.replace(new, links=new.links + (link,))
         path = self.write_node(new)
         if old.valid_until is None or old.valid_until > day:
-            self.write_node(_with_valid_until(old, max(day, old.valid_from)))
+            self.write_node(dataclasses.replace(old, valid_until=max(day, old.valid_from)))
         return path
-
-
-def _replace_links(node: Node, links: tuple[Link, ...]) -> Node:
-    return dataclasses.replace(node, links=links)
-
-
-def _with_valid_until(node: Node, day: str) -> Node:
-    return dataclasses.replace(node, valid_until=day)
 
 
 def _today() -> str:
     return _dt.date.today().isoformat()
 
 
-def init_store(
-    dest: Path | str,
-    *,
-    owner_key_ids: list[str],
-    kind: str = "person",
-    name: str = "",
-    template: Path | None = None,
-    create_ledger: bool = True,
-) -> Store:
+def init_store(dest: Path | str, *, owner_key_ids: list[str], kind: str = "person", name: str = "",
+               template: Path | None = None, create_ledger: bool = True) -> Store:
     """Create a new store at ``dest`` from ``store_template/`` and fill STORE.toml.
 
     ``dest`` must not exist or be an empty folder. The copy is made in a
@@ -284,15 +266,7 @@ def init_store(
     staging = dest.with_name(f".{dest.name}.init-{secrets.token_hex(4)}")
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.copytree(source, staging, ignore=shutil.ignore_patterns("__pycache__", ".DS_Store"))
-    base = read_config(staging)
-    config = StoreConfig(
-        format=base.format,
-        kind=kind,
-        store_id=new_store_id(),
-        owner_keys=tuple(owner_key_ids),
-        created=_today(),
-        name=name,
-    )
+    config = StoreConfig(read_config(staging).format, kind, new_store_id(), tuple(owner_key_ids), _today(), name)
     write_config(staging, config)
     if create_ledger:
         from exo_core.store.ledger_bridge import create_ledger as _create_ledger

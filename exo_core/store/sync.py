@@ -10,13 +10,16 @@ Nothing is merged silently and nothing is dropped:
 * **Items.** ``items.sqlite`` is a view of the ledger's ``item`` entries; after
   the ledger sync both copies rebuild it from the ledger, so every item either
   copy saved is in both.
-* **Curated files** (pack, routers, nodes). Compared against the last
-  common state (``.exo/sync-base.json`` written by the previous sync, else an
-  export manifest). A file changed on one side only is copied to the other; a
-  file present on one side only is copied; a file changed differently on both
-  sides is a *conflict*: each copy keeps its own version, the other version
-  is saved under ``.exo/conflicts/<sync id>/`` in both, and the report lists
-  it for the person to resolve.
+* **Curated files** (pack, routers, nodes). Each copy records what it held
+  at its last sync, export or import (``.exo/sync-base.json``, else the
+  import's or export's manifest). A change on one side (an edit, a new file
+  or a *deletion*) is applied to the other when the other still holds exactly
+  what the changing side held before: the other's content is then what was
+  knowingly replaced or deleted, so nothing is lost. Anything else is a
+  *conflict* (changed in both, or deleted in one and changed in the other):
+  each copy keeps its own state, the other's version is saved under
+  ``.exo/conflicts/<sync id>/`` in both, and the report lists it until the
+  person makes the two copies agree.
 """
 
 from __future__ import annotations
@@ -39,9 +42,10 @@ from exo_core.store.store import Store
 if TYPE_CHECKING:
     from exo_core.ledger import CheckpointBook, Signer, SyncReport
 
-__all__ = ["StoreSyncReport", "sync_stores", "SYNC_BASE"]
+__all__ = ["StoreSyncReport", "sync_stores", "record_state", "SYNC_BASE", "IMPORT_MANIFEST"]
 
 SYNC_BASE = "sync-base.json"
+IMPORT_MANIFEST = "import-manifest.json"
 
 
 @dataclass(slots=True)
@@ -90,57 +94,62 @@ def _hashes(root: Path) -> dict[str, str]:
     }
 
 
-def _base(a: Path, b: Path) -> dict[str, str]:
-    base: dict[str, str] = {}
-    for root in (a, b):
-        for name in (f"{layout.STATE_DIR}/{SYNC_BASE}", layout.MANIFEST, f"{layout.STATE_DIR}/import-manifest.json"):
-            try:
-                doc = json.loads((root / name).read_text(encoding="utf-8"))
-            except FileNotFoundError:
-                continue
-            except (OSError, ValueError):
-                continue  # an unreadable base only makes more files look like conflicts
-            files = doc.get("files", {}) if isinstance(doc, dict) else {}
-            for rel, entry in files.items():
-                sha = entry.get("sha256") if isinstance(entry, dict) else entry
-                if isinstance(sha, str):
-                    base.setdefault(rel, sha)
-    return base
+def _record(root: Path) -> dict[str, str]:
+    """``{path: sha256}`` this copy held at its last sync, export or import; empty when unknown."""
+    for name in (f"{layout.STATE_DIR}/{SYNC_BASE}", f"{layout.STATE_DIR}/{IMPORT_MANIFEST}", layout.MANIFEST):
+        try:
+            doc = json.loads((root / name).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError):
+            return {}  # unreadable: no record, so nothing is deleted on its word
+        files = doc.get("files") if isinstance(doc, dict) else None
+        if isinstance(files, dict):
+            return {rel: e["sha256"] if isinstance(e, dict) else e for rel, e in files.items()
+                    if isinstance(e, str) or (isinstance(e, dict) and isinstance(e.get("sha256"), str))}
+    return {}
 
 
-def _copy(src: Path, dest: Path) -> None:
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(dest, src.read_bytes())
+def record_state(root: Path, files: dict[str, str], label: str) -> None:
+    """Write ``files`` as what ``root`` holds now: the base its next sync compares against."""
+    (root / layout.STATE_DIR).mkdir(exist_ok=True)
+    atomic_write_bytes(root / layout.STATE_DIR / SYNC_BASE, canonical_json({"at": label, "files": files}))
+
+
+def _apply(src: Path, dest: Path, rel: str) -> None:
+    if (src / rel).is_file():
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(dest / rel, (src / rel).read_bytes())
+    else:
+        (dest / rel).unlink()
 
 
 def _sync_files(a: Path, b: Path, sync_id: str, report: StoreSyncReport) -> None:
-    ha, hb, base = _hashes(a), _hashes(b), _base(a, b)
-    agreed: dict[str, str] = {}
+    ha, hb, ra, rb = _hashes(a), _hashes(b), _record(a), _record(b)
     for rel in sorted(set(ha) | set(hb)):
         sa, sb = ha.get(rel), hb.get(rel)
         if sa == sb:
-            agreed[rel] = sa or ""
-        elif sb is None or (sa is not None and sb == base.get(rel)):
-            _copy(a / rel, b / rel)  # only A has it, or only A changed it
-            report.copied.append(f"{rel} A -> B")
-            agreed[rel] = sa or ""
-        elif sa is None or sa == base.get(rel):
-            _copy(b / rel, a / rel)
-            report.copied.append(f"{rel} B -> A")
-            agreed[rel] = sb
-        else:
-            for own, other, label in ((a, b, "B"), (b, a, "A")):
+            continue
+        # A side's state wins only when the other still holds exactly what that side held
+        # before (its record): then the other's content is what this side knowingly replaced
+        # or deleted, and applying the change loses nothing.
+        a_moved, b_moved = sb == ra.get(rel), sa == rb.get(rel)
+        if a_moved != b_moved:
+            src, dest, labels = (a, b, ("A", "B")) if a_moved else (b, a, ("B", "A"))
+            _apply(src, dest, rel)
+            verb = "copied" if (src / rel).is_file() else "deleted"
+            report.copied.append(f"{rel} {verb} {labels[0]} -> {labels[1]}")
+            continue
+        for own, other, label in ((a, b, "B"), (b, a, "A")):
+            if (other / rel).is_file():
                 keep = own / layout.STATE_DIR / "conflicts" / sync_id / label / rel
                 keep.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(other / rel, keep)
-            report.conflicts.append(
-                f"{rel}: changed in both copies; each kept its own, the other's is in "
-                f".exo/conflicts/{sync_id}/<A|B>/{rel}"
-            )
-    doc = canonical_json({"sync_id": sync_id, "files": agreed})
+        how = "changed in both copies" if sa and sb else f"deleted in {'B' if sa else 'A'}, changed in {'A' if sa else 'B'}"
+        report.conflicts.append(f"{rel}: {how}; each copy kept its own state, the other's version is in "
+                                f".exo/conflicts/{sync_id}/<A|B>/{rel}")
     for root in (a, b):
-        (root / layout.STATE_DIR).mkdir(exist_ok=True)
-        atomic_write_bytes(root / layout.STATE_DIR / SYNC_BASE, doc)
+        record_state(root, _hashes(root), sync_id)
 
 
 def sync_stores(

@@ -18,9 +18,11 @@ leftovers of a killed export are removed by the next export.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import os
 import secrets
+import shutil
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -33,6 +35,7 @@ from exo_core.store.atomic import atomic_write_bytes, exchange_paths, fsync_dir,
 from exo_core.store.config import read_config, write_config
 from exo_core.store.manifest import build_manifest, copy_candidates, read_manifest
 from exo_core.store.store import Store
+from exo_core.store.sync import IMPORT_MANIFEST, record_state
 
 __all__ = ["ExportResult", "export_store", "import_store", "copy_sqlite", "StepHook"]
 
@@ -83,17 +86,10 @@ def copy_sqlite(src: Path, dest: Path) -> None:
 
 
 def _copy_file(src: Path, dest: Path) -> None:
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with src.open("rb") as reader:
-        fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        try:
-            while chunk := reader.read(1 << 20):
-                view = memoryview(chunk)
-                while view:
-                    view = view[os.write(fd, view):]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+    with src.open("rb") as reader, dest.open("xb") as writer:
+        shutil.copyfileobj(reader, writer, 1 << 20)
+        writer.flush()
+        os.fsync(writer.fileno())
 
 
 def _clean_stale(dest: Path) -> None:
@@ -113,25 +109,15 @@ def _check_replaceable(dest: Path, force: bool) -> None:
     from exo_core.store.verify import manifest_problems
 
     if read_manifest(dest) is None:
-        raise ConflictError(
-            f"{dest} holds files but is not an unchanged export; refusing to replace it. "
-            "If it is a store that was used, run 'exo store sync' instead; otherwise pass --force"
-        )
+        raise ConflictError(f"{dest} holds files but is not an unchanged export; refusing to replace it. "
+                            "If it is a store that was used, run 'exo store sync' instead; otherwise pass --force")
     problems = manifest_problems(dest)
     if problems:
-        raise ConflictError(
-            f"{dest} was changed since it was exported ({problems[0]}); replacing it could lose work. "
-            "Use 'exo store sync' to combine the two, or pass --force"
-        )
+        raise ConflictError(f"{dest} was changed since it was exported ({problems[0]}); replacing it could lose work. "
+                            "Use 'exo store sync' to combine the two, or pass --force")
 
 
-def _copy_tree(
-    src: Path,
-    staging: Path,
-    *,
-    manifest: dict[str, Any] | None,
-    on_step: StepHook | None,
-) -> int:
+def _copy_tree(src: Path, staging: Path, *, manifest: dict[str, Any] | None, on_step: StepHook | None) -> int:
     count = 0
     for rel in copy_candidates(src):
         target = staging / rel
@@ -176,14 +162,8 @@ def _swap_into_place(staging: Path, dest: Path, on_step: StepHook | None) -> Non
         on_step("done")
 
 
-def export_store(
-    src: Path | str,
-    dest: Path | str,
-    *,
-    force: bool = False,
-    ledger_hook: LedgerHook | None = None,
-    on_step: StepHook | None = None,
-) -> ExportResult:
+def export_store(src: Path | str, dest: Path | str, *, force: bool = False, ledger_hook: LedgerHook | None = None,
+                 on_step: StepHook | None = None) -> ExportResult:
     """Copy the store at ``src`` to ``dest`` consistently and atomically (see module doc).
 
     ``ledger_hook(ledger_path)`` runs before the copy (the ledger writes a
@@ -206,25 +186,25 @@ def export_store(
     export_id = secrets.token_hex(8)
     staging = dest.with_name(f".{dest.name}.export-{export_id}")
     staging.mkdir()
-    manifest = {
-        "export_id": export_id,
-        "exported_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "store_id": store.config.store_id,
-        "store_format": store.config.format,
-        "ledger": ledger_info,
-    }
+    manifest = {"export_id": export_id, "exported_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                "store_id": store.config.store_id, "store_format": store.config.format, "ledger": ledger_info}
     try:
         files = _copy_tree(store.root, staging, manifest=manifest, on_step=on_step)
     except BaseException:
         remove_tree(staging)
         raise
     _swap_into_place(staging, dest, on_step)
+    # The source held what it exported: the base its next 'exo store sync' with the copy starts from
+    # (machine state in .exo/; a source that cannot take it, say read-only, only syncs more cautiously).
+    exported = read_manifest(dest)
+    with contextlib.suppress(StorageError, OSError):
+        if exported is not None:
+            record_state(store.root, {rel: e.sha256 for rel, e in exported.files.items()}, f"export {export_id}")
     return ExportResult(dest, export_id, files, ledger_info)
 
 
-def import_store(
-    src: Path | str, dest: Path | str, *, owner_key_id: str | None = None, on_step: StepHook | None = None
-) -> Path:
+def import_store(src: Path | str, dest: Path | str, *, owner_key_id: str | None = None,
+                 on_step: StepHook | None = None) -> Path:
     """Make the verified export at ``src`` the live store at ``dest``.
 
     ``src`` must verify clean (manifest, databases, ledger, lint). ``dest`` must
@@ -246,10 +226,8 @@ def import_store(
         raise UsageError(f"{src_path} has no MANIFEST.json; make it with 'exo store export' first")
     dest = Path(dest).resolve()
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
-        raise ConflictError(
-            f"{dest} already holds a store; an import never replaces one. "
-            "Use 'exo store sync' to combine them, or move it away first"
-        )
+        raise ConflictError(f"{dest} already holds a store; an import never replaces one. "
+                            "Use 'exo store sync' to combine them, or move it away first")
     dest.parent.mkdir(parents=True, exist_ok=True)
     _clean_stale(dest)
     staging = dest.with_name(f".{dest.name}.export-{secrets.token_hex(8)}")
@@ -263,7 +241,7 @@ def import_store(
         # Keep the export's manifest as machine state: it is the common base
         # a later 'exo store sync' with the source compares curated files to.
         (staging / layout.STATE_DIR).mkdir(exist_ok=True)
-        atomic_write_bytes(staging / layout.STATE_DIR / "import-manifest.json", (src_path / layout.MANIFEST).read_bytes())
+        atomic_write_bytes(staging / layout.STATE_DIR / IMPORT_MANIFEST, (src_path / layout.MANIFEST).read_bytes())
     except BaseException:
         remove_tree(staging)
         raise

@@ -10,6 +10,7 @@ copy is in place.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,19 +82,14 @@ def manifest_problems(root: Path) -> list[str]:
 def sqlite_problems(path: Path) -> list[str]:
     """PRAGMA integrity_check of one database, opened read-only."""
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
             rows = [str(r[0]) for r in conn.execute("PRAGMA integrity_check")]
-        finally:
-            conn.close()
     except sqlite3.DatabaseError as exc:
         return [f"{path.name}: not a usable SQLite database ({exc})"]
     return [] if rows == ["ok"] else [f"{path.name}: {row}" for row in rows[:5]]
 
 
-def _ledger_problems(
-    root: Path, owner_keys: tuple[str, ...], manifest: Manifest | None
-) -> tuple[list[str], list[str]]:
+def _ledger_problems(root: Path, owner_keys: tuple[str, ...], manifest: Manifest | None) -> tuple[list[str], list[str]]:
     from exo_core.errors import ExoError
     from exo_core.ledger import Checkpoint
     from exo_core.store.ledger_bridge import verify_ledger
@@ -114,7 +110,6 @@ def verify_store(root: Path | str) -> VerifyReport:
     """Verify the store folder at ``root`` without changing it."""
     root = Path(root).resolve()
     errors: list[str] = []
-    warnings: list[str] = []
     notes: list[str] = []
     manifest = None
     if not root.is_dir():
@@ -141,6 +136,5 @@ def verify_store(root: Path | str) -> VerifyReport:
         notes.extend(ledger_notes)
     report = lint_store(root)
     errors.extend(str(f) for f in report.errors)
-    warnings.extend(str(f) for f in report.warnings)
-    return VerifyReport(root, manifest, tuple(errors), tuple(warnings), tuple(notes))
+    return VerifyReport(root, manifest, tuple(errors), tuple(str(f) for f in report.warnings), tuple(notes))
 

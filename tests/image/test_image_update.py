@@ -17,8 +17,9 @@ UPDATE = IMAGE / "update.sh"
 
 
 def curated(store: Path) -> dict[str, str]:
-    """The store's curated files (everything but its SQLite databases)."""
-    return {k: v for k, v in tree_digest(store).items() if not k.endswith(".sqlite")}
+    """The store's curated files: everything but its SQLite databases and its machine state
+    (``.exo/``, where an export records what the store held, as the base of a later sync)."""
+    return {k: v for k, v in tree_digest(store).items() if not k.endswith(".sqlite") and not k.startswith(".exo/")}
 
 
 def ledger_entries(store: Path) -> list[tuple[object, ...]]:

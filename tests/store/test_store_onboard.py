@@ -1,54 +1,45 @@
-"""Onboarding: a pure state machine from an empty store to a pack and first nodes."""
+"""Onboarding: protocol questions answered by any client build a new person's store, with no model."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exo_core.errors import BadBodyError, ConflictError
+from exo_core.client import ExoClient
+from exo_core.errors import BadBodyError, ConflictError, NotFoundError
 from exo_core.ledger import Ledger
 from exo_core.store import Store, lint_store, verify_store
-from exo_core.store.onboard import QUESTIONS, Answer, answer, apply_plan, next_question, plan, start
+from exo_core.store.onboard import QUESTIONS, InterviewState, answer, apply_plan, next_question, plan
+from exo_testkit import write_script
 from store_fixtures import ledger, signer, store  # noqa: F401  (pytest fixtures)
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _run(replies: list[Answer]):  # type: ignore[no-untyped-def]
-    state = start()
-    for reply in replies:
-        state = answer(state, reply)
-    return state
-
-
-FULL = [
-    Answer("onboard.name", text="Sam"),
-    Answer("onboard.focus", option=2),
-    Answer("onboard.length", option=1),
-    Answer("onboard.tone", option=1),
-    Answer("onboard.approval", option=2),
-    Answer("onboard.rule", text="Never book travel without showing me the price. password: hunter2abc"),
-    Answer("onboard.languages", text="English, Dutch"),
-    Answer("onboard.confirm", option=1),
+FULL: list[tuple[int | None, str | None]] = [
+    (None, "Sam"), (2, None), (1, None), (1, None), (2, None),
+    (None, "Never book travel without showing me the price. password: hunter2abc"),
+    (None, "English, Dutch"), (1, None),
 ]
 
 
-def test_questions_are_protocol_questions() -> None:
-    q = next_question(start())
-    assert q is not None and set(q.to_event_body()) == {"question_id", "text", "options", "allow_text"}
-    assert len({q.question_id for q in QUESTIONS}) == len(QUESTIONS)
+def _run(replies: list[tuple[int | None, str | None]]) -> InterviewState:
+    state = InterviewState()
+    for option, text in replies:
+        state = answer(state, option, text)
+    return state
 
 
-def test_interview_builds_a_store_that_lints_and_verifies(store: Store, ledger: Ledger) -> None:
+def test_plan_writes_a_store_that_lints(store: Store) -> None:
     state = _run(FULL)
     assert next_question(state) is None
-    written = apply_plan(store, plan(state, today="2025-03-01"), ledger=ledger)
+    written = apply_plan(store, plan(state, today="2025-03-01"))
     assert len(written) == 7
     report = lint_store(store.root)
     assert report.clean, [str(f) for f in report.findings]
@@ -57,8 +48,6 @@ def test_interview_builds_a_store_that_lints_and_verifies(store: Store, ledger: 
     rule = store.read_node("rules/standing-rule")
     assert "hunter2abc" not in rule.summary and "[redacted:password]" in rule.summary
     assert store.router("taste").pins("please draft a reply") == ("taste/answer-length", "taste/tone")
-    assert [e.kind for e in ledger.entries()] == ["utterance", "rule"]
-    assert verify_store(store.root).ok
     with pytest.raises(ConflictError):
         apply_plan(store, plan(state))  # never over what the person already has
 
@@ -66,45 +55,130 @@ def test_interview_builds_a_store_that_lints_and_verifies(store: Store, ledger: 
 def test_skips_start_over_and_bad_answers() -> None:
     state = _run(FULL[:5])
     with pytest.raises(BadBodyError) as info:
-        answer(state, Answer("onboard.rule", option=2))
+        answer(state, 2)
     assert info.value.field == "option"
+    for option, text in ((None, "   "), (None, "x" * 501), (1, "both")):
+        with pytest.raises(BadBodyError):
+            answer(state, option, text)
     with pytest.raises(BadBodyError):
-        answer(state, Answer("onboard.tone", option=1))  # not the open question
-    with pytest.raises(BadBodyError):
-        answer(state, Answer("onboard.rule", text="   "))
-    with pytest.raises(BadBodyError):
-        answer(_run(FULL[:2]), Answer("onboard.length", text="free text not allowed"))
-    state = answer(state, Answer("onboard.rule", option=1))
-    state = answer(state, Answer("onboard.languages", option=1))
-    assert answer(state, Answer("onboard.confirm", option=2)) == start()
-    done = answer(state, Answer("onboard.confirm", option=1))
-    ids = {n.id for n in plan(done).nodes}
+        answer(_run(FULL[:2]), text="free text is not an option here")
+    state = answer(answer(state, 1), 1)
+    assert answer(state, 2) == InterviewState()
+    ids = {n.id for n in plan(answer(state, 1)).nodes}
     assert "rules/standing-rule" not in ids and "self/languages" not in ids
 
 
 @given(st.lists(st.tuples(st.integers(-2, 7), st.one_of(st.none(), st.text(max_size=30))), max_size=30))
 @settings(max_examples=200)
 def test_any_reply_sequence_is_answered_or_refused(replies: list[tuple[int, str | None]]) -> None:
-    state = start()
+    state = InterviewState()
     for option, text in replies:
-        q = next_question(state)
-        if q is None:
+        if next_question(state) is None:
             break
         try:
-            state = answer(state, Answer(q.question_id, option=option if text is None else None, text=text))
+            state = answer(state, option if text is None else None, text)
         except BadBodyError as exc:
             assert exc.field in ("option", "text")
     if next_question(state) is None:
         plan(state)
 
 
-def test_exo_onboard_terminal(store: Store, tmp_path: Path) -> None:
-    """The terminal driver asks in order and re-asks after a bad reply."""
+def _init_home(home: Path) -> Path:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("EXO_HOME", None)
+    done = subprocess.run([sys.executable, "-m", "exo_core.cli", "init", "--home", str(home)], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return home / "store"
+
+
+async def _answer_interview(url: str, replies: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """A protocol client: start the interview and answer each question.asked by its text."""
+    seen: list[str] = []
+    async with ExoClient(url) as client, ExoClient(url) as rival:
+        since = (await client.hello())["last_seq"]
+        session = (await client.request("session.create", {"title": "Onboarding"}))["session"]["id"]
+        with pytest.raises(NotFoundError):
+            await client.request("store.onboard", {"session": "nope"})
+        await client.request("store.onboard", {"session": session})
+        with pytest.raises(ConflictError):  # one interview at a time
+            await client.request("store.onboard", {"session": session})
+        async for event in client.events(since=since, session=session):
+            if event.type == "notice":
+                seen.append("notice: " + event.body["text"])
+            if event.type == "ui.panel" and event.body["kind"] == "onboarding":
+                return event.body["data"], seen
+            if event.type != "question.asked":
+                continue
+            text, qid = event.body["text"], event.body["question_id"]
+            seen.append(text)
+            if text.startswith("What should"):  # a wrong button press is refused, the question stays open
+                with pytest.raises(BadBodyError):
+                    await client.request("question.answer", {"question_id": qid, "option": 9})
+            reply = replies[text][0] if isinstance(replies[text], list) else replies[text]
+            if isinstance(replies[text], list) and len(replies[text]) > 1:
+                replies[text].pop(0)
+            await client.request("question.answer", {"question_id": qid, **reply})
+            with pytest.raises(ConflictError):  # the first answer won
+                await rival.request("question.answer", {"question_id": qid, "option": 1})
+    raise AssertionError("the event stream ended")
+
+
+def test_protocol_client_onboards_through_a_real_exod_with_no_model(tmp_path: Path, exod_factory: Any,
+                                                                    workspace: Path) -> None:
+    home = tmp_path / "home"
+    store_root = _init_home(home)
+    exod = exod_factory(home, write_script(tmp_path / "unused.json", []), workspace, ["--model", "none"])
+    q = {q.step: q.text for q in QUESTIONS}
+    replies: dict[str, Any] = {
+        q["name"]: {"text": "Sam"}, q["focus"]: {"option": 1}, q["length"]: {"option": 1},
+        q["tone"]: {"option": 2}, q["approval"]: {"option": 1},
+        # Too long for the interview: reported as a notice and asked again.
+        q["rule"]: [{"text": "x" * 501}, {"text": "Always show me the price first."}],
+        q["languages"]: {"option": 1}, q["confirm"]: {"option": 1},
+    }
+    data, seen = asyncio.run(_answer_interview(exod.url, replies))
+    assert data["ok"], data
+    assert sorted(data["written"]) == ["pack.md", "rules/approval.md", "rules/standing-rule.md",
+                                       "taste/answer-length.md", "taste/tone.md", "work/focus.md"]
+    assert seen.count(q["rule"]) == 2 and any(s.startswith("notice: type an answer") for s in seen)
+    assert [s for s in seen if not s.startswith("notice")] == [*q.values()][:5] + [q["rule"]] + [*q.values()][5:]
+    report = lint_store(store_root)
+    assert report.clean, [str(f) for f in report.findings]
+    assert "Name: Sam" in (store_root / "pack.md").read_text()
+    led = Ledger.open(store_root / "ledger.sqlite")
+    said = [(e.kind, e.body["text"]) for e in led.entries() if e.body.get("source") == "onboarding"]
+    led.close()
+    assert said == [("utterance", "Call me Sam."), ("rule", "Always show me the price first.")]
+    assert verify_store(store_root).ok
+
+    async def again() -> str | None:
+        async with ExoClient(exod.url) as client:
+            session = (await client.request("session.create", {}))["session"]["id"]
+            with pytest.raises(ConflictError, match="already edited"):
+                await client.request("store.onboard", {"session": session})
+            # This exod truly has no model: a chat turn ends with a clear error.
+            await client.request("turn.send", {"session": session, "text": "hello"})
+            async for event in client.events(since=0, session=session):
+                if event.type == "turn.completed":
+                    return event.body.get("error")
+        return None
+
+    assert "no model is configured" in (asyncio.run(again()) or "")
+
+
+def test_exo_onboard_in_a_terminal_starts_its_own_exod(tmp_path: Path) -> None:
+    """No exod running and no model configured: `exo onboard` starts one and answers from stdin."""
+    home = tmp_path / "home"
+    store_root = _init_home(home)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "EXO_HOME": str(home)}
+    env.pop("EXO_MODEL", None)
     replies = "Sam\n9\n2\n1\n1\n1\n1\n1\n1\n"
-    env = {**os.environ, "PYTHONPATH": str(REPO), "EXO_HOME": str(tmp_path / "home")}
-    cli = str(Path(__file__).with_name("exo_cli.py"))
-    proc = subprocess.run([sys.executable, cli, "onboard", "--store", str(store.root)],
-                          input=replies, capture_output=True, text=True, env=env, cwd=REPO, timeout=60)
-    assert proc.returncode == 0, proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "exo_core.cli", "onboard"], input=replies, capture_output=True,
+                          text=True, env=env, cwd=tmp_path, timeout=180)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "What should Exo call you?" in proc.stdout and "1 to 5" in proc.stdout
-    assert lint_store(store.root).clean
+    assert f"wrote 5 files into {store_root}" in proc.stdout
+    report = lint_store(store_root)
+    assert report.clean and not report.findings
+    assert not (home / "run" / "exod.sock").exists()  # the exod it started is stopped again

@@ -96,3 +96,45 @@ def test_sync_prefix_is_not_a_fork(store: Store, ledger: Ledger, signer: Signer,
     lb = Ledger.open(b_root / "ledger.sqlite")
     assert "two" in {e.body.get("text") for e in lb.entries()}
     lb.close()
+
+
+def test_deletions_travel_and_never_beat_a_concurrent_edit(store: Store, ledger: Ledger, signer: Signer,
+                                                           tmp_path: Path) -> None:
+    for name in ("gone-a", "gone-b", "del-a-edit-b", "edit-a-del-b", "later"):
+        store.write_node(_node(f"work/{name}", f"The {name} belief."))
+    ledger.close()
+    export_store(store.root, tmp_path / "export", ledger_hook=checkpoint_hook(signer))
+    a, b = store, Store.open(import_store(tmp_path / "export", tmp_path / "b"))
+    (a.root / "work" / "gone-a.md").unlink()
+    (b.root / "work" / "gone-b.md").unlink()
+    (a.root / "work" / "del-a-edit-b.md").unlink()
+    b.write_node(_node("work/del-a-edit-b", "Refined on B while A deleted it."))
+    a.write_node(_node("work/edit-a-del-b", "Refined on A while B deleted it."))
+    (b.root / "work" / "edit-a-del-b.md").unlink()
+    report = sync_stores(a.root, b.root, signer=signer)
+    for root in (a.root, b.root):  # a one-sided deletion is applied to the other copy
+        assert not (root / "work" / "gone-a.md").exists() and not (root / "work" / "gone-b.md").exists()
+    assert "work/gone-a.md deleted A -> B" in report.copied and "work/gone-b.md deleted B -> A" in report.copied
+    # Edit against delete: reported, each copy keeps its own state, the edit is in both.
+    assert sorted(c.split(":")[0] for c in report.conflicts) == ["work/del-a-edit-b.md", "work/edit-a-del-b.md"]
+    assert any("deleted in A, changed in B" in c for c in report.conflicts)
+    assert "Refined on B" in (b.root / "work" / "del-a-edit-b.md").read_text()
+    assert not (a.root / "work" / "del-a-edit-b.md").exists()
+    saved = list((a.root / ".exo" / "conflicts").rglob("del-a-edit-b.md"))
+    assert len(saved) == 1 and "Refined on B" in saved[0].read_text()
+    assert "Refined on A" in (a.root / "work" / "edit-a-del-b.md").read_text()
+    assert any("Refined on A" in p.read_text() for p in (b.root / ".exo" / "conflicts").rglob("edit-a-del-b.md"))
+    # Nothing reappears on the next sync; the unresolved conflicts are reported again.
+    again = sync_stores(a.root, b.root, signer=signer)
+    assert again.copied == [] and len(again.conflicts) == 2
+    assert not (a.root / "work" / "gone-a.md").exists() and not (b.root / "work" / "gone-a.md").exists()
+    # After a sync the base is the synced state: a later deletion travels too, and resolving by
+    # deleting in both copies ends the conflict.
+    (b.root / "work" / "later.md").unlink()
+    (b.root / "work" / "del-a-edit-b.md").unlink()
+    third = sync_stores(a.root, b.root, signer=signer)
+    assert third.copied == ["work/later.md deleted B -> A"] and len(third.conflicts) == 1
+    assert not (a.root / "work" / "later.md").exists()
+    for root in (a.root, b.root):
+        v = verify_store(root)
+        assert v.ok, v.render()

@@ -10,7 +10,7 @@ export interface Response { id: string | null; ok: boolean; result: Record<strin
 
 export interface Event<T = Record<string, unknown>> { id: string; seq: number; session: string | null; type: string; ts: string; body: T; }
 
-export type CommandType = "approval.respond" | "config.get" | "config.set" | "events.subscribe" | "hello" | "models.set" | "question.answer" | "search" | "session.create" | "session.fork" | "session.get" | "session.list" | "session.resume" | "session.undo" | "taste.edit" | "taste.list" | "turn.interrupt" | "turn.send";
+export type CommandType = "approval.respond" | "config.get" | "config.set" | "events.subscribe" | "hello" | "models.set" | "question.answer" | "search" | "session.create" | "session.fork" | "session.get" | "session.list" | "session.resume" | "session.undo" | "store.onboard" | "taste.edit" | "taste.list" | "turn.interrupt" | "turn.send";
 
 export type EventType = "approval.requested" | "approval.resolved" | "context.compacted" | "decision.queued" | "message.completed" | "message.delta" | "notice" | "question.answered" | "question.asked" | "reasoning.delta" | "session.updated" | "taste.updated" | "tool.completed" | "tool.output" | "tool.started" | "turn.completed" | "turn.started" | "ui.panel" | "usage.updated";
 
@@ -110,6 +110,12 @@ export interface SessionResumeBody {
 export interface SessionUndoBody {
   session: string;
   turns?: number;
+}
+
+/** Run the onboarding interview in ``session``: each step is a ``question.asked``, the final ``ui.panel`` (kind ``onboarding``) says what was written. ``force`` writes even over an edited pack. */
+export interface StoreOnboardBody {
+  session: string;
+  force?: boolean;
 }
 
 /** Edit (``text``) or delete (``delete``) one learned taste row. */
@@ -299,6 +305,7 @@ export interface CommandBodies {
   "session.list": SessionListBody;
   "session.resume": SessionResumeBody;
   "session.undo": SessionUndoBody;
+  "store.onboard": StoreOnboardBody;
   "taste.edit": TasteEditBody;
   "taste.list": TasteListBody;
   "turn.interrupt": TurnInterruptBody;
