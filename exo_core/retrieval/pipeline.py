@@ -2,7 +2,7 @@
 
 :meth:`Retriever.retrieve` runs: router pins → two candidate lists (weighted
 BM25 over FTS5, and embedding similarity when the edge embedder is present)
-→ reciprocal rank fusion with the node prior → filters → one-hop graph
+→ fusion (score-aware by default, reciprocal rank fusion on request) with the node prior → filters → one-hop graph
 expansion → packing under the budget → a ``retrieval`` ledger entry with the
 ids and token count. The pack page itself is added by the memory provider
 (:mod:`exo_core.retrieval.memory`), first and outside the budget.
@@ -37,10 +37,10 @@ if TYPE_CHECKING:
     from exo_core.home import ExoHome
     from exo_core.store import Store
 
-__all__ = ["Retriever", "Recalled", "RetrievalSettings", "DenseIndex", "open_dense", "records", "INDEX_FILE"]
+__all__ = ["Retriever", "Recalled", "RetrievalSettings", "DenseIndex", "open_dense", "records", "INDEX_FILE", "OVERFETCH"]
 
 INDEX_FILE = "retrieval.sqlite"
-_OVERFETCH = 4  # each list is read this many times deeper than ``depth``, to fill it after filtering
+OVERFETCH = 4  # each list is read this many times deeper than ``depth``, to fill it after filtering
 VECTOR_FILE = "vectors.sqlite"
 
 
@@ -72,7 +72,8 @@ class RetrievalSettings:
 
     depth: int = 10  # candidates taken from each list into the fusion
     budget: int = 1200
-    weights: tuple[float, float] = (1.0, 1.0)
+    weights: tuple[float, float] = (0.4, 0.6)  # BM25, embeddings
+    rrf_k: int | None = None  # None: score-aware fusion; rank.RRF_K: §20's reciprocal rank fusion
     embed_batch: int | None = 256  # texts embedded per refresh (the rest wait for the next one); None: all
 
 
@@ -190,7 +191,7 @@ class Retriever:
             self.refresh()
             today, past = self.today(), rank.about_past(query)
             depth = self.settings.depth
-            bm25, dense = self.candidates(query, depth * _OVERFETCH)
+            bm25, dense = self.candidates(query, depth * OVERFETCH)
             docs = self.lexical.get(list(dict.fromkeys(i for i, _ in bm25 + dense)))
             cache: dict[str, bool] = {}
 
@@ -205,8 +206,8 @@ class Retriever:
 
             # Filter first, then fuse the top ``depth`` that may be shown (so the current
             # session's own turns, or expired beliefs, never take a candidate's place).
-            lists = [[i for i, _ in ranked_list if ok(i)][:depth] for ranked_list in (bm25, dense)]
-            scores = rank.rrf(lists, weights=self.settings.weights)
+            lists = [[(i, s) for i, s in ranked_list if ok(i)] for ranked_list in (bm25, dense)]
+            scores = rank.fuse(lists, weights=self.settings.weights, depth=depth, k=self.settings.rrf_k)
             fused = {i: s * rank.KIND_PRIOR.get(docs[i].kind, 1.0) for i, s in scores.items()}
             fused = rank.expand(fused, docs, self._links, ok, past=past)
             pinned = [docs[i] for i in self.pins(query) if ok(i)]
