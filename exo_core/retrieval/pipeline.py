@@ -99,8 +99,7 @@ class Retriever:
                  today: Callable[[], str] = lambda: _dt.date.today().isoformat()) -> None:
         self.store = store
         self.sessions_db = sessions_db
-        self.index_dir = store.root / layout.INDEXES_DIR
-        self.lexical = DocIndex(self.index_dir / INDEX_FILE)
+        self.lexical = DocIndex(store.root / layout.INDEXES_DIR / INDEX_FILE)
         self.dense = dense
         self.log = log
         self.settings = settings
@@ -177,12 +176,6 @@ class Retriever:
                 continue
         return list(dict.fromkeys(i for r in routers for i in r.pins(query)))
 
-    def candidates(self, query: str, depth: int) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
-        """The two ranked lists: BM25 and embedding similarity (empty without an embedder)."""
-        bm25 = self.lexical.search(query, depth)
-        dense = self.dense.search(query, depth) if self.dense is not None else []
-        return bm25, dense
-
     def retrieve(self, query: str, *, scope: str = "person", session_id: str | None = None,
                  budget: int | None = None, limit: int | None = None, record: bool = True) -> Recalled:
         """Run the pipeline for ``query``; see the module docstring for the stages."""
@@ -191,17 +184,16 @@ class Retriever:
             self.refresh()
             today, past = self.today(), rank.about_past(query)
             depth = self.settings.depth
-            bm25, dense = self.candidates(query, depth * OVERFETCH)
+            bm25 = self.lexical.search(query, depth * OVERFETCH)  # the dense list is empty without an embedder
+            dense = self.dense.search(query, depth * OVERFETCH) if self.dense is not None else []
             docs = self.lexical.get(list(dict.fromkeys(i for i, _ in bm25 + dense)))
             cache: dict[str, bool] = {}
 
             def ok(doc_id: str) -> bool:
                 if doc_id not in cache:
-                    doc = docs.get(doc_id) or self.lexical.get([doc_id]).get(doc_id)
-                    if doc is not None:
-                        docs[doc_id] = doc
-                    cache[doc_id] = doc is not None and rank.keep(
-                        doc, today=today, past=past, scope=scope, session=session_id)
+                    docs.update(self.lexical.get([doc_id]) if doc_id not in docs else {})
+                    cache[doc_id] = doc_id in docs and rank.keep(
+                        docs[doc_id], today=today, past=past, scope=scope, session=session_id)
                 return cache[doc_id]
 
             # Filter first, then fuse the top ``depth`` that may be shown (so the current

@@ -73,9 +73,8 @@ def keep(doc: Doc, *, today: str, past: bool, scope: str, session: str | None) -
         return session is None or doc.session != session
     if doc.kind != "node":
         return True
-    if doc.private and scope != "person":
-        return False
-    return past or doc.valid_until is None or today < doc.valid_until
+    hidden = doc.private and scope != "person"
+    return not hidden and (past or doc.valid_until is None or today < doc.valid_until)
 
 
 def expand(scores: dict[str, float], docs: Mapping[str, Doc], links: Mapping[str, Sequence[tuple[str, str]]],
