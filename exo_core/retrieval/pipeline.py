@@ -2,9 +2,10 @@
 
 :meth:`Retriever.retrieve` runs: router pins → two candidate lists (weighted
 BM25 over FTS5, and embedding similarity when the edge embedder is present)
-→ fusion (score-aware by default, reciprocal rank fusion on request) with the node prior → filters → one-hop graph
-expansion → packing under the budget → a ``retrieval`` ledger entry with the
-ids and token count. The pack page itself is added by the memory provider
+→ filters → fusion (weighted and score-aware by default; §20's reciprocal
+rank fusion with ``rrf_k``) with the node prior → one-hop graph expansion →
+packing under the budget → a ``retrieval`` ledger entry with the ids and
+token count. The pack page itself is added by the memory provider
 (:mod:`exo_core.retrieval.memory`), first and outside the budget.
 
 Indexes live in ``<store>/indexes/`` (``retrieval.sqlite``, and
