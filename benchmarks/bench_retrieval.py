@@ -2,11 +2,13 @@
 
 1. **Quality** (``exo_edge.retrieval_eval``): ``bm25``, ``embed`` and ``fused``
    in one run, on the ``tune`` half (where the settings were chosen) and the
-   ``holdout`` half (reported) of each development file.
+   ``holdout`` half (reported) of each development file; ``rrf`` is the fused
+   list under §20's plain reciprocal rank fusion (k = 60, weights 1 : 1),
+   the previous default, for comparison.
 2. **Scale**: 1,000 / 10,000 / 100,000 stored texts (LongMemEval turns, user
    then assistant). Query latency p50/p95 of our BM25 (``DocIndex.search``,
    column weights, FTS5), our int8 flat scan (``vectors.top_k``) and the fused
-   candidate step (both lists + RRF), against a plain FTS5 query (one
+   candidate step (both lists read 40 deep, as the pipeline does, and fused), against a plain FTS5 query (one
    column, default ``rank``) and a plain numpy fp32 scan of the same data;
    the query's embedding is timed apart. Memory: matrix bytes (int8 against
    fp32) and database pages (our document + FTS5 index against the plain
@@ -44,16 +46,26 @@ LONGMEMEVAL = DATA / "longmemeval" / "longmemeval-s-dev.json.xz"
 
 
 def quality(ranker: Any, locomo: Path, longmemeval: Path, halves: list[str]) -> dict[str, Any]:
-    from exo_edge.retrieval_eval import load_locomo, load_longmemeval, score_locomo, score_longmemeval
+    from exo_core.retrieval import RetrievalSettings
+    from exo_core.retrieval.rank import RRF_K
+    from exo_edge.retrieval_eval import Ranker, load_locomo, load_longmemeval, score_locomo, score_longmemeval
+
+    plain = Ranker(ranker.vectors, RetrievalSettings(weights=(1.0, 1.0), rrf_k=RRF_K))
+
+    def both(score: Any, stacks: Any, cases: Any) -> dict[str, Any]:
+        metrics = score(stacks, cases, ranker)
+        if ranker.vectors is not None:
+            metrics["rrf"] = score(stacks, cases, plain)["fused"]
+        return metrics
 
     out: dict[str, Any] = {}
     for half in halves:
         stacks, cases = load_locomo(locomo, half)
         loc = {"groups": sorted(stacks), "questions": {"cat1-4": sum(c.label == "cat1-4" for c in cases),
                                                         "cat5": sum(c.label == "cat5" for c in cases)},
-               "metrics": score_locomo(stacks, cases, ranker)}
+               "metrics": both(score_locomo, stacks, cases)}
         stacks, cases = load_longmemeval(longmemeval, half)
-        lme = {"questions": len(cases), "metrics": score_longmemeval(stacks, cases, ranker)}
+        lme = {"questions": len(cases), "metrics": both(score_longmemeval, stacks, cases)}
         out[half] = {"locomo": loc, "longmemeval": lme}
     return out
 
@@ -86,7 +98,9 @@ def scale(sizes: list[int], embedder: Any, cache: Any, n_queries: int) -> list[d
     import numpy as np
 
     from exo_core.retrieval import Doc, DocIndex
-    from exo_core.retrieval.rank import rrf
+    from exo_core.retrieval import RetrievalSettings
+    from exo_core.retrieval.pipeline import OVERFETCH
+    from exo_core.retrieval.rank import fuse
     from exo_edge.retrieval_eval import _hash, load_longmemeval
     from exo_edge.vectors import top_k
 
@@ -98,6 +112,8 @@ def scale(sizes: list[int], embedder: Any, cache: Any, n_queries: int) -> list[d
     qvecs = [embedder.embed([q])[0] for q in questions]
     embed_ms = _lat(lambda q: embedder.embed([q]), questions)
     base = cache.vectors([_hash(t) for t in texts[: max(sizes)]])  # texts never embedded are skipped
+    settings = RetrievalSettings()
+    pool = settings.depth * OVERFETCH
     rows = []
     for n in sizes:
         sample = texts[:n]
@@ -127,8 +143,8 @@ def scale(sizes: list[int], embedder: Any, cache: Any, n_queries: int) -> list[d
                 pairs),
             "int8_scan": _lat(lambda p: top_k(ids, mat, norms, p[1], 10), pairs),
             "numpy_fp32_scan": _lat(lambda p: np.argsort(-(f32 @ p[1]))[:10], pairs),
-            "fused": _lat(lambda p: rrf([[i for i, _ in index.search(p[0], 10)],
-                                         [i for i, _ in top_k(ids, mat, norms, p[1], 10)]]), pairs),
+            "fused": _lat(lambda p: fuse([index.search(p[0], pool), top_k(ids, mat, norms, p[1], pool)],
+                                         weights=settings.weights, depth=settings.depth), pairs),
             "query_embed": embed_ms,
             "memory": {"fts_index_kb": fts_kb, "fts_db_kb": _db_kb(index.conn), "plain_fts_db_kb": _db_kb(plain), "int8_matrix_kb": int8_kb, "fp32_matrix_kb": f32_kb,
                        "int8_bytes": int(mat.nbytes), "fp32_bytes": int(f32.nbytes)},
@@ -226,7 +242,8 @@ def main() -> int:
         print("the int8 embedder is not fetched (exo models fetch): BM25 only", file=sys.stderr)
     halves = ["tune"] if args.quick else ["tune", "holdout"]
     results: dict[str, Any] = {"machine": machine_info(), "settings": {
-        "depth": ranker.settings.depth, "weights": list(ranker.settings.weights), "rrf_k": 60,
+        "depth": ranker.settings.depth, "weights": list(ranker.settings.weights), "rrf_k": ranker.settings.rrf_k,
+        "fusion": "score-aware: each list divided by its top score, weighted sum (rrf: k 60, weights 1:1)",
         "split": "ids sorted; even positions tune, odd holdout", "longmemeval_roles": ["user"]}}
     results["quality"] = quality(ranker, args.locomo, args.longmemeval, halves)
     if ranker.vectors is not None:

@@ -3,9 +3,10 @@
 The three systems share the pipeline's own parts: ``bm25`` is
 :class:`exo_core.retrieval.DocIndex` (FTS5, the §20 column weights, an index
 per conversation or per question), ``embed`` the int8 embedder and the flat
-int8 scan of :mod:`exo_edge.vectors`, and ``fused`` their reciprocal rank
-fusion (:func:`exo_core.retrieval.rank.rrf`, k = 60) with the settings of
-:class:`exo_core.retrieval.RetrievalSettings`.
+int8 scan of :mod:`exo_edge.vectors`, and ``fused`` their fusion
+(:func:`exo_core.retrieval.rank.fuse`) with the settings of
+:class:`exo_core.retrieval.RetrievalSettings`, over the same list depth as the
+pipeline (``depth * OVERFETCH`` read, the top ``depth`` of each fused).
 
 * **LoCoMo**: each conversation is one person's past; every turn a document
   (``"<speaker>: <text>"``, plus ``[image: <caption>]`` when the turn shared
@@ -14,8 +15,9 @@ fusion (:func:`exo_core.retrieval.rank.rrf`, k = 60) with the settings of
   evidence turns in the top k) are averaged, categories 1–4 and 5 apart.
 * **LongMemEval**: each question is its own haystack. The *user* turns of
   its sessions are the documents (the role whose words the person said; see
-  docs/retrieval.md); each system ranks sessions by their best turn, and the
-  fusion fuses those session lists. any@k and all@k
+  docs/retrieval.md); each system ranks sessions by their best turn (a
+  session's score is its best turn's), and the fusion fuses those session
+  lists. any@k and all@k
   over the non-abstention questions.
 
 Splits: :func:`split` sorts ids (LoCoMo ``sample_id``, LongMemEval
@@ -36,7 +38,8 @@ from typing import Any
 
 from exo_core.errors import UsageError
 from exo_core.retrieval import DocIndex, Doc, RetrievalSettings
-from exo_core.retrieval.rank import ranked, rrf
+from exo_core.retrieval.pipeline import OVERFETCH
+from exo_core.retrieval.rank import fuse, ranked
 
 __all__ = ["Turn", "Case", "bench_ranker", "embedding_cache", "load_locomo", "load_longmemeval", "split", "Ranker", "score_locomo",
            "score_longmemeval", "SYSTEMS", "SPLITS"]
@@ -159,20 +162,27 @@ class Ranker:
 
     def rank(self, question: str, depth: int, unit: Callable[[str], str] | None = None) -> dict[str, list[str]]:
         """Ids, best first, for each system available; with ``unit``, each list is first mapped to
-        units (LongMemEval: turn → session, a session ranked at its best turn) and fused as units."""
+        units (LongMemEval: turn → session, a session ranked and scored at its best turn) and fused as units."""
         from exo_edge.vectors import top_k
 
         assert self._index is not None
-        units = (lambda ids: list(dict.fromkeys(unit(i) for i in ids))) if unit else (lambda ids: ids)
-        out = {"bm25": units([i for i, _ in self._index.search(question, depth)])}
+
+        def units(scored: list[tuple[str, float]]) -> list[tuple[str, float]]:
+            best: dict[str, float] = {}
+            for doc_id, score in scored:  # best first, so a unit's first turn is its best
+                best.setdefault(unit(doc_id) if unit else doc_id, score)
+            return list(best.items())
+
+        lists = {"bm25": units(self._index.search(question, depth))}
         if self.vectors is not None:
             q = self.vectors.embedder.embed([question])[0]
-            ids = [t.id for t in self._stack]
-            out["embed"] = units([i for i, _ in top_k(ids, self._matrix[0], self._matrix[1], q, depth)])
-            fused = rrf([out["bm25"][: self.settings.depth], out["embed"][: self.settings.depth]],
-                        weights=self.settings.weights)
-            out["fused"] = [i for i, _ in ranked(fused)]
-        return out
+            lists["embed"] = units(top_k([t.id for t in self._stack], self._matrix[0], self._matrix[1], q, depth))
+            pool = self.settings.depth * OVERFETCH
+            fused = fuse([lists["bm25"][:pool], lists["embed"][:pool]], weights=self.settings.weights,
+                         depth=self.settings.depth, k=self.settings.rrf_k)
+            return {name: [i for i, _ in scored] for name, scored in lists.items()} | {
+                "fused": [i for i, _ in ranked(fused)]}
+        return {"bm25": [i for i, _ in lists["bm25"]]}
 
 
 def embedding_cache(embedder: Any) -> Any:

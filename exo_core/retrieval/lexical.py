@@ -71,10 +71,6 @@ class DocIndex:
         """Close the database."""
         self.conn.close()
 
-    def count(self) -> int:
-        """Documents indexed."""
-        return int(self.conn.execute("SELECT count(*) FROM docs").fetchone()[0])
-
     def sync(self, docs: Iterable[Doc], *, prune: bool = True) -> tuple[int, int]:
         """Make the index hold exactly ``docs`` (or add to it without ``prune``).
 

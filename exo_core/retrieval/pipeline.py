@@ -2,9 +2,10 @@
 
 :meth:`Retriever.retrieve` runs: router pins → two candidate lists (weighted
 BM25 over FTS5, and embedding similarity when the edge embedder is present)
-→ reciprocal rank fusion with the node prior → filters → one-hop graph
-expansion → packing under the budget → a ``retrieval`` ledger entry with the
-ids and token count. The pack page itself is added by the memory provider
+→ filters → fusion (weighted and score-aware by default; §20's reciprocal
+rank fusion with ``rrf_k``) with the node prior → one-hop graph expansion →
+packing under the budget → a ``retrieval`` ledger entry with the ids and
+token count. The pack page itself is added by the memory provider
 (:mod:`exo_core.retrieval.memory`), first and outside the budget.
 
 Indexes live in ``<store>/indexes/`` (``retrieval.sqlite``, and
@@ -37,10 +38,10 @@ if TYPE_CHECKING:
     from exo_core.home import ExoHome
     from exo_core.store import Store
 
-__all__ = ["Retriever", "Recalled", "RetrievalSettings", "DenseIndex", "open_dense", "records", "INDEX_FILE"]
+__all__ = ["Retriever", "Recalled", "RetrievalSettings", "DenseIndex", "open_dense", "records", "INDEX_FILE", "OVERFETCH"]
 
 INDEX_FILE = "retrieval.sqlite"
-_OVERFETCH = 4  # each list is read this many times deeper than ``depth``, to fill it after filtering
+OVERFETCH = 4  # each list is read this many times deeper than ``depth``, to fill it after filtering
 VECTOR_FILE = "vectors.sqlite"
 
 
@@ -72,7 +73,8 @@ class RetrievalSettings:
 
     depth: int = 10  # candidates taken from each list into the fusion
     budget: int = 1200
-    weights: tuple[float, float] = (1.0, 1.0)
+    weights: tuple[float, float] = (0.4, 0.6)  # BM25, embeddings
+    rrf_k: int | None = None  # None: score-aware fusion; rank.RRF_K: §20's reciprocal rank fusion
     embed_batch: int | None = 256  # texts embedded per refresh (the rest wait for the next one); None: all
 
 
@@ -98,8 +100,7 @@ class Retriever:
                  today: Callable[[], str] = lambda: _dt.date.today().isoformat()) -> None:
         self.store = store
         self.sessions_db = sessions_db
-        self.index_dir = store.root / layout.INDEXES_DIR
-        self.lexical = DocIndex(self.index_dir / INDEX_FILE)
+        self.lexical = DocIndex(store.root / layout.INDEXES_DIR / INDEX_FILE)
         self.dense = dense
         self.log = log
         self.settings = settings
@@ -176,12 +177,6 @@ class Retriever:
                 continue
         return list(dict.fromkeys(i for r in routers for i in r.pins(query)))
 
-    def candidates(self, query: str, depth: int) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
-        """The two ranked lists: BM25 and embedding similarity (empty without an embedder)."""
-        bm25 = self.lexical.search(query, depth)
-        dense = self.dense.search(query, depth) if self.dense is not None else []
-        return bm25, dense
-
     def retrieve(self, query: str, *, scope: str = "person", session_id: str | None = None,
                  budget: int | None = None, limit: int | None = None, record: bool = True) -> Recalled:
         """Run the pipeline for ``query``; see the module docstring for the stages."""
@@ -190,23 +185,22 @@ class Retriever:
             self.refresh()
             today, past = self.today(), rank.about_past(query)
             depth = self.settings.depth
-            bm25, dense = self.candidates(query, depth * _OVERFETCH)
+            bm25 = self.lexical.search(query, depth * OVERFETCH)  # the dense list is empty without an embedder
+            dense = self.dense.search(query, depth * OVERFETCH) if self.dense is not None else []
             docs = self.lexical.get(list(dict.fromkeys(i for i, _ in bm25 + dense)))
             cache: dict[str, bool] = {}
 
             def ok(doc_id: str) -> bool:
                 if doc_id not in cache:
-                    doc = docs.get(doc_id) or self.lexical.get([doc_id]).get(doc_id)
-                    if doc is not None:
-                        docs[doc_id] = doc
-                    cache[doc_id] = doc is not None and rank.keep(
-                        doc, today=today, past=past, scope=scope, session=session_id)
+                    docs.update(self.lexical.get([doc_id]) if doc_id not in docs else {})
+                    cache[doc_id] = doc_id in docs and rank.keep(
+                        docs[doc_id], today=today, past=past, scope=scope, session=session_id)
                 return cache[doc_id]
 
             # Filter first, then fuse the top ``depth`` that may be shown (so the current
             # session's own turns, or expired beliefs, never take a candidate's place).
-            lists = [[i for i, _ in ranked_list if ok(i)][:depth] for ranked_list in (bm25, dense)]
-            scores = rank.rrf(lists, weights=self.settings.weights)
+            lists = [[(i, s) for i, s in ranked_list if ok(i)] for ranked_list in (bm25, dense)]
+            scores = rank.fuse(lists, weights=self.settings.weights, depth=depth, k=self.settings.rrf_k)
             fused = {i: s * rank.KIND_PRIOR.get(docs[i].kind, 1.0) for i, s in scores.items()}
             fused = rank.expand(fused, docs, self._links, ok, past=past)
             pinned = [docs[i] for i in self.pins(query) if ok(i)]

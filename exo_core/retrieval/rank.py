@@ -1,9 +1,12 @@
 """Fusion, filters and graph expansion (§20 stages 3 to 5), as pure functions.
 
-* :func:`rrf` — reciprocal rank fusion: each document scores the sum over
-  the lists of ``weight / (k + rank)`` (rank from 1, k = 60); fusing by rank
-  avoids comparing BM25 with cosine. :data:`KIND_PRIOR` then gives nodes
-  1.5 times the weight of items and turns.
+* :func:`fuse` — the two candidate lists made one. By default score-aware
+  (CombSUM): each list's scores divided by its own top score, so no BM25
+  value is ever compared with a cosine, then a weighted sum (BM25 0.4,
+  embeddings 0.6, chosen on the development halves; docs/retrieval.md).
+  With ``k`` it is §20's reciprocal rank fusion, ``weight / (k + rank)``
+  with k = :data:`RRF_K`. :data:`KIND_PRIOR` then gives nodes 1.5 times the
+  weight of items and turns.
 * :func:`keep` — drop beliefs past ``valid_until`` unless the query is about
   the past, private nodes for agent scopes, and turns of the current session.
 * :func:`expand` — one hop from the top 8 nodes: a superseded node is swapped
@@ -18,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from exo_core.retrieval.docs import Doc
 
-__all__ = ["rrf", "KIND_PRIOR", "LINK_WEIGHTS", "RRF_K", "about_past", "keep", "expand", "ranked"]
+__all__ = ["fuse", "KIND_PRIOR", "LINK_WEIGHTS", "RRF_K", "about_past", "keep", "expand", "ranked"]
 
 RRF_K = 60
 KIND_PRIOR: Mapping[str, float] = {"node": 1.5, "item": 1.0, "turn": 1.0}
@@ -32,13 +35,25 @@ _PAST = re.compile(r"\b(used to|previous(ly)?|before|formerly|former|in the past
                    r"back then|no longer|anymore|any more|history|old|last (year|month|week|time))\b", re.IGNORECASE)
 
 
-def rrf(lists: Sequence[Sequence[str]], *, k: int = RRF_K, weights: Sequence[float] | None = None) -> dict[str, float]:
-    """Reciprocal rank fusion of ranked id lists (best first)."""
-    scores: dict[str, float] = {}
-    for n, ids in enumerate(lists):
-        weight = 1.0 if weights is None else weights[n]
-        for rank, doc_id in enumerate(ids, start=1):
-            scores[doc_id] = scores.get(doc_id, 0.0) + weight / (k + rank)
+def fuse(lists: Sequence[Sequence[tuple[str, float]]], *, weights: Sequence[float], depth: int,
+         k: int | None = None) -> dict[str, float]:
+    """Fused scores of the top ``depth`` of each ranked ``(id, score)`` list (best first).
+
+    Without ``k``: ``sum weight * score / top`` over the lists, where a
+    candidate missing from a list counts that list's last (lowest) known score:
+    the lists are read deeper than ``depth`` so most candidates have both.
+    With ``k``: reciprocal rank fusion over the top ``depth`` of each list.
+    """
+    scores = dict.fromkeys((i for ranked_list in lists for i, _ in ranked_list[:depth]), 0.0)
+    for ranked_list, weight in zip(lists, weights):
+        head = ranked_list[:depth] if k is not None else ranked_list
+        if not head or (k is None and head[0][1] <= 0):
+            continue  # an empty list, or one with no positive score, has no evidence to add
+        top = head[0][1]
+        value = {i: 1 / (k + r) if k is not None else max(s, 0.0) / top for r, (i, s) in enumerate(head, 1)}
+        floor = 0.0 if k is not None else max(head[-1][1], 0.0) / top
+        for doc_id in scores:
+            scores[doc_id] += weight * value.get(doc_id, floor)
     return scores
 
 
@@ -58,9 +73,8 @@ def keep(doc: Doc, *, today: str, past: bool, scope: str, session: str | None) -
         return session is None or doc.session != session
     if doc.kind != "node":
         return True
-    if doc.private and scope != "person":
-        return False
-    return past or doc.valid_until is None or today < doc.valid_until
+    hidden = doc.private and scope != "person"
+    return not hidden and (past or doc.valid_until is None or today < doc.valid_until)
 
 
 def expand(scores: dict[str, float], docs: Mapping[str, Doc], links: Mapping[str, Sequence[tuple[str, str]]],

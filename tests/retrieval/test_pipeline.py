@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from exo_core.ledger import Ledger, Signer, create_signing_key
-from exo_core.retrieval import DocIndex, Doc, Retriever, StoreMemory
+from exo_core.retrieval import DocIndex, Doc, RetrievalSettings, Retriever, StoreMemory
+from exo_core.retrieval.rank import RRF_K
 from exo_core.retrieval.lexical import match_expression
 from exo_core.store import Store
 from exo_edge.vectors import VectorIndex
@@ -200,3 +201,31 @@ def test_the_current_sessions_turns_never_take_a_candidates_place(store: Store, 
     add_turns(db, "now", [("user", f"tomatoes tomatoes question {n}") for n in range(15)])
     got = _retriever(store, db).retrieve("tomatoes", session_id="now", record=False)
     assert [i for i, _ in got.ranking] == ["turn:old:1"]
+
+
+@pytest.mark.parametrize("settings", [RetrievalSettings(), RetrievalSettings(weights=(1.0, 1.0), rrf_k=RRF_K)])
+def test_without_an_embedder_the_ranking_is_bm25s(store: Store, tmp_path: Path, settings: RetrievalSettings) -> None:
+    db = tmp_path / "home" / "sessions.sqlite"
+    add_turns(db, "old", [("user", f"the garden {'tomatoes ' * n}and beans {n}") for n in range(1, 15)])
+    r = _retriever(store, db, settings=settings)
+    got = [i for i, _ in r.retrieve("tomatoes in the garden", record=False).ranking]
+    assert got == [i for i, _ in r.lexical.search("tomatoes in the garden", settings.depth)]
+    assert len(got) == settings.depth  # the top ``depth`` of the one list, in its order
+
+
+def test_the_fused_ranking_is_deterministic_and_weighs_the_two_lists(store: Store, tmp_path: Path) -> None:
+    db = tmp_path / "home" / "sessions.sqlite"
+    add_turns(db, "old", [("user", f"note {n}: {w}") for n, w in enumerate(
+        ["tomatoes in the garden", "garden beans", "a red sunset", "tomato soup recipe", "vim editor"])])
+
+    def ranking(weights: tuple[float, float], where: str) -> list[str]:
+        dense = VectorIndex(tmp_path / where / "v.sqlite", HashEmbedder("hash-v1"))
+        r = _retriever(store, db, dense=dense, settings=RetrievalSettings(weights=weights))
+        out = [i for i, _ in r.retrieve("tomatoes garden", record=False).ranking]
+        r.close()
+        return out
+
+    assert ranking((0.4, 0.6), "a") == ranking((0.4, 0.6), "b")  # a fresh index ranks the same
+    lexical = ranking((1.0, 0.0), "c")
+    semantic = ranking((0.0, 1.0), "d")
+    assert lexical[0] == "turn:old:1" and lexical != semantic  # the weights decide between the lists

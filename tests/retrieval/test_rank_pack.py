@@ -2,19 +2,60 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exo_core.retrieval import Doc, estimate_tokens, pack, rrf
+from exo_core.retrieval import Doc, estimate_tokens, fuse, pack
 from exo_core.retrieval.pack import forms
-from exo_core.retrieval.rank import KIND_PRIOR, about_past, expand, keep
+from exo_core.retrieval.rank import KIND_PRIOR, RRF_K, about_past, expand, keep, ranked
 
 
 def test_rrf_sums_reciprocal_ranks_with_k_60() -> None:
-    scores = rrf([["a", "b"], ["b", "c"]])
+    scores = fuse([[("a", 9.0), ("b", 1.0)], [("b", 0.9), ("c", 0.1)]], weights=(1, 1), depth=10, k=RRF_K)
     assert scores["b"] == 1 / 62 + 1 / 61
     assert scores["a"] == 1 / 61 and scores["c"] == 1 / 62
+    assert fuse([[("x", 1.0), ("a", 0.5)]], weights=(1,), depth=1, k=RRF_K) == {"x": 1 / 61}  # only the top depth
     assert KIND_PRIOR["node"] == 1.5 * KIND_PRIOR["item"]
+
+
+BM25 = [("lex", 12.0), ("both", 9.0), ("deep", 3.0)]  # BM25 scores, best first
+COSINE = [("sem", 0.80), ("both", 0.76), ("lex", 0.40)]
+
+
+def test_score_fusion_divides_each_list_by_its_top_and_weighs_the_lists() -> None:
+    scores = fuse([BM25, COSINE], weights=(0.4, 0.6), depth=2)
+    assert set(scores) == {"lex", "both", "sem"}  # the top 2 of each list; "deep" is read, not a candidate
+    assert scores["lex"] == pytest.approx(0.4 * 12 / 12 + 0.6 * 0.40 / 0.80)
+    assert scores["both"] == pytest.approx(0.4 * 9 / 12 + 0.6 * 0.76 / 0.80)
+    # "sem" is missing from the BM25 list: it counts that list's lowest known score
+    assert scores["sem"] == pytest.approx(0.4 * 3 / 12 + 0.6 * 1.0)
+    assert ranked(scores)[0][0] == "both"  # high in both lists beats the top of either
+    assert ranked(fuse([BM25, COSINE], weights=(0.9, 0.1), depth=2))[0][0] == "lex"
+    assert ranked(fuse([BM25, COSINE], weights=(0.02, 0.98), depth=2))[0][0] == "sem"
+
+
+def test_without_an_embedding_list_the_fusion_is_the_bm25_ranking() -> None:
+    for weights in ((0.4, 0.6), (1.0, 1.0)):
+        for k in (None, RRF_K):
+            alone = ranked(fuse([BM25, []], weights=weights, depth=3, k=k))
+            assert [i for i, _ in alone] == ["lex", "both", "deep"]
+    assert fuse([[], []], weights=(0.4, 0.6), depth=10) == {}
+    assert fuse([[("a", 0.0)], [("a", -0.2)]], weights=(0.4, 0.6), depth=5) == {"a": 0.0}  # no evidence, no crash
+
+
+@given(st.lists(st.tuples(st.sampled_from("abcdefgh"), st.floats(0, 50)), max_size=8),
+       st.lists(st.tuples(st.sampled_from("defghijk"), st.floats(-1, 1)), max_size=8),
+       st.integers(1, 8), st.floats(0, 1))
+@settings(max_examples=200, deadline=None)
+def test_score_fusion_is_bounded_and_deterministic(bm25: list[tuple[str, float]], cosine: list[tuple[str, float]],
+                                                   depth: int, alpha: float) -> None:
+    lists = [sorted(dict(bm25).items(), key=lambda kv: -kv[1]), sorted(dict(cosine).items(), key=lambda kv: -kv[1])]
+    scores = fuse(lists, weights=(alpha, 1 - alpha), depth=depth)
+    assert set(scores) == {i for lst in lists for i, _ in lst[:depth]}
+    assert all(-1e-9 <= s <= 1 + 1e-9 for s in scores.values())
+    again = fuse([list(lst) for lst in lists], weights=(alpha, 1 - alpha), depth=depth)
+    assert ranked(again) == ranked(scores)  # same input, same ranking; ties by id
 
 
 def test_filters_validity_privacy_and_current_session() -> None:
