@@ -325,13 +325,6 @@ class Ledger:
             row = self.conn.execute("SELECT seg, pos FROM entries WHERE chain=?", (chain,)).fetchone()
         return None if row is None else (int(row[0]), int(row[1]))
 
-    def contains(self, size: int, chain: str) -> bool:
-        """True when some chain here reaches height ``size`` with hash ``chain``."""
-        if size == 0:
-            return chain == self.genesis
-        found = self.has_chain(chain)
-        return found is not None and found[1] == size
-
     def backup_to(self, target: sqlite3.Connection) -> None:
         """Copy this ledger into the open SQLite connection ``target`` (one consistent state)."""
         self._db.backup_to(target)

@@ -72,16 +72,6 @@ class VerifyReport:
         """True when no problem was found."""
         return not self.problems
 
-    @property
-    def first_bad(self) -> Problem | None:
-        """The first problem found (entries are checked in arrival order)."""
-        return self.problems[0] if self.problems else None
-
-    def raise_if_bad(self) -> None:
-        """Raise :class:`CorruptDataError` naming the first problem, if any."""
-        if self.problems:
-            raise CorruptDataError(f"ledger {self.ledger_id} fails verification: {self.problems[0].describe()}")
-
 
 def _raw_rows(ledger: Ledger, page: int = 512) -> Iterator[tuple[object, ...]]:
     # Undecoded rows in arrival order: verify must see every defect itself,
