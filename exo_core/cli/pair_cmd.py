@@ -88,6 +88,7 @@ async def _redeem(args: argparse.Namespace) -> int:
     import aiohttp
 
     from exo_core.errors import ConfigError
+    from exo_core.store.atomic import atomic_write_text
 
     url = str(args.connect).rstrip("/")
     if not url.startswith("http://"):
@@ -97,12 +98,7 @@ async def _redeem(args: argparse.Namespace) -> int:
         data = await _post(session, url + "/pair", {"code": code.strip(), "want": "token"})
     path = Path(args.token_file) if args.token_file else saved_token_path(url)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.unlink(missing_ok=True)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="ascii") as fh:
-        fh.write(str(data["token"]) + "\n")
-    os.replace(tmp, path)
+    atomic_write_text(path, str(data["token"]) + "\n", mode=0o600)
     print(f"paired: token stored in {path} (mode 0600)")
     print(f"chat:   exo chat --connect {url}")
     return 0
