@@ -32,8 +32,6 @@ fix it.
 
 from __future__ import annotations
 
-from typing import Any
-
 __all__ = [
     "ExoError",
     "UsageError",
@@ -71,13 +69,6 @@ class ExoError(Exception):
         super().__init__(message)
         self.message = message
         self.field = field
-
-    def to_wire(self) -> dict[str, Any]:
-        """The error as the protocol's ``error`` object."""
-        wire: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.field is not None:
-            wire["field"] = self.field
-        return wire
 
 
 class UsageError(ExoError):

@@ -16,6 +16,8 @@ import argparse
 import contextlib
 from typing import TYPE_CHECKING
 
+from exo_core.cli.args import add_command, add_group
+
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
@@ -27,23 +29,18 @@ if TYPE_CHECKING:
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``exo history``."""
-    parser = sub.add_parser("history", help="import past conversations; summary status")
-    actions = parser.add_subparsers(dest="history_command", metavar="ACTION")
-    actions.required = True
-    imp = actions.add_parser("import", help="import a chat export (ChatGPT conversations.json or JSON lines)")
+    actions = add_group(sub, "history", "import past conversations; summary status")
+    imp = add_command(actions, "import", _import, "import a chat export (ChatGPT conversations.json or JSON lines)",
+                      home=True)
     imp.add_argument("file")
     imp.add_argument("--no-summarize", action="store_true", help="leave the summaries for exod's next start")
-    summ = actions.add_parser("summarize", help="run pending import summaries in this process")
-    status = actions.add_parser("status", help="summary nodes by lane and status")
+    summ = add_command(actions, "summarize", _summarize, "run pending import summaries in this process", home=True)
+    status = add_command(actions, "status", _status, "summary nodes by lane and status", home=True)
     for p in (imp, summ, status):
-        p.add_argument("--home", default=None)
         p.add_argument("--json", action="store_true")
     for p in (imp, summ):
         p.add_argument("--summarizer", default=None, help="model spec (default: [context] summarizer, else the model)")
         p.add_argument("--model", default=None, help="the main model spec, used when no summarizer is set")
-    imp.set_defaults(handler=_import)
-    summ.set_defaults(handler=_summarize)
-    status.set_defaults(handler=_status)
 
 
 def _print(args: argparse.Namespace, data: dict[str, object], text: str) -> None:

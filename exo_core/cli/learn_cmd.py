@@ -13,14 +13,14 @@ import argparse
 import json
 from typing import Any
 
+from exo_core.cli.args import add_command, add_group
+
 __all__ = ["register"]
 
 
 def register(subparsers: Any) -> None:
     """Add ``exo learn`` and its subcommands."""
-    learn = subparsers.add_parser("learn", help="the learning loop: review, queue, drain, metrics, climb")
-    sub = learn.add_subparsers(dest="learn_command", metavar="SUBCOMMAND")
-    sub.required = True
+    sub = add_group(subparsers, "learn", "the learning loop: review, queue, drain, metrics, climb", metavar="SUBCOMMAND")
     for name, help_text in (("review", "review new ledger entries now (the person asked)"),
                             ("queue", "jobs waiting for a larger model, and this month's spend"),
                             ("drain", "send queued jobs to the larger model's route"),
@@ -28,11 +28,9 @@ def register(subparsers: Any) -> None:
                             ("climb", "run the exam and the conservative climb over learned taste"),
                             ("reject", "\"that's wrong\": reject a lesson; it leaves the pack"),
                             ("rebuild", "rewrite the learned pack section and taste nodes from the ledger")):
-        p = sub.add_parser(name, help=help_text)
-        p.add_argument("--home", default=None, help="Exo home (default $EXO_HOME or ~/.exo)")
+        p = add_command(sub, name, globals()[f"_{name}"], help_text, home=True)
         p.add_argument("--store", default=None, metavar="DIR", help="store folder (default: the home's store)")
         p.add_argument("--json", action="store_true", help="print JSON")
-        p.set_defaults(handler=globals()[f"_{name}"])
         if name == "drain":
             p.add_argument("--route", default=None, help="provider:model (default: [learning] route)")
             p.add_argument("--batch", type=int, default=None, help="jobs per batch (default: [learning] batch)")

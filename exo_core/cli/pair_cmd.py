@@ -14,6 +14,8 @@ import argparse
 import os
 from pathlib import Path
 
+from exo_core.cli.args import add_command
+
 __all__ = ["register", "saved_token_path"]
 
 
@@ -26,12 +28,10 @@ def saved_token_path(url: str) -> Path:
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``exo pair``."""
-    parser = sub.add_parser("pair", help="pair a laptop: show a code (device) or redeem one (laptop)")
-    parser.add_argument("--home", default=None)
+    parser = add_command(sub, "pair", _pair, "pair a laptop: show a code (device) or redeem one (laptop)", home=True)
     parser.add_argument("--connect", default=None, metavar="URL", help="on the laptop: the core's http://HOST:PORT")
     parser.add_argument("--code", default=None, help="the code shown on the device (asked for when omitted)")
     parser.add_argument("--token-file", default=None, help="where to store the token (default ~/.config/exo/tokens/)")
-    parser.set_defaults(handler=_pair)
 
 
 def _pair(args: argparse.Namespace) -> int:
