@@ -15,6 +15,7 @@ import dataclasses
 import sqlite3
 import time
 import uuid
+from contextlib import AbstractContextManager
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +29,7 @@ from exo_core.errors import (
     UsageError,
 )
 from exo_core.ledger.canonical import normalize_json
-from exo_core.ledger.db import Guarded, WriteTxn, connect, create_schema
+from exo_core.ledger.db import Guarded, connect, create_schema
 from exo_core.ledger.entry import (
     ROW_COLUMNS,
     NewEntry,
@@ -193,7 +194,7 @@ class Ledger:
         """The open connection (for the sibling modules of this package)."""
         return self._db.conn
 
-    def write_txn(self) -> WriteTxn:
+    def write_txn(self) -> AbstractContextManager[sqlite3.Connection]:
         """Context manager: lock + ``BEGIN IMMEDIATE`` ... ``COMMIT`` (rollback on error); nests."""
         return self._db.write_txn()
 
