@@ -327,12 +327,6 @@ class Ledger:
             raise UsageError(f"id prefix {ref} is ambiguous; give more digits")
         return decode_row(rows[0])
 
-    def has_chain(self, chain: str) -> tuple[int, int] | None:
-        """``(seg, pos)`` of the entry whose chain hash is ``chain``, else None."""
-        with self._lock:
-            row = self.conn.execute("SELECT seg, pos FROM entries WHERE chain=?", (chain,)).fetchone()
-        return None if row is None else (int(row[0]), int(row[1]))
-
     def backup_to(self, target: sqlite3.Connection) -> None:
         """Copy this ledger into the open SQLite connection ``target`` (one consistent state)."""
         self._db.backup_to(target)

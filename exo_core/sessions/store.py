@@ -7,9 +7,10 @@ write is serialized without locks and never blocks the event loop.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
@@ -307,25 +308,20 @@ class SessionStore:
 
     # -- transactions ------------------------------------------------------
 
-    def transaction(self) -> "_Transaction":
-        """``with store.transaction():`` groups writes into one commit."""
-        return _Transaction(self._conn)
-
-
-class _Transaction:
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._conn = conn
-        self._outer = False
-
-    def __enter__(self) -> None:
-        self._outer = not self._conn.in_transaction
-        if self._outer:
-            self._conn.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        if not self._outer:
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """``with store.transaction():`` groups writes into one commit (inside an open one, it joins it)."""
+        conn = self._conn
+        if conn.in_transaction:
+            yield
             return
-        self._conn.execute("COMMIT" if exc_type is None else "ROLLBACK")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
 
 
 def _message(row: sqlite3.Row) -> MessageRecord:
