@@ -175,14 +175,10 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
 
 def _split(script: str) -> list[str]:
     """Split a migration into statements (triggers contain inner semicolons)."""
-    statements: list[str] = []
-    buffer = ""
+    statements, buffer = [], ""
     for line in script.splitlines(keepends=True):
         buffer += line
         if sqlite3.complete_statement(buffer):
-            if buffer.strip():
-                statements.append(buffer.strip())
+            statements.append(buffer.strip())
             buffer = ""
-    if buffer.strip():
-        statements.append(buffer.strip())
-    return statements
+    return [statement for statement in (*statements, buffer.strip()) if statement]
