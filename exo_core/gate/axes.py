@@ -24,15 +24,7 @@ from typing import Literal
 
 from exo_core.errors import ConfigError
 
-__all__ = [
-    "AXES",
-    "OUTCOMES",
-    "Outcome",
-    "Axes",
-    "Finding",
-    "outcome_rank",
-    "strictest",
-]
+__all__ = ["AXES", "OUTCOMES", "Outcome", "Axes", "Finding", "outcome_rank", "strictest"]
 
 AXES: Mapping[str, tuple[str, ...]] = {
     "reversibility": ("none", "reversible", "recoverable", "irreversible"),

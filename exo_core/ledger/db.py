@@ -26,9 +26,7 @@ from typing import Any
 
 from exo_core.errors import ClosedResourceError, CorruptDataError, StorageError
 
-__all__ = [
-    "connect", "create_schema", "Guarded", "TRIGGER_NAMES", "BUSY_TIMEOUT_MS", "SCHEMA_VERSION",
-]
+__all__ = ["connect", "create_schema", "Guarded", "TRIGGER_NAMES", "BUSY_TIMEOUT_MS", "SCHEMA_VERSION"]
 
 SCHEMA_VERSION = "1"
 BUSY_TIMEOUT_MS = 30_000

@@ -38,18 +38,8 @@ from exo_core.ledger.kinds import is_entry_id, validate_body, validate_kind, val
 from exo_core.protocol.envelopes import shallow_dict
 
 __all__ = [
-    "FORMAT_VERSION",
-    "NewEntry",
-    "StoredEntry",
-    "genesis_hash",
-    "chain_hash",
-    "entry_signing_message",
-    "build_content",
-    "seal",
-    "decode_row",
-    "check_seal",
-    "ROW_COLUMNS",
-    "check_refs",
+    "FORMAT_VERSION", "NewEntry", "StoredEntry", "genesis_hash", "chain_hash", "entry_signing_message", "build_content",
+    "seal", "decode_row", "check_seal", "ROW_COLUMNS", "check_refs",
 ]
 
 FORMAT_VERSION = 1

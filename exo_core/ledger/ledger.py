@@ -21,24 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from exo_core.errors import (
-    BadBodyError,
-    ConflictError,
-    CorruptDataError,
-    NotFoundError,
-    UsageError,
-)
+from exo_core.errors import BadBodyError, ConflictError, CorruptDataError, NotFoundError, UsageError
 from exo_core.ledger.canonical import normalize_json
 from exo_core.ledger.db import Guarded, connect, create_schema
 from exo_core.ledger.entry import (
-    ROW_COLUMNS,
-    NewEntry,
-    StoredEntry,
-    build_content,
-    check_refs,
-    decode_row,
-    genesis_hash,
-    seal,
+    ROW_COLUMNS, NewEntry, StoredEntry, build_content, check_refs, decode_row, genesis_hash, seal,
 )
 from exo_core.ledger.keys import Signer
 

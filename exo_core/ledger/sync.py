@@ -36,8 +36,7 @@ from exo_core.ledger.entry import StoredEntry, check_seal, decode_row
 from exo_core.ledger.ledger import Head, Ledger, Segment, insert_entry
 
 __all__ = [
-    "ImportResult", "Fork", "SyncReport", "import_entries", "common_prefix", "sync_ledgers", "forks",
-    "snapshot_ledger",
+    "ImportResult", "Fork", "SyncReport", "import_entries", "common_prefix", "sync_ledgers", "forks", "snapshot_ledger",
 ]
 
 

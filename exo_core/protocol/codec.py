@@ -19,14 +19,8 @@ from exo_core.protocol.envelopes import Command, Event
 from exo_core.protocol.registry import COMMANDS, EVENTS
 
 __all__ = [
-    "MAX_BODY_BYTES",
-    "MAX_DEPTH",
-    "parse_json_object",
-    "decode_command",
-    "decode_body",
-    "decode_event",
-    "decode_event_body",
-    "body_to_wire",
+    "MAX_BODY_BYTES", "MAX_DEPTH", "parse_json_object", "decode_command", "decode_body", "decode_event",
+    "decode_event_body", "body_to_wire",
 ]
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
