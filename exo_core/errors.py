@@ -32,29 +32,11 @@ fix it.
 
 from __future__ import annotations
 
-from typing import Any
-
 __all__ = [
-    "ExoError",
-    "UsageError",
-    "ProtocolError",
-    "MalformedMessageError",
-    "UnknownCommandError",
-    "BadBodyError",
-    "PayloadTooLargeError",
-    "NotFoundError",
-    "ConflictError",
-    "ConfigError",
-    "UnsupportedError",
-    "AccessDeniedError",
-    "ResourceError",
-    "ClosedResourceError",
-    "BrokenResourceError",
-    "StorageError",
-    "CorruptDataError",
-    "ModelError",
-    "RetryableModelError",
-    "InternalError",
+    "ExoError", "UsageError", "ProtocolError", "MalformedMessageError", "UnknownCommandError", "BadBodyError",
+    "PayloadTooLargeError", "NotFoundError", "ConflictError", "ConfigError", "UnsupportedError", "AccessDeniedError",
+    "ResourceError", "ClosedResourceError", "BrokenResourceError", "StorageError", "CorruptDataError", "ModelError",
+    "RetryableModelError", "InternalError",
 ]
 
 
@@ -71,13 +53,6 @@ class ExoError(Exception):
         super().__init__(message)
         self.message = message
         self.field = field
-
-    def to_wire(self) -> dict[str, Any]:
-        """The error as the protocol's ``error`` object."""
-        wire: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.field is not None:
-            wire["field"] = self.field
-        return wire
 
 
 class UsageError(ExoError):

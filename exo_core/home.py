@@ -31,6 +31,16 @@ def default_home_path() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".exo"
 
 
+class _Under:
+    """A path inside the home, read as an attribute (``home.sessions_db``); the layout is the table below."""
+
+    def __init__(self, *parts: str) -> None:
+        self.parts = parts
+
+    def __get__(self, home: "ExoHome", owner: type | None = None) -> Path:
+        return home.root.joinpath(*self.parts)
+
+
 @dataclass(frozen=True, slots=True)
 class ExoHome:
     """Paths inside one Exo home. Creating the object touches no files."""
@@ -43,33 +53,13 @@ class ExoHome:
         root = Path(override).expanduser() if override else default_home_path()
         return cls(root.resolve())
 
-    @property
-    def config_path(self) -> Path:
-        return self.root / "config.toml"
-
-    @property
-    def sessions_db(self) -> Path:
-        return self.root / "sessions.sqlite"
-
-    @property
-    def token_path(self) -> Path:
-        return self.root / "token"
-
-    @property
-    def run_dir(self) -> Path:
-        return self.root / "run"
-
-    @property
-    def socket_path(self) -> Path:
-        return self.run_dir / "exod.sock"
-
-    @property
-    def keys_dir(self) -> Path:
-        return self.root / "keys"
-
-    @property
-    def models_dir(self) -> Path:
-        return self.root / "models"
+    config_path = _Under("config.toml")
+    sessions_db = _Under("sessions.sqlite")
+    token_path = _Under("token")
+    run_dir = _Under("run")
+    socket_path = _Under("run", "exod.sock")
+    keys_dir = _Under("keys")
+    models_dir = _Under("models")
 
     def config(self) -> dict[str, object]:
         """The parsed ``config.toml`` (empty when the file is missing)."""

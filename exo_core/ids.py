@@ -30,11 +30,7 @@ class RandomIds:
 
     def new(self, prefix: str) -> str:
         value = (int(time.time() * 1000) << 80) | int.from_bytes(os.urandom(10), "big")
-        chars = []
-        for _ in range(26):
-            chars.append(_ALPHABET[value & 31])
-            value >>= 5
-        return f"{prefix}_{''.join(reversed(chars))}"
+        return prefix + "_" + "".join(_ALPHABET[(value >> (5 * i)) & 31] for i in reversed(range(26)))
 
 
 class CountingIds:

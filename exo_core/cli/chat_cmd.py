@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import argparse
 
+from exo_core.cli.args import add_command
+
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``exo chat``."""
-    parser = sub.add_parser("chat", help="chat with the core (terminal client; line client when piped)")
-    parser.add_argument("--home", default=None)
+    parser = add_command(sub, "chat", _chat, "chat with the core (terminal client; line client when piped)", home=True)
     parser.add_argument("--connect", default=None, metavar="URL", help="remote core: http://HOST:PORT")
     parser.add_argument("--token-file", default=None, help="file holding the remote core's bearer token "
                                                             "(default: the one `exo pair --connect` stored)")
@@ -24,7 +25,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("--no-spawn", action="store_true", help="fail instead of starting a local exod")
     parser.add_argument("--plain", action="store_true", help="the line client even on a terminal")
     parser.add_argument("--event-log", default=None, help=argparse.SUPPRESS)  # seqs shown, for tests and debugging
-    parser.set_defaults(handler=_chat)
 
 
 def _chat(args: argparse.Namespace) -> int:

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import argparse
 
+from exo_core.cli.args import add_command
+
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``exo device``."""
-    parser = sub.add_parser("device", help="run the device client (buttons, screen, voice)")
-    parser.add_argument("--home", default=None, help="Exo home (default $EXO_HOME or ~/.exo)")
+    parser = add_command(sub, "device", _device, "run the device client (buttons, screen, voice)", home=True)
     parser.add_argument("--connect", default=None, metavar="URL",
                         help="core on another machine: http://HOST:PORT (default: this home's Unix socket)")
     parser.add_argument("--token-file", default=None, help="file holding the remote core's bearer token")
@@ -31,7 +32,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("--journal", action=argparse.BooleanOptionalAction, default=None,
                         help="print what happens as JSON lines (default: on with --mock)")
     parser.add_argument("--log-level", default="WARNING")
-    parser.set_defaults(handler=_device)
 
 
 def _device(args: argparse.Namespace) -> int:

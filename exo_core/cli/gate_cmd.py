@@ -11,20 +11,19 @@ from __future__ import annotations
 
 import argparse
 
+from exo_core.cli.args import add_command, add_group
+
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``exo gate check``."""
-    parser = sub.add_parser("gate", help="audit the consequence gate")
-    gate_sub = parser.add_subparsers(dest="gate_command", metavar="ACTION")
-    gate_sub.required = True
-    check = gate_sub.add_parser("check", help="print the axes and outcome of a command or tool call as JSON")
+    check = add_command(add_group(sub, "gate", "audit the consequence gate"), "check", _check,
+                        "print the axes and outcome of a command or tool call as JSON")
     check.add_argument("--tool", default=None, help="judge a tool call to NAME instead of a shell command")
     check.add_argument("--args", default=None, metavar="JSON", help="the tool call's arguments (a JSON object)")
     check.add_argument("--risk", default="low", choices=("low", "medium", "high"), help="the tool's risk hint")
     check.add_argument("--workspace", default=None, help="the workspace folder (default: the current folder)")
     check.add_argument("--policy", default=None, metavar="FILE", help="a TOML gate policy (default: built in)")
     check.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND...")
-    check.set_defaults(handler=_check)
 
 
 def _check(args: argparse.Namespace) -> int:

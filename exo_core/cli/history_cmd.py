@@ -13,9 +13,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 from typing import TYPE_CHECKING
 
+from exo_core.cli.args import add_command, add_group
+
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
     from exo_core.context.engine import SummaryTreeContext
     from exo_core.context.config import ContextConfig
     from exo_core.home import ExoHome
@@ -24,23 +29,18 @@ if TYPE_CHECKING:
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``exo history``."""
-    parser = sub.add_parser("history", help="import past conversations; summary status")
-    actions = parser.add_subparsers(dest="history_command", metavar="ACTION")
-    actions.required = True
-    imp = actions.add_parser("import", help="import a chat export (ChatGPT conversations.json or JSON lines)")
+    actions = add_group(sub, "history", "import past conversations; summary status")
+    imp = add_command(actions, "import", _import, "import a chat export (ChatGPT conversations.json or JSON lines)",
+                      home=True)
     imp.add_argument("file")
     imp.add_argument("--no-summarize", action="store_true", help="leave the summaries for exod's next start")
-    summ = actions.add_parser("summarize", help="run pending import summaries in this process")
-    status = actions.add_parser("status", help="summary nodes by lane and status")
+    summ = add_command(actions, "summarize", _summarize, "run pending import summaries in this process", home=True)
+    status = add_command(actions, "status", _status, "summary nodes by lane and status", home=True)
     for p in (imp, summ, status):
-        p.add_argument("--home", default=None)
         p.add_argument("--json", action="store_true")
     for p in (imp, summ):
         p.add_argument("--summarizer", default=None, help="model spec (default: [context] summarizer, else the model)")
         p.add_argument("--model", default=None, help="the main model spec, used when no summarizer is set")
-    imp.set_defaults(handler=_import)
-    summ.set_defaults(handler=_summarize)
-    status.set_defaults(handler=_status)
 
 
 def _print(args: argparse.Namespace, data: dict[str, object], text: str) -> None:
@@ -62,13 +62,12 @@ def _import(args: argparse.Namespace) -> int:
     async def main() -> int:
         running = await _exod_running(home)
         summarize_here = not running and not args.no_summarize
-        async with _Parts(home, args, with_engine=summarize_here) as parts:
-            report = await import_conversations(parts.worker, conversations, engine=parts.engine,
-                                                config=parts.config)
+        async with _parts(home, args, with_engine=summarize_here) as (worker, engine, config):
+            report = await import_conversations(worker, conversations, engine=engine, config=config)
             if running and report.session_ids:
                 await _tell_exod(home, report.session_ids)
-            if parts.engine is not None:
-                await parts.engine.lanes.wait_all_idle("import")
+            if engine is not None:
+                await engine.lanes.wait_all_idle("import")
         where = "exod is summarizing them" if running else (
             "summarized" if summarize_here else "summaries left for exod's next start")
         _print(args, {"conversations": report.conversations, "imported": report.imported,
@@ -92,11 +91,11 @@ def _summarize(args: argparse.Namespace) -> int:
     async def main() -> int:
         if await _exod_running(home):
             raise ConflictError("exod is running and summarizes imports itself; stop it to summarize here")
-        async with _Parts(home, args, with_engine=True) as parts:
-            assert parts.engine is not None
-            parts.engine.lanes.kick("import")
-            await parts.engine.lanes.wait_all_idle("import")
-            stats = parts.engine.stats()["lanes"]["import"]
+        async with _parts(home, args, with_engine=True) as (_, engine, _config):
+            assert engine is not None
+            engine.lanes.kick("import")
+            await engine.lanes.wait_all_idle("import")
+            stats = engine.stats()["lanes"]["import"]
         _print(args, {"ran": stats["started"], "failed": stats["failed"]},
                f"ran {stats['started']} import summaries ({stats['failed']} failed)")
         return 0
@@ -145,41 +144,29 @@ async def _tell_exod(home: "ExoHome", session_ids: tuple[str, ...]) -> None:
             await client.request("session.resume", {"session": session_id})
 
 
-class _Parts:
+@contextlib.asynccontextmanager
+async def _parts(home: "ExoHome", args: argparse.Namespace, *,
+                 with_engine: bool) -> "AsyncIterator[tuple[DbWorker, SummaryTreeContext | None, ContextConfig]]":
     """The database (and, to summarize here, a context engine) for one command."""
+    from exo_core.context.config import ContextConfig
+    from exo_core.sessions import DbWorker
 
-    def __init__(self, home: "ExoHome", args: argparse.Namespace, *, with_engine: bool) -> None:
-        self.home = home
-        self.args = args
-        self.with_engine = with_engine
-        self.engine: SummaryTreeContext | None = None
-        self.config: ContextConfig | None = None
-        self.worker: DbWorker | None = None
-
-    async def __aenter__(self) -> "_Parts":
-        from exo_core.context.config import ContextConfig
-        from exo_core.sessions import DbWorker
-
-        home = self.home
-        self.config = ContextConfig.from_config(home.config())
-        self.worker = DbWorker(home.sessions_db)
-        worker = self.worker
-        await worker.__aenter__()
+    config = ContextConfig.from_config(home.config())
+    engine: SummaryTreeContext | None = None
+    async with DbWorker(home.sessions_db) as worker:
         # exod may be running: only its connection checkpoints the WAL (see sessions/db.py).
         await worker.run(lambda: worker.connection.execute("PRAGMA wal_autocheckpoint=0"))
-        if self.with_engine:
+        if with_engine:
             from exo_core.context.engine import SummaryTreeContext
             from exo_core.context.summarizer import resolve_summarizer
             from exo_core.engine.models import model_spec, resolve_model
 
-            summarizer = resolve_summarizer(home, self.args.summarizer)
+            summarizer = resolve_summarizer(home, args.summarizer)
             if summarizer is None:
-                summarizer = resolve_model(home, model_spec(home, self.args.model))
-            self.engine = SummaryTreeContext(worker=self.worker, summarizer=summarizer, config=self.config)
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self.engine is not None:
-            await self.engine.close()
-        if self.worker is not None:
-            await self.worker.close()
+                summarizer = resolve_model(home, model_spec(home, args.model))
+            engine = SummaryTreeContext(worker=worker, summarizer=summarizer, config=config)
+        try:
+            yield worker, engine, config
+        finally:
+            if engine is not None:
+                await engine.close()

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import argparse
 
+from exo_core.cli.args import add_command
+
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``exo init``."""
-    parser = sub.add_parser("init", help="create an Exo home and a new store from the template")
-    parser.add_argument("--home", default=None, help="Exo home (default $EXO_HOME or ~/.exo)")
+    parser = add_command(sub, "init", _init, "create an Exo home and a new store from the template", home=True)
     parser.add_argument("--store", default=None, help="store folder (default <home>/store)")
     parser.add_argument("--model", default=None, help="model spec to record in config.toml")
-    parser.set_defaults(handler=_init)
 
 
 def _init(args: argparse.Namespace) -> int:

@@ -13,14 +13,14 @@ import argparse
 import json
 from typing import Any
 
+from exo_core.cli.args import add_command, add_group
+
 __all__ = ["register"]
 
 
 def register(subparsers: Any) -> None:
     """Add ``exo learn`` and its subcommands."""
-    learn = subparsers.add_parser("learn", help="the learning loop: review, queue, drain, metrics, climb")
-    sub = learn.add_subparsers(dest="learn_command", metavar="SUBCOMMAND")
-    sub.required = True
+    sub = add_group(subparsers, "learn", "the learning loop: review, queue, drain, metrics, climb", metavar="SUBCOMMAND")
     for name, help_text in (("review", "review new ledger entries now (the person asked)"),
                             ("queue", "jobs waiting for a larger model, and this month's spend"),
                             ("drain", "send queued jobs to the larger model's route"),
@@ -28,11 +28,9 @@ def register(subparsers: Any) -> None:
                             ("climb", "run the exam and the conservative climb over learned taste"),
                             ("reject", "\"that's wrong\": reject a lesson; it leaves the pack"),
                             ("rebuild", "rewrite the learned pack section and taste nodes from the ledger")):
-        p = sub.add_parser(name, help=help_text)
-        p.add_argument("--home", default=None, help="Exo home (default $EXO_HOME or ~/.exo)")
+        p = add_command(sub, name, globals()[f"_{name}"], help_text, home=True)
         p.add_argument("--store", default=None, metavar="DIR", help="store folder (default: the home's store)")
         p.add_argument("--json", action="store_true", help="print JSON")
-        p.set_defaults(handler=globals()[f"_{name}"])
         if name == "drain":
             p.add_argument("--route", default=None, help="provider:model (default: [learning] route)")
             p.add_argument("--batch", type=int, default=None, help="jobs per batch (default: [learning] batch)")
@@ -63,7 +61,10 @@ class _Ctx:
 
         return Learner(self.store, self.ledger, queue=self.queue if self.settings.route else None)
 
-    def close(self) -> None:
+    def __enter__(self) -> "_Ctx":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
         self.queue.close()
         self.ledger.close()
 
@@ -74,23 +75,17 @@ def _print(args: argparse.Namespace, data: dict[str, Any], text: str) -> int:
 
 
 def _review(args: argparse.Namespace) -> int:
-    ctx = _Ctx(args)
-    try:
+    with _Ctx(args) as ctx:
         r = ctx.learner().review(asked=True)
-    finally:
-        ctx.close()
     data = {"proposals": r.proposals, "promoted": list(r.promoted), "questions": list(r.questions), "queued": r.queued}
     return _print(args, data, f"{r.proposals} proposals, promoted: {', '.join(r.promoted) or 'none'}, "
                               f"{len(r.questions)} questions, {r.queued} queued for a larger model")
 
 
 def _queue(args: argparse.Namespace) -> int:
-    ctx = _Ctx(args)
-    try:
+    with _Ctx(args) as ctx:
         data = {"jobs": ctx.queue.counts(), "spent_this_month": ctx.queue.spent(), "ceiling": ctx.settings.ceiling,
                 "route": ctx.settings.route}
-    finally:
-        ctx.close()
     return _print(args, data, f"jobs {data['jobs']}, spent {data['spent_this_month']:.4f} of {ctx.settings.ceiling}")
 
 
@@ -101,25 +96,21 @@ def _drain(args: argparse.Namespace) -> int:
     from exo_edge.proposal_queue import drain
     from exo_core.models import build_router
 
-    ctx = _Ctx(args)
-    route = args.route or ctx.settings.route
-    if not route:
-        ctx.close()
-        raise ConfigError("no route to a larger model: set [learning] route in config.toml or pass --route")
-    router = build_router(ctx.home)
-    router.set_role("main", [route])  # this process only: the learning route and nothing after it
+    with _Ctx(args) as ctx:
+        route = args.route or ctx.settings.route
+        if not route:
+            raise ConfigError("no route to a larger model: set [learning] route in config.toml or pass --route")
+        router = build_router(ctx.home)
+        router.set_role("main", [route])  # this process only: the learning route and nothing after it
 
-    async def run() -> Any:
-        try:
-            return await drain(ctx.queue, router, ctx.ledger, batch=args.batch or ctx.settings.batch,
-                               ceiling=ctx.settings.ceiling if args.ceiling is None else args.ceiling)
-        finally:
-            await router.aclose()
+        async def run() -> Any:
+            try:
+                return await drain(ctx.queue, router, ctx.ledger, batch=args.batch or ctx.settings.batch,
+                                   ceiling=ctx.settings.ceiling if args.ceiling is None else args.ceiling)
+            finally:
+                await router.aclose()
 
-    try:
         report = asyncio.run(run())
-    finally:
-        ctx.close()
     data = {"done": report.done, "already_done": report.already, "stopped": report.stopped, "cost": report.cost}
     return _print(args, data, f"drained {report.done} (already done {report.already}); stopped: {report.stopped}")
 
@@ -127,11 +118,8 @@ def _drain(args: argparse.Namespace) -> int:
 def _metrics(args: argparse.Namespace) -> int:
     from exo_core.learning.metrics import metrics
 
-    ctx = _Ctx(args)
-    try:
+    with _Ctx(args) as ctx:
         m = metrics(ctx.ledger, days=args.days, spent=ctx.queue.spent())
-    finally:
-        ctx.close()
     rows = [f"{w.start}: corrections/accept {w.corrections_per_accept:.2f} verdicts {w.verdicts} "
             f"questions {w.questions}" for w in m.windows]
     return _print(args, m.to_json(), "\n".join(rows + [f"stale eval: {m.stale}"]))
@@ -142,8 +130,7 @@ def _climb(args: argparse.Namespace) -> int:
     from exo_core.learning.evalset import items_from, rules_score, split
     from exo_core.learning.pack import enforced, hints
 
-    ctx = _Ctx(args)
-    try:
+    with _Ctx(args) as ctx:
         learner = ctx.learner()
         learner.refresh()
         book = learner.book
@@ -156,8 +143,6 @@ def _climb(args: argparse.Namespace) -> int:
         for d in decisions:
             if d.kept and d.change in book.lessons and not book.lessons[d.change].promoted_by:
                 learner.promote_by_eval(d.change, d.entry)
-    finally:
-        ctx.close()
     data = {"incumbent": sorted(final), "decisions": [
         {"change": d.change, "kept": d.kept, "reason": d.reason, "dev": d.dev, "held_out": d.held_out}
         for d in decisions]}
@@ -166,23 +151,17 @@ def _climb(args: argparse.Namespace) -> int:
 
 
 def _reject(args: argparse.Namespace) -> int:
-    ctx = _Ctx(args)
-    try:
+    with _Ctx(args) as ctx:
         entry = ctx.learner().reject(args.target, args.reason)
-    finally:
-        ctx.close()
     return _print(args, {"rejection": entry.id}, f"rejected {args.target} ({entry.id[:12]})")
 
 
 def _rebuild(args: argparse.Namespace) -> int:
     from exo_core.learning.pack import render_learned, sync_nodes, write_pack
 
-    ctx = _Ctx(args)
-    try:
+    with _Ctx(args) as ctx:
         learner = ctx.learner()
         learner.refresh()
         changed = sync_nodes(ctx.store, learner.book)
         write_pack(ctx.store, render_learned(learner.book))
-    finally:
-        ctx.close()
     return _print(args, {"nodes": changed}, f"pack rewritten; {len(changed)} nodes written")

@@ -14,6 +14,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from exo_core.cli.args import add_command, add_group
+
 __all__ = ["register"]
 
 
@@ -23,11 +25,9 @@ def _add_store(parser: argparse.ArgumentParser) -> None:
 
 def register(subparsers: Any) -> None:
     """Add the ``ledger`` command and its subcommands to ``exo``."""
-    ledger = subparsers.add_parser("ledger", help="verify and inspect the signed ledger")
-    sub = ledger.add_subparsers(dest="ledger_command", metavar="SUBCOMMAND")
-    sub.required = True
+    sub = add_group(subparsers, "ledger", "verify and inspect the signed ledger", metavar="SUBCOMMAND")
 
-    verify = sub.add_parser("verify", help="check every id, link, chain hash and signature")
+    verify = add_command(sub, "verify", _verify, "check every id, link, chain hash and signature")
     _add_store(verify)
     verify.add_argument("--pin", action="append", metavar="KEY_ID", default=None,
                         help="trust only these author key ids (repeatable; default: STORE.toml's owner_keys)")
@@ -37,9 +37,8 @@ def register(subparsers: Any) -> None:
                         help="do not check the checkpoints this machine kept for the ledger")
     verify.add_argument("--deep", action="store_true", help="also run SQLite's integrity_check")
     verify.add_argument("--json", action="store_true", help="print the report as JSON")
-    verify.set_defaults(handler=_verify)
 
-    log = sub.add_parser("log", help="list entries (oldest first)")
+    log = add_command(sub, "log", _log, "list entries (oldest first)")
     _add_store(log)
     log.add_argument("--kind", help="only entries of this kind")
     log.add_argument("--scope", help="only entries of this scope (person, agent:NAME, group:NAME)")
@@ -47,18 +46,15 @@ def register(subparsers: Any) -> None:
     log.add_argument("--until", metavar="TIME", help="only entries before TIME")
     log.add_argument("--limit", type=int, metavar="N", help="at most N entries")
     log.add_argument("--json", action="store_true", help="one JSON object per line")
-    log.set_defaults(handler=_log)
 
-    show = sub.add_parser("show", help="print one entry")
+    show = add_command(sub, "show", _show, "print one entry")
     _add_store(show)
     show.add_argument("id", metavar="ID", help="entry id or a unique prefix (6+ hex digits)")
-    show.set_defaults(handler=_show)
 
-    rebuild = sub.add_parser("rebuild", help="recompute every ledger view from an empty state")
+    rebuild = add_command(sub, "rebuild", _rebuild, "recompute every ledger view from an empty state")
     _add_store(rebuild)
     rebuild.add_argument("--view", action="append", metavar="NAME", default=None,
                          help="rebuild only this view (repeatable)")
-    rebuild.set_defaults(handler=_rebuild)
 
 
 def _open(args: argparse.Namespace) -> Any:

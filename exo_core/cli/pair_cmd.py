@@ -14,6 +14,8 @@ import argparse
 import os
 from pathlib import Path
 
+from exo_core.cli.args import add_command
+
 __all__ = ["register", "saved_token_path"]
 
 
@@ -26,12 +28,10 @@ def saved_token_path(url: str) -> Path:
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``exo pair``."""
-    parser = sub.add_parser("pair", help="pair a laptop: show a code (device) or redeem one (laptop)")
-    parser.add_argument("--home", default=None)
+    parser = add_command(sub, "pair", _pair, "pair a laptop: show a code (device) or redeem one (laptop)", home=True)
     parser.add_argument("--connect", default=None, metavar="URL", help="on the laptop: the core's http://HOST:PORT")
     parser.add_argument("--code", default=None, help="the code shown on the device (asked for when omitted)")
     parser.add_argument("--token-file", default=None, help="where to store the token (default ~/.config/exo/tokens/)")
-    parser.set_defaults(handler=_pair)
 
 
 def _pair(args: argparse.Namespace) -> int:
@@ -88,6 +88,7 @@ async def _redeem(args: argparse.Namespace) -> int:
     import aiohttp
 
     from exo_core.errors import ConfigError
+    from exo_core.store.atomic import atomic_write_text
 
     url = str(args.connect).rstrip("/")
     if not url.startswith("http://"):
@@ -97,12 +98,7 @@ async def _redeem(args: argparse.Namespace) -> int:
         data = await _post(session, url + "/pair", {"code": code.strip(), "want": "token"})
     path = Path(args.token_file) if args.token_file else saved_token_path(url)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.unlink(missing_ok=True)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="ascii") as fh:
-        fh.write(str(data["token"]) + "\n")
-    os.replace(tmp, path)
+    atomic_write_text(path, str(data["token"]) + "\n", mode=0o600)
     print(f"paired: token stored in {path} (mode 0600)")
     print(f"chat:   exo chat --connect {url}")
     return 0

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import argparse
 
+from exo_core.cli.args import add_command, add_group
+
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``exo protocol``."""
-    parser = sub.add_parser("protocol", help="protocol tools")
-    psub = parser.add_subparsers(dest="protocol_command", metavar="ACTION")
-    psub.required = True
-    export = psub.add_parser("export", help="write JSON Schema and TypeScript types")
+    export = add_command(add_group(sub, "protocol", "protocol tools"), "export", _export,
+                         "write JSON Schema and TypeScript types")
     export.add_argument("--out", default=None, help="directory (default: exo_core/protocol/generated)")
-    export.set_defaults(handler=_export)
 
 
 def _export(args: argparse.Namespace) -> int:

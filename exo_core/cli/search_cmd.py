@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import argparse
 
+from exo_core.cli.args import add_command
+
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``exo search``."""
-    parser = sub.add_parser("search", help="search past sessions' messages, tool calls and results")
+    parser = add_command(sub, "search", _search, "search past sessions' messages, tool calls and results", home=True)
     parser.add_argument("query", nargs="+")
-    parser.add_argument("--home", default=None)
     parser.add_argument("--session", default=None)
     parser.add_argument("--limit", type=int, default=20)
     parser.add_argument("--json", action="store_true")
-    parser.set_defaults(handler=_search)
 
 
 def _search(args: argparse.Namespace) -> int:

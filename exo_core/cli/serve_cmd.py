@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from exo_core.cli.args import add_command
+
 if TYPE_CHECKING:
     from exo_core.agent.recorder import TurnRecorder
     from exo_core.agent.seams import ToolsetChooser
@@ -13,8 +15,7 @@ if TYPE_CHECKING:
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``exo serve``."""
-    parser = sub.add_parser("serve", help="run the core daemon exod")
-    parser.add_argument("--home", default=None, help="Exo home (default $EXO_HOME or ~/.exo)")
+    parser = add_command(sub, "serve", _serve, "run the core daemon exod", home=True)
     parser.add_argument("--store", default=None, help="store folder (default from config.toml)")
     parser.add_argument("--tcp", default=None, metavar="HOST:PORT", help="also listen on TCP (bearer token required)")
     parser.add_argument("--stdio", action="store_true", help="serve JSON lines on stdin/stdout")
@@ -28,7 +29,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("--durability", choices=("full", "normal"), default="full",
                         help="fsync every event commit (full, default) or only checkpoint (normal)")
     parser.add_argument("--log-level", default="INFO")
-    parser.set_defaults(handler=_serve)
 
 
 def _serve(args: argparse.Namespace) -> int:

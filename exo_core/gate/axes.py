@@ -24,15 +24,7 @@ from typing import Literal
 
 from exo_core.errors import ConfigError
 
-__all__ = [
-    "AXES",
-    "OUTCOMES",
-    "Outcome",
-    "Axes",
-    "Finding",
-    "outcome_rank",
-    "strictest",
-]
+__all__ = ["AXES", "OUTCOMES", "Outcome", "Axes", "Finding", "outcome_rank", "strictest"]
 
 AXES: Mapping[str, tuple[str, ...]] = {
     "reversibility": ("none", "reversible", "recoverable", "irreversible"),
@@ -117,10 +109,5 @@ class Finding:
     def as_dict(self) -> dict[str, object]:
         """The finding as a plain mapping."""
         out: dict[str, object] = {"key": self.key, "axes": self.axes.as_dict(), "summary": self.summary}
-        if self.reason:
-            out["reason"] = self.reason
-        if self.destination:
-            out["destination"] = self.destination
-        if self.command:
-            out["command"] = self.command
-        return out
+        extra = (("reason", self.reason), ("destination", self.destination), ("command", self.command))
+        return {**out, **{name: value for name, value in extra if value}}

@@ -57,6 +57,4 @@ def apply_floor(outcome: str, axes: Axes) -> tuple[str, str]:
 
 def tighten(outcome: str, proposed: str | None) -> str:
     """``outcome`` made stricter by ``proposed`` (a decision model's view); never looser."""
-    if proposed is None:
-        return outcome
-    return strictest((outcome, proposed))
+    return outcome if proposed is None else strictest((outcome, proposed))

@@ -21,8 +21,9 @@ strictest part, raised to the operator floor. Policies are written as TOML
 
 from __future__ import annotations
 
+import dataclasses
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -114,8 +115,7 @@ class Policy:
 
     def with_workspace(self, workspace: Path) -> "Policy":
         """This policy with ``workspace`` added to its scope."""
-        return Policy(self.matrix, self.paid, self.third_party, self.scope.with_workspace(workspace), self.overrides,
-                      self.reserved, self.denied, self.budget, self.posting_denied)
+        return dataclasses.replace(self, scope=self.scope.with_workspace(workspace))
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,19 +150,13 @@ class Decision:
     @property
     def summary(self) -> str:
         """A one-line summary of what needs deciding."""
-        seen: list[str] = []
-        for p in self.deciding:
-            if p.finding.summary not in seen:
-                seen.append(p.finding.summary)
-        text = "; ".join(seen)
+        text = "; ".join(dict.fromkeys(p.finding.summary for p in self.deciding))
         return text if len(text) <= 100 else text[:97] + "..."
 
     def as_dict(self) -> dict[str, Any]:
         """As plain data (``exo gate check`` prints this)."""
         out = self.classification.as_dict()
-        out["outcome"] = self.outcome
-        out["summary"] = self.summary
-        out["rule_key"] = self.rule_key
+        out.update(outcome=self.outcome, summary=self.summary, rule_key=self.rule_key)
         for part, wire in zip(self.parts, out["parts"]):
             wire["outcome"] = part.outcome
             wire["why"] = list(part.why)
@@ -197,12 +191,11 @@ def _part(f: Finding, policy: Policy, amount: float | None) -> PartDecision:
         return PartDecision(f, "deny", (f"{f.key} is denied by policy",))
     outcome = policy.matrix.get((a.reversibility, a.exposure), "ask")
     why = [f"matrix {a.reversibility}/{a.exposure}: {outcome}"]
-    if a.cost == "paid" and outcome_rank(policy.paid) > outcome_rank(outcome):
-        outcome = policy.paid
-        why.append(f"paid: {outcome}")
-    if a.third_party == "affects" and outcome_rank(policy.third_party) > outcome_rank(outcome):
-        outcome = policy.third_party
-        why.append(f"third party: {outcome}")
+    for applies, raised, label in ((a.cost == "paid", policy.paid, "paid"),
+                                   (a.third_party == "affects", policy.third_party, "third party")):
+        if applies and outcome_rank(raised) > outcome_rank(outcome):
+            outcome = raised
+            why.append(f"{label}: {outcome}")
     override = _override(f.key, policy.overrides)
     if override is not None:
         outcome = override
@@ -224,15 +217,19 @@ def _part(f: Finding, policy: Policy, amount: float | None) -> PartDecision:
     return PartDecision(f, part_floor, tuple(why))
 
 
+def _families(key: str, keys: Iterable[str]) -> list[str]:
+    """The ``family.*`` entries of ``keys`` that cover ``key``."""
+    return [k for k in keys if k.endswith(".*") and (key == k[:-2] or key.startswith(k[:-1]))]
+
+
 def _match(key: str, keys: frozenset[str]) -> bool:
-    return key in keys or any(k.endswith(".*") and (key == k[:-2] or key.startswith(k[:-1])) for k in keys)
+    return key in keys or bool(_families(key, keys))
 
 
 def _override(key: str, overrides: Mapping[str, str]) -> str | None:
     if key in overrides:
         return overrides[key]
-    families = [k for k in overrides if k.endswith(".*") and (key == k[:-2] or key.startswith(k[:-1]))]
-    return overrides[max(families, key=len)] if families else None
+    return overrides[max(_families(key, overrides), key=len)] if _families(key, overrides) else None
 
 
 def _outcome(value: Any, where: str) -> str:

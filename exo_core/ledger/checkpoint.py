@@ -19,6 +19,7 @@ checkpoint stays checkable after sync moves that history into a fork segment.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 from dataclasses import dataclass
@@ -103,8 +104,7 @@ def make_checkpoint(ledger: Ledger, signer: Signer) -> Checkpoint:
     head = ledger.head(0)
     ts = int(ledger.clock() * 1000)
     unsigned = Checkpoint(ledger.ledger_id, head.size, head.chain, ts, signer.key_id, b"")
-    return Checkpoint(ledger.ledger_id, head.size, head.chain, ts, signer.key_id,
-                      signer.sign(_DOMAIN + unsigned.statement()))
+    return dataclasses.replace(unsigned, sig=signer.sign(_DOMAIN + unsigned.statement()))
 
 
 def record_checkpoint(ledger: Ledger, *, book: "CheckpointBook | None" = None) -> tuple[StoredEntry, Checkpoint]:
@@ -159,22 +159,13 @@ class CheckpointBook:
         if not checkpoint.signature_ok():
             raise CorruptDataError(f"checkpoint of {checkpoint.ledger_id} has a bad signature; not kept")
         doc = json.dumps(checkpoint.to_json(), sort_keys=True)
-        try:
-            self._conn.execute(
-                "INSERT OR IGNORE INTO checkpoints(ledger, size, head, doc) VALUES (?, ?, ?, ?)",
-                (checkpoint.ledger_id, checkpoint.size, checkpoint.head, doc),
-            )
-        except sqlite3.Error as exc:
-            raise StorageError(f"cannot write checkpoint book {self.path}: {exc}") from exc
+        self._sql("write", "INSERT OR IGNORE INTO checkpoints(ledger, size, head, doc) VALUES (?, ?, ?, ?)",
+                  (checkpoint.ledger_id, checkpoint.size, checkpoint.head, doc))
 
     def for_ledger(self, ledger_id: str) -> list[Checkpoint]:
         """Every kept checkpoint of ``ledger_id``, highest first."""
-        try:
-            rows = self._conn.execute(
-                "SELECT doc FROM checkpoints WHERE ledger=? ORDER BY size DESC, rowid DESC", (ledger_id,)
-            ).fetchall()
-        except sqlite3.Error as exc:
-            raise StorageError(f"cannot read checkpoint book {self.path}: {exc}") from exc
+        rows = self._sql("read", "SELECT doc FROM checkpoints WHERE ledger=? ORDER BY size DESC, rowid DESC",
+                         (ledger_id,))
         out = []
         for (doc,) in rows:
             try:
@@ -185,8 +176,13 @@ class CheckpointBook:
 
     def latest(self, ledger_id: str) -> Checkpoint | None:
         """The highest kept checkpoint of ``ledger_id``, if any."""
-        found = self.for_ledger(ledger_id)
-        return found[0] if found else None
+        return next(iter(self.for_ledger(ledger_id)), None)
+
+    def _sql(self, verb: str, sql: str, args: tuple[object, ...]) -> list[Any]:
+        try:
+            return self._conn.execute(sql, args).fetchall()
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot {verb} checkpoint book {self.path}: {exc}") from exc
 
     def close(self) -> None:
         """Close the book's connection."""

@@ -20,15 +20,13 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from exo_core.errors import ClosedResourceError, CorruptDataError, StorageError
 
-__all__ = [
-    "connect", "create_schema", "Guarded", "WriteTxn", "TRIGGER_NAMES", "BUSY_TIMEOUT_MS", "SCHEMA_VERSION",
-]
+__all__ = ["connect", "create_schema", "Guarded", "TRIGGER_NAMES", "BUSY_TIMEOUT_MS", "SCHEMA_VERSION"]
 
 SCHEMA_VERSION = "1"
 BUSY_TIMEOUT_MS = 30_000
@@ -165,61 +163,40 @@ class Guarded:
         with self.lock:
             self.conn.backup(target, pages=-1)
 
-    def write_txn(self) -> "WriteTxn":
-        """A write transaction context (see :class:`WriteTxn`)."""
-        return WriteTxn(self)
+    @contextlib.contextmanager
+    def write_txn(self) -> Iterator[sqlite3.Connection]:
+        """Lock + BEGIN IMMEDIATE; commit on success, roll back on any error.
 
-
-class WriteTxn:
-    """Lock + BEGIN IMMEDIATE; commit on success, roll back on any error.
-
-    Nests: an inner write transaction in the same thread joins the outer one
-    (only the outermost commits), so a caller can read the head and append
-    atomically. An error inside must propagate to the outermost level.
-    """
-
-    __slots__ = ("_db",)
-
-    def __init__(self, db: Guarded) -> None:
-        self._db = db
-
-    def __enter__(self) -> sqlite3.Connection:
-        db = self._db
-        db.lock.acquire()
-        try:
-            conn = db.conn
-            if db.depth == 0:
-                conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
-            db.lock.release()
-            raise StorageError(f"cannot lock ledger {db.path} for writing: {exc}") from exc
-        except BaseException:
-            db.lock.release()
-            raise
-        db.depth += 1
-        return conn
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        db = self._db
-        db.depth -= 1
-        try:
-            if db.depth > 0:
-                return
-            conn = db.conn
-            if exc_type is None:
+        Nests: an inner write transaction in the same thread joins the outer one
+        (only the outermost commits), so a caller can read the head and append
+        atomically. An error inside must propagate to the outermost level.
+        """
+        with self.lock:
+            conn = self.conn
+            if self.depth == 0:
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                except sqlite3.Error as exc:
+                    raise StorageError(f"cannot lock ledger {self.path} for writing: {exc}") from exc
+            self.depth += 1
+            try:
+                yield conn
+            except BaseException as exc:
+                self.depth -= 1
+                if self.depth == 0:
+                    # SQLite may already have rolled back (e.g. after SQLITE_FULL), so
+                    # ROLLBACK can fail with "no transaction is active"; the original
+                    # error is the one worth reporting, so that failure is dropped.
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
+                    if isinstance(exc, sqlite3.Error):
+                        raise StorageError(f"ledger {self.path}: {exc}") from exc
+                raise
+            self.depth -= 1
+            if self.depth == 0:
                 try:
                     conn.execute("COMMIT")
                 except sqlite3.Error as err:
                     with contextlib.suppress(sqlite3.Error):
                         conn.execute("ROLLBACK")
-                    raise StorageError(f"cannot commit to ledger {db.path}: {err}") from err
-            else:
-                # SQLite may already have rolled back (e.g. after SQLITE_FULL), so
-                # ROLLBACK can fail with "no transaction is active"; the original
-                # error is the one worth reporting, so that failure is dropped.
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
-                if isinstance(exc, sqlite3.Error):
-                    raise StorageError(f"ledger {db.path}: {exc}") from exc
-        finally:
-            db.lock.release()
+                    raise StorageError(f"cannot commit to ledger {self.path}: {err}") from err

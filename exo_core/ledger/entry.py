@@ -35,20 +35,11 @@ from exo_core.errors import BadBodyError, CorruptDataError
 from exo_core.ledger.canonical import canonical_json, parse_canonical, sha256_hex
 from exo_core.ledger.keys import Signer, is_key_id, verify_key_from_id
 from exo_core.ledger.kinds import is_entry_id, validate_body, validate_kind, validate_scope
+from exo_core.protocol.envelopes import shallow_dict
 
 __all__ = [
-    "FORMAT_VERSION",
-    "NewEntry",
-    "StoredEntry",
-    "genesis_hash",
-    "chain_hash",
-    "entry_signing_message",
-    "build_content",
-    "seal",
-    "decode_row",
-    "check_seal",
-    "ROW_COLUMNS",
-    "check_refs",
+    "FORMAT_VERSION", "NewEntry", "StoredEntry", "genesis_hash", "chain_hash", "entry_signing_message", "build_content",
+    "seal", "decode_row", "check_seal", "ROW_COLUMNS", "check_refs",
 ]
 
 FORMAT_VERSION = 1
@@ -119,12 +110,8 @@ class StoredEntry:
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (for ``exo ledger show --json`` and exports)."""
-        return {
-            "n": self.n, "seg": self.seg, "pos": self.pos, "id": self.id,
-            "prev": self.prev, "chain": self.chain, "author": self.author,
-            "sig": self.sig.hex(), "kind": self.kind, "scope": self.scope,
-            "ts": self.ts, "idem": self.idem, "refs": list(self.refs), "body": self.body,
-        }
+        wire = {name: value for name, value in shallow_dict(self).items() if name != "content"}
+        return {**wire, "sig": self.sig.hex(), "refs": list(self.refs)}
 
 
 def check_refs(refs: Sequence[str]) -> tuple[str, ...]:

@@ -27,13 +27,7 @@ import nacl.signing
 from exo_core.errors import ConflictError, CorruptDataError, NotFoundError, StorageError
 
 __all__ = [
-    "Signer",
-    "KEY_FILE_NAME",
-    "key_id_of",
-    "verify_key_from_id",
-    "is_key_id",
-    "create_signing_key",
-    "load_signing_key",
+    "Signer", "KEY_FILE_NAME", "key_id_of", "verify_key_from_id", "is_key_id", "create_signing_key", "load_signing_key",
     "ensure_signing_key",
 ]
 

@@ -64,23 +64,13 @@ def _need_str_list(body: Mapping[str, Any], key: str, kind: str) -> None:
         raise BadBodyError(f"{kind} body needs a list of strings {key!r}", field=f"body.{key}")
 
 
-def _text(kind: str) -> Callable[[Mapping[str, Any], tuple[str, ...]], None]:
+def _needs(kind: str, *keys: str) -> Callable[[Mapping[str, Any], tuple[str, ...]], None]:
+    """The rule of a kind whose body needs only non-empty strings at ``keys``."""
     def check(body: Mapping[str, Any], refs: tuple[str, ...]) -> None:
-        _need_str(body, "text", kind)
+        for key in keys:
+            _need_str(body, key, kind)
 
     return check
-
-
-def _target(kind: str) -> Callable[[Mapping[str, Any], tuple[str, ...]], None]:
-    def check(body: Mapping[str, Any], refs: tuple[str, ...]) -> None:
-        _need_str(body, "target", kind)
-
-    return check
-
-
-def _action(body: Mapping[str, Any], refs: tuple[str, ...]) -> None:
-    _need_str(body, "tool", "action")
-    _need_str(body, "outcome", "action")
 
 
 def _approval(body: Mapping[str, Any], refs: tuple[str, ...]) -> None:
@@ -101,14 +91,6 @@ def _verdict(body: Mapping[str, Any], refs: tuple[str, ...]) -> None:
     # would raise confidence on nothing (peer review §11).
     if judged not in refs:
         raise BadBodyError("verdict: the judged entry id must also be in refs", field="refs")
-
-
-def _outcome(body: Mapping[str, Any], refs: tuple[str, ...]) -> None:
-    _need_str(body, "status", "outcome")
-
-
-def _item(body: Mapping[str, Any], refs: tuple[str, ...]) -> None:
-    _need_str(body, "item_id", "item")
 
 
 def _retrieval(body: Mapping[str, Any], refs: tuple[str, ...]) -> None:
@@ -147,16 +129,16 @@ def _checkpoint(body: Mapping[str, Any], refs: tuple[str, ...]) -> None:
 
 
 KINDS: Mapping[str, Callable[[Mapping[str, Any], tuple[str, ...]], None]] = {
-    "utterance": _text("utterance"),
-    "rule": _text("rule"),
-    "action": _action,
+    "utterance": _needs("utterance", "text"),
+    "rule": _needs("rule", "text"),
+    "action": _needs("action", "tool", "outcome"),
     "approval": _approval,
     "verdict": _verdict,
-    "outcome": _outcome,
-    "proposal": _target("proposal"),
-    "promotion": _target("promotion"),
-    "rejection": _target("rejection"),
-    "item": _item,
+    "outcome": _needs("outcome", "status"),
+    "proposal": _needs("proposal", "target"),
+    "promotion": _needs("promotion", "target"),
+    "rejection": _needs("rejection", "target"),
+    "item": _needs("item", "item_id"),
     "retrieval": _retrieval,
     "decision": _decision,
     "checkpoint": _checkpoint,

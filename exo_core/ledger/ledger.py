@@ -11,39 +11,28 @@ exist only after :mod:`.sync` imported a fork from another copy.
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 import time
 import uuid
+from contextlib import AbstractContextManager
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from exo_core.errors import (
-    BadBodyError,
-    ConflictError,
-    CorruptDataError,
-    NotFoundError,
-    UsageError,
-)
+from exo_core.errors import BadBodyError, ConflictError, CorruptDataError, NotFoundError, UsageError
 from exo_core.ledger.canonical import normalize_json
-from exo_core.ledger.db import Guarded, WriteTxn, connect, create_schema
+from exo_core.ledger.db import Guarded, connect, create_schema
 from exo_core.ledger.entry import (
-    ROW_COLUMNS,
-    NewEntry,
-    StoredEntry,
-    build_content,
-    check_refs,
-    decode_row,
-    genesis_hash,
-    seal,
+    ROW_COLUMNS, NewEntry, StoredEntry, build_content, check_refs, decode_row, genesis_hash, seal,
 )
 from exo_core.ledger.keys import Signer
 
 if TYPE_CHECKING:
     from exo_core.ledger.verify import VerifyReport
 
-__all__ = ["Ledger", "Head", "Segment", "LEDGER_FILE_NAME"]
+__all__ = ["Ledger", "Head", "Segment", "LEDGER_FILE_NAME", "insert_entry"]
 
 LEDGER_FILE_NAME = "ledger.sqlite"
 _PAGE = 512  # rows per read; bounds memory and lock hold time while iterating
@@ -73,6 +62,17 @@ class Segment:
     ts: int
     head: Head
     count: int
+
+
+def insert_entry(conn: sqlite3.Connection, seg: int, pos: int, entry: StoredEntry) -> int:
+    """Store ``entry`` at height ``pos`` of segment ``seg`` (in the caller's write transaction); its ``n``."""
+    cur = conn.execute(
+        "INSERT INTO entries(seg, pos, id, prev, chain, author, sig, kind, scope, ts, idem, content) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (seg, pos, entry.id, entry.prev, entry.chain, entry.author, entry.sig, entry.kind, entry.scope, entry.ts,
+         entry.idem, entry.content),
+    )
+    return int(cur.lastrowid or 0)
 
 
 class Ledger:
@@ -181,7 +181,7 @@ class Ledger:
         """The open connection (for the sibling modules of this package)."""
         return self._db.conn
 
-    def write_txn(self) -> WriteTxn:
+    def write_txn(self) -> AbstractContextManager[sqlite3.Connection]:
         """Context manager: lock + ``BEGIN IMMEDIATE`` ... ``COMMIT`` (rollback on error); nests."""
         return self._db.write_txn()
 
@@ -242,17 +242,12 @@ class Ledger:
                         f"is already stored as {entry_id}; pass an idempotency key for retries"
                     )
                 size += 1
-                cur = conn.execute(
-                    "INSERT INTO entries(seg, pos, id, prev, chain, author, sig, kind, scope, ts, idem, content) "
-                    "VALUES (0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (size, entry_id, head, chain, signer.key_id, sig, item.kind, scope,
-                     ts, item.idem, content),
+                entry = StoredEntry(
+                    n=0, seg=0, pos=size, id=entry_id, prev=head, chain=chain, author=signer.key_id, sig=sig,
+                    kind=item.kind, scope=scope, ts=ts, idem=item.idem, refs=tuple(item.refs), body=body,
+                    content=content,
                 )
-                out.append(StoredEntry(
-                    n=int(cur.lastrowid or 0), seg=0, pos=size, id=entry_id, prev=head, chain=chain,
-                    author=signer.key_id, sig=sig, kind=item.kind, scope=scope, ts=ts, idem=item.idem,
-                    refs=tuple(item.refs), body=body, content=content,
-                ))
+                out.append(dataclasses.replace(entry, n=insert_entry(conn, 0, size, entry)))
                 head, last_ts = chain, ts
         return out
 
@@ -319,19 +314,6 @@ class Ledger:
             raise UsageError(f"id prefix {ref} is ambiguous; give more digits")
         return decode_row(rows[0])
 
-    def has_chain(self, chain: str) -> tuple[int, int] | None:
-        """``(seg, pos)`` of the entry whose chain hash is ``chain``, else None."""
-        with self._lock:
-            row = self.conn.execute("SELECT seg, pos FROM entries WHERE chain=?", (chain,)).fetchone()
-        return None if row is None else (int(row[0]), int(row[1]))
-
-    def contains(self, size: int, chain: str) -> bool:
-        """True when some chain here reaches height ``size`` with hash ``chain``."""
-        if size == 0:
-            return chain == self.genesis
-        found = self.has_chain(chain)
-        return found is not None and found[1] == size
-
     def backup_to(self, target: sqlite3.Connection) -> None:
         """Copy this ledger into the open SQLite connection ``target`` (one consistent state)."""
         self._db.backup_to(target)
@@ -353,23 +335,26 @@ class Ledger:
         """Entries in local arrival order (``n``), filtered; all segments unless ``seg``.
 
         Arrival order is causal (``prev`` and refs arrive first); paged, so appending meanwhile is safe."""
-        where, args = ["n > ?"], []
-        for clause, value in (("kind = ?", kind), ("scope = ?", scope), ("seg = ?", seg),
-                              ("ts >= ?", since_ms), ("ts < ?", until_ms)):
-            if value is not None:
-                where.append(clause)
-                args.append(value)
+        filters = (("kind = ?", kind), ("scope = ?", scope), ("seg = ?", seg), ("ts >= ?", since_ms),
+                   ("ts < ?", until_ms))
+        where = {clause: value for clause, value in filters if value is not None}
+        for row in self.raw_rows(where, after_n=after_n, limit=limit):
+            yield decode_row(row)
+
+    def raw_rows(self, where: Mapping[str, object] | None = None, *, after_n: int = 0,
+                 limit: int | None = None) -> Iterator[tuple[object, ...]]:
+        """Undecoded rows (:data:`ROW_COLUMNS`) above ``after_n`` in arrival order, ``where`` clauses holding.
+
+        Paged, so appending meanwhile is safe; ``verify`` reads these to see every defect itself."""
+        clauses, args = ["n > ?", *(where or {})], list((where or {}).values())
         last, left = after_n, limit
         while left is None or left > 0:
             page = _PAGE if left is None else min(_PAGE, left)
-            rows = self.query(
-                f"SELECT {ROW_COLUMNS} FROM entries WHERE {' AND '.join(where)} ORDER BY n LIMIT ?",
-                (last, *args, page),
-            )
+            rows = self.query(f"SELECT {ROW_COLUMNS} FROM entries WHERE {' AND '.join(clauses)} ORDER BY n LIMIT ?",
+                              (last, *args, page))
             for row in rows:
-                entry = decode_row(row)
-                last = entry.n
-                yield entry
+                last = row[0] if isinstance(row[0], int) else last
+                yield tuple(row)
             if left is not None:
                 left -= len(rows)
             if len(rows) < page:

@@ -33,11 +33,10 @@ from pathlib import Path
 from exo_core.errors import ConflictError, CorruptDataError, StorageError, UsageError
 from exo_core.ledger.checkpoint import Checkpoint, CheckpointBook, make_checkpoint, record_checkpoint
 from exo_core.ledger.entry import StoredEntry, check_seal, decode_row
-from exo_core.ledger.ledger import Head, Ledger, Segment
+from exo_core.ledger.ledger import Head, Ledger, Segment, insert_entry
 
 __all__ = [
-    "ImportResult", "Fork", "SyncReport", "import_entries", "common_prefix", "sync_ledgers", "forks",
-    "snapshot_ledger",
+    "ImportResult", "Fork", "SyncReport", "import_entries", "common_prefix", "sync_ledgers", "forks", "snapshot_ledger",
 ]
 
 
@@ -134,12 +133,7 @@ def import_entries(
                     (seg, parent_seg, parent_pos, origin, int(ledger.clock() * 1000)),
                 )
                 created.append(seg)
-            conn.execute(
-                "INSERT INTO entries(seg, pos, id, prev, chain, author, sig, kind, scope, ts, idem, content) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (seg, parent_pos + 1, entry.id, entry.prev, entry.chain, entry.author, entry.sig,
-                 entry.kind, entry.scope, entry.ts, entry.idem, entry.content),
-            )
+            insert_entry(conn, seg, parent_pos + 1, entry)
             imported += 1
     return ImportResult(imported, skipped, tuple(extended), tuple(created))
 

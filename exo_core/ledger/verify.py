@@ -24,13 +24,13 @@ Memory: two dicts of the ids and chain hashes (about 250 bytes per entry).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from exo_core.errors import CorruptDataError
 from exo_core.ledger.checkpoint import Checkpoint
 from exo_core.ledger.db import TRIGGER_NAMES
-from exo_core.ledger.entry import ROW_COLUMNS, check_seal, decode_row
+from exo_core.ledger.entry import check_seal, decode_row
 from exo_core.ledger.ledger import Ledger
 
 __all__ = ["Problem", "VerifyReport", "verify_ledger"]
@@ -72,29 +72,6 @@ class VerifyReport:
         """True when no problem was found."""
         return not self.problems
 
-    @property
-    def first_bad(self) -> Problem | None:
-        """The first problem found (entries are checked in arrival order)."""
-        return self.problems[0] if self.problems else None
-
-    def raise_if_bad(self) -> None:
-        """Raise :class:`CorruptDataError` naming the first problem, if any."""
-        if self.problems:
-            raise CorruptDataError(f"ledger {self.ledger_id} fails verification: {self.problems[0].describe()}")
-
-
-def _raw_rows(ledger: Ledger, page: int = 512) -> Iterator[tuple[object, ...]]:
-    # Undecoded rows in arrival order: verify must see every defect itself,
-    # so it cannot use Ledger.entries(), which raises on the first bad row.
-    last = 0
-    while True:
-        rows = ledger.query(f"SELECT {ROW_COLUMNS} FROM entries WHERE n > ? ORDER BY n LIMIT ?", (last, page))
-        for row in rows:
-            last = row[0] if isinstance(row[0], int) else last
-            yield tuple(row)
-        if len(rows) < page:
-            return
-
 
 def verify_ledger(
     ledger: Ledger, *, pins: Collection[str] | None = None,
@@ -134,7 +111,8 @@ def verify_ledger(
     heads: dict[int, tuple[int, str]] = {}
     expected_n = 1
     count = 0
-    for row in _raw_rows(ledger):
+    # Undecoded rows: verify must see every defect itself, and entries() raises on the first bad row.
+    for row in ledger.raw_rows():
         count += 1
         n = row[0] if isinstance(row[0], int) else None
         if n != expected_n:

@@ -14,8 +14,6 @@ register more builders (taste, beliefs' weights, use counts) in
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -160,33 +158,20 @@ def render_views(
     return {builder.name: builder.render(state) for builder, state in zip(builders, states)}
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    # tmp + fsync + rename: a crash leaves the old file or the new one, never half.
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def rebuild_views(
     ledger: Ledger, out_dir: str | Path, *, registry: ViewRegistry = DEFAULT_VIEWS,
     only: Collection[str] | None = None,
 ) -> dict[str, Path]:
     """Recompute views from an empty state and write ``<out_dir>/<name>.json``."""
+    from exo_core.store.atomic import atomic_write_bytes  # the store package imports this one
+
     out = Path(out_dir)
     rendered = render_views(ledger, registry=registry, only=only)
     try:
         out.mkdir(parents=True, exist_ok=True)
-        paths = {}
-        for name, data in rendered.items():
-            paths[name] = out / f"{name}.json"
-            _write_atomic(paths[name], data)
     except OSError as exc:
         raise StorageError(f"cannot write ledger views to {out}: {exc.strerror or exc}") from exc
-    return paths
+    for name, data in rendered.items():
+        # 0600: views are derived from the private ledger. A crash leaves the old file or the new one.
+        atomic_write_bytes(out / f"{name}.json", data, mode=0o600)
+    return {name: out / f"{name}.json" for name in rendered}

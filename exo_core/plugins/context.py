@@ -61,24 +61,23 @@ class PluginContext:
 
     def register_command(self, name: str, handler: Callable[..., Any], description: str = "") -> None:
         """Offer a slash command to clients."""
-        if name in self._host.commands:
-            raise ConflictError(f"command /{name} is already registered by {self._host.commands[name].owner}")
-        self._host.commands[name] = PluginCommand(name, handler, description, self.owner)
-        self._did(f"command:{name}", lambda: self._host.commands.pop(name, None))
+        held = self._host.commands.get(name)
+        self._add(self._host.commands, "command", name, PluginCommand(name, handler, description, self.owner),
+                  f"command /{name} is already registered by {held.owner if held else ''}")
 
     def register_channel(self, name: str, channel: Any) -> None:
         """Offer a channel (a way to reach the person: a chat bridge, a mail box)."""
-        if name in self._host.channels:
-            raise ConflictError(f"channel {name!r} is already registered")
-        self._host.channels[name] = channel
-        self._did(f"channel:{name}", lambda: self._host.channels.pop(name, None))
+        self._add(self._host.channels, "channel", name, channel, f"channel {name!r} is already registered")
 
     def register_skill(self, name: str, text: str) -> None:
         """Offer a skill: instructions the model may load by name."""
-        if name in self._host.skills:
-            raise ConflictError(f"skill {name!r} is already registered")
-        self._host.skills[name] = text
-        self._did(f"skill:{name}", lambda: self._host.skills.pop(name, None))
+        self._add(self._host.skills, "skill", name, text, f"skill {name!r} is already registered")
+
+    def _add(self, table: dict[str, Any], kind: str, name: str, value: Any, taken: str) -> None:
+        if name in table:
+            raise ConflictError(taken)
+        table[name] = value
+        self._did(f"{kind}:{name}", lambda: table.pop(name, None))
 
     def register_memory_provider(self, provider: Any) -> None:
         """Take the memory provider slot (exclusive); a provider's ``tools()`` are registered too."""

@@ -103,10 +103,8 @@ class PluginHost:
         """Load every installed package's ``exo.plugins`` entry point."""
         from importlib.metadata import entry_points  # scanning installed packages: only when asked
 
-        out = []
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
-            out.append(self._load(ep.name, f"entry point {ep.value}", lambda ep=ep: _register_of(ep.load(), ep.value)))
-        return out
+        return [self._load(ep.name, f"entry point {ep.value}", lambda ep=ep: _register_of(ep.load(), ep.value))
+                for ep in entry_points(group=ENTRY_POINT_GROUP)]
 
     def register(self, name: str, register: Callable[[PluginContext], Any], *, source: str = "code") -> PluginRecord:
         """Load a plugin given as a ``register`` function (tests, embedded plugins)."""
@@ -136,11 +134,8 @@ class PluginHost:
 
     def apply(self, options: "CoreOptions") -> "CoreOptions":
         """``options`` with the slots the plugins took (tools and hooks are already in its registries)."""
-        changes: dict[str, Any] = {}
-        if "memory_provider" in self.slots:
-            changes["memory"] = self.slots["memory_provider"][1]
-        if "context_engine" in self.slots:
-            changes["context"] = self.slots["context_engine"][1]
+        changes = {option: self.slots[slot][1] for slot, option in (("memory_provider", "memory"),
+                                                                     ("context_engine", "context")) if slot in self.slots}
         return dataclasses.replace(options, **changes) if changes else options
 
     @classmethod

@@ -19,18 +19,17 @@ from exo_core.protocol.envelopes import Command, Event
 from exo_core.protocol.registry import COMMANDS, EVENTS
 
 __all__ = [
-    "MAX_BODY_BYTES",
-    "MAX_DEPTH",
-    "parse_json_object",
-    "decode_command",
-    "decode_body",
-    "decode_event",
-    "decode_event_body",
-    "body_to_wire",
+    "MAX_BODY_BYTES", "MAX_DEPTH", "parse_json_object", "decode_command", "decode_body", "decode_event",
+    "decode_event_body", "body_to_wire",
 ]
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
 MAX_DEPTH = 64
+# Scalar field types: the JSON values each accepts (a boolean is never a number) and how an error names it.
+_SCALARS: dict[Any, tuple[tuple[type, ...], str]] = {
+    bool: ((bool,), "true or false"), int: ((int,), "an integer"), float: ((int, float), "a number"),
+    str: ((str,), "a string"),
+}
 
 
 def parse_json_object(data: bytes | str, *, what: str = "message") -> dict[str, Any]:
@@ -171,33 +170,18 @@ def _convert(value: Any, hint: Any, where: str, strict: bool) -> Any:
             raise BadBodyError(f"field {where!r} must be a list, not {_json_type(value)}", field=where)
         (item,) = typing.get_args(hint) or (Any,)
         return [_convert(v, item, f"{where}[{i}]", strict) for i, v in enumerate(value)]
-    if origin is dict:
+    if origin is dict or dataclasses.is_dataclass(hint):
         if not isinstance(value, dict):
             raise BadBodyError(f"field {where!r} must be an object, not {_json_type(value)}", field=where)
-        return value
-    if dataclasses.is_dataclass(hint):
-        if not isinstance(value, dict):
-            raise BadBodyError(f"field {where!r} must be an object, not {_json_type(value)}", field=where)
-        return decode_body(hint, value, strict=strict, path=where + ".")
-    if hint is bool:
-        if not isinstance(value, bool):
-            raise BadBodyError(f"field {where!r} must be true or false, not {_json_type(value)}", field=where)
-        return value
-    if hint is int:
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise BadBodyError(f"field {where!r} must be an integer, not {_json_type(value)}", field=where)
-        if abs(value) > 2**53:
-            raise BadBodyError(f"field {where!r} is out of range", field=where)
-        return value
-    if hint is float:
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
-            raise BadBodyError(f"field {where!r} must be a number, not {_json_type(value)}", field=where)
-        return float(value)
-    if hint is str:
-        if not isinstance(value, str):
-            raise BadBodyError(f"field {where!r} must be a string, not {_json_type(value)}", field=where)
-        return value
-    raise BadBodyError(f"field {where!r} has an unsupported type", field=where)
+        return value if origin is dict else decode_body(hint, value, strict=strict, path=where + ".")
+    if hint not in _SCALARS:
+        raise BadBodyError(f"field {where!r} has an unsupported type", field=where)
+    accepted, wanted = _SCALARS[hint]
+    if not isinstance(value, accepted) or isinstance(value, bool) and hint is not bool:
+        raise BadBodyError(f"field {where!r} must be {wanted}, not {_json_type(value)}", field=where)
+    if hint is int and abs(value) > 2**53:
+        raise BadBodyError(f"field {where!r} is out of range", field=where)
+    return float(value) if hint is float else value
 
 
 def _zero(hint: Any) -> Any:
@@ -208,15 +192,8 @@ def _zero(hint: Any) -> Any:
 def _json_type(value: Any) -> str:
     if value is None:
         return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
+    kinds = ((bool, "a boolean"), ((int, float), "a number"), (str, "a string"), (list, "an array"))
+    return next((name for accepted, name in kinds if isinstance(value, accepted)), "an object")
 
 
 def _depth(value: Any) -> int:

@@ -14,26 +14,9 @@ from typing import Any, Literal
 from exo_core.protocol.registry import COMMANDS
 
 __all__ = [
-    "Capabilities",
-    "Hello",
-    "SessionCreate",
-    "SessionList",
-    "SessionGet",
-    "SessionFork",
-    "SessionResume",
-    "SessionUndo",
-    "TurnSend",
-    "TurnInterrupt",
-    "ApprovalRespond",
-    "QuestionAnswer",
-    "EventsSubscribe",
-    "Search",
-    "ModelsSet",
-    "ConfigGet",
-    "ConfigSet",
-    "TasteList",
-    "TasteEdit",
-    "StoreOnboard",
+    "Capabilities", "Hello", "SessionCreate", "SessionList", "SessionGet", "SessionFork", "SessionResume",
+    "SessionUndo", "TurnSend", "TurnInterrupt", "ApprovalRespond", "QuestionAnswer", "EventsSubscribe", "Search",
+    "ModelsSet", "ConfigGet", "ConfigSet", "TasteList", "TasteEdit", "StoreOnboard",
 ]
 
 
@@ -55,7 +38,6 @@ class Capabilities:
 
 
 @COMMANDS.register("hello")
-@dataclass(frozen=True, slots=True)
 class Hello:
     """Handshake: the client's protocol version, name and capabilities."""
 
@@ -65,7 +47,6 @@ class Hello:
 
 
 @COMMANDS.register("session.create")
-@dataclass(frozen=True, slots=True)
 class SessionCreate:
     """Start a new session; ``workspace`` is the folder file tools work in."""
 
@@ -74,7 +55,6 @@ class SessionCreate:
 
 
 @COMMANDS.register("session.list")
-@dataclass(frozen=True, slots=True)
 class SessionList:
     """List sessions, newest first."""
 
@@ -82,7 +62,6 @@ class SessionList:
 
 
 @COMMANDS.register("session.get")
-@dataclass(frozen=True, slots=True)
 class SessionGet:
     """One session's record and (optionally) its messages."""
 
@@ -91,7 +70,6 @@ class SessionGet:
 
 
 @COMMANDS.register("session.fork")
-@dataclass(frozen=True, slots=True)
 class SessionFork:
     """Copy a session up to ``message_id`` (default: all) into a new session."""
 
@@ -101,7 +79,6 @@ class SessionFork:
 
 
 @COMMANDS.register("session.resume")
-@dataclass(frozen=True, slots=True)
 class SessionResume:
     """Reattach after a restart: repair a half-finished tool round, restart pending work."""
 
@@ -109,7 +86,6 @@ class SessionResume:
 
 
 @COMMANDS.register("session.undo")
-@dataclass(frozen=True, slots=True)
 class SessionUndo:
     """Remove the last ``turns`` turns from the conversation (files on disk are not rolled back)."""
 
@@ -118,7 +94,6 @@ class SessionUndo:
 
 
 @COMMANDS.register("turn.send")
-@dataclass(frozen=True, slots=True)
 class TurnSend:
     """Send the person's message. ``steer`` slips it in between tool rounds of
     the running turn; ``queue`` runs it after the running turn ends."""
@@ -129,7 +104,6 @@ class TurnSend:
 
 
 @COMMANDS.register("turn.interrupt")
-@dataclass(frozen=True, slots=True)
 class TurnInterrupt:
     """Stop the running turn; partial text is kept and marked interrupted."""
 
@@ -137,7 +111,6 @@ class TurnInterrupt:
 
 
 @COMMANDS.register("approval.respond")
-@dataclass(frozen=True, slots=True)
 class ApprovalRespond:
     """Answer an open approval request; the first answer wins."""
 
@@ -147,7 +120,6 @@ class ApprovalRespond:
 
 
 @COMMANDS.register("question.answer")
-@dataclass(frozen=True, slots=True)
 class QuestionAnswer:
     """Answer a ``question.asked``: a 1-based ``option`` number or free ``text``."""
 
@@ -157,7 +129,6 @@ class QuestionAnswer:
 
 
 @COMMANDS.register("events.subscribe")
-@dataclass(frozen=True, slots=True)
 class EventsSubscribe:
     """Events numbered above ``since``. Over stdio this starts a live stream;
     over HTTP it returns one page (use ``GET /events`` for a live stream)."""
@@ -168,7 +139,6 @@ class EventsSubscribe:
 
 
 @COMMANDS.register("search")
-@dataclass(frozen=True, slots=True)
 class Search:
     """Full-text search over message text, tool calls and tool results. Any text is safe."""
 
@@ -178,7 +148,6 @@ class Search:
 
 
 @COMMANDS.register("models.set")
-@dataclass(frozen=True, slots=True)
 class ModelsSet:
     """Set the ordered ``provider:model`` routes of a role (main, aux, decision)."""
 
@@ -187,7 +156,6 @@ class ModelsSet:
 
 
 @COMMANDS.register("config.get")
-@dataclass(frozen=True, slots=True)
 class ConfigGet:
     """Read one run-time setting, or all of them when ``key`` is omitted."""
 
@@ -195,7 +163,6 @@ class ConfigGet:
 
 
 @COMMANDS.register("config.set")
-@dataclass(frozen=True, slots=True)
 class ConfigSet:
     """Change one run-time setting."""
 
@@ -204,7 +171,6 @@ class ConfigSet:
 
 
 @COMMANDS.register("taste.list")
-@dataclass(frozen=True, slots=True)
 class TasteList:
     """Learned taste rows, optionally of one domain."""
 
@@ -212,7 +178,6 @@ class TasteList:
 
 
 @COMMANDS.register("taste.edit")
-@dataclass(frozen=True, slots=True)
 class TasteEdit:
     """Edit (``text``) or delete (``delete``) one learned taste row."""
 
@@ -222,7 +187,6 @@ class TasteEdit:
 
 
 @COMMANDS.register("store.onboard")
-@dataclass(frozen=True, slots=True)
 class StoreOnboard:
     """Run the onboarding interview in ``session``: each step is a ``question.asked``,
     the final ``ui.panel`` (kind ``onboarding``) says what was written. ``force``

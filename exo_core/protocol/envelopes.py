@@ -12,14 +12,19 @@ Wire names: commands are imperative (``turn.send``), events past tense
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from exo_core.protocol.canonical import canonical_json
 
-__all__ = ["PROTOCOL_VERSION", "Command", "Response", "Event", "ErrorInfo"]
+__all__ = ["PROTOCOL_VERSION", "Command", "Response", "Event", "ErrorInfo", "shallow_dict"]
 
 PROTOCOL_VERSION = 1
+
+
+def shallow_dict(record: Any) -> dict[str, Any]:
+    """A dataclass instance's fields as a mapping, values as they are (``asdict`` would copy them deeply)."""
+    return {f.name: getattr(record, f.name) for f in fields(record)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,23 +42,29 @@ class ErrorInfo:
         return wire
 
 
-@dataclass(frozen=True, slots=True)
-class Command:
-    """A request from a client. ``id`` is chosen by the client and echoed in the response."""
+class _Envelope:
+    """What the three envelopes share: their canonical JSON text."""
 
-    id: str
-    type: str
-    body: dict[str, Any] = field(default_factory=dict)
+    __slots__ = ()
 
     def to_wire(self) -> dict[str, Any]:
-        return {"id": self.id, "type": self.type, "body": self.body}
+        return shallow_dict(self)
 
     def to_json(self) -> str:
         return canonical_json(self.to_wire())
 
 
 @dataclass(frozen=True, slots=True)
-class Response:
+class Command(_Envelope):
+    """A request from a client. ``id`` is chosen by the client and echoed in the response."""
+
+    id: str
+    type: str
+    body: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Response(_Envelope):
     """The answer to one command: ``ok`` with a ``result``, or not ok with an ``error``."""
 
     id: str | None
@@ -70,19 +81,11 @@ class Response:
         return cls(id=command_id, ok=False, error=error)
 
     def to_wire(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "ok": self.ok,
-            "result": self.result,
-            "error": self.error.to_wire() if self.error else None,
-        }
-
-    def to_json(self) -> str:
-        return canonical_json(self.to_wire())
+        return {**shallow_dict(self), "error": self.error.to_wire() if self.error else None}
 
 
 @dataclass(frozen=True, slots=True)
-class Event:
+class Event(_Envelope):
     """One numbered event. ``session`` is ``None`` for core-wide events.
 
     ``ts`` is an ISO-8601 UTC timestamp with milliseconds. The canonical JSON of
@@ -95,16 +98,3 @@ class Event:
     type: str
     ts: str
     body: dict[str, Any] = field(default_factory=dict)
-
-    def to_wire(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "seq": self.seq,
-            "session": self.session,
-            "type": self.type,
-            "ts": self.ts,
-            "body": self.body,
-        }
-
-    def to_json(self) -> str:
-        return canonical_json(self.to_wire())

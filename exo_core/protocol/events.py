@@ -7,36 +7,19 @@ do not know so an older client keeps working against a newer core.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from exo_core.protocol.registry import EVENTS
 
 __all__ = [
-    "MessageDelta",
-    "ReasoningDelta",
-    "MessageCompleted",
-    "TurnStarted",
-    "TurnCompleted",
-    "ToolStarted",
-    "ToolOutput",
-    "ToolCompleted",
-    "UsageUpdated",
-    "ApprovalRequested",
-    "ApprovalResolved",
-    "QuestionAsked",
-    "QuestionAnswered",
-    "SessionUpdated",
-    "ContextCompacted",
-    "DecisionQueued",
-    "TasteUpdated",
-    "UiPanel",
-    "Notice",
+    "MessageDelta", "ReasoningDelta", "MessageCompleted", "TurnStarted", "TurnCompleted", "ToolStarted", "ToolOutput",
+    "ToolCompleted", "UsageUpdated", "ApprovalRequested", "ApprovalResolved", "QuestionAsked", "QuestionAnswered",
+    "SessionUpdated", "ContextCompacted", "DecisionQueued", "TasteUpdated", "UiPanel", "Notice",
 ]
 
 
 @EVENTS.register("message.delta")
-@dataclass(frozen=True, slots=True)
 class MessageDelta:
     """A piece of the assistant's answer text."""
 
@@ -45,7 +28,6 @@ class MessageDelta:
 
 
 @EVENTS.register("reasoning.delta")
-@dataclass(frozen=True, slots=True)
 class ReasoningDelta:
     """A piece of the model's reasoning text."""
 
@@ -54,7 +36,6 @@ class ReasoningDelta:
 
 
 @EVENTS.register("message.completed")
-@dataclass(frozen=True, slots=True)
 class MessageCompleted:
     """A message was stored. ``status`` is ``complete``, ``interrupted`` or ``error``."""
 
@@ -68,7 +49,6 @@ class MessageCompleted:
 
 
 @EVENTS.register("turn.started")
-@dataclass(frozen=True, slots=True)
 class TurnStarted:
     """A turn began (``resumed`` when continuing one cut off by a restart)."""
 
@@ -78,7 +58,6 @@ class TurnStarted:
 
 
 @EVENTS.register("turn.completed")
-@dataclass(frozen=True, slots=True)
 class TurnCompleted:
     """A turn ended. ``stop_reason``: end, interrupted, error, iteration_cap, crashed."""
 
@@ -89,7 +68,6 @@ class TurnCompleted:
 
 
 @EVENTS.register("tool.started")
-@dataclass(frozen=True, slots=True)
 class ToolStarted:
     """A tool call began."""
 
@@ -101,7 +79,6 @@ class ToolStarted:
 
 
 @EVENTS.register("tool.output")
-@dataclass(frozen=True, slots=True)
 class ToolOutput:
     """Streamed output of a running tool (``stream``: stdout or stderr)."""
 
@@ -111,7 +88,6 @@ class ToolOutput:
 
 
 @EVENTS.register("tool.completed")
-@dataclass(frozen=True, slots=True)
 class ToolCompleted:
     """A tool call ended; ``result`` is what the model sees (cut at 100,000 characters)."""
 
@@ -124,7 +100,6 @@ class ToolCompleted:
 
 
 @EVENTS.register("usage.updated")
-@dataclass(frozen=True, slots=True)
 class UsageUpdated:
     """Token use and cost of one model call, with the session's running total."""
 
@@ -137,7 +112,6 @@ class UsageUpdated:
 
 
 @EVENTS.register("approval.requested")
-@dataclass(frozen=True, slots=True)
 class ApprovalRequested:
     """The agent wants to do something consequential; any client may answer."""
 
@@ -151,7 +125,6 @@ class ApprovalRequested:
 
 
 @EVENTS.register("approval.resolved")
-@dataclass(frozen=True, slots=True)
 class ApprovalResolved:
     """An approval request was answered (or expired); the first answer won."""
 
@@ -161,7 +134,6 @@ class ApprovalResolved:
 
 
 @EVENTS.register("question.asked")
-@dataclass(frozen=True, slots=True)
 class QuestionAsked:
     """The core asks the person something, with numbered options."""
 
@@ -172,7 +144,6 @@ class QuestionAsked:
 
 
 @EVENTS.register("question.answered")
-@dataclass(frozen=True, slots=True)
 class QuestionAnswered:
     """A question was answered; the first answer won."""
 
@@ -182,7 +153,6 @@ class QuestionAnswered:
 
 
 @EVENTS.register("session.updated")
-@dataclass(frozen=True, slots=True)
 class SessionUpdated:
     """A session's record changed (created, titled, forked, undone, resumed)."""
 
@@ -193,7 +163,6 @@ class SessionUpdated:
 
 
 @EVENTS.register("context.compacted")
-@dataclass(frozen=True, slots=True)
 class ContextCompacted:
     """Older history was summarized; token estimates before and after."""
 
@@ -202,7 +171,6 @@ class ContextCompacted:
 
 
 @EVENTS.register("decision.queued")
-@dataclass(frozen=True, slots=True)
 class DecisionQueued:
     """A decision or proposal waits for a larger model."""
 
@@ -211,7 +179,6 @@ class DecisionQueued:
 
 
 @EVENTS.register("taste.updated")
-@dataclass(frozen=True, slots=True)
 class TasteUpdated:
     """A learned taste row was promoted, edited or deleted."""
 
@@ -222,7 +189,6 @@ class TasteUpdated:
 
 
 @EVENTS.register("ui.panel")
-@dataclass(frozen=True, slots=True)
 class UiPanel:
     """A panel the model opened (diff, approval, taste, session tree, file preview)."""
 
@@ -232,7 +198,6 @@ class UiPanel:
 
 
 @EVENTS.register("notice")
-@dataclass(frozen=True, slots=True)
 class Notice:
     """Something the person should know (``level``: info, warning, error)."""
 

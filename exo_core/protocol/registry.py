@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import typing
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -38,12 +39,14 @@ class TypeRegistry:
         self.cap = cap
         self._types: dict[str, type[Any]] = {}
 
+    @typing.dataclass_transform(frozen_default=True)
     def register(self, name: str) -> Callable[[type[T]], type[T]]:
-        """Class decorator: register ``cls`` as the body of type ``name``."""
+        """Class decorator: make ``cls`` a frozen, slotted dataclass and register it as the body of ``name``."""
 
         def decorate(cls: type[T]) -> type[T]:
-            self.add(name, cls)
-            return cls
+            body = dataclasses.dataclass(frozen=True, slots=True)(cls)
+            self.add(name, body)
+            return body
 
         return decorate
 

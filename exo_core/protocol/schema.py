@@ -124,8 +124,7 @@ def _ts_of(hint: Any) -> str:
         return " | ".join(json.dumps(a) for a in typing.get_args(hint))
     if origin is list:
         (item,) = typing.get_args(hint) or (Any,)
-        inner = _ts_of(item)
-        return f"Array<{inner}>"
+        return f"Array<{_ts_of(item)}>"
     if origin is dict:
         return "Record<string, unknown>"
     if hint is type(None):
@@ -166,22 +165,13 @@ def typescript() -> str:
         "export type CommandType = " + " | ".join(json.dumps(n) for n in COMMANDS) + ";",
         "export type EventType = " + " | ".join(json.dumps(n) for n in EVENTS) + ";",
     ]
-    for name in sorted(nested):
-        parts.append(_ts_interface(name, nested[name]))
-    for wire, cls in COMMANDS.items():
-        parts.append(_ts_interface(cls.__name__ + "Body", cls))
-    for wire, cls in EVENTS.items():
-        parts.append(_ts_interface(cls.__name__ + "Event", cls))
-    parts.append(
-        "export interface CommandBodies {\n"
-        + "\n".join(f"  {json.dumps(w)}: {c.__name__}Body;" for w, c in COMMANDS.items())
-        + "\n}"
-    )
-    parts.append(
-        "export interface EventBodies {\n"
-        + "\n".join(f"  {json.dumps(w)}: {c.__name__}Event;" for w, c in EVENTS.items())
-        + "\n}"
-    )
+    parts.extend(_ts_interface(name, nested[name]) for name in sorted(nested))
+    kinds = (("CommandBodies", COMMANDS, "Body"), ("EventBodies", EVENTS, "Event"))
+    for _, registry, suffix in kinds:
+        parts.extend(_ts_interface(cls.__name__ + suffix, cls) for _, cls in registry.items())
+    for title, registry, suffix in kinds:
+        rows = "\n".join(f"  {json.dumps(w)}: {c.__name__}{suffix};" for w, c in registry.items())
+        parts.append(f"export interface {title} {{\n{rows}\n}}")
     return "\n\n".join(parts) + "\n"
 
 
@@ -196,9 +186,7 @@ def generated_files() -> dict[str, str]:
 def write_generated(directory: Path = GENERATED_DIR) -> list[Path]:
     """Write the generated files into ``directory``; returns their paths."""
     directory.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, content in generated_files().items():
-        path = directory / name
-        path.write_text(content, encoding="utf-8")
-        written.append(path)
-    return written
+    files = generated_files()
+    for name, content in files.items():
+        (directory / name).write_text(content, encoding="utf-8")
+    return [directory / name for name in files]

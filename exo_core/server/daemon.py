@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import signal
 import socket
 import sys
@@ -32,6 +31,7 @@ from exo_core.server.auth import HostPolicy, load_or_create_token
 from exo_core.server.http import HttpSettings, build_app
 from exo_core.server.listeners import bind_tcp, bind_unix
 from exo_core.server.stdio import serve_stdio
+from exo_core.store.atomic import atomic_write_text
 from exo_core.store.onboard import Onboarding
 
 if TYPE_CHECKING:
@@ -88,7 +88,8 @@ async def run_daemon(home: ExoHome, model: ModelTransport, settings: DaemonSetti
                                 HttpSettings(token=token, host_policy=policy, keepalive=settings.keepalive, web=auth),
                                 extra_routes=(tcp_routes(auth, codes, token, store_root),))
                 runners.append(await _start(app, sock))
-                _write_atomic(home.run_dir / "tcp.port", f"{bound_port}\n")
+                home.run_dir.mkdir(parents=True, exist_ok=True)
+                atomic_write_text(home.run_dir / "tcp.port", f"{bound_port}\n")
                 log.info("exod listening on %s:%d", host, bound_port)
                 addresses = tuple(_url(n, bound_port) for n in (names or (host,)))
                 _announce(addresses, codes, to=sys.stderr if settings.stdio else sys.stdout)
@@ -156,10 +157,3 @@ async def _start(app: web.Application, sock: object) -> web.AppRunner:
     site = web.SockSite(runner, sock)  # type: ignore[arg-type]
     await site.start()
     return runner
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)

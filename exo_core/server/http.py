@@ -32,8 +32,8 @@ from exo_core.engine.dispatch import Engine
 from exo_core.errors import AccessDeniedError, ClosedResourceError, ExoError, MalformedMessageError, PayloadTooLargeError
 from exo_core.protocol import MAX_BODY_BYTES, PROTOCOL_VERSION, ErrorInfo, Response
 from exo_core.server.auth import HostPolicy, check_bearer, peer_uid
-from exo_core.server.hub import Hub
-from exo_core.server.shaping import shape_data
+from exo_core.server.hub import Hub, StoredEvent
+from exo_core.server.shaping import ClientProfile, shape_data
 
 if TYPE_CHECKING:
     from exo_core.web.cookies import WebAuth
@@ -121,8 +121,8 @@ def build_app(engine: Engine, hub: Hub, settings: HttpSettings, *, extra_routes:
                     continue
                 # Batch whatever else is already queued into the same write: one
                 # syscall per burst instead of one per event.
-                frames = [f"id: {item.seq}\ndata: {shape_data(item.data, profile)}\n\n"]
-                sub.drain_ready(lambda more: frames.append(f"id: {more.seq}\ndata: {shape_data(more.data, profile)}\n\n"))
+                frames = [_frame(item, profile)]
+                sub.drain_ready(lambda more: frames.append(_frame(more, profile)))
                 await response.write("".join(frames).encode("utf-8"))
         except ConnectionResetError:
             pass  # the client went away; its subscription ends here
@@ -139,6 +139,11 @@ def build_app(engine: Engine, hub: Hub, settings: HttpSettings, *, extra_routes:
     for add in extra_routes:
         add(app)
     return app
+
+
+def _frame(item: StoredEvent, profile: ClientProfile | None) -> str:
+    """One Server-Sent Events frame: the event's number as its id, its JSON shaped for the client."""
+    return f"id: {item.seq}\ndata: {shape_data(item.data, profile)}\n\n"
 
 
 def _authenticate(request: web.Request, settings: HttpSettings) -> None:

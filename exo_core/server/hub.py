@@ -267,10 +267,9 @@ class Subscription:
                 raise ClosedResourceError("subscription closed: the core is shutting down")
             if self._buffer:
                 item = self._buffer.popleft()
-                if item.seq <= self.last_seq:
-                    continue
-                self.last_seq = item.seq
-                return item
+                if self._is_new(item):
+                    return item
+                continue
             if self._replaying:
                 # Each replaying subscription reads on its own connection, so replays
                 # run in parallel; the connection is released once live.
@@ -292,12 +291,15 @@ class Subscription:
                 item = await asyncio.wait_for(self._live.queue.get(), timeout)
             except TimeoutError:
                 return None
-            if item is None:
-                continue  # shutdown wake-up: the check at the top raises
-            if item.seq <= self.last_seq:
-                continue
-            self.last_seq = item.seq
-            return item
+            if item is not None and self._is_new(item):  # None: the shutdown wake-up; the check at the top raises
+                return item
+
+    def _is_new(self, item: StoredEvent) -> bool:
+        """Whether ``item`` is past what was already delivered (then it counts as delivered)."""
+        if item.seq <= self.last_seq:
+            return False
+        self.last_seq = item.seq
+        return True
 
     def drain_ready(self, fn: Callable[[StoredEvent], None], limit: int = 256) -> int:
         """Pass events that are ready now (replayed or queued live) to ``fn``; returns how many.
@@ -307,8 +309,7 @@ class Subscription:
         count = 0
         while self._buffer and count < limit:
             item = self._buffer.popleft()
-            if item.seq > self.last_seq:
-                self.last_seq = item.seq
+            if self._is_new(item):
                 fn(item)
                 count += 1
         while self._live is not None and not self._replaying and count < limit:
@@ -316,10 +317,7 @@ class Subscription:
                 item = self._live.queue.get_nowait()
             except asyncio.QueueEmpty:
                 break
-            if item is None:
-                continue  # shutdown wake-up: the next call to next() raises
-            if item.seq > self.last_seq:
-                self.last_seq = item.seq
+            if item is not None and self._is_new(item):  # None: the shutdown wake-up; next() raises
                 fn(item)
                 count += 1
         return count

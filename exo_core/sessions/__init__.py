@@ -1,25 +1,10 @@
 """Sessions in SQLite: sessions, messages, turns, approvals, events, search."""
 
 from exo_core.sessions.db import SCHEMA_VERSION, open_reader, open_writer
-from exo_core.sessions.store import (
-    ApprovalRecord,
-    MessageRecord,
-    SearchHit,
-    SessionRecord,
-    SessionStore,
-    TurnRecord,
-)
+from exo_core.sessions.store import ApprovalRecord, MessageRecord, SearchHit, SessionRecord, SessionStore, TurnRecord
 from exo_core.sessions.worker import DbWorker
 
 __all__ = [
-    "SCHEMA_VERSION",
-    "open_reader",
-    "open_writer",
-    "DbWorker",
-    "SessionStore",
-    "SessionRecord",
-    "MessageRecord",
-    "TurnRecord",
-    "ApprovalRecord",
-    "SearchHit",
+    "SCHEMA_VERSION", "open_reader", "open_writer", "DbWorker", "SessionStore", "SessionRecord", "MessageRecord",
+    "TurnRecord", "ApprovalRecord", "SearchHit",
 ]

@@ -118,11 +118,13 @@ _MIGRATIONS: dict[int, str] = {
 }
 
 
-def _connect(path: Path) -> sqlite3.Connection:
+def _connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
+    target = f"file:{path}?mode=ro" if readonly else path
     try:
-        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
+        conn = sqlite3.connect(target, uri=readonly, isolation_level=None, check_same_thread=False, timeout=30.0)
     except sqlite3.Error as exc:
-        raise StorageError(f"cannot open {path}: {exc}; check the folder exists and is writable") from exc
+        hint = "" if readonly else "; check the folder exists and is writable"
+        raise StorageError(f"cannot open {path}{' for reading' if readonly else ''}: {exc}{hint}") from exc
     conn.row_factory = sqlite3.Row
     return conn
 
@@ -146,11 +148,7 @@ def open_writer(path: Path, *, synchronous: str = "FULL") -> sqlite3.Connection:
 
 def open_reader(path: Path) -> sqlite3.Connection:
     """A read-only connection for replay and search; it never checkpoints."""
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False, timeout=30.0)
-    except sqlite3.Error as exc:
-        raise StorageError(f"cannot open {path} for reading: {exc}") from exc
-    conn.row_factory = sqlite3.Row
+    conn = _connect(path, readonly=True)
     conn.execute("PRAGMA wal_autocheckpoint=0")
     return conn
 
@@ -177,14 +175,10 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
 
 def _split(script: str) -> list[str]:
     """Split a migration into statements (triggers contain inner semicolons)."""
-    statements: list[str] = []
-    buffer = ""
+    statements, buffer = [], ""
     for line in script.splitlines(keepends=True):
         buffer += line
         if sqlite3.complete_statement(buffer):
-            if buffer.strip():
-                statements.append(buffer.strip())
+            statements.append(buffer.strip())
             buffer = ""
-    if buffer.strip():
-        statements.append(buffer.strip())
-    return statements
+    return [statement for statement in (*statements, buffer.strip()) if statement]

@@ -7,18 +7,22 @@ write is serialized without locks and never blocks the event loop.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
-from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, fields
+from typing import Any, TypeVar
 
 from exo_core.clock import Clock, SystemClock, iso_utc
 from exo_core.errors import BadBodyError, ConflictError, NotFoundError
 from exo_core.ids import IdFactory, RandomIds
+from exo_core.protocol.envelopes import shallow_dict
 from exo_core.sessions.worker import DbWorker
 
 __all__ = ["SessionStore", "SessionRecord", "MessageRecord", "TurnRecord", "ApprovalRecord", "SearchHit"]
+
+_R = TypeVar("_R")
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,16 +39,7 @@ class SessionRecord:
     cost: float
 
     def to_wire(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "title": self.title,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "parent_id": self.parent_id,
-            "fork_message_id": self.fork_message_id,
-            "workspace": self.workspace,
-            "cost": self.cost,
-        }
+        return shallow_dict(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,15 +56,7 @@ class MessageRecord:
     status: str = "complete"
 
     def to_wire(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "turn_id": self.turn_id,
-            "role": self.role,
-            "content": self.content,
-            "tool_calls": self.tool_calls,
-            "tool_call_id": self.tool_call_id,
-            "status": self.status,
-        }
+        return {name: value for name, value in shallow_dict(self).items() if name != "session_id"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,11 +215,7 @@ class SessionStore:
             (session_id,),
         ).fetchall()
         # DISTINCT with ORDER BY id keeps the first occurrence order per SQLite; dedupe in Python to be sure.
-        seen: list[str] = []
-        for r in rows:
-            if r[0] not in seen:
-                seen.append(r[0])
-        chosen = seen[:turns]
+        chosen = list(dict.fromkeys(r[0] for r in rows))[:turns]
         if chosen:
             marks = ",".join("?" * len(chosen))
             self._conn.execute(f"UPDATE messages SET undone = 1 WHERE session_id = ? AND turn_id IN ({marks})",
@@ -265,10 +248,6 @@ class SessionStore:
             args += (status,)
         return [TurnRecord(*r) for r in self._conn.execute(sql + " ORDER BY created_at, rowid", args)]
 
-    def sessions_with_turns(self, status: str) -> list[str]:
-        """Ids of sessions that have a turn in ``status``."""
-        return [r[0] for r in self._conn.execute("SELECT DISTINCT session_id FROM turns WHERE status = ?", (status,))]
-
     # -- approvals ---------------------------------------------------------
 
     def add_approval(self, session_id: str, *, turn_id: str | None, call_id: str | None, tool: str, summary: str,
@@ -287,9 +266,7 @@ class SessionStore:
         row = self._conn.execute("SELECT * FROM approvals WHERE id = ?", (approval_id,)).fetchone()
         if row is None:
             raise NotFoundError(f"no approval request {approval_id!r}", field="request_id")
-        d = dict(row)
-        return ApprovalRecord(d["id"], d["session_id"], d["turn_id"], d["call_id"], d["tool"], d["summary"],
-                              d["risk"], json.loads(d["arguments"]), d["status"], d["reason"])
+        return _record(ApprovalRecord, row, arguments=json.loads(row["arguments"]))
 
     def resolve_approval(self, approval_id: str, status: str, reason: str = "") -> ApprovalRecord:
         """Answer an open request; a second answer is a :class:`ConflictError` (first answer wins)."""
@@ -331,35 +308,26 @@ class SessionStore:
 
     # -- transactions ------------------------------------------------------
 
-    def transaction(self) -> "_Transaction":
-        """``with store.transaction():`` groups writes into one commit."""
-        return _Transaction(self._conn)
-
-
-class _Transaction:
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._conn = conn
-        self._outer = False
-
-    def __enter__(self) -> None:
-        self._outer = not self._conn.in_transaction
-        if self._outer:
-            self._conn.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        if not self._outer:
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """``with store.transaction():`` groups writes into one commit (inside an open one, it joins it)."""
+        conn = self._conn
+        if conn.in_transaction:
+            yield
             return
-        self._conn.execute("COMMIT" if exc_type is None else "ROLLBACK")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
 
 
 def _message(row: sqlite3.Row) -> MessageRecord:
-    return MessageRecord(
-        id=row["id"],
-        session_id=row["session_id"],
-        turn_id=row["turn_id"],
-        role=row["role"],
-        content=row["content"],
-        tool_calls=json.loads(row["tool_calls"]),
-        tool_call_id=row["tool_call_id"],
-        status=row["status"],
-    )
+    return _record(MessageRecord, row, tool_calls=json.loads(row["tool_calls"]))
+
+
+def _record(cls: type[_R], row: sqlite3.Row, **decoded: Any) -> _R:
+    """A record dataclass from the row's columns of the same names; ``decoded`` replaces JSON columns."""
+    return cls(**{**{f.name: row[f.name] for f in fields(cls)}, **decoded})  # type: ignore[call-arg]

@@ -9,25 +9,9 @@ from exo_core.tools.shell import BashTool
 from exo_core.tools.spec import MAX_RESULT_CHARS, Risk, Tool, ToolContext, ToolResult, ToolSpec
 
 __all__ = [
-    "Tool",
-    "ToolSpec",
-    "ToolResult",
-    "ToolContext",
-    "Risk",
-    "MAX_RESULT_CHARS",
-    "ToolRegistry",
-    "FunctionTool",
-    "ReadFileTool",
-    "WriteFileTool",
-    "EditFileTool",
-    "ApplyPatchTool",
-    "BashTool",
-    "SearchTool",
-    "RecallTool",
-    "Recall",
-    "UnconfiguredRecall",
-    "UiTool",
-    "builtin_tools",
+    "Tool", "ToolSpec", "ToolResult", "ToolContext", "Risk", "MAX_RESULT_CHARS", "ToolRegistry", "FunctionTool",
+    "ReadFileTool", "WriteFileTool", "EditFileTool", "ApplyPatchTool", "BashTool", "SearchTool", "RecallTool", "Recall",
+    "UnconfiguredRecall", "UiTool", "builtin_tools",
 ]
 
 

@@ -29,7 +29,22 @@ def resolve_path(context: ToolContext, raw: Any) -> Path:
     return path if path.is_absolute() else context.workspace / path
 
 
-class ReadFileTool:
+class _FileTool:
+    """What the file tools share: ``path`` resolved against the workspace, the disk work in a thread."""
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        try:
+            path = resolve_path(context, arguments.get("path"))
+        except ValueError as exc:
+            return ToolResult.error(str(exc))
+        return await asyncio.to_thread(self.on_disk, path, arguments)
+
+    def on_disk(self, path: Path, arguments: dict[str, Any]) -> ToolResult:
+        """The tool's work on ``path`` (runs in a worker thread)."""
+        raise NotImplementedError
+
+
+class ReadFileTool(_FileTool):
     """Read a text file, optionally a range of lines."""
 
     spec = ToolSpec(
@@ -43,15 +58,9 @@ class ReadFileTool:
         risk="low",
     )
 
-    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
-        try:
-            path = resolve_path(context, arguments.get("path"))
-        except ValueError as exc:
-            return ToolResult.error(str(exc))
-        return await asyncio.to_thread(self._read, path, arguments.get("start"), arguments.get("end"))
-
-    @staticmethod
-    def _read(path: Path, start: Any, end: Any) -> ToolResult:
+    def on_disk(self, path: Path, arguments: dict[str, Any]) -> ToolResult:
+        """The file's text, or the lines from ``start`` to ``end``."""
+        start, end = arguments.get("start"), arguments.get("end")
         try:
             if path.stat().st_size > _MAX_READ_BYTES:
                 return ToolResult.error(f"{path} is larger than {_MAX_READ_BYTES} bytes; read a line range with bash")
@@ -72,7 +81,7 @@ class ReadFileTool:
         return ToolResult("".join(lines[lo - 1 : hi]))
 
 
-class WriteFileTool:
+class WriteFileTool(_FileTool):
     """Write a whole text file atomically (temp file, fsync, rename)."""
 
     spec = ToolSpec(
@@ -86,18 +95,15 @@ class WriteFileTool:
         risk="medium",
     )
 
-    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
-        try:
-            path = resolve_path(context, arguments.get("path"))
-        except ValueError as exc:
-            return ToolResult.error(str(exc))
+    def on_disk(self, path: Path, arguments: dict[str, Any]) -> ToolResult:
+        """Write ``content`` to the file."""
         content = arguments.get("content")
         if not isinstance(content, str):
             return ToolResult.error("'content' must be a string")
-        return await asyncio.to_thread(_write_atomic, path, content)
+        return write_atomic(path, content)
 
 
-class EditFileTool:
+class EditFileTool(_FileTool):
     """Replace one occurrence of ``old`` with ``new`` in a file."""
 
     spec = ToolSpec(
@@ -112,18 +118,11 @@ class EditFileTool:
         risk="medium",
     )
 
-    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
-        try:
-            path = resolve_path(context, arguments.get("path"))
-        except ValueError as exc:
-            return ToolResult.error(str(exc))
+    def on_disk(self, path: Path, arguments: dict[str, Any]) -> ToolResult:
+        """Replace the one match of ``old`` with ``new``."""
         old, new = arguments.get("old"), arguments.get("new")
         if not isinstance(old, str) or not old or not isinstance(new, str):
             return ToolResult.error("'old' must be a non-empty string and 'new' a string")
-        return await asyncio.to_thread(self._edit, path, old, new)
-
-    @staticmethod
-    def _edit(path: Path, old: str, new: str) -> ToolResult:
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:

@@ -22,6 +22,7 @@ from exo_core.tools import (
     ToolRegistry,
     ToolResult,
     ToolSpec,
+    WriteFileTool,
     builtin_tools,
 )
 from exo_core.tools.match import find_match
@@ -91,6 +92,17 @@ def test_the_matcher_refuses_ambiguity_and_absence() -> None:
     assert find_match("a\na\n", "a").count == 2
     assert find_match("x = 1 \nx = 1\t\n", "x = 1\n").count == 2
     assert find_match("completely different\n", "nothing like it at all") is None
+
+
+async def test_write_file_creates_folders_and_replaces_a_file(tmp_path: Path) -> None:
+    tool = WriteFileTool()
+    first = await tool.run({"path": "notes/new.md", "content": "one\n"}, ctx(tmp_path))
+    again = await tool.run({"path": "notes/new.md", "content": "two\n"}, ctx(tmp_path))
+    assert not first.is_error and not again.is_error, (first.content, again.content)
+    assert (tmp_path / "notes" / "new.md").read_text() == "two\n"
+    assert [p.name for p in (tmp_path / "notes").iterdir()] == ["new.md"]  # no temporary file left behind
+    bad = await tool.run({"path": "x.md", "content": 3}, ctx(tmp_path))
+    assert bad.is_error and "'content' must be a string" in bad.content
 
 
 async def test_edit_file_keeps_indentation_of_a_misindented_quote(tmp_path: Path) -> None:
