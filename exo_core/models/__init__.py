@@ -1,4 +1,8 @@
-"""Model routing for Exo: catalog, router with fallback and cooldown, hosted transports, cost.
+"""Model routing for Exo: catalog, router with fallback and cooldown, cost.
+
+The transports are implementations of the model seam and live outside the
+core: the local GGUF one in ``exo_edge.local``, the hosted ones (OpenAI-compatible,
+Anthropic) in ``exo_edge.hosted``, which the router imports on first use.
 
 The lead's wiring::
 

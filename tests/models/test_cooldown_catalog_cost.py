@@ -13,7 +13,8 @@ from exo_core.errors import ConfigError
 from exo_core.models import CostMeter, load_catalog, parse_route, usage_cost
 from exo_core.models.catalog import ModelPrice, Route
 from exo_core.models.cooldown import CooldownBook, probe_delay
-from exo_core.models.failures import FailureKind, kind_for_status, parse_retry_after
+from exo_core.models.failures import FailureKind
+from exo_edge.hosted.http import kind_for_status, parse_retry_after
 
 from .fake_provider import FakeClock
 
