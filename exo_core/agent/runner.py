@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from exo_core.agent.loop import INTERRUPTED_RESULT, LoopDeps, run_turn
 from exo_core.agent.model import ToolCall
+from exo_core.agent.toolrun import emit_message
 from exo_core.errors import ConflictError
 from exo_core.protocol import events as ev
 from exo_core.sessions.store import TurnRecord
@@ -211,9 +212,7 @@ class TurnRunner:
                 status="error"))
             await deps.hub.emit(session_id, "tool.completed", ev.ToolCompleted(
                 call_id=call["id"], name=call.get("name", ""), ok=False, result=msg.content))
-            await deps.hub.emit(session_id, "message.completed", ev.MessageCompleted(
-                message_id=msg.id, role="tool", content=msg.content, turn_id=msg.turn_id,
-                tool_call_id=msg.tool_call_id, status=msg.status))
+            await emit_message(deps, msg)
         return len(dangling)
 
     async def close(self) -> None:

@@ -44,7 +44,7 @@ from exo_core.models.catalog import (
     Credential,
     Route,
     load_catalog,
-    routes_from,
+    parse_route,
 )
 from exo_core.models.cooldown import Clock, CooldownBook
 from exo_core.models.cost import priced
@@ -96,7 +96,7 @@ class ModelRouter:
         """Replace ``role``'s routes at run time (``models.set``); returns them parsed."""
         if role not in ROLES:
             raise ConfigError(f"unknown model role {role!r}; roles are {', '.join(ROLES)}")
-        parsed = tuple(self.catalog.check_route(r) for r in routes_from(routes))
+        parsed = tuple(self.catalog.check_route(parse_route(r)) for r in routes)
         self._roles[role] = parsed
         return parsed
 
