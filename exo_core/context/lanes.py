@@ -29,11 +29,9 @@ from dataclasses import dataclass
 
 from exo_core.clock import Clock
 
-__all__ = ["Job", "Lane", "LaneSet", "LANES"]
+__all__ = ["Job", "Lane", "LaneSet"]
 
 log = logging.getLogger(__name__)
-
-LANES = ("live", "import")
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,9 +19,7 @@ import re
 
 from exo_core.store import leaks
 
-__all__ = ["redact", "PLACEHOLDER"]
-
-PLACEHOLDER = "[secret]"
+__all__ = ["redact"]
 
 # Secrets by shape (private keys, provider keys, tokens, "password: x") are the
 # store's leak patterns, one list for the whole core; the placeholder names
