@@ -95,16 +95,13 @@ class TurnRunner:
         A client that saw ``turn.completed`` must find the session idle, not busy
         with the bookkeeping that follows it.
         """
-        task = self._state(session_id).task  # captured: the turn may clear state.task meanwhile
-        if self.busy(session_id) and task is not None and await self._finishing(session_id):
-            await asyncio.shield(task)
-
-    async def _finishing(self, session_id: str) -> bool:
-        turn_id = self._state(session_id).turn_id
-        if turn_id is None:
-            return False
+        state = self._state(session_id)
+        task, turn_id = state.task, state.turn_id  # captured: the turn may clear them meanwhile
+        if not self.busy(session_id) or task is None or turn_id is None:
+            return
         running = await self._deps.worker.run(lambda: self._deps.store.turns(session_id, status="running"))
-        return all(t.id != turn_id for t in running)
+        if all(t.id != turn_id for t in running):
+            await asyncio.shield(task)
 
     def _start(self, session_id: str, turn: TurnRecord, *, resumed: bool, pending: tuple[ToolCall, ...] = ()) -> None:
         state = self._state(session_id)
