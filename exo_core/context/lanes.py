@@ -95,10 +95,6 @@ class LaneSet:
 
     # -- submitting --------------------------------------------------------
 
-    def known(self, job: Job) -> bool:
-        """Whether ``job`` is queued or running."""
-        return job.key in self._where
-
     def submit(self, job: Job, lane: str) -> bool:
         """Queue ``job`` on ``lane``; False if already known, the lane is full, or the set closed."""
         if self._closed or job.key in self._where:

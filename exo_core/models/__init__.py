@@ -15,7 +15,7 @@ See docs/models.md.
 
 from exo_core.models.catalog import Catalog, Credential, ModelPrice, Route, load_catalog, parse_route
 from exo_core.models.cooldown import CooldownBook
-from exo_core.models.cost import CostMeter, SessionUsage, usage_cost
+from exo_core.models.cost import usage_cost
 from exo_core.models.failures import (
     FailureKind,
     NoUsableRouteError,
@@ -33,8 +33,6 @@ __all__ = [
     "load_catalog",
     "parse_route",
     "CooldownBook",
-    "CostMeter",
-    "SessionUsage",
     "usage_cost",
     "FailureKind",
     "NoUsableRouteError",

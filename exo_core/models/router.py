@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from exo_core.agent.model import (
     Finish,
@@ -99,10 +99,6 @@ class ModelRouter:
         parsed = tuple(self.catalog.check_route(parse_route(r)) for r in routes)
         self._roles[role] = parsed
         return parsed
-
-    def roles(self) -> dict[str, tuple[Route, ...]]:
-        """Every role's own routes (before fallback)."""
-        return dict(self._roles)
 
     def chain(self, role: str) -> tuple[Route, ...]:
         """The full ordered route list for ``role``, its fallback roles' routes appended."""
@@ -219,12 +215,6 @@ class ModelRouter:
             f"every model route for role {request.role!r} failed: " + "; ".join(reasons)
             + f". The next route reopens in {soonest:.0f} s.",
             reasons=tuple(reasons), retry_after=soonest)
-
-    def status(self) -> list[dict[str, Any]]:
-        """Each resting credential: id, failure kind, seconds left (for ``exo models list``)."""
-        now = self.cooldowns.clock()
-        return [{"credential": c, "kind": r.kind.value, "seconds_left": round(r.until - now, 1),
-                 "detail": r.detail} for c, r in sorted(self.cooldowns.snapshot().items())]
 
     async def aclose(self) -> None:
         """Close the hosted transports' HTTP session and any local transports that can be closed."""
