@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from exo_core.agent.loop import INTERRUPTED_RESULT, LoopDeps, run_turn
 from exo_core.agent.model import ToolCall
@@ -42,13 +42,11 @@ class SendOutcome:
     disposition: str
 
 
+@dataclass(slots=True, eq=False)
 class _SessionState:
-    __slots__ = ("task", "turn_id", "steer")
-
-    def __init__(self) -> None:
-        self.task: asyncio.Task[None] | None = None
-        self.turn_id: str | None = None
-        self.steer: deque[str] = deque()
+    task: asyncio.Task[None] | None = None
+    turn_id: str | None = None
+    steer: deque[str] = field(default_factory=deque)
 
 
 class TurnRunner:
