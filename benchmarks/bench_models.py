@@ -327,7 +327,6 @@ async def worker(threads: int, repeats: int, max_tokens: int) -> dict[str, Any]:
            "rss_mb_with_int8_embedder": rss_embedder,
            "loadavg_1m_after": round(os.getloadavg()[0], 2),
            "max_tokens": max_tokens, "repeats": repeats}
-    await router.client.aclose()
     return out
 
 

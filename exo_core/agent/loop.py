@@ -108,13 +108,11 @@ class LoopDeps:
     toolsets: ToolsetChooser | None = None
 
 
+@dataclass(slots=True, eq=False)
 class _Usage:
-    __slots__ = ("input_tokens", "output_tokens", "cost")
-
-    def __init__(self) -> None:
-        self.input_tokens = 0
-        self.output_tokens = 0
-        self.cost = 0.0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "cost": round(self.cost, 8)}
@@ -191,15 +189,13 @@ async def run_turn(deps: LoopDeps, session_id: str, turn: TurnRecord, steer: deq
         return await _finish(deps, session_id, turn, "error", usage, error=f"internal: {type(exc).__name__}: {exc}")
 
 
+@dataclass(slots=True, eq=False)
 class _TurnState:
     """What an interrupt must close: streamed-but-unstored text and unanswered calls."""
 
-    __slots__ = ("partial", "calls", "answer")
-
-    def __init__(self) -> None:
-        self.partial = ""
-        self.calls: list[ToolCall] = []
-        self.answer = ""
+    partial: str = ""
+    calls: list[ToolCall] = field(default_factory=list)
+    answer: str = ""
 
 
 async def _system_prompt(deps: LoopDeps, session_id: str, text: str) -> str:

@@ -17,10 +17,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from exo_core.agent.loop import INTERRUPTED_RESULT, LoopDeps, run_turn
 from exo_core.agent.model import ToolCall
+from exo_core.agent.toolrun import emit_message
 from exo_core.errors import ConflictError
 from exo_core.protocol import events as ev
 from exo_core.sessions.store import TurnRecord
@@ -41,13 +42,11 @@ class SendOutcome:
     disposition: str
 
 
+@dataclass(slots=True, eq=False)
 class _SessionState:
-    __slots__ = ("task", "turn_id", "steer")
-
-    def __init__(self) -> None:
-        self.task: asyncio.Task[None] | None = None
-        self.turn_id: str | None = None
-        self.steer: deque[str] = deque()
+    task: asyncio.Task[None] | None = None
+    turn_id: str | None = None
+    steer: deque[str] = field(default_factory=deque)
 
 
 class TurnRunner:
@@ -94,16 +93,13 @@ class TurnRunner:
         A client that saw ``turn.completed`` must find the session idle, not busy
         with the bookkeeping that follows it.
         """
-        task = self._state(session_id).task  # captured: the turn may clear state.task meanwhile
-        if self.busy(session_id) and task is not None and await self._finishing(session_id):
-            await asyncio.shield(task)
-
-    async def _finishing(self, session_id: str) -> bool:
-        turn_id = self._state(session_id).turn_id
-        if turn_id is None:
-            return False
+        state = self._state(session_id)
+        task, turn_id = state.task, state.turn_id  # captured: the turn may clear them meanwhile
+        if not self.busy(session_id) or task is None or turn_id is None:
+            return
         running = await self._deps.worker.run(lambda: self._deps.store.turns(session_id, status="running"))
-        return all(t.id != turn_id for t in running)
+        if all(t.id != turn_id for t in running):
+            await asyncio.shield(task)
 
     def _start(self, session_id: str, turn: TurnRecord, *, resumed: bool, pending: tuple[ToolCall, ...] = ()) -> None:
         state = self._state(session_id)
@@ -211,9 +207,7 @@ class TurnRunner:
                 status="error"))
             await deps.hub.emit(session_id, "tool.completed", ev.ToolCompleted(
                 call_id=call["id"], name=call.get("name", ""), ok=False, result=msg.content))
-            await deps.hub.emit(session_id, "message.completed", ev.MessageCompleted(
-                message_id=msg.id, role="tool", content=msg.content, turn_id=msg.turn_id,
-                tool_call_id=msg.tool_call_id, status=msg.status))
+            await emit_message(deps, msg)
         return len(dangling)
 
     async def close(self) -> None:

@@ -25,15 +25,13 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from exo_core.clock import Clock
 
-__all__ = ["Job", "Lane", "LaneSet", "LANES"]
+__all__ = ["Job", "Lane", "LaneSet"]
 
 log = logging.getLogger(__name__)
-
-LANES = ("live", "import")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,23 +48,20 @@ class Job:
         return (self.session_id, self.level, self.idx)
 
 
+@dataclass(slots=True, eq=False)
 class Lane:
     """A bounded queue and a running limit for one kind of work."""
 
-    __slots__ = ("name", "limit", "queue_limit", "queue", "running", "max_running", "paused", "overflowed",
-                 "started", "failed")
-
-    def __init__(self, name: str, limit: int, queue_limit: int) -> None:
-        self.name = name
-        self.limit = limit
-        self.queue_limit = queue_limit
-        self.queue: deque[Job] = deque()
-        self.running = 0
-        self.max_running = 0
-        self.paused = False
-        self.overflowed = False
-        self.started = 0
-        self.failed = 0
+    name: str
+    limit: int
+    queue_limit: int
+    queue: deque[Job] = field(default_factory=deque)
+    running: int = 0
+    max_running: int = 0
+    paused: bool = False
+    overflowed: bool = False
+    started: int = 0
+    failed: int = 0
 
     @property
     def busy(self) -> bool:
@@ -96,10 +91,6 @@ class LaneSet:
         self._closed = False
 
     # -- submitting --------------------------------------------------------
-
-    def known(self, job: Job) -> bool:
-        """Whether ``job`` is queued or running."""
-        return job.key in self._where
 
     def submit(self, job: Job, lane: str) -> bool:
         """Queue ``job`` on ``lane``; False if already known, the lane is full, or the set closed."""

@@ -144,15 +144,10 @@ def mark_failed(conn: sqlite3.Connection, node: SummaryNode, now: str) -> None:
         (now, node.session_id, node.level, node.idx))
 
 
-def pending_keys(conn: sqlite3.Connection, lane: str, limit: int,
-                 session_id: str | None = None) -> list[tuple[str, int, int]]:
+def pending_keys(conn: sqlite3.Connection, lane: str, limit: int) -> list[tuple[str, int, int]]:
     """Pending jobs of a lane, oldest first (leaves before merges), at most ``limit``."""
-    sql = "SELECT session_id, level, idx FROM summary_nodes WHERE status = 'pending' AND lane = ?"
-    args: tuple[object, ...] = (lane,)
-    if session_id is not None:
-        sql += " AND session_id = ?"
-        args += (session_id,)
-    rows = conn.execute(sql + " ORDER BY updated_at, level, idx LIMIT ?", (*args, limit))
+    rows = conn.execute("SELECT session_id, level, idx FROM summary_nodes WHERE status = 'pending' AND lane = ?"
+                        " ORDER BY updated_at, level, idx LIMIT ?", (lane, limit))
     return [(r[0], r[1], r[2]) for r in rows]
 
 

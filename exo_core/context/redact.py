@@ -17,20 +17,14 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["redact", "PLACEHOLDER"]
+from exo_core.store import leaks
 
-PLACEHOLDER = "[secret]"
+__all__ = ["redact"]
 
-_PEM = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.S)
-_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("api_key", re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}")),
-    ("token", re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}")),
-    ("token", re.compile(r"\bxox[abprs]-[A-Za-z0-9\-]{10,}")),
-    ("access_key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
-    ("api_key", re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}")),
-    ("token", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}")),
-    ("token", re.compile(r"(?i)(?<=\bbearer )[A-Za-z0-9._~+/\-]{12,}=*")),
-)
+# Secrets by shape (private keys, provider keys, tokens, "password: x") are the
+# store's leak patterns, one list for the whole core; the placeholder names
+# each kind as it does here (api-key -> [secret:api_key]).
+_SHAPES = leaks._PATTERNS  # noqa: SLF001 - the store exports find_leaks/redact, not the patterns themselves
 # "password: x", "api_key=x", "token = 'x'"
 _ASSIGNED = re.compile(
     r"(?i)\b((?:[a-z0-9_]*_)?(?:password|passwd|pwd|passphrase|secret|token|api[_\-]?key|apikey|access[_\-]?key"
@@ -58,9 +52,9 @@ def _kind(word: str) -> str:
 
 def redact(text: str) -> str:
     """``text`` with every recognised secret replaced by a ``[secret:kind]`` placeholder."""
-    out = _PEM.sub("[secret:private_key]", text)
+    out = text
     for kind, pattern in _SHAPES:
-        out = pattern.sub(f"[secret:{kind}]", out)
+        out = pattern.sub(f"[secret:{kind.replace('-', '_')}]", out)
     out = _ASSIGNED.sub(lambda m: f"{m.group(1)}{m.group(2)}[secret:{_kind(m.group(1))}]"
                         if not m.group(4).startswith("[secret") else m.group(0), out)
     out = _SPOKEN.sub(lambda m: f"{m.group(1)}{m.group(2)}[secret:{_kind(m.group(1))}]"

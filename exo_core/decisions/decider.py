@@ -49,13 +49,11 @@ class Decider:
     """Runs questions through rules and the configured providers; records each decision."""
 
     def __init__(self, providers: Sequence[DecisionProvider] = (), *, calibration: CalibrationBook | None = None,
-                 recorder: Recorder | None = None, clock: Clock | None = None,
-                 timeouts: Mapping[str, float] | None = None) -> None:
+                 recorder: Recorder | None = None, clock: Clock | None = None) -> None:
         self.providers = tuple(providers)
         self.calibration = calibration or CalibrationBook()
         self.recorder = recorder
         self.clock = clock or SystemClock()
-        self.timeouts = dict(timeouts or {})
 
     async def decide(self, question: Question, state: str, *, record: bool = True) -> Decision:
         """Answer ``question`` about ``state``; never raises for a provider's failure."""
@@ -96,7 +94,7 @@ class Decider:
 
     async def _bounded(self, provider: DecisionProvider, question: Question, state: str) -> Mapping[str, float]:
         """The provider's answer, or :class:`TimeoutError` once its timeout passes on the clock."""
-        budget = self.timeouts.get(provider.name, provider.timeout)
+        budget = provider.timeout
         task = asyncio.ensure_future(provider.probabilities(question, state))
         timer = asyncio.ensure_future(self.clock.sleep(budget))
         try:

@@ -39,10 +39,6 @@ def _bullets_for_comparison(text: str) -> bool:
     return comparing and bullets and "|---" not in text.replace(" ", "")
 
 
-def _long(text: str) -> bool:
-    return len(text.split()) > 120
-
-
 @dataclass(frozen=True, slots=True)
 class Feature:
     """One checkable property (``present`` says whether ``text`` has it)."""
@@ -84,7 +80,8 @@ CATALOG: tuple[Feature, ...] = (
     Feature("sign_off", "Wants the reply to end when the content ends, not with a sign-off.", "writing",
             ("sign-off", "sign off", "pleasantries", "hope this helps", "regards"),
             _rx(r"(best regards|kind regards|cheers|hope this helps|let me know if)[^\n]*\s*\Z")),
-    Feature("long", "Wants short answers, not long ones.", "writing", ("shorter", "too long", "brief"), _long,
+    Feature("long", "Wants short answers, not long ones.", "writing", ("shorter", "too long", "brief"),
+            lambda t: len(t.split()) > 120,
             node="taste/answer-length"),
     Feature("hedging", "Wants direct statements, not hedging.", "writing", ("hedging", "hedge", "waffle"),
             _rx(r"\b(i think|perhaps|it might be|it seems|arguably)\b")),

@@ -69,7 +69,6 @@ class ReviewService:
         self.hub = hub
         self.learner = learner
         self.questions = questions
-        self.reviews = 0
         self._task: asyncio.Task[None] | None = None
         self._review: asyncio.Task[None] | None = None
         self._asking: set[asyncio.Task[None]] = set()
@@ -108,8 +107,6 @@ class ReviewService:
         except ExoError:
             log.exception("the learning review failed; the next turn will try again")
             return
-        if report.reason and not report.cancelled:
-            self.reviews += 1
         for kind, body in report.events:
             if kind == "question.asked" and self.questions is not None:
                 task = asyncio.create_task(self._ask(body), name=f"learning-question-{body.question_id[:12]}")

@@ -1,4 +1,8 @@
-"""Model routing for Exo: catalog, router with fallback and cooldown, hosted transports, cost.
+"""Model routing for Exo: catalog, router with fallback and cooldown, cost.
+
+The transports are implementations of the model seam and live outside the
+core: the local GGUF one in ``exo_edge.local``, the hosted ones (OpenAI-compatible,
+Anthropic) in ``exo_edge.hosted``, which the router imports on first use.
 
 The lead's wiring::
 
@@ -11,7 +15,7 @@ See docs/models.md.
 
 from exo_core.models.catalog import Catalog, Credential, ModelPrice, Route, load_catalog, parse_route
 from exo_core.models.cooldown import CooldownBook
-from exo_core.models.cost import CostMeter, SessionUsage, usage_cost
+from exo_core.models.cost import usage_cost
 from exo_core.models.failures import (
     FailureKind,
     NoUsableRouteError,
@@ -29,8 +33,6 @@ __all__ = [
     "load_catalog",
     "parse_route",
     "CooldownBook",
-    "CostMeter",
-    "SessionUsage",
     "usage_cost",
     "FailureKind",
     "NoUsableRouteError",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,6 @@ __all__ = [
     "parse_route",
     "load_catalog",
     "default_catalog_path",
-    "routes_from",
 ]
 
 ROLES = ("main", "aux", "decision")
@@ -254,8 +253,3 @@ def load_catalog(
         for route in routes:
             catalog.check_route(route)
     return catalog
-
-
-def routes_from(texts: Sequence[str]) -> tuple[Route, ...]:
-    """Parse a list of ``provider:model`` strings (as ``models.set`` sends them)."""
-    return tuple(parse_route(t) for t in texts)

@@ -112,8 +112,3 @@ class CooldownBook:
     def succeed(self, credential: str) -> None:
         """Forget ``credential``'s failures: it works."""
         self._rest.pop(credential, None)
-
-    def snapshot(self) -> dict[str, Cooldown]:
-        """Every credential still resting now."""
-        now = self.clock()
-        return {c: r for c, r in self._rest.items() if r.until > now}

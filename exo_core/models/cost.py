@@ -1,21 +1,20 @@
-"""Cost (design paper §12.5): price usage from the catalog; running session totals.
+"""Cost (design paper §12.5): price usage from the catalog.
 
 When a provider reports token usage without a cost, the router prices it from
 the catalog's list prices: uncached input, cache reads and cache writes each at
 their own rate (a missing cache rate falls back to the input rate), output at
-the output rate. :class:`CostMeter` keeps the running total per session that
-``usage.updated`` events carry.
+the output rate. The session's running total is the sessions database's
+(``usage.updated`` carries it as ``session_cost``).
 """
 
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from exo_core.agent.model import UsageChunk
 from exo_core.models.catalog import ModelPrice
 
-__all__ = ["usage_cost", "priced", "SessionUsage", "CostMeter"]
+__all__ = ["usage_cost", "priced"]
 
 _PER = 1_000_000.0
 
@@ -36,47 +35,3 @@ def priced(usage: UsageChunk, price: ModelPrice | None, model: str = "") -> Usag
     if out.cost or price is None:
         return out
     return replace(out, cost=usage_cost(price, out))
-
-
-@dataclass(frozen=True, slots=True)
-class SessionUsage:
-    """Running totals for one session (what ``usage.updated`` reports)."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    cost: float = 0.0
-    calls: int = 0
-
-    def to_wire(self) -> dict[str, float | int]:
-        """The totals as a JSON-able dict."""
-        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-                "cache_read_tokens": self.cache_read_tokens,
-                "cache_write_tokens": self.cache_write_tokens,
-                "cost": round(self.cost, 8), "calls": self.calls}
-
-
-class CostMeter:
-    """Per-session running totals of priced usage. Thread-safe."""
-
-    def __init__(self) -> None:
-        self._totals: dict[str, SessionUsage] = {}
-        self._lock = threading.Lock()
-
-    def add(self, session: str, usage: UsageChunk) -> SessionUsage:
-        """Add one call's usage to ``session`` and return the new total."""
-        with self._lock:
-            t = self._totals.get(session, SessionUsage())
-            t = SessionUsage(t.input_tokens + usage.input_tokens,
-                             t.output_tokens + usage.output_tokens,
-                             t.cache_read_tokens + usage.cache_read_tokens,
-                             t.cache_write_tokens + usage.cache_write_tokens,
-                             t.cost + usage.cost, t.calls + 1)
-            self._totals[session] = t
-            return t
-
-    def total(self, session: str) -> SessionUsage:
-        """The running total of ``session`` (zero when unseen)."""
-        with self._lock:
-            return self._totals.get(session, SessionUsage())

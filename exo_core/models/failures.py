@@ -2,15 +2,14 @@
 
 Every transport ends a failed call by raising one of these, carrying the HTTP
 status (None for network failures), a retryable flag and any ``retry_after``
-the provider stated. The router classifies each into a :class:`FailureKind`,
+the provider stated (the hosted transports map HTTP statuses to kinds in
+``exo_edge.hosted.http``). The router classifies each into a :class:`FailureKind`,
 which decides fallback (never on a bad request) and the cooldown.
 """
 
 from __future__ import annotations
 
-import email.utils
 import enum
-import time
 
 from exo_core.errors import ModelError, RetryableModelError
 
@@ -20,9 +19,6 @@ __all__ = [
     "RetryableProviderError",
     "RoutesExhaustedError",
     "NoUsableRouteError",
-    "kind_for_status",
-    "error_for_status",
-    "parse_retry_after",
     "classify",
 ]
 
@@ -38,9 +34,6 @@ class FailureKind(enum.Enum):
     SERVER = "server"            # 5xx
     NETWORK = "network"          # refused, reset, timeout, stream cut
     UNAVAILABLE = "unavailable"  # a local model that cannot run (missing file, ...)
-
-
-_RETRYABLE = {FailureKind.RATE_LIMIT, FailureKind.SERVER, FailureKind.NETWORK}
 
 
 class ProviderError(ModelError):
@@ -102,62 +95,6 @@ class NoUsableRouteError(ModelError):
     def __init__(self, message: str, *, reasons: tuple[str, ...]) -> None:
         super().__init__(message)
         self.reasons = reasons
-
-
-def kind_for_status(status: int) -> FailureKind:
-    """The failure kind of an HTTP error status."""
-    if status in (400, 413, 422):
-        return FailureKind.BAD_REQUEST
-    if status in (401, 403):
-        return FailureKind.AUTH
-    if status == 402:
-        return FailureKind.BILLING
-    if status == 404:
-        return FailureKind.NOT_FOUND
-    if status in (408, 409, 425, 429):
-        return FailureKind.RATE_LIMIT if status == 429 else FailureKind.SERVER
-    if status == 529:  # Anthropic "overloaded"
-        return FailureKind.RATE_LIMIT
-    if status >= 500:
-        return FailureKind.SERVER
-    return FailureKind.BAD_REQUEST
-
-
-def error_for_status(status: int, detail: str, *, provider: str,
-                     retry_after: float | None = None) -> ProviderError | RetryableProviderError:
-    """The typed error for an HTTP error response, with a message that says what to do."""
-    kind = kind_for_status(status)
-    hint = {
-        FailureKind.BAD_REQUEST: "the request was rejected as invalid; another route would fail the same way",
-        FailureKind.AUTH: "check the API key in the provider's key variable",
-        FailureKind.BILLING: "the account is out of credit",
-        FailureKind.NOT_FOUND: "check the model name and base_url in the catalog or config.toml",
-        FailureKind.RATE_LIMIT: "rate limited",
-        FailureKind.SERVER: "the provider had a server error",
-    }.get(kind, "")
-    message = f"{provider}: HTTP {status}: {detail.strip()[:300] or 'no detail'} ({hint})"
-    if kind in _RETRYABLE:
-        return RetryableProviderError(message, kind=kind, status=status, provider=provider,
-                                      retry_after=retry_after)
-    return ProviderError(message, kind=kind, status=status, provider=provider)
-
-
-def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
-    """Seconds from a ``Retry-After`` header (delta-seconds or an HTTP date)."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        if when is None:
-            return None
-        seconds = when.timestamp() - (time.time() if now is None else now)
-    return max(0.0, seconds)
 
 
 def classify(exc: ModelError) -> FailureKind:

@@ -11,7 +11,11 @@ tries each credential that is not cooling down, in order, and streams.
 * When everything is exhausted it raises one :class:`RoutesExhaustedError`
   saying why for each route and when the next one reopens.
 
-The router is itself a :class:`~exo_core.agent.model.ModelTransport`.
+The router is itself a :class:`~exo_core.agent.model.ModelTransport`. It
+imports none of its transports: ``local`` routes come from the ``local``
+factory it is given (``exo_edge.local``), hosted ones from
+``exo_edge.hosted``, imported on first use; without it those routes fail
+with a clear reason and the router falls back as for any failed route.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import Any
+from typing import Protocol
 
 from exo_core.agent.model import (
     Finish,
@@ -33,7 +37,6 @@ from exo_core.agent.model import (
 )
 from exo_core.errors import ConfigError, ModelError
 from exo_core.home import ExoHome
-from exo_core.models.anthropic import AnthropicTransport
 from exo_core.models.catalog import (
     ROLE_FALLBACK,
     ROLES,
@@ -41,23 +44,36 @@ from exo_core.models.catalog import (
     Credential,
     Route,
     load_catalog,
-    routes_from,
+    parse_route,
 )
 from exo_core.models.cooldown import Clock, CooldownBook
 from exo_core.models.cost import priced
 from exo_core.models.failures import (
     FailureKind,
     NoUsableRouteError,
+    ProviderError,
     RoutesExhaustedError,
     classify,
 )
-from exo_core.models.http import HttpClient
-from exo_core.models.openai_compat import OpenAICompatTransport
 
-__all__ = ["ModelRouter", "LocalFactory", "build_router"]
+__all__ = ["ModelRouter", "LocalFactory", "HostedFactory", "build_router"]
 
 # Makes the transport of a local route from its model name (exo_edge provides one).
 LocalFactory = Callable[[str], ModelTransport]
+
+
+class HostedFactory(Protocol):
+    """Makes hosted-provider transports and closes what they share (``exo_edge.hosted`` implements it)."""
+
+    def transport(self, kind: str, *, base_url: str, model: str, api_key: str | None,
+                  provider: str) -> ModelTransport:
+        """The transport of one route and credential of a provider of ``kind``."""
+        ...
+
+    async def aclose(self) -> None:
+        """Close what the transports share (an HTTP session)."""
+        ...
+
 _OUTPUT = (TextDelta, ReasoningDelta, ToolCallChunk)
 
 
@@ -66,12 +82,12 @@ class ModelRouter:
 
     def __init__(self, catalog: Catalog, *, env: Mapping[str, str] | None = None,
                  clock: Clock = time.monotonic, local: LocalFactory | None = None,
-                 client: HttpClient | None = None) -> None:
+                 hosted: HostedFactory | None = None) -> None:
         self.catalog = catalog
         self.env = dict(os.environ if env is None else env)
         self.cooldowns = CooldownBook(clock)
         self.local = local
-        self.client = client or HttpClient(catalog.timeouts)
+        self.hosted = hosted
         self._roles: dict[str, tuple[Route, ...]] = dict(catalog.roles)
         self._transports: dict[tuple[str, str], ModelTransport] = {}
 
@@ -80,13 +96,9 @@ class ModelRouter:
         """Replace ``role``'s routes at run time (``models.set``); returns them parsed."""
         if role not in ROLES:
             raise ConfigError(f"unknown model role {role!r}; roles are {', '.join(ROLES)}")
-        parsed = tuple(self.catalog.check_route(r) for r in routes_from(routes))
+        parsed = tuple(self.catalog.check_route(parse_route(r)) for r in routes)
         self._roles[role] = parsed
         return parsed
-
-    def roles(self) -> dict[str, tuple[Route, ...]]:
-        """Every role's own routes (before fallback)."""
-        return dict(self._roles)
 
     def chain(self, role: str) -> tuple[Route, ...]:
         """The full ordered route list for ``role``, its fallback roles' routes appended."""
@@ -111,15 +123,22 @@ class ModelRouter:
                 raise ModelError(f"{route}: no local model runtime is wired into this core "
                                  "(install the edge extras and start exod with exo_edge)")
             transport = self.local(route.model)
-        elif spec.kind == "anthropic":
-            transport = AnthropicTransport(self.client, base_url=spec.base_url, model=route.model,
-                                           api_key=cred.key, provider=route.provider)
         else:
-            transport = OpenAICompatTransport(self.client, base_url=spec.base_url,
-                                              model=route.model, api_key=cred.key,
-                                              provider=route.provider)
+            transport = self._hosted(route).transport(spec.kind, base_url=spec.base_url, model=route.model,
+                                                      api_key=cred.key, provider=route.provider)
         self._transports[key] = transport
         return transport
+
+    def _hosted(self, route: Route) -> HostedFactory:
+        if self.hosted is None:
+            try:
+                from exo_edge.hosted import HostedTransports  # type: ignore[import-not-found]
+            except ImportError as exc:
+                raise ProviderError(f"{route}: the hosted-provider transports (exo_edge.hosted) are not "
+                                    "installed in this core", kind=FailureKind.UNAVAILABLE,
+                                    provider=route.provider) from exc
+            self.hosted = HostedTransports(self.catalog.timeouts)
+        return self.hosted
 
     def credentials(self, route: Route) -> tuple[Credential, ...]:
         """The credentials of ``route``'s provider available from the environment."""
@@ -197,15 +216,10 @@ class ModelRouter:
             + f". The next route reopens in {soonest:.0f} s.",
             reasons=tuple(reasons), retry_after=soonest)
 
-    def status(self) -> list[dict[str, Any]]:
-        """Each resting credential: id, failure kind, seconds left (for ``exo models list``)."""
-        now = self.cooldowns.clock()
-        return [{"credential": c, "kind": r.kind.value, "seconds_left": round(r.until - now, 1),
-                 "detail": r.detail} for c, r in sorted(self.cooldowns.snapshot().items())]
-
     async def aclose(self) -> None:
-        """Close the HTTP session and any local transports that can be closed."""
-        await self.client.aclose()
+        """Close the hosted transports' HTTP session and any local transports that can be closed."""
+        if self.hosted is not None:
+            await self.hosted.aclose()
         for t in self._transports.values():
             close = getattr(t, "aclose", None)
             if close is not None:

@@ -7,19 +7,11 @@ pre-wrapped to the width), so a resize or a collapsed turn is just a redraw.
 from __future__ import annotations
 
 import os
-import re
 from typing import TextIO
 
 from exo_core.terminal.prefs import TerminalPrefs
 
-__all__ = ["Screen", "visible_len"]
-
-_SGR = re.compile(r"\x1b\[[0-9;]*m")
-
-
-def visible_len(text: str) -> int:
-    """Printed width of ``text`` (colour codes take none; one cell a character)."""
-    return len(_SGR.sub("", text))
+__all__ = ["Screen"]
 
 
 class Screen:

@@ -43,10 +43,6 @@ class NotSignedInError(AccessDeniedError):
     http_status = 401
 
 
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
 class WebAuth:
     """Mints and checks browser session cookies for one TCP listener."""
 
@@ -66,7 +62,8 @@ class WebAuth:
         return method == "POST" and path == "/pair"
 
     def _mac(self, message: str) -> str:
-        return _b64(hmac.new(self._key, message.encode("utf-8"), hashlib.sha256).digest())
+        digest = hmac.new(self._key, message.encode("utf-8"), hashlib.sha256).digest()
+        return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
     def mint(self) -> tuple[str, str]:
         """A new session: ``(cookie value, csrf token)``."""

@@ -97,11 +97,6 @@ class PairingCodes:
             raise PairingLockedError("too many wrong pairing codes: every code is revoked; run `exo pair` for a new one")
         raise PairingRefusedError("wrong, used or expired pairing code; run `exo pair` on the device for a new one")
 
-    def outstanding(self) -> int:
-        """How many unexpired codes wait to be used."""
-        self._expire(self._clock())
-        return len(self._codes)
-
     def _expire(self, now: float) -> None:
         for key in [k for k, until in self._codes.items() if until <= now]:
             del self._codes[key]

@@ -74,18 +74,6 @@ async def test_a_provider_past_its_timeout_on_the_clock_falls_through(clock: Man
     assert decision.seconds == pytest.approx(0.51)
 
 
-async def test_timeouts_can_be_set_per_provider(clock: ManualClock) -> None:
-    slow = Scripted("slow", SURE_RULE, hang=True, timeout=0.5)
-    task = asyncio.create_task(Decider([slow], clock=clock, timeouts={"slow": 2.0}).decide(PANEL, "hmm"))
-    while clock.sleeping == 0:
-        await asyncio.sleep(0)
-    clock.advance(1.0)
-    await asyncio.sleep(0)
-    assert not task.done()
-    clock.advance(1.0)
-    assert (await task).failures == (("slow", "timeout"),)
-
-
 async def test_when_every_provider_fails_the_safe_default_applies() -> None:
     down = Scripted("down", error=ProviderError("gone", kind=FailureKind.UNAVAILABLE))
     panel = await Decider([down]).decide(PANEL, "hmm, interesting")

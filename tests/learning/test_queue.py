@@ -189,8 +189,7 @@ def test_a_ceiling_stops_the_drain(tmp_path: Path) -> None:
     import asyncio
 
     from exo_edge.proposal_queue import drain
-    from exo_core.models.http import HttpClient
-    from exo_core.models.openai_compat import OpenAICompatTransport
+    from exo_edge.hosted import HttpClient, OpenAICompatTransport
 
     signer = create_signing_key(tmp_path / "keys")
     store = init_store(tmp_path / "store", owner_key_ids=[signer.key_id])

@@ -18,7 +18,7 @@ from exo_core.agent.model import (
     UsageChunk,
 )
 from exo_core.models import FailureKind, ModelRouter, RetryableProviderError, load_catalog
-from exo_core.models.anthropic import anthropic_messages
+from exo_edge.hosted.anthropic import anthropic_messages
 
 from .fake_provider import FakeClock, FakeProvider, Reply, anthropic_events, openai_chunks
 

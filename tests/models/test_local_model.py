@@ -24,6 +24,7 @@ from exo_core.agent.model import (
 )
 from exo_core.errors import ClosedResourceError
 from exo_core.models import FailureKind, ModelRouter, ProviderError, load_catalog
+from exo_edge.hosted import HostedTransports
 from exo_edge.llama_transport import LlamaSettings, LlamaTransport
 from exo_edge.manifest import PromptFormat, find_manifest
 from exo_edge.paths import locate_model_file
@@ -181,12 +182,13 @@ async def test_router_uses_local_model_when_the_laptop_is_down(
     config = {"models": {"providers": {"laptop": {"kind": "openai",
                                                   "base_url": "http://127.0.0.1:9/v1"}},
                          "roles": {"main": ["laptop:big", "local:gemma-3-270m"]}}}
+    hosted = HostedTransports()
     router = ModelRouter(load_catalog(config, env={}), env={}, clock=clock,
-                         local=lambda name: transport)
+                         local=lambda name: transport, hosted=hosted)
     try:
         chunks = [c async for c in router.stream(ask("What is the dog called?"))]
     finally:
-        await router.client.aclose()
+        await hosted.aclose()
     assert "Biscuit" in text_of(chunks)
     (usage,) = [c for c in chunks if isinstance(c, UsageChunk)]
     assert usage.model == "gemma-3-270m"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -26,6 +28,8 @@ from exo_core.models import (
     RoutesExhaustedError,
     load_catalog,
 )
+
+from exo_testkit import ROOT
 
 from .fake_provider import FakeClock, FakeProvider, Reply, openai_chunks
 
@@ -360,6 +364,40 @@ async def test_local_route_without_runtime_is_reported(clock: FakeClock) -> None
     finally:
         await router.aclose()
     assert "no local model runtime" in info.value.message
+
+
+_WITHOUT_HOSTED = """
+import asyncio, sys
+sys.modules["exo_edge.hosted"] = None  # a core installed without exo_edge: the import fails
+from exo_core.agent.model import ChatMessage, ModelRequest, TextDelta
+from exo_core.agent.scripted import ScriptedModel
+from exo_core.models import ModelRouter, RoutesExhaustedError, load_catalog
+config = {"models": {"providers": {"laptop": {"kind": "openai", "base_url": "http://127.0.0.1:9/v1"}},
+                     "roles": {"main": sys.argv[1:]}}}
+router = ModelRouter(load_catalog(config, env={}), env={}, local=lambda name: ScriptedModel([{"text": "local"}]))
+async def main():
+    try:
+        chunks = [c async for c in router.stream(ModelRequest(messages=(ChatMessage("user", "hi"),)))]
+        print("".join(c.text for c in chunks if isinstance(c, TextDelta)))
+    except RoutesExhaustedError as exc:
+        print(exc.message)
+    await router.aclose()
+asyncio.run(main())
+"""
+
+
+def _without_hosted(*routes: str) -> str:
+    return subprocess.run([sys.executable, "-c", _WITHOUT_HOSTED, *routes], capture_output=True, text=True,
+                          check=True, cwd=ROOT).stdout.strip()
+
+
+def test_without_the_hosted_transports_a_hosted_route_fails_clearly() -> None:
+    said = _without_hosted("laptop:big")
+    assert "laptop:big: the hosted-provider transports (exo_edge.hosted) are not installed in this core" in said
+
+
+def test_without_the_hosted_transports_the_router_falls_back_to_local() -> None:
+    assert _without_hosted("laptop:big", "local:gemma-3-270m") == "local"
 
 
 async def test_consumer_stopping_early_closes_the_stream(provider: FakeProvider,

@@ -9,8 +9,8 @@ one Finish. An ``overloaded_error`` is a retryable rate limit.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,13 +25,8 @@ from exo_core.agent.model import (
     ToolCallChunk,
     UsageChunk,
 )
-from exo_core.models.failures import (
-    FailureKind,
-    ProviderError,
-    RetryableProviderError,
-    error_for_status,
-)
-from exo_core.models.http import HttpClient, sse_events
+from exo_core.models.failures import ProviderError, RetryableProviderError
+from exo_edge.hosted.http import HostedTransport, error_for_status, whole_call
 
 __all__ = ["AnthropicTransport", "anthropic_messages", "ANTHROPIC_VERSION"]
 
@@ -83,18 +78,13 @@ class _Block:
     json_parts: list[str] = field(default_factory=list)
 
 
-class AnthropicTransport:
+class AnthropicTransport(HostedTransport):
     """One route and credential of the Anthropic Messages API."""
 
-    def __init__(self, client: HttpClient, *, base_url: str, model: str, api_key: str | None,
-                 provider: str) -> None:
-        self.client = client
-        self.url = base_url.rstrip("/") + "/v1/messages"
-        self.model = model
-        self.api_key = api_key
-        self.provider = provider
+    PATH = "/v1/messages"
 
-    def _body(self, request: ModelRequest) -> dict[str, Any]:
+    def body(self, request: ModelRequest) -> dict[str, Any]:
+        """The Messages API body of ``request`` (system apart, streamed)."""
         system, messages = anthropic_messages(request.messages)
         body: dict[str, Any] = {"model": self.model, "messages": messages, "stream": True,
                                 "max_tokens": request.max_tokens,
@@ -111,7 +101,8 @@ class AnthropicTransport:
                 body["tool_choice"] = _tool_choice(request.tool_choice)
         return body
 
-    def _headers(self) -> dict[str, str]:
+    def headers(self) -> dict[str, str]:
+        """JSON in, SSE out, the API version, the key as ``x-api-key``."""
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream",
                    "anthropic-version": ANTHROPIC_VERSION}
         if self.api_key:
@@ -126,15 +117,8 @@ class AnthropicTransport:
         model = self.model
         finish: str | None = None
         stopped = False
-        async with self.client.post_stream(self.url, headers=self._headers(),
-                                           body=self._body(request), provider=self.provider) as resp:
-            async for event, data in sse_events(resp, provider=self.provider):
-                try:
-                    obj = json.loads(data)
-                except ValueError as exc:
-                    raise RetryableProviderError(
-                        f"{self.provider}: the stream sent bad JSON ({data[:80]!r})",
-                        kind=FailureKind.SERVER, provider=self.provider) from exc
+        async with aclosing(self.events(request)) as events:
+            async for event, obj in events:
                 kind = obj.get("type", event) if isinstance(obj, dict) else event
                 if kind == "error":
                     raise _stream_error(obj.get("error") or {}, self.provider)
@@ -158,7 +142,7 @@ class AnthropicTransport:
                 elif kind == "content_block_stop":
                     block = blocks.get(int(obj.get("index", 0)))
                     if block is not None and block.kind == "tool_use":
-                        calls.append(_whole_call(block, self.provider))
+                        calls.append(whole_call(block.id, block.name, block.json_parts, self.provider))
                 elif kind == "message_delta":
                     reason = (obj.get("delta") or {}).get("stop_reason")
                     if reason:
@@ -168,9 +152,7 @@ class AnthropicTransport:
                     stopped = True
                     break
         if not stopped:
-            raise RetryableProviderError(
-                f"{self.provider}: the stream ended before the message was finished",
-                kind=FailureKind.NETWORK, provider=self.provider)
+            raise self.cut("message")
         for call in calls:
             yield ToolCallChunk(call)
         total_in = usage["input"] + usage["cache_read"] + usage["cache_write"]
@@ -189,20 +171,6 @@ def _add_usage(total: dict[str, int], u: dict[str, Any]) -> None:
         total["cache_write"] = int(u["cache_creation_input_tokens"] or 0)
     if "output_tokens" in u:
         total["output"] = int(u["output_tokens"] or 0)
-
-
-def _whole_call(block: _Block, provider: str) -> ToolCall:
-    text = "".join(block.json_parts).strip() or "{}"
-    try:
-        args = json.loads(text)
-    except ValueError as exc:
-        raise ProviderError(f"{provider}: tool call {block.name!r} has arguments that are not "
-                            f"JSON: {text[:120]!r}", kind=FailureKind.SERVER,
-                            provider=provider) from exc
-    if not isinstance(args, dict):
-        raise ProviderError(f"{provider}: tool call {block.name!r} input is not an object",
-                            kind=FailureKind.SERVER, provider=provider)
-    return ToolCall(block.id, block.name, args)
 
 
 def _stream_error(err: dict[str, Any], provider: str) -> ProviderError | RetryableProviderError:

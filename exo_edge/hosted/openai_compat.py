@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,17 +23,11 @@ from exo_core.agent.model import (
     ModelRequest,
     ReasoningDelta,
     TextDelta,
-    ToolCall,
     ToolCallChunk,
     UsageChunk,
 )
-from exo_core.models.failures import (
-    FailureKind,
-    ProviderError,
-    RetryableProviderError,
-    error_for_status,
-)
-from exo_core.models.http import HttpClient, sse_events
+from exo_core.models.failures import FailureKind, ProviderError, RetryableProviderError
+from exo_edge.hosted.http import HostedTransport, error_for_status, whole_call
 
 __all__ = ["OpenAICompatTransport", "openai_messages", "openai_tools"]
 
@@ -82,19 +77,14 @@ class _PartialCall:
     arguments: list[str] = field(default_factory=list)
 
 
-class OpenAICompatTransport:
+class OpenAICompatTransport(HostedTransport):
     """One route and credential of an OpenAI-compatible provider."""
 
-    def __init__(self, client: HttpClient, *, base_url: str, model: str, api_key: str | None,
-                 provider: str, extra_headers: dict[str, str] | None = None) -> None:
-        self.client = client
-        self.url = base_url.rstrip("/") + "/chat/completions"
-        self.model = model
-        self.api_key = api_key
-        self.provider = provider
-        self.extra_headers = dict(extra_headers or {})
+    PATH = "/chat/completions"
+    DONE = "[DONE]"
 
-    def _body(self, request: ModelRequest) -> dict[str, Any]:
+    def body(self, request: ModelRequest) -> dict[str, Any]:
+        """The chat-completions body of ``request`` (streamed, usage included)."""
         body: dict[str, Any] = {
             "model": self.model, "messages": openai_messages(request.messages), "stream": True,
             "stream_options": {"include_usage": True}, "max_tokens": request.max_tokens,
@@ -107,11 +97,11 @@ class OpenAICompatTransport:
                 body["tool_choice"] = _tool_choice(request.tool_choice)
         return body
 
-    def _headers(self) -> dict[str, str]:
+    def headers(self) -> dict[str, str]:
+        """JSON in, SSE out, the key as a bearer token."""
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
-        headers.update(self.extra_headers)
         return headers
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
@@ -120,18 +110,11 @@ class OpenAICompatTransport:
         finish: str | None = None
         usage: UsageChunk | None = None
         done = False
-        async with self.client.post_stream(self.url, headers=self._headers(),
-                                           body=self._body(request), provider=self.provider) as resp:
-            async for _event, data in sse_events(resp, provider=self.provider):
-                if data.strip() == "[DONE]":
+        async with aclosing(self.events(request)) as events:
+            async for _event, obj in events:
+                if obj is None:  # [DONE]
                     done = True
                     break
-                try:
-                    obj = json.loads(data)
-                except ValueError as exc:
-                    raise RetryableProviderError(
-                        f"{self.provider}: the stream sent bad JSON ({data[:80]!r})",
-                        kind=FailureKind.SERVER, provider=self.provider) from exc
                 if not isinstance(obj, dict):
                     continue
                 if "error" in obj:
@@ -156,28 +139,13 @@ class OpenAICompatTransport:
                     if choice.get("finish_reason"):
                         finish = _FINISH.get(choice["finish_reason"], "end")
         if not done and finish is None:
-            raise RetryableProviderError(
-                f"{self.provider}: the stream ended before the answer was finished",
-                kind=FailureKind.NETWORK, provider=self.provider)
+            raise self.cut("answer")
         for index in sorted(calls):
-            yield ToolCallChunk(_whole_call(calls[index], index, self.provider))
+            part = calls[index]
+            yield ToolCallChunk(whole_call(part.id or f"call_{index}", part.name, part.arguments, self.provider))
         if usage is not None:
             yield usage
         yield Finish("tool_calls" if calls and finish in (None, "end") else (finish or "end"))
-
-
-def _whole_call(part: _PartialCall, index: int, provider: str) -> ToolCall:
-    text = "".join(part.arguments).strip() or "{}"
-    try:
-        args = json.loads(text)
-    except ValueError as exc:
-        raise ProviderError(f"{provider}: tool call {part.name!r} has arguments that are not "
-                            f"JSON: {text[:120]!r}", kind=FailureKind.SERVER,
-                            provider=provider) from exc
-    if not isinstance(args, dict):
-        raise ProviderError(f"{provider}: tool call {part.name!r} arguments are not an object",
-                            kind=FailureKind.SERVER, provider=provider)
-    return ToolCall(part.id or f"call_{index}", part.name, args)
 
 
 def _usage(u: dict[str, Any], model: str) -> UsageChunk:

@@ -1,0 +1,34 @@
+"""Hosted-provider transports: OpenAI-compatible servers and the Anthropic Messages API.
+
+They implement the core's model-transport seam (:class:`exo_core.agent.model.ModelTransport`)
+over HTTP; :class:`exo_core.models.ModelRouter` imports :class:`HostedTransports`
+lazily, the way it takes the local GGUF transport from :mod:`exo_edge.local`,
+so the core imports none of its transports (DESIGN.md §4).
+"""
+
+from __future__ import annotations
+
+from exo_core.agent.model import ModelTransport
+from exo_core.models.catalog import Timeouts
+from exo_edge.hosted.anthropic import AnthropicTransport
+from exo_edge.hosted.http import HttpClient
+from exo_edge.hosted.openai_compat import OpenAICompatTransport
+
+__all__ = ["HostedTransports", "HttpClient", "OpenAICompatTransport", "AnthropicTransport"]
+
+
+class HostedTransports:
+    """Makes the transport of each hosted route; every one shares one HTTP session."""
+
+    def __init__(self, timeouts: Timeouts = Timeouts()) -> None:
+        self.client = HttpClient(timeouts)
+
+    def transport(self, kind: str, *, base_url: str, model: str, api_key: str | None,
+                  provider: str) -> ModelTransport:
+        """The transport for a provider of ``kind`` (``anthropic``, else OpenAI-compatible)."""
+        cls = AnthropicTransport if kind == "anthropic" else OpenAICompatTransport
+        return cls(self.client, base_url=base_url, model=model, api_key=api_key, provider=provider)
+
+    async def aclose(self) -> None:
+        """Close the shared HTTP session."""
+        await self.client.aclose()

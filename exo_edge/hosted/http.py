@@ -1,0 +1,260 @@
+"""HTTP plumbing shared by the hosted transports: one session, SSE, status and error mapping.
+
+aiohttp's errors and HTTP error statuses are translated here, at the
+boundary, into the typed provider errors of :mod:`exo_core.models.failures`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import time
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import aiohttp
+
+from exo_core.agent.model import ModelRequest, ToolCall
+from exo_core.errors import ClosedResourceError
+from exo_core.models.catalog import Timeouts
+from exo_core.models.failures import FailureKind, ProviderError, RetryableProviderError
+
+__all__ = [
+    "HttpClient",
+    "HostedTransport",
+    "sse_events",
+    "kind_for_status",
+    "error_for_status",
+    "parse_retry_after",
+    "whole_call",
+]
+
+_MAX_ERROR_BODY = 16 * 1024
+_RETRYABLE = {FailureKind.RATE_LIMIT, FailureKind.SERVER, FailureKind.NETWORK}
+_HINTS = {
+    FailureKind.BAD_REQUEST: "the request was rejected as invalid; another route would fail the same way",
+    FailureKind.AUTH: "check the API key in the provider's key variable",
+    FailureKind.BILLING: "the account is out of credit",
+    FailureKind.NOT_FOUND: "check the model name and base_url in the catalog or config.toml",
+    FailureKind.RATE_LIMIT: "rate limited",
+    FailureKind.SERVER: "the provider had a server error",
+}
+
+
+def kind_for_status(status: int) -> FailureKind:
+    """The failure kind of an HTTP error status."""
+    if status in (400, 413, 422):
+        return FailureKind.BAD_REQUEST
+    if status in (401, 403):
+        return FailureKind.AUTH
+    if status == 402:
+        return FailureKind.BILLING
+    if status == 404:
+        return FailureKind.NOT_FOUND
+    if status in (429, 529):  # 529: Anthropic "overloaded"
+        return FailureKind.RATE_LIMIT
+    if status in (408, 409, 425) or status >= 500:
+        return FailureKind.SERVER
+    return FailureKind.BAD_REQUEST
+
+
+def error_for_status(status: int, detail: str, *, provider: str,
+                     retry_after: float | None = None) -> ProviderError | RetryableProviderError:
+    """The typed error for an HTTP error response, with a message that says what to do."""
+    kind = kind_for_status(status)
+    message = f"{provider}: HTTP {status}: {detail.strip()[:300] or 'no detail'} ({_HINTS.get(kind, '')})"
+    if kind in _RETRYABLE:
+        return RetryableProviderError(message, kind=kind, status=status, provider=provider,
+                                      retry_after=retry_after)
+    return ProviderError(message, kind=kind, status=status, provider=provider)
+
+
+def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
+    """Seconds from a ``Retry-After`` header (delta-seconds or an HTTP date)."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        if when is None:
+            return None
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    return max(0.0, seconds)
+
+
+class HttpClient:
+    """A lazily created :class:`aiohttp.ClientSession` shared by every route.
+
+    ``post_stream`` waits at most ``timeouts.first_byte`` for the response
+    headers and ``timeouts.idle`` between body reads.
+    """
+
+    def __init__(self, timeouts: Timeouts = Timeouts()) -> None:
+        self.timeouts = timeouts
+        self._session: aiohttp.ClientSession | None = None
+        self._closed = False
+
+    def _get_session(self) -> aiohttp.ClientSession:
+        if self._closed:
+            raise ClosedResourceError("the model HTTP client was closed; build a new router")
+        if self._session is None or self._session.closed:
+            timeout = aiohttp.ClientTimeout(total=None, connect=self.timeouts.connect,
+                                            sock_read=self.timeouts.idle)
+            self._session = aiohttp.ClientSession(timeout=timeout)
+        return self._session
+
+    async def aclose(self) -> None:
+        """Close the session (idempotent)."""
+        self._closed = True
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    @asynccontextmanager
+    async def post_stream(self, url: str, *, headers: Mapping[str, str], body: Mapping[str, Any],
+                          provider: str) -> AsyncIterator[aiohttp.ClientResponse]:
+        """POST ``body`` as JSON and yield the 2xx response; errors become provider errors."""
+        session = self._get_session()
+        try:
+            ctx = session.post(url, json=body, headers=dict(headers))
+            resp = await asyncio.wait_for(ctx.__aenter__(), self.timeouts.first_byte)
+        except asyncio.TimeoutError as exc:
+            raise RetryableProviderError(
+                f"{provider}: no response within {self.timeouts.first_byte:g} s from {url}",
+                kind=FailureKind.NETWORK, provider=provider) from exc
+        except aiohttp.ClientError as exc:
+            raise RetryableProviderError(
+                f"{provider}: cannot reach {url} ({exc.__class__.__name__}: {exc}); is the "
+                "server running and the base_url right?", kind=FailureKind.NETWORK,
+                provider=provider) from exc
+        try:
+            if resp.status >= 400:
+                try:
+                    raw = await resp.content.read(_MAX_ERROR_BODY)
+                except (aiohttp.ClientError, asyncio.TimeoutError):
+                    raw = b""
+                raise error_for_status(resp.status, _error_detail(raw), provider=provider,
+                                       retry_after=parse_retry_after(resp.headers.get("Retry-After")))
+            yield resp
+        finally:
+            await ctx.__aexit__(None, None, None)
+
+
+def _error_detail(raw: bytes) -> str:
+    text = raw.decode("utf-8", "replace")
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text
+    if isinstance(data, dict):
+        err = data.get("error", data)
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            return err["message"]
+        if isinstance(err, str):
+            return err
+    return text
+
+
+async def sse_events(resp: aiohttp.ClientResponse, *, provider: str) -> AsyncIterator[tuple[str, str]]:
+    """``(event, data)`` pairs of a server-sent event stream; network failures typed.
+
+    ``event`` is ``message`` when the server names none. Comments and
+    ``id:``/``retry:`` fields are ignored.
+    """
+    event = "message"
+    data: list[str] = []
+    try:
+        async for raw in resp.content:
+            line = raw.decode("utf-8", "replace").rstrip("\r\n")
+            if not line:
+                if data:
+                    yield event, "\n".join(data)
+                event, data = "message", []
+                continue
+            if line.startswith(":"):
+                continue
+            name, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if name == "event":
+                event = value
+            elif name == "data":
+                data.append(value)
+        if data:
+            yield event, "\n".join(data)
+    except asyncio.TimeoutError as exc:
+        raise RetryableProviderError(f"{provider}: the stream stalled (no data for a while)",
+                                     kind=FailureKind.NETWORK, provider=provider) from exc
+    except aiohttp.ClientError as exc:
+        raise RetryableProviderError(f"{provider}: the stream was cut ({exc.__class__.__name__})",
+                                     kind=FailureKind.NETWORK, provider=provider) from exc
+
+
+def whole_call(call_id: str, name: str, parts: list[str], provider: str) -> ToolCall:
+    """A tool call from its streamed argument fragments; arguments that are not a JSON object fail."""
+    text = "".join(parts).strip() or "{}"
+    try:
+        args = json.loads(text)
+    except ValueError as exc:
+        raise ProviderError(f"{provider}: tool call {name!r} has arguments that are not "
+                            f"JSON: {text[:120]!r}", kind=FailureKind.SERVER,
+                            provider=provider) from exc
+    if not isinstance(args, dict):
+        raise ProviderError(f"{provider}: tool call {name!r} arguments are not an object",
+                            kind=FailureKind.SERVER, provider=provider)
+    return ToolCall(call_id, name, args)
+
+
+class HostedTransport:
+    """What both hosted transports share: one route and credential, the POST, the SSE stream.
+
+    Subclasses give the endpoint ``PATH``, the request ``body`` and the
+    ``headers``, and turn the :meth:`events` into seam chunks. ``DONE`` is a
+    data line that ends the stream without being JSON (OpenAI's ``[DONE]``).
+    """
+
+    PATH = ""
+    DONE: str | None = None
+
+    def __init__(self, client: HttpClient, *, base_url: str, model: str, api_key: str | None,
+                 provider: str) -> None:
+        self.client = client
+        self.url = base_url.rstrip("/") + self.PATH
+        self.model = model
+        self.api_key = api_key
+        self.provider = provider
+
+    def body(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body of ``request`` in the provider's shape."""
+        raise NotImplementedError
+
+    def headers(self) -> dict[str, str]:
+        """The request headers (content type, the credential)."""
+        raise NotImplementedError
+
+    async def events(self, request: ModelRequest) -> AsyncIterator[tuple[str, Any]]:
+        """``(event, parsed JSON data)`` for each SSE event of one call (``None`` for :attr:`DONE`)."""
+        async with self.client.post_stream(self.url, headers=self.headers(),
+                                           body=self.body(request), provider=self.provider) as resp:
+            async for event, data in sse_events(resp, provider=self.provider):
+                if self.DONE is not None and data.strip() == self.DONE:
+                    yield event, None
+                    continue
+                try:
+                    obj = json.loads(data)
+                except ValueError as exc:
+                    raise RetryableProviderError(
+                        f"{self.provider}: the stream sent bad JSON ({data[:80]!r})",
+                        kind=FailureKind.SERVER, provider=self.provider) from exc
+                yield event, obj
+
+    def cut(self, what: str) -> RetryableProviderError:
+        """The error for a stream that ended before ``what`` was finished (a network failure)."""
+        return RetryableProviderError(f"{self.provider}: the stream ended before the {what} was finished",
+                                      kind=FailureKind.NETWORK, provider=self.provider)
