@@ -57,7 +57,7 @@ def test_benchmarks_quick(tmp_path: Path) -> None:
     assert hub["benchmark"] == "hub" and hub["quick"] is True
     _machine(hub)
     seen = {(r["durability"], r["mode"], r["subscribers"]) for r in hub["live"]}
-    assert seen == {(d, m, s) for d in ("full", "normal") for m in ("sequential", "concurrent") for s in (1, 10)}
+    assert seen == {(d, m, s) for d in ("full", "normal") for m in ("sequential", "streamed", "concurrent") for s in (1, 10)}
     for r in hub["live"]:
         where = f"live[{r['durability']},{r['mode']},{r['subscribers']}]"
         for key in ("events", "appended_per_s", "delivered_per_s", "deliveries_per_s", "baseline_per_s",

@@ -24,7 +24,7 @@ __all__ = ["redact"]
 # Secrets by shape (private keys, provider keys, tokens, "password: x") are the
 # store's leak patterns, one list for the whole core; the placeholder names
 # each kind as it does here (api-key -> [secret:api_key]).
-_SHAPES = leaks._PATTERNS  # noqa: SLF001 - the store exports find_leaks/redact, not the patterns themselves
+_SHAPES = leaks.LEAK_PATTERNS
 # "password: x", "api_key=x", "token = 'x'"
 _ASSIGNED = re.compile(
     r"(?i)\b((?:[a-z0-9_]*_)?(?:password|passwd|pwd|passphrase|secret|token|api[_\-]?key|apikey|access[_\-]?key"

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-__all__ = ["Leak", "find_leaks", "redact", "LEAK_KINDS"]
+__all__ = ["Leak", "find_leaks", "redact", "LEAK_KINDS", "LEAK_PATTERNS"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +27,7 @@ class Leak:
     preview: str
 
 
-_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+LEAK_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # The whole armoured block, so redaction removes the key body too; an
     # unterminated block runs to the end of the text.
     (
@@ -73,7 +73,7 @@ def _phone_matches(text: str) -> Iterator[re.Match[str]]:
 
 def _spans(text: str) -> list[tuple[int, int, str]]:
     spans: list[tuple[int, int, str]] = []
-    for kind, pattern in _PATTERNS:
+    for kind, pattern in LEAK_PATTERNS:
         spans.extend((m.start(), m.end(), kind) for m in pattern.finditer(text))
     spans.extend((m.start(), m.end(), "phone") for m in _phone_matches(text))
     spans.sort()
