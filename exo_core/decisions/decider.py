@@ -67,12 +67,15 @@ class Decider:
         return decision
 
     def _by_rule(self, question: Question, state: str) -> Decision | None:
-        for rule in question.rules:
-            if rule.matches(state):
-                probabilities = {o: 1.0 if o == rule.option else 0.0 for o in question.options}
-                return Decision(question.mechanism, question.options, probabilities, probabilities, rule.option,
-                                "rules", "rule", applied=rule.option, rule=rule.name)
-        return None
+        fired = [rule for rule in question.rules if rule.matches(state)]
+        # Rules settle a case only when every rule that fires agrees ("No, from now on ..." is both a
+        # correction and a rule): a certainty of 1 must not depend on the order the rules are listed in.
+        if not fired or len({rule.option for rule in fired}) > 1:
+            return None
+        rule = fired[0]
+        probabilities = {o: 1.0 if o == rule.option else 0.0 for o in question.options}
+        return Decision(question.mechanism, question.options, probabilities, probabilities, rule.option,
+                        "rules", "rule", applied=rule.option, rule=rule.name)
 
     async def _by_providers(self, question: Question, state: str) -> Decision:
         failures: list[tuple[str, str]] = []

@@ -47,6 +47,17 @@ async def test_a_rule_settles_it_before_any_provider_is_asked() -> None:
     assert provider.calls == 0
 
 
+async def test_rules_that_disagree_settle_nothing_and_the_providers_decide() -> None:
+    # "No," fires the correction rule and "from now on" the rule rule: code cannot say which.
+    provider = Scripted("p", SURE_RULE)
+    decision = await Decider([provider]).decide(SIGNAL, "No, from now on write dates as YYYY-MM-DD.")
+    assert (decision.chosen, decision.provider, decision.via, decision.rule) == ("rule", "p", "provider", "")
+    assert provider.calls == 1
+    # Two rules that agree still settle it.
+    agreed = await Decider([provider]).decide(SIGNAL, "No, that's wrong.")
+    assert (agreed.provider, agreed.rule) == ("rules", "starts-with-no") and provider.calls == 1
+
+
 async def test_providers_are_tried_in_order_and_errors_fall_through() -> None:
     broken = Scripted("down", error=ProviderError("refused", kind=FailureKind.NETWORK))
     limited = Scripted("limited", error=RetryableModelError("429"))
