@@ -42,6 +42,7 @@ from exo_core.agent.model import (
 from exo_core.errors import ClosedResourceError
 from exo_core.models.failures import FailureKind, ProviderError
 from exo_edge.manifest import PromptFormat
+from exo_edge.grammar_decode import greedy_under_grammar
 from exo_edge.prompting import (
     CALL_PREFIX,
     call_grammar,
@@ -51,7 +52,7 @@ from exo_edge.prompting import (
     tool_grammar,
 )
 
-__all__ = ["LlamaSettings", "CallStats", "LlamaTransport", "rss_bytes"]
+__all__ = ["KV_TYPES", "LlamaSettings", "CallStats", "LlamaTransport", "rss_bytes"]
 
 T = TypeVar("T")
 
@@ -68,15 +69,33 @@ def rss_bytes() -> int:
     return 0
 
 
+KV_TYPES = {"f16": 1, "q8_0": 8}  # llama.cpp's GGML_TYPE_* codes for the KV cache
+
+
 @dataclass(frozen=True, slots=True)
 class LlamaSettings:
-    """How to run one GGUF model. Sized for a small board by default."""
+    """How to run one GGUF model. Sized for a small board by default.
+
+    ``n_ubatch`` bounds llama.cpp's compute buffer: it is reserved for the
+    logits of ``n_ubatch`` tokens over the whole vocabulary (262,144 for
+    Gemma 3: 1 MB a token), although a turn reads only the last token's.
+    ``kv_type`` ``q8_0`` halves the KV cache (it needs ``flash_attn``).
+    ``swa_full`` keeps a full-length cache for the sliding-window layers,
+    which prefix reuse needs (llama.cpp cannot roll a windowed cache back).
+    ``use_mmap`` maps the GGUF (file-backed pages the kernel can drop and
+    re-read under pressure) instead of copying it into anonymous memory.
+    """
 
     model_path: Path
     prompt: PromptFormat = field(default_factory=PromptFormat)
     n_ctx: int = 2048
     n_threads: int = 2
     n_batch: int = 256
+    n_ubatch: int = 64
+    kv_type: str = "q8_0"
+    flash_attn: bool = True
+    swa_full: bool = True
+    use_mmap: bool = True
     seed: int = 0
     name: str = ""
 
@@ -139,10 +158,15 @@ class LlamaTransport:
                                 "with this environment's python", kind=FailureKind.UNAVAILABLE,
                                 provider="local") from exc
         try:
+            s = self.settings
+            kv = KV_TYPES.get(s.kv_type)
+            if kv is None:
+                raise ValueError(f"kv_type must be one of {', '.join(KV_TYPES)}, not {s.kv_type!r}")
             self._llm = llama_cpp.Llama(
-                model_path=str(path), n_ctx=self.settings.n_ctx, n_threads=self.settings.n_threads,
-                n_threads_batch=self.settings.n_threads, n_batch=self.settings.n_batch,
-                seed=self.settings.seed, verbose=False)
+                model_path=str(path), n_ctx=s.n_ctx, n_threads=s.n_threads, n_threads_batch=s.n_threads,
+                n_batch=s.n_batch, n_ubatch=min(s.n_ubatch, s.n_batch), type_k=kv, type_v=kv,
+                flash_attn=s.flash_attn, swa_full=s.swa_full, use_mmap=s.use_mmap, seed=s.seed,
+                verbose=False)
         except (ValueError, RuntimeError) as exc:
             raise ProviderError(f"llama.cpp could not load {path} ({exc}); fetch it again with "
                                 "`exo models fetch`", kind=FailureKind.UNAVAILABLE,
@@ -281,13 +305,11 @@ class LlamaTransport:
                 if result["saw_call"]:
                     result = {**result, "text": ""}
             if mode == "call" and not result["interrupted"]:
-                grammar = self._call_grammar(request)
                 call_prompt = tokens + llm.tokenize(b" " + CALL_PREFIX.encode(), add_bos=False,
                                                     special=False)
                 # arguments greedily: a call is an instruction, not prose to vary
-                result = self._generate(llm, call_prompt, replace(request, temperature=0.0),
-                                        stop=[], grammar=grammar, emit=emit, cancel=cancel,
-                                        watch_call=False, stream_text=False)
+                result = greedy_under_grammar(llm, call_prompt, call_grammar(request.tools, request.tool_choice),
+                                              max_tokens=request.max_tokens, cancel=cancel)
         finally:
             _trim_heap()
         end = time.perf_counter()
@@ -298,16 +320,6 @@ class LlamaTransport:
         return {"mode": mode, "text": text, "finish": result["finish"],
                 "prompt_tokens": len(tokens), "reused": reused, "output_tokens": out_tokens,
                 "interrupted": result["interrupted"]}
-
-    def _call_grammar(self, request: ModelRequest) -> Any:
-        import llama_cpp
-
-        try:
-            return llama_cpp.LlamaGrammar.from_string(
-                call_grammar(request.tools, request.tool_choice), verbose=False)
-        except ValueError as exc:
-            raise ProviderError(f"cannot build a grammar for the offered tools ({exc})",
-                                kind=FailureKind.BAD_REQUEST, provider="local") from exc
 
     def _run_chat(self, llm: Any, request: ModelRequest, emit: Any, cancel: threading.Event,
                   use_tools: bool, stop: list[str], start: float) -> dict[str, Any]:
