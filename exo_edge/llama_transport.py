@@ -79,7 +79,9 @@ class LlamaSettings:
     ``n_ubatch`` bounds llama.cpp's compute buffer: it is reserved for the
     logits of ``n_ubatch`` tokens over the whole vocabulary (262,144 for
     Gemma 3: 1 MB a token), although a turn reads only the last token's.
-    ``kv_type`` ``q8_0`` halves the KV cache (it needs ``flash_attn``).
+    ``kv_type`` ``q8_0`` halves the KV cache (it needs ``flash_attn``) but
+    changed one of two tool calls in ``benchmarks/bench_llama_memory.py``, so
+    f16 stays the default.
     ``swa_full`` keeps a full-length cache for the sliding-window layers,
     which prefix reuse needs (llama.cpp cannot roll a windowed cache back).
     ``use_mmap`` maps the GGUF (file-backed pages the kernel can drop and
@@ -92,8 +94,8 @@ class LlamaSettings:
     n_threads: int = 2
     n_batch: int = 256
     n_ubatch: int = 64
-    kv_type: str = "q8_0"
-    flash_attn: bool = True
+    kv_type: str = "f16"
+    flash_attn: bool = False
     swa_full: bool = True
     use_mmap: bool = True
     seed: int = 0

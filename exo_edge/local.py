@@ -13,8 +13,8 @@ part of the route, e.g. ``gemma-3-270m``) to one shared
     n_threads = 2     # decode threads; 1 stands in for a slow board
     n_batch = 256     # prompt tokens evaluated per batch
     n_ubatch = 64     # tokens per compute step (bounds llama.cpp's compute buffer)
-    kv_type = "q8_0"  # KV cache: q8_0 (half of f16) or f16
-    flash_attn = true # needed by a quantized KV cache
+    kv_type = "f16"   # KV cache: f16, or q8_0 (half the size; changed a tool call here)
+    flash_attn = false # a q8_0 KV cache needs it
     swa_full = true   # full-length sliding-window cache: lets a turn reuse the last prompt's prefix
     use_mmap = true   # map the GGUF (file pages the kernel can drop) instead of copying it
 
@@ -60,7 +60,7 @@ def _local_config(config: Mapping[str, Any]) -> dict[str, Any]:
         elif isinstance(value, bool) or not isinstance(value, int) or value < (0 if key == "seed" else 1):
             raise ConfigError(f"config.toml: models.local.{key} must be a positive integer")
         out[key] = value
-    if out.get("kv_type", "q8_0") != "f16" and out.get("flash_attn") is False:
+    if out.get("kv_type") == "q8_0" and not out.get("flash_attn"):
         raise ConfigError("config.toml: models.local.kv_type q8_0 needs flash_attn = true")
     return out
 
