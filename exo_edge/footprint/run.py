@@ -22,7 +22,7 @@ from exo_edge.footprint.scenario import (REPO, SCRIPT, Run, child_env, client_co
                                          device_conversation, health)
 
 __all__ = ["IDLE_BUDGET_MB", "PEAK_BUDGET_MB", "FootprintResult", "run_footprint", "store_with_nodes",
-           "install_disk", "machine_facts"]
+           "install_disk", "machine_facts", "evict_model_files"]
 
 IDLE_BUDGET_MB = 80.0
 PEAK_BUDGET_MB = 512.0
@@ -93,6 +93,42 @@ def install_disk(model_file: Path | None) -> dict[str, Any]:
     return out
 
 
+def evict_model_files(model_file: Path | None, device: bool) -> dict[str, Any]:
+    """Drop the model files' clean pages from the page cache before the run (``POSIX_FADV_DONTNEED``).
+
+    A memory cgroup is charged for a file page by the group that first reads
+    it; a GGUF already cached by an earlier run would be free to this one and
+    the limit would not cover the model. Evicted first, the run's own reads
+    are charged to it. Pages another process still maps stay (reported).
+    """
+    files: list[Path] = []
+    if model_file is not None:
+        files += [p for p in model_file.parent.iterdir() if p.suffix in (".gguf", ".onnx")]
+    if device:
+        try:
+            from device.stt import WhisperSTT
+
+            files += [p for p in Path(WhisperSTT.model_dir()).iterdir() if p.suffix == ".bin"]
+        except (ImportError, OSError) as exc:
+            return {"evicted": [], "note": f"the speech model was not found: {exc}"}
+    evicted, kept = [], []
+    for path in files:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            os.fdatasync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            evicted.append(path.name)
+        except OSError as exc:
+            kept.append(f"{path.name}: {exc.strerror}")
+        finally:
+            os.close(fd)
+    return {"evicted": evicted, "not_evicted": kept,
+            "note": "model files dropped from the page cache so the run's reads are charged to its cgroup"}
+
+
 def run_footprint(args: argparse.Namespace, log: Callable[[str], None]) -> FootprintResult:
     """One audit run (see the module docstring)."""
     tmp = Path(tempfile.mkdtemp(prefix="exo-fp-", dir=args.tmp))
@@ -120,6 +156,7 @@ def run_footprint(args: argparse.Namespace, log: Callable[[str], None]) -> Footp
         script = tmp / "script.json"
         script.write_text(json.dumps({"replies": SCRIPT}))
         spec = "local" if parts.model_spec == "local" else f"scripted:{script}"
+        details["page_cache"] = evict_model_files(parts.model_file, parts.device)
         run.sampler.start()
         sock = run.home / "run" / "exod.sock"
         exod_err = open(tmp / "exod.err", "wb")
