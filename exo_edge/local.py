@@ -12,7 +12,7 @@ part of the route, e.g. ``gemma-3-270m``) to one shared
     n_ctx = 2048      # context window (tokens)
     n_threads = 2     # decode threads; 1 stands in for a slow board
     n_batch = 256     # prompt tokens evaluated per batch
-    n_ubatch = 64     # tokens per compute step (bounds llama.cpp's compute buffer)
+    n_ubatch = 256    # tokens per compute step (bounds llama.cpp's compute buffer)
     kv_type = "f16"   # KV cache: f16, or q8_0 (half the size; changed a tool call here)
     flash_attn = false # a q8_0 KV cache needs it
     swa_full = true   # full-length sliding-window cache: lets a turn reuse the last prompt's prefix

@@ -120,13 +120,39 @@ def evict_model_files(model_file: Path | None, device: bool) -> dict[str, Any]:
         try:
             os.fdatasync(fd)
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            evicted.append(path.name)
+            evicted.append({"file": path.name, "still_cached_mb": _cached_mb(fd, path.stat().st_size)})
         except OSError as exc:
             kept.append(f"{path.name}: {exc.strerror}")
         finally:
             os.close(fd)
     return {"evicted": evicted, "not_evicted": kept,
-            "note": "model files dropped from the page cache so the run's reads are charged to its cgroup"}
+            "note": "model files dropped from the page cache so the run's reads are charged to its cgroup; "
+                    "pages another process maps stay cached (still_cached_mb) and are not charged to the run"}
+
+
+def _cached_mb(fd: int, size: int) -> float | None:
+    """How much of the file is in the page cache (``mincore`` over a read-only mapping)."""
+    import ctypes
+    import mmap
+
+    if size == 0:
+        return 0.0
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        # a private mapping: from_buffer needs a writable one, and nothing is written or read
+        with mmap.mmap(fd, size, access=mmap.ACCESS_COPY) as mapped:
+            pages = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+            vec = (ctypes.c_ubyte * pages)()
+            anchor = (ctypes.c_char * 1).from_buffer(mapped)
+            try:
+                failed = libc.mincore(ctypes.c_void_p(ctypes.addressof(anchor)), ctypes.c_size_t(size), vec)
+            finally:
+                del anchor  # the mapping can close only once no buffer points into it
+            if failed:
+                return None
+            return round(sum(b & 1 for b in vec) * mmap.PAGESIZE / (1024 * 1024), 1)
+    except (OSError, ValueError, BufferError):
+        return None
 
 
 def run_footprint(args: argparse.Namespace, log: Callable[[str], None]) -> FootprintResult:

@@ -82,7 +82,7 @@ def test_local_memory_settings_from_config(tmp_path: Path) -> None:
     home = ExoHome(tmp_path)
     (tmp_path / "config.toml").write_text("")
     s = local_settings(home, "gemma-3-270m")
-    assert (s.n_ubatch, s.kv_type, s.flash_attn, s.swa_full, s.use_mmap) == (64, "f16", False, True, True)
+    assert (s.n_ubatch, s.kv_type, s.flash_attn, s.swa_full, s.use_mmap) == (256, "f16", False, True, True)
     (tmp_path / "config.toml").write_text('[models.local]\nn_ubatch = 32\nkv_type = "q8_0"\nflash_attn = true\n'
                                           "use_mmap = false\n")
     s = local_settings(home, "gemma-3-270m")
