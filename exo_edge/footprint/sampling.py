@@ -88,8 +88,8 @@ class MemorySampler:
             total += status.get("VmRSS", 0)
             live_peaks += status.get("VmHWM", 0)
             with self._lock:
-                if pid not in self.names:
-                    self.names[pid] = _comm(pid)
+                if pid not in self.names or self.names[pid].startswith(("sh -c", "taskset", "systemd-run", "prlimit")):
+                    self.names[pid] = _comm(pid)  # read again until the limit's wrapper has exec'd the command
                 self.peaks_kb[pid] = max(self.peaks_kb.get(pid, 0), status.get("VmHWM", 0))
                 anon, file = self.split_kb.get(pid, (0, 0))
                 self.split_kb[pid] = (max(anon, status.get("RssAnon", 0)), max(file, status.get("RssFile", 0)))
