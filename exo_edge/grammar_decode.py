@@ -26,7 +26,7 @@ from typing import Any
 
 from exo_core.models.failures import FailureKind, ProviderError
 
-__all__ = ["greedy_under_grammar"]
+__all__ = ["greedy_under_grammar", "common_prefix"]
 
 _TOP = 64
 
@@ -37,7 +37,8 @@ def _token_data_dtype() -> Any:
     return np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
 
 
-def _common_prefix(a: list[int], b: list[int]) -> int:
+def common_prefix(a: list[int], b: list[int]) -> int:
+    """How many leading tokens ``a`` and ``b`` share (the KV-cache prefix a prompt can reuse)."""
     n = 0
     for x, y in zip(a, b):
         if x != y:
@@ -68,7 +69,7 @@ def greedy_under_grammar(llm: Any, prompt: list[int], grammar: str, *, max_token
     pieces: list[bytes] = []
     finish, interrupted, first_at = "length", False, None
     try:
-        reused = min(_common_prefix(llm.input_ids[:llm.n_tokens].tolist(), prompt), len(prompt) - 1)
+        reused = min(common_prefix(llm.input_ids[:llm.n_tokens].tolist(), prompt), len(prompt) - 1)
         llm.n_tokens = reused  # eval() drops the KV cache past this point
         llm.eval(prompt[reused:])
         for _ in range(max_tokens):

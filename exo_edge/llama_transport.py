@@ -42,7 +42,7 @@ from exo_core.agent.model import (
 from exo_core.errors import ClosedResourceError
 from exo_core.models.failures import FailureKind, ProviderError
 from exo_edge.manifest import PromptFormat
-from exo_edge.grammar_decode import greedy_under_grammar
+from exo_edge.grammar_decode import common_prefix, greedy_under_grammar
 from exo_edge.prompting import (
     CALL_PREFIX,
     call_grammar,
@@ -279,7 +279,7 @@ class LlamaTransport:
                     f"the prompt has {len(tokens)} tokens but only {limit} fit in n_ctx "
                     f"{self.settings.n_ctx} with max_tokens {request.max_tokens}; shorten the "
                     "context or raise n_ctx", kind=FailureKind.BAD_REQUEST, provider="local")
-            reused = _common_prefix(list(llm._input_ids), tokens)
+            reused = common_prefix(list(llm._input_ids), tokens)
             mode = "call" if use_tools and request.tool_choice != "auto" else "text"
             result: dict[str, Any] = {"text": "", "finish": "end", "saw_call": False,
                                       "interrupted": False, "first_at": None}
@@ -448,13 +448,3 @@ def _trim_heap() -> None:
     except OSError:
         return  # not glibc: nothing to trim
     libc.malloc_trim(0)
-
-
-def _common_prefix(a: list[int], b: list[int]) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
-
