@@ -154,7 +154,7 @@ def bench_stt(items: list[dict[str, Any]], engines: list[str]) -> dict[str, Any]
         if not stt_available(engine):
             results[engine] = {"skipped": "not installed"}
             continue
-        stt = open_stt(engine)
+        stt = open_stt(engine, keep_loaded=True)  # the recogniser itself; bench_stt_memory.py times the child
         started = time.perf_counter()
         stt.warm()
         load = time.perf_counter() - started

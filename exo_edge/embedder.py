@@ -78,10 +78,11 @@ class OnnxEmbedder:
                   threads: int | None = None) -> "OnnxEmbedder | None":
         """The embedder whose files ``exo models fetch`` placed, or ``None`` when absent
         (or when onnxruntime/tokenizers are not installed): the core then runs BM25 only."""
-        try:
-            import onnxruntime  # noqa: F401
-            import tokenizers  # noqa: F401
-        except ImportError:
+        import importlib.util
+
+        # find_spec, not import: importing onnxruntime maps numpy, OpenBLAS and the
+        # runtime (about 35 MB RSS) into a daemon that may never embed a text
+        if any(importlib.util.find_spec(m) is None for m in ("onnxruntime", "tokenizers")):
             return None
         from exo_edge.paths import locate_model_file
 

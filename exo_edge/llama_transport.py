@@ -42,6 +42,7 @@ from exo_core.agent.model import (
 from exo_core.errors import ClosedResourceError
 from exo_core.models.failures import FailureKind, ProviderError
 from exo_edge.manifest import PromptFormat
+from exo_edge.grammar_decode import common_prefix, greedy_under_grammar
 from exo_edge.prompting import (
     CALL_PREFIX,
     call_grammar,
@@ -51,7 +52,7 @@ from exo_edge.prompting import (
     tool_grammar,
 )
 
-__all__ = ["LlamaSettings", "CallStats", "LlamaTransport", "rss_bytes"]
+__all__ = ["KV_TYPES", "LlamaSettings", "CallStats", "LlamaTransport", "rss_bytes"]
 
 T = TypeVar("T")
 
@@ -68,15 +69,39 @@ def rss_bytes() -> int:
     return 0
 
 
+KV_TYPES = {"f16": 1, "q8_0": 8}  # llama.cpp's GGML_TYPE_* codes for the KV cache
+
+
 @dataclass(frozen=True, slots=True)
 class LlamaSettings:
-    """How to run one GGUF model. Sized for a small board by default."""
+    """How to run one GGUF model. Sized for a small board by default.
+
+    ``n_ubatch`` bounds llama.cpp's compute buffer: it is reserved for the
+    logits of ``n_ubatch`` tokens over the whole vocabulary (262,144 for
+    Gemma 3: 1 MB a token), although a turn reads only the last token's, so
+    most of it is never touched: 64 instead of 256 shrinks the reservation
+    (address space, what ``prlimit --as`` counts) but the measured peak RSS
+    by only 7 MB, and prompt speed moved within the noise (0.72x and 1.07x
+    in two runs of ``benchmarks/bench_llama_memory.py``), so 256 stays.
+    ``kv_type`` ``q8_0`` halves the KV cache (it needs ``flash_attn``) but
+    changed one of two tool calls in ``benchmarks/bench_llama_memory.py``, so
+    f16 stays the default.
+    ``swa_full`` keeps a full-length cache for the sliding-window layers,
+    which prefix reuse needs (llama.cpp cannot roll a windowed cache back).
+    ``use_mmap`` maps the GGUF (file-backed pages the kernel can drop and
+    re-read under pressure) instead of copying it into anonymous memory.
+    """
 
     model_path: Path
     prompt: PromptFormat = field(default_factory=PromptFormat)
     n_ctx: int = 2048
     n_threads: int = 2
     n_batch: int = 256
+    n_ubatch: int = 256
+    kv_type: str = "f16"
+    flash_attn: bool = False
+    swa_full: bool = True
+    use_mmap: bool = True
     seed: int = 0
     name: str = ""
 
@@ -139,10 +164,15 @@ class LlamaTransport:
                                 "with this environment's python", kind=FailureKind.UNAVAILABLE,
                                 provider="local") from exc
         try:
+            s = self.settings
+            kv = KV_TYPES.get(s.kv_type)
+            if kv is None:
+                raise ValueError(f"kv_type must be one of {', '.join(KV_TYPES)}, not {s.kv_type!r}")
             self._llm = llama_cpp.Llama(
-                model_path=str(path), n_ctx=self.settings.n_ctx, n_threads=self.settings.n_threads,
-                n_threads_batch=self.settings.n_threads, n_batch=self.settings.n_batch,
-                seed=self.settings.seed, verbose=False)
+                model_path=str(path), n_ctx=s.n_ctx, n_threads=s.n_threads, n_threads_batch=s.n_threads,
+                n_batch=s.n_batch, n_ubatch=min(s.n_ubatch, s.n_batch), type_k=kv, type_v=kv,
+                flash_attn=s.flash_attn, swa_full=s.swa_full, use_mmap=s.use_mmap, seed=s.seed,
+                verbose=False)
         except (ValueError, RuntimeError) as exc:
             raise ProviderError(f"llama.cpp could not load {path} ({exc}); fetch it again with "
                                 "`exo models fetch`", kind=FailureKind.UNAVAILABLE,
@@ -249,7 +279,7 @@ class LlamaTransport:
                     f"the prompt has {len(tokens)} tokens but only {limit} fit in n_ctx "
                     f"{self.settings.n_ctx} with max_tokens {request.max_tokens}; shorten the "
                     "context or raise n_ctx", kind=FailureKind.BAD_REQUEST, provider="local")
-            reused = _common_prefix(list(llm._input_ids), tokens)
+            reused = common_prefix(list(llm._input_ids), tokens)
             mode = "call" if use_tools and request.tool_choice != "auto" else "text"
             result: dict[str, Any] = {"text": "", "finish": "end", "saw_call": False,
                                       "interrupted": False, "first_at": None}
@@ -281,13 +311,11 @@ class LlamaTransport:
                 if result["saw_call"]:
                     result = {**result, "text": ""}
             if mode == "call" and not result["interrupted"]:
-                grammar = self._call_grammar(request)
                 call_prompt = tokens + llm.tokenize(b" " + CALL_PREFIX.encode(), add_bos=False,
                                                     special=False)
                 # arguments greedily: a call is an instruction, not prose to vary
-                result = self._generate(llm, call_prompt, replace(request, temperature=0.0),
-                                        stop=[], grammar=grammar, emit=emit, cancel=cancel,
-                                        watch_call=False, stream_text=False)
+                result = greedy_under_grammar(llm, call_prompt, call_grammar(request.tools, request.tool_choice),
+                                              max_tokens=request.max_tokens, cancel=cancel)
         finally:
             _trim_heap()
         end = time.perf_counter()
@@ -298,16 +326,6 @@ class LlamaTransport:
         return {"mode": mode, "text": text, "finish": result["finish"],
                 "prompt_tokens": len(tokens), "reused": reused, "output_tokens": out_tokens,
                 "interrupted": result["interrupted"]}
-
-    def _call_grammar(self, request: ModelRequest) -> Any:
-        import llama_cpp
-
-        try:
-            return llama_cpp.LlamaGrammar.from_string(
-                call_grammar(request.tools, request.tool_choice), verbose=False)
-        except ValueError as exc:
-            raise ProviderError(f"cannot build a grammar for the offered tools ({exc})",
-                                kind=FailureKind.BAD_REQUEST, provider="local") from exc
 
     def _run_chat(self, llm: Any, request: ModelRequest, emit: Any, cancel: threading.Event,
                   use_tools: bool, stop: list[str], start: float) -> dict[str, Any]:
@@ -430,13 +448,3 @@ def _trim_heap() -> None:
     except OSError:
         return  # not glibc: nothing to trim
     libc.malloc_trim(0)
-
-
-def _common_prefix(a: list[int], b: list[int]) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
-

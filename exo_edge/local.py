@@ -12,6 +12,11 @@ part of the route, e.g. ``gemma-3-270m``) to one shared
     n_ctx = 2048      # context window (tokens)
     n_threads = 2     # decode threads; 1 stands in for a slow board
     n_batch = 256     # prompt tokens evaluated per batch
+    n_ubatch = 256    # tokens per compute step (bounds llama.cpp's compute buffer)
+    kv_type = "f16"   # KV cache: f16, or q8_0 (half the size; changed a tool call here)
+    flash_attn = false # a q8_0 KV cache needs it
+    swa_full = true   # full-length sliding-window cache: lets a turn reuse the last prompt's prefix
+    use_mmap = true   # map the GGUF (file pages the kernel can drop) instead of copying it
 
 Nothing is loaded until the first call.
 """
@@ -26,32 +31,41 @@ from typing import Any
 from exo_core.errors import ConfigError
 from exo_core.home import ExoHome
 from exo_core.models.router import ModelRouter, build_router
-from exo_edge.llama_transport import LlamaSettings, LlamaTransport
+from exo_edge.llama_transport import KV_TYPES, LlamaSettings, LlamaTransport
 from exo_edge.manifest import PromptFormat, find_manifest
 from exo_edge.paths import locate_model_file
 
 __all__ = ["local_settings", "local_factory", "local_transport"]
 
-_INT_KEYS = ("n_ctx", "n_threads", "n_batch", "seed")
+_INT_KEYS = ("n_ctx", "n_threads", "n_batch", "n_ubatch", "seed")
+_BOOL_KEYS = ("flash_attn", "swa_full", "use_mmap")
 
 
-def _local_config(config: Mapping[str, Any]) -> dict[str, int]:
+def _local_config(config: Mapping[str, Any]) -> dict[str, Any]:
     models = config.get("models", {})
     table = models.get("local", {}) if isinstance(models, dict) else {}
     if not isinstance(table, dict):
         raise ConfigError("config.toml: [models.local] must be a table")
-    out: dict[str, int] = {}
+    out: dict[str, Any] = {}
     for key, value in table.items():
-        if key not in _INT_KEYS:
+        if key == "kv_type":
+            if value not in KV_TYPES:
+                raise ConfigError(f"config.toml: models.local.kv_type must be one of {', '.join(KV_TYPES)}")
+        elif key in _BOOL_KEYS:
+            if not isinstance(value, bool):
+                raise ConfigError(f"config.toml: models.local.{key} must be true or false")
+        elif key not in _INT_KEYS:
             raise ConfigError(f"config.toml: [models.local] has unknown key {key!r}; "
-                              f"known: {', '.join(_INT_KEYS)}")
-        if isinstance(value, bool) or not isinstance(value, int) or value < (0 if key == "seed" else 1):
+                              f"known: {', '.join((*_INT_KEYS, 'kv_type', *_BOOL_KEYS))}")
+        elif isinstance(value, bool) or not isinstance(value, int) or value < (0 if key == "seed" else 1):
             raise ConfigError(f"config.toml: models.local.{key} must be a positive integer")
         out[key] = value
+    if out.get("kv_type") == "q8_0" and not out.get("flash_attn"):
+        raise ConfigError("config.toml: models.local.kv_type q8_0 needs flash_attn = true")
     return out
 
 
-def local_settings(home: ExoHome, name: str, *, overrides: Mapping[str, int] | None = None) -> LlamaSettings:
+def local_settings(home: ExoHome, name: str, *, overrides: Mapping[str, Any] | None = None) -> LlamaSettings:
     """Settings for the manifest ``name``: its file (wherever fetched), prompt format, config."""
     manifest = find_manifest(name)
     primary = manifest.primary_file
@@ -63,7 +77,7 @@ def local_settings(home: ExoHome, name: str, *, overrides: Mapping[str, int] | N
                          name=manifest.name, **cfg)
 
 
-def local_factory(home: ExoHome, *, overrides: Mapping[str, int] | None = None
+def local_factory(home: ExoHome, *, overrides: Mapping[str, Any] | None = None
                   ) -> Callable[[str], LlamaTransport]:
     """A router ``local=`` factory: one lazily loaded transport per local model name."""
     cache: dict[str, LlamaTransport] = {}
@@ -76,7 +90,7 @@ def local_factory(home: ExoHome, *, overrides: Mapping[str, int] | None = None
     return make
 
 
-def local_transport(home: ExoHome, *, overrides: Mapping[str, int] | None = None) -> ModelRouter:
+def local_transport(home: ExoHome, *, overrides: Mapping[str, Any] | None = None) -> ModelRouter:
     """The transport exod answers with on a device: the model router over the home's roles,
     with ``local:`` routes served by the GGUF in the home's models folder.
 

@@ -85,3 +85,87 @@ def test_speech_to_text_engines(tmp_path: Path, engine: str) -> None:
     limit = 0.2 if engine == "whisper" else 0.8
     assert wer(text, result.text) <= limit, result.text
     assert stt.transcribe(Audio.silence(0.05)).text == "" or engine == "pocketsphinx"
+
+
+def _rss_mb(pid: int, key: str = "VmRSS") -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError(f"no {key} for {pid}")
+
+
+def _gone(pid: int, within: float = 60.0) -> bool:
+    import os
+    import time
+
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return True  # reaped already
+        if done == pid:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@needs_espeak
+def test_whisper_runs_in_a_child_that_exits_and_takes_its_memory_with_it(tmp_path: Path) -> None:
+    import os
+
+    from device.stt import WhisperSTT
+    from device.stt_worker import WhisperProcessSTT
+
+    if not stt_available("whisper"):
+        pytest.skip("whisper is not installed")
+    assert isinstance(open_stt("whisper", keep_loaded=True), WhisperSTT)
+    stt = open_stt("whisper")
+    assert isinstance(stt, WhisperProcessSTT)
+    text = "what is the weather like tomorrow"
+    audio = trim_silence(to_16k(read_wav(speak(tmp_path / "q.wav", text, voice="en-us", speed=150))))
+    before = _rss_mb(os.getpid())
+    stt.warm()  # checks the packages; loads nothing here
+    stt.prepare()
+    pid = stt.child_pid
+    assert pid is not None and Path(f"/proc/{pid}").exists()
+    result = stt.transcribe(audio)
+    assert wer(text, result.text) <= 0.2, result.text
+    assert stt.child_pid is None and not Path(f"/proc/{pid}/status").exists()
+    # the model's memory was the child's: it peaked far above what this process grew by
+    assert stt.last_peak_rss_mb is not None and stt.last_peak_rss_mb > 100
+    assert _rss_mb(os.getpid()) - before < 30
+    again = stt.transcribe(audio, hint="yes, no")  # no prepare: a child is started on demand
+    assert wer(text, again.text) <= 0.2, again.text
+
+
+def test_a_prepared_whisper_child_that_hears_nothing_exits_on_its_own() -> None:
+    from device.stt_worker import WhisperProcessSTT
+
+    if not stt_available("whisper"):
+        pytest.skip("whisper is not installed")
+    stt = WhisperProcessSTT(idle_seconds=0.5)
+    stt.prepare()
+    pid = stt.child_pid
+    assert pid is not None
+    assert _gone(pid), "the idle child should have exited"
+    stt.close()
+    stt.prepare()
+    pid = stt.child_pid
+    stt.close()  # at shutdown a waiting child is ended
+    assert pid is not None and stt.child_pid is None and _gone(pid, 5.0)
+
+
+def test_the_whisper_child_refuses_a_bad_request() -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    if not stt_available("whisper"):
+        pytest.skip("whisper is not installed")
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-m", "device.stt_worker", "--idle", "30"], input=b"not json\n",
+                          capture_output=True, timeout=120, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+    assert done.returncode == 1
+    assert json.loads(done.stdout.decode().splitlines()[-1])["error"].startswith("bad request")

@@ -137,6 +137,42 @@ async def test_tool_call_under_grammar_parses_and_runs(transport: LlamaTransport
 
 
 @pytest.mark.model
+async def test_grammar_decoding_matches_the_whole_vocabulary_sampler(transport: LlamaTransport) -> None:
+    """The top-k-first decoder picks what llama-cpp-python's chain picks with the grammar over every token."""
+    import threading
+
+    import llama_cpp
+
+    from exo_edge.grammar_decode import greedy_under_grammar
+    from exo_edge.prompting import CALL_PREFIX, call_grammar, render_completion
+
+    assert transport.settings.prompt is not None
+    shell = {"name": "bash", "description": "Run a shell command",
+             "parameters": {"type": "object", "properties": {"command": {"type": "string"}},
+                            "required": ["command"]}}
+    for question, tools in (("Set a timer for 12 minutes.", (TIMER,)),
+                            ("Please delete my notes file, notes.txt.", (TIMER, shell))):
+        grammar = call_grammar(tools, "required")
+        req = ask(question, tools=tools)
+        prompt = render_completion(req.messages, transport.settings.prompt, tools)
+
+        def both(llm: object) -> tuple[str, str]:
+            tokens = llm.tokenize(prompt.encode(), add_bos=True, special=False)  # type: ignore[attr-defined]
+            tokens += llm.tokenize(b" " + CALL_PREFIX.encode(), add_bos=False, special=False)  # type: ignore[attr-defined]
+            ours = greedy_under_grammar(llm, tokens, grammar, max_tokens=48, cancel=threading.Event())
+            chain = llm.create_completion(tokens, max_tokens=48, temperature=0.0,  # type: ignore[attr-defined]
+                                          grammar=llama_cpp.LlamaGrammar.from_string(grammar, verbose=False))
+            return ours["text"], chain["choices"][0]["text"]
+
+        ours, chain = await transport.run_exclusive(both)
+        assert ours == chain and ours.lstrip().startswith("{"), (ours, chain)
+    with pytest.raises(ProviderError) as bad:
+        await transport.run_exclusive(lambda llm: greedy_under_grammar(
+            llm, [2, 100], "root ::= (", max_tokens=4, cancel=threading.Event()))
+    assert bad.value.kind == FailureKind.BAD_REQUEST
+
+
+@pytest.mark.model
 async def test_auto_tool_choice_calls_or_answers(transport: LlamaTransport) -> None:
     # the model decides: a request for the tool becomes a call, a question stays text
     call_chunks = [c async for c in transport.stream(

@@ -78,6 +78,22 @@ def test_local_settings_from_config(tmp_path: Path) -> None:
         local_settings(home, "gemma-3-270m")
 
 
+def test_local_memory_settings_from_config(tmp_path: Path) -> None:
+    home = ExoHome(tmp_path)
+    (tmp_path / "config.toml").write_text("")
+    s = local_settings(home, "gemma-3-270m")
+    assert (s.n_ubatch, s.kv_type, s.flash_attn, s.swa_full, s.use_mmap) == (256, "f16", False, True, True)
+    (tmp_path / "config.toml").write_text('[models.local]\nn_ubatch = 32\nkv_type = "q8_0"\nflash_attn = true\n'
+                                          "use_mmap = false\n")
+    s = local_settings(home, "gemma-3-270m")
+    assert (s.n_ubatch, s.kv_type, s.flash_attn, s.use_mmap) == (32, "q8_0", True, False)
+    for bad, named in (('kv_type = "q4"', "kv_type"), ("flash_attn = 1", "flash_attn"),
+                       ('kv_type = "q8_0"\nflash_attn = false', "needs flash_attn")):
+        (tmp_path / "config.toml").write_text(f"[models.local]\n{bad}\n")
+        with pytest.raises(ConfigError, match=named):
+            local_settings(home, "gemma-3-270m")
+
+
 def test_manifest_prompt_examples_are_pairs() -> None:
     fmt = find_manifest("gemma-3-270m").prompt
     assert fmt is not None and all(len(e) == 2 for e in fmt.examples)
