@@ -36,6 +36,7 @@ from typing import Any
 
 from exo_core.decisions.question import BadProviderOutput, Question
 from exo_core.home import ExoHome
+from exo_edge.grammar_decode import common_prefix
 from exo_edge.llama_transport import LlamaTransport
 
 __all__ = ["STYLES", "WORDS", "LocalDecisionProvider", "ForwardPass", "render_prompt", "answer_words",
@@ -148,7 +149,7 @@ class LocalDecisionProvider:
         # state gives the same numbers, whatever the cache held before (llama.cpp's results depend
         # slightly on how a prompt is split into batches).
         reused = len(head_tokens.tokens)
-        restored = _common_prefix(llm.input_ids[:llm.n_tokens].tolist(), tokens) < reused
+        restored = common_prefix(llm.input_ids[:llm.n_tokens].tolist(), tokens) < reused
         if restored:
             _restore(llm, head_tokens)
         llm.n_tokens = reused  # eval() drops the KV cache past this point
@@ -171,7 +172,7 @@ class LocalDecisionProvider:
         import llama_cpp
 
         tokens = llm.tokenize(head.encode("utf-8"), add_bos=True, special=False)
-        reused = min(_common_prefix(llm.input_ids[:llm.n_tokens].tolist(), tokens), len(tokens) - 1)
+        reused = min(common_prefix(llm.input_ids[:llm.n_tokens].tolist(), tokens), len(tokens) - 1)
         llm.n_tokens = reused
         llm.eval(tokens[reused:])
         ctx = llm._ctx.ctx
@@ -203,15 +204,6 @@ def _restore(llm: Any, head: _Head) -> None:
         raise BadProviderOutput("llama.cpp could not restore the decision prompt's cache")
     llm.input_ids[:len(head.tokens)] = head.tokens
     llm.n_tokens = len(head.tokens)
-
-
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def local_decision_provider(home: ExoHome, *, name: str = "gemma-3-270m", timeout: float = 0.5,
