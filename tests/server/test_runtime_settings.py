@@ -24,12 +24,15 @@ main = [
 """
 
 
-async def turn(client: ExoClient, session: str, text: str) -> str:
-    """Send a turn; the assistant's final text."""
+async def turn(client: ExoClient, session: str, text: str, on_first_delta: Any = None) -> str:
+    """Send a turn; the assistant's final text. ``on_first_delta`` runs while the reply streams."""
     since = (await client.request("events.subscribe", {"since": 0, "limit": 1}))["head"]
     await client.request("turn.send", {"session": session, "text": text})
     reply = ""
     async for event in client.events(since=since, session=session):
+        if event.type == "message.delta" and on_first_delta is not None:
+            await on_first_delta()
+            on_first_delta = None
         if event.type == "message.completed" and event.body["role"] == "assistant":
             reply = event.body["content"]
         if event.type == "turn.completed":
@@ -47,9 +50,13 @@ async def switch_and_break(url: str, b: Path, config: Path) -> dict[str, Any]:
     async with ExoClient(url, client_name="laptop") as client:
         await client.hello()
         session = (await client.request("session.create", {"title": "routes"}))["session"]["id"]
-        out: dict[str, Any] = {"first": await turn(client, session, "hello")}
         head = (await client.request("events.subscribe", {"since": 0, "limit": 1}))["head"]
-        out["set"] = await client.request("models.set", {"role": "main", "routes": [f"scripted:{b}"]})
+        out: dict[str, Any] = {}
+
+        async def switch() -> None:  # while script A's reply is streaming
+            out["set"] = await client.request("models.set", {"role": "main", "routes": [f"scripted:{b}"]})
+
+        out["first"] = await turn(client, session, "hello", switch)
         page = await client.request("events.subscribe", {"since": head})
         out["notices"] = [e["body"]["text"] for e in page["events"] if e["type"] == "notice"]
         out["second"] = await turn(client, session, "again")
@@ -84,14 +91,15 @@ def test_models_set_switches_the_route_persists_and_refuses_bad_input(tmp_path: 
     home, ws = tmp_path / "home", tmp_path / "ws"
     home.mkdir()
     ws.mkdir()
-    a = write_script(tmp_path / "a.json", [{"text": "from A"}] * 4)
+    a = write_script(tmp_path / "a.json", [{"text": "from A, slowly", "delay": 0.1, "chunk": 2}] * 4)
     b = write_script(tmp_path / "b.json", [{"text": "from B"}] * 4)
     config = home / "config.toml"
     config.write_text(CONFIG.format(a=a), encoding="utf-8")
     exod = exod_factory(home, a, ws, extra=["--model", "local"])  # the router, reading [models.roles]
     out = asyncio.run(switch_and_break(exod.url, b, config))
 
-    assert out["first"] == "from A" and out["second"] == "from B" and out["third"] == "from B"
+    assert out["first"] == "from A, slowly", "a reply already streaming is not switched"
+    assert out["second"] == "from B" and out["third"] == "from B"
     assert out["set"] == {"role": "main", "routes": [f"scripted:{b}"], "chain": [f"scripted:{b}"]}
     assert out["notices"] == [f"model role main now routes to scripted:{b}"]
     codes = [(e.code, e.field) for e in out["errors"]]
