@@ -23,6 +23,7 @@ from exo_core.agent.seams import ContextEngine, Gate, MemoryProvider, NullMemory
 from exo_core.clock import Clock, SystemClock
 from exo_core.context.config import ContextConfig
 from exo_core.engine.dispatch import Engine
+from exo_core.engine.settings import RuntimeSettings
 from exo_core.gate import ConsequenceGate, Policy
 from exo_core.home import ExoHome
 from exo_core.hooks import HookRegistry
@@ -100,6 +101,7 @@ class Core:
         self.engine = Engine(hub=self.hub, worker=self.worker, store=self.store, runner=self.runner,
                              approvals=self.approvals)
         self.engine.add_handler("question.answer", self.questions.handle_answer)
+        RuntimeSettings(self)
 
     def _default_context(self, home: ExoHome, model: ModelTransport, options: CoreOptions) -> ContextEngine:
         from exo_core.context.engine import SummaryTreeContext

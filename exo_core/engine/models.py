@@ -2,9 +2,11 @@
 
 Specs: ``none`` (no model: every model call fails with a clear error, while
 everything that needs no model, such as onboarding, works), ``scripted:PATH``
-(a scripted model file: tests and demos), ``local``
-(the on-device GGUF model from ``exo_edge``, once fetched), or a router spec
-handled by the model router. The spec comes from ``--model``, else
+(a scripted model file: tests and demos), or ``local``: the model router
+(``exo_edge.local``) over ``[models.roles]`` of ``config.toml``, its ``local:``
+routes served by the on-device GGUF once fetched. Only ``local`` can switch
+routes at run time (``models.set``); a provider of ``kind = "scripted"`` lets
+tests route to script files through it. The spec comes from ``--model``, else
 ``$EXO_MODEL``, else ``model`` in ``config.toml``, else ``local``.
 """
 
@@ -32,10 +34,8 @@ class NoModel:
 
 def model_spec(home: ExoHome, override: str | None = None) -> str:
     """The model spec in force for ``home``."""
-    if override:
-        return override
-    if os.environ.get("EXO_MODEL"):
-        return os.environ["EXO_MODEL"]
+    if override or os.environ.get("EXO_MODEL"):
+        return override or os.environ["EXO_MODEL"]
     configured = home.config().get("model")
     if configured is not None and not isinstance(configured, str):
         raise ConfigError(f"{home.config_path}: 'model' must be a string such as 'local' or 'scripted:/path'")

@@ -39,7 +39,8 @@ ROLE_FALLBACK: Mapping[str, tuple[str, ...]] = {
     "aux": ("main",),
     "decision": ("aux", "main"),
 }
-PROVIDER_KINDS = ("openai", "anthropic", "local")
+# ``scripted``: the model part of a route is the path of a scripted-model file (tests and demos).
+PROVIDER_KINDS = ("openai", "anthropic", "local", "scripted")
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,38 +158,30 @@ def _float(value: Any, where: str) -> float:
     return float(value)
 
 
+def _table(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where} must be a table")
+    return value
+
+
 def _price(data: Any, where: str) -> ModelPrice:
-    if not isinstance(data, dict):
-        raise ConfigError(f"{where} must be a table of prices")
-    unknown = set(data) - {"input", "output", "cache_read", "cache_write"}
+    unknown = set(_table(data, where)) - {"input", "output", "cache_read", "cache_write"}
     if unknown:
         raise ConfigError(f"{where}: unknown price keys {sorted(unknown)}")
-    return ModelPrice(
-        input=_float(data.get("input", 0.0), f"{where}.input"),
-        output=_float(data.get("output", 0.0), f"{where}.output"),
-        cache_read=_float(data["cache_read"], f"{where}.cache_read") if "cache_read" in data else None,
-        cache_write=_float(data["cache_write"], f"{where}.cache_write") if "cache_write" in data else None,
-    )
+    return ModelPrice(**{k: _float(v, f"{where}.{k}") for k, v in data.items()})  # absent: the defaults
 
 
 def _provider(name: str, data: Any, where: str) -> ProviderSpec:
-    if not isinstance(data, dict):
-        raise ConfigError(f"{where} must be a table")
-    kind = data.get("kind")
+    kind = _table(data, where).get("kind")
     if kind not in PROVIDER_KINDS:
         raise ConfigError(f"{where}.kind must be one of {PROVIDER_KINDS}, not {kind!r}")
     base_url = data.get("base_url", "")
-    if not isinstance(base_url, str) or (kind != "local" and not base_url.startswith(("http://", "https://"))):
+    if not isinstance(base_url, str) or (kind in ("openai", "anthropic") and not base_url.startswith(("http://", "https://"))):
         raise ConfigError(f"{where}.base_url must be an http(s) URL")
-    key_env = data.get("key_env", [])
-    if isinstance(key_env, str):
-        key_env = [key_env]
+    key_env = [data["key_env"]] if isinstance(data.get("key_env"), str) else data.get("key_env", [])
     if not isinstance(key_env, list) or not all(isinstance(k, str) and k for k in key_env):
         raise ConfigError(f"{where}.key_env must be a list of environment variable names")
-    models_raw = data.get("models", {})
-    if not isinstance(models_raw, dict):
-        raise ConfigError(f"{where}.models must be a table")
-    models = {m: _price(p, f"{where}.models.{m}") for m, p in models_raw.items()}
+    models = {m: _price(p, f"{where}.models.{m}") for m, p in _table(data.get("models", {}), f"{where}.models").items()}
     return ProviderSpec(name, kind, base_url.rstrip("/"), tuple(key_env), models)
 
 
@@ -203,11 +196,9 @@ def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _routes(value: Any, where: str) -> tuple[Route, ...]:
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list):
+    if not isinstance(value, (str, list)):
         raise ConfigError(f"{where} must be a list of provider:model routes")
-    return tuple(parse_route(v) for v in value)
+    return tuple(parse_route(v) for v in ([value] if isinstance(value, str) else value))
 
 
 def load_catalog(
@@ -227,26 +218,17 @@ def load_catalog(
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"model catalog {source} cannot be read ({exc})") from exc
     user = (config or {}).get("models", {})
-    if not isinstance(user, dict):
-        raise ConfigError("config.toml: [models] must be a table")
-    merged = _merge(data, user)
-    providers_raw = merged.get("providers", {})
-    if not isinstance(providers_raw, dict):
-        raise ConfigError("models.providers must be a table")
+    merged = _merge(data, _table(user, "config.toml: [models]"))
+    providers_raw = _table(merged.get("providers", {}), "models.providers")
     providers = {n: _provider(n, p, f"models.providers.{n}") for n, p in providers_raw.items()}
-    roles_raw = merged.get("roles", {})
-    if not isinstance(roles_raw, dict):
-        raise ConfigError("models.roles must be a table")
-    unknown = set(roles_raw) - set(ROLES)
-    if unknown:
-        raise ConfigError(f"models.roles: unknown roles {sorted(unknown)}; roles are {ROLES}")
+    roles_raw = _table(merged.get("roles", {}), "models.roles")
+    if set(roles_raw) - set(ROLES):
+        raise ConfigError(f"models.roles: unknown roles {sorted(set(roles_raw) - set(ROLES))}; roles are {ROLES}")
     roles = {r: _routes(roles_raw.get(r, []), f"models.roles.{r}") for r in ROLES}
     override = (env if env is not None else os.environ).get("EXO_MODELS_MAIN")
     if override:
         roles["main"] = tuple(parse_route(r.strip()) for r in override.split(",") if r.strip())
-    t = merged.get("timeouts", {})
-    if not isinstance(t, dict):
-        raise ConfigError("models.timeouts must be a table")
+    t = _table(merged.get("timeouts", {}), "models.timeouts")
     timeouts = Timeouts(**{k: _float(t[k], f"models.timeouts.{k}") for k in ("connect", "first_byte", "idle") if k in t})
     catalog = Catalog(providers, roles, timeouts)
     for routes in roles.values():

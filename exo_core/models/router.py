@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Protocol
 
@@ -35,6 +36,7 @@ from exo_core.agent.model import (
     ToolCallChunk,
     UsageChunk,
 )
+from exo_core.agent.scripted import ScriptedModel
 from exo_core.errors import ConfigError, ModelError
 from exo_core.home import ExoHome
 from exo_core.models.catalog import (
@@ -94,18 +96,14 @@ class ModelRouter:
     # -- roles ----------------------------------------------------------------------
     def set_role(self, role: str, routes: Sequence[str]) -> tuple[Route, ...]:
         """Replace ``role``'s routes at run time (``models.set``); returns them parsed."""
-        if role not in ROLES:
-            raise ConfigError(f"unknown model role {role!r}; roles are {', '.join(ROLES)}")
         parsed = tuple(self.catalog.check_route(parse_route(r)) for r in routes)
-        self._roles[role] = parsed
+        self._roles[_role(role)] = parsed
         return parsed
 
     def chain(self, role: str) -> tuple[Route, ...]:
         """The full ordered route list for ``role``, its fallback roles' routes appended."""
-        if role not in ROLES:
-            raise ConfigError(f"unknown model role {role!r}; roles are {', '.join(ROLES)}")
         seen: list[Route] = []
-        for r in (role, *ROLE_FALLBACK[role]):
+        for r in (_role(role), *ROLE_FALLBACK[role]):
             for route in self._roles.get(r, ()):
                 if route not in seen:
                     seen.append(route)
@@ -123,6 +121,8 @@ class ModelRouter:
                 raise ModelError(f"{route}: no local model runtime is wired into this core "
                                  "(install the edge extras and start exod with exo_edge)")
             transport = self.local(route.model)
+        elif spec.kind == "scripted":
+            transport = ScriptedModel.from_file(Path(route.model).expanduser())
         else:
             transport = self._hosted(route).transport(spec.kind, base_url=spec.base_url, model=route.model,
                                                       api_key=cred.key, provider=route.provider)
@@ -189,9 +189,10 @@ class ModelRouter:
                         await _aclose(agen)
                 except ModelError as exc:
                     kind = classify(exc)
+                    status = getattr(exc, "status", None)
                     rest = self.cooldowns.fail(
                         cred.id, kind, retry_after=getattr(exc, "retry_after", None),
-                        lone=len(creds) == 1, detail=_describe(exc, kind))
+                        lone=len(creds) == 1, detail=kind.value + (f" (HTTP {status})" if status else ""))
                     if started or kind is FailureKind.BAD_REQUEST:
                         raise
                     wait = max(0.0, rest.until - self.cooldowns.clock())
@@ -227,15 +228,16 @@ class ModelRouter:
         self._transports.clear()
 
 
+def _role(role: str) -> str:
+    if role not in ROLES:
+        raise ConfigError(f"unknown model role {role!r}; roles are {', '.join(ROLES)}")
+    return role
+
+
 async def _aclose(agen: AsyncIterator[ModelChunk]) -> None:
     close = getattr(agen, "aclose", None)
     if close is not None:
         await close()
-
-
-def _describe(exc: ModelError, kind: FailureKind) -> str:
-    status = getattr(exc, "status", None)
-    return f"{kind.value}" + (f" (HTTP {status})" if status else "")
 
 
 def build_router(home: ExoHome, *, local: LocalFactory | None = None,

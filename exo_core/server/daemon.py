@@ -27,6 +27,7 @@ from aiohttp import web
 from exo_core.agent.model import ModelTransport
 from exo_core.engine.core import Core, CoreOptions
 from exo_core.home import ExoHome
+from exo_core.learning.service import ReviewService
 from exo_core.server.auth import HostPolicy, load_or_create_token
 from exo_core.server.http import HttpSettings, build_app
 from exo_core.server.listeners import bind_tcp, bind_unix
@@ -69,7 +70,8 @@ async def run_daemon(home: ExoHome, model: ModelTransport, settings: DaemonSetti
     addresses: tuple[str, ...] = ()
     async with Core.open(home, model=model, options=options) as core:
         store_root = settings.store or home.store_path()
-        taste = TasteRows(store_root, core.hub, core.options.recorder)
+        learners = [s.learner for s in core.services if isinstance(s, ReviewService)]
+        taste = TasteRows(store_root, core.hub, core.options.recorder, learners[0] if learners else None)
         core.engine.add_handler("taste.list", taste.list)
         core.engine.add_handler("taste.edit", taste.edit)
         onboarding = Onboarding(store_root, core)

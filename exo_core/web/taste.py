@@ -1,10 +1,13 @@
 """``taste.list`` and ``taste.edit`` over the store's taste nodes.
 
-Until the learning loop owns taste, a taste row is simply a current belief
-node of the store's ``taste`` domain (``taste/<name>.md``): its ``summary`` is
-the rule's text, its ``sources`` and ``evidence-for`` links are its evidence,
-and its weight stands in from its ``confidence`` (high 0.9, medium 0.6,
-low 0.3) until a ledger view of weights exists.
+A taste row is a current belief node of the store's ``taste`` domain
+(``taste/<name>.md``): its ``summary`` is the rule's text, its ``sources`` and
+``evidence-for`` links are its evidence. Its ``weight`` is the learning loop's
+(:meth:`Learner.rows`: noisy-or over the evidence, fading with time) when exod
+runs a learner and the node is one of its lessons (``weight_source:
+"learner"``, ``evidence_count`` its ledger evidence); otherwise it stands in
+from the node's ``confidence`` (high 0.9, medium 0.6, low 0.3;
+``weight_source: "confidence"``).
 
 * An edit rewrites the node's summary through :meth:`Store.write_node`
   (atomic, validated) and mirrors the person's words into the ledger as a
@@ -27,6 +30,7 @@ from typing import Any
 
 from exo_core.agent.recorder import TurnRecorder
 from exo_core.errors import BadBodyError, ExoError, NotFoundError
+from exo_core.learning.learner import Learner
 from exo_core.protocol import commands as cmd
 from exo_core.protocol import events as ev
 from exo_core.server.hub import Hub
@@ -40,15 +44,18 @@ log = logging.getLogger(__name__)
 WEIGHT_OF_CONFIDENCE = {"high": 0.9, "medium": 0.6, "low": 0.3}
 
 
-def row_of(node: Node) -> dict[str, Any]:
-    """One taste row as the wire shows it."""
+def row_of(node: Node, learned: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One taste row as the wire shows it; ``learned`` is the learner's row of the node, if any."""
+    evidence = list(node.sources) + [ln.target for ln in node.links if ln.type == "evidence-for"]
     return {
         "id": node.id,
         "title": node.title,
         "text": node.summary,
-        "weight": WEIGHT_OF_CONFIDENCE.get(node.confidence, 0.0),
+        "weight": learned["weight"] if learned else WEIGHT_OF_CONFIDENCE.get(node.confidence, 0.0),
+        "weight_source": "learner" if learned else "confidence",
+        "evidence_count": len(learned["evidence"] if learned else evidence),
         "confidence": node.confidence,
-        "evidence": list(node.sources) + [ln.target for ln in node.links if ln.type == "evidence-for"],
+        "evidence": evidence,
         "links": [{"type": ln.type, "target": ln.target} for ln in node.links],
         "valid_from": node.valid_from,
         "path": f"{node.id}.md",
@@ -58,11 +65,16 @@ def row_of(node: Node) -> dict[str, Any]:
 class TasteRows:
     """The taste handlers for one store folder."""
 
-    def __init__(self, store_root: Path, hub: Hub, recorder: TurnRecorder) -> None:
+    def __init__(self, store_root: Path, hub: Hub, recorder: TurnRecorder, learner: Learner | None = None) -> None:
         self._root = store_root
         self._hub = hub
         self._recorder = recorder
+        self._learner = learner
         self._lock = asyncio.Lock()
+
+    def _rows(self, nodes: list[Node]) -> list[dict[str, Any]]:
+        learned = {r["id"]: r for r in self._learner.rows()} if self._learner is not None else {}
+        return [row_of(n, learned.get(n.id)) for n in nodes]
 
     def _store(self) -> Store:
         if not (self._root / "STORE.toml").is_file():
@@ -76,7 +88,7 @@ class TasteRows:
 
         def read() -> list[dict[str, Any]]:
             nodes = [n for n in self._store().nodes() if n.domain == domain and n.is_current(today)]
-            return [row_of(n) for n in sorted(nodes, key=lambda n: n.id)]
+            return self._rows(sorted(nodes, key=lambda n: n.id))
 
         return {"domain": domain, "rows": await asyncio.to_thread(read)}
 
@@ -87,6 +99,7 @@ class TasteRows:
         text = " ".join((body.text or "").split())
         async with self._lock:
             node, change = await asyncio.to_thread(self._apply, body.id, text, body.delete)
+            row = (await asyncio.to_thread(self._rows, [node]))[0]
         kind, entry = ("rejection", {"target": node.id, "reason": "deleted by the person"}) if body.delete else (
             "rule", {"text": text, "target": node.id, "change": "edited"})
         try:
@@ -94,8 +107,8 @@ class TasteRows:
         except ExoError:
             log.exception("taste %s of %s is in the store but not in the ledger", change, node.id)
         await self._hub.emit(None, "taste.updated", ev.TasteUpdated(
-            id=node.id, text=node.summary, weight=WEIGHT_OF_CONFIDENCE.get(node.confidence, 0.0), change=change))
-        return {"row": row_of(node), "change": change}
+            id=node.id, text=node.summary, weight=row["weight"], change=change))
+        return {"row": row, "change": change}
 
     def _apply(self, node_id: str, text: str, delete: bool) -> tuple[Node, str]:
         store = self._store()

@@ -52,3 +52,29 @@ async def test_without_a_store_taste_says_how_to_make_one(exod_factory, exo_home
     async with ExoClient(d.url) as client:
         with pytest.raises(NotFoundError, match="exo init"):
             await client.request("taste.list", {})
+
+
+async def test_learned_rows_carry_the_learners_weights_and_hand_written_rows_say_theirs_is_stated(
+        exod_factory, exo_home: Path, workspace: Path, tmp_path: Path) -> None:
+    from exo_core.learning import Learner
+    from exo_core.ledger import Ledger, load_signing_key
+
+    store_root = home_with_taste(exo_home)
+    with Ledger.open_store(store_root, signer=load_signing_key(exo_home / "keys")) as ledger:
+        for session in ("earlier-1", "earlier-2"):  # the same correction twice: the learner promotes it
+            draft = ledger.append("action", {"tool": "reply", "outcome": "log", "session": session,
+                                             "text": "Done \u2014 the tests pass."})
+            ledger.append("verdict", {"verdict": "edit", "judged": draft.id, "session": session,
+                                      "text": "Done. The tests pass."}, refs=(draft.id,))
+        Learner(Store.open(store_root), ledger).review()
+    d = exod_factory(exo_home, write_script(tmp_path / "s.json", []), workspace)
+    async with ExoClient(d.url) as client:
+        rows = {r["id"]: r for r in (await client.request("taste.list", {}))["rows"]}
+    assert d.stop() == 0
+    with Ledger.open_store(store_root) as ledger:
+        learned = {r["id"]: r for r in Learner(Store.open(store_root), ledger).rows()}
+    row, truth = rows["taste/em-dash"], learned["taste/em-dash"]
+    assert row["weight_source"] == "learner" and row["weight"] == truth["weight"]
+    assert row["evidence_count"] == len(truth["evidence"]) == 2
+    assert row["weight"] != {"high": 0.9, "medium": 0.6, "low": 0.3}[row["confidence"]], "not the stand-in"
+    assert (rows["taste/commit-style"]["weight_source"], rows["taste/commit-style"]["weight"]) == ("confidence", 0.9)
