@@ -70,7 +70,7 @@ class Decider:
         fired = [rule for rule in question.rules if rule.matches(state)]
         # Rules settle a case only when every rule that fires agrees ("No, from now on ..." is both a
         # correction and a rule): a certainty of 1 must not depend on the order the rules are listed in.
-        if not fired or len({rule.option for rule in fired}) > 1:
+        if len({rule.option for rule in fired}) != 1:
             return None
         rule = fired[0]
         probabilities = {o: 1.0 if o == rule.option else 0.0 for o in question.options}

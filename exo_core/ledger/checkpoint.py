@@ -174,10 +174,6 @@ class CheckpointBook:
                 raise CorruptDataError(f"checkpoint book {self.path} holds a bad row: {exc}") from exc
         return out
 
-    def latest(self, ledger_id: str) -> Checkpoint | None:
-        """The highest kept checkpoint of ``ledger_id``, if any."""
-        return next(iter(self.for_ledger(ledger_id)), None)
-
     def _sql(self, verb: str, sql: str, args: tuple[object, ...]) -> list[Any]:
         try:
             return self._conn.execute(sql, args).fetchall()

@@ -76,7 +76,7 @@ def test_two_used_copies_sync_without_loss(store: Store, ledger: Ledger, signer:
     kept = list((a.root / ".exo" / "conflicts").rglob("both.md"))
     assert kept and "B's way" in kept[0].read_text()
     assert signer_b.key_id in Store.open(a.root).config.owner_keys
-    assert book.latest(a.config.store_id) is not None
+    assert book.for_ledger(a.config.store_id)
     # Syncing again changes nothing more and finds nothing new.
     again = sync_stores(a.root, b.root, signer=signer, book=book)
     assert again.ledger.into_local.imported == 0
