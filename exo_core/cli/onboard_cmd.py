@@ -34,7 +34,7 @@ async def _interview(args: argparse.Namespace) -> int:
 
     from exo_core.cli.spawn import local_core
     from exo_core.client import ExoClient
-    from exo_core.errors import BadBodyError, ConflictError, NotFoundError, UsageError
+    from exo_core.errors import BadBodyError, BrokenResourceError, ConflictError, NotFoundError, UsageError
     from exo_core.home import ExoHome
 
     home = ExoHome.from_env(args.home)
@@ -44,7 +44,8 @@ async def _interview(args: argparse.Namespace) -> int:
         session = (await client.request("session.create", {"title": "Onboarding"}))["session"]["id"]
         started = await client.request("store.onboard", {"session": session, "force": args.force})
         print(f"Onboarding {started['store']}: answer with a number or type your answer.")
-        async for event in client.events(since=since, session=session):
+        # The interview lives in exod's memory: if exod goes away it is lost, so stop instead of reconnecting.
+        async for event in client.events(since=since, session=session, reconnect=False):
             body = event.body
             if event.type == "notice":
                 print(f"  {body.get('text', '')}")
@@ -75,4 +76,4 @@ async def _interview(args: argparse.Namespace) -> int:
                     except (ConflictError, NotFoundError):
                         print("  (answered elsewhere)")
                         break
-    return 1
+    raise BrokenResourceError("exod stopped during the interview; nothing was written. Run 'exo onboard' again")

@@ -182,3 +182,33 @@ def test_exo_onboard_in_a_terminal_starts_its_own_exod(tmp_path: Path) -> None:
     report = lint_store(store_root)
     assert report.clean and not report.findings
     assert not (home / "run" / "exod.sock").exists()  # the exod it started is stopped again
+
+
+def test_exo_onboard_stops_with_a_clear_error_when_exod_dies_mid_interview(tmp_path: Path, exod_factory: Any,
+                                                                          workspace: Path) -> None:
+    """The interview lives in exod: when exod is SIGKILLed, `exo onboard` says so and exits; nothing is written."""
+    home = tmp_path / "home"
+    store_root = _init_home(home)
+    pack_before = (store_root / "pack.md").read_bytes()
+    exod = exod_factory(home, write_script(tmp_path / "unused.json", []), workspace, ["--model", "none"])
+    env = {**os.environ, "PYTHONPATH": str(REPO), "EXO_HOME": str(home)}
+    proc = subprocess.Popen([sys.executable, "-m", "exo_core.cli", "onboard", "--no-spawn"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if "What should Exo call you?" in line:
+                break
+        exod.kill()
+        assert proc.stdin is not None
+        proc.stdin.write("Sam\n")  # the person answers after exod died; stdin stays open
+        proc.stdin.flush()
+        proc.wait(timeout=120)
+        assert proc.stderr is not None
+        err = proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode != 0
+    assert "error [broken]" in err and "exod" in err, err
+    assert (store_root / "pack.md").read_bytes() == pack_before
