@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import argparse
 
+from exo_core.cli.args import add_command
+
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``exo onboard``."""
-    parser = sub.add_parser("onboard", help="an interview that writes a new person's pack and first nodes")
-    parser.add_argument("--home", default=None, help="Exo home (default $EXO_HOME or ~/.exo)")
+    parser = add_command(sub, "onboard", _onboard, "an interview that writes a new person's pack and first nodes",
+                         home=True)
     parser.add_argument("--force", action="store_true", help="write even over an edited pack or existing nodes")
     parser.add_argument("--no-spawn", action="store_true", help="fail if no exod is running instead of starting one")
-    parser.set_defaults(handler=_onboard)
 
 
 def _onboard(args: argparse.Namespace) -> int:

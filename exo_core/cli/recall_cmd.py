@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import argparse
 
+from exo_core.cli.args import add_command
+
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``exo recall``."""
-    parser = sub.add_parser("recall", help="what the store retrieves for a query (the §20 pipeline)")
+    parser = add_command(sub, "recall", _recall, "what the store retrieves for a query (the §20 pipeline)", home=True)
     parser.add_argument("query", nargs="+")
-    parser.add_argument("--home", default=None, help="Exo home (default $EXO_HOME or ~/.exo)")
     parser.add_argument("--store", default=None, help="store folder (default from config.toml)")
     parser.add_argument("--budget", type=int, default=None, help="token budget (default 1200)")
     parser.add_argument("--scope", default="person", help="person, agent:NAME or group:NAME")
     parser.add_argument("--no-embed", action="store_true", help="BM25 only, even when the embedder is present")
     parser.add_argument("--json", action="store_true")
-    parser.set_defaults(handler=_recall)
 
 
 def _recall(args: argparse.Namespace) -> int:

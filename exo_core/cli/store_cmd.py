@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from exo_core.cli.args import HOME_HELP, add_command
+
 if TYPE_CHECKING:  # annotations only: the CLI imports nothing heavy at start
     from pathlib import Path
 
@@ -15,41 +17,33 @@ if TYPE_CHECKING:  # annotations only: the CLI imports nothing heavy at start
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``exo store`` and its subcommands."""
     parser = sub.add_parser("store", help="check, copy, verify and sync the store folder")
-    parser.add_argument("--home", default=None, help="Exo home (default $EXO_HOME or ~/.exo)")
+    parser.add_argument("--home", default=None, help=HOME_HELP)
     parser.add_argument("--store", default=None, help="store folder (default: the home's store)")
     actions = parser.add_subparsers(dest="store_command", metavar="ACTION")
     actions.required = True
 
-    lint = actions.add_parser("lint", help="report problems in a store: file, line and rule")
+    lint = add_command(actions, "lint", _lint, "report problems in a store: file, line and rule")
     lint.add_argument("dir", nargs="?", default=None, help="store folder (default: the home's store)")
     lint.add_argument("--strict", action="store_true", help="fail on warnings too")
-    lint.set_defaults(handler=_lint)
 
-    export = actions.add_parser("export", help="consistent copy of the store to DEST (safe while exod runs)")
+    export = add_command(actions, "export", _export, "consistent copy of the store to DEST (safe while exod runs)")
     export.add_argument("dest")
     export.add_argument("--force", action="store_true", help="replace DEST even if it changed since its export")
-    export.set_defaults(handler=_export)
 
-    imp = actions.add_parser("import", help="make the verified export SRC this home's store")
-    imp.add_argument("src")
-    imp.set_defaults(handler=_import)
+    add_command(actions, "import", _import, "make the verified export SRC this home's store").add_argument("src")
 
-    verify = actions.add_parser("verify", help="manifest, databases, ledger chain and signatures, lint")
+    verify = add_command(actions, "verify", _verify, "manifest, databases, ledger chain and signatures, lint")
     verify.add_argument("dir", nargs="?", default=None)
-    verify.set_defaults(handler=_verify)
 
-    sync = actions.add_parser("sync", help="combine two used copies A and B; report any fork")
+    sync = add_command(actions, "sync", _sync, "combine two used copies A and B; report any fork")
     sync.add_argument("a")
     sync.add_argument("b")
-    sync.set_defaults(handler=_sync)
 
-    ingest = actions.add_parser("ingest", help="import bookmarks, a notes folder or a chat export")
+    ingest = add_command(actions, "ingest", _ingest, "import bookmarks, a notes folder or a chat export")
     ingest.add_argument("kind", choices=("bookmarks", "notes", "chat"))
     ingest.add_argument("path")
-    ingest.set_defaults(handler=_ingest)
 
-    rebuild = actions.add_parser("rebuild-items", help="recreate items.sqlite from the ledger")
-    rebuild.set_defaults(handler=_rebuild)
+    add_command(actions, "rebuild-items", _rebuild, "recreate items.sqlite from the ledger")
 
 
 def _home(args: argparse.Namespace) -> "ExoHome":
