@@ -88,9 +88,13 @@ class RuntimeSettings:
 
     async def _persist(self, table: str, key: str, value: Any, apply: Callable[[], None], note: str) -> None:
         path = self._core.home.config_path
-        async with self._lock:
+
+        def write() -> None:  # file work runs off the event loop
             text = path.read_text(encoding="utf-8") if path.exists() else ""
-            await asyncio.to_thread(atomic_write_text, path, set_toml_value(text, table, key, value))
+            atomic_write_text(path, set_toml_value(text, table, key, value))
+
+        async with self._lock:
+            await asyncio.to_thread(write)
             apply()
         await self._core.hub.emit(None, "notice", ev.Notice(text=note))
 
@@ -122,7 +126,11 @@ class RuntimeSettings:
 
     async def config_get(self, body: cmd.ConfigGet) -> dict[str, Any]:
         """One setting, or all of them: ``{settings: {key: {value, applies}}}``."""
-        return {"settings": {k: dict(zip(("value", "applies"), self._value(k))) for k in ([body.key] if body.key else SETTINGS)}}
+        settings: dict[str, Any] = {}
+        for key in [body.key] if body.key else SETTINGS:
+            value, applies = self._value(key)
+            settings[key] = {"value": value, "applies": applies}
+        return {"settings": settings}
 
     async def config_set(self, body: cmd.ConfigSet) -> dict[str, Any]:
         """Check, persist and (for ``now`` keys) apply one setting."""
