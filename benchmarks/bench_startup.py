@@ -31,7 +31,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -47,35 +46,10 @@ from benchmarks._common import (  # noqa: E402
     RESULTS_DIR,
     REPO, child_env, machine_info, median, print_table, proc_memory_kb, ratio, write_results,
 )
+from exo_edge.footprint.scenario import health  # noqa: E402 - the footprint audit's own probe
 
 NAME = "startup"
 BUDGET_MB = 80.0
-
-
-def health_ok(sock: Path) -> bool:
-    """One ``GET /health`` over the Unix socket; True when it answers ``"ok": true``."""
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(2.0)
-    try:
-        s.connect(str(sock))
-        s.sendall(b"GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-        data = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    except OSError:
-        return False
-    finally:
-        s.close()
-    head, _, body = data.partition(b"\r\n\r\n")
-    if not head.startswith(b"HTTP/1.1 200"):
-        return False
-    try:
-        return json.loads(body).get("ok") is True
-    except ValueError:
-        return False
 
 
 def time_python_pass(env: dict[str, str]) -> tuple[float, int]:
@@ -117,7 +91,7 @@ def exod_once(home: Path, script: Path, env: dict[str, str], idle: float, timeou
             if proc.poll() is not None:
                 err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
                 raise RuntimeError(f"exod exited with status {proc.returncode}: {err[-2000:]}")
-            if sock.exists() and health_ok(sock):
+            if sock.exists() and health(sock):
                 break
             if time.perf_counter() - t0 > timeout:
                 raise RuntimeError("exod did not become healthy")
