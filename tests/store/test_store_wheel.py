@@ -33,8 +33,9 @@ def test_a_non_editable_install_ships_the_template_and_inits_a_store(tmp_path: P
         else:
             shutil.copy2(REPO / name, src / name)
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
-    subprocess.run([*pip, "wheel", str(src), "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "dist")],
-                   check=True, capture_output=True, timeout=300)
+    built = subprocess.run([*pip, "wheel", str(src), "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "dist")],
+                           capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stdout + built.stderr
     (wheel,) = (tmp_path / "dist").glob("*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     shipped = {n.removeprefix("exo_core/store/template/") for n in names if n.startswith("exo_core/store/template/")}
