@@ -16,8 +16,8 @@ was chosen on), and **heldout**, ``benchmarks/data/heldout_questions.json``
 Each is asked with the person's notes as the pack, plain and with the bench's
 three tools offered (``tool_choice="auto"``, as the agent loop asks), scored by
 ``bench_models``'s own scorer. Beside accuracy it counts the answers a person
-would find broken: an unmatched quote, more than one sentence (a run-on), or
-cut at the token limit.
+would find broken: a stray quote (unmatched, or opening the answer), more than
+one sentence (a run-on), or cut at the token limit.
 
 Then the tool part of ``bench_models`` (6 requests that should call a tool, 6
 questions that should stay text) in both formats, and **interrupted history**:
@@ -59,17 +59,23 @@ RESULTS = ROOT / "benchmarks" / "results" / "answers.json"
 HELDOUT = ROOT / "benchmarks" / "data" / "heldout_questions.json"
 BEFORE_STOP = ("\nQuestion:", "\n", "<eos>", "<end_of_turn>")  # the manifest's stop list before
 MAX_TOKENS = 24  # as bench_models' quality part
+PARTIAL = "She says that the"  # the interrupted answer of the interrupted-history part
 
 # a sentence end followed by more text; a period after a title or single letter is no end
 _NEXT_SENTENCE = re.compile(r"(?<![A-Z])(?<!\bDr)(?<!\bMr)(?<!\bMrs)(?<!\bMs)(?<!\bSt)[.!?][\"”')]*\s+\S")
 
 
 def flaws(answer: str, finish: str) -> dict[str, bool]:
-    """What makes an answer look broken: an unmatched quote, a second sentence, a cut."""
+    """What makes an answer look broken: a stray quote, a second sentence, a cut.
+
+    ``stray_quote`` is an unmatched quote or an answer that opens with a quote
+    (``"Hamlet"``: the model quoting its own answer); ``unmatched_quote`` only
+    the first, the narrower count of the first recorded run.
+    """
     text = answer.strip()
-    quotes = text.count('"') % 2 == 1 or text.count("“") != text.count("”")
-    return {"stray_quote": quotes, "run_on": bool(_NEXT_SENTENCE.search(text)),
-            "cut_at_limit": finish == "length"}
+    unmatched = text.count('"') % 2 == 1 or text.count("“") != text.count("”")
+    return {"stray_quote": unmatched or text.startswith(('"', "“")), "unmatched_quote": unmatched,
+            "run_on": bool(_NEXT_SENTENCE.search(text)), "cut_at_limit": finish == "length"}
 
 
 def load_sets(names: list[str]) -> dict[str, list[tuple[str, tuple[str, ...], str]]]:
@@ -104,7 +110,8 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     flawed = [r for r in rows if any(r["flaws"].values())]
     return {"correct": sum(r["correct"] for r in rows), "of": len(rows),
             "flawed": len(flawed),
-            **{k: sum(r["flaws"][k] for r in rows) for k in ("stray_quote", "run_on", "cut_at_limit")},
+            **{k: sum(r["flaws"][k] for r in rows)
+               for k in ("stray_quote", "unmatched_quote", "run_on", "cut_at_limit")},
             "tool_calls_instead_of_text": sum(bool(r["calls"]) for r in rows)}
 
 
@@ -166,10 +173,10 @@ async def interrupted(transport: Any, fmt: Any) -> dict[str, Any]:
     res: dict[str, Any] = {}
     for mode in ("keep", "drop"):
         f = dataclasses.replace(fmt, interrupted=mode)
-        correct, flawed, rows = 0, 0, []
+        correct, flawed, echoed, rows = 0, 0, 0, []
         for i, (q, accept) in enumerate(notes):
             prev_q = QUESTIONS[i][0]
-            partial = "She says that the"  # cut mid-sentence, as an interrupt leaves it
+            partial = PARTIAL  # cut mid-sentence, as an interrupt leaves it
             messages = (ChatMessage("system", PERSON), ChatMessage("user", prev_q),
                         ChatMessage("assistant", partial + INTERRUPTED_MARK), ChatMessage("user", q))
             text, calls, finish = await ask(transport, f, messages)
@@ -177,8 +184,10 @@ async def interrupted(transport: Any, fmt: Any) -> dict[str, Any]:
             bad = any(flaws(text, finish).values())
             correct += ok
             flawed += bad
+            echoed += text.strip().startswith(PARTIAL.rsplit(" ", 1)[0])  # derailed: copies the cut answer
             rows.append({"q": q, "after": prev_q, "answer": text.strip(), "correct": ok})
-        res[mode] = {"correct": correct, "of": len(notes), "flawed": flawed, "answers": rows}
+        res[mode] = {"correct": correct, "of": len(notes), "flawed": flawed,
+                     "echoes_partial": echoed, "answers": rows}
     return res
 
 
@@ -194,7 +203,8 @@ def main() -> int:
         for mode, labels in modes.items():
             for label, s in labels.items():
                 print(f"{set_name:8} {mode:13} {label:6} correct {s['correct']}/{s['of']}  "
-                      f"flawed {s['flawed']} (stray quote {s['stray_quote']}, run-on {s['run_on']}, "
+                      f"flawed {s['flawed']} (stray quote {s['stray_quote']}, of them unmatched "
+                      f"{s['unmatched_quote']}, run-on {s['run_on']}, "
                       f"cut {s['cut_at_limit']})  tool calls instead of text "
                       f"{s['tool_calls_instead_of_text']}")
     for label, t in out["tools_auto"].items():
@@ -202,7 +212,7 @@ def main() -> int:
               f"stayed text {t['stayed_text']}/{t['of_questions']}")
     for mode, r in out.get("interrupted_history", {}).items():
         print(f"after an interrupted answer, {mode}: correct {r['correct']}/{r['of']}, "
-              f"flawed {r['flawed']}")
+              f"flawed {r['flawed']}, echoing the cut answer {r['echoes_partial']}")
     print(f"{out['seconds']} s")
     if args.json:
         RESULTS.write_text(json.dumps(out, indent=2) + "\n")
