@@ -14,6 +14,9 @@
   under a grammar from the tools' schemas (the prompt prefix is still in the KV
   cache). ``required`` or a tool name goes straight to the constrained call.
   Free text never pays for grammar sampling over the 262k-token vocabulary.
+* **Answer clean-up.** A completion-format answer streams through
+  :class:`exo_edge.answer_tidy.AnswerTidy` (set by the manifest's ``[prompt]``),
+  and decoding stops as soon as it says the answer is complete.
 * **Prefix reuse.** llama-cpp-python keeps the KV cache of the longest common
   token prefix with the previous call on the same object; the usage chunk
   reports those tokens as ``cache_read_tokens``.
