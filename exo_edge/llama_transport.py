@@ -14,6 +14,9 @@
   under a grammar from the tools' schemas (the prompt prefix is still in the KV
   cache). ``required`` or a tool name goes straight to the constrained call.
   Free text never pays for grammar sampling over the 262k-token vocabulary.
+* **Answer clean-up.** A completion-format answer streams through
+  :class:`exo_edge.answer_tidy.AnswerTidy` (set by the manifest's ``[prompt]``),
+  and decoding stops as soon as it says the answer is complete.
 * **Prefix reuse.** llama-cpp-python keeps the KV cache of the longest common
   token prefix with the previous call on the same object; the usage chunk
   reports those tokens as ``cache_read_tokens``.
@@ -41,6 +44,7 @@ from exo_core.agent.model import (
 )
 from exo_core.errors import ClosedResourceError
 from exo_core.models.failures import FailureKind, ProviderError
+from exo_edge.answer_tidy import AnswerTidy
 from exo_edge.manifest import PromptFormat
 from exo_edge.grammar_decode import common_prefix, greedy_under_grammar
 from exo_edge.prompting import (
@@ -200,12 +204,14 @@ class LlamaTransport:
     # -- one call -------------------------------------------------------------------
     def _generate(self, llm: Any, prompt: Any, request: ModelRequest, *, stop: list[str],
                   grammar: Any, emit: Any, cancel: threading.Event, watch_call: bool,
-                  stream_text: bool, chat: bool = False) -> dict[str, Any]:
+                  stream_text: bool, chat: bool = False,
+                  tidy: AnswerTidy | None = None) -> dict[str, Any]:
         """One llama.cpp generation in the worker.
 
         ``watch_call`` holds text back while the answer could still begin with
         ``CALL`` and stops as soon as it does (the caller then generates the
         call under a grammar); any other answer is streamed from there on.
+        Streamed text goes through ``tidy``, which may end the answer early.
         """
         if chat:
             stream = llm.create_chat_completion(
@@ -240,16 +246,16 @@ class LlamaTransport:
                         break
                     if head and not CALL_PREFIX.strip().startswith(head):
                         held = False
-                        if stream_text:
-                            emit(TextDelta("".join(pieces)))
+                        if stream_text and _say(emit, tidy, "".join(pieces)):
+                            break
                     continue
-                if stream_text:
-                    emit(TextDelta(piece))
+                if stream_text and _say(emit, tidy, piece):
+                    break
         finally:
             stream.close()
         text = "".join(pieces)
         if held and not saw_call and text and stream_text:
-            emit(TextDelta(text))  # a short answer that only looked like the start of CALL
+            _say(emit, tidy, text)  # a short answer that only looked like the start of CALL
         return {"text": text, "finish": finish, "saw_call": saw_call,
                 "interrupted": interrupted, "first_at": first_at}
 
@@ -283,6 +289,7 @@ class LlamaTransport:
             mode = "call" if use_tools and request.tool_choice != "auto" else "text"
             result: dict[str, Any] = {"text": "", "finish": "end", "saw_call": False,
                                       "interrupted": False, "first_at": None}
+            tidy = AnswerTidy(fmt)
             if mode == "text" and use_tools:
                 # call or text? decided greedily on the first few tokens, whatever the
                 # temperature, so sampling noise does not turn a call into prose
@@ -294,20 +301,22 @@ class LlamaTransport:
                 if head["saw_call"]:
                     mode = "call"
                 elif head["text"] and not head["interrupted"]:
-                    emit(TextDelta(head["text"]))
-                    if head["finish"] == "length" and request.max_tokens > _DECIDE_TOKENS:
+                    complete = _say(emit, tidy, head["text"])
+                    if (head["finish"] == "length" and request.max_tokens > _DECIDE_TOKENS
+                            and not complete):
                         rest_prompt = tokens + llm.tokenize(head["text"].encode("utf-8"),
                                                             add_bos=False, special=False)
                         rest = self._generate(
                             llm, rest_prompt,
                             replace(request, max_tokens=request.max_tokens - _DECIDE_TOKENS),
                             stop=stop, grammar=None, emit=emit, cancel=cancel,
-                            watch_call=False, stream_text=True)
+                            watch_call=False, stream_text=True, tidy=tidy)
                         result = {**rest, "text": head["text"] + rest["text"],
                                   "first_at": head["first_at"] or rest["first_at"]}
             elif mode == "text":
                 result = self._generate(llm, tokens, request, stop=stop, grammar=None, emit=emit,
-                                        cancel=cancel, watch_call=after_call, stream_text=True)
+                                        cancel=cancel, watch_call=after_call, stream_text=True,
+                                        tidy=tidy)
                 if result["saw_call"]:
                     result = {**result, "text": ""}
             if mode == "call" and not result["interrupted"]:
@@ -425,6 +434,14 @@ class LlamaTransport:
             if llm is not None:
                 await asyncio.get_running_loop().run_in_executor(self._executor, llm.close)
         self._executor.shutdown(wait=False)
+
+
+def _say(emit: Callable[[Any], None], tidy: AnswerTidy | None, text: str) -> bool:
+    """Emit ``text`` (tidied); True when the answer is complete and decoding should stop."""
+    shown = tidy.feed(text) if tidy is not None else text
+    if shown:
+        emit(TextDelta(shown))
+    return tidy is not None and tidy.done
 
 
 def _called_since_question(request: ModelRequest) -> bool:

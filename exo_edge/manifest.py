@@ -33,6 +33,7 @@ __all__ = [
 
 BUILD_STEPS = ("copy", "assemble", "quantize_int8")
 PROMPT_FORMATS = ("completion", "chat")
+INTERRUPTED_MODES = ("keep", "drop")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -82,6 +83,13 @@ class PromptFormat:
     ``chat`` uses the model's own chat template (llama.cpp applies it).
     ``completion`` is for base models: a preamble, few-shot ``examples`` and
     ``Question:/Answer:`` style turns built from the prefixes here.
+
+    Answer clean-up for completion models (:mod:`exo_edge.answer_tidy`):
+    ``strip_open_quote`` drops a quote the answer opens with (and ends the
+    answer where that quote closes); ``sentence_min_words`` ends the answer at
+    the first sentence end once it has at least that many words (0: off).
+    ``interrupted`` says how an interrupted assistant answer in the history is
+    rendered: ``keep`` it with its mark, or ``drop`` that exchange.
     """
 
     format: str = "chat"
@@ -93,6 +101,9 @@ class PromptFormat:
     turn_separator: str = "\n\n"
     stop: tuple[str, ...] = ()
     examples: tuple[tuple[str, str], ...] = ()
+    strip_open_quote: bool = False
+    sentence_min_words: int = 0
+    interrupted: str = "keep"
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +189,21 @@ def _parse_prompt(data: Any, where: str) -> PromptFormat:
             if not isinstance(value, str):
                 raise ConfigError(f"{where}: prompt.{key} must be a string")
             kwargs[key] = value
+    if "strip_open_quote" in data:
+        if not isinstance(data["strip_open_quote"], bool):
+            raise ConfigError(f"{where}: prompt.strip_open_quote must be true or false")
+        kwargs["strip_open_quote"] = data["strip_open_quote"]
+    if "sentence_min_words" in data:
+        words = data["sentence_min_words"]
+        if not isinstance(words, int) or isinstance(words, bool) or words < 0:
+            raise ConfigError(f"{where}: prompt.sentence_min_words must be a whole number >= 0, "
+                              f"not {words!r}")
+        kwargs["sentence_min_words"] = words
+    if "interrupted" in data:
+        if data["interrupted"] not in INTERRUPTED_MODES:
+            raise ConfigError(f"{where}: prompt.interrupted must be one of {INTERRUPTED_MODES}, "
+                              f"not {data['interrupted']!r}")
+        kwargs["interrupted"] = data["interrupted"]
     return PromptFormat(format=fmt, stop=tuple(stop),
                         examples=tuple((q, a) for q, a in examples), **kwargs)
 

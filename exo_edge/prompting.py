@@ -14,6 +14,11 @@ A base model (no chat template) is prompted as a document it can continue::
     Question: <user>
     Answer:
 
+An answer the person interrupted (its text ends with ``INTERRUPTED_MARK``)
+is kept with its mark, or, with the format's ``interrupted = "drop"``, left
+out together with its question: a base model continues whatever it is shown,
+and a cut-off answer invites it to write more cut-off answers.
+
 The unchanging head (preamble, pack) comes first so the KV cache of that
 prefix is reused between turns. A tool call is written
 ``CALL {"name": ..., "arguments": {...}}``; the JSON after ``CALL`` is generated
@@ -29,7 +34,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from exo_core.agent.model import ChatMessage, ToolCall
+from exo_core.agent.model import INTERRUPTED_MARK, ChatMessage, ToolCall
 from exo_edge.manifest import PromptFormat
 
 __all__ = [
@@ -84,6 +89,10 @@ def _assistant_text(m: ChatMessage) -> str:
     return m.content.strip()
 
 
+def _interrupted(m: ChatMessage) -> bool:
+    return not m.tool_calls and m.content.endswith(INTERRUPTED_MARK)
+
+
 def render_completion(messages: Sequence[ChatMessage], fmt: PromptFormat,
                       tools: Sequence[dict[str, Any]] = ()) -> str:
     """The completion prompt for ``messages``; it ends where the model should answer."""
@@ -100,13 +109,18 @@ def render_completion(messages: Sequence[ChatMessage], fmt: PromptFormat,
         head.append(_tools_block(tools, fmt))
     turns: list[str] = []
     current = ""
+    question, dropped = "", False  # dropped: an interrupted answer to current was left out
     for m in messages:
         if m.role == "system":
             continue
         if m.role == "user":
-            if current:
+            if current and not dropped:
                 turns.append(current)
             current = f"{fmt.user_prefix}{m.content.strip()}\n{fmt.assistant_prefix}"
+            question, dropped = current, False
+        elif m.role == "assistant" and fmt.interrupted == "drop" and _interrupted(m):
+            # should nothing follow, the question stays open for a fresh answer
+            current, dropped = question, True
         elif m.role == "assistant":
             current += " " + _assistant_text(m)
         elif m.role == "tool":

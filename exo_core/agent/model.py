@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 __all__ = [
+    "INTERRUPTED_MARK",
     "ChatMessage",
     "ToolCall",
     "ModelRequest",
@@ -31,6 +32,8 @@ __all__ = [
 ]
 
 Role = Literal["system", "user", "assistant", "tool"]
+# appended to the text of an assistant answer the person interrupted (see to_chat_messages)
+INTERRUPTED_MARK = "\n[interrupted]"
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from exo_core.agent.model import ChatMessage, ToolCall
+from exo_core.agent.model import INTERRUPTED_MARK, ChatMessage, ToolCall
 from exo_core.sessions.store import MessageRecord
 from exo_core.tools.spec import ToolSpec
 
@@ -55,9 +55,7 @@ def to_chat_messages(messages: Sequence[MessageRecord]) -> list[ChatMessage]:
     out = []
     for m in messages:
         calls = tuple(ToolCall(c["id"], c["name"], c.get("arguments", {})) for c in m.tool_calls)
-        content = m.content
-        if m.status == "interrupted" and m.role == "assistant":
-            content = content + "\n[interrupted]"
+        content = m.content + (INTERRUPTED_MARK if m.status == "interrupted" and m.role == "assistant" else "")
         out.append(ChatMessage(role=m.role, content=content, tool_calls=calls, tool_call_id=m.tool_call_id))  # type: ignore[arg-type]
     return out
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from exo_core.agent.model import (
+    INTERRUPTED_MARK,
     ChatMessage,
     Finish,
     ModelChunk,
@@ -24,6 +25,7 @@ from exo_core.agent.model import (
 )
 from exo_core.errors import ClosedResourceError
 from exo_core.models import FailureKind, ModelRouter, ProviderError, load_catalog
+from exo_edge.answer_tidy import tidy_answer
 from exo_edge.hosted import HostedTransports
 from exo_edge.llama_transport import LlamaSettings, LlamaTransport
 from exo_edge.manifest import PromptFormat, find_manifest
@@ -255,3 +257,37 @@ async def test_local_transport_for_exod(tmp_path: Path) -> None:
         await router.aclose()
     assert isinstance(chunks[-1], Finish)
     assert any(isinstance(c, TextDelta) for c in chunks)
+
+
+@pytest.mark.model
+async def test_clean_up_and_interrupted_history_through_the_model(transport: LlamaTransport) -> None:
+    """The manifest's clean-up streamed by the real model equals the pure function over the raw answer."""
+    shipped = transport.settings
+    raw_fmt = dataclasses.replace(shipped.prompt, strip_open_quote=False, sentence_min_words=0,
+                                  interrupted="keep")
+    question = ask("What should I cook tonight?", tools=(TIMER,))
+
+    async def answer(fmt: PromptFormat) -> str:
+        transport.settings = dataclasses.replace(shipped, prompt=fmt)
+        # the same call first, so both answers are computed from the same KV-cache state
+        # (reused prefixes are evaluated in other batches, which can move a greedy choice)
+        [c async for c in transport.stream(ask("Where does Ana live?"))]
+        return text_of([c async for c in transport.stream(question)])
+
+    try:
+        raw, shown = await answer(raw_fmt), await answer(shipped.prompt)
+    finally:
+        transport.settings = shipped
+    assert shown == tidy_answer(raw, shipped.prompt)
+    assert not shown.lstrip().startswith('"') and shown.count('"') % 2 == 0
+
+    # an interrupted exchange is left out: the prompt is the one of the question alone
+    alone = [c async for c in transport.stream(ask("What is the dog called?"))]
+    after = [c async for c in transport.stream(ModelRequest(messages=(
+        ChatMessage("system", PACK), ChatMessage("user", "Where does Ana work?"),
+        ChatMessage("assistant", "She works as a" + INTERRUPTED_MARK),
+        ChatMessage("user", "What is the dog called?")), temperature=0.0, max_tokens=32))]
+    (u_alone,) = [c for c in alone if isinstance(c, UsageChunk)]
+    (u_after,) = [c for c in after if isinstance(c, UsageChunk)]
+    assert u_after.input_tokens == u_alone.input_tokens
+    assert "Biscuit" in text_of(after)
