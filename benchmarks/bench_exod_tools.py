@@ -1,0 +1,164 @@
+"""Tool decisions of the local base model with exod's real tool list and narrower offers, same run.
+
+    python benchmarks/bench_exod_tools.py [--json]
+
+The agent loop offers the local model every built-in tool plus ``ask_person``
+(nine tools), under exod's system prompt (``BASE_PROMPT`` and the store
+template's pack). ``exo bench footprint`` showed the Gemma 3 270M model
+calling ``ask_person`` with ``{"question": "text"}`` for "What is the weather
+like tomorrow?" and ``edit_file`` for "Please delete my notes file": it copies
+the tools block's worked examples (all ``CALL`` answers, placeholder values).
+
+One transport (the manifest's ``[prompt]``, greedy) answers every request with
+each tool offer, narrowed as the toolset decision narrows it
+(``ToolRegistry.view``): **all** (what exod offers with
+``decisions.toolsets = false``, the default), **core+shell** and **shell**.
+
+Parts: **exod**, requests that should act (the tool named) and questions that
+should stay text, under exod's system prompt; and **bench**, the tool part of
+``bench_models`` (its three tools, its person's notes), for comparison. For
+each request: the first ``_DECIDE_TOKENS`` greedy tokens with no stop (the
+raw call/text head), the first 16 (``intent``: the tool name the model
+writes before the grammar forces an offered one) and what the transport
+returned. Results go to
+benchmarks/results/exod_tools.json with --json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+
+from bench_answers import ask  # noqa: E402
+from bench_models import NO_TOOL, PERSON, TOOL_REQUESTS, TOOLS  # noqa: E402
+
+from exo_core.agent.loop import BASE_PROMPT  # noqa: E402
+from exo_core.agent.model import ChatMessage  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results" / "exod_tools.json"
+PACK = ROOT / "store_template" / "pack.md"
+INTENT_TOKENS = 16
+# (request, the tool that should answer it; None: it should stay text)
+EXOD_REQUESTS: list[tuple[str, str | None]] = [
+    ("Please delete my notes file, notes.txt.", "bash"),
+    ("Delete the file old.log.", "bash"),
+    ("Run the command ls.", "bash"),
+    ("Run the tests with pytest.", "bash"),
+    ("Write 'buy milk' to the file todo.txt.", "write_file"),
+    ("Create a file hello.txt that says hi.", "write_file"),
+    ("Show me what is in todo.md.", "read_file"),
+    ("Read the file notes.txt.", "read_file"),
+    ("What is the weather like tomorrow?", None),
+    ("What is the capital of France?", None),
+    ("How are you today?", None),
+    ("What is two plus two?", None),
+    ("Tell me a short joke.", None),
+    ("Who wrote Hamlet?", None),
+]
+
+
+OFFERS: dict[str, tuple[str, ...] | None] = {"all": None, "core+shell": ("core", "shell"),
+                                             "shell": ("shell",)}
+
+
+def exod_tools(toolsets: tuple[str, ...] | None = None) -> tuple[dict[str, Any], ...]:
+    """The tools the agent loop offers: ``builtin_tools()`` plus ``ask_person`` (as the engine
+    adds it), narrowed to ``toolsets`` as the loop narrows them (``None``: every tool)."""
+    from exo_core.agent.questions import AskPersonTool
+    from exo_core.tools import builtin_tools
+
+    reg = builtin_tools()
+    reg.add(AskPersonTool(None))  # type: ignore[arg-type]  # only its spec is read
+    offered = reg if toolsets is None else reg.view(toolsets)
+    return tuple(s.to_model() for s in offered.specs())
+
+
+def head_text(llm: Any, prompt: str, n: int) -> str:
+    """The first ``n`` greedy tokens of the answer, with no stop and no grammar (the raw head)."""
+    out = llm.create_completion(prompt, max_tokens=n, temperature=0.0)
+    return str(out["choices"][0]["text"])
+
+
+async def part(transport: Any, fmt: Any, system: str, tools: tuple[dict[str, Any], ...],
+               requests: list[tuple[str, str | None]]) -> dict[str, Any]:
+    """One format through one request list: right calls, stayed text, each row."""
+    from exo_edge.llama_transport import _DECIDE_TOKENS
+    from exo_edge.prompting import render_completion
+
+    rows, right, any_call, stayed = [], 0, 0, 0
+    for q, want in requests:
+        messages = (ChatMessage("system", system), ChatMessage("user", q))
+        prompt = render_completion(messages, fmt, tools)
+        head = await transport.run_exclusive(lambda llm: head_text(llm, prompt, _DECIDE_TOKENS))
+        # longer, still without a grammar: the tool name the model means, offered or not
+        intent = await transport.run_exclusive(lambda llm: head_text(llm, prompt, INTENT_TOKENS))
+        text, calls, _ = await ask(transport, fmt, messages, tools, 48)
+        right += want is not None and calls[:1] == [want]
+        any_call += want is not None and bool(calls)
+        stayed += want is None and not calls
+        rows.append({"q": q, "want": want, "head": head, "intent": intent, "calls": calls,
+                     "text": text.strip()})
+    acts = sum(w is not None for _, w in requests)
+    return {"right_call": right, "any_call": any_call, "of_requests": acts, "stayed_text": stayed,
+            "of_questions": len(requests) - acts, "rows": rows}
+
+
+async def run() -> dict[str, Any]:
+    from exo_edge.llama_transport import LlamaSettings, LlamaTransport
+    from exo_edge.manifest import find_manifest
+    from exo_edge.paths import locate_model_file
+
+    manifest = find_manifest("gemma-3-270m")
+    path = locate_model_file(manifest.primary_file.name)
+    if path is None or manifest.prompt is None:
+        raise SystemExit("model not fetched: run `exo models fetch` first")
+    fmt = manifest.prompt
+    transport = LlamaTransport(LlamaSettings(model_path=path, prompt=manifest.prompt, n_threads=2,
+                                             name=manifest.name))
+    system = BASE_PROMPT + "\n\n" + PACK.read_text().strip()
+    bench_requests = [*TOOL_REQUESTS, *((q, None) for q in NO_TOOL)]
+    t0 = time.perf_counter()
+    out: dict[str, Any] = {"prompt": dataclasses.asdict(fmt), "tools": {
+        **{f"exod {k}": [t["name"] for t in exod_tools(v)] for k, v in OFFERS.items()},
+        "bench": [t["name"] for t in TOOLS]}, "parts": {}}
+    for label, toolsets in OFFERS.items():
+        out["parts"][f"exod {label}"] = await part(transport, fmt, system, exod_tools(toolsets),
+                                                   EXOD_REQUESTS)
+    out["parts"]["bench"] = await part(transport, fmt, PERSON, TOOLS, bench_requests)
+    out["seconds"] = round(time.perf_counter() - t0, 1)
+    await transport.aclose()
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--json", action="store_true", help="write benchmarks/results/exod_tools.json")
+    args = ap.parse_args()
+    out = asyncio.run(run())
+    out = {"command": "python benchmarks/bench_exod_tools.py --json",
+           "machine": {"cpus": os.cpu_count(), "loadavg_1m": round(os.getloadavg()[0], 2)}, **out}
+    for name, r in out["parts"].items():
+        print(f"{name:15} right call {r['right_call']}/{r['of_requests']} "
+              f"(any call {r['any_call']}), stayed text {r['stayed_text']}/{r['of_questions']}")
+        for row in r["rows"]:
+            print(f"    {row['q'][:44]:44} want {str(row['want']):10} head {row['head']!r:28} "
+                  f"-> {row['calls'] or row['text'][:30]!r}")
+    print(f"{out['seconds']} s")
+    if args.json:
+        RESULTS.write_text(json.dumps(out, indent=2) + "\n")
+        print(f"wrote {RESULTS.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
