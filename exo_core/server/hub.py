@@ -34,6 +34,7 @@ from exo_core.clock import Clock, SystemClock, iso_utc
 from exo_core.errors import ClosedResourceError, InternalError, StorageError
 from exo_core.ids import IdFactory, RandomIds
 from exo_core.protocol import EVENTS, Event, body_to_wire
+from exo_core.sessions.db import write_transaction
 from exo_core.sessions.worker import DbWorker
 
 __all__ = ["Hub", "Subscription", "StoredEvent"]
@@ -167,16 +168,11 @@ class Hub:
 
     def _insert(self, rows: list[tuple[int, str, str | None, str, str, str]]) -> None:
         conn = self._worker.connection
-        conn.execute("BEGIN IMMEDIATE")
         try:
-            conn.executemany("INSERT INTO events(seq, id, session, type, ts, data) VALUES (?,?,?,?,?,?)", rows)
-            conn.execute("COMMIT")
+            with write_transaction(conn):
+                conn.executemany("INSERT INTO events(seq, id, session, type, ts, data) VALUES (?,?,?,?,?,?)", rows)
         except sqlite3.Error as exc:
-            conn.execute("ROLLBACK")
             raise StorageError(f"could not save events {rows[0][0]}..{rows[-1][0]}: {exc}") from exc
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
 
     # -- reading -----------------------------------------------------------
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
@@ -18,6 +18,7 @@ from exo_core.clock import Clock, SystemClock, iso_utc
 from exo_core.errors import BadBodyError, ConflictError, NotFoundError
 from exo_core.ids import IdFactory, RandomIds
 from exo_core.protocol.envelopes import shallow_dict
+from exo_core.sessions.db import write_transaction
 from exo_core.sessions.worker import DbWorker
 
 __all__ = ["SessionStore", "SessionRecord", "MessageRecord", "TurnRecord", "ApprovalRecord", "SearchHit"]
@@ -308,21 +309,9 @@ class SessionStore:
 
     # -- transactions ------------------------------------------------------
 
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self) -> contextlib.AbstractContextManager[None]:
         """``with store.transaction():`` groups writes into one commit (inside an open one, it joins it)."""
-        conn = self._conn
-        if conn.in_transaction:
-            yield
-            return
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
-
+        return write_transaction(self._conn)
 
 def _message(row: sqlite3.Row) -> MessageRecord:
     return _record(MessageRecord, row, tool_calls=json.loads(row["tool_calls"]))
