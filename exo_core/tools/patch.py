@@ -21,7 +21,7 @@ from typing import Any
 from exo_core.errors import BadBodyError
 from exo_core.tools.files import resolve_path, write_atomic
 from exo_core.tools.match import find_match
-from exo_core.tools.spec import ToolContext, ToolResult, ToolSpec
+from exo_core.tools.spec import ToolContext, ToolResult, ToolSpec, object_schema
 
 __all__ = ["ApplyPatchTool", "FilePatch", "Hunk", "parse_patch", "apply_hunks"]
 
@@ -128,13 +128,9 @@ def _place(lines: list[str], old: list[str], hint: int) -> int | None:
 class ApplyPatchTool:
     """Apply a unified diff to files in the workspace (all hunks or none)."""
 
-    spec = ToolSpec(
-        name="apply_patch",
-        description="Apply a unified diff ('patch', as git diff writes it) to files in the workspace. "
-        "All hunks apply or none do.",
-        parameters={"type": "object", "properties": {"patch": {"type": "string"}}, "required": ["patch"]},
-        risk="medium",
-    )
+    spec = ToolSpec(name="apply_patch", description="Apply a unified diff ('patch', as git diff writes it) to files "
+                    "in the workspace. All hunks apply or none do.", risk="medium",
+                    parameters=object_schema(("patch",), patch="string"))
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         patch = arguments.get("patch")

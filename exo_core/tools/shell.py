@@ -14,7 +14,7 @@ import shutil
 import signal
 from typing import Any
 
-from exo_core.tools.spec import MAX_RESULT_CHARS, ToolContext, ToolResult, ToolSpec
+from exo_core.tools.spec import MAX_RESULT_CHARS, ToolContext, ToolResult, ToolSpec, object_schema
 
 __all__ = ["BashTool"]
 
@@ -25,17 +25,9 @@ _MAX_TIMEOUT = 3600.0
 class BashTool:
     """Run a shell command in the workspace."""
 
-    spec = ToolSpec(
-        name="bash",
-        description="Run a bash command in the workspace. Optional 'timeout' in seconds (default 120).",
-        parameters={
-            "type": "object",
-            "properties": {"command": {"type": "string"}, "timeout": {"type": "number"}},
-            "required": ["command"],
-        },
-        risk="high",
-        toolset="shell",
-    )
+    spec = ToolSpec(name="bash", description="Run a bash command in the workspace. Optional 'timeout' in seconds "
+                    "(default 120).", parameters=object_schema(("command",), command="string", timeout="number"),
+                    risk="high", toolset="shell")
 
     def available(self) -> bool:
         """Whether ``bash`` is on the PATH."""
