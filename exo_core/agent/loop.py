@@ -29,24 +29,11 @@ from typing import Any
 
 from exo_core.agent.approvals import ApprovalBroker
 from exo_core.agent.model import (
-    Finish,
-    ModelRequest,
-    ModelTransport,
-    ReasoningDelta,
-    TextDelta,
-    ToolCall,
-    ToolCallChunk,
-    UsageChunk,
+    Finish, ModelRequest, ModelTransport, ReasoningDelta, TextDelta, ToolCall, ToolCallChunk, UsageChunk,
 )
 from exo_core.agent.recorder import NullRecorder, TurnRecorder
 from exo_core.agent.seams import (
-    ContextEngine,
-    Gate,
-    MemoryProvider,
-    NullMemory,
-    RiskGate,
-    ToolsetChooser,
-    VerbatimContext,
+    ContextEngine, Gate, MemoryProvider, NullMemory, RiskGate, ToolsetChooser, VerbatimContext,
 )
 from exo_core.agent.toolrun import emit_message as _emit_message
 from exo_core.agent.toolrun import record as _record

@@ -19,17 +19,8 @@ from typing import Any
 from exo_core.errors import ConfigError
 
 __all__ = [
-    "ROLES",
-    "ROLE_FALLBACK",
-    "ModelPrice",
-    "ProviderSpec",
-    "Route",
-    "Credential",
-    "Timeouts",
-    "Catalog",
-    "parse_route",
-    "load_catalog",
-    "default_catalog_path",
+    "ROLES", "ROLE_FALLBACK", "ModelPrice", "ProviderSpec", "Route", "Credential", "Timeouts", "Catalog", "parse_route",
+    "load_catalog", "default_catalog_path",
 ]
 
 ROLES = ("main", "aux", "decision")

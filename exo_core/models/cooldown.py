@@ -17,13 +17,7 @@ from dataclasses import dataclass
 from exo_core.models.failures import FailureKind
 
 __all__ = [
-    "Clock",
-    "COOLDOWN_SECONDS",
-    "PROBE_FLOOR_SECONDS",
-    "PROBE_FRACTION",
-    "Cooldown",
-    "CooldownBook",
-    "probe_delay",
+    "Clock", "COOLDOWN_SECONDS", "PROBE_FLOOR_SECONDS", "PROBE_FRACTION", "Cooldown", "CooldownBook", "probe_delay",
 ]
 
 Clock = Callable[[], float]

@@ -14,12 +14,7 @@ import enum
 from exo_core.errors import ModelError, RetryableModelError
 
 __all__ = [
-    "FailureKind",
-    "ProviderError",
-    "RetryableProviderError",
-    "RoutesExhaustedError",
-    "NoUsableRouteError",
-    "classify",
+    "FailureKind", "ProviderError", "RetryableProviderError", "RoutesExhaustedError", "NoUsableRouteError", "classify",
 ]
 
 

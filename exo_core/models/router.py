@@ -27,36 +27,15 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Protocol
 
 from exo_core.agent.model import (
-    Finish,
-    ModelChunk,
-    ModelRequest,
-    ModelTransport,
-    ReasoningDelta,
-    TextDelta,
-    ToolCallChunk,
-    UsageChunk,
+    Finish, ModelChunk, ModelRequest, ModelTransport, ReasoningDelta, TextDelta, ToolCallChunk, UsageChunk,
 )
 from exo_core.agent.scripted import ScriptedModel
 from exo_core.errors import ConfigError, ModelError
 from exo_core.home import ExoHome
-from exo_core.models.catalog import (
-    ROLE_FALLBACK,
-    ROLES,
-    Catalog,
-    Credential,
-    Route,
-    load_catalog,
-    parse_route,
-)
+from exo_core.models.catalog import ROLE_FALLBACK, ROLES, Catalog, Credential, Route, load_catalog, parse_route
 from exo_core.models.cooldown import Clock, CooldownBook
 from exo_core.models.cost import priced
-from exo_core.models.failures import (
-    FailureKind,
-    NoUsableRouteError,
-    ProviderError,
-    RoutesExhaustedError,
-    classify,
-)
+from exo_core.models.failures import FailureKind, NoUsableRouteError, ProviderError, RoutesExhaustedError, classify
 
 __all__ = ["ModelRouter", "LocalFactory", "HostedFactory", "build_router"]
 
