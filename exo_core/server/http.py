@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from exo_core.engine.dispatch import Engine
-from exo_core.errors import AccessDeniedError, ClosedResourceError, ExoError, MalformedMessageError, PayloadTooLargeError
+from exo_core.errors import AccessDeniedError, ClosedResourceError
 from exo_core.protocol import MAX_BODY_BYTES, PROTOCOL_VERSION, ErrorInfo, Response
 from exo_core.server.auth import HostPolicy, check_bearer, peer_uid
 from exo_core.server.hub import Hub, StoredEvent
@@ -88,9 +88,11 @@ def build_app(engine: Engine, hub: Hub, settings: HttpSettings, *, extra_routes:
 
     async def command(request: web.Request) -> web.Response:
         try:
-            data = await _read_limited(request)
-        except ExoError as exc:
-            return _error(_STATUS.get(exc.code, 400), exc.code, exc.message)
+            data = await request.read()  # bounded by client_max_size; the codec refuses what is over the limit
+        except web.HTTPRequestEntityTooLarge:
+            return _error(413, "too_large", f"body exceeds the limit of {MAX_BODY_BYTES} bytes")
+        if not data:
+            return _error(400, "malformed", "empty body: POST one JSON command object")
         response = await engine.handle_raw(data)
         status = 200 if response.ok else _STATUS.get(response.error.code if response.error else "", 200)
         return web.Response(status=status, text=response.to_json(), content_type="application/json")
@@ -155,22 +157,3 @@ def _authenticate(request: web.Request, settings: HttpSettings) -> None:
     elif not settings.web.is_public(request.method, request.path):
         request["web_session"] = settings.web.check(request.method, request.cookies, request.headers)
 
-
-async def _read_limited(request: web.Request) -> bytes:
-    """The request body, refusing more than the limit without reading it all."""
-    length = request.content_length
-    if length is not None and length > MAX_BODY_BYTES:
-        raise PayloadTooLargeError(f"body is {length} bytes; the limit is {MAX_BODY_BYTES}")
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        chunk = await request.content.read(65536)
-        if not chunk:
-            break
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise PayloadTooLargeError(f"body exceeds the limit of {MAX_BODY_BYTES} bytes")
-        chunks.append(chunk)
-    if not chunks:
-        raise MalformedMessageError("empty body: POST one JSON command object")
-    return b"".join(chunks)
