@@ -144,11 +144,11 @@ class SessionStore:
         )
         return [SessionRecord(**dict(r)) for r in rows]
 
-    def touch(self, session_id: str, *, add_cost: float = 0.0) -> None:
-        """Mark a session updated, adding ``add_cost`` to its running cost."""
-        self._conn.execute(
-            "UPDATE sessions SET updated_at = ?, cost = cost + ? WHERE id = ?", (self._now(), add_cost, session_id)
-        )
+    def touch(self, session_id: str, *, add_cost: float = 0.0) -> SessionRecord:
+        """Mark a session updated, adding ``add_cost`` to its running cost; returns the updated record."""
+        self._conn.execute("UPDATE sessions SET updated_at = ?, cost = cost + ? WHERE id = ?",
+                           (self._now(), add_cost, session_id))
+        return self.get_session(session_id)
 
     def fork(self, session_id: str, *, message_id: int | None = None, title: str = "") -> SessionRecord:
         """Copy messages up to ``message_id`` (inclusive; default all) into a new session."""
