@@ -197,14 +197,10 @@ class SessionStore:
 
     def dangling_tool_calls(self, session_id: str) -> list[tuple[MessageRecord, dict[str, Any]]]:
         """Tool calls of assistant messages that never got a tool result (a crash mid-round)."""
-        answered = {m.tool_call_id for m in self.messages(session_id) if m.role == "tool"}
-        return [
-            (m, call)
-            for m in self.messages(session_id)
-            if m.role == "assistant"
-            for call in m.tool_calls
-            if call.get("id") not in answered
-        ]
+        messages = self.messages(session_id)
+        answered = {m.tool_call_id for m in messages if m.role == "tool"}
+        return [(m, call) for m in messages if m.role == "assistant" for call in m.tool_calls
+                if call.get("id") not in answered]
 
     def undo(self, session_id: str, turns: int) -> list[str]:
         """Hide the last ``turns`` turns from the conversation; returns their ids."""
@@ -267,7 +263,7 @@ class SessionStore:
         row = self._conn.execute("SELECT * FROM approvals WHERE id = ?", (approval_id,)).fetchone()
         if row is None:
             raise NotFoundError(f"no approval request {approval_id!r}", field="request_id")
-        return _record(ApprovalRecord, row, arguments=json.loads(row["arguments"]))
+        return _approval(row)
 
     def resolve_approval(self, approval_id: str, status: str, reason: str = "") -> ApprovalRecord:
         """Answer an open request; a second answer is a :class:`ConflictError` (first answer wins)."""
@@ -282,9 +278,8 @@ class SessionStore:
 
     def open_approvals(self, session_id: str | None = None) -> list[ApprovalRecord]:
         """Requests still waiting for an answer."""
-        sql = "SELECT id FROM approvals WHERE status = 'open'" + (" AND session_id = ?" if session_id else "")
-        rows = self._conn.execute(sql, (session_id,) if session_id else ()).fetchall()
-        return [self.get_approval(r[0]) for r in rows]
+        sql = "SELECT * FROM approvals WHERE status = 'open'" + (" AND session_id = ?" if session_id else "")
+        return [_approval(r) for r in self._conn.execute(sql, (session_id,) if session_id else ())]
 
     # -- search ------------------------------------------------------------
 
@@ -315,6 +310,10 @@ class SessionStore:
 
 def _message(row: sqlite3.Row) -> MessageRecord:
     return _record(MessageRecord, row, tool_calls=json.loads(row["tool_calls"]))
+
+
+def _approval(row: sqlite3.Row) -> ApprovalRecord:
+    return _record(ApprovalRecord, row, arguments=json.loads(row["arguments"]))
 
 
 def _record(cls: type[_R], row: sqlite3.Row, **decoded: Any) -> _R:
