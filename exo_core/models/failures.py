@@ -34,8 +34,6 @@ class FailureKind(enum.Enum):
 class ProviderError(ModelError):
     """A provider failed in a way retrying the same call will not fix."""
 
-    code = "model_error"
-
     def __init__(self, message: str, *, kind: FailureKind, status: int | None = None,
                  provider: str = "") -> None:
         super().__init__(message)
@@ -52,8 +50,6 @@ class ProviderError(ModelError):
 
 class RetryableProviderError(RetryableModelError):
     """A provider failed transiently (429, 5xx, network); ``retry_after`` if it said."""
-
-    code = "model_retry"
 
     def __init__(self, message: str, *, kind: FailureKind, status: int | None = None,
                  provider: str = "", retry_after: float | None = None) -> None:
@@ -75,8 +71,6 @@ class RoutesExhaustedError(RetryableModelError):
     number of seconds until the first one reopens.
     """
 
-    code = "model_retry"
-
     def __init__(self, message: str, *, reasons: tuple[str, ...], retry_after: float) -> None:
         super().__init__(message, retry_after=retry_after)
         self.reasons = reasons
@@ -84,8 +78,6 @@ class RoutesExhaustedError(RetryableModelError):
 
 class NoUsableRouteError(ModelError):
     """No route of a role can be tried at all (no keys, nothing configured)."""
-
-    code = "model_error"
 
     def __init__(self, message: str, *, reasons: tuple[str, ...]) -> None:
         super().__init__(message)
