@@ -127,8 +127,7 @@ class ModelRouter:
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         """Stream ``request`` from the first route that works, falling back before output."""
         reasons: list[str] = []
-        reopen: list[float] = []
-        tried_any = False
+        reopen: list[float] = []  # empty at the end: no credential could even be tried
         for route in self.chain(request.role):
             creds = self.credentials(route)
             if not creds:
@@ -141,12 +140,9 @@ class ModelRouter:
                 if wait > 0:
                     rest = self.cooldowns.get(cred.id)
                     why = rest.detail if rest is not None else "failed"
-                    reasons.append(f"{route} [{cred.id}]: cooling down after {why}; "
-                                   f"reopens in {wait:.0f} s")
+                    reasons.append(f"{route} [{cred.id}]: cooling down after {why}; reopens in {wait:.0f} s")
                     reopen.append(wait)
-                    tried_any = True
                     continue
-                tried_any = True
                 started = False
                 held: list[ModelChunk] = []
                 try:
@@ -175,8 +171,7 @@ class ModelRouter:
                     if started or kind is FailureKind.BAD_REQUEST:
                         raise
                     wait = max(0.0, rest.until - self.cooldowns.clock())
-                    reasons.append(f"{route} [{cred.id}]: {exc.message}; "
-                                   f"reopens in {wait:.0f} s")
+                    reasons.append(f"{route} [{cred.id}]: {exc.message}; reopens in {wait:.0f} s")
                     reopen.append(wait)
                     continue
                 self.cooldowns.succeed(cred.id)
@@ -185,12 +180,12 @@ class ModelRouter:
                 if not any(isinstance(h, Finish) for h in held) and not started:
                     yield Finish("end")
                 return
-        if not tried_any:
+        if not reopen:
             raise NoUsableRouteError(
                 f"no usable model route for role {request.role!r}: " + "; ".join(reasons or [
                     "no routes configured (set [models.roles] in config.toml)"]),
                 reasons=tuple(reasons))
-        soonest = min(reopen) if reopen else 0.0
+        soonest = min(reopen)
         raise RoutesExhaustedError(
             f"every model route for role {request.role!r} failed: " + "; ".join(reasons)
             + f". The next route reopens in {soonest:.0f} s.",
