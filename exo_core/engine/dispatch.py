@@ -72,13 +72,10 @@ class Engine:
 
     async def handle_raw(self, data: bytes | str | dict[str, Any]) -> Response:
         """Decode and handle one command; always returns a response, never raises."""
-        command_id: str | None = None
-        if isinstance(data, dict) and isinstance(data.get("id"), str):
-            command_id = data["id"]
         try:
             command, body = decode_command(data)
-            command_id = command.id
         except ExoError as exc:
+            command_id = data.get("id") if isinstance(data, dict) and isinstance(data.get("id"), str) else None
             return Response.failure(command_id, ErrorInfo(exc.code, exc.message, exc.field))
         return await self.handle(command.type, command.id, body)
 

@@ -71,9 +71,7 @@ def decode_command(data: bytes | str | dict[str, Any]) -> tuple[Command, Any]:
     body_cls = COMMANDS.get(ctype)
     if body_cls is None:
         raise UnknownCommandError(f"unknown command type {ctype[:80]!r}; see `exo protocol export` for the list", field="type")
-    body = raw.get("body", {})
-    if body is None:
-        body = {}
+    body = {} if raw.get("body") is None else raw["body"]
     if not isinstance(body, dict):
         raise BadBodyError(f"command body must be a JSON object, not {_json_type(body)}", field="body")
     return Command(id=command_id, type=ctype, body=body), decode_body(body_cls, body)
