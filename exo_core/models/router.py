@@ -149,17 +149,13 @@ class ModelRouter:
                     agen = self._transport(route, cred).stream(request)
                     try:
                         async for chunk in agen:
-                            if isinstance(chunk, UsageChunk):
-                                chunk = priced(chunk, price, route.model)
-                            if not started and not isinstance(chunk, _OUTPUT):
-                                held.append(chunk)  # usage/finish before output: hold
-                                continue
-                            if not started:
-                                started = True
+                            # Usage or a finish before any output is held: the call may still fail and fall back.
+                            held.append(priced(chunk, price, route.model) if isinstance(chunk, UsageChunk) else chunk)
+                            started = started or isinstance(chunk, _OUTPUT)
+                            if started:
                                 for h in held:
                                     yield h
                                 held.clear()
-                            yield chunk
                     finally:
                         await _aclose(agen)
                 except ModelError as exc:
