@@ -115,10 +115,9 @@ class RiskGate:
 
     def check(self, spec: ToolSpec, arguments: dict[str, Any]) -> GateOutcome:
         summary = _one_line(spec.name, arguments)
-        key = spec.name
-        if spec.risk == "high" and key not in self._always:
-            return GateOutcome("ask", summary, spec.risk, "high-risk tool", rule_key=key)
-        return GateOutcome("allow", summary, spec.risk, rule_key=key)
+        if spec.risk == "high" and spec.name not in self._always:
+            return GateOutcome("ask", summary, spec.risk, "high-risk tool", rule_key=spec.name)
+        return GateOutcome("allow", summary, spec.risk, rule_key=spec.name)
 
     def allow_always(self, rule_key: str) -> None:
         """Stop asking for ``rule_key`` for the rest of this run."""

@@ -126,10 +126,8 @@ def build_app(engine: Engine, hub: Hub, settings: HttpSettings, *, extra_routes:
                 frames = [_frame(item, profile)]
                 sub.drain_ready(lambda more: frames.append(_frame(more, profile)))
                 await response.write("".join(frames).encode("utf-8"))
-        except ConnectionResetError:
-            pass  # the client went away; its subscription ends here
-        except ClosedResourceError:
-            pass  # the core is shutting down; the client will reconnect and resume
+        except (ConnectionResetError, ClosedResourceError):
+            pass  # the client went away, or the core is shutting down (the client reconnects and resumes)
         finally:
             sub.close()
         return response
