@@ -197,13 +197,8 @@ class Hub:
 
     @staticmethod
     def _read(conn: sqlite3.Connection, since: int, session: str | None, limit: int) -> list[StoredEvent]:
-        if session is None:
-            rows = conn.execute("SELECT seq, session, data FROM events WHERE seq > ? ORDER BY seq LIMIT ?", (since, limit))
-        else:
-            rows = conn.execute(
-                "SELECT seq, session, data FROM events WHERE session = ? AND seq > ? ORDER BY seq LIMIT ?",
-                (session, since, limit),
-            )
+        where, args = ("", (since, limit)) if session is None else ("session = ? AND ", (session, since, limit))
+        rows = conn.execute(f"SELECT seq, session, data FROM events WHERE {where}seq > ? ORDER BY seq LIMIT ?", args)
         return [StoredEvent(r[0], r[1], r[2]) for r in rows]
 
     def subscribe(self, since: int = 0, session: str | None = None) -> "Subscription":

@@ -116,6 +116,11 @@ class SessionStore:
     def _now(self) -> str:
         return iso_utc(self._clock.now())
 
+    def _insert(self, table: str, **values: Any) -> sqlite3.Cursor:
+        """INSERT one row; the table and column names are ours, only the values come from callers."""
+        marks = ",".join("?" * len(values))
+        return self._conn.execute(f"INSERT INTO {table}({', '.join(values)}) VALUES ({marks})", tuple(values.values()))
+
     # -- sessions ----------------------------------------------------------
 
     def create_session(self, *, title: str = "", workspace: str | None = None, parent_id: str | None = None,
@@ -123,11 +128,8 @@ class SessionStore:
         """Insert a new session."""
         sid = self._ids.new("ses")
         now = self._now()
-        self._conn.execute(
-            "INSERT INTO sessions(id, title, created_at, updated_at, parent_id, fork_message_id, workspace)"
-            " VALUES (?,?,?,?,?,?,?)",
-            (sid, title, now, now, parent_id, fork_message_id, workspace),
-        )
+        self._insert("sessions", id=sid, title=title, created_at=now, updated_at=now, parent_id=parent_id,
+                     fork_message_id=fork_message_id, workspace=workspace)
         return self.get_session(sid)
 
     def get_session(self, session_id: str) -> SessionRecord:
@@ -139,9 +141,8 @@ class SessionStore:
 
     def list_sessions(self, limit: int = 50) -> list[SessionRecord]:
         """Sessions, most recently updated first."""
-        rows = self._conn.execute(
-            "SELECT * FROM sessions ORDER BY updated_at DESC, id DESC LIMIT ?", (max(1, min(limit, 1000)),)
-        )
+        rows = self._conn.execute("SELECT * FROM sessions ORDER BY updated_at DESC, id DESC LIMIT ?",
+                                  (max(1, min(limit, 1000)),))
         return [SessionRecord(**dict(r)) for r in rows]
 
     def touch(self, session_id: str, *, add_cost: float = 0.0) -> SessionRecord:
@@ -160,12 +161,8 @@ class SessionStore:
             messages = [m for m in messages if m.id <= message_id]
         fork_point = messages[-1].id if messages else None
         with self.transaction():
-            child = self.create_session(
-                title=title or (f"{parent.title} (fork)" if parent.title else "fork"),
-                workspace=parent.workspace,
-                parent_id=parent.id,
-                fork_message_id=fork_point,
-            )
+            child = self.create_session(title=title or (f"{parent.title} (fork)" if parent.title else "fork"),
+                                        workspace=parent.workspace, parent_id=parent.id, fork_message_id=fork_point)
             for m in messages:
                 self.add_message(child.id, m.role, m.content, turn_id=m.turn_id, tool_calls=m.tool_calls,
                                  tool_call_id=m.tool_call_id, status=m.status)
@@ -178,11 +175,9 @@ class SessionStore:
                     status: str = "complete") -> MessageRecord:
         """Store one message and index its text, tool calls and tool results for search."""
         calls = list(tool_calls)
-        cur = self._conn.execute(
-            "INSERT INTO messages(session_id, turn_id, role, content, tool_calls, tool_call_id, status, created_at)"
-            " VALUES (?,?,?,?,?,?,?,?)",
-            (session_id, turn_id, role, content, json.dumps(calls, ensure_ascii=False), tool_call_id, status, self._now()),
-        )
+        cur = self._insert("messages", session_id=session_id, turn_id=turn_id, role=role, content=content,
+                           tool_calls=json.dumps(calls, ensure_ascii=False), tool_call_id=tool_call_id, status=status,
+                           created_at=self._now())
         mid = int(cur.lastrowid or 0)
         indexed = content + "".join(
             f"\n{c.get('name', '')} {json.dumps(c.get('arguments', {}), ensure_ascii=False)}" for c in calls
@@ -206,11 +201,8 @@ class SessionStore:
         """Hide the last ``turns`` turns from the conversation; returns their ids."""
         if turns < 1:
             raise BadBodyError("turns must be at least 1", field="turns")
-        rows = self._conn.execute(
-            "SELECT DISTINCT turn_id FROM messages WHERE session_id = ? AND undone = 0 AND turn_id IS NOT NULL"
-            " ORDER BY id DESC",
-            (session_id,),
-        ).fetchall()
+        rows = self._conn.execute("SELECT DISTINCT turn_id FROM messages WHERE session_id = ? AND undone = 0"
+                                  " AND turn_id IS NOT NULL ORDER BY id DESC", (session_id,)).fetchall()
         # DISTINCT with ORDER BY id keeps the first occurrence order per SQLite; dedupe in Python to be sure.
         chosen = list(dict.fromkeys(r[0] for r in rows))[:turns]
         if chosen:
@@ -225,10 +217,8 @@ class SessionStore:
         """Record a turn (queued or running)."""
         tid = self._ids.new("turn")
         now = self._now()
-        self._conn.execute(
-            "INSERT INTO turns(id, session_id, text, mode, status, created_at, updated_at) VALUES (?,?,?,?,?,?,?)",
-            (tid, session_id, text, mode, status, now, now),
-        )
+        self._insert("turns", id=tid, session_id=session_id, text=text, mode=mode, status=status, created_at=now,
+                     updated_at=now)
         return TurnRecord(tid, session_id, text, mode, status, None)
 
     def set_turn_status(self, turn_id: str, status: str, stop_reason: str | None = None) -> None:
@@ -251,11 +241,9 @@ class SessionStore:
                      risk: str, arguments: dict[str, Any]) -> ApprovalRecord:
         """Open an approval request."""
         aid = self._ids.new("apr")
-        self._conn.execute(
-            "INSERT INTO approvals(id, session_id, turn_id, call_id, tool, summary, risk, arguments, created_at)"
-            " VALUES (?,?,?,?,?,?,?,?,?)",
-            (aid, session_id, turn_id, call_id, tool, summary, risk, json.dumps(arguments, ensure_ascii=False), self._now()),
-        )
+        self._insert("approvals", id=aid, session_id=session_id, turn_id=turn_id, call_id=call_id, tool=tool,
+                     summary=summary, risk=risk, arguments=json.dumps(arguments, ensure_ascii=False),
+                     created_at=self._now())
         return self.get_approval(aid)
 
     def get_approval(self, approval_id: str) -> ApprovalRecord:
@@ -267,10 +255,8 @@ class SessionStore:
 
     def resolve_approval(self, approval_id: str, status: str, reason: str = "") -> ApprovalRecord:
         """Answer an open request; a second answer is a :class:`ConflictError` (first answer wins)."""
-        cur = self._conn.execute(
-            "UPDATE approvals SET status = ?, reason = ?, resolved_at = ? WHERE id = ? AND status = 'open'",
-            (status, reason, self._now(), approval_id),
-        )
+        cur = self._conn.execute("UPDATE approvals SET status = ?, reason = ?, resolved_at = ?"
+                                 " WHERE id = ? AND status = 'open'", (status, reason, self._now(), approval_id))
         if cur.rowcount == 0:
             current = self.get_approval(approval_id)
             raise ConflictError(f"approval {approval_id!r} was already answered ({current.status})", field="request_id")
@@ -289,11 +275,8 @@ class SessionStore:
         if not terms:
             return []
         fts_query = " ".join('"' + t.replace('"', '""') + '"' for t in terms[:32])
-        sql = (
-            "SELECT m.session_id, m.id, m.role, snippet(messages_fts, 0, '[', ']', '…', 12) AS snip"
-            " FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid"
-            " WHERE messages_fts MATCH ? AND m.undone = 0"
-        )
+        sql = ("SELECT m.session_id, m.id, m.role, snippet(messages_fts, 0, '[', ']', '…', 12) AS snip FROM messages_fts"
+               " JOIN messages m ON m.id = messages_fts.rowid WHERE messages_fts MATCH ? AND m.undone = 0")
         args: list[Any] = [fts_query]
         if session_id:
             sql += " AND m.session_id = ?"
