@@ -56,10 +56,8 @@ log = logging.getLogger(__name__)
 
 INTERRUPTED_RESULT = "interrupted before completion"
 _DELTA_WINDOW = 64
-BASE_PROMPT = (
-    "You are Exo, a personal assistant. Answer briefly and plainly. "
-    "Use tools when they help; ask before doing anything irreversible or public."
-)
+BASE_PROMPT = ("You are Exo, a personal assistant. Answer briefly and plainly. "
+               "Use tools when they help; ask before doing anything irreversible or public.")
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,11 +25,7 @@ __all__ = [
 
 ROLES = ("main", "aux", "decision")
 # Where a role's chain continues when its own routes are empty or exhausted.
-ROLE_FALLBACK: Mapping[str, tuple[str, ...]] = {
-    "main": (),
-    "aux": ("main",),
-    "decision": ("aux", "main"),
-}
+ROLE_FALLBACK: Mapping[str, tuple[str, ...]] = {"main": (), "aux": ("main",), "decision": ("aux", "main")}
 # ``scripted``: the model part of a route is the path of a scripted-model file (tests and demos).
 PROVIDER_KINDS = ("openai", "anthropic", "local", "scripted")
 

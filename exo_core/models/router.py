@@ -177,15 +177,12 @@ class ModelRouter:
                     yield Finish("end")
                 return
         if not reopen:
-            raise NoUsableRouteError(
-                f"no usable model route for role {request.role!r}: " + "; ".join(reasons or [
-                    "no routes configured (set [models.roles] in config.toml)"]),
-                reasons=tuple(reasons))
+            raise NoUsableRouteError(f"no usable model route for role {request.role!r}: " + "; ".join(
+                reasons or ["no routes configured (set [models.roles] in config.toml)"]), reasons=tuple(reasons))
         soonest = min(reopen)
-        raise RoutesExhaustedError(
-            f"every model route for role {request.role!r} failed: " + "; ".join(reasons)
-            + f". The next route reopens in {soonest:.0f} s.",
-            reasons=tuple(reasons), retry_after=soonest)
+        raise RoutesExhaustedError(f"every model route for role {request.role!r} failed: " + "; ".join(reasons)
+                                   + f". The next route reopens in {soonest:.0f} s.", reasons=tuple(reasons),
+                                   retry_after=soonest)
 
     async def aclose(self) -> None:
         """Close the hosted transports' HTTP session and any local transports that can be closed."""

@@ -113,14 +113,9 @@ def decode_event(data: bytes | str | dict[str, Any]) -> Event:
     if not isinstance(seq, int) or isinstance(seq, bool) or not isinstance(etype, str):
         raise MalformedMessageError("event 'seq' must be an integer and 'type' a string")
     body = raw.get("body")
-    return Event(
-        id=str(raw.get("id", "")),
-        seq=seq,
-        session=raw.get("session") if isinstance(raw.get("session"), str) else None,
-        type=etype,
-        ts=str(raw.get("ts", "")),
-        body=body if isinstance(body, dict) else {},
-    )
+    session = raw.get("session")
+    return Event(id=str(raw.get("id", "")), seq=seq, session=session if isinstance(session, str) else None, type=etype,
+                 ts=str(raw.get("ts", "")), body=body if isinstance(body, dict) else {})
 
 
 def decode_event_body(event: Event) -> Any | None:

@@ -69,11 +69,8 @@ def json_schema() -> dict[str, Any]:
     defs: dict[str, Any] = {}
     commands = {name: _object_schema(cls, defs) for name, cls in COMMANDS.items()}
     events = {name: _object_schema(cls, defs) for name, cls in EVENTS.items()}
-    error = {
-        "type": "object",
-        "properties": {"code": {"type": "string"}, "message": {"type": "string"}, "field": {"type": "string"}},
-        "required": ["code", "message"],
-    }
+    error = {"type": "object", "required": ["code", "message"],
+             "properties": {"code": {"type": "string"}, "message": {"type": "string"}, "field": {"type": "string"}}}
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": f"Exo protocol {PROTOCOL_VERSION}",
@@ -177,10 +174,8 @@ def typescript() -> str:
 
 def generated_files() -> dict[str, str]:
     """File name to exact content of every generated file."""
-    return {
-        "protocol.schema.json": json.dumps(json_schema(), indent=2, sort_keys=True, ensure_ascii=False) + "\n",
-        "protocol.d.ts": typescript(),
-    }
+    return {"protocol.schema.json": json.dumps(json_schema(), indent=2, sort_keys=True, ensure_ascii=False) + "\n",
+            "protocol.d.ts": typescript()}
 
 
 def write_generated(directory: Path = GENERATED_DIR) -> list[Path]:

@@ -107,11 +107,8 @@ def build_app(engine: Engine, hub: Hub, settings: HttpSettings, *, extra_routes:
             return _error(400, "bad_request", "'since' and Last-Event-ID must be integers")
         session = request.query.get("session") or None
         profile = engine.clients.get(request.query.get("client"))  # shaped to what the client can show
-        response = web.StreamResponse(headers={
-            "Content-Type": "text/event-stream",
-            "Cache-Control": "no-cache",
-            "X-Accel-Buffering": "no",
-        })
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
+                                               "X-Accel-Buffering": "no"})
         await response.prepare(request)
         sub = hub.subscribe(since, session)
         try:

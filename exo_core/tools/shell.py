@@ -42,14 +42,10 @@ class BashTool:
             return ToolResult.error("'timeout' must be a positive number of seconds")
         timeout = min(float(timeout), _MAX_TIMEOUT)
         try:
+            # start_new_session: the command gets its own process group, so killpg reaches every child.
             proc = await asyncio.create_subprocess_exec(
-                "bash", "-c", command,
-                cwd=str(context.workspace),
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,  # own process group: killpg reaches every child
-            )
+                "bash", "-c", command, cwd=str(context.workspace), stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True)
         except OSError as exc:
             return ToolResult.error(f"cannot start bash: {exc.strerror}")
         collected: list[str] = []
