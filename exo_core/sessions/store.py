@@ -275,8 +275,9 @@ class SessionStore:
         if not terms:
             return []
         fts_query = " ".join('"' + t.replace('"', '""') + '"' for t in terms[:32])
-        sql = ("SELECT m.session_id, m.id, m.role, snippet(messages_fts, 0, '[', ']', '…', 12) AS snip FROM messages_fts"
-               " JOIN messages m ON m.id = messages_fts.rowid WHERE messages_fts MATCH ? AND m.undone = 0")
+        sql = ("SELECT m.session_id, m.id, m.role, snippet(messages_fts, 0, '[', ']', '…', 12) AS snip"
+               " FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid WHERE messages_fts MATCH ?"
+               " AND m.undone = 0")
         args: list[Any] = [fts_query]
         if session_id:
             sql += " AND m.session_id = ?"
