@@ -113,9 +113,7 @@ async def _execute(deps: "LoopDeps", session_id: str, call: ToolCall) -> ToolRes
         await deps.hub.emit(session_id, "ui.panel", ev.UiPanel(kind=kind, title=title, data=data))
 
     async def session_search(query: str, limit: int) -> list[dict[str, Any]]:
-        hits = await deps.worker.run(lambda: deps.store.search(query, limit=limit))
-        return [{"session": h.session_id, "message_id": h.message_id, "role": h.role, "snippet": h.snippet}
-                for h in hits]
+        return [h.to_wire() for h in await deps.worker.run(lambda: deps.store.search(query, limit=limit))]
 
     context = ToolContext(workspace=deps.workspace, call_id=call.id, emit_output=emit_output, session_id=session_id,
                           extra={"emit_panel": emit_panel, "session_search": session_search})

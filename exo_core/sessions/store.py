@@ -97,6 +97,9 @@ class SearchHit:
     role: str
     snippet: str
 
+    def to_wire(self) -> dict[str, Any]:
+        return {"session": self.session_id, "message_id": self.message_id, "role": self.role, "snippet": self.snippet}
+
 
 class SessionStore:
     """Typed access to the session tables over one writer connection."""
