@@ -72,42 +72,18 @@ def json_schema() -> dict[str, Any]:
     error = {"type": "object", "required": ["code", "message"],
              "properties": {"code": {"type": "string"}, "message": {"type": "string"}, "field": {"type": "string"}}}
     return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": f"Exo protocol {PROTOCOL_VERSION}",
-        "protocol": PROTOCOL_VERSION,
-        "$defs": dict(sorted(defs.items())),
+        "$schema": "https://json-schema.org/draft/2020-12/schema", "title": f"Exo protocol {PROTOCOL_VERSION}",
+        "protocol": PROTOCOL_VERSION, "$defs": dict(sorted(defs.items())), "commands": commands, "events": events,
         "envelopes": {
-            "Command": {
-                "type": "object",
-                "properties": {"id": {"type": "string"}, "type": {"enum": list(COMMANDS)}, "body": {"type": "object"}},
-                "required": ["id", "type"],
-                "additionalProperties": False,
-            },
-            "Response": {
-                "type": "object",
-                "properties": {
-                    "id": {"type": ["string", "null"]},
-                    "ok": {"type": "boolean"},
-                    "result": {"type": ["object", "null"]},
-                    "error": {"anyOf": [error, {"type": "null"}]},
-                },
-                "required": ["id", "ok", "result", "error"],
-            },
-            "Event": {
-                "type": "object",
-                "properties": {
-                    "id": {"type": "string"},
-                    "seq": {"type": "integer"},
-                    "session": {"type": ["string", "null"]},
-                    "type": {"type": "string"},
-                    "ts": {"type": "string"},
-                    "body": {"type": "object"},
-                },
-                "required": ["id", "seq", "session", "type", "ts", "body"],
-            },
+            "Command": {"type": "object", "required": ["id", "type"], "additionalProperties": False, "properties": {
+                "id": {"type": "string"}, "type": {"enum": list(COMMANDS)}, "body": {"type": "object"}}},
+            "Response": {"type": "object", "required": ["id", "ok", "result", "error"], "properties": {
+                "id": {"type": ["string", "null"]}, "ok": {"type": "boolean"}, "result": {"type": ["object", "null"]},
+                "error": {"anyOf": [error, {"type": "null"}]}}},
+            "Event": {"type": "object", "required": ["id", "seq", "session", "type", "ts", "body"], "properties": {
+                "id": {"type": "string"}, "seq": {"type": "integer"}, "session": {"type": ["string", "null"]},
+                "type": {"type": "string"}, "ts": {"type": "string"}, "body": {"type": "object"}}},
         },
-        "commands": commands,
-        "events": events,
     }
 
 
