@@ -126,11 +126,9 @@ class Catalog:
 
 def parse_route(text: str) -> Route:
     """``"provider:model"`` as a :class:`Route`."""
-    if not isinstance(text, str) or ":" not in text:
-        raise ConfigError(f"model route {text!r} must be written provider:model, e.g. local:gemma-3-270m")
-    provider, model = text.split(":", 1)
+    provider, _, model = text.partition(":") if isinstance(text, str) else ("", "", "")
     if not provider or not model:
-        raise ConfigError(f"model route {text!r} must be written provider:model")
+        raise ConfigError(f"model route {text!r} must be written provider:model, e.g. local:gemma-3-270m")
     return Route(provider, model)
 
 
