@@ -127,8 +127,6 @@ class HookRegistry:
 
 
 def _verdict(raw: Any, owner: str) -> HookVerdict | None:
-    if raw is None:
-        return None
     if isinstance(raw, HookVerdict):
         return raw
     reason = ""
