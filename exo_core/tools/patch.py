@@ -78,19 +78,15 @@ def parse_patch(text: str) -> list[FilePatch]:
             old: list[str] = []
             new: list[str] = []
             while i < len(lines) and not lines[i].startswith(("@@", "--- ", "diff ")):
-                line = lines[i]
-                if line.startswith("\\"):
-                    no_newline = True
-                elif line.startswith("-"):
-                    old.append(line[1:])
-                elif line.startswith("+"):
-                    new.append(line[1:])
-                elif line.startswith(" ") or line == "":
-                    old.append(line[1:])
-                    new.append(line[1:])
-                else:
-                    raise BadBodyError(f"patch line {i + 1}: hunk lines start with ' ', '-' or '+', not {line[:1]!r}",
+                tag, rest = lines[i][:1], lines[i][1:]  # an empty line is a context line whose space was lost
+                if tag not in ("\\", "-", "+", " ", ""):
+                    raise BadBodyError(f"patch line {i + 1}: hunk lines start with ' ', '-' or '+', not {tag!r}",
                                        field="patch")
+                no_newline = no_newline or tag == "\\"
+                if tag in ("-", " ", ""):
+                    old.append(rest)
+                if tag in ("+", " ", ""):
+                    new.append(rest)
                 i += 1
             hunks.append(Hunk(int(m.group(1)), tuple(old), tuple(new)))
         if not hunks and not (old_path is None or new_path is None):
