@@ -97,11 +97,10 @@ async def _ask(deps: "LoopDeps", session_id: str, turn_id: str, call: ToolCall, 
     if answer.decision == "allow_always" and outcome.rule_key:
         deps.gate.allow_always(outcome.rule_key)
     entry = await record(deps, "approval", {
-        "session": session_id, "turn": turn_id, "call": call.id, "request_id": answer.request_id,
-        "tool": call.name, "summary": outcome.summary, "risk": risk, "reason": reason,
+        "session": session_id, "turn": turn_id, "call": call.id, "request_id": answer.request_id, "tool": call.name,
+        "summary": outcome.summary, "risk": risk, "reason": reason, "rule_key": outcome.rule_key,
         "decision": "deny" if answer.decision == "deny" else "allow", "always": answer.decision == "allow_always",
-        "rule_key": outcome.rule_key, "answer_reason": answer.reason,
-    })
+        "answer_reason": answer.reason})
     return answer.decision, ((entry,) if entry else ())
 
 

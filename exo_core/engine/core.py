@@ -93,17 +93,14 @@ class Core:
             gate = ConsequenceGate(Policy.load(home.root / "gate.toml"), workspace=options.workspace)
         context = options.context
         if context is None:
-            context = SummaryTreeContext(
-                worker=self.worker, store=self.store, hub=self.hub, clock=options.clock,
-                summarizer=options.summarizer or model,
-                config=options.context_config or ContextConfig.from_config(home.config()))
+            context = SummaryTreeContext(worker=self.worker, store=self.store, hub=self.hub, clock=options.clock,
+                                         summarizer=options.summarizer or model,
+                                         config=options.context_config or ContextConfig.from_config(home.config()))
         self.context: ContextEngine = context
-        self.deps = LoopDeps(
-            hub=self.hub, worker=self.worker, store=self.store, model=model, tools=options.tools,
-            approvals=self.approvals, gate=gate, memory=options.memory, context=self.context,
-            recorder=options.recorder, hooks=options.hooks, clock=options.clock, settings=options.settings,
-            workspace=options.workspace, toolsets=options.toolsets,
-        )
+        self.deps = LoopDeps(hub=self.hub, worker=self.worker, store=self.store, model=model, tools=options.tools,
+                             approvals=self.approvals, gate=gate, memory=options.memory, context=self.context,
+                             recorder=options.recorder, hooks=options.hooks, clock=options.clock,
+                             settings=options.settings, workspace=options.workspace, toolsets=options.toolsets)
         self.runner = TurnRunner(self.deps)
         self.engine = Engine(hub=self.hub, worker=self.worker, store=self.store, runner=self.runner,
                              approvals=self.approvals)

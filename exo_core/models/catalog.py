@@ -186,12 +186,8 @@ def _routes(value: Any, where: str) -> tuple[Route, ...]:
     return tuple(parse_route(v) for v in ([value] if isinstance(value, str) else value))
 
 
-def load_catalog(
-    config: Mapping[str, Any] | None = None,
-    *,
-    path: Path | None = None,
-    env: Mapping[str, str] | None = None,
-) -> Catalog:
+def load_catalog(config: Mapping[str, Any] | None = None, *, path: Path | None = None,
+                 env: Mapping[str, str] | None = None) -> Catalog:
     """The catalog at ``path`` (default: packaged) overridden by ``config["models"]``.
 
     ``$EXO_MODELS_MAIN`` (comma-separated routes) overrides the main role last,
