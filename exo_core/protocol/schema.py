@@ -24,28 +24,36 @@ __all__ = ["json_schema", "typescript", "write_generated", "GENERATED_DIR", "gen
 GENERATED_DIR = Path(__file__).parent / "generated"
 
 
-def _schema_of(hint: Any, defs: dict[str, Any]) -> dict[str, Any]:
+# Scalar field types: their JSON Schema type and their TypeScript type.
+_SCALARS = {str: ("string", "string"), int: ("integer", "number"), float: ("number", "number"),
+            bool: ("boolean", "boolean")}
+
+
+def _describe(hint: Any, defs: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """A field type as JSON Schema (nested dataclasses go into ``defs``) and as TypeScript."""
     origin = typing.get_origin(hint)
     if hint is Any:
-        return {}
+        return {}, "unknown"
     if origin in (Union, types.UnionType):
-        return {"anyOf": [_schema_of(a, defs) for a in typing.get_args(hint)]}
+        options = [_describe(a, defs) for a in typing.get_args(hint)]
+        return {"anyOf": [schema for schema, _ in options]}, " | ".join(ts for _, ts in options)
     if origin is Literal:
-        return {"enum": list(typing.get_args(hint))}
+        return {"enum": list(typing.get_args(hint))}, " | ".join(json.dumps(a) for a in typing.get_args(hint))
     if origin is list:
         (item,) = typing.get_args(hint) or (Any,)
-        return {"type": "array", "items": _schema_of(item, defs)}
+        schema, ts = _describe(item, defs)
+        return {"type": "array", "items": schema}, f"Array<{ts}>"
     if origin is dict:
-        return {"type": "object"}
+        return {"type": "object"}, "Record<string, unknown>"
     if hint is type(None):
-        return {"type": "null"}
+        return {"type": "null"}, "null"
     if dataclasses.is_dataclass(hint):
         name = hint.__name__
         if name not in defs:
             defs[name] = {}
             defs[name] = _object_schema(hint, defs)
-        return {"$ref": f"#/$defs/{name}"}
-    return {"type": {str: "string", int: "integer", float: "number", bool: "boolean"}[hint]}
+        return {"$ref": f"#/$defs/{name}"}, name
+    return {"type": _SCALARS[hint][0]}, _SCALARS[hint][1]
 
 
 def _object_schema(cls: type[Any], defs: dict[str, Any]) -> dict[str, Any]:
@@ -53,7 +61,7 @@ def _object_schema(cls: type[Any], defs: dict[str, Any]) -> dict[str, Any]:
     props: dict[str, Any] = {}
     required: list[str] = []
     for f in dataclasses.fields(cls):
-        props[f.name] = _schema_of(hints[f.name], defs)
+        props[f.name] = _describe(hints[f.name], defs)[0]
         if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             required.append(f.name)
     schema: dict[str, Any] = {"type": "object", "properties": props, "additionalProperties": False}
@@ -87,26 +95,6 @@ def json_schema() -> dict[str, Any]:
     }
 
 
-def _ts_of(hint: Any) -> str:
-    origin = typing.get_origin(hint)
-    if hint is Any:
-        return "unknown"
-    if origin in (Union, types.UnionType):
-        return " | ".join(_ts_of(a) for a in typing.get_args(hint))
-    if origin is Literal:
-        return " | ".join(json.dumps(a) for a in typing.get_args(hint))
-    if origin is list:
-        (item,) = typing.get_args(hint) or (Any,)
-        return f"Array<{_ts_of(item)}>"
-    if origin is dict:
-        return "Record<string, unknown>"
-    if hint is type(None):
-        return "null"
-    if dataclasses.is_dataclass(hint):
-        return hint.__name__
-    return {str: "string", int: "number", float: "number", bool: "boolean"}[hint]
-
-
 def _ts_interface(name: str, cls: type[Any]) -> str:
     hints = typing.get_type_hints(cls)
     lines = []
@@ -115,7 +103,7 @@ def _ts_interface(name: str, cls: type[Any]) -> str:
     lines.append(f"export interface {name} {{")
     for f in dataclasses.fields(cls):
         optional = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
-        lines.append(f"  {f.name}{'?' if optional else ''}: {_ts_of(hints[f.name])};")
+        lines.append(f"  {f.name}{'?' if optional else ''}: {_describe(hints[f.name], {})[1]};")
     lines.append("}")
     return "\n".join(lines)
 
