@@ -121,9 +121,8 @@ async def run_turn(deps: LoopDeps, session_id: str, turn: TurnRecord, steer: deq
                                    max_tokens=deps.settings.max_tokens)
             text, calls = await _call_model(deps, session_id, turn.id, request, state)
             state.partial, state.calls = "", []
-            reply = await db(lambda: deps.store.add_message(
-                session_id, "assistant", text, turn_id=turn.id,
-                tool_calls=[{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]))
+            reply = await db(lambda: deps.store.add_message(session_id, "assistant", text, turn_id=turn.id, tool_calls=[
+                {"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]))
             await _emit_message(deps, reply)
             if not calls:
                 reason = "end"

@@ -147,8 +147,7 @@ class AskPersonTool:
             return ToolResult.error("'options' must be a list of strings")
         try:
             answer = await self._broker.ask(context.session_id, str(arguments.get("question", "")), options,
-                                            allow_text=bool(arguments.get("allow_text", False)),
-                                            timeout=self._timeout)
+                                            allow_text=bool(arguments.get("allow_text", False)), timeout=self._timeout)
         except TimeoutError:
             return ToolResult.error(f"no answer within {int(self._timeout)} seconds")
         return ToolResult(answer.describe(tuple(" ".join(str(o).split()) for o in options)))

@@ -91,9 +91,8 @@ async def _ask(deps: "LoopDeps", session_id: str, turn_id: str, call: ToolCall, 
                risk: str, reason: str) -> tuple[str, tuple[str, ...]]:
     answer = await deps.approvals.request(session_id, turn_id=turn_id, call_id=call.id, tool=call.name,
                                           summary=outcome.summary, risk=outcome.risk, arguments=call.arguments)
-    await deps.hooks.notify("post_approval_response", tool_name=call.name, arguments=call.arguments,
-                            call_id=call.id, session_id=session_id, request_id=answer.request_id,
-                            decision=answer.decision)
+    await deps.hooks.notify("post_approval_response", tool_name=call.name, arguments=call.arguments, call_id=call.id,
+                            session_id=session_id, request_id=answer.request_id, decision=answer.decision)
     if answer.decision == "allow_always" and outcome.rule_key:
         deps.gate.allow_always(outcome.rule_key)
     entry = await record(deps, "approval", {

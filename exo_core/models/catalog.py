@@ -98,9 +98,8 @@ class Catalog:
         try:
             return self.providers[name]
         except KeyError:
-            raise ConfigError(
-                f"unknown model provider {name!r}; known: {', '.join(sorted(self.providers))}. "
-                "Add it under [models.providers.NAME] in config.toml") from None
+            raise ConfigError(f"unknown model provider {name!r}; known: {', '.join(sorted(self.providers))}. "
+                              "Add it under [models.providers.NAME] in config.toml") from None
 
     def price(self, route: Route) -> ModelPrice | None:
         """The list price of ``route``'s model, when the catalog knows it."""

@@ -34,8 +34,7 @@ class FailureKind(enum.Enum):
 class ProviderError(ModelError):
     """A provider failed in a way retrying the same call will not fix."""
 
-    def __init__(self, message: str, *, kind: FailureKind, status: int | None = None,
-                 provider: str = "") -> None:
+    def __init__(self, message: str, *, kind: FailureKind, status: int | None = None, provider: str = "") -> None:
         super().__init__(message)
         self.kind = kind
         self.status = status

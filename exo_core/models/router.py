@@ -61,9 +61,8 @@ _OUTPUT = (TextDelta, ReasoningDelta, ToolCallChunk)
 class ModelRouter:
     """Routes each request's role to a working provider; implements ModelTransport."""
 
-    def __init__(self, catalog: Catalog, *, env: Mapping[str, str] | None = None,
-                 clock: Clock = time.monotonic, local: LocalFactory | None = None,
-                 hosted: HostedFactory | None = None) -> None:
+    def __init__(self, catalog: Catalog, *, env: Mapping[str, str] | None = None, clock: Clock = time.monotonic,
+                 local: LocalFactory | None = None, hosted: HostedFactory | None = None) -> None:
         self.catalog = catalog
         self.env = dict(os.environ if env is None else env)
         self.cooldowns = CooldownBook(clock)
@@ -113,9 +112,8 @@ class ModelRouter:
             try:
                 from exo_edge.hosted import HostedTransports  # type: ignore[import-not-found]
             except ImportError as exc:
-                raise ProviderError(f"{route}: the hosted-provider transports (exo_edge.hosted) are not "
-                                    "installed in this core", kind=FailureKind.UNAVAILABLE,
-                                    provider=route.provider) from exc
+                raise ProviderError(f"{route}: the hosted-provider transports (exo_edge.hosted) are not installed in "
+                                    "this core", kind=FailureKind.UNAVAILABLE, provider=route.provider) from exc
             self.hosted = HostedTransports(self.catalog.timeouts)
         return self.hosted
 

@@ -158,9 +158,7 @@ def open_reader(path: Path) -> sqlite3.Connection:
 def _migrate(conn: sqlite3.Connection, path: Path) -> None:
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     if version > SCHEMA_VERSION:
-        raise StorageError(
-            f"{path} has schema version {version}, newer than this core ({SCHEMA_VERSION}); upgrade Exo"
-        )
+        raise StorageError(f"{path} has schema version {version}, newer than this core ({SCHEMA_VERSION}); upgrade Exo")
     for target in range(version + 1, SCHEMA_VERSION + 1):
         # Each step and its version bump commit together: a crash mid-migration
         # leaves the previous version, and the next start redoes the step.

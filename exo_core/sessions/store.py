@@ -182,10 +182,9 @@ class SessionStore:
                            tool_calls=json.dumps(calls, ensure_ascii=False), tool_call_id=tool_call_id, status=status,
                            created_at=self._now())
         mid = int(cur.lastrowid or 0)
-        indexed = content + "".join(
-            f"\n{c.get('name', '')} {json.dumps(c.get('arguments', {}), ensure_ascii=False)}" for c in calls
-        )
-        self._conn.execute("INSERT INTO messages_fts(rowid, text, session_id) VALUES (?,?,?)", (mid, indexed, session_id))
+        indexed = content + "".join(f"\n{c.get('name', '')} {json.dumps(c.get('arguments', {}), ensure_ascii=False)}"
+                                    for c in calls)
+        self._insert("messages_fts", rowid=mid, text=indexed, session_id=session_id)
         return MessageRecord(mid, session_id, turn_id, role, content, calls, tool_call_id, status)
 
     def messages(self, session_id: str, *, include_undone: bool = False) -> list[MessageRecord]:

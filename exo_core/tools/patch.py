@@ -93,8 +93,7 @@ def parse_patch(text: str) -> list[FilePatch]:
             raise BadBodyError(f"patch for {new_path}: no hunks", field="patch")
         files.append(FilePatch(old_path, new_path, tuple(hunks), no_newline))
     if not files:
-        raise BadBodyError("no '--- '/'+++ ' file headers found; send a unified diff (git diff format)",
-                           field="patch")
+        raise BadBodyError("no '--- '/'+++ ' file headers found; send a unified diff (git diff format)", field="patch")
     return files
 
 
