@@ -256,11 +256,9 @@ class Subscription:
         while True:
             if self._live is None or self._live.closed:
                 raise ClosedResourceError("subscription closed: the core is shutting down")
-            if self._buffer:
-                item = self._buffer.popleft()
-                if self._is_new(item):
-                    return item
-                continue
+            ready: list[StoredEvent] = []
+            if self.drain_ready(ready.append, limit=1):  # what is buffered or queued already
+                return ready[0]
             if self._replaying:
                 # Each replaying subscription reads on its own connection, so replays
                 # run in parallel; the connection is released once live.
