@@ -117,20 +117,15 @@ class ModelRouter:
             self.hosted = HostedTransports(self.catalog.timeouts)
         return self.hosted
 
-    def credentials(self, route: Route) -> tuple[Credential, ...]:
-        """The credentials of ``route``'s provider available from the environment."""
-        return self.catalog.credentials(route.provider, self.env)
-
     # -- streaming ------------------------------------------------------------------
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         """Stream ``request`` from the first route that works, falling back before output."""
         reasons: list[str] = []
         reopen: list[float] = []  # empty at the end: no credential could even be tried
         for route in self.chain(request.role):
-            creds = self.credentials(route)
+            creds = self.catalog.credentials(route.provider, self.env)
             if not creds:
-                spec = self.catalog.provider(route.provider)
-                reasons.append(f"{route}: no key (set {' or '.join(spec.key_env)})")
+                reasons.append(f"{route}: no key (set {' or '.join(self.catalog.provider(route.provider).key_env)})")
                 continue
             price = self.catalog.price(route)
             for cred in creds:
@@ -187,9 +182,7 @@ class ModelRouter:
         if self.hosted is not None:
             await self.hosted.aclose()
         for t in self._transports.values():
-            close = getattr(t, "aclose", None)
-            if close is not None:
-                await close()
+            await _aclose(t)
         self._transports.clear()
 
 
@@ -199,8 +192,9 @@ def _role(role: str) -> str:
     return role
 
 
-async def _aclose(agen: AsyncIterator[ModelChunk]) -> None:
-    close = getattr(agen, "aclose", None)
+async def _aclose(closable: object) -> None:
+    """Close a stream or a transport that can be closed (the model seam does not require it)."""
+    close = getattr(closable, "aclose", None)
     if close is not None:
         await close()
 
