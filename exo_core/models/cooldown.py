@@ -39,9 +39,7 @@ PROBE_FRACTION = 0.02
 
 def probe_delay(remaining: float) -> float:
     """Seconds until a lone credential is probed, ``remaining`` before its stated reset."""
-    if remaining <= 0:
-        return 0.0
-    return min(max(PROBE_FLOOR_SECONDS, PROBE_FRACTION * remaining), remaining)
+    return 0.0 if remaining <= 0 else min(max(PROBE_FLOOR_SECONDS, PROBE_FRACTION * remaining), remaining)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,10 +85,7 @@ class CooldownBook:
             reset_at = now + retry_after
         elif kind is FailureKind.RATE_LIMIT and stated is not None and stated > now:
             reset_at = stated  # a failed probe without a new statement
-        if reset_at is None:
-            wait = COOLDOWN_SECONDS[kind]
-        else:
-            wait = probe_delay(reset_at - now) if lone else reset_at - now
+        wait = COOLDOWN_SECONDS[kind] if reset_at is None else (probe_delay(reset_at - now) if lone else reset_at - now)
         record = Cooldown(credential, kind, now + wait, reset_at, failures, detail)
         if wait > 0:
             self._rest[credential] = record

@@ -88,6 +88,4 @@ def classify(exc: ModelError) -> FailureKind:
     kind = getattr(exc, "kind", None)
     if isinstance(kind, FailureKind):
         return kind
-    if isinstance(exc, RetryableModelError):
-        return FailureKind.NETWORK
-    return FailureKind.UNAVAILABLE
+    return FailureKind.NETWORK if isinstance(exc, RetryableModelError) else FailureKind.UNAVAILABLE

@@ -107,14 +107,11 @@ def parse_manifest_text(text: str, where: str = "plugin.yaml") -> dict[str, Any]
         key, value = match.group(1), (match.group(2) or "").strip()
         if key in out:
             raise ConfigError(f"{where}:{number}: '{key}' appears twice")
-        open_list = None
+        open_list = None if value else key  # a key with no value opens a block list
         if not value:
             out[key] = []
-            open_list = key
-        elif value.startswith("["):
-            out[key] = _flow_list(value, where, number)
         else:
-            out[key] = _scalar(value, where, number)
+            out[key] = _flow_list(value, where, number) if value.startswith("[") else _scalar(value, where, number)
     return out
 
 
@@ -145,9 +142,7 @@ def _scalar(value: str, where: str, number: int) -> Any:
         raise ConfigError(f"{where}:{number}: unclosed quote in {value!r}")
     if value in ("true", "false"):
         return value == "true"
-    if re.fullmatch(r"-?\d+", value):
-        return int(value)
-    return value
+    return int(value) if re.fullmatch(r"-?\d+", value) else value
 
 
 def _flow_list(value: str, where: str, number: int) -> list[Any]:

@@ -121,16 +121,12 @@ def decode_event(data: bytes | str | dict[str, Any]) -> Event:
 def decode_event_body(event: Event) -> Any | None:
     """The typed body of a known event type (loosely), or ``None`` for an unknown type."""
     cls = EVENTS.get(event.type)
-    if cls is None:
-        return None
-    return decode_body(cls, event.body, strict=False)
+    return None if cls is None else decode_body(cls, event.body, strict=False)
 
 
 def body_to_wire(body: Any) -> dict[str, Any]:
     """A body dataclass as a plain JSON object."""
-    if isinstance(body, dict):
-        return body
-    return dataclasses.asdict(body)
+    return body if isinstance(body, dict) else dataclasses.asdict(body)
 
 
 # -- internals ---------------------------------------------------------------
