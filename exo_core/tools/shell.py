@@ -9,6 +9,7 @@ registry's limit) and the exit status.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import signal
@@ -73,12 +74,9 @@ class BashTool:
             _kill_group(proc.pid)
             pumps.cancel()
             raise
-        output = "".join(collected)
-        return ToolResult(output + f"\n[exit status {code}]", is_error=code != 0)
+        return ToolResult("".join(collected) + f"\n[exit status {code}]", is_error=code != 0)
 
 
 def _kill_group(pid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):  # already gone: nothing to kill
         os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass  # already gone: nothing to kill
