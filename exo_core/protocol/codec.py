@@ -36,13 +36,10 @@ def parse_json_object(data: bytes | str, *, what: str = "message") -> dict[str, 
     """Parse ``data`` as one JSON object, refusing oversize, bad UTF-8, bad JSON and deep nesting."""
     if len(data) > MAX_BODY_BYTES:
         raise PayloadTooLargeError(f"{what} is {len(data)} bytes; the limit is {MAX_BODY_BYTES}")
-    if isinstance(data, bytes):
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise MalformedMessageError(f"{what} is not valid UTF-8 (byte {exc.start})") from exc
-    else:
-        text = data
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+    except UnicodeDecodeError as exc:
+        raise MalformedMessageError(f"{what} is not valid UTF-8 (byte {exc.start})") from exc
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -81,10 +78,9 @@ def decode_body(cls: type[Any], body: dict[str, Any], *, strict: bool = True, pa
     """Build dataclass ``cls`` from ``body``; strict mode refuses unknown, missing and mistyped fields."""
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}
-    if strict:
-        for key in body:
-            if key not in fields:
-                raise BadBodyError(f"unknown field {path + key!r}", field=path + key)
+    unknown = [key for key in body if key not in fields] if strict else []
+    if unknown:
+        raise BadBodyError(f"unknown field {path + unknown[0]!r}", field=path + unknown[0])
     values: dict[str, Any] = {}
     for name, fld in fields.items():
         where = path + name
