@@ -20,6 +20,7 @@ so idle connections and proxies stay open.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import Awaitable, Callable
@@ -110,23 +111,20 @@ def build_app(engine: Engine, hub: Hub, settings: HttpSettings, *, extra_routes:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
                                                "X-Accel-Buffering": "no"})
         await response.prepare(request)
-        sub = hub.subscribe(since, session)
-        try:
-            await response.write(b": exo event stream\n\n")
-            while True:
-                item = await sub.next(timeout=settings.keepalive)
-                if item is None:
-                    await response.write(b": keep-alive\n\n")
-                    continue
-                # Batch whatever else is already queued into the same write: one
-                # syscall per burst instead of one per event.
-                frames = [_frame(item, profile)]
-                sub.drain_ready(lambda more: frames.append(_frame(more, profile)))
-                await response.write("".join(frames).encode("utf-8"))
-        except (ConnectionResetError, ClosedResourceError):
-            pass  # the client went away, or the core is shutting down (the client reconnects and resumes)
-        finally:
-            sub.close()
+        # The stream ends when the client goes away or the core shuts down (the client reconnects and resumes).
+        with contextlib.suppress(ConnectionResetError, ClosedResourceError):
+            async with hub.subscribe(since, session) as sub:
+                await response.write(b": exo event stream\n\n")
+                while True:
+                    item = await sub.next(timeout=settings.keepalive)
+                    if item is None:
+                        await response.write(b": keep-alive\n\n")
+                        continue
+                    # Batch whatever else is already queued into the same write: one
+                    # syscall per burst instead of one per event.
+                    frames = [_frame(item, profile)]
+                    sub.drain_ready(lambda more: frames.append(_frame(more, profile)))
+                    await response.write("".join(frames).encode("utf-8"))
         return response
 
     app = web.Application(middlewares=[guard], client_max_size=MAX_BODY_BYTES + 1024)
