@@ -91,9 +91,8 @@ class EditFileTool(_FileTool):
     """Replace one occurrence of ``old`` with ``new`` in a file."""
 
     spec = ToolSpec(name="edit_file", description="Replace the text 'old' with 'new' in a file. 'old' must match "
-                    "exactly one place (whitespace differences are tolerated line by line).",
-                    parameters=object_schema(("path", "old", "new"), path="string", old="string", new="string"),
-                    risk="medium")
+                    "exactly one place (whitespace differences are tolerated line by line).", risk="medium",
+                    parameters=object_schema(("path", "old", "new"), path="string", old="string", new="string"))
 
     def on_disk(self, path: Path, arguments: dict[str, Any]) -> ToolResult:
         """Replace the one match of ``old`` with ``new``."""
