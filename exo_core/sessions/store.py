@@ -231,11 +231,9 @@ class SessionStore:
     def turns(self, session_id: str, *, status: str | None = None) -> list[TurnRecord]:
         """Turns of a session in creation order, optionally of one status."""
         sql = "SELECT id, session_id, text, mode, status, stop_reason FROM turns WHERE session_id = ?"
-        args: tuple[Any, ...] = (session_id,)
-        if status is not None:
-            sql += " AND status = ?"
-            args += (status,)
-        return [TurnRecord(*r) for r in self._conn.execute(sql + " ORDER BY created_at, rowid", args)]
+        sql += ("" if status is None else " AND status = ?") + " ORDER BY created_at, rowid"
+        args = (session_id,) if status is None else (session_id, status)
+        return [TurnRecord(*r) for r in self._conn.execute(sql, args)]
 
     # -- approvals ---------------------------------------------------------
 
@@ -279,13 +277,8 @@ class SessionStore:
         fts_query = " ".join('"' + t.replace('"', '""') + '"' for t in terms[:32])
         sql = ("SELECT m.session_id, m.id, m.role, snippet(messages_fts, 0, '[', ']', '…', 12) AS snip"
                " FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid WHERE messages_fts MATCH ?"
-               " AND m.undone = 0")
-        args: list[Any] = [fts_query]
-        if session_id:
-            sql += " AND m.session_id = ?"
-            args.append(session_id)
-        sql += " ORDER BY rank LIMIT ?"
-        args.append(max(1, min(limit, 200)))
+               " AND m.undone = 0" + (" AND m.session_id = ?" if session_id else "") + " ORDER BY rank LIMIT ?")
+        args = [fts_query, *([session_id] if session_id else []), max(1, min(limit, 200))]
         return [SearchHit(r[0], r[1], r[2], r[3]) for r in self._conn.execute(sql, args)]
 
     # -- transactions ------------------------------------------------------
