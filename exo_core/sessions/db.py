@@ -138,9 +138,7 @@ def open_writer(path: Path, *, synchronous: str = "FULL") -> sqlite3.Connection:
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = _connect(path)
     try:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute(f"PRAGMA synchronous={synchronous}")
-        conn.execute("PRAGMA foreign_keys=ON")
+        conn.executescript(f"PRAGMA journal_mode=WAL; PRAGMA synchronous={synchronous}; PRAGMA foreign_keys=ON;")
         _migrate(conn, path)
     except sqlite3.DatabaseError as exc:
         conn.close()
