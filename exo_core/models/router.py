@@ -80,12 +80,9 @@ class ModelRouter:
 
     def chain(self, role: str) -> tuple[Route, ...]:
         """The full ordered route list for ``role``, its fallback roles' routes appended."""
-        seen: list[Route] = []
-        for r in (_role(role), *ROLE_FALLBACK[role]):
-            for route in self._roles.get(r, ()):
-                if route not in seen:
-                    seen.append(route)
-        return tuple(seen)
+        roles = (_role(role), *ROLE_FALLBACK[role])
+        # dict.fromkeys: each route once, at its first place.
+        return tuple(dict.fromkeys(route for r in roles for route in self._roles.get(r, ())))
 
     # -- transports -----------------------------------------------------------------
     def _transport(self, route: Route, cred: Credential) -> ModelTransport:
