@@ -88,7 +88,7 @@ def decode_body(cls: type[Any], body: dict[str, Any], *, strict: bool = True, pa
             if fld.default is dataclasses.MISSING and fld.default_factory is dataclasses.MISSING:
                 if strict:
                     raise BadBodyError(f"missing required field {where!r}", field=where)
-                values[name] = _zero(hints[name])
+                values[name] = {str: "", int: 0, float: 0.0, bool: False}.get(hints[name])  # neutral, or None
             continue
         try:
             values[name] = _convert(body[name], hints[name], where, strict)
@@ -167,11 +167,6 @@ def _convert(value: Any, hint: Any, where: str, strict: bool) -> Any:
     if hint is int and abs(value) > 2**53:
         raise BadBodyError(f"field {where!r} is out of range", field=where)
     return float(value) if hint is float else value
-
-
-def _zero(hint: Any) -> Any:
-    """A neutral value for a missing field in loose decoding."""
-    return {str: "", int: 0, float: 0.0, bool: False}.get(hint)
 
 
 def _json_type(value: Any) -> str:
