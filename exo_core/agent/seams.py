@@ -126,6 +126,5 @@ class RiskGate:
 
 def _one_line(name: str, arguments: dict[str, Any]) -> str:
     detail = arguments.get("command") or arguments.get("path") or ""
-    text = f"{name}: {detail}" if detail else name
-    text = " ".join(str(text).split())
+    text = " ".join((f"{name}: {detail}" if detail else name).split())
     return text if len(text) <= 80 else text[:77] + "..."
