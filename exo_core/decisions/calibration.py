@@ -18,13 +18,21 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["MIN_SAMPLES", "Calibration", "CalibrationBook", "Sample", "fit", "expected_calibration_error"]
+__all__ = ["MIN_SAMPLES", "Calibration", "CalibrationBook", "Sample", "fit", "expected_calibration_error", "softmax"]
 
 MIN_SAMPLES = 30
 _FLOOR = 1e-6  # raw probabilities are clipped here before the log
 
 # One labelled decision: the raw probabilities the provider gave, and the right option.
 Sample = tuple[Mapping[str, float], str]
+
+
+def softmax(scores: Mapping[str, float]) -> dict[str, float]:
+    """Probabilities proportional to ``exp(score)`` (shifted by the top score, so nothing overflows)."""
+    top = max(scores.values())
+    weights = {o: math.exp(s - top) for o, s in scores.items()}
+    total = sum(weights.values())
+    return {o: w / total for o, w in weights.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,12 +46,8 @@ class Calibration:
 
     def apply(self, raw: Mapping[str, float]) -> dict[str, float]:
         """Calibrated probabilities for ``raw`` (a probability per option)."""
-        logits = [self.slope * math.log(max(raw.get(o, 0.0), _FLOOR)) + b
-                  for o, b in zip(self.options, self.offsets)]
-        top = max(logits)
-        weights = [math.exp(z - top) for z in logits]
-        total = sum(weights)
-        return {o: w / total for o, w in zip(self.options, weights)}
+        return softmax({o: self.slope * math.log(max(raw.get(o, 0.0), _FLOOR)) + b
+                        for o, b in zip(self.options, self.offsets)})
 
     def to_json(self) -> dict[str, object]:
         """As plain data (benchmarks and ``docs``)."""
