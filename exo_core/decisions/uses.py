@@ -64,7 +64,8 @@ TOOLSETS = tuple(_TOOLSET_DESCRIPTIONS)
 
 def toolset_question(toolsets: Iterable[str] = TOOLSETS[1:]) -> Question:
     """The toolset question over the registry's ``toolsets`` (plus ``none``)."""
-    options = ("none", *sorted({t for t in toolsets if t != "none"}, key=_toolset_order))
+    order = {name: i for i, name in enumerate(TOOLSETS)}  # known toolsets first, in the table's order
+    options = ("none", *sorted(set(toolsets) - {"none"}, key=lambda name: (order.get(name, len(order)), name)))
     known = set(options)
     rules = tuple(r for r in _TOOLSET_RULES if r.option in known)
     examples = tuple(e for e in _TOOLSET_EXAMPLES if e[1] in known)
@@ -72,10 +73,6 @@ def toolset_question(toolsets: Iterable[str] = TOOLSETS[1:]) -> Question:
                     tuple(_TOOLSET_DESCRIPTIONS.get(o, f"the {o} tools") for o in options),
                     threshold=0.7, fallback="default", default=None, rules=rules,
                     cues={o: c for o, c in _TOOLSET_CUES.items() if o in known}, examples=examples)
-
-
-def _toolset_order(name: str) -> tuple[int, str]:
-    return (TOOLSETS.index(name) if name in TOOLSETS else len(TOOLSETS), name)
 
 
 _TOOLSET_RULES = (
