@@ -127,8 +127,7 @@ class Learner:
             lesson = book.lessons[target]
             self.store.supersede(old_id, lesson_node(lesson, book.last_ts, lesson.promoted_ts))
         rejected = {l.target for l in book.lessons.values() if l.rejected_at >= self._cursor_ts}
-        sync_nodes(self.store, book, only=set(promoted) | rejected)
-        write_pack(self.store, render_learned(book))
+        self._publish(set(promoted) | rejected)
         queued = self._enqueue(new_targets)
         self.cursor = book.last_n
         self._cursor_path.parent.mkdir(parents=True, exist_ok=True)
@@ -205,8 +204,7 @@ class Learner:
                 "target": target, "by": "eval", "rule": 5, "node": target, "source": LEARNING_SOURCE,
                 "weight": lesson.weight(self.book.last_ts)}, refs=(lesson.proposals[0], decision))
             self.refresh()
-            sync_nodes(self.store, self.book, only={target})
-            write_pack(self.store, render_learned(self.book))
+            self._publish({target})
             return entry
 
     def rows(self, domain: str | None = None) -> list[dict[str, Any]]:
@@ -227,7 +225,11 @@ class Learner:
         with self._lock:
             entry = self.ledger.append("rejection", {"target": target, "reason": reason})
             found = self.find(target)
-            sync_nodes(self.store, self.book, only={found} if found else set())
-            write_pack(self.store, render_learned(self.book))
+            self._publish({found} if found else set())
             return entry
+
+    def _publish(self, only: set[str]) -> None:
+        """Rewrite the nodes of the lessons in ``only`` and the pack's learned section."""
+        sync_nodes(self.store, self.book, only=only)
+        write_pack(self.store, render_learned(self.book))
 
