@@ -92,8 +92,8 @@ class Lesson:
         return {
             "target": self.target, "home": self.home, "claim": self.claim, "because": self.because,
             "domain": self.domain, "feature": self.feature, "guarded": self.guarded,
-            "weight": self.weight(now_ms), "promoted_by": self.promoted_by, "node": self.node, "rejected": self.rejected_at >= 0,
-            "person_said": bool(self.person_said), "objection": self.objection,
+            "weight": self.weight(now_ms), "promoted_by": self.promoted_by, "node": self.node,
+            "rejected": self.rejected_at >= 0, "person_said": bool(self.person_said), "objection": self.objection,
             "proposals": list(self.proposals), "evidence": sorted(self.evidence),
             "sessions": sorted(self.sessions()), "ignored": len(self.ignored),
         }

@@ -50,14 +50,9 @@ def enforced(book: LessonBook, now_ms: int) -> list[Lesson]:
 
 def hints(book: LessonBook, now_ms: int) -> list[Lesson]:
     """Unguarded pack lessons of medium weight, or high but not (yet) promoted."""
-    out = []
-    for _, l in sorted(book.lessons.items()):
-        w = l.weight(now_ms)
-        if l.home != "pack" or (l.guarded and not l.promoted_by) or w < MEDIUM:
-            continue
-        if not (l.promoted_by and w >= HIGH):
-            out.append(l)
-    return out
+    weights = {t: l.weight(now_ms) for t, l in book.lessons.items()}
+    return [l for t, l in sorted(book.lessons.items()) if l.home == "pack" and (l.promoted_by or not l.guarded)
+            and MEDIUM <= weights[t] and not (l.promoted_by and weights[t] >= HIGH)]
 
 
 def render_learned(book: LessonBook, now_ms: int | None = None) -> str:

@@ -178,11 +178,7 @@ def argue_against(draft: Draft, book: LessonBook, existing: Mapping[str, Existin
     """The second pass: object when the lesson would change a high-confidence belief on one session's evidence."""
     if not high_confidence.get(draft.target) or (draft.target in existing and existing[draft.target].learned):
         return draft
-    sessions = set()
-    for ref in draft.refs:
-        entry = book.index.get(ref)
-        if entry is not None:
-            sessions.add(str(entry.body.get("session", "")))
+    sessions = {str(book.index[ref].body.get("session", "")) for ref in draft.refs if ref in book.index}
     lesson = book.lessons.get(draft.target)
     if lesson is not None:
         sessions |= lesson.sessions()
