@@ -68,17 +68,11 @@ CREATE INDEX IF NOT EXISTS entries_idem ON entries(idem) WHERE idem IS NOT NULL;
 # Append-only is enforced by the database, not by good manners: any UPDATE or
 # DELETE on a ledger table aborts. verify() reports a ledger whose triggers
 # were dropped, because that is how someone would edit it.
-TRIGGER_NAMES = tuple(
-    f"{table}_no_{op.lower()}"
-    for table in ("entries", "segments", "meta")
-    for op in ("UPDATE", "DELETE")
-)
-_TRIGGERS = "\n".join(
-    f"CREATE TRIGGER IF NOT EXISTS {table}_no_{op.lower()} BEFORE {op} ON {table} "
-    f"BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: {op} on {table} refused'); END;"
-    for table in ("entries", "segments", "meta")
-    for op in ("UPDATE", "DELETE")
-)
+_GUARDED = tuple((table, op) for table in ("entries", "segments", "meta") for op in ("UPDATE", "DELETE"))
+TRIGGER_NAMES = tuple(f"{table}_no_{op.lower()}" for table, op in _GUARDED)
+_TRIGGERS = [f"CREATE TRIGGER IF NOT EXISTS {table}_no_{op.lower()} BEFORE {op} ON {table} "
+             f"BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: {op} on {table} refused'); END;"
+             for table, op in _GUARDED]
 
 
 def connect(path: Path, *, create: bool) -> sqlite3.Connection:
@@ -116,7 +110,7 @@ def create_schema(conn: sqlite3.Connection) -> None:
     for statement in _SCHEMA.split(";"):
         if statement.strip():
             conn.execute(statement)
-    for statement in _TRIGGERS.splitlines():
+    for statement in _TRIGGERS:
         conn.execute(statement)
 
 
