@@ -58,12 +58,6 @@ def _need_str(body: Mapping[str, Any], key: str, kind: str) -> str:
     return value
 
 
-def _need_str_list(body: Mapping[str, Any], key: str, kind: str) -> None:
-    value = body.get(key)
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise BadBodyError(f"{kind} body needs a list of strings {key!r}", field=f"body.{key}")
-
-
 def _needs(kind: str, *keys: str) -> Callable[[Mapping[str, Any], tuple[str, ...]], None]:
     """The rule of a kind whose body needs only non-empty strings at ``keys``."""
     def check(body: Mapping[str, Any], refs: tuple[str, ...]) -> None:
@@ -94,8 +88,10 @@ def _verdict(body: Mapping[str, Any], refs: tuple[str, ...]) -> None:
 
 
 def _retrieval(body: Mapping[str, Any], refs: tuple[str, ...]) -> None:
-    _need_str_list(body, "node_ids", "retrieval")
-    _need_str_list(body, "item_ids", "retrieval")
+    for key in ("node_ids", "item_ids"):
+        value = body.get(key)
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise BadBodyError(f"retrieval body needs a list of strings {key!r}", field=f"body.{key}")
 
 
 def _no_text(value: Any, path: str) -> None:

@@ -14,8 +14,8 @@ register more builders (taste, beliefs' weights, use counts) in
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -48,40 +48,28 @@ class ViewBuilder(Protocol):
         ...
 
 
-@dataclass
-class _KindState:
-    entries: int = 0
-    kinds: dict[str, dict[str, int]] = field(default_factory=dict)
-    scopes: dict[str, int] = field(default_factory=dict)
-    segments: dict[str, int] = field(default_factory=dict)
-
-
 class KindSummaryView:
     """Counts per kind (with first and last time), per scope and per segment."""
 
     name = "kind_summary"
 
-    def fresh(self) -> _KindState:
+    def fresh(self) -> dict[str, Any]:
         """An empty summary."""
-        return _KindState()
+        return {"entries": 0, "kinds": {}, "scopes": Counter(), "segments": Counter()}
 
-    def apply(self, state: _KindState, entry: StoredEntry) -> None:
+    def apply(self, state: dict[str, Any], entry: StoredEntry) -> None:
         """Count ``entry``."""
-        state.entries += 1
-        row = state.kinds.setdefault(entry.kind, {"count": 0, "first_ts": entry.ts, "last_ts": entry.ts})
+        state["entries"] += 1
+        row = state["kinds"].setdefault(entry.kind, {"count": 0, "first_ts": entry.ts, "last_ts": entry.ts})
         row["count"] += 1
         row["first_ts"] = min(row["first_ts"], entry.ts)
         row["last_ts"] = max(row["last_ts"], entry.ts)
-        state.scopes[entry.scope] = state.scopes.get(entry.scope, 0) + 1
-        key = str(entry.seg)
-        state.segments[key] = state.segments.get(key, 0) + 1
+        state["scopes"][entry.scope] += 1
+        state["segments"][str(entry.seg)] += 1
 
-    def render(self, state: _KindState) -> bytes:
+    def render(self, state: dict[str, Any]) -> bytes:
         """Canonical JSON of the summary plus a newline."""
-        return canonical_json({
-            "view": self.name, "entries": state.entries, "kinds": state.kinds,
-            "scopes": state.scopes, "segments": state.segments,
-        }, field=self.name) + b"\n"
+        return canonical_json({"view": self.name, **state}, field=self.name) + b"\n"
 
 
 class RefIndexView:
