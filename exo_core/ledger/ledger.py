@@ -15,7 +15,6 @@ import dataclasses
 import sqlite3
 import time
 import uuid
-from contextlib import AbstractContextManager
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,20 +74,20 @@ def insert_entry(conn: sqlite3.Connection, seg: int, pos: int, entry: StoredEntr
     return int(cur.lastrowid or 0)
 
 
-class Ledger:
+class Ledger(Guarded):
     """A signed, hash-chained, append-only ledger in one SQLite file.
 
     Open with :meth:`open` (or :meth:`open_store` for ``<store>/ledger.sqlite``).
-    Without a ``signer`` the ledger is read-only for this object.
+    Without a ``signer`` the ledger is read-only for this object. The guarded
+    connection gives :meth:`query`, :meth:`write_txn`, :meth:`backup_to` and
+    :meth:`close` (later use raises :class:`ClosedResourceError`).
     """
 
     def __init__(
         self, conn: sqlite3.Connection, path: Path, ledger_id: str, *,
         signer: Signer | None, scope: str, clock: Callable[[], float],
     ) -> None:
-        self._db = Guarded(conn, path)
-        self._lock = self._db.lock
-        self.path = path
+        super().__init__(conn, path)
         self.ledger_id = ledger_id
         self.genesis = genesis_hash(ledger_id)
         self.signer = signer
@@ -166,24 +165,11 @@ class Ledger:
         except (TypeError, UnicodeDecodeError) as exc:
             raise CorruptDataError("ledger id in meta is not UTF-8 text") from exc
 
-    def close(self) -> None:
-        """Close the connection; later use raises :class:`ClosedResourceError`."""
-        self._db.close()
-
     def __enter__(self) -> "Ledger":
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    @property
-    def conn(self) -> sqlite3.Connection:
-        """The open connection (for the sibling modules of this package)."""
-        return self._db.conn
-
-    def write_txn(self) -> AbstractContextManager[sqlite3.Connection]:
-        """Context manager: lock + ``BEGIN IMMEDIATE`` ... ``COMMIT`` (rollback on error); nests."""
-        return self._db.write_txn()
 
     # -- appending -----------------------------------------------------------
     def append(
@@ -284,17 +270,14 @@ class Ledger:
         """The chain hash at height ``pos`` of segment ``seg`` (genesis at 0)."""
         if pos == 0:
             return self.genesis
-        with self._lock:
-            row = self.conn.execute(
-                "SELECT CAST(chain AS BLOB) FROM entries WHERE seg=? AND pos=?", (seg, pos)
-            ).fetchone()
-        if row is None:
+        rows = self.query("SELECT CAST(chain AS BLOB) FROM entries WHERE seg=? AND pos=?", (seg, pos))
+        if not rows:
             raise NotFoundError(f"no entry at segment {seg} height {pos}")
-        return bytes(row[0]).decode("ascii", "replace")
+        return bytes(rows[0][0]).decode("ascii", "replace")
 
     def head(self, seg: int = 0) -> Head:
         """The tip of segment ``seg`` (default: the main chain)."""
-        with self._lock:
+        with self.lock:
             size, chain = self._head_row(self.conn, seg)
         return Head(size, chain)
 
@@ -302,11 +285,9 @@ class Ledger:
         """The entry with id ``ref`` or a unique id prefix of at least 6 hex digits."""
         if not isinstance(ref, str) or len(ref) < 6 or len(ref) > 64 or any(c not in "0123456789abcdef" for c in ref):
             raise UsageError(f"{ref!r} is not an entry id or id prefix (6-64 lower-case hex digits)")
-        with self._lock:
-            rows = self.conn.execute(
-                f"SELECT {ROW_COLUMNS} FROM entries WHERE id >= ? AND id < ? ORDER BY n LIMIT 3",
-                (ref, ref + "g"),  # 'g' sorts after every hex digit: a prefix range scan
-            ).fetchall()
+        # 'g' sorts after every hex digit: a prefix range scan.
+        rows = self.query(f"SELECT {ROW_COLUMNS} FROM entries WHERE id >= ? AND id < ? ORDER BY n LIMIT 3",
+                          (ref, ref + "g"))
         ids = {decode_row(r).id for r in rows}
         if not rows:
             raise NotFoundError(f"no ledger entry {ref}")
@@ -314,18 +295,13 @@ class Ledger:
             raise UsageError(f"id prefix {ref} is ambiguous; give more digits")
         return decode_row(rows[0])
 
-    def backup_to(self, target: sqlite3.Connection) -> None:
-        """Copy this ledger into the open SQLite connection ``target`` (one consistent state)."""
-        self._db.backup_to(target)
-
     def max_n(self) -> int:
         """The highest arrival number (0 when empty)."""
         return int(self.query("SELECT coalesce(max(n), 0) FROM entries")[0][0])
 
     def count(self) -> int:
         """Number of stored entries across all segments."""
-        with self._lock:
-            return int(self.conn.execute("SELECT count(*) FROM entries").fetchone()[0])
+        return int(self.query("SELECT count(*) FROM entries")[0][0])
 
     def entries(
         self, *, kind: str | None = None, scope: str | None = None, seg: int | None = None,
@@ -360,10 +336,6 @@ class Ledger:
             if len(rows) < page:
                 return
 
-    def query(self, sql: str, args: Sequence[object] = ()) -> list[Any]:
-        """Run a read-only SQL statement under the lock; SQLite errors become StorageError."""
-        return self._db.query(sql, args)
-
     def verify(self, **kwargs: Any) -> "VerifyReport":
         """Check the whole ledger; see :func:`exo_core.ledger.verify.verify_ledger` for arguments."""
         from exo_core.ledger.verify import verify_ledger  # verify imports this module
@@ -372,11 +344,8 @@ class Ledger:
 
     def segments(self) -> list[Segment]:
         """Every segment with its base, origin, head and entry count."""
-        with self._lock:
-            rows = self.conn.execute(
-                "SELECT s.seg, s.base_seg, s.base_pos, CAST(s.origin AS BLOB), s.ts, count(e.n) "
-                "FROM segments s LEFT JOIN entries e ON e.seg = s.seg GROUP BY s.seg ORDER BY s.seg"
-            ).fetchall()
+        rows = self.query("SELECT s.seg, s.base_seg, s.base_pos, CAST(s.origin AS BLOB), s.ts, count(e.n) "
+                          "FROM segments s LEFT JOIN entries e ON e.seg = s.seg GROUP BY s.seg ORDER BY s.seg")
         return [
             Segment(int(r[0]), None if r[1] is None else int(r[1]), int(r[2]),
                     bytes(r[3]).decode("utf-8", "replace"), int(r[4]), self.head(int(r[0])), int(r[5]))
