@@ -172,10 +172,8 @@ class LaneSet:
             task.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
-        for waiters in self._waiters.values():
-            for future in waiters:
-                if not future.done():
-                    future.set_result(None)
+        for key in list(self._waiters):
+            self._wake(key)
 
     # -- running -----------------------------------------------------------
 
@@ -184,9 +182,11 @@ class LaneSet:
         old = self._where.pop(job.key, None)
         if lane is not None:
             self._where[job.key] = lane
-        if old is None or old == lane or self.pending(job.session_id, old):
-            return
-        for future in self._waiters.pop(f"{old}:{job.session_id}", []):
+        if old is not None and old != lane and not self.pending(job.session_id, old):
+            self._wake(f"{old}:{job.session_id}")
+
+    def _wake(self, key: str) -> None:
+        for future in self._waiters.pop(key, []):
             if not future.done():
                 future.set_result(None)
 
