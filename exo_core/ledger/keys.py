@@ -89,15 +89,6 @@ class Signer:
         return f"Signer({self.key_id})"
 
 
-def _fsync_dir(path: Path) -> None:
-    # A new directory entry is durable only once its directory is synced.
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def create_signing_key(keys_dir: Path, *, name: str = KEY_FILE_NAME) -> Signer:
     """Create a new signing key file in ``keys_dir`` and return its signer.
 
@@ -126,11 +117,16 @@ def create_signing_key(keys_dir: Path, *, name: str = KEY_FILE_NAME) -> Signer:
         os.write(fd, f"{_HEADER} {signer.seed().hex()}\n".encode("ascii"))
         os.fsync(fd)
     except OSError as exc:
-        os.close(fd)
         path.unlink(missing_ok=True)  # a half-written key is worse than none
         raise StorageError(f"cannot write signing key {path}: {exc.strerror}") from exc
-    os.close(fd)
-    _fsync_dir(keys_dir)
+    finally:
+        os.close(fd)
+    # A new directory entry is durable only once its directory is synced.
+    fd = os.open(keys_dir, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
     return signer
 
 

@@ -100,9 +100,7 @@ def verify_ledger(
             bad(f"append-only trigger {name} is missing: the ledger may have been edited")
     if [tuple(r) for r in integrity] != [("ok",)]:
         bad(f"SQLite integrity_check: {'; '.join(str(r[0]) for r in integrity[:5])}")
-    bases: dict[int, tuple[int | None, int]] = {}
-    for seg, base_seg, base_pos in seg_rows:
-        bases[seg] = (base_seg, base_pos)
+    bases: dict[int, tuple[int | None, int]] = {seg: (base_seg, base_pos) for seg, base_seg, base_pos in seg_rows}
     if bases.get(0) != (None, 0):
         bad("segment 0 (main) is missing or does not start at genesis")
 
