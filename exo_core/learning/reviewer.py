@@ -136,12 +136,8 @@ def _because(book: LessonBook, target: str, cites: Iterable[str]) -> str:
     kinds = [book.index[i].kind if i in book.index else "" for i in ids]
     verdicts = [str(book.index[i].body.get("verdict", book.index[i].body.get("decision", ""))) for i in ids
                 if i in book.index]
-    if "rule" in kinds:
-        why = "they said so"
-    elif "deny" in verdicts:
-        why = "they denied it when asked"
-    else:
-        why = "they corrected it in their drafts"
+    why = ("they said so" if "rule" in kinds else "they denied it when asked" if "deny" in verdicts
+           else "they corrected it in their drafts")
     return f"{why} (entries {', '.join(i[:8] for i in ids[-4:])})"
 
 
