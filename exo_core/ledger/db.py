@@ -75,8 +75,8 @@ _TRIGGERS = [f"CREATE TRIGGER IF NOT EXISTS {table}_no_{op.lower()} BEFORE {op} 
              for table, op in _GUARDED]
 
 
-def connect(path: Path, *, create: bool) -> sqlite3.Connection:
-    """Open the ledger file with the durability settings above.
+def connect(path: Path, *, create: bool, what: str = "ledger") -> sqlite3.Connection:
+    """Open the ledger file (or another file ``what`` names in errors) with the durability settings above.
 
     ``create=False`` refuses a missing file (it would otherwise be created
     empty). Autocommit mode: every transaction is an explicit BEGIN.
@@ -88,20 +88,20 @@ def connect(path: Path, *, create: bool) -> sqlite3.Connection:
             check_same_thread=False,  # the Ledger serialises use with its own lock
         )
     except sqlite3.Error as exc:
-        raise StorageError(f"cannot open ledger {path}: {exc}") from exc
+        raise StorageError(f"cannot open {what} {path}: {exc}") from exc
     try:
         conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         mode = conn.execute("PRAGMA journal_mode=TRUNCATE").fetchone()[0]
         if str(mode).lower() != "truncate":
-            raise StorageError(f"ledger {path}: could not leave journal mode {mode!r}")
+            raise StorageError(f"{what} {path}: could not leave journal mode {mode!r}")
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA wal_autocheckpoint=0")  # belt and braces: never checkpoint
     except sqlite3.DatabaseError as exc:
         conn.close()
         if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
-            raise StorageError(f"ledger {path} is locked by another process: {exc}") from exc
-        raise CorruptDataError(f"{path} is not a usable SQLite ledger: {exc}") from exc
+            raise StorageError(f"{what} {path} is locked by another process: {exc}") from exc
+        raise CorruptDataError(f"{path} is not a usable SQLite {what}: {exc}") from exc
     return conn
 
 
@@ -115,13 +115,17 @@ def create_schema(conn: sqlite3.Connection) -> None:
 
 
 class Guarded:
-    """One connection shared by threads: a re-entrant lock and nestable write transactions."""
+    """One connection shared by threads: a re-entrant lock and nestable write transactions.
 
-    __slots__ = ("_conn", "path", "lock", "depth")
+    ``what`` names the file in errors (``ledger``, ``checkpoint book``).
+    """
 
-    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+    __slots__ = ("_conn", "path", "lock", "depth", "what")
+
+    def __init__(self, conn: sqlite3.Connection, path: Path, what: str = "ledger") -> None:
         self._conn: sqlite3.Connection | None = conn
         self.path = path
+        self.what = what
         self.lock = threading.RLock()
         self.depth = 0  # nesting of write_txn() in the lock-holding thread
 
@@ -129,7 +133,7 @@ class Guarded:
     def conn(self) -> sqlite3.Connection:
         """The open connection; :class:`ClosedResourceError` after :meth:`close`."""
         if self._conn is None:
-            raise ClosedResourceError(f"ledger {self.path} is closed")
+            raise ClosedResourceError(f"{self.what} {self.path} is closed")
         return self._conn
 
     def close(self) -> None:
@@ -145,7 +149,7 @@ class Guarded:
             try:
                 return self.conn.execute(sql, tuple(args)).fetchall()
             except sqlite3.DatabaseError as exc:
-                raise StorageError(f"cannot read ledger {self.path}: {exc}") from exc
+                raise StorageError(f"cannot read {self.what} {self.path}: {exc}") from exc
 
     def backup_to(self, target: sqlite3.Connection) -> None:
         """Copy the whole database into ``target`` in one backup step.
@@ -171,7 +175,7 @@ class Guarded:
                 try:
                     conn.execute("BEGIN IMMEDIATE")
                 except sqlite3.Error as exc:
-                    raise StorageError(f"cannot lock ledger {self.path} for writing: {exc}") from exc
+                    raise StorageError(f"cannot lock {self.what} {self.path} for writing: {exc}") from exc
             self.depth += 1
             try:
                 yield conn
@@ -184,7 +188,7 @@ class Guarded:
                     with contextlib.suppress(sqlite3.Error):
                         conn.execute("ROLLBACK")
                     if isinstance(exc, sqlite3.Error):
-                        raise StorageError(f"ledger {self.path}: {exc}") from exc
+                        raise StorageError(f"{self.what} {self.path}: {exc}") from exc
                 raise
             self.depth -= 1
             if self.depth == 0:
@@ -193,4 +197,4 @@ class Guarded:
                 except sqlite3.Error as err:
                     with contextlib.suppress(sqlite3.Error):
                         conn.execute("ROLLBACK")
-                    raise StorageError(f"cannot commit to ledger {self.path}: {err}") from err
+                    raise StorageError(f"cannot commit to {self.what} {self.path}: {err}") from err
