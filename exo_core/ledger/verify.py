@@ -92,6 +92,9 @@ def verify_ledger(
         problems.append(Problem(reason, **where))  # type: ignore[arg-type]
         return len(problems) >= max_problems
 
+    def holds(size: int, head: str) -> bool:  # is ``head`` on some chain at height ``size`` (genesis at 0)?
+        return (size, head) == (0, ledger.genesis) or chains.get(head, (None, -1))[1] == size
+
     triggers = {r[0] for r in ledger.query("SELECT name FROM sqlite_master WHERE type='trigger'")}
     seg_rows = ledger.query("SELECT seg, base_seg, base_pos FROM segments ORDER BY seg")
     integrity = ledger.query("PRAGMA integrity_check") if deep else [("ok",)]
@@ -154,12 +157,8 @@ def verify_ledger(
         for ref in entry.refs:
             if ref not in ids:
                 reasons.append(f"refs {ref[:16]}…, which is not an earlier entry")
-        if entry.kind == "checkpoint":
-            at = chains.get(entry.body["head"])
-            if (entry.body["size"], entry.body["head"]) != (0, ledger.genesis) and (
-                at is None or at[1] != entry.body["size"]
-            ):
-                reasons.append("checkpoint entry names a head that is not at that height")
+        if entry.kind == "checkpoint" and not holds(entry.body["size"], entry.body["head"]):
+            reasons.append("checkpoint entry names a head that is not at that height")
         # Resynchronise on the stored values so one break is reported once,
         # not again for every later entry of the same segment.
         heads[entry.seg] = (entry.pos, entry.chain)
@@ -181,6 +180,6 @@ def verify_ledger(
             bad(f"{label} has a bad signature")
         elif pinned is not None and cp.signer not in pinned:
             bad(f"{label} is signed by a key that is not pinned")
-        elif not (cp.size == 0 and cp.head == ledger.genesis) and chains.get(cp.head, (None, -1))[1] != cp.size:
+        elif not holds(cp.size, cp.head):
             bad(f"{label} is not in this ledger: its tail was dropped or it was rolled back to an older copy")
     return VerifyReport(ledger.ledger_id, count, len(bases), tuple(problems))
