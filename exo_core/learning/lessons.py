@@ -171,6 +171,15 @@ class LessonBook:
         return self.lessons.get(ref) or next(
             (l for l in self.lessons.values() if ref == l.node or ref in l.proposals), None)
 
+    def picked(self, answer: StoredEntry) -> tuple[str, str] | None:
+        """The option ``(target, "yes"/"no")`` an answer picked from the question it answers; None if none."""
+        asked = self.index.get(str(answer.body.get("answer_to")))
+        options = asked.body.get("options") if asked is not None and asked.kind == "proposal" else None
+        pick = answer.body.get("option")
+        if not isinstance(options, list) or not isinstance(pick, int) or not 1 <= pick <= len(options):
+            return None
+        return options[pick - 1][0], options[pick - 1][1]
+
     def _rejection(self, entry: StoredEntry) -> None:
         lesson = self.lesson_for(entry.body["target"])
         if lesson is None:
@@ -214,13 +223,8 @@ class LessonBook:
             named = match_words(str(body["text"]))
             return +1 if (feat in named if feat else slug(str(body["text"])) == lesson.target.split("/")[-1]) else None
         if category == "answer":
-            asked = self.index.get(str(body["answer_to"]))
-            options = asked.body.get("options") if asked is not None and asked.kind == "proposal" else None
-            pick = body.get("option")
-            if not isinstance(options, list) or not isinstance(pick, int) or not 1 <= pick <= len(options):
-                return None
-            chosen, said = options[pick - 1][0], options[pick - 1][1]
-            return None if chosen != lesson.target else (+1 if said == "yes" else -1)
+            picked = self.picked(cited)
+            return None if picked is None or picked[0] != lesson.target else (+1 if picked[1] == "yes" else -1)
         if category in ("deny", "allow"):
             text = self.denied_actions.get(cited.id, "") + " " + action_text(body)
             return stance(feat, "deny" if category == "deny" else "allow", text, None) if feat else None

@@ -114,10 +114,8 @@ def classify(entry: StoredEntry, book: LessonBook) -> list[Finding]:
     elif category == "rule" and book.lesson_for(str(body["target"])) is None:
         text = " ".join(str(body["text"]).split())
         found.append(Finding(entry.id, str(body["target"]), "new", "", text))
-    elif category == "answer" and str(body["answer_to"]) in book.index:
-        options = book.index[str(body["answer_to"])].body.get("options") or []
-        pick = body.get("option")
-        chosen = options[pick - 1][0] if isinstance(pick, int) and 1 <= pick <= len(options) else ""
+    elif category == "answer" and (picked := book.picked(entry)) is not None:
+        chosen = picked[0]
         feat = next((f for f in CATALOG if f.target == chosen), None)
         if chosen in book.lessons:
             found.append(Finding(entry.id, chosen, "agrees"))
