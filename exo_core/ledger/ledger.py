@@ -38,10 +38,6 @@ _PAGE = 512  # rows per read; bounds memory and lock hold time while iterating
 _LEDGER_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-")
 
 
-def _new_ledger_id() -> str:
-    return uuid.uuid4().hex
-
-
 @dataclass(frozen=True, slots=True)
 class Head:
     """The tip of one chain: its height (``size``) and chain hash."""
@@ -99,11 +95,11 @@ class Ledger(Guarded):
     def open(
         cls, path: str | Path, *, signer: Signer | None = None, create: bool = False,
         ledger_id: str | None = None, scope: str = "person",
-        clock: Callable[[], float] = time.time, new_id: Callable[[], str] = _new_ledger_id,
+        clock: Callable[[], float] = time.time,
     ) -> "Ledger":
         """Open (``create=True``: create if missing) the ledger file at ``path``.
 
-        ``ledger_id`` names a new ledger (default: ``new_id()``); for an existing
+        ``ledger_id`` names a new ledger (default: a random UUID); for an existing
         file it must match or :class:`ConflictError` is raised. ``clock`` gives
         epoch seconds for entry timestamps; ``scope`` is the default scope of
         appends.
@@ -113,7 +109,7 @@ class Ledger(Guarded):
             raise NotFoundError(f"no ledger at {path}")
         conn = connect(path, create=create)
         try:
-            stored = cls._init_meta(conn, ledger_id if ledger_id is not None else new_id(), create)
+            stored = cls._init_meta(conn, ledger_id if ledger_id is not None else uuid.uuid4().hex, create)
         except BaseException:
             conn.close()
             raise
