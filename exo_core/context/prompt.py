@@ -111,8 +111,7 @@ def _quote(text: str) -> str:
 
 
 def _strip_footer(summary: str) -> str:
-    return "\n".join(line for line in summary.splitlines()
-                     if not line.startswith((FOOTER_LATEST, FOOTER_STOP))).strip()
+    return "\n".join(line for line in summary.splitlines() if not line.startswith((FOOTER_LATEST, FOOTER_STOP))).strip()
 
 
 def _footer_lines(summary: str) -> list[str]:

@@ -67,8 +67,7 @@ def fit(options: Sequence[str], samples: Iterable[Sample], *, min_samples: int =
     rows = [(raw, options.index(label)) for raw, label in samples if label in options]
     if len(rows) < max(1, min_samples):
         return None
-    x = np.log(np.clip(np.array([[raw.get(o, 0.0) for o in options] for raw, _ in rows], dtype=float),
-                       _FLOOR, 1.0))
+    x = np.log(np.clip(np.array([[raw.get(o, 0.0) for o in options] for raw, _ in rows], dtype=float), _FLOOR, 1.0))
     y = np.zeros_like(x)
     y[np.arange(len(rows)), [k for _, k in rows]] = 1.0
     k = len(options)

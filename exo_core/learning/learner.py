@@ -26,8 +26,7 @@ from exo_core.ledger.entry import NewEntry, StoredEntry
 from exo_core.ledger.ledger import Ledger
 from exo_core.learning.features import features_in
 from exo_core.learning.lessons import LessonBook, judged_text
-from exo_core.learning.pack import (enforced, lesson_node, render_learned, shown, sync_nodes, taste_rows,
-                                    write_pack)
+from exo_core.learning.pack import enforced, lesson_node, render_learned, shown, sync_nodes, taste_rows, write_pack
 from exo_core.learning.promotion import Existing, decide
 from exo_core.learning.reviewer import (LEARNING_SOURCE, Draft, argue_against, classify, needs_review,
                                         question_for, reflect)

@@ -147,9 +147,7 @@ def build_content(
         doc["idem"] = idem
     content = canonical_json(doc, field="body")
     if len(content) > MAX_CONTENT_BYTES:
-        raise BadBodyError(
-            f"entry is {len(content)} bytes; the limit is {MAX_CONTENT_BYTES}", field="body"
-        )
+        raise BadBodyError(f"entry is {len(content)} bytes; the limit is {MAX_CONTENT_BYTES}", field="body")
     return content
 
 

@@ -107,9 +107,7 @@ def create_signing_key(keys_dir: Path, *, name: str = KEY_FILE_NAME) -> Signer:
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError as exc:
-        raise ConflictError(
-            f"signing key {path} already exists; load it instead of creating a new one"
-        ) from exc
+        raise ConflictError(f"signing key {path} already exists; load it instead of creating a new one") from exc
     except OSError as exc:
         raise StorageError(f"cannot create signing key {path}: {exc.strerror}") from exc
     try:

@@ -74,9 +74,7 @@ def _approval(body: Mapping[str, Any], refs: tuple[str, ...]) -> None:
 
 def _verdict(body: Mapping[str, Any], refs: tuple[str, ...]) -> None:
     if body.get("verdict") not in VERDICTS:
-        raise BadBodyError(
-            f"verdict body needs 'verdict' in {', '.join(VERDICTS)}", field="body.verdict"
-        )
+        raise BadBodyError(f"verdict body needs 'verdict' in {', '.join(VERDICTS)}", field="body.verdict")
     judged = body.get("judged")
     if not is_entry_id(judged):
         raise BadBodyError("verdict body needs 'judged': the judged entry id", field="body.judged")
@@ -144,10 +142,7 @@ KINDS: Mapping[str, Callable[[Mapping[str, Any], tuple[str, ...]], None]] = {
 def validate_kind(kind: object) -> str:
     """Return ``kind`` if it is a known kind; else :class:`BadBodyError`."""
     if not isinstance(kind, str) or kind not in KINDS:
-        raise BadBodyError(
-            f"unknown ledger entry kind {kind!r}; known kinds: {', '.join(sorted(KINDS))}",
-            field="kind",
-        )
+        raise BadBodyError(f"unknown ledger entry kind {kind!r}; known kinds: {', '.join(sorted(KINDS))}", field="kind")
     return kind
 
 

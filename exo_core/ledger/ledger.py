@@ -132,9 +132,7 @@ class Ledger(Guarded):
             # the schema; opening an existing ledger only reads.
             conn.execute("BEGIN IMMEDIATE" if create else "BEGIN")
             try:
-                has_meta = conn.execute(
-                    "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
-                ).fetchone()
+                has_meta = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
                 if not has_meta:
                     if not create:
                         raise CorruptDataError("file has no ledger tables")
@@ -201,9 +199,7 @@ class Ledger(Guarded):
                         out.append(again)
                         continue
                 for i, ref in enumerate(check_refs(item.refs)):
-                    if not conn.execute(
-                        "SELECT 1 FROM entries WHERE id=?", (ref,)
-                    ).fetchone():
+                    if not conn.execute("SELECT 1 FROM entries WHERE id=?", (ref,)).fetchone():
                         raise BadBodyError(f"refs[{i}] {ref} names no entry in this ledger", field="refs")
                 # Strictly increasing along the main chain: a burst inside one
                 # millisecond (or a clock stepped back) gets consecutive ms, so
@@ -233,19 +229,13 @@ class Ledger(Guarded):
                 head, last_ts = chain, ts
         return out
 
-    def _idem_match(
-        self, conn: sqlite3.Connection, item: NewEntry, scope: str, body: Any,
-    ) -> StoredEntry | None:
-        row = conn.execute(
-            f"SELECT {ROW_COLUMNS} FROM entries WHERE idem=? AND seg=0", (item.idem,)
-        ).fetchone()
+    def _idem_match(self, conn: sqlite3.Connection, item: NewEntry, scope: str, body: Any) -> StoredEntry | None:
+        row = conn.execute(f"SELECT {ROW_COLUMNS} FROM entries WHERE idem=? AND seg=0", (item.idem,)).fetchone()
         if row is None:
             return None
         first = decode_row(row)
         if (first.kind, first.scope, first.refs, first.body) != (item.kind, scope, tuple(item.refs), body):
-            raise ConflictError(
-                f"idempotency key {item.idem!r} was already used for a different entry ({first.id})"
-            )
+            raise ConflictError(f"idempotency key {item.idem!r} was already used for a different entry ({first.id})")
         return first
 
     # -- reading -------------------------------------------------------------

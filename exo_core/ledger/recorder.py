@@ -54,9 +54,7 @@ class LedgerRecorder:
         ledger = Ledger.open_store(store_dir, signer=signer, create=True, scope=scope, clock=clock)
         return cls(ledger, scope=scope, owns=True)
 
-    def record(
-        self, kind: str, body: Mapping[str, Any], *, refs: tuple[str, ...] = ()
-    ) -> str | None:
+    def record(self, kind: str, body: Mapping[str, Any], *, refs: tuple[str, ...] = ()) -> str | None:
         """Append ``body`` as a ``kind`` entry referring to ``refs``; return the new entry id."""
         if validate_kind(kind) in _TURN_KINDS_REFUSED:
             raise BadBodyError(f"a turn cannot record a {kind!r} entry", field="kind")

@@ -119,9 +119,7 @@ def import_entries(
                         "(the source is missing entries, or is another ledger); nothing imported"
                     )
                 parent_seg, parent_pos = int(found[0]), int(found[1])
-            taken = conn.execute(
-                "SELECT 1 FROM entries WHERE seg=? AND pos=?", (parent_seg, parent_pos + 1)
-            ).fetchone()
+            taken = conn.execute("SELECT 1 FROM entries WHERE seg=? AND pos=?", (parent_seg, parent_pos + 1)).fetchone()
             if taken is None:
                 seg = parent_seg  # continues that chain's end: fast-forward or extend a fork
                 if seg not in extended and seg not in created:
