@@ -75,7 +75,6 @@ class Lesson:
     promoted_ts: int = 0
     person_said: str = ""
     rejected_at: int = -1
-    options: list[list[str]] = field(default_factory=list)
     answered: bool = False
     first_ts: int = 0
 
@@ -157,8 +156,6 @@ class LessonBook:
             lesson.because = body["because"]
         if isinstance(body.get("objection"), str):  # each second pass replaces the last one's objection
             lesson.objection = body["objection"]
-        if isinstance(body.get("options"), list):
-            lesson.options = [[str(x) for x in opt] for opt in body["options"] if isinstance(opt, list)]
         for ref in entry.refs:
             cited = self.index.get(ref)
             if cited is None:

@@ -45,7 +45,6 @@ class Finding:
     relation: str
     feature: str = ""
     claim: str = ""
-    home: str = "pack"
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +154,7 @@ def reflect(findings: Sequence[Finding], book: LessonBook) -> list[Draft]:
             continue
         body: dict[str, Any] = {
             "target": target, "source": LEARNING_SOURCE,
-            "home": lesson.home if lesson else first.home,
+            "home": lesson.home if lesson else "pack",
             "claim": lesson.claim if lesson else (feat.claim if feat else first.claim),
             "domain": target.split("/", 1)[0], "because": _because(book, target, cites),
         }
