@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from exo_core.errors import ConfigError
 from exo_core.ledger.ledger import Ledger
@@ -55,7 +55,6 @@ class Decision:
     noise: float
     held_out: float | None = None
     incumbent_held_out: float | None = None
-    domains: dict[str, float] = field(default_factory=dict)
     entry: str = ""
 
 
@@ -118,7 +117,7 @@ def climb(incumbent: frozenset[str], candidates: Sequence[Candidate], data: Spli
         if ruled and reason:
             reason = f"kept because the person ruled it; {reason}: those items may be stale"
         decisions.append(_record(ledger, Decision(cand.change, kept, reason or "beats dev beyond noise, held-out holds",
-                                                  cand_dev, inc_dev, noise, cand_held, inc_held, drops)))
+                                                  cand_dev, inc_dev, noise, cand_held, inc_held)))
         if kept:
             incumbent = cand.setup
     return incumbent, decisions
