@@ -35,10 +35,8 @@ from exo_core.ledger.keys import Signer, is_key_id, verify_key_from_id
 from exo_core.ledger.kinds import is_entry_id
 from exo_core.ledger.ledger import Ledger
 
-__all__ = [
-    "Checkpoint", "make_checkpoint", "record_checkpoint", "CheckpointBook", "BOOK_FILE_NAME",
-    "checkpoint_from_canonical",
-]
+__all__ = ["Checkpoint", "make_checkpoint", "record_checkpoint", "CheckpointBook", "BOOK_FILE_NAME",
+           "checkpoint_from_canonical"]
 
 BOOK_FILE_NAME = "ledger-checkpoints.sqlite"
 _DOMAIN = b"exo-ledger/1 checkpoint\n"
@@ -57,10 +55,8 @@ class Checkpoint:
 
     def statement(self) -> bytes:
         """The canonical bytes the signature covers."""
-        return canonical_json({
-            "v": 1, "type": "exo-ledger-checkpoint", "ledger": self.ledger_id,
-            "size": self.size, "head": self.head, "ts": self.ts, "signer": self.signer,
-        }, field="checkpoint")
+        return canonical_json({"v": 1, "type": "exo-ledger-checkpoint", "ledger": self.ledger_id, "size": self.size,
+                               "head": self.head, "ts": self.ts, "signer": self.signer}, field="checkpoint")
 
     def signature_ok(self) -> bool:
         """True when ``sig`` is the signer's signature of :meth:`statement`."""

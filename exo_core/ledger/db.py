@@ -83,10 +83,9 @@ def connect(path: Path, *, create: bool, what: str = "ledger") -> sqlite3.Connec
     """
     uri = f"file:{path}?mode={'rwc' if create else 'rw'}"
     try:
-        conn = sqlite3.connect(
-            uri, uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000,
-            check_same_thread=False,  # the Ledger serialises use with its own lock
-        )
+        # check_same_thread=False: Guarded serialises use with its own lock.
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000,
+                               check_same_thread=False)
     except sqlite3.Error as exc:
         raise StorageError(f"cannot open {what} {path}: {exc}") from exc
     try:

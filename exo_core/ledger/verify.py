@@ -73,10 +73,8 @@ class VerifyReport:
         return not self.problems
 
 
-def verify_ledger(
-    ledger: Ledger, *, pins: Collection[str] | None = None,
-    checkpoints: Iterable[Checkpoint] = (), max_problems: int = 50, deep: bool = False,
-) -> VerifyReport:
+def verify_ledger(ledger: Ledger, *, pins: Collection[str] | None = None, checkpoints: Iterable[Checkpoint] = (),
+                  max_problems: int = 50, deep: bool = False) -> VerifyReport:
     """Check ``ledger`` completely; see the module docstring for what is checked.
 
     ``pins``: the only key ids trusted as authors and checkpoint signers
