@@ -141,14 +141,10 @@ def sync_nodes(store: Store, book: LessonBook, only: Collection[str] | None = No
 def taste_rows(book: LessonBook, now_ms: int | None = None) -> list[dict[str, Any]]:
     """Learned taste as ``taste.list`` rows: shown lessons (enforced, then hints) with real weights."""
     now = book.last_ts if now_ms is None else now_ms
-    rows = []
-    for status, lessons in (("enforced", enforced(book, now)), ("hint", hints(book, now))):
-        for l in lessons:
-            node = l.node or l.target
-            rows.append({"id": node, "text": l.claim, "weight": l.weight(now), "confidence": label(l.weight(now)),
-                         "status": status, "evidence": sorted(l.evidence), "proposal": l.proposals[0],
-                         "path": f"{node}.md" if l.promoted_by else None})
-    return rows
+    return [{"id": l.node or l.target, "text": l.claim, "weight": l.weight(now), "confidence": label(l.weight(now)),
+             "status": status, "evidence": sorted(l.evidence), "proposal": l.proposals[0],
+             "path": f"{l.node or l.target}.md" if l.promoted_by else None}
+            for status, lessons in (("enforced", enforced(book, now)), ("hint", hints(book, now))) for l in lessons]
 
 
 class TasteView:

@@ -155,13 +155,10 @@ class CheckpointBook(Guarded):
     def for_ledger(self, ledger_id: str) -> list[Checkpoint]:
         """Every kept checkpoint of ``ledger_id``, highest first."""
         rows = self.query("SELECT doc FROM checkpoints WHERE ledger=? ORDER BY size DESC, rowid DESC", (ledger_id,))
-        out = []
-        for (doc,) in rows:
-            try:
-                out.append(Checkpoint.from_json(json.loads(doc)))
-            except ValueError as exc:
-                raise CorruptDataError(f"checkpoint book {self.path} holds a bad row: {exc}") from exc
-        return out
+        try:
+            return [Checkpoint.from_json(json.loads(doc)) for (doc,) in rows]
+        except ValueError as exc:
+            raise CorruptDataError(f"checkpoint book {self.path} holds a bad row: {exc}") from exc
 
 
 def checkpoint_from_canonical(data: bytes) -> Checkpoint:
