@@ -170,8 +170,7 @@ class LaneSet:
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         for key in list(self._waiters):
             self._wake(key)
 

@@ -58,7 +58,6 @@ class Learner:
         self.ledger = ledger
         self.queue = queue
         self.book = LessonBook()
-        self._cursor_ts = 0
         self._lock = threading.RLock()  # the reviewer thread and direct calls (reject, rows) share one book
         self._cursor_path = store.root / "indexes" / "learning" / "cursor.json"
         self.cursor = self._read_cursor()
@@ -71,12 +70,10 @@ class Learner:
         except (ValueError, KeyError, TypeError) as exc:
             raise StorageError(f"{self._cursor_path}: unreadable review cursor; delete it to review again") from exc
 
-    def refresh(self) -> list[StoredEntry]:
-        """Fold entries appended since the book last looked; returns them."""
-        new = list(self.ledger.entries(after_n=self.book.last_n))
-        for entry in new:
+    def refresh(self) -> None:
+        """Fold entries appended since the book last looked."""
+        for entry in self.ledger.entries(after_n=self.book.last_n):
             self.book.apply(entry)
-        return new
 
     def _existing(self) -> tuple[dict[str, Existing], dict[str, bool]]:
         nodes = self.store.nodes()
@@ -99,7 +96,7 @@ class Learner:
     def _review(self, asked: bool, cancel: threading.Event | None) -> ReviewReport:
         self.refresh()
         pending = list(self.ledger.entries(after_n=self.cursor))
-        self._cursor_ts = pending[0].ts if pending else self.book.last_ts
+        since_ts = pending[0].ts if pending else self.book.last_ts
         why = needs_review(pending, asked=asked)
         if not why:
             return ReviewReport("")
@@ -125,7 +122,7 @@ class Learner:
         for old_id, target in supersede:
             lesson = book.lessons[target]
             self.store.supersede(old_id, lesson_node(lesson, book.last_ts, lesson.promoted_ts))
-        rejected = {l.target for l in book.lessons.values() if l.rejected_at >= self._cursor_ts}
+        rejected = {l.target for l in book.lessons.values() if l.rejected_at >= since_ts}
         self._publish(set(promoted) | rejected)
         queued = self._enqueue(new_targets)
         self.cursor = book.last_n
