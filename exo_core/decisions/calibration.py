@@ -142,9 +142,5 @@ class CalibrationBook:
     def fitted(cls, samples: Mapping[tuple[str, str], tuple[Sequence[str], Sequence[Sample]]], *,
                min_samples: int = MIN_SAMPLES) -> "CalibrationBook":
         """Fit each ``(provider, mechanism) -> (options, samples)`` that has enough labels."""
-        out = {}
-        for key, (options, rows) in samples.items():
-            found = fit(options, rows, min_samples=min_samples)
-            if found is not None:
-                out[key] = found
-        return cls(out)
+        fitted = {key: fit(options, rows, min_samples=min_samples) for key, (options, rows) in samples.items()}
+        return cls({key: found for key, found in fitted.items() if found is not None})
