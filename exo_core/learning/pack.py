@@ -36,6 +36,7 @@ __all__ = ["render_learned", "write_pack", "lesson_node", "sync_nodes", "taste_r
 
 BEGIN = "<!-- exo:learned:begin -->"
 END = "<!-- exo:learned:end -->"
+_SECTION = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)  # the first BEGIN with the END after it
 
 
 def day_of(ts_ms: int) -> str:
@@ -73,18 +74,15 @@ def render_learned(book: LessonBook, now_ms: int | None = None) -> str:
 
 def shown(store: Store) -> set[str]:
     """The node ids the pack's learned section links now (what the person was last shown as enforced)."""
-    text = store.pack_text()
-    if BEGIN not in text or END not in text:
-        return set()
-    return set(re.findall(r"\[\[([^\]|#]+)\]\]", text.split(BEGIN, 1)[1].split(END, 1)[0]))
+    found = _SECTION.search(store.pack_text())
+    return set(re.findall(r"\[\[([^\]|#]+)\]\]", found.group())) if found else set()
 
 
 def write_pack(store: Store, section: str) -> bool:
     """Put ``section`` into ``pack.md`` (replacing the old one); True when the file changed."""
     text = store.pack_text()
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        new = head + section + rest.split(END, 1)[1]
+    if _SECTION.search(text):
+        new = _SECTION.sub(lambda _: section, text, count=1)  # a function: section is not a template
     else:
         new = text.rstrip("\n") + "\n\n" + section + "\n"
     if new == text:
