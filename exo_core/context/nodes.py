@@ -32,13 +32,6 @@ def load_nodes(conn: sqlite3.Connection, session_id: str) -> dict[NodeKey, Summa
     return {(r[1], r[2]): SummaryNode(*r) for r in rows}
 
 
-def _valid(node: SummaryNode, messages: Sequence[MessageRecord], leaf_size: int) -> bool:
-    first, last = node_positions(node.level, node.idx, leaf_size)
-    if last >= len(messages):
-        return False
-    return messages[first].id == node.first_message and messages[last].id == node.last_message
-
-
 def sync_leaves(conn: sqlite3.Connection, session_id: str, messages: Sequence[MessageRecord],
                 config: ContextConfig, *, lane: str, now: str) -> dict[NodeKey, SummaryNode]:
     """Make the stored tree match ``messages``; returns the nodes.
@@ -51,7 +44,8 @@ def sync_leaves(conn: sqlite3.Connection, session_id: str, messages: Sequence[Me
     leaves = tail_start(messages, config.tail) // config.leaf_size
     stale_from: int | None = None
     for node in nodes.values():
-        if not _valid(node, messages, config.leaf_size):
+        first, last = node_positions(node.level, node.idx, config.leaf_size)
+        if last >= len(messages) or (messages[first].id, messages[last].id) != (node.first_message, node.last_message):
             first_leaf = leaf_span(node.level, node.idx)[0]
             stale_from = first_leaf if stale_from is None else min(stale_from, first_leaf)
     missing = [i for i in range(leaves) if (0, i) not in nodes]

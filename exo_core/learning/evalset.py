@@ -82,11 +82,6 @@ def breaks(rule: str, text: str) -> bool:
     return feat is not None and feat.present(text)
 
 
-def _domain(rule: str) -> str:
-    feat = feature(rule)
-    return feat.domain if feat is not None else "writing"
-
-
 def items_from(book: LessonBook) -> list[EvalItem]:
     """Pairs and replays from verdicts on drafts, qa from the person's answers, in the book."""
     out: list[EvalItem] = []
@@ -103,8 +98,9 @@ def items_from(book: LessonBook) -> list[EvalItem]:
                                     {"rejected": reply, "chosen": body["text"]}))
         elif entry.kind == "utterance" and (picked := book.picked(entry)) is not None:
             lesson = book.lessons.get(picked[0])
-            if lesson is not None and lesson.feature:
-                out.append(EvalItem(f"qa:{entry.id[:16]}", "qa", entry.ts, _domain(lesson.feature),
+            feat = feature(lesson.feature) if lesson is not None else None  # a lesson's feature is a catalog key
+            if lesson is not None and feat is not None:
+                out.append(EvalItem(f"qa:{entry.id[:16]}", "qa", entry.ts, feat.domain,
                                     {"rule": lesson.feature, "answer": picked[1]}))
     return out
 

@@ -75,12 +75,6 @@ class Learner:
         for entry in self.ledger.entries(after_n=self.book.last_n):
             self.book.apply(entry)
 
-    def _existing(self) -> tuple[dict[str, Existing], dict[str, bool]]:
-        nodes = self.store.nodes()
-        existing = {n.id: Existing("learned" in n.tags, n.domain == "rules" or "guarded" in n.tags) for n in nodes
-                    if n.valid_until is None}
-        return existing, {n.id: n.confidence == "high" for n in nodes}
-
     def _append(self, drafts: list[NewEntry]) -> list[StoredEntry]:
         if not drafts:
             return []
@@ -107,7 +101,10 @@ class Learner:
             if cancel is not None and cancel.is_set():
                 return ReviewReport(why, cancelled=True)
             findings += classify(entry, book)
-        existing, high = self._existing()
+        nodes = self.store.nodes()
+        existing = {n.id: Existing("learned" in n.tags, n.domain == "rules" or "guarded" in n.tags) for n in nodes
+                    if n.valid_until is None}
+        high = {n.id: n.confidence == "high" for n in nodes}
         drafts = [argue_against(d, book, existing, high) for d in reflect(findings, book)]
         for f in (f for f in findings if f.relation == "question"):
             judged = book.index[book.index[f.entry_id].body["judged"]]

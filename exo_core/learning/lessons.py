@@ -127,8 +127,10 @@ class LessonBook:
             lesson = self.lessons[entry.body["target"]]
             lesson.promoted_by, lesson.promotion = str(entry.body.get("by", "evidence")), entry.id
             lesson.node, lesson.promoted_ts = str(entry.body.get("node", lesson.target)), entry.ts
-        elif entry.kind == "rejection":
-            self._rejection(entry)
+        elif entry.kind == "rejection" and (lesson := self.lesson_for(entry.body["target"])) is not None:
+            lesson.rejected_at = entry.ts
+            lesson.evidence.clear()
+            lesson.promoted_by = lesson.promotion = lesson.person_said = ""
         elif entry.kind == "rule" and isinstance(entry.body.get("target"), str):
             lesson = self.lesson_for(entry.body["target"])
             if lesson is not None and category_of(entry) == "rule":
@@ -176,14 +178,6 @@ class LessonBook:
         if not isinstance(options, list) or not isinstance(pick, int) or not 1 <= pick <= len(options):
             return None
         return options[pick - 1][0], options[pick - 1][1]
-
-    def _rejection(self, entry: StoredEntry) -> None:
-        lesson = self.lesson_for(entry.body["target"])
-        if lesson is None:
-            return
-        lesson.rejected_at = entry.ts
-        lesson.evidence.clear()
-        lesson.promoted_by = lesson.promotion = lesson.person_said = ""
 
     def _cite(self, lesson: Lesson, cited: StoredEntry) -> None:
         ev = self.resolve(lesson, cited)
