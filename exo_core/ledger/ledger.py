@@ -101,12 +101,11 @@ class Ledger(Guarded):
         conn = connect(path, create=create)
         try:
             stored = cls._init_meta(conn, ledger_id if ledger_id is not None else uuid.uuid4().hex, create)
+            if ledger_id is not None and stored != ledger_id:
+                raise ConflictError(f"{path} is ledger {stored!r}, not {ledger_id!r}")
         except BaseException:
             conn.close()
             raise
-        if ledger_id is not None and stored != ledger_id:
-            conn.close()
-            raise ConflictError(f"{path} is ledger {stored!r}, not {ledger_id!r}")
         return cls(conn, path, stored, signer=signer, scope=scope, clock=clock)
 
     @classmethod
