@@ -171,19 +171,14 @@ class Learner:
 
     def _events(self, before: set[str], promoted: tuple[str, ...], questions: tuple[str, ...]) -> list[tuple[str, Any]]:
         book, now = self.book, self.book.last_ts
-        out: list[tuple[str, Any]] = []
-        for target in promoted:
-            lesson = book.lessons[target]
-            out.append(("taste.updated", ev.TasteUpdated(id=lesson.node or target, text=lesson.claim,
-                                                         weight=lesson.weight(now), change="promoted")))
+        moved = [(book.lessons[t].node or t, book.lessons[t], "promoted") for t in promoted]
         after = {l.node or l.target for l in enforced(book, now)}
         for node in sorted(before - after):
             lesson = book.lesson_for(node)
-            if lesson is None:
-                continue
-            change = "deleted" if lesson.rejected_at >= 0 else "demoted"  # rejected, or faded below high
-            out.append(("taste.updated", ev.TasteUpdated(id=node, text=lesson.claim, weight=lesson.weight(now),
-                                                         change=change)))
+            if lesson is not None:  # gone from the enforced list: rejected, or faded below high
+                moved.append((node, lesson, "deleted" if lesson.rejected_at >= 0 else "demoted"))
+        out: list[tuple[str, Any]] = [("taste.updated", ev.TasteUpdated(id=node, text=l.claim, weight=l.weight(now),
+                                                                         change=change)) for node, l, change in moved]
         for qid in questions:
             q = book.index[qid].body
             out.append(("question.asked", ev.QuestionAsked(question_id=qid, text=q["claim"], options=q["labels"])))
