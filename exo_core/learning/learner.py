@@ -153,21 +153,18 @@ class Learner:
     def _enqueue(self, targets: list[str]) -> int:
         if self.queue is None:
             return 0
-        count = 0
-        for target in targets:
-            lesson = self.book.lessons.get(target)
-            if lesson is None or not lesson.proposals:
-                continue
+        book = self.book
+        lessons = [book.lessons[t] for t in targets if t in book.lessons and book.lessons[t].proposals]
+        for lesson in lessons:
             samples = []
             for eid in list(lesson.evidence)[:3]:
-                e = self.book.index[eid]
-                judged = self.book.index.get(str(e.body.get("judged", "")))
+                e = book.index[eid]
+                judged = book.index.get(str(e.body.get("judged", "")))
                 samples.append({"verdict": e.body.get("verdict", e.kind), "text": str(e.body.get("text", ""))[:400],
                                 "draft": judged_text(judged.body)[:400] if judged else ""})
-            self.queue.put("reflect", {"proposal": lesson.proposals[0], "target": target, "claim": lesson.claim,
+            self.queue.put("reflect", {"proposal": lesson.proposals[0], "target": lesson.target, "claim": lesson.claim,
                                        "evidence": samples}, key=f"reflect:{lesson.proposals[0]}")
-            count += 1
-        return count
+        return len(lessons)
 
     def _events(self, before: set[str], promoted: tuple[str, ...], questions: tuple[str, ...]) -> list[tuple[str, Any]]:
         book, now = self.book, self.book.last_ts
