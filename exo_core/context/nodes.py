@@ -74,18 +74,16 @@ def sync_leaves(conn: sqlite3.Connection, session_id: str, messages: Sequence[Me
 
 def reset_failed(conn: sqlite3.Connection, session_id: str, config: ContextConfig, now: str) -> int:
     """Failed jobs with attempts left become pending again (the session was touched)."""
-    cur = conn.execute(
+    return conn.execute(
         "UPDATE summary_nodes SET status = 'pending', updated_at = ? "
-        "WHERE session_id = ? AND status = 'failed' AND attempts < ?", (now, session_id, config.max_attempts))
-    return cur.rowcount
+        "WHERE session_id = ? AND status = 'failed' AND attempts < ?", (now, session_id, config.max_attempts)).rowcount
 
 
 def claim_session(conn: sqlite3.Connection, session_id: str, now: str) -> int:
     """Unfinished import-lane nodes of a session the person is using move to the live lane."""
-    cur = conn.execute(
+    return conn.execute(
         "UPDATE summary_nodes SET lane = 'live', updated_at = ? "
-        "WHERE session_id = ? AND lane = 'import' AND status != 'done'", (now, session_id))
-    return cur.rowcount
+        "WHERE session_id = ? AND lane = 'import' AND status != 'done'", (now, session_id)).rowcount
 
 
 def insert_parent(conn: sqlite3.Connection, session_id: str, key: NodeKey, *, lane: str, now: str) -> bool:
@@ -103,12 +101,11 @@ def insert_parent(conn: sqlite3.Connection, session_id: str, key: NodeKey, *, la
 
 def mark_done(conn: sqlite3.Connection, node: SummaryNode, text: str, now: str) -> bool:
     """Store a finished summary; False when the node changed or vanished meanwhile (stale job)."""
-    cur = conn.execute(
+    return conn.execute(
         "UPDATE summary_nodes SET text = ?, status = 'done', attempts = attempts + 1, updated_at = ? "
         "WHERE session_id = ? AND level = ? AND idx = ? AND status = 'pending' AND first_message = ?"
         " AND last_message = ?",
-        (text, now, node.session_id, node.level, node.idx, node.first_message, node.last_message))
-    return cur.rowcount == 1
+        (text, now, node.session_id, node.level, node.idx, node.first_message, node.last_message)).rowcount == 1
 
 
 def mark_failed(conn: sqlite3.Connection, node: SummaryNode, now: str) -> None:
