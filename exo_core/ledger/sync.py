@@ -25,6 +25,7 @@ person; the ledger only guarantees the fork is recorded and reported.
 
 from __future__ import annotations
 
+import bisect
 import sqlite3
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
@@ -134,14 +135,9 @@ def common_prefix(a: Ledger, b: Ledger) -> Head:
     Chains share a prefix or nothing after their first difference (each hash
     covers all before it), so a binary search over heights is exact.
     """
-    lo, hi = 0, min(a.head(0).size, b.head(0).size)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a.chain_at(0, mid) == b.chain_at(0, mid):
-            lo = mid
-        else:
-            hi = mid - 1
-    return Head(lo, a.chain_at(0, lo))
+    heights = range(1, min(a.head(0).size, b.head(0).size) + 1)
+    shared = bisect.bisect_left(heights, True, key=lambda h: a.chain_at(0, h) != b.chain_at(0, h))
+    return Head(shared, a.chain_at(0, shared))
 
 
 def _on_main(ledger: Ledger, cp: Checkpoint) -> bool:
