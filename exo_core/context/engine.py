@@ -230,10 +230,7 @@ class SummaryTreeContext:
 
     def stats(self) -> dict[str, Any]:
         """Lane counters (limits, most ever running, started, failed) and settle timeouts."""
-        return {
-            "lanes": {name: {"limit": lane.limit, "max_running": lane.max_running, "running": lane.running,
-                             "queued": len(lane.queue), "started": lane.started, "failed": lane.failed,
-                             "paused": lane.paused}
-                      for name, lane in self.lanes.lanes.items()},
-            "settle_timeouts": self.settle_timeouts,
-        }
+        lanes = {name: {"limit": lane.limit, "max_running": lane.max_running, "running": lane.running,
+                        "queued": len(lane.queue), "started": lane.started, "failed": lane.failed,
+                        "paused": lane.paused} for name, lane in self.lanes.lanes.items()}
+        return {"lanes": lanes, "settle_timeouts": self.settle_timeouts}

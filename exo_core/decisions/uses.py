@@ -76,8 +76,8 @@ def toolset_question(toolsets: Iterable[str] = TOOLSETS[1:]) -> Question:
 
 
 _TOOLSET_RULES = (
-    Rule("shell-command", r"\b(git (push|pull|commit|status|log|diff|clone|checkout|rebase|stash)|pytest|npm "
-                          r"|pip install|make (test|build|install)|docker|run (the )?(tests?|script|build))\b", "shell"),
+    Rule("shell-command", r"\b(git (push|pull|commit|status|log|diff|clone|checkout|rebase|stash)|pytest|npm |pip "
+                          r"install|make (test|build|install)|docker|run (the )?(tests?|script|build))\b", "shell"),
     Rule("file-name", r"\b(open|read|edit|write|create|rename|fix|update|append to)\b.*\b[\w-]+\.(md|txt|py|json|"
                       r"toml|ya?ml|csv|js|ts|html|cfg|ini)\b", "core"),
     Rule("past-talk", r"\b(what did (i|we|you) (say|decide|agree|tell)|remind me what|last (week|time|session) "

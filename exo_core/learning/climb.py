@@ -87,9 +87,8 @@ def _record(ledger: Ledger | None, d: Decision) -> Decision:
 
 def climb(incumbent: frozenset[str], candidates: Sequence[Candidate], data: Split, scorer: Scorer, *,
           samples: int = JUDGE_SAMPLES, max_candidates: int = MAX_CANDIDATES, domain_drop: float = 0.05,
-          person_ruled: frozenset[str] = frozenset(), ledger: Ledger | None = None,
-          spent: Callable[[], float] = lambda: 0.0, ceiling: float = float("inf"),
-          ) -> tuple[frozenset[str], list[Decision]]:
+          person_ruled: frozenset[str] = frozenset(), spent: Callable[[], float] = lambda: 0.0,
+          ledger: Ledger | None = None, ceiling: float = float("inf")) -> tuple[frozenset[str], list[Decision]]:
     """Try each candidate in order against the current incumbent; returns the final incumbent and decisions."""
     decisions: list[Decision] = []
     dev = data.dev

@@ -88,14 +88,11 @@ class Lesson:
 
     def to_json(self, now_ms: int) -> dict[str, Any]:
         """A plain summary for views and the CLI."""
-        return {
-            "target": self.target, "home": self.home, "claim": self.claim, "because": self.because,
-            "domain": self.domain, "feature": self.feature, "guarded": self.guarded,
-            "weight": self.weight(now_ms), "promoted_by": self.promoted_by, "node": self.node,
-            "rejected": self.rejected_at >= 0, "person_said": bool(self.person_said), "objection": self.objection,
-            "proposals": list(self.proposals), "evidence": sorted(self.evidence),
-            "sessions": sorted(self.sessions()), "ignored": len(self.ignored),
-        }
+        return {"target": self.target, "home": self.home, "claim": self.claim, "because": self.because,
+                "domain": self.domain, "feature": self.feature, "guarded": self.guarded, "weight": self.weight(now_ms),
+                "promoted_by": self.promoted_by, "node": self.node, "rejected": self.rejected_at >= 0,
+                "person_said": bool(self.person_said), "objection": self.objection, "proposals": list(self.proposals),
+                "evidence": sorted(self.evidence), "sessions": sorted(self.sessions()), "ignored": len(self.ignored)}
 
 
 class LessonBook:

@@ -95,17 +95,13 @@ def lesson_node(lesson: Lesson, now_ms: int, promoted_ts: int) -> Node:
     """The plain file that holds a promoted lesson."""
     node_id = lesson.node or lesson.target
     because = f" Because {lesson.because.rstrip('.')}." if lesson.because else " Learned from corrections."
-    evidence = sorted(lesson.evidence)
     body = (f"Learned by Exo (proposal {lesson.proposals[0]}, promoted by {lesson.promoted_by}).\n\n"
-            "Evidence (ledger entries):\n\n"
-            + "".join(f"- {e}\n" for e in evidence))
+            "Evidence (ledger entries):\n\n" + "".join(f"- {e}\n" for e in sorted(lesson.evidence)))
     links = (Link("supersedes", lesson.target),) if node_id != lesson.target else ()
-    return Node(
-        id=node_id, title=lesson.claim.rstrip(".")[:80], type="rule" if lesson.person_said else "preference",
-        domain=node_id.split("/", 1)[0], summary=lesson.claim + because, load_when="",
-        confidence=label(lesson.weight(now_ms)), stability="durable", valid_from=day_of(promoted_ts),
-        sources=tuple(f"ledger:{p}" for p in lesson.proposals[:8]), links=links, tags=("learned",),
-        body=body)
+    return Node(id=node_id, title=lesson.claim.rstrip(".")[:80], type="rule" if lesson.person_said else "preference",
+                domain=node_id.split("/", 1)[0], summary=lesson.claim + because, load_when="",
+                confidence=label(lesson.weight(now_ms)), stability="durable", valid_from=day_of(promoted_ts),
+                sources=tuple(f"ledger:{p}" for p in lesson.proposals[:8]), links=links, tags=("learned",), body=body)
 
 
 def sync_nodes(store: Store, book: LessonBook, only: Collection[str] | None = None) -> list[str]:

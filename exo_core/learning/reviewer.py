@@ -152,12 +152,9 @@ def reflect(findings: Sequence[Finding], book: LessonBook) -> list[Draft]:
         feat = feature(first.feature) if lesson is None else feature(lesson.feature)
         if lesson is None and not any(f.relation == "new" for f in group):
             continue
-        body: dict[str, Any] = {
-            "target": target, "source": LEARNING_SOURCE,
-            "home": lesson.home if lesson else "pack",
-            "claim": lesson.claim if lesson else (feat.claim if feat else first.claim),
-            "domain": target.split("/", 1)[0], "because": _because(book, target, cites),
-        }
+        body: dict[str, Any] = {"target": target, "source": LEARNING_SOURCE, "home": lesson.home if lesson else "pack",
+                                "claim": lesson.claim if lesson else (feat.claim if feat else first.claim),
+                                "domain": target.split("/", 1)[0], "because": _because(book, target, cites)}
         if feat is not None:
             body["feature"] = feat.key
         elif lesson is None and target.startswith("rules/"):
