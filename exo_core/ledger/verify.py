@@ -111,8 +111,7 @@ def verify_ledger(ledger: Ledger, *, pins: Collection[str] | None = None, checkp
     expected_n = 1
     count = 0
     # Undecoded rows: verify must see every defect itself, and entries() raises on the first bad row.
-    for row in ledger.raw_rows():
-        count += 1
+    for count, row in enumerate(ledger.raw_rows(), 1):
         n = row[0] if isinstance(row[0], int) else None
         if n != expected_n:
             if bad(f"arrival number is {n!r}, expected {expected_n}: an entry was deleted, "
@@ -127,8 +126,7 @@ def verify_ledger(ledger: Ledger, *, pins: Collection[str] | None = None, checkp
             continue
         where = {"n": entry.n, "seg": entry.seg, "pos": entry.pos, "id": entry.id}
         reasons: list[str] = []
-        seal_problem = check_seal(entry)
-        if seal_problem:
+        if seal_problem := check_seal(entry):
             reasons.append(seal_problem)
         if pinned is not None and entry.author not in pinned:
             reasons.append(f"signed by {entry.author[:24]}…, which is not a pinned key")
@@ -142,10 +140,8 @@ def verify_ledger(ledger: Ledger, *, pins: Collection[str] | None = None, checkp
                 reasons.append("prev is not the chain hash of the entry before it (removed, reordered or inserted)")
         else:
             base_seg, base_pos = bases[entry.seg]
-            if base_pos == 0:
-                expected_prev = ledger.genesis
-            else:
-                expected_prev = next((c for c, at in chains.items() if at == (base_seg, base_pos)), "")
+            expected_prev = ledger.genesis if base_pos == 0 else next(
+                (c for c, at in chains.items() if at == (base_seg, base_pos)), "")
             if entry.pos != base_pos + 1:
                 reasons.append(f"first height on segment {entry.seg} is {entry.pos}, expected {base_pos + 1}")
             if entry.prev != expected_prev:
