@@ -218,11 +218,9 @@ async def import_conversations(worker: DbWorker, conversations: Iterable[Convers
     store = SessionStore(worker, clock=clock)
     cfg = engine.config if engine is not None else (config or ContextConfig())
     clock = clock or SystemClock()
-    total = imported = skipped = count = 0
+    skipped = count = 0
     sessions: list[str] = []
     for conv in conversations:
-        total += 1
-
         def write(c: Conversation = conv) -> str | None:
             conn = worker.connection
             if conn.execute("SELECT 1 FROM imported_conversations WHERE source_key = ?", (c.source_key,)).fetchone():
@@ -245,10 +243,9 @@ async def import_conversations(worker: DbWorker, conversations: Iterable[Convers
         if session_id is None:
             skipped += 1
             continue
-        imported += 1
         count += len(conv.messages)
         sessions.append(session_id)
         if engine is not None:
             messages = await worker.run(lambda s=session_id: store.messages(s))
             await engine.touch(session_id, messages, live=False, lane="import")
-    return ImportReport(total, imported, skipped, count, tuple(sessions))
+    return ImportReport(len(sessions) + skipped, len(sessions), skipped, count, tuple(sessions))
