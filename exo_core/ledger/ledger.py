@@ -195,8 +195,7 @@ class Ledger(Guarded):
                 content = build_content(kind=item.kind, scope=scope, author=signer.key_id, ts=ts, refs=item.refs,
                                         body=body, idem=item.idem)
                 entry_id, chain, sig = seal(content, head, signer)
-                dup = conn.execute("SELECT n FROM entries WHERE id=?", (entry_id,)).fetchone()
-                if dup is not None:
+                if conn.execute("SELECT n FROM entries WHERE id=?", (entry_id,)).fetchone() is not None:
                     # Unreachable on main (ts strictly increases); an imported fork
                     # entry could only match if the same key signed the same
                     # content at the same ms. Refuse rather than store a twin id.
