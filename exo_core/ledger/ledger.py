@@ -122,8 +122,7 @@ class Ledger(Guarded):
             # the schema; opening an existing ledger only reads.
             conn.execute("BEGIN IMMEDIATE" if create else "BEGIN")
             try:
-                has_meta = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
-                if not has_meta:
+                if not conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone():
                     if not create:
                         raise CorruptDataError("file has no ledger tables")
                     # Schema only for a new file: re-running CREATE ... IF NOT
