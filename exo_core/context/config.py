@@ -67,19 +67,18 @@ class ContextConfig:
     summarizer: str = ""
 
     def __post_init__(self) -> None:
-        for name in ("tail", "leaf_size", "view_budget", "live_limit", "import_limit", "live_queue_limit",
-                     "import_queue_limit", "max_attempts", "summary_tokens", "message_chars"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"context.{name} must be a positive integer, not {value!r}")
-        for name in ("settle_seconds", "job_timeout"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-                raise ConfigError(f"context.{name} must be a number of seconds >= 0, not {value!r}")
-        if not isinstance(self.summarizer, str):
-            raise ConfigError("context.summarizer must be a model spec string")
-        if not isinstance(self.import_yields, bool):
-            raise ConfigError("context.import_yields must be true or false")
+        # Checked by declared type (annotations are strings here), so a new field cannot be left unchecked.
+        for f in fields(self):
+            value = getattr(self, f.name)
+            number = not isinstance(value, bool)  # bool is an int subclass but never a number here
+            if f.type == "int" and not (number and isinstance(value, int) and value >= 1):
+                raise ConfigError(f"context.{f.name} must be a positive integer, not {value!r}")
+            if f.type == "float" and not (number and isinstance(value, (int, float)) and value >= 0):
+                raise ConfigError(f"context.{f.name} must be a number of seconds >= 0, not {value!r}")
+            if f.type == "str" and not isinstance(value, str):
+                raise ConfigError(f"context.{f.name} must be a model spec string")
+            if f.type == "bool" and not isinstance(value, bool):
+                raise ConfigError(f"context.{f.name} must be true or false")
 
     @property
     def summary_chars(self) -> int:

@@ -164,21 +164,19 @@ class SummaryTreeContext:
                 footer = merge_footer(*texts)
             raw = await asyncio.wait_for(self._summarize(lane, request), self.config.job_timeout)
             text = finish_summary(raw, footer, config=self.config)
-        except (ExoError, TimeoutError) as exc:
-            log.warning("summary %s failed (%s); it is retried when the session is next touched", job.key, exc)
-            await self._failed(node, lane)
+        except Exception as exc:  # noqa: BLE001 - a summarizer bug must not stop the lane; recorded and retried later
+            if isinstance(exc, (ExoError, TimeoutError)):
+                log.warning("summary %s failed (%s); it is retried when the session is next touched", job.key, exc)
+            else:
+                log.exception("summary %s crashed; it is retried when the session is next touched", job.key)
+            self.lanes.lanes[lane].failed += 1
+            await self._worker.run(lambda: db.mark_failed(conn, node, self._now()))
             return
-        except Exception:  # noqa: BLE001 - a summarizer bug must not stop the lane; recorded and retried later
-            log.exception("summary %s crashed; it is retried when the session is next touched", job.key)
-            await self._failed(node, lane)
-            return
-        stored = await self._worker.run(lambda: db.mark_done(conn, node, text, self._now()))
-        if stored:
-            await self._after_done(job.session_id, lane)
-
-    async def _failed(self, node: SummaryNode, lane: str) -> None:
-        self.lanes.lanes[lane].failed += 1
-        await self._worker.run(lambda: db.mark_failed(self._worker.connection, node, self._now()))
+        if await self._worker.run(lambda: db.mark_done(conn, node, text, self._now())):
+            # A finished summary may put the view over budget: check for a merge.
+            messages = await self._worker.run(lambda: self._store.messages(job.session_id))
+            nodes = await self._worker.run(lambda: db.load_nodes(conn, job.session_id))
+            await self._maybe_merge(job.session_id, messages, nodes, lane)
 
     async def _summarize(self, lane: str, request: ModelRequest) -> str:
         parts: list[str] = []
@@ -186,11 +184,6 @@ class SummaryTreeContext:
             if isinstance(chunk, TextDelta):
                 parts.append(chunk.text)
         return "".join(parts)
-
-    async def _after_done(self, session_id: str, lane: str) -> None:
-        messages = await self._worker.run(lambda: self._store.messages(session_id))
-        nodes = await self._worker.run(lambda: db.load_nodes(self._worker.connection, session_id))
-        await self._maybe_merge(session_id, messages, nodes, lane)
 
     async def _maybe_merge(self, session_id: str, messages: Sequence[MessageRecord],
                            nodes: dict[NodeKey, SummaryNode], lane: str) -> None:
@@ -237,10 +230,7 @@ class SummaryTreeContext:
 
     def stats(self) -> dict[str, Any]:
         """Lane counters (limits, most ever running, started, failed) and settle timeouts."""
-        return {
-            "lanes": {name: {"limit": lane.limit, "max_running": lane.max_running, "running": lane.running,
-                             "queued": len(lane.queue), "started": lane.started, "failed": lane.failed,
-                             "paused": lane.paused}
-                      for name, lane in self.lanes.lanes.items()},
-            "settle_timeouts": self.settle_timeouts,
-        }
+        lanes = {name: {"limit": lane.limit, "max_running": lane.max_running, "running": lane.running,
+                        "queued": len(lane.queue), "started": lane.started, "failed": lane.failed,
+                        "paused": lane.paused} for name, lane in self.lanes.lanes.items()}
+        return {"lanes": lanes, "settle_timeouts": self.settle_timeouts}

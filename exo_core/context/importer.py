@@ -105,6 +105,10 @@ def _message(role: Any, content: str, *, tool_name: str = "") -> ImportedMessage
     return ImportedMessage(kind, content)
 
 
+def _message_of(obj: dict[str, Any]) -> ImportedMessage | None:
+    return _message(obj.get("role"), _text(obj.get("content")), tool_name=str(obj.get("name") or ""))
+
+
 def _key(source: str, title: str, messages: Iterable[ImportedMessage]) -> str:
     digest = hashlib.sha256(title.encode())
     for m in messages:
@@ -155,8 +159,8 @@ def parse_chatgpt(data: Any, *, where: str = "conversations.json") -> list[Conve
 
 def parse_jsonl(lines: Iterable[str], *, where: str = "history.jsonl") -> list[Conversation]:
     """Conversations from JSON lines (whole conversations or single messages)."""
-    whole: list[Conversation] = []
-    grouped: dict[str, tuple[str, list[ImportedMessage]]] = {}
+    # A whole conversation is keyed by its line number, a message by its conversation's name (int vs str: no clash).
+    found: dict[int | str, tuple[str, list[ImportedMessage]]] = {}
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -166,31 +170,22 @@ def parse_jsonl(lines: Iterable[str], *, where: str = "history.jsonl") -> list[C
             raise UsageError(f"{where}:{number}: not JSON ({exc.msg})") from exc
         if not isinstance(obj, dict):
             raise UsageError(f"{where}:{number}: each line must be a JSON object")
+        title = obj.get("title") if isinstance(obj.get("title"), str) else None
         if isinstance(obj.get("messages"), list):
-            title = obj.get("title") if isinstance(obj.get("title"), str) else "untitled"
-            messages = []
-            for m in obj["messages"]:
-                if not isinstance(m, dict):
-                    raise UsageError(f"{where}:{number}: every message must be an object with role and content")
-                item = _message(m.get("role"), _text(m.get("content")), tool_name=str(m.get("name") or ""))
-                if item is not None:
-                    messages.append(item)
-            if messages:
-                whole.append(Conversation(_key("jsonl", title, messages), title, tuple(messages)))
+            if not all(isinstance(m, dict) for m in obj["messages"]):
+                raise UsageError(f"{where}:{number}: every message must be an object with role and content")
+            messages = [m for m in map(_message_of, obj["messages"]) if m is not None]
+            found[number] = ("untitled" if title is None else title, messages)
             continue
         if "role" not in obj or "content" not in obj:
             raise UsageError(f"{where}:{number}: expected 'messages' (a conversation) or 'role' and 'content'")
         conv = next((str(obj[k]) for k in ("conversation", "conversation_id", "session", "session_id") if k in obj),
                     "conversation")
-        title = obj.get("title") if isinstance(obj.get("title"), str) else ""
-        entry = grouped.setdefault(conv, (title or conv, []))
-        item = _message(obj.get("role"), _text(obj.get("content")), tool_name=str(obj.get("name") or ""))
+        item = _message_of(obj)
+        messages = found.setdefault(conv, (title or conv, []))[1]
         if item is not None:
-            entry[1].append(item)
-    for title, messages in grouped.values():
-        if messages:
-            whole.append(Conversation(_key("jsonl", title, messages), title, tuple(messages)))
-    return whole
+            messages.append(item)
+    return [Conversation(_key("jsonl", name, items), name, tuple(items)) for name, items in found.values() if items]
 
 
 def parse_export(path: Path) -> list[Conversation]:
@@ -202,21 +197,17 @@ def parse_export(path: Path) -> list[Conversation]:
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read {path}: {exc}") from exc
     head = raw.lstrip()[:1]
-    if head == "[":
+    if not head:
+        raise UsageError(f"{path} is empty")
+    if head == "[" or (head == "{" and "\n{" not in raw.strip()):  # a JSON array, or one object: maybe ChatGPT's
         try:
             data = json.loads(raw)
         except json.JSONDecodeError as exc:
-            raise UsageError(f"{path}: not valid JSON at line {exc.lineno} ({exc.msg})") from exc
-        return parse_chatgpt(data, where=str(path))
-    if head == "{" and "\n{" not in raw.strip():
-        try:
-            data = json.loads(raw)
-        except json.JSONDecodeError:
-            data = None
-        if isinstance(data, dict) and "mapping" in data:
+            if head == "[":
+                raise UsageError(f"{path}: not valid JSON at line {exc.lineno} ({exc.msg})") from exc
+            data = None  # not one JSON document: read it as JSON lines
+        if head == "[" or (isinstance(data, dict) and "mapping" in data):
             return parse_chatgpt(data, where=str(path))
-    if not head:
-        raise UsageError(f"{path} is empty")
     return parse_jsonl(raw.splitlines(), where=str(path))
 
 
@@ -227,11 +218,9 @@ async def import_conversations(worker: DbWorker, conversations: Iterable[Convers
     store = SessionStore(worker, clock=clock)
     cfg = engine.config if engine is not None else (config or ContextConfig())
     clock = clock or SystemClock()
-    total = imported = skipped = count = 0
+    skipped = count = 0
     sessions: list[str] = []
     for conv in conversations:
-        total += 1
-
         def write(c: Conversation = conv) -> str | None:
             conn = worker.connection
             if conn.execute("SELECT 1 FROM imported_conversations WHERE source_key = ?", (c.source_key,)).fetchone():
@@ -254,10 +243,9 @@ async def import_conversations(worker: DbWorker, conversations: Iterable[Convers
         if session_id is None:
             skipped += 1
             continue
-        imported += 1
         count += len(conv.messages)
         sessions.append(session_id)
         if engine is not None:
             messages = await worker.run(lambda s=session_id: store.messages(s))
             await engine.touch(session_id, messages, live=False, lane="import")
-    return ImportReport(total, imported, skipped, count, tuple(sessions))
+    return ImportReport(len(sessions) + skipped, len(sessions), skipped, count, tuple(sessions))

@@ -24,8 +24,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
 from exo_core.clock import Clock
 
@@ -83,8 +84,7 @@ class LaneSet:
         self.lanes = {"live": Lane("live", live_limit, live_queue_limit),
                       "import": Lane("import", import_limit, import_queue_limit)}
         self._import_yields = import_yields
-        self._where: dict[tuple[str, int, int], str] = {}
-        self._per_session: dict[tuple[str, str], int] = {}
+        self._where: dict[tuple[str, int, int], str] = {}  # queued or running jobs: their lane
         self._waiters: dict[str, list[asyncio.Future[None]]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._refilling: set[str] = set()
@@ -101,7 +101,7 @@ class LaneSet:
             target.overflowed = True  # it stays pending in the database; refill finds it later
             return False
         target.queue.append(job)
-        self._count(job.key, lane, +1)
+        self._track(job, lane)
         self._pump()
         return True
 
@@ -113,8 +113,7 @@ class LaneSet:
         for job in source.queue:
             if job.session_id == session_id and len(target.queue) < target.queue_limit:
                 target.queue.append(job)
-                self._count(job.key, "import", -1)
-                self._count(job.key, "live", +1)
+                self._track(job, "live")
                 moved += 1
             else:
                 keep.append(job)
@@ -141,7 +140,7 @@ class LaneSet:
 
     def pending(self, session_id: str, lane: str = "live") -> int:
         """Jobs of ``session_id`` queued or running on ``lane``."""
-        return self._per_session.get((session_id, lane), 0)
+        return sum(1 for key, where in self._where.items() if key[0] == session_id and where == lane)
 
     async def wait_idle(self, session_id: str, timeout: float, clock: Clock, lane: str = "live") -> bool:
         """Wait until ``session_id`` has no job on ``lane``; False when ``timeout`` passed first."""
@@ -171,27 +170,29 @@ class LaneSet:
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
-        for waiters in self._waiters.values():
-            for future in waiters:
-                if not future.done():
-                    future.set_result(None)
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for key in list(self._waiters):
+            self._wake(key)
 
     # -- running -----------------------------------------------------------
 
-    def _count(self, key: tuple[str, int, int], lane: str, delta: int) -> None:
-        session_key = (key[0], lane)
-        value = self._per_session.get(session_key, 0) + delta
-        if delta > 0:
-            self._where[key] = lane
-        if value > 0:
-            self._per_session[session_key] = value
-            return
-        self._per_session.pop(session_key, None)
-        for future in self._waiters.pop(f"{lane}:{key[0]}", []):
+    def _track(self, job: Job, lane: str | None) -> None:
+        """Record ``job`` as on ``lane`` (None: finished); wake those waiting for its session to leave a lane."""
+        old = self._where.pop(job.key, None)
+        if lane is not None:
+            self._where[job.key] = lane
+        if old is not None and old != lane and not self.pending(job.session_id, old):
+            self._wake(f"{old}:{job.session_id}")
+
+    def _wake(self, key: str) -> None:
+        for future in self._waiters.pop(key, []):
             if not future.done():
                 future.set_result(None)
+
+    def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def _pump(self) -> None:
         if self._closed:
@@ -205,22 +206,17 @@ class LaneSet:
                 lane.running += 1
                 lane.started += 1
                 lane.max_running = max(lane.max_running, lane.running)
-                task = asyncio.get_running_loop().create_task(self._execute(job, lane), name=f"summary-{job.key}")
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+                self._spawn(self._execute(job, lane), f"summary-{job.key}")
             if not lane.queue and lane.overflowed and not lane.paused and lane.name not in self._refilling:
                 self._refilling.add(lane.name)
-                task = asyncio.get_running_loop().create_task(self._do_refill(lane), name=f"refill-{lane.name}")
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+                self._spawn(self._do_refill(lane), f"refill-{lane.name}")
 
     async def _execute(self, job: Job, lane: Lane) -> None:
         try:
             await self._run(job, lane.name)
         finally:
             lane.running -= 1
-            self._where.pop(job.key, None)
-            self._count(job.key, lane.name, -1)
+            self._track(job, None)
             self._pump()
 
     async def _do_refill(self, lane: Lane) -> None:
@@ -232,7 +228,7 @@ class LaneSet:
             for job in jobs:
                 if job.key not in self._where and len(lane.queue) < lane.queue_limit:
                     lane.queue.append(job)
-                    self._count(job.key, lane.name, +1)
+                    self._track(job, lane.name)
         except Exception:  # noqa: BLE001 - a failed refill is retried on the next kick; log it loudly
             log.exception("could not load pending %s summaries", lane.name)
             lane.overflowed = False

@@ -20,38 +20,16 @@ from exo_core.context.config import ContextConfig
 from exo_core.context.tree import NodeKey, SummaryNode, leaf_span, node_positions, tail_start
 from exo_core.sessions.store import MessageRecord
 
-__all__ = [
-    "load_nodes",
-    "sync_leaves",
-    "reset_failed",
-    "claim_session",
-    "insert_parent",
-    "mark_done",
-    "mark_failed",
-    "pending_keys",
-    "range_messages",
-    "children_texts",
-    "get_node",
-]
+__all__ = ["load_nodes", "sync_leaves", "reset_failed", "claim_session", "insert_parent", "mark_done", "mark_failed",
+           "pending_keys", "range_messages", "children_texts", "get_node"]
 
 _COLUMNS = "session_id, level, idx, first_message, last_message, text, status, lane, attempts"
-
-
-def _node(row: sqlite3.Row | tuple[object, ...]) -> SummaryNode:
-    return SummaryNode(*row)  # type: ignore[arg-type]
 
 
 def load_nodes(conn: sqlite3.Connection, session_id: str) -> dict[NodeKey, SummaryNode]:
     """Every node of a session by address."""
     rows = conn.execute(f"SELECT {_COLUMNS} FROM summary_nodes WHERE session_id = ?", (session_id,))
-    return {(r[1], r[2]): _node(tuple(r)) for r in rows}
-
-
-def _valid(node: SummaryNode, messages: Sequence[MessageRecord], leaf_size: int) -> bool:
-    first, last = node_positions(node.level, node.idx, leaf_size)
-    if last >= len(messages):
-        return False
-    return messages[first].id == node.first_message and messages[last].id == node.last_message
+    return {(r[1], r[2]): SummaryNode(*r) for r in rows}
 
 
 def sync_leaves(conn: sqlite3.Connection, session_id: str, messages: Sequence[MessageRecord],
@@ -66,7 +44,8 @@ def sync_leaves(conn: sqlite3.Connection, session_id: str, messages: Sequence[Me
     leaves = tail_start(messages, config.tail) // config.leaf_size
     stale_from: int | None = None
     for node in nodes.values():
-        if not _valid(node, messages, config.leaf_size):
+        first, last = node_positions(node.level, node.idx, config.leaf_size)
+        if last >= len(messages) or (messages[first].id, messages[last].id) != (node.first_message, node.last_message):
             first_leaf = leaf_span(node.level, node.idx)[0]
             stale_from = first_leaf if stale_from is None else min(stale_from, first_leaf)
     missing = [i for i in range(leaves) if (0, i) not in nodes]
@@ -95,45 +74,38 @@ def sync_leaves(conn: sqlite3.Connection, session_id: str, messages: Sequence[Me
 
 def reset_failed(conn: sqlite3.Connection, session_id: str, config: ContextConfig, now: str) -> int:
     """Failed jobs with attempts left become pending again (the session was touched)."""
-    cur = conn.execute(
+    return conn.execute(
         "UPDATE summary_nodes SET status = 'pending', updated_at = ? "
-        "WHERE session_id = ? AND status = 'failed' AND attempts < ?", (now, session_id, config.max_attempts))
-    return cur.rowcount
+        "WHERE session_id = ? AND status = 'failed' AND attempts < ?", (now, session_id, config.max_attempts)).rowcount
 
 
 def claim_session(conn: sqlite3.Connection, session_id: str, now: str) -> int:
     """Unfinished import-lane nodes of a session the person is using move to the live lane."""
-    cur = conn.execute(
+    return conn.execute(
         "UPDATE summary_nodes SET lane = 'live', updated_at = ? "
-        "WHERE session_id = ? AND lane = 'import' AND status != 'done'", (now, session_id))
-    return cur.rowcount
+        "WHERE session_id = ? AND lane = 'import' AND status != 'done'", (now, session_id)).rowcount
 
 
 def insert_parent(conn: sqlite3.Connection, session_id: str, key: NodeKey, *, lane: str, now: str) -> bool:
     """Create the pending parent ``key`` from its two finished children; False if it cannot."""
-    level, idx = key
-    left = conn.execute("SELECT first_message FROM summary_nodes WHERE session_id = ? AND level = ? AND idx = ?"
-                        " AND status = 'done'", (session_id, level - 1, 2 * idx)).fetchone()
-    right = conn.execute("SELECT last_message FROM summary_nodes WHERE session_id = ? AND level = ? AND idx = ?"
-                         " AND status = 'done'", (session_id, level - 1, 2 * idx + 1)).fetchone()
-    if left is None or right is None:
+    children = _done_children(conn, session_id, key)
+    if children is None:
         return False
     conn.execute(
         "INSERT INTO summary_nodes(session_id, level, idx, first_message, last_message, status, lane, attempts,"
         " updated_at) VALUES (?,?,?,?,?,'pending',?,0,?) ON CONFLICT(session_id, level, idx) DO UPDATE SET"
         " status = 'pending', lane = excluded.lane, updated_at = excluded.updated_at WHERE status = 'failed'",
-        (session_id, level, idx, left[0], right[0], lane, now))
+        (session_id, *key, children[0][0], children[1][1], lane, now))
     return True
 
 
 def mark_done(conn: sqlite3.Connection, node: SummaryNode, text: str, now: str) -> bool:
     """Store a finished summary; False when the node changed or vanished meanwhile (stale job)."""
-    cur = conn.execute(
+    return conn.execute(
         "UPDATE summary_nodes SET text = ?, status = 'done', attempts = attempts + 1, updated_at = ? "
         "WHERE session_id = ? AND level = ? AND idx = ? AND status = 'pending' AND first_message = ?"
         " AND last_message = ?",
-        (text, now, node.session_id, node.level, node.idx, node.first_message, node.last_message))
-    return cur.rowcount == 1
+        (text, now, node.session_id, node.level, node.idx, node.first_message, node.last_message)).rowcount == 1
 
 
 def mark_failed(conn: sqlite3.Connection, node: SummaryNode, now: str) -> None:
@@ -155,7 +127,7 @@ def get_node(conn: sqlite3.Connection, session_id: str, key: NodeKey) -> Summary
     """One node, or ``None``."""
     row = conn.execute(f"SELECT {_COLUMNS} FROM summary_nodes WHERE session_id = ? AND level = ? AND idx = ?",
                        (session_id, *key)).fetchone()
-    return _node(tuple(row)) if row is not None else None
+    return SummaryNode(*row) if row is not None else None
 
 
 def range_messages(conn: sqlite3.Connection, node: SummaryNode) -> list[MessageRecord]:
@@ -166,11 +138,16 @@ def range_messages(conn: sqlite3.Connection, node: SummaryNode) -> list[MessageR
                           r["tool_call_id"], r["status"]) for r in rows]
 
 
+def _done_children(conn: sqlite3.Connection, session_id: str, key: NodeKey) -> list[sqlite3.Row] | None:
+    """``(first_message, last_message, text)`` of the two children of ``key``, or ``None`` unless both are done."""
+    level, idx = key
+    rows = conn.execute("SELECT first_message, last_message, text FROM summary_nodes WHERE session_id = ? AND level = ?"
+                        " AND idx IN (?, ?) AND status = 'done' ORDER BY idx",
+                        (session_id, level - 1, 2 * idx, 2 * idx + 1)).fetchall()
+    return rows if len(rows) == 2 else None
+
+
 def children_texts(conn: sqlite3.Connection, node: SummaryNode) -> tuple[str, str] | None:
     """The finished texts of a parent's two children, or ``None`` if either is not done."""
-    rows = conn.execute("SELECT idx, text FROM summary_nodes WHERE session_id = ? AND level = ? AND idx IN (?, ?)"
-                        " AND status = 'done' ORDER BY idx", (node.session_id, node.level - 1, 2 * node.idx,
-                                                             2 * node.idx + 1)).fetchall()
-    if len(rows) != 2:
-        return None
-    return rows[0][1], rows[1][1]
+    children = _done_children(conn, node.session_id, node.key)
+    return None if children is None else (children[0][2], children[1][2])

@@ -26,15 +26,8 @@ from exo_core.context.config import ContextConfig
 from exo_core.context.redact import redact
 from exo_core.sessions.store import MessageRecord
 
-__all__ = [
-    "SUMMARY_RULES",
-    "leaf_request",
-    "merge_request",
-    "render_transcript",
-    "finish_summary",
-    "FOOTER_LATEST",
-    "FOOTER_STOP",
-]
+__all__ = ["SUMMARY_RULES", "leaf_request", "merge_request", "render_transcript", "finish_summary", "FOOTER_LATEST",
+           "FOOTER_STOP"]
 
 FOOTER_LATEST = "Latest request (quoted):"
 FOOTER_STOP = "Stop/undo request (quoted):"
@@ -93,27 +86,23 @@ def render_transcript(messages: Sequence[MessageRecord], *, first_position: int,
     return "\n".join(lines)
 
 
-def _request(system: str, user: str, config: ContextConfig) -> ModelRequest:
-    return ModelRequest(
-        messages=(ChatMessage(role="system", content=system), ChatMessage(role="user", content=user)),
-        max_tokens=config.summary_tokens,
-        temperature=0.2,
-        role="aux",
-    )
+def _request(transcript: str, config: ContextConfig, *, merge: bool = False) -> ModelRequest:
+    rules = SUMMARY_RULES.format(words=max(20, config.summary_tokens * 2 // 3))
+    system = rules + "\n\n" + _MERGE_INTRO if merge else rules
+    user = f"<transcript>\n{transcript}\n</transcript>\n\nSummary:"
+    return ModelRequest(messages=(ChatMessage(role="system", content=system), ChatMessage(role="user", content=user)),
+                        max_tokens=config.summary_tokens, temperature=0.2, role="aux")
 
 
 def leaf_request(messages: Sequence[MessageRecord], *, first_position: int, config: ContextConfig) -> ModelRequest:
     """The summarizer call for one leaf: rules, then the (scrubbed) transcript."""
-    transcript = redact(render_transcript(messages, first_position=first_position, limit=config.message_chars))
-    system = SUMMARY_RULES.format(words=max(20, config.summary_tokens * 2 // 3))
-    return _request(system, f"<transcript>\n{transcript}\n</transcript>\n\nSummary:", config)
+    return _request(redact(render_transcript(messages, first_position=first_position, limit=config.message_chars)),
+                    config)
 
 
 def merge_request(older: str, newer: str, *, config: ContextConfig) -> ModelRequest:
     """The summarizer call merging two sibling summaries into their parent."""
-    system = SUMMARY_RULES.format(words=max(20, config.summary_tokens * 2 // 3)) + "\n\n" + _MERGE_INTRO
-    body = f"<transcript>\n[older part]\n{_strip_footer(older)}\n\n[newer part]\n{_strip_footer(newer)}\n</transcript>"
-    return _request(system, body + "\n\nSummary:", config)
+    return _request(f"[older part]\n{_strip_footer(older)}\n\n[newer part]\n{_strip_footer(newer)}", config, merge=True)
 
 
 def _quote(text: str) -> str:
@@ -122,8 +111,7 @@ def _quote(text: str) -> str:
 
 
 def _strip_footer(summary: str) -> str:
-    return "\n".join(line for line in summary.splitlines()
-                     if not line.startswith((FOOTER_LATEST, FOOTER_STOP))).strip()
+    return "\n".join(line for line in summary.splitlines() if not line.startswith((FOOTER_LATEST, FOOTER_STOP))).strip()
 
 
 def _footer_lines(summary: str) -> list[str]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from exo_core.agent.model import Finish, ModelChunk, ModelRequest, TextDelta, UsageChunk
 from exo_core.errors import ConfigError, RetryableModelError
@@ -29,6 +29,13 @@ SPEC_PREFIX = "scripted-summary"
 
 _TRANSCRIPT = re.compile(r"<transcript>\n?(.*?)\n?</transcript>", re.S)
 _LABEL = re.compile(r"^\[\d+ (?:user|assistant|tool|system)\] ?", re.M)
+
+
+def _flag(value: str) -> bool:
+    return value.lower() in ("", "1", "true", "yes")
+
+
+_OPTIONS: dict[str, Callable[[str], float | int | bool]] = {"delay": float, "fail": int, "words": int, "hang": _flag}
 
 
 class ScriptedSummarizer:
@@ -53,15 +60,10 @@ class ScriptedSummarizer:
         options: dict[str, float | int | bool] = {}
         for item in filter(None, rest.split(",")):
             key, _, value = item.partition("=")
+            if key not in _OPTIONS:
+                raise ConfigError(f"unknown scripted summarizer option {key!r}; known: delay, fail, hang, words")
             try:
-                if key == "delay":
-                    options["delay"] = float(value)
-                elif key in ("fail", "words"):
-                    options[key] = int(value)
-                elif key == "hang":
-                    options["hang"] = value.lower() in ("", "1", "true", "yes")
-                else:
-                    raise ConfigError(f"unknown scripted summarizer option {key!r}; known: delay, fail, hang, words")
+                options[key] = _OPTIONS[key](value)
             except ValueError as exc:
                 raise ConfigError(f"bad value for scripted summarizer option {key!r}: {value!r}") from exc
         return cls(**options)  # type: ignore[arg-type]

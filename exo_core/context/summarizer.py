@@ -15,21 +15,15 @@ from exo_core.agent.model import ModelTransport
 from exo_core.context.config import ContextConfig
 from exo_core.home import ExoHome
 
-__all__ = ["summarizer_spec", "resolve_summarizer"]
-
-
-def summarizer_spec(home: ExoHome, override: str | None = None) -> str:
-    """The summarizer spec in force: the override, else ``$EXO_SUMMARIZER``, else ``[context] summarizer``."""
-    if override:
-        return override
-    if os.environ.get("EXO_SUMMARIZER"):
-        return os.environ["EXO_SUMMARIZER"]
-    return ContextConfig.from_config(home.config()).summarizer
+__all__ = ["resolve_summarizer"]
 
 
 def resolve_summarizer(home: ExoHome, override: str | None = None) -> ModelTransport | None:
-    """The summarizer transport, or ``None`` for "use the core's model"."""
-    spec = summarizer_spec(home, override)
+    """The summarizer transport, or ``None`` for "use the core's model".
+
+    The spec in force is ``override``, else ``$EXO_SUMMARIZER``, else ``[context] summarizer``.
+    """
+    spec = override or os.environ.get("EXO_SUMMARIZER") or ContextConfig.from_config(home.config()).summarizer
     if not spec:
         return None
     from exo_core.context.scripted import SPEC_PREFIX, ScriptedSummarizer

@@ -23,17 +23,8 @@ from typing import Literal
 from exo_core.context.config import ContextConfig, estimate_tokens
 from exo_core.sessions.store import MessageRecord
 
-__all__ = [
-    "NodeKey",
-    "SummaryNode",
-    "Element",
-    "Plan",
-    "tail_start",
-    "leaf_span",
-    "node_positions",
-    "plan_view",
-    "choose_merge",
-]
+__all__ = ["NodeKey", "SummaryNode", "Element", "Plan", "tail_start", "leaf_span", "node_positions", "plan_view",
+           "choose_merge"]
 
 NodeKey = tuple[int, int]
 """A node's address: ``(level, index)``."""
@@ -121,8 +112,7 @@ def node_positions(level: int, idx: int, leaf_size: int) -> tuple[int, int]:
     return first_leaf * leaf_size, end_leaf * leaf_size - 1
 
 
-def plan_view(nodes: Mapping[NodeKey, SummaryNode], messages: Sequence[MessageRecord],
-              config: ContextConfig) -> Plan:
+def plan_view(nodes: Mapping[NodeKey, SummaryNode], messages: Sequence[MessageRecord], config: ContextConfig) -> Plan:
     """The view for ``messages`` given the stored ``nodes`` (which must be valid for them)."""
     start = tail_start(messages, config.tail)
     leaves = start // config.leaf_size

@@ -62,9 +62,5 @@ def render_view(system_prompt: str, plan: Plan, messages: Sequence[MessageRecord
 
 def input_tokens(chat: Sequence[ChatMessage]) -> int:
     """Estimated tokens of a model input (characters / 4, tool calls included)."""
-    chars = 0
-    for m in chat:
-        chars += len(m.content)
-        for call in m.tool_calls:
-            chars += len(call.name) + len(str(call.arguments))
+    chars = sum(len(m.content) + sum(len(c.name) + len(str(c.arguments)) for c in m.tool_calls) for m in chat)
     return (chars + 3) // 4

@@ -44,8 +44,7 @@ def proposal(decision: Decision) -> str | None:
 
 def action_state(classification: Classification) -> str:
     """The state a model sees: the tool, each part's kind, cell and summary; never the arguments."""
-    parts = "; ".join(f"{f.key} ({', '.join(f.axes.as_dict().values())}): {f.summary}"
-                      for f in classification.findings)
+    parts = "; ".join(f"{f.key} ({', '.join(f.axes.as_dict().values())}): {f.summary}" for f in classification.findings)
     return f"tool {classification.tool}: {parts}"
 
 

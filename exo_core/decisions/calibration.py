@@ -18,13 +18,21 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["MIN_SAMPLES", "Calibration", "CalibrationBook", "Sample", "fit", "expected_calibration_error"]
+__all__ = ["MIN_SAMPLES", "Calibration", "CalibrationBook", "Sample", "fit", "expected_calibration_error", "softmax"]
 
 MIN_SAMPLES = 30
 _FLOOR = 1e-6  # raw probabilities are clipped here before the log
 
 # One labelled decision: the raw probabilities the provider gave, and the right option.
 Sample = tuple[Mapping[str, float], str]
+
+
+def softmax(scores: Mapping[str, float]) -> dict[str, float]:
+    """Probabilities proportional to ``exp(score)`` (shifted by the top score, so nothing overflows)."""
+    top = max(scores.values())
+    weights = {o: math.exp(s - top) for o, s in scores.items()}
+    total = sum(weights.values())
+    return {o: w / total for o, w in weights.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,12 +46,8 @@ class Calibration:
 
     def apply(self, raw: Mapping[str, float]) -> dict[str, float]:
         """Calibrated probabilities for ``raw`` (a probability per option)."""
-        logits = [self.slope * math.log(max(raw.get(o, 0.0), _FLOOR)) + b
-                  for o, b in zip(self.options, self.offsets)]
-        top = max(logits)
-        weights = [math.exp(z - top) for z in logits]
-        total = sum(weights)
-        return {o: w / total for o, w in zip(self.options, weights)}
+        return softmax({o: self.slope * math.log(max(raw.get(o, 0.0), _FLOOR)) + b
+                        for o, b in zip(self.options, self.offsets)})
 
     def to_json(self) -> dict[str, object]:
         """As plain data (benchmarks and ``docs``)."""
@@ -63,8 +67,7 @@ def fit(options: Sequence[str], samples: Iterable[Sample], *, min_samples: int =
     rows = [(raw, options.index(label)) for raw, label in samples if label in options]
     if len(rows) < max(1, min_samples):
         return None
-    x = np.log(np.clip(np.array([[raw.get(o, 0.0) for o in options] for raw, _ in rows], dtype=float),
-                       _FLOOR, 1.0))
+    x = np.log(np.clip(np.array([[raw.get(o, 0.0) for o in options] for raw, _ in rows], dtype=float), _FLOOR, 1.0))
     y = np.zeros_like(x)
     y[np.arange(len(rows)), [k for _, k in rows]] = 1.0
     k = len(options)
@@ -139,9 +142,5 @@ class CalibrationBook:
     def fitted(cls, samples: Mapping[tuple[str, str], tuple[Sequence[str], Sequence[Sample]]], *,
                min_samples: int = MIN_SAMPLES) -> "CalibrationBook":
         """Fit each ``(provider, mechanism) -> (options, samples)`` that has enough labels."""
-        out = {}
-        for key, (options, rows) in samples.items():
-            found = fit(options, rows, min_samples=min_samples)
-            if found is not None:
-                out[key] = found
-        return cls(out)
+        fitted = {key: fit(options, rows, min_samples=min_samples) for key, (options, rows) in samples.items()}
+        return cls({key: found for key, found in fitted.items() if found is not None})

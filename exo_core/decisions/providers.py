@@ -14,12 +14,12 @@ The local GGUF provider lives in :mod:`exo_edge.decide_local`.
 
 from __future__ import annotations
 
-import math
 import re
 import string
 from collections.abc import Mapping
 
 from exo_core.agent.model import ChatMessage, ModelRequest, ModelTransport, TextDelta
+from exo_core.decisions.calibration import softmax
 from exo_core.decisions.question import BadProviderOutput, Question
 
 __all__ = ["RulesOnlyProvider", "HostedProvider", "redact", "LETTERS"]
@@ -49,14 +49,8 @@ class RulesOnlyProvider:
     async def probabilities(self, question: Question, state: str) -> Mapping[str, float]:
         """A softmax over cue counts; the question's default option gets a small head start."""
         text = f" {state.lower()} "
-        scores = {}
-        for option in question.options:
-            hits = sum(1 for cue in question.cues.get(option, ()) if _has(text, cue))
-            scores[option] = self.weight * hits + (0.5 if option == question.default else 0.0)
-        top = max(scores.values())
-        weights = {o: math.exp(s - top) for o, s in scores.items()}
-        total = sum(weights.values())
-        return {o: w / total for o, w in weights.items()}
+        return softmax({o: self.weight * sum(1 for cue in question.cues.get(o, ()) if _has(text, cue))
+                        + (0.5 if o == question.default else 0.0) for o in question.options})
 
 
 def _has(text: str, cue: str) -> bool:

@@ -21,8 +21,7 @@ from typing import Any, Protocol
 
 from exo_core.errors import ConfigError, ModelError
 
-__all__ = ["KINDS", "FALLBACKS", "Rule", "Question", "Decision", "DecisionProvider",
-           "BadProviderOutput", "normalise"]
+__all__ = ["KINDS", "FALLBACKS", "Rule", "Question", "Decision", "DecisionProvider", "BadProviderOutput", "normalise"]
 
 KINDS = ("choice", "score", "predicate")
 # Below the threshold: a safe default, or escalate to the main model or the person (§13.4).

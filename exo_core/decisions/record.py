@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from exo_core.decisions.calibration import Sample
 from exo_core.decisions.question import Decision, Question
 
-__all__ = ["SIGNALS", "Recorder", "decision_body", "label_body", "record_label", "labelled_samples"]
+__all__ = ["SIGNALS", "Recorder", "decision_body", "record_label", "labelled_samples"]
 
 # Where a label comes from: the result was kept, the person chose another option, or undid it.
 SIGNALS = ("accepted", "chose", "undone", "person")
@@ -40,23 +40,13 @@ def _round(probabilities: Mapping[str, float]) -> dict[str, float]:
 
 def decision_body(question: Question, state: str, decision: Decision) -> dict[str, Any]:
     """The ledger body for ``decision``: the state's hash, never its text."""
-    return {
-        "decider": question.mechanism, "question": question.kind,
-        "state": hashlib.sha256(state.encode("utf-8")).hexdigest(),
-        "options": list(question.options), "provider": decision.provider, "via": decision.via,
-        "raw": _round(decision.raw), "p": _round(decision.probabilities),
-        "calibrated": decision.calibrated, "chosen": decision.chosen, "applied": decision.applied,
-        "escalate": decision.escalate, "threshold": question.threshold, "rule": decision.rule or None,
-        "failures": [[name, reason] for name, reason in decision.failures],
-        "ms": int(round(decision.seconds * 1000)),
-    }
-
-
-def label_body(mechanism: str, label: str | None, signal: str, *, wrong: str | None = None) -> dict[str, Any]:
-    """The body of a label: the right option (when known) or the one that was wrong."""
-    if signal not in SIGNALS:
-        raise ValueError(f"label signal must be one of {', '.join(SIGNALS)}, not {signal!r}")
-    return {"status": "label", "decider": mechanism, "label": label, "wrong": wrong, "signal": signal}
+    return {"decider": question.mechanism, "question": question.kind,
+            "state": hashlib.sha256(state.encode("utf-8")).hexdigest(), "options": list(question.options),
+            "provider": decision.provider, "via": decision.via, "raw": _round(decision.raw),
+            "p": _round(decision.probabilities), "calibrated": decision.calibrated, "chosen": decision.chosen,
+            "applied": decision.applied, "escalate": decision.escalate, "threshold": question.threshold,
+            "rule": decision.rule or None, "failures": [[name, reason] for name, reason in decision.failures],
+            "ms": int(round(decision.seconds * 1000))}
 
 
 def record_label(recorder: Recorder, decision: Decision, signal: str, *, label: str | None = None) -> str | None:
@@ -67,6 +57,8 @@ def record_label(recorder: Recorder, decision: Decision, signal: str, *, label: 
     wrong (for a predicate that makes the other answer right); ``person`` is
     the person's explicit answer ``label``.
     """
+    if signal not in SIGNALS:
+        raise ValueError(f"label signal must be one of {', '.join(SIGNALS)}, not {signal!r}")
     if decision.entry_id is None:
         raise ValueError("this decision was not recorded in the ledger, so it cannot be labelled")
     wrong = None
@@ -78,7 +70,8 @@ def record_label(recorder: Recorder, decision: Decision, signal: str, *, label: 
             label = "no" if wrong == "yes" else "yes"
     if label is not None and label not in decision.options:
         raise ValueError(f"{label!r} is not one of {', '.join(decision.options)}")
-    body = label_body(decision.mechanism, label, signal, wrong=wrong)
+    # The body names the right option when known, else the one that was wrong.
+    body = {"status": "label", "decider": decision.mechanism, "label": label, "wrong": wrong, "signal": signal}
     return recorder.record("outcome", body, refs=(decision.entry_id,))
 
 

@@ -64,7 +64,8 @@ TOOLSETS = tuple(_TOOLSET_DESCRIPTIONS)
 
 def toolset_question(toolsets: Iterable[str] = TOOLSETS[1:]) -> Question:
     """The toolset question over the registry's ``toolsets`` (plus ``none``)."""
-    options = ("none", *sorted({t for t in toolsets if t != "none"}, key=_toolset_order))
+    order = {name: i for i, name in enumerate(TOOLSETS)}  # known toolsets first, in the table's order
+    options = ("none", *sorted(set(toolsets) - {"none"}, key=lambda name: (order.get(name, len(order)), name)))
     known = set(options)
     rules = tuple(r for r in _TOOLSET_RULES if r.option in known)
     examples = tuple(e for e in _TOOLSET_EXAMPLES if e[1] in known)
@@ -74,13 +75,9 @@ def toolset_question(toolsets: Iterable[str] = TOOLSETS[1:]) -> Question:
                     cues={o: c for o, c in _TOOLSET_CUES.items() if o in known}, examples=examples)
 
 
-def _toolset_order(name: str) -> tuple[int, str]:
-    return (TOOLSETS.index(name) if name in TOOLSETS else len(TOOLSETS), name)
-
-
 _TOOLSET_RULES = (
-    Rule("shell-command", r"\b(git (push|pull|commit|status|log|diff|clone|checkout|rebase|stash)|pytest|npm "
-                          r"|pip install|make (test|build|install)|docker|run (the )?(tests?|script|build))\b", "shell"),
+    Rule("shell-command", r"\b(git (push|pull|commit|status|log|diff|clone|checkout|rebase|stash)|pytest|npm |pip "
+                          r"install|make (test|build|install)|docker|run (the )?(tests?|script|build))\b", "shell"),
     Rule("file-name", r"\b(open|read|edit|write|create|rename|fix|update|append to)\b.*\b[\w-]+\.(md|txt|py|json|"
                       r"toml|ya?ml|csv|js|ts|html|cfg|ini)\b", "core"),
     Rule("past-talk", r"\b(what did (i|we|you) (say|decide|agree|tell)|remind me what|last (week|time|session) "

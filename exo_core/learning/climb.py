@@ -19,9 +19,10 @@ different family than the model being tested (:func:`judge_scorer`).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from exo_core.errors import ConfigError
 from exo_core.ledger.ledger import Ledger
@@ -54,7 +55,6 @@ class Decision:
     noise: float
     held_out: float | None = None
     incumbent_held_out: float | None = None
-    domains: dict[str, float] = field(default_factory=dict)
     entry: str = ""
 
 
@@ -62,10 +62,13 @@ def _mean(scorer: Scorer, setup: frozenset[str], items: Sequence[EvalItem], samp
     return sum(scorer(setup, i, sample) for i in items) / len(items) if items else 0.0
 
 
+def _avg(scorer: Scorer, setup: frozenset[str], items: Sequence[EvalItem], samples: int) -> float:
+    return sum(_mean(scorer, setup, items, k) for k in range(samples)) / samples
+
+
 def _by_domain(scorer: Scorer, setup: frozenset[str], items: Sequence[EvalItem], samples: int) -> dict[str, float]:
     domains = sorted({i.domain for i in items})
-    return {d: sum(_mean(scorer, setup, [i for i in items if i.domain == d], k) for k in range(samples)) / samples
-            for d in domains}
+    return {d: _avg(scorer, setup, [i for i in items if i.domain == d], samples) for d in domains}
 
 
 def _label(text: str) -> str:
@@ -79,16 +82,13 @@ def _record(ledger: Ledger | None, d: Decision) -> Decision:
             "reason": _label(d.reason), "dev": d.dev, "incumbent_dev": d.incumbent_dev, "noise": d.noise,
             "held_out": d.held_out if d.held_out is not None else -1.0,
             "incumbent_held_out": d.incumbent_held_out if d.incumbent_held_out is not None else -1.0}
-    entry = ledger.append("decision", {**body, "source": "learning"})
-    return Decision(d.change, d.kept, d.reason, d.dev, d.incumbent_dev, d.noise, d.held_out,
-                    d.incumbent_held_out, d.domains, entry.id)
+    return dataclasses.replace(d, entry=ledger.append("decision", {**body, "source": "learning"}).id)
 
 
 def climb(incumbent: frozenset[str], candidates: Sequence[Candidate], data: Split, scorer: Scorer, *,
           samples: int = JUDGE_SAMPLES, max_candidates: int = MAX_CANDIDATES, domain_drop: float = 0.05,
-          person_ruled: frozenset[str] = frozenset(), ledger: Ledger | None = None,
-          spent: Callable[[], float] = lambda: 0.0, ceiling: float = float("inf"),
-          ) -> tuple[frozenset[str], list[Decision]]:
+          person_ruled: frozenset[str] = frozenset(), spent: Callable[[], float] = lambda: 0.0,
+          ledger: Ledger | None = None, ceiling: float = float("inf")) -> tuple[frozenset[str], list[Decision]]:
     """Try each candidate in order against the current incumbent; returns the final incumbent and decisions."""
     decisions: list[Decision] = []
     dev = data.dev
@@ -97,7 +97,7 @@ def climb(incumbent: frozenset[str], candidates: Sequence[Candidate], data: Spli
             break
         runs = [_mean(scorer, incumbent, dev, k) for k in range(samples)]
         inc_dev, noise = sum(runs) / samples, max(runs) - min(runs)
-        cand_dev = sum(_mean(scorer, cand.setup, dev, k) for k in range(samples)) / samples
+        cand_dev = _avg(scorer, cand.setup, dev, samples)
         ruled = cand.change in person_ruled
         if cand_dev - inc_dev <= noise and not ruled:
             decisions.append(_record(ledger, Decision(cand.change, False, "no better than noise on dev",
@@ -105,8 +105,7 @@ def climb(incumbent: frozenset[str], candidates: Sequence[Candidate], data: Spli
             continue
         held = data.sealed()
         inc_dom, cand_dom = _by_domain(scorer, incumbent, held, samples), _by_domain(scorer, cand.setup, held, samples)
-        inc_held = sum(_mean(scorer, incumbent, held, k) for k in range(samples)) / samples
-        cand_held = sum(_mean(scorer, cand.setup, held, k) for k in range(samples)) / samples
+        inc_held, cand_held = _avg(scorer, incumbent, held, samples), _avg(scorer, cand.setup, held, samples)
         drops = {d: inc_dom[d] - cand_dom.get(d, 0.0) for d in inc_dom}
         pinned_fail = [i.id for i in held if i.pinned and scorer(cand.setup, i, 0) < 1.0]
         reason = ("held-out dropped" if cand_held < inc_held else
@@ -117,7 +116,7 @@ def climb(incumbent: frozenset[str], candidates: Sequence[Candidate], data: Spli
         if ruled and reason:
             reason = f"kept because the person ruled it; {reason}: those items may be stale"
         decisions.append(_record(ledger, Decision(cand.change, kept, reason or "beats dev beyond noise, held-out holds",
-                                                  cand_dev, inc_dev, noise, cand_held, inc_held, drops)))
+                                                  cand_dev, inc_dev, noise, cand_held, inc_held)))
         if kept:
             incumbent = cand.setup
     return incumbent, decisions

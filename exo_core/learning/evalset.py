@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,11 +82,6 @@ def breaks(rule: str, text: str) -> bool:
     return feat is not None and feat.present(text)
 
 
-def _domain(rules: Sequence[str]) -> str:
-    feats = [feature(r) for r in rules]
-    return next((f.domain for f in feats if f is not None), "writing")
-
-
 def items_from(book: LessonBook) -> list[EvalItem]:
     """Pairs and replays from verdicts on drafts, qa from the person's answers, in the book."""
     out: list[EvalItem] = []
@@ -101,17 +96,12 @@ def items_from(book: LessonBook) -> list[EvalItem]:
             if isinstance(body.get("text"), str) and body["verdict"] in ("edit", "should_have_been"):
                 out.append(EvalItem(f"pair:{entry.id[:16]}", "pair", entry.ts, "writing",
                                     {"rejected": reply, "chosen": body["text"]}))
-        elif entry.kind == "utterance" and isinstance(body.get("answer_to"), str) and body["answer_to"] in book.index:
-            asked = book.index[body["answer_to"]].body
-            pick = body.get("option")
-            options = asked.get("options") or []
-            if isinstance(pick, int) and 1 <= pick <= len(options) and options[pick - 1][0]:
-                target = options[pick - 1][0]
-                lesson = book.lessons.get(target)
-                rule = lesson.feature if lesson and lesson.feature else ""
-                if rule:
-                    out.append(EvalItem(f"qa:{entry.id[:16]}", "qa", entry.ts, _domain([rule]),
-                                        {"rule": rule, "answer": options[pick - 1][1]}))
+        elif entry.kind == "utterance" and (picked := book.picked(entry)) is not None:
+            lesson = book.lessons.get(picked[0])
+            feat = feature(lesson.feature) if lesson is not None else None  # a lesson's feature is a catalog key
+            if lesson is not None and feat is not None:
+                out.append(EvalItem(f"qa:{entry.id[:16]}", "qa", entry.ts, feat.domain,
+                                    {"rule": lesson.feature, "answer": picked[1]}))
     return out
 
 

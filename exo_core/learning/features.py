@@ -130,12 +130,7 @@ def stance(feat: Feature, verdict: str, before: str, after: str | None, reason: 
     if verdict in ("edit", "should_have_been"):
         if after is None:
             return None
-        has = feat.present(after)
-        if had and not has:
-            return +1
-        if has:
-            return -1
-        return None
+        return -1 if feat.present(after) else (+1 if had else None)
     if verdict == "accept":
         return -1 if had else None
     if verdict in ("reject", "deny"):

@@ -26,8 +26,7 @@ from exo_core.ledger.entry import NewEntry, StoredEntry
 from exo_core.ledger.ledger import Ledger
 from exo_core.learning.features import features_in
 from exo_core.learning.lessons import LessonBook, judged_text
-from exo_core.learning.pack import (enforced, lesson_node, render_learned, shown, sync_nodes, taste_rows,
-                                    write_pack)
+from exo_core.learning.pack import enforced, lesson_node, render_learned, shown, sync_nodes, taste_rows, write_pack
 from exo_core.learning.promotion import Existing, decide
 from exo_core.learning.reviewer import (LEARNING_SOURCE, Draft, argue_against, classify, needs_review,
                                         question_for, reflect)
@@ -59,7 +58,6 @@ class Learner:
         self.ledger = ledger
         self.queue = queue
         self.book = LessonBook()
-        self._cursor_ts = 0
         self._lock = threading.RLock()  # the reviewer thread and direct calls (reject, rows) share one book
         self._cursor_path = store.root / "indexes" / "learning" / "cursor.json"
         self.cursor = self._read_cursor()
@@ -72,18 +70,10 @@ class Learner:
         except (ValueError, KeyError, TypeError) as exc:
             raise StorageError(f"{self._cursor_path}: unreadable review cursor; delete it to review again") from exc
 
-    def refresh(self) -> list[StoredEntry]:
-        """Fold entries appended since the book last looked; returns them."""
-        new = list(self.ledger.entries(after_n=self.book.last_n))
-        for entry in new:
+    def refresh(self) -> None:
+        """Fold entries appended since the book last looked."""
+        for entry in self.ledger.entries(after_n=self.book.last_n):
             self.book.apply(entry)
-        return new
-
-    def _existing(self) -> tuple[dict[str, Existing], dict[str, bool]]:
-        nodes = self.store.nodes()
-        existing = {n.id: Existing("learned" in n.tags, n.domain == "rules" or "guarded" in n.tags) for n in nodes
-                    if n.valid_until is None}
-        return existing, {n.id: n.confidence == "high" for n in nodes}
 
     def _append(self, drafts: list[NewEntry]) -> list[StoredEntry]:
         if not drafts:
@@ -100,7 +90,7 @@ class Learner:
     def _review(self, asked: bool, cancel: threading.Event | None) -> ReviewReport:
         self.refresh()
         pending = list(self.ledger.entries(after_n=self.cursor))
-        self._cursor_ts = pending[0].ts if pending else self.book.last_ts
+        since_ts = pending[0].ts if pending else self.book.last_ts
         why = needs_review(pending, asked=asked)
         if not why:
             return ReviewReport("")
@@ -111,7 +101,10 @@ class Learner:
             if cancel is not None and cancel.is_set():
                 return ReviewReport(why, cancelled=True)
             findings += classify(entry, book)
-        existing, high = self._existing()
+        nodes = self.store.nodes()
+        existing = {n.id: Existing("learned" in n.tags, n.domain == "rules" or "guarded" in n.tags) for n in nodes
+                    if n.valid_until is None}
+        high = {n.id: n.confidence == "high" for n in nodes}
         drafts = [argue_against(d, book, existing, high) for d in reflect(findings, book)]
         for f in (f for f in findings if f.relation == "question"):
             judged = book.index[book.index[f.entry_id].body["judged"]]
@@ -126,9 +119,8 @@ class Learner:
         for old_id, target in supersede:
             lesson = book.lessons[target]
             self.store.supersede(old_id, lesson_node(lesson, book.last_ts, lesson.promoted_ts))
-        rejected = {l.target for l in book.lessons.values() if l.rejected_at >= self._cursor_ts}
-        sync_nodes(self.store, book, only=set(promoted) | rejected)
-        write_pack(self.store, render_learned(book))
+        rejected = {l.target for l in book.lessons.values() if l.rejected_at >= since_ts}
+        self._publish(set(promoted) | rejected)
         queued = self._enqueue(new_targets)
         self.cursor = book.last_n
         self._cursor_path.parent.mkdir(parents=True, exist_ok=True)
@@ -161,37 +153,29 @@ class Learner:
     def _enqueue(self, targets: list[str]) -> int:
         if self.queue is None:
             return 0
-        count = 0
-        for target in targets:
-            lesson = self.book.lessons.get(target)
-            if lesson is None or not lesson.proposals:
-                continue
+        book = self.book
+        lessons = [book.lessons[t] for t in targets if t in book.lessons and book.lessons[t].proposals]
+        for lesson in lessons:
             samples = []
             for eid in list(lesson.evidence)[:3]:
-                e = self.book.index[eid]
-                judged = self.book.index.get(str(e.body.get("judged", "")))
+                e = book.index[eid]
+                judged = book.index.get(str(e.body.get("judged", "")))
                 samples.append({"verdict": e.body.get("verdict", e.kind), "text": str(e.body.get("text", ""))[:400],
                                 "draft": judged_text(judged.body)[:400] if judged else ""})
-            self.queue.put("reflect", {"proposal": lesson.proposals[0], "target": target, "claim": lesson.claim,
+            self.queue.put("reflect", {"proposal": lesson.proposals[0], "target": lesson.target, "claim": lesson.claim,
                                        "evidence": samples}, key=f"reflect:{lesson.proposals[0]}")
-            count += 1
-        return count
+        return len(lessons)
 
     def _events(self, before: set[str], promoted: tuple[str, ...], questions: tuple[str, ...]) -> list[tuple[str, Any]]:
         book, now = self.book, self.book.last_ts
-        out: list[tuple[str, Any]] = []
-        for target in promoted:
-            lesson = book.lessons[target]
-            out.append(("taste.updated", ev.TasteUpdated(id=lesson.node or target, text=lesson.claim,
-                                                         weight=lesson.weight(now), change="promoted")))
+        moved = [(book.lessons[t].node or t, book.lessons[t], "promoted") for t in promoted]
         after = {l.node or l.target for l in enforced(book, now)}
         for node in sorted(before - after):
             lesson = book.lesson_for(node)
-            if lesson is None:
-                continue
-            change = "deleted" if lesson.rejected_at >= 0 else "demoted"  # rejected, or faded below high
-            out.append(("taste.updated", ev.TasteUpdated(id=node, text=lesson.claim, weight=lesson.weight(now),
-                                                         change=change)))
+            if lesson is not None:  # gone from the enforced list: rejected, or faded below high
+                moved.append((node, lesson, "deleted" if lesson.rejected_at >= 0 else "demoted"))
+        out: list[tuple[str, Any]] = [("taste.updated", ev.TasteUpdated(id=node, text=l.claim, weight=l.weight(now),
+                                                                         change=change)) for node, l, change in moved]
         for qid in questions:
             q = book.index[qid].body
             out.append(("question.asked", ev.QuestionAsked(question_id=qid, text=q["claim"], options=q["labels"])))
@@ -205,8 +189,7 @@ class Learner:
                 "target": target, "by": "eval", "rule": 5, "node": target, "source": LEARNING_SOURCE,
                 "weight": lesson.weight(self.book.last_ts)}, refs=(lesson.proposals[0], decision))
             self.refresh()
-            sync_nodes(self.store, self.book, only={target})
-            write_pack(self.store, render_learned(self.book))
+            self._publish({target})
             return entry
 
     def rows(self, domain: str | None = None) -> list[dict[str, Any]]:
@@ -227,7 +210,11 @@ class Learner:
         with self._lock:
             entry = self.ledger.append("rejection", {"target": target, "reason": reason})
             found = self.find(target)
-            sync_nodes(self.store, self.book, only={found} if found else set())
-            write_pack(self.store, render_learned(self.book))
+            self._publish({found} if found else set())
             return entry
+
+    def _publish(self, only: set[str]) -> None:
+        """Rewrite the nodes of the lessons in ``only`` and the pack's learned section."""
+        sync_nodes(self.store, self.book, only=only)
+        write_pack(self.store, render_learned(self.book))
 

@@ -75,7 +75,6 @@ class Lesson:
     promoted_ts: int = 0
     person_said: str = ""
     rejected_at: int = -1
-    options: list[list[str]] = field(default_factory=list)
     answered: bool = False
     first_ts: int = 0
 
@@ -89,14 +88,11 @@ class Lesson:
 
     def to_json(self, now_ms: int) -> dict[str, Any]:
         """A plain summary for views and the CLI."""
-        return {
-            "target": self.target, "home": self.home, "claim": self.claim, "because": self.because,
-            "domain": self.domain, "feature": self.feature, "guarded": self.guarded,
-            "weight": self.weight(now_ms), "promoted_by": self.promoted_by, "node": self.node, "rejected": self.rejected_at >= 0,
-            "person_said": bool(self.person_said), "objection": self.objection,
-            "proposals": list(self.proposals), "evidence": sorted(self.evidence),
-            "sessions": sorted(self.sessions()), "ignored": len(self.ignored),
-        }
+        return {"target": self.target, "home": self.home, "claim": self.claim, "because": self.because,
+                "domain": self.domain, "feature": self.feature, "guarded": self.guarded, "weight": self.weight(now_ms),
+                "promoted_by": self.promoted_by, "node": self.node, "rejected": self.rejected_at >= 0,
+                "person_said": bool(self.person_said), "objection": self.objection, "proposals": list(self.proposals),
+                "evidence": sorted(self.evidence), "sessions": sorted(self.sessions()), "ignored": len(self.ignored)}
 
 
 class LessonBook:
@@ -128,8 +124,10 @@ class LessonBook:
             lesson = self.lessons[entry.body["target"]]
             lesson.promoted_by, lesson.promotion = str(entry.body.get("by", "evidence")), entry.id
             lesson.node, lesson.promoted_ts = str(entry.body.get("node", lesson.target)), entry.ts
-        elif entry.kind == "rejection":
-            self._rejection(entry)
+        elif entry.kind == "rejection" and (lesson := self.lesson_for(entry.body["target"])) is not None:
+            lesson.rejected_at = entry.ts
+            lesson.evidence.clear()
+            lesson.promoted_by = lesson.promotion = lesson.person_said = ""
         elif entry.kind == "rule" and isinstance(entry.body.get("target"), str):
             lesson = self.lesson_for(entry.body["target"])
             if lesson is not None and category_of(entry) == "rule":
@@ -157,8 +155,6 @@ class LessonBook:
             lesson.because = body["because"]
         if isinstance(body.get("objection"), str):  # each second pass replaces the last one's objection
             lesson.objection = body["objection"]
-        if isinstance(body.get("options"), list):
-            lesson.options = [[str(x) for x in opt] for opt in body["options"] if isinstance(opt, list)]
         for ref in entry.refs:
             cited = self.index.get(ref)
             if cited is None:
@@ -171,13 +167,14 @@ class LessonBook:
         return self.lessons.get(ref) or next(
             (l for l in self.lessons.values() if ref == l.node or ref in l.proposals), None)
 
-    def _rejection(self, entry: StoredEntry) -> None:
-        lesson = self.lesson_for(entry.body["target"])
-        if lesson is None:
-            return
-        lesson.rejected_at = entry.ts
-        lesson.evidence.clear()
-        lesson.promoted_by = lesson.promotion = lesson.person_said = ""
+    def picked(self, answer: StoredEntry) -> tuple[str, str] | None:
+        """The option ``(target, "yes"/"no")`` an answer picked from the question it answers; None if none."""
+        asked = self.index.get(str(answer.body.get("answer_to")))
+        options = asked.body.get("options") if asked is not None and asked.kind == "proposal" else None
+        pick = answer.body.get("option")
+        if not isinstance(options, list) or not isinstance(pick, int) or not 1 <= pick <= len(options):
+            return None
+        return options[pick - 1][0], options[pick - 1][1]
 
     def _cite(self, lesson: Lesson, cited: StoredEntry) -> None:
         ev = self.resolve(lesson, cited)
@@ -214,13 +211,8 @@ class LessonBook:
             named = match_words(str(body["text"]))
             return +1 if (feat in named if feat else slug(str(body["text"])) == lesson.target.split("/")[-1]) else None
         if category == "answer":
-            asked = self.index.get(str(body["answer_to"]))
-            options = asked.body.get("options") if asked is not None and asked.kind == "proposal" else None
-            pick = body.get("option")
-            if not isinstance(options, list) or not isinstance(pick, int) or not 1 <= pick <= len(options):
-                return None
-            chosen, said = options[pick - 1][0], options[pick - 1][1]
-            return None if chosen != lesson.target else (+1 if said == "yes" else -1)
+            picked = self.picked(cited)
+            return None if picked is None or picked[0] != lesson.target else (+1 if picked[1] == "yes" else -1)
         if category in ("deny", "allow"):
             text = self.denied_actions.get(cited.id, "") + " " + action_text(body)
             return stance(feat, "deny" if category == "deny" else "allow", text, None) if feat else None

@@ -36,6 +36,7 @@ __all__ = ["render_learned", "write_pack", "lesson_node", "sync_nodes", "taste_r
 
 BEGIN = "<!-- exo:learned:begin -->"
 END = "<!-- exo:learned:end -->"
+_SECTION = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)  # the first BEGIN with the END after it
 
 
 def day_of(ts_ms: int) -> str:
@@ -50,14 +51,9 @@ def enforced(book: LessonBook, now_ms: int) -> list[Lesson]:
 
 def hints(book: LessonBook, now_ms: int) -> list[Lesson]:
     """Unguarded pack lessons of medium weight, or high but not (yet) promoted."""
-    out = []
-    for _, l in sorted(book.lessons.items()):
-        w = l.weight(now_ms)
-        if l.home != "pack" or (l.guarded and not l.promoted_by) or w < MEDIUM:
-            continue
-        if not (l.promoted_by and w >= HIGH):
-            out.append(l)
-    return out
+    weights = {t: l.weight(now_ms) for t, l in book.lessons.items()}
+    return [l for t, l in sorted(book.lessons.items()) if l.home == "pack" and (l.promoted_by or not l.guarded)
+            and MEDIUM <= weights[t] and not (l.promoted_by and weights[t] >= HIGH)]
 
 
 def render_learned(book: LessonBook, now_ms: int | None = None) -> str:
@@ -78,18 +74,15 @@ def render_learned(book: LessonBook, now_ms: int | None = None) -> str:
 
 def shown(store: Store) -> set[str]:
     """The node ids the pack's learned section links now (what the person was last shown as enforced)."""
-    text = store.pack_text()
-    if BEGIN not in text or END not in text:
-        return set()
-    return set(re.findall(r"\[\[([^\]|#]+)\]\]", text.split(BEGIN, 1)[1].split(END, 1)[0]))
+    found = _SECTION.search(store.pack_text())
+    return set(re.findall(r"\[\[([^\]|#]+)\]\]", found.group())) if found else set()
 
 
 def write_pack(store: Store, section: str) -> bool:
     """Put ``section`` into ``pack.md`` (replacing the old one); True when the file changed."""
     text = store.pack_text()
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        new = head + section + rest.split(END, 1)[1]
+    if _SECTION.search(text):
+        new = _SECTION.sub(lambda _: section, text, count=1)  # a function: section is not a template
     else:
         new = text.rstrip("\n") + "\n\n" + section + "\n"
     if new == text:
@@ -102,17 +95,13 @@ def lesson_node(lesson: Lesson, now_ms: int, promoted_ts: int) -> Node:
     """The plain file that holds a promoted lesson."""
     node_id = lesson.node or lesson.target
     because = f" Because {lesson.because.rstrip('.')}." if lesson.because else " Learned from corrections."
-    evidence = sorted(lesson.evidence)
     body = (f"Learned by Exo (proposal {lesson.proposals[0]}, promoted by {lesson.promoted_by}).\n\n"
-            "Evidence (ledger entries):\n\n"
-            + "".join(f"- {e}\n" for e in evidence))
+            "Evidence (ledger entries):\n\n" + "".join(f"- {e}\n" for e in sorted(lesson.evidence)))
     links = (Link("supersedes", lesson.target),) if node_id != lesson.target else ()
-    return Node(
-        id=node_id, title=lesson.claim.rstrip(".")[:80], type="rule" if lesson.person_said else "preference",
-        domain=node_id.split("/", 1)[0], summary=lesson.claim + because, load_when="",
-        confidence=label(lesson.weight(now_ms)), stability="durable", valid_from=day_of(promoted_ts),
-        sources=tuple(f"ledger:{p}" for p in lesson.proposals[:8]), links=links, tags=("learned",),
-        body=body)
+    return Node(id=node_id, title=lesson.claim.rstrip(".")[:80], type="rule" if lesson.person_said else "preference",
+                domain=node_id.split("/", 1)[0], summary=lesson.claim + because, load_when="",
+                confidence=label(lesson.weight(now_ms)), stability="durable", valid_from=day_of(promoted_ts),
+                sources=tuple(f"ledger:{p}" for p in lesson.proposals[:8]), links=links, tags=("learned",), body=body)
 
 
 def sync_nodes(store: Store, book: LessonBook, only: Collection[str] | None = None) -> list[str]:
@@ -146,14 +135,10 @@ def sync_nodes(store: Store, book: LessonBook, only: Collection[str] | None = No
 def taste_rows(book: LessonBook, now_ms: int | None = None) -> list[dict[str, Any]]:
     """Learned taste as ``taste.list`` rows: shown lessons (enforced, then hints) with real weights."""
     now = book.last_ts if now_ms is None else now_ms
-    rows = []
-    for status, lessons in (("enforced", enforced(book, now)), ("hint", hints(book, now))):
-        for l in lessons:
-            node = l.node or l.target
-            rows.append({"id": node, "text": l.claim, "weight": l.weight(now), "confidence": label(l.weight(now)),
-                         "status": status, "evidence": sorted(l.evidence), "proposal": l.proposals[0],
-                         "path": f"{node}.md" if l.promoted_by else None})
-    return rows
+    return [{"id": l.node or l.target, "text": l.claim, "weight": l.weight(now), "confidence": label(l.weight(now)),
+             "status": status, "evidence": sorted(l.evidence), "proposal": l.proposals[0],
+             "path": f"{l.node or l.target}.md" if l.promoted_by else None}
+            for status, lessons in (("enforced", enforced(book, now)), ("hint", hints(book, now))) for l in lessons]
 
 
 class TasteView:

@@ -45,7 +45,6 @@ class Finding:
     relation: str
     feature: str = ""
     claim: str = ""
-    home: str = "pack"
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,10 +113,8 @@ def classify(entry: StoredEntry, book: LessonBook) -> list[Finding]:
     elif category == "rule" and book.lesson_for(str(body["target"])) is None:
         text = " ".join(str(body["text"]).split())
         found.append(Finding(entry.id, str(body["target"]), "new", "", text))
-    elif category == "answer" and str(body["answer_to"]) in book.index:
-        options = book.index[str(body["answer_to"])].body.get("options") or []
-        pick = body.get("option")
-        chosen = options[pick - 1][0] if isinstance(pick, int) and 1 <= pick <= len(options) else ""
+    elif category == "answer" and (picked := book.picked(entry)) is not None:
+        chosen = picked[0]
         feat = next((f for f in CATALOG if f.target == chosen), None)
         if chosen in book.lessons:
             found.append(Finding(entry.id, chosen, "agrees"))
@@ -136,12 +133,8 @@ def _because(book: LessonBook, target: str, cites: Iterable[str]) -> str:
     kinds = [book.index[i].kind if i in book.index else "" for i in ids]
     verdicts = [str(book.index[i].body.get("verdict", book.index[i].body.get("decision", ""))) for i in ids
                 if i in book.index]
-    if "rule" in kinds:
-        why = "they said so"
-    elif "deny" in verdicts:
-        why = "they denied it when asked"
-    else:
-        why = "they corrected it in their drafts"
+    why = ("they said so" if "rule" in kinds else "they denied it when asked" if "deny" in verdicts
+           else "they corrected it in their drafts")
     return f"{why} (entries {', '.join(i[:8] for i in ids[-4:])})"
 
 
@@ -159,12 +152,9 @@ def reflect(findings: Sequence[Finding], book: LessonBook) -> list[Draft]:
         feat = feature(first.feature) if lesson is None else feature(lesson.feature)
         if lesson is None and not any(f.relation == "new" for f in group):
             continue
-        body: dict[str, Any] = {
-            "target": target, "source": LEARNING_SOURCE,
-            "home": lesson.home if lesson else first.home,
-            "claim": lesson.claim if lesson else (feat.claim if feat else first.claim),
-            "domain": target.split("/", 1)[0], "because": _because(book, target, cites),
-        }
+        body: dict[str, Any] = {"target": target, "source": LEARNING_SOURCE, "home": lesson.home if lesson else "pack",
+                                "claim": lesson.claim if lesson else (feat.claim if feat else first.claim),
+                                "domain": target.split("/", 1)[0], "because": _because(book, target, cites)}
         if feat is not None:
             body["feature"] = feat.key
         elif lesson is None and target.startswith("rules/"):
@@ -178,11 +168,7 @@ def argue_against(draft: Draft, book: LessonBook, existing: Mapping[str, Existin
     """The second pass: object when the lesson would change a high-confidence belief on one session's evidence."""
     if not high_confidence.get(draft.target) or (draft.target in existing and existing[draft.target].learned):
         return draft
-    sessions = set()
-    for ref in draft.refs:
-        entry = book.index.get(ref)
-        if entry is not None:
-            sessions.add(str(entry.body.get("session", "")))
+    sessions = {str(book.index[ref].body.get("session", "")) for ref in draft.refs if ref in book.index}
     lesson = book.lessons.get(draft.target)
     if lesson is not None:
         sessions |= lesson.sessions()

@@ -84,14 +84,12 @@ def category_of(entry: StoredEntry) -> str | None:
     body = entry.body
     if entry.kind == "verdict":
         return str(body["verdict"])
-    if entry.kind == "rule":
-        return "rule"
+    if entry.kind in ("rule", "rejection"):
+        return entry.kind
     if entry.kind == "approval":
         return "deny" if body["decision"] == "deny" else "allow"
     if entry.kind == "outcome":
         return "outcome_ok" if str(body["status"]).lower() in _OK_STATUS else "outcome_failed"
-    if entry.kind == "rejection":
-        return "rejection"
     if entry.kind == "utterance":
         return "answer" if isinstance(body.get("answer_to"), str) else "utterance"
     return None

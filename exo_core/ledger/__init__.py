@@ -20,15 +20,12 @@ See ``docs/ledger.md`` for the formats and the sync/fork model.
 from exo_core.ledger.canonical import canonical_json, parse_canonical, sha256_hex
 from exo_core.ledger.checkpoint import Checkpoint, CheckpointBook, make_checkpoint, record_checkpoint
 from exo_core.ledger.entry import NewEntry, StoredEntry, chain_hash, genesis_hash
-from exo_core.ledger.keys import (
-    Signer, create_signing_key, ensure_signing_key, is_key_id, key_id_of, load_signing_key,
-)
+from exo_core.ledger.keys import Signer, create_signing_key, ensure_signing_key, is_key_id, key_id_of, load_signing_key
 from exo_core.ledger.kinds import KINDS, VERDICTS
 from exo_core.ledger.ledger import LEDGER_FILE_NAME, Head, Ledger, Segment
 from exo_core.ledger.recorder import LedgerRecorder
-from exo_core.ledger.sync import (
-    Fork, ImportResult, SyncReport, common_prefix, forks, import_entries, snapshot_ledger, sync_ledgers,
-)
+from exo_core.ledger.sync import (Fork, ImportResult, SyncReport, common_prefix, forks, import_entries, snapshot_ledger,
+                                  sync_ledgers)
 from exo_core.ledger.verify import Problem, VerifyReport, verify_ledger
 from exo_core.ledger.views import DEFAULT_VIEWS, ViewBuilder, ViewRegistry, rebuild_views, render_views, views_dir
 

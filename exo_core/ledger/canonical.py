@@ -77,10 +77,7 @@ def normalize_json(value: Any, *, field: str = "body", _depth: int = 0) -> Any:
             out[key] = normalize_json(item, field=f"{field}.{key}", _depth=_depth + 1)
         return out
     if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
-        return [
-            normalize_json(item, field=f"{field}[{i}]", _depth=_depth + 1)
-            for i, item in enumerate(value)
-        ]
+        return [normalize_json(item, field=f"{field}[{i}]", _depth=_depth + 1) for i, item in enumerate(value)]
     raise BadBodyError(f"{field}: {type(value).__name__} is not a JSON value", field=field)
 
 
@@ -120,9 +117,7 @@ def parse_canonical(data: bytes, *, what: str = "document") -> Any:
     raw = bytes(data)
     try:
         text = raw.decode("utf-8")
-        value = json.loads(
-            text, object_pairs_hook=_no_duplicates, parse_constant=_refuse_constant
-        )
+        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_refuse_constant)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         # json.JSONDecodeError is a ValueError; so are our hooks' refusals.
         raise CorruptDataError(f"{what}: not valid canonical JSON ({exc})") from exc

@@ -21,24 +21,22 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import nacl.exceptions
 
-from exo_core.errors import CorruptDataError, StorageError, UsageError
+from exo_core.errors import CorruptDataError, UsageError
 from exo_core.ledger.canonical import canonical_json, parse_canonical
+from exo_core.ledger.db import Guarded, connect
 from exo_core.ledger.entry import StoredEntry
 from exo_core.ledger.keys import Signer, is_key_id, verify_key_from_id
 from exo_core.ledger.kinds import is_entry_id
 from exo_core.ledger.ledger import Ledger
 
-__all__ = [
-    "Checkpoint", "make_checkpoint", "record_checkpoint", "CheckpointBook", "BOOK_FILE_NAME",
-    "checkpoint_from_canonical",
-]
+__all__ = ["Checkpoint", "make_checkpoint", "record_checkpoint", "CheckpointBook", "BOOK_FILE_NAME",
+           "checkpoint_from_canonical"]
 
 BOOK_FILE_NAME = "ledger-checkpoints.sqlite"
 _DOMAIN = b"exo-ledger/1 checkpoint\n"
@@ -57,10 +55,8 @@ class Checkpoint:
 
     def statement(self) -> bytes:
         """The canonical bytes the signature covers."""
-        return canonical_json({
-            "v": 1, "type": "exo-ledger-checkpoint", "ledger": self.ledger_id,
-            "size": self.size, "head": self.head, "ts": self.ts, "signer": self.signer,
-        }, field="checkpoint")
+        return canonical_json({"v": 1, "type": "exo-ledger-checkpoint", "ledger": self.ledger_id, "size": self.size,
+                               "head": self.head, "ts": self.ts, "signer": self.signer}, field="checkpoint")
 
     def signature_ok(self) -> bool:
         """True when ``sig`` is the signer's signature of :meth:`statement`."""
@@ -128,26 +124,19 @@ def record_checkpoint(ledger: Ledger, *, book: "CheckpointBook | None" = None) -
     return entry, checkpoint
 
 
-class CheckpointBook:
+class CheckpointBook(Guarded):
     """A machine's record of every checkpoint it made or accepted, per ledger.
 
     Stored at ``<Exo home>/ledger-checkpoints.sqlite`` (machine-local: it must
     not travel with the store, or a rolled-back copy would carry a matching
-    rolled-back book).
+    rolled-back book). The file has the ledger's durability settings (no WAL: see db.py).
     """
 
     def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        try:
-            self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=30)
-            self._conn.execute("PRAGMA journal_mode=TRUNCATE")  # no WAL: see db.py
-            self._conn.execute("PRAGMA synchronous=FULL")
-            self._conn.execute(
-                "CREATE TABLE IF NOT EXISTS checkpoints (ledger TEXT NOT NULL, size INTEGER NOT NULL, "
-                "head TEXT NOT NULL, doc TEXT NOT NULL, UNIQUE (ledger, size, head, doc))"
-            )
-        except sqlite3.Error as exc:
-            raise StorageError(f"cannot open checkpoint book {self.path}: {exc}") from exc
+        super().__init__(connect(Path(path), create=True, what="checkpoint book"), Path(path), "checkpoint book")
+        with self.write_txn() as conn:
+            conn.execute("CREATE TABLE IF NOT EXISTS checkpoints (ledger TEXT NOT NULL, size INTEGER NOT NULL, "
+                         "head TEXT NOT NULL, doc TEXT NOT NULL, UNIQUE (ledger, size, head, doc))")
 
     @classmethod
     def for_home(cls, home_root: str | Path) -> "CheckpointBook":
@@ -159,30 +148,17 @@ class CheckpointBook:
         if not checkpoint.signature_ok():
             raise CorruptDataError(f"checkpoint of {checkpoint.ledger_id} has a bad signature; not kept")
         doc = json.dumps(checkpoint.to_json(), sort_keys=True)
-        self._sql("write", "INSERT OR IGNORE INTO checkpoints(ledger, size, head, doc) VALUES (?, ?, ?, ?)",
-                  (checkpoint.ledger_id, checkpoint.size, checkpoint.head, doc))
+        with self.write_txn() as conn:
+            conn.execute("INSERT OR IGNORE INTO checkpoints(ledger, size, head, doc) VALUES (?, ?, ?, ?)",
+                         (checkpoint.ledger_id, checkpoint.size, checkpoint.head, doc))
 
     def for_ledger(self, ledger_id: str) -> list[Checkpoint]:
         """Every kept checkpoint of ``ledger_id``, highest first."""
-        rows = self._sql("read", "SELECT doc FROM checkpoints WHERE ledger=? ORDER BY size DESC, rowid DESC",
-                         (ledger_id,))
-        out = []
-        for (doc,) in rows:
-            try:
-                out.append(Checkpoint.from_json(json.loads(doc)))
-            except ValueError as exc:
-                raise CorruptDataError(f"checkpoint book {self.path} holds a bad row: {exc}") from exc
-        return out
-
-    def _sql(self, verb: str, sql: str, args: tuple[object, ...]) -> list[Any]:
+        rows = self.query("SELECT doc FROM checkpoints WHERE ledger=? ORDER BY size DESC, rowid DESC", (ledger_id,))
         try:
-            return self._conn.execute(sql, args).fetchall()
-        except sqlite3.Error as exc:
-            raise StorageError(f"cannot {verb} checkpoint book {self.path}: {exc}") from exc
-
-    def close(self) -> None:
-        """Close the book's connection."""
-        self._conn.close()
+            return [Checkpoint.from_json(json.loads(doc)) for (doc,) in rows]
+        except ValueError as exc:
+            raise CorruptDataError(f"checkpoint book {self.path} holds a bad row: {exc}") from exc
 
 
 def checkpoint_from_canonical(data: bytes) -> Checkpoint:

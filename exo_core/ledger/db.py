@@ -68,46 +68,39 @@ CREATE INDEX IF NOT EXISTS entries_idem ON entries(idem) WHERE idem IS NOT NULL;
 # Append-only is enforced by the database, not by good manners: any UPDATE or
 # DELETE on a ledger table aborts. verify() reports a ledger whose triggers
 # were dropped, because that is how someone would edit it.
-TRIGGER_NAMES = tuple(
-    f"{table}_no_{op.lower()}"
-    for table in ("entries", "segments", "meta")
-    for op in ("UPDATE", "DELETE")
-)
-_TRIGGERS = "\n".join(
-    f"CREATE TRIGGER IF NOT EXISTS {table}_no_{op.lower()} BEFORE {op} ON {table} "
-    f"BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: {op} on {table} refused'); END;"
-    for table in ("entries", "segments", "meta")
-    for op in ("UPDATE", "DELETE")
-)
+_GUARDED = tuple((table, op) for table in ("entries", "segments", "meta") for op in ("UPDATE", "DELETE"))
+TRIGGER_NAMES = tuple(f"{table}_no_{op.lower()}" for table, op in _GUARDED)
+_TRIGGERS = [f"CREATE TRIGGER IF NOT EXISTS {table}_no_{op.lower()} BEFORE {op} ON {table} "
+             f"BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: {op} on {table} refused'); END;"
+             for table, op in _GUARDED]
 
 
-def connect(path: Path, *, create: bool) -> sqlite3.Connection:
-    """Open the ledger file with the durability settings above.
+def connect(path: Path, *, create: bool, what: str = "ledger") -> sqlite3.Connection:
+    """Open the ledger file (or another file ``what`` names in errors) with the durability settings above.
 
     ``create=False`` refuses a missing file (it would otherwise be created
     empty). Autocommit mode: every transaction is an explicit BEGIN.
     """
     uri = f"file:{path}?mode={'rwc' if create else 'rw'}"
     try:
-        conn = sqlite3.connect(
-            uri, uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000,
-            check_same_thread=False,  # the Ledger serialises use with its own lock
-        )
+        # check_same_thread=False: Guarded serialises use with its own lock.
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000,
+                               check_same_thread=False)
     except sqlite3.Error as exc:
-        raise StorageError(f"cannot open ledger {path}: {exc}") from exc
+        raise StorageError(f"cannot open {what} {path}: {exc}") from exc
     try:
         conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         mode = conn.execute("PRAGMA journal_mode=TRUNCATE").fetchone()[0]
         if str(mode).lower() != "truncate":
-            raise StorageError(f"ledger {path}: could not leave journal mode {mode!r}")
+            raise StorageError(f"{what} {path}: could not leave journal mode {mode!r}")
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA wal_autocheckpoint=0")  # belt and braces: never checkpoint
     except sqlite3.DatabaseError as exc:
         conn.close()
         if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
-            raise StorageError(f"ledger {path} is locked by another process: {exc}") from exc
-        raise CorruptDataError(f"{path} is not a usable SQLite ledger: {exc}") from exc
+            raise StorageError(f"{what} {path} is locked by another process: {exc}") from exc
+        raise CorruptDataError(f"{path} is not a usable SQLite {what}: {exc}") from exc
     return conn
 
 
@@ -116,18 +109,22 @@ def create_schema(conn: sqlite3.Connection) -> None:
     for statement in _SCHEMA.split(";"):
         if statement.strip():
             conn.execute(statement)
-    for statement in _TRIGGERS.splitlines():
+    for statement in _TRIGGERS:
         conn.execute(statement)
 
 
 class Guarded:
-    """One connection shared by threads: a re-entrant lock and nestable write transactions."""
+    """One connection shared by threads: a re-entrant lock and nestable write transactions.
 
-    __slots__ = ("_conn", "path", "lock", "depth")
+    ``what`` names the file in errors (``ledger``, ``checkpoint book``).
+    """
 
-    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+    __slots__ = ("_conn", "path", "lock", "depth", "what")
+
+    def __init__(self, conn: sqlite3.Connection, path: Path, what: str = "ledger") -> None:
         self._conn: sqlite3.Connection | None = conn
         self.path = path
+        self.what = what
         self.lock = threading.RLock()
         self.depth = 0  # nesting of write_txn() in the lock-holding thread
 
@@ -135,7 +132,7 @@ class Guarded:
     def conn(self) -> sqlite3.Connection:
         """The open connection; :class:`ClosedResourceError` after :meth:`close`."""
         if self._conn is None:
-            raise ClosedResourceError(f"ledger {self.path} is closed")
+            raise ClosedResourceError(f"{self.what} {self.path} is closed")
         return self._conn
 
     def close(self) -> None:
@@ -151,7 +148,7 @@ class Guarded:
             try:
                 return self.conn.execute(sql, tuple(args)).fetchall()
             except sqlite3.DatabaseError as exc:
-                raise StorageError(f"cannot read ledger {self.path}: {exc}") from exc
+                raise StorageError(f"cannot read {self.what} {self.path}: {exc}") from exc
 
     def backup_to(self, target: sqlite3.Connection) -> None:
         """Copy the whole database into ``target`` in one backup step.
@@ -177,7 +174,7 @@ class Guarded:
                 try:
                     conn.execute("BEGIN IMMEDIATE")
                 except sqlite3.Error as exc:
-                    raise StorageError(f"cannot lock ledger {self.path} for writing: {exc}") from exc
+                    raise StorageError(f"cannot lock {self.what} {self.path} for writing: {exc}") from exc
             self.depth += 1
             try:
                 yield conn
@@ -190,7 +187,7 @@ class Guarded:
                     with contextlib.suppress(sqlite3.Error):
                         conn.execute("ROLLBACK")
                     if isinstance(exc, sqlite3.Error):
-                        raise StorageError(f"ledger {self.path}: {exc}") from exc
+                        raise StorageError(f"{self.what} {self.path}: {exc}") from exc
                 raise
             self.depth -= 1
             if self.depth == 0:
@@ -199,4 +196,4 @@ class Guarded:
                 except sqlite3.Error as err:
                     with contextlib.suppress(sqlite3.Error):
                         conn.execute("ROLLBACK")
-                    raise StorageError(f"cannot commit to ledger {self.path}: {err}") from err
+                    raise StorageError(f"cannot commit to {self.what} {self.path}: {err}") from err

@@ -26,10 +26,8 @@ import nacl.signing
 
 from exo_core.errors import ConflictError, CorruptDataError, NotFoundError, StorageError
 
-__all__ = [
-    "Signer", "KEY_FILE_NAME", "key_id_of", "verify_key_from_id", "is_key_id", "create_signing_key", "load_signing_key",
-    "ensure_signing_key",
-]
+__all__ = ["Signer", "KEY_FILE_NAME", "key_id_of", "verify_key_from_id", "is_key_id", "create_signing_key",
+           "load_signing_key", "ensure_signing_key"]
 
 KEY_FILE_NAME = "ledger-ed25519.key"
 _HEADER = "exo-ed25519-seed-v1"
@@ -89,15 +87,6 @@ class Signer:
         return f"Signer({self.key_id})"
 
 
-def _fsync_dir(path: Path) -> None:
-    # A new directory entry is durable only once its directory is synced.
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def create_signing_key(keys_dir: Path, *, name: str = KEY_FILE_NAME) -> Signer:
     """Create a new signing key file in ``keys_dir`` and return its signer.
 
@@ -116,9 +105,7 @@ def create_signing_key(keys_dir: Path, *, name: str = KEY_FILE_NAME) -> Signer:
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError as exc:
-        raise ConflictError(
-            f"signing key {path} already exists; load it instead of creating a new one"
-        ) from exc
+        raise ConflictError(f"signing key {path} already exists; load it instead of creating a new one") from exc
     except OSError as exc:
         raise StorageError(f"cannot create signing key {path}: {exc.strerror}") from exc
     try:
@@ -126,11 +113,16 @@ def create_signing_key(keys_dir: Path, *, name: str = KEY_FILE_NAME) -> Signer:
         os.write(fd, f"{_HEADER} {signer.seed().hex()}\n".encode("ascii"))
         os.fsync(fd)
     except OSError as exc:
-        os.close(fd)
         path.unlink(missing_ok=True)  # a half-written key is worse than none
         raise StorageError(f"cannot write signing key {path}: {exc.strerror}") from exc
-    os.close(fd)
-    _fsync_dir(keys_dir)
+    finally:
+        os.close(fd)
+    # A new directory entry is durable only once its directory is synced.
+    fd = os.open(keys_dir, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
     return signer
 
 
@@ -151,10 +143,8 @@ def load_signing_key(keys_dir: Path, *, name: str = KEY_FILE_NAME) -> Signer:
     except OSError as exc:
         raise StorageError(f"cannot read signing key {path}: {exc.strerror}") from exc
     if stat.S_IMODE(st.st_mode) & 0o077:
-        raise StorageError(
-            f"signing key {path} has mode {stat.S_IMODE(st.st_mode):04o}; "
-            "it must not be readable by group or others (chmod 600)"
-        )
+        raise StorageError(f"signing key {path} has mode {stat.S_IMODE(st.st_mode):04o}; "
+                           "it must not be readable by group or others (chmod 600)")
     try:
         header, seed_hex = raw.decode("ascii").split()
         seed = bytes.fromhex(seed_hex)

@@ -58,12 +58,6 @@ def _need_str(body: Mapping[str, Any], key: str, kind: str) -> str:
     return value
 
 
-def _need_str_list(body: Mapping[str, Any], key: str, kind: str) -> None:
-    value = body.get(key)
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise BadBodyError(f"{kind} body needs a list of strings {key!r}", field=f"body.{key}")
-
-
 def _needs(kind: str, *keys: str) -> Callable[[Mapping[str, Any], tuple[str, ...]], None]:
     """The rule of a kind whose body needs only non-empty strings at ``keys``."""
     def check(body: Mapping[str, Any], refs: tuple[str, ...]) -> None:
@@ -80,9 +74,7 @@ def _approval(body: Mapping[str, Any], refs: tuple[str, ...]) -> None:
 
 def _verdict(body: Mapping[str, Any], refs: tuple[str, ...]) -> None:
     if body.get("verdict") not in VERDICTS:
-        raise BadBodyError(
-            f"verdict body needs 'verdict' in {', '.join(VERDICTS)}", field="body.verdict"
-        )
+        raise BadBodyError(f"verdict body needs 'verdict' in {', '.join(VERDICTS)}", field="body.verdict")
     judged = body.get("judged")
     if not is_entry_id(judged):
         raise BadBodyError("verdict body needs 'judged': the judged entry id", field="body.judged")
@@ -94,18 +86,17 @@ def _verdict(body: Mapping[str, Any], refs: tuple[str, ...]) -> None:
 
 
 def _retrieval(body: Mapping[str, Any], refs: tuple[str, ...]) -> None:
-    _need_str_list(body, "node_ids", "retrieval")
-    _need_str_list(body, "item_ids", "retrieval")
+    for key in ("node_ids", "item_ids"):
+        value = body.get(key)
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise BadBodyError(f"retrieval body needs a list of strings {key!r}", field=f"body.{key}")
 
 
 def _no_text(value: Any, path: str) -> None:
     if isinstance(value, str):
         if not _TOKEN.fullmatch(value):
-            raise BadBodyError(
-                f"decision {path}: strings must be hashes, ids or labels "
-                "(1-128 characters, no whitespace); raw text is not recorded",
-                field=path,
-            )
+            raise BadBodyError(f"decision {path}: strings must be hashes, ids or labels "
+                               "(1-128 characters, no whitespace); raw text is not recorded", field=path)
     elif isinstance(value, dict):
         for key, item in value.items():
             _no_text(key, f"{path}.<key>")
@@ -148,21 +139,15 @@ KINDS: Mapping[str, Callable[[Mapping[str, Any], tuple[str, ...]], None]] = {
 def validate_kind(kind: object) -> str:
     """Return ``kind`` if it is a known kind; else :class:`BadBodyError`."""
     if not isinstance(kind, str) or kind not in KINDS:
-        raise BadBodyError(
-            f"unknown ledger entry kind {kind!r}; known kinds: {', '.join(sorted(KINDS))}",
-            field="kind",
-        )
+        raise BadBodyError(f"unknown ledger entry kind {kind!r}; known kinds: {', '.join(sorted(KINDS))}", field="kind")
     return kind
 
 
 def validate_scope(scope: object) -> str:
     """Return ``scope`` if well formed (``person``, ``agent:NAME``, ``group:NAME``)."""
     if not isinstance(scope, str) or not _SCOPE.fullmatch(scope):
-        raise BadBodyError(
-            f"bad scope {scope!r}; expected 'person', 'agent:NAME' or 'group:NAME' "
-            "(NAME: lower-case letters, digits, '_' or '-', at most 64)",
-            field="scope",
-        )
+        raise BadBodyError(f"bad scope {scope!r}; expected 'person', 'agent:NAME' or 'group:NAME' "
+                           "(NAME: lower-case letters, digits, '_' or '-', at most 64)", field="scope")
     return scope
 
 

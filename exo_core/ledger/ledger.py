@@ -15,7 +15,6 @@ import dataclasses
 import sqlite3
 import time
 import uuid
-from contextlib import AbstractContextManager
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,9 +23,8 @@ from typing import TYPE_CHECKING, Any
 from exo_core.errors import BadBodyError, ConflictError, CorruptDataError, NotFoundError, UsageError
 from exo_core.ledger.canonical import normalize_json
 from exo_core.ledger.db import Guarded, connect, create_schema
-from exo_core.ledger.entry import (
-    ROW_COLUMNS, NewEntry, StoredEntry, build_content, check_refs, decode_row, genesis_hash, seal,
-)
+from exo_core.ledger.entry import (ROW_COLUMNS, NewEntry, StoredEntry, build_content, check_refs, decode_row,
+                                   genesis_hash, seal)
 from exo_core.ledger.keys import Signer
 
 if TYPE_CHECKING:
@@ -37,10 +35,6 @@ __all__ = ["Ledger", "Head", "Segment", "LEDGER_FILE_NAME", "insert_entry"]
 LEDGER_FILE_NAME = "ledger.sqlite"
 _PAGE = 512  # rows per read; bounds memory and lock hold time while iterating
 _LEDGER_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-")
-
-
-def _new_ledger_id() -> str:
-    return uuid.uuid4().hex
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,29 +60,24 @@ class Segment:
 
 def insert_entry(conn: sqlite3.Connection, seg: int, pos: int, entry: StoredEntry) -> int:
     """Store ``entry`` at height ``pos`` of segment ``seg`` (in the caller's write transaction); its ``n``."""
-    cur = conn.execute(
-        "INSERT INTO entries(seg, pos, id, prev, chain, author, sig, kind, scope, ts, idem, content) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (seg, pos, entry.id, entry.prev, entry.chain, entry.author, entry.sig, entry.kind, entry.scope, entry.ts,
-         entry.idem, entry.content),
-    )
+    cur = conn.execute("INSERT INTO entries(seg, pos, id, prev, chain, author, sig, kind, scope, ts, idem, content) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", (seg, pos, entry.id, entry.prev, entry.chain,
+                       entry.author, entry.sig, entry.kind, entry.scope, entry.ts, entry.idem, entry.content))
     return int(cur.lastrowid or 0)
 
 
-class Ledger:
+class Ledger(Guarded):
     """A signed, hash-chained, append-only ledger in one SQLite file.
 
     Open with :meth:`open` (or :meth:`open_store` for ``<store>/ledger.sqlite``).
-    Without a ``signer`` the ledger is read-only for this object.
+    Without a ``signer`` the ledger is read-only for this object. The guarded
+    connection gives :meth:`query`, :meth:`write_txn`, :meth:`backup_to` and
+    :meth:`close` (later use raises :class:`ClosedResourceError`).
     """
 
-    def __init__(
-        self, conn: sqlite3.Connection, path: Path, ledger_id: str, *,
-        signer: Signer | None, scope: str, clock: Callable[[], float],
-    ) -> None:
-        self._db = Guarded(conn, path)
-        self._lock = self._db.lock
-        self.path = path
+    def __init__(self, conn: sqlite3.Connection, path: Path, ledger_id: str, *, signer: Signer | None, scope: str,
+                 clock: Callable[[], float]) -> None:
+        super().__init__(conn, path)
         self.ledger_id = ledger_id
         self.genesis = genesis_hash(ledger_id)
         self.signer = signer
@@ -97,14 +86,11 @@ class Ledger:
 
     # -- opening -----------------------------------------------------------
     @classmethod
-    def open(
-        cls, path: str | Path, *, signer: Signer | None = None, create: bool = False,
-        ledger_id: str | None = None, scope: str = "person",
-        clock: Callable[[], float] = time.time, new_id: Callable[[], str] = _new_ledger_id,
-    ) -> "Ledger":
+    def open(cls, path: str | Path, *, signer: Signer | None = None, create: bool = False, ledger_id: str | None = None,
+             scope: str = "person", clock: Callable[[], float] = time.time) -> "Ledger":
         """Open (``create=True``: create if missing) the ledger file at ``path``.
 
-        ``ledger_id`` names a new ledger (default: ``new_id()``); for an existing
+        ``ledger_id`` names a new ledger (default: a random UUID); for an existing
         file it must match or :class:`ConflictError` is raised. ``clock`` gives
         epoch seconds for entry timestamps; ``scope`` is the default scope of
         appends.
@@ -114,13 +100,12 @@ class Ledger:
             raise NotFoundError(f"no ledger at {path}")
         conn = connect(path, create=create)
         try:
-            stored = cls._init_meta(conn, ledger_id if ledger_id is not None else new_id(), create)
+            stored = cls._init_meta(conn, ledger_id if ledger_id is not None else uuid.uuid4().hex, create)
+            if ledger_id is not None and stored != ledger_id:
+                raise ConflictError(f"{path} is ledger {stored!r}, not {ledger_id!r}")
         except BaseException:
             conn.close()
             raise
-        if ledger_id is not None and stored != ledger_id:
-            conn.close()
-            raise ConflictError(f"{path} is ledger {stored!r}, not {ledger_id!r}")
         return cls(conn, path, stored, signer=signer, scope=scope, clock=clock)
 
     @classmethod
@@ -137,10 +122,7 @@ class Ledger:
             # the schema; opening an existing ledger only reads.
             conn.execute("BEGIN IMMEDIATE" if create else "BEGIN")
             try:
-                has_meta = conn.execute(
-                    "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
-                ).fetchone()
-                if not has_meta:
+                if not conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone():
                     if not create:
                         raise CorruptDataError("file has no ledger tables")
                     # Schema only for a new file: re-running CREATE ... IF NOT
@@ -149,9 +131,8 @@ class Ledger:
                     create_schema(conn)
                     conn.execute("INSERT INTO meta(key, value) VALUES ('format', '1')")
                     conn.execute("INSERT INTO meta(key, value) VALUES ('ledger_id', ?)", (new_ledger_id,))
-                    conn.execute(
-                        "INSERT INTO segments(seg, base_seg, base_pos, origin, ts) VALUES (0, NULL, 0, 'main', 0)"
-                    )
+                    conn.execute("INSERT INTO segments(seg, base_seg, base_pos, origin, ts) "
+                                 "VALUES (0, NULL, 0, 'main', 0)")
                 row = conn.execute("SELECT CAST(value AS BLOB) FROM meta WHERE key='ledger_id'").fetchone()
                 conn.execute("COMMIT")
             except BaseException:
@@ -166,30 +147,15 @@ class Ledger:
         except (TypeError, UnicodeDecodeError) as exc:
             raise CorruptDataError("ledger id in meta is not UTF-8 text") from exc
 
-    def close(self) -> None:
-        """Close the connection; later use raises :class:`ClosedResourceError`."""
-        self._db.close()
-
     def __enter__(self) -> "Ledger":
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    @property
-    def conn(self) -> sqlite3.Connection:
-        """The open connection (for the sibling modules of this package)."""
-        return self._db.conn
-
-    def write_txn(self) -> AbstractContextManager[sqlite3.Connection]:
-        """Context manager: lock + ``BEGIN IMMEDIATE`` ... ``COMMIT`` (rollback on error); nests."""
-        return self._db.write_txn()
-
     # -- appending -----------------------------------------------------------
-    def append(
-        self, kind: str, body: Mapping[str, Any], *, refs: Sequence[str] = (),
-        scope: str | None = None, idem: str | None = None,
-    ) -> StoredEntry:
+    def append(self, kind: str, body: Mapping[str, Any], *, refs: Sequence[str] = (), scope: str | None = None,
+               idem: str | None = None) -> StoredEntry:
         """Append one signed entry to the main chain and return it as stored.
 
         When it returns, the entry is on disk (synchronous=FULL). With ``idem``,
@@ -219,58 +185,42 @@ class Ledger:
                         out.append(again)
                         continue
                 for i, ref in enumerate(check_refs(item.refs)):
-                    if not conn.execute(
-                        "SELECT 1 FROM entries WHERE id=?", (ref,)
-                    ).fetchone():
+                    if not conn.execute("SELECT 1 FROM entries WHERE id=?", (ref,)).fetchone():
                         raise BadBodyError(f"refs[{i}] {ref} names no entry in this ledger", field="refs")
                 # Strictly increasing along the main chain: a burst inside one
                 # millisecond (or a clock stepped back) gets consecutive ms, so
                 # two appends never share content and ``--since`` never misorders.
                 ts = max(int(self.clock() * 1000), last_ts + 1)
-                content = build_content(
-                    kind=item.kind, scope=scope, author=signer.key_id,
-                    ts=ts, refs=item.refs, body=body, idem=item.idem,
-                )
+                content = build_content(kind=item.kind, scope=scope, author=signer.key_id, ts=ts, refs=item.refs,
+                                        body=body, idem=item.idem)
                 entry_id, chain, sig = seal(content, head, signer)
-                dup = conn.execute("SELECT n FROM entries WHERE id=?", (entry_id,)).fetchone()
-                if dup is not None:
+                if conn.execute("SELECT n FROM entries WHERE id=?", (entry_id,)).fetchone() is not None:
                     # Unreachable on main (ts strictly increases); an imported fork
                     # entry could only match if the same key signed the same
                     # content at the same ms. Refuse rather than store a twin id.
-                    raise ConflictError(
-                        f"an identical entry (same kind, scope, author, time, refs and body) "
-                        f"is already stored as {entry_id}; pass an idempotency key for retries"
-                    )
+                    raise ConflictError(f"an identical entry (same kind, scope, author, time, refs and body) "
+                                        f"is already stored as {entry_id}; pass an idempotency key for retries")
                 size += 1
-                entry = StoredEntry(
-                    n=0, seg=0, pos=size, id=entry_id, prev=head, chain=chain, author=signer.key_id, sig=sig,
-                    kind=item.kind, scope=scope, ts=ts, idem=item.idem, refs=tuple(item.refs), body=body,
-                    content=content,
-                )
+                entry = StoredEntry(n=0, seg=0, pos=size, id=entry_id, prev=head, chain=chain, author=signer.key_id,
+                                    sig=sig, kind=item.kind, scope=scope, ts=ts, idem=item.idem, refs=tuple(item.refs),
+                                    body=body, content=content)
                 out.append(dataclasses.replace(entry, n=insert_entry(conn, 0, size, entry)))
                 head, last_ts = chain, ts
         return out
 
-    def _idem_match(
-        self, conn: sqlite3.Connection, item: NewEntry, scope: str, body: Any,
-    ) -> StoredEntry | None:
-        row = conn.execute(
-            f"SELECT {ROW_COLUMNS} FROM entries WHERE idem=? AND seg=0", (item.idem,)
-        ).fetchone()
+    def _idem_match(self, conn: sqlite3.Connection, item: NewEntry, scope: str, body: Any) -> StoredEntry | None:
+        row = conn.execute(f"SELECT {ROW_COLUMNS} FROM entries WHERE idem=? AND seg=0", (item.idem,)).fetchone()
         if row is None:
             return None
         first = decode_row(row)
         if (first.kind, first.scope, first.refs, first.body) != (item.kind, scope, tuple(item.refs), body):
-            raise ConflictError(
-                f"idempotency key {item.idem!r} was already used for a different entry ({first.id})"
-            )
+            raise ConflictError(f"idempotency key {item.idem!r} was already used for a different entry ({first.id})")
         return first
 
     # -- reading -------------------------------------------------------------
     def _head_row(self, conn: sqlite3.Connection, seg: int) -> tuple[int, str]:
-        row = conn.execute(
-            "SELECT pos, CAST(chain AS BLOB) FROM entries WHERE seg=? ORDER BY pos DESC LIMIT 1", (seg,)
-        ).fetchone()
+        row = conn.execute("SELECT pos, CAST(chain AS BLOB) FROM entries WHERE seg=? ORDER BY pos DESC LIMIT 1",
+                           (seg,)).fetchone()
         if row is None:
             if seg == 0:
                 return 0, self.genesis
@@ -284,17 +234,14 @@ class Ledger:
         """The chain hash at height ``pos`` of segment ``seg`` (genesis at 0)."""
         if pos == 0:
             return self.genesis
-        with self._lock:
-            row = self.conn.execute(
-                "SELECT CAST(chain AS BLOB) FROM entries WHERE seg=? AND pos=?", (seg, pos)
-            ).fetchone()
-        if row is None:
+        rows = self.query("SELECT CAST(chain AS BLOB) FROM entries WHERE seg=? AND pos=?", (seg, pos))
+        if not rows:
             raise NotFoundError(f"no entry at segment {seg} height {pos}")
-        return bytes(row[0]).decode("ascii", "replace")
+        return bytes(rows[0][0]).decode("ascii", "replace")
 
     def head(self, seg: int = 0) -> Head:
         """The tip of segment ``seg`` (default: the main chain)."""
-        with self._lock:
+        with self.lock:
             size, chain = self._head_row(self.conn, seg)
         return Head(size, chain)
 
@@ -302,11 +249,9 @@ class Ledger:
         """The entry with id ``ref`` or a unique id prefix of at least 6 hex digits."""
         if not isinstance(ref, str) or len(ref) < 6 or len(ref) > 64 or any(c not in "0123456789abcdef" for c in ref):
             raise UsageError(f"{ref!r} is not an entry id or id prefix (6-64 lower-case hex digits)")
-        with self._lock:
-            rows = self.conn.execute(
-                f"SELECT {ROW_COLUMNS} FROM entries WHERE id >= ? AND id < ? ORDER BY n LIMIT 3",
-                (ref, ref + "g"),  # 'g' sorts after every hex digit: a prefix range scan
-            ).fetchall()
+        # 'g' sorts after every hex digit: a prefix range scan.
+        rows = self.query(f"SELECT {ROW_COLUMNS} FROM entries WHERE id >= ? AND id < ? ORDER BY n LIMIT 3",
+                          (ref, ref + "g"))
         ids = {decode_row(r).id for r in rows}
         if not rows:
             raise NotFoundError(f"no ledger entry {ref}")
@@ -314,24 +259,17 @@ class Ledger:
             raise UsageError(f"id prefix {ref} is ambiguous; give more digits")
         return decode_row(rows[0])
 
-    def backup_to(self, target: sqlite3.Connection) -> None:
-        """Copy this ledger into the open SQLite connection ``target`` (one consistent state)."""
-        self._db.backup_to(target)
-
     def max_n(self) -> int:
         """The highest arrival number (0 when empty)."""
         return int(self.query("SELECT coalesce(max(n), 0) FROM entries")[0][0])
 
     def count(self) -> int:
         """Number of stored entries across all segments."""
-        with self._lock:
-            return int(self.conn.execute("SELECT count(*) FROM entries").fetchone()[0])
+        return int(self.query("SELECT count(*) FROM entries")[0][0])
 
-    def entries(
-        self, *, kind: str | None = None, scope: str | None = None, seg: int | None = None,
-        since_ms: int | None = None, until_ms: int | None = None, after_n: int = 0,
-        limit: int | None = None,
-    ) -> Iterator[StoredEntry]:
+    def entries(self, *, kind: str | None = None, scope: str | None = None, seg: int | None = None,
+                since_ms: int | None = None, until_ms: int | None = None, after_n: int = 0,
+                limit: int | None = None) -> Iterator[StoredEntry]:
         """Entries in local arrival order (``n``), filtered; all segments unless ``seg``.
 
         Arrival order is causal (``prev`` and refs arrive first); paged, so appending meanwhile is safe."""
@@ -360,10 +298,6 @@ class Ledger:
             if len(rows) < page:
                 return
 
-    def query(self, sql: str, args: Sequence[object] = ()) -> list[Any]:
-        """Run a read-only SQL statement under the lock; SQLite errors become StorageError."""
-        return self._db.query(sql, args)
-
     def verify(self, **kwargs: Any) -> "VerifyReport":
         """Check the whole ledger; see :func:`exo_core.ledger.verify.verify_ledger` for arguments."""
         from exo_core.ledger.verify import verify_ledger  # verify imports this module
@@ -372,13 +306,7 @@ class Ledger:
 
     def segments(self) -> list[Segment]:
         """Every segment with its base, origin, head and entry count."""
-        with self._lock:
-            rows = self.conn.execute(
-                "SELECT s.seg, s.base_seg, s.base_pos, CAST(s.origin AS BLOB), s.ts, count(e.n) "
-                "FROM segments s LEFT JOIN entries e ON e.seg = s.seg GROUP BY s.seg ORDER BY s.seg"
-            ).fetchall()
-        return [
-            Segment(int(r[0]), None if r[1] is None else int(r[1]), int(r[2]),
-                    bytes(r[3]).decode("utf-8", "replace"), int(r[4]), self.head(int(r[0])), int(r[5]))
-            for r in rows
-        ]
+        rows = self.query("SELECT s.seg, s.base_seg, s.base_pos, CAST(s.origin AS BLOB), s.ts, count(e.n) "
+                          "FROM segments s LEFT JOIN entries e ON e.seg = s.seg GROUP BY s.seg ORDER BY s.seg")
+        return [Segment(r[0], r[1], r[2], bytes(r[3]).decode("utf-8", "replace"), r[4], self.head(r[0]), r[5])
+                for r in rows]

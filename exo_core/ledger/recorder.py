@@ -46,17 +46,13 @@ class LedgerRecorder:
         self._owns = owns
 
     @classmethod
-    def for_store(
-        cls, store_dir: str | Path, signer: Signer, *, scope: str = "person",
-        clock: Callable[[], float] = time.time,
-    ) -> "LedgerRecorder":
+    def for_store(cls, store_dir: str | Path, signer: Signer, *, scope: str = "person",
+                  clock: Callable[[], float] = time.time) -> "LedgerRecorder":
         """Open (creating if needed) ``<store_dir>/ledger.sqlite`` for recording as ``scope``."""
         ledger = Ledger.open_store(store_dir, signer=signer, create=True, scope=scope, clock=clock)
         return cls(ledger, scope=scope, owns=True)
 
-    def record(
-        self, kind: str, body: Mapping[str, Any], *, refs: tuple[str, ...] = ()
-    ) -> str | None:
+    def record(self, kind: str, body: Mapping[str, Any], *, refs: tuple[str, ...] = ()) -> str | None:
         """Append ``body`` as a ``kind`` entry referring to ``refs``; return the new entry id."""
         if validate_kind(kind) in _TURN_KINDS_REFUSED:
             raise BadBodyError(f"a turn cannot record a {kind!r} entry", field="kind")

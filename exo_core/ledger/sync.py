@@ -25,6 +25,7 @@ person; the ledger only guarantees the fork is recorded and reported.
 
 from __future__ import annotations
 
+import bisect
 import sqlite3
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
@@ -35,9 +36,8 @@ from exo_core.ledger.checkpoint import Checkpoint, CheckpointBook, make_checkpoi
 from exo_core.ledger.entry import StoredEntry, check_seal, decode_row
 from exo_core.ledger.ledger import Head, Ledger, Segment, insert_entry
 
-__all__ = [
-    "ImportResult", "Fork", "SyncReport", "import_entries", "common_prefix", "sync_ledgers", "forks", "snapshot_ledger",
-]
+__all__ = ["ImportResult", "Fork", "SyncReport", "import_entries", "common_prefix", "sync_ledgers", "forks",
+           "snapshot_ledger"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,10 +70,8 @@ class SyncReport:
     into_foreign: ImportResult
 
 
-def import_entries(
-    ledger: Ledger, entries: Iterable[StoredEntry], *, origin: str,
-    pins: Collection[str] | None = None,
-) -> ImportResult:
+def import_entries(ledger: Ledger, entries: Iterable[StoredEntry], *, origin: str,
+                   pins: Collection[str] | None = None) -> ImportResult:
     """Add foreign ``entries`` (in the source's arrival order) to ``ledger``.
 
     Every entry is checked (id, chain hash, signature, pinned author, refs
@@ -105,33 +103,26 @@ def import_entries(
                 continue
             for ref in entry.refs:
                 if not conn.execute("SELECT 1 FROM entries WHERE id=?", (ref,)).fetchone():
-                    raise CorruptDataError(
-                        f"foreign entry {entry.id[:16]}… refers to {ref[:16]}…, which neither copy "
-                        "holds before it; nothing imported"
-                    )
+                    raise CorruptDataError(f"foreign entry {entry.id[:16]}… refers to {ref[:16]}…, which neither "
+                                           "copy holds before it; nothing imported")
             if entry.prev == ledger.genesis:
                 parent_seg, parent_pos = 0, 0
             else:
                 found = conn.execute("SELECT seg, pos FROM entries WHERE chain=?", (entry.prev,)).fetchone()
                 if found is None:
-                    raise CorruptDataError(
-                        f"foreign entry {entry.id[:16]}… follows a chain hash this ledger does not hold "
-                        "(the source is missing entries, or is another ledger); nothing imported"
-                    )
+                    raise CorruptDataError(f"foreign entry {entry.id[:16]}… follows a chain hash this ledger does "
+                                           "not hold (the source is missing entries, or is another ledger); "
+                                           "nothing imported")
                 parent_seg, parent_pos = int(found[0]), int(found[1])
-            taken = conn.execute(
-                "SELECT 1 FROM entries WHERE seg=? AND pos=?", (parent_seg, parent_pos + 1)
-            ).fetchone()
+            taken = conn.execute("SELECT 1 FROM entries WHERE seg=? AND pos=?", (parent_seg, parent_pos + 1)).fetchone()
             if taken is None:
                 seg = parent_seg  # continues that chain's end: fast-forward or extend a fork
                 if seg not in extended and seg not in created:
                     extended.append(seg)
             else:
                 seg = int(conn.execute("SELECT max(seg) FROM segments").fetchone()[0]) + 1
-                conn.execute(
-                    "INSERT INTO segments(seg, base_seg, base_pos, origin, ts) VALUES (?, ?, ?, ?, ?)",
-                    (seg, parent_seg, parent_pos, origin, int(ledger.clock() * 1000)),
-                )
+                conn.execute("INSERT INTO segments(seg, base_seg, base_pos, origin, ts) VALUES (?, ?, ?, ?, ?)",
+                             (seg, parent_seg, parent_pos, origin, int(ledger.clock() * 1000)))
                 created.append(seg)
             insert_entry(conn, seg, parent_pos + 1, entry)
             imported += 1
@@ -144,14 +135,9 @@ def common_prefix(a: Ledger, b: Ledger) -> Head:
     Chains share a prefix or nothing after their first difference (each hash
     covers all before it), so a binary search over heights is exact.
     """
-    lo, hi = 0, min(a.head(0).size, b.head(0).size)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a.chain_at(0, mid) == b.chain_at(0, mid):
-            lo = mid
-        else:
-            hi = mid - 1
-    return Head(lo, a.chain_at(0, lo))
+    heights = range(1, min(a.head(0).size, b.head(0).size) + 1)
+    shared = bisect.bisect_left(heights, True, key=lambda h: a.chain_at(0, h) != b.chain_at(0, h))
+    return Head(shared, a.chain_at(0, shared))
 
 
 def _on_main(ledger: Ledger, cp: Checkpoint) -> bool:
@@ -159,11 +145,9 @@ def _on_main(ledger: Ledger, cp: Checkpoint) -> bool:
     return cp.size <= head.size and ledger.chain_at(0, cp.size) == cp.head
 
 
-def sync_ledgers(
-    local: Ledger, foreign: Ledger, *, pins: Collection[str] | None = None,
-    book: CheckpointBook | None = None, record: bool = True,
-    local_origin: str = "local copy", foreign_origin: str = "foreign copy",
-) -> SyncReport:
+def sync_ledgers(local: Ledger, foreign: Ledger, *, pins: Collection[str] | None = None,
+                 book: CheckpointBook | None = None, record: bool = True, local_origin: str = "local copy",
+                 foreign_origin: str = "foreign copy") -> SyncReport:
     """Make both copies hold every entry of both; detect and report a fork.
 
     Both ledgers are verified first (a corrupt copy is never merged:
@@ -176,10 +160,8 @@ def sync_ledgers(
     if signer is None:
         raise UsageError("sync needs the local ledger opened with this machine's signing key")
     if local.ledger_id != foreign.ledger_id:
-        raise ConflictError(
-            f"these are two different ledgers ({local.ledger_id} and {foreign.ledger_id}); "
-            "only copies of one store can be synced"
-        )
+        raise ConflictError(f"these are two different ledgers ({local.ledger_id} and {foreign.ledger_id}); "
+                            "only copies of one store can be synced")
     for name, ledger in (("local", local), ("foreign", foreign)):
         report = ledger.verify(pins=pins)
         if not report.ok:

@@ -73,10 +73,8 @@ class VerifyReport:
         return not self.problems
 
 
-def verify_ledger(
-    ledger: Ledger, *, pins: Collection[str] | None = None,
-    checkpoints: Iterable[Checkpoint] = (), max_problems: int = 50, deep: bool = False,
-) -> VerifyReport:
+def verify_ledger(ledger: Ledger, *, pins: Collection[str] | None = None, checkpoints: Iterable[Checkpoint] = (),
+                  max_problems: int = 50, deep: bool = False) -> VerifyReport:
     """Check ``ledger`` completely; see the module docstring for what is checked.
 
     ``pins``: the only key ids trusted as authors and checkpoint signers
@@ -92,6 +90,9 @@ def verify_ledger(
         problems.append(Problem(reason, **where))  # type: ignore[arg-type]
         return len(problems) >= max_problems
 
+    def holds(size: int, head: str) -> bool:  # is ``head`` on some chain at height ``size`` (genesis at 0)?
+        return (size, head) == (0, ledger.genesis) or chains.get(head, (None, -1))[1] == size
+
     triggers = {r[0] for r in ledger.query("SELECT name FROM sqlite_master WHERE type='trigger'")}
     seg_rows = ledger.query("SELECT seg, base_seg, base_pos FROM segments ORDER BY seg")
     integrity = ledger.query("PRAGMA integrity_check") if deep else [("ok",)]
@@ -100,9 +101,7 @@ def verify_ledger(
             bad(f"append-only trigger {name} is missing: the ledger may have been edited")
     if [tuple(r) for r in integrity] != [("ok",)]:
         bad(f"SQLite integrity_check: {'; '.join(str(r[0]) for r in integrity[:5])}")
-    bases: dict[int, tuple[int | None, int]] = {}
-    for seg, base_seg, base_pos in seg_rows:
-        bases[seg] = (base_seg, base_pos)
+    bases: dict[int, tuple[int | None, int]] = {seg: (base_seg, base_pos) for seg, base_seg, base_pos in seg_rows}
     if bases.get(0) != (None, 0):
         bad("segment 0 (main) is missing or does not start at genesis")
 
@@ -112,8 +111,7 @@ def verify_ledger(
     expected_n = 1
     count = 0
     # Undecoded rows: verify must see every defect itself, and entries() raises on the first bad row.
-    for row in ledger.raw_rows():
-        count += 1
+    for count, row in enumerate(ledger.raw_rows(), 1):
         n = row[0] if isinstance(row[0], int) else None
         if n != expected_n:
             if bad(f"arrival number is {n!r}, expected {expected_n}: an entry was deleted, "
@@ -128,8 +126,7 @@ def verify_ledger(
             continue
         where = {"n": entry.n, "seg": entry.seg, "pos": entry.pos, "id": entry.id}
         reasons: list[str] = []
-        seal_problem = check_seal(entry)
-        if seal_problem:
+        if seal_problem := check_seal(entry):
             reasons.append(seal_problem)
         if pinned is not None and entry.author not in pinned:
             reasons.append(f"signed by {entry.author[:24]}…, which is not a pinned key")
@@ -143,10 +140,8 @@ def verify_ledger(
                 reasons.append("prev is not the chain hash of the entry before it (removed, reordered or inserted)")
         else:
             base_seg, base_pos = bases[entry.seg]
-            if base_pos == 0:
-                expected_prev = ledger.genesis
-            else:
-                expected_prev = next((c for c, at in chains.items() if at == (base_seg, base_pos)), "")
+            expected_prev = ledger.genesis if base_pos == 0 else next(
+                (c for c, at in chains.items() if at == (base_seg, base_pos)), "")
             if entry.pos != base_pos + 1:
                 reasons.append(f"first height on segment {entry.seg} is {entry.pos}, expected {base_pos + 1}")
             if entry.prev != expected_prev:
@@ -156,12 +151,8 @@ def verify_ledger(
         for ref in entry.refs:
             if ref not in ids:
                 reasons.append(f"refs {ref[:16]}…, which is not an earlier entry")
-        if entry.kind == "checkpoint":
-            at = chains.get(entry.body["head"])
-            if (entry.body["size"], entry.body["head"]) != (0, ledger.genesis) and (
-                at is None or at[1] != entry.body["size"]
-            ):
-                reasons.append("checkpoint entry names a head that is not at that height")
+        if entry.kind == "checkpoint" and not holds(entry.body["size"], entry.body["head"]):
+            reasons.append("checkpoint entry names a head that is not at that height")
         # Resynchronise on the stored values so one break is reported once,
         # not again for every later entry of the same segment.
         heads[entry.seg] = (entry.pos, entry.chain)
@@ -183,6 +174,6 @@ def verify_ledger(
             bad(f"{label} has a bad signature")
         elif pinned is not None and cp.signer not in pinned:
             bad(f"{label} is signed by a key that is not pinned")
-        elif not (cp.size == 0 and cp.head == ledger.genesis) and chains.get(cp.head, (None, -1))[1] != cp.size:
+        elif not holds(cp.size, cp.head):
             bad(f"{label} is not in this ledger: its tail was dropped or it was rolled back to an older copy")
     return VerifyReport(ledger.ledger_id, count, len(bases), tuple(problems))

@@ -14,8 +14,8 @@ register more builders (taste, beliefs' weights, use counts) in
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -24,10 +24,8 @@ from exo_core.ledger.canonical import canonical_json
 from exo_core.ledger.entry import StoredEntry
 from exo_core.ledger.ledger import Ledger
 
-__all__ = [
-    "ViewBuilder", "ViewRegistry", "KindSummaryView", "RefIndexView", "DEFAULT_VIEWS",
-    "views_dir", "rebuild_views", "render_views",
-]
+__all__ = ["ViewBuilder", "ViewRegistry", "KindSummaryView", "RefIndexView", "DEFAULT_VIEWS", "views_dir",
+           "rebuild_views", "render_views"]
 
 
 class ViewBuilder(Protocol):
@@ -48,40 +46,28 @@ class ViewBuilder(Protocol):
         ...
 
 
-@dataclass
-class _KindState:
-    entries: int = 0
-    kinds: dict[str, dict[str, int]] = field(default_factory=dict)
-    scopes: dict[str, int] = field(default_factory=dict)
-    segments: dict[str, int] = field(default_factory=dict)
-
-
 class KindSummaryView:
     """Counts per kind (with first and last time), per scope and per segment."""
 
     name = "kind_summary"
 
-    def fresh(self) -> _KindState:
+    def fresh(self) -> dict[str, Any]:
         """An empty summary."""
-        return _KindState()
+        return {"entries": 0, "kinds": {}, "scopes": Counter(), "segments": Counter()}
 
-    def apply(self, state: _KindState, entry: StoredEntry) -> None:
+    def apply(self, state: dict[str, Any], entry: StoredEntry) -> None:
         """Count ``entry``."""
-        state.entries += 1
-        row = state.kinds.setdefault(entry.kind, {"count": 0, "first_ts": entry.ts, "last_ts": entry.ts})
+        state["entries"] += 1
+        row = state["kinds"].setdefault(entry.kind, {"count": 0, "first_ts": entry.ts, "last_ts": entry.ts})
         row["count"] += 1
         row["first_ts"] = min(row["first_ts"], entry.ts)
         row["last_ts"] = max(row["last_ts"], entry.ts)
-        state.scopes[entry.scope] = state.scopes.get(entry.scope, 0) + 1
-        key = str(entry.seg)
-        state.segments[key] = state.segments.get(key, 0) + 1
+        state["scopes"][entry.scope] += 1
+        state["segments"][str(entry.seg)] += 1
 
-    def render(self, state: _KindState) -> bytes:
+    def render(self, state: dict[str, Any]) -> bytes:
         """Canonical JSON of the summary plus a newline."""
-        return canonical_json({
-            "view": self.name, "entries": state.entries, "kinds": state.kinds,
-            "scopes": state.scopes, "segments": state.segments,
-        }, field=self.name) + b"\n"
+        return canonical_json({"view": self.name, **state}, field=self.name) + b"\n"
 
 
 class RefIndexView:
@@ -99,9 +85,8 @@ class RefIndexView:
         for ref in entry.refs:
             state["backlinks"].setdefault(ref, []).append(entry.id)
         if entry.kind == "verdict":
-            state["verdicts"].setdefault(entry.body["judged"], []).append(
-                {"id": entry.id, "verdict": entry.body["verdict"]}
-            )
+            verdict = {"id": entry.id, "verdict": entry.body["verdict"]}
+            state["verdicts"].setdefault(entry.body["judged"], []).append(verdict)
 
     def render(self, state: dict[str, dict[str, list[Any]]]) -> bytes:
         """Canonical JSON of the index plus a newline."""
@@ -146,9 +131,8 @@ def views_dir(store_dir: str | Path) -> Path:
     return Path(store_dir) / "indexes" / "ledger"
 
 
-def render_views(
-    ledger: Ledger, *, registry: ViewRegistry = DEFAULT_VIEWS, only: Collection[str] | None = None,
-) -> dict[str, bytes]:
+def render_views(ledger: Ledger, *, registry: ViewRegistry = DEFAULT_VIEWS,
+                 only: Collection[str] | None = None) -> dict[str, bytes]:
     """Compute views in memory: one replay of every entry, all segments, from empty states."""
     builders = registry.select(only)
     states = [builder.fresh() for builder in builders]
@@ -158,10 +142,8 @@ def render_views(
     return {builder.name: builder.render(state) for builder, state in zip(builders, states)}
 
 
-def rebuild_views(
-    ledger: Ledger, out_dir: str | Path, *, registry: ViewRegistry = DEFAULT_VIEWS,
-    only: Collection[str] | None = None,
-) -> dict[str, Path]:
+def rebuild_views(ledger: Ledger, out_dir: str | Path, *, registry: ViewRegistry = DEFAULT_VIEWS,
+                  only: Collection[str] | None = None) -> dict[str, Path]:
     """Recompute views from an empty state and write ``<out_dir>/<name>.json``."""
     from exo_core.store.atomic import atomic_write_bytes  # the store package imports this one
 

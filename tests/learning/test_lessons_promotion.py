@@ -247,3 +247,15 @@ def test_rows_for_taste_list_and_hand_edits_are_kept(env: Env) -> None:
     correct(env, "s3")
     env.learner.review()
     assert path.read_text() == edited, "the person's hand edit of the plain file stays"
+
+
+def test_a_stray_end_marker_before_a_cut_off_section_does_not_break_writing_the_pack(env: Env) -> None:
+    # A hand edit can leave an end marker above a section whose own end was deleted: no section is
+    # found there, so a whole new one is added and the person's text is kept as it was.
+    pack = env.store.root / "pack.md"
+    mine = f"# Pack\n\nold {END}\n\n{BEGIN}\n- cut off here\n"
+    pack.write_text(mine, encoding="utf-8")
+    correct(env, "s1")
+    env.learner.review()
+    text = pack.read_text(encoding="utf-8")
+    assert text.startswith(mine) and "Hints:" in text[len(mine):]
