@@ -43,6 +43,10 @@ _FLOW_FORBIDDEN = set(",[]{}")
 # Words YAML 1.1 readers (and Obsidian) take as booleans or null; written quoted.
 _SPECIAL_WORDS = {"true", "false", "yes", "no", "on", "off", "y", "n", "null", "~"}
 _NUMBERISH = re.compile(r"[-+]?(\.?[0-9]|\.(inf|nan)|0[xob])", re.IGNORECASE)
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+# Possessive, so a doubled quote or an escaped one never ends the value early.
+_SINGLE_QUOTED = re.compile(r"'((?:[^']|'')*+)'")
+_DOUBLE_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*+"')
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,21 +84,15 @@ def _plain_ok(text: str, *, flow: bool) -> str | None:
 
 
 def format_scalar(text: str) -> str:
-    """``text`` as a scalar our parser and any YAML reader read back unchanged as text."""
-    if _plain_ok(text, flow=False) is None and text.lower() not in _SPECIAL_WORDS and not _NUMBERISH.match(text):
+    """``text`` as a scalar our parser and any YAML reader read back unchanged as text.
+
+    A ``YYYY-MM-DD`` date stays plain so Obsidian shows a date property.
+    """
+    if _DATE.fullmatch(text) or (_plain_ok(text, flow=False) is None and text.lower() not in _SPECIAL_WORDS
+                                 and not _NUMBERISH.match(text)):
         return text
     # JSON escapes are YAML escapes: json.dumps escapes quotes, backslashes and C0 controls.
     return _ESCAPED.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(text, ensure_ascii=False))
-
-
-_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
-
-
-def _format_for_key(text: str) -> str:
-    # Dates stay plain so Obsidian shows a date property; everything else via format_scalar.
-    if _DATE.fullmatch(text):
-        return text
-    return format_scalar(text)
 
 
 def dump_frontmatter(values: dict[str, FrontValue | bool]) -> str:
@@ -107,18 +105,15 @@ def dump_frontmatter(values: dict[str, FrontValue | bool]) -> str:
     for key, value in values.items():
         if not _KEY.fullmatch(key):
             raise ValueError(f"frontmatter key {key!r} must match [a-z][a-z0-9_]*")
-        if isinstance(value, bool):
-            lines.append(f"{key}: {'true' if value else 'false'}")
+        if isinstance(value, list) and value:
+            lines.append(f"{key}:")
+            lines.extend(f"  - {format_scalar(item)}" for item in value)
+        elif isinstance(value, bool):
+            lines.append(f"{key}: {str(value).lower()}")
         elif value is None:
             lines.append(f"{key}:")
-        elif isinstance(value, list):
-            if not value:
-                lines.append(f"{key}: []")
-            else:
-                lines.append(f"{key}:")
-                lines.extend(f"  - {_format_for_key(item)}" for item in value)
         else:
-            lines.append(f"{key}: {_format_for_key(value)}")
+            lines.append(f"{key}: {'[]' if isinstance(value, list) else format_scalar(value)}")
     lines.append("---")
     return "\n".join(lines) + "\n"
 
@@ -135,38 +130,20 @@ class _Reader:
     def quoted(self, text: str, line: int) -> tuple[str, str]:
         """Read one quoted scalar at the start of ``text``; return (value, rest)."""
         self.check_raw(text, line)
-        quote = text[0]
-        if quote == "'":
-            i = 1
-            out: list[str] = []
-            while i < len(text):
-                if text[i] == "'":
-                    if text[i + 1 : i + 2] == "'":
-                        out.append("'")
-                        i += 2
-                        continue
-                    return "".join(out), text[i + 1 :]
-                out.append(text[i])
-                i += 1
-            raise self.fail(line, "unterminated 'single-quoted' value; close the quote on the same line")
-        i = 1
-        while i < len(text):
-            if text[i] == "\\":
-                i += 2
-                continue
-            if text[i] == '"':
-                raw = text[: i + 1]
-                try:
-                    value = json.loads(raw)
-                except json.JSONDecodeError as exc:
-                    raise self.fail(
-                        line, f"bad escape in double-quoted value ({exc.msg}); use \\\\, \\\", \\n, \\t or \\uXXXX"
-                    ) from exc
-                if not isinstance(value, str):
-                    raise self.fail(line, "a double-quoted value must be text")
-                return value, text[i + 1 :]
-            i += 1
-        raise self.fail(line, 'unterminated "double-quoted" value; close the quote on the same line')
+        if text[0] == "'":
+            match = _SINGLE_QUOTED.match(text)
+            if match is None:
+                raise self.fail(line, "unterminated 'single-quoted' value; close the quote on the same line")
+            return match[1].replace("''", "'"), text[match.end() :]
+        match = _DOUBLE_QUOTED.match(text)
+        if match is None:
+            raise self.fail(line, 'unterminated "double-quoted" value; close the quote on the same line')
+        try:
+            value: str = json.loads(match[0])  # a JSON string literal: always text
+        except json.JSONDecodeError as exc:
+            raise self.fail(line, f"bad escape in double-quoted value ({exc.msg}); use \\\\, \\\", \\n, \\t or "
+                                  "\\uXXXX") from exc
+        return value, text[match.end() :]
 
     def check_text(self, value: str, line: int) -> str:
         # Escaped control characters are fine (YAML allows any escape); a lone
