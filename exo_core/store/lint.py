@@ -138,8 +138,7 @@ class _Linter:
                 self.add(path, node.line_of("domain"), "domain-mismatch", "error",
                          f"domain {node.domain!r} but the file is in {expected.split('/', 1)[0]}/")
             nodes[node.id] = node
-        visible = dict(parent_nodes)
-        visible.update(nodes)
+        visible = {**parent_nodes, **nodes}
         targets = set(visible) | {"pack", "INDEX"} | {f"{d.name}/INDEX" for d in layout.domain_dirs(root)}
         for node in nodes.values():
             self.lint_node(node, visible, targets, parent_nodes, nodes, hidden)
@@ -197,20 +196,16 @@ class _Linter:
         return bool(_ITEM_ID.fullmatch(target)) and target in self.item_ids()
 
     def lint_hot_path(self, root: Path, nodes: dict[str, Node], targets: set[str]) -> None:
-        pack = root / layout.PACK
-        if not pack.is_file():
-            self.add(pack, 1, "missing-pack", "error", "missing; copy pack.md from store_template/")
-        router = root / layout.ROUTER
-        if not router.is_file():
-            self.add(router, 1, "missing-router", "error", "missing; copy INDEX.md from store_template/")
-        routers = [router] + [d / layout.ROUTER for d in layout.domain_dirs(root)]
-        for domain in layout.domain_dirs(root):
-            if not (domain / layout.ROUTER).is_file():
-                self.add(domain / layout.ROUTER, 1, "missing-router", "error",
-                         f"domain {domain.name}/ has no INDEX.md; add one with a '## Load rules' heading")
+        pack, router, domains = root / layout.PACK, root / layout.ROUTER, layout.domain_dirs(root)
+        routers = [router] + [d / layout.ROUTER for d in domains]
         root_links: set[str] = set()
+        missing = {pack: ("missing-pack", "missing; copy pack.md from store_template/"),
+                   router: ("missing-router", "missing; copy INDEX.md from store_template/")}
         for path in [pack] + routers:
             if not path.is_file():
+                rule, message = missing.get(path, ("missing-router", f"domain {path.parent.name}/ has no INDEX.md; "
+                                                   "add one with a '## Load rules' heading"))
+                self.add(path, 1, rule, "error", message)
                 continue
             text = self.read_text(path)
             if text is None:
@@ -232,7 +227,7 @@ class _Linter:
                 if target not in targets and not self.is_item(target):
                     self.add(path, number, "dangling-link", "error", f"[[{target}]] does not exist in this store")
             self.lint_copies(path, text, nodes)
-        for domain in layout.domain_dirs(root):
+        for domain in domains:
             if router.is_file() and f"{domain.name}/INDEX" not in root_links:
                 self.add(router, 1, "unrouted-domain", "warning",
                          f"domain {domain.name}/ is not linked; add '- [[{domain.name}/INDEX]]' under Domains")
@@ -266,12 +261,8 @@ class _Linter:
 def node_body_line(node: Node, body_line: int) -> int:
     """Map a line in a node's body to its line in the file."""
     assert node.path is not None
-    lines = dict(node.key_lines)
-    last = max(lines.values(), default=1)
-    # The body starts after the closing '---'; count list items after the last key.
-    head_lines = node.path.read_text(encoding="utf-8").split("\n")
-    closing = next((i for i in range(1, len(head_lines)) if head_lines[i].rstrip("\r") == "---"), last)
-    return closing + 1 + body_line
+    # The body is the file's tail, so the lines before it are the file's newlines less the body's.
+    return node.path.read_text(encoding="utf-8").count("\n") - node.body.count("\n") + body_line
 
 
 def lint_store(root: Path | str) -> LintReport:
