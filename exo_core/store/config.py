@@ -17,14 +17,18 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from exo_core.store.atomic import atomic_write_text
-from exo_core.store.errors import StoreFormatError
+from exo_core.store.errors import StoreFormatError, StoreVersionError
 
-__all__ = ["StoreConfig", "read_config", "write_config", "dump_toml", "STORE_KINDS", "CURRENT_FORMAT", "CONFIG_NAME"]
+__all__ = [
+    "StoreConfig", "read_config", "write_config", "dump_toml", "STORE_KINDS", "CURRENT_FORMAT", "CONFIG_NAME",
+    "refuse_newer", "new_store_id"
+]
 
 CONFIG_NAME = "STORE.toml"
 STORE_KINDS = ("person", "agent", "group")
@@ -52,6 +56,11 @@ class StoreConfig:
         values: dict[str, object] = {"format": self.format, "kind": self.kind, "store_id": self.store_id,
                                      "owner_keys": list(self.owner_keys), "created": self.created, "name": self.name}
         return dump_toml({k: v for k, v in values.items() if v != "" or k == "store_id"})
+
+
+def new_store_id() -> str:
+    """A fresh random store id: ``st_`` and 32 hex digits."""
+    return "st_" + secrets.token_hex(16)
 
 
 def _toml_string(text: str) -> str:
@@ -136,6 +145,13 @@ def read_config(store_root: Path) -> StoreConfig:
         line = raw[: exc.start].count(b"\n") + 1
         raise StoreFormatError("not UTF-8 text; re-save it as UTF-8", path=path, line=line, rule="store-toml") from exc
     return parse_config(text, path=path)
+
+
+def refuse_newer(store_root: Path, config: StoreConfig) -> None:
+    """Raise :class:`StoreVersionError` when the store's format is newer than this code."""
+    if config.format > CURRENT_FORMAT:
+        raise StoreVersionError(f"{store_root}/{CONFIG_NAME}: store format {config.format} is newer than this Exo "
+                                f"understands ({CURRENT_FORMAT}); upgrade Exo before opening it (nothing was changed)")
 
 
 def write_config(store_root: Path, config: StoreConfig) -> None:

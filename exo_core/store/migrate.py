@@ -30,8 +30,8 @@ from pathlib import Path
 
 from exo_core.store import layout
 from exo_core.store.atomic import atomic_write_text, fsync_dir
-from exo_core.store.config import CURRENT_FORMAT, StoreConfig, read_config, write_config
-from exo_core.store.errors import StoreFormatError, StoreVersionError
+from exo_core.store.config import CURRENT_FORMAT, StoreConfig, new_store_id, read_config, refuse_newer, write_config
+from exo_core.store.errors import StoreFormatError
 from exo_core.store.frontmatter import FrontValue, dump_frontmatter, parse_document
 
 __all__ = ["finish_or_migrate", "migrate_store", "MigrationStep", "JOURNAL", "StepHook"]
@@ -131,8 +131,7 @@ def _config_1_to_2(root: Path, journal: dict[str, object], tick: StepHook) -> No
 
 
 STEPS: tuple[MigrationStep, ...] = (
-    MigrationStep(1, "backup", _backup_v1),
-    MigrationStep(1, "nodes", _node_1_to_2),
+    MigrationStep(1, "backup", _backup_v1), MigrationStep(1, "nodes", _node_1_to_2),
     MigrationStep(1, "store-toml", _config_1_to_2),
 )
 
@@ -162,14 +161,10 @@ def migrate_store(root: Path, *, on_step: StepHook | None = None) -> int:
         _run(root, journal, on_step)
         return int(journal["from"])  # type: ignore[call-overload]
     config = read_config(root)
-    if config.format > CURRENT_FORMAT:
-        raise StoreVersionError(
-            f"{root}/STORE.toml: store format {config.format} is newer than this Exo understands "
-            f"({CURRENT_FORMAT}); upgrade Exo before opening it (nothing was changed)"
-        )
+    refuse_newer(root, config)
     if config.format == CURRENT_FORMAT:
         return config.format
-    journal = {"from": config.format, "to": CURRENT_FORMAT, "store_id": config.store_id or "st_" + secrets.token_hex(16)}
+    journal = {"from": config.format, "to": CURRENT_FORMAT, "store_id": config.store_id or new_store_id()}
     (root / layout.STATE_DIR).mkdir(exist_ok=True)
     atomic_write_text(_journal_path(root), json.dumps(journal, sort_keys=True, separators=(",", ":")))
     if on_step is not None:

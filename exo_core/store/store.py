@@ -18,19 +18,14 @@ from pathlib import Path
 from exo_core.errors import ConflictError, NotFoundError, UsageError
 from exo_core.store import layout
 from exo_core.store.atomic import atomic_write_text, fsync_dir
-from exo_core.store.config import CURRENT_FORMAT, STORE_KINDS, StoreConfig, read_config, write_config
-from exo_core.store.errors import StoreFormatError, StoreVersionError
+from exo_core.store.config import CURRENT_FORMAT, StoreConfig, new_store_id, read_config, refuse_newer, write_config
+from exo_core.store.errors import StoreFormatError
 from exo_core.store.node import NODE_ID, Link, Node, node_id_for, parse_node, render_node
 from exo_core.store.router import Router, parse_router
 
 __all__ = ["Store", "init_store", "new_store_id", "PERSON_SCOPE", "template_path"]
 
 PERSON_SCOPE = "person"
-
-
-def new_store_id() -> str:
-    """A fresh random store id: ``st_`` and 32 hex digits."""
-    return "st_" + secrets.token_hex(16)
 
 
 def template_path() -> Path:
@@ -53,31 +48,20 @@ class Store:
     parent: "Store | None" = None
 
     @classmethod
-    def open(cls, root: Path | str, *, migrate: bool = True) -> "Store":
-        """Open the store at ``root``; migrate an older format unless ``migrate`` is False.
+    def open(cls, root: Path | str) -> "Store":
+        """Open the store at ``root``, migrating an older format first (finishing one a crash interrupted).
 
-        Raises :class:`StoreVersionError` for a format newer than this code
-        (or older when ``migrate`` is False), :class:`StoreFormatError` for a
-        missing or malformed STORE.toml.
+        Raises :class:`StoreVersionError` for a format newer than this code,
+        :class:`StoreFormatError` for a missing or malformed STORE.toml.
         """
         root = Path(root).resolve()
         if not root.is_dir():
             raise NotFoundError(f"{root}: no such store folder; run 'exo init' or pass --store DIR")
         from exo_core.store.migrate import finish_or_migrate  # migrate imports Store's pieces
 
-        if migrate:
-            finish_or_migrate(root)
+        finish_or_migrate(root)
         config = read_config(root)
-        if config.format > CURRENT_FORMAT:
-            raise StoreVersionError(
-                f"{root}/STORE.toml: store format {config.format} is newer than "
-                f"this Exo understands ({CURRENT_FORMAT}); upgrade Exo before opening it (nothing was changed)"
-            )
-        if config.format < CURRENT_FORMAT:
-            raise StoreVersionError(
-                f"{root}/STORE.toml: store format {config.format} is older than {CURRENT_FORMAT}; "
-                "open it with migration enabled (any exo store command does)"
-            )
+        refuse_newer(root, config)
         if config.kind != "person":
             raise UsageError(f"{root} is a nested {config.kind} store; open its person store and use Store.nested()")
         return cls(root, config)
@@ -245,33 +229,29 @@ def _today() -> str:
     return _dt.date.today().isoformat()
 
 
-def init_store(dest: Path | str, *, owner_key_ids: list[str], kind: str = "person", name: str = "",
-               template: Path | None = None, create_ledger: bool = True) -> Store:
-    """Create a new store at ``dest`` from ``store_template/`` and fill STORE.toml.
+def init_store(dest: Path | str, *, owner_key_ids: list[str], name: str = "") -> Store:
+    """Create a new person store at ``dest`` from ``store_template/`` and fill STORE.toml.
 
     ``dest`` must not exist or be an empty folder. The copy is made in a
     sibling temp folder and renamed into place, so a crash leaves no
-    half-made store. With ``create_ledger`` the empty ``ledger.sqlite`` is
-    created too, its ledger id equal to the new store id. Returns the opened
-    store.
+    half-made store. The empty ``ledger.sqlite`` is created too, its ledger id
+    equal to the new store id. Returns the opened store. (Agent and group
+    stores are made with :meth:`Store.add_nested`.)
     """
     dest = Path(dest).resolve()
-    if kind not in STORE_KINDS or kind != "person":
-        raise UsageError("init_store makes a top-level person store; use Store.add_nested for agents and groups")
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise ConflictError(f"{dest} exists and is not empty; choose another folder or move it away")
-    source = template or template_path()
+    source = template_path()
     if not (source / "STORE.toml").is_file():
         raise NotFoundError(f"{source}: store template missing (reinstall Exo)")
     staging = dest.with_name(f".{dest.name}.init-{secrets.token_hex(4)}")
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.copytree(source, staging, ignore=shutil.ignore_patterns("__pycache__", ".DS_Store"))
-    config = StoreConfig(read_config(staging).format, kind, new_store_id(), tuple(owner_key_ids), _today(), name)
+    config = StoreConfig(read_config(staging).format, "person", new_store_id(), tuple(owner_key_ids), _today(), name)
     write_config(staging, config)
-    if create_ledger:
-        from exo_core.store.ledger_bridge import create_ledger as _create_ledger
+    from exo_core.store.ledger_bridge import create_ledger  # the ledger is heavy to import; only init needs it
 
-        _create_ledger(staging, config.store_id)
+    create_ledger(staging, config.store_id)
     for folder in sorted(staging.rglob("*")):
         if folder.is_dir():
             fsync_dir(folder)
