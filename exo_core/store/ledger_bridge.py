@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EntryLike", "LedgerWriter", "LedgerReader", "LedgerLike", "open_ledger", "create_ledger", "verify_ledger",
-    "checkpoint_hook", "ledger_summary"
+    "checkpoint_hook"
 ]
 
 
@@ -64,19 +64,11 @@ def create_ledger(store_root: Path, store_id: str) -> None:
     Ledger.open(Path(store_root) / layout.LEDGER, create=True, ledger_id=store_id).close()
 
 
-def open_ledger(store_root: Path, *, signer: "Signer | None" = None, scope: str = "person", create: bool = False,
-                ledger_id: str | None = None) -> "Ledger":
+def open_ledger(store_root: Path, *, signer: "Signer | None" = None) -> "Ledger":
     """Open the ledger of the (top) store at ``store_root``; writable only with a ``signer``."""
     from exo_core.ledger import Ledger
 
-    return Ledger.open(Path(store_root) / layout.LEDGER, signer=signer, scope=scope, create=create, ledger_id=ledger_id)
-
-
-def ledger_summary(ledger: "Ledger") -> dict[str, Any]:
-    """The ledger id, entry count, main head and fork segments, for reports."""
-    head = ledger.head(0)
-    return {"ledger_id": ledger.ledger_id, "entries": ledger.count(), "size": head.size, "head": head.chain,
-            "forks": [s.seg for s in ledger.segments() if s.seg != 0]}
+    return Ledger.open(Path(store_root) / layout.LEDGER, signer=signer)
 
 
 def verify_ledger(path: Path, owner_keys: tuple[str, ...], *,
@@ -97,13 +89,12 @@ def verify_ledger(path: Path, owner_keys: tuple[str, ...], *,
         return [f"{path.name}: cannot open the ledger ({exc.message})"], []
     try:
         report = ledger.verify(pins=owner_keys or None, checkpoints=list(checkpoints))
-        summary = ledger_summary(ledger)
+        forks = [s.seg for s in ledger.segments() if s.seg != 0]
+        notes = [f"{path.name}: ledger {ledger.ledger_id}, {ledger.count()} entries, main height {ledger.head(0).size}"
+                 + (f", fork segments {forks} (see 'exo store sync' report)" if forks else "")]
     finally:
         ledger.close()
     errors = [f"{path.name}: {p.describe()}" for p in report.problems]
-    forks = summary["forks"]
-    notes = [f"{path.name}: ledger {summary['ledger_id']}, {summary['entries']} entries, main height {summary['size']}"
-             + (f", fork segments {forks} (see 'exo store sync' report)" if forks else "")]
     if not owner_keys:
         notes.append(f"{path.name}: STORE.toml lists no owner keys, so authors were not pinned")
     return errors, notes

@@ -15,6 +15,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from exo_core.errors import ExoError
 from exo_core.store import layout
 from exo_core.store.config import read_config
 from exo_core.store.errors import StoreFormatError
@@ -89,23 +90,6 @@ def sqlite_problems(path: Path) -> list[str]:
     return [] if rows == ["ok"] else [f"{path.name}: {row}" for row in rows[:5]]
 
 
-def _ledger_problems(root: Path, owner_keys: tuple[str, ...], manifest: Manifest | None) -> tuple[list[str], list[str]]:
-    from exo_core.errors import ExoError
-    from exo_core.ledger import Checkpoint
-    from exo_core.store.ledger_bridge import verify_ledger
-
-    checkpoints = []
-    errors: list[str] = []
-    if manifest is not None and "checkpoint" in manifest.ledger:
-        # The export's signed checkpoint: the copied ledger must still reach it.
-        try:
-            checkpoints.append(Checkpoint.from_json(manifest.ledger["checkpoint"]))
-        except ExoError as exc:
-            errors.append(f"{layout.MANIFEST}: bad ledger checkpoint ({exc.message})")
-    ledger_errors, notes = verify_ledger(root / layout.LEDGER, owner_keys, checkpoints=checkpoints)
-    return errors + ledger_errors, notes
-
-
 def verify_store(root: Path | str) -> VerifyReport:
     """Verify the store folder at ``root`` without changing it."""
     root = Path(root).resolve()
@@ -131,7 +115,17 @@ def verify_store(root: Path | str) -> VerifyReport:
         if path.is_file():
             errors.extend(sqlite_problems(path))
     if (root / layout.LEDGER).is_file() and not errors:
-        ledger_errors, ledger_notes = _ledger_problems(root, config.owner_keys, manifest)
+        from exo_core.ledger import Checkpoint
+        from exo_core.store.ledger_bridge import verify_ledger
+
+        checkpoints = []
+        if manifest is not None and "checkpoint" in manifest.ledger:
+            # The export's signed checkpoint: the copied ledger must still reach it.
+            try:
+                checkpoints.append(Checkpoint.from_json(manifest.ledger["checkpoint"]))
+            except ExoError as exc:
+                errors.append(f"{layout.MANIFEST}: bad ledger checkpoint ({exc.message})")
+        ledger_errors, ledger_notes = verify_ledger(root / layout.LEDGER, config.owner_keys, checkpoints=checkpoints)
         errors.extend(ledger_errors)
         notes.extend(ledger_notes)
     report = lint_store(root)
