@@ -187,12 +187,8 @@ class ItemStore:
 
     def duplicate_of(self, item: Item) -> str | None:
         """The id of a *different* stored item with the same URL or content, if any."""
-        if item.url_norm:
-            row = self.conn.execute("SELECT id FROM items WHERE url_norm = ? AND id != ?", (item.url_norm, item.id)).fetchone()
-            if row:
-                return str(row[0])
-        row = self.conn.execute("SELECT id FROM items WHERE content_hash = ? AND id != ?",
-                                (item.content_hash, item.id)).fetchone()
+        row = self.conn.execute("SELECT id FROM items WHERE id != ? AND (url_norm = ? OR content_hash = ?)",
+                                (item.id, item.url_norm, item.content_hash)).fetchone()
         return str(row[0]) if row else None
 
     def put(self, item: Item) -> str:
@@ -201,8 +197,7 @@ class ItemStore:
         The ledger entry is appended first (idempotent on id and content), so a
         crash between the two writes is repaired by running the import again.
         """
-        if self.ledger is None:
-            raise UsageError("items are written through the ledger; open the store's ledger first")
+        ledger = self._ledger()
         current = self.get(item.id)
         if current is not None and current.content_hash == item.content_hash and current.tier == item.tier:
             return "unchanged"
@@ -210,8 +205,8 @@ class ItemStore:
             return "duplicate"
         if current is not None:
             item = replace(item, review=current.review)  # a new version keeps the person's review
-        entry = self.ledger.append("item", item.ledger_body(), scope=item.scope,
-                                   idem=f"item:{item.id}:{item.content_hash}:{item.tier}")
+        entry = ledger.append("item", item.ledger_body(), scope=item.scope,
+                              idem=f"item:{item.id}:{item.content_hash}:{item.tier}")
         self._write_row(item, entry.id)
         return "added" if current is None else "updated"
 
@@ -219,13 +214,15 @@ class ItemStore:
         """Record the person's review of an item (through the ledger)."""
         if review not in REVIEW_STATES:
             raise UsageError(f"review must be one of {', '.join(REVIEW_STATES)}")
-        current = self.get(item_id_)
-        if current is None:
+        if self.get(item_id_) is None:
             raise UsageError(f"no item {item_id_!r}")
+        body: dict[str, object] = {"item_id": item_id_, "op": "review", "review": review}
+        self.apply_entry(self.scope, self._ledger().append("item", body, scope=self.scope).id, body)
+
+    def _ledger(self) -> LedgerLike:
         if self.ledger is None:
             raise UsageError("items are written through the ledger; open the store's ledger first")
-        entry = self.ledger.append("item", {"item_id": item_id_, "op": "review", "review": review}, scope=self.scope)
-        self.conn.execute("UPDATE items SET review = ?, ledger_id = ? WHERE id = ?", (review, entry.id, item_id_))
+        return self.ledger
 
     def _write_row(self, item: Item, ledger_id: str | None) -> None:
         try:
