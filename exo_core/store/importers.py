@@ -47,6 +47,12 @@ class ImportReport:
         """Add one to ``outcome``'s count."""
         self.counts[outcome] = self.counts.get(outcome, 0) + 1
 
+    def clean(self, text: str) -> str:
+        """``text`` with its secrets redacted, counted here."""
+        text, found = redact(text)
+        self.redacted += found
+        return text
+
     def summary(self) -> str:
         """One line for the terminal."""
         parts = ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items())) or "nothing"
@@ -165,9 +171,7 @@ def import_bookmarks(path: Path, items: ItemStore, *, report: ImportReport | Non
         if not url.lower().startswith(_URL_SCHEMES):
             report.count("skipped")  # bookmarklets (javascript:), place: queries and the like
             continue
-        clean_url, n_url = redact(url)
-        clean_title, n_title = redact(title)
-        report.redacted += n_url + n_title
+        clean_url, clean_title = report.clean(url), report.clean(title)
         try:
             staged.append(Item.new(source_kind="bookmark", source_ref=normalize_url(clean_url), title=clean_title,
                                    body="", url=clean_url, tags=tags, added=added, scope=items.scope))
@@ -233,10 +237,7 @@ def import_notes(folder: Path, items: ItemStore, *, report: ImportReport | None 
     staged = []
     for rel, title, body, tags, warnings in parse_notes(Path(folder)):
         report.warnings.extend(warnings)
-        clean_title, n1 = redact(title)
-        clean_body, n2 = redact(body)
-        report.redacted += n1 + n2
-        staged.append(Item.new(source_kind="note", source_ref=rel, title=clean_title, body=clean_body,
+        staged.append(Item.new(source_kind="note", source_ref=rel, title=report.clean(title), body=report.clean(body),
                                tags=tags, scope=items.scope))
     _put_all(staged, items, report)
     return report
@@ -332,9 +333,7 @@ def import_chat_export(path: Path, ledger: LedgerWriter, *, scope: str = "person
         if not msg.text.strip():
             report.count("empty")
             continue
-        text, n = redact(msg.text)
-        report.redacted += n
-        body = {"text": text, "source": "chat-import", "conversation": msg.conversation, "message": msg.message}
+        body = {"text": report.clean(msg.text), "source": "chat-import", "conversation": msg.conversation, "message": msg.message}
         if msg.ts is not None:
             body["ts_source"] = msg.ts
         staged.append((body, f"chat:{msg.conversation}:{msg.message}"))
