@@ -119,19 +119,12 @@ class Store:
     # -- curated files ----------------------------------------------------
     def pack_text(self) -> str:
         """The pack page, loaded on every request."""
-        try:
-            return (self.root / layout.PACK).read_text(encoding="utf-8")
-        except FileNotFoundError as exc:
-            raise NotFoundError(f"{self.root / layout.PACK}: missing; copy it from store_template/") from exc
+        return _read(self.root / layout.PACK, "missing; copy it from store_template/")
 
     def router(self, domain: str | None = None) -> Router:
         """The root router, or a domain's router."""
         path = self.root / (f"{domain}/{layout.ROUTER}" if domain else layout.ROUTER)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError as exc:
-            raise NotFoundError(f"{path}: missing; every store and domain needs an INDEX.md") from exc
-        return parse_router(text, path=path)
+        return parse_router(_read(path, "missing; every store and domain needs an INDEX.md"), path=path)
 
     def node_path(self, node_id: str) -> Path:
         """Where the node with ``node_id`` lives in this store."""
@@ -142,11 +135,7 @@ class Store:
     def read_node(self, node_id: str) -> Node:
         """Read one node of this store; :class:`NotFoundError` when absent."""
         path = self.node_path(node_id)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError as exc:
-            raise NotFoundError(f"{path}: no node {node_id!r}") from exc
-        return parse_node(text, path=path)
+        return parse_node(_read(path, f"no node {node_id!r}"), path=path)
 
     def nodes(self) -> list[Node]:
         """Every node of this store (not nested ones); a malformed file raises naming it."""
@@ -223,6 +212,13 @@ class Store:
         if old.valid_until is None or old.valid_until > day:
             self.write_node(dataclasses.replace(old, valid_until=max(day, old.valid_from)))
         return path
+
+
+def _read(path: Path, missing: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise NotFoundError(f"{path}: {missing}") from exc
 
 
 def _today() -> str:
