@@ -1,8 +1,8 @@
 """``STORE.toml``: what kind of store a folder is, its format and its owners.
 
-Read with the standard library's ``tomllib``; written by the tiny writer here
-(``tomllib`` cannot write and the core takes no TOML dependency). Only the
-shapes STORE.toml needs are written: text, integers, booleans, lists of text.
+Read with the standard library's ``tomllib``; written by :meth:`StoreConfig.to_toml`
+(``tomllib`` cannot write and the core takes no TOML dependency): one integer,
+text, and a list of text are all STORE.toml holds.
 
 Example::
 
@@ -26,7 +26,7 @@ from exo_core.store.atomic import atomic_write_text
 from exo_core.store.errors import StoreFormatError, StoreVersionError
 
 __all__ = [
-    "StoreConfig", "read_config", "write_config", "dump_toml", "STORE_KINDS", "CURRENT_FORMAT", "CONFIG_NAME",
+    "StoreConfig", "read_config", "write_config", "STORE_KINDS", "CURRENT_FORMAT", "CONFIG_NAME",
     "refuse_newer", "new_store_id"
 ]
 
@@ -52,10 +52,13 @@ class StoreConfig:
     name: str = ""
 
     def to_toml(self) -> str:
-        """The file text, keys in a fixed order."""
-        values: dict[str, object] = {"format": self.format, "kind": self.kind, "store_id": self.store_id,
-                                     "owner_keys": list(self.owner_keys), "created": self.created, "name": self.name}
-        return dump_toml({k: v for k, v in values.items() if v != "" or k == "store_id"})
+        """The file text, keys in a fixed order; an empty ``created`` or ``name`` is left out."""
+        keys = ", ".join(_toml_string(key) for key in self.owner_keys)
+        lines = [f"format = {self.format}", f"kind = {_toml_string(self.kind)}",
+                 f"store_id = {_toml_string(self.store_id)}", f"owner_keys = [{keys}]"]
+        lines += [f"{key} = {_toml_string(text)}" for key, text in (("created", self.created), ("name", self.name))
+                  if text]
+        return "\n".join(lines) + "\n"
 
 
 def new_store_id() -> str:
@@ -66,26 +69,6 @@ def new_store_id() -> str:
 def _toml_string(text: str) -> str:
     # JSON's escapes are TOML's; json.dumps escapes C0 controls, and DEL must not stand raw either.
     return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007F")
-
-
-def dump_toml(values: dict[str, object]) -> str:
-    """Top-level ``key = value`` lines for text, int, bool and lists of text."""
-    lines = []
-    for key, value in values.items():
-        if not re.fullmatch(r"[A-Za-z0-9_-]+", key):
-            raise ValueError(f"TOML key {key!r} must be a bare key")
-        if isinstance(value, bool):
-            rendered = "true" if value else "false"
-        elif isinstance(value, int):
-            rendered = str(value)
-        elif isinstance(value, str):
-            rendered = _toml_string(value)
-        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
-            rendered = "[" + ", ".join(_toml_string(v) for v in value) + "]"
-        else:
-            raise ValueError(f"cannot write {type(value).__name__} for TOML key {key!r}")
-        lines.append(f"{key} = {rendered}")
-    return "\n".join(lines) + "\n"
 
 
 def _line_of(raw: str, key: str) -> int | None:
