@@ -89,20 +89,24 @@ class _Linter:
         self.findings.append(Finding(rel, line or 1, rule, severity, message))
 
     def from_error(self, exc: StoreFormatError, fallback: Path) -> None:
-        path = Path(exc.path) if exc.path is not None else fallback
-        self.add(path, exc.line, exc.rule, "error", exc.detail)
+        self.add(Path(exc.path or fallback), exc.line, exc.rule, "error", exc.detail)
 
-    def item_ids(self) -> set[str]:
-        db = self.top / layout.ITEMS
+    def exists(self, target: str, targets: set[str]) -> bool:
+        """A link target is a node, a router or the pack (``targets``), or an item in items.sqlite."""
+        if target in targets:
+            return True
+        if not _ITEM_ID.fullmatch(target):
+            return False
         if self._item_ids is None:
             self._item_ids = set()
+            db = self.top / layout.ITEMS
             try:
                 if db.is_file():
                     with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
                         self._item_ids = {row[0] for row in conn.execute("SELECT id FROM items")}
             except sqlite3.Error:
                 pass  # unreadable: verify reports it, and item links then dangle, which is the truth
-        return self._item_ids
+        return target in self._item_ids
 
     def read_text(self, path: Path) -> str | None:
         try:
@@ -176,7 +180,7 @@ class _Linter:
                 self.add(node.path, line, "private-link", "error",
                          f"{link.type} link to {link.target!r}, a private node this scope may not see; remove it")
                 continue
-            if target is None and link.target not in targets and not self.is_item(link.target):
+            if target is None and not self.exists(link.target, targets):
                 self.add(node.path, line, "dangling-link", "error",
                          f"{link.type} link to {link.target!r}, which does not exist in this store")
                 continue
@@ -184,16 +188,13 @@ class _Linter:
                 self.add(node.path, line, "superseded-still-valid", "warning",
                          f"supersedes {link.target!r}, which has no valid_until; give it one")
         for target, number in wikilinks(node.body):
-            if target not in targets and target not in visible and not self.is_item(target):
+            if not self.exists(target, targets):  # targets hold every visible node
                 self.add(node.path, node_body_line(node, number), "dangling-link", "error",
                          f"[[{target}]] does not exist in this store")
         for parent in parent_nodes.values():
             if parent.summary.strip() == node.summary.strip() and parent.id not in own:
                 self.add(node.path, node.line_of("summary"), "duplicate-fact", "warning",
                          f"same summary as the person's {parent.id!r}; link to it instead (one fact, one home)")
-
-    def is_item(self, target: str) -> bool:
-        return bool(_ITEM_ID.fullmatch(target)) and target in self.item_ids()
 
     def lint_hot_path(self, root: Path, nodes: dict[str, Node], targets: set[str]) -> None:
         pack, router, domains = root / layout.PACK, root / layout.ROUTER, layout.domain_dirs(root)
@@ -224,7 +225,7 @@ class _Linter:
             for target, number in wikilinks(text):
                 if path == router:
                     root_links.add(target)
-                if target not in targets and not self.is_item(target):
+                if not self.exists(target, targets):
                     self.add(path, number, "dangling-link", "error", f"[[{target}]] does not exist in this store")
             self.lint_copies(path, text, nodes)
         for domain in domains:
