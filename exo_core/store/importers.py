@@ -111,7 +111,6 @@ class _BookmarkParser(html.parser.HTMLParser):
             self.saw_doctype = True
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        line = self.getpos()[0]
         if tag == "h3":
             self.in_h3, self.text = True, []
         elif tag == "dl":
@@ -119,7 +118,7 @@ class _BookmarkParser(html.parser.HTMLParser):
             self.pending_folder = None
         elif tag == "a":
             self.link = {k.lower(): v for k, v in attrs}
-            self.link_line, self.text = line, []
+            self.link_line, self.text = self.getpos()[0], []
 
     def handle_endtag(self, tag: str) -> None:
         line = self.getpos()[0]
@@ -135,10 +134,8 @@ class _BookmarkParser(html.parser.HTMLParser):
             if not href:
                 raise ImportFormatError("<A> without HREF", path=self.path, line=self.link_line)
             title = " ".join("".join(self.text).split()) or href
-            tags = [f for f in self.folders if f]
-            extra = self.link.get("tags")
-            if extra:
-                tags.extend(t.strip() for t in extra.split(",") if t.strip())
+            extra = (self.link.get("tags") or "").split(",")
+            tags = [f for f in self.folders if f] + [t.strip() for t in extra if t.strip()]
             added = _epoch_date(self.link.get("add_date"), self.path, self.link_line)
             self.found.append((self.link_line, href.strip(), title, added, tuple(tags)))
             self.link = None
@@ -222,11 +219,8 @@ def parse_notes(folder: Path) -> list[tuple[str, str, str, tuple[str, ...], list
                     title = fm_title.strip()
                 raw_tags = doc.values.get("tags")
                 tags = tuple(raw_tags) if isinstance(raw_tags, list) else (raw_tags,) if isinstance(raw_tags, str) else ()
-        if title == rel.stem:
-            for line in body.split("\n"):
-                if line.startswith("# "):
-                    title = line[2:].strip() or title
-                    break
+        if title == rel.stem:  # no title in the frontmatter: the first heading, if any
+            title = next((line[2:].strip() for line in body.split("\n") if line.startswith("# ")), "") or title
         notes.append((rel.as_posix(), title, body, tags, warnings))
     return notes
 
@@ -303,10 +297,8 @@ def parse_chat_export(path: Path) -> list[ChatMessage]:
         for mi, msg in enumerate(rows):
             if not isinstance(msg, dict):
                 raise ImportFormatError(f"conversation {conv_id!r} message #{mi + 1} is not an object", path=path)
-            role = msg.get("role")
-            author = msg.get("author")
-            if role is None and isinstance(author, dict):
-                role = author.get("role")  # ChatGPT keeps the role under "author"
+            author = msg.get("author")  # ChatGPT keeps the role under "author"
+            role = msg.get("role") or (author.get("role") if isinstance(author, dict) else None)
             text = _text_of(msg.get("text", msg.get("content")))
             if not isinstance(role, str) or text is None:
                 raise ImportFormatError(f"conversation {conv_id!r} message #{mi + 1} needs a 'role' and 'text'", path=path)
@@ -333,7 +325,8 @@ def import_chat_export(path: Path, ledger: LedgerWriter, *, scope: str = "person
         if not msg.text.strip():
             report.count("empty")
             continue
-        body = {"text": report.clean(msg.text), "source": "chat-import", "conversation": msg.conversation, "message": msg.message}
+        body = {"text": report.clean(msg.text), "source": "chat-import", "conversation": msg.conversation,
+                "message": msg.message}
         if msg.ts is not None:
             body["ts_source"] = msg.ts
         staged.append((body, f"chat:{msg.conversation}:{msg.message}"))
