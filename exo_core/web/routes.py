@@ -91,7 +91,7 @@ def tcp_routes(auth: WebAuth, codes: PairingCodes, token: str, store_root: Path 
             return web.json_response({"ok": True, "token": token}, headers={"Cache-Control": "no-store"})
         cookie, csrf = auth.mint()
         return web.json_response({"ok": True, "csrf": csrf},
-                                 headers={"Set-Cookie": auth.set_cookie_header(cookie), "Cache-Control": "no-store"})
+                                 headers={"Set-Cookie": auth.cookie_header(cookie), "Cache-Control": "no-store"})
 
     async def session(request: web.Request) -> web.Response:
         sid = request.get("web_session")
@@ -99,7 +99,7 @@ def tcp_routes(auth: WebAuth, codes: PairingCodes, token: str, store_root: Path 
                                   "via": "cookie" if sid else "bearer"}, headers={"Cache-Control": "no-store"})
 
     async def logout(request: web.Request) -> web.Response:
-        return web.json_response({"ok": True}, headers={"Set-Cookie": auth.clear_cookie_header()})
+        return web.json_response({"ok": True}, headers={"Set-Cookie": auth.cookie_header()})
 
     async def store(request: web.Request) -> web.Response:
         # The read-only store browser: the pack and node list, or one node (?id=) and what links to it.
