@@ -129,7 +129,9 @@ class _Reader:
 
     def quoted(self, text: str, line: int) -> tuple[str, str]:
         """Read one quoted scalar at the start of ``text``; return (value, rest)."""
-        self.check_raw(text, line)
+        bad = _UNPRINTABLE.search(text)
+        if bad:
+            raise self.fail(line, f"raw control character U+{ord(bad.group()):04X}; write it as an escape or remove it")
         if text[0] == "'":
             match = _SINGLE_QUOTED.match(text)
             if match is None:
@@ -143,20 +145,12 @@ class _Reader:
         except json.JSONDecodeError as exc:
             raise self.fail(line, f"bad escape in double-quoted value ({exc.msg}); use \\\\, \\\", \\n, \\t or "
                                   "\\uXXXX") from exc
-        return value, text[match.end() :]
-
-    def check_text(self, value: str, line: int) -> str:
         # Escaped control characters are fine (YAML allows any escape); a lone
         # surrogate is not text and could never be written back as UTF-8.
         lone = re.search("[\ud800-\udfff]", value)
         if lone:
             raise self.fail(line, f"lone surrogate \\u{ord(lone.group()):04x} in a value; remove it")
-        return value
-
-    def check_raw(self, raw: str, line: int) -> None:
-        bad = _UNPRINTABLE.search(raw)
-        if bad:
-            raise self.fail(line, f"raw control character U+{ord(bad.group()):04X}; write it as an escape or remove it")
+        return value, text[match.end() :]
 
     def scalar(self, text: str, line: int, *, flow: bool) -> str:
         text = text.strip(" ")
@@ -164,7 +158,7 @@ class _Reader:
             value, rest = self.quoted(text, line)
             if rest.strip(" "):
                 raise self.fail(line, f"unexpected text after the closing quote: {rest.strip()!r}")
-            return self.check_text(value, line)
+            return value
         reason = _plain_ok(text, flow=flow)
         if reason is not None:
             raise self.fail(line, f"{reason}; put the value in double quotes")
@@ -178,7 +172,7 @@ class _Reader:
         while inner:
             if inner[0] in ("'", '"'):
                 value, rest = self.quoted(inner, line)
-                items.append(self.check_text(value, line))
+                items.append(value)
                 rest = rest.lstrip(" ")
             else:
                 comma = inner.find(",")
