@@ -70,10 +70,7 @@ class Store:
     @property
     def top(self) -> "Store":
         """The person store at the top of the nesting (itself when not nested)."""
-        store = self
-        while store.parent is not None:
-            store = store.parent
-        return store
+        return self if self.parent is None else self.parent.top
 
     @property
     def ledger_path(self) -> Path:
@@ -147,15 +144,10 @@ class Store:
         Private nodes never reach an agent or group scope (§18.1).
         """
         own = self.nodes()
+        if self.parent is None:
+            return own
         seen = {n.id for n in own}
-        store = self.parent
-        while store is not None:
-            for node in store.nodes():
-                if not node.private and node.id not in seen:
-                    own.append(node)
-                    seen.add(node.id)
-            store = store.parent
-        return own
+        return own + [n for n in self.parent.visible_nodes() if not n.private and n.id not in seen]
 
     def write_node(self, node: Node) -> Path:
         """Write ``node`` atomically at the path its id names."""
