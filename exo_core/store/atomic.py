@@ -21,7 +21,7 @@ from pathlib import Path
 
 from exo_core.errors import StorageError
 
-__all__ = ["atomic_write_bytes", "atomic_write_text", "fsync_dir", "exchange_paths", "remove_tree"]
+__all__ = ["atomic_write_bytes", "atomic_write_text", "fsync_dir", "fsync_tree", "exchange_paths", "remove_tree"]
 
 
 def fsync_dir(path: Path) -> None:
@@ -39,6 +39,13 @@ def fsync_dir(path: Path) -> None:
             raise StorageError(f"{path}: cannot flush directory ({exc})") from exc
     finally:
         os.close(fd)
+
+
+def fsync_tree(root: Path) -> None:
+    """Flush every directory under ``root``, deepest first, then ``root`` itself."""
+    for folder in sorted((p for p in root.rglob("*") if p.is_dir()), reverse=True):
+        fsync_dir(folder)
+    fsync_dir(root)
 
 
 def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644) -> None:

@@ -17,10 +17,11 @@ from pathlib import Path
 
 from exo_core.errors import ConflictError, NotFoundError, UsageError
 from exo_core.store import layout
-from exo_core.store.atomic import atomic_write_text, fsync_dir
+from exo_core.store.atomic import atomic_write_text, fsync_dir, fsync_tree
 from exo_core.store.config import CURRENT_FORMAT, StoreConfig, new_store_id, read_config, refuse_newer, write_config
 from exo_core.store.errors import StoreFormatError
-from exo_core.store.node import NODE_ID, Link, Node, node_id_for, parse_node, render_node
+from exo_core.store.ledger_bridge import create_ledger
+from exo_core.store.node import NODE_ID, Link, Node, parse_node, render_node
 from exo_core.store.router import Router, parse_router
 
 __all__ = ["Store", "init_store", "new_store_id", "PERSON_SCOPE", "template_path"]
@@ -159,8 +160,6 @@ class Store:
         text = render_node(node)
         parse_node(text, path=path)  # never write what we could not read back
         atomic_write_text(path, text)
-        if node_id_for(self.root, path) != node.id:
-            raise StoreFormatError("id does not match path", path=path, rule="id-mismatch")
         return path
 
     def ensure_domain(self, domain: str) -> None:
@@ -237,13 +236,8 @@ def init_store(dest: Path | str, *, owner_key_ids: list[str], name: str = "") ->
     shutil.copytree(source, staging, ignore=shutil.ignore_patterns("__pycache__", ".DS_Store"))
     config = StoreConfig(read_config(staging).format, "person", new_store_id(), tuple(owner_key_ids), _today(), name)
     write_config(staging, config)
-    from exo_core.store.ledger_bridge import create_ledger  # the ledger is heavy to import; only init needs it
-
     create_ledger(staging, config.store_id)
-    for folder in sorted(staging.rglob("*")):
-        if folder.is_dir():
-            fsync_dir(folder)
-    fsync_dir(staging)
+    fsync_tree(staging)
     if dest.exists():
         dest.rmdir()
     staging.rename(dest)

@@ -31,7 +31,7 @@ from typing import Any
 
 from exo_core.errors import ConflictError, NotFoundError, StorageError, UsageError
 from exo_core.store import layout
-from exo_core.store.atomic import atomic_write_bytes, exchange_paths, fsync_dir, remove_tree
+from exo_core.store.atomic import atomic_write_bytes, exchange_paths, fsync_dir, fsync_tree, remove_tree
 from exo_core.store.config import read_config, write_config
 from exo_core.store.manifest import build_manifest, copy_candidates, read_manifest
 from exo_core.store.migrate import StepHook
@@ -126,12 +126,10 @@ def _copy_tree(src: Path, staging: Path, *, manifest: dict[str, Any] | None, tic
             _fsync_file(target)
         count += 1
         tick(f"file:{rel.as_posix()}")
-    for folder in sorted({p for p in staging.rglob("*") if p.is_dir()}, reverse=True):
-        fsync_dir(folder)
-    if manifest is not None:
+    fsync_tree(staging)
+    if manifest is not None:  # written last, and flushed with its folder, so its presence means a whole copy
         atomic_write_bytes(staging / layout.MANIFEST, build_manifest(staging, **manifest))
         tick("manifest")
-    fsync_dir(staging)
     return count
 
 
