@@ -87,32 +87,29 @@ def _backup_v1(root: Path, journal: dict[str, object], tick: StepHook) -> None:
     fsync_dir(backup.parent)
 
 
+def _link_1_to_2(item: str, path: Path, line: int | None) -> str:
+    if "[[" in item:
+        return item  # already written the format-2 way
+    match = _V1_LINK.fullmatch(item)
+    if match is None:
+        raise StoreFormatError(f"format-1 link {item!r} is not 'type:target'; fix it and open the store again",
+                               path=path, line=line, rule="migration")
+    return f"{match['type']} [[{match['target']}]]"
+
+
 def _node_1_to_2(root: Path, journal: dict[str, object], tick: StepHook) -> None:
     for path in layout.node_files(root):
-        text = path.read_text(encoding="utf-8")
-        doc = parse_document(text, path=path)
-        values = dict(doc.values)
-        if "sources" in values and "source" not in values and all(
-            isinstance(v, str) and "[[" in v for v in (values.get("links") or [])
-        ):
+        doc = parse_document(path.read_text(encoding="utf-8"), path=path)
+        values = doc.values
+        links_v2 = all(isinstance(v, str) and "[[" in v for v in (values.get("links") or []))
+        if "sources" in values and "source" not in values and links_v2:
             continue  # already format 2 (this step ran before a crash)
         new: dict[str, FrontValue] = {}
         for key, value in values.items():
             if key == "source":
-                sources = [] if value in (None, "") else [value] if isinstance(value, str) else list(value)
-                new["sources"] = sources
+                new["sources"] = [value] if isinstance(value, str) and value else list(value or [])
             elif key == "links":
-                links = []
-                for item in value or []:
-                    match = _V1_LINK.fullmatch(item) if isinstance(item, str) else None
-                    if match is None and isinstance(item, str) and "[[" in item:
-                        links.append(item)
-                    elif match is None:
-                        raise StoreFormatError(f"format-1 link {item!r} is not 'type:target'; fix it and open the "
-                                               "store again", path=path, line=doc.lines.get("links"), rule="migration")
-                    else:
-                        links.append(f"{match['type']} [[{match['target']}]]")
-                new["links"] = links
+                new["links"] = [_link_1_to_2(item, path, doc.lines.get("links")) for item in value or []]
             else:
                 new[key] = value
         new.setdefault("sources", [])
