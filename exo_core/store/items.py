@@ -118,11 +118,8 @@ class Item:
 
     def ledger_body(self) -> dict[str, object]:
         """The ledger entry body that carries this whole row (op ``put``)."""
-        body = asdict(self)
-        body["tags"] = list(self.tags)
-        body["item_id"] = body.pop("id")
-        body.pop("scope")  # the entry's own scope field records it
-        body["op"] = "put"
+        body = {**asdict(self), "item_id": self.id, "tags": list(self.tags), "op": "put"}
+        del body["id"], body["scope"]  # the entry's own scope field records the scope
         return body
 
     @classmethod
