@@ -105,11 +105,10 @@ def parse_config(raw: str, *, path: Path | str | None = None) -> StoreConfig:
     owners = data.get("owner_keys", [])
     if not isinstance(owners, list) or not all(isinstance(k, str) and k for k in owners):
         raise fail("owner_keys", "'owner_keys' must be a list of key id strings")
-    created = data.get("created", "")
-    name = data.get("name", "")
-    if not isinstance(created, str) or not isinstance(name, str):
-        raise fail("created" if not isinstance(created, str) else "name", "'created' and 'name' must be strings")
-    return StoreConfig(format=fmt, kind=kind, store_id=store_id, owner_keys=tuple(owners), created=created, name=name)
+    for key in ("created", "name"):
+        if not isinstance(data.get(key, ""), str):
+            raise fail(key, "'created' and 'name' must be strings")
+    return StoreConfig(fmt, kind, store_id, tuple(owners), data.get("created", ""), data.get("name", ""))
 
 
 def read_config(store_root: Path) -> StoreConfig:
