@@ -68,16 +68,14 @@ def manifest_problems(root: Path) -> list[str]:
     problems = []
     present = {rel.as_posix() for rel in copy_candidates(root)}
     for name, entry in sorted(manifest.files.items()):
-        path = root / name
         if name not in present:
             problems.append(f"{name}: listed in the manifest but missing")
             continue
-        sha, size = hash_file(path)
+        sha, size = hash_file(root / name)
         if (sha, size) != (entry.sha256, entry.size):
             problems.append(f"{name}: content differs from the manifest (size {size}, expected {entry.size})")
-    for name in sorted(present - set(manifest.files)):
-        problems.append(f"{name}: not in the manifest (added after the export)")
-    return problems
+    added = sorted(present - set(manifest.files))
+    return problems + [f"{name}: not in the manifest (added after the export)" for name in added]
 
 
 def sqlite_problems(path: Path) -> list[str]:
