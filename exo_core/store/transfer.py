@@ -68,10 +68,8 @@ def copy_sqlite(src: Path, dest: Path) -> None:
         try:
             source.backup(target)
             # A copy is a single file: leave it in rollback-journal mode so no
-            # -wal file is needed to read it on the other machine.
-            mode = target.execute("PRAGMA journal_mode").fetchone()[0]
-            if str(mode).lower() == "wal":
-                target.execute("PRAGMA journal_mode=DELETE")
+            # -wal file is needed to read it on the other machine (WAL is the only mode the file records).
+            target.execute("PRAGMA journal_mode=DELETE")
         finally:
             target.close()
     except sqlite3.Error as exc:
