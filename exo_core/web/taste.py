@@ -54,19 +54,12 @@ def open_store(store_root: Path | None) -> Store:
 def row_of(node: Node, learned: dict[str, Any] | None = None) -> dict[str, Any]:
     """One taste row as the wire shows it; ``learned`` is the learner's row of the node, if any."""
     evidence = list(node.sources) + [ln.target for ln in node.links if ln.type == "evidence-for"]
-    return {
-        "id": node.id,
-        "title": node.title,
-        "text": node.summary,
-        "weight": learned["weight"] if learned else WEIGHT_OF_CONFIDENCE.get(node.confidence, 0.0),
-        "weight_source": "learner" if learned else "confidence",
-        "evidence_count": len(learned["evidence"] if learned else evidence),
-        "confidence": node.confidence,
-        "evidence": evidence,
-        "links": [{"type": ln.type, "target": ln.target} for ln in node.links],
-        "valid_from": node.valid_from,
-        "path": f"{node.id}.md",
-    }
+    return {"id": node.id, "title": node.title, "text": node.summary,
+            "weight": learned["weight"] if learned else WEIGHT_OF_CONFIDENCE.get(node.confidence, 0.0),
+            "weight_source": "learner" if learned else "confidence",
+            "evidence_count": len(learned["evidence"] if learned else evidence), "confidence": node.confidence,
+            "evidence": evidence, "links": [{"type": ln.type, "target": ln.target} for ln in node.links],
+            "valid_from": node.valid_from, "path": f"{node.id}.md"}
 
 
 class TasteRows:
