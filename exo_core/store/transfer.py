@@ -170,10 +170,8 @@ def export_store(src: Path | str, dest: Path | str, *, force: bool = False, ledg
     if dest == store.root or store.root in dest.parents:
         raise UsageError(f"{dest} is inside the store being exported; choose a folder outside it")
     _check_replaceable(dest, force)
-    ledger_info: dict[str, Any] = {}
     ledger_path = store.root / layout.LEDGER
-    if ledger_hook is not None and ledger_path.is_file():
-        ledger_info = ledger_hook(ledger_path)
+    ledger_info = ledger_hook(ledger_path) if ledger_hook is not None and ledger_path.is_file() else {}
     export_id = secrets.token_hex(8)
     staging = _new_staging(dest, export_id)
     manifest = {"export_id": export_id, "exported_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
