@@ -98,5 +98,4 @@ class PairingCodes:
         raise PairingRefusedError("wrong, used or expired pairing code; run `exo pair` on the device for a new one")
 
     def _expire(self, now: float) -> None:
-        for key in [k for k, until in self._codes.items() if until <= now]:
-            del self._codes[key]
+        self._codes = {key: until for key, until in self._codes.items() if until > now}
