@@ -23,11 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from exo_core.store.atomic import atomic_write_text
-from exo_core.store.errors import StoreFormatError, StoreVersionError
+from exo_core.store.errors import StoreFormatError
 
 __all__ = [
-    "StoreConfig", "read_config", "write_config", "STORE_KINDS", "CURRENT_FORMAT", "CONFIG_NAME",
-    "refuse_newer", "new_store_id"
+    "StoreConfig", "read_config", "write_config", "STORE_KINDS", "CURRENT_FORMAT", "CONFIG_NAME", "new_store_id"
 ]
 
 CONFIG_NAME = "STORE.toml"
@@ -127,13 +126,6 @@ def read_config(store_root: Path) -> StoreConfig:
         line = raw[: exc.start].count(b"\n") + 1
         raise StoreFormatError("not UTF-8 text; re-save it as UTF-8", path=path, line=line, rule="store-toml") from exc
     return parse_config(text, path=path)
-
-
-def refuse_newer(store_root: Path, config: StoreConfig) -> None:
-    """Raise :class:`StoreVersionError` when the store's format is newer than this code."""
-    if config.format > CURRENT_FORMAT:
-        raise StoreVersionError(f"{store_root}/{CONFIG_NAME}: store format {config.format} is newer than this Exo "
-                                f"understands ({CURRENT_FORMAT}); upgrade Exo before opening it (nothing was changed)")
 
 
 def write_config(store_root: Path, config: StoreConfig) -> None:

@@ -30,11 +30,11 @@ from pathlib import Path
 
 from exo_core.store import layout
 from exo_core.store.atomic import atomic_write_text, fsync_dir
-from exo_core.store.config import CURRENT_FORMAT, StoreConfig, new_store_id, read_config, refuse_newer, write_config
-from exo_core.store.errors import StoreFormatError
+from exo_core.store.config import CURRENT_FORMAT, StoreConfig, new_store_id, read_config, write_config
+from exo_core.store.errors import StoreFormatError, StoreVersionError
 from exo_core.store.frontmatter import FrontValue, dump_frontmatter, parse_document
 
-__all__ = ["finish_or_migrate", "migrate_store", "MigrationStep", "JOURNAL", "StepHook"]
+__all__ = ["migrate_store", "MigrationStep", "JOURNAL", "StepHook", "no_step"]
 
 JOURNAL = "migration.json"
 StepHook = Callable[[str], None]
@@ -133,8 +133,11 @@ STEPS: tuple[MigrationStep, ...] = (
 )
 
 
-def _run(root: Path, journal: dict[str, object], on_step: StepHook | None) -> None:
-    tick = on_step or (lambda name: None)
+def no_step(name: str) -> None:
+    """The default step hook: nothing to observe."""
+
+
+def _run(root: Path, journal: dict[str, object], tick: StepHook) -> None:
     for step in STEPS:
         if step.source >= journal["from"]:  # type: ignore[operator]
             tick(f"{step.source}:{step.name}:before")
@@ -152,26 +155,21 @@ def migrate_store(root: Path, *, on_step: StepHook | None = None) -> int:
     use it to kill the process there). Raises :class:`StoreVersionError` for a
     format newer than this code.
     """
-    root = Path(root)
+    root, tick = Path(root), on_step or no_step
     journal = _read_journal(root)
     if journal is not None:
-        _run(root, journal, on_step)
+        _run(root, journal, tick)
         return int(journal["from"])  # type: ignore[call-overload]
     config = read_config(root)
-    refuse_newer(root, config)
+    if config.format > CURRENT_FORMAT:
+        raise StoreVersionError(f"{root}/STORE.toml: store format {config.format} is newer than this Exo understands "
+                                f"({CURRENT_FORMAT}); upgrade Exo before opening it (nothing was changed)")
     if config.format == CURRENT_FORMAT:
         return config.format
     journal = {"from": config.format, "to": CURRENT_FORMAT, "store_id": config.store_id or new_store_id()}
     (root / layout.STATE_DIR).mkdir(exist_ok=True)
     atomic_write_text(_journal_path(root), json.dumps(journal, sort_keys=True, separators=(",", ":")))
-    if on_step is not None:
-        on_step("journal")
-    _run(root, journal, on_step)
+    tick("journal")
+    _run(root, journal, tick)
     return config.format
 
-
-def finish_or_migrate(root: Path) -> None:
-    """Finish an interrupted migration, or start one for an older store; no-op when current."""
-    # A newer format is refused by the caller with a clear message.
-    if _journal_path(root).is_file() or read_config(root).format < CURRENT_FORMAT:
-        migrate_store(root)

@@ -18,7 +18,7 @@ from pathlib import Path
 from exo_core.errors import ConflictError, NotFoundError, UsageError
 from exo_core.store import layout
 from exo_core.store.atomic import atomic_write_text, fsync_dir, fsync_tree
-from exo_core.store.config import CURRENT_FORMAT, StoreConfig, new_store_id, read_config, refuse_newer, write_config
+from exo_core.store.config import CURRENT_FORMAT, StoreConfig, new_store_id, read_config, write_config
 from exo_core.store.errors import StoreFormatError
 from exo_core.store.ledger_bridge import create_ledger
 from exo_core.store.node import NODE_ID, Link, Node, parse_node, render_node
@@ -58,11 +58,10 @@ class Store:
         root = Path(root).resolve()
         if not root.is_dir():
             raise NotFoundError(f"{root}: no such store folder; run 'exo init' or pass --store DIR")
-        from exo_core.store.migrate import finish_or_migrate  # migrate imports Store's pieces
+        from exo_core.store.migrate import migrate_store  # migrate imports Store's pieces
 
-        finish_or_migrate(root)
+        migrate_store(root)  # finishes a migration a crash interrupted, or runs one; refuses a newer format
         config = read_config(root)
-        refuse_newer(root, config)
         if config.kind != "person":
             raise UsageError(f"{root} is a nested {config.kind} store; open its person store and use Store.nested()")
         return cls(root, config)

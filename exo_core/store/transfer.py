@@ -34,7 +34,7 @@ from exo_core.store import layout
 from exo_core.store.atomic import atomic_write_bytes, exchange_paths, fsync_dir, fsync_tree, remove_tree
 from exo_core.store.config import read_config, write_config
 from exo_core.store.manifest import build_manifest, copy_candidates, read_manifest
-from exo_core.store.migrate import StepHook
+from exo_core.store.migrate import StepHook, no_step
 from exo_core.store.store import Store
 from exo_core.store.sync import IMPORT_MANIFEST, record_state
 
@@ -151,10 +151,6 @@ def _swap_into_place(staging: Path, dest: Path, tick: StepHook) -> None:
     tick("done")
 
 
-def _no_step(name: str) -> None:
-    """The default step hook: nothing to observe."""
-
-
 def export_store(src: Path | str, dest: Path | str, *, force: bool = False, ledger_hook: LedgerHook | None = None,
                  on_step: StepHook | None = None) -> ExportResult:
     """Copy the store at ``src`` to ``dest`` consistently and atomically (see module doc).
@@ -177,11 +173,11 @@ def export_store(src: Path | str, dest: Path | str, *, force: bool = False, ledg
     manifest = {"export_id": export_id, "exported_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                 "store_id": store.config.store_id, "store_format": store.config.format, "ledger": ledger_info}
     try:
-        files = _copy_tree(store.root, staging, manifest=manifest, tick=on_step or _no_step)
+        files = _copy_tree(store.root, staging, manifest=manifest, tick=on_step or no_step)
     except BaseException:
         remove_tree(staging)
         raise
-    _swap_into_place(staging, dest, on_step or _no_step)
+    _swap_into_place(staging, dest, on_step or no_step)
     # The source held what it exported: the base its next 'exo store sync' with the copy starts from
     # (machine state in .exo/; a source that cannot take it, say read-only, only syncs more cautiously).
     exported = read_manifest(dest)
@@ -218,7 +214,7 @@ def import_store(src: Path | str, dest: Path | str, *, owner_key_id: str | None 
                             "Use 'exo store sync' to combine them, or move it away first")
     staging = _new_staging(dest, secrets.token_hex(8))
     try:
-        _copy_tree(src_path, staging, manifest=None, tick=on_step or _no_step)
+        _copy_tree(src_path, staging, manifest=None, tick=on_step or no_step)
         if owner_key_id is not None:
             config = read_config(staging)
             if owner_key_id not in config.owner_keys:
@@ -232,5 +228,5 @@ def import_store(src: Path | str, dest: Path | str, *, owner_key_id: str | None 
         raise
     if dest.exists():
         dest.rmdir()
-    _swap_into_place(staging, dest, on_step or _no_step)
+    _swap_into_place(staging, dest, on_step or no_step)
     return dest
