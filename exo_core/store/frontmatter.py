@@ -172,12 +172,11 @@ class _Reader:
         while inner:
             if inner[0] in ("'", '"'):
                 value, rest = self.quoted(inner, line)
-                items.append(value)
-                rest = rest.lstrip(" ")
             else:
-                comma = inner.find(",")
-                chunk, rest = (inner, "") if comma < 0 else (inner[:comma], inner[comma:])
-                items.append(self.scalar(chunk, line, flow=True))
+                chunk = inner.split(",", 1)[0]
+                value, rest = self.scalar(chunk, line, flow=True), inner[len(chunk) :]
+            items.append(value)
+            rest = rest.lstrip(" ")
             if rest.startswith(","):
                 rest = rest[1:].lstrip(" ")
                 if not rest:
@@ -196,9 +195,7 @@ def parse_document(text: str, *, path: Path | str | None = None) -> Frontmatter:
     duplicate key.
     """
     reader = _Reader(path)
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    lines = text.split("\n")
+    lines = text.removeprefix("\ufeff").split("\n")
     if lines[0].rstrip("\r") != "---":
         raise reader.fail(1, "the file must start with a '---' line opening the frontmatter")
     values: dict[str, FrontValue] = {}
