@@ -108,12 +108,13 @@ def record_state(root: Path, files: dict[str, str], label: str) -> None:
     atomic_write_bytes(root / layout.STATE_DIR / SYNC_BASE, canonical_json({"at": label, "files": files}))
 
 
-def _apply(src: Path, dest: Path, rel: str) -> None:
-    if (src / rel).is_file():
-        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(dest / rel, (src / rel).read_bytes())
-    else:
+def _apply(src: Path, dest: Path, rel: str) -> str:
+    if not (src / rel).is_file():
         (dest / rel).unlink()
+        return "deleted"
+    (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(dest / rel, (src / rel).read_bytes())
+    return "copied"
 
 
 def _sync_files(a: Path, b: Path, sync_id: str, report: StoreSyncReport) -> None:
@@ -128,9 +129,7 @@ def _sync_files(a: Path, b: Path, sync_id: str, report: StoreSyncReport) -> None
         a_moved, b_moved = sb == ra.get(rel), sa == rb.get(rel)
         if a_moved != b_moved:
             src, dest, labels = (a, b, ("A", "B")) if a_moved else (b, a, ("B", "A"))
-            _apply(src, dest, rel)
-            verb = "copied" if (src / rel).is_file() else "deleted"
-            report.copied.append(f"{rel} {verb} {labels[0]} -> {labels[1]}")
+            report.copied.append(f"{rel} {_apply(src, dest, rel)} {labels[0]} -> {labels[1]}")
             continue
         for own, other, label in ((a, b, "B"), (b, a, "A")):
             if (other / rel).is_file():
