@@ -57,13 +57,11 @@ def copy_candidates(root: Path) -> Iterator[Path]:
     """
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root)
-        if rel.parts[0] in _SKIP_TOP or any(_TEMP.match(part) for part in rel.parts):
+        nested_skip = len(rel.parts) >= 3 and rel.parts[0] in layout.NESTED_DIRS and rel.parts[2] in _SKIP_TOP
+        if rel.parts[0] in _SKIP_TOP or nested_skip or any(_TEMP.match(part) for part in rel.parts):
             continue
-        if len(rel.parts) >= 3 and rel.parts[0] in layout.NESTED_DIRS and rel.parts[2] in _SKIP_TOP:
-            continue
-        if path.name.endswith(("-wal", "-shm", "-journal")):
-            continue  # the backup API folds these into the copied database
-        if path.is_file() and not path.is_symlink():
+        # SQLite side files are left out too: the backup API folds them into the copied database.
+        if path.is_file() and not path.is_symlink() and not path.name.endswith(("-wal", "-shm", "-journal")):
             yield rel
 
 
