@@ -90,13 +90,6 @@ def find_leaks(text: str) -> list[Leak]:
 def redact(text: str) -> tuple[str, int]:
     """``text`` with each suspected secret replaced by ``[redacted:<kind>]``; and the count."""
     spans = _spans(text)
-    if not spans:
-        return text, 0
-    out = []
-    pos = 0
-    for start, end, kind in spans:
-        out.append(text[pos:start])
-        out.append(f"[redacted:{kind}]")
-        pos = end
-    out.append(text[pos:])
-    return "".join(out), len(spans)
+    for start, end, kind in reversed(spans):  # from the end, so earlier offsets stay valid
+        text = f"{text[:start]}[redacted:{kind}]{text[end:]}"
+    return text, len(spans)
