@@ -87,13 +87,11 @@ def verify_ledger(path: Path, owner_keys: tuple[str, ...], *,
         ledger = Ledger.open(path)
     except ExoError as exc:
         return [f"{path.name}: cannot open the ledger ({exc.message})"], []
-    try:
+    with ledger:
         report = ledger.verify(pins=owner_keys or None, checkpoints=list(checkpoints))
         forks = [s.seg for s in ledger.segments() if s.seg != 0]
         notes = [f"{path.name}: ledger {ledger.ledger_id}, {ledger.count()} entries, main height {ledger.head(0).size}"
                  + (f", fork segments {forks} (see 'exo store sync' report)" if forks else "")]
-    finally:
-        ledger.close()
     errors = [f"{path.name}: {p.describe()}" for p in report.problems]
     if not owner_keys:
         notes.append(f"{path.name}: STORE.toml lists no owner keys, so authors were not pinned")
@@ -109,15 +107,12 @@ def checkpoint_hook(signer: "Signer | None", book: "CheckpointBook | None" = Non
     from exo_core.ledger import Ledger, record_checkpoint
 
     def hook(ledger_path: Path) -> dict[str, Any]:
-        ledger = Ledger.open(ledger_path, signer=signer)
-        try:
+        with Ledger.open(ledger_path, signer=signer) as ledger:
             if signer is None:
                 head = ledger.head(0)
                 return {"ledger_id": ledger.ledger_id, "size": head.size, "head": head.chain}
             _, checkpoint = record_checkpoint(ledger, book=book)
             return {"ledger_id": ledger.ledger_id, "size": checkpoint.size, "head": checkpoint.head,
                     "checkpoint": checkpoint.to_json()}
-        finally:
-            ledger.close()
 
     return hook

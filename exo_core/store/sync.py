@@ -164,15 +164,10 @@ def sync_stores(a: Path | str, b: Path | str, *, signer: "Signer",
                             f"{store_b.config.store_id}; only two copies of one store can be synced")
     pins = {*store_a.config.owner_keys, *store_b.config.owner_keys, signer.key_id}
     sync_id = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
-    la = open_ledger(store_a.root, signer=signer)
-    lb = open_ledger(store_b.root, signer=signer)
-    try:
+    with open_ledger(store_a.root, signer=signer) as la, open_ledger(store_b.root, signer=signer) as lb:
         report = StoreSyncReport(sync_id, sync_ledgers(la, lb, pins=pins, book=book, local_origin=str(store_a.root),
                                                        foreign_origin=str(store_b.root)))
         report.items = (rebuild_items(store_a.items_path, la), rebuild_items(store_b.items_path, lb))
-    finally:
-        la.close()
-        lb.close()
     _sync_files(store_a.root, store_b.root, sync_id, report)
     record: dict[str, Any] = {"sync_id": sync_id, "report": report.render()}
     for root in (store_a.root, store_b.root):

@@ -64,14 +64,11 @@ def copy_sqlite(src: Path, dest: Path) -> None:
     except sqlite3.Error as exc:
         raise StorageError(f"{src}: cannot open for copying ({exc})") from exc
     try:
-        target = sqlite3.connect(dest)
-        try:
+        with contextlib.closing(sqlite3.connect(dest)) as target:
             source.backup(target)
             # A copy is a single file: leave it in rollback-journal mode so no
             # -wal file is needed to read it on the other machine (WAL is the only mode the file records).
             target.execute("PRAGMA journal_mode=DELETE")
-        finally:
-            target.close()
     except sqlite3.Error as exc:
         raise StorageError(f"{src}: backup to {dest} failed ({exc}); is the disk full?") from exc
     finally:
