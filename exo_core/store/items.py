@@ -258,12 +258,9 @@ def rebuild_items(path: Path, ledger: LedgerReader) -> int:
     tmp = path.with_name(f".{path.name}.rebuild")
     for stale in (tmp, tmp.with_name(tmp.name + "-journal")):
         stale.unlink(missing_ok=True)
-    store = ItemStore(tmp, None)
-    try:
+    with ItemStore(tmp, None) as store:
         for entry in ledger.entries(kind="item"):
             store.apply_entry(entry.scope, entry.id, dict(entry.body))
         count = store.count()
-    finally:
-        store.close()
     tmp.replace(path)
     return count
