@@ -106,7 +106,7 @@ def verify_store(root: Path | str) -> VerifyReport:
         errors.append(str(exc))
     if manifest is not None:
         errors.extend(manifest_problems(root))
-    else:
+    elif not errors:  # a malformed MANIFEST.json is an error above, not a live store
         notes.append("no MANIFEST.json: a live store, not an export (files not checked against hashes)")
     for name in layout.SQLITE_FILES:
         path = root / name
