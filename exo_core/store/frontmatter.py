@@ -201,14 +201,12 @@ def parse_document(text: str, *, path: Path | str | None = None) -> Frontmatter:
     values: dict[str, FrontValue] = {}
     where_key: dict[str, int] = {}
     open_list: str | None = None
-    for index in range(1, len(lines)):
-        lineno = index + 1
-        if index > MAX_FRONTMATTER_LINES:
+    for lineno, raw in enumerate(lines[1:], start=2):
+        if lineno > MAX_FRONTMATTER_LINES + 1:
             raise reader.fail(lineno, f"frontmatter longer than {MAX_FRONTMATTER_LINES} lines; is the closing '---' missing?")
-        raw = lines[index].rstrip("\r")
+        raw = raw.rstrip("\r")
         if raw == "---":
-            body = "\n".join(lines[index + 1 :])
-            return Frontmatter(values, where_key, body, lineno + 1)
+            return Frontmatter(values, where_key, "\n".join(lines[lineno:]), lineno + 1)
         stripped = raw.strip(" ")
         if not stripped or stripped.startswith("#"):
             continue
@@ -218,11 +216,9 @@ def parse_document(text: str, *, path: Path | str | None = None) -> Frontmatter:
             indent = len(raw) - len(raw.lstrip(" "))
             if open_list is None or indent not in (0, 2):
                 raise reader.fail(lineno, "a '- item' line must follow 'key:' (indented 0 or 2 spaces)")
-            current = values[open_list]
-            if current is None:
-                current = []
-                values[open_list] = current
-            assert isinstance(current, list)
+            current = values[open_list] or []
+            assert isinstance(current, list)  # 'key:' opened it as None; a list only ever follows
+            values[open_list] = current
             item = stripped[1:].strip(" ")
             if not item:
                 raise reader.fail(lineno, "empty list item; remove the line or give it a value")
