@@ -67,8 +67,7 @@ _COLUMNS = (
 
 def item_id(source_kind: str, source_ref: str) -> str:
     """The deterministic id of the item a source names."""
-    digest = hashlib.sha256(f"{source_kind}\0{source_ref}".encode("utf-8")).hexdigest()
-    return "itm_" + digest[:24]
+    return "itm_" + hashlib.sha256(f"{source_kind}\0{source_ref}".encode("utf-8")).hexdigest()[:24]
 
 
 def content_hash(text: str) -> str:
@@ -238,14 +237,13 @@ class ItemStore:
 
     def apply_entry(self, scope: str, entry_id: str, body: dict[str, object]) -> None:
         """Apply one ledger ``item`` entry to the table (used by rebuild)."""
-        op = body.get("op", "put")
-        if op == "review":
+        if body.get("op", "put") == "review":
             self.conn.execute("UPDATE items SET review = ?, ledger_id = ? WHERE id = ?",
                               (body["review"], entry_id, body["item_id"]))
             return
         fields = {k: v for k, v in body.items() if k not in ("op", "item_id")}
-        item = Item(id=str(body["item_id"]), scope=scope, **{**fields, "tags": tuple(fields.get("tags", ()))})  # type: ignore[arg-type]
-        self._write_row(item, entry_id)
+        fields["tags"] = tuple(fields.get("tags", ()))  # type: ignore[arg-type]
+        self._write_row(Item(id=str(body["item_id"]), scope=scope, **fields), entry_id)  # type: ignore[arg-type]
 
 
 def rebuild_items(path: Path, ledger: LedgerReader) -> int:

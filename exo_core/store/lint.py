@@ -120,9 +120,8 @@ class _Linter:
 
     def lint(self, root: Path, expected_kind: str, parent_nodes: dict[str, Node],
              hidden: frozenset[str] = frozenset()) -> None:
-        config = self.lint_config(root, expected_kind)
-        if config is None and expected_kind == "person":
-            return
+        if self.lint_config(root, expected_kind) is None and expected_kind == "person":
+            return  # no usable STORE.toml: nothing else to trust
         nodes: dict[str, Node] = {}
         for path in layout.node_files(root):
             text = self.read_text(path)
@@ -272,5 +271,4 @@ def lint_store(root: Path | str) -> LintReport:
     linter = _Linter(root)
     linter.lint(root, "person", {})
     linter.lint_leaks(root)
-    unique = sorted(set(linter.findings), key=lambda f: (f.path, f.line, f.rule, f.message))
-    return LintReport(root, tuple(unique))
+    return LintReport(root, tuple(sorted(set(linter.findings), key=lambda f: (f.path, f.line, f.rule, f.message))))

@@ -85,8 +85,7 @@ class PairingCodes:
             raise PairingLockedError(
                 f"too many wrong pairing codes; wait {self._locked_until - now:.0f} s or run `exo pair` for a new code")
         self._expire(now)
-        expiry = self._codes.pop(_digest(offered), None) if offered else None
-        if expiry is not None:
+        if offered and self._codes.pop(_digest(offered), None) is not None:
             self._failures = 0
             return
         self._failures += 1
