@@ -237,8 +237,6 @@ def init_store(dest: Path | str, *, owner_key_ids: list[str], name: str = "") ->
     write_config(staging, config)
     create_ledger(staging, config.store_id)
     fsync_tree(staging)
-    if dest.exists():
-        dest.rmdir()
-    staging.rename(dest)
+    staging.rename(dest)  # POSIX rename replaces an empty folder at dest
     fsync_dir(dest.parent)
     return Store.open(dest)

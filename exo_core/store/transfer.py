@@ -223,7 +223,5 @@ def import_store(src: Path | str, dest: Path | str, *, owner_key_id: str | None 
     except BaseException:
         remove_tree(staging)
         raise
-    if dest.exists():
-        dest.rmdir()
-    _swap_into_place(staging, dest, on_step or no_step)
+    _swap_into_place(staging, dest, on_step or no_step)  # an empty dest is swapped out and removed
     return dest
