@@ -37,6 +37,7 @@ from exo_core.store.manifest import build_manifest, copy_candidates, read_manife
 from exo_core.store.migrate import StepHook, no_step
 from exo_core.store.store import Store
 from exo_core.store.sync import IMPORT_MANIFEST, record_state
+from exo_core.store.verify import manifest_problems, verify_store
 
 __all__ = ["ExportResult", "export_store", "import_store", "copy_sqlite", "StepHook"]
 
@@ -89,8 +90,6 @@ def _check_replaceable(dest: Path, force: bool) -> None:
         raise ConflictError(f"{dest} exists and is not a folder; choose another destination")
     if force or not dest.exists() or not any(dest.iterdir()):
         return
-    from exo_core.store.verify import manifest_problems
-
     if read_manifest(dest) is None:
         raise ConflictError(f"{dest} holds files but is not an unchanged export; refusing to replace it. "
                             "If it is a store that was used, run 'exo store sync' instead; otherwise pass --force")
@@ -195,8 +194,6 @@ def import_store(src: Path | str, dest: Path | str, *, owner_key_id: str | None 
     machine's ledger key) is added to STORE.toml's owner keys in the copy
     before it goes live, so entries written here verify as the owner's.
     """
-    from exo_core.store.verify import verify_store
-
     src_path = Path(src).resolve()
     if not src_path.is_dir():
         raise NotFoundError(f"{src_path}: no such folder to import")

@@ -19,6 +19,7 @@ from exo_core.errors import ExoError
 from exo_core.store import layout
 from exo_core.store.config import read_config
 from exo_core.store.errors import StoreFormatError
+from exo_core.store.ledger_bridge import verify_ledger
 from exo_core.store.lint import lint_store
 from exo_core.store.manifest import Manifest, copy_candidates, hash_file, read_manifest
 
@@ -113,8 +114,7 @@ def verify_store(root: Path | str) -> VerifyReport:
         if path.is_file():
             errors.extend(sqlite_problems(path))
     if (root / layout.LEDGER).is_file() and not errors:
-        from exo_core.ledger import Checkpoint
-        from exo_core.store.ledger_bridge import verify_ledger
+        from exo_core.ledger import Checkpoint  # the ledger is imported only when there is one to check
 
         checkpoints = []
         if manifest is not None and "checkpoint" in manifest.ledger:
