@@ -71,10 +71,8 @@ def _toml_string(text: str) -> str:
 
 
 def _line_of(raw: str, key: str) -> int | None:
-    for number, line in enumerate(raw.splitlines(), start=1):
-        if re.match(rf"\s*{re.escape(key)}\s*=", line):
-            return number
-    return None
+    assignment = re.compile(rf"\s*{re.escape(key)}\s*=")
+    return next((number for number, line in enumerate(raw.splitlines(), start=1) if assignment.match(line)), None)
 
 
 def parse_config(raw: str, *, path: Path | str | None = None) -> StoreConfig:

@@ -82,11 +82,8 @@ class _Linter:
         self._item_ids: set[str] | None = None
 
     def add(self, path: Path, line: int | None, rule: str, severity: str, message: str) -> None:
-        try:
-            rel = path.relative_to(self.top).as_posix()
-        except ValueError:
-            rel = str(path)
-        self.findings.append(Finding(rel, line or 1, rule, severity, message))
+        # Every linted path is under the top store (lint only walks it), so it has a relative name.
+        self.findings.append(Finding(path.relative_to(self.top).as_posix(), line or 1, rule, severity, message))
 
     def from_error(self, exc: StoreFormatError, fallback: Path) -> None:
         self.add(Path(exc.path or fallback), exc.line, exc.rule, "error", exc.detail)
