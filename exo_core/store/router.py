@@ -61,12 +61,7 @@ class Router:
 
     def pins(self, request: str) -> tuple[str, ...]:
         """Node ids pinned for ``request``, in rule order, without repeats."""
-        seen: dict[str, None] = {}
-        for rule in self.rules:
-            if rule.matches(request):
-                for target in rule.targets:
-                    seen.setdefault(target, None)
-        return tuple(seen)
+        return tuple(dict.fromkeys(target for rule in self.rules if rule.matches(request) for target in rule.targets))
 
 
 def _uncommented(text: str) -> str:
