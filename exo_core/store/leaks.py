@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Leak", "find_leaks", "redact", "LEAK_KINDS", "LEAK_PATTERNS"]
+__all__ = ["Leak", "find_leaks", "redact", "LEAK_PATTERNS"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +52,6 @@ LEAK_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 _PHONE = re.compile(r"(?<![\w/.:+-])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,5}(?:[ .-]\d{2,5}){1,5}(?![\w/:-])")
 _DATEISH = re.compile(r"\d{4}-\d{2}-\d{2}|\d{2}:\d{2}")
-LEAK_KINDS = ("private-key", "api-key", "token", "password", "phone")
 
 
 def _is_phone(found: str) -> bool:
