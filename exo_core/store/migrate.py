@@ -25,12 +25,12 @@ import re
 import secrets
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from exo_core.store import layout
 from exo_core.store.atomic import atomic_write_text, fsync_dir
-from exo_core.store.config import CURRENT_FORMAT, StoreConfig, new_store_id, read_config, write_config
+from exo_core.store.config import CURRENT_FORMAT, new_store_id, read_config, write_config
 from exo_core.store.errors import StoreFormatError, StoreVersionError
 from exo_core.store.frontmatter import FrontValue, dump_frontmatter, parse_document
 
@@ -120,11 +120,8 @@ def _node_1_to_2(root: Path, journal: dict[str, object], tick: StepHook) -> None
 
 def _config_1_to_2(root: Path, journal: dict[str, object], tick: StepHook) -> None:
     config = read_config(root)
-    if config.format >= 2:
-        return
-    store_id = journal.get("store_id")
-    assert isinstance(store_id, str)
-    write_config(root, StoreConfig(2, "person", store_id, config.owner_keys, config.created, config.name))
+    if config.format < 2:  # the journal holds the id chosen before the first step, so a rerun picks the same
+        write_config(root, replace(config, format=2, kind="person", store_id=str(journal["store_id"])))
 
 
 STEPS: tuple[MigrationStep, ...] = (
