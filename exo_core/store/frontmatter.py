@@ -203,7 +203,8 @@ def parse_document(text: str, *, path: Path | str | None = None) -> Frontmatter:
     open_list: str | None = None
     for lineno, raw in enumerate(lines[1:], start=2):
         if lineno > MAX_FRONTMATTER_LINES + 1:
-            raise reader.fail(lineno, f"frontmatter longer than {MAX_FRONTMATTER_LINES} lines; is the closing '---' missing?")
+            raise reader.fail(lineno, f"frontmatter longer than {MAX_FRONTMATTER_LINES} lines; "
+                                      "is the closing '---' missing?")
         raw = raw.rstrip("\r")
         if raw == "---":
             return Frontmatter(values, where_key, "\n".join(lines[lineno:]), lineno + 1)
@@ -242,7 +243,8 @@ def parse_document(text: str, *, path: Path | str | None = None) -> Frontmatter:
         elif rest.startswith("["):
             values[key] = reader.flow_list(rest, lineno)
         elif rest[0] in "{|>&*!":
-            raise reader.fail(lineno, f"{rest[0]!r} (maps, block text, anchors, tags) is not supported; use a quoted value")
+            raise reader.fail(lineno, f"{rest[0]!r} (maps, block text, anchors, tags) is not supported; "
+                                      "use a quoted value")
         else:
             values[key] = reader.scalar(rest, lineno, flow=False)
     raise reader.fail(len(lines), "no closing '---' line after the frontmatter; add one")

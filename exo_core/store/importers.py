@@ -63,7 +63,8 @@ def _read_text(path: Path) -> str:
     try:
         size = path.stat().st_size
         if size > MAX_IMPORT_BYTES:
-            raise ImportFormatError(f"{size} bytes is larger than the {MAX_IMPORT_BYTES}-byte import limit; split it", path=path)
+            raise ImportFormatError(f"{size} bytes is larger than the {MAX_IMPORT_BYTES}-byte import limit; split it",
+                                    path=path)
         raw = path.read_bytes()
     except FileNotFoundError as exc:
         raise ImportFormatError("no such file", path=path) from exc
@@ -218,7 +219,7 @@ def parse_notes(folder: Path) -> list[tuple[str, str, str, tuple[str, ...], list
                 if isinstance(fm_title, str) and fm_title.strip():
                     title = fm_title.strip()
                 raw_tags = doc.values.get("tags")
-                tags = tuple(raw_tags) if isinstance(raw_tags, list) else (raw_tags,) if isinstance(raw_tags, str) else ()
+                tags = tuple(raw_tags) if isinstance(raw_tags, list) else (raw_tags,) if raw_tags else ()
         if title == rel.stem:  # no title in the frontmatter: the first heading, if any
             title = next((line[2:].strip() for line in body.split("\n") if line.startswith("# ")), "") or title
         notes.append((rel.as_posix(), title, body, tags, warnings))
@@ -301,7 +302,8 @@ def parse_chat_export(path: Path) -> list[ChatMessage]:
             role = msg.get("role") or (author.get("role") if isinstance(author, dict) else None)
             text = _text_of(msg.get("text", msg.get("content")))
             if not isinstance(role, str) or text is None:
-                raise ImportFormatError(f"conversation {conv_id!r} message #{mi + 1} needs a 'role' and 'text'", path=path)
+                raise ImportFormatError(f"conversation {conv_id!r} message #{mi + 1} needs a 'role' and 'text'",
+                                        path=path)
             ts_raw = msg.get("ts", msg.get("create_time"))
             ts = str(ts_raw) if isinstance(ts_raw, (str, int, float)) and not isinstance(ts_raw, bool) else None
             messages.append(ChatMessage(conv_id, str(msg.get("id") or f"#{mi + 1}"), role, text, ts))

@@ -123,7 +123,8 @@ class Item:
 
     @classmethod
     def new(cls, *, source_kind: str, source_ref: str, title: str, body: str, scope: str = "person",
-            url: str | None = None, tier: str = "curated", tags: Iterable[str] = (), added: str | None = None) -> "Item":
+            url: str | None = None, tier: str = "curated", tags: Iterable[str] = (),
+            added: str | None = None) -> "Item":
         """Build an item with its derived id, normalized URL and content hash."""
         if tier not in TIERS:
             raise UsageError(f"tier must be one of {', '.join(TIERS)}")

@@ -2,9 +2,10 @@
 
 Items, importers and onboarding code against the narrow protocols here
 (:class:`LedgerWriter`, :class:`LedgerReader`), which the real ``Ledger``
-satisfies, so they never import the ledger at module level. A store's ledger is ``<top store>/ledger.sqlite``; its ledger id is the
-store id, so two folders are copies of one person exactly when their ledgers
-share an id. Signing keys live in the Exo home, never in the store.
+satisfies, so they never import the ledger at module level. A store's ledger
+is ``<top store>/ledger.sqlite``; its ledger id is the store id, so two
+folders are copies of one person exactly when their ledgers share an id.
+Signing keys live in the Exo home, never in the store.
 """
 
 from __future__ import annotations

@@ -163,7 +163,8 @@ class _Linter:
             self.add(toml, 1, "old-format", "warning",
                      f"format {config.format}; run 'exo store verify' or any exo store command to migrate it")
         if config.kind != expected_kind:
-            self.add(toml, 1, "nested-kind", "error", f"kind {config.kind!r} but this folder holds a {expected_kind} store")
+            self.add(toml, 1, "nested-kind", "error",
+                     f"kind {config.kind!r} but this folder holds a {expected_kind} store")
         return config
 
     def lint_node(self, node: Node, visible: dict[str, Node], targets: set[str], parent_nodes: dict[str, Node],

@@ -88,7 +88,8 @@ class Manifest:
     def describe(self) -> str:
         """One line saying which copy this is."""
         ledger = f", ledger {self.ledger.get('size')} entries" if self.ledger else ""
-        return f"export {self.export_id} of {self.store_id or 'an unnamed store'} at {self.exported_at}: {len(self.files)} files{ledger}"
+        return (f"export {self.export_id} of {self.store_id or 'an unnamed store'} at {self.exported_at}: "
+                f"{len(self.files)} files{ledger}")
 
 
 def build_manifest(root: Path, *, export_id: str, exported_at: str, store_id: str, store_format: int,
@@ -110,7 +111,8 @@ def read_manifest(root: Path) -> Manifest | None:
         return None
 
     def bad(message: str) -> StoreFormatError:
-        return StoreFormatError(message + "; the copy is incomplete or altered, export it again", path=path, rule="manifest")
+        return StoreFormatError(message + "; the copy is incomplete or altered, export it again", path=path,
+                                rule="manifest")
 
     try:
         doc = json.loads(raw.decode("utf-8"))

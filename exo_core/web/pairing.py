@@ -93,7 +93,8 @@ class PairingCodes:
             self._codes.clear()
             self._locked_until = now + self._lockout
             self._failures = 0
-            raise PairingLockedError("too many wrong pairing codes: every code is revoked; run `exo pair` for a new one")
+            raise PairingLockedError("too many wrong pairing codes: every code is revoked; "
+                                     "run `exo pair` for a new one")
         raise PairingRefusedError("wrong, used or expired pairing code; run `exo pair` on the device for a new one")
 
     def _expire(self, now: float) -> None:
