@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import errno
 import os
 import secrets
 import shutil
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from exo_core.errors import StorageError
 
-__all__ = ["atomic_write_bytes", "atomic_write_text", "fsync_dir", "exchange_paths", "remove_tree"]
+__all__ = ["atomic_write_bytes", "atomic_write_text", "fsync_dir", "fsync_tree", "exchange_paths", "remove_tree"]
 
 
 def fsync_dir(path: Path) -> None:
@@ -34,10 +35,17 @@ def fsync_dir(path: Path) -> None:
     except OSError as exc:
         # Some file systems (network mounts) refuse fsync on a directory; the
         # rename is still atomic there, only its durability is weaker.
-        if exc.errno not in (22,):  # EINVAL
+        if exc.errno != errno.EINVAL:
             raise StorageError(f"{path}: cannot flush directory ({exc})") from exc
     finally:
         os.close(fd)
+
+
+def fsync_tree(root: Path) -> None:
+    """Flush every directory under ``root``, deepest first, then ``root`` itself."""
+    for folder in sorted((p for p in root.rglob("*") if p.is_dir()), reverse=True):
+        fsync_dir(folder)
+    fsync_dir(root)
 
 
 def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644) -> None:
@@ -72,20 +80,6 @@ _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 
 
-def _renameat2() -> object | None:
-    name = ctypes.util.find_library("c")
-    if not name:
-        return None
-    try:
-        libc = ctypes.CDLL(name, use_errno=True)
-        fn = libc.renameat2
-    except (OSError, AttributeError):
-        return None
-    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-    fn.restype = ctypes.c_int
-    return fn
-
-
 def exchange_paths(a: Path, b: Path) -> bool:
     """Swap two existing directory entries in one atomic step.
 
@@ -93,14 +87,16 @@ def exchange_paths(a: Path, b: Path) -> bool:
     platform or file system does not offer it, so the caller can fall back to
     a journaled two-step swap; raises :class:`StorageError` on a real failure.
     """
-    fn = _renameat2()
-    if fn is None:
+    try:
+        renameat2 = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True).renameat2
+    except (OSError, AttributeError):  # not Linux, or a C library without renameat2
         return False
-    rc = fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)  # type: ignore[operator]
-    if rc == 0:
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    renameat2.restype = ctypes.c_int
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
         return True
     err = ctypes.get_errno()
-    if err in (22, 38, 95):  # EINVAL, ENOSYS, EOPNOTSUPP: not offered here
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):  # not offered here
         return False
     raise StorageError(f"cannot swap {a} and {b}: {os.strerror(err)}")
 

@@ -1,8 +1,8 @@
 """``STORE.toml``: what kind of store a folder is, its format and its owners.
 
-Read with the standard library's ``tomllib``; written by the tiny writer here
-(``tomllib`` cannot write and the core takes no TOML dependency). Only the
-shapes STORE.toml needs are written: text, integers, booleans, lists of text.
+Read with the standard library's ``tomllib``; written by :meth:`StoreConfig.to_toml`
+(``tomllib`` cannot write and the core takes no TOML dependency): one integer,
+text, and a list of text are all STORE.toml holds.
 
 Example::
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,9 @@ from pathlib import Path
 from exo_core.store.atomic import atomic_write_text
 from exo_core.store.errors import StoreFormatError
 
-__all__ = ["StoreConfig", "read_config", "write_config", "dump_toml", "STORE_KINDS", "CURRENT_FORMAT", "CONFIG_NAME"]
+__all__ = [
+    "StoreConfig", "read_config", "write_config", "STORE_KINDS", "CURRENT_FORMAT", "CONFIG_NAME", "new_store_id"
+]
 
 CONFIG_NAME = "STORE.toml"
 STORE_KINDS = ("person", "agent", "group")
@@ -48,10 +51,18 @@ class StoreConfig:
     name: str = ""
 
     def to_toml(self) -> str:
-        """The file text, keys in a fixed order."""
-        values: dict[str, object] = {"format": self.format, "kind": self.kind, "store_id": self.store_id,
-                                     "owner_keys": list(self.owner_keys), "created": self.created, "name": self.name}
-        return dump_toml({k: v for k, v in values.items() if v != "" or k == "store_id"})
+        """The file text, keys in a fixed order; an empty ``created`` or ``name`` is left out."""
+        keys = ", ".join(_toml_string(key) for key in self.owner_keys)
+        lines = [f"format = {self.format}", f"kind = {_toml_string(self.kind)}",
+                 f"store_id = {_toml_string(self.store_id)}", f"owner_keys = [{keys}]"]
+        lines += [f"{key} = {_toml_string(text)}" for key, text in (("created", self.created), ("name", self.name))
+                  if text]
+        return "\n".join(lines) + "\n"
+
+
+def new_store_id() -> str:
+    """A fresh random store id: ``st_`` and 32 hex digits."""
+    return "st_" + secrets.token_hex(16)
 
 
 def _toml_string(text: str) -> str:
@@ -59,31 +70,9 @@ def _toml_string(text: str) -> str:
     return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007F")
 
 
-def dump_toml(values: dict[str, object]) -> str:
-    """Top-level ``key = value`` lines for text, int, bool and lists of text."""
-    lines = []
-    for key, value in values.items():
-        if not re.fullmatch(r"[A-Za-z0-9_-]+", key):
-            raise ValueError(f"TOML key {key!r} must be a bare key")
-        if isinstance(value, bool):
-            rendered = "true" if value else "false"
-        elif isinstance(value, int):
-            rendered = str(value)
-        elif isinstance(value, str):
-            rendered = _toml_string(value)
-        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
-            rendered = "[" + ", ".join(_toml_string(v) for v in value) + "]"
-        else:
-            raise ValueError(f"cannot write {type(value).__name__} for TOML key {key!r}")
-        lines.append(f"{key} = {rendered}")
-    return "\n".join(lines) + "\n"
-
-
 def _line_of(raw: str, key: str) -> int | None:
-    for number, line in enumerate(raw.splitlines(), start=1):
-        if re.match(rf"\s*{re.escape(key)}\s*=", line):
-            return number
-    return None
+    assignment = re.compile(rf"\s*{re.escape(key)}\s*=")
+    return next((number for number, line in enumerate(raw.splitlines(), start=1) if assignment.match(line)), None)
 
 
 def parse_config(raw: str, *, path: Path | str | None = None) -> StoreConfig:
@@ -113,11 +102,10 @@ def parse_config(raw: str, *, path: Path | str | None = None) -> StoreConfig:
     owners = data.get("owner_keys", [])
     if not isinstance(owners, list) or not all(isinstance(k, str) and k for k in owners):
         raise fail("owner_keys", "'owner_keys' must be a list of key id strings")
-    created = data.get("created", "")
-    name = data.get("name", "")
-    if not isinstance(created, str) or not isinstance(name, str):
-        raise fail("created" if not isinstance(created, str) else "name", "'created' and 'name' must be strings")
-    return StoreConfig(format=fmt, kind=kind, store_id=store_id, owner_keys=tuple(owners), created=created, name=name)
+    for key in ("created", "name"):
+        if not isinstance(data.get(key, ""), str):
+            raise fail(key, "'created' and 'name' must be strings")
+    return StoreConfig(fmt, kind, store_id, tuple(owners), data.get("created", ""), data.get("name", ""))
 
 
 def read_config(store_root: Path) -> StoreConfig:

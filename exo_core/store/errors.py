@@ -22,17 +22,12 @@ def where(path: Path | str | None, line: int | None) -> str:
 class StoreFormatError(CorruptDataError):
     """A curated store file (node, STORE.toml, router, manifest) is malformed.
 
-    ``path`` and ``line`` locate it; ``rule`` is the lint rule name it maps to.
+    ``path`` and ``line`` locate it; ``detail`` is the message without them;
+    ``rule`` is the lint rule name it maps to.
     """
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        path: Path | str | None = None,
-        line: int | None = None,
-        rule: str = "syntax",
-    ) -> None:
+    def __init__(self, message: str, *, path: Path | str | None = None, line: int | None = None,
+                 rule: str = "syntax") -> None:
         super().__init__(f"{where(path, line)}: {message}")
         self.path = path
         self.line = line

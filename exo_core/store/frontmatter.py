@@ -43,6 +43,10 @@ _FLOW_FORBIDDEN = set(",[]{}")
 # Words YAML 1.1 readers (and Obsidian) take as booleans or null; written quoted.
 _SPECIAL_WORDS = {"true", "false", "yes", "no", "on", "off", "y", "n", "null", "~"}
 _NUMBERISH = re.compile(r"[-+]?(\.?[0-9]|\.(inf|nan)|0[xob])", re.IGNORECASE)
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+# Possessive, so a doubled quote or an escaped one never ends the value early.
+_SINGLE_QUOTED = re.compile(r"'((?:[^']|'')*+)'")
+_DOUBLE_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*+"')
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,21 +84,15 @@ def _plain_ok(text: str, *, flow: bool) -> str | None:
 
 
 def format_scalar(text: str) -> str:
-    """``text`` as a scalar our parser and any YAML reader read back unchanged as text."""
-    if _plain_ok(text, flow=False) is None and text.lower() not in _SPECIAL_WORDS and not _NUMBERISH.match(text):
+    """``text`` as a scalar our parser and any YAML reader read back unchanged as text.
+
+    A ``YYYY-MM-DD`` date stays plain so Obsidian shows a date property.
+    """
+    if _DATE.fullmatch(text) or (_plain_ok(text, flow=False) is None and text.lower() not in _SPECIAL_WORDS
+                                 and not _NUMBERISH.match(text)):
         return text
     # JSON escapes are YAML escapes: json.dumps escapes quotes, backslashes and C0 controls.
     return _ESCAPED.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(text, ensure_ascii=False))
-
-
-_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
-
-
-def _format_for_key(text: str) -> str:
-    # Dates stay plain so Obsidian shows a date property; everything else via format_scalar.
-    if _DATE.fullmatch(text):
-        return text
-    return format_scalar(text)
 
 
 def dump_frontmatter(values: dict[str, FrontValue | bool]) -> str:
@@ -107,18 +105,15 @@ def dump_frontmatter(values: dict[str, FrontValue | bool]) -> str:
     for key, value in values.items():
         if not _KEY.fullmatch(key):
             raise ValueError(f"frontmatter key {key!r} must match [a-z][a-z0-9_]*")
-        if isinstance(value, bool):
-            lines.append(f"{key}: {'true' if value else 'false'}")
+        if isinstance(value, list) and value:
+            lines.append(f"{key}:")
+            lines.extend(f"  - {format_scalar(item)}" for item in value)
+        elif isinstance(value, bool):
+            lines.append(f"{key}: {str(value).lower()}")
         elif value is None:
             lines.append(f"{key}:")
-        elif isinstance(value, list):
-            if not value:
-                lines.append(f"{key}: []")
-            else:
-                lines.append(f"{key}:")
-                lines.extend(f"  - {_format_for_key(item)}" for item in value)
         else:
-            lines.append(f"{key}: {_format_for_key(value)}")
+            lines.append(f"{key}: {'[]' if isinstance(value, list) else format_scalar(value)}")
     lines.append("---")
     return "\n".join(lines) + "\n"
 
@@ -134,52 +129,28 @@ class _Reader:
 
     def quoted(self, text: str, line: int) -> tuple[str, str]:
         """Read one quoted scalar at the start of ``text``; return (value, rest)."""
-        self.check_raw(text, line)
-        quote = text[0]
-        if quote == "'":
-            i = 1
-            out: list[str] = []
-            while i < len(text):
-                if text[i] == "'":
-                    if text[i + 1 : i + 2] == "'":
-                        out.append("'")
-                        i += 2
-                        continue
-                    return "".join(out), text[i + 1 :]
-                out.append(text[i])
-                i += 1
-            raise self.fail(line, "unterminated 'single-quoted' value; close the quote on the same line")
-        i = 1
-        while i < len(text):
-            if text[i] == "\\":
-                i += 2
-                continue
-            if text[i] == '"':
-                raw = text[: i + 1]
-                try:
-                    value = json.loads(raw)
-                except json.JSONDecodeError as exc:
-                    raise self.fail(
-                        line, f"bad escape in double-quoted value ({exc.msg}); use \\\\, \\\", \\n, \\t or \\uXXXX"
-                    ) from exc
-                if not isinstance(value, str):
-                    raise self.fail(line, "a double-quoted value must be text")
-                return value, text[i + 1 :]
-            i += 1
-        raise self.fail(line, 'unterminated "double-quoted" value; close the quote on the same line')
-
-    def check_text(self, value: str, line: int) -> str:
+        bad = _UNPRINTABLE.search(text)
+        if bad:
+            raise self.fail(line, f"raw control character U+{ord(bad.group()):04X}; write it as an escape or remove it")
+        if text[0] == "'":
+            match = _SINGLE_QUOTED.match(text)
+            if match is None:
+                raise self.fail(line, "unterminated 'single-quoted' value; close the quote on the same line")
+            return match[1].replace("''", "'"), text[match.end() :]
+        match = _DOUBLE_QUOTED.match(text)
+        if match is None:
+            raise self.fail(line, 'unterminated "double-quoted" value; close the quote on the same line')
+        try:
+            value: str = json.loads(match[0])  # a JSON string literal: always text
+        except json.JSONDecodeError as exc:
+            raise self.fail(line, f"bad escape in double-quoted value ({exc.msg}); use \\\\, \\\", \\n, \\t or "
+                                  "\\uXXXX") from exc
         # Escaped control characters are fine (YAML allows any escape); a lone
         # surrogate is not text and could never be written back as UTF-8.
         lone = re.search("[\ud800-\udfff]", value)
         if lone:
             raise self.fail(line, f"lone surrogate \\u{ord(lone.group()):04x} in a value; remove it")
-        return value
-
-    def check_raw(self, raw: str, line: int) -> None:
-        bad = _UNPRINTABLE.search(raw)
-        if bad:
-            raise self.fail(line, f"raw control character U+{ord(bad.group()):04X}; write it as an escape or remove it")
+        return value, text[match.end() :]
 
     def scalar(self, text: str, line: int, *, flow: bool) -> str:
         text = text.strip(" ")
@@ -187,7 +158,7 @@ class _Reader:
             value, rest = self.quoted(text, line)
             if rest.strip(" "):
                 raise self.fail(line, f"unexpected text after the closing quote: {rest.strip()!r}")
-            return self.check_text(value, line)
+            return value
         reason = _plain_ok(text, flow=flow)
         if reason is not None:
             raise self.fail(line, f"{reason}; put the value in double quotes")
@@ -201,12 +172,11 @@ class _Reader:
         while inner:
             if inner[0] in ("'", '"'):
                 value, rest = self.quoted(inner, line)
-                items.append(self.check_text(value, line))
-                rest = rest.lstrip(" ")
             else:
-                comma = inner.find(",")
-                chunk, rest = (inner, "") if comma < 0 else (inner[:comma], inner[comma:])
-                items.append(self.scalar(chunk, line, flow=True))
+                chunk = inner.split(",", 1)[0]
+                value, rest = self.scalar(chunk, line, flow=True), inner[len(chunk) :]
+            items.append(value)
+            rest = rest.lstrip(" ")
             if rest.startswith(","):
                 rest = rest[1:].lstrip(" ")
                 if not rest:
@@ -225,22 +195,19 @@ def parse_document(text: str, *, path: Path | str | None = None) -> Frontmatter:
     duplicate key.
     """
     reader = _Reader(path)
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    lines = text.split("\n")
+    lines = text.removeprefix("\ufeff").split("\n")
     if lines[0].rstrip("\r") != "---":
         raise reader.fail(1, "the file must start with a '---' line opening the frontmatter")
     values: dict[str, FrontValue] = {}
     where_key: dict[str, int] = {}
     open_list: str | None = None
-    for index in range(1, len(lines)):
-        lineno = index + 1
-        if index > MAX_FRONTMATTER_LINES:
-            raise reader.fail(lineno, f"frontmatter longer than {MAX_FRONTMATTER_LINES} lines; is the closing '---' missing?")
-        raw = lines[index].rstrip("\r")
+    for lineno, raw in enumerate(lines[1:], start=2):
+        if lineno > MAX_FRONTMATTER_LINES + 1:
+            raise reader.fail(lineno, f"frontmatter longer than {MAX_FRONTMATTER_LINES} lines; "
+                                      "is the closing '---' missing?")
+        raw = raw.rstrip("\r")
         if raw == "---":
-            body = "\n".join(lines[index + 1 :])
-            return Frontmatter(values, where_key, body, lineno + 1)
+            return Frontmatter(values, where_key, "\n".join(lines[lineno:]), lineno + 1)
         stripped = raw.strip(" ")
         if not stripped or stripped.startswith("#"):
             continue
@@ -250,11 +217,9 @@ def parse_document(text: str, *, path: Path | str | None = None) -> Frontmatter:
             indent = len(raw) - len(raw.lstrip(" "))
             if open_list is None or indent not in (0, 2):
                 raise reader.fail(lineno, "a '- item' line must follow 'key:' (indented 0 or 2 spaces)")
-            current = values[open_list]
-            if current is None:
-                current = []
-                values[open_list] = current
-            assert isinstance(current, list)
+            current = values[open_list] or []
+            assert isinstance(current, list)  # 'key:' opened it as None; a list only ever follows
+            values[open_list] = current
             item = stripped[1:].strip(" ")
             if not item:
                 raise reader.fail(lineno, "empty list item; remove the line or give it a value")
@@ -278,7 +243,8 @@ def parse_document(text: str, *, path: Path | str | None = None) -> Frontmatter:
         elif rest.startswith("["):
             values[key] = reader.flow_list(rest, lineno)
         elif rest[0] in "{|>&*!":
-            raise reader.fail(lineno, f"{rest[0]!r} (maps, block text, anchors, tags) is not supported; use a quoted value")
+            raise reader.fail(lineno, f"{rest[0]!r} (maps, block text, anchors, tags) is not supported; "
+                                      "use a quoted value")
         else:
             values[key] = reader.scalar(rest, lineno, flow=False)
     raise reader.fail(len(lines), "no closing '---' line after the frontmatter; add one")

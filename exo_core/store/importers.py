@@ -47,6 +47,12 @@ class ImportReport:
         """Add one to ``outcome``'s count."""
         self.counts[outcome] = self.counts.get(outcome, 0) + 1
 
+    def clean(self, text: str) -> str:
+        """``text`` with its secrets redacted, counted here."""
+        text, found = redact(text)
+        self.redacted += found
+        return text
+
     def summary(self) -> str:
         """One line for the terminal."""
         parts = ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items())) or "nothing"
@@ -57,7 +63,8 @@ def _read_text(path: Path) -> str:
     try:
         size = path.stat().st_size
         if size > MAX_IMPORT_BYTES:
-            raise ImportFormatError(f"{size} bytes is larger than the {MAX_IMPORT_BYTES}-byte import limit; split it", path=path)
+            raise ImportFormatError(f"{size} bytes is larger than the {MAX_IMPORT_BYTES}-byte import limit; split it",
+                                    path=path)
         raw = path.read_bytes()
     except FileNotFoundError as exc:
         raise ImportFormatError("no such file", path=path) from exc
@@ -105,7 +112,6 @@ class _BookmarkParser(html.parser.HTMLParser):
             self.saw_doctype = True
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        line = self.getpos()[0]
         if tag == "h3":
             self.in_h3, self.text = True, []
         elif tag == "dl":
@@ -113,7 +119,7 @@ class _BookmarkParser(html.parser.HTMLParser):
             self.pending_folder = None
         elif tag == "a":
             self.link = {k.lower(): v for k, v in attrs}
-            self.link_line, self.text = line, []
+            self.link_line, self.text = self.getpos()[0], []
 
     def handle_endtag(self, tag: str) -> None:
         line = self.getpos()[0]
@@ -129,10 +135,8 @@ class _BookmarkParser(html.parser.HTMLParser):
             if not href:
                 raise ImportFormatError("<A> without HREF", path=self.path, line=self.link_line)
             title = " ".join("".join(self.text).split()) or href
-            tags = [f for f in self.folders if f]
-            extra = self.link.get("tags")
-            if extra:
-                tags.extend(t.strip() for t in extra.split(",") if t.strip())
+            extra = (self.link.get("tags") or "").split(",")
+            tags = [f for f in self.folders if f] + [t.strip() for t in extra if t.strip()]
             added = _epoch_date(self.link.get("add_date"), self.path, self.link_line)
             self.found.append((self.link_line, href.strip(), title, added, tuple(tags)))
             self.link = None
@@ -165,9 +169,7 @@ def import_bookmarks(path: Path, items: ItemStore, *, report: ImportReport | Non
         if not url.lower().startswith(_URL_SCHEMES):
             report.count("skipped")  # bookmarklets (javascript:), place: queries and the like
             continue
-        clean_url, n_url = redact(url)
-        clean_title, n_title = redact(title)
-        report.redacted += n_url + n_title
+        clean_url, clean_title = report.clean(url), report.clean(title)
         try:
             staged.append(Item.new(source_kind="bookmark", source_ref=normalize_url(clean_url), title=clean_title,
                                    body="", url=clean_url, tags=tags, added=added, scope=items.scope))
@@ -217,12 +219,9 @@ def parse_notes(folder: Path) -> list[tuple[str, str, str, tuple[str, ...], list
                 if isinstance(fm_title, str) and fm_title.strip():
                     title = fm_title.strip()
                 raw_tags = doc.values.get("tags")
-                tags = tuple(raw_tags) if isinstance(raw_tags, list) else (raw_tags,) if isinstance(raw_tags, str) else ()
-        if title == rel.stem:
-            for line in body.split("\n"):
-                if line.startswith("# "):
-                    title = line[2:].strip() or title
-                    break
+                tags = tuple(raw_tags) if isinstance(raw_tags, list) else (raw_tags,) if raw_tags else ()
+        if title == rel.stem:  # no title in the frontmatter: the first heading, if any
+            title = next((line[2:].strip() for line in body.split("\n") if line.startswith("# ")), "") or title
         notes.append((rel.as_posix(), title, body, tags, warnings))
     return notes
 
@@ -233,10 +232,7 @@ def import_notes(folder: Path, items: ItemStore, *, report: ImportReport | None 
     staged = []
     for rel, title, body, tags, warnings in parse_notes(Path(folder)):
         report.warnings.extend(warnings)
-        clean_title, n1 = redact(title)
-        clean_body, n2 = redact(body)
-        report.redacted += n1 + n2
-        staged.append(Item.new(source_kind="note", source_ref=rel, title=clean_title, body=clean_body,
+        staged.append(Item.new(source_kind="note", source_ref=rel, title=report.clean(title), body=report.clean(body),
                                tags=tags, scope=items.scope))
     _put_all(staged, items, report)
     return report
@@ -302,13 +298,12 @@ def parse_chat_export(path: Path) -> list[ChatMessage]:
         for mi, msg in enumerate(rows):
             if not isinstance(msg, dict):
                 raise ImportFormatError(f"conversation {conv_id!r} message #{mi + 1} is not an object", path=path)
-            role = msg.get("role")
-            author = msg.get("author")
-            if role is None and isinstance(author, dict):
-                role = author.get("role")  # ChatGPT keeps the role under "author"
+            author = msg.get("author")  # ChatGPT keeps the role under "author"
+            role = msg.get("role") or (author.get("role") if isinstance(author, dict) else None)
             text = _text_of(msg.get("text", msg.get("content")))
             if not isinstance(role, str) or text is None:
-                raise ImportFormatError(f"conversation {conv_id!r} message #{mi + 1} needs a 'role' and 'text'", path=path)
+                raise ImportFormatError(f"conversation {conv_id!r} message #{mi + 1} needs a 'role' and 'text'",
+                                        path=path)
             ts_raw = msg.get("ts", msg.get("create_time"))
             ts = str(ts_raw) if isinstance(ts_raw, (str, int, float)) and not isinstance(ts_raw, bool) else None
             messages.append(ChatMessage(conv_id, str(msg.get("id") or f"#{mi + 1}"), role, text, ts))
@@ -332,9 +327,8 @@ def import_chat_export(path: Path, ledger: LedgerWriter, *, scope: str = "person
         if not msg.text.strip():
             report.count("empty")
             continue
-        text, n = redact(msg.text)
-        report.redacted += n
-        body = {"text": text, "source": "chat-import", "conversation": msg.conversation, "message": msg.message}
+        body = {"text": report.clean(msg.text), "source": "chat-import", "conversation": msg.conversation,
+                "message": msg.message}
         if msg.ts is not None:
             body["ts_source"] = msg.ts
         staged.append((body, f"chat:{msg.conversation}:{msg.message}"))

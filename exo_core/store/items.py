@@ -67,8 +67,7 @@ _COLUMNS = (
 
 def item_id(source_kind: str, source_ref: str) -> str:
     """The deterministic id of the item a source names."""
-    digest = hashlib.sha256(f"{source_kind}\0{source_ref}".encode("utf-8")).hexdigest()
-    return "itm_" + digest[:24]
+    return "itm_" + hashlib.sha256(f"{source_kind}\0{source_ref}".encode("utf-8")).hexdigest()[:24]
 
 
 def content_hash(text: str) -> str:
@@ -118,16 +117,14 @@ class Item:
 
     def ledger_body(self) -> dict[str, object]:
         """The ledger entry body that carries this whole row (op ``put``)."""
-        body = asdict(self)
-        body["tags"] = list(self.tags)
-        body["item_id"] = body.pop("id")
-        body.pop("scope")  # the entry's own scope field records it
-        body["op"] = "put"
+        body = {**asdict(self), "item_id": self.id, "tags": list(self.tags), "op": "put"}
+        del body["id"], body["scope"]  # the entry's own scope field records the scope
         return body
 
     @classmethod
     def new(cls, *, source_kind: str, source_ref: str, title: str, body: str, scope: str = "person",
-            url: str | None = None, tier: str = "curated", tags: Iterable[str] = (), added: str | None = None) -> "Item":
+            url: str | None = None, tier: str = "curated", tags: Iterable[str] = (),
+            added: str | None = None) -> "Item":
         """Build an item with its derived id, normalized URL and content hash."""
         if tier not in TIERS:
             raise UsageError(f"tier must be one of {', '.join(TIERS)}")
@@ -187,12 +184,8 @@ class ItemStore:
 
     def duplicate_of(self, item: Item) -> str | None:
         """The id of a *different* stored item with the same URL or content, if any."""
-        if item.url_norm:
-            row = self.conn.execute("SELECT id FROM items WHERE url_norm = ? AND id != ?", (item.url_norm, item.id)).fetchone()
-            if row:
-                return str(row[0])
-        row = self.conn.execute("SELECT id FROM items WHERE content_hash = ? AND id != ?",
-                                (item.content_hash, item.id)).fetchone()
+        row = self.conn.execute("SELECT id FROM items WHERE id != ? AND (url_norm = ? OR content_hash = ?)",
+                                (item.id, item.url_norm, item.content_hash)).fetchone()
         return str(row[0]) if row else None
 
     def put(self, item: Item) -> str:
@@ -201,8 +194,7 @@ class ItemStore:
         The ledger entry is appended first (idempotent on id and content), so a
         crash between the two writes is repaired by running the import again.
         """
-        if self.ledger is None:
-            raise UsageError("items are written through the ledger; open the store's ledger first")
+        ledger = self._ledger()
         current = self.get(item.id)
         if current is not None and current.content_hash == item.content_hash and current.tier == item.tier:
             return "unchanged"
@@ -210,8 +202,8 @@ class ItemStore:
             return "duplicate"
         if current is not None:
             item = replace(item, review=current.review)  # a new version keeps the person's review
-        entry = self.ledger.append("item", item.ledger_body(), scope=item.scope,
-                                   idem=f"item:{item.id}:{item.content_hash}:{item.tier}")
+        entry = ledger.append("item", item.ledger_body(), scope=item.scope,
+                              idem=f"item:{item.id}:{item.content_hash}:{item.tier}")
         self._write_row(item, entry.id)
         return "added" if current is None else "updated"
 
@@ -219,13 +211,15 @@ class ItemStore:
         """Record the person's review of an item (through the ledger)."""
         if review not in REVIEW_STATES:
             raise UsageError(f"review must be one of {', '.join(REVIEW_STATES)}")
-        current = self.get(item_id_)
-        if current is None:
+        if self.get(item_id_) is None:
             raise UsageError(f"no item {item_id_!r}")
+        body: dict[str, object] = {"item_id": item_id_, "op": "review", "review": review}
+        self.apply_entry(self.scope, self._ledger().append("item", body, scope=self.scope).id, body)
+
+    def _ledger(self) -> LedgerLike:
         if self.ledger is None:
             raise UsageError("items are written through the ledger; open the store's ledger first")
-        entry = self.ledger.append("item", {"item_id": item_id_, "op": "review", "review": review}, scope=self.scope)
-        self.conn.execute("UPDATE items SET review = ?, ledger_id = ? WHERE id = ?", (review, entry.id, item_id_))
+        return self.ledger
 
     def _write_row(self, item: Item, ledger_id: str | None) -> None:
         try:
@@ -244,14 +238,13 @@ class ItemStore:
 
     def apply_entry(self, scope: str, entry_id: str, body: dict[str, object]) -> None:
         """Apply one ledger ``item`` entry to the table (used by rebuild)."""
-        op = body.get("op", "put")
-        if op == "review":
+        if body.get("op", "put") == "review":
             self.conn.execute("UPDATE items SET review = ?, ledger_id = ? WHERE id = ?",
                               (body["review"], entry_id, body["item_id"]))
             return
         fields = {k: v for k, v in body.items() if k not in ("op", "item_id")}
-        item = Item(id=str(body["item_id"]), scope=scope, **{**fields, "tags": tuple(fields.get("tags", ()))})  # type: ignore[arg-type]
-        self._write_row(item, entry_id)
+        fields["tags"] = tuple(fields.get("tags", ()))  # type: ignore[arg-type]
+        self._write_row(Item(id=str(body["item_id"]), scope=scope, **fields), entry_id)  # type: ignore[arg-type]
 
 
 def rebuild_items(path: Path, ledger: LedgerReader) -> int:
@@ -264,12 +257,9 @@ def rebuild_items(path: Path, ledger: LedgerReader) -> int:
     tmp = path.with_name(f".{path.name}.rebuild")
     for stale in (tmp, tmp.with_name(tmp.name + "-journal")):
         stale.unlink(missing_ok=True)
-    store = ItemStore(tmp, None)
-    try:
+    with ItemStore(tmp, None) as store:
         for entry in ledger.entries(kind="item"):
             store.apply_entry(entry.scope, entry.id, dict(entry.body))
         count = store.count()
-    finally:
-        store.close()
     tmp.replace(path)
     return count

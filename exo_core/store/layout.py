@@ -30,20 +30,14 @@ STATE_DIR = ".exo"
 NESTED_DIRS = {"agents": "agent", "groups": "group"}
 RESERVED_DIRS = frozenset({INDEXES_DIR, RAW_DIR, STATE_DIR, *NESTED_DIRS})
 SQLITE_FILES = (LEDGER, ITEMS)
-_SQLITE_SIDE = ("-wal", "-shm", "-journal")
+_PRIVATE_TOP = frozenset({INDEXES_DIR, RAW_DIR, STATE_DIR, ".git", MANIFEST})
+_SQLITE_NAMES = frozenset(db + side for db in SQLITE_FILES for side in ("", "-wal", "-shm", "-journal"))
 NESTED_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
 
 
 def is_private(rel: Path) -> bool:
     """True for files that are never curated: databases, raw corpus, indexes, state, git."""
-    parts = rel.parts
-    if not parts:
-        return False
-    first = parts[0]
-    if first in (INDEXES_DIR, RAW_DIR, STATE_DIR, ".git") or first == MANIFEST:
-        return True
-    name = parts[-1]
-    return any(name == db or any(name == db + side for side in _SQLITE_SIDE) for db in SQLITE_FILES)
+    return bool(rel.parts) and (rel.parts[0] in _PRIVATE_TOP or rel.name in _SQLITE_NAMES)
 
 
 def domain_dirs(root: Path) -> list[Path]:
@@ -57,38 +51,22 @@ def domain_dirs(root: Path) -> list[Path]:
 
 def node_files(root: Path) -> list[Path]:
     """Every node file in the store's own domains (not nested stores), sorted."""
-    found = []
-    for domain in domain_dirs(root):
-        for path in sorted(domain.rglob("*.md")):
-            if path.name == ROUTER or any(part.startswith(".") for part in path.relative_to(root).parts):
-                continue
-            found.append(path)
-    return found
+    return [path for domain in domain_dirs(root) for path in sorted(domain.rglob("*.md"))
+            if path.name != ROUTER and not any(part.startswith(".") for part in path.relative_to(root).parts)]
 
 
 def nested_store_dirs(root: Path) -> list[tuple[str, Path]]:
     """``(kind, folder)`` for each nested agent or group store directly under ``root``."""
-    found = []
-    for folder, kind in NESTED_DIRS.items():
-        base = root / folder
-        if base.is_dir():
-            found.extend((kind, p) for p in sorted(base.iterdir()) if p.is_dir() and not p.name.startswith("."))
-    return found
+    return [(kind, p) for folder, kind in NESTED_DIRS.items() if (root / folder).is_dir()
+            for p in sorted((root / folder).iterdir()) if p.is_dir() and not p.name.startswith(".")]
 
 
 def curated_files(root: Path) -> Iterator[Path]:
     """Every non-private, non-hidden file under ``root`` (nested stores included), sorted."""
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root)
-        if any(part.startswith(".") for part in rel.parts):
-            continue
-        if path.is_file() and not is_private(rel) and not _inside_private_nested(rel):
+        # agents/<name>/indexes/... and the like are private in the nested store too.
+        nested = Path(*rel.parts[2:]) if rel.parts[0] in NESTED_DIRS else Path()
+        private = is_private(rel) or is_private(nested)
+        if path.is_file() and not private and not any(part.startswith(".") for part in rel.parts):
             yield path
-
-
-def _inside_private_nested(rel: Path) -> bool:
-    # agents/<name>/indexes/... and the like are private in the nested store too.
-    parts = rel.parts
-    if len(parts) >= 3 and parts[0] in NESTED_DIRS:
-        return is_private(Path(*parts[2:]))
-    return False

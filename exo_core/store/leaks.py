@@ -11,10 +11,9 @@ lint finding the person can reword, a false negative is a leaked key.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 
-__all__ = ["Leak", "find_leaks", "redact", "LEAK_KINDS", "LEAK_PATTERNS"]
+__all__ = ["Leak", "find_leaks", "redact", "LEAK_PATTERNS"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,30 +52,20 @@ LEAK_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 _PHONE = re.compile(r"(?<![\w/.:+-])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,5}(?:[ .-]\d{2,5}){1,5}(?![\w/:-])")
 _DATEISH = re.compile(r"\d{4}-\d{2}-\d{2}|\d{2}:\d{2}")
-LEAK_KINDS = ("private-key", "api-key", "token", "password", "phone")
 
 
-def _phone_matches(text: str) -> Iterator[re.Match[str]]:
-    for match in _PHONE.finditer(text):
-        found = match.group(0)
-        digits = sum(ch.isdigit() for ch in found)
-        if _DATEISH.search(found):
-            continue
-        if not (10 <= digits <= 15 or (found.startswith("+") and digits >= 8)):
-            continue
-        # A bare run of digits (an id, a count) is not a phone number unless it
-        # carries a '+' country prefix; phone numbers are written in groups.
-        if not (found.startswith("+") or "(" in found or re.search(r"[ .-]", found)):
-            continue
-        yield match
+def _is_phone(found: str) -> bool:
+    digits = sum(ch.isdigit() for ch in found)
+    plus = found.startswith("+")
+    # A bare run of digits (an id, a count) is not a phone number unless it
+    # carries a '+' country prefix; phone numbers are written in groups.
+    grouped = plus or "(" in found or re.search(r"[ .-]", found) is not None
+    return grouped and (10 <= digits <= 15 or (plus and digits >= 8)) and not _DATEISH.search(found)
 
 
 def _spans(text: str) -> list[tuple[int, int, str]]:
-    spans: list[tuple[int, int, str]] = []
-    for kind, pattern in LEAK_PATTERNS:
-        spans.extend((m.start(), m.end(), kind) for m in pattern.finditer(text))
-    spans.extend((m.start(), m.end(), "phone") for m in _phone_matches(text))
-    spans.sort()
+    spans = sorted([(m.start(), m.end(), kind) for kind, pattern in LEAK_PATTERNS for m in pattern.finditer(text)]
+                   + [(m.start(), m.end(), "phone") for m in _PHONE.finditer(text) if _is_phone(m.group())])
     merged: list[tuple[int, int, str]] = []
     for start, end, kind in spans:
         if merged and start < merged[-1][1]:
@@ -93,24 +82,13 @@ def _mask(secret: str) -> str:
 
 def find_leaks(text: str) -> list[Leak]:
     """Every suspected secret in ``text`` with its line and column."""
-    leaks = []
-    for start, end, kind in _spans(text):
-        line = text.count("\n", 0, start) + 1
-        column = start - (text.rfind("\n", 0, start) + 1) + 1
-        leaks.append(Leak(kind, line, column, _mask(text[start:end])))
-    return leaks
+    return [Leak(kind, text.count("\n", 0, start) + 1, start - text.rfind("\n", 0, start), _mask(text[start:end]))
+            for start, end, kind in _spans(text)]
 
 
 def redact(text: str) -> tuple[str, int]:
     """``text`` with each suspected secret replaced by ``[redacted:<kind>]``; and the count."""
     spans = _spans(text)
-    if not spans:
-        return text, 0
-    out = []
-    pos = 0
-    for start, end, kind in spans:
-        out.append(text[pos:start])
-        out.append(f"[redacted:{kind}]")
-        pos = end
-    out.append(text[pos:])
-    return "".join(out), len(spans)
+    for start, end, kind in reversed(spans):  # from the end, so earlier offsets stay valid
+        text = f"{text[:start]}[redacted:{kind}]{text[end:]}"
+    return text, len(spans)

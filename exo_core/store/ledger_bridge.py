@@ -2,9 +2,10 @@
 
 Items, importers and onboarding code against the narrow protocols here
 (:class:`LedgerWriter`, :class:`LedgerReader`), which the real ``Ledger``
-satisfies, so they never import the ledger at module level. A store's ledger is ``<top store>/ledger.sqlite``; its ledger id is the
-store id, so two folders are copies of one person exactly when their ledgers
-share an id. Signing keys live in the Exo home, never in the store.
+satisfies, so they never import the ledger at module level. A store's ledger
+is ``<top store>/ledger.sqlite``; its ledger id is the store id, so two
+folders are copies of one person exactly when their ledgers share an id.
+Signing keys live in the Exo home, never in the store.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EntryLike", "LedgerWriter", "LedgerReader", "LedgerLike", "open_ledger", "create_ledger", "verify_ledger",
-    "checkpoint_hook", "ledger_summary"
+    "checkpoint_hook"
 ]
 
 
@@ -64,19 +65,11 @@ def create_ledger(store_root: Path, store_id: str) -> None:
     Ledger.open(Path(store_root) / layout.LEDGER, create=True, ledger_id=store_id).close()
 
 
-def open_ledger(store_root: Path, *, signer: "Signer | None" = None, scope: str = "person", create: bool = False,
-                ledger_id: str | None = None) -> "Ledger":
+def open_ledger(store_root: Path, *, signer: "Signer | None" = None) -> "Ledger":
     """Open the ledger of the (top) store at ``store_root``; writable only with a ``signer``."""
     from exo_core.ledger import Ledger
 
-    return Ledger.open(Path(store_root) / layout.LEDGER, signer=signer, scope=scope, create=create, ledger_id=ledger_id)
-
-
-def ledger_summary(ledger: "Ledger") -> dict[str, Any]:
-    """The ledger id, entry count, main head and fork segments, for reports."""
-    head = ledger.head(0)
-    return {"ledger_id": ledger.ledger_id, "entries": ledger.count(), "size": head.size, "head": head.chain,
-            "forks": [s.seg for s in ledger.segments() if s.seg != 0]}
+    return Ledger.open(Path(store_root) / layout.LEDGER, signer=signer)
 
 
 def verify_ledger(path: Path, owner_keys: tuple[str, ...], *,
@@ -95,15 +88,12 @@ def verify_ledger(path: Path, owner_keys: tuple[str, ...], *,
         ledger = Ledger.open(path)
     except ExoError as exc:
         return [f"{path.name}: cannot open the ledger ({exc.message})"], []
-    try:
+    with ledger:
         report = ledger.verify(pins=owner_keys or None, checkpoints=list(checkpoints))
-        summary = ledger_summary(ledger)
-    finally:
-        ledger.close()
+        forks = [s.seg for s in ledger.segments() if s.seg != 0]
+        notes = [f"{path.name}: ledger {ledger.ledger_id}, {ledger.count()} entries, main height {ledger.head(0).size}"
+                 + (f", fork segments {forks} (see 'exo store sync' report)" if forks else "")]
     errors = [f"{path.name}: {p.describe()}" for p in report.problems]
-    forks = summary["forks"]
-    notes = [f"{path.name}: ledger {summary['ledger_id']}, {summary['entries']} entries, main height {summary['size']}"
-             + (f", fork segments {forks} (see 'exo store sync' report)" if forks else "")]
     if not owner_keys:
         notes.append(f"{path.name}: STORE.toml lists no owner keys, so authors were not pinned")
     return errors, notes
@@ -118,15 +108,12 @@ def checkpoint_hook(signer: "Signer | None", book: "CheckpointBook | None" = Non
     from exo_core.ledger import Ledger, record_checkpoint
 
     def hook(ledger_path: Path) -> dict[str, Any]:
-        ledger = Ledger.open(ledger_path, signer=signer)
-        try:
+        with Ledger.open(ledger_path, signer=signer) as ledger:
             if signer is None:
                 head = ledger.head(0)
                 return {"ledger_id": ledger.ledger_id, "size": head.size, "head": head.chain}
             _, checkpoint = record_checkpoint(ledger, book=book)
             return {"ledger_id": ledger.ledger_id, "size": checkpoint.size, "head": checkpoint.head,
                     "checkpoint": checkpoint.to_json()}
-        finally:
-            ledger.close()
 
     return hook

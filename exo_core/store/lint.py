@@ -82,27 +82,28 @@ class _Linter:
         self._item_ids: set[str] | None = None
 
     def add(self, path: Path, line: int | None, rule: str, severity: str, message: str) -> None:
-        try:
-            rel = path.relative_to(self.top).as_posix()
-        except ValueError:
-            rel = str(path)
-        self.findings.append(Finding(rel, line or 1, rule, severity, message))
+        # Every linted path is under the top store (lint only walks it), so it has a relative name.
+        self.findings.append(Finding(path.relative_to(self.top).as_posix(), line or 1, rule, severity, message))
 
     def from_error(self, exc: StoreFormatError, fallback: Path) -> None:
-        path = Path(exc.path) if exc.path is not None else fallback
-        self.add(path, exc.line, exc.rule, "error", exc.detail)
+        self.add(Path(exc.path or fallback), exc.line, exc.rule, "error", exc.detail)
 
-    def item_ids(self) -> set[str]:
-        db = self.top / layout.ITEMS
+    def exists(self, target: str, targets: set[str]) -> bool:
+        """A link target is a node, a router or the pack (``targets``), or an item in items.sqlite."""
+        if target in targets:
+            return True
+        if not _ITEM_ID.fullmatch(target):
+            return False
         if self._item_ids is None:
             self._item_ids = set()
+            db = self.top / layout.ITEMS
             try:
                 if db.is_file():
                     with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
                         self._item_ids = {row[0] for row in conn.execute("SELECT id FROM items")}
             except sqlite3.Error:
                 pass  # unreadable: verify reports it, and item links then dangle, which is the truth
-        return self._item_ids
+        return target in self._item_ids
 
     def read_text(self, path: Path) -> str | None:
         try:
@@ -116,9 +117,8 @@ class _Linter:
 
     def lint(self, root: Path, expected_kind: str, parent_nodes: dict[str, Node],
              hidden: frozenset[str] = frozenset()) -> None:
-        config = self.lint_config(root, expected_kind)
-        if config is None and expected_kind == "person":
-            return
+        if self.lint_config(root, expected_kind) is None and expected_kind == "person":
+            return  # no usable STORE.toml: nothing else to trust
         nodes: dict[str, Node] = {}
         for path in layout.node_files(root):
             text = self.read_text(path)
@@ -138,8 +138,7 @@ class _Linter:
                 self.add(path, node.line_of("domain"), "domain-mismatch", "error",
                          f"domain {node.domain!r} but the file is in {expected.split('/', 1)[0]}/")
             nodes[node.id] = node
-        visible = dict(parent_nodes)
-        visible.update(nodes)
+        visible = {**parent_nodes, **nodes}
         targets = set(visible) | {"pack", "INDEX"} | {f"{d.name}/INDEX" for d in layout.domain_dirs(root)}
         for node in nodes.values():
             self.lint_node(node, visible, targets, parent_nodes, nodes, hidden)
@@ -164,7 +163,8 @@ class _Linter:
             self.add(toml, 1, "old-format", "warning",
                      f"format {config.format}; run 'exo store verify' or any exo store command to migrate it")
         if config.kind != expected_kind:
-            self.add(toml, 1, "nested-kind", "error", f"kind {config.kind!r} but this folder holds a {expected_kind} store")
+            self.add(toml, 1, "nested-kind", "error",
+                     f"kind {config.kind!r} but this folder holds a {expected_kind} store")
         return config
 
     def lint_node(self, node: Node, visible: dict[str, Node], targets: set[str], parent_nodes: dict[str, Node],
@@ -177,7 +177,7 @@ class _Linter:
                 self.add(node.path, line, "private-link", "error",
                          f"{link.type} link to {link.target!r}, a private node this scope may not see; remove it")
                 continue
-            if target is None and link.target not in targets and not self.is_item(link.target):
+            if target is None and not self.exists(link.target, targets):
                 self.add(node.path, line, "dangling-link", "error",
                          f"{link.type} link to {link.target!r}, which does not exist in this store")
                 continue
@@ -185,7 +185,7 @@ class _Linter:
                 self.add(node.path, line, "superseded-still-valid", "warning",
                          f"supersedes {link.target!r}, which has no valid_until; give it one")
         for target, number in wikilinks(node.body):
-            if target not in targets and target not in visible and not self.is_item(target):
+            if not self.exists(target, targets):  # targets hold every visible node
                 self.add(node.path, node_body_line(node, number), "dangling-link", "error",
                          f"[[{target}]] does not exist in this store")
         for parent in parent_nodes.values():
@@ -193,24 +193,17 @@ class _Linter:
                 self.add(node.path, node.line_of("summary"), "duplicate-fact", "warning",
                          f"same summary as the person's {parent.id!r}; link to it instead (one fact, one home)")
 
-    def is_item(self, target: str) -> bool:
-        return bool(_ITEM_ID.fullmatch(target)) and target in self.item_ids()
-
     def lint_hot_path(self, root: Path, nodes: dict[str, Node], targets: set[str]) -> None:
-        pack = root / layout.PACK
-        if not pack.is_file():
-            self.add(pack, 1, "missing-pack", "error", "missing; copy pack.md from store_template/")
-        router = root / layout.ROUTER
-        if not router.is_file():
-            self.add(router, 1, "missing-router", "error", "missing; copy INDEX.md from store_template/")
-        routers = [router] + [d / layout.ROUTER for d in layout.domain_dirs(root)]
-        for domain in layout.domain_dirs(root):
-            if not (domain / layout.ROUTER).is_file():
-                self.add(domain / layout.ROUTER, 1, "missing-router", "error",
-                         f"domain {domain.name}/ has no INDEX.md; add one with a '## Load rules' heading")
+        pack, router, domains = root / layout.PACK, root / layout.ROUTER, layout.domain_dirs(root)
+        routers = [router] + [d / layout.ROUTER for d in domains]
         root_links: set[str] = set()
+        missing = {pack: ("missing-pack", "missing; copy pack.md from store_template/"),
+                   router: ("missing-router", "missing; copy INDEX.md from store_template/")}
         for path in [pack] + routers:
             if not path.is_file():
+                rule, message = missing.get(path, ("missing-router", f"domain {path.parent.name}/ has no INDEX.md; "
+                                                   "add one with a '## Load rules' heading"))
+                self.add(path, 1, rule, "error", message)
                 continue
             text = self.read_text(path)
             if text is None:
@@ -229,10 +222,10 @@ class _Linter:
             for target, number in wikilinks(text):
                 if path == router:
                     root_links.add(target)
-                if target not in targets and not self.is_item(target):
+                if not self.exists(target, targets):
                     self.add(path, number, "dangling-link", "error", f"[[{target}]] does not exist in this store")
             self.lint_copies(path, text, nodes)
-        for domain in layout.domain_dirs(root):
+        for domain in domains:
             if router.is_file() and f"{domain.name}/INDEX" not in root_links:
                 self.add(router, 1, "unrouted-domain", "warning",
                          f"domain {domain.name}/ is not linked; add '- [[{domain.name}/INDEX]]' under Domains")
@@ -266,12 +259,8 @@ class _Linter:
 def node_body_line(node: Node, body_line: int) -> int:
     """Map a line in a node's body to its line in the file."""
     assert node.path is not None
-    lines = dict(node.key_lines)
-    last = max(lines.values(), default=1)
-    # The body starts after the closing '---'; count list items after the last key.
-    head_lines = node.path.read_text(encoding="utf-8").split("\n")
-    closing = next((i for i in range(1, len(head_lines)) if head_lines[i].rstrip("\r") == "---"), last)
-    return closing + 1 + body_line
+    # The body is the file's tail, so the lines before it are the file's newlines less the body's.
+    return node.path.read_text(encoding="utf-8").count("\n") - node.body.count("\n") + body_line
 
 
 def lint_store(root: Path | str) -> LintReport:
@@ -280,5 +269,4 @@ def lint_store(root: Path | str) -> LintReport:
     linter = _Linter(root)
     linter.lint(root, "person", {})
     linter.lint_leaks(root)
-    unique = sorted(set(linter.findings), key=lambda f: (f.path, f.line, f.rule, f.message))
-    return LintReport(root, tuple(unique))
+    return LintReport(root, tuple(sorted(set(linter.findings), key=lambda f: (f.path, f.line, f.rule, f.message))))

@@ -57,13 +57,11 @@ def copy_candidates(root: Path) -> Iterator[Path]:
     """
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root)
-        if rel.parts[0] in _SKIP_TOP or any(_TEMP.match(part) for part in rel.parts):
+        nested_skip = len(rel.parts) >= 3 and rel.parts[0] in layout.NESTED_DIRS and rel.parts[2] in _SKIP_TOP
+        if rel.parts[0] in _SKIP_TOP or nested_skip or any(_TEMP.match(part) for part in rel.parts):
             continue
-        if len(rel.parts) >= 3 and rel.parts[0] in layout.NESTED_DIRS and rel.parts[2] in _SKIP_TOP:
-            continue
-        if path.name.endswith(("-wal", "-shm", "-journal")):
-            continue  # the backup API folds these into the copied database
-        if path.is_file() and not path.is_symlink():
+        # SQLite side files are left out too: the backup API folds them into the copied database.
+        if path.is_file() and not path.is_symlink() and not path.name.endswith(("-wal", "-shm", "-journal")):
             yield rel
 
 
@@ -90,7 +88,8 @@ class Manifest:
     def describe(self) -> str:
         """One line saying which copy this is."""
         ledger = f", ledger {self.ledger.get('size')} entries" if self.ledger else ""
-        return f"export {self.export_id} of {self.store_id or 'an unnamed store'} at {self.exported_at}: {len(self.files)} files{ledger}"
+        return (f"export {self.export_id} of {self.store_id or 'an unnamed store'} at {self.exported_at}: "
+                f"{len(self.files)} files{ledger}")
 
 
 def build_manifest(root: Path, *, export_id: str, exported_at: str, store_id: str, store_format: int,
@@ -112,7 +111,8 @@ def read_manifest(root: Path) -> Manifest | None:
         return None
 
     def bad(message: str) -> StoreFormatError:
-        return StoreFormatError(message + "; the copy is incomplete or altered, export it again", path=path, rule="manifest")
+        return StoreFormatError(message + "; the copy is incomplete or altered, export it again", path=path,
+                                rule="manifest")
 
     try:
         doc = json.loads(raw.decode("utf-8"))

@@ -25,16 +25,16 @@ import re
 import secrets
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from exo_core.store import layout
 from exo_core.store.atomic import atomic_write_text, fsync_dir
-from exo_core.store.config import CURRENT_FORMAT, StoreConfig, read_config, write_config
+from exo_core.store.config import CURRENT_FORMAT, new_store_id, read_config, write_config
 from exo_core.store.errors import StoreFormatError, StoreVersionError
 from exo_core.store.frontmatter import FrontValue, dump_frontmatter, parse_document
 
-__all__ = ["finish_or_migrate", "migrate_store", "MigrationStep", "JOURNAL", "StepHook"]
+__all__ = ["migrate_store", "MigrationStep", "JOURNAL", "StepHook", "no_step"]
 
 JOURNAL = "migration.json"
 StepHook = Callable[[str], None]
@@ -87,32 +87,29 @@ def _backup_v1(root: Path, journal: dict[str, object], tick: StepHook) -> None:
     fsync_dir(backup.parent)
 
 
+def _link_1_to_2(item: str, path: Path, line: int | None) -> str:
+    if "[[" in item:
+        return item  # already written the format-2 way
+    match = _V1_LINK.fullmatch(item)
+    if match is None:
+        raise StoreFormatError(f"format-1 link {item!r} is not 'type:target'; fix it and open the store again",
+                               path=path, line=line, rule="migration")
+    return f"{match['type']} [[{match['target']}]]"
+
+
 def _node_1_to_2(root: Path, journal: dict[str, object], tick: StepHook) -> None:
     for path in layout.node_files(root):
-        text = path.read_text(encoding="utf-8")
-        doc = parse_document(text, path=path)
-        values = dict(doc.values)
-        if "sources" in values and "source" not in values and all(
-            isinstance(v, str) and "[[" in v for v in (values.get("links") or [])
-        ):
+        doc = parse_document(path.read_text(encoding="utf-8"), path=path)
+        values = doc.values
+        links_v2 = all(isinstance(v, str) and "[[" in v for v in (values.get("links") or []))
+        if "sources" in values and "source" not in values and links_v2:
             continue  # already format 2 (this step ran before a crash)
         new: dict[str, FrontValue] = {}
         for key, value in values.items():
             if key == "source":
-                sources = [] if value in (None, "") else [value] if isinstance(value, str) else list(value)
-                new["sources"] = sources
+                new["sources"] = [value] if isinstance(value, str) and value else list(value or [])
             elif key == "links":
-                links = []
-                for item in value or []:
-                    match = _V1_LINK.fullmatch(item) if isinstance(item, str) else None
-                    if match is None and isinstance(item, str) and "[[" in item:
-                        links.append(item)
-                    elif match is None:
-                        raise StoreFormatError(f"format-1 link {item!r} is not 'type:target'; fix it and open the "
-                                               "store again", path=path, line=doc.lines.get("links"), rule="migration")
-                    else:
-                        links.append(f"{match['type']} [[{match['target']}]]")
-                new["links"] = links
+                new["links"] = [_link_1_to_2(item, path, doc.lines.get("links")) for item in value or []]
             else:
                 new[key] = value
         new.setdefault("sources", [])
@@ -123,22 +120,21 @@ def _node_1_to_2(root: Path, journal: dict[str, object], tick: StepHook) -> None
 
 def _config_1_to_2(root: Path, journal: dict[str, object], tick: StepHook) -> None:
     config = read_config(root)
-    if config.format >= 2:
-        return
-    store_id = journal.get("store_id")
-    assert isinstance(store_id, str)
-    write_config(root, StoreConfig(2, "person", store_id, config.owner_keys, config.created, config.name))
+    if config.format < 2:  # the journal holds the id chosen before the first step, so a rerun picks the same
+        write_config(root, replace(config, format=2, kind="person", store_id=str(journal["store_id"])))
 
 
 STEPS: tuple[MigrationStep, ...] = (
-    MigrationStep(1, "backup", _backup_v1),
-    MigrationStep(1, "nodes", _node_1_to_2),
+    MigrationStep(1, "backup", _backup_v1), MigrationStep(1, "nodes", _node_1_to_2),
     MigrationStep(1, "store-toml", _config_1_to_2),
 )
 
 
-def _run(root: Path, journal: dict[str, object], on_step: StepHook | None) -> None:
-    tick = on_step or (lambda name: None)
+def no_step(name: str) -> None:
+    """The default step hook: nothing to observe."""
+
+
+def _run(root: Path, journal: dict[str, object], tick: StepHook) -> None:
     for step in STEPS:
         if step.source >= journal["from"]:  # type: ignore[operator]
             tick(f"{step.source}:{step.name}:before")
@@ -156,30 +152,21 @@ def migrate_store(root: Path, *, on_step: StepHook | None = None) -> int:
     use it to kill the process there). Raises :class:`StoreVersionError` for a
     format newer than this code.
     """
-    root = Path(root)
+    root, tick = Path(root), on_step or no_step
     journal = _read_journal(root)
     if journal is not None:
-        _run(root, journal, on_step)
+        _run(root, journal, tick)
         return int(journal["from"])  # type: ignore[call-overload]
     config = read_config(root)
     if config.format > CURRENT_FORMAT:
-        raise StoreVersionError(
-            f"{root}/STORE.toml: store format {config.format} is newer than this Exo understands "
-            f"({CURRENT_FORMAT}); upgrade Exo before opening it (nothing was changed)"
-        )
+        raise StoreVersionError(f"{root}/STORE.toml: store format {config.format} is newer than this Exo understands "
+                                f"({CURRENT_FORMAT}); upgrade Exo before opening it (nothing was changed)")
     if config.format == CURRENT_FORMAT:
         return config.format
-    journal = {"from": config.format, "to": CURRENT_FORMAT, "store_id": config.store_id or "st_" + secrets.token_hex(16)}
+    journal = {"from": config.format, "to": CURRENT_FORMAT, "store_id": config.store_id or new_store_id()}
     (root / layout.STATE_DIR).mkdir(exist_ok=True)
     atomic_write_text(_journal_path(root), json.dumps(journal, sort_keys=True, separators=(",", ":")))
-    if on_step is not None:
-        on_step("journal")
-    _run(root, journal, on_step)
+    tick("journal")
+    _run(root, journal, tick)
     return config.format
 
-
-def finish_or_migrate(root: Path) -> None:
-    """Finish an interrupted migration, or start one for an older store; no-op when current."""
-    # A newer format is refused by the caller with a clear message.
-    if _journal_path(root).is_file() or read_config(root).format < CURRENT_FORMAT:
-        migrate_store(root)

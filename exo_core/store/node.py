@@ -33,6 +33,7 @@ REQUIRED_KEYS = ("id", "title", "type", "domain", "summary", "load_when", "confi
                  "sources", "links")
 OPTIONAL_KEYS = ("valid_until", "tags", "private", "aliases")
 _LIST_KEYS = frozenset({"sources", "links", "tags", "aliases"})
+_CHOICES = {"type": tuple(sorted(NODE_TYPES)), "confidence": CONFIDENCE, "stability": STABILITY}
 
 NODE_ID = re.compile(r"[a-z0-9][a-z0-9-]{0,62}(/[a-z0-9][a-z0-9-]{0,62}){1,3}")
 _DATE = re.compile(r"[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])")
@@ -88,14 +89,6 @@ def node_id_for(store_root: Path, path: Path) -> str:
     return path.relative_to(store_root).with_suffix("").as_posix()
 
 
-def _expect_text(values: dict[str, FrontValue], key: str, lines: dict[str, int], path: Path | str | None) -> str:
-    value = values.get(key)
-    if not isinstance(value, str):
-        kind = "a list" if isinstance(value, list) else "empty"
-        raise StoreFormatError(f"{key!r} must be text, not {kind}", path=path, line=lines.get(key), rule="mistyped-key")
-    return value
-
-
 def parse_node(text: str, *, path: Path | str | None = None) -> Node:
     """Parse and validate a node file; every problem names ``path`` and the line.
 
@@ -104,41 +97,34 @@ def parse_node(text: str, *, path: Path | str | None = None) -> Node:
     """
     doc = parse_document(text, path=path)
     values, lines = doc.values, doc.lines
+
+    def bad(key: str, message: str, rule: str = "mistyped-key") -> StoreFormatError:
+        return StoreFormatError(message, path=path, line=lines.get(key, 1), rule=rule)
+
     for key in REQUIRED_KEYS:
         if key not in values:
-            raise StoreFormatError(f"missing required key {key!r}; add '{key}:' to the frontmatter", path=path,
-                                   line=1, rule="missing-key")
+            raise bad(key, f"missing required key {key!r}; add '{key}:' to the frontmatter", "missing-key")
     for key in values:
         if key not in REQUIRED_KEYS and key not in OPTIONAL_KEYS:
-            raise StoreFormatError(f"unknown key {key!r}; allowed: {', '.join(REQUIRED_KEYS + OPTIONAL_KEYS)}",
-                                   path=path, line=lines[key], rule="unknown-key")
+            raise bad(key, f"unknown key {key!r}; allowed: {', '.join(REQUIRED_KEYS + OPTIONAL_KEYS)}", "unknown-key")
     lists: dict[str, tuple[str, ...]] = {}
     for key in _LIST_KEYS:
         value = values.get(key)
-        if value is None:
-            lists[key] = ()
-        elif isinstance(value, list):
-            lists[key] = tuple(value)
-        else:
-            raise StoreFormatError(f"{key!r} must be a list, e.g. '{key}: []'", path=path, line=lines[key], rule="mistyped-key")
-    text_of = {k: _expect_text(values, k, lines, path) for k in REQUIRED_KEYS if k not in _LIST_KEYS and k != "load_when"}
-    load_when = values.get("load_when")
-    if load_when is None:
-        load_when = ""
-    elif not isinstance(load_when, str):
-        raise StoreFormatError("'load_when' must be text", path=path, line=lines["load_when"], rule="mistyped-key")
-
-    def bad(key: str, message: str) -> StoreFormatError:
-        return StoreFormatError(message, path=path, line=lines.get(key), rule="mistyped-key")
-
+        if value is not None and not isinstance(value, list):
+            raise bad(key, f"{key!r} must be a list, e.g. '{key}: []'")
+        lists[key] = tuple(value or ())
+    text_of: dict[str, str] = {}
+    for key in REQUIRED_KEYS:
+        value = "" if key == "load_when" and values[key] is None else values[key]
+        if key not in _LIST_KEYS and not isinstance(value, str):
+            raise bad(key, f"{key!r} must be text, not {'a list' if isinstance(value, list) else 'empty'}")
+        if isinstance(value, str):
+            text_of[key] = value
     if not NODE_ID.fullmatch(text_of["id"]):
         raise bad("id", f"id {text_of['id']!r} must look like 'domain/short-name' (lower case, digits, '-')")
-    if text_of["type"] not in NODE_TYPES:
-        raise bad("type", f"type {text_of['type']!r} is not one of {', '.join(sorted(NODE_TYPES))}")
-    if text_of["confidence"] not in CONFIDENCE:
-        raise bad("confidence", f"confidence must be one of {', '.join(CONFIDENCE)}")
-    if text_of["stability"] not in STABILITY:
-        raise bad("stability", f"stability must be one of {', '.join(STABILITY)}")
+    for key, allowed in _CHOICES.items():
+        if text_of[key] not in allowed:
+            raise bad(key, f"{key} {text_of[key]!r} is not one of {', '.join(allowed)}")
     if not _DATE.fullmatch(text_of["valid_from"]):
         raise bad("valid_from", "valid_from must be a date YYYY-MM-DD")
     if not text_of["title"].strip() or not text_of["summary"].strip():
@@ -160,7 +146,7 @@ def parse_node(text: str, *, path: Path | str | None = None) -> Node:
         if match["type"] not in LINK_TYPES:
             raise bad("links", f"link type {match['type']!r} is not one of {', '.join(sorted(LINK_TYPES))}")
         links.append(Link(match["type"], match["target"].strip()))
-    return Node(**text_of, load_when=load_when, sources=lists["sources"], links=tuple(links),
+    return Node(**text_of, sources=lists["sources"], links=tuple(links),
                 valid_until=valid_until if isinstance(valid_until, str) else None, tags=lists["tags"],
                 private=private_raw == "true", aliases=lists["aliases"], body=doc.body,
                 path=Path(path) if path is not None else None, key_lines=tuple(lines.items()))

@@ -169,7 +169,8 @@ def plan(state: InterviewState, *, today: str | None = None) -> OnboardPlan:
                            stability="core", links=(Link("see-also", "rules/approval"),)))
         rules.append("- Standing rule: [[rules/standing-rule]]")
     if languages:
-        nodes.append(_node("self/languages", "fact", "Languages", f"Writes in: {languages}.", "language | translate", day))
+        nodes.append(_node("self/languages", "fact", "Languages", f"Writes in: {languages}.", "language | translate",
+                           day))
         who.append("- Languages: [[self/languages]]")
     pack = (
         "# Pack\n\nThe one page Exo reads on every request. It points to beliefs and never copies them.\n"
@@ -186,7 +187,8 @@ def plan(state: InterviewState, *, today: str | None = None) -> OnboardPlan:
 def check_fillable(store: Store, node_ids: tuple[str, ...] = ()) -> None:
     """Raise :class:`ConflictError` when the pack was edited or a node exists: onboarding only fills an empty store."""
     pack = store.root / layout.PACK
-    if pack.is_file() and pack.read_text(encoding="utf-8") != (template_path() / layout.PACK).read_text(encoding="utf-8"):
+    blank = (template_path() / layout.PACK).read_text(encoding="utf-8")
+    if pack.is_file() and pack.read_text(encoding="utf-8") != blank:
         raise ConflictError(f"{pack} was already edited; onboarding only fills an empty store (or use force)")
     for node_id in node_ids:
         if store.node_path(node_id).exists():

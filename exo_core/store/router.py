@@ -28,6 +28,7 @@ _RULES_HEADING = re.compile(r"#{2,3}\s+load rules\s*", re.IGNORECASE)
 _HEADING = re.compile(r"#{1,6}\s")
 _RULE = re.compile(r"[-*]\s+(?P<trigger>.+?)\s+->\s+(?P<targets>.+)")
 _WORD = re.compile(r"[\w']+")
+_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,45 +61,23 @@ class Router:
 
     def pins(self, request: str) -> tuple[str, ...]:
         """Node ids pinned for ``request``, in rule order, without repeats."""
-        seen: dict[str, None] = {}
-        for rule in self.rules:
-            if rule.matches(request):
-                for target in rule.targets:
-                    seen.setdefault(target, None)
-        return tuple(seen)
+        return tuple(dict.fromkeys(target for rule in self.rules if rule.matches(request) for target in rule.targets))
+
+
+def _uncommented(text: str) -> str:
+    # HTML comments hide the links and rules inside them; their newlines stay so line numbers hold.
+    return _COMMENT.sub(lambda m: "\n" * m.group().count("\n"), text)
 
 
 def wikilinks(text: str) -> list[tuple[str, int]]:
     """Every ``[[target]]`` in ``text`` with its 1-based line, skipping HTML comments and code."""
     found = []
-    in_comment = False
     in_fence = False
-    for number, line in enumerate(text.split("\n"), start=1):
+    for number, line in enumerate(_uncommented(text).split("\n"), start=1):
         if line.lstrip().startswith("```"):
             in_fence = not in_fence
-            continue
-        if in_fence:
-            continue
-        visible = []
-        rest = line
-        while rest:
-            if in_comment:
-                end = rest.find("-->")
-                if end < 0:
-                    rest = ""
-                else:
-                    in_comment = False
-                    rest = rest[end + 3 :]
-            else:
-                start = rest.find("<!--")
-                if start < 0:
-                    visible.append(rest)
-                    rest = ""
-                else:
-                    visible.append(rest[:start])
-                    in_comment = True
-                    rest = rest[start + 4 :]
-        found.extend((m.group(1).strip(), number) for m in WIKILINK.finditer(" ".join(visible)))
+        elif not in_fence:
+            found.extend((m.group(1).strip(), number) for m in WIKILINK.finditer(line))
     return found
 
 
@@ -106,39 +85,22 @@ def parse_router(text: str, *, path: Path | str | None = None) -> Router:
     """Parse an INDEX.md; a malformed load rule raises :class:`StoreFormatError` with its line."""
     rules: list[LoadRule] = []
     in_rules = False
-    in_comment = False
-    for number, raw in enumerate(text.split("\n"), start=1):
-        line = raw.rstrip("\r").strip()
-        if "<!--" in line and "-->" not in line.split("<!--", 1)[1]:
-            in_comment = True
-            continue
-        if in_comment:
-            in_comment = "-->" not in line
-            continue
+    for number, raw in enumerate(_uncommented(text).split("\n"), start=1):
+        line = raw.strip()
         if _HEADING.match(line):
             in_rules = bool(_RULES_HEADING.fullmatch(line))
             continue
-        if not in_rules or not line or line.startswith("<!--"):
-            continue
-        if not (line.startswith("- ") or line.startswith("* ")):
+        if not in_rules or not line.startswith(("- ", "* ")):
             continue  # prose under the heading explains the rules
         match = _RULE.fullmatch(line)
         if not match:
-            raise StoreFormatError(
-                "load rule must look like '- trigger words -> [[domain/node]]'",
-                path=path,
-                line=number,
-                rule="router",
-            )
+            raise StoreFormatError("load rule must look like '- trigger words -> [[domain/node]]'", path=path,
+                                   line=number, rule="router")
         targets = tuple(t for t, _ in wikilinks(match["targets"]))
         leftover = WIKILINK.sub("", match["targets"]).replace(",", "").strip()
         if not targets or leftover:
-            raise StoreFormatError(
-                "a load rule's targets must be [[node ids]] separated by commas",
-                path=path,
-                line=number,
-                rule="router",
-            )
+            raise StoreFormatError("a load rule's targets must be [[node ids]] separated by commas", path=path,
+                                   line=number, rule="router")
         if not _WORD.search(match["trigger"]):
             raise StoreFormatError("a load rule needs trigger words before '->'", path=path, line=number, rule="router")
         rules.append(LoadRule(match["trigger"].strip(), targets, number))

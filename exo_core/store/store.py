@@ -17,20 +17,16 @@ from pathlib import Path
 
 from exo_core.errors import ConflictError, NotFoundError, UsageError
 from exo_core.store import layout
-from exo_core.store.atomic import atomic_write_text, fsync_dir
-from exo_core.store.config import CURRENT_FORMAT, STORE_KINDS, StoreConfig, read_config, write_config
-from exo_core.store.errors import StoreFormatError, StoreVersionError
-from exo_core.store.node import NODE_ID, Link, Node, node_id_for, parse_node, render_node
+from exo_core.store.atomic import atomic_write_text, fsync_dir, fsync_tree
+from exo_core.store.config import CURRENT_FORMAT, StoreConfig, new_store_id, read_config, write_config
+from exo_core.store.errors import StoreFormatError
+from exo_core.store.ledger_bridge import create_ledger
+from exo_core.store.node import NODE_ID, Link, Node, parse_node, render_node
 from exo_core.store.router import Router, parse_router
 
 __all__ = ["Store", "init_store", "new_store_id", "PERSON_SCOPE", "template_path"]
 
 PERSON_SCOPE = "person"
-
-
-def new_store_id() -> str:
-    """A fresh random store id: ``st_`` and 32 hex digits."""
-    return "st_" + secrets.token_hex(16)
 
 
 def template_path() -> Path:
@@ -53,31 +49,19 @@ class Store:
     parent: "Store | None" = None
 
     @classmethod
-    def open(cls, root: Path | str, *, migrate: bool = True) -> "Store":
-        """Open the store at ``root``; migrate an older format unless ``migrate`` is False.
+    def open(cls, root: Path | str) -> "Store":
+        """Open the store at ``root``, migrating an older format first (finishing one a crash interrupted).
 
-        Raises :class:`StoreVersionError` for a format newer than this code
-        (or older when ``migrate`` is False), :class:`StoreFormatError` for a
-        missing or malformed STORE.toml.
+        Raises :class:`StoreVersionError` for a format newer than this code,
+        :class:`StoreFormatError` for a missing or malformed STORE.toml.
         """
         root = Path(root).resolve()
         if not root.is_dir():
             raise NotFoundError(f"{root}: no such store folder; run 'exo init' or pass --store DIR")
-        from exo_core.store.migrate import finish_or_migrate  # migrate imports Store's pieces
+        from exo_core.store.migrate import migrate_store  # migrate imports Store's pieces
 
-        if migrate:
-            finish_or_migrate(root)
+        migrate_store(root)  # finishes a migration a crash interrupted, or runs one; refuses a newer format
         config = read_config(root)
-        if config.format > CURRENT_FORMAT:
-            raise StoreVersionError(
-                f"{root}/STORE.toml: store format {config.format} is newer than "
-                f"this Exo understands ({CURRENT_FORMAT}); upgrade Exo before opening it (nothing was changed)"
-            )
-        if config.format < CURRENT_FORMAT:
-            raise StoreVersionError(
-                f"{root}/STORE.toml: store format {config.format} is older than {CURRENT_FORMAT}; "
-                "open it with migration enabled (any exo store command does)"
-            )
         if config.kind != "person":
             raise UsageError(f"{root} is a nested {config.kind} store; open its person store and use Store.nested()")
         return cls(root, config)
@@ -86,10 +70,7 @@ class Store:
     @property
     def top(self) -> "Store":
         """The person store at the top of the nesting (itself when not nested)."""
-        store = self
-        while store.parent is not None:
-            store = store.parent
-        return store
+        return self if self.parent is None else self.parent.top
 
     @property
     def ledger_path(self) -> Path:
@@ -135,19 +116,12 @@ class Store:
     # -- curated files ----------------------------------------------------
     def pack_text(self) -> str:
         """The pack page, loaded on every request."""
-        try:
-            return (self.root / layout.PACK).read_text(encoding="utf-8")
-        except FileNotFoundError as exc:
-            raise NotFoundError(f"{self.root / layout.PACK}: missing; copy it from store_template/") from exc
+        return _read(self.root / layout.PACK, "missing; copy it from store_template/")
 
     def router(self, domain: str | None = None) -> Router:
         """The root router, or a domain's router."""
         path = self.root / (f"{domain}/{layout.ROUTER}" if domain else layout.ROUTER)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError as exc:
-            raise NotFoundError(f"{path}: missing; every store and domain needs an INDEX.md") from exc
-        return parse_router(text, path=path)
+        return parse_router(_read(path, "missing; every store and domain needs an INDEX.md"), path=path)
 
     def node_path(self, node_id: str) -> Path:
         """Where the node with ``node_id`` lives in this store."""
@@ -158,11 +132,7 @@ class Store:
     def read_node(self, node_id: str) -> Node:
         """Read one node of this store; :class:`NotFoundError` when absent."""
         path = self.node_path(node_id)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError as exc:
-            raise NotFoundError(f"{path}: no node {node_id!r}") from exc
-        return parse_node(text, path=path)
+        return parse_node(_read(path, f"no node {node_id!r}"), path=path)
 
     def nodes(self) -> list[Node]:
         """Every node of this store (not nested ones); a malformed file raises naming it."""
@@ -174,15 +144,10 @@ class Store:
         Private nodes never reach an agent or group scope (§18.1).
         """
         own = self.nodes()
+        if self.parent is None:
+            return own
         seen = {n.id for n in own}
-        store = self.parent
-        while store is not None:
-            for node in store.nodes():
-                if not node.private and node.id not in seen:
-                    own.append(node)
-                    seen.add(node.id)
-            store = store.parent
-        return own
+        return own + [n for n in self.parent.visible_nodes() if not n.private and n.id not in seen]
 
     def write_node(self, node: Node) -> Path:
         """Write ``node`` atomically at the path its id names."""
@@ -194,8 +159,6 @@ class Store:
         text = render_node(node)
         parse_node(text, path=path)  # never write what we could not read back
         atomic_write_text(path, text)
-        if node_id_for(self.root, path) != node.id:
-            raise StoreFormatError("id does not match path", path=path, rule="id-mismatch")
         return path
 
     def ensure_domain(self, domain: str) -> None:
@@ -241,43 +204,39 @@ class Store:
         return path
 
 
+def _read(path: Path, missing: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise NotFoundError(f"{path}: {missing}") from exc
+
+
 def _today() -> str:
     return _dt.date.today().isoformat()
 
 
-def init_store(dest: Path | str, *, owner_key_ids: list[str], kind: str = "person", name: str = "",
-               template: Path | None = None, create_ledger: bool = True) -> Store:
-    """Create a new store at ``dest`` from ``store_template/`` and fill STORE.toml.
+def init_store(dest: Path | str, *, owner_key_ids: list[str], name: str = "") -> Store:
+    """Create a new person store at ``dest`` from ``store_template/`` and fill STORE.toml.
 
     ``dest`` must not exist or be an empty folder. The copy is made in a
     sibling temp folder and renamed into place, so a crash leaves no
-    half-made store. With ``create_ledger`` the empty ``ledger.sqlite`` is
-    created too, its ledger id equal to the new store id. Returns the opened
-    store.
+    half-made store. The empty ``ledger.sqlite`` is created too, its ledger id
+    equal to the new store id. Returns the opened store. (Agent and group
+    stores are made with :meth:`Store.add_nested`.)
     """
     dest = Path(dest).resolve()
-    if kind not in STORE_KINDS or kind != "person":
-        raise UsageError("init_store makes a top-level person store; use Store.add_nested for agents and groups")
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise ConflictError(f"{dest} exists and is not empty; choose another folder or move it away")
-    source = template or template_path()
+    source = template_path()
     if not (source / "STORE.toml").is_file():
         raise NotFoundError(f"{source}: store template missing (reinstall Exo)")
     staging = dest.with_name(f".{dest.name}.init-{secrets.token_hex(4)}")
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.copytree(source, staging, ignore=shutil.ignore_patterns("__pycache__", ".DS_Store"))
-    config = StoreConfig(read_config(staging).format, kind, new_store_id(), tuple(owner_key_ids), _today(), name)
+    config = StoreConfig(read_config(staging).format, "person", new_store_id(), tuple(owner_key_ids), _today(), name)
     write_config(staging, config)
-    if create_ledger:
-        from exo_core.store.ledger_bridge import create_ledger as _create_ledger
-
-        _create_ledger(staging, config.store_id)
-    for folder in sorted(staging.rglob("*")):
-        if folder.is_dir():
-            fsync_dir(folder)
-    fsync_dir(staging)
-    if dest.exists():
-        dest.rmdir()
-    staging.rename(dest)
+    create_ledger(staging, config.store_id)
+    fsync_tree(staging)
+    staging.rename(dest)  # POSIX rename replaces an empty folder at dest
     fsync_dir(dest.parent)
     return Store.open(dest)

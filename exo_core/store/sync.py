@@ -65,19 +65,14 @@ class StoreSyncReport:
 
     def render(self) -> str:
         """Human-readable report."""
-        led = self.ledger
-        lines = [
-            f"sync {self.sync_id}",
-            f"  ledger: {led.into_local.imported} entries into A, {led.into_foreign.imported} into B",
-        ]
-        if led.fork is not None:
-            fork = led.fork
-            lines += [
-                f"  FORK after shared height {fork.base.size} (head {fork.base.chain[:16]}…):",
-                f"    A: height {fork.local.size} head {fork.local.head[:16]}… signed by {fork.local.signer[:24]}…",
-                f"    B: height {fork.foreign.size} head {fork.foreign.head[:16]}… signed by {fork.foreign.signer[:24]}…",
-                "    both tails are kept in both copies (the other's as a fork segment); nothing was merged",
-            ]
+        led, fork = self.ledger, self.ledger.fork
+        lines = [f"sync {self.sync_id}",
+                 f"  ledger: {led.into_local.imported} entries into A, {led.into_foreign.imported} into B"]
+        if fork is not None:
+            lines.append(f"  FORK after shared height {fork.base.size} (head {fork.base.chain[:16]}…):")
+            lines += [f"    {name}: height {head.size} head {head.head[:16]}… signed by {head.signer[:24]}…"
+                      for name, head in (("A", fork.local), ("B", fork.foreign))]
+            lines.append("    both tails are kept in both copies (the other's as a fork segment); nothing was merged")
         else:
             lines.append("  no fork: one copy was a prefix of the other")
         lines.append(f"  items rebuilt from the ledger: A {self.items[0]}, B {self.items[1]}")
@@ -87,11 +82,8 @@ class StoreSyncReport:
 
 
 def _hashes(root: Path) -> dict[str, str]:
-    return {
-        rel.as_posix(): hash_file(root / rel)[0]
-        for rel in copy_candidates(root)
-        if rel.as_posix() not in layout.SQLITE_FILES
-    }
+    return {rel.as_posix(): hash_file(root / rel)[0] for rel in copy_candidates(root)
+            if rel.as_posix() not in layout.SQLITE_FILES}
 
 
 def _record(root: Path) -> dict[str, str]:
@@ -116,12 +108,13 @@ def record_state(root: Path, files: dict[str, str], label: str) -> None:
     atomic_write_bytes(root / layout.STATE_DIR / SYNC_BASE, canonical_json({"at": label, "files": files}))
 
 
-def _apply(src: Path, dest: Path, rel: str) -> None:
-    if (src / rel).is_file():
-        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(dest / rel, (src / rel).read_bytes())
-    else:
+def _apply(src: Path, dest: Path, rel: str) -> str:
+    if not (src / rel).is_file():
         (dest / rel).unlink()
+        return "deleted"
+    (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(dest / rel, (src / rel).read_bytes())
+    return "copied"
 
 
 def _sync_files(a: Path, b: Path, sync_id: str, report: StoreSyncReport) -> None:
@@ -136,25 +129,23 @@ def _sync_files(a: Path, b: Path, sync_id: str, report: StoreSyncReport) -> None
         a_moved, b_moved = sb == ra.get(rel), sa == rb.get(rel)
         if a_moved != b_moved:
             src, dest, labels = (a, b, ("A", "B")) if a_moved else (b, a, ("B", "A"))
-            _apply(src, dest, rel)
-            verb = "copied" if (src / rel).is_file() else "deleted"
-            report.copied.append(f"{rel} {verb} {labels[0]} -> {labels[1]}")
+            report.copied.append(f"{rel} {_apply(src, dest, rel)} {labels[0]} -> {labels[1]}")
             continue
         for own, other, label in ((a, b, "B"), (b, a, "A")):
             if (other / rel).is_file():
                 keep = own / layout.STATE_DIR / "conflicts" / sync_id / label / rel
                 keep.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(other / rel, keep)
-        how = "changed in both copies" if sa and sb else f"deleted in {'B' if sa else 'A'}, changed in {'A' if sa else 'B'}"
+        changed, deleted = ("A", "B") if sa else ("B", "A")
+        how = "changed in both copies" if sa and sb else f"deleted in {deleted}, changed in {changed}"
         report.conflicts.append(f"{rel}: {how}; each copy kept its own state, the other's version is in "
                                 f".exo/conflicts/{sync_id}/<A|B>/{rel}")
     for root in (a, b):
         record_state(root, _hashes(root), sync_id)
 
 
-def sync_stores(
-    a: Path | str, b: Path | str, *, signer: "Signer", book: "CheckpointBook | None" = None
-) -> StoreSyncReport:
+def sync_stores(a: Path | str, b: Path | str, *, signer: "Signer",
+                book: "CheckpointBook | None" = None) -> StoreSyncReport:
     """Sync the two copies ``a`` and ``b`` of one store (see module doc).
 
     ``signer`` is this machine's ledger key (it signs the checkpoints);
@@ -169,27 +160,14 @@ def sync_stores(
     if store_a.root == store_b.root:
         raise ConflictError("A and B are the same folder")
     if store_a.config.store_id != store_b.config.store_id:
-        raise ConflictError(
-            f"{store_a.root} is store {store_a.config.store_id} and {store_b.root} is {store_b.config.store_id}; "
-            "only two copies of one store can be synced"
-        )
-    pins = set(store_a.config.owner_keys) | set(store_b.config.owner_keys)
-    pins.add(signer.key_id)
+        raise ConflictError(f"{store_a.root} is store {store_a.config.store_id} and {store_b.root} is "
+                            f"{store_b.config.store_id}; only two copies of one store can be synced")
+    pins = {*store_a.config.owner_keys, *store_b.config.owner_keys, signer.key_id}
     sync_id = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
-    la = open_ledger(store_a.root, signer=signer)
-    lb = open_ledger(store_b.root, signer=signer)
-    try:
-        ledger_report = sync_ledgers(
-            la, lb, pins=pins, book=book, local_origin=str(store_a.root), foreign_origin=str(store_b.root)
-        )
-        report = StoreSyncReport(sync_id, ledger_report)
-        report.items = (
-            rebuild_items(store_a.items_path, la),
-            rebuild_items(store_b.items_path, lb),
-        )
-    finally:
-        la.close()
-        lb.close()
+    with open_ledger(store_a.root, signer=signer) as la, open_ledger(store_b.root, signer=signer) as lb:
+        report = StoreSyncReport(sync_id, sync_ledgers(la, lb, pins=pins, book=book, local_origin=str(store_a.root),
+                                                       foreign_origin=str(store_b.root)))
+        report.items = (rebuild_items(store_a.items_path, la), rebuild_items(store_b.items_path, lb))
     _sync_files(store_a.root, store_b.root, sync_id, report)
     record: dict[str, Any] = {"sync_id": sync_id, "report": report.render()}
     for root in (store_a.root, store_b.root):

@@ -31,15 +31,16 @@ from typing import Any
 
 from exo_core.errors import ConflictError, NotFoundError, StorageError, UsageError
 from exo_core.store import layout
-from exo_core.store.atomic import atomic_write_bytes, exchange_paths, fsync_dir, remove_tree
+from exo_core.store.atomic import atomic_write_bytes, exchange_paths, fsync_dir, fsync_tree, remove_tree
 from exo_core.store.config import read_config, write_config
 from exo_core.store.manifest import build_manifest, copy_candidates, read_manifest
+from exo_core.store.migrate import StepHook, no_step
 from exo_core.store.store import Store
 from exo_core.store.sync import IMPORT_MANIFEST, record_state
+from exo_core.store.verify import manifest_problems, verify_store
 
 __all__ = ["ExportResult", "export_store", "import_store", "copy_sqlite", "StepHook"]
 
-StepHook = Callable[[str], None]
 LedgerHook = Callable[[Path], dict[str, Any]]
 
 
@@ -64,50 +65,31 @@ def copy_sqlite(src: Path, dest: Path) -> None:
     except sqlite3.Error as exc:
         raise StorageError(f"{src}: cannot open for copying ({exc})") from exc
     try:
-        target = sqlite3.connect(dest)
-        try:
+        with contextlib.closing(sqlite3.connect(dest)) as target:
             source.backup(target)
             # A copy is a single file: leave it in rollback-journal mode so no
-            # -wal file is needed to read it on the other machine.
-            mode = target.execute("PRAGMA journal_mode").fetchone()[0]
-            if str(mode).lower() == "wal":
-                target.execute("PRAGMA journal_mode=DELETE")
-        finally:
-            target.close()
+            # -wal file is needed to read it on the other machine (WAL is the only mode the file records).
+            target.execute("PRAGMA journal_mode=DELETE")
     except sqlite3.Error as exc:
         raise StorageError(f"{src}: backup to {dest} failed ({exc}); is the disk full?") from exc
     finally:
         source.close()
-    fd = os.open(dest, os.O_RDONLY)
+    _fsync_file(dest)
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
 
 
-def _copy_file(src: Path, dest: Path) -> None:
-    with src.open("rb") as reader, dest.open("xb") as writer:
-        shutil.copyfileobj(reader, writer, 1 << 20)
-        writer.flush()
-        os.fsync(writer.fileno())
-
-
-def _clean_stale(dest: Path) -> None:
-    for stale in dest.parent.glob(f".{dest.name}.export-*"):
-        remove_tree(stale)
-
-
 def _check_replaceable(dest: Path, force: bool) -> None:
-    if not dest.exists():
-        return
-    if not dest.is_dir():
+    if dest.exists() and not dest.is_dir():
         raise ConflictError(f"{dest} exists and is not a folder; choose another destination")
-    if not any(dest.iterdir()):
+    if force or not dest.exists() or not any(dest.iterdir()):
         return
-    if force:
-        return
-    from exo_core.store.verify import manifest_problems
-
     if read_manifest(dest) is None:
         raise ConflictError(f"{dest} holds files but is not an unchanged export; refusing to replace it. "
                             "If it is a store that was used, run 'exo store sync' instead; otherwise pass --force")
@@ -117,7 +99,16 @@ def _check_replaceable(dest: Path, force: bool) -> None:
                             "Use 'exo store sync' to combine the two, or pass --force")
 
 
-def _copy_tree(src: Path, staging: Path, *, manifest: dict[str, Any] | None, on_step: StepHook | None) -> int:
+def _new_staging(dest: Path, export_id: str) -> Path:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    for stale in dest.parent.glob(f".{dest.name}.export-*"):
+        remove_tree(stale)  # left by a killed export or import
+    staging = dest.with_name(f".{dest.name}.export-{export_id}")
+    staging.mkdir()
+    return staging
+
+
+def _copy_tree(src: Path, staging: Path, *, manifest: dict[str, Any] | None, tick: StepHook) -> int:
     count = 0
     for rel in copy_candidates(src):
         target = staging / rel
@@ -125,41 +116,35 @@ def _copy_tree(src: Path, staging: Path, *, manifest: dict[str, Any] | None, on_
         if rel.as_posix() in layout.SQLITE_FILES:
             copy_sqlite(src / rel, target)
         else:
-            _copy_file(src / rel, target)
+            shutil.copyfile(src / rel, target)
+            _fsync_file(target)
         count += 1
-        if on_step is not None:
-            on_step(f"file:{rel.as_posix()}")
-    for folder in sorted({p for p in staging.rglob("*") if p.is_dir()}, reverse=True):
-        fsync_dir(folder)
-    if manifest is not None:
+        tick(f"file:{rel.as_posix()}")
+    fsync_tree(staging)
+    if manifest is not None:  # written last, and flushed with its folder, so its presence means a whole copy
         atomic_write_bytes(staging / layout.MANIFEST, build_manifest(staging, **manifest))
-        if on_step is not None:
-            on_step("manifest")
-    fsync_dir(staging)
+        tick("manifest")
     return count
 
 
-def _swap_into_place(staging: Path, dest: Path, on_step: StepHook | None) -> None:
-    if dest.exists():
-        if not exchange_paths(staging, dest):
-            # No atomic exchange here (not Linux, or a file system without it):
-            # move the old copy aside first; a kill between the two renames
-            # leaves the old copy under '.<dest>.export-*-old' (documented).
-            aside = dest.with_name(f".{dest.name}.export-{secrets.token_hex(4)}-old")
-            dest.rename(aside)
-            staging.rename(dest)
-            staging = aside
-        fsync_dir(dest.parent)
-        if on_step is not None:
-            on_step("swap")
-        remove_tree(staging)  # now holds the old copy
-    else:
+def _swap_into_place(staging: Path, dest: Path, tick: StepHook) -> None:
+    old: Path | None = None
+    if not dest.exists():
         staging.rename(dest)
-        fsync_dir(dest.parent)
-        if on_step is not None:
-            on_step("swap")
-    if on_step is not None:
-        on_step("done")
+    elif exchange_paths(staging, dest):
+        old = staging  # the staging name now holds the old copy
+    else:
+        # No atomic exchange here (not Linux, or a file system without it):
+        # move the old copy aside first; a kill between the two renames
+        # leaves the old copy under '.<dest>.export-*-old' (documented).
+        old = dest.with_name(f".{dest.name}.export-{secrets.token_hex(4)}-old")
+        dest.rename(old)
+        staging.rename(dest)
+    fsync_dir(dest.parent)
+    tick("swap")
+    if old is not None:
+        remove_tree(old)
+    tick("done")
 
 
 def export_store(src: Path | str, dest: Path | str, *, force: bool = False, ledger_hook: LedgerHook | None = None,
@@ -177,23 +162,18 @@ def export_store(src: Path | str, dest: Path | str, *, force: bool = False, ledg
     if dest == store.root or store.root in dest.parents:
         raise UsageError(f"{dest} is inside the store being exported; choose a folder outside it")
     _check_replaceable(dest, force)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    _clean_stale(dest)
-    ledger_info: dict[str, Any] = {}
     ledger_path = store.root / layout.LEDGER
-    if ledger_hook is not None and ledger_path.is_file():
-        ledger_info = ledger_hook(ledger_path)
+    ledger_info = ledger_hook(ledger_path) if ledger_hook is not None and ledger_path.is_file() else {}
     export_id = secrets.token_hex(8)
-    staging = dest.with_name(f".{dest.name}.export-{export_id}")
-    staging.mkdir()
+    staging = _new_staging(dest, export_id)
     manifest = {"export_id": export_id, "exported_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                 "store_id": store.config.store_id, "store_format": store.config.format, "ledger": ledger_info}
     try:
-        files = _copy_tree(store.root, staging, manifest=manifest, on_step=on_step)
+        files = _copy_tree(store.root, staging, manifest=manifest, tick=on_step or no_step)
     except BaseException:
         remove_tree(staging)
         raise
-    _swap_into_place(staging, dest, on_step)
+    _swap_into_place(staging, dest, on_step or no_step)
     # The source held what it exported: the base its next 'exo store sync' with the copy starts from
     # (machine state in .exo/; a source that cannot take it, say read-only, only syncs more cautiously).
     exported = read_manifest(dest)
@@ -214,8 +194,6 @@ def import_store(src: Path | str, dest: Path | str, *, owner_key_id: str | None 
     machine's ledger key) is added to STORE.toml's owner keys in the copy
     before it goes live, so entries written here verify as the owner's.
     """
-    from exo_core.store.verify import verify_store
-
     src_path = Path(src).resolve()
     if not src_path.is_dir():
         raise NotFoundError(f"{src_path}: no such folder to import")
@@ -228,12 +206,9 @@ def import_store(src: Path | str, dest: Path | str, *, owner_key_id: str | None 
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise ConflictError(f"{dest} already holds a store; an import never replaces one. "
                             "Use 'exo store sync' to combine them, or move it away first")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    _clean_stale(dest)
-    staging = dest.with_name(f".{dest.name}.export-{secrets.token_hex(8)}")
-    staging.mkdir()
+    staging = _new_staging(dest, secrets.token_hex(8))
     try:
-        _copy_tree(src_path, staging, manifest=None, on_step=on_step)
+        _copy_tree(src_path, staging, manifest=None, tick=on_step or no_step)
         if owner_key_id is not None:
             config = read_config(staging)
             if owner_key_id not in config.owner_keys:
@@ -245,7 +220,5 @@ def import_store(src: Path | str, dest: Path | str, *, owner_key_id: str | None 
     except BaseException:
         remove_tree(staging)
         raise
-    if dest.exists():
-        dest.rmdir()
-    _swap_into_place(staging, dest, on_step)
+    _swap_into_place(staging, dest, on_step or no_step)  # an empty dest is swapped out and removed
     return dest

@@ -15,9 +15,11 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from exo_core.errors import ExoError
 from exo_core.store import layout
 from exo_core.store.config import read_config
 from exo_core.store.errors import StoreFormatError
+from exo_core.store.ledger_bridge import verify_ledger
 from exo_core.store.lint import lint_store
 from exo_core.store.manifest import Manifest, copy_candidates, hash_file, read_manifest
 
@@ -67,16 +69,14 @@ def manifest_problems(root: Path) -> list[str]:
     problems = []
     present = {rel.as_posix() for rel in copy_candidates(root)}
     for name, entry in sorted(manifest.files.items()):
-        path = root / name
         if name not in present:
             problems.append(f"{name}: listed in the manifest but missing")
             continue
-        sha, size = hash_file(path)
+        sha, size = hash_file(root / name)
         if (sha, size) != (entry.sha256, entry.size):
             problems.append(f"{name}: content differs from the manifest (size {size}, expected {entry.size})")
-    for name in sorted(present - set(manifest.files)):
-        problems.append(f"{name}: not in the manifest (added after the export)")
-    return problems
+    added = sorted(present - set(manifest.files))
+    return problems + [f"{name}: not in the manifest (added after the export)" for name in added]
 
 
 def sqlite_problems(path: Path) -> list[str]:
@@ -87,23 +87,6 @@ def sqlite_problems(path: Path) -> list[str]:
     except sqlite3.DatabaseError as exc:
         return [f"{path.name}: not a usable SQLite database ({exc})"]
     return [] if rows == ["ok"] else [f"{path.name}: {row}" for row in rows[:5]]
-
-
-def _ledger_problems(root: Path, owner_keys: tuple[str, ...], manifest: Manifest | None) -> tuple[list[str], list[str]]:
-    from exo_core.errors import ExoError
-    from exo_core.ledger import Checkpoint
-    from exo_core.store.ledger_bridge import verify_ledger
-
-    checkpoints = []
-    errors: list[str] = []
-    if manifest is not None and "checkpoint" in manifest.ledger:
-        # The export's signed checkpoint: the copied ledger must still reach it.
-        try:
-            checkpoints.append(Checkpoint.from_json(manifest.ledger["checkpoint"]))
-        except ExoError as exc:
-            errors.append(f"{layout.MANIFEST}: bad ledger checkpoint ({exc.message})")
-    ledger_errors, notes = verify_ledger(root / layout.LEDGER, owner_keys, checkpoints=checkpoints)
-    return errors + ledger_errors, notes
 
 
 def verify_store(root: Path | str) -> VerifyReport:
@@ -124,14 +107,23 @@ def verify_store(root: Path | str) -> VerifyReport:
         errors.append(str(exc))
     if manifest is not None:
         errors.extend(manifest_problems(root))
-    else:
+    elif not errors:  # a malformed MANIFEST.json is an error above, not a live store
         notes.append("no MANIFEST.json: a live store, not an export (files not checked against hashes)")
     for name in layout.SQLITE_FILES:
         path = root / name
         if path.is_file():
             errors.extend(sqlite_problems(path))
     if (root / layout.LEDGER).is_file() and not errors:
-        ledger_errors, ledger_notes = _ledger_problems(root, config.owner_keys, manifest)
+        from exo_core.ledger import Checkpoint  # the ledger is imported only when there is one to check
+
+        checkpoints = []
+        if manifest is not None and "checkpoint" in manifest.ledger:
+            # The export's signed checkpoint: the copied ledger must still reach it.
+            try:
+                checkpoints.append(Checkpoint.from_json(manifest.ledger["checkpoint"]))
+            except ExoError as exc:
+                errors.append(f"{layout.MANIFEST}: bad ledger checkpoint ({exc.message})")
+        ledger_errors, ledger_notes = verify_ledger(root / layout.LEDGER, config.owner_keys, checkpoints=checkpoints)
         errors.extend(ledger_errors)
         notes.extend(ledger_notes)
     report = lint_store(root)

@@ -82,12 +82,9 @@ class WebAuth:
         if not value or value.count(".") != 2:
             return None
         sid, expires, mac = value.split(".")
-        body = f"{sid}.{expires}"
-        if not hmac.compare_digest(mac.encode("ascii", "replace"), self._mac(f"cookie|{self.port}|{body}").encode("ascii")):
-            return None
-        if not expires.isdigit() or int(expires) <= self._clock():
-            return None
-        return sid
+        expected = self._mac(f"cookie|{self.port}|{sid}.{expires}")
+        valid = hmac.compare_digest(mac.encode("ascii", "replace"), expected.encode("ascii"))
+        return sid if valid and expires.isdigit() and int(expires) > self._clock() else None
 
     def check(self, method: str, cookies: Mapping[str, str], headers: Mapping[str, str]) -> str:
         """Authenticate a request by its cookie; returns the session id or raises."""
@@ -104,10 +101,6 @@ class WebAuth:
                 raise CrossSiteError(f"cross-site request refused: missing or wrong {CSRF_HEADER} header")
         return sid
 
-    def set_cookie_header(self, value: str) -> str:
-        """The ``Set-Cookie`` value for a new session."""
-        return (f"{self.cookie_name}={value}; max-age={self.max_age}; Path=/; HttpOnly; SameSite=Strict")
-
-    def clear_cookie_header(self) -> str:
-        """The ``Set-Cookie`` value that ends the session in this browser."""
-        return f"{self.cookie_name}=; max-age=0; Path=/; HttpOnly; SameSite=Strict"
+    def cookie_header(self, value: str = "") -> str:
+        """The ``Set-Cookie`` value for a new session; without ``value``, the one that ends it in this browser."""
+        return f"{self.cookie_name}={value}; max-age={self.max_age if value else 0}; Path=/; HttpOnly; SameSite=Strict"

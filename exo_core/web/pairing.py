@@ -85,8 +85,7 @@ class PairingCodes:
             raise PairingLockedError(
                 f"too many wrong pairing codes; wait {self._locked_until - now:.0f} s or run `exo pair` for a new code")
         self._expire(now)
-        expiry = self._codes.pop(_digest(offered), None) if offered else None
-        if expiry is not None:
+        if offered and self._codes.pop(_digest(offered), None) is not None:
             self._failures = 0
             return
         self._failures += 1
@@ -94,9 +93,9 @@ class PairingCodes:
             self._codes.clear()
             self._locked_until = now + self._lockout
             self._failures = 0
-            raise PairingLockedError("too many wrong pairing codes: every code is revoked; run `exo pair` for a new one")
+            raise PairingLockedError("too many wrong pairing codes: every code is revoked; "
+                                     "run `exo pair` for a new one")
         raise PairingRefusedError("wrong, used or expired pairing code; run `exo pair` on the device for a new one")
 
     def _expire(self, now: float) -> None:
-        for key in [k for k, until in self._codes.items() if until <= now]:
-            del self._codes[key]
+        self._codes = {key: until for key, until in self._codes.items() if until > now}

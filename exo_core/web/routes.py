@@ -25,9 +25,11 @@ from typing import Any
 
 from aiohttp import web
 
-from exo_core.errors import ExoError, NotFoundError
+from exo_core.errors import ExoError
+from exo_core.store.node import Node
 from exo_core.web.cookies import WebAuth
 from exo_core.web.pairing import PairingCodes
+from exo_core.web.taste import open_store
 
 __all__ = ["tcp_routes", "unix_routes", "static_dir"]
 
@@ -35,9 +37,7 @@ _TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".
 _PAGE_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
                                "connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'",
-    "X-Frame-Options": "DENY",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
 
@@ -47,13 +47,12 @@ def static_dir() -> Path:
     return Path(str(resources.files("exo_core.web") / "static"))
 
 
-def _fail(exc: ExoError, status: int | None = None) -> web.Response:
-    status = status or getattr(exc, "http_status", None) or (404 if exc.code == "not_found" else 400)
-    return web.json_response({"ok": False, "error": {"code": exc.code, "message": exc.message}}, status=status)
+def _bad(message: str, status: int = 400, code: str = "bad_request") -> web.Response:
+    return web.json_response({"ok": False, "error": {"code": code, "message": message}}, status=status)
 
 
-def _bad(message: str, status: int = 400) -> web.Response:
-    return web.json_response({"ok": False, "error": {"code": "bad_request", "message": message}}, status=status)
+def _fail(exc: ExoError) -> web.Response:
+    return _bad(exc.message, getattr(exc, "http_status", None) or (404 if exc.code == "not_found" else 400), exc.code)
 
 
 def tcp_routes(auth: WebAuth, codes: PairingCodes, token: str, store_root: Path | None) -> Any:
@@ -90,7 +89,7 @@ def tcp_routes(auth: WebAuth, codes: PairingCodes, token: str, store_root: Path 
             return web.json_response({"ok": True, "token": token}, headers={"Cache-Control": "no-store"})
         cookie, csrf = auth.mint()
         return web.json_response({"ok": True, "csrf": csrf},
-                                 headers={"Set-Cookie": auth.set_cookie_header(cookie), "Cache-Control": "no-store"})
+                                 headers={"Set-Cookie": auth.cookie_header(cookie), "Cache-Control": "no-store"})
 
     async def session(request: web.Request) -> web.Response:
         sid = request.get("web_session")
@@ -98,17 +97,13 @@ def tcp_routes(auth: WebAuth, codes: PairingCodes, token: str, store_root: Path 
                                   "via": "cookie" if sid else "bearer"}, headers={"Cache-Control": "no-store"})
 
     async def logout(request: web.Request) -> web.Response:
-        return web.json_response({"ok": True}, headers={"Set-Cookie": auth.clear_cookie_header()})
+        return web.json_response({"ok": True}, headers={"Set-Cookie": auth.cookie_header()})
 
     async def store(request: web.Request) -> web.Response:
+        # The read-only store browser: the pack and node list, or one node (?id=) and what links to it.
+        node_id = request.query.get("id", "") if request.path == "/web/store/node" else None
         try:
-            return web.json_response(await asyncio.to_thread(_store_view, store_root))
-        except ExoError as exc:
-            return _fail(exc)
-
-    async def node(request: web.Request) -> web.Response:
-        try:
-            return web.json_response(await asyncio.to_thread(_node_view, store_root, request.query.get("id", "")))
+            return web.json_response(await asyncio.to_thread(_store_view, store_root, node_id))
         except ExoError as exc:
             return _fail(exc)
 
@@ -120,7 +115,7 @@ def tcp_routes(auth: WebAuth, codes: PairingCodes, token: str, store_root: Path 
         app.router.add_get("/web/session", session)
         app.router.add_post("/web/logout", logout)
         app.router.add_get("/web/store", store)
-        app.router.add_get("/web/store/node", node)
+        app.router.add_get("/web/store/node", store)
 
     return add
 
@@ -141,15 +136,7 @@ def unix_routes(codes: PairingCodes, addresses: tuple[str, ...]) -> Any:
     return add
 
 
-def _open(store_root: Path | None) -> Any:
-    from exo_core.store.store import Store
-
-    if store_root is None or not (store_root / "STORE.toml").is_file():
-        raise NotFoundError(f"no store at {store_root}: run `exo init`")
-    return Store.open(store_root)
-
-
-def _node_wire(node: Any, *, body: bool = False) -> dict[str, Any]:
+def _node_wire(node: Node, *, body: bool = False) -> dict[str, Any]:
     wire = {"id": node.id, "title": node.title, "type": node.type, "domain": node.domain, "summary": node.summary,
             "confidence": node.confidence, "valid_from": node.valid_from, "valid_until": node.valid_until,
             "sources": list(node.sources), "tags": list(node.tags), "private": node.private,
@@ -159,14 +146,11 @@ def _node_wire(node: Any, *, body: bool = False) -> dict[str, Any]:
     return wire
 
 
-def _store_view(store_root: Path | None) -> dict[str, Any]:
-    store = _open(store_root)
-    nodes = sorted(store.nodes(), key=lambda n: n.id)
-    return {"ok": True, "pack": store.pack_text(), "nodes": [_node_wire(n) for n in nodes]}
-
-
-def _node_view(store_root: Path | None, node_id: str) -> dict[str, Any]:
-    store = _open(store_root)
+def _store_view(store_root: Path | None, node_id: str | None) -> dict[str, Any]:
+    store = open_store(store_root)
+    if node_id is None:
+        nodes = sorted(store.nodes(), key=lambda n: n.id)
+        return {"ok": True, "pack": store.pack_text(), "nodes": [_node_wire(n) for n in nodes]}
     node = store.read_node(node_id)
     linked_here = [n.id for n in store.nodes() if any(ln.target == node_id for ln in n.links)]
     return {"ok": True, "node": _node_wire(node, body=True), "linked_from": linked_here}

@@ -37,29 +37,29 @@ from exo_core.server.hub import Hub
 from exo_core.store.store import Store
 from exo_core.store.node import Node
 
-__all__ = ["TasteRows", "WEIGHT_OF_CONFIDENCE", "row_of"]
+__all__ = ["TasteRows", "WEIGHT_OF_CONFIDENCE", "row_of", "open_store"]
 
 log = logging.getLogger(__name__)
 
 WEIGHT_OF_CONFIDENCE = {"high": 0.9, "medium": 0.6, "low": 0.3}
 
 
+def open_store(store_root: Path | None) -> Store:
+    """The store the page and the taste rows read; :class:`NotFoundError` when there is none yet."""
+    if store_root is None or not (store_root / "STORE.toml").is_file():
+        raise NotFoundError(f"no store at {store_root}: run `exo init` (the page and taste rows read the store)")
+    return Store.open(store_root)
+
+
 def row_of(node: Node, learned: dict[str, Any] | None = None) -> dict[str, Any]:
     """One taste row as the wire shows it; ``learned`` is the learner's row of the node, if any."""
     evidence = list(node.sources) + [ln.target for ln in node.links if ln.type == "evidence-for"]
-    return {
-        "id": node.id,
-        "title": node.title,
-        "text": node.summary,
-        "weight": learned["weight"] if learned else WEIGHT_OF_CONFIDENCE.get(node.confidence, 0.0),
-        "weight_source": "learner" if learned else "confidence",
-        "evidence_count": len(learned["evidence"] if learned else evidence),
-        "confidence": node.confidence,
-        "evidence": evidence,
-        "links": [{"type": ln.type, "target": ln.target} for ln in node.links],
-        "valid_from": node.valid_from,
-        "path": f"{node.id}.md",
-    }
+    return {"id": node.id, "title": node.title, "text": node.summary,
+            "weight": learned["weight"] if learned else WEIGHT_OF_CONFIDENCE.get(node.confidence, 0.0),
+            "weight_source": "learner" if learned else "confidence",
+            "evidence_count": len(learned["evidence"] if learned else evidence), "confidence": node.confidence,
+            "evidence": evidence, "links": [{"type": ln.type, "target": ln.target} for ln in node.links],
+            "valid_from": node.valid_from, "path": f"{node.id}.md"}
 
 
 class TasteRows:
@@ -76,18 +76,13 @@ class TasteRows:
         learned = {r["id"]: r for r in self._learner.rows()} if self._learner is not None else {}
         return [row_of(n, learned.get(n.id)) for n in nodes]
 
-    def _store(self) -> Store:
-        if not (self._root / "STORE.toml").is_file():
-            raise NotFoundError(f"no store at {self._root}: run `exo init` (taste lives in the store)")
-        return Store.open(self._root)
-
     async def list(self, body: cmd.TasteList) -> dict[str, Any]:
         """Current nodes of ``body.domain`` (default ``taste``), as rows."""
         domain = body.domain or "taste"
         today = _dt.date.today().isoformat()
 
         def read() -> list[dict[str, Any]]:
-            nodes = [n for n in self._store().nodes() if n.domain == domain and n.is_current(today)]
+            nodes = [n for n in open_store(self._root).nodes() if n.domain == domain and n.is_current(today)]
             return self._rows(sorted(nodes, key=lambda n: n.id))
 
         return {"domain": domain, "rows": await asyncio.to_thread(read)}
@@ -111,13 +106,11 @@ class TasteRows:
         return {"row": row, "change": change}
 
     def _apply(self, node_id: str, text: str, delete: bool) -> tuple[Node, str]:
-        store = self._store()
+        store = open_store(self._root)
         node = store.read_node(node_id)
-        if delete:
-            day = max(_dt.date.today().isoformat(), node.valid_from)
-            node = dataclasses.replace(node, valid_until=day)
-            store.write_node(node)
-            return node, "deleted"
-        node = dataclasses.replace(node, summary=text)
+        if delete:  # retired, never removed: the file stays as history
+            node = dataclasses.replace(node, valid_until=max(_dt.date.today().isoformat(), node.valid_from))
+        else:
+            node = dataclasses.replace(node, summary=text)
         store.write_node(node)
-        return node, "edited"
+        return node, "deleted" if delete else "edited"

@@ -13,6 +13,7 @@ from exo_core.store.config import StoreConfig, parse_config
 from exo_core.store.errors import StoreFormatError
 from exo_core.store.frontmatter import dump_frontmatter, parse_document
 from exo_core.store.node import Link, Node, parse_node, render_node
+from exo_core.store.router import parse_router
 
 KEYS = st.from_regex(r"[a-z][a-z0-9_]{0,10}", fullmatch=True)
 TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)
@@ -192,3 +193,16 @@ def test_parse_node_reads_template_style_file(tmp_path: Path) -> None:
     node = parse_node(path.read_text(encoding="utf-8"), path=path)
     assert node.title == "Short replies"
     assert set(string.ascii_lowercase) >= set("ab")
+
+
+def test_router_skips_html_comments_and_fenced_code_keeping_line_numbers() -> None:
+    text = ("# Taste\n\n## Load rules\n\n<!-- an example:\n- draft -> [[taste/hidden]] -->\n"
+            "- commit message | git commit -> [[taste/commit-style]] <!-- why -->\n"
+            "```\n[[taste/in-code]]\n```\n- tone -> oops\n")
+    with pytest.raises(StoreFormatError) as info:
+        parse_router(text, path="taste/INDEX.md")
+    assert info.value.line == 11 and info.value.rule == "router"
+    router = parse_router(text.replace("- tone -> oops\n", ""))
+    assert [(r.trigger, r.targets, r.line) for r in router.rules] == [
+        ("commit message | git commit", ("taste/commit-style",), 7)]
+    assert router.links == (("taste/commit-style", 7),)
