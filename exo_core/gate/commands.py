@@ -101,7 +101,7 @@ def classify_command(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
     if "xargs" in prefixes and words:
         dynamic.add(len(words))
         words.append("{xargs}")  # the arguments xargs adds are only known at run time
-    cmd = SimpleCommand(tuple(words), cmd.assignments, cmd.redirects, cmd.piped_in, frozenset(dynamic), cmd.nested)
+    cmd = SimpleCommand(tuple(words), cmd.redirects, cmd.piped_in, frozenset(dynamic))
     argv = words
     out: list[Finding] = []
     for r in cmd.redirects:
