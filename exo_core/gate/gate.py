@@ -20,7 +20,7 @@ from exo_core.agent.seams import GateOutcome
 from exo_core.errors import ExoError
 from exo_core.gate.axes import OUTCOMES
 from exo_core.gate.classify import Classification, classify
-from exo_core.gate.floor import apply_floor, tighten
+from exo_core.gate.floor import tighten
 from exo_core.gate.policy import Decision, Policy, decide
 from exo_core.tools.spec import ToolSpec
 
@@ -67,9 +67,7 @@ class ConsequenceGate:
             tightened = tighten(outcome, proposed)
             if tightened != outcome:
                 outcome, reason = tightened, f"{reason}; a decision model asked to tighten it to {tightened}"
-        outcome, floor_rule = apply_floor(outcome, decision.classification.axes)
-        if floor_rule:
-            reason = f"{reason}; operator floor: {floor_rule}"
+        # No floor step here: decide() already raised the outcome to the floor, and tighten() only raises.
         return GateOutcome(outcome, decision.summary, spec.risk, reason, decision.rule_key,  # type: ignore[arg-type]
                            axes=decision.classification.axes.as_dict(),
                            keys=tuple(sorted({p.finding.key for p in decision.parts})))
