@@ -109,8 +109,12 @@ class ExoClient:
     async def request(self, command_type: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
         """Send one command; returns its result or raises the typed error it carried."""
         payload = {"id": f"c{next(self._ids)}", "type": command_type, "body": body or {}}
+        return (await self.post("/command", payload)).get("result") or {}
+
+    async def post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
+        """POST ``payload`` to ``path`` (``/command``, ``/pair``); the whole answer, or the typed error it carried."""
         try:
-            async with self._session().post(self._base + "/command", json=payload,
+            async with self._session().post(self._base + path, json=payload,
                                             timeout=aiohttp.ClientTimeout(total=60)) as resp:
                 text = await resp.text()
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
@@ -121,7 +125,7 @@ class ExoClient:
             raise MalformedMessageError(f"exod answered with non-JSON (HTTP {resp.status})") from exc
         if not data.get("ok"):
             raise error_from_wire(data.get("error"))
-        return data.get("result") or {}
+        return data
 
     async def hello(self) -> dict[str, Any]:
         """The handshake: protocol version and this client's capabilities."""
