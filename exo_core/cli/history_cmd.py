@@ -53,6 +53,7 @@ def _import(args: argparse.Namespace) -> int:
     import asyncio
     from pathlib import Path
 
+    from exo_core.cli.spawn import exod_running
     from exo_core.context.importer import import_conversations, parse_export
     from exo_core.home import ExoHome
 
@@ -60,7 +61,7 @@ def _import(args: argparse.Namespace) -> int:
     conversations = parse_export(Path(args.file))
 
     async def main() -> int:
-        running = await _exod_running(home)
+        running = await exod_running(home)
         summarize_here = not running and not args.no_summarize
         async with _parts(home, args, with_engine=summarize_here) as (worker, engine, config):
             report = await import_conversations(worker, conversations, engine=engine, config=config)
@@ -83,13 +84,14 @@ def _import(args: argparse.Namespace) -> int:
 def _summarize(args: argparse.Namespace) -> int:
     import asyncio
 
+    from exo_core.cli.spawn import exod_running
     from exo_core.errors import ConflictError
     from exo_core.home import ExoHome
 
     home = ExoHome.from_env(args.home)
 
     async def main() -> int:
-        if await _exod_running(home):
+        if await exod_running(home):
             raise ConflictError("exod is running and summarizes imports itself; stop it to summarize here")
         async with _parts(home, args, with_engine=True) as (_, engine, _config):
             assert engine is not None
@@ -119,21 +121,6 @@ def _status(args: argparse.Namespace) -> int:
     counts = {f"{lane}.{status}": n for lane, status, n in rows}
     _print(args, counts, "\n".join(f"{k}: {v}" for k, v in sorted(counts.items())) or "no summaries")
     return 0
-
-
-async def _exod_running(home: "ExoHome") -> bool:
-    from exo_core.client import ExoClient
-    from exo_core.errors import ExoError
-
-    socket_path = home.socket_path
-    if not socket_path.exists():
-        return False
-    try:
-        async with ExoClient(f"unix://{socket_path}", client_name="exo-history") as client:
-            await client.health()
-    except ExoError:
-        return False
-    return True
 
 
 async def _tell_exod(home: "ExoHome", session_ids: tuple[str, ...]) -> None:
