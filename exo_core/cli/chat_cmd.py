@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from exo_core.cli.args import add_command
+from exo_core.cli.args import add_command, home_of
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -37,7 +37,6 @@ def _chat(args: argparse.Namespace) -> int:
     from exo_core.client import ExoClient
     from exo_core.client.linechat import LineChat, stdin_lines
     from exo_core.errors import ConfigError
-    from exo_core.home import ExoHome
 
     interactive = sys.stdin.isatty()
     full_screen = interactive and sys.stdout.isatty() and not args.plain and args.approve in (None, "ask")
@@ -51,7 +50,7 @@ def _chat(args: argparse.Namespace) -> int:
         return ExoClient(url, token=token, client_name="exo-terminal", capabilities=terminal_capabilities())
 
     async def main() -> int:
-        home = ExoHome.from_env(args.home)
+        home = home_of(args)
         if args.connect:
             token = None
             token_file = args.token_file or saved_token_path(args.connect)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from exo_core.cli.args import add_command
+from exo_core.cli.args import add_command, emit, home_of
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -38,14 +38,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def _decide(args: argparse.Namespace) -> int:
     import asyncio
-    import json
 
     from exo_core.decisions import uses
     from exo_core.decisions.setup import build_decider
     from exo_core.errors import UsageError
-    from exo_core.home import ExoHome
 
-    home = ExoHome.from_env(args.home)
+    home = home_of(args)
     store = home.store_path(args.store)
     if not args.text.strip():
         raise UsageError("give the text to decide about, e.g. exo decide signal 'No, I said Tuesday.'")
@@ -70,15 +68,10 @@ def _decide(args: argparse.Namespace) -> int:
     finally:
         if recorder is not None:
             recorder.close()
-    if args.json:
-        print(json.dumps(result, indent=2, ensure_ascii=False))
-    else:
-        chosen = result["chosen"]
-        probabilities = result["probabilities"]
-        assert isinstance(probabilities, dict)
-        top = f"{chosen} ({probabilities[chosen]:.2f})" if isinstance(chosen, str) else "abstained"
-        print(f"{args.use}: {top} via {result['provider']}; applied: {result['applied']}")
-    return 0
+    chosen, probabilities = result["chosen"], result["probabilities"]
+    assert isinstance(probabilities, dict)
+    top = f"{chosen} ({probabilities[chosen]:.2f})" if isinstance(chosen, str) else "abstained"
+    return emit(args, result, f"{args.use}: {top} via {result['provider']}; applied: {result['applied']}")
 
 
 def _recorder(home: "ExoHome", store: "Path") -> "LedgerRecorder":

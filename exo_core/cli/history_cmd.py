@@ -16,7 +16,7 @@ import argparse
 import contextlib
 from typing import TYPE_CHECKING
 
-from exo_core.cli.args import add_command, add_group
+from exo_core.cli.args import add_command, add_group, emit, home_of
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -43,21 +43,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         p.add_argument("--model", default=None, help="the main model spec, used when no summarizer is set")
 
 
-def _print(args: argparse.Namespace, data: dict[str, object], text: str) -> None:
-    import json
-
-    print(json.dumps(data, ensure_ascii=False) if args.json else text, flush=True)
-
-
 def _import(args: argparse.Namespace) -> int:
     import asyncio
     from pathlib import Path
 
     from exo_core.cli.spawn import exod_running
     from exo_core.context.importer import import_conversations, parse_export
-    from exo_core.home import ExoHome
 
-    home = ExoHome.from_env(args.home)
+    home = home_of(args)
     conversations = parse_export(Path(args.file))
 
     async def main() -> int:
@@ -71,12 +64,11 @@ def _import(args: argparse.Namespace) -> int:
                 await engine.lanes.wait_all_idle("import")
         where = "exod is summarizing them" if running else (
             "summarized" if summarize_here else "summaries left for exod's next start")
-        _print(args, {"conversations": report.conversations, "imported": report.imported,
-                      "skipped": report.skipped, "messages": report.messages, "sessions": list(report.session_ids),
-                      "summaries": "exod" if running else ("done" if summarize_here else "pending")},
-               f"imported {report.imported} conversation(s), {report.messages} message(s); "
-               f"{report.skipped} already imported; {where}")
-        return 0
+        return emit(args, {"conversations": report.conversations, "imported": report.imported,
+                           "skipped": report.skipped, "messages": report.messages, "sessions": list(report.session_ids),
+                           "summaries": "exod" if running else ("done" if summarize_here else "pending")},
+                    f"imported {report.imported} conversation(s), {report.messages} message(s); "
+                    f"{report.skipped} already imported; {where}")
 
     return asyncio.run(main())
 
@@ -86,9 +78,8 @@ def _summarize(args: argparse.Namespace) -> int:
 
     from exo_core.cli.spawn import exod_running
     from exo_core.errors import ConflictError
-    from exo_core.home import ExoHome
 
-    home = ExoHome.from_env(args.home)
+    home = home_of(args)
 
     async def main() -> int:
         if await exod_running(home):
@@ -98,19 +89,17 @@ def _summarize(args: argparse.Namespace) -> int:
             engine.lanes.kick("import")
             await engine.lanes.wait_all_idle("import")
             stats = engine.stats()["lanes"]["import"]
-        _print(args, {"ran": stats["started"], "failed": stats["failed"]},
-               f"ran {stats['started']} import summaries ({stats['failed']} failed)")
-        return 0
+        return emit(args, {"ran": stats["started"], "failed": stats["failed"]},
+                    f"ran {stats['started']} import summaries ({stats['failed']} failed)")
 
     return asyncio.run(main())
 
 
 def _status(args: argparse.Namespace) -> int:
     from exo_core.errors import NotFoundError
-    from exo_core.home import ExoHome
     from exo_core.sessions import open_reader
 
-    home = ExoHome.from_env(args.home)
+    home = home_of(args)
     if not home.sessions_db.exists():
         raise NotFoundError(f"no sessions yet at {home.sessions_db}")
     conn = open_reader(home.sessions_db)
@@ -119,8 +108,7 @@ def _status(args: argparse.Namespace) -> int:
     finally:
         conn.close()
     counts = {f"{lane}.{status}": n for lane, status, n in rows}
-    _print(args, counts, "\n".join(f"{k}: {v}" for k, v in sorted(counts.items())) or "no summaries")
-    return 0
+    return emit(args, counts, "\n".join(f"{k}: {v}" for k, v in sorted(counts.items())) or "no summaries")
 
 
 async def _tell_exod(home: "ExoHome", session_ids: tuple[str, ...]) -> None:

@@ -10,10 +10,9 @@ happen inside the handlers.
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
-from exo_core.cli.args import add_command, add_group
+from exo_core.cli.args import add_command, add_group, emit, home_of
 
 __all__ = ["register"]
 
@@ -44,13 +43,12 @@ def register(subparsers: Any) -> None:
 
 class _Ctx:
     def __init__(self, args: argparse.Namespace) -> None:
-        from exo_core.home import ExoHome
         from exo_edge.proposal_queue import ProposalQueue
         from exo_core.learning.service import LearningSettings
         from exo_core.ledger import Ledger, load_signing_key
         from exo_core.store import Store
 
-        self.home = ExoHome.from_env(args.home)
+        self.home = home_of(args)
         self.settings = LearningSettings.from_config(self.home.config())
         self.store = Store.open(self.home.store_path(args.store))
         self.ledger = Ledger.open_store(self.store.root, signer=load_signing_key(self.home.keys_dir))
@@ -69,24 +67,19 @@ class _Ctx:
         self.ledger.close()
 
 
-def _print(args: argparse.Namespace, data: dict[str, Any], text: str) -> int:
-    print(json.dumps(data, indent=2, sort_keys=True) if args.json else text)
-    return 0
-
-
 def _review(args: argparse.Namespace) -> int:
     with _Ctx(args) as ctx:
         r = ctx.learner().review(asked=True)
     data = {"proposals": r.proposals, "promoted": list(r.promoted), "questions": list(r.questions), "queued": r.queued}
-    return _print(args, data, f"{r.proposals} proposals, promoted: {', '.join(r.promoted) or 'none'}, "
-                              f"{len(r.questions)} questions, {r.queued} queued for a larger model")
+    return emit(args, data, f"{r.proposals} proposals, promoted: {', '.join(r.promoted) or 'none'}, "
+                           f"{len(r.questions)} questions, {r.queued} queued for a larger model")
 
 
 def _queue(args: argparse.Namespace) -> int:
     with _Ctx(args) as ctx:
         data = {"jobs": ctx.queue.counts(), "spent_this_month": ctx.queue.spent(), "ceiling": ctx.settings.ceiling,
                 "route": ctx.settings.route}
-    return _print(args, data, f"jobs {data['jobs']}, spent {data['spent_this_month']:.4f} of {ctx.settings.ceiling}")
+    return emit(args, data, f"jobs {data['jobs']}, spent {data['spent_this_month']:.4f} of {ctx.settings.ceiling}")
 
 
 def _drain(args: argparse.Namespace) -> int:
@@ -112,7 +105,7 @@ def _drain(args: argparse.Namespace) -> int:
 
         report = asyncio.run(run())
     data = {"done": report.done, "already_done": report.already, "stopped": report.stopped, "cost": report.cost}
-    return _print(args, data, f"drained {report.done} (already done {report.already}); stopped: {report.stopped}")
+    return emit(args, data, f"drained {report.done} (already done {report.already}); stopped: {report.stopped}")
 
 
 def _metrics(args: argparse.Namespace) -> int:
@@ -122,7 +115,7 @@ def _metrics(args: argparse.Namespace) -> int:
         m = metrics(ctx.ledger, days=args.days, spent=ctx.queue.spent())
     rows = [f"{w.start}: corrections/accept {w.corrections_per_accept:.2f} verdicts {w.verdicts} "
             f"questions {w.questions}" for w in m.windows]
-    return _print(args, m.to_json(), "\n".join(rows + [f"stale eval: {m.stale}"]))
+    return emit(args, m.to_json(), "\n".join(rows + [f"stale eval: {m.stale}"]))
 
 
 def _climb(args: argparse.Namespace) -> int:
@@ -146,14 +139,14 @@ def _climb(args: argparse.Namespace) -> int:
     data = {"incumbent": sorted(final), "decisions": [
         {"change": d.change, "kept": d.kept, "reason": d.reason, "dev": d.dev, "held_out": d.held_out}
         for d in decisions]}
-    return _print(args, data, "\n".join(f"{'kept' if d.kept else 'dropped'} {d.change}: {d.reason}"
-                                        for d in decisions) or "no candidates")
+    return emit(args, data, "\n".join(f"{'kept' if d.kept else 'dropped'} {d.change}: {d.reason}"
+                                       for d in decisions) or "no candidates")
 
 
 def _reject(args: argparse.Namespace) -> int:
     with _Ctx(args) as ctx:
         entry = ctx.learner().reject(args.target, args.reason)
-    return _print(args, {"rejection": entry.id}, f"rejected {args.target} ({entry.id[:12]})")
+    return emit(args, {"rejection": entry.id}, f"rejected {args.target} ({entry.id[:12]})")
 
 
 def _rebuild(args: argparse.Namespace) -> int:
@@ -164,4 +157,4 @@ def _rebuild(args: argparse.Namespace) -> int:
         learner.refresh()
         changed = sync_nodes(ctx.store, learner.book)
         write_pack(ctx.store, render_learned(learner.book))
-    return _print(args, {"nodes": changed}, f"pack rewritten; {len(changed)} nodes written")
+    return emit(args, {"nodes": changed}, f"pack rewritten; {len(changed)} nodes written")

@@ -14,7 +14,7 @@ import argparse
 import os
 from pathlib import Path
 
-from exo_core.cli.args import add_command
+from exo_core.cli.args import add_command, home_of
 
 __all__ = ["register", "saved_token_path"]
 
@@ -43,9 +43,8 @@ def _pair(args: argparse.Namespace) -> int:
 async def _issue(args: argparse.Namespace) -> int:
     from exo_core.client import ExoClient
     from exo_core.errors import BrokenResourceError
-    from exo_core.home import ExoHome
 
-    home = ExoHome.from_env(args.home)
+    home = home_of(args)
     if not home.socket_path.exists():
         raise BrokenResourceError(f"no exod is running at {home.socket_path}; start it with `exo serve --tcp HOST:PORT`")
     async with ExoClient(f"unix://{home.socket_path}", client_name="exo-pair") as client:

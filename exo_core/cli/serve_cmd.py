@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from exo_core.cli.args import add_command
+from exo_core.cli.args import add_command, home_of
 
 if TYPE_CHECKING:
     from exo_core.agent.recorder import TurnRecorder
@@ -40,13 +40,12 @@ def _serve(args: argparse.Namespace) -> int:
     from exo_core.context.summarizer import resolve_summarizer
     from exo_core.engine.core import CoreOptions
     from exo_core.engine.models import model_spec, resolve_model
-    from exo_core.home import ExoHome
     from exo_core.server.daemon import DaemonSettings, run_daemon
     from exo_core.server.listeners import parse_hostport
 
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s exod %(levelname)s %(name)s: %(message)s")
-    home = ExoHome.from_env(args.home)
+    home = home_of(args)
     home.root.mkdir(parents=True, exist_ok=True)
     model = resolve_model(home, model_spec(home, args.model))
     recorder = open_recorder(home, args.store)

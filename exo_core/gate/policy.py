@@ -168,8 +168,8 @@ def decide(classification: Classification, policy: Policy, *, amount: float | No
     minimum, floor_rule = floor_for(classification.axes)
     if outcome_rank(minimum) > outcome_rank(outcome):
         outcome = minimum
-        parts = tuple(PartDecision(p.finding, strictest((p.outcome, minimum)), (*p.why, f"operator floor: {floor_rule}"))
-                      for p in parts)
+        parts = tuple(PartDecision(p.finding, strictest((p.outcome, minimum)),
+                                   (*p.why, f"operator floor: {floor_rule}")) for p in parts)
     # The floor is reported whenever it applies: the outcome cannot go below it, whatever the policy says.
     return Decision(outcome, classification, parts, floor_rule)
 
