@@ -135,6 +135,18 @@ class ExoClient:
             self.client_id = result["client_id"]
         return result
 
+    async def open_session(self, session: str | None = None, title: str = "") -> str:
+        """Say hello, then check that ``session`` exists or create one called ``title``; returns its id.
+
+        A new session's events come after the hello's ``last_seq``: nothing older is its own.
+        """
+        hello = await self.hello()
+        if session is not None:
+            await self.request("session.get", {"session": session, "messages": False})
+            return session
+        self.last_seq = int(hello["last_seq"])
+        return str((await self.request("session.create", {"title": title}))["session"]["id"])
+
     async def health(self) -> dict[str, Any]:
         """``GET /health``."""
         try:
