@@ -11,6 +11,7 @@ and cost. The event stream resumes from the last seq after a dropped link
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
 from collections.abc import Coroutine
@@ -22,7 +23,7 @@ from exo_core.client.commands import SESSION_COMMANDS, help_text, session_comman
 from exo_core.errors import ConflictError, ExoError
 from exo_core.protocol import Event
 from exo_core.terminal.attach import attachment, expand_refs, run_shell
-from exo_core.terminal.keys import KeyDecoder, RawTerminal
+from exo_core.terminal.keys import KeyDecoder, raw_terminal
 from exo_core.terminal.palette import Entry, Palette
 from exo_core.terminal.prefs import THEMES, TerminalPrefs
 from exo_core.terminal.screen import Screen
@@ -81,9 +82,9 @@ class TerminalChat:
         self.sessions = (await self.client.request("session.list", {}))["sessions"]
         loop = asyncio.get_running_loop()
         decoder = KeyDecoder()
-        with RawTerminal(self.fd) as raw:
+        with raw_terminal(self.fd):
             self.screen.enter()
-            loop.add_reader(self.fd, self._on_input, raw, decoder)
+            loop.add_reader(self.fd, self._on_input, decoder)
             loop.add_signal_handler(signal.SIGWINCH, self.redraw)
             self._follow_session()
             self.redraw()
@@ -92,10 +93,10 @@ class TerminalChat:
             finally:
                 loop.remove_reader(self.fd)
                 loop.remove_signal_handler(signal.SIGWINCH)
-                for task in (*self._tasks, *([self._follower] if self._follower else [])):
+                tasks = [*self._tasks, *([self._follower] if self._follower else [])]
+                for task in tasks:
                     task.cancel()
-                await asyncio.gather(*self._tasks, *([self._follower] if self._follower else []),
-                                     return_exceptions=True)
+                await asyncio.gather(*tasks, return_exceptions=True)
                 self.screen.leave()
         return 0
 
@@ -189,8 +190,8 @@ class TerminalChat:
 
     # -- keys ----------------------------------------------------------------------
 
-    def _on_input(self, raw: RawTerminal, decoder: KeyDecoder) -> None:
-        data = raw.read()
+    def _on_input(self, decoder: KeyDecoder) -> None:
+        data = os.read(self.fd, 4096)  # what is there now: the loop calls this when the fd is readable
         if not data:
             self._quit.set()
             return
