@@ -63,8 +63,13 @@ class ConsequenceGate:
         outcome = decision.outcome
         reason = "; ".join(w for p in decision.deciding for w in p.why[-1:])
         if self._advisor is not None:
-            proposed = self._advise(decision.classification, arguments)
-            tightened = tighten(outcome, proposed)
+            try:
+                proposed = self._advisor.advise(decision.classification, arguments)
+            except ExoError as exc:
+                # A decision model that fails abstains (§13.4): the turn never blocks on it.
+                log.warning("decision model failed; the gate decides alone: %s", exc)
+                proposed = None
+            tightened = tighten(outcome, proposed if proposed in OUTCOMES else None)
             if tightened != outcome:
                 outcome, reason = tightened, f"{reason}; a decision model asked to tighten it to {tightened}"
         # No floor step here: decide() already raised the outcome to the floor, and tighten() only raises.
@@ -75,13 +80,3 @@ class ConsequenceGate:
     def allow_always(self, rule_key: str) -> None:
         """Stop asking for ``rule_key`` for the rest of this run (the operator floor still asks)."""
         self._always.add(rule_key)
-
-    def _advise(self, classification: Classification, arguments: Mapping[str, Any]) -> str | None:
-        assert self._advisor is not None
-        try:
-            proposed = self._advisor.advise(classification, arguments)
-        except ExoError as exc:
-            # A decision model that fails abstains (§13.4): the turn never blocks on it.
-            log.warning("decision model failed; the gate decides alone: %s", exc)
-            return None
-        return proposed if proposed in OUTCOMES else None

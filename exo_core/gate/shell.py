@@ -128,8 +128,7 @@ class _Lexer:
                 self.i += 1
             elif self._redirect():
                 continue
-            elif any(s.startswith(op, self.i) for op in _OPERATORS):
-                op = next(op for op in _OPERATORS if s.startswith(op, self.i))
+            elif op := next((o for o in _OPERATORS if s.startswith(o, self.i)), ""):
                 self.out.append(_Tok("op", op))
                 self.i += len(op)
             else:
