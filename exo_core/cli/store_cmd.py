@@ -113,17 +113,16 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _sync(args: argparse.Namespace) -> int:
+    import contextlib
+
     from exo_core.ledger import CheckpointBook
     from exo_core.store.sync import sync_stores
 
     signer = _signer(args, required=True)
     home = home_of(args)
     home.root.mkdir(parents=True, exist_ok=True)
-    book = CheckpointBook.for_home(home.root)
-    try:
+    with contextlib.closing(CheckpointBook.for_home(home.root)) as book:
         report = sync_stores(args.a, args.b, signer=signer, book=book)
-    finally:
-        book.close()
     print(report.render())
     return 0
 
@@ -137,16 +136,13 @@ def _ingest(args: argparse.Namespace) -> int:
     from exo_core.store.store import Store
 
     store = Store.open(_store_dir(args))
-    ledger = open_ledger(store.root, signer=_signer(args, required=True))
-    try:
+    with open_ledger(store.root, signer=_signer(args, required=True)) as ledger:
         if args.kind == "chat":
             report = import_chat_export(Path(args.path), ledger)
         else:
             with ItemStore(store.items_path, ledger) as items:
                 run = import_bookmarks if args.kind == "bookmarks" else import_notes
                 report = run(Path(args.path), items)
-    finally:
-        ledger.close()
     for warning in report.warnings:
         print(f"warning: {warning}")
     print(report.summary())
@@ -159,10 +155,7 @@ def _rebuild(args: argparse.Namespace) -> int:
     from exo_core.store.store import Store
 
     store = Store.open(_store_dir(args))
-    ledger = open_ledger(store.root)
-    try:
+    with open_ledger(store.root) as ledger:
         count = rebuild_items(store.items_path, ledger)
-    finally:
-        ledger.close()
     print(f"items.sqlite rebuilt from the ledger: {count} items")
     return 0
