@@ -102,11 +102,8 @@ def _status(args: argparse.Namespace) -> int:
     home = home_of(args)
     if not home.sessions_db.exists():
         raise NotFoundError(f"no sessions yet at {home.sessions_db}")
-    conn = open_reader(home.sessions_db)
-    try:
+    with contextlib.closing(open_reader(home.sessions_db)) as conn:
         rows = conn.execute("SELECT lane, status, COUNT(*) FROM summary_nodes GROUP BY lane, status").fetchall()
-    finally:
-        conn.close()
     counts = {f"{lane}.{status}": n for lane, status, n in rows}
     return emit(args, counts, "\n".join(f"{k}: {v}" for k, v in sorted(counts.items())) or "no summaries")
 

@@ -44,6 +44,7 @@ def register(subparsers: Any) -> None:
 class _Ctx:
     def __init__(self, args: argparse.Namespace) -> None:
         from exo_edge.proposal_queue import ProposalQueue
+        from exo_core.learning import Learner
         from exo_core.learning.service import LearningSettings
         from exo_core.ledger import Ledger, load_signing_key
         from exo_core.store import Store
@@ -53,11 +54,7 @@ class _Ctx:
         self.store = Store.open(self.home.store_path(args.store))
         self.ledger = Ledger.open_store(self.store.root, signer=load_signing_key(self.home.keys_dir))
         self.queue = ProposalQueue(self.home.root / "learning" / "queue.sqlite")
-
-    def learner(self) -> Any:
-        from exo_core.learning import Learner
-
-        return Learner(self.store, self.ledger, queue=self.queue if self.settings.route else None)
+        self.learner = Learner(self.store, self.ledger, queue=self.queue if self.settings.route else None)
 
     def __enter__(self) -> "_Ctx":
         return self
@@ -69,7 +66,7 @@ class _Ctx:
 
 def _review(args: argparse.Namespace) -> int:
     with _Ctx(args) as ctx:
-        r = ctx.learner().review(asked=True)
+        r = ctx.learner.review(asked=True)
     data = {"proposals": r.proposals, "promoted": list(r.promoted), "questions": list(r.questions), "queued": r.queued}
     return emit(args, data, f"{r.proposals} proposals, promoted: {', '.join(r.promoted) or 'none'}, "
                            f"{len(r.questions)} questions, {r.queued} queued for a larger model")
@@ -124,9 +121,8 @@ def _climb(args: argparse.Namespace) -> int:
     from exo_core.learning.pack import enforced, hints
 
     with _Ctx(args) as ctx:
-        learner = ctx.learner()
-        learner.refresh()
-        book = learner.book
+        ctx.learner.refresh()
+        book = ctx.learner.book
         incumbent = frozenset(l.feature for l in enforced(book, book.last_ts) if l.feature)
         candidates = [Candidate(incumbent | {l.feature}, l.target) for l in hints(book, book.last_ts)
                       if l.feature and l.feature not in incumbent]
@@ -135,7 +131,7 @@ def _climb(args: argparse.Namespace) -> int:
                                  person_ruled=said, spent=ctx.queue.spent, ceiling=ctx.settings.ceiling)
         for d in decisions:
             if d.kept and d.change in book.lessons and not book.lessons[d.change].promoted_by:
-                learner.promote_by_eval(d.change, d.entry)
+                ctx.learner.promote_by_eval(d.change, d.entry)
     data = {"incumbent": sorted(final), "decisions": [
         {"change": d.change, "kept": d.kept, "reason": d.reason, "dev": d.dev, "held_out": d.held_out}
         for d in decisions]}
@@ -145,7 +141,7 @@ def _climb(args: argparse.Namespace) -> int:
 
 def _reject(args: argparse.Namespace) -> int:
     with _Ctx(args) as ctx:
-        entry = ctx.learner().reject(args.target, args.reason)
+        entry = ctx.learner.reject(args.target, args.reason)
     return emit(args, {"rejection": entry.id}, f"rejected {args.target} ({entry.id[:12]})")
 
 
@@ -153,8 +149,7 @@ def _rebuild(args: argparse.Namespace) -> int:
     from exo_core.learning.pack import render_learned, sync_nodes, write_pack
 
     with _Ctx(args) as ctx:
-        learner = ctx.learner()
-        learner.refresh()
-        changed = sync_nodes(ctx.store, learner.book)
-        write_pack(ctx.store, render_learned(learner.book))
+        ctx.learner.refresh()
+        changed = sync_nodes(ctx.store, ctx.learner.book)
+        write_pack(ctx.store, render_learned(ctx.learner.book))
     return emit(args, {"nodes": changed}, f"pack rewritten; {len(changed)} nodes written")
