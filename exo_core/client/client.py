@@ -202,20 +202,14 @@ class ExoClient:
                     raise error_from_wire(json.loads(body).get("error"))
                 except json.JSONDecodeError:
                     raise BrokenResourceError(f"event stream refused: HTTP {resp.status}") from None
-            data_lines: list[str] = []
+            data_lines: list[str] = []  # an event's data lines, until the blank line that ends it
             async for raw_line in resp.content:
                 line = raw_line.decode("utf-8").rstrip("\r\n")
-                if not line:
-                    if data_lines:
-                        data = "\n".join(data_lines)
-                        event = decode_event(data)
-                        data_lines = []
-                        if event.seq > self.last_seq:
-                            self.last_seq = event.seq
-                            yield data, event
-                    continue
-                if line.startswith(":"):
-                    continue
-                field, _, value = line.partition(":")
-                if field == "data":
-                    data_lines.append(value[1:] if value.startswith(" ") else value)
+                if line.startswith("data:"):  # other fields and ':' keep-alive comments are not used
+                    data_lines.append(line[6:] if line.startswith("data: ") else line[5:])
+                elif not line and data_lines:
+                    data, data_lines = "\n".join(data_lines), []
+                    event = decode_event(data)
+                    if event.seq > self.last_seq:
+                        self.last_seq = event.seq
+                        yield data, event
