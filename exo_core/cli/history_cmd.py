@@ -48,6 +48,7 @@ def _import(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from exo_core.cli.spawn import exod_running
+    from exo_core.client import ExoClient
     from exo_core.context.importer import import_conversations, parse_export
 
     home = home_of(args)
@@ -58,8 +59,10 @@ def _import(args: argparse.Namespace) -> int:
         summarize_here = not running and not args.no_summarize
         async with _parts(home, args, with_engine=summarize_here) as (worker, engine, config):
             report = await import_conversations(worker, conversations, engine=engine, config=config)
-            if running and report.session_ids:
-                await _tell_exod(home, report.session_ids)
+            if running and report.session_ids:  # exod summarizes what it is told to resume
+                async with ExoClient(f"unix://{home.socket_path}", client_name="exo-history") as client:
+                    for session_id in report.session_ids:
+                        await client.request("session.resume", {"session": session_id})
             if engine is not None:
                 await engine.lanes.wait_all_idle("import")
         where = "exod is summarizing them" if running else (
@@ -106,14 +109,6 @@ def _status(args: argparse.Namespace) -> int:
         rows = conn.execute("SELECT lane, status, COUNT(*) FROM summary_nodes GROUP BY lane, status").fetchall()
     counts = {f"{lane}.{status}": n for lane, status, n in rows}
     return emit(args, counts, "\n".join(f"{k}: {v}" for k, v in sorted(counts.items())) or "no summaries")
-
-
-async def _tell_exod(home: "ExoHome", session_ids: tuple[str, ...]) -> None:
-    from exo_core.client import ExoClient
-
-    async with ExoClient(f"unix://{home.socket_path}", client_name="exo-history") as client:
-        for session_id in session_ids:
-            await client.request("session.resume", {"session": session_id})
 
 
 @contextlib.asynccontextmanager
