@@ -17,6 +17,7 @@ classifier then treats the whole line as opaque code, which asks.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 __all__ = ["Redirect", "SimpleCommand", "ShellParse", "parse_shell", "MAX_DEPTH"]
@@ -79,7 +80,7 @@ class _Tok:
     kind: str  # word | op | redir
     value: str
     word: _Word | None = None
-    redir: dict[str, str] | None = None
+    redirect: Redirect | None = None  # a heredoc's body is filled in when its lines have been read
 
 
 class _ParseError(ValueError):
@@ -106,7 +107,7 @@ class _Lexer:
         self.s = text
         self.i = 0
         self.out: list[_Tok] = []
-        self.pending_heredocs: list[dict[str, str]] = []
+        self.pending_heredocs: list[_Tok] = []
 
     def tokens(self) -> list[_Tok]:
         s = self.s
@@ -159,30 +160,28 @@ class _Lexer:
         if self.i >= len(s) or s[self.i] in "\n;&|()<>":
             raise _ParseError(f"redirection {op!r} has no target")
         target = self._word()
-        redir = {"op": op.lstrip("&") if op.startswith("&>") else op, "target": target.text, "body": ""}
+        op = op.lstrip("&") if op.startswith("&>") else op
+        tok = _Tok("redir", op, word=target, redirect=Redirect(op, target.text, target.text if op == "<<<" else ""))
         if op in ("<<", "<<-"):
-            redir["strip"] = "1" if op == "<<-" else ""
-            self.pending_heredocs.append(redir)
-        elif op == "<<<":
-            redir["body"] = target.text
-        tok = _Tok("redir", redir["op"], word=target, redir=redir)
+            self.pending_heredocs.append(tok)
         self.out.append(tok)
         return True
 
     def _read_heredocs(self) -> None:
         s = self.s
-        for redir in self.pending_heredocs:
-            delim = redir["target"]
+        for tok in self.pending_heredocs:
+            assert tok.redirect is not None
+            delim = tok.redirect.target
             body: list[str] = []
             while self.i < len(s):
                 end = s.find("\n", self.i)
                 end = len(s) if end < 0 else end
                 line = s[self.i:end]
                 self.i = end + 1
-                if (line.lstrip("\t") if redir.get("strip") else line) == delim:
+                if (line.lstrip("\t") if tok.redirect.op == "<<-" else line) == delim:
                     break
                 body.append(line)
-            redir["body"] = "\n".join(body)
+            tok.redirect = dataclasses.replace(tok.redirect, body="\n".join(body))
         self.pending_heredocs = []
 
     def _word(self) -> _Word:
@@ -358,7 +357,7 @@ class _Builder:
                 self._recurse(script, "$()")
         while words and _is_assignment(words[0].text):
             words.pop(0)
-        redirects = tuple(Redirect(r.redir["op"], r.redir["target"], r.redir.get("body", "")) for r in redirs if r.redir)
+        redirects = tuple(r.redirect for r in redirs if r.redirect is not None)
         if not words and not redirects:
             return
         argv = tuple(w.text for w in words)
