@@ -47,7 +47,7 @@ class LineChat:
         self._on_event = on_event
         self._done: dict[str, asyncio.Event] = {}
         self._pending_approvals: list[dict[str, Any]] = []
-        self._approval_ready = asyncio.Event()
+        self._wake = asyncio.Event()  # set when an approval arrives or a turn ends
         self._in_text = False
 
     def _print(self, text: str = "", *, end: str = "\n") -> None:
@@ -86,7 +86,7 @@ class LineChat:
             self._print(f"  {'✓' if body.get('ok') else '✗'} {body.get('name')} ({body.get('duration_ms', 0)} ms)")
         elif kind == "approval.requested":
             self._pending_approvals.append(body)
-            self._approval_ready.set()
+            self._wake.set()
             self._print(f"  ? approve [{body.get('risk')}] {body.get('summary')}  — y(es) / n(o) / a(lways)")
         elif kind == "approval.resolved":
             self._print(f"  approval {body.get('decision')}")
@@ -103,6 +103,7 @@ class LineChat:
             done = self._done.get(str(body.get("turn_id")))
             if done is not None:
                 done.set()
+                self._wake.set()
         elif kind == "notice":
             self._print(f"  ! {body.get('text')}")
 
@@ -122,12 +123,8 @@ class LineChat:
             if self._pending_approvals:
                 await self._answer_approval(self._pending_approvals[0], lines)
                 continue
-            self._approval_ready.clear()
-            waiter = asyncio.create_task(self._approval_ready.wait())
-            finisher = asyncio.create_task(done.wait())
-            await asyncio.wait({waiter, finisher}, return_when=asyncio.FIRST_COMPLETED)
-            waiter.cancel()
-            finisher.cancel()
+            self._wake.clear()
+            await self._wake.wait()
 
     async def _answer_approval(self, request: dict[str, Any], lines: "asyncio.Queue[str | None]") -> None:
         decision = self.approve
