@@ -67,26 +67,15 @@ def _serve(args: argparse.Namespace) -> int:
     if DecisionSettings.from_config(home.config()).toolsets:  # [decisions] toolsets = true in config.toml
         decider = build_decider(home, store=store, recorder=recorder, model=model)  # type: ignore[arg-type]
         toolsets = ToolsetNarrowing(decider)
-    options = CoreOptions(
-        services=_learning_services(home, store, ledger) if ledger is not None else (),
-        toolsets=toolsets,
-        workspace=Path(args.workspace).resolve() if args.workspace else Path.cwd(),
-        synchronous=args.durability.upper(),
-        summarizer=resolve_summarizer(home, args.summarizer),
-        recorder=recorder,
-        plugin_dirs=(home.root / "plugins",),
-        entry_point_plugins=True,
-    )
+    options = CoreOptions(services=_learning_services(home, store, ledger) if ledger is not None else (),
+                          toolsets=toolsets, workspace=Path(args.workspace).resolve() if args.workspace else Path.cwd(),
+                          synchronous=args.durability.upper(), summarizer=resolve_summarizer(home, args.summarizer),
+                          recorder=recorder, plugin_dirs=(home.root / "plugins",), entry_point_plugins=True)
     if memory is not None:  # the store's retrieval is the default memory provider and the recall tool
         options.memory, options.tools = memory, builtin_tools(memory)
-    settings = DaemonSettings(
-        tcp=parse_hostport(args.tcp) if args.tcp else None,
-        stdio=args.stdio,
-        unix=not args.no_unix,
-        allowed_hosts=tuple(args.allow_host),
-        keepalive=args.keepalive,
-        store=store,
-    )
+    settings = DaemonSettings(tcp=parse_hostport(args.tcp) if args.tcp else None, stdio=args.stdio,
+                              unix=not args.no_unix, allowed_hosts=tuple(args.allow_host), keepalive=args.keepalive,
+                              store=store)
     try:
         asyncio.run(run_daemon(home, model, settings, options))
     finally:

@@ -92,17 +92,13 @@ class Policy:
         if max_amount is not None and (isinstance(max_amount, bool) or not isinstance(max_amount, (int, float))):
             raise ConfigError("budget.max_amount must be a number")
         posting = _table(data, "posting", "a table with 'denied' (a list of remotes or hosts)", {"denied"})
-        return cls(
-            matrix=matrix,
-            paid=_outcome(data.get("paid", "ask"), "paid"),
-            third_party=_outcome(data.get("third_party", "ask"), "third_party"),
-            scope=Scope.from_mapping(_table(data, "scopes", "a table"), workspace=workspace),
-            overrides={str(k): _outcome(v, f"overrides.{k}") for k, v in overrides.items()},
-            reserved=frozenset(_keys(data, "reserved")) if "reserved" in data else DEFAULT_RESERVED,
-            denied=frozenset(_keys(data, "denied")),
-            budget=float(max_amount) if max_amount is not None else None,
-            posting_denied=frozenset(_keys(posting, "denied")),
-        )
+        return cls(matrix=matrix, paid=_outcome(data.get("paid", "ask"), "paid"),
+                   third_party=_outcome(data.get("third_party", "ask"), "third_party"),
+                   scope=Scope.from_mapping(_table(data, "scopes", "a table"), workspace=workspace),
+                   overrides={str(k): _outcome(v, f"overrides.{k}") for k, v in overrides.items()},
+                   reserved=frozenset(_keys(data, "reserved")) if "reserved" in data else DEFAULT_RESERVED,
+                   denied=frozenset(_keys(data, "denied")), posting_denied=frozenset(_keys(posting, "denied")),
+                   budget=float(max_amount) if max_amount is not None else None)
 
     def with_workspace(self, workspace: Path) -> "Policy":
         """This policy with ``workspace`` added to its scope."""
