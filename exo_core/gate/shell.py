@@ -17,8 +17,7 @@ classifier then treats the whole line as opaque code, which asks.
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 __all__ = ["Redirect", "SimpleCommand", "ShellParse", "parse_shell", "MAX_DEPTH"]
 
@@ -181,7 +180,7 @@ class _Lexer:
                 if (line.lstrip("\t") if tok.redirect.op == "<<-" else line) == delim:
                     break
                 body.append(line)
-            tok.redirect = dataclasses.replace(tok.redirect, body="\n".join(body))
+            tok.redirect = replace(tok.redirect, body="\n".join(body))
         self.pending_heredocs = []
 
     def _word(self) -> _Word:
