@@ -17,8 +17,5 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def _init(args: argparse.Namespace) -> int:
     from exo_core.bootstrap import init_home
 
-    home = home_of(args)
-    report = init_home(home, store=args.store, model=args.model)
-    for line in report:
-        print(line)
+    print("\n".join(init_home(home_of(args), store=args.store, model=args.model)))
     return 0

@@ -9,7 +9,6 @@ Heavy modules are imported inside the handlers.
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from exo_core.cli.args import add_command, add_group, emit, home_of
@@ -65,15 +64,11 @@ def _list(args: argparse.Namespace) -> int:
                        "prompt": m.prompt.format if m.prompt else None, "files": files})
     catalog = load_catalog(home.config())
     roles = {role: [str(r) for r in routes] for role, routes in catalog.roles.items()}
-    if args.json:
-        print(json.dumps({"models": models, "roles": roles}, indent=2))
-        return 0
+    lines = []
     for m in models:
         state = "ready" if all(f["present"] for f in m["files"]) else "missing (run exo models fetch)"
-        print(f"{m['name']:28} {m['kind']:14} {state}")
-        for f in m["files"]:
-            print(f"    {'+' if f['present'] else '-'} {f['file']}")
-    print("roles:")
-    for role, routes in roles.items():
-        print(f"  {role:9} {' -> '.join(routes) or '(falls back)'}")
-    return 0
+        lines.append(f"{m['name']:28} {m['kind']:14} {state}")
+        lines += [f"    {'+' if f['present'] else '-'} {f['file']}" for f in m["files"]]
+    lines.append("roles:")
+    lines += [f"  {role:9} {' -> '.join(routes) or '(falls back)'}" for role, routes in roles.items()]
+    return emit(args, {"models": models, "roles": roles}, "\n".join(lines))

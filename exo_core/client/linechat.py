@@ -22,7 +22,6 @@ from exo_core.protocol import Event
 __all__ = ["LineChat", "stdin_lines"]
 
 
-
 def stdin_lines(loop: asyncio.AbstractEventLoop, queue: "asyncio.Queue[str | None]", stream: TextIO) -> None:
     """Feed lines of ``stream`` into ``queue`` from a thread (``None`` at end of input)."""
 
@@ -149,7 +148,8 @@ class LineChat:
             else:
                 assert self.session is not None, "start() opens the session first"
                 text, self.session = await session_command(self.client, self.session, name, rest.strip(), title="")
-                self._print(text)
+                if text:
+                    self._print(text)
         except ExoError as exc:
             self._print(f"error [{exc.code}]: {exc.message}")
         return True
