@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["add_command", "add_group", "HOME_HELP"]
+if TYPE_CHECKING:
+    from exo_core.home import ExoHome
+
+__all__ = ["add_command", "add_group", "home_of", "emit", "HOME_HELP"]
 
 HOME_HELP = "Exo home (default $EXO_HOME or ~/.exo)"
 
@@ -29,3 +32,18 @@ def add_group(sub: Any, name: str, help: str, *, metavar: str = "ACTION") -> Any
     actions = sub.add_parser(name, help=help).add_subparsers(dest=f"{name}_command", metavar=metavar)
     actions.required = True
     return actions
+
+
+def home_of(args: argparse.Namespace) -> "ExoHome":
+    """The Exo home ``--home`` names (else $EXO_HOME or ~/.exo)."""
+    from exo_core.home import ExoHome
+
+    return ExoHome.from_env(args.home)
+
+
+def emit(args: argparse.Namespace, data: object, text: str) -> int:
+    """Print ``data`` as JSON with ``--json``, else ``text``; returns 0, the exit status."""
+    import json
+
+    print(json.dumps(data, indent=2, ensure_ascii=False) if args.json else text, flush=True)
+    return 0

@@ -8,20 +8,19 @@ from __future__ import annotations
 
 import argparse
 
+from exo_core.cli.args import add_command, add_group
+
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``exo bench`` and its benchmarks."""
-    parser = sub.add_parser("bench", help="run one benchmark")
-    names = parser.add_subparsers(dest="bench", metavar="NAME")
-    names.required = True
-    ret = names.add_parser("retrieval", help="retrieval quality on LoCoMo / LongMemEval format files")
+    names = add_group(sub, "bench", "run one benchmark", metavar="NAME")
+    ret = add_command(names, "retrieval", _retrieval, "retrieval quality on LoCoMo / LongMemEval format files")
     ret.add_argument("--locomo", default=None, metavar="FILE", help="a LoCoMo-format JSON file")
     ret.add_argument("--longmemeval", default=None, metavar="FILE", help="a LongMemEval-format JSON (or .xz) file")
     ret.add_argument("--split", default="all", choices=("all", "tune", "holdout"),
                      help="score every case (default) or one half (docs/retrieval.md)")
     ret.add_argument("--home", default=None, help="Exo home whose model files to use")
     ret.add_argument("--json", action="store_true", help="print the metrics as JSON")
-    ret.set_defaults(handler=_retrieval)
     foot = names.add_parser("footprint", help="the scripted device conversation under the memory and core budget",
                             add_help=False)
     foot.add_argument("args", nargs=argparse.REMAINDER, help="the footprint audit's own arguments (e.g. --json)")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from exo_core.cli.args import add_command
+from exo_core.cli.args import add_command, home_of
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -37,49 +37,36 @@ def _chat(args: argparse.Namespace) -> int:
     from exo_core.client import ExoClient
     from exo_core.client.linechat import LineChat, stdin_lines
     from exo_core.errors import ConfigError
-    from exo_core.home import ExoHome
 
     interactive = sys.stdin.isatty()
     full_screen = interactive and sys.stdout.isatty() and not args.plain and args.approve in (None, "ask")
     approve = args.approve or ("ask" if interactive else "deny")
 
-    def client_for(url: str, token: str | None) -> ExoClient:
-        if not full_screen:
-            return ExoClient(url, token=token, client_name="exo-chat")
-        from exo_core.terminal import terminal_capabilities
-
-        return ExoClient(url, token=token, client_name="exo-terminal", capabilities=terminal_capabilities())
-
     async def main() -> int:
-        home = ExoHome.from_env(args.home)
-        if args.connect:
-            token = None
-            token_file = args.token_file or saved_token_path(args.connect)
-            if args.token_file or Path(token_file).exists():
-                try:
-                    with open(token_file, encoding="ascii") as fh:
-                        token = fh.read().strip()
-                except OSError as exc:
-                    raise ConfigError(f"cannot read token file {token_file}: {exc.strerror}") from exc
-            async with client_for(args.connect, token) as client:
-                return await _run(client)
-        async with local_core(home, model=args.model, spawn=not args.no_spawn) as url:
-            async with client_for(url, None) as client:
-                return await _run(client)
+        if not args.connect:
+            async with local_core(home_of(args), model=args.model, spawn=not args.no_spawn) as url:
+                return await run(url, None)
+        token_file = Path(args.token_file or saved_token_path(args.connect))
+        try:
+            token = token_file.read_text(encoding="ascii").strip() if args.token_file or token_file.exists() else None
+        except OSError as exc:
+            raise ConfigError(f"cannot read token file {token_file}: {exc.strerror}") from exc
+        return await run(args.connect, token)
 
-    async def _run(client: ExoClient) -> int:
+    async def run(url: str, token: str | None) -> int:
         if full_screen:
-            from exo_core.terminal import TerminalChat, load_prefs
+            from exo_core.terminal import TerminalChat, load_prefs, terminal_capabilities
 
-            chat = TerminalChat(client, prefs=load_prefs(), cwd=Path.cwd(), session=args.session,
-                                event_log=Path(args.event_log) if args.event_log else None)
-            return await chat.run()
-        line_chat = LineChat(client, approve=approve, interactive=interactive)
-        session = await line_chat.start(args.session)
-        print(f"session {session} — /help for commands", flush=True)
-        lines: asyncio.Queue[str | None] = asyncio.Queue(maxsize=1000)
-        stdin_lines(asyncio.get_running_loop(), lines, sys.stdin)
-        await line_chat.run(lines)
+            async with ExoClient(url, token=token, client_name="exo-terminal",
+                                 capabilities=terminal_capabilities()) as client:
+                return await TerminalChat(client, prefs=load_prefs(), cwd=Path.cwd(), session=args.session,
+                                          event_log=Path(args.event_log) if args.event_log else None).run()
+        async with ExoClient(url, token=token, client_name="exo-chat") as client:
+            line_chat = LineChat(client, approve=approve, interactive=interactive)
+            print(f"session {await line_chat.start(args.session)} — /help for commands", flush=True)
+            lines: asyncio.Queue[str | None] = asyncio.Queue(maxsize=1000)
+            stdin_lines(asyncio.get_running_loop(), lines, sys.stdin)
+            await line_chat.run(lines)
         return 0
 
     return asyncio.run(main())

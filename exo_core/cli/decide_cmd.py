@@ -10,15 +10,8 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
 
-from exo_core.cli.args import add_command
-
-if TYPE_CHECKING:
-    from pathlib import Path
-
-    from exo_core.home import ExoHome
-    from exo_core.ledger import LedgerRecorder
+from exo_core.cli.args import add_command, emit, home_of
 
 USES = ("signal", "toolset", "panel")
 
@@ -38,19 +31,22 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def _decide(args: argparse.Namespace) -> int:
     import asyncio
-    import json
 
     from exo_core.decisions import uses
     from exo_core.decisions.setup import build_decider
-    from exo_core.errors import UsageError
-    from exo_core.home import ExoHome
+    from exo_core.errors import NotFoundError, UsageError
+    from exo_core.ledger import LedgerRecorder, load_signing_key
 
-    home = ExoHome.from_env(args.home)
+    home = home_of(args)
     store = home.store_path(args.store)
     if not args.text.strip():
         raise UsageError("give the text to decide about, e.g. exo decide signal 'No, I said Tuesday.'")
     providers = [p.strip() for p in args.providers.split(",") if p.strip()] if args.providers else None
-    recorder = _recorder(home, store) if args.record else None
+    recorder = None
+    if args.record:
+        if not (store / "STORE.toml").is_file():
+            raise NotFoundError(f"no store at {store}; run `exo init` or pass --store DIR (or drop --record)")
+        recorder = LedgerRecorder.for_store(store, load_signing_key(home.keys_dir))
     decider = build_decider(home, store=store, recorder=recorder, providers=providers)
 
     async def run() -> dict[str, object]:
@@ -70,21 +66,7 @@ def _decide(args: argparse.Namespace) -> int:
     finally:
         if recorder is not None:
             recorder.close()
-    if args.json:
-        print(json.dumps(result, indent=2, ensure_ascii=False))
-    else:
-        chosen = result["chosen"]
-        probabilities = result["probabilities"]
-        assert isinstance(probabilities, dict)
-        top = f"{chosen} ({probabilities[chosen]:.2f})" if isinstance(chosen, str) else "abstained"
-        print(f"{args.use}: {top} via {result['provider']}; applied: {result['applied']}")
-    return 0
-
-
-def _recorder(home: "ExoHome", store: "Path") -> "LedgerRecorder":
-    from exo_core.errors import NotFoundError
-    from exo_core.ledger import LedgerRecorder, load_signing_key
-
-    if not (store / "STORE.toml").is_file():
-        raise NotFoundError(f"no store at {store}; run `exo init` or pass --store DIR (or drop --record)")
-    return LedgerRecorder.for_store(store, load_signing_key(home.keys_dir))
+    chosen, probabilities = result["chosen"], result["probabilities"]
+    assert isinstance(probabilities, dict)
+    top = f"{chosen} ({probabilities[chosen]:.2f})" if isinstance(chosen, str) else "abstained"
+    return emit(args, result, f"{args.use}: {top} via {result['provider']}; applied: {result['applied']}")

@@ -16,7 +16,7 @@ import argparse
 import contextlib
 from typing import TYPE_CHECKING
 
-from exo_core.cli.args import add_command, add_group
+from exo_core.cli.args import add_command, add_group, emit, home_of
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -43,39 +43,35 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         p.add_argument("--model", default=None, help="the main model spec, used when no summarizer is set")
 
 
-def _print(args: argparse.Namespace, data: dict[str, object], text: str) -> None:
-    import json
-
-    print(json.dumps(data, ensure_ascii=False) if args.json else text, flush=True)
-
-
 def _import(args: argparse.Namespace) -> int:
     import asyncio
     from pathlib import Path
 
+    from exo_core.cli.spawn import exod_running
+    from exo_core.client import ExoClient
     from exo_core.context.importer import import_conversations, parse_export
-    from exo_core.home import ExoHome
 
-    home = ExoHome.from_env(args.home)
+    home = home_of(args)
     conversations = parse_export(Path(args.file))
 
     async def main() -> int:
-        running = await _exod_running(home)
+        running = await exod_running(home)
         summarize_here = not running and not args.no_summarize
         async with _parts(home, args, with_engine=summarize_here) as (worker, engine, config):
             report = await import_conversations(worker, conversations, engine=engine, config=config)
-            if running and report.session_ids:
-                await _tell_exod(home, report.session_ids)
+            if running and report.session_ids:  # exod summarizes what it is told to resume
+                async with ExoClient(f"unix://{home.socket_path}", client_name="exo-history") as client:
+                    for session_id in report.session_ids:
+                        await client.request("session.resume", {"session": session_id})
             if engine is not None:
                 await engine.lanes.wait_all_idle("import")
         where = "exod is summarizing them" if running else (
             "summarized" if summarize_here else "summaries left for exod's next start")
-        _print(args, {"conversations": report.conversations, "imported": report.imported,
-                      "skipped": report.skipped, "messages": report.messages, "sessions": list(report.session_ids),
-                      "summaries": "exod" if running else ("done" if summarize_here else "pending")},
-               f"imported {report.imported} conversation(s), {report.messages} message(s); "
-               f"{report.skipped} already imported; {where}")
-        return 0
+        return emit(args, {"conversations": report.conversations, "imported": report.imported,
+                           "skipped": report.skipped, "messages": report.messages, "sessions": list(report.session_ids),
+                           "summaries": "exod" if running else ("done" if summarize_here else "pending")},
+                    f"imported {report.imported} conversation(s), {report.messages} message(s); "
+                    f"{report.skipped} already imported; {where}")
 
     return asyncio.run(main())
 
@@ -83,65 +79,36 @@ def _import(args: argparse.Namespace) -> int:
 def _summarize(args: argparse.Namespace) -> int:
     import asyncio
 
+    from exo_core.cli.spawn import exod_running
     from exo_core.errors import ConflictError
-    from exo_core.home import ExoHome
 
-    home = ExoHome.from_env(args.home)
+    home = home_of(args)
 
     async def main() -> int:
-        if await _exod_running(home):
+        if await exod_running(home):
             raise ConflictError("exod is running and summarizes imports itself; stop it to summarize here")
         async with _parts(home, args, with_engine=True) as (_, engine, _config):
             assert engine is not None
             engine.lanes.kick("import")
             await engine.lanes.wait_all_idle("import")
             stats = engine.stats()["lanes"]["import"]
-        _print(args, {"ran": stats["started"], "failed": stats["failed"]},
-               f"ran {stats['started']} import summaries ({stats['failed']} failed)")
-        return 0
+        return emit(args, {"ran": stats["started"], "failed": stats["failed"]},
+                    f"ran {stats['started']} import summaries ({stats['failed']} failed)")
 
     return asyncio.run(main())
 
 
 def _status(args: argparse.Namespace) -> int:
     from exo_core.errors import NotFoundError
-    from exo_core.home import ExoHome
     from exo_core.sessions import open_reader
 
-    home = ExoHome.from_env(args.home)
+    home = home_of(args)
     if not home.sessions_db.exists():
         raise NotFoundError(f"no sessions yet at {home.sessions_db}")
-    conn = open_reader(home.sessions_db)
-    try:
+    with contextlib.closing(open_reader(home.sessions_db)) as conn:
         rows = conn.execute("SELECT lane, status, COUNT(*) FROM summary_nodes GROUP BY lane, status").fetchall()
-    finally:
-        conn.close()
     counts = {f"{lane}.{status}": n for lane, status, n in rows}
-    _print(args, counts, "\n".join(f"{k}: {v}" for k, v in sorted(counts.items())) or "no summaries")
-    return 0
-
-
-async def _exod_running(home: "ExoHome") -> bool:
-    from exo_core.client import ExoClient
-    from exo_core.errors import ExoError
-
-    socket_path = home.socket_path
-    if not socket_path.exists():
-        return False
-    try:
-        async with ExoClient(f"unix://{socket_path}", client_name="exo-history") as client:
-            await client.health()
-    except ExoError:
-        return False
-    return True
-
-
-async def _tell_exod(home: "ExoHome", session_ids: tuple[str, ...]) -> None:
-    from exo_core.client import ExoClient
-
-    async with ExoClient(f"unix://{home.socket_path}", client_name="exo-history") as client:
-        for session_id in session_ids:
-            await client.request("session.resume", {"session": session_id})
+    return emit(args, counts, "\n".join(f"{k}: {v}" for k, v in sorted(counts.items())) or "no summaries")
 
 
 @contextlib.asynccontextmanager

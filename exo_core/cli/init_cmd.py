@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from exo_core.cli.args import add_command
+from exo_core.cli.args import add_command, home_of
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -16,10 +16,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def _init(args: argparse.Namespace) -> int:
     from exo_core.bootstrap import init_home
-    from exo_core.home import ExoHome
 
-    home = ExoHome.from_env(args.home)
-    report = init_home(home, store=args.store, model=args.model)
-    for line in report:
-        print(line)
+    print("\n".join(init_home(home_of(args), store=args.store, model=args.model)))
     return 0

@@ -10,10 +10,9 @@ happen inside the handlers.
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
-from exo_core.cli.args import add_command, add_group
+from exo_core.cli.args import add_command, add_group, emit, home_of
 
 __all__ = ["register"]
 
@@ -44,22 +43,18 @@ def register(subparsers: Any) -> None:
 
 class _Ctx:
     def __init__(self, args: argparse.Namespace) -> None:
-        from exo_core.home import ExoHome
         from exo_edge.proposal_queue import ProposalQueue
+        from exo_core.learning import Learner
         from exo_core.learning.service import LearningSettings
         from exo_core.ledger import Ledger, load_signing_key
         from exo_core.store import Store
 
-        self.home = ExoHome.from_env(args.home)
+        self.home = home_of(args)
         self.settings = LearningSettings.from_config(self.home.config())
         self.store = Store.open(self.home.store_path(args.store))
         self.ledger = Ledger.open_store(self.store.root, signer=load_signing_key(self.home.keys_dir))
         self.queue = ProposalQueue(self.home.root / "learning" / "queue.sqlite")
-
-    def learner(self) -> Any:
-        from exo_core.learning import Learner
-
-        return Learner(self.store, self.ledger, queue=self.queue if self.settings.route else None)
+        self.learner = Learner(self.store, self.ledger, queue=self.queue if self.settings.route else None)
 
     def __enter__(self) -> "_Ctx":
         return self
@@ -69,24 +64,19 @@ class _Ctx:
         self.ledger.close()
 
 
-def _print(args: argparse.Namespace, data: dict[str, Any], text: str) -> int:
-    print(json.dumps(data, indent=2, sort_keys=True) if args.json else text)
-    return 0
-
-
 def _review(args: argparse.Namespace) -> int:
     with _Ctx(args) as ctx:
-        r = ctx.learner().review(asked=True)
+        r = ctx.learner.review(asked=True)
     data = {"proposals": r.proposals, "promoted": list(r.promoted), "questions": list(r.questions), "queued": r.queued}
-    return _print(args, data, f"{r.proposals} proposals, promoted: {', '.join(r.promoted) or 'none'}, "
-                              f"{len(r.questions)} questions, {r.queued} queued for a larger model")
+    return emit(args, data, f"{r.proposals} proposals, promoted: {', '.join(r.promoted) or 'none'}, "
+                           f"{len(r.questions)} questions, {r.queued} queued for a larger model")
 
 
 def _queue(args: argparse.Namespace) -> int:
     with _Ctx(args) as ctx:
         data = {"jobs": ctx.queue.counts(), "spent_this_month": ctx.queue.spent(), "ceiling": ctx.settings.ceiling,
                 "route": ctx.settings.route}
-    return _print(args, data, f"jobs {data['jobs']}, spent {data['spent_this_month']:.4f} of {ctx.settings.ceiling}")
+    return emit(args, data, f"jobs {data['jobs']}, spent {data['spent_this_month']:.4f} of {ctx.settings.ceiling}")
 
 
 def _drain(args: argparse.Namespace) -> int:
@@ -112,7 +102,7 @@ def _drain(args: argparse.Namespace) -> int:
 
         report = asyncio.run(run())
     data = {"done": report.done, "already_done": report.already, "stopped": report.stopped, "cost": report.cost}
-    return _print(args, data, f"drained {report.done} (already done {report.already}); stopped: {report.stopped}")
+    return emit(args, data, f"drained {report.done} (already done {report.already}); stopped: {report.stopped}")
 
 
 def _metrics(args: argparse.Namespace) -> int:
@@ -122,7 +112,7 @@ def _metrics(args: argparse.Namespace) -> int:
         m = metrics(ctx.ledger, days=args.days, spent=ctx.queue.spent())
     rows = [f"{w.start}: corrections/accept {w.corrections_per_accept:.2f} verdicts {w.verdicts} "
             f"questions {w.questions}" for w in m.windows]
-    return _print(args, m.to_json(), "\n".join(rows + [f"stale eval: {m.stale}"]))
+    return emit(args, m.to_json(), "\n".join(rows + [f"stale eval: {m.stale}"]))
 
 
 def _climb(args: argparse.Namespace) -> int:
@@ -131,9 +121,8 @@ def _climb(args: argparse.Namespace) -> int:
     from exo_core.learning.pack import enforced, hints
 
     with _Ctx(args) as ctx:
-        learner = ctx.learner()
-        learner.refresh()
-        book = learner.book
+        ctx.learner.refresh()
+        book = ctx.learner.book
         incumbent = frozenset(l.feature for l in enforced(book, book.last_ts) if l.feature)
         candidates = [Candidate(incumbent | {l.feature}, l.target) for l in hints(book, book.last_ts)
                       if l.feature and l.feature not in incumbent]
@@ -142,26 +131,25 @@ def _climb(args: argparse.Namespace) -> int:
                                  person_ruled=said, spent=ctx.queue.spent, ceiling=ctx.settings.ceiling)
         for d in decisions:
             if d.kept and d.change in book.lessons and not book.lessons[d.change].promoted_by:
-                learner.promote_by_eval(d.change, d.entry)
+                ctx.learner.promote_by_eval(d.change, d.entry)
     data = {"incumbent": sorted(final), "decisions": [
         {"change": d.change, "kept": d.kept, "reason": d.reason, "dev": d.dev, "held_out": d.held_out}
         for d in decisions]}
-    return _print(args, data, "\n".join(f"{'kept' if d.kept else 'dropped'} {d.change}: {d.reason}"
-                                        for d in decisions) or "no candidates")
+    return emit(args, data, "\n".join(f"{'kept' if d.kept else 'dropped'} {d.change}: {d.reason}"
+                                       for d in decisions) or "no candidates")
 
 
 def _reject(args: argparse.Namespace) -> int:
     with _Ctx(args) as ctx:
-        entry = ctx.learner().reject(args.target, args.reason)
-    return _print(args, {"rejection": entry.id}, f"rejected {args.target} ({entry.id[:12]})")
+        entry = ctx.learner.reject(args.target, args.reason)
+    return emit(args, {"rejection": entry.id}, f"rejected {args.target} ({entry.id[:12]})")
 
 
 def _rebuild(args: argparse.Namespace) -> int:
     from exo_core.learning.pack import render_learned, sync_nodes, write_pack
 
     with _Ctx(args) as ctx:
-        learner = ctx.learner()
-        learner.refresh()
-        changed = sync_nodes(ctx.store, learner.book)
-        write_pack(ctx.store, render_learned(learner.book))
-    return _print(args, {"nodes": changed}, f"pack rewritten; {len(changed)} nodes written")
+        ctx.learner.refresh()
+        changed = sync_nodes(ctx.store, ctx.learner.book)
+        write_pack(ctx.store, render_learned(ctx.learner.book))
+    return emit(args, {"nodes": changed}, f"pack rewritten; {len(changed)} nodes written")

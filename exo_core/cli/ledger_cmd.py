@@ -19,16 +19,11 @@ from exo_core.cli.args import add_command, add_group
 __all__ = ["register"]
 
 
-def _add_store(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--store", metavar="DIR", help="store folder (default: the Exo home's store)")
-
-
 def register(subparsers: Any) -> None:
     """Add the ``ledger`` command and its subcommands to ``exo``."""
     sub = add_group(subparsers, "ledger", "verify and inspect the signed ledger", metavar="SUBCOMMAND")
 
     verify = add_command(sub, "verify", _verify, "check every id, link, chain hash and signature")
-    _add_store(verify)
     verify.add_argument("--pin", action="append", metavar="KEY_ID", default=None,
                         help="trust only these author key ids (repeatable; default: STORE.toml's owner_keys)")
     verify.add_argument("--no-pins", action="store_true",
@@ -39,7 +34,6 @@ def register(subparsers: Any) -> None:
     verify.add_argument("--json", action="store_true", help="print the report as JSON")
 
     log = add_command(sub, "log", _log, "list entries (oldest first)")
-    _add_store(log)
     log.add_argument("--kind", help="only entries of this kind")
     log.add_argument("--scope", help="only entries of this scope (person, agent:NAME, group:NAME)")
     log.add_argument("--since", metavar="TIME", help="only entries at or after TIME (ISO 8601, UTC if no offset)")
@@ -48,13 +42,13 @@ def register(subparsers: Any) -> None:
     log.add_argument("--json", action="store_true", help="one JSON object per line")
 
     show = add_command(sub, "show", _show, "print one entry")
-    _add_store(show)
     show.add_argument("id", metavar="ID", help="entry id or a unique prefix (6+ hex digits)")
 
     rebuild = add_command(sub, "rebuild", _rebuild, "recompute every ledger view from an empty state")
-    _add_store(rebuild)
     rebuild.add_argument("--view", action="append", metavar="NAME", default=None,
                          help="rebuild only this view (repeatable)")
+    for parser in (verify, log, show, rebuild):
+        parser.add_argument("--store", metavar="DIR", help="store folder (default: the Exo home's store)")
 
 
 def _open(args: argparse.Namespace) -> Any:
@@ -146,21 +140,9 @@ def _parse_time(value: str | None, flag: str) -> int | None:
     return int(moment.timestamp() * 1000)
 
 
-def _format_ts(ts: int) -> str:
-    from datetime import datetime, timezone
-
-    return datetime.fromtimestamp(ts / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"
-
-
-def _summary(body: dict[str, Any]) -> str:
-    import json
-
-    text = json.dumps(body, ensure_ascii=False, sort_keys=True)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
 def _log(args: argparse.Namespace) -> int:
     import json
+    from datetime import datetime, timezone
 
     from exo_core.errors import BadBodyError, UsageError
     from exo_core.ledger.kinds import validate_kind, validate_scope
@@ -180,9 +162,11 @@ def _log(args: argparse.Namespace) -> int:
                                     until_ms=until, limit=args.limit):
             if args.json:
                 print(json.dumps(entry.to_json(), ensure_ascii=False, sort_keys=True))
-            else:
-                print(f"{entry.n:>6} {entry.id[:12]} {_format_ts(entry.ts)} s{entry.seg}:{entry.pos} "
-                      f"{entry.kind:<10} {entry.scope:<12} {_summary(entry.body)}")
+                continue
+            when = datetime.fromtimestamp(entry.ts / 1000, tz=timezone.utc).isoformat(timespec="milliseconds")
+            body = json.dumps(entry.body, ensure_ascii=False, sort_keys=True)
+            print(f"{entry.n:>6} {entry.id[:12]} {when.replace('+00:00', 'Z')} s{entry.seg}:{entry.pos} "
+                  f"{entry.kind:<10} {entry.scope:<12} {body if len(body) <= 80 else body[:77] + '...'}")
     return 0
 
 

@@ -9,10 +9,9 @@ Heavy modules are imported inside the handlers.
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
-from exo_core.cli.args import add_command, add_group
+from exo_core.cli.args import add_command, add_group, emit, home_of
 
 __all__ = ["register"]
 
@@ -31,12 +30,11 @@ def register(subparsers: Any) -> None:
 def _fetch(args: argparse.Namespace) -> int:
     import sys
 
-    from exo_core.home import ExoHome
     from exo_edge.fetch import ModelFetcher
     from exo_edge.manifest import find_manifest, load_manifests
     from exo_edge.paths import models_dir_for
 
-    home = ExoHome.from_env(args.home)
+    home = home_of(args)
     manifests = ([find_manifest(n) for n in args.names] if args.names else list(load_manifests()))
     log = (lambda msg: print(f"exo models: {msg}", file=sys.stderr))
     fetcher = ModelFetcher(models_dir_for(home), index_url=args.index_url, log=log)
@@ -45,21 +43,16 @@ def _fetch(args: argparse.Namespace) -> int:
         for f in fetcher.fetch(manifest):
             results.append({"model": f.model, "file": f.name, "path": str(f.path),
                             "sha256": f.sha256, "size": f.size, "action": f.action})
-    if args.json:
-        print(json.dumps({"files": results}, indent=2))
-    else:
-        for r in results:
-            print(f"{r['action']:8} {r['model']:28} {r['file']:40} {r['size'] / 1e6:8.1f} MB")
-    return 0
+    return emit(args, {"files": results}, "\n".join(f"{r['action']:8} {r['model']:28} {r['file']:40} "
+                                                   f"{r['size'] / 1e6:8.1f} MB" for r in results))
 
 
 def _list(args: argparse.Namespace) -> int:
-    from exo_core.home import ExoHome
     from exo_core.models.catalog import load_catalog
     from exo_edge.manifest import load_manifests
     from exo_edge.paths import locate_model_file
 
-    home = ExoHome.from_env(args.home)
+    home = home_of(args)
     models = []
     for m in load_manifests():
         files = []
@@ -71,15 +64,11 @@ def _list(args: argparse.Namespace) -> int:
                        "prompt": m.prompt.format if m.prompt else None, "files": files})
     catalog = load_catalog(home.config())
     roles = {role: [str(r) for r in routes] for role, routes in catalog.roles.items()}
-    if args.json:
-        print(json.dumps({"models": models, "roles": roles}, indent=2))
-        return 0
+    lines = []
     for m in models:
         state = "ready" if all(f["present"] for f in m["files"]) else "missing (run exo models fetch)"
-        print(f"{m['name']:28} {m['kind']:14} {state}")
-        for f in m["files"]:
-            print(f"    {'+' if f['present'] else '-'} {f['file']}")
-    print("roles:")
-    for role, routes in roles.items():
-        print(f"  {role:9} {' -> '.join(routes) or '(falls back)'}")
-    return 0
+        lines.append(f"{m['name']:28} {m['kind']:14} {state}")
+        lines += [f"    {'+' if f['present'] else '-'} {f['file']}" for f in m["files"]]
+    lines.append("roles:")
+    lines += [f"  {role:9} {' -> '.join(routes) or '(falls back)'}" for role, routes in roles.items()]
+    return emit(args, {"models": models, "roles": roles}, "\n".join(lines))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from exo_core.cli.args import add_command
+from exo_core.cli.args import add_command, home_of
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -36,17 +36,15 @@ async def _interview(args: argparse.Namespace) -> int:
     from exo_core.cli.spawn import local_core
     from exo_core.client import ExoClient
     from exo_core.errors import BadBodyError, BrokenResourceError, ConflictError, NotFoundError, UsageError
-    from exo_core.home import ExoHome
 
-    home = ExoHome.from_env(args.home)
+    home = home_of(args)
     async with local_core(home, model="none", spawn=not args.no_spawn) as url, \
             ExoClient(url, client_name="exo-onboard") as client:
-        since = (await client.hello())["last_seq"]
-        session = (await client.request("session.create", {"title": "Onboarding"}))["session"]["id"]
+        session = await client.open_session(title="Onboarding")
         started = await client.request("store.onboard", {"session": session, "force": args.force})
         print(f"Onboarding {started['store']}: answer with a number or type your answer.")
         # The interview lives in exod's memory: if exod goes away it is lost, so stop instead of reconnecting.
-        async for event in client.events(since=since, session=session, reconnect=False):
+        async for event in client.events(session=session, reconnect=False):
             body = event.body
             if event.type == "notice":
                 print(f"  {body.get('text', '')}")

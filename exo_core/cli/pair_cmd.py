@@ -14,7 +14,7 @@ import argparse
 import os
 from pathlib import Path
 
-from exo_core.cli.args import add_command
+from exo_core.cli.args import add_command, home_of
 
 __all__ = ["register", "saved_token_path"]
 
@@ -40,40 +40,15 @@ def _pair(args: argparse.Namespace) -> int:
     return asyncio.run(_redeem(args) if args.connect else _issue(args))
 
 
-async def _post(session: object, url: str, payload: dict[str, object]) -> dict[str, object]:
-    import json
-
-    import aiohttp
-
-    from exo_core.client.client import error_from_wire
-    from exo_core.errors import BrokenResourceError
-
-    assert isinstance(session, aiohttp.ClientSession)
-    try:
-        async with session.post(url, json=payload, timeout=aiohttp.ClientTimeout(total=30)) as resp:
-            text = await resp.text()
-    except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-        raise BrokenResourceError(f"cannot reach exod at {url}: {exc}") from exc
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BrokenResourceError(f"exod answered HTTP {resp.status} without JSON") from exc
-    if not data.get("ok"):
-        raise error_from_wire(data.get("error"))
-    return data
-
-
 async def _issue(args: argparse.Namespace) -> int:
-    import aiohttp
-
+    from exo_core.client import ExoClient
     from exo_core.errors import BrokenResourceError
-    from exo_core.home import ExoHome
 
-    home = ExoHome.from_env(args.home)
+    home = home_of(args)
     if not home.socket_path.exists():
         raise BrokenResourceError(f"no exod is running at {home.socket_path}; start it with `exo serve --tcp HOST:PORT`")
-    async with aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=str(home.socket_path))) as session:
-        data = await _post(session, "http://localhost/pair/new", {})
+    async with ExoClient(f"unix://{home.socket_path}", client_name="exo-pair") as client:
+        data = await client.post("/pair/new", {})
     addresses = [str(a) for a in data.get("addresses", [])]
     minutes = float(str(data.get("expires_in", 300))) / 60
     print(f"pairing code: {data['code']}  (single use, valid {minutes:.0f} min)")
@@ -85,8 +60,7 @@ async def _issue(args: argparse.Namespace) -> int:
 
 
 async def _redeem(args: argparse.Namespace) -> int:
-    import aiohttp
-
+    from exo_core.client import ExoClient
     from exo_core.errors import ConfigError
     from exo_core.store.atomic import atomic_write_text
 
@@ -94,8 +68,8 @@ async def _redeem(args: argparse.Namespace) -> int:
     if not url.startswith("http://"):
         raise ConfigError(f"--connect wants http://HOST:PORT, not {url!r}")
     code = args.code or input("pairing code shown on the device: ")
-    async with aiohttp.ClientSession() as session:
-        data = await _post(session, url + "/pair", {"code": code.strip(), "want": "token"})
+    async with ExoClient(url, client_name="exo-pair") as client:
+        data = await client.post("/pair", {"code": code.strip(), "want": "token"})
     path = Path(args.token_file) if args.token_file else saved_token_path(url)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     atomic_write_text(path, str(data["token"]) + "\n", mode=0o600)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from exo_core.cli.args import add_command
+from exo_core.cli.args import add_command, home_of
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -22,14 +22,13 @@ def _recall(args: argparse.Namespace) -> int:
     import json
 
     from exo_core.errors import UsageError
-    from exo_core.home import ExoHome
     from exo_core.retrieval import RetrievalSettings, Retriever
     from exo_core.retrieval.pipeline import records
     from exo_core.store import Store
 
     if args.budget is not None and args.budget < 1:
         raise UsageError("--budget must be a positive number of tokens")
-    home = ExoHome.from_env(args.home)
+    home = home_of(args)
     store = Store.open(home.store_path(args.store))
     settings = RetrievalSettings(embed_batch=None)  # one-shot: embed whatever is new now
     retriever = Retriever.open(store, home=home, embeddings=not args.no_embed, settings=settings)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from exo_core.cli.args import add_command
+from exo_core.cli.args import add_command, emit, home_of
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -17,24 +17,15 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def _search(args: argparse.Namespace) -> int:
-    import json
+    import contextlib
 
     from exo_core.errors import NotFoundError
-    from exo_core.home import ExoHome
     from exo_core.sessions import SessionStore, open_reader
 
-    home = ExoHome.from_env(args.home)
+    home = home_of(args)
     if not home.sessions_db.exists():
         raise NotFoundError(f"no sessions yet at {home.sessions_db}; run `exo init` and chat first")
-    conn = open_reader(home.sessions_db)
-    try:
+    with contextlib.closing(open_reader(home.sessions_db)) as conn:
         hits = SessionStore(conn).search(" ".join(args.query), limit=args.limit, session_id=args.session)
-    finally:
-        conn.close()
-    if args.json:
-        print(json.dumps([{"session": h.session_id, "message_id": h.message_id, "role": h.role,
-                           "snippet": h.snippet} for h in hits], ensure_ascii=False))
-    else:
-        for h in hits:
-            print(f"{h.session_id} #{h.message_id} {h.role}: {h.snippet}")
-    return 0
+    return emit(args, [{"session": h.session_id, "message_id": h.message_id, "role": h.role, "snippet": h.snippet}
+                       for h in hits], "\n".join(f"{h.session_id} #{h.message_id} {h.role}: {h.snippet}" for h in hits))

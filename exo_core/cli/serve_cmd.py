@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from exo_core.cli.args import add_command
+from exo_core.cli.args import add_command, home_of
 
 if TYPE_CHECKING:
-    from exo_core.agent.recorder import TurnRecorder
-    from exo_core.agent.seams import ToolsetChooser
+    from pathlib import Path
+
     from exo_core.home import ExoHome
+    from exo_core.ledger import LedgerRecorder
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -37,60 +38,56 @@ def _serve(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
+    from exo_core.agent.recorder import NullRecorder
     from exo_core.context.summarizer import resolve_summarizer
+    from exo_core.decisions.setup import DecisionSettings, ToolsetNarrowing, build_decider
     from exo_core.engine.core import CoreOptions
     from exo_core.engine.models import model_spec, resolve_model
-    from exo_core.home import ExoHome
+    from exo_core.ledger import LedgerRecorder, load_signing_key
+    from exo_core.retrieval.memory import open_store_memory
     from exo_core.server.daemon import DaemonSettings, run_daemon
     from exo_core.server.listeners import parse_hostport
+    from exo_core.tools import builtin_tools
 
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s exod %(levelname)s %(name)s: %(message)s")
-    home = ExoHome.from_env(args.home)
+    home = home_of(args)
     home.root.mkdir(parents=True, exist_ok=True)
     model = resolve_model(home, model_spec(home, args.model))
-    recorder = open_recorder(home, args.store)
-    from exo_core.ledger import LedgerRecorder
-    from exo_core.retrieval.memory import open_store_memory
-    from exo_core.tools import builtin_tools
-
-    memory = open_store_memory(home, args.store, log=recorder.record if isinstance(recorder, LedgerRecorder) else None)
-    options = CoreOptions(
-        services=learning_services(home, args.store, recorder),
-        toolsets=toolset_decisions(home, args.store, recorder, model),
-        workspace=Path(args.workspace).resolve() if args.workspace else Path.cwd(),
-        synchronous=args.durability.upper(),
-        summarizer=resolve_summarizer(home, args.summarizer),
-        recorder=recorder,
-        plugin_dirs=(home.root / "plugins",),
-        entry_point_plugins=True,
-    )
+    store = home.store_path(args.store)
+    ledger = None  # turns are recorded in the person's store's ledger, when there is a store
+    if (store / "STORE.toml").is_file():
+        ledger = LedgerRecorder.for_store(store, load_signing_key(home.keys_dir))
+    else:
+        logging.getLogger("exo_core.serve").warning(
+            "no store at %s: turns are not recorded in a ledger; run `exo init` to create one", store)
+    recorder = ledger if ledger is not None else NullRecorder()
+    memory = open_store_memory(home, args.store, log=ledger.record if ledger is not None else None)
+    toolsets = None
+    if DecisionSettings.from_config(home.config()).toolsets:  # [decisions] toolsets = true in config.toml
+        decider = build_decider(home, store=store, recorder=recorder, model=model)  # type: ignore[arg-type]
+        toolsets = ToolsetNarrowing(decider)
+    options = CoreOptions(services=_learning_services(home, store, ledger) if ledger is not None else (),
+                          toolsets=toolsets, workspace=Path(args.workspace).resolve() if args.workspace else Path.cwd(),
+                          synchronous=args.durability.upper(), summarizer=resolve_summarizer(home, args.summarizer),
+                          recorder=recorder, plugin_dirs=(home.root / "plugins",), entry_point_plugins=True)
     if memory is not None:  # the store's retrieval is the default memory provider and the recall tool
         options.memory, options.tools = memory, builtin_tools(memory)
-    settings = DaemonSettings(
-        tcp=parse_hostport(args.tcp) if args.tcp else None,
-        stdio=args.stdio,
-        unix=not args.no_unix,
-        allowed_hosts=tuple(args.allow_host),
-        keepalive=args.keepalive,
-        store=home.store_path(args.store),
-    )
+    settings = DaemonSettings(tcp=parse_hostport(args.tcp) if args.tcp else None, stdio=args.stdio,
+                              unix=not args.no_unix, allowed_hosts=tuple(args.allow_host), keepalive=args.keepalive,
+                              store=store)
     try:
         asyncio.run(run_daemon(home, model, settings, options))
     finally:
         if memory is not None:
             memory.close()
-        if isinstance(recorder, LedgerRecorder):
-            recorder.close()
+        if ledger is not None:
+            ledger.close()
     return 0
 
 
-def learning_services(home: "ExoHome", store_override: str | None, recorder: "TurnRecorder") -> tuple[Any, ...]:
-    """The learning reviewer, when turns are recorded in a store's ledger (none otherwise)."""
-    from exo_core.ledger import LedgerRecorder
-
-    if not isinstance(recorder, LedgerRecorder):
-        return ()
+def _learning_services(home: "ExoHome", store: "Path", ledger: "LedgerRecorder") -> tuple[Any, ...]:
+    """The learning reviewer over the store's ledger."""
     from exo_core.learning.learner import Learner
     from exo_core.learning.service import LearningSettings, ReviewService
     from exo_core.store import Store
@@ -100,32 +97,5 @@ def learning_services(home: "ExoHome", store_override: str | None, recorder: "Tu
         from exo_edge.proposal_queue import ProposalQueue  # the edge package holds the queue (DESIGN.md §4)
 
         queue = ProposalQueue(home.root / "learning" / "queue.sqlite")
-    learner = Learner(Store.open(home.store_path(store_override)), recorder.ledger, queue=queue)
+    learner = Learner(Store.open(store), ledger.ledger, queue=queue)
     return (lambda core: ReviewService(core.hub, learner, core.questions),)
-
-
-def toolset_decisions(home: "ExoHome", store_override: str | None, recorder: "TurnRecorder",
-                      model: object) -> "ToolsetChooser | None":
-    """The toolset decision for the loop when ``[decisions] toolsets = true`` in config.toml, else ``None``."""
-    from exo_core.decisions.setup import DecisionSettings, ToolsetNarrowing, build_decider
-
-    if not DecisionSettings.from_config(home.config()).toolsets:
-        return None
-    decider = build_decider(home, store=home.store_path(store_override), recorder=recorder,
-                            model=model)  # type: ignore[arg-type]
-    return ToolsetNarrowing(decider)
-
-
-def open_recorder(home: "ExoHome", store_override: str | None) -> "TurnRecorder":
-    """The ledger of the person's store, or a null recorder (with a warning) when there is no store."""
-    import logging
-
-    from exo_core.agent.recorder import NullRecorder
-    from exo_core.ledger import LedgerRecorder, load_signing_key
-
-    store = home.store_path(store_override)
-    if not (store / "STORE.toml").is_file():
-        logging.getLogger("exo_core.serve").warning(
-            "no store at %s: turns are not recorded in a ledger; run `exo init` to create one", store)
-        return NullRecorder()
-    return LedgerRecorder.for_store(store, load_signing_key(home.keys_dir))

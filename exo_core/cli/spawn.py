@@ -13,16 +13,19 @@ from exo_core.client import ExoClient
 from exo_core.errors import BrokenResourceError, ExoError
 from exo_core.home import ExoHome
 
-__all__ = ["local_core"]
+__all__ = ["local_core", "exod_running"]
 
 
-async def _healthy(url: str) -> bool:
+async def exod_running(home: ExoHome) -> bool:
+    """Whether an exod answers ``/health`` on ``home``'s Unix socket."""
+    if not home.socket_path.exists():
+        return False
     try:
-        async with ExoClient(url) as client:
+        async with ExoClient(f"unix://{home.socket_path}") as client:
             await client.health()
-        return True
     except ExoError:
         return False
+    return True
 
 
 @contextlib.asynccontextmanager
@@ -30,7 +33,7 @@ async def local_core(home: ExoHome, *, model: str | None = None, spawn: bool = T
                      wait_seconds: float = 60.0) -> AsyncIterator[str]:
     """Yield the URL of a running local exod, starting one (stopped at exit) if needed."""
     url = f"unix://{home.socket_path}"
-    if home.socket_path.exists() and await _healthy(url):
+    if await exod_running(home):
         yield url
         return
     if not spawn:
@@ -44,7 +47,7 @@ async def local_core(home: ExoHome, *, model: str | None = None, spawn: bool = T
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=os.environ.copy())
     try:
         deadline = asyncio.get_running_loop().time() + wait_seconds
-        while not (home.socket_path.exists() and await _healthy(url)):
+        while not await exod_running(home):
             if proc.poll() is not None:
                 raise BrokenResourceError(f"exod exited with status {proc.returncode}; see {log_path}")
             if asyncio.get_running_loop().time() > deadline:

@@ -5,12 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from exo_core.cli.args import HOME_HELP, add_command
+from exo_core.cli.args import HOME_HELP, add_command, home_of
 
 if TYPE_CHECKING:  # annotations only: the CLI imports nothing heavy at start
     from pathlib import Path
 
-    from exo_core.home import ExoHome
     from exo_core.ledger import Signer
 
 
@@ -46,25 +45,19 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     add_command(actions, "rebuild-items", _rebuild, "recreate items.sqlite from the ledger")
 
 
-def _home(args: argparse.Namespace) -> "ExoHome":
-    from exo_core.home import ExoHome
-
-    return ExoHome.from_env(args.home)
-
-
 def _store_dir(args: argparse.Namespace, explicit: str | None = None) -> "Path":
     from pathlib import Path
 
     if explicit:
         return Path(explicit).expanduser().resolve()
-    return _home(args).store_path(args.store)
+    return home_of(args).store_path(args.store)
 
 
 def _signer(args: argparse.Namespace, *, required: bool) -> "Signer | None":
     from exo_core.errors import NotFoundError
     from exo_core.ledger import load_signing_key
 
-    home = _home(args)
+    home = home_of(args)
     try:
         return load_signing_key(home.keys_dir)
     except NotFoundError as exc:
@@ -89,7 +82,7 @@ def _export(args: argparse.Namespace) -> int:
     from exo_core.store.transfer import export_store
 
     signer = _signer(args, required=False)
-    home = _home(args)
+    home = home_of(args)
     book = CheckpointBook.for_home(home.root) if signer is not None and home.root.is_dir() else None
     try:
         result = export_store(_store_dir(args), args.dest, force=args.force, ledger_hook=checkpoint_hook(signer, book))
@@ -120,17 +113,16 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _sync(args: argparse.Namespace) -> int:
+    import contextlib
+
     from exo_core.ledger import CheckpointBook
     from exo_core.store.sync import sync_stores
 
     signer = _signer(args, required=True)
-    home = _home(args)
+    home = home_of(args)
     home.root.mkdir(parents=True, exist_ok=True)
-    book = CheckpointBook.for_home(home.root)
-    try:
+    with contextlib.closing(CheckpointBook.for_home(home.root)) as book:
         report = sync_stores(args.a, args.b, signer=signer, book=book)
-    finally:
-        book.close()
     print(report.render())
     return 0
 
@@ -144,16 +136,13 @@ def _ingest(args: argparse.Namespace) -> int:
     from exo_core.store.store import Store
 
     store = Store.open(_store_dir(args))
-    ledger = open_ledger(store.root, signer=_signer(args, required=True))
-    try:
+    with open_ledger(store.root, signer=_signer(args, required=True)) as ledger:
         if args.kind == "chat":
             report = import_chat_export(Path(args.path), ledger)
         else:
             with ItemStore(store.items_path, ledger) as items:
                 run = import_bookmarks if args.kind == "bookmarks" else import_notes
                 report = run(Path(args.path), items)
-    finally:
-        ledger.close()
     for warning in report.warnings:
         print(f"warning: {warning}")
     print(report.summary())
@@ -166,10 +155,7 @@ def _rebuild(args: argparse.Namespace) -> int:
     from exo_core.store.store import Store
 
     store = Store.open(_store_dir(args))
-    ledger = open_ledger(store.root)
-    try:
+    with open_ledger(store.root) as ledger:
         count = rebuild_items(store.items_path, ledger)
-    finally:
-        ledger.close()
     print(f"items.sqlite rebuilt from the ledger: {count} items")
     return 0

@@ -109,8 +109,12 @@ class ExoClient:
     async def request(self, command_type: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
         """Send one command; returns its result or raises the typed error it carried."""
         payload = {"id": f"c{next(self._ids)}", "type": command_type, "body": body or {}}
+        return (await self.post("/command", payload)).get("result") or {}
+
+    async def post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
+        """POST ``payload`` to ``path`` (``/command``, ``/pair``); the whole answer, or the typed error it carried."""
         try:
-            async with self._session().post(self._base + "/command", json=payload,
+            async with self._session().post(self._base + path, json=payload,
                                             timeout=aiohttp.ClientTimeout(total=60)) as resp:
                 text = await resp.text()
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
@@ -121,7 +125,7 @@ class ExoClient:
             raise MalformedMessageError(f"exod answered with non-JSON (HTTP {resp.status})") from exc
         if not data.get("ok"):
             raise error_from_wire(data.get("error"))
-        return data.get("result") or {}
+        return data
 
     async def hello(self) -> dict[str, Any]:
         """The handshake: protocol version and this client's capabilities."""
@@ -130,6 +134,18 @@ class ExoClient:
         if self._capabilities and isinstance(result.get("client_id"), str):
             self.client_id = result["client_id"]
         return result
+
+    async def open_session(self, session: str | None = None, title: str = "") -> str:
+        """Say hello, then check that ``session`` exists or create one called ``title``; returns its id.
+
+        A new session's events come after the hello's ``last_seq``: nothing older is its own.
+        """
+        hello = await self.hello()
+        if session is not None:
+            await self.request("session.get", {"session": session, "messages": False})
+            return session
+        self.last_seq = int(hello["last_seq"])
+        return str((await self.request("session.create", {"title": title}))["session"]["id"])
 
     async def health(self) -> dict[str, Any]:
         """``GET /health``."""
@@ -186,20 +202,14 @@ class ExoClient:
                     raise error_from_wire(json.loads(body).get("error"))
                 except json.JSONDecodeError:
                     raise BrokenResourceError(f"event stream refused: HTTP {resp.status}") from None
-            data_lines: list[str] = []
+            data_lines: list[str] = []  # an event's data lines, until the blank line that ends it
             async for raw_line in resp.content:
                 line = raw_line.decode("utf-8").rstrip("\r\n")
-                if not line:
-                    if data_lines:
-                        data = "\n".join(data_lines)
-                        event = decode_event(data)
-                        data_lines = []
-                        if event.seq > self.last_seq:
-                            self.last_seq = event.seq
-                            yield data, event
-                    continue
-                if line.startswith(":"):
-                    continue
-                field, _, value = line.partition(":")
-                if field == "data":
-                    data_lines.append(value[1:] if value.startswith(" ") else value)
+                if line.startswith("data:"):  # other fields and ':' keep-alive comments are not used
+                    data_lines.append(line[6:] if line.startswith("data: ") else line[5:])
+                elif not line and data_lines:
+                    data, data_lines = "\n".join(data_lines), []
+                    event = decode_event(data)
+                    if event.seq > self.last_seq:
+                        self.last_seq = event.seq
+                        yield data, event

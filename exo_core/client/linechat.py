@@ -15,20 +15,11 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from exo_core.client.client import ExoClient
+from exo_core.client.commands import SESSION_COMMANDS, help_text, session_command
 from exo_core.errors import ExoError
 from exo_core.protocol import Event
 
 __all__ = ["LineChat", "stdin_lines"]
-
-HELP = """commands:
-  /help              this list
-  /quit              leave (exod keeps running)
-  /interrupt         stop the running turn
-  /undo [N]          remove the last N turns
-  /fork              continue in a copy of this session
-  /resume            repair and continue after a core restart
-  /search WORDS      search past sessions
-  /sessions          list sessions"""
 
 
 def stdin_lines(loop: asyncio.AbstractEventLoop, queue: "asyncio.Queue[str | None]", stream: TextIO) -> None:
@@ -55,7 +46,7 @@ class LineChat:
         self._on_event = on_event
         self._done: dict[str, asyncio.Event] = {}
         self._pending_approvals: list[dict[str, Any]] = []
-        self._approval_ready = asyncio.Event()
+        self._wake = asyncio.Event()  # set when an approval arrives or a turn ends
         self._in_text = False
 
     def _print(self, text: str = "", *, end: str = "\n") -> None:
@@ -64,15 +55,8 @@ class LineChat:
 
     async def start(self, session: str | None = None, title: str = "") -> str:
         """Handshake and open (or create) the session; returns its id."""
-        hello = await self.client.hello()
-        if session is None:
-            created = await self.client.request("session.create", {"title": title})
-            session = str(created["session"]["id"])
-            self.client.last_seq = int(hello["last_seq"])
-        else:
-            await self.client.request("session.get", {"session": session, "messages": False})
-        self.session = session
-        return session
+        self.session = await self.client.open_session(session, title)
+        return self.session
 
     async def follow(self) -> None:
         """Render events of the session until cancelled (reconnecting as needed)."""
@@ -101,7 +85,7 @@ class LineChat:
             self._print(f"  {'✓' if body.get('ok') else '✗'} {body.get('name')} ({body.get('duration_ms', 0)} ms)")
         elif kind == "approval.requested":
             self._pending_approvals.append(body)
-            self._approval_ready.set()
+            self._wake.set()
             self._print(f"  ? approve [{body.get('risk')}] {body.get('summary')}  — y(es) / n(o) / a(lways)")
         elif kind == "approval.resolved":
             self._print(f"  approval {body.get('decision')}")
@@ -118,6 +102,7 @@ class LineChat:
             done = self._done.get(str(body.get("turn_id")))
             if done is not None:
                 done.set()
+                self._wake.set()
         elif kind == "notice":
             self._print(f"  ! {body.get('text')}")
 
@@ -137,12 +122,8 @@ class LineChat:
             if self._pending_approvals:
                 await self._answer_approval(self._pending_approvals[0], lines)
                 continue
-            self._approval_ready.clear()
-            waiter = asyncio.create_task(self._approval_ready.wait())
-            finisher = asyncio.create_task(done.wait())
-            await asyncio.wait({waiter, finisher}, return_when=asyncio.FIRST_COMPLETED)
-            waiter.cancel()
-            finisher.cancel()
+            self._wake.clear()
+            await self._wake.wait()
 
     async def _answer_approval(self, request: dict[str, Any], lines: "asyncio.Queue[str | None]") -> None:
         decision = self.approve
@@ -159,30 +140,16 @@ class LineChat:
     async def command(self, line: str) -> bool:
         """Run a ``/`` command; returns ``False`` for ``/quit``."""
         name, _, rest = line[1:].partition(" ")
+        if name in ("quit", "exit", "q"):
+            return False
         try:
-            if name in ("quit", "exit", "q"):
-                return False
             if name == "help":
-                self._print(HELP)
-            elif name == "interrupt":
-                self._print(str(await self.client.request("turn.interrupt", {"session": self.session})))
-            elif name == "undo":
-                n = int(rest) if rest.strip().isdigit() else 1
-                self._print(str(await self.client.request("session.undo", {"session": self.session, "turns": n})))
-            elif name == "fork":
-                result = await self.client.request("session.fork", {"session": self.session})
-                self.session = str(result["session"]["id"])
-                self._print(f"now in fork {self.session}")
-            elif name == "resume":
-                self._print(str(await self.client.request("session.resume", {"session": self.session})))
-            elif name == "search":
-                for hit in (await self.client.request("search", {"query": rest}))["hits"]:
-                    self._print(f"  {hit['session']} #{hit['message_id']} {hit['role']}: {' '.join(hit['snippet'].split())}")
-            elif name == "sessions":
-                for s in (await self.client.request("session.list", {}))["sessions"]:
-                    self._print(f"  {s['id']} {s['title']} (updated {s['updated_at']})")
+                self._print(help_text(SESSION_COMMANDS))
             else:
-                self._print(f"unknown command /{name}; /help lists them")
+                assert self.session is not None, "start() opens the session first"
+                text, self.session = await session_command(self.client, self.session, name, rest.strip(), title="")
+                if text:
+                    self._print(text)
         except ExoError as exc:
             self._print(f"error [{exc.code}]: {exc.message}")
         return True
@@ -200,8 +167,12 @@ class LineChat:
                 if not line.strip():
                     continue
                 if line.startswith("/"):
+                    before = self.session
                     if not await self.command(line.strip()):
                         break
+                    if self.session != before:  # /fork, /new, /switch: follow the session now in use
+                        follower.cancel()
+                        follower = asyncio.create_task(self.follow())
                     continue
                 if not self.interactive:
                     self._print(f"> {line}")

@@ -20,11 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Literal
 
 from exo_core.errors import ConfigError
 
-__all__ = ["AXES", "OUTCOMES", "Outcome", "Axes", "Finding", "outcome_rank", "strictest"]
+__all__ = ["AXES", "OUTCOMES", "Axes", "Finding", "outcome_rank", "strictest"]
 
 AXES: Mapping[str, tuple[str, ...]] = {
     "reversibility": ("none", "reversible", "recoverable", "irreversible"),
@@ -34,7 +33,6 @@ AXES: Mapping[str, tuple[str, ...]] = {
 }
 
 OUTCOMES: tuple[str, ...] = ("allow", "log", "ask", "deny")
-Outcome = Literal["allow", "log", "ask", "deny"]
 
 
 def outcome_rank(outcome: str) -> int:
@@ -72,10 +70,6 @@ class Axes:
     def at_least(self, **floor: str) -> "Axes":
         """``self`` raised to at least the given values (``at_least(reversibility='recoverable')``)."""
         return self.worst(Axes(**floor))
-
-    def rank(self, axis: str) -> int:
-        """Position of this cell's value on ``axis``."""
-        return AXES[axis].index(getattr(self, axis))
 
     def as_dict(self) -> dict[str, str]:
         """The cell as a plain mapping (JSON output, ledger entries)."""

@@ -10,6 +10,7 @@ action's cell is the per-axis maximum over its parts.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -78,9 +79,7 @@ def classify(tool: str, arguments: Mapping[str, Any], *, scope: Scope | None = N
     else:
         findings = [_other(tool, arguments, risk, effects)]
     findings = findings or [finding("shell.read", "nothing to run")]
-    cell = Axes()
-    for f in findings:
-        cell = cell.worst(f.axes)
+    cell = functools.reduce(Axes.worst, (f.axes for f in findings), Axes())
     return Classification(tool, cell, tuple(findings), error)
 
 
@@ -133,11 +132,8 @@ def _patch_path(raw: str) -> str:
 
 def _other(tool: str, arguments: Mapping[str, Any], risk: str, effects: Sequence[str]) -> Finding:
     if effects:
-        values: dict[str, str] = {}
-        for value in effects:
-            axis = next((name for name, scale in AXES.items() if value in scale), None)
-            if axis is not None:
-                values[axis] = value
+        # A value names its axis ("paid": cost); "none" is on two scales, and the lowest on both.
+        values = {axis: value for value in effects for axis, scale in AXES.items() if value in scale}
         return Finding(f"tool.{tool}", Axes().at_least(**values), f"{tool}", "declared by the tool")
     lowered = tool.lower()
     for pattern, template in _NAME_RULES:

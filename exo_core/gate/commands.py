@@ -101,7 +101,7 @@ def classify_command(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
     if "xargs" in prefixes and words:
         dynamic.add(len(words))
         words.append("{xargs}")  # the arguments xargs adds are only known at run time
-    cmd = SimpleCommand(tuple(words), cmd.assignments, cmd.redirects, cmd.piped_in, frozenset(dynamic), cmd.nested)
+    cmd = SimpleCommand(tuple(words), cmd.redirects, cmd.piped_in, frozenset(dynamic))
     argv = words
     out: list[Finding] = []
     for r in cmd.redirects:
@@ -120,7 +120,8 @@ def classify_command(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
         out.extend(_shell_or_interpreter(name, argv, cmd, scope))
     else:
         rule = _RULES.get(name) or _rule_by_set(name)
-        out.extend(rule(argv, cmd, scope))
+        # Rules see the command by its name (/usr/bin/crontab is crontab); an unknown one keeps its path.
+        out.extend(rule(argv, cmd, scope) if rule is _unknown else rule([name, *argv[1:]], cmd, scope))
     if "xargs" in prefixes:
         out = [_at_least(f, "recoverable") for f in out]
     if {"sudo", "doas"} & set(prefixes):
@@ -158,7 +159,7 @@ def _shell_or_interpreter(name: str, argv: list[str], cmd: SimpleCommand, scope:
 
 
 def _read(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Finding]:
-    name = argv[0].rsplit("/", 1)[-1]
+    name = argv[0]
     if name in ("sed", "perl") and any(a.startswith("-i") or a == "--in-place" for a in argv[1:]):
         files = [a for a in argv[2:] if not a.startswith("-")][-1:] or ["."]
         return [write_finding(files[0], scope, "edit")]
@@ -183,14 +184,14 @@ def write_finding(target: str, scope: Scope, verb: str = "write", *, overwrite: 
 
 def _writer(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Finding]:
     paths = [a for a in argv[1:] if not a.startswith("-")]
-    name = argv[0].rsplit("/", 1)[-1]
+    name = argv[0]
     if name in ("cp", "install", "ln", "tar") and paths:
         paths = paths[-1:] if name != "tar" else ["."]
     return [write_finding(p, scope, name) for p in (paths or ["."])]
 
 
 def _deleter(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Finding]:
-    name = argv[0].rsplit("/", 1)[-1]
+    name = argv[0]
     flags = "".join(a.lstrip("-") for a in argv[1:] if a.startswith("-") and a != "--")
     recursive = name == "rm" and ("r" in flags or "R" in flags or "recursive" in flags)
     out = []
@@ -247,7 +248,7 @@ _HTTPIE = frozenset({"http", "https", "xh", "httpie"})
 
 
 def _http(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Finding]:
-    name = argv[0].rsplit("/", 1)[-1]
+    name = argv[0]
     method, urls, out_file = "GET", [], ""
     i = 1
     while i < len(argv):
@@ -353,7 +354,7 @@ def _mail(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Finding]:
 
 
 def _package(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Finding]:
-    name = argv[0].rsplit("/", 1)[-1]
+    name = argv[0]
     verbs = [a for a in argv[1:] if not a.startswith("-")]
     if _PUBLISH.get(name) in verbs:
         return [_publish(name)]
@@ -386,9 +387,8 @@ def _interpreter(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Find
 
 
 def _runner(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Finding]:
-    name = argv[0].rsplit("/", 1)[-1]
-    if _PUBLISH.get(name) in argv[1:2]:
-        return [_publish(name)]
+    if _PUBLISH.get(argv[0]) in argv[1:2]:
+        return [_publish(argv[0])]
     return [finding("exec.program", f"run {' '.join(argv[:2])}", "recoverable", reason="runs project code")]
 
 

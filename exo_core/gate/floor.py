@@ -40,19 +40,14 @@ FLOOR: tuple[FloorRule, ...] = (
 
 def floor_for(axes: Axes) -> tuple[str, str]:
     """The floor's minimum outcome for ``axes`` and the rule that set it (``allow``, '' when none applies)."""
-    best, why = "allow", ""
-    for rule in FLOOR:
-        if rule.applies(axes) and outcome_rank(rule.minimum) > outcome_rank(best):
-            best, why = rule.minimum, rule.name
-    return best, why
+    applying = ((rule.minimum, rule.name) for rule in FLOOR if rule.applies(axes))
+    return max(applying, key=lambda pair: outcome_rank(pair[0]), default=("allow", ""))
 
 
 def apply_floor(outcome: str, axes: Axes) -> tuple[str, str]:
     """``outcome`` raised to the floor for ``axes``; the floor rule's name when it raised it."""
     minimum, why = floor_for(axes)
-    if outcome_rank(minimum) > outcome_rank(outcome):
-        return minimum, why
-    return outcome, ""
+    return (minimum, why) if outcome_rank(minimum) > outcome_rank(outcome) else (outcome, "")
 
 
 def tighten(outcome: str, proposed: str | None) -> str:

@@ -20,7 +20,7 @@ from exo_core.agent.seams import GateOutcome
 from exo_core.errors import ExoError
 from exo_core.gate.axes import OUTCOMES
 from exo_core.gate.classify import Classification, classify
-from exo_core.gate.floor import apply_floor, tighten
+from exo_core.gate.floor import tighten
 from exo_core.gate.policy import Decision, Policy, decide
 from exo_core.tools.spec import ToolSpec
 
@@ -63,13 +63,16 @@ class ConsequenceGate:
         outcome = decision.outcome
         reason = "; ".join(w for p in decision.deciding for w in p.why[-1:])
         if self._advisor is not None:
-            proposed = self._advise(decision.classification, arguments)
-            tightened = tighten(outcome, proposed)
+            try:
+                proposed = self._advisor.advise(decision.classification, arguments)
+            except ExoError as exc:
+                # A decision model that fails abstains (§13.4): the turn never blocks on it.
+                log.warning("decision model failed; the gate decides alone: %s", exc)
+                proposed = None
+            tightened = tighten(outcome, proposed if proposed in OUTCOMES else None)
             if tightened != outcome:
                 outcome, reason = tightened, f"{reason}; a decision model asked to tighten it to {tightened}"
-        outcome, floor_rule = apply_floor(outcome, decision.classification.axes)
-        if floor_rule:
-            reason = f"{reason}; operator floor: {floor_rule}"
+        # No floor step here: decide() already raised the outcome to the floor, and tighten() only raises.
         return GateOutcome(outcome, decision.summary, spec.risk, reason, decision.rule_key,  # type: ignore[arg-type]
                            axes=decision.classification.axes.as_dict(),
                            keys=tuple(sorted({p.finding.key for p in decision.parts})))
@@ -77,13 +80,3 @@ class ConsequenceGate:
     def allow_always(self, rule_key: str) -> None:
         """Stop asking for ``rule_key`` for the rest of this run (the operator floor still asks)."""
         self._always.add(rule_key)
-
-    def _advise(self, classification: Classification, arguments: Mapping[str, Any]) -> str | None:
-        assert self._advisor is not None
-        try:
-            proposed = self._advisor.advise(classification, arguments)
-        except ExoError as exc:
-            # A decision model that fails abstains (§13.4): the turn never blocks on it.
-            log.warning("decision model failed; the gate decides alone: %s", exc)
-            return None
-        return proposed if proposed in OUTCOMES else None

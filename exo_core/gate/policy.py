@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,9 +79,7 @@ class Policy:
         if unknown:
             raise ConfigError(f"unknown gate policy key(s) {sorted(unknown)}; known: {sorted(_TOP_KEYS)}")
         matrix = dict(DEFAULT_MATRIX)
-        rows = data.get("matrix", {})
-        if not isinstance(rows, Mapping):
-            raise ConfigError("matrix must be a table of reversibility rows, e.g. matrix.reversible.private = 'log'")
+        rows = _table(data, "matrix", "a table of reversibility rows, e.g. matrix.reversible.private = 'log'")
         for rev, row in rows.items():
             if rev not in AXES["reversibility"] or not isinstance(row, Mapping):
                 raise ConfigError(f"matrix.{rev}: rows are {', '.join(AXES['reversibility'])}, each a table")
@@ -89,29 +87,18 @@ class Policy:
                 if exp not in AXES["exposure"]:
                     raise ConfigError(f"matrix.{rev}.{exp}: columns are {', '.join(AXES['exposure'])}")
                 matrix[(rev, exp)] = _outcome(outcome, f"matrix.{rev}.{exp}")
-        overrides = data.get("overrides", {})
-        if not isinstance(overrides, Mapping):
-            raise ConfigError("overrides must be a table of action key = outcome")
-        budget = data.get("budget", {})
-        if not isinstance(budget, Mapping) or set(budget) - {"max_amount"}:
-            raise ConfigError("budget must be a table with 'max_amount'")
-        max_amount = budget.get("max_amount")
+        overrides = _table(data, "overrides", "a table of action key = outcome")
+        max_amount = _table(data, "budget", "a table with 'max_amount'", {"max_amount"}).get("max_amount")
         if max_amount is not None and (isinstance(max_amount, bool) or not isinstance(max_amount, (int, float))):
             raise ConfigError("budget.max_amount must be a number")
-        posting = data.get("posting", {})
-        if not isinstance(posting, Mapping) or set(posting) - {"denied"}:
-            raise ConfigError("posting must be a table with 'denied' (a list of remotes or hosts)")
-        return cls(
-            matrix=matrix,
-            paid=_outcome(data.get("paid", "ask"), "paid"),
-            third_party=_outcome(data.get("third_party", "ask"), "third_party"),
-            scope=Scope.from_mapping(_table(data, "scopes"), workspace=workspace),
-            overrides={str(k): _outcome(v, f"overrides.{k}") for k, v in overrides.items()},
-            reserved=frozenset(_keys(data, "reserved")) if "reserved" in data else DEFAULT_RESERVED,
-            denied=frozenset(_keys(data, "denied")),
-            budget=float(max_amount) if max_amount is not None else None,
-            posting_denied=frozenset(_keys(posting, "denied")),
-        )
+        posting = _table(data, "posting", "a table with 'denied' (a list of remotes or hosts)", {"denied"})
+        return cls(matrix=matrix, paid=_outcome(data.get("paid", "ask"), "paid"),
+                   third_party=_outcome(data.get("third_party", "ask"), "third_party"),
+                   scope=Scope.from_mapping(_table(data, "scopes", "a table"), workspace=workspace),
+                   overrides={str(k): _outcome(v, f"overrides.{k}") for k, v in overrides.items()},
+                   reserved=frozenset(_keys(data, "reserved")) if "reserved" in data else DEFAULT_RESERVED,
+                   denied=frozenset(_keys(data, "denied")), posting_denied=frozenset(_keys(posting, "denied")),
+                   budget=float(max_amount) if max_amount is not None else None)
 
     def with_workspace(self, workspace: Path) -> "Policy":
         """This policy with ``workspace`` added to its scope."""
@@ -170,24 +157,22 @@ def decide(classification: Classification, policy: Policy, *, amount: float | No
     """The outcome for ``classification`` under ``policy``; ``always`` holds ``allow_always`` rule keys."""
     parts = tuple(_part(f, policy, amount) for f in classification.findings)
     outcome = strictest(p.outcome for p in parts)
-    decision = Decision(outcome, classification, parts)
-    if outcome in ("ask", "log") and decision.rule_key in always:
-        decision = Decision("allow", classification,
-                            tuple(PartDecision(p.finding, "allow" if p.outcome != "deny" else "deny",
-                                               (*p.why, "allowed always in this run")) for p in parts))
+    # ask or log: no part is denied, so every part may be allowed.
+    if outcome in ("ask", "log") and Decision(outcome, classification, parts).rule_key in always:
+        outcome = "allow"
+        parts = tuple(PartDecision(p.finding, "allow", (*p.why, "allowed always in this run")) for p in parts)
     minimum, floor_rule = floor_for(classification.axes)
-    final = strictest((decision.outcome, minimum))
-    if final != decision.outcome:
-        raised = tuple(PartDecision(p.finding, strictest((p.outcome, final)), (*p.why, f"operator floor: {floor_rule}"))
-                       for p in decision.parts)
-        return Decision(final, classification, raised, floor_rule)
+    if outcome_rank(minimum) > outcome_rank(outcome):
+        outcome = minimum
+        parts = tuple(PartDecision(p.finding, strictest((p.outcome, minimum)),
+                                   (*p.why, f"operator floor: {floor_rule}")) for p in parts)
     # The floor is reported whenever it applies: the outcome cannot go below it, whatever the policy says.
-    return Decision(decision.outcome, classification, decision.parts, floor_rule)
+    return Decision(outcome, classification, parts, floor_rule)
 
 
 def _part(f: Finding, policy: Policy, amount: float | None) -> PartDecision:
     a = f.axes
-    if _match(f.key, policy.denied):
+    if _entry(f.key, policy.denied) is not None:
         return PartDecision(f, "deny", (f"{f.key} is denied by policy",))
     outcome = policy.matrix.get((a.reversibility, a.exposure), "ask")
     why = [f"matrix {a.reversibility}/{a.exposure}: {outcome}"]
@@ -196,11 +181,11 @@ def _part(f: Finding, policy: Policy, amount: float | None) -> PartDecision:
         if applies and outcome_rank(raised) > outcome_rank(outcome):
             outcome = raised
             why.append(f"{label}: {outcome}")
-    override = _override(f.key, policy.overrides)
+    override = _entry(f.key, policy.overrides)
     if override is not None:
-        outcome = override
-        why.append(f"override {f.key}: {override}")
-    if _match(f.key, policy.reserved) and outcome_rank(outcome) < outcome_rank("ask"):
+        outcome = policy.overrides[override]
+        why.append(f"override {f.key}: {outcome}")
+    if _entry(f.key, policy.reserved) is not None and outcome_rank(outcome) < outcome_rank("ask"):
         outcome = "ask"
         why.append(f"{f.key} is reserved: ask")
     if a.exposure == "public" and f.destination and f.destination in policy.posting_denied:
@@ -217,19 +202,12 @@ def _part(f: Finding, policy: Policy, amount: float | None) -> PartDecision:
     return PartDecision(f, part_floor, tuple(why))
 
 
-def _families(key: str, keys: Iterable[str]) -> list[str]:
-    """The ``family.*`` entries of ``keys`` that cover ``key``."""
-    return [k for k in keys if k.endswith(".*") and (key == k[:-2] or key.startswith(k[:-1]))]
-
-
-def _match(key: str, keys: frozenset[str]) -> bool:
-    return key in keys or bool(_families(key, keys))
-
-
-def _override(key: str, overrides: Mapping[str, str]) -> str | None:
-    if key in overrides:
-        return overrides[key]
-    return overrides[max(_families(key, overrides), key=len)] if _families(key, overrides) else None
+def _entry(key: str, keys: Collection[str]) -> str | None:
+    """The entry of ``keys`` covering ``key``: the key itself, else its longest ``family.*``."""
+    if key in keys:
+        return key
+    return max((k for k in keys if k.endswith(".*") and (key == k[:-2] or key.startswith(k[:-1]))), key=len,
+               default=None)
 
 
 def _outcome(value: Any, where: str) -> str:
@@ -238,10 +216,10 @@ def _outcome(value: Any, where: str) -> str:
     return str(value)
 
 
-def _table(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+def _table(data: Mapping[str, Any], key: str, what: str, keys: set[str] | None = None) -> Mapping[str, Any]:
     value = data.get(key, {})
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"{key} must be a table")
+    if not isinstance(value, Mapping) or keys is not None and set(value) - keys:
+        raise ConfigError(f"{key} must be {what}")
     return value
 
 

@@ -36,17 +36,14 @@ class Scope:
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], *, workspace: Path | None = None) -> "Scope":
         """A scope from a policy's ``[scopes]`` table, plus the session's workspace."""
+        unknown = sorted(set(data) - {"workspace", "local_hosts", "private_remotes"})
+        if unknown:
+            raise ConfigError(f"unknown key scopes.{unknown[0]}; use workspace, local_hosts or private_remotes")
         roots = [workspace] if workspace is not None else []
-        for key in data:
-            if key not in ("workspace", "local_hosts", "private_remotes"):
-                raise ConfigError(f"unknown key scopes.{key}; use workspace, local_hosts or private_remotes")
-        for raw in _strings(data, "workspace"):
-            roots.append(Path(raw).expanduser())
-        return cls(
-            workspace=tuple(_real(p) for p in roots),
-            local_hosts=frozenset(h.lower() for h in _strings(data, "local_hosts")),
-            private_remotes=frozenset(_strings(data, "private_remotes")),
-        )
+        roots += [Path(raw).expanduser() for raw in _strings(data, "workspace")]
+        return cls(workspace=tuple(_real(p) for p in roots),
+                   local_hosts=frozenset(h.lower() for h in _strings(data, "local_hosts")),
+                   private_remotes=frozenset(_strings(data, "private_remotes")))
 
     def with_workspace(self, workspace: Path) -> "Scope":
         """This scope with ``workspace`` as its first root."""

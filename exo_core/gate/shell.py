@@ -17,7 +17,7 @@ classifier then treats the whole line as opaque code, which asks.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 __all__ = ["Redirect", "SimpleCommand", "ShellParse", "parse_shell", "MAX_DEPTH"]
 
@@ -40,16 +40,14 @@ class SimpleCommand:
     """One command the line would run, with what feeds it.
 
     ``piped_in`` is true when its standard input is another command's output;
-    ``stdin_script`` holds a heredoc or here-string body; ``nested`` names how
-    it was reached (``$()``, ``bash -c``, ``subshell`` …) for explanations.
+    ``stdin_script`` holds a heredoc or here-string body. Leading variable
+    assignments (``A=1 cmd``) are not part of ``argv``.
     """
 
     argv: tuple[str, ...]
-    assignments: tuple[str, ...] = ()
     redirects: tuple[Redirect, ...] = ()
     piped_in: bool = False
     dynamic: frozenset[int] = frozenset()
-    nested: str = ""
 
     def word_is_dynamic(self, index: int) -> bool:
         """Whether ``argv[index]`` holds a run-time expansion."""
@@ -63,10 +61,9 @@ class SimpleCommand:
 
 @dataclass(frozen=True, slots=True)
 class ShellParse:
-    """Every simple command of a line (nested ones included), the operators seen, or an error."""
+    """Every simple command of a line (nested ones included), or an error."""
 
     commands: tuple[SimpleCommand, ...] = ()
-    operators: tuple[str, ...] = ()
     error: str = ""
 
 
@@ -82,7 +79,7 @@ class _Tok:
     kind: str  # word | op | redir
     value: str
     word: _Word | None = None
-    redir: dict[str, str] | None = None
+    redirect: Redirect | None = None  # a heredoc's body is filled in when its lines have been read
 
 
 class _ParseError(ValueError):
@@ -96,11 +93,10 @@ def parse_shell(line: str, *, depth: int = 0) -> ShellParse:
     try:
         tokens = _Lexer(line).tokens()
         commands: list[SimpleCommand] = []
-        operators: list[str] = []
-        _Builder(tokens, depth, commands, operators).script(0, len(tokens), "")
+        _Builder(tokens, depth, commands).script(0)
     except _ParseError as exc:
         return ShellParse(error=str(exc))
-    return ShellParse(tuple(commands), tuple(operators))
+    return ShellParse(tuple(commands))
 
 
 class _Lexer:
@@ -110,7 +106,7 @@ class _Lexer:
         self.s = text
         self.i = 0
         self.out: list[_Tok] = []
-        self.pending_heredocs: list[dict[str, str]] = []
+        self.pending_heredocs: list[_Tok] = []
 
     def tokens(self) -> list[_Tok]:
         s = self.s
@@ -132,8 +128,7 @@ class _Lexer:
                 self.i += 1
             elif self._redirect():
                 continue
-            elif any(s.startswith(op, self.i) for op in _OPERATORS):
-                op = next(op for op in _OPERATORS if s.startswith(op, self.i))
+            elif op := next((o for o in _OPERATORS if s.startswith(o, self.i)), ""):
                 self.out.append(_Tok("op", op))
                 self.i += len(op)
             else:
@@ -164,30 +159,28 @@ class _Lexer:
         if self.i >= len(s) or s[self.i] in "\n;&|()<>":
             raise _ParseError(f"redirection {op!r} has no target")
         target = self._word()
-        redir = {"op": op.lstrip("&") if op.startswith("&>") else op, "target": target.text, "body": ""}
+        op = op.lstrip("&") if op.startswith("&>") else op
+        tok = _Tok("redir", op, word=target, redirect=Redirect(op, target.text, target.text if op == "<<<" else ""))
         if op in ("<<", "<<-"):
-            redir["strip"] = "1" if op == "<<-" else ""
-            self.pending_heredocs.append(redir)
-        elif op == "<<<":
-            redir["body"] = target.text
-        tok = _Tok("redir", redir["op"], word=target, redir=redir)
+            self.pending_heredocs.append(tok)
         self.out.append(tok)
         return True
 
     def _read_heredocs(self) -> None:
         s = self.s
-        for redir in self.pending_heredocs:
-            delim = redir["target"]
+        for tok in self.pending_heredocs:
+            assert tok.redirect is not None
+            delim = tok.redirect.target
             body: list[str] = []
             while self.i < len(s):
                 end = s.find("\n", self.i)
                 end = len(s) if end < 0 else end
                 line = s[self.i:end]
                 self.i = end + 1
-                if (line.lstrip("\t") if redir.get("strip") else line) == delim:
+                if (line.lstrip("\t") if tok.redirect.op == "<<-" else line) == delim:
                     break
                 body.append(line)
-            redir["body"] = "\n".join(body)
+            tok.redirect = replace(tok.redirect, body="\n".join(body))
         self.pending_heredocs = []
 
     def _word(self) -> _Word:
@@ -317,54 +310,43 @@ _SKIP_WORDS = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "whil
 class _Builder:
     """Tokens to simple commands, recursing into nested scripts."""
 
-    def __init__(self, tokens: list[_Tok], depth: int, commands: list[SimpleCommand], operators: list[str]) -> None:
+    def __init__(self, tokens: list[_Tok], depth: int, commands: list[SimpleCommand]) -> None:
         self.t = tokens
         self.depth = depth
         self.commands = commands
-        self.operators = operators
 
-    def script(self, lo: int, hi: int, nested: str) -> None:
-        i, piped = lo, False
+    def script(self, i: int, *, subshell: bool = False) -> int:
+        """Commands from token ``i`` to the end, or (in a subshell) to its ``)``; returns the index after it."""
+        piped = False
         words: list[_Word] = []
         redirs: list[_Tok] = []
-        while i < hi:
+        while i < len(self.t):
             tok = self.t[i]
             if tok.kind == "op" and tok.value == "(":
                 if words:
                     raise _ParseError("unexpected '(' inside a command (function definitions are not read)")
-                end = self._close(i, hi)
-                self.operators.append("(")
-                self.script(i + 1, end, nested or "subshell")
-                i = end + 1
+                i = self.script(i + 1, subshell=True)
                 continue
             if tok.kind == "op" and tok.value == ")":
-                raise _ParseError("unbalanced ')'")
+                if not subshell:
+                    raise _ParseError("unbalanced ')'")
+                self._emit(words, redirs, piped)
+                return i + 1
             if tok.kind == "op":
-                self._emit(words, redirs, piped, nested)
+                self._emit(words, redirs, piped)
                 words, redirs = [], []
-                if tok.value != "\n":
-                    self.operators.append(tok.value)
                 piped = tok.value in ("|", "|&")
             elif tok.kind == "redir":
                 redirs.append(tok)
             else:
                 words.append(tok.word or _Word(tok.value))
             i += 1
-        self._emit(words, redirs, piped, nested)
+        if subshell:
+            raise _ParseError("unbalanced '('")
+        self._emit(words, redirs, piped)
+        return i
 
-    def _close(self, lo: int, hi: int) -> int:
-        depth = 0
-        for j in range(lo, hi):
-            tok = self.t[j]
-            if tok.kind == "op" and tok.value == "(":
-                depth += 1
-            elif tok.kind == "op" and tok.value == ")":
-                depth -= 1
-                if depth == 0:
-                    return j
-        raise _ParseError("unbalanced '('")
-
-    def _emit(self, words: list[_Word], redirs: list[_Tok], piped: bool, nested: str) -> None:
+    def _emit(self, words: list[_Word], redirs: list[_Tok], piped: bool) -> None:
         while words and words[0].text in _SKIP_WORDS and not words[0].dynamic:
             words = words[1:]
         if words and words[0].text in ("for", "case", "select"):
@@ -372,15 +354,13 @@ class _Builder:
         for w in [*words, *(r.word for r in redirs if r.word is not None)]:
             for script in w.nested:
                 self._recurse(script, "$()")
-        assignments: list[str] = []
         while words and _is_assignment(words[0].text):
-            assignments.append(words.pop(0).text)
-        redirects = tuple(Redirect(r.redir["op"], r.redir["target"], r.redir.get("body", "")) for r in redirs if r.redir)
+            words.pop(0)
+        redirects = tuple(r.redirect for r in redirs if r.redirect is not None)
         if not words and not redirects:
             return
         argv = tuple(w.text for w in words)
-        cmd = SimpleCommand(argv, tuple(assignments), redirects, piped,
-                            frozenset(n for n, w in enumerate(words) if w.dynamic), nested)
+        cmd = SimpleCommand(argv, redirects, piped, frozenset(n for n, w in enumerate(words) if w.dynamic))
         self.commands.append(cmd)
         self._inner_scripts(cmd)
 
@@ -388,9 +368,7 @@ class _Builder:
         inner = parse_shell(script, depth=self.depth + 1)
         if inner.error:
             raise _ParseError(f"inside {how}: {inner.error}")
-        self.commands.extend(SimpleCommand(c.argv, c.assignments, c.redirects, c.piped_in, c.dynamic,
-                                           c.nested or how) for c in inner.commands)
-        self.operators.extend(inner.operators)
+        self.commands.extend(inner.commands)
 
     def _inner_scripts(self, cmd: SimpleCommand) -> None:
         """Scripts this command itself would run: ``bash -c``, ``eval``, a heredoc fed to a shell."""

@@ -11,6 +11,7 @@ and cost. The event stream resumes from the last seq after a dropped link
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
 from collections.abc import Coroutine
@@ -18,10 +19,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from exo_core.client.client import ExoClient
+from exo_core.client.commands import SESSION_COMMANDS, help_text, session_command
 from exo_core.errors import ConflictError, ExoError
 from exo_core.protocol import Event
 from exo_core.terminal.attach import attachment, expand_refs, run_shell
-from exo_core.terminal.keys import KeyDecoder, RawTerminal
+from exo_core.terminal.keys import KeyDecoder, raw_terminal
 from exo_core.terminal.palette import Entry, Palette
 from exo_core.terminal.prefs import THEMES, TerminalPrefs
 from exo_core.terminal.screen import Screen
@@ -30,12 +32,9 @@ from exo_core.terminal.transcript import Transcript
 __all__ = ["TerminalChat", "COMMANDS", "terminal_capabilities"]
 
 COMMANDS: dict[str, str] = {
-    "help": "this list", "quit": "leave (exod keeps running)", "interrupt": "stop the running turn",
-    "undo": "[N] remove the last N turns", "fork": "continue in a copy of this session",
-    "resume": "repair and continue after a core restart", "search": "WORDS  search past sessions",
-    "sessions": "list sessions", "switch": "ID  open another session", "new": "start a new session",
-    "mode": "auto|steer|queue  how a message goes while a turn runs", "expand": "unfold or fold finished turns",
-    "taste": "learned taste rows", "theme": "dark|light|plain  for this run (keep it in ~/.config/exo/terminal.toml)",
+    **SESSION_COMMANDS, "mode": "auto|steer|queue  how a message goes while a turn runs",
+    "expand": "unfold or fold finished turns",
+    "theme": "dark|light|plain  for this run (keep it in ~/.config/exo/terminal.toml)",
 }
 _DECISIONS = {"y": "allow", "n": "deny", "a": "allow_always"}
 
@@ -79,18 +78,13 @@ class TerminalChat:
 
     async def run(self) -> int:
         """Run until /quit or ctrl+d; returns the exit status."""
-        await self.client.hello()
-        if self.session is None:
-            created = await self.client.request("session.create", {"title": "terminal"})
-            self.session = str(created["session"]["id"])
-        else:
-            await self.client.request("session.get", {"session": self.session, "messages": False})
+        self.session = await self.client.open_session(self.session, "terminal")
         self.sessions = (await self.client.request("session.list", {}))["sessions"]
         loop = asyncio.get_running_loop()
         decoder = KeyDecoder()
-        with RawTerminal(self.fd) as raw:
+        with raw_terminal(self.fd):
             self.screen.enter()
-            loop.add_reader(self.fd, self._on_input, raw, decoder)
+            loop.add_reader(self.fd, self._on_input, decoder)
             loop.add_signal_handler(signal.SIGWINCH, self.redraw)
             self._follow_session()
             self.redraw()
@@ -99,10 +93,10 @@ class TerminalChat:
             finally:
                 loop.remove_reader(self.fd)
                 loop.remove_signal_handler(signal.SIGWINCH)
-                for task in (*self._tasks, *([self._follower] if self._follower else [])):
+                tasks = [*self._tasks, *([self._follower] if self._follower else [])]
+                for task in tasks:
                     task.cancel()
-                await asyncio.gather(*self._tasks, *([self._follower] if self._follower else []),
-                                     return_exceptions=True)
+                await asyncio.gather(*tasks, return_exceptions=True)
                 self.screen.leave()
         return 0
 
@@ -196,8 +190,8 @@ class TerminalChat:
 
     # -- keys ----------------------------------------------------------------------
 
-    def _on_input(self, raw: RawTerminal, decoder: KeyDecoder) -> None:
-        data = raw.read()
+    def _on_input(self, decoder: KeyDecoder) -> None:
+        data = os.read(self.fd, 4096)  # what is there now: the loop calls this when the fd is readable
         if not data:
             self._quit.set()
             return
@@ -317,49 +311,26 @@ class TerminalChat:
         """Run a ``/`` command."""
         name, _, rest = line.partition(" ")
         rest = rest.strip()
-        c = self.client
         if name in ("quit", "exit", "q"):
             self._quit.set()
         elif name == "help":
-            self.note("\n".join(f"/{n:<10} {d}" for n, d in COMMANDS.items()) +
+            self.note(help_text(COMMANDS) +
                       "\n@file[:a-b] attach · !cmd shell here · ctrl+p palette · ctrl+o unfold · y/n/a approvals")
-        elif name == "interrupt":
-            await c.request("turn.interrupt", {"session": self.session})
-        elif name == "undo":
-            result = await c.request("session.undo", {"session": self.session, "turns": int(rest or 1)})
-            self.note(f"undid turns {', '.join(result['undone_turns']) or 'none'}")
-        elif name in ("fork", "new"):
-            result = await (c.request("session.fork", {"session": self.session}) if name == "fork"
-                            else c.request("session.create", {"title": "terminal"}))
-            await self._switch(str(result["session"]["id"]))
-        elif name == "switch" and rest:
-            await c.request("session.get", {"session": rest, "messages": False})
-            await self._switch(rest)
-        elif name == "resume":
-            self.note(str(await c.request("session.resume", {"session": self.session})))
-        elif name == "search":
-            hits = (await c.request("search", {"query": rest}))["hits"]
-            self.note("\n".join(f"{h['session']} #{h['message_id']} {h['role']}: {' '.join(h['snippet'].split())}"
-                                for h in hits) or "no matches")
-        elif name == "sessions":
-            self.sessions = (await c.request("session.list", {}))["sessions"]
-            self.note("\n".join(f"{'*' if s['id'] == self.session else ' '} {s['id']} {s['title']}"
-                                for s in self.sessions))
         elif name == "mode" and rest in ("auto", "steer", "queue"):
             self.mode = rest
         elif name == "expand":
             self.expanded = not self.expanded
-        elif name == "taste":
-            rows = (await c.request("taste.list", {}))["rows"]
-            self.note("\n".join(f"{r['weight']:.2f}  {r['text']}  ({r['id']})" for r in rows) or "no taste learned yet")
         elif name == "theme" and rest in THEMES:
             self.prefs = TerminalPrefs(theme=rest, keys=self.prefs.keys)
             self.screen.prefs = self.prefs
         else:
-            self.note(f"unknown or incomplete command /{line}; /help lists them", "notice")
+            assert self.session is not None, "run() opens the session first"
+            text, session = await session_command(self.client, self.session, name, rest, title="terminal")
+            if name in ("sessions", "fork", "new"):  # the palette offers every session
+                self.sessions = (await self.client.request("session.list", {}))["sessions"]
+            if session != self.session:
+                self.session = session
+                self._follow_session()
+            if text:
+                self.note(text)
         self.redraw()
-
-    async def _switch(self, session: str) -> None:
-        self.session = session
-        self._follow_session()
-        self.note(f"now in session {session}")

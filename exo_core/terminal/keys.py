@@ -7,12 +7,13 @@ everything else has a name (``"enter"``, ``"backspace"``, ``"up"``,
 
 from __future__ import annotations
 
-import os
+import contextlib
 import termios
 import tty
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-__all__ = ["KeyDecoder", "RawTerminal"]
+__all__ = ["KeyDecoder", "raw_terminal"]
 
 _CSI = {"A": "up", "B": "down", "C": "right", "D": "left", "H": "home", "F": "end", "Z": "shift+tab"}
 _TILDE = {"1": "home", "2": "insert", "3": "delete", "4": "end", "5": "pageup", "6": "pagedown", "7": "home", "8": "end"}
@@ -73,22 +74,12 @@ class KeyDecoder:
         return ch, 1
 
 
-class RawTerminal:
-    """Context manager: the tty in raw mode (no echo, no line editing, ctrl+c as a key)."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self._saved: list[object] | None = None
-
-    def __enter__(self) -> "RawTerminal":
-        self._saved = termios.tcgetattr(self.fd)
-        tty.setraw(self.fd)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._saved is not None:
-            termios.tcsetattr(self.fd, termios.TCSADRAIN, self._saved)
-
-    def read(self) -> bytes:
-        """What is available now (call when the fd is readable)."""
-        return os.read(self.fd, 4096)
+@contextlib.contextmanager
+def raw_terminal(fd: int) -> Iterator[None]:
+    """The tty ``fd`` in raw mode (no echo, no line editing, ctrl+c as a key) while the block runs."""
+    saved = termios.tcgetattr(fd)
+    tty.setraw(fd)
+    try:
+        yield
+    finally:
+        termios.tcsetattr(fd, termios.TCSADRAIN, saved)

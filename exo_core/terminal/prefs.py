@@ -64,9 +64,7 @@ def load_prefs(path: Path | None = None) -> TerminalPrefs:
     theme = data.get("theme", "dark")
     if theme not in THEMES:
         raise ConfigError(f"{path}: theme {theme!r} is not one of {', '.join(THEMES)}")
-    keys = dict(_DEFAULT_KEYS)
     raw_keys = data.get("keys", {})
     if not isinstance(raw_keys, dict) or not all(isinstance(v, str) for v in raw_keys.values()):
         raise ConfigError(f"{path}: [keys] maps actions to key names like \"ctrl+p\"")
-    keys.update({k: v for k, v in raw_keys.items() if k in _DEFAULT_KEYS})
-    return TerminalPrefs(theme=theme, keys=keys)
+    return TerminalPrefs(theme=theme, keys={k: raw_keys.get(k, default) for k, default in _DEFAULT_KEYS.items()})

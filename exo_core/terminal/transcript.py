@@ -9,6 +9,7 @@ the last few lines. Panels arrive already shaped by the core to one line.
 from __future__ import annotations
 
 import textwrap
+from dataclasses import dataclass, field
 from typing import Any
 
 from exo_core.protocol import Event
@@ -21,30 +22,26 @@ _FULL_LIMIT = 400
 ATTACH_MARK = "\n\n[attached: "
 
 
+@dataclass(slots=True)
 class Block:
-    """One thing shown in a turn: words, a tool call, an approval, a panel."""
+    """One thing shown in a turn: words, a tool call, an approval, a panel (mutable: events fill it in)."""
 
-    __slots__ = ("kind", "text", "title", "output", "state", "key")
-
-    def __init__(self, kind: str, text: str = "", *, title: str = "", key: str = "", state: str = "") -> None:
-        self.kind = kind
-        self.text = text
-        self.title = title
-        self.output = ""
-        self.state = state
-        self.key = key
+    kind: str
+    text: str = ""
+    title: str = ""
+    key: str = ""
+    state: str = ""
+    output: str = ""
 
 
+@dataclass(slots=True)
 class Turn:
-    """A turn: the person's message and everything that answered it."""
+    """A turn: the person's message and everything that answered it (``id`` None: the client's own lines)."""
 
-    __slots__ = ("id", "blocks", "done", "stop")
-
-    def __init__(self, turn_id: str | None) -> None:
-        self.id = turn_id
-        self.blocks: list[Block] = []
-        self.done = turn_id is None
-        self.stop = ""
+    id: str | None
+    blocks: list[Block] = field(default_factory=list)
+    done: bool = False
+    stop: str = ""
 
 
 class Transcript:
@@ -76,7 +73,7 @@ class Transcript:
 
     def local(self, text: str = "", kind: str = "note") -> Turn:
         """A block of the client's own (help, command output, a shell run)."""
-        turn = Turn(None)
+        turn = Turn(None, done=True)
         if text:
             turn.blocks.append(Block(kind, text))
         self.turns.append(turn)
@@ -107,9 +104,8 @@ class Transcript:
             last.text += str(b.get("text", ""))
         elif kind == "tool.started":
             args = " ".join(f"{k}={v!r}" for k, v in (b.get("arguments") or {}).items() if k != "content")
-            block = Block("tool", args, title=str(b.get("name", "")), key=str(b.get("call_id")), state="running")
-            self._by_key[block.key] = block
-            self._turn(turn_id).blocks.append(block)
+            self._keyed(turn_id, Block("tool", args, title=str(b.get("name", "")), key=str(b.get("call_id")),
+                                       state="running"))
         elif kind == "tool.output" and (block := self._by_key.get(str(b.get("call_id")))):
             block.output += str(b.get("text", ""))
         elif kind == "tool.completed" and (block := self._by_key.get(str(b.get("call_id")))):
@@ -118,10 +114,8 @@ class Transcript:
             block.title += f" ({b.get('duration_ms', 0)} ms)"
         elif kind == "approval.requested":
             self.approvals.append(b)
-            text = f"approve [{b.get('risk')}] {b.get('summary')}"
-            block = Block("ask", text, key=str(b.get("request_id")), state="open")
-            self._by_key[block.key] = block
-            self._turn(turn_id).blocks.append(block)
+            self._keyed(turn_id, Block("ask", f"approve [{b.get('risk')}] {b.get('summary')}",
+                                       key=str(b.get("request_id")), state="open"))
         elif kind == "approval.resolved":
             self.approvals = [a for a in self.approvals if a.get("request_id") != b.get("request_id")]
             if block := self._by_key.get(str(b.get("request_id"))):
@@ -129,9 +123,7 @@ class Transcript:
         elif kind == "question.asked":
             self.questions.append(b)
             options = "".join(f"\n  {n}. {o}" for n, o in enumerate(b.get("options") or [], 1))
-            block = Block("ask", f"{b.get('text')}{options}", key=str(b.get("question_id")), state="open")
-            self._by_key[block.key] = block
-            self._turn(None).blocks.append(block)
+            self._keyed(None, Block("ask", f"{b.get('text')}{options}", key=str(b.get("question_id")), state="open"))
         elif kind == "question.answered":
             self.questions = [q for q in self.questions if q.get("question_id") != b.get("question_id")]
             if block := self._by_key.get(str(b.get("question_id"))):
@@ -151,6 +143,11 @@ class Transcript:
             self._turn(turn_id).blocks.append(Block("panel", str(line)))
         elif kind == "notice":
             self._turn(None).blocks.append(Block("notice", str(b.get("text", ""))))
+
+    def _keyed(self, turn_id: str | None, block: Block) -> None:
+        """Add ``block`` to its turn, findable by its key (a call, request or question id) for later events."""
+        self._by_key[block.key] = block
+        self._turn(turn_id).blocks.append(block)
 
     # -- drawing -------------------------------------------------------------
 

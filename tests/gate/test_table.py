@@ -269,6 +269,9 @@ SHELL: list[tuple[str, str, str]] = [
     ("sudo systemctl restart nginx", "CPF-", "log"),
     ("kill 1234", "CPF-", "log"),
     ("crontab -r", "IPF-", "ask"),
+    # a command named by its path is judged as the command itself
+    ("/usr/bin/crontab -r", "IPF-", "ask"),
+    ("/bin/systemctl status nginx", "NPF-", "allow"),
     ("docker ps", "NPF-", "allow"),
     ("docker run --rm alpine echo hi", "CPF-", "log"),
     ("docker system prune -af", "IPF-", "ask"),
