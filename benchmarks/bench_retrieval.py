@@ -114,6 +114,11 @@ def scale(sizes: list[int], embedder: Any, cache: Any, n_queries: int) -> list[d
     base = cache.vectors([_hash(t) for t in texts[: max(sizes)]])  # texts never embedded are skipped
     settings = RetrievalSettings()
     pool = settings.depth * OVERFETCH
+
+    def fused(bm25: list[tuple[str, float]], dense: list[tuple[str, float]]) -> dict[str, float]:
+        return fuse([bm25, dense], weights=settings.weights, depth=settings.depth,
+                    ended=[len(bm25) < pool, len(dense) < pool])
+
     rows = []
     for n in sizes:
         sample = texts[:n]
@@ -143,8 +148,7 @@ def scale(sizes: list[int], embedder: Any, cache: Any, n_queries: int) -> list[d
                 pairs),
             "int8_scan": _lat(lambda p: top_k(ids, mat, norms, p[1], 10), pairs),
             "numpy_fp32_scan": _lat(lambda p: np.argsort(-(f32 @ p[1]))[:10], pairs),
-            "fused": _lat(lambda p: fuse([index.search(p[0], pool), top_k(ids, mat, norms, p[1], pool)],
-                                         weights=settings.weights, depth=settings.depth), pairs),
+            "fused": _lat(lambda p: fused(index.search(p[0], pool), top_k(ids, mat, norms, p[1], pool)), pairs),
             "query_embed": embed_ms,
             "memory": {"fts_index_kb": fts_kb, "fts_db_kb": _db_kb(index.conn), "plain_fts_db_kb": _db_kb(plain), "int8_matrix_kb": int8_kb, "fp32_matrix_kb": f32_kb,
                        "int8_bytes": int(mat.nbytes), "fp32_bytes": int(f32.nbytes)},
@@ -243,7 +247,9 @@ def main() -> int:
     halves = ["tune"] if args.quick else ["tune", "holdout"]
     results: dict[str, Any] = {"machine": machine_info(), "settings": {
         "depth": ranker.settings.depth, "weights": list(ranker.settings.weights), "rrf_k": ranker.settings.rrf_k,
-        "fusion": "score-aware: each list divided by its top score, weighted sum (rrf: k 60, weights 1:1)",
+        "fusion": "score-aware: each list divided by its top score, weighted sum, each weight times the list's "
+                  "confidence 1 - floor (floor: last score read over the top, 0 for a list read to its end); "
+                  "rrf: k 60, weights 1:1",
         "split": "ids sorted; even positions tune, odd holdout", "longmemeval_roles": ["user"]}}
     results["quality"] = quality(ranker, args.locomo, args.longmemeval, halves)
     if ranker.vectors is not None:

@@ -6,6 +6,7 @@ so running ``exo init`` twice, or after an update, loses nothing.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -17,10 +18,6 @@ from exo_core.store import init_store
 __all__ = ["init_home"]
 
 
-def _quote(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
 def init_home(home: ExoHome, *, store: str | None = None, model: str | None = None) -> list[str]:
     """Create the home folders, ``config.toml`` and the store; returns what was done."""
     report: list[str] = []
@@ -30,9 +27,10 @@ def init_home(home: ExoHome, *, store: str | None = None, model: str | None = No
         os.chmod(folder, 0o700)
     store_path = Path(store).expanduser().resolve() if store else home.root / "store"
     if not home.config_path.exists():
-        lines = [f"store = {_quote(str(store_path))}"]
+        # A JSON string is a TOML basic string (same escapes), control characters included.
+        lines = [f"store = {json.dumps(str(store_path), ensure_ascii=False)}"]
         if model:
-            lines.append(f"model = {_quote(model)}")
+            lines.append(f"model = {json.dumps(model, ensure_ascii=False)}")
         home.config_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
         report.append(f"wrote {home.config_path}")
     else:

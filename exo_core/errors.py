@@ -62,9 +62,7 @@ class UsageError(ExoError):
 
 
 class ProtocolError(UsageError):
-    """A message on the wire does not follow the protocol."""
-
-    code = "bad_request"
+    """A message on the wire does not follow the protocol (its code is its parent's, ``bad_request``)."""
 
 
 class MalformedMessageError(ProtocolError):

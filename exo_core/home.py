@@ -70,9 +70,7 @@ class ExoHome:
         try:
             return tomllib.loads(raw.decode("utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise ConfigError(
-                f"{self.config_path} is not valid TOML ({exc}); fix or delete the file"
-            ) from exc
+            raise ConfigError(f"{self.config_path} is not valid TOML ({exc}); fix or delete the file") from exc
 
     def store_path(self, override: str | os.PathLike[str] | None = None) -> Path:
         """The store folder: ``override`` (``--store``), else config ``store``, else ``<home>/store``."""

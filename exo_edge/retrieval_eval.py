@@ -177,9 +177,10 @@ class Ranker:
         if self.vectors is not None:
             q = self.vectors.embedder.embed([question])[0]
             lists["embed"] = units(top_k([t.id for t in self._stack], self._matrix[0], self._matrix[1], q, depth))
-            pool = self.settings.depth * OVERFETCH
+            pool = self.settings.depth * OVERFETCH  # what the pipeline reads; a list no longer than that ended
             fused = fuse([lists["bm25"][:pool], lists["embed"][:pool]], weights=self.settings.weights,
-                         depth=self.settings.depth, k=self.settings.rrf_k)
+                         depth=self.settings.depth, k=self.settings.rrf_k,
+                         ended=[len(lists["bm25"]) <= pool, len(lists["embed"]) <= pool])
             return {name: [i for i, _ in scored] for name, scored in lists.items()} | {
                 "fused": [i for i, _ in ranked(fused)]}
         return {"bm25": [i for i, _ in lists["bm25"]]}

@@ -19,15 +19,13 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from exo_core.errors import BadBodyError, ConflictError
+from exo_core.errors import ConflictError
 from exo_core.protocol.events import ApprovalRequested, ApprovalResolved
 from exo_core.server.hub import Hub
 from exo_core.sessions.store import ApprovalRecord, SessionStore
 from exo_core.sessions.worker import DbWorker
 
 __all__ = ["ApprovalBroker", "ApprovalAnswer"]
-
-_DECISIONS = {"allow", "deny", "allow_always"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,9 +77,8 @@ class ApprovalBroker:
             self._waiting.pop(record.id, None)
 
     async def respond(self, request_id: str, decision: str, reason: str = "") -> ApprovalRecord:
-        """Answer a request; a late second answer raises :class:`ConflictError`."""
-        if decision not in _DECISIONS:
-            raise BadBodyError(f"decision must be one of {sorted(_DECISIONS)}", field="decision")
+        """Answer a request (``decision`` as the protocol's ``approval.respond`` allows it); a late second answer
+        raises :class:`ConflictError`."""
         record = await self._worker.run(lambda: self._store.resolve_approval(request_id, decision, reason))
         await self._hub.emit(record.session_id, "approval.resolved",
                              ApprovalResolved(request_id=request_id, decision=decision, reason=reason))

@@ -23,30 +23,18 @@ import asyncio
 import logging
 import time
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from exo_core.agent.approvals import ApprovalBroker
 from exo_core.agent.model import (
-    Finish,
-    ModelRequest,
-    ModelTransport,
-    ReasoningDelta,
-    TextDelta,
-    ToolCall,
-    ToolCallChunk,
-    UsageChunk,
+    Finish, ModelRequest, ModelTransport, ReasoningDelta, TextDelta, ToolCall, ToolCallChunk, UsageChunk,
 )
 from exo_core.agent.recorder import NullRecorder, TurnRecorder
 from exo_core.agent.seams import (
-    ContextEngine,
-    Gate,
-    MemoryProvider,
-    NullMemory,
-    RiskGate,
-    ToolsetChooser,
-    VerbatimContext,
+    ContextEngine, Gate, MemoryProvider, NullMemory, RiskGate, ToolsetChooser, VerbatimContext,
 )
 from exo_core.agent.toolrun import emit_message as _emit_message
 from exo_core.agent.toolrun import record as _record
@@ -68,10 +56,8 @@ log = logging.getLogger(__name__)
 
 INTERRUPTED_RESULT = "interrupted before completion"
 _DELTA_WINDOW = 64
-BASE_PROMPT = (
-    "You are Exo, a personal assistant. Answer briefly and plainly. "
-    "Use tools when they help; ask before doing anything irreversible or public."
-)
+BASE_PROMPT = ("You are Exo, a personal assistant. Answer briefly and plainly. "
+               "Use tools when they help; ask before doing anything irreversible or public.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,16 +94,6 @@ class LoopDeps:
     toolsets: ToolsetChooser | None = None
 
 
-@dataclass(slots=True, eq=False)
-class _Usage:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost: float = 0.0
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "cost": round(self.cost, 8)}
-
-
 async def run_turn(deps: LoopDeps, session_id: str, turn: TurnRecord, steer: deque[str], *, resumed: bool = False,
                    pending: tuple[ToolCall, ...] = ()) -> str:
     """Run one turn to its end; returns the stop reason. Never raises for model/tool failures.
@@ -125,7 +101,6 @@ async def run_turn(deps: LoopDeps, session_id: str, turn: TurnRecord, steer: deq
     ``pending`` holds tool calls of a resumed turn that were waiting for an
     approval when the core stopped; they run (re-using that request) first.
     """
-    usage = _Usage()
     state = _TurnState()
     db = deps.worker.run
     try:
@@ -137,33 +112,23 @@ async def run_turn(deps: LoopDeps, session_id: str, turn: TurnRecord, steer: deq
         system = await _system_prompt(deps, session_id, turn.text)
         toolsets = await _chosen_toolsets(deps, turn.text)
         offered = deps.tools if toolsets is None else deps.tools.view(toolsets)  # availability: per round
-        state.calls = list(pending)
-        for call in pending:
-            await _run_tool(deps, session_id, turn.id, call)
-            state.calls.remove(call)
+        await _run_calls(deps, session_id, turn.id, pending, state)
         reason = "iteration_cap"
         for _round in range(deps.settings.max_iterations):
             history = await db(lambda: deps.store.messages(session_id))
             messages = await _build_context(deps, session_id, system, history)
-            request = ModelRequest(
-                messages=tuple(messages),
-                tools=tuple(s.to_model() for s in offered.specs()),
-                max_tokens=deps.settings.max_tokens,
-            )
-            text, calls = await _call_model(deps, session_id, turn.id, request, usage, state)
+            request = ModelRequest(messages=tuple(messages), tools=tuple(s.to_model() for s in offered.specs()),
+                                   max_tokens=deps.settings.max_tokens)
+            text, calls = await _call_model(deps, session_id, turn.id, request, state)
             state.partial, state.calls = "", []
-            reply = await db(lambda: deps.store.add_message(
-                session_id, "assistant", text, turn_id=turn.id,
-                tool_calls=[{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]))
+            reply = await db(lambda: deps.store.add_message(session_id, "assistant", text, turn_id=turn.id, tool_calls=[
+                {"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]))
             await _emit_message(deps, reply)
             if not calls:
                 reason = "end"
                 state.answer = text
                 break
-            state.calls = list(calls)
-            for call in calls:
-                await _run_tool(deps, session_id, turn.id, call)
-                state.calls.remove(call)
+            await _run_calls(deps, session_id, turn.id, calls, state)
             while steer:
                 note = steer.popleft()
                 steered = await db(lambda: deps.store.add_message(session_id, "user", note, turn_id=turn.id))
@@ -172,30 +137,41 @@ async def run_turn(deps: LoopDeps, session_id: str, turn: TurnRecord, steer: deq
         else:
             await deps.hub.emit(session_id, "notice", ev.Notice(
                 text=f"stopped after {deps.settings.max_iterations} tool rounds", level="warning"))
-        return await _finish(deps, session_id, turn, reason, usage, answer=state.answer)
+        return await _finish(deps, session_id, turn, reason, state)
     except asyncio.CancelledError:
         task = asyncio.current_task()
         if task is not None:
             task.uncancel()
-        await _close_interrupted(deps, session_id, turn.id, state)
-        return await _finish(deps, session_id, turn, "interrupted", usage)
+        reason, error = "interrupted", None
     except ExoError as exc:
         log.warning("turn %s failed: %s", turn.id, exc)
-        await _close_interrupted(deps, session_id, turn.id, state)
-        return await _finish(deps, session_id, turn, "error", usage, error=f"{exc.code}: {exc.message}")
+        reason, error = "error", f"{exc.code}: {exc.message}"
     except Exception as exc:  # noqa: BLE001 - fail soft: a bug ends the turn, never hangs the session
         log.exception("turn %s crashed", turn.id)
-        await _close_interrupted(deps, session_id, turn.id, state)
-        return await _finish(deps, session_id, turn, "error", usage, error=f"internal: {type(exc).__name__}: {exc}")
+        reason, error = "error", f"internal: {type(exc).__name__}: {exc}"
+    await _close_interrupted(deps, session_id, turn.id, state)
+    return await _finish(deps, session_id, turn, reason, state, error=error)
 
 
 @dataclass(slots=True, eq=False)
 class _TurnState:
-    """What an interrupt must close: streamed-but-unstored text and unanswered calls."""
+    """What an interrupt must close (streamed-but-unstored text, unanswered calls), the answer and the usage."""
 
     partial: str = ""
     calls: list[ToolCall] = field(default_factory=list)
     answer: str = ""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+
+
+async def _run_calls(deps: LoopDeps, session_id: str, turn_id: str, calls: Sequence[ToolCall],
+                     state: _TurnState) -> None:
+    """Run ``calls`` in order; the ones not yet run stay in ``state.calls`` for an interrupt to close."""
+    state.calls = list(calls)
+    for call in calls:
+        await _run_tool(deps, session_id, turn_id, call)
+        state.calls.remove(call)
 
 
 async def _system_prompt(deps: LoopDeps, session_id: str, text: str) -> str:
@@ -226,7 +202,7 @@ async def _build_context(deps: LoopDeps, session_id: str, system: str, history: 
         return await VerbatimContext().build(session_id, system, history)
 
 
-async def _call_model(deps: LoopDeps, session_id: str, turn_id: str, request: ModelRequest, usage: _Usage,
+async def _call_model(deps: LoopDeps, session_id: str, turn_id: str, request: ModelRequest,
                       state: _TurnState) -> tuple[str, list[ToolCall]]:
     attempt = 0
     while True:
@@ -257,11 +233,10 @@ async def _call_model(deps: LoopDeps, session_id: str, turn_id: str, request: Mo
                     calls.append(chunk.call)
                 elif isinstance(chunk, UsageChunk):
                     await _settle(in_flight)
-                    usage.input_tokens += chunk.input_tokens
-                    usage.output_tokens += chunk.output_tokens
-                    usage.cost += chunk.cost
-                    await deps.worker.run(lambda: deps.store.touch(session_id, add_cost=chunk.cost))
-                    session = await deps.worker.run(lambda: deps.store.get_session(session_id))
+                    state.input_tokens += chunk.input_tokens
+                    state.output_tokens += chunk.output_tokens
+                    state.cost += chunk.cost
+                    session = await deps.worker.run(lambda: deps.store.touch(session_id, add_cost=chunk.cost))
                     await deps.hub.emit(session_id, "usage.updated", ev.UsageUpdated(
                         turn_id=turn_id, input_tokens=chunk.input_tokens, output_tokens=chunk.output_tokens,
                         cost=chunk.cost, session_cost=session.cost, model=chunk.model))
@@ -304,20 +279,20 @@ async def _close_interrupted(deps: LoopDeps, session_id: str, turn_id: str, stat
     state.calls = []
 
 
-async def _finish(deps: LoopDeps, session_id: str, turn: TurnRecord, reason: str, usage: _Usage, *,
-                  answer: str = "", error: str | None = None) -> str:
+async def _finish(deps: LoopDeps, session_id: str, turn: TurnRecord, reason: str, state: _TurnState, *,
+                  error: str | None = None) -> str:
     status = {"end": "completed", "iteration_cap": "completed", "interrupted": "interrupted"}.get(reason, "error")
     await deps.worker.run(lambda: deps.store.set_turn_status(turn.id, status, reason))
+    usage = {"input_tokens": state.input_tokens, "output_tokens": state.output_tokens, "cost": round(state.cost, 8)}
     await deps.hub.emit(session_id, "turn.completed", ev.TurnCompleted(
-        turn_id=turn.id, stop_reason=reason, usage=usage.as_dict(), error=error))
+        turn_id=turn.id, stop_reason=reason, usage=usage, error=error))
     if reason == "end":
         try:
-            await deps.memory.on_exchange(session_id, turn.text, answer)
+            await deps.memory.on_exchange(session_id, turn.text, state.answer)
         except Exception:  # noqa: BLE001 - fail soft: memory is told best-effort
             log.exception("memory provider failed in on_exchange")
-    session = await deps.worker.run(lambda: deps.store.get_session(session_id))
+    session = await deps.worker.run(lambda: deps.store.touch(session_id))
     count = len(await deps.worker.run(lambda: deps.store.messages(session_id)))
-    await deps.worker.run(lambda: deps.store.touch(session_id))
     await deps.hub.emit(session_id, "session.updated", ev.SessionUpdated(
         session_id=session_id, title=session.title, message_count=count, reason=f"turn {reason}"))
     return reason

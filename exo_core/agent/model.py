@@ -18,17 +18,8 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 __all__ = [
-    "INTERRUPTED_MARK",
-    "ChatMessage",
-    "ToolCall",
-    "ModelRequest",
-    "TextDelta",
-    "ReasoningDelta",
-    "ToolCallChunk",
-    "UsageChunk",
-    "Finish",
-    "ModelChunk",
-    "ModelTransport",
+    "INTERRUPTED_MARK", "ChatMessage", "ToolCall", "ModelRequest", "TextDelta", "ReasoningDelta", "ToolCallChunk",
+    "UsageChunk", "Finish", "ModelChunk", "ModelTransport",
 ]
 
 Role = Literal["system", "user", "assistant", "tool"]

@@ -26,7 +26,7 @@ from exo_core.ids import IdFactory, RandomIds
 from exo_core.protocol import commands as cmd
 from exo_core.protocol.events import QuestionAnswered, QuestionAsked
 from exo_core.server.hub import Hub
-from exo_core.tools.spec import ToolContext, ToolResult, ToolSpec
+from exo_core.tools.spec import ToolContext, ToolResult, ToolSpec, object_schema
 
 __all__ = ["Answer", "QuestionBroker", "AskPersonTool", "MAX_OPTIONS"]
 
@@ -136,21 +136,10 @@ class AskPersonTool:
     def __init__(self, broker: QuestionBroker, *, timeout: float = 600.0) -> None:
         self._broker = broker
         self._timeout = timeout
-        self.spec = ToolSpec(
-            name="ask_person",
-            description=("Ask the person a short question and wait for the answer. Give up to "
-                         f"{MAX_OPTIONS} short options when the answer is a choice."),
-            parameters={
-                "type": "object",
-                "properties": {
-                    "question": {"type": "string"},
-                    "options": {"type": "array", "items": {"type": "string"}},
-                    "allow_text": {"type": "boolean"},
-                },
-                "required": ["question"],
-            },
-            risk="low",
-        )
+        self.spec = ToolSpec(name="ask_person", description="Ask the person a short question and wait for the answer. "
+                             f"Give up to {MAX_OPTIONS} short options when the answer is a choice.",
+                             parameters=object_schema(("question",), question="string", allow_text="boolean",
+                                                      options={"type": "array", "items": {"type": "string"}}))
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         options = arguments.get("options") or []
@@ -158,8 +147,7 @@ class AskPersonTool:
             return ToolResult.error("'options' must be a list of strings")
         try:
             answer = await self._broker.ask(context.session_id, str(arguments.get("question", "")), options,
-                                            allow_text=bool(arguments.get("allow_text", False)),
-                                            timeout=self._timeout)
+                                            allow_text=bool(arguments.get("allow_text", False)), timeout=self._timeout)
         except TimeoutError:
             return ToolResult.error(f"no answer within {int(self._timeout)} seconds")
         return ToolResult(answer.describe(tuple(" ".join(str(o).split()) for o in options)))

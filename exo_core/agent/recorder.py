@@ -18,9 +18,7 @@ __all__ = ["TurnRecorder", "NullRecorder"]
 class TurnRecorder(Protocol):
     """Appends one ledger entry of ``kind`` and returns its id."""
 
-    def record(
-        self, kind: str, body: Mapping[str, Any], *, refs: tuple[str, ...] = ()
-    ) -> str | None:
+    def record(self, kind: str, body: Mapping[str, Any], *, refs: tuple[str, ...] = ()) -> str | None:
         """Append ``body`` as a ``kind`` entry referring to ``refs``; return the entry id."""
         ...
 
@@ -28,8 +26,6 @@ class TurnRecorder(Protocol):
 class NullRecorder:
     """Records nothing: for a core running without a store (tests, protocol demos)."""
 
-    def record(
-        self, kind: str, body: Mapping[str, Any], *, refs: tuple[str, ...] = ()
-    ) -> str | None:
+    def record(self, kind: str, body: Mapping[str, Any], *, refs: tuple[str, ...] = ()) -> str | None:
         """Do nothing and return ``None``."""
         return None

@@ -18,13 +18,14 @@ import asyncio
 import logging
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
 from exo_core.agent.loop import INTERRUPTED_RESULT, LoopDeps, run_turn
 from exo_core.agent.model import ToolCall
 from exo_core.agent.toolrun import emit_message
 from exo_core.errors import ConflictError
 from exo_core.protocol import events as ev
-from exo_core.sessions.store import TurnRecord
+from exo_core.sessions.store import ApprovalRecord, MessageRecord, TurnRecord
 
 __all__ = ["TurnRunner", "SendOutcome", "STEER_LIMIT", "QUEUE_LIMIT"]
 
@@ -147,11 +148,13 @@ class TurnRunner:
         if self.busy(session_id):
             return {"repaired": 0, "resumed_turn": self._state(session_id).turn_id, "queued": 0}
         running = await deps.worker.run(lambda: deps.store.turns(session_id, status="running"))
-        pending = await self._awaiting_approval(session_id, running[-1].id if running else None)
-        kept = frozenset(a.id for a in (await deps.approvals.reusable(session_id)).values()
-                         if any(c.id == a.call_id for c in pending))
+        dangling = await deps.worker.run(lambda: deps.store.dangling_tool_calls(session_id))
+        reusable = await deps.approvals.reusable(session_id)
+        pending = _awaiting_approval(dangling, reusable, running[-1].id) if running else ()
+        kept = frozenset(reusable[c.id].id for c in pending if c.id in reusable)
         expired = await deps.approvals.expire_open(session_id, "the core restarted", keep=kept)
-        repaired = await self._repair(session_id, skip=frozenset(c.id for c in pending))
+        waiting = {c.id for c in pending}
+        repaired = await self._repair(session_id, [(m, c) for m, c in dangling if c["id"] not in waiting])
         queued = await deps.worker.run(lambda: deps.store.turns(session_id, status="queued"))
         resumed_turn = None
         if running:
@@ -180,27 +183,9 @@ class TurnRunner:
         except Exception:  # noqa: BLE001 - fail soft: the next turn's build retries the summaries anyway
             log.exception("context engine could not resume %s", session_id)
 
-    async def _awaiting_approval(self, session_id: str, turn_id: str | None) -> tuple[ToolCall, ...]:
-        """Dangling calls of ``turn_id`` from the first one whose approval can be re-used, in order."""
-        if turn_id is None:
-            return ()
+    async def _repair(self, session_id: str, dangling: list[tuple[MessageRecord, dict[str, Any]]]) -> int:
+        """Give each of the ``dangling`` calls an error result (the crash interrupted them)."""
         deps = self._deps
-        dangling = await deps.worker.run(lambda: deps.store.dangling_tool_calls(session_id))
-        reusable = await deps.approvals.reusable(session_id)
-        calls = [(m, c) for m, c in dangling if m.turn_id == turn_id]
-        start = next((i for i, (_, c) in enumerate(calls) if c["id"] in reusable
-                      and reusable[c["id"]].turn_id == turn_id), None)
-        if start is None:
-            return ()
-        message_id = calls[start][0].id
-        # Calls run in order: the ones after the waiting call in the same message never started.
-        return tuple(ToolCall(c["id"], c.get("name", ""), c.get("arguments", {}))
-                     for m, c in calls[start:] if m.id == message_id)
-
-    async def _repair(self, session_id: str, skip: frozenset[str] = frozenset()) -> int:
-        deps = self._deps
-        dangling = [(m, c) for m, c in await deps.worker.run(lambda: deps.store.dangling_tool_calls(session_id))
-                    if c["id"] not in skip]
         for message, call in dangling:
             msg = await deps.worker.run(lambda m=message, c=call: deps.store.add_message(
                 session_id, "tool", f"error: {INTERRUPTED_RESULT}", turn_id=m.turn_id, tool_call_id=c["id"],
@@ -214,3 +199,17 @@ class TurnRunner:
         """Interrupt every running turn (used at shutdown)."""
         for session_id in list(self._sessions):
             await self.interrupt(session_id)
+
+
+def _awaiting_approval(dangling: list[tuple[MessageRecord, dict[str, Any]]], reusable: dict[str, ApprovalRecord],
+                       turn_id: str) -> tuple[ToolCall, ...]:
+    """Dangling calls of ``turn_id`` from the first one whose approval can be re-used, in order."""
+    calls = [(m, c) for m, c in dangling if m.turn_id == turn_id]
+    start = next((i for i, (_, c) in enumerate(calls) if c["id"] in reusable
+                  and reusable[c["id"]].turn_id == turn_id), None)
+    if start is None:
+        return ()
+    message_id = calls[start][0].id
+    # Calls run in order: the ones after the waiting call in the same message never started.
+    return tuple(ToolCall(c["id"], c.get("name", ""), c.get("arguments", {}))
+                 for m, c in calls[start:] if m.id == message_id)

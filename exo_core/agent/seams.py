@@ -16,15 +16,8 @@ from exo_core.sessions.store import MessageRecord
 from exo_core.tools.spec import ToolSpec
 
 __all__ = [
-    "MemoryProvider",
-    "NullMemory",
-    "ContextEngine",
-    "VerbatimContext",
-    "to_chat_messages",
-    "GateOutcome",
-    "Gate",
-    "RiskGate",
-    "ToolsetChooser",
+    "MemoryProvider", "NullMemory", "ContextEngine", "VerbatimContext", "to_chat_messages", "GateOutcome", "Gate",
+    "RiskGate", "ToolsetChooser",
 ]
 
 
@@ -122,10 +115,9 @@ class RiskGate:
 
     def check(self, spec: ToolSpec, arguments: dict[str, Any]) -> GateOutcome:
         summary = _one_line(spec.name, arguments)
-        key = spec.name
-        if spec.risk == "high" and key not in self._always:
-            return GateOutcome("ask", summary, spec.risk, "high-risk tool", rule_key=key)
-        return GateOutcome("allow", summary, spec.risk, rule_key=key)
+        if spec.risk == "high" and spec.name not in self._always:
+            return GateOutcome("ask", summary, spec.risk, "high-risk tool", rule_key=spec.name)
+        return GateOutcome("allow", summary, spec.risk, rule_key=spec.name)
 
     def allow_always(self, rule_key: str) -> None:
         """Stop asking for ``rule_key`` for the rest of this run."""
@@ -134,6 +126,5 @@ class RiskGate:
 
 def _one_line(name: str, arguments: dict[str, Any]) -> str:
     detail = arguments.get("command") or arguments.get("path") or ""
-    text = f"{name}: {detail}" if detail else name
-    text = " ".join(str(text).split())
+    text = " ".join((f"{name}: {detail}" if detail else name).split())
     return text if len(text) <= 80 else text[:77] + "..."

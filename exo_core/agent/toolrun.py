@@ -46,9 +46,9 @@ async def run_tool_call(deps: "LoopDeps", session_id: str, turn_id: str, call: T
     await deps.hub.emit(session_id, "tool.started", ev.ToolStarted(
         turn_id=turn_id, call_id=call.id, name=call.name, arguments=call.arguments, risk=risk))
     started = time.monotonic()
-    outcome = _check(deps, tool, call) if tool else None
-    action = outcome.action if outcome else "allow"
-    reason = outcome.reason if outcome else ""
+    # An unknown tool is let through to the registry, whose error result names the tools there are.
+    outcome = _check(deps, tool, call) if tool else GateOutcome("allow", call.name, risk)
+    action, reason = outcome.action, outcome.reason
     verdict = await deps.hooks.pre_tool_call(tool_name=call.name, arguments=call.arguments, call_id=call.id,
                                              session_id=session_id, gate=action)
     if verdict is not None and verdict.action == "block":
@@ -69,10 +69,9 @@ async def run_tool_call(deps: "LoopDeps", session_id: str, turn_id: str, call: T
                             session_id=session_id, ok=not result.is_error, result=result.content)
     await record(deps, "action", {
         "session": session_id, "turn": turn_id, "call": call.id, "tool": call.name, "arguments": call.arguments,
-        "outcome": outcome.action if outcome else "unknown_tool", "final": action,
-        "decision": "deny" if action == "deny" else decision, "reason": reason,
-        "axes": dict(outcome.axes) if outcome else {}, "keys": list(outcome.keys) if outcome else [],
-        "summary": outcome.summary if outcome else call.name, "ok": not result.is_error,
+        "outcome": outcome.action if tool else "unknown_tool", "final": action,
+        "decision": "deny" if action == "deny" else decision, "reason": reason, "axes": dict(outcome.axes),
+        "keys": list(outcome.keys), "summary": outcome.summary, "ok": not result.is_error,
         "blocked_by": verdict.owner if verdict is not None and verdict.action == "block" else "",
         # Tool output is data, never the person's words: it is kept inside the action.
         "result": result.content[:2000],
@@ -88,23 +87,19 @@ def _check(deps: "LoopDeps", tool: Any, call: ToolCall) -> GateOutcome:
                            "the gate could not classify this call", rule_key="")
 
 
-async def _ask(deps: "LoopDeps", session_id: str, turn_id: str, call: ToolCall, outcome: GateOutcome | None,
+async def _ask(deps: "LoopDeps", session_id: str, turn_id: str, call: ToolCall, outcome: GateOutcome,
                risk: str, reason: str) -> tuple[str, tuple[str, ...]]:
-    summary = outcome.summary if outcome else call.name
     answer = await deps.approvals.request(session_id, turn_id=turn_id, call_id=call.id, tool=call.name,
-                                          summary=summary, risk=outcome.risk if outcome else risk,
-                                          arguments=call.arguments)
-    await deps.hooks.notify("post_approval_response", tool_name=call.name, arguments=call.arguments,
-                            call_id=call.id, session_id=session_id, request_id=answer.request_id,
-                            decision=answer.decision)
-    if answer.decision == "allow_always" and outcome is not None and outcome.rule_key:
+                                          summary=outcome.summary, risk=outcome.risk, arguments=call.arguments)
+    await deps.hooks.notify("post_approval_response", tool_name=call.name, arguments=call.arguments, call_id=call.id,
+                            session_id=session_id, request_id=answer.request_id, decision=answer.decision)
+    if answer.decision == "allow_always" and outcome.rule_key:
         deps.gate.allow_always(outcome.rule_key)
     entry = await record(deps, "approval", {
-        "session": session_id, "turn": turn_id, "call": call.id, "request_id": answer.request_id,
-        "tool": call.name, "summary": summary, "risk": risk, "reason": reason,
+        "session": session_id, "turn": turn_id, "call": call.id, "request_id": answer.request_id, "tool": call.name,
+        "summary": outcome.summary, "risk": risk, "reason": reason, "rule_key": outcome.rule_key,
         "decision": "deny" if answer.decision == "deny" else "allow", "always": answer.decision == "allow_always",
-        "rule_key": outcome.rule_key if outcome else "", "answer_reason": answer.reason,
-    })
+        "answer_reason": answer.reason})
     return answer.decision, ((entry,) if entry else ())
 
 
@@ -116,9 +111,7 @@ async def _execute(deps: "LoopDeps", session_id: str, call: ToolCall) -> ToolRes
         await deps.hub.emit(session_id, "ui.panel", ev.UiPanel(kind=kind, title=title, data=data))
 
     async def session_search(query: str, limit: int) -> list[dict[str, Any]]:
-        hits = await deps.worker.run(lambda: deps.store.search(query, limit=limit))
-        return [{"session": h.session_id, "message_id": h.message_id, "role": h.role, "snippet": h.snippet}
-                for h in hits]
+        return [h.to_wire() for h in await deps.worker.run(lambda: deps.store.search(query, limit=limit))]
 
     context = ToolContext(workspace=deps.workspace, call_id=call.id, emit_output=emit_output, session_id=session_id,
                           extra={"emit_panel": emit_panel, "session_search": session_search})

@@ -22,6 +22,7 @@ from exo_core.agent.runner import TurnRunner
 from exo_core.agent.seams import ContextEngine, Gate, MemoryProvider, NullMemory, ToolsetChooser
 from exo_core.clock import Clock, SystemClock
 from exo_core.context.config import ContextConfig
+from exo_core.context.engine import SummaryTreeContext  # exo_core.engine.settings imports it anyway
 from exo_core.engine.dispatch import Engine
 from exo_core.engine.settings import RuntimeSettings
 from exo_core.gate import ConsequenceGate, Policy
@@ -90,25 +91,21 @@ class Core:
         gate = options.gate
         if gate is None:
             gate = ConsequenceGate(Policy.load(home.root / "gate.toml"), workspace=options.workspace)
-        self.context = options.context if options.context is not None else self._default_context(home, model, options)
-        self.deps = LoopDeps(
-            hub=self.hub, worker=self.worker, store=self.store, model=model, tools=options.tools,
-            approvals=self.approvals, gate=gate, memory=options.memory, context=self.context,
-            recorder=options.recorder, hooks=options.hooks, clock=options.clock, settings=options.settings,
-            workspace=options.workspace, toolsets=options.toolsets,
-        )
+        context = options.context
+        if context is None:
+            context = SummaryTreeContext(worker=self.worker, store=self.store, hub=self.hub, clock=options.clock,
+                                         summarizer=options.summarizer or model,
+                                         config=options.context_config or ContextConfig.from_config(home.config()))
+        self.context: ContextEngine = context
+        self.deps = LoopDeps(hub=self.hub, worker=self.worker, store=self.store, model=model, tools=options.tools,
+                             approvals=self.approvals, gate=gate, memory=options.memory, context=self.context,
+                             recorder=options.recorder, hooks=options.hooks, clock=options.clock,
+                             settings=options.settings, workspace=options.workspace, toolsets=options.toolsets)
         self.runner = TurnRunner(self.deps)
         self.engine = Engine(hub=self.hub, worker=self.worker, store=self.store, runner=self.runner,
                              approvals=self.approvals)
         self.engine.add_handler("question.answer", self.questions.handle_answer)
         RuntimeSettings(self)
-
-    def _default_context(self, home: ExoHome, model: ModelTransport, options: CoreOptions) -> ContextEngine:
-        from exo_core.context.engine import SummaryTreeContext
-
-        config = options.context_config or ContextConfig.from_config(home.config())
-        return SummaryTreeContext(worker=self.worker, store=self.store, hub=self.hub, clock=options.clock,
-                                  summarizer=options.summarizer or model, config=config)
 
     @classmethod
     def open(cls, home: ExoHome, *, model: ModelTransport, options: CoreOptions | None = None) -> "Core":

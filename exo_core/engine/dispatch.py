@@ -50,18 +50,11 @@ class Engine:
         self._approvals = approvals
         self.clients = ClientRegistry()
         self._handlers: dict[str, Handler] = {
-            "hello": self._hello,
-            "session.create": self._session_create,
-            "session.list": self._session_list,
-            "session.get": self._session_get,
-            "session.fork": self._session_fork,
-            "session.resume": self._session_resume,
-            "session.undo": self._session_undo,
-            "turn.send": self._turn_send,
-            "turn.interrupt": self._turn_interrupt,
-            "approval.respond": self._approval_respond,
-            "events.subscribe": self._events_page,
-            "search": self._search,
+            "hello": self._hello, "session.create": self._session_create, "session.list": self._session_list,
+            "session.get": self._session_get, "session.fork": self._session_fork,
+            "session.resume": self._session_resume, "session.undo": self._session_undo, "turn.send": self._turn_send,
+            "turn.interrupt": self._turn_interrupt, "approval.respond": self._approval_respond,
+            "events.subscribe": self._events_page, "search": self._search,
         }
 
     def add_handler(self, command_type: str, handler: Handler) -> None:
@@ -72,13 +65,10 @@ class Engine:
 
     async def handle_raw(self, data: bytes | str | dict[str, Any]) -> Response:
         """Decode and handle one command; always returns a response, never raises."""
-        command_id: str | None = None
-        if isinstance(data, dict) and isinstance(data.get("id"), str):
-            command_id = data["id"]
         try:
             command, body = decode_command(data)
-            command_id = command.id
         except ExoError as exc:
+            command_id = data.get("id") if isinstance(data, dict) and isinstance(data.get("id"), str) else None
             return Response.failure(command_id, ErrorInfo(exc.code, exc.message, exc.field))
         return await self.handle(command.type, command.id, body)
 
@@ -103,16 +93,9 @@ class Engine:
             raise UnsupportedError(f"this core speaks protocol {PROTOCOL_VERSION}, not {body.protocol}")
         # Remember what this client can show; its event stream (?client=<client_id>) is shaped to match.
         profile = self.clients.remember(body.client, body.capabilities)
-        return {
-            "client_id": profile.client_id,
-            "shape": profile.form,
-            "protocol": PROTOCOL_VERSION,
-            "server": "exod",
-            "version": __version__,
-            "last_seq": self.hub.last_seq,
-            "commands": list(COMMANDS),
-            "events": list(EVENTS),
-        }
+        return {"client_id": profile.client_id, "shape": profile.form, "protocol": PROTOCOL_VERSION, "server": "exod",
+                "version": __version__, "last_seq": self.hub.last_seq, "commands": list(COMMANDS),
+                "events": list(EVENTS)}
 
     async def _session_create(self, body: cmd.SessionCreate) -> dict[str, Any]:
         record = await self._worker.run(lambda: self._store.create_session(title=body.title, workspace=body.workspace))
@@ -169,14 +152,10 @@ class Engine:
 
     async def _events_page(self, body: cmd.EventsSubscribe) -> dict[str, Any]:
         page = await self.hub.read_page(body.since, body.session, body.limit)
-        return {
-            "events": [json.loads(item.data) for item in page],
-            "last_seq": page[-1].seq if page else body.since,
-            "head": self.hub.last_seq,
-        }
+        return {"events": [json.loads(item.data) for item in page], "last_seq": page[-1].seq if page else body.since,
+                "head": self.hub.last_seq}
 
     async def _search(self, body: cmd.Search) -> dict[str, Any]:
         hits = await self._worker.run(lambda: self._store.search(body.query, limit=body.limit, session_id=body.session))
-        return {"hits": [{"session": h.session_id, "message_id": h.message_id, "role": h.role, "snippet": h.snippet}
-                         for h in hits]}
+        return {"hits": [h.to_wire() for h in hits]}
 

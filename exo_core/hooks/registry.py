@@ -127,16 +127,11 @@ class HookRegistry:
 
 
 def _verdict(raw: Any, owner: str) -> HookVerdict | None:
-    if raw is None:
-        return None
     if isinstance(raw, HookVerdict):
         return raw
-    reason = ""
-    if isinstance(raw, Mapping):
-        action = raw.get("action") or raw.get("decision")
-        reason = str(raw.get("reason") or raw.get("message") or "")
-    else:
-        action = raw
+    mapping = isinstance(raw, Mapping)
+    action = (raw.get("action") or raw.get("decision")) if mapping else raw
+    reason = str(raw.get("reason") or raw.get("message") or "") if mapping else ""
     normalized = _ACTIONS.get(str(action).lower()) if isinstance(action, str) else None
     if normalized is None:
         if action not in (None, "allow", "continue"):

@@ -19,26 +19,13 @@ from typing import Any
 from exo_core.errors import ConfigError
 
 __all__ = [
-    "ROLES",
-    "ROLE_FALLBACK",
-    "ModelPrice",
-    "ProviderSpec",
-    "Route",
-    "Credential",
-    "Timeouts",
-    "Catalog",
-    "parse_route",
-    "load_catalog",
-    "default_catalog_path",
+    "ROLES", "ROLE_FALLBACK", "ModelPrice", "ProviderSpec", "Route", "Credential", "Timeouts", "Catalog", "parse_route",
+    "load_catalog", "default_catalog_path",
 ]
 
 ROLES = ("main", "aux", "decision")
 # Where a role's chain continues when its own routes are empty or exhausted.
-ROLE_FALLBACK: Mapping[str, tuple[str, ...]] = {
-    "main": (),
-    "aux": ("main",),
-    "decision": ("aux", "main"),
-}
+ROLE_FALLBACK: Mapping[str, tuple[str, ...]] = {"main": (), "aux": ("main",), "decision": ("aux", "main")}
 # ``scripted``: the model part of a route is the path of a scripted-model file (tests and demos).
 PROVIDER_KINDS = ("openai", "anthropic", "local", "scripted")
 
@@ -111,9 +98,8 @@ class Catalog:
         try:
             return self.providers[name]
         except KeyError:
-            raise ConfigError(
-                f"unknown model provider {name!r}; known: {', '.join(sorted(self.providers))}. "
-                "Add it under [models.providers.NAME] in config.toml") from None
+            raise ConfigError(f"unknown model provider {name!r}; known: {', '.join(sorted(self.providers))}. "
+                              "Add it under [models.providers.NAME] in config.toml") from None
 
     def price(self, route: Route) -> ModelPrice | None:
         """The list price of ``route``'s model, when the catalog knows it."""
@@ -139,11 +125,9 @@ class Catalog:
 
 def parse_route(text: str) -> Route:
     """``"provider:model"`` as a :class:`Route`."""
-    if not isinstance(text, str) or ":" not in text:
-        raise ConfigError(f"model route {text!r} must be written provider:model, e.g. local:gemma-3-270m")
-    provider, model = text.split(":", 1)
+    provider, _, model = text.partition(":") if isinstance(text, str) else ("", "", "")
     if not provider or not model:
-        raise ConfigError(f"model route {text!r} must be written provider:model")
+        raise ConfigError(f"model route {text!r} must be written provider:model, e.g. local:gemma-3-270m")
     return Route(provider, model)
 
 
@@ -188,10 +172,7 @@ def _provider(name: str, data: Any, where: str) -> ProviderSpec:
 def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(base)
     for key, value in over.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
-        else:
-            out[key] = value
+        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
     return out
 
 
@@ -201,12 +182,8 @@ def _routes(value: Any, where: str) -> tuple[Route, ...]:
     return tuple(parse_route(v) for v in ([value] if isinstance(value, str) else value))
 
 
-def load_catalog(
-    config: Mapping[str, Any] | None = None,
-    *,
-    path: Path | None = None,
-    env: Mapping[str, str] | None = None,
-) -> Catalog:
+def load_catalog(config: Mapping[str, Any] | None = None, *, path: Path | None = None,
+                 env: Mapping[str, str] | None = None) -> Catalog:
     """The catalog at ``path`` (default: packaged) overridden by ``config["models"]``.
 
     ``$EXO_MODELS_MAIN`` (comma-separated routes) overrides the main role last,

@@ -17,13 +17,7 @@ from dataclasses import dataclass
 from exo_core.models.failures import FailureKind
 
 __all__ = [
-    "Clock",
-    "COOLDOWN_SECONDS",
-    "PROBE_FLOOR_SECONDS",
-    "PROBE_FRACTION",
-    "Cooldown",
-    "CooldownBook",
-    "probe_delay",
+    "Clock", "COOLDOWN_SECONDS", "PROBE_FLOOR_SECONDS", "PROBE_FRACTION", "Cooldown", "CooldownBook", "probe_delay",
 ]
 
 Clock = Callable[[], float]
@@ -45,9 +39,7 @@ PROBE_FRACTION = 0.02
 
 def probe_delay(remaining: float) -> float:
     """Seconds until a lone credential is probed, ``remaining`` before its stated reset."""
-    if remaining <= 0:
-        return 0.0
-    return min(max(PROBE_FLOOR_SECONDS, PROBE_FRACTION * remaining), remaining)
+    return 0.0 if remaining <= 0 else min(max(PROBE_FLOOR_SECONDS, PROBE_FRACTION * remaining), remaining)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,9 +64,7 @@ class CooldownBook:
     def remaining(self, credential: str) -> float:
         """Seconds until ``credential`` may be tried again (0 when it may now)."""
         rest = self._rest.get(credential)
-        if rest is None:
-            return 0.0
-        return max(0.0, rest.until - self.clock())
+        return 0.0 if rest is None else max(0.0, rest.until - self.clock())
 
     def get(self, credential: str) -> Cooldown | None:
         """The cooldown record of ``credential``, if it ever failed since its last success."""
@@ -89,21 +79,13 @@ class CooldownBook:
         """
         now = self.clock()
         previous = self._rest.get(credential)
-        failures = (previous.failures + 1) if previous is not None else 1
+        failures, stated = (previous.failures + 1, previous.reset_at) if previous is not None else (1, None)
         reset_at: float | None = None
-        if kind is FailureKind.RATE_LIMIT:
-            if retry_after is not None:
-                reset_at = now + retry_after
-            elif previous is not None and previous.reset_at is not None and previous.reset_at > now:
-                reset_at = previous.reset_at  # a failed probe without a new statement
-            if reset_at is None:
-                wait = COOLDOWN_SECONDS[kind]
-            elif lone:
-                wait = probe_delay(reset_at - now)
-            else:
-                wait = reset_at - now
-        else:
-            wait = COOLDOWN_SECONDS[kind]
+        if kind is FailureKind.RATE_LIMIT and retry_after is not None:
+            reset_at = now + retry_after
+        elif kind is FailureKind.RATE_LIMIT and stated is not None and stated > now:
+            reset_at = stated  # a failed probe without a new statement
+        wait = COOLDOWN_SECONDS[kind] if reset_at is None else (probe_delay(reset_at - now) if lone else reset_at - now)
         record = Cooldown(credential, kind, now + wait, reset_at, failures, detail)
         if wait > 0:
             self._rest[credential] = record

@@ -32,6 +32,4 @@ def usage_cost(price: ModelPrice, usage: UsageChunk) -> float:
 def priced(usage: UsageChunk, price: ModelPrice | None, model: str = "") -> UsageChunk:
     """``usage`` with its cost filled in from ``price`` when the provider gave none."""
     out = usage if usage.model or not model else replace(usage, model=model)
-    if out.cost or price is None:
-        return out
-    return replace(out, cost=usage_cost(price, out))
+    return out if out.cost or price is None else replace(out, cost=usage_cost(price, out))

@@ -14,12 +14,7 @@ import enum
 from exo_core.errors import ModelError, RetryableModelError
 
 __all__ = [
-    "FailureKind",
-    "ProviderError",
-    "RetryableProviderError",
-    "RoutesExhaustedError",
-    "NoUsableRouteError",
-    "classify",
+    "FailureKind", "ProviderError", "RetryableProviderError", "RoutesExhaustedError", "NoUsableRouteError", "classify",
 ]
 
 
@@ -39,10 +34,7 @@ class FailureKind(enum.Enum):
 class ProviderError(ModelError):
     """A provider failed in a way retrying the same call will not fix."""
 
-    code = "model_error"
-
-    def __init__(self, message: str, *, kind: FailureKind, status: int | None = None,
-                 provider: str = "") -> None:
+    def __init__(self, message: str, *, kind: FailureKind, status: int | None = None, provider: str = "") -> None:
         super().__init__(message)
         self.kind = kind
         self.status = status
@@ -57,8 +49,6 @@ class ProviderError(ModelError):
 
 class RetryableProviderError(RetryableModelError):
     """A provider failed transiently (429, 5xx, network); ``retry_after`` if it said."""
-
-    code = "model_retry"
 
     def __init__(self, message: str, *, kind: FailureKind, status: int | None = None,
                  provider: str = "", retry_after: float | None = None) -> None:
@@ -80,8 +70,6 @@ class RoutesExhaustedError(RetryableModelError):
     number of seconds until the first one reopens.
     """
 
-    code = "model_retry"
-
     def __init__(self, message: str, *, reasons: tuple[str, ...], retry_after: float) -> None:
         super().__init__(message, retry_after=retry_after)
         self.reasons = reasons
@@ -89,8 +77,6 @@ class RoutesExhaustedError(RetryableModelError):
 
 class NoUsableRouteError(ModelError):
     """No route of a role can be tried at all (no keys, nothing configured)."""
-
-    code = "model_error"
 
     def __init__(self, message: str, *, reasons: tuple[str, ...]) -> None:
         super().__init__(message)
@@ -102,6 +88,4 @@ def classify(exc: ModelError) -> FailureKind:
     kind = getattr(exc, "kind", None)
     if isinstance(kind, FailureKind):
         return kind
-    if isinstance(exc, RetryableModelError):
-        return FailureKind.NETWORK
-    return FailureKind.UNAVAILABLE
+    return FailureKind.NETWORK if isinstance(exc, RetryableModelError) else FailureKind.UNAVAILABLE

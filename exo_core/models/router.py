@@ -27,36 +27,15 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Protocol
 
 from exo_core.agent.model import (
-    Finish,
-    ModelChunk,
-    ModelRequest,
-    ModelTransport,
-    ReasoningDelta,
-    TextDelta,
-    ToolCallChunk,
-    UsageChunk,
+    Finish, ModelChunk, ModelRequest, ModelTransport, ReasoningDelta, TextDelta, ToolCallChunk, UsageChunk,
 )
 from exo_core.agent.scripted import ScriptedModel
 from exo_core.errors import ConfigError, ModelError
 from exo_core.home import ExoHome
-from exo_core.models.catalog import (
-    ROLE_FALLBACK,
-    ROLES,
-    Catalog,
-    Credential,
-    Route,
-    load_catalog,
-    parse_route,
-)
+from exo_core.models.catalog import ROLE_FALLBACK, ROLES, Catalog, Credential, Route, load_catalog, parse_route
 from exo_core.models.cooldown import Clock, CooldownBook
 from exo_core.models.cost import priced
-from exo_core.models.failures import (
-    FailureKind,
-    NoUsableRouteError,
-    ProviderError,
-    RoutesExhaustedError,
-    classify,
-)
+from exo_core.models.failures import FailureKind, NoUsableRouteError, ProviderError, RoutesExhaustedError, classify
 
 __all__ = ["ModelRouter", "LocalFactory", "HostedFactory", "build_router"]
 
@@ -82,9 +61,8 @@ _OUTPUT = (TextDelta, ReasoningDelta, ToolCallChunk)
 class ModelRouter:
     """Routes each request's role to a working provider; implements ModelTransport."""
 
-    def __init__(self, catalog: Catalog, *, env: Mapping[str, str] | None = None,
-                 clock: Clock = time.monotonic, local: LocalFactory | None = None,
-                 hosted: HostedFactory | None = None) -> None:
+    def __init__(self, catalog: Catalog, *, env: Mapping[str, str] | None = None, clock: Clock = time.monotonic,
+                 local: LocalFactory | None = None, hosted: HostedFactory | None = None) -> None:
         self.catalog = catalog
         self.env = dict(os.environ if env is None else env)
         self.cooldowns = CooldownBook(clock)
@@ -102,12 +80,9 @@ class ModelRouter:
 
     def chain(self, role: str) -> tuple[Route, ...]:
         """The full ordered route list for ``role``, its fallback roles' routes appended."""
-        seen: list[Route] = []
-        for r in (_role(role), *ROLE_FALLBACK[role]):
-            for route in self._roles.get(r, ()):
-                if route not in seen:
-                    seen.append(route)
-        return tuple(seen)
+        roles = (_role(role), *ROLE_FALLBACK[role])
+        # dict.fromkeys: each route once, at its first place.
+        return tuple(dict.fromkeys(route for r in roles for route in self._roles.get(r, ())))
 
     # -- transports -----------------------------------------------------------------
     def _transport(self, route: Route, cred: Credential) -> ModelTransport:
@@ -134,27 +109,20 @@ class ModelRouter:
             try:
                 from exo_edge.hosted import HostedTransports  # type: ignore[import-not-found]
             except ImportError as exc:
-                raise ProviderError(f"{route}: the hosted-provider transports (exo_edge.hosted) are not "
-                                    "installed in this core", kind=FailureKind.UNAVAILABLE,
-                                    provider=route.provider) from exc
+                raise ProviderError(f"{route}: the hosted-provider transports (exo_edge.hosted) are not installed in "
+                                    "this core", kind=FailureKind.UNAVAILABLE, provider=route.provider) from exc
             self.hosted = HostedTransports(self.catalog.timeouts)
         return self.hosted
-
-    def credentials(self, route: Route) -> tuple[Credential, ...]:
-        """The credentials of ``route``'s provider available from the environment."""
-        return self.catalog.credentials(route.provider, self.env)
 
     # -- streaming ------------------------------------------------------------------
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         """Stream ``request`` from the first route that works, falling back before output."""
         reasons: list[str] = []
-        reopen: list[float] = []
-        tried_any = False
+        reopen: list[float] = []  # empty at the end: no credential could even be tried
         for route in self.chain(request.role):
-            creds = self.credentials(route)
+            creds = self.catalog.credentials(route.provider, self.env)
             if not creds:
-                spec = self.catalog.provider(route.provider)
-                reasons.append(f"{route}: no key (set {' or '.join(spec.key_env)})")
+                reasons.append(f"{route}: no key (set {' or '.join(self.catalog.provider(route.provider).key_env)})")
                 continue
             price = self.catalog.price(route)
             for cred in creds:
@@ -162,29 +130,22 @@ class ModelRouter:
                 if wait > 0:
                     rest = self.cooldowns.get(cred.id)
                     why = rest.detail if rest is not None else "failed"
-                    reasons.append(f"{route} [{cred.id}]: cooling down after {why}; "
-                                   f"reopens in {wait:.0f} s")
+                    reasons.append(f"{route} [{cred.id}]: cooling down after {why}; reopens in {wait:.0f} s")
                     reopen.append(wait)
-                    tried_any = True
                     continue
-                tried_any = True
                 started = False
                 held: list[ModelChunk] = []
                 try:
                     agen = self._transport(route, cred).stream(request)
                     try:
                         async for chunk in agen:
-                            if isinstance(chunk, UsageChunk):
-                                chunk = priced(chunk, price, route.model)
-                            if not started and not isinstance(chunk, _OUTPUT):
-                                held.append(chunk)  # usage/finish before output: hold
-                                continue
-                            if not started:
-                                started = True
+                            # Usage or a finish before any output is held: the call may still fail and fall back.
+                            held.append(priced(chunk, price, route.model) if isinstance(chunk, UsageChunk) else chunk)
+                            started = started or isinstance(chunk, _OUTPUT)
+                            if started:
                                 for h in held:
                                     yield h
                                 held.clear()
-                            yield chunk
                     finally:
                         await _aclose(agen)
                 except ModelError as exc:
@@ -196,8 +157,7 @@ class ModelRouter:
                     if started or kind is FailureKind.BAD_REQUEST:
                         raise
                     wait = max(0.0, rest.until - self.cooldowns.clock())
-                    reasons.append(f"{route} [{cred.id}]: {exc.message}; "
-                                   f"reopens in {wait:.0f} s")
+                    reasons.append(f"{route} [{cred.id}]: {exc.message}; reopens in {wait:.0f} s")
                     reopen.append(wait)
                     continue
                 self.cooldowns.succeed(cred.id)
@@ -206,25 +166,20 @@ class ModelRouter:
                 if not any(isinstance(h, Finish) for h in held) and not started:
                     yield Finish("end")
                 return
-        if not tried_any:
-            raise NoUsableRouteError(
-                f"no usable model route for role {request.role!r}: " + "; ".join(reasons or [
-                    "no routes configured (set [models.roles] in config.toml)"]),
-                reasons=tuple(reasons))
-        soonest = min(reopen) if reopen else 0.0
-        raise RoutesExhaustedError(
-            f"every model route for role {request.role!r} failed: " + "; ".join(reasons)
-            + f". The next route reopens in {soonest:.0f} s.",
-            reasons=tuple(reasons), retry_after=soonest)
+        if not reopen:
+            raise NoUsableRouteError(f"no usable model route for role {request.role!r}: " + "; ".join(
+                reasons or ["no routes configured (set [models.roles] in config.toml)"]), reasons=tuple(reasons))
+        soonest = min(reopen)
+        raise RoutesExhaustedError(f"every model route for role {request.role!r} failed: " + "; ".join(reasons)
+                                   + f". The next route reopens in {soonest:.0f} s.", reasons=tuple(reasons),
+                                   retry_after=soonest)
 
     async def aclose(self) -> None:
         """Close the hosted transports' HTTP session and any local transports that can be closed."""
         if self.hosted is not None:
             await self.hosted.aclose()
         for t in self._transports.values():
-            close = getattr(t, "aclose", None)
-            if close is not None:
-                await close()
+            await _aclose(t)
         self._transports.clear()
 
 
@@ -234,8 +189,9 @@ def _role(role: str) -> str:
     return role
 
 
-async def _aclose(agen: AsyncIterator[ModelChunk]) -> None:
-    close = getattr(agen, "aclose", None)
+async def _aclose(closable: object) -> None:
+    """Close a stream or a transport that can be closed (the model seam does not require it)."""
+    close = getattr(closable, "aclose", None)
     if close is not None:
         await close()
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,27 +107,29 @@ def parse_manifest_text(text: str, where: str = "plugin.yaml") -> dict[str, Any]
         key, value = match.group(1), (match.group(2) or "").strip()
         if key in out:
             raise ConfigError(f"{where}:{number}: '{key}' appears twice")
-        open_list = None
+        open_list = None if value else key  # a key with no value opens a block list
         if not value:
             out[key] = []
-            open_list = key
-        elif value.startswith("["):
-            out[key] = _flow_list(value, where, number)
         else:
-            out[key] = _scalar(value, where, number)
+            out[key] = _flow_list(value, where, number) if value.startswith("[") else _scalar(value, where, number)
     return out
 
 
-def _strip_comment(line: str) -> str:
+def _outside_quotes(text: str) -> Iterator[tuple[int, str]]:
+    """``(index, character)`` for each character of ``text`` not inside a quoted string."""
     quote = ""
-    for i, ch in enumerate(line):
+    for i, ch in enumerate(text):
         if quote:
             quote = "" if ch == quote else quote
-        elif ch in "'\"":
+            continue
+        if ch in "'\"":
             quote = ch
-        elif ch == "#" and (i == 0 or line[i - 1] in " \t"):
-            return line[:i]
-    return line
+        yield i, ch
+
+
+def _strip_comment(line: str) -> str:
+    return line[:next((i for i, ch in _outside_quotes(line) if ch == "#" and (i == 0 or line[i - 1] in " \t")),
+                      len(line))]
 
 
 def _scalar(value: str, where: str, number: int) -> Any:
@@ -139,9 +142,7 @@ def _scalar(value: str, where: str, number: int) -> Any:
         raise ConfigError(f"{where}:{number}: unclosed quote in {value!r}")
     if value in ("true", "false"):
         return value == "true"
-    if re.fullmatch(r"-?\d+", value):
-        return int(value)
-    return value
+    return int(value) if re.fullmatch(r"-?\d+", value) else value
 
 
 def _flow_list(value: str, where: str, number: int) -> list[Any]:
@@ -150,20 +151,8 @@ def _flow_list(value: str, where: str, number: int) -> list[Any]:
     body = value[1:-1].strip()
     if not body:
         return []
-    items, current, quote = [], "", ""
-    for ch in body:
-        if quote:
-            quote = "" if ch == quote else quote
-            current += ch
-        elif ch in "'\"":
-            quote = ch
-            current += ch
-        elif ch == ",":
-            items.append(current.strip())
-            current = ""
-        elif ch in "[]{}":
-            raise ConfigError(f"{where}:{number}: nested lists or mappings are not supported")
-        else:
-            current += ch
-    items.append(current.strip())
-    return [_scalar(item, where, number) for item in items]
+    outside = list(_outside_quotes(body))
+    if any(ch in "[]{}" for _, ch in outside):
+        raise ConfigError(f"{where}:{number}: nested lists or mappings are not supported")
+    cuts = [-1, *(i for i, ch in outside if ch == ","), len(body)]
+    return [_scalar(body[a + 1:b].strip(), where, number) for a, b in zip(cuts, cuts[1:])]

@@ -36,13 +36,10 @@ def parse_json_object(data: bytes | str, *, what: str = "message") -> dict[str, 
     """Parse ``data`` as one JSON object, refusing oversize, bad UTF-8, bad JSON and deep nesting."""
     if len(data) > MAX_BODY_BYTES:
         raise PayloadTooLargeError(f"{what} is {len(data)} bytes; the limit is {MAX_BODY_BYTES}")
-    if isinstance(data, bytes):
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise MalformedMessageError(f"{what} is not valid UTF-8 (byte {exc.start})") from exc
-    else:
-        text = data
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+    except UnicodeDecodeError as exc:
+        raise MalformedMessageError(f"{what} is not valid UTF-8 (byte {exc.start})") from exc
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -71,9 +68,7 @@ def decode_command(data: bytes | str | dict[str, Any]) -> tuple[Command, Any]:
     body_cls = COMMANDS.get(ctype)
     if body_cls is None:
         raise UnknownCommandError(f"unknown command type {ctype[:80]!r}; see `exo protocol export` for the list", field="type")
-    body = raw.get("body", {})
-    if body is None:
-        body = {}
+    body = {} if raw.get("body") is None else raw["body"]
     if not isinstance(body, dict):
         raise BadBodyError(f"command body must be a JSON object, not {_json_type(body)}", field="body")
     return Command(id=command_id, type=ctype, body=body), decode_body(body_cls, body)
@@ -83,10 +78,9 @@ def decode_body(cls: type[Any], body: dict[str, Any], *, strict: bool = True, pa
     """Build dataclass ``cls`` from ``body``; strict mode refuses unknown, missing and mistyped fields."""
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}
-    if strict:
-        for key in body:
-            if key not in fields:
-                raise BadBodyError(f"unknown field {path + key!r}", field=path + key)
+    unknown = [key for key in body if key not in fields] if strict else []
+    if unknown:
+        raise BadBodyError(f"unknown field {path + unknown[0]!r}", field=path + unknown[0])
     values: dict[str, Any] = {}
     for name, fld in fields.items():
         where = path + name
@@ -94,7 +88,7 @@ def decode_body(cls: type[Any], body: dict[str, Any], *, strict: bool = True, pa
             if fld.default is dataclasses.MISSING and fld.default_factory is dataclasses.MISSING:
                 if strict:
                     raise BadBodyError(f"missing required field {where!r}", field=where)
-                values[name] = _zero(hints[name])
+                values[name] = {str: "", int: 0, float: 0.0, bool: False}.get(hints[name])  # neutral, or None
             continue
         try:
             values[name] = _convert(body[name], hints[name], where, strict)
@@ -115,29 +109,20 @@ def decode_event(data: bytes | str | dict[str, Any]) -> Event:
     if not isinstance(seq, int) or isinstance(seq, bool) or not isinstance(etype, str):
         raise MalformedMessageError("event 'seq' must be an integer and 'type' a string")
     body = raw.get("body")
-    return Event(
-        id=str(raw.get("id", "")),
-        seq=seq,
-        session=raw.get("session") if isinstance(raw.get("session"), str) else None,
-        type=etype,
-        ts=str(raw.get("ts", "")),
-        body=body if isinstance(body, dict) else {},
-    )
+    session = raw.get("session")
+    return Event(id=str(raw.get("id", "")), seq=seq, session=session if isinstance(session, str) else None, type=etype,
+                 ts=str(raw.get("ts", "")), body=body if isinstance(body, dict) else {})
 
 
 def decode_event_body(event: Event) -> Any | None:
     """The typed body of a known event type (loosely), or ``None`` for an unknown type."""
     cls = EVENTS.get(event.type)
-    if cls is None:
-        return None
-    return decode_body(cls, event.body, strict=False)
+    return None if cls is None else decode_body(cls, event.body, strict=False)
 
 
 def body_to_wire(body: Any) -> dict[str, Any]:
     """A body dataclass as a plain JSON object."""
-    if isinstance(body, dict):
-        return body
-    return dataclasses.asdict(body)
+    return body if isinstance(body, dict) else dataclasses.asdict(body)
 
 
 # -- internals ---------------------------------------------------------------
@@ -182,11 +167,6 @@ def _convert(value: Any, hint: Any, where: str, strict: bool) -> Any:
     if hint is int and abs(value) > 2**53:
         raise BadBodyError(f"field {where!r} is out of range", field=where)
     return float(value) if hint is float else value
-
-
-def _zero(hint: Any) -> Any:
-    """A neutral value for a missing field in loose decoding."""
-    return {str: "", int: 0, float: 0.0, bool: False}.get(hint)
 
 
 def _json_type(value: Any) -> str:

@@ -36,10 +36,7 @@ class ErrorInfo:
     field: str | None = None
 
     def to_wire(self) -> dict[str, Any]:
-        wire: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.field is not None:
-            wire["field"] = self.field
-        return wire
+        return {name: value for name, value in shallow_dict(self).items() if value is not None}
 
 
 class _Envelope:

@@ -24,28 +24,36 @@ __all__ = ["json_schema", "typescript", "write_generated", "GENERATED_DIR", "gen
 GENERATED_DIR = Path(__file__).parent / "generated"
 
 
-def _schema_of(hint: Any, defs: dict[str, Any]) -> dict[str, Any]:
+# Scalar field types: their JSON Schema type and their TypeScript type.
+_SCALARS = {str: ("string", "string"), int: ("integer", "number"), float: ("number", "number"),
+            bool: ("boolean", "boolean")}
+
+
+def _describe(hint: Any, defs: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """A field type as JSON Schema (nested dataclasses go into ``defs``) and as TypeScript."""
     origin = typing.get_origin(hint)
     if hint is Any:
-        return {}
+        return {}, "unknown"
     if origin in (Union, types.UnionType):
-        return {"anyOf": [_schema_of(a, defs) for a in typing.get_args(hint)]}
+        options = [_describe(a, defs) for a in typing.get_args(hint)]
+        return {"anyOf": [schema for schema, _ in options]}, " | ".join(ts for _, ts in options)
     if origin is Literal:
-        return {"enum": list(typing.get_args(hint))}
+        return {"enum": list(typing.get_args(hint))}, " | ".join(json.dumps(a) for a in typing.get_args(hint))
     if origin is list:
         (item,) = typing.get_args(hint) or (Any,)
-        return {"type": "array", "items": _schema_of(item, defs)}
+        schema, ts = _describe(item, defs)
+        return {"type": "array", "items": schema}, f"Array<{ts}>"
     if origin is dict:
-        return {"type": "object"}
+        return {"type": "object"}, "Record<string, unknown>"
     if hint is type(None):
-        return {"type": "null"}
+        return {"type": "null"}, "null"
     if dataclasses.is_dataclass(hint):
         name = hint.__name__
         if name not in defs:
             defs[name] = {}
             defs[name] = _object_schema(hint, defs)
-        return {"$ref": f"#/$defs/{name}"}
-    return {"type": {str: "string", int: "integer", float: "number", bool: "boolean"}[hint]}
+        return {"$ref": f"#/$defs/{name}"}, name
+    return {"type": _SCALARS[hint][0]}, _SCALARS[hint][1]
 
 
 def _object_schema(cls: type[Any], defs: dict[str, Any]) -> dict[str, Any]:
@@ -53,7 +61,7 @@ def _object_schema(cls: type[Any], defs: dict[str, Any]) -> dict[str, Any]:
     props: dict[str, Any] = {}
     required: list[str] = []
     for f in dataclasses.fields(cls):
-        props[f.name] = _schema_of(hints[f.name], defs)
+        props[f.name] = _describe(hints[f.name], defs)[0]
         if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             required.append(f.name)
     schema: dict[str, Any] = {"type": "object", "properties": props, "additionalProperties": False}
@@ -69,69 +77,22 @@ def json_schema() -> dict[str, Any]:
     defs: dict[str, Any] = {}
     commands = {name: _object_schema(cls, defs) for name, cls in COMMANDS.items()}
     events = {name: _object_schema(cls, defs) for name, cls in EVENTS.items()}
-    error = {
-        "type": "object",
-        "properties": {"code": {"type": "string"}, "message": {"type": "string"}, "field": {"type": "string"}},
-        "required": ["code", "message"],
-    }
+    error = {"type": "object", "required": ["code", "message"],
+             "properties": {"code": {"type": "string"}, "message": {"type": "string"}, "field": {"type": "string"}}}
     return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": f"Exo protocol {PROTOCOL_VERSION}",
-        "protocol": PROTOCOL_VERSION,
-        "$defs": dict(sorted(defs.items())),
+        "$schema": "https://json-schema.org/draft/2020-12/schema", "title": f"Exo protocol {PROTOCOL_VERSION}",
+        "protocol": PROTOCOL_VERSION, "$defs": dict(sorted(defs.items())), "commands": commands, "events": events,
         "envelopes": {
-            "Command": {
-                "type": "object",
-                "properties": {"id": {"type": "string"}, "type": {"enum": list(COMMANDS)}, "body": {"type": "object"}},
-                "required": ["id", "type"],
-                "additionalProperties": False,
-            },
-            "Response": {
-                "type": "object",
-                "properties": {
-                    "id": {"type": ["string", "null"]},
-                    "ok": {"type": "boolean"},
-                    "result": {"type": ["object", "null"]},
-                    "error": {"anyOf": [error, {"type": "null"}]},
-                },
-                "required": ["id", "ok", "result", "error"],
-            },
-            "Event": {
-                "type": "object",
-                "properties": {
-                    "id": {"type": "string"},
-                    "seq": {"type": "integer"},
-                    "session": {"type": ["string", "null"]},
-                    "type": {"type": "string"},
-                    "ts": {"type": "string"},
-                    "body": {"type": "object"},
-                },
-                "required": ["id", "seq", "session", "type", "ts", "body"],
-            },
+            "Command": {"type": "object", "required": ["id", "type"], "additionalProperties": False, "properties": {
+                "id": {"type": "string"}, "type": {"enum": list(COMMANDS)}, "body": {"type": "object"}}},
+            "Response": {"type": "object", "required": ["id", "ok", "result", "error"], "properties": {
+                "id": {"type": ["string", "null"]}, "ok": {"type": "boolean"}, "result": {"type": ["object", "null"]},
+                "error": {"anyOf": [error, {"type": "null"}]}}},
+            "Event": {"type": "object", "required": ["id", "seq", "session", "type", "ts", "body"], "properties": {
+                "id": {"type": "string"}, "seq": {"type": "integer"}, "session": {"type": ["string", "null"]},
+                "type": {"type": "string"}, "ts": {"type": "string"}, "body": {"type": "object"}}},
         },
-        "commands": commands,
-        "events": events,
     }
-
-
-def _ts_of(hint: Any) -> str:
-    origin = typing.get_origin(hint)
-    if hint is Any:
-        return "unknown"
-    if origin in (Union, types.UnionType):
-        return " | ".join(_ts_of(a) for a in typing.get_args(hint))
-    if origin is Literal:
-        return " | ".join(json.dumps(a) for a in typing.get_args(hint))
-    if origin is list:
-        (item,) = typing.get_args(hint) or (Any,)
-        return f"Array<{_ts_of(item)}>"
-    if origin is dict:
-        return "Record<string, unknown>"
-    if hint is type(None):
-        return "null"
-    if dataclasses.is_dataclass(hint):
-        return hint.__name__
-    return {str: "string", int: "number", float: "number", bool: "boolean"}[hint]
 
 
 def _ts_interface(name: str, cls: type[Any]) -> str:
@@ -142,7 +103,7 @@ def _ts_interface(name: str, cls: type[Any]) -> str:
     lines.append(f"export interface {name} {{")
     for f in dataclasses.fields(cls):
         optional = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
-        lines.append(f"  {f.name}{'?' if optional else ''}: {_ts_of(hints[f.name])};")
+        lines.append(f"  {f.name}{'?' if optional else ''}: {_describe(hints[f.name], {})[1]};")
     lines.append("}")
     return "\n".join(lines)
 
@@ -177,10 +138,8 @@ def typescript() -> str:
 
 def generated_files() -> dict[str, str]:
     """File name to exact content of every generated file."""
-    return {
-        "protocol.schema.json": json.dumps(json_schema(), indent=2, sort_keys=True, ensure_ascii=False) + "\n",
-        "protocol.d.ts": typescript(),
-    }
+    return {"protocol.schema.json": json.dumps(json_schema(), indent=2, sort_keys=True, ensure_ascii=False) + "\n",
+            "protocol.d.ts": typescript()}
 
 
 def write_generated(directory: Path = GENERATED_DIR) -> list[Path]:

@@ -18,12 +18,12 @@ import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from exo_core.store import Store
 
-__all__ = ["Doc", "node_docs", "item_docs", "turn_docs", "turn_id"]
+__all__ = ["Doc", "node_docs", "item_docs", "turn_docs", "turn_id", "read_rows"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,17 +66,21 @@ def node_docs(store: "Store") -> Iterator[Doc]:
         )
 
 
-def item_docs(items_path: Path) -> Iterator[Doc]:
-    """Saved items worth showing (not noise, not dismissed), read-only."""
-    if not items_path.is_file():
-        return
-    conn = sqlite3.connect(f"file:{items_path}?mode=ro", uri=True)
+def read_rows(path: Path, sql: str) -> list[tuple[Any, ...]]:
+    """The rows of ``sql`` over the SQLite file at ``path``, opened read-only (none when it does not exist)."""
+    if not path.is_file():
+        return []
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        rows = conn.execute("SELECT id, title, body, url, tags FROM items "
-                            "WHERE tier != 'noise' AND review != 'dismissed' ORDER BY id").fetchall()
+        return conn.execute(sql).fetchall()
     finally:
         conn.close()
-    for item_id, title, body, url, tags in rows:
+
+
+def item_docs(items_path: Path) -> Iterator[Doc]:
+    """Saved items worth showing (not noise, not dismissed), read-only."""
+    for item_id, title, body, url, tags in read_rows(items_path, "SELECT id, title, body, url, tags FROM items "
+                                                     "WHERE tier != 'noise' AND review != 'dismissed' ORDER BY id"):
         yield Doc(id=item_id, kind="item", title=title, body=body, url=url, tags=" ".join(json.loads(tags)))
 
 
@@ -87,13 +91,7 @@ def turn_id(session: str, message_id: int | str) -> str:
 
 def turn_docs(sessions_db: Path) -> Iterator[Doc]:
     """Past utterances and answers from ``sessions.sqlite`` (user and assistant text, not undone)."""
-    if not sessions_db.is_file():
-        return
-    conn = sqlite3.connect(f"file:{sessions_db}?mode=ro", uri=True)
-    try:
-        rows = conn.execute("SELECT id, session_id, role, content FROM messages WHERE undone = 0 "
-                            "AND role IN ('user', 'assistant') AND content != '' ORDER BY id").fetchall()
-    finally:
-        conn.close()
-    for message_id, session, role, content in rows:
+    for message_id, session, role, content in read_rows(
+            sessions_db, "SELECT id, session_id, role, content FROM messages WHERE undone = 0 "
+            "AND role IN ('user', 'assistant') AND content != '' ORDER BY id"):
         yield Doc(id=turn_id(session, message_id), kind="turn", tags=role, body=content, session=session)

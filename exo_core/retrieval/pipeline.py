@@ -2,8 +2,8 @@
 
 :meth:`Retriever.retrieve` runs: router pins → two candidate lists (weighted
 BM25 over FTS5, and embedding similarity when the edge embedder is present)
-→ filters → fusion (weighted and score-aware by default; §20's reciprocal
-rank fusion with ``rrf_k``) with the node prior → one-hop graph expansion →
+→ filters → fusion (weighted, score- and confidence-aware by default; §20's
+reciprocal rank fusion with ``rrf_k``) with the node prior → one-hop graph expansion →
 packing under the budget → a ``retrieval`` ledger entry with the ids and
 token count. The pack page itself is added by the memory provider
 (:mod:`exo_core.retrieval.memory`), first and outside the budget.
@@ -20,7 +20,6 @@ empty and the pipeline is BM25 only.
 from __future__ import annotations
 
 import datetime as _dt
-import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -29,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from exo_core.errors import NotFoundError
 from exo_core.retrieval import rank
-from exo_core.retrieval.docs import Doc, item_docs, node_docs, turn_docs
+from exo_core.retrieval.docs import Doc, item_docs, node_docs, read_rows, turn_docs
 from exo_core.retrieval.lexical import DocIndex
 from exo_core.retrieval.pack import Packed, pack
 from exo_core.store import layout
@@ -73,7 +72,7 @@ class RetrievalSettings:
 
     depth: int = 10  # candidates taken from each list into the fusion
     budget: int = 1200
-    weights: tuple[float, float] = (0.4, 0.6)  # BM25, embeddings
+    weights: tuple[float, float] = (0.225, 0.775)  # BM25, embeddings, before each list's confidence
     rrf_k: int | None = None  # None: score-aware fusion; rank.RRF_K: §20's reciprocal rank fusion
     embed_batch: int | None = 256  # texts embedded per refresh (the rest wait for the next one); None: all
 
@@ -131,12 +130,8 @@ class Retriever:
         files = [(str(p), p.stat().st_mtime_ns) for s in stores for p in layout.node_files(s.root)]
         items = self.store.items_path
         marks: list[object] = [files, items.stat().st_mtime_ns if items.is_file() else None]
-        if self.sessions_db is not None and self.sessions_db.is_file():
-            conn = sqlite3.connect(f"file:{self.sessions_db}?mode=ro", uri=True)
-            try:
-                marks.append(conn.execute("SELECT max(id), count(*), sum(undone) FROM messages").fetchone())
-            finally:
-                conn.close()
+        if self.sessions_db is not None:
+            marks.append(read_rows(self.sessions_db, "SELECT max(id), count(*), sum(undone) FROM messages"))
         return marks
 
     def documents(self) -> list[Doc]:
@@ -184,9 +179,9 @@ class Retriever:
         with self._lock:
             self.refresh()
             today, past = self.today(), rank.about_past(query)
-            depth = self.settings.depth
-            bm25 = self.lexical.search(query, depth * OVERFETCH)  # the dense list is empty without an embedder
-            dense = self.dense.search(query, depth * OVERFETCH) if self.dense is not None else []
+            depth, want = self.settings.depth, self.settings.depth * OVERFETCH
+            bm25 = self.lexical.search(query, want)  # the dense list is empty without an embedder
+            dense = self.dense.search(query, want) if self.dense is not None else []
             docs = self.lexical.get(list(dict.fromkeys(i for i, _ in bm25 + dense)))
             cache: dict[str, bool] = {}
 
@@ -200,7 +195,8 @@ class Retriever:
             # Filter first, then fuse the top ``depth`` that may be shown (so the current
             # session's own turns, or expired beliefs, never take a candidate's place).
             lists = [[(i, s) for i, s in ranked_list if ok(i)] for ranked_list in (bm25, dense)]
-            scores = rank.fuse(lists, weights=self.settings.weights, depth=depth, k=self.settings.rrf_k)
+            scores = rank.fuse(lists, weights=self.settings.weights, depth=depth, k=self.settings.rrf_k,
+                               ended=[len(bm25) < want, len(dense) < want])
             fused = {i: s * rank.KIND_PRIOR.get(docs[i].kind, 1.0) for i, s in scores.items()}
             fused = rank.expand(fused, docs, self._links, ok, past=past)
             pinned = [docs[i] for i in self.pins(query) if ok(i)]

@@ -1,12 +1,13 @@
 """Fusion, filters and graph expansion (§20 stages 3 to 5), as pure functions.
 
-* :func:`fuse` — the two candidate lists made one. By default score-aware
-  (CombSUM): each list's scores divided by its own top score, so no BM25
-  value is ever compared with a cosine, then a weighted sum (BM25 0.4,
-  embeddings 0.6, chosen on the development halves; docs/retrieval.md).
-  With ``k`` it is §20's reciprocal rank fusion, ``weight / (k + rank)``
-  with k = :data:`RRF_K`. :data:`KIND_PRIOR` then gives nodes 1.5 times the
-  weight of items and turns.
+* :func:`fuse` — the two candidate lists made one. By default score-aware:
+  each list's scores divided by its own top score, so no BM25 value is ever
+  compared with a cosine, and a weighted sum (BM25 0.225, embeddings 0.775,
+  chosen on the development halves; docs/benchmarks.md §5) in which each
+  list's weight is scaled by its confidence: how far its top stands above
+  what a document it does not hold can score. With ``k`` it is §20's
+  reciprocal rank fusion, ``weight / (k + rank)`` with k = :data:`RRF_K`.
+  :data:`KIND_PRIOR` then gives nodes 1.5 times the weight of items and turns.
 * :func:`keep` — drop beliefs past ``valid_until`` unless the query is about
   the past, private nodes for agent scopes, and turns of the current session.
 * :func:`expand` — one hop from the top 8 nodes: a superseded node is swapped
@@ -36,24 +37,28 @@ _PAST = re.compile(r"\b(used to|previous(ly)?|before|formerly|former|in the past
 
 
 def fuse(lists: Sequence[Sequence[tuple[str, float]]], *, weights: Sequence[float], depth: int,
-         k: int | None = None) -> dict[str, float]:
+         k: int | None = None, ended: Sequence[bool] | None = None) -> dict[str, float]:
     """Fused scores of the top ``depth`` of each ranked ``(id, score)`` list (best first).
 
-    Without ``k``: ``sum weight * score / top`` over the lists, where a
-    candidate missing from a list counts that list's last (lowest) known score:
-    the lists are read deeper than ``depth`` so most candidates have both.
+    Without ``k``: ``sum weight * (1 - floor) * score / top`` over the lists.
+    A candidate missing from a list counts the list's floor: its last score
+    read (over its top), or 0 when the list was read to its end (``ended``:
+    its search returned fewer than asked). ``1 - floor`` is the list's
+    confidence: a flat list, whose last score is nearly its first, cannot
+    tell its candidates apart and counts less; the lists are read deeper than
+    ``depth`` so the floor means something and most candidates have both.
     With ``k``: reciprocal rank fusion over the top ``depth`` of each list.
     """
     scores = dict.fromkeys((i for ranked_list in lists for i, _ in ranked_list[:depth]), 0.0)
-    for ranked_list, weight in zip(lists, weights):
+    for ranked_list, weight, end in zip(lists, weights, ended or [False] * len(lists)):
         head = ranked_list[:depth] if k is not None else ranked_list
         if not head or (k is None and head[0][1] <= 0):
             continue  # an empty list, or one with no positive score, has no evidence to add
         top = head[0][1]
         value = {i: 1 / (k + r) if k is not None else max(s, 0.0) / top for r, (i, s) in enumerate(head, 1)}
-        floor = 0.0 if k is not None else max(head[-1][1], 0.0) / top
+        floor = 0.0 if k is not None or end else max(head[-1][1], 0.0) / top
         for doc_id in scores:
-            scores[doc_id] += weight * value.get(doc_id, floor)
+            scores[doc_id] += weight * (1 - floor) * value.get(doc_id, floor)
     return scores
 
 

@@ -89,5 +89,4 @@ def peer_uid(sock: socket.socket) -> int | None:
     if so_peercred is None:
         return None
     creds = sock.getsockopt(socket.SOL_SOCKET, so_peercred, struct.calcsize("3i"))
-    _pid, uid, _gid = struct.unpack("3i", creds)
-    return uid
+    return struct.unpack("3i", creds)[1]  # (pid, uid, gid)

@@ -156,6 +156,5 @@ def _announce(addresses: tuple[str, ...], codes: "PairingCodes", *, to: TextIO) 
 async def _start(app: web.Application, sock: object) -> web.AppRunner:
     runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=5.0)
     await runner.setup()
-    site = web.SockSite(runner, sock)  # type: ignore[arg-type]
-    await site.start()
+    await web.SockSite(runner, sock).start()  # type: ignore[arg-type]
     return runner

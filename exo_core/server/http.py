@@ -20,6 +20,7 @@ so idle connections and proxies stay open.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import Awaitable, Callable
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from exo_core.engine.dispatch import Engine
-from exo_core.errors import AccessDeniedError, ClosedResourceError, ExoError, MalformedMessageError, PayloadTooLargeError
+from exo_core.errors import AccessDeniedError, ClosedResourceError
 from exo_core.protocol import MAX_BODY_BYTES, PROTOCOL_VERSION, ErrorInfo, Response
 from exo_core.server.auth import HostPolicy, check_bearer, peer_uid
 from exo_core.server.hub import Hub, StoredEvent
@@ -88,9 +89,11 @@ def build_app(engine: Engine, hub: Hub, settings: HttpSettings, *, extra_routes:
 
     async def command(request: web.Request) -> web.Response:
         try:
-            data = await _read_limited(request)
-        except ExoError as exc:
-            return _error(_STATUS.get(exc.code, 400), exc.code, exc.message)
+            data = await request.read()  # bounded by client_max_size; the codec refuses what is over the limit
+        except web.HTTPRequestEntityTooLarge:
+            return _error(413, "too_large", f"body exceeds the limit of {MAX_BODY_BYTES} bytes")
+        if not data:
+            return _error(400, "malformed", "empty body: POST one JSON command object")
         response = await engine.handle_raw(data)
         status = 200 if response.ok else _STATUS.get(response.error.code if response.error else "", 200)
         return web.Response(status=status, text=response.to_json(), content_type="application/json")
@@ -105,31 +108,23 @@ def build_app(engine: Engine, hub: Hub, settings: HttpSettings, *, extra_routes:
             return _error(400, "bad_request", "'since' and Last-Event-ID must be integers")
         session = request.query.get("session") or None
         profile = engine.clients.get(request.query.get("client"))  # shaped to what the client can show
-        response = web.StreamResponse(headers={
-            "Content-Type": "text/event-stream",
-            "Cache-Control": "no-cache",
-            "X-Accel-Buffering": "no",
-        })
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
+                                               "X-Accel-Buffering": "no"})
         await response.prepare(request)
-        sub = hub.subscribe(since, session)
-        try:
-            await response.write(b": exo event stream\n\n")
-            while True:
-                item = await sub.next(timeout=settings.keepalive)
-                if item is None:
-                    await response.write(b": keep-alive\n\n")
-                    continue
-                # Batch whatever else is already queued into the same write: one
-                # syscall per burst instead of one per event.
-                frames = [_frame(item, profile)]
-                sub.drain_ready(lambda more: frames.append(_frame(more, profile)))
-                await response.write("".join(frames).encode("utf-8"))
-        except ConnectionResetError:
-            pass  # the client went away; its subscription ends here
-        except ClosedResourceError:
-            pass  # the core is shutting down; the client will reconnect and resume
-        finally:
-            sub.close()
+        # The stream ends when the client goes away or the core shuts down (the client reconnects and resumes).
+        with contextlib.suppress(ConnectionResetError, ClosedResourceError):
+            async with hub.subscribe(since, session) as sub:
+                await response.write(b": exo event stream\n\n")
+                while True:
+                    item = await sub.next(timeout=settings.keepalive)
+                    if item is None:
+                        await response.write(b": keep-alive\n\n")
+                        continue
+                    # Batch whatever else is already queued into the same write: one
+                    # syscall per burst instead of one per event.
+                    frames = [_frame(item, profile)]
+                    sub.drain_ready(lambda more: frames.append(_frame(more, profile)))
+                    await response.write("".join(frames).encode("utf-8"))
         return response
 
     app = web.Application(middlewares=[guard], client_max_size=MAX_BODY_BYTES + 1024)
@@ -155,22 +150,3 @@ def _authenticate(request: web.Request, settings: HttpSettings) -> None:
     elif not settings.web.is_public(request.method, request.path):
         request["web_session"] = settings.web.check(request.method, request.cookies, request.headers)
 
-
-async def _read_limited(request: web.Request) -> bytes:
-    """The request body, refusing more than the limit without reading it all."""
-    length = request.content_length
-    if length is not None and length > MAX_BODY_BYTES:
-        raise PayloadTooLargeError(f"body is {length} bytes; the limit is {MAX_BODY_BYTES}")
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        chunk = await request.content.read(65536)
-        if not chunk:
-            break
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise PayloadTooLargeError(f"body exceeds the limit of {MAX_BODY_BYTES} bytes")
-        chunks.append(chunk)
-    if not chunks:
-        raise MalformedMessageError("empty body: POST one JSON command object")
-    return b"".join(chunks)

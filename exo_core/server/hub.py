@@ -34,6 +34,7 @@ from exo_core.clock import Clock, SystemClock, iso_utc
 from exo_core.errors import ClosedResourceError, InternalError, StorageError
 from exo_core.ids import IdFactory, RandomIds
 from exo_core.protocol import EVENTS, Event, body_to_wire
+from exo_core.sessions.db import write_transaction
 from exo_core.sessions.worker import DbWorker
 
 __all__ = ["Hub", "Subscription", "StoredEvent"]
@@ -167,16 +168,11 @@ class Hub:
 
     def _insert(self, rows: list[tuple[int, str, str | None, str, str, str]]) -> None:
         conn = self._worker.connection
-        conn.execute("BEGIN IMMEDIATE")
         try:
-            conn.executemany("INSERT INTO events(seq, id, session, type, ts, data) VALUES (?,?,?,?,?,?)", rows)
-            conn.execute("COMMIT")
+            with write_transaction(conn):
+                conn.executemany("INSERT INTO events(seq, id, session, type, ts, data) VALUES (?,?,?,?,?,?)", rows)
         except sqlite3.Error as exc:
-            conn.execute("ROLLBACK")
             raise StorageError(f"could not save events {rows[0][0]}..{rows[-1][0]}: {exc}") from exc
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
 
     # -- reading -----------------------------------------------------------
 
@@ -201,13 +197,8 @@ class Hub:
 
     @staticmethod
     def _read(conn: sqlite3.Connection, since: int, session: str | None, limit: int) -> list[StoredEvent]:
-        if session is None:
-            rows = conn.execute("SELECT seq, session, data FROM events WHERE seq > ? ORDER BY seq LIMIT ?", (since, limit))
-        else:
-            rows = conn.execute(
-                "SELECT seq, session, data FROM events WHERE session = ? AND seq > ? ORDER BY seq LIMIT ?",
-                (session, since, limit),
-            )
+        where, args = ("", (since, limit)) if session is None else ("session = ? AND ", (session, since, limit))
+        rows = conn.execute(f"SELECT seq, session, data FROM events WHERE {where}seq > ? ORDER BY seq LIMIT ?", args)
         return [StoredEvent(r[0], r[1], r[2]) for r in rows]
 
     def subscribe(self, since: int = 0, session: str | None = None) -> "Subscription":
@@ -265,11 +256,9 @@ class Subscription:
         while True:
             if self._live is None or self._live.closed:
                 raise ClosedResourceError("subscription closed: the core is shutting down")
-            if self._buffer:
-                item = self._buffer.popleft()
-                if self._is_new(item):
-                    return item
-                continue
+            ready: list[StoredEvent] = []
+            if self.drain_ready(ready.append, limit=1):  # what is buffered or queued already
+                return ready[0]
             if self._replaying:
                 # Each replaying subscription reads on its own connection, so replays
                 # run in parallel; the connection is released once live.

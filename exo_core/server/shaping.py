@@ -50,11 +50,9 @@ def profile_for(name: str, caps: Capabilities) -> ClientProfile:
     rows = caps.screen_rows or 0
     if caps.can_draw:
         form = "panel"
-    elif columns and caps.buttons and (rows and rows <= 8):
+    elif columns and caps.buttons and rows and rows <= 8:
         form = "card"
-    elif columns:
-        form = "line"
-    elif caps.voice_out:
+    elif caps.voice_out and not columns:
         form = "spoken"
     else:
         form = "line"

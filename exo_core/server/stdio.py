@@ -10,6 +10,7 @@ stream goes on.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 from typing import IO
 
@@ -37,16 +38,12 @@ async def serve_stdio(engine: Engine, hub: Hub, *, stdin: IO[bytes] | None = Non
             out.flush()
 
     async def stream_events(since: int, session: str | None) -> None:
-        sub = hub.subscribe(since, session)
-        try:
-            while True:
-                item = await sub.next(timeout=None)
-                if item is not None:
-                    await write(item.data)
-        except ClosedResourceError:
-            pass  # shutting down
-        finally:
-            sub.close()
+        with contextlib.suppress(ClosedResourceError):  # the core is shutting down
+            async with hub.subscribe(since, session) as sub:
+                while True:
+                    item = await sub.next(timeout=None)
+                    if item is not None:
+                        await write(item.data)
 
     try:
         while True:

@@ -14,12 +14,14 @@ covers every event emitted meanwhile.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 from exo_core.errors import CorruptDataError, StorageError
 
-__all__ = ["SCHEMA_VERSION", "open_writer", "open_reader"]
+__all__ = ["SCHEMA_VERSION", "open_writer", "open_reader", "write_transaction"]
 
 SCHEMA_VERSION = 2
 
@@ -136,9 +138,7 @@ def open_writer(path: Path, *, synchronous: str = "FULL") -> sqlite3.Connection:
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = _connect(path)
     try:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute(f"PRAGMA synchronous={synchronous}")
-        conn.execute("PRAGMA foreign_keys=ON")
+        conn.executescript(f"PRAGMA journal_mode=WAL; PRAGMA synchronous={synchronous}; PRAGMA foreign_keys=ON;")
         _migrate(conn, path)
     except sqlite3.DatabaseError as exc:
         conn.close()
@@ -156,29 +156,29 @@ def open_reader(path: Path) -> sqlite3.Connection:
 def _migrate(conn: sqlite3.Connection, path: Path) -> None:
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     if version > SCHEMA_VERSION:
-        raise StorageError(
-            f"{path} has schema version {version}, newer than this core ({SCHEMA_VERSION}); upgrade Exo"
-        )
+        raise StorageError(f"{path} has schema version {version}, newer than this core ({SCHEMA_VERSION}); upgrade Exo")
     for target in range(version + 1, SCHEMA_VERSION + 1):
         # Each step and its version bump commit together: a crash mid-migration
         # leaves the previous version, and the next start redoes the step.
-        conn.execute("BEGIN IMMEDIATE")
         try:
-            for statement in _split(_MIGRATIONS[target]):
-                conn.execute(statement)
-            conn.execute(f"PRAGMA user_version={target}")
-            conn.execute("COMMIT")
+            conn.executescript(f"BEGIN IMMEDIATE;\n{_MIGRATIONS[target]};\nPRAGMA user_version={target};\nCOMMIT;")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             raise
 
 
-def _split(script: str) -> list[str]:
-    """Split a migration into statements (triggers contain inner semicolons)."""
-    statements, buffer = [], ""
-    for line in script.splitlines(keepends=True):
-        buffer += line
-        if sqlite3.complete_statement(buffer):
-            statements.append(buffer.strip())
-            buffer = ""
-    return [statement for statement in (*statements, buffer.strip()) if statement]
+@contextlib.contextmanager
+def write_transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT``, rolled back on any error; inside an open transaction it joins it."""
+    if conn.in_transaction:
+        yield
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:  # a failed COMMIT may have ended it already
+            conn.execute("ROLLBACK")
+        raise

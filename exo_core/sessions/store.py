@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
@@ -18,6 +18,7 @@ from exo_core.clock import Clock, SystemClock, iso_utc
 from exo_core.errors import BadBodyError, ConflictError, NotFoundError
 from exo_core.ids import IdFactory, RandomIds
 from exo_core.protocol.envelopes import shallow_dict
+from exo_core.sessions.db import write_transaction
 from exo_core.sessions.worker import DbWorker
 
 __all__ = ["SessionStore", "SessionRecord", "MessageRecord", "TurnRecord", "ApprovalRecord", "SearchHit"]
@@ -96,6 +97,9 @@ class SearchHit:
     role: str
     snippet: str
 
+    def to_wire(self) -> dict[str, Any]:
+        return {"session": self.session_id, "message_id": self.message_id, "role": self.role, "snippet": self.snippet}
+
 
 class SessionStore:
     """Typed access to the session tables over one writer connection."""
@@ -115,6 +119,11 @@ class SessionStore:
     def _now(self) -> str:
         return iso_utc(self._clock.now())
 
+    def _insert(self, table: str, **values: Any) -> sqlite3.Cursor:
+        """INSERT one row; the table and column names are ours, only the values come from callers."""
+        marks = ",".join("?" * len(values))
+        return self._conn.execute(f"INSERT INTO {table}({', '.join(values)}) VALUES ({marks})", tuple(values.values()))
+
     # -- sessions ----------------------------------------------------------
 
     def create_session(self, *, title: str = "", workspace: str | None = None, parent_id: str | None = None,
@@ -122,11 +131,8 @@ class SessionStore:
         """Insert a new session."""
         sid = self._ids.new("ses")
         now = self._now()
-        self._conn.execute(
-            "INSERT INTO sessions(id, title, created_at, updated_at, parent_id, fork_message_id, workspace)"
-            " VALUES (?,?,?,?,?,?,?)",
-            (sid, title, now, now, parent_id, fork_message_id, workspace),
-        )
+        self._insert("sessions", id=sid, title=title, created_at=now, updated_at=now, parent_id=parent_id,
+                     fork_message_id=fork_message_id, workspace=workspace)
         return self.get_session(sid)
 
     def get_session(self, session_id: str) -> SessionRecord:
@@ -138,16 +144,15 @@ class SessionStore:
 
     def list_sessions(self, limit: int = 50) -> list[SessionRecord]:
         """Sessions, most recently updated first."""
-        rows = self._conn.execute(
-            "SELECT * FROM sessions ORDER BY updated_at DESC, id DESC LIMIT ?", (max(1, min(limit, 1000)),)
-        )
+        rows = self._conn.execute("SELECT * FROM sessions ORDER BY updated_at DESC, id DESC LIMIT ?",
+                                  (max(1, min(limit, 1000)),))
         return [SessionRecord(**dict(r)) for r in rows]
 
-    def touch(self, session_id: str, *, add_cost: float = 0.0) -> None:
-        """Mark a session updated, adding ``add_cost`` to its running cost."""
-        self._conn.execute(
-            "UPDATE sessions SET updated_at = ?, cost = cost + ? WHERE id = ?", (self._now(), add_cost, session_id)
-        )
+    def touch(self, session_id: str, *, add_cost: float = 0.0) -> SessionRecord:
+        """Mark a session updated, adding ``add_cost`` to its running cost; returns the updated record."""
+        self._conn.execute("UPDATE sessions SET updated_at = ?, cost = cost + ? WHERE id = ?",
+                           (self._now(), add_cost, session_id))
+        return self.get_session(session_id)
 
     def fork(self, session_id: str, *, message_id: int | None = None, title: str = "") -> SessionRecord:
         """Copy messages up to ``message_id`` (inclusive; default all) into a new session."""
@@ -159,12 +164,8 @@ class SessionStore:
             messages = [m for m in messages if m.id <= message_id]
         fork_point = messages[-1].id if messages else None
         with self.transaction():
-            child = self.create_session(
-                title=title or (f"{parent.title} (fork)" if parent.title else "fork"),
-                workspace=parent.workspace,
-                parent_id=parent.id,
-                fork_message_id=fork_point,
-            )
+            child = self.create_session(title=title or (f"{parent.title} (fork)" if parent.title else "fork"),
+                                        workspace=parent.workspace, parent_id=parent.id, fork_message_id=fork_point)
             for m in messages:
                 self.add_message(child.id, m.role, m.content, turn_id=m.turn_id, tool_calls=m.tool_calls,
                                  tool_call_id=m.tool_call_id, status=m.status)
@@ -177,16 +178,13 @@ class SessionStore:
                     status: str = "complete") -> MessageRecord:
         """Store one message and index its text, tool calls and tool results for search."""
         calls = list(tool_calls)
-        cur = self._conn.execute(
-            "INSERT INTO messages(session_id, turn_id, role, content, tool_calls, tool_call_id, status, created_at)"
-            " VALUES (?,?,?,?,?,?,?,?)",
-            (session_id, turn_id, role, content, json.dumps(calls, ensure_ascii=False), tool_call_id, status, self._now()),
-        )
+        cur = self._insert("messages", session_id=session_id, turn_id=turn_id, role=role, content=content,
+                           tool_calls=json.dumps(calls, ensure_ascii=False), tool_call_id=tool_call_id, status=status,
+                           created_at=self._now())
         mid = int(cur.lastrowid or 0)
-        indexed = content + "".join(
-            f"\n{c.get('name', '')} {json.dumps(c.get('arguments', {}), ensure_ascii=False)}" for c in calls
-        )
-        self._conn.execute("INSERT INTO messages_fts(rowid, text, session_id) VALUES (?,?,?)", (mid, indexed, session_id))
+        indexed = content + "".join(f"\n{c.get('name', '')} {json.dumps(c.get('arguments', {}), ensure_ascii=False)}"
+                                    for c in calls)
+        self._insert("messages_fts", rowid=mid, text=indexed, session_id=session_id)
         return MessageRecord(mid, session_id, turn_id, role, content, calls, tool_call_id, status)
 
     def messages(self, session_id: str, *, include_undone: bool = False) -> list[MessageRecord]:
@@ -196,24 +194,17 @@ class SessionStore:
 
     def dangling_tool_calls(self, session_id: str) -> list[tuple[MessageRecord, dict[str, Any]]]:
         """Tool calls of assistant messages that never got a tool result (a crash mid-round)."""
-        answered = {m.tool_call_id for m in self.messages(session_id) if m.role == "tool"}
-        return [
-            (m, call)
-            for m in self.messages(session_id)
-            if m.role == "assistant"
-            for call in m.tool_calls
-            if call.get("id") not in answered
-        ]
+        messages = self.messages(session_id)
+        answered = {m.tool_call_id for m in messages if m.role == "tool"}
+        return [(m, call) for m in messages if m.role == "assistant" for call in m.tool_calls
+                if call.get("id") not in answered]
 
     def undo(self, session_id: str, turns: int) -> list[str]:
         """Hide the last ``turns`` turns from the conversation; returns their ids."""
         if turns < 1:
             raise BadBodyError("turns must be at least 1", field="turns")
-        rows = self._conn.execute(
-            "SELECT DISTINCT turn_id FROM messages WHERE session_id = ? AND undone = 0 AND turn_id IS NOT NULL"
-            " ORDER BY id DESC",
-            (session_id,),
-        ).fetchall()
+        rows = self._conn.execute("SELECT DISTINCT turn_id FROM messages WHERE session_id = ? AND undone = 0"
+                                  " AND turn_id IS NOT NULL ORDER BY id DESC", (session_id,)).fetchall()
         # DISTINCT with ORDER BY id keeps the first occurrence order per SQLite; dedupe in Python to be sure.
         chosen = list(dict.fromkeys(r[0] for r in rows))[:turns]
         if chosen:
@@ -228,10 +219,8 @@ class SessionStore:
         """Record a turn (queued or running)."""
         tid = self._ids.new("turn")
         now = self._now()
-        self._conn.execute(
-            "INSERT INTO turns(id, session_id, text, mode, status, created_at, updated_at) VALUES (?,?,?,?,?,?,?)",
-            (tid, session_id, text, mode, status, now, now),
-        )
+        self._insert("turns", id=tid, session_id=session_id, text=text, mode=mode, status=status, created_at=now,
+                     updated_at=now)
         return TurnRecord(tid, session_id, text, mode, status, None)
 
     def set_turn_status(self, turn_id: str, status: str, stop_reason: str | None = None) -> None:
@@ -242,11 +231,9 @@ class SessionStore:
     def turns(self, session_id: str, *, status: str | None = None) -> list[TurnRecord]:
         """Turns of a session in creation order, optionally of one status."""
         sql = "SELECT id, session_id, text, mode, status, stop_reason FROM turns WHERE session_id = ?"
-        args: tuple[Any, ...] = (session_id,)
-        if status is not None:
-            sql += " AND status = ?"
-            args += (status,)
-        return [TurnRecord(*r) for r in self._conn.execute(sql + " ORDER BY created_at, rowid", args)]
+        sql += ("" if status is None else " AND status = ?") + " ORDER BY created_at, rowid"
+        args = (session_id,) if status is None else (session_id, status)
+        return [TurnRecord(*r) for r in self._conn.execute(sql, args)]
 
     # -- approvals ---------------------------------------------------------
 
@@ -254,11 +241,9 @@ class SessionStore:
                      risk: str, arguments: dict[str, Any]) -> ApprovalRecord:
         """Open an approval request."""
         aid = self._ids.new("apr")
-        self._conn.execute(
-            "INSERT INTO approvals(id, session_id, turn_id, call_id, tool, summary, risk, arguments, created_at)"
-            " VALUES (?,?,?,?,?,?,?,?,?)",
-            (aid, session_id, turn_id, call_id, tool, summary, risk, json.dumps(arguments, ensure_ascii=False), self._now()),
-        )
+        self._insert("approvals", id=aid, session_id=session_id, turn_id=turn_id, call_id=call_id, tool=tool,
+                     summary=summary, risk=risk, arguments=json.dumps(arguments, ensure_ascii=False),
+                     created_at=self._now())
         return self.get_approval(aid)
 
     def get_approval(self, approval_id: str) -> ApprovalRecord:
@@ -266,14 +251,12 @@ class SessionStore:
         row = self._conn.execute("SELECT * FROM approvals WHERE id = ?", (approval_id,)).fetchone()
         if row is None:
             raise NotFoundError(f"no approval request {approval_id!r}", field="request_id")
-        return _record(ApprovalRecord, row, arguments=json.loads(row["arguments"]))
+        return _approval(row)
 
     def resolve_approval(self, approval_id: str, status: str, reason: str = "") -> ApprovalRecord:
         """Answer an open request; a second answer is a :class:`ConflictError` (first answer wins)."""
-        cur = self._conn.execute(
-            "UPDATE approvals SET status = ?, reason = ?, resolved_at = ? WHERE id = ? AND status = 'open'",
-            (status, reason, self._now(), approval_id),
-        )
+        cur = self._conn.execute("UPDATE approvals SET status = ?, reason = ?, resolved_at = ?"
+                                 " WHERE id = ? AND status = 'open'", (status, reason, self._now(), approval_id))
         if cur.rowcount == 0:
             current = self.get_approval(approval_id)
             raise ConflictError(f"approval {approval_id!r} was already answered ({current.status})", field="request_id")
@@ -281,9 +264,8 @@ class SessionStore:
 
     def open_approvals(self, session_id: str | None = None) -> list[ApprovalRecord]:
         """Requests still waiting for an answer."""
-        sql = "SELECT id FROM approvals WHERE status = 'open'" + (" AND session_id = ?" if session_id else "")
-        rows = self._conn.execute(sql, (session_id,) if session_id else ()).fetchall()
-        return [self.get_approval(r[0]) for r in rows]
+        sql = "SELECT * FROM approvals WHERE status = 'open'" + (" AND session_id = ?" if session_id else "")
+        return [_approval(r) for r in self._conn.execute(sql, (session_id,) if session_id else ())]
 
     # -- search ------------------------------------------------------------
 
@@ -293,39 +275,24 @@ class SessionStore:
         if not terms:
             return []
         fts_query = " ".join('"' + t.replace('"', '""') + '"' for t in terms[:32])
-        sql = (
-            "SELECT m.session_id, m.id, m.role, snippet(messages_fts, 0, '[', ']', '…', 12) AS snip"
-            " FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid"
-            " WHERE messages_fts MATCH ? AND m.undone = 0"
-        )
-        args: list[Any] = [fts_query]
-        if session_id:
-            sql += " AND m.session_id = ?"
-            args.append(session_id)
-        sql += " ORDER BY rank LIMIT ?"
-        args.append(max(1, min(limit, 200)))
+        sql = ("SELECT m.session_id, m.id, m.role, snippet(messages_fts, 0, '[', ']', '…', 12) AS snip"
+               " FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid WHERE messages_fts MATCH ?"
+               " AND m.undone = 0" + (" AND m.session_id = ?" if session_id else "") + " ORDER BY rank LIMIT ?")
+        args = [fts_query, *([session_id] if session_id else []), max(1, min(limit, 200))]
         return [SearchHit(r[0], r[1], r[2], r[3]) for r in self._conn.execute(sql, args)]
 
     # -- transactions ------------------------------------------------------
 
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self) -> contextlib.AbstractContextManager[None]:
         """``with store.transaction():`` groups writes into one commit (inside an open one, it joins it)."""
-        conn = self._conn
-        if conn.in_transaction:
-            yield
-            return
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
-
+        return write_transaction(self._conn)
 
 def _message(row: sqlite3.Row) -> MessageRecord:
     return _record(MessageRecord, row, tool_calls=json.loads(row["tool_calls"]))
+
+
+def _approval(row: sqlite3.Row) -> ApprovalRecord:
+    return _record(ApprovalRecord, row, arguments=json.loads(row["arguments"]))
 
 
 def _record(cls: type[_R], row: sqlite3.Row, **decoded: Any) -> _R:

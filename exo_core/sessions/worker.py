@@ -37,8 +37,7 @@ class DbWorker:
 
     async def __aenter__(self) -> "DbWorker":
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="exo-db")
-        loop = asyncio.get_running_loop()
-        self._conn = await loop.run_in_executor(self._executor, lambda: open_writer(self.path, synchronous=self._synchronous))
+        self._conn = await self.run(lambda: open_writer(self.path, synchronous=self._synchronous))
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -49,8 +48,7 @@ class DbWorker:
         if self._executor is None:
             return
         executor, conn = self._executor, self._conn
-        self._executor = None
-        self._conn = None
+        self._executor, self._conn = None, None
         if conn is not None:
             await asyncio.get_running_loop().run_in_executor(executor, conn.close)
         executor.shutdown(wait=True)

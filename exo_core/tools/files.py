@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from exo_core.tools.match import find_match, reindent
-from exo_core.tools.spec import ToolContext, ToolResult, ToolSpec
+from exo_core.tools.spec import ToolContext, ToolResult, ToolSpec, object_schema
 
 __all__ = ["ReadFileTool", "WriteFileTool", "EditFileTool", "DeleteFileTool", "resolve_path", "write_atomic"]
 
@@ -47,16 +47,8 @@ class _FileTool:
 class ReadFileTool(_FileTool):
     """Read a text file, optionally a range of lines."""
 
-    spec = ToolSpec(
-        name="read_file",
-        description="Read a UTF-8 text file. Optional 1-based 'start' and 'end' lines.",
-        parameters={
-            "type": "object",
-            "properties": {"path": {"type": "string"}, "start": {"type": "integer"}, "end": {"type": "integer"}},
-            "required": ["path"],
-        },
-        risk="low",
-    )
+    spec = ToolSpec(name="read_file", description="Read a UTF-8 text file. Optional 1-based 'start' and 'end' lines.",
+                    parameters=object_schema(("path",), path="string", start="integer", end="integer"))
 
     def on_disk(self, path: Path, arguments: dict[str, Any]) -> ToolResult:
         """The file's text, or the lines from ``start`` to ``end``."""
@@ -84,16 +76,8 @@ class ReadFileTool(_FileTool):
 class WriteFileTool(_FileTool):
     """Write a whole text file atomically (temp file, fsync, rename)."""
 
-    spec = ToolSpec(
-        name="write_file",
-        description="Create or replace a UTF-8 text file with 'content'.",
-        parameters={
-            "type": "object",
-            "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
-            "required": ["path", "content"],
-        },
-        risk="medium",
-    )
+    spec = ToolSpec(name="write_file", description="Create or replace a UTF-8 text file with 'content'.",
+                    parameters=object_schema(("path", "content"), path="string", content="string"), risk="medium")
 
     def on_disk(self, path: Path, arguments: dict[str, Any]) -> ToolResult:
         """Write ``content`` to the file."""
@@ -106,17 +90,9 @@ class WriteFileTool(_FileTool):
 class EditFileTool(_FileTool):
     """Replace one occurrence of ``old`` with ``new`` in a file."""
 
-    spec = ToolSpec(
-        name="edit_file",
-        description="Replace the text 'old' with 'new' in a file. 'old' must match exactly one place "
-        "(whitespace differences are tolerated line by line).",
-        parameters={
-            "type": "object",
-            "properties": {"path": {"type": "string"}, "old": {"type": "string"}, "new": {"type": "string"}},
-            "required": ["path", "old", "new"],
-        },
-        risk="medium",
-    )
+    spec = ToolSpec(name="edit_file", description="Replace the text 'old' with 'new' in a file. 'old' must match "
+                    "exactly one place (whitespace differences are tolerated line by line).", risk="medium",
+                    parameters=object_schema(("path", "old", "new"), path="string", old="string", new="string"))
 
     def on_disk(self, path: Path, arguments: dict[str, Any]) -> ToolResult:
         """Replace the one match of ``old`` with ``new``."""

@@ -50,6 +50,4 @@ class FunctionTool:
             value = await asyncio.to_thread(lambda: self._handler(**kwargs))
         if isinstance(value, ToolResult):
             return value
-        if isinstance(value, str):
-            return ToolResult(value)
-        return ToolResult(json.dumps(value, ensure_ascii=False, default=str))
+        return ToolResult(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str))

@@ -96,6 +96,4 @@ def _span(i: int, n: int, lines: list[str], offsets: list[int], want: list[str],
 
 def reindent(new: str, indent: str) -> str:
     """``new`` with ``indent`` added to each non-empty line (to match where the quote was found)."""
-    if not indent:
-        return new
     return "".join(indent + line if line.strip() else line for line in new.splitlines(keepends=True))

@@ -21,7 +21,7 @@ from typing import Any
 from exo_core.errors import BadBodyError
 from exo_core.tools.files import resolve_path, write_atomic
 from exo_core.tools.match import find_match
-from exo_core.tools.spec import ToolContext, ToolResult, ToolSpec
+from exo_core.tools.spec import ToolContext, ToolResult, ToolSpec, object_schema
 
 __all__ = ["ApplyPatchTool", "FilePatch", "Hunk", "parse_patch", "apply_hunks"]
 
@@ -78,27 +78,22 @@ def parse_patch(text: str) -> list[FilePatch]:
             old: list[str] = []
             new: list[str] = []
             while i < len(lines) and not lines[i].startswith(("@@", "--- ", "diff ")):
-                line = lines[i]
-                if line.startswith("\\"):
-                    no_newline = True
-                elif line.startswith("-"):
-                    old.append(line[1:])
-                elif line.startswith("+"):
-                    new.append(line[1:])
-                elif line.startswith(" ") or line == "":
-                    old.append(line[1:])
-                    new.append(line[1:])
-                else:
-                    raise BadBodyError(f"patch line {i + 1}: hunk lines start with ' ', '-' or '+', not {line[:1]!r}",
+                tag, rest = lines[i][:1], lines[i][1:]  # an empty line is a context line whose space was lost
+                if tag not in ("\\", "-", "+", " ", ""):
+                    raise BadBodyError(f"patch line {i + 1}: hunk lines start with ' ', '-' or '+', not {tag!r}",
                                        field="patch")
+                no_newline = no_newline or tag == "\\"
+                if tag in ("-", " ", ""):
+                    old.append(rest)
+                if tag in ("+", " ", ""):
+                    new.append(rest)
                 i += 1
             hunks.append(Hunk(int(m.group(1)), tuple(old), tuple(new)))
         if not hunks and not (old_path is None or new_path is None):
             raise BadBodyError(f"patch for {new_path}: no hunks", field="patch")
         files.append(FilePatch(old_path, new_path, tuple(hunks), no_newline))
     if not files:
-        raise BadBodyError("no '--- '/'+++ ' file headers found; send a unified diff (git diff format)",
-                           field="patch")
+        raise BadBodyError("no '--- '/'+++ ' file headers found; send a unified diff (git diff format)", field="patch")
     return files
 
 
@@ -128,13 +123,9 @@ def _place(lines: list[str], old: list[str], hint: int) -> int | None:
 class ApplyPatchTool:
     """Apply a unified diff to files in the workspace (all hunks or none)."""
 
-    spec = ToolSpec(
-        name="apply_patch",
-        description="Apply a unified diff ('patch', as git diff writes it) to files in the workspace. "
-        "All hunks apply or none do.",
-        parameters={"type": "object", "properties": {"patch": {"type": "string"}}, "required": ["patch"]},
-        risk="medium",
-    )
+    spec = ToolSpec(name="apply_patch", description="Apply a unified diff ('patch', as git diff writes it) to files "
+                    "in the workspace. All hunks apply or none do.", risk="medium",
+                    parameters=object_schema(("patch",), patch="string"))
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         patch = arguments.get("patch")

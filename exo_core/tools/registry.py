@@ -61,11 +61,9 @@ class ToolRegistry:
     def _visible(self, tool: Tool) -> bool:
         return self._toolsets is None or tool.spec.toolset in self._toolsets
 
-    def specs(self, toolsets: Iterable[str] | None = None) -> list[ToolSpec]:
-        """Specs of the available tools in ``toolsets`` (all visible when ``None``), sorted by name."""
-        wanted = None if toolsets is None else set(toolsets)
-        return [t.spec for _, t in sorted(self._tools.items())
-                if self._visible(t) and (wanted is None or t.spec.toolset in wanted) and _available(t)]
+    def specs(self) -> list[ToolSpec]:
+        """Specs of the visible, available tools, sorted by name (:meth:`view` narrows what is visible)."""
+        return [t.spec for _, t in sorted(self._tools.items()) if self._visible(t) and _available(t)]
 
     def get(self, name: str) -> Tool | None:
         """The tool called ``name``, if this registry sees it."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from exo_core.tools.spec import ToolContext, ToolResult, ToolSpec
+from exo_core.tools.spec import ToolContext, ToolResult, ToolSpec, object_schema
 
 __all__ = ["Recall", "UnconfiguredRecall", "RecallTool", "SearchTool", "UiTool", "PANEL_KINDS"]
 
@@ -41,14 +41,9 @@ class UnconfiguredRecall:
 class RecallTool:
     """``recall``: ask the person's store what it knows about a query."""
 
-    spec = ToolSpec(
-        name="recall",
-        description="Recall what the person's store knows about 'query' (beliefs and saved items, with ids).",
-        parameters={"type": "object", "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}},
-                    "required": ["query"]},
-        risk="low",
-        toolset="memory",
-    )
+    spec = ToolSpec(name="recall", description="Recall what the person's store knows about 'query' (beliefs and saved "
+                    "items, with ids).", parameters=object_schema(("query",), query="string", limit="integer"),
+                    toolset="memory")
 
     def __init__(self, recall: Recall | None = None) -> None:
         self.recall: Recall = recall or UnconfiguredRecall()
@@ -64,14 +59,9 @@ class RecallTool:
 class SearchTool:
     """``search``: full-text search over past sessions' messages."""
 
-    spec = ToolSpec(
-        name="search",
-        description="Search past conversations for 'query'; returns matching snippets with session ids.",
-        parameters={"type": "object", "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}},
-                    "required": ["query"]},
-        risk="low",
-        toolset="memory",
-    )
+    spec = ToolSpec(name="search", description="Search past conversations for 'query'; returns matching snippets with "
+                    "session ids.", parameters=object_schema(("query",), query="string", limit="integer"),
+                    toolset="memory")
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         query = arguments.get("query")
@@ -89,16 +79,10 @@ class SearchTool:
 class UiTool:
     """``ui``: open a panel on the person's screens (emits ``ui.panel``)."""
 
-    spec = ToolSpec(
-        name="ui",
-        description="Open a panel on the person's screen: 'kind' (" + ", ".join(PANEL_KINDS) + "), "
-        "'title', and 'data' (an object the panel shows).",
-        parameters={"type": "object", "properties": {"kind": {"type": "string", "enum": list(PANEL_KINDS)},
-                                                     "title": {"type": "string"}, "data": {"type": "object"}},
-                    "required": ["kind"]},
-        risk="low",
-        toolset="ui",
-    )
+    spec = ToolSpec(name="ui", description="Open a panel on the person's screen: 'kind' (" + ", ".join(PANEL_KINDS)
+                    + "), 'title', and 'data' (an object the panel shows).", toolset="ui",
+                    parameters=object_schema(("kind",), kind={"type": "string", "enum": list(PANEL_KINDS)},
+                                             title="string", data="object"))
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         kind, title, data = arguments.get("kind"), arguments.get("title", ""), arguments.get("data", {})

@@ -9,12 +9,13 @@ registry's limit) and the exit status.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import signal
 from typing import Any
 
-from exo_core.tools.spec import MAX_RESULT_CHARS, ToolContext, ToolResult, ToolSpec
+from exo_core.tools.spec import MAX_RESULT_CHARS, ToolContext, ToolResult, ToolSpec, object_schema
 
 __all__ = ["BashTool"]
 
@@ -25,17 +26,9 @@ _MAX_TIMEOUT = 3600.0
 class BashTool:
     """Run a shell command in the workspace."""
 
-    spec = ToolSpec(
-        name="bash",
-        description="Run a bash command in the workspace. Optional 'timeout' in seconds (default 120).",
-        parameters={
-            "type": "object",
-            "properties": {"command": {"type": "string"}, "timeout": {"type": "number"}},
-            "required": ["command"],
-        },
-        risk="high",
-        toolset="shell",
-    )
+    spec = ToolSpec(name="bash", description="Run a bash command in the workspace. Optional 'timeout' in seconds "
+                    "(default 120).", parameters=object_schema(("command",), command="string", timeout="number"),
+                    risk="high", toolset="shell")
 
     def available(self) -> bool:
         """Whether ``bash`` is on the PATH."""
@@ -50,14 +43,10 @@ class BashTool:
             return ToolResult.error("'timeout' must be a positive number of seconds")
         timeout = min(float(timeout), _MAX_TIMEOUT)
         try:
+            # start_new_session: the command gets its own process group, so killpg reaches every child.
             proc = await asyncio.create_subprocess_exec(
-                "bash", "-c", command,
-                cwd=str(context.workspace),
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,  # own process group: killpg reaches every child
-            )
+                "bash", "-c", command, cwd=str(context.workspace), stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True)
         except OSError as exc:
             return ToolResult.error(f"cannot start bash: {exc.strerror}")
         collected: list[str] = []
@@ -85,12 +74,9 @@ class BashTool:
             _kill_group(proc.pid)
             pumps.cancel()
             raise
-        output = "".join(collected)
-        return ToolResult(output + f"\n[exit status {code}]", is_error=code != 0)
+        return ToolResult("".join(collected) + f"\n[exit status {code}]", is_error=code != 0)
 
 
 def _kill_group(pid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):  # already gone: nothing to kill
         os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass  # already gone: nothing to kill

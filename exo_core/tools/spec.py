@@ -12,11 +12,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-__all__ = ["Risk", "ToolSpec", "ToolResult", "ToolContext", "Tool", "MAX_RESULT_CHARS"]
+__all__ = ["Risk", "ToolSpec", "ToolResult", "ToolContext", "Tool", "MAX_RESULT_CHARS", "object_schema"]
 
 MAX_RESULT_CHARS = 100_000
 
 Risk = Literal["low", "medium", "high"]
+
+
+def object_schema(required: tuple[str, ...], **properties: str | dict[str, Any]) -> dict[str, Any]:
+    """A tool's argument schema: ``name="string"`` for a plain JSON type, a schema dict for anything more."""
+    props = {name: {"type": schema} if isinstance(schema, str) else schema for name, schema in properties.items()}
+    return {"type": "object", "properties": props, "required": list(required)}
 
 
 @dataclass(frozen=True, slots=True)

@@ -213,6 +213,22 @@ def test_without_an_embedder_the_ranking_is_bm25s(store: Store, tmp_path: Path, 
     assert len(got) == settings.depth  # the top ``depth`` of the one list, in its order
 
 
+def test_a_lone_bm25_match_keeps_its_weight_in_the_fusion(store: Store, tmp_path: Path) -> None:
+    # BM25 matches one turn only: that list was read to its end, so it is sure of its one
+    # document (confidence 1), not a flat list that cannot tell its candidates apart.
+    db = tmp_path / "home" / "sessions.sqlite"
+    add_turns(db, "old", [("user", "when does my milk go off"), ("user", "does my car need oil when cold"),
+                          ("user", "passport renewed, valid to 2031")])
+    dense = VectorIndex(tmp_path / "v" / "v.sqlite", HashEmbedder("hash-v1"))
+    r = _retriever(store, db, dense=dense, settings=RetrievalSettings(weights=(0.5, 0.5)))
+    query = "when does my passport expire"
+    r.refresh()
+    assert [i for i, _ in r.lexical.search(query, 40)] == ["turn:old:3"]
+    assert dense.search(query, 40)[0][0] == "turn:old:1"  # the embedding list prefers another turn
+    assert r.retrieve(query, record=False).ranking[0][0] == "turn:old:3"
+    r.close()
+
+
 def test_the_fused_ranking_is_deterministic_and_weighs_the_two_lists(store: Store, tmp_path: Path) -> None:
     db = tmp_path / "home" / "sessions.sqlite"
     add_turns(db, "old", [("user", f"note {n}: {w}") for n, w in enumerate(

@@ -23,16 +23,43 @@ BM25 = [("lex", 12.0), ("both", 9.0), ("deep", 3.0)]  # BM25 scores, best first
 COSINE = [("sem", 0.80), ("both", 0.76), ("lex", 0.40)]
 
 
-def test_score_fusion_divides_each_list_by_its_top_and_weighs_the_lists() -> None:
+def test_score_fusion_divides_each_list_by_its_top_and_scales_it_by_its_confidence() -> None:
     scores = fuse([BM25, COSINE], weights=(0.4, 0.6), depth=2)
     assert set(scores) == {"lex", "both", "sem"}  # the top 2 of each list; "deep" is read, not a candidate
-    assert scores["lex"] == pytest.approx(0.4 * 12 / 12 + 0.6 * 0.40 / 0.80)
-    assert scores["both"] == pytest.approx(0.4 * 9 / 12 + 0.6 * 0.76 / 0.80)
-    # "sem" is missing from the BM25 list: it counts that list's lowest known score
-    assert scores["sem"] == pytest.approx(0.4 * 3 / 12 + 0.6 * 1.0)
+    # floors (last score read over the top): BM25 3/12, cosine 0.40/0.80; confidence = 1 - floor
+    bm25, cos = 0.4 * (1 - 3 / 12), 0.6 * (1 - 0.40 / 0.80)
+    assert scores["lex"] == pytest.approx(bm25 * 12 / 12 + cos * 0.40 / 0.80)
+    assert scores["both"] == pytest.approx(bm25 * 9 / 12 + cos * 0.76 / 0.80)
+    assert scores["sem"] == pytest.approx(bm25 * 3 / 12 + cos * 1.0)  # missing from BM25: that list's floor
     assert ranked(scores)[0][0] == "both"  # high in both lists beats the top of either
     assert ranked(fuse([BM25, COSINE], weights=(0.9, 0.1), depth=2))[0][0] == "lex"
     assert ranked(fuse([BM25, COSINE], weights=(0.02, 0.98), depth=2))[0][0] == "sem"
+
+
+def test_a_flat_list_counts_less_than_a_steep_one_with_the_same_weight() -> None:
+    steep = [("p", 10.0), ("q", 8.0), ("r", 1.0)]  # confidence 1 - 1/10 = 0.9
+    flat = [("q", 1.0), ("p", 0.85), ("r", 0.8)]  # confidence 1 - 0.8 = 0.2
+    scores = fuse([steep, flat], weights=(0.3, 0.7), depth=3)
+    assert scores["p"] == pytest.approx(0.3 * 0.9 * 1.0 + 0.7 * 0.2 * 0.85)
+    assert scores["q"] == pytest.approx(0.3 * 0.9 * 0.8 + 0.7 * 0.2 * 1.0)
+    assert ranked(scores)[0][0] == "p"  # the flat list's weight of 0.7 does not carry its unsure order
+    sure = [("q", 1.0), ("p", 0.5), ("r", 0.1)]  # the same order, said surely, wins
+    assert ranked(fuse([steep, sure], weights=(0.3, 0.7), depth=3))[0][0] == "q"
+
+
+def test_a_list_read_to_its_end_has_a_floor_of_zero() -> None:
+    only = [("only", 7.0)]  # the one document that matched at all
+    cut = fuse([only, COSINE], weights=(0.225, 0.775), depth=3)
+    ended = fuse([only, COSINE], weights=(0.225, 0.775), depth=3, ended=[True, False])
+    # read to its end, the list's floor is 0: confidence 1, and what it left out scores nothing
+    cos = 0.775 * (1 - 0.40 / 0.80)
+    assert ended["only"] == pytest.approx(0.225 + cos * 0.40 / 0.80)
+    assert ended["sem"] == pytest.approx(cos * 1.0)
+    assert ranked(ended)[0][0] == "only"
+    # taken as cut at its one entry, its floor is its top: it could not tell anything apart
+    assert cut["only"] == pytest.approx(cos * 0.40 / 0.80) and ranked(cut)[0][0] == "sem"
+    assert fuse([only, COSINE], weights=(0.225, 0.775), depth=3, ended=[True, True])["lex"] == pytest.approx(
+        0.775 * 0.40 / 0.80)  # both ended: plain weighted sums of score / top
 
 
 def test_without_an_embedding_list_the_fusion_is_the_bm25_ranking() -> None:
@@ -46,15 +73,15 @@ def test_without_an_embedding_list_the_fusion_is_the_bm25_ranking() -> None:
 
 @given(st.lists(st.tuples(st.sampled_from("abcdefgh"), st.floats(0, 50)), max_size=8),
        st.lists(st.tuples(st.sampled_from("defghijk"), st.floats(-1, 1)), max_size=8),
-       st.integers(1, 8), st.floats(0, 1))
+       st.integers(1, 8), st.floats(0, 1), st.tuples(st.booleans(), st.booleans()))
 @settings(max_examples=200, deadline=None)
 def test_score_fusion_is_bounded_and_deterministic(bm25: list[tuple[str, float]], cosine: list[tuple[str, float]],
-                                                   depth: int, alpha: float) -> None:
+                                                   depth: int, alpha: float, ended: tuple[bool, bool]) -> None:
     lists = [sorted(dict(bm25).items(), key=lambda kv: -kv[1]), sorted(dict(cosine).items(), key=lambda kv: -kv[1])]
-    scores = fuse(lists, weights=(alpha, 1 - alpha), depth=depth)
+    scores = fuse(lists, weights=(alpha, 1 - alpha), depth=depth, ended=ended)
     assert set(scores) == {i for lst in lists for i, _ in lst[:depth]}
     assert all(-1e-9 <= s <= 1 + 1e-9 for s in scores.values())
-    again = fuse([list(lst) for lst in lists], weights=(alpha, 1 - alpha), depth=depth)
+    again = fuse([list(lst) for lst in lists], weights=(alpha, 1 - alpha), depth=depth, ended=ended)
     assert ranked(again) == ranked(scores)  # same input, same ranking; ties by id
 
 
