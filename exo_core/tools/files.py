@@ -125,9 +125,8 @@ class DeleteFileTool(_FileTool):
     (``data.delete``) makes every call ask first.
     """
 
-    spec = ToolSpec(name="delete_file", description="Delete a file.",
-                    parameters={"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
-                    risk="high")
+    spec = ToolSpec(name="delete_file", description="Delete a file.", risk="high",
+                    parameters=object_schema(("path",), path="string"))
 
     def on_disk(self, path: Path, arguments: dict[str, Any]) -> ToolResult:
         """Unlink ``path`` if it is a file or a symbolic link."""
