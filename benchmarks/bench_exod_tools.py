@@ -50,8 +50,8 @@ PACK = ROOT / "store_template" / "pack.md"
 INTENT_TOKENS = 16
 # (request, the tool that should answer it; None: it should stay text)
 EXOD_REQUESTS: list[tuple[str, str | None]] = [
-    ("Please delete my notes file, notes.txt.", "bash"),
-    ("Delete the file old.log.", "bash"),
+    ("Please delete my notes file, notes.txt.", "delete_file"),
+    ("Delete the file old.log.", "delete_file"),
     ("Run the command ls.", "bash"),
     ("Run the tests with pytest.", "bash"),
     ("Write 'buy milk' to the file todo.txt.", "write_file"),

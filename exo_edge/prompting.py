@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from exo_core.agent.model import INTERRUPTED_MARK, ChatMessage, ToolCall
+from exo_core.gate.classify import classify
 from exo_edge.manifest import PromptFormat
 
 __all__ = [
@@ -75,7 +76,11 @@ def _tools_block(tools: Sequence[dict[str, Any]], fmt: PromptFormat) -> str:
         params = t.get("parameters", {}).get("properties", {})
         args = ", ".join(f"{k}: {v.get('type', 'any')}" for k, v in params.items())
         lines.append(f"- {t['name']}({args}): {t.get('description', '').strip()}")
-    for t in tools[:4]:  # one worked example per tool (a few at most)
+    # One worked example per tool, a few at most. A small base model copies these examples, so a tool the
+    # gate judges irreversible whatever its arguments (``delete_file``) gets none: a copied example must
+    # never propose an act that cannot be undone. Measured: benchmarks/bench_exod_tools.py.
+    safe = [t for t in tools if classify(t["name"], {}).axes.reversibility != "irreversible"]
+    for t in safe[:4]:
         example = {"name": t["name"], "arguments": _example_arguments(t.get("parameters") or {})}
         ask = (t.get("description") or f"Use {t['name']}").strip().rstrip(".")
         lines.append(f"\n{fmt.user_prefix}{ask}.\n{fmt.assistant_prefix} {CALL_PREFIX}{json.dumps(example)}")

@@ -1,4 +1,4 @@
-"""File tools: ``read_file``, ``write_file`` and ``edit_file``.
+"""File tools: ``read_file``, ``write_file``, ``edit_file`` and ``delete_file``.
 
 Relative paths resolve against the session's workspace. Disk work runs in a
 worker thread so a slow card never stalls the event loop. ``edit_file`` finds
@@ -16,7 +16,7 @@ from typing import Any
 from exo_core.tools.match import find_match, reindent
 from exo_core.tools.spec import ToolContext, ToolResult, ToolSpec, object_schema
 
-__all__ = ["ReadFileTool", "WriteFileTool", "EditFileTool", "resolve_path", "write_atomic"]
+__all__ = ["ReadFileTool", "WriteFileTool", "EditFileTool", "DeleteFileTool", "resolve_path", "write_atomic"]
 
 _MAX_READ_BYTES = 2 * 1024 * 1024
 
@@ -115,6 +115,30 @@ class EditFileTool(_FileTool):
         replacement = reindent(new, match.indent)
         verb = "edited" if match.how == "exact" else f"edited (matched ignoring {match.how})"
         return write_atomic(path, text[: match.start] + replacement + text[match.end :], verb=verb)
+
+
+class DeleteFileTool(_FileTool):
+    """Delete one file (never a directory).
+
+    Small local models name this action ``delete_file`` on their own and cannot
+    be relied on to write a correct ``rm`` line for ``bash``; the gate's name rule
+    (``data.delete``) makes every call ask first.
+    """
+
+    spec = ToolSpec(name="delete_file", description="Delete a file.", risk="high",
+                    parameters=object_schema(("path",), path="string"))
+
+    def on_disk(self, path: Path, arguments: dict[str, Any]) -> ToolResult:
+        """Unlink ``path`` if it is a file or a symbolic link."""
+        try:
+            if path.is_dir() and not path.is_symlink():
+                return ToolResult.error(f"{path} is a directory; delete_file deletes one file")
+            path.unlink()
+        except FileNotFoundError:
+            return ToolResult.error(f"no such file: {path}")
+        except OSError as exc:
+            return ToolResult.error(f"cannot delete {path}: {exc.strerror}")
+        return ToolResult(f"deleted {path}")
 
 
 def write_atomic(path: Path, content: str, *, verb: str = "wrote") -> ToolResult:

@@ -18,7 +18,7 @@ from typing import Any
 
 from exo_edge.footprint.limits import MB, choose_limit, pin_prefix
 from exo_edge.footprint.sampling import status_kb
-from exo_edge.footprint.scenario import (REPO, SCRIPT, Run, child_env, client_conversation, detect_parts,
+from exo_edge.footprint.scenario import (NOTES, REPO, SCRIPT, Run, child_env, client_conversation, detect_parts,
                                          device_conversation, health)
 
 __all__ = ["IDLE_BUDGET_MB", "PEAK_BUDGET_MB", "FootprintResult", "run_footprint", "store_with_nodes",
@@ -169,7 +169,7 @@ def run_footprint(args: argparse.Namespace, log: Callable[[str], None]) -> Footp
     model_loaded = False
     try:
         run.workspace.mkdir()
-        (run.workspace / "notes.txt").write_text("old notes\n")
+        (run.workspace / NOTES).write_text("old notes\n")
         subprocess.run([sys.executable, "-m", "exo_core.cli", "init", "--home", str(run.home)], env=child_env(),
                        check=True, capture_output=True, timeout=120)
         parts = detect_parts(run.home, args.model, args.device)
@@ -209,7 +209,7 @@ def run_footprint(args: argparse.Namespace, log: Callable[[str], None]) -> Footp
             details["conversation"] = asyncio.run(client_conversation(run, sock, args.turn_timeout))
             approvals = details["conversation"]["approvals"]
             if parts.model_spec == "scripted":
-                run.step("approval requested and allowed", approvals == 1 and not (run.workspace / "notes.txt").exists(),
+                run.step("approval requested and allowed", approvals == 1 and not (run.workspace / NOTES).exists(),
                          approvals=approvals)
             else:
                 details["conversation"]["approval_note"] = (

@@ -27,18 +27,21 @@ from typing import Any
 from exo_edge.footprint.limits import Limit
 from exo_edge.footprint.sampling import MemorySampler
 
-__all__ = ["REPO", "SCRIPT", "QUESTIONS", "Parts", "detect_parts", "child_env", "health", "Run",
+__all__ = ["REPO", "SCRIPT", "QUESTIONS", "NOTES", "Parts", "detect_parts", "child_env", "health", "Run",
            "client_conversation", "device_conversation"]
 
 REPO = Path(__file__).resolve().parent.parent.parent
 SCRIPT = [
     {"text": "Tomorrow looks dry and mild. Take a light jacket for the morning.", "delay": 0.01, "chunk": 8},
-    {"text": "", "tool_calls": [{"name": "bash", "arguments": {"command": "rm notes.txt"}}]},
+    {"text": "", "tool_calls": [{"name": "bash", "arguments": {"command": "rm notes"}}]},
     {"text": "Deleted it."},
     {"text": "Paris is the capital of France."},
 ]
-QUESTIONS = ("What is the weather like tomorrow?", "Please delete my notes file, notes.txt.",
+# The second question is worded for the voice path: Whisper (tiny) hears espeak-ng's "notes.txt" as
+# "Note Start DFC", and "my notes file" as "my note style"; "the file called notes" comes through word for word.
+QUESTIONS = ("What is the weather like tomorrow?", "Please delete the file called notes.",
              "What is the capital of France?")
+NOTES = "notes"  # the workspace file that question names
 
 
 def health(sock: Path) -> bool:
@@ -286,7 +289,7 @@ def device_conversation(run: Run, turn_timeout: float, scripted: bool) -> dict[s
         run.step(f"device: answer {i + 1} spoken", spoken is not None)
     if scripted:
         run.step("device: approval card allowed, file deleted",
-                 out["approvals"] == 1 and not (run.workspace / "notes.txt").exists())
+                 out["approvals"] == 1 and not (run.workspace / NOTES).exists())
     elif not out["approvals"]:
         out["approval_note"] = "the local model answered without asking to act: no approval was exercised"
     dead = [{"cmd": " ".join(map(str, p.args))[-60:], "status": p.returncode} for p in run.procs if p.poll() is not None]

@@ -71,7 +71,7 @@ async def test_toolsets_narrow_what_a_view_sees(tmp_path: Path) -> None:
     names = {s.name for s in reg.specs()}
     assert {"read_file", "write_file", "edit_file", "apply_patch", "bash", "search", "recall", "ui"} <= names
     files_only = reg.view(["core"])
-    assert {s.name for s in files_only.specs()} == {"read_file", "write_file", "edit_file", "apply_patch"}
+    assert {s.name for s in files_only.specs()} == {"read_file", "write_file", "edit_file", "delete_file", "apply_patch"}
     assert files_only.get("bash") is None
     assert (await files_only.run("bash", {"command": "ls"}, ctx(tmp_path))).is_error
 
