@@ -4,7 +4,10 @@
    in one run, on the ``tune`` half (where the settings were chosen) and the
    ``holdout`` half (reported) of each development file; ``rrf`` is the fused
    list under §20's plain reciprocal rank fusion (k = 60, weights 1 : 1),
-   the previous default, for comparison.
+   the previous default, for comparison. ``bm25`` and ``embed`` are the plain
+   lists; on LoCoMo, ``bm25+context`` and ``embed+context`` are each list
+   alone through the pipeline's neighbouring-turn stage (``rank.context``), the
+   parts with the stage the fused list has.
 2. **Scale**: 1,000 / 10,000 / 100,000 stored texts (LongMemEval turns, user
    then assistant). Query latency p50/p95 of our BM25 (``DocIndex.search``,
    column weights, FTS5), our int8 flat scan (``vectors.top_k``) and the fused
@@ -51,11 +54,15 @@ def quality(ranker: Any, locomo: Path, longmemeval: Path, halves: list[str]) -> 
     from exo_edge.retrieval_eval import Ranker, load_locomo, load_longmemeval, score_locomo, score_longmemeval
 
     plain = Ranker(ranker.vectors, RetrievalSettings(weights=(1.0, 1.0), rrf_k=RRF_K))
+    alone = {"bm25+context": Ranker(ranker.vectors, RetrievalSettings(weights=(1.0, 0.0))),
+             "embed+context": Ranker(ranker.vectors, RetrievalSettings(weights=(0.0, 1.0)))}
 
     def both(score: Any, stacks: Any, cases: Any) -> dict[str, Any]:
         metrics = score(stacks, cases, ranker)
         if ranker.vectors is not None:
             metrics["rrf"] = score(stacks, cases, plain)["fused"]
+            if score is score_locomo:  # one list at weight 0 adds no score: the other list, then the stage
+                metrics |= {name: score(stacks, cases, r)["fused"] for name, r in alone.items()}
         return metrics
 
     out: dict[str, Any] = {}
@@ -228,6 +235,8 @@ def main() -> int:
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--throughput-texts", type=int, default=400)
+    parser.add_argument("--quality-only", action="store_true",
+                        help="re-run quality only; scale and throughput are kept from the --out file (dated)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument("--render", type=Path, default=None, help="print tables of a results file and exit")
@@ -249,10 +258,15 @@ def main() -> int:
         "depth": ranker.settings.depth, "weights": list(ranker.settings.weights), "rrf_k": ranker.settings.rrf_k,
         "fusion": "score-aware: each list divided by its top score, weighted sum, each weight times the list's "
                   "confidence 1 - floor (floor: last score read over the top, 0 for a list read to its end); "
-                  "rrf: k 60, weights 1:1",
+                  "rrf: k 60, weights 1:1; then each fused turn lends shares "
+                  f"{list(ranker.settings.context)} of its score to the turns 1, 2 places away in its session",
         "split": "ids sorted; even positions tune, odd holdout", "longmemeval_roles": ["user"]}}
     results["quality"] = quality(ranker, args.locomo, args.longmemeval, halves)
-    if ranker.vectors is not None:
+    if args.quality_only:
+        previous = json.loads((args.out or REPO / "benchmarks" / "results" / "retrieval.json").read_text())
+        results |= {k: previous[k] for k in ("scale", "throughput") if k in previous}
+        results["scale_recorded"] = previous.get("scale_recorded", previous["machine"].get("date"))
+    elif ranker.vectors is not None:
         sizes = [int(s) for s in args.sizes.split(",")] if not args.quick else [1000]
         results["scale"] = scale(sizes, ranker.vectors.embedder, ranker.vectors,
                                  args.queries if not args.quick else 20)

@@ -38,6 +38,7 @@ CREATE TABLE IF NOT EXISTS docs (
     rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, kind TEXT NOT NULL, hash TEXT NOT NULL,
     url TEXT, private INTEGER NOT NULL, valid_until TEXT, links TEXT NOT NULL, session TEXT
 );
+CREATE INDEX IF NOT EXISTS docs_session ON docs(session);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
     title, summary, load_when, tags, body, tokenize = 'porter unicode61 remove_diacritics 2'
 );
@@ -130,6 +131,19 @@ class DocIndex:
                     links = tuple((str(t), str(g)) for t, g in json.loads(row[10]))
                     out[doc_id] = Doc(*row[:8], private=bool(row[8]), valid_until=row[9], links=links,
                                       session=row[11])
+        return out
+
+    def session_turns(self, sessions: Iterable[str]) -> dict[str, list[str]]:
+        """The turn ids of each of ``sessions``, in message order (ids end in the message id)."""
+        wanted = sorted(set(sessions))
+        if not wanted:
+            return {}
+        with self._lock:
+            rows = self.conn.execute(f"SELECT session, id FROM docs WHERE kind = 'turn' AND session IN "
+                                     f"({','.join('?' * len(wanted))})", wanted).fetchall()
+        out: dict[str, list[str]] = {}
+        for session, doc_id in sorted(rows, key=lambda r: (r[0], int(r[1].rsplit(":", 1)[1]))):
+            out.setdefault(session, []).append(doc_id)
         return out
 
     def node_links(self) -> dict[str, tuple[tuple[str, str], ...]]:

@@ -3,7 +3,8 @@
 :meth:`Retriever.retrieve` runs: router pins → two candidate lists (weighted
 BM25 over FTS5, and embedding similarity when the edge embedder is present)
 → filters → fusion (weighted, score- and confidence-aware by default; §20's
-reciprocal rank fusion with ``rrf_k``) with the node prior → one-hop graph expansion →
+reciprocal rank fusion with ``rrf_k``) → neighbouring turns borrow from
+each fused turn (``context``) → the node prior → one-hop graph expansion →
 packing under the budget → a ``retrieval`` ledger entry with the ids and
 token count. The pack page itself is added by the memory provider
 (:mod:`exo_core.retrieval.memory`), first and outside the budget.
@@ -74,6 +75,7 @@ class RetrievalSettings:
     budget: int = 1200
     weights: tuple[float, float] = (0.225, 0.775)  # BM25, embeddings, before each list's confidence
     rrf_k: int | None = None  # None: score-aware fusion; rank.RRF_K: §20's reciprocal rank fusion
+    context: tuple[float, ...] = rank.CONTEXT  # shares lent to turns 1, 2, … places away; () turns it off
     embed_batch: int | None = 256  # texts embedded per refresh (the rest wait for the next one); None: all
 
 
@@ -197,7 +199,9 @@ class Retriever:
             lists = [[(i, s) for i, s in ranked_list if ok(i)] for ranked_list in (bm25, dense)]
             scores = rank.fuse(lists, weights=self.settings.weights, depth=depth, k=self.settings.rrf_k,
                                ended=[len(bm25) < want, len(dense) < want])
-            fused = {i: s * rank.KIND_PRIOR.get(docs[i].kind, 1.0) for i, s in scores.items()}
+            sessions = {docs[i].session for i in scores if docs[i].kind == "turn"} if self.settings.context else ()
+            scores = rank.context(scores, self.lexical.session_turns(sessions), self.settings.context)
+            fused = {i: s * rank.KIND_PRIOR.get(docs[i].kind, 1.0) for i, s in scores.items() if ok(i)}
             fused = rank.expand(fused, docs, self._links, ok, past=past)
             pinned = [docs[i] for i in self.pins(query) if ok(i)]
             ranking = rank.ranked(fused)

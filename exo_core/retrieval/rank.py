@@ -8,6 +8,9 @@
   what a document it does not hold can score. With ``k`` it is §20's
   reciprocal rank fusion, ``weight / (k + rank)`` with k = :data:`RRF_K`.
   :data:`KIND_PRIOR` then gives nodes 1.5 times the weight of items and turns.
+* :func:`context` — each fused turn lends a share of its score to the turns
+  next to it in its session (:data:`CONTEXT`): an answer usually sits in the
+  turn after the one that matched the words of the question.
 * :func:`keep` — drop beliefs past ``valid_until`` unless the query is about
   the past, private nodes for agent scopes, and turns of the current session.
 * :func:`expand` — one hop from the top 8 nodes: a superseded node is swapped
@@ -22,9 +25,10 @@ from collections.abc import Callable, Mapping, Sequence
 
 from exo_core.retrieval.docs import Doc
 
-__all__ = ["fuse", "KIND_PRIOR", "LINK_WEIGHTS", "RRF_K", "about_past", "keep", "expand", "ranked"]
+__all__ = ["fuse", "context", "CONTEXT", "KIND_PRIOR", "LINK_WEIGHTS", "RRF_K", "about_past", "keep", "expand", "ranked"]
 
 RRF_K = 60
+CONTEXT = (0.5, 0.25)  # share of a turn's score lent to the turns 1 and 2 places away (tune halves)
 KIND_PRIOR: Mapping[str, float] = {"node": 1.5, "item": 1.0, "turn": 1.0}
 LINK_WEIGHTS: Mapping[str, float] = {
     "explains": 0.5, "evidence-for": 0.5, "applies-to": 0.5,
@@ -60,6 +64,25 @@ def fuse(lists: Sequence[Sequence[tuple[str, float]]], *, weights: Sequence[floa
         for doc_id in scores:
             scores[doc_id] += weight * (1 - floor) * value.get(doc_id, floor)
     return scores
+
+
+def context(scores: Mapping[str, float], sessions: Mapping[str, Sequence[str]],
+            shares: Sequence[float] = CONTEXT) -> dict[str, float]:
+    """``scores`` with each scored turn's neighbours raised by ``shares[d - 1]`` times its score.
+
+    ``sessions`` holds the turn ids of each session, in order; a turn ``d``
+    places away in the same session borrows (so a turn between two matching
+    turns borrows from both, and a neighbour with no score of its own joins
+    the candidates). Turns of other sessions, nodes and items borrow nothing.
+    """
+    out = dict(scores)
+    for turns in sessions.values():
+        for n, turn in enumerate(turns):
+            for d, share in enumerate(shares if turn in scores else (), 1):
+                for m in (n - d, n + d):
+                    if 0 <= m < len(turns):
+                        out[turns[m]] = out.get(turns[m], 0.0) + share * scores[turn]
+    return out
 
 
 def ranked(scores: Mapping[str, float]) -> list[tuple[str, float]]:
