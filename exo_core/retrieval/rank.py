@@ -25,7 +25,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 from exo_core.retrieval.docs import Doc
 
-__all__ = ["fuse", "context", "CONTEXT", "KIND_PRIOR", "LINK_WEIGHTS", "RRF_K", "about_past", "keep", "expand", "ranked"]
+__all__ = ["fuse", "context", "CONTEXT", "KIND_PRIOR", "LINK_WEIGHTS", "RRF_K", "about_past", "keep", "expand",
+           "ranked"]
 
 RRF_K = 60
 CONTEXT = (0.5, 0.25)  # share of a turn's score lent to the turns 1 and 2 places away (tune halves)
@@ -78,10 +79,9 @@ def context(scores: Mapping[str, float], sessions: Mapping[str, Sequence[str]],
     out = dict(scores)
     for turns in sessions.values():
         for n, turn in enumerate(turns):
-            for d, share in enumerate(shares if turn in scores else (), 1):
-                for m in (n - d, n + d):
-                    if 0 <= m < len(turns):
-                        out[turns[m]] = out.get(turns[m], 0.0) + share * scores[turn]
+            for m in range(max(n - len(shares), 0), min(n + len(shares) + 1, len(turns))) if turn in scores else ():
+                if m != n:
+                    out[turns[m]] = out.get(turns[m], 0.0) + shares[abs(m - n) - 1] * scores[turn]
     return out
 
 
@@ -97,12 +97,9 @@ def about_past(query: str) -> bool:
 
 def keep(doc: Doc, *, today: str, past: bool, scope: str, session: str | None) -> bool:
     """Whether ``doc`` may be shown for this query, scope and session."""
-    if doc.kind == "turn":
-        return session is None or doc.session != session
     if doc.kind != "node":
-        return True
-    hidden = doc.private and scope != "person"
-    return not hidden and (past or doc.valid_until is None or today < doc.valid_until)
+        return doc.kind != "turn" or session is None or doc.session != session
+    return not (doc.private and scope != "person") and (past or doc.valid_until is None or today < doc.valid_until)
 
 
 def expand(scores: dict[str, float], docs: Mapping[str, Doc], links: Mapping[str, Sequence[tuple[str, str]]],
