@@ -9,8 +9,8 @@
   reciprocal rank fusion, ``weight / (k + rank)`` with k = :data:`RRF_K`.
   :data:`KIND_PRIOR` then gives nodes 1.5 times the weight of items and turns.
 * :func:`context` — each fused turn lends a share of its score to the turns
-  next to it in its session (:data:`CONTEXT`): an answer usually sits in the
-  turn after the one that matched the words of the question.
+  next to it in its session (:data:`CONTEXT`): what a question needs often
+  sits beside the turn that matched its words (an answer follows its question).
 * :func:`keep` — drop beliefs past ``valid_until`` unless the query is about
   the past, private nodes for agent scopes, and turns of the current session.
 * :func:`expand` — one hop from the top 8 nodes: a superseded node is swapped

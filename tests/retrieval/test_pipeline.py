@@ -205,7 +205,8 @@ def test_the_current_sessions_turns_never_take_a_candidates_place(store: Store, 
 
 @pytest.mark.parametrize("settings", [RetrievalSettings(context=()),
                                       RetrievalSettings(weights=(1.0, 1.0), rrf_k=RRF_K, context=())])
-def test_without_an_embedder_or_the_context_stage_the_ranking_is_bm25s(store: Store, tmp_path: Path, settings: RetrievalSettings) -> None:
+def test_without_an_embedder_or_the_context_stage_the_ranking_is_bm25s(store: Store, tmp_path: Path,
+                                                                     settings: RetrievalSettings) -> None:
     db = tmp_path / "home" / "sessions.sqlite"
     add_turns(db, "old", [("user", f"the garden {'tomatoes ' * n}and beans {n}") for n in range(1, 15)])
     r = _retriever(store, db, settings=settings)
@@ -267,3 +268,16 @@ def test_the_turn_after_a_match_is_recalled_through_its_neighbours(store: Store,
     assert scores["turn:trip:4"] == pytest.approx(0.5 * before["turn:trip:3"])  # three from turn 1: nothing
     assert scores["turn:trip:1"] == pytest.approx(before["turn:trip:1"] + 0.25 * before["turn:trip:3"])
     assert not any(i.startswith(("turn:other:", "turn:now:")) for i in scores)  # other sessions borrow nothing
+
+
+def test_neighbours_follow_message_order_past_nine_turns(store: Store, tmp_path: Path) -> None:
+    db = tmp_path / "home" / "sessions.sqlite"
+    add_turns(db, "long", [("user", f"small talk number {n}") for n in range(1, 9)]
+              + [("user", "the glacier walk was cold"), ("assistant", "Bring warm gloves then."),
+                 ("user", "another glacier next year"), ("assistant", "small talk again")])
+    r = _retriever(store, db)
+    assert r.refresh()
+    assert r.lexical.session_turns(["turn:long:9"]) == {"long": [f"turn:long:{n}" for n in range(1, 13)]}
+    got = [i for i, _ in r.retrieve("glacier", record=False).ranking]
+    assert set(got[:2]) == {"turn:long:9", "turn:long:11"} and got[2] == "turn:long:10"  # 10 sits between them
+    assert r.lexical.session_turns(["work/editor", "turn:none:1"]) == {}  # nodes and unknown ids have no session
