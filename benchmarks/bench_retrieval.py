@@ -4,11 +4,15 @@
    in one run, on the ``tune`` half (where the settings were chosen) and the
    ``holdout`` half (reported) of each development file; ``rrf`` is the fused
    list under §20's plain reciprocal rank fusion (k = 60, weights 1 : 1),
-   the previous default, for comparison.
+   the previous default, for comparison. ``bm25`` and ``embed`` are the plain
+   lists; on LoCoMo, ``bm25+context`` and ``embed+context`` are each list
+   alone through the pipeline's neighbouring-turn stage (``rank.context``), the
+   parts with the stage the fused list has.
 2. **Scale**: 1,000 / 10,000 / 100,000 stored texts (LongMemEval turns, user
    then assistant). Query latency p50/p95 of our BM25 (``DocIndex.search``,
    column weights, FTS5), our int8 flat scan (``vectors.top_k``) and the fused
-   candidate step (both lists read 40 deep, as the pipeline does, and fused), against a plain FTS5 query (one
+   candidate step (both lists read 40 deep, as the pipeline does, fused, and the
+   neighbouring-turn stage with its session lookup), against a plain FTS5 query (one
    column, default ``rank``) and a plain numpy fp32 scan of the same data;
    the query's embedding is timed apart. Memory: matrix bytes (int8 against
    fp32) and database pages (our document + FTS5 index against the plain
@@ -51,11 +55,15 @@ def quality(ranker: Any, locomo: Path, longmemeval: Path, halves: list[str]) -> 
     from exo_edge.retrieval_eval import Ranker, load_locomo, load_longmemeval, score_locomo, score_longmemeval
 
     plain = Ranker(ranker.vectors, RetrievalSettings(weights=(1.0, 1.0), rrf_k=RRF_K))
+    alone = {"bm25+context": Ranker(ranker.vectors, RetrievalSettings(weights=(1.0, 0.0))),
+             "embed+context": Ranker(ranker.vectors, RetrievalSettings(weights=(0.0, 1.0)))}
 
     def both(score: Any, stacks: Any, cases: Any) -> dict[str, Any]:
         metrics = score(stacks, cases, ranker)
         if ranker.vectors is not None:
             metrics["rrf"] = score(stacks, cases, plain)["fused"]
+            if score is score_locomo:  # one list at weight 0 adds no score: the other list, then the stage
+                metrics |= {name: score(stacks, cases, r)["fused"] for name, r in alone.items()}
         return metrics
 
     out: dict[str, Any] = {}
@@ -100,13 +108,14 @@ def scale(sizes: list[int], embedder: Any, cache: Any, n_queries: int) -> list[d
     from exo_core.retrieval import Doc, DocIndex
     from exo_core.retrieval import RetrievalSettings
     from exo_core.retrieval.pipeline import OVERFETCH
-    from exo_core.retrieval.rank import fuse
+    from exo_core.retrieval.rank import context, fuse
     from exo_edge.retrieval_eval import _hash, load_longmemeval
     from exo_edge.vectors import top_k
 
     data = json.loads(__import__("lzma").open(LONGMEMEVAL).read())
-    texts = [t["content"] for role in ("user", "assistant") for s in data["sessions"].values() for t in s
-             if t["role"] == role and t["content"].strip()]
+    said = [(sid, t["content"]) for role in ("user", "assistant") for sid, s in data["sessions"].items() for t in s
+            if t["role"] == role and t["content"].strip()]
+    texts = [text for _, text in said]
     _, cases = load_longmemeval(LONGMEMEVAL, "holdout")
     questions = [c.question for c in cases[:n_queries]]
     qvecs = [embedder.embed([q])[0] for q in questions]
@@ -115,16 +124,18 @@ def scale(sizes: list[int], embedder: Any, cache: Any, n_queries: int) -> list[d
     settings = RetrievalSettings()
     pool = settings.depth * OVERFETCH
 
-    def fused(bm25: list[tuple[str, float]], dense: list[tuple[str, float]]) -> dict[str, float]:
-        return fuse([bm25, dense], weights=settings.weights, depth=settings.depth,
-                    ended=[len(bm25) < pool, len(dense) < pool])
+    def fused(index: Any, bm25: list[tuple[str, float]], dense: list[tuple[str, float]]) -> dict[str, float]:
+        scores = fuse([bm25, dense], weights=settings.weights, depth=settings.depth,
+                      ended=[len(bm25) < pool, len(dense) < pool])
+        return context(scores, index.session_turns(sorted(scores)), settings.context)  # the pipeline's next stage
 
     rows = []
     for n in sizes:
         sample = texts[:n]
         before = _rss_kb()
         index = DocIndex(":memory:")
-        index.sync(Doc(id=f"t{i}", kind="turn", body=t) for i, t in enumerate(sample))
+        ids = [f"turn:{sid}:{i}" for i, (sid, _) in enumerate(said[:n])]  # as the pipeline names past turns
+        index.sync(Doc(id=i, kind="turn", body=t, session=sid) for i, (sid, t) in zip(ids, said[:n]))
         fts_kb = _rss_kb() - before
         plain = sqlite3.connect(":memory:")
         plain.execute("CREATE VIRTUAL TABLE t USING fts5(body)")
@@ -136,7 +147,6 @@ def scale(sizes: list[int], embedder: Any, cache: Any, n_queries: int) -> list[d
         before = _rss_kb()
         f32 = mat.astype(np.float32) / norms[:, None]
         f32_kb = _rss_kb() - before
-        ids = [f"t{i}" for i in range(n)]
         from exo_core.retrieval.lexical import match_expression
 
         pairs = list(zip(questions, qvecs))
@@ -148,7 +158,7 @@ def scale(sizes: list[int], embedder: Any, cache: Any, n_queries: int) -> list[d
                 pairs),
             "int8_scan": _lat(lambda p: top_k(ids, mat, norms, p[1], 10), pairs),
             "numpy_fp32_scan": _lat(lambda p: np.argsort(-(f32 @ p[1]))[:10], pairs),
-            "fused": _lat(lambda p: fused(index.search(p[0], pool), top_k(ids, mat, norms, p[1], pool)), pairs),
+            "fused": _lat(lambda p: fused(index, index.search(p[0], pool), top_k(ids, mat, norms, p[1], pool)), pairs),
             "query_embed": embed_ms,
             "memory": {"fts_index_kb": fts_kb, "fts_db_kb": _db_kb(index.conn), "plain_fts_db_kb": _db_kb(plain), "int8_matrix_kb": int8_kb, "fp32_matrix_kb": f32_kb,
                        "int8_bytes": int(mat.nbytes), "fp32_bytes": int(f32.nbytes)},
@@ -228,6 +238,8 @@ def main() -> int:
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--throughput-texts", type=int, default=400)
+    parser.add_argument("--quality-only", action="store_true",
+                        help="re-run quality only; scale and throughput are kept from the --out file (dated)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument("--render", type=Path, default=None, help="print tables of a results file and exit")
@@ -249,10 +261,15 @@ def main() -> int:
         "depth": ranker.settings.depth, "weights": list(ranker.settings.weights), "rrf_k": ranker.settings.rrf_k,
         "fusion": "score-aware: each list divided by its top score, weighted sum, each weight times the list's "
                   "confidence 1 - floor (floor: last score read over the top, 0 for a list read to its end); "
-                  "rrf: k 60, weights 1:1",
+                  "rrf: k 60, weights 1:1; then each fused turn lends shares "
+                  f"{list(ranker.settings.context)} of its score to the turns 1, 2 places away in its session",
         "split": "ids sorted; even positions tune, odd holdout", "longmemeval_roles": ["user"]}}
     results["quality"] = quality(ranker, args.locomo, args.longmemeval, halves)
-    if ranker.vectors is not None:
+    if args.quality_only:
+        previous = json.loads((args.out or REPO / "benchmarks" / "results" / "retrieval.json").read_text())
+        results |= {k: previous[k] for k in ("scale", "throughput") if k in previous}
+        results["scale_recorded"] = previous.get("scale_recorded", previous["machine"].get("date"))
+    elif ranker.vectors is not None:
         sizes = [int(s) for s in args.sizes.split(",")] if not args.quick else [1000]
         results["scale"] = scale(sizes, ranker.vectors.embedder, ranker.vectors,
                                  args.queries if not args.quick else 20)

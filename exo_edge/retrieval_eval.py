@@ -6,7 +6,11 @@ per conversation or per question), ``embed`` the int8 embedder and the flat
 int8 scan of :mod:`exo_edge.vectors`, and ``fused`` their fusion
 (:func:`exo_core.retrieval.rank.fuse`) with the settings of
 :class:`exo_core.retrieval.RetrievalSettings`, over the same list depth as the
-pipeline (``depth * OVERFETCH`` read, the top ``depth`` of each fused).
+pipeline (``depth * OVERFETCH`` read, the top ``depth`` of each fused), then
+the pipeline's neighbouring-turn stage (:func:`exo_core.retrieval.rank.context`,
+turns in their order in the file) where turns are ranked (LoCoMo; LongMemEval
+ranks sessions, so the stage has nothing to move there). ``bm25`` and ``embed``
+are the plain lists, without the stage.
 
 * **LoCoMo**: each conversation is one person's past; every turn a document
   (``"<speaker>: <text>"``, plus ``[image: <caption>]`` when the turn shared
@@ -39,7 +43,7 @@ from typing import Any
 from exo_core.errors import UsageError
 from exo_core.retrieval import DocIndex, Doc, RetrievalSettings
 from exo_core.retrieval.pipeline import OVERFETCH
-from exo_core.retrieval.rank import fuse, ranked
+from exo_core.retrieval.rank import context, fuse, ranked
 
 __all__ = ["Turn", "Case", "bench_ranker", "embedding_cache", "load_locomo", "load_longmemeval", "split", "Ranker", "score_locomo",
            "score_longmemeval", "SYSTEMS", "SPLITS"]
@@ -142,6 +146,7 @@ class Ranker:
         self._stack: list[Turn] = []
         self._index: DocIndex | None = None
         self._matrix: Any = None
+        self._sessions: dict[str, list[str]] = {}  # session → its turn ids in order, for the context stage
 
     def load(self, turns: list[Turn]) -> None:
         """Index one haystack (a fresh in-memory FTS5 index, and its int8 rows)."""
@@ -150,6 +155,9 @@ class Ranker:
         if self._index is not None:
             self._index.close()
         self._stack = turns
+        self._sessions = {}
+        for t in turns:
+            self._sessions.setdefault(t.session, []).append(t.id)
         self._index = DocIndex(":memory:")
         self._index.sync(Doc(id=t.id, kind="turn", body=t.text, session=t.session) for t in turns)
         if self.vectors is not None:
@@ -178,9 +186,12 @@ class Ranker:
             q = self.vectors.embedder.embed([question])[0]
             lists["embed"] = units(top_k([t.id for t in self._stack], self._matrix[0], self._matrix[1], q, depth))
             pool = self.settings.depth * OVERFETCH  # what the pipeline reads; a list no longer than that ended
-            fused = fuse([lists["bm25"][:pool], lists["embed"][:pool]], weights=self.settings.weights,
+            heads = [lists[n][:pool] if w else [] for n, w in zip(("bm25", "embed"), self.settings.weights)]
+            fused = fuse(heads, weights=self.settings.weights,
                          depth=self.settings.depth, k=self.settings.rrf_k,
                          ended=[len(lists["bm25"]) <= pool, len(lists["embed"]) <= pool])
+            if unit is None:
+                fused = context(fused, self._sessions, self.settings.context)
             return {name: [i for i, _ in scored] for name, scored in lists.items()} | {
                 "fused": [i for i, _ in ranked(fused)]}
         return {"bm25": [i for i, _ in lists["bm25"]]}

@@ -16,6 +16,7 @@ import hashlib
 import json
 import sqlite3
 from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from exo_core.store import Store
 
-__all__ = ["Doc", "node_docs", "item_docs", "turn_docs", "turn_id", "read_rows"]
+__all__ = ["Doc", "node_docs", "item_docs", "turn_docs", "read_rows"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,23 +59,18 @@ class Doc:
 def node_docs(store: "Store") -> Iterator[Doc]:
     """The store's visible nodes (its own and its ancestors' non-private ones)."""
     for node in store.visible_nodes():
-        yield Doc(
-            id=node.id, kind="node", title=node.title, summary=node.summary, load_when=node.load_when,
-            tags=" ".join(node.tags + node.aliases), body="" if node.private else node.body.strip(),
-            private=node.private, valid_until=node.valid_until,
-            links=tuple((link.type, link.target) for link in node.links),
-        )
+        yield Doc(id=node.id, kind="node", title=node.title, summary=node.summary, load_when=node.load_when,
+                  tags=" ".join(node.tags + node.aliases), body="" if node.private else node.body.strip(),
+                  private=node.private, valid_until=node.valid_until,
+                  links=tuple((link.type, link.target) for link in node.links))
 
 
 def read_rows(path: Path, sql: str) -> list[tuple[Any, ...]]:
     """The rows of ``sql`` over the SQLite file at ``path``, opened read-only (none when it does not exist)."""
     if not path.is_file():
         return []
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
         return conn.execute(sql).fetchall()
-    finally:
-        conn.close()
 
 
 def item_docs(items_path: Path) -> Iterator[Doc]:
@@ -84,14 +80,9 @@ def item_docs(items_path: Path) -> Iterator[Doc]:
         yield Doc(id=item_id, kind="item", title=title, body=body, url=url, tags=" ".join(json.loads(tags)))
 
 
-def turn_id(session: str, message_id: int | str) -> str:
-    """The id of a past conversation turn."""
-    return f"turn:{session}:{message_id}"
-
-
 def turn_docs(sessions_db: Path) -> Iterator[Doc]:
     """Past utterances and answers from ``sessions.sqlite`` (user and assistant text, not undone)."""
     for message_id, session, role, content in read_rows(
             sessions_db, "SELECT id, session_id, role, content FROM messages WHERE undone = 0 "
             "AND role IN ('user', 'assistant') AND content != '' ORDER BY id"):
-        yield Doc(id=turn_id(session, message_id), kind="turn", tags=role, body=content, session=session)
+        yield Doc(id=f"turn:{session}:{message_id}", kind="turn", tags=role, body=content, session=session)

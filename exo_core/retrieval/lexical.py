@@ -17,6 +17,7 @@ import re
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
+from itertools import groupby
 from pathlib import Path
 
 from exo_core.errors import StorageError
@@ -38,6 +39,7 @@ CREATE TABLE IF NOT EXISTS docs (
     rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, kind TEXT NOT NULL, hash TEXT NOT NULL,
     url TEXT, private INTEGER NOT NULL, valid_until TEXT, links TEXT NOT NULL, session TEXT
 );
+CREATE INDEX IF NOT EXISTS docs_session ON docs(session);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
     title, summary, load_when, tags, body, tokenize = 'porter unicode61 remove_diacritics 2'
 );
@@ -84,7 +86,8 @@ class DocIndex:
             self.conn.execute("BEGIN")
             try:
                 for doc_id in gone + [d.id for d in fresh if d.id in have]:
-                    self._delete(doc_id)
+                    self.conn.execute("DELETE FROM fts WHERE rowid = (SELECT rowid FROM docs WHERE id = ?)", (doc_id,))
+                    self.conn.execute("DELETE FROM docs WHERE id = ?", (doc_id,))
                 for d in fresh:
                     cur = self.conn.execute(
                         "INSERT INTO docs(id, kind, hash, url, private, valid_until, links, session) "
@@ -98,12 +101,6 @@ class DocIndex:
                 self.conn.execute("ROLLBACK")
                 raise StorageError(f"{self.path}: cannot update the retrieval index ({exc})") from exc
             return len(fresh), len(gone)
-
-    def _delete(self, doc_id: str) -> None:
-        row = self.conn.execute("SELECT rowid FROM docs WHERE id = ?", (doc_id,)).fetchone()
-        if row:
-            self.conn.execute("DELETE FROM fts WHERE rowid = ?", (row[0],))
-            self.conn.execute("DELETE FROM docs WHERE rowid = ?", (row[0],))
 
     def search(self, query: str, limit: int) -> list[tuple[str, float]]:
         """The ``limit`` best documents by weighted BM25, best first: ``(id, score)``, higher is better."""
@@ -119,21 +116,31 @@ class DocIndex:
 
     def get(self, ids: Sequence[str]) -> dict[str, Doc]:
         """The stored documents with these ids (missing ids are left out)."""
-        out: dict[str, Doc] = {}
         with self._lock:
-            for doc_id in ids:
-                row = self.conn.execute(
-                    "SELECT d.id, d.kind, f.title, f.summary, f.load_when, f.tags, f.body, d.url, d.private, "
-                    "d.valid_until, d.links, d.session FROM docs d JOIN fts f ON f.rowid = d.rowid WHERE d.id = ?",
-                    (doc_id,)).fetchone()
-                if row:
-                    links = tuple((str(t), str(g)) for t, g in json.loads(row[10]))
-                    out[doc_id] = Doc(*row[:8], private=bool(row[8]), valid_until=row[9], links=links,
-                                      session=row[11])
-        return out
+            rows = self.conn.execute(
+                "SELECT id, kind, title, summary, load_when, tags, body, url, private, valid_until, links, session "
+                f"FROM docs d JOIN fts f ON f.rowid = d.rowid WHERE id IN ({_marks(ids)})", list(ids)).fetchall()
+        return {row[0]: Doc(*row[:8], private=bool(row[8]), valid_until=row[9], links=_links(row[10]), session=row[11])
+                for row in rows}
+
+    def session_turns(self, ids: Sequence[str]) -> dict[str, list[str]]:
+        """Every turn of the sessions the turns among ``ids`` belong to, by session, in message order."""
+        with self._lock:  # a session's turn ids differ only in the message id: shorter ones first
+            rows = self.conn.execute("SELECT session, id FROM docs WHERE kind = 'turn' AND session IN (SELECT session "
+                                     f"FROM docs WHERE kind = 'turn' AND id IN ({_marks(ids)})) "
+                                     "ORDER BY session, length(id), id", list(ids)).fetchall()
+        return {session: [i for _, i in turns] for session, turns in groupby(rows, key=lambda row: row[0])}
 
     def node_links(self) -> dict[str, tuple[tuple[str, str], ...]]:
         """Every node's links, for graph expansion and reverse (supersedes, contradicts) lookups."""
         with self._lock:
             rows = self.conn.execute("SELECT id, links FROM docs WHERE kind = 'node' AND links != '[]'").fetchall()
-        return {i: tuple((str(t), str(g)) for t, g in json.loads(raw)) for i, raw in rows}
+        return {i: _links(raw) for i, raw in rows}
+
+
+def _links(raw: str) -> tuple[tuple[str, str], ...]:
+    return tuple((str(t), str(g)) for t, g in json.loads(raw))
+
+
+def _marks(values: Sequence[str]) -> str:
+    return ",".join("?" * len(values))  # SQLite takes an empty ``IN ()``: no row

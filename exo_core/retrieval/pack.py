@@ -97,17 +97,15 @@ def pack(pinned: Sequence[Doc], ranked: Sequence[tuple[Doc, float]], budget: int
     """Pack ``pinned`` (in full where they fit), then ``ranked`` documents, within ``budget`` tokens."""
     blocks: list[Block] = []
     used = 0
-    seen: set[str] = set()
 
     def add(doc: Doc, score: float, cap: int, is_pin: bool = False) -> int:
         nonlocal used
-        if doc.id in seen or (limit is not None and len(blocks) >= limit):
+        if any(b.id == doc.id for b in blocks) or (limit is not None and len(blocks) >= limit):
             return 0
         block = _fit(doc, score, min(cap, budget - used), is_pin)
         if block is None:
             return 0
         blocks.append(block)
-        seen.add(doc.id)
         used += block.tokens
         return block.tokens
 
@@ -119,11 +117,8 @@ def pack(pinned: Sequence[Doc], ranked: Sequence[tuple[Doc, float]], budget: int
     node_room = int(rest * node_share)
     for doc, score in nodes:
         node_room -= add(doc, score, node_room)
-    other_room = budget - used  # what nodes left unused goes to items and turns
-    for doc, score in others:
-        other_room -= add(doc, score, other_room)
-    for doc, score in nodes:  # and what items left, back to nodes
-        add(doc, score, budget - used)
+    for doc, score in others + nodes:  # what nodes left goes to items and turns, what those left back to nodes
+        add(doc, score, budget)  # ``add`` caps every block at what is left of the budget
     order = {id(b): i for i, b in enumerate(blocks)}
     blocks.sort(key=lambda b: (not b.pinned, -b.score, order[id(b)]))
     return Packed(tuple(blocks), used, budget)

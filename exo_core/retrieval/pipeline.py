@@ -3,7 +3,8 @@
 :meth:`Retriever.retrieve` runs: router pins → two candidate lists (weighted
 BM25 over FTS5, and embedding similarity when the edge embedder is present)
 → filters → fusion (weighted, score- and confidence-aware by default; §20's
-reciprocal rank fusion with ``rrf_k``) with the node prior → one-hop graph expansion →
+reciprocal rank fusion with ``rrf_k``) → neighbouring turns borrow from
+each fused turn (``context``) → the node prior → one-hop graph expansion →
 packing under the budget → a ``retrieval`` ledger entry with the ids and
 token count. The pack page itself is added by the memory provider
 (:mod:`exo_core.retrieval.memory`), first and outside the budget.
@@ -20,6 +21,7 @@ empty and the pipeline is BM25 only.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -74,6 +76,7 @@ class RetrievalSettings:
     budget: int = 1200
     weights: tuple[float, float] = (0.225, 0.775)  # BM25, embeddings, before each list's confidence
     rrf_k: int | None = None  # None: score-aware fusion; rank.RRF_K: §20's reciprocal rank fusion
+    context: tuple[float, ...] = rank.CONTEXT  # shares lent to turns 1, 2, … places away; () turns it off
     embed_batch: int | None = 256  # texts embedded per refresh (the rest wait for the next one); None: all
 
 
@@ -123,11 +126,11 @@ class Retriever:
 
     # -- keeping the views current ----------------------------------------
     def _current_signature(self) -> object:
-        stores, store = [], self.store
-        while store is not None:
-            stores.append(store)
+        files: list[tuple[str, int]] = []
+        store: "Store | None" = self.store
+        while store is not None:  # the store's own nodes and its ancestors'
+            files += [(str(p), p.stat().st_mtime_ns) for p in layout.node_files(store.root)]
             store = store.parent
-        files = [(str(p), p.stat().st_mtime_ns) for s in stores for p in layout.node_files(s.root)]
         items = self.store.items_path
         marks: list[object] = [files, items.stat().st_mtime_ns if items.is_file() else None]
         if self.sessions_db is not None:
@@ -183,29 +186,27 @@ class Retriever:
             bm25 = self.lexical.search(query, want)  # the dense list is empty without an embedder
             dense = self.dense.search(query, want) if self.dense is not None else []
             docs = self.lexical.get(list(dict.fromkeys(i for i, _ in bm25 + dense)))
-            cache: dict[str, bool] = {}
 
+            @functools.cache
             def ok(doc_id: str) -> bool:
-                if doc_id not in cache:
-                    docs.update(self.lexical.get([doc_id]) if doc_id not in docs else {})
-                    cache[doc_id] = doc_id in docs and rank.keep(
-                        docs[doc_id], today=today, past=past, scope=scope, session=session_id)
-                return cache[doc_id]
+                docs.update(self.lexical.get([doc_id]) if doc_id not in docs else {})
+                return doc_id in docs and rank.keep(docs[doc_id], today=today, past=past, scope=scope,
+                                                    session=session_id)
 
             # Filter first, then fuse the top ``depth`` that may be shown (so the current
             # session's own turns, or expired beliefs, never take a candidate's place).
             lists = [[(i, s) for i, s in ranked_list if ok(i)] for ranked_list in (bm25, dense)]
             scores = rank.fuse(lists, weights=self.settings.weights, depth=depth, k=self.settings.rrf_k,
                                ended=[len(bm25) < want, len(dense) < want])
-            fused = {i: s * rank.KIND_PRIOR.get(docs[i].kind, 1.0) for i, s in scores.items()}
+            scores = rank.context(scores, self.lexical.session_turns(sorted(scores)), self.settings.context)
+            fused = {i: s * rank.KIND_PRIOR.get(docs[i].kind, 1.0) for i, s in scores.items() if ok(i)}
             fused = rank.expand(fused, docs, self._links, ok, past=past)
             pinned = [docs[i] for i in self.pins(query) if ok(i)]
             ranking = rank.ranked(fused)
             packed = pack(pinned, [(docs[i], s) for i, s in ranking], budget or self.settings.budget, limit=limit)
             if record and self.log is not None:
-                self.log("retrieval", {"node_ids": packed.ids("node"), "item_ids": packed.ids("item"),
-                                       "turn_ids": packed.ids("turn"), "tokens": packed.tokens,
-                                       "pinned": [d.id for d in pinned]})
+                self.log("retrieval", {f"{kind}_ids": packed.ids(kind) for kind in ("node", "item", "turn")}
+                         | {"tokens": packed.tokens, "pinned": [d.id for d in pinned]})
             return Recalled(query, packed, tuple(d.id for d in pinned), tuple(ranking))
 
 

@@ -8,6 +8,9 @@
   what a document it does not hold can score. With ``k`` it is §20's
   reciprocal rank fusion, ``weight / (k + rank)`` with k = :data:`RRF_K`.
   :data:`KIND_PRIOR` then gives nodes 1.5 times the weight of items and turns.
+* :func:`context` — each fused turn lends a share of its score to the turns
+  next to it in its session (:data:`CONTEXT`): what a question needs often
+  sits beside the turn that matched its words (an answer follows its question).
 * :func:`keep` — drop beliefs past ``valid_until`` unless the query is about
   the past, private nodes for agent scopes, and turns of the current session.
 * :func:`expand` — one hop from the top 8 nodes: a superseded node is swapped
@@ -22,9 +25,11 @@ from collections.abc import Callable, Mapping, Sequence
 
 from exo_core.retrieval.docs import Doc
 
-__all__ = ["fuse", "KIND_PRIOR", "LINK_WEIGHTS", "RRF_K", "about_past", "keep", "expand", "ranked"]
+__all__ = ["fuse", "context", "CONTEXT", "KIND_PRIOR", "LINK_WEIGHTS", "RRF_K", "about_past", "keep", "expand",
+           "ranked"]
 
 RRF_K = 60
+CONTEXT = (0.5, 0.25)  # share of a turn's score lent to the turns 1 and 2 places away (tune halves)
 KIND_PRIOR: Mapping[str, float] = {"node": 1.5, "item": 1.0, "turn": 1.0}
 LINK_WEIGHTS: Mapping[str, float] = {
     "explains": 0.5, "evidence-for": 0.5, "applies-to": 0.5,
@@ -62,6 +67,24 @@ def fuse(lists: Sequence[Sequence[tuple[str, float]]], *, weights: Sequence[floa
     return scores
 
 
+def context(scores: Mapping[str, float], sessions: Mapping[str, Sequence[str]],
+            shares: Sequence[float] = CONTEXT) -> dict[str, float]:
+    """``scores`` with each scored turn's neighbours raised by ``shares[d - 1]`` times its score.
+
+    ``sessions`` holds the turn ids of each session, in order; a turn ``d``
+    places away in the same session borrows (so a turn between two matching
+    turns borrows from both, and a neighbour with no score of its own joins
+    the candidates). Turns of other sessions, nodes and items borrow nothing.
+    """
+    out = dict(scores)
+    for turns in sessions.values():
+        for n, turn in enumerate(turns):
+            for m in range(max(n - len(shares), 0), min(n + len(shares) + 1, len(turns))) if turn in scores else ():
+                if m != n:
+                    out[turns[m]] = out.get(turns[m], 0.0) + shares[abs(m - n) - 1] * scores[turn]
+    return out
+
+
 def ranked(scores: Mapping[str, float]) -> list[tuple[str, float]]:
     """Scores as a list, best first, ties broken by id (so rankings are reproducible)."""
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
@@ -74,12 +97,9 @@ def about_past(query: str) -> bool:
 
 def keep(doc: Doc, *, today: str, past: bool, scope: str, session: str | None) -> bool:
     """Whether ``doc`` may be shown for this query, scope and session."""
-    if doc.kind == "turn":
-        return session is None or doc.session != session
     if doc.kind != "node":
-        return True
-    hidden = doc.private and scope != "person"
-    return not hidden and (past or doc.valid_until is None or today < doc.valid_until)
+        return doc.kind != "turn" or session is None or doc.session != session
+    return not (doc.private and scope != "person") and (past or doc.valid_until is None or today < doc.valid_until)
 
 
 def expand(scores: dict[str, float], docs: Mapping[str, Doc], links: Mapping[str, Sequence[tuple[str, str]]],

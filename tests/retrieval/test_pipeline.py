@@ -203,8 +203,10 @@ def test_the_current_sessions_turns_never_take_a_candidates_place(store: Store, 
     assert [i for i, _ in got.ranking] == ["turn:old:1"]
 
 
-@pytest.mark.parametrize("settings", [RetrievalSettings(), RetrievalSettings(weights=(1.0, 1.0), rrf_k=RRF_K)])
-def test_without_an_embedder_the_ranking_is_bm25s(store: Store, tmp_path: Path, settings: RetrievalSettings) -> None:
+@pytest.mark.parametrize("settings", [RetrievalSettings(context=()),
+                                      RetrievalSettings(weights=(1.0, 1.0), rrf_k=RRF_K, context=())])
+def test_without_an_embedder_or_the_context_stage_the_ranking_is_bm25s(store: Store, tmp_path: Path,
+                                                                     settings: RetrievalSettings) -> None:
     db = tmp_path / "home" / "sessions.sqlite"
     add_turns(db, "old", [("user", f"the garden {'tomatoes ' * n}and beans {n}") for n in range(1, 15)])
     r = _retriever(store, db, settings=settings)
@@ -245,3 +247,37 @@ def test_the_fused_ranking_is_deterministic_and_weighs_the_two_lists(store: Stor
     lexical = ranking((1.0, 0.0), "c")
     semantic = ranking((0.0, 1.0), "d")
     assert lexical[0] == "turn:old:1" and lexical != semantic  # the weights decide between the lists
+
+
+def test_the_turn_after_a_match_is_recalled_through_its_neighbours(store: Store, tmp_path: Path) -> None:
+    db = tmp_path / "home" / "sessions.sqlite"
+    add_turns(db, "trip", [("user", "Where should we go hiking in the Alps this summer?"),
+                           ("assistant", "Try the Eiger trail near Grindelwald."),
+                           ("user", "Is hiking in the Alps hard with kids?"),
+                           ("user", "Something unrelated about bread.")])
+    add_turns(db, "other", [("user", "A note on sourdough starters.")])  # message 5: next id, other session
+    add_turns(db, "now", [("user", "hiking Alps")])
+    plain = _retriever(store, db, settings=RetrievalSettings(context=())).retrieve(
+        "hiking Alps", session_id="now", record=False).ranking
+    got = _retriever(store, db).retrieve("hiking Alps", session_id="now", record=False).ranking
+    before, scores = dict(plain), dict(got)
+    assert set(before) == {"turn:trip:1", "turn:trip:3"}  # the answer, turn 2, shares no word with the query
+    assert {i for i, _ in got[:2]} == set(before) and got[2][0] == "turn:trip:2"
+    # turn 2 sits between the two matches and borrows half of each; turn 1 is two from turn 3
+    assert scores["turn:trip:2"] == pytest.approx(0.5 * before["turn:trip:1"] + 0.5 * before["turn:trip:3"])
+    assert scores["turn:trip:4"] == pytest.approx(0.5 * before["turn:trip:3"])  # three from turn 1: nothing
+    assert scores["turn:trip:1"] == pytest.approx(before["turn:trip:1"] + 0.25 * before["turn:trip:3"])
+    assert not any(i.startswith(("turn:other:", "turn:now:")) for i in scores)  # other sessions borrow nothing
+
+
+def test_neighbours_follow_message_order_past_nine_turns(store: Store, tmp_path: Path) -> None:
+    db = tmp_path / "home" / "sessions.sqlite"
+    add_turns(db, "long", [("user", f"small talk number {n}") for n in range(1, 9)]
+              + [("user", "the glacier walk was cold"), ("assistant", "Bring warm gloves then."),
+                 ("user", "another glacier next year"), ("assistant", "small talk again")])
+    r = _retriever(store, db)
+    assert r.refresh()
+    assert r.lexical.session_turns(["turn:long:9"]) == {"long": [f"turn:long:{n}" for n in range(1, 13)]}
+    got = [i for i, _ in r.retrieve("glacier", record=False).ranking]
+    assert set(got[:2]) == {"turn:long:9", "turn:long:11"} and got[2] == "turn:long:10"  # 10 sits between them
+    assert r.lexical.session_turns(["work/editor", "turn:none:1"]) == {}  # nodes and unknown ids have no session

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from exo_core.retrieval import Doc, estimate_tokens, fuse, pack
 from exo_core.retrieval.pack import forms
-from exo_core.retrieval.rank import KIND_PRIOR, RRF_K, about_past, expand, keep, ranked
+from exo_core.retrieval.rank import CONTEXT, KIND_PRIOR, RRF_K, about_past, context, expand, keep, ranked
 
 
 def test_rrf_sums_reciprocal_ranks_with_k_60() -> None:
@@ -83,6 +83,20 @@ def test_score_fusion_is_bounded_and_deterministic(bm25: list[tuple[str, float]]
     assert all(-1e-9 <= s <= 1 + 1e-9 for s in scores.values())
     again = fuse([list(lst) for lst in lists], weights=(alpha, 1 - alpha), depth=depth, ended=ended)
     assert ranked(again) == ranked(scores)  # same input, same ranking; ties by id
+
+
+def test_a_turn_between_two_matching_turns_borrows_from_both_and_rises() -> None:
+    sessions = {"s": ["t1", "t2", "t3", "t4"], "u": ["u1", "u2"]}
+    scores = {"t1": 0.8, "t3": 0.6, "u1": 0.65, "node/a": 0.9}
+    out = context(scores, sessions, (0.5, 0.25))
+    assert out["t2"] == pytest.approx(0.5 * 0.8 + 0.5 * 0.6)  # matched nothing itself
+    assert out["t1"] == pytest.approx(0.8 + 0.25 * 0.6) and out["t3"] == pytest.approx(0.6 + 0.25 * 0.8)
+    assert out["t4"] == pytest.approx(0.5 * 0.6)
+    assert out["u2"] == pytest.approx(0.5 * 0.65) and out["u1"] == 0.65  # the other session lends t1-t4 nothing
+    assert out["node/a"] == 0.9  # a node has no neighbours
+    assert [i for i, _ in ranked(out)] == ["t1", "node/a", "t3", "t2", "u1", "u2", "t4"]  # t2 now above u1
+    assert context(scores, sessions, ()) == scores and context(scores, {}, CONTEXT) == scores
+    assert context(scores, sessions) == context(dict(reversed(scores.items())), sessions)  # order-free
 
 
 def test_filters_validity_privacy_and_current_session() -> None:
