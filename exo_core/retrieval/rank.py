@@ -79,7 +79,9 @@ def context(scores: Mapping[str, float], sessions: Mapping[str, Sequence[str]],
     out = dict(scores)
     for turns in sessions.values():
         for n, turn in enumerate(turns):
-            for m in range(max(n - len(shares), 0), min(n + len(shares) + 1, len(turns))) if turn in scores else ():
+            if turn not in scores:
+                continue
+            for m in range(max(n - len(shares), 0), min(n + len(shares) + 1, len(turns))):
                 if m != n:
                     out[turns[m]] = out.get(turns[m], 0.0) + shares[abs(m - n) - 1] * scores[turn]
     return out
