@@ -320,7 +320,7 @@ class LlamaTransport:
                 if result["saw_call"]:
                     result = {**result, "text": ""}
             if mode == "call" and not result["interrupted"]:
-                call_prompt = tokens + llm.tokenize(b" " + CALL_PREFIX.encode(), add_bos=False,
+                call_prompt = tokens + llm.tokenize(b" " + CALL_PREFIX.rstrip().encode(), add_bos=False,
                                                     special=False)
                 # arguments greedily: a call is an instruction, not prose to vary
                 result = greedy_under_grammar(llm, call_prompt, call_grammar(request.tools, request.tool_choice),

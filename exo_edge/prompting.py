@@ -170,14 +170,19 @@ def tool_grammar(tools: Sequence[dict[str, Any]], choice: str = "auto") -> str:
 
 
 def call_grammar(tools: Sequence[dict[str, Any]], choice: str = "required") -> str:
-    """GBNF for the JSON of one call (after ``CALL ``): ``{"name": ..., "arguments": {...}}``.
+    """GBNF for one call after ``CALL``: a space, then ``{"name": ..., "arguments": {...}}``.
+
+    The space belongs to the call, not to the prompt: the prompt ends with ``CALL`` because
+    the tokenizer spells the examples' `` {"`` as one token; a prompt ending in a lone space
+    token made ``{`` so unlikely that the first step searched all 262,144 tokens (+50 MB peak).
 
     ``choice`` names one tool to force it; ``auto``/``required`` allow any offered tool.
     """
     from llama_cpp.llama_grammar import json_schema_to_gbnf  # lazy: heavy
 
     only = None if choice in ("auto", "required") else choice
-    return json_schema_to_gbnf(json.dumps(_call_schema(tools, only)))
+    gbnf = json_schema_to_gbnf(json.dumps(_call_schema(tools, only)))
+    return 'root ::= " " call-json\n' + re.sub(r"^root ::=", "call-json ::=", gbnf, count=1, flags=re.MULTILINE)
 
 
 def parse_tool_call(text: str, index: int = 0) -> ToolCall | None:

@@ -160,7 +160,7 @@ async def test_grammar_decoding_matches_the_whole_vocabulary_sampler(transport: 
 
         def both(llm: object) -> tuple[str, str]:
             tokens = llm.tokenize(prompt.encode(), add_bos=True, special=False)  # type: ignore[attr-defined]
-            tokens += llm.tokenize(b" " + CALL_PREFIX.encode(), add_bos=False, special=False)  # type: ignore[attr-defined]
+            tokens += llm.tokenize(b" " + CALL_PREFIX.rstrip().encode(), add_bos=False, special=False)  # type: ignore[attr-defined]
             ours = greedy_under_grammar(llm, tokens, grammar, max_tokens=48, cancel=threading.Event())
             chain = llm.create_completion(tokens, max_tokens=48, temperature=0.0,  # type: ignore[attr-defined]
                                           grammar=llama_cpp.LlamaGrammar.from_string(grammar, verbose=False))
