@@ -242,8 +242,7 @@ class Ledger(Guarded):
     def head(self, seg: int = 0) -> Head:
         """The tip of segment ``seg`` (default: the main chain)."""
         with self.lock:
-            size, chain = self._head_row(self.conn, seg)
-        return Head(size, chain)
+            return Head(*self._head_row(self.conn, seg))
 
     def get(self, ref: str) -> StoredEntry:
         """The entry with id ``ref`` or a unique id prefix of at least 6 hex digits."""

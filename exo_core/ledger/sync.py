@@ -26,6 +26,7 @@ person; the ledger only guarantees the fork is recorded and reported.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import sqlite3
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
@@ -195,11 +196,8 @@ def snapshot_ledger(ledger: Ledger, dest: str | Path) -> Path:
     if dest.exists():
         raise ConflictError(f"{dest} already exists; snapshots never overwrite")
     try:
-        target = sqlite3.connect(dest)
-        try:
+        with contextlib.closing(sqlite3.connect(dest)) as target:
             ledger.backup_to(target)
-        finally:
-            target.close()
     except sqlite3.Error as exc:
         dest.unlink(missing_ok=True)
         raise StorageError(f"cannot snapshot ledger to {dest}: {exc}") from exc
