@@ -54,9 +54,7 @@ class RulesOnlyProvider:
 
 
 def _has(text: str, cue: str) -> bool:
-    if not cue[0].isalnum():
-        return cue in text
-    return re.search(rf"\b{re.escape(cue)}\b", text) is not None
+    return re.search(rf"\b{re.escape(cue)}\b", text) is not None if cue[0].isalnum() else cue in text
 
 
 class HostedProvider:

@@ -143,8 +143,7 @@ async def signal(decider: Decider, text: str) -> Decision:
 async def toolset(decider: Decider, text: str, toolsets: Iterable[str] = TOOLSETS[1:]) -> Decision:
     """Which of ``toolsets`` does a turn starting with ``text`` need? ``applied`` ``None``: offer all."""
     names = tuple(toolsets)
-    question = TOOLSET if names == TOOLSETS[1:] else toolset_question(names)
-    return await decider.decide(question, text)
+    return await decider.decide(TOOLSET if names == TOOLSETS[1:] else toolset_question(names), text)
 
 
 async def panel(decider: Decider, text: str) -> Decision:
