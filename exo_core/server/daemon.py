@@ -70,8 +70,8 @@ async def run_daemon(home: ExoHome, model: ModelTransport, settings: DaemonSetti
     addresses: tuple[str, ...] = ()
     async with Core.open(home, model=model, options=options) as core:
         store_root = settings.store or home.store_path()
-        learners = [s.learner for s in core.services if isinstance(s, ReviewService)]
-        taste = TasteRows(store_root, core.hub, core.options.recorder, learners[0] if learners else None)
+        learner = next((s.learner for s in core.services if isinstance(s, ReviewService)), None)
+        taste = TasteRows(store_root, core.hub, core.options.recorder, learner)
         core.engine.add_handler("taste.list", taste.list)
         core.engine.add_handler("taste.edit", taste.edit)
         onboarding = Onboarding(store_root, core)

@@ -63,8 +63,7 @@ def parse_hostport(value: str) -> tuple[str, int]:
 
 def bind_tcp(host: str, port: int) -> socket.socket:
     """A listening TCP socket (port 0 picks a free one)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
