@@ -102,8 +102,7 @@ def decode_event(data: bytes | str | dict[str, Any]) -> Event:
     """Decode an event envelope loosely (clients): unknown fields are dropped."""
     raw = data if isinstance(data, dict) else parse_json_object(data, what="event")
     try:
-        seq = raw["seq"]
-        etype = raw["type"]
+        seq, etype = raw["seq"], raw["type"]
     except KeyError as exc:
         raise MalformedMessageError(f"event lacks {exc.args[0]!r}", field=str(exc.args[0])) from exc
     if not isinstance(seq, int) or isinstance(seq, bool) or not isinstance(etype, str):
@@ -137,9 +136,7 @@ def _convert(value: Any, hint: Any, where: str, strict: bool) -> Any:
         if value is None and type(None) in options:
             return None
         last: BadBodyError | None = None
-        for option in options:
-            if option is type(None):
-                continue
+        for option in (o for o in options if o is not type(None)):
             try:
                 return _convert(value, option, where, strict)
             except BadBodyError as exc:
