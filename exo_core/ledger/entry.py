@@ -132,10 +132,8 @@ def build_content(*, kind: str, scope: str, author: str, ts: int, refs: Sequence
     validate_body(kind, body, refs_t)
     if idem is not None and (not isinstance(idem, str) or not 0 < len(idem) <= MAX_IDEM_CHARS):
         raise BadBodyError(f"idempotency key must be 1-{MAX_IDEM_CHARS} characters", field="idem")
-    doc: dict[str, Any] = {"v": FORMAT_VERSION, "kind": kind, "scope": scope, "author": author, "ts": ts,
-                           "refs": list(refs_t), "body": body}
-    if idem is not None:
-        doc["idem"] = idem
+    doc = {"v": FORMAT_VERSION, "kind": kind, "scope": scope, "author": author, "ts": ts, "refs": list(refs_t),
+           "body": body, **({} if idem is None else {"idem": idem})}
     content = canonical_json(doc, field="body")
     if len(content) > MAX_CONTENT_BYTES:
         raise BadBodyError(f"entry is {len(content)} bytes; the limit is {MAX_CONTENT_BYTES}", field="body")

@@ -142,8 +142,7 @@ def common_prefix(a: Ledger, b: Ledger) -> Head:
 
 
 def _on_main(ledger: Ledger, cp: Checkpoint) -> bool:
-    head = ledger.head(0)
-    return cp.size <= head.size and ledger.chain_at(0, cp.size) == cp.head
+    return cp.size <= ledger.head(0).size and ledger.chain_at(0, cp.size) == cp.head
 
 
 def sync_ledgers(local: Ledger, foreign: Ledger, *, pins: Collection[str] | None = None,

@@ -96,9 +96,8 @@ def verify_ledger(ledger: Ledger, *, pins: Collection[str] | None = None, checkp
     triggers = {r[0] for r in ledger.query("SELECT name FROM sqlite_master WHERE type='trigger'")}
     seg_rows = ledger.query("SELECT seg, base_seg, base_pos FROM segments ORDER BY seg")
     integrity = ledger.query("PRAGMA integrity_check") if deep else [("ok",)]
-    for name in TRIGGER_NAMES:
-        if name not in triggers:
-            bad(f"append-only trigger {name} is missing: the ledger may have been edited")
+    for name in (n for n in TRIGGER_NAMES if n not in triggers):
+        bad(f"append-only trigger {name} is missing: the ledger may have been edited")
     if [tuple(r) for r in integrity] != [("ok",)]:
         bad(f"SQLite integrity_check: {'; '.join(str(r[0]) for r in integrity[:5])}")
     bases: dict[int, tuple[int | None, int]] = {seg: (base_seg, base_pos) for seg, base_seg, base_pos in seg_rows}
