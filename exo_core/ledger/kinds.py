@@ -81,8 +81,7 @@ def _verdict(body: Mapping[str, Any], refs: tuple[str, ...]) -> None:
 
 def _retrieval(body: Mapping[str, Any], refs: tuple[str, ...]) -> None:
     for key in ("node_ids", "item_ids"):
-        value = body.get(key)
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        if not isinstance(body.get(key), list) or not all(isinstance(v, str) for v in body[key]):
             raise BadBodyError(f"retrieval body needs a list of strings {key!r}", field=f"body.{key}")
 
 

@@ -106,15 +106,12 @@ def import_entries(ledger: Ledger, entries: Iterable[StoredEntry], *, origin: st
                 if not conn.execute("SELECT 1 FROM entries WHERE id=?", (ref,)).fetchone():
                     raise CorruptDataError(f"foreign entry {entry.id[:16]}… refers to {ref[:16]}…, which neither "
                                            "copy holds before it; nothing imported")
-            if entry.prev == ledger.genesis:
-                parent_seg, parent_pos = 0, 0
-            else:
-                found = conn.execute("SELECT seg, pos FROM entries WHERE chain=?", (entry.prev,)).fetchone()
-                if found is None:
-                    raise CorruptDataError(f"foreign entry {entry.id[:16]}… follows a chain hash this ledger does "
-                                           "not hold (the source is missing entries, or is another ledger); "
-                                           "nothing imported")
-                parent_seg, parent_pos = int(found[0]), int(found[1])
+            found = (0, 0) if entry.prev == ledger.genesis else conn.execute(
+                "SELECT seg, pos FROM entries WHERE chain=?", (entry.prev,)).fetchone()
+            if found is None:
+                raise CorruptDataError(f"foreign entry {entry.id[:16]}… follows a chain hash this ledger does not "
+                                       "hold (the source is missing entries, or is another ledger); nothing imported")
+            parent_seg, parent_pos = int(found[0]), int(found[1])
             taken = conn.execute("SELECT 1 FROM entries WHERE seg=? AND pos=?", (parent_seg, parent_pos + 1)).fetchone()
             if taken is None:
                 seg = parent_seg  # continues that chain's end: fast-forward or extend a fork

@@ -50,12 +50,8 @@ class Problem:
         """One line naming the entry (if any) and why it is bad."""
         if self.n is None:
             return self.reason
-        where = f"entry n={self.n}"
-        if self.seg is not None:
-            where += f" (segment {self.seg}, height {self.pos})"
-        if self.id:
-            where += f" id {self.id[:16]}"
-        return f"{where}: {self.reason}"
+        where = f"entry n={self.n}" + (f" (segment {self.seg}, height {self.pos})" if self.seg is not None else "")
+        return f"{where}{f' id {self.id[:16]}' if self.id else ''}: {self.reason}"
 
 
 @dataclass(frozen=True, slots=True)
