@@ -206,7 +206,6 @@ def load_catalog(config: Mapping[str, Any] | None = None, *, path: Path | None =
     t = _table(merged.get("timeouts", {}), "models.timeouts")
     timeouts = Timeouts(**{k: _float(t[k], f"models.timeouts.{k}") for k in ("connect", "first_byte", "idle") if k in t})
     catalog = Catalog(providers, roles, timeouts)
-    for routes in roles.values():
-        for route in routes:
-            catalog.check_route(route)
+    for route in (route for routes in roles.values() for route in routes):
+        catalog.check_route(route)
     return catalog
