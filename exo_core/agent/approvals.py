@@ -91,12 +91,9 @@ class ApprovalBroker:
     async def reusable(self, session_id: str) -> dict[str, ApprovalRecord]:
         """Requests a resumed turn can pick up again, by call id: open ones and unclaimed answers."""
         def load() -> dict[str, ApprovalRecord]:
-            found = {a.call_id: a for a in self._store.open_approvals(session_id) if a.call_id}
-            for request_id in list(self._unclaimed):
-                a = self._store.get_approval(request_id)
-                if a.session_id == session_id and a.call_id:
-                    found[a.call_id] = a
-            return found
+            unclaimed = [self._store.get_approval(request_id) for request_id in list(self._unclaimed)]
+            return {a.call_id: a for a in [*self._store.open_approvals(session_id), *unclaimed]
+                    if a.call_id and a.session_id == session_id}
 
         return await self._worker.run(load)
 
