@@ -275,8 +275,7 @@ class Ledger(Guarded):
         filters = (("kind = ?", kind), ("scope = ?", scope), ("seg = ?", seg), ("ts >= ?", since_ms),
                    ("ts < ?", until_ms))
         where = {clause: value for clause, value in filters if value is not None}
-        for row in self.raw_rows(where, after_n=after_n, limit=limit):
-            yield decode_row(row)
+        yield from map(decode_row, self.raw_rows(where, after_n=after_n, limit=limit))
 
     def raw_rows(self, where: Mapping[str, object] | None = None, *, after_n: int = 0,
                  limit: int | None = None) -> Iterator[tuple[object, ...]]:
