@@ -129,14 +129,12 @@ def _url(name: str, port: int) -> str:
 def _lan_names() -> tuple[str, ...]:
     """Names and addresses a laptop on the LAN may use for this machine (for a wildcard bind)."""
     found: list[str] = []
-    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        probe.connect(("192.0.2.1", 9))  # TEST-NET: picks the outbound interface, sends nothing
-        found.append(probe.getsockname()[0])
-    except OSError:
-        log.info("no route to a LAN; only local names are accepted as Host")
-    finally:
-        probe.close()
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))  # TEST-NET: picks the outbound interface, sends nothing
+            found.append(probe.getsockname()[0])
+        except OSError:
+            log.info("no route to a LAN; only local names are accepted as Host")
     hostname = socket.gethostname()
     found += [hostname, f"{hostname}.local"]
     return tuple(dict.fromkeys(n for n in found if n and not n.startswith("127.")))
