@@ -251,10 +251,9 @@ class Ledger(Guarded):
         # 'g' sorts after every hex digit: a prefix range scan.
         rows = self.query(f"SELECT {ROW_COLUMNS} FROM entries WHERE id >= ? AND id < ? ORDER BY n LIMIT 3",
                           (ref, ref + "g"))
-        ids = {decode_row(r).id for r in rows}
         if not rows:
             raise NotFoundError(f"no ledger entry {ref}")
-        if len(ids) > 1:
+        if len({decode_row(r).id for r in rows}) > 1:
             raise UsageError(f"id prefix {ref} is ambiguous; give more digits")
         return decode_row(rows[0])
 
