@@ -167,9 +167,8 @@ def _convert(value: Any, hint: Any, where: str, strict: bool) -> Any:
 
 
 def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    kinds = ((bool, "a boolean"), ((int, float), "a number"), (str, "a string"), (list, "an array"))
+    kinds = ((type(None), "null"), (bool, "a boolean"), ((int, float), "a number"), (str, "a string"),
+             (list, "an array"))
     return next((name for accepted, name in kinds if isinstance(value, accepted)), "an object")
 
 
