@@ -54,15 +54,13 @@ class ApprovalBroker:
 
         If the waiting turn is interrupted the request is resolved as ``expired``.
         """
-        existing = await self._existing(session_id, turn_id, call_id)
+        found = (await self.reusable(session_id)).get(call_id) if call_id else None
+        existing = found if found is not None and found.turn_id == turn_id else None
         if existing is not None and existing.id in self._unclaimed:
             return self._unclaimed.pop(existing.id)
-        if existing is not None and existing.status == "open":
-            record = existing
-        else:
-            record = await self._worker.run(
-                lambda: self._store.add_approval(session_id, turn_id=turn_id, call_id=call_id, tool=tool,
-                                                 summary=summary, risk=risk, arguments=arguments))
+        record = existing if existing is not None and existing.status == "open" else await self._worker.run(
+            lambda: self._store.add_approval(session_id, turn_id=turn_id, call_id=call_id, tool=tool, summary=summary,
+                                             risk=risk, arguments=arguments))
         future: asyncio.Future[ApprovalAnswer] = asyncio.get_running_loop().create_future()
         self._waiting[record.id] = future
         await self._hub.emit(session_id, "approval.requested", ApprovalRequested(
@@ -93,12 +91,9 @@ class ApprovalBroker:
     async def reusable(self, session_id: str) -> dict[str, ApprovalRecord]:
         """Requests a resumed turn can pick up again, by call id: open ones and unclaimed answers."""
         def load() -> dict[str, ApprovalRecord]:
-            found = {a.call_id: a for a in self._store.open_approvals(session_id) if a.call_id}
-            for request_id in list(self._unclaimed):
-                a = self._store.get_approval(request_id)
-                if a.session_id == session_id and a.call_id:
-                    found[a.call_id] = a
-            return found
+            unclaimed = [self._store.get_approval(request_id) for request_id in list(self._unclaimed)]
+            return {a.call_id: a for a in [*self._store.open_approvals(session_id), *unclaimed]
+                    if a.call_id and a.session_id == session_id}
 
         return await self._worker.run(load)
 
@@ -109,12 +104,6 @@ class ApprovalBroker:
         for a in stale:
             await self._expire(a.id, session_id, reason)
         return len(stale)
-
-    async def _existing(self, session_id: str, turn_id: str | None, call_id: str | None) -> ApprovalRecord | None:
-        if not call_id:
-            return None
-        found = (await self.reusable(session_id)).get(call_id)
-        return found if found is not None and found.turn_id == turn_id else None
 
     async def _expire(self, request_id: str, session_id: str, reason: str) -> None:
         def resolve() -> bool:

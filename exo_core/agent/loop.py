@@ -247,12 +247,10 @@ async def _call_model(deps: LoopDeps, session_id: str, turn_id: str, request: Mo
         except RetryableModelError as exc:
             await _settle(in_flight)
             attempt += 1
-            if shown or attempt > deps.settings.max_retries:
-                raise
             wait = exc.retry_after if exc.retry_after is not None else deps.settings.backoff_base * 2 ** (attempt - 1)
-            if wait > deps.settings.max_retry_wait:
-                # A long stated window (the router already fell back through every route):
-                # waiting here would hang the turn, so it ends with the error instead.
+            # Past a long stated window (the router already fell back through every route) waiting
+            # would hang the turn, so it ends with the error instead.
+            if shown or attempt > deps.settings.max_retries or wait > deps.settings.max_retry_wait:
                 raise
             log.info("model call failed (%s); retry %d in %.2fs", exc.message, attempt, wait)
             await deps.clock.sleep(wait)

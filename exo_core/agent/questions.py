@@ -77,8 +77,7 @@ class QuestionBroker:
             raise BadBodyError("a question needs text", field="question")
         if len(opts) > MAX_OPTIONS or any(not o for o in opts):
             raise BadBodyError(f"a question takes 0 to {MAX_OPTIONS} non-empty options", field="options")
-        if not opts:
-            allow_text = True
+        allow_text = allow_text or not opts
         question_id = self._ids.new("q")
         future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         self._open[question_id] = _Open(session_id, opts, allow_text, future)

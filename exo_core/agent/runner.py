@@ -117,12 +117,10 @@ class TurnRunner:
             await self._deps.worker.run(lambda t=text: self._deps.store.add_turn(session_id, t, "steer"))
         queued = await self._deps.worker.run(lambda: self._deps.store.turns(session_id, status="queued"))
         if queued:
-            nxt = queued[0]
-            await self._deps.worker.run(lambda: self._deps.store.set_turn_status(nxt.id, "running"))
-            self._start(session_id, nxt, resumed=False)
+            await self._deps.worker.run(lambda: self._deps.store.set_turn_status(queued[0].id, "running"))
+            self._start(session_id, queued[0], resumed=False)
         else:
-            state.task = None
-            state.turn_id = None
+            state.task, state.turn_id = None, None
 
     async def interrupt(self, session_id: str) -> str | None:
         """Stop the running turn and wait until it is closed; returns its id (``None`` when idle)."""
@@ -135,9 +133,8 @@ class TurnRunner:
         try:
             await asyncio.shield(task)
         except asyncio.CancelledError:
-            if task.cancelled():
-                return turn_id
-            raise
+            if not task.cancelled():  # this caller was cancelled, not the turn
+                raise
         return turn_id
 
     async def resume(self, session_id: str) -> dict[str, object]:

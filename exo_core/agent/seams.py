@@ -114,7 +114,9 @@ class RiskGate:
         self._always: set[str] = set()
 
     def check(self, spec: ToolSpec, arguments: dict[str, Any]) -> GateOutcome:
-        summary = _one_line(spec.name, arguments)
+        detail = arguments.get("command") or arguments.get("path") or ""
+        summary = " ".join((f"{spec.name}: {detail}" if detail else spec.name).split())
+        summary = summary if len(summary) <= 80 else summary[:77] + "..."  # one short line
         if spec.risk == "high" and spec.name not in self._always:
             return GateOutcome("ask", summary, spec.risk, "high-risk tool", rule_key=spec.name)
         return GateOutcome("allow", summary, spec.risk, rule_key=spec.name)
@@ -122,9 +124,3 @@ class RiskGate:
     def allow_always(self, rule_key: str) -> None:
         """Stop asking for ``rule_key`` for the rest of this run."""
         self._always.add(rule_key)
-
-
-def _one_line(name: str, arguments: dict[str, Any]) -> str:
-    detail = arguments.get("command") or arguments.get("path") or ""
-    text = " ".join((f"{name}: {detail}" if detail else name).split())
-    return text if len(text) <= 80 else text[:77] + "..."

@@ -55,9 +55,8 @@ async def run_tool_call(deps: "LoopDeps", session_id: str, turn_id: str, call: T
         action, reason = "deny", verdict.reason
     elif verdict is not None and verdict.action == "ask" and action in ("allow", "log"):
         action, reason = "ask", verdict.reason
-    decision, refs = action, ()
-    if action == "ask":
-        decision, refs = await _ask(deps, session_id, turn_id, call, outcome, risk, reason)
+    decision, refs = (await _ask(deps, session_id, turn_id, call, outcome, risk, reason) if action == "ask"
+                      else (action, ()))
     if action == "deny":
         result = ToolResult.error(f"blocked: {reason or 'not allowed'}")
     elif decision == "deny":

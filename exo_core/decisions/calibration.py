@@ -120,8 +120,7 @@ def expected_calibration_error(confidences: Sequence[float], correct: Sequence[b
         idx = [i for i, c in enumerate(confidences) if (lo < c <= hi) or (b == 0 and c == 0.0)]
         if idx:
             conf = sum(confidences[i] for i in idx) / len(idx)
-            acc = sum(1 for i in idx if correct[i]) / len(idx)
-            total += len(idx) * abs(conf - acc)
+            total += len(idx) * abs(conf - sum(1 for i in idx if correct[i]) / len(idx))
     return total / len(confidences)
 
 

@@ -58,9 +58,7 @@ class Decider:
     async def decide(self, question: Question, state: str, *, record: bool = True) -> Decision:
         """Answer ``question`` about ``state``; never raises for a provider's failure."""
         start = self.clock.monotonic()
-        decision = self._by_rule(question, state)
-        if decision is None:
-            decision = await self._by_providers(question, state)
+        decision = self._by_rule(question, state) or await self._by_providers(question, state)
         decision = replace(decision, seconds=max(0.0, self.clock.monotonic() - start))
         if record and self.recorder is not None:
             decision = replace(decision, entry_id=await self._record(question, state, decision))
@@ -97,9 +95,8 @@ class Decider:
 
     async def _bounded(self, provider: DecisionProvider, question: Question, state: str) -> Mapping[str, float]:
         """The provider's answer, or :class:`TimeoutError` once its timeout passes on the clock."""
-        budget = provider.timeout
         task = asyncio.ensure_future(provider.probabilities(question, state))
-        timer = asyncio.ensure_future(self.clock.sleep(budget))
+        timer = asyncio.ensure_future(self.clock.sleep(provider.timeout))
         try:
             await asyncio.wait({task, timer}, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -109,14 +106,13 @@ class Decider:
                 task.cancel()
                 task.add_done_callback(_consume)
         if late:
-            raise TimeoutError(f"{provider.name} took longer than {budget} s")
+            raise TimeoutError(f"{provider.name} took longer than {provider.timeout} s")
         return task.result()
 
     async def _record(self, question: Question, state: str, decision: Decision) -> str | None:
         assert self.recorder is not None
-        body = decision_body(question, state, decision)
         try:
-            return await asyncio.to_thread(self.recorder.record, "decision", body)
+            return await asyncio.to_thread(self.recorder.record, "decision", decision_body(question, state, decision))
         except ExoError:
             log.exception("could not record a %s decision in the ledger", question.mechanism)
             return None

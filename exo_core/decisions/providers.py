@@ -54,9 +54,7 @@ class RulesOnlyProvider:
 
 
 def _has(text: str, cue: str) -> bool:
-    if not cue[0].isalnum():
-        return cue in text
-    return re.search(rf"\b{re.escape(cue)}\b", text) is not None
+    return re.search(rf"\b{re.escape(cue)}\b", text) is not None if cue[0].isalnum() else cue in text
 
 
 class HostedProvider:
@@ -74,8 +72,7 @@ class HostedProvider:
         """The request sent: lettered options, worked examples, the redacted state."""
         lines = [f"{question.text} Answer with the letter of one option and nothing else."]
         lines += [f"{LETTERS[i]}. {o}: {question.describe(o)}" for i, o in enumerate(question.options)]
-        for text, label in question.examples:
-            lines.append(f"Message: {text}\nAnswer: {LETTERS[question.options.index(label)]}")
+        lines += [f"Message: {text}\nAnswer: {LETTERS[question.options.index(o)]}" for text, o in question.examples]
         user = f"Message: {redact(state)}\nAnswer:"
         return ModelRequest(messages=(ChatMessage("system", "\n".join(lines)), ChatMessage("user", user)),
                             max_tokens=2, temperature=0.0, role=self.role)

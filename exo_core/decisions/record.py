@@ -98,11 +98,10 @@ def labelled_samples(entries: Iterable[Any]) -> dict[tuple[str, str], tuple[tupl
         body = decisions.get(entry_id)
         if body is None or body.get("provider") in (None, "none"):
             continue
-        key = (str(body["provider"]), str(body["decider"]))
         options = tuple(body.get("options", ()))
         if label not in options:
             continue
-        bucket = out.setdefault(key, (options, []))
+        bucket = out.setdefault((str(body["provider"]), str(body["decider"])), (options, []))
         if bucket[0] == options:  # options changed (a plugin added a toolset): a new question
             bucket[1].append((dict(body["raw"]), label))
     return out

@@ -67,12 +67,11 @@ def toolset_question(toolsets: Iterable[str] = TOOLSETS[1:]) -> Question:
     order = {name: i for i, name in enumerate(TOOLSETS)}  # known toolsets first, in the table's order
     options = ("none", *sorted(set(toolsets) - {"none"}, key=lambda name: (order.get(name, len(order)), name)))
     known = set(options)
-    rules = tuple(r for r in _TOOLSET_RULES if r.option in known)
-    examples = tuple(e for e in _TOOLSET_EXAMPLES if e[1] in known)
     return Question("toolset", "choice", "Which tools does this request need?", options,
-                    tuple(_TOOLSET_DESCRIPTIONS.get(o, f"the {o} tools") for o in options),
-                    threshold=0.7, fallback="default", default=None, rules=rules,
-                    cues={o: c for o, c in _TOOLSET_CUES.items() if o in known}, examples=examples)
+                    tuple(_TOOLSET_DESCRIPTIONS.get(o, f"the {o} tools") for o in options), threshold=0.7,
+                    fallback="default", rules=tuple(r for r in _TOOLSET_RULES if r.option in known),
+                    cues={o: c for o, c in _TOOLSET_CUES.items() if o in known},
+                    examples=tuple(e for e in _TOOLSET_EXAMPLES if e[1] in known))
 
 
 _TOOLSET_RULES = (
@@ -143,8 +142,7 @@ async def signal(decider: Decider, text: str) -> Decision:
 async def toolset(decider: Decider, text: str, toolsets: Iterable[str] = TOOLSETS[1:]) -> Decision:
     """Which of ``toolsets`` does a turn starting with ``text`` need? ``applied`` ``None``: offer all."""
     names = tuple(toolsets)
-    question = TOOLSET if names == TOOLSETS[1:] else toolset_question(names)
-    return await decider.decide(question, text)
+    return await decider.decide(TOOLSET if names == TOOLSETS[1:] else toolset_question(names), text)
 
 
 async def panel(decider: Decider, text: str) -> Decision:

@@ -88,15 +88,11 @@ class Core:
         self.questions = QuestionBroker(self.hub, options.ids)
         if options.tools.get("ask_person") is None:
             options.tools.add(AskPersonTool(self.questions))
-        gate = options.gate
-        if gate is None:
-            gate = ConsequenceGate(Policy.load(home.root / "gate.toml"), workspace=options.workspace)
-        context = options.context
-        if context is None:
-            context = SummaryTreeContext(worker=self.worker, store=self.store, hub=self.hub, clock=options.clock,
-                                         summarizer=options.summarizer or model,
-                                         config=options.context_config or ContextConfig.from_config(home.config()))
-        self.context: ContextEngine = context
+        gate = options.gate or ConsequenceGate(Policy.load(home.root / "gate.toml"), workspace=options.workspace)
+        self.context: ContextEngine = options.context or SummaryTreeContext(
+            worker=self.worker, store=self.store, hub=self.hub, clock=options.clock,
+            summarizer=options.summarizer or model,
+            config=options.context_config or ContextConfig.from_config(home.config()))
         self.deps = LoopDeps(hub=self.hub, worker=self.worker, store=self.store, model=model, tools=options.tools,
                              approvals=self.approvals, gate=gate, memory=options.memory, context=self.context,
                              recorder=options.recorder, hooks=options.hooks, clock=options.clock,

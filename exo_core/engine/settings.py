@@ -66,14 +66,11 @@ def set_toml_value(text: str, table: str, key: str, value: Any) -> str:
                 break
         lines[header + 1 if at is None else at:header + 1 if stop is None else stop] = [line]
     out = "\n".join(lines).lstrip("\n") + "\n"
-    try:
-        written = functools.reduce(lambda d, k: d[k], (*table.split("."), key), tomllib.loads(out)) == value
-    except (tomllib.TOMLDecodeError, KeyError, TypeError):
-        written = False
-    if not written:
-        raise ConfigError(f"config.toml: cannot set {table}.{key} line by line (is [{table}] written inline "
-                          f"or with dotted keys?); set it by hand")
-    return out
+    with contextlib.suppress(tomllib.TOMLDecodeError, KeyError, TypeError):
+        if functools.reduce(lambda d, k: d[k], (*table.split("."), key), tomllib.loads(out)) == value:
+            return out
+    raise ConfigError(f"config.toml: cannot set {table}.{key} line by line (is [{table}] written inline "
+                      f"or with dotted keys?); set it by hand")
 
 
 class RuntimeSettings:
@@ -126,11 +123,8 @@ class RuntimeSettings:
 
     async def config_get(self, body: cmd.ConfigGet) -> dict[str, Any]:
         """One setting, or all of them: ``{settings: {key: {value, applies}}}``."""
-        settings: dict[str, Any] = {}
-        for key in [body.key] if body.key else SETTINGS:
-            value, applies = self._value(key)
-            settings[key] = {"value": value, "applies": applies}
-        return {"settings": settings}
+        keys = [body.key] if body.key else list(SETTINGS)
+        return {"settings": {key: dict(zip(("value", "applies"), self._value(key))) for key in keys}}
 
     async def config_set(self, body: cmd.ConfigSet) -> dict[str, Any]:
         """Check, persist and (for ``now`` keys) apply one setting."""

@@ -116,8 +116,7 @@ def parse_canonical(data: bytes, *, what: str = "document") -> Any:
         raise CorruptDataError(f"{what}: expected bytes, found {type(data).__name__}")
     raw = bytes(data)
     try:
-        text = raw.decode("utf-8")
-        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_refuse_constant)
+        value = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_constant=_refuse_constant)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         # json.JSONDecodeError is a ValueError; so are our hooks' refusals.
         raise CorruptDataError(f"{what}: not valid canonical JSON ({exc})") from exc

@@ -98,8 +98,7 @@ class Checkpoint:
 def make_checkpoint(ledger: Ledger, signer: Signer) -> Checkpoint:
     """Sign a checkpoint of ``ledger``'s main chain as it is now (writes nothing)."""
     head = ledger.head(0)
-    ts = int(ledger.clock() * 1000)
-    unsigned = Checkpoint(ledger.ledger_id, head.size, head.chain, ts, signer.key_id, b"")
+    unsigned = Checkpoint(ledger.ledger_id, head.size, head.chain, int(ledger.clock() * 1000), signer.key_id, b"")
     return dataclasses.replace(unsigned, sig=signer.sign(_DOMAIN + unsigned.statement()))
 
 

@@ -83,19 +83,17 @@ def connect(path: Path, *, create: bool, what: str = "ledger") -> sqlite3.Connec
     """
     uri = f"file:{path}?mode={'rwc' if create else 'rw'}"
     try:
-        # check_same_thread=False: Guarded serialises use with its own lock.
+        # check_same_thread=False: Guarded serialises use with its own lock. The timeout is SQLite's busy timeout.
         conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000,
                                check_same_thread=False)
     except sqlite3.Error as exc:
         raise StorageError(f"cannot open {what} {path}: {exc}") from exc
     try:
-        conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         mode = conn.execute("PRAGMA journal_mode=TRUNCATE").fetchone()[0]
         if str(mode).lower() != "truncate":
             raise StorageError(f"{what} {path}: could not leave journal mode {mode!r}")
-        conn.execute("PRAGMA synchronous=FULL")
-        conn.execute("PRAGMA foreign_keys=ON")
-        conn.execute("PRAGMA wal_autocheckpoint=0")  # belt and braces: never checkpoint
+        # wal_autocheckpoint=0: belt and braces, never checkpoint.
+        conn.executescript("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA wal_autocheckpoint=0;")
     except sqlite3.DatabaseError as exc:
         conn.close()
         if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
@@ -106,10 +104,7 @@ def connect(path: Path, *, create: bool, what: str = "ledger") -> sqlite3.Connec
 
 def create_schema(conn: sqlite3.Connection) -> None:
     """Create tables, indexes and triggers if missing (inside the caller's transaction)."""
-    for statement in _SCHEMA.split(";"):
-        if statement.strip():
-            conn.execute(statement)
-    for statement in _TRIGGERS:
+    for statement in (*_SCHEMA.split(";"), *_TRIGGERS):  # the piece after the last ';' is blank: a no-op
         conn.execute(statement)
 
 

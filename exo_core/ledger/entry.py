@@ -132,10 +132,8 @@ def build_content(*, kind: str, scope: str, author: str, ts: int, refs: Sequence
     validate_body(kind, body, refs_t)
     if idem is not None and (not isinstance(idem, str) or not 0 < len(idem) <= MAX_IDEM_CHARS):
         raise BadBodyError(f"idempotency key must be 1-{MAX_IDEM_CHARS} characters", field="idem")
-    doc: dict[str, Any] = {"v": FORMAT_VERSION, "kind": kind, "scope": scope, "author": author, "ts": ts,
-                           "refs": list(refs_t), "body": body}
-    if idem is not None:
-        doc["idem"] = idem
+    doc = {"v": FORMAT_VERSION, "kind": kind, "scope": scope, "author": author, "ts": ts, "refs": list(refs_t),
+           "body": body, **({} if idem is None else {"idem": idem})}
     content = canonical_json(doc, field="body")
     if len(content) > MAX_CONTENT_BYTES:
         raise BadBodyError(f"entry is {len(content)} bytes; the limit is {MAX_CONTENT_BYTES}", field="body")
@@ -183,9 +181,8 @@ def decode_row(row: Sequence[object]) -> StoredEntry:
     ts_col = _int(row[10], "ts")
     idem_col = None if row[11] is None else _text(row[11], "idem")
     content = row[12]
-    for name, value in (("id", entry_id), ("prev", prev), ("chain", chain)):
-        if not is_entry_id(value):
-            raise CorruptDataError(f"column {name} is not 64 lower-case hex digits")
+    for name in (n for n, value in (("id", entry_id), ("prev", prev), ("chain", chain)) if not is_entry_id(value)):
+        raise CorruptDataError(f"column {name} is not 64 lower-case hex digits")
     if not isinstance(sig, bytes) or len(sig) != 64:
         raise CorruptDataError("column sig is not a 64-byte signature")
     if not isinstance(content, bytes):

@@ -51,18 +51,12 @@ def is_entry_id(value: object) -> bool:
     return isinstance(value, str) and _HEX64.fullmatch(value) is not None
 
 
-def _need_str(body: Mapping[str, Any], key: str, kind: str) -> str:
-    value = body.get(key)
-    if not isinstance(value, str) or not value:
-        raise BadBodyError(f"{kind} body needs a non-empty string {key!r}", field=f"body.{key}")
-    return value
-
-
 def _needs(kind: str, *keys: str) -> Callable[[Mapping[str, Any], tuple[str, ...]], None]:
-    """The rule of a kind whose body needs only non-empty strings at ``keys``."""
+    """The rule of a kind whose body needs non-empty strings at ``keys``."""
     def check(body: Mapping[str, Any], refs: tuple[str, ...]) -> None:
         for key in keys:
-            _need_str(body, key, kind)
+            if not isinstance(body.get(key), str) or not body[key]:
+                raise BadBodyError(f"{kind} body needs a non-empty string {key!r}", field=f"body.{key}")
 
     return check
 
@@ -87,8 +81,7 @@ def _verdict(body: Mapping[str, Any], refs: tuple[str, ...]) -> None:
 
 def _retrieval(body: Mapping[str, Any], refs: tuple[str, ...]) -> None:
     for key in ("node_ids", "item_ids"):
-        value = body.get(key)
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        if not isinstance(body.get(key), list) or not all(isinstance(v, str) for v in body[key]):
             raise BadBodyError(f"retrieval body needs a list of strings {key!r}", field=f"body.{key}")
 
 
@@ -107,7 +100,7 @@ def _no_text(value: Any, path: str) -> None:
 
 
 def _decision(body: Mapping[str, Any], refs: tuple[str, ...]) -> None:
-    _need_str(body, "decider", "decision")
+    _needs("decision", "decider")(body, refs)
     _no_text(dict(body), "body")
 
 

@@ -242,8 +242,7 @@ class Ledger(Guarded):
     def head(self, seg: int = 0) -> Head:
         """The tip of segment ``seg`` (default: the main chain)."""
         with self.lock:
-            size, chain = self._head_row(self.conn, seg)
-        return Head(size, chain)
+            return Head(*self._head_row(self.conn, seg))
 
     def get(self, ref: str) -> StoredEntry:
         """The entry with id ``ref`` or a unique id prefix of at least 6 hex digits."""
@@ -252,10 +251,9 @@ class Ledger(Guarded):
         # 'g' sorts after every hex digit: a prefix range scan.
         rows = self.query(f"SELECT {ROW_COLUMNS} FROM entries WHERE id >= ? AND id < ? ORDER BY n LIMIT 3",
                           (ref, ref + "g"))
-        ids = {decode_row(r).id for r in rows}
         if not rows:
             raise NotFoundError(f"no ledger entry {ref}")
-        if len(ids) > 1:
+        if len({decode_row(r).id for r in rows}) > 1:
             raise UsageError(f"id prefix {ref} is ambiguous; give more digits")
         return decode_row(rows[0])
 
@@ -276,8 +274,7 @@ class Ledger(Guarded):
         filters = (("kind = ?", kind), ("scope = ?", scope), ("seg = ?", seg), ("ts >= ?", since_ms),
                    ("ts < ?", until_ms))
         where = {clause: value for clause, value in filters if value is not None}
-        for row in self.raw_rows(where, after_n=after_n, limit=limit):
-            yield decode_row(row)
+        yield from map(decode_row, self.raw_rows(where, after_n=after_n, limit=limit))
 
     def raw_rows(self, where: Mapping[str, object] | None = None, *, after_n: int = 0,
                  limit: int | None = None) -> Iterator[tuple[object, ...]]:

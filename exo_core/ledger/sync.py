@@ -26,6 +26,7 @@ person; the ledger only guarantees the fork is recorded and reported.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import sqlite3
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
@@ -105,15 +106,12 @@ def import_entries(ledger: Ledger, entries: Iterable[StoredEntry], *, origin: st
                 if not conn.execute("SELECT 1 FROM entries WHERE id=?", (ref,)).fetchone():
                     raise CorruptDataError(f"foreign entry {entry.id[:16]}… refers to {ref[:16]}…, which neither "
                                            "copy holds before it; nothing imported")
-            if entry.prev == ledger.genesis:
-                parent_seg, parent_pos = 0, 0
-            else:
-                found = conn.execute("SELECT seg, pos FROM entries WHERE chain=?", (entry.prev,)).fetchone()
-                if found is None:
-                    raise CorruptDataError(f"foreign entry {entry.id[:16]}… follows a chain hash this ledger does "
-                                           "not hold (the source is missing entries, or is another ledger); "
-                                           "nothing imported")
-                parent_seg, parent_pos = int(found[0]), int(found[1])
+            found = (0, 0) if entry.prev == ledger.genesis else conn.execute(
+                "SELECT seg, pos FROM entries WHERE chain=?", (entry.prev,)).fetchone()
+            if found is None:
+                raise CorruptDataError(f"foreign entry {entry.id[:16]}… follows a chain hash this ledger does not "
+                                       "hold (the source is missing entries, or is another ledger); nothing imported")
+            parent_seg, parent_pos = int(found[0]), int(found[1])
             taken = conn.execute("SELECT 1 FROM entries WHERE seg=? AND pos=?", (parent_seg, parent_pos + 1)).fetchone()
             if taken is None:
                 seg = parent_seg  # continues that chain's end: fast-forward or extend a fork
@@ -141,8 +139,7 @@ def common_prefix(a: Ledger, b: Ledger) -> Head:
 
 
 def _on_main(ledger: Ledger, cp: Checkpoint) -> bool:
-    head = ledger.head(0)
-    return cp.size <= head.size and ledger.chain_at(0, cp.size) == cp.head
+    return cp.size <= ledger.head(0).size and ledger.chain_at(0, cp.size) == cp.head
 
 
 def sync_ledgers(local: Ledger, foreign: Ledger, *, pins: Collection[str] | None = None,
@@ -195,11 +192,8 @@ def snapshot_ledger(ledger: Ledger, dest: str | Path) -> Path:
     if dest.exists():
         raise ConflictError(f"{dest} already exists; snapshots never overwrite")
     try:
-        target = sqlite3.connect(dest)
-        try:
+        with contextlib.closing(sqlite3.connect(dest)) as target:
             ledger.backup_to(target)
-        finally:
-            target.close()
     except sqlite3.Error as exc:
         dest.unlink(missing_ok=True)
         raise StorageError(f"cannot snapshot ledger to {dest}: {exc}") from exc

@@ -113,9 +113,8 @@ class Catalog:
         credential; one whose variables are all unset has none.
         """
         spec = self.provider(provider)
-        if not spec.key_env:
-            return (Credential(provider, None),)
-        return tuple(Credential(provider, var, env[var]) for var in spec.key_env if env.get(var))
+        return (tuple(Credential(provider, var, env[var]) for var in spec.key_env if env.get(var)) if spec.key_env
+                else (Credential(provider, None),))
 
     def check_route(self, route: Route) -> Route:
         """``route`` if its provider exists, else a :class:`ConfigError`."""
@@ -194,8 +193,7 @@ def load_catalog(config: Mapping[str, Any] | None = None, *, path: Path | None =
         data = tomllib.loads(source.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"model catalog {source} cannot be read ({exc})") from exc
-    user = (config or {}).get("models", {})
-    merged = _merge(data, _table(user, "config.toml: [models]"))
+    merged = _merge(data, _table((config or {}).get("models", {}), "config.toml: [models]"))
     providers_raw = _table(merged.get("providers", {}), "models.providers")
     providers = {n: _provider(n, p, f"models.providers.{n}") for n, p in providers_raw.items()}
     roles_raw = _table(merged.get("roles", {}), "models.roles")
@@ -208,7 +206,6 @@ def load_catalog(config: Mapping[str, Any] | None = None, *, path: Path | None =
     t = _table(merged.get("timeouts", {}), "models.timeouts")
     timeouts = Timeouts(**{k: _float(t[k], f"models.timeouts.{k}") for k in ("connect", "first_byte", "idle") if k in t})
     catalog = Catalog(providers, roles, timeouts)
-    for routes in roles.values():
-        for route in routes:
-            catalog.check_route(route)
+    for route in (route for routes in roles.values() for route in routes):
+        catalog.check_route(route)
     return catalog

@@ -21,8 +21,7 @@ _PER = 1_000_000.0
 
 def usage_cost(price: ModelPrice, usage: UsageChunk) -> float:
     """Dollars for ``usage`` at ``price`` (``input_tokens`` includes cache reads/writes)."""
-    cached = usage.cache_read_tokens + usage.cache_write_tokens
-    fresh = max(0, usage.input_tokens - cached)
+    fresh = max(0, usage.input_tokens - usage.cache_read_tokens - usage.cache_write_tokens)
     read_rate = price.input if price.cache_read is None else price.cache_read
     write_rate = price.input if price.cache_write is None else price.cache_write
     return (fresh * price.input + usage.cache_read_tokens * read_rate

@@ -34,6 +34,8 @@ class FailureKind(enum.Enum):
 class ProviderError(ModelError):
     """A provider failed in a way retrying the same call will not fix."""
 
+    retryable = False  # see RetryableProviderError
+
     def __init__(self, message: str, *, kind: FailureKind, status: int | None = None, provider: str = "") -> None:
         super().__init__(message)
         self.kind = kind
@@ -41,14 +43,11 @@ class ProviderError(ModelError):
         self.provider = provider
         self.retry_after: float | None = None
 
-    @property
-    def retryable(self) -> bool:
-        """False: see :class:`RetryableProviderError`."""
-        return False
-
 
 class RetryableProviderError(RetryableModelError):
     """A provider failed transiently (429, 5xx, network); ``retry_after`` if it said."""
+
+    retryable = True  # trying again later may succeed
 
     def __init__(self, message: str, *, kind: FailureKind, status: int | None = None,
                  provider: str = "", retry_after: float | None = None) -> None:
@@ -56,11 +55,6 @@ class RetryableProviderError(RetryableModelError):
         self.kind = kind
         self.status = status
         self.provider = provider
-
-    @property
-    def retryable(self) -> bool:
-        """True: trying again later may succeed."""
-        return True
 
 
 class RoutesExhaustedError(RetryableModelError):

@@ -72,11 +72,9 @@ class ModelRouter:
         self._transports: dict[tuple[str, str], ModelTransport] = {}
 
     # -- roles ----------------------------------------------------------------------
-    def set_role(self, role: str, routes: Sequence[str]) -> tuple[Route, ...]:
-        """Replace ``role``'s routes at run time (``models.set``); returns them parsed."""
-        parsed = tuple(self.catalog.check_route(parse_route(r)) for r in routes)
-        self._roles[_role(role)] = parsed
-        return parsed
+    def set_role(self, role: str, routes: Sequence[str]) -> None:
+        """Replace ``role``'s routes at run time (``models.set``); each route is checked against the catalog."""
+        self._roles[_role(role)] = tuple(self.catalog.check_route(parse_route(r)) for r in routes)
 
     def chain(self, role: str) -> tuple[Route, ...]:
         """The full ordered route list for ``role``, its fallback roles' routes appended."""

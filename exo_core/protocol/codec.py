@@ -102,8 +102,7 @@ def decode_event(data: bytes | str | dict[str, Any]) -> Event:
     """Decode an event envelope loosely (clients): unknown fields are dropped."""
     raw = data if isinstance(data, dict) else parse_json_object(data, what="event")
     try:
-        seq = raw["seq"]
-        etype = raw["type"]
+        seq, etype = raw["seq"], raw["type"]
     except KeyError as exc:
         raise MalformedMessageError(f"event lacks {exc.args[0]!r}", field=str(exc.args[0])) from exc
     if not isinstance(seq, int) or isinstance(seq, bool) or not isinstance(etype, str):
@@ -137,9 +136,7 @@ def _convert(value: Any, hint: Any, where: str, strict: bool) -> Any:
         if value is None and type(None) in options:
             return None
         last: BadBodyError | None = None
-        for option in options:
-            if option is type(None):
-                continue
+        for option in (o for o in options if o is not type(None)):
             try:
                 return _convert(value, option, where, strict)
             except BadBodyError as exc:
@@ -170,9 +167,8 @@ def _convert(value: Any, hint: Any, where: str, strict: bool) -> Any:
 
 
 def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    kinds = ((bool, "a boolean"), ((int, float), "a number"), (str, "a string"), (list, "an array"))
+    kinds = ((type(None), "null"), (bool, "a boolean"), ((int, float), "a number"), (str, "a string"),
+             (list, "an array"))
     return next((name for accepted, name in kinds if isinstance(value, accepted)), "an object")
 
 
@@ -183,8 +179,6 @@ def _depth(value: Any) -> int:
     while stack:
         node, depth = stack.pop()
         deepest = max(deepest, depth)
-        if isinstance(node, dict):
-            stack.extend((v, depth + 1) for v in node.values())
-        elif isinstance(node, list):
-            stack.extend((v, depth + 1) for v in node)
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        stack.extend((v, depth + 1) for v in children)
     return deepest

@@ -61,8 +61,7 @@ class TypeRegistry:
                                     f"{self.kind} types; add a field to an existing type instead")
         if not dataclasses.is_dataclass(cls):
             raise RegistryFullError(f"{self.kind} body for {name!r} must be a dataclass")
-        params = cls.__dataclass_params__  # type: ignore[attr-defined]
-        if not params.frozen or not hasattr(cls, "__slots__"):
+        if not cls.__dataclass_params__.frozen or not hasattr(cls, "__slots__"):  # type: ignore[attr-defined]
             raise RegistryFullError(f"{self.kind} body for {name!r} must be frozen and slotted")
         self._types[name] = cls
 

@@ -56,14 +56,14 @@ def _describe(hint: Any, defs: dict[str, Any]) -> tuple[dict[str, Any], str]:
     return {"type": _SCALARS[hint][0]}, _SCALARS[hint][1]
 
 
+def _required(f: dataclasses.Field[Any]) -> bool:
+    return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+
+
 def _object_schema(cls: type[Any], defs: dict[str, Any]) -> dict[str, Any]:
     hints = typing.get_type_hints(cls)
-    props: dict[str, Any] = {}
-    required: list[str] = []
-    for f in dataclasses.fields(cls):
-        props[f.name] = _describe(hints[f.name], defs)[0]
-        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            required.append(f.name)
+    props = {f.name: _describe(hints[f.name], defs)[0] for f in dataclasses.fields(cls)}
+    required = [f.name for f in dataclasses.fields(cls) if _required(f)]
     schema: dict[str, Any] = {"type": "object", "properties": props, "additionalProperties": False}
     if cls.__doc__:
         schema["description"] = " ".join(cls.__doc__.split())
@@ -97,15 +97,10 @@ def json_schema() -> dict[str, Any]:
 
 def _ts_interface(name: str, cls: type[Any]) -> str:
     hints = typing.get_type_hints(cls)
-    lines = []
-    if cls.__doc__:
-        lines.append(f"/** {' '.join(cls.__doc__.split())} */")
-    lines.append(f"export interface {name} {{")
-    for f in dataclasses.fields(cls):
-        optional = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
-        lines.append(f"  {f.name}{'?' if optional else ''}: {_describe(hints[f.name], {})[1]};")
-    lines.append("}")
-    return "\n".join(lines)
+    doc = [f"/** {' '.join(cls.__doc__.split())} */"] if cls.__doc__ else []
+    members = [f"  {f.name}{'' if _required(f) else '?'}: {_describe(hints[f.name], {})[1]};"
+               for f in dataclasses.fields(cls)]
+    return "\n".join([*doc, f"export interface {name} {{", *members, "}"])
 
 
 def typescript() -> str:

@@ -31,8 +31,7 @@ _MIN_TOKEN_CHARS = 32
 
 def load_or_create_token(token_path: Path, *, env: dict[str, str] | None = None) -> str:
     """The TCP token: ``$EXO_TOKEN``, else the token file (created 0600 when missing)."""
-    environ = os.environ if env is None else env
-    from_env = environ.get("EXO_TOKEN")
+    from_env = (os.environ if env is None else env).get("EXO_TOKEN")
     if from_env:
         if len(from_env) < _MIN_TOKEN_CHARS:
             raise ConfigError(f"EXO_TOKEN is too short ({len(from_env)} chars); use at least {_MIN_TOKEN_CHARS}")
@@ -60,8 +59,7 @@ def check_bearer(header: str | None, token: str) -> None:
     """Raise :class:`AccessDeniedError` unless ``header`` is ``Bearer <token>`` (constant time)."""
     if not header or not header.startswith("Bearer "):
         raise AccessDeniedError("missing bearer token: send 'Authorization: Bearer <token>' (see $EXO_HOME/token)")
-    offered = header[len("Bearer "):].strip().encode("utf-8", "replace")
-    if not hmac.compare_digest(offered, token.encode("utf-8")):
+    if not hmac.compare_digest(header[len("Bearer "):].strip().encode("utf-8", "replace"), token.encode("utf-8")):
         raise AccessDeniedError("wrong bearer token")
 
 

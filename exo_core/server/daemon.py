@@ -70,8 +70,8 @@ async def run_daemon(home: ExoHome, model: ModelTransport, settings: DaemonSetti
     addresses: tuple[str, ...] = ()
     async with Core.open(home, model=model, options=options) as core:
         store_root = settings.store or home.store_path()
-        learners = [s.learner for s in core.services if isinstance(s, ReviewService)]
-        taste = TasteRows(store_root, core.hub, core.options.recorder, learners[0] if learners else None)
+        learner = next((s.learner for s in core.services if isinstance(s, ReviewService)), None)
+        taste = TasteRows(store_root, core.hub, core.options.recorder, learner)
         core.engine.add_handler("taste.list", taste.list)
         core.engine.add_handler("taste.edit", taste.edit)
         onboarding = Onboarding(store_root, core)
@@ -129,14 +129,12 @@ def _url(name: str, port: int) -> str:
 def _lan_names() -> tuple[str, ...]:
     """Names and addresses a laptop on the LAN may use for this machine (for a wildcard bind)."""
     found: list[str] = []
-    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        probe.connect(("192.0.2.1", 9))  # TEST-NET: picks the outbound interface, sends nothing
-        found.append(probe.getsockname()[0])
-    except OSError:
-        log.info("no route to a LAN; only local names are accepted as Host")
-    finally:
-        probe.close()
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))  # TEST-NET: picks the outbound interface, sends nothing
+            found.append(probe.getsockname()[0])
+        except OSError:
+            log.info("no route to a LAN; only local names are accepted as Host")
     hostname = socket.gethostname()
     found += [hostname, f"{hostname}.local"]
     return tuple(dict.fromkeys(n for n in found if n and not n.startswith("127.")))

@@ -74,10 +74,9 @@ def build_app(engine: Engine, hub: Hub, settings: HttpSettings, *, extra_routes:
         try:
             if settings.check_peer_uid:
                 sock = request.transport.get_extra_info("socket") if request.transport else None
-                if sock is not None:
-                    uid = peer_uid(sock)
-                    if uid is not None and uid != os.getuid():
-                        raise AccessDeniedError("this socket serves only its owner")
+                uid = peer_uid(sock) if sock is not None else None
+                if uid is not None and uid != os.getuid():
+                    raise AccessDeniedError("this socket serves only its owner")
             if settings.host_policy is not None:
                 settings.host_policy.check(request.headers.get("Host"), request.headers.get("Origin"))
             if settings.token is not None:

@@ -23,15 +23,13 @@ def bind_unix(path: Path) -> socket.socket:
     path.parent.mkdir(parents=True, exist_ok=True)
     os.chmod(path.parent, 0o700)
     if path.exists() or path.is_symlink():
-        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            probe.connect(str(path))
-        except OSError:
-            path.unlink()  # stale: nobody listens
-        else:
-            raise ResourceError(f"another exod is already listening on {path}")
-        finally:
-            probe.close()
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            try:
+                probe.connect(str(path))
+            except OSError:
+                path.unlink()  # stale: nobody listens
+            else:
+                raise ResourceError(f"another exod is already listening on {path}")
     if len(os.fsencode(path)) > 107:
         raise ResourceError(f"socket path {path} is {len(os.fsencode(path))} bytes; Unix sockets allow at most 107. "
                             "Use a shorter EXO_HOME")
@@ -63,8 +61,7 @@ def parse_hostport(value: str) -> tuple[str, int]:
 
 def bind_tcp(host: str, port: int) -> socket.socket:
     """A listening TCP socket (port 0 picks a free one)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))

@@ -48,14 +48,8 @@ def profile_for(name: str, caps: Capabilities) -> ClientProfile:
     """The profile that fits ``caps``; the id is a hash of it, so a client saying hello again after a restart keeps its id."""
     columns = caps.screen_columns or 0
     rows = caps.screen_rows or 0
-    if caps.can_draw:
-        form = "panel"
-    elif columns and caps.buttons and rows and rows <= 8:
-        form = "card"
-    elif caps.voice_out and not columns:
-        form = "spoken"
-    else:
-        form = "line"
+    form = ("panel" if caps.can_draw else "card" if columns and caps.buttons and rows and rows <= 8
+            else "spoken" if caps.voice_out and not columns else "line")
     key = canonical_json({"name": name, "form": form, "columns": columns, "rows": rows})
     client_id = "cl_" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
     return ClientProfile(client_id, name, form, columns or 80, rows or 2)
@@ -87,8 +81,7 @@ def panel_summary(kind: str, data: dict[str, Any]) -> str:
         text = str(data.get("diff", ""))
         added = sum(1 for ln in text.splitlines() if ln.startswith("+") and not ln.startswith("+++"))
         removed = sum(1 for ln in text.splitlines() if ln.startswith("-") and not ln.startswith("---"))
-        where = data.get("path") or data.get("file") or ""
-        return f"{where} +{added} -{removed}".strip()
+        return f"{data.get('path') or data.get('file') or ''} +{added} -{removed}".strip()
     if kind == "file_preview":
         return str(data.get("path", ""))
     for key in ("rows", "items", "sessions", "nodes"):
@@ -115,8 +108,7 @@ def shape_data(data: str, profile: ClientProfile | None) -> str:
     body = event.get("body") or {}
     kind = str(body.get("kind", "panel"))
     title = str(body.get("title", ""))
-    raw = body.get("data") if isinstance(body.get("data"), dict) else {}
-    summary = panel_summary(kind, raw)
+    summary = panel_summary(kind, body.get("data") if isinstance(body.get("data"), dict) else {})
     if profile.form == "card":
         lines = [_cut(title or kind, profile.columns), _cut(summary, profile.columns)]
         shaped: dict[str, Any] = {"form": "card", "lines": [ln for ln in lines if ln][: max(1, profile.rows)]}

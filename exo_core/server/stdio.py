@@ -65,8 +65,7 @@ async def serve_stdio(engine: Engine, hub: Hub, *, stdin: IO[bytes] | None = Non
                 await write(Response.success(command.id, {"streaming": True, "head": hub.last_seq}).to_json())
                 streams.append(asyncio.create_task(stream_events(body.since, body.session)))
                 continue
-            response = await engine.handle(command.type, command.id, body)
-            await write(response.to_json())
+            await write((await engine.handle(command.type, command.id, body)).to_json())
     finally:
         for task in streams:
             task.cancel()

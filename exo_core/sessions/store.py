@@ -190,7 +190,8 @@ class SessionStore:
     def messages(self, session_id: str, *, include_undone: bool = False) -> list[MessageRecord]:
         """The conversation of a session in order (undone turns left out)."""
         sql = "SELECT * FROM messages WHERE session_id = ?" + ("" if include_undone else " AND undone = 0") + " ORDER BY id"
-        return [_message(r) for r in self._conn.execute(sql, (session_id,))]
+        rows = self._conn.execute(sql, (session_id,))
+        return [_record(MessageRecord, r, tool_calls=json.loads(r["tool_calls"])) for r in rows]
 
     def dangling_tool_calls(self, session_id: str) -> list[tuple[MessageRecord, dict[str, Any]]]:
         """Tool calls of assistant messages that never got a tool result (a crash mid-round)."""
@@ -286,10 +287,6 @@ class SessionStore:
     def transaction(self) -> contextlib.AbstractContextManager[None]:
         """``with store.transaction():`` groups writes into one commit (inside an open one, it joins it)."""
         return write_transaction(self._conn)
-
-def _message(row: sqlite3.Row) -> MessageRecord:
-    return _record(MessageRecord, row, tool_calls=json.loads(row["tool_calls"]))
-
 
 def _approval(row: sqlite3.Row) -> ApprovalRecord:
     return _record(ApprovalRecord, row, arguments=json.loads(row["arguments"]))
