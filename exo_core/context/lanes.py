@@ -108,19 +108,15 @@ class LaneSet:
     def promote(self, session_id: str) -> int:
         """Move a session's queued import jobs to the live lane (the person is using it)."""
         source, target = self.lanes["import"], self.lanes["live"]
-        keep: deque[Job] = deque()
-        moved = 0
-        for job in source.queue:
-            if job.session_id == session_id and len(target.queue) < target.queue_limit:
-                target.queue.append(job)
-                self._track(job, "live")
-                moved += 1
-            else:
-                keep.append(job)
-        source.queue = keep
+        # The session's oldest queued jobs, as many as the live queue has room for.
+        moved = [job for job in source.queue if job.session_id == session_id][:target.queue_limit - len(target.queue)]
+        source.queue = deque(job for job in source.queue if job not in moved)
+        for job in moved:
+            target.queue.append(job)
+            self._track(job, "live")
         if moved:
             self._pump()
-        return moved
+        return len(moved)
 
     # -- control -----------------------------------------------------------
 

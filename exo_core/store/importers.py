@@ -319,8 +319,7 @@ def import_chat_export(path: Path, ledger: LedgerWriter, *, scope: str = "person
     loop must never learn from them as if the person said them).
     """
     report = report or ImportReport(str(path))
-    staged = []
-    for msg in parse_chat_export(Path(path)):
+    for msg in parse_chat_export(Path(path)):  # parses the whole file first: a bad one writes nothing
         if msg.role not in ("user", "human"):
             report.count("not-the-person")
             continue
@@ -331,8 +330,6 @@ def import_chat_export(path: Path, ledger: LedgerWriter, *, scope: str = "person
                 "message": msg.message}
         if msg.ts is not None:
             body["ts_source"] = msg.ts
-        staged.append((body, f"chat:{msg.conversation}:{msg.message}"))
-    for body, idem in staged:
-        ledger.append("utterance", body, scope=scope, idem=idem)
+        ledger.append("utterance", body, scope=scope, idem=f"chat:{msg.conversation}:{msg.message}")
         report.count("utterances")
     return report

@@ -96,13 +96,11 @@ class _Linter:
             return False
         if self._item_ids is None:
             self._item_ids = set()
-            db = self.top / layout.ITEMS
-            try:
-                if db.is_file():
-                    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
-                        self._item_ids = {row[0] for row in conn.execute("SELECT id FROM items")}
-            except sqlite3.Error:
-                pass  # unreadable: verify reports it, and item links then dangle, which is the truth
+            # Missing or unreadable (read-only open fails on a missing file): verify reports it, and item links
+            # then dangle, which is the truth.
+            with contextlib.suppress(sqlite3.Error), contextlib.closing(
+                    sqlite3.connect(f"file:{self.top / layout.ITEMS}?mode=ro", uri=True)) as conn:
+                self._item_ids = {row[0] for row in conn.execute("SELECT id FROM items")}
         return target in self._item_ids
 
     def read_text(self, path: Path) -> str | None:
