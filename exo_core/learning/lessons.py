@@ -31,12 +31,8 @@ _INDEXED = frozenset({"action", "verdict", "rule", "approval", "utterance", "out
 
 def judged_text(body: Any) -> str:
     """The text of a judged output (a draft recorded as an action)."""
-    if not isinstance(body, dict):
-        return ""
-    for key in ("text", "result"):
-        if isinstance(body.get(key), str):
-            return body[key]
-    return ""
+    texts = [body[key] for key in ("text", "result") if isinstance(body, dict) and isinstance(body.get(key), str)]
+    return texts[0] if texts else ""
 
 
 def slug(text: str, limit: int = 60) -> str:
