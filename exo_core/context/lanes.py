@@ -194,9 +194,8 @@ class LaneSet:
         if self._closed:
             return
         live = self.lanes["live"]
-        for lane in self.lanes.values():
-            if lane.name == "import" and self._import_yields and live.busy:
-                continue
+        # Judged lane by lane: the live lane, first, may just have become busy.
+        for lane in (ln for ln in self.lanes.values() if ln.name == "live" or not (self._import_yields and live.busy)):
             while lane.queue and lane.running < lane.limit and not lane.paused:
                 job = lane.queue.popleft()
                 lane.running += 1

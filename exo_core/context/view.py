@@ -36,9 +36,7 @@ VIEW_FOOTER = "</history>"
 def history_block(plan: Plan, messages: Sequence[MessageRecord], *, message_chars: int) -> str:
     """The background block for the elements of ``plan`` before the tail ('' when there are none)."""
     parts: list[str] = []
-    for element in plan.elements:
-        if element.kind == "tail":
-            continue
+    for element in (e for e in plan.elements if e.kind != "tail"):
         label = f"messages {element.first + 1}\u2013{element.last + 1}"
         if element.kind == "summary" and element.node is not None:
             parts.append(f"[summary of {label}]\n{element.node.text}")

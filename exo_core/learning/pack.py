@@ -113,9 +113,7 @@ def sync_nodes(store: Store, book: LessonBook, only: Collection[str] | None = No
     """
     now = book.last_ts
     changed = []
-    for lesson in book.lessons.values():
-        if only is not None and lesson.target not in only:
-            continue
+    for lesson in (lesson for lesson in book.lessons.values() if only is None or lesson.target in only):
         node_id = lesson.node or lesson.target
         try:
             old: Node | None = store.read_node(node_id)

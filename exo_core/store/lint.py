@@ -243,9 +243,7 @@ class _Linter:
                          f"copies the summary of {node.id!r}; link [[{node.id}]] instead")
 
     def lint_leaks(self, root: Path) -> None:
-        for path in layout.curated_files(root):
-            if path.suffix.lower() not in _TEXT_SUFFIXES:
-                continue
+        for path in (p for p in layout.curated_files(root) if p.suffix.lower() in _TEXT_SUFFIXES):
             text = self.read_text(path)
             if text is None:
                 continue
