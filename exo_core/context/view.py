@@ -44,9 +44,7 @@ def history_block(plan: Plan, messages: Sequence[MessageRecord], *, message_char
             text = render_transcript(messages[element.first: element.last + 1], first_position=element.first,
                                      limit=message_chars)
             parts.append(f"[{label}, not yet summarized]\n{text}")
-    if not parts:
-        return ""
-    return VIEW_HEADER + "\n\n" + "\n\n".join(parts) + "\n" + VIEW_FOOTER
+    return VIEW_HEADER + "\n\n" + "\n\n".join(parts) + "\n" + VIEW_FOOTER if parts else ""
 
 
 def render_view(system_prompt: str, plan: Plan, messages: Sequence[MessageRecord], *,

@@ -70,9 +70,7 @@ def weight(evidence: Iterable[Evidence], now_ms: int, half_life_days: float = HA
             pro += s
         elif ev.strength < 0:
             con += s
-    if pro == 0.0:
-        return 0.0
-    return round((1.0 - keep) * pro / (pro + con), 6)
+    return round((1.0 - keep) * pro / (pro + con), 6) if pro else 0.0
 
 
 def label(w: float) -> str:

@@ -57,9 +57,8 @@ class WebAuth:
     @staticmethod
     def is_public(method: str, path: str) -> bool:
         """The page, its static files and the pairing exchange need no session."""
-        if method in _SAFE_METHODS:
-            return path in _PUBLIC_GET or path.startswith("/static/")
-        return method == "POST" and path == "/pair"
+        safe = method in _SAFE_METHODS
+        return (path in _PUBLIC_GET or path.startswith("/static/")) if safe else (method == "POST" and path == "/pair")
 
     def _mac(self, message: str) -> str:
         digest = hmac.new(self._key, message.encode("utf-8"), hashlib.sha256).digest()
