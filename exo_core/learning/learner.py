@@ -60,13 +60,10 @@ class Learner:
         self.book = LessonBook()
         self._lock = threading.RLock()  # the reviewer thread and direct calls (reject, rows) share one book
         self._cursor_path = store.root / "indexes" / "learning" / "cursor.json"
-        self.cursor = self._read_cursor()
-
-    def _read_cursor(self) -> int:
         try:
-            return int(json.loads(self._cursor_path.read_text(encoding="utf-8"))["n"])
+            self.cursor = int(json.loads(self._cursor_path.read_text(encoding="utf-8"))["n"])
         except FileNotFoundError:
-            return 0
+            self.cursor = 0
         except (ValueError, KeyError, TypeError) as exc:
             raise StorageError(f"{self._cursor_path}: unreadable review cursor; delete it to review again") from exc
 

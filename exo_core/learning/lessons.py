@@ -108,9 +108,8 @@ class LessonBook:
         if entry.kind in _INDEXED:
             self.index[entry.id] = entry
         if entry.kind == "utterance" and isinstance(entry.body.get("answer_to"), str):
-            for lesson in self.lessons.values():
-                if entry.body["answer_to"] in lesson.proposals:
-                    lesson.answered = True
+            for lesson in (lesson for lesson in self.lessons.values() if entry.body["answer_to"] in lesson.proposals):
+                lesson.answered = True
         if entry.kind == "action":
             for ref in entry.refs:  # an approval answered for this action: check features on the call
                 self.denied_actions[ref] = action_text(entry.body)
@@ -152,8 +151,7 @@ class LessonBook:
         if isinstance(body.get("objection"), str):  # each second pass replaces the last one's objection
             lesson.objection = body["objection"]
         for ref in entry.refs:
-            cited = self.index.get(ref)
-            if cited is None:
+            if (cited := self.index.get(ref)) is None:
                 lesson.ignored.append(ref)
             else:
                 self._cite(lesson, cited)

@@ -56,7 +56,6 @@ class Frontmatter:
     values: dict[str, FrontValue]
     lines: dict[str, int]
     body: str
-    body_line: int
 
 
 # Characters YAML does not allow raw in a document (a tab is allowed).
@@ -207,7 +206,7 @@ def parse_document(text: str, *, path: Path | str | None = None) -> Frontmatter:
                                       "is the closing '---' missing?")
         raw = raw.rstrip("\r")
         if raw == "---":
-            return Frontmatter(values, where_key, "\n".join(lines[lineno:]), lineno + 1)
+            return Frontmatter(values, where_key, "\n".join(lines[lineno:]))
         stripped = raw.strip(" ")
         if not stripped or stripped.startswith("#"):
             continue

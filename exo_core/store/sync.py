@@ -119,10 +119,8 @@ def _apply(src: Path, dest: Path, rel: str) -> str:
 
 def _sync_files(a: Path, b: Path, sync_id: str, report: StoreSyncReport) -> None:
     ha, hb, ra, rb = _hashes(a), _hashes(b), _record(a), _record(b)
-    for rel in sorted(set(ha) | set(hb)):
+    for rel in (rel for rel in sorted(set(ha) | set(hb)) if ha.get(rel) != hb.get(rel)):
         sa, sb = ha.get(rel), hb.get(rel)
-        if sa == sb:
-            continue
         # A side's state wins only when the other still holds exactly what that side held
         # before (its record): then the other's content is what this side knowingly replaced
         # or deleted, and applying the change loses nothing.
