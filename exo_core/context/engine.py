@@ -85,8 +85,7 @@ class SummaryTreeContext:
 
     async def on_resume(self, session_id: str) -> None:
         """``session.resume``: restart the session's pending and failed jobs."""
-        messages = await self._worker.run(lambda: self._store.messages(session_id))
-        await self.touch(session_id, messages, live=False)
+        await self.touch(session_id, await self._worker.run(lambda: self._store.messages(session_id)), live=False)
 
     def pause_import(self) -> None:
         """Start no new import summaries until :meth:`resume_import`."""
@@ -216,8 +215,7 @@ class SummaryTreeContext:
         new = done - baseline
         if not new or self._hub is None:
             return
-        old_nodes = {k: n for k, n in after.items() if k not in new}
-        old_plan = plan_view(old_nodes, messages, self.config)
+        old_plan = plan_view({k: n for k, n in after.items() if k not in new}, messages, self.config)
         old_chat = render_view(system_prompt, old_plan, messages, message_chars=self.config.message_chars)
         try:
             await self._hub.emit(session_id, "context.compacted", ev.ContextCompacted(

@@ -116,8 +116,7 @@ class Learner:
         for old_id, target in supersede:
             lesson = book.lessons[target]
             self.store.supersede(old_id, lesson_node(lesson, book.last_ts, lesson.promoted_ts))
-        rejected = {l.target for l in book.lessons.values() if l.rejected_at >= since_ts}
-        self._publish(set(promoted) | rejected)
+        self._publish(set(promoted) | {l.target for l in book.lessons.values() if l.rejected_at >= since_ts})
         queued = self._enqueue(new_targets)
         self.cursor = book.last_n
         self._cursor_path.parent.mkdir(parents=True, exist_ok=True)

@@ -144,8 +144,7 @@ class _Linter:
         for kind, folder in layout.nested_store_dirs(root):
             # Private nodes are invisible to nested scopes, so a link to one dangles there.
             shared = {nid: n for nid, n in visible.items() if not n.private}
-            private = hidden | {nid for nid, n in visible.items() if n.private}
-            self.lint(folder, kind, shared, frozenset(private))
+            self.lint(folder, kind, shared, frozenset(hidden | {nid for nid, n in visible.items() if n.private}))
 
     def lint_config(self, root: Path, expected_kind: str) -> StoreConfig | None:
         try:

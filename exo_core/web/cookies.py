@@ -67,8 +67,7 @@ class WebAuth:
     def mint(self) -> tuple[str, str]:
         """A new session: ``(cookie value, csrf token)``."""
         sid = secrets.token_urlsafe(16)
-        expires = int(self._clock()) + self.max_age
-        body = f"{sid}.{expires}"
+        body = f"{sid}.{int(self._clock()) + self.max_age}"
         return f"{body}.{self._mac(f'cookie|{self.port}|{body}')}", self.csrf_for(sid)
 
     def csrf_for(self, sid: str) -> str:

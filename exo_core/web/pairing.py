@@ -47,8 +47,7 @@ class IssuedCode:
 
 
 def _digest(code: str) -> bytes:
-    normal = "".join(ch for ch in code.upper() if ch.isalnum())
-    return hashlib.sha256(normal.encode("ascii", "replace")).digest()
+    return hashlib.sha256("".join(ch for ch in code.upper() if ch.isalnum()).encode("ascii", "replace")).digest()
 
 
 class PairingCodes:
