@@ -107,8 +107,7 @@ class Learner:
             judged = book.index[book.index[f.entry_id].body["judged"]]
             seen = [x for x in features_in(judged_text(judged.body))
                     if not (x.target in book.lessons and book.lessons[x.target].promoted_by)]
-            q = question_for(book, refs=(f.entry_id,), candidates=seen) if seen else None
-            drafts += [q] if q else []
+            drafts += [q] if seen and (q := question_for(book, refs=(f.entry_id,), candidates=seen)) else []
         new_targets = [d.target for d in drafts if d.target not in book.lessons and d.body["home"] != "question"]
         stored = self._append([d.entry() for d in drafts])
         promoted, asked_now, supersede = self._promote(existing)
@@ -140,8 +139,7 @@ class Learner:
                 if step.supersedes:
                     supersede.append((step.supersedes, target))
             elif step.action == "ask" and not asks:
-                q = question_for(book, target=target)
-                asks += [q] if q else []
+                asks += [q] if (q := question_for(book, target=target)) else []
         stored = self._append(entries + [q.entry() for q in asks])
         return (tuple(e.body["target"] for e in stored if e.kind == "promotion"),
                 tuple(e.id for e in stored if e.kind == "proposal"), supersede)

@@ -81,9 +81,8 @@ def shown(store: Store) -> set[str]:
 def write_pack(store: Store, section: str) -> bool:
     """Put ``section`` into ``pack.md`` (replacing the old one); True when the file changed."""
     text = store.pack_text()
-    if _SECTION.search(text):
-        new = _SECTION.sub(lambda _: section, text, count=1)  # a function: section is not a template
-    else:
+    new, found = _SECTION.subn(lambda _: section, text, count=1)  # a function: section is not a template
+    if not found:
         new = text.rstrip("\n") + "\n\n" + section + "\n"
     if new == text:
         return False

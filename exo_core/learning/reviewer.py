@@ -111,8 +111,7 @@ def classify(entry: StoredEntry, book: LessonBook) -> list[Finding]:
             domain = "rules" if any(w in text.lower() for w in _GUARD_WORDS) else "taste"
             found.append(Finding(entry.id, f"{domain}/{slug(text)}", "new", "", text))
     elif category == "rule" and book.lesson_for(str(body["target"])) is None:
-        text = " ".join(str(body["text"]).split())
-        found.append(Finding(entry.id, str(body["target"]), "new", "", text))
+        found.append(Finding(entry.id, str(body["target"]), "new", "", " ".join(str(body["text"]).split())))
     elif category == "answer" and (picked := book.picked(entry)) is not None:
         chosen = picked[0]
         feat = next((f for f in CATALOG if f.target == chosen), None)

@@ -216,9 +216,8 @@ def parse_document(text: str, *, path: Path | str | None = None) -> Frontmatter:
             indent = len(raw) - len(raw.lstrip(" "))
             if open_list is None or indent not in (0, 2):
                 raise reader.fail(lineno, "a '- item' line must follow 'key:' (indented 0 or 2 spaces)")
-            current = values[open_list] or []
+            current = values[open_list] = values[open_list] or []
             assert isinstance(current, list)  # 'key:' opened it as None; a list only ever follows
-            values[open_list] = current
             item = stripped[1:].strip(" ")
             if not item:
                 raise reader.fail(lineno, "empty list item; remove the line or give it a value")

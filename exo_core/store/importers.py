@@ -216,8 +216,7 @@ def parse_notes(folder: Path) -> list[tuple[str, str, str, tuple[str, ...], list
             else:
                 body = doc.body
                 fm_title = doc.values.get("title")
-                if isinstance(fm_title, str) and fm_title.strip():
-                    title = fm_title.strip()
+                title = fm_title.strip() if isinstance(fm_title, str) and fm_title.strip() else title
                 raw_tags = doc.values.get("tags")
                 tags = tuple(raw_tags) if isinstance(raw_tags, list) else (raw_tags,) if raw_tags else ()
         if title == rel.stem:  # no title in the frontmatter: the first heading, if any

@@ -68,8 +68,7 @@ def _spans(text: str) -> list[tuple[int, int, str]]:
     merged: list[tuple[int, int, str]] = []
     for start, end, kind in spans:
         if merged and start < merged[-1][1]:
-            last = merged[-1]
-            merged[-1] = (last[0], max(last[1], end), last[2])
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end), merged[-1][2])
         else:
             merged.append((start, end, kind))
     return merged

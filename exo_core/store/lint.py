@@ -211,11 +211,9 @@ class _Linter:
                 except StoreFormatError as exc:
                     self.from_error(exc, path)
                 else:
-                    for rule in parsed.rules:
-                        for target in rule.targets:
-                            if target not in targets:
-                                self.add(path, rule.line, "dangling-link", "error",
-                                         f"load rule pins [[{target}]], which does not exist")
+                    for rule, target in ((r, t) for r in parsed.rules for t in r.targets if t not in targets):
+                        self.add(path, rule.line, "dangling-link", "error",
+                                 f"load rule pins [[{target}]], which does not exist")
             for target, number in wikilinks(text):
                 if path == router:
                     root_links.add(target)
