@@ -100,8 +100,7 @@ class SummaryTreeContext:
     async def build(self, session_id: str, system_prompt: str, messages: Sequence[MessageRecord]) -> list[ChatMessage]:
         """System prompt, history view and verbatim tail for one model call."""
         before = await self.touch(session_id, messages, live=True)
-        settled = await self.lanes.wait_idle(session_id, self.config.settle_seconds, self._clock)
-        if not settled:
+        if not await self.lanes.wait_idle(session_id, self.config.settle_seconds, self._clock):
             # Proceed: the unfinished leaves appear verbatim; their jobs keep running.
             self.settle_timeouts += 1
             log.warning("summaries of %s not settled after %.0fs; sending them verbatim", session_id,

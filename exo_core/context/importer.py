@@ -118,9 +118,8 @@ def _key(source: str, title: str, messages: Iterable[ImportedMessage]) -> str:
 
 def parse_chatgpt(data: Any, *, where: str = "conversations.json") -> list[Conversation]:
     """Conversations from a parsed ChatGPT export (a list, or one conversation object)."""
-    items = data if isinstance(data, list) else [data]
     out: list[Conversation] = []
-    for n, conv in enumerate(items):
+    for n, conv in enumerate(data if isinstance(data, list) else [data]):
         if not isinstance(conv, dict) or not isinstance(conv.get("mapping"), dict):
             raise UsageError(f"{where}: conversation {n} has no 'mapping' object; is this a ChatGPT export?")
         mapping: dict[str, Any] = conv["mapping"]

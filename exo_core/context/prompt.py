@@ -74,7 +74,6 @@ def render_transcript(messages: Sequence[MessageRecord], *, first_position: int,
     """Messages as numbered lines of text (1-based positions), each cut to ``limit`` characters."""
     lines = []
     for offset, m in enumerate(messages):
-        label = f"[{first_position + offset + 1} {m.role}]"
         body = m.content
         if m.tool_calls:
             calls = "; ".join(f"{c.get('name', '?')}({json.dumps(c.get('arguments', {}), ensure_ascii=False)})"
@@ -82,7 +81,7 @@ def render_transcript(messages: Sequence[MessageRecord], *, first_position: int,
             body = (body + "\n" if body else "") + f"(called {calls})"
         if m.status == "interrupted":
             body += " [interrupted]"
-        lines.append(f"{label} {_clip(body, limit)}")
+        lines.append(f"[{first_position + offset + 1} {m.role}] {_clip(body, limit)}")
     return "\n".join(lines)
 
 

@@ -116,13 +116,12 @@ def plan_view(nodes: Mapping[NodeKey, SummaryNode], messages: Sequence[MessageRe
     """The view for ``messages`` given the stored ``nodes`` (which must be valid for them)."""
     start = tail_start(messages, config.tail)
     leaves = start // config.leaf_size
-    top = max(0, leaves.bit_length())
     elements: list[Element] = []
     tokens = 0
     p = 0
     while p < leaves:
         chosen: SummaryNode | None = None
-        for level in range(top, -1, -1):
+        for level in range(leaves.bit_length(), -1, -1):
             width = 1 << level
             if p % width or p + width > leaves:
                 continue

@@ -163,8 +163,7 @@ class Learner:
     def _events(self, before: set[str], promoted: tuple[str, ...], questions: tuple[str, ...]) -> list[tuple[str, Any]]:
         book, now = self.book, self.book.last_ts
         moved = [(book.lessons[t].node or t, book.lessons[t], "promoted") for t in promoted]
-        after = {l.node or l.target for l in enforced(book, now)}
-        for node in sorted(before - after):
+        for node in sorted(before - {l.node or l.target for l in enforced(book, now)}):
             lesson = book.lesson_for(node)
             if lesson is not None:  # gone from the enforced list: rejected, or faded below high
                 moved.append((node, lesson, "deleted" if lesson.rejected_at >= 0 else "demoted"))

@@ -185,9 +185,8 @@ class LessonBook:
         if category is None or STRENGTHS[category].default == 0.0:
             return None
         body = cited.body
-        feat = feature(lesson.feature)
         session = str(body.get("session", ""))
-        sign = self._stance(lesson, feat, category, cited)
+        sign = self._stance(lesson, feature(lesson.feature), category, cited)
         if sign is None:
             return None
         magnitude = abs(signed_strength(category))

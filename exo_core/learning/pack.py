@@ -110,7 +110,6 @@ def sync_nodes(store: Store, book: LessonBook, only: Collection[str] | None = No
     person edited by hand stays as they left it until the next event about it; ``exo learn rebuild``
     passes None and rewrites every one from the ledger.
     """
-    now = book.last_ts
     changed = []
     for lesson in (lesson for lesson in book.lessons.values() if only is None or lesson.target in only):
         node_id = lesson.node or lesson.target
@@ -119,7 +118,7 @@ def sync_nodes(store: Store, book: LessonBook, only: Collection[str] | None = No
         except NotFoundError:
             old = None
         if lesson.promoted_by:
-            new = lesson_node(lesson, now, lesson.promoted_ts)
+            new = lesson_node(lesson, book.last_ts, lesson.promoted_ts)
             if old is None or dataclasses.replace(old, path=None, key_lines=()) != new:
                 store.write_node(new)
                 changed.append(node_id)

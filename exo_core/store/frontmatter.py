@@ -213,8 +213,7 @@ def parse_document(text: str, *, path: Path | str | None = None) -> Frontmatter:
         if "\t" in raw[: len(raw) - len(raw.lstrip(" \t"))]:
             raise reader.fail(lineno, "tab in indentation; indent with spaces")
         if stripped.startswith("- ") or stripped == "-":
-            indent = len(raw) - len(raw.lstrip(" "))
-            if open_list is None or indent not in (0, 2):
+            if open_list is None or len(raw) - len(raw.lstrip(" ")) not in (0, 2):  # the item's indent
                 raise reader.fail(lineno, "a '- item' line must follow 'key:' (indented 0 or 2 spaces)")
             current = values[open_list] = values[open_list] or []
             assert isinstance(current, list)  # 'key:' opened it as None; a list only ever follows

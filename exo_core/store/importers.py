@@ -148,10 +148,9 @@ class _BookmarkParser(html.parser.HTMLParser):
 
 def parse_bookmarks(path: Path) -> list[tuple[int, str, str, str | None, tuple[str, ...]]]:
     """``(line, url, title, added, folder tags)`` for each bookmark; strict about the format."""
-    text = _read_text(path)
     parser = _BookmarkParser(path)
     try:
-        parser.feed(text)
+        parser.feed(_read_text(path))  # its ImportFormatError is no ValueError: it passes through
         parser.close()
     except (ValueError, AssertionError) as exc:  # html.parser raises these on broken markup
         raise ImportFormatError(f"not parseable HTML ({exc})", path=path, line=parser.getpos()[0]) from exc
@@ -272,9 +271,8 @@ def parse_chat_export(path: Path) -> list[ChatMessage]:
     [{"id", "role", "text", "ts"}]}]}`` and a ChatGPT ``conversations.json``
     (a list of conversations with a ``mapping`` of message nodes).
     """
-    raw = _read_text(path)
     try:
-        data = json.loads(raw)
+        data = json.loads(_read_text(path))
     except json.JSONDecodeError as exc:
         raise ImportFormatError(f"not JSON ({exc.msg})", path=path, line=exc.lineno) from exc
     except RecursionError as exc:
