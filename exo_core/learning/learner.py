@@ -169,10 +169,9 @@ class Learner:
                 moved.append((node, lesson, "deleted" if lesson.rejected_at >= 0 else "demoted"))
         out: list[tuple[str, Any]] = [("taste.updated", ev.TasteUpdated(id=node, text=l.claim, weight=l.weight(now),
                                                                          change=change)) for node, l, change in moved]
-        for qid in questions:
-            q = book.index[qid].body
-            out.append(("question.asked", ev.QuestionAsked(question_id=qid, text=q["claim"], options=q["labels"])))
-        return out
+        asked = {qid: book.index[qid].body for qid in questions}
+        return out + [("question.asked", ev.QuestionAsked(question_id=qid, text=q["claim"], options=q["labels"]))
+                      for qid, q in asked.items()]
 
     def promote_by_eval(self, target: str, decision: str) -> StoredEntry:
         """Promote a lesson the climb kept (rule 5: skills and high-impact rules pass the exam first)."""

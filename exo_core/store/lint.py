@@ -181,10 +181,11 @@ class _Linter:
             if link.type == "supersedes" and target is not None and target.valid_until is None:
                 self.add(node.path, line, "superseded-still-valid", "warning",
                          f"supersedes {link.target!r}, which has no valid_until; give it one")
-        for target, number in wikilinks(node.body):
-            if not self.exists(target, targets):  # targets hold every visible node
-                self.add(node.path, node_body_line(node, number), "dangling-link", "error",
-                         f"[[{target}]] does not exist in this store")
+        for target, number in ((t, n) for t, n in wikilinks(node.body) if not self.exists(t, targets)):
+            # The body is the file's tail, so the lines before it are the file's newlines less the body's.
+            before_body = node.path.read_text(encoding="utf-8").count("\n") - node.body.count("\n")
+            self.add(node.path, before_body + number, "dangling-link", "error",
+                     f"[[{target}]] does not exist in this store")
         for parent in parent_nodes.values():
             if parent.summary.strip() == node.summary.strip() and parent.id not in own:
                 self.add(node.path, node.line_of("summary"), "duplicate-fact", "warning",
@@ -235,8 +236,7 @@ class _Linter:
         for node in nodes.values():
             summary = node.summary.strip()
             if len(summary) >= _MIN_COPY and summary in text:
-                number = text[: text.index(summary)].count("\n") + 1
-                self.add(path, number, "pack-copy", "warning",
+                self.add(path, text[: text.index(summary)].count("\n") + 1, "pack-copy", "warning",
                          f"copies the summary of {node.id!r}; link [[{node.id}]] instead")
 
     def lint_leaks(self, root: Path) -> None:
@@ -247,13 +247,6 @@ class _Linter:
             for leak in find_leaks(text):
                 self.add(path, leak.line, f"leak-{leak.kind}", "error",
                          f"looks like a {leak.kind} ({leak.preview}); remove it, curated files may be shared")
-
-
-def node_body_line(node: Node, body_line: int) -> int:
-    """Map a line in a node's body to its line in the file."""
-    assert node.path is not None
-    # The body is the file's tail, so the lines before it are the file's newlines less the body's.
-    return node.path.read_text(encoding="utf-8").count("\n") - node.body.count("\n") + body_line
 
 
 def lint_store(root: Path | str) -> LintReport:

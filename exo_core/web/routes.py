@@ -138,9 +138,7 @@ def _node_wire(node: Node, *, body: bool = False) -> dict[str, Any]:
             "confidence": node.confidence, "valid_from": node.valid_from, "valid_until": node.valid_until,
             "sources": list(node.sources), "tags": list(node.tags), "private": node.private,
             "links": [{"type": ln.type, "target": ln.target} for ln in node.links]}
-    if body:
-        wire["body"] = node.body
-    return wire
+    return {**wire, "body": node.body} if body else wire
 
 
 def _store_view(store_root: Path | None, node_id: str | None) -> dict[str, Any]:
