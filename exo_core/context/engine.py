@@ -177,11 +177,8 @@ class SummaryTreeContext:
             await self._maybe_merge(job.session_id, messages, nodes, lane)
 
     async def _summarize(self, lane: str, request: ModelRequest) -> str:
-        parts: list[str] = []
-        async for chunk in self._summarizers[lane].stream(request):
-            if isinstance(chunk, TextDelta):
-                parts.append(chunk.text)
-        return "".join(parts)
+        return "".join([chunk.text async for chunk in self._summarizers[lane].stream(request)
+                        if isinstance(chunk, TextDelta)])
 
     async def _maybe_merge(self, session_id: str, messages: Sequence[MessageRecord],
                            nodes: dict[NodeKey, SummaryNode], lane: str) -> None:

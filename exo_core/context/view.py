@@ -58,5 +58,4 @@ def render_view(system_prompt: str, plan: Plan, messages: Sequence[MessageRecord
 
 def input_tokens(chat: Sequence[ChatMessage]) -> int:
     """Estimated tokens of a model input (characters / 4, tool calls included)."""
-    chars = sum(len(m.content) + sum(len(c.name) + len(str(c.arguments)) for c in m.tool_calls) for m in chat)
-    return (chars + 3) // 4
+    return (sum(len(m.content) + sum(len(c.name) + len(str(c.arguments)) for c in m.tool_calls) for m in chat) + 3) // 4

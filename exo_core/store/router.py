@@ -92,8 +92,7 @@ def parse_router(text: str, *, path: Path | str | None = None) -> Router:
             raise StoreFormatError("load rule must look like '- trigger words -> [[domain/node]]'", path=path,
                                    line=number, rule="router")
         targets = tuple(t for t, _ in wikilinks(match["targets"]))
-        leftover = WIKILINK.sub("", match["targets"]).replace(",", "").strip()
-        if not targets or leftover:
+        if not targets or WIKILINK.sub("", match["targets"]).replace(",", "").strip():  # no text but links and commas
             raise StoreFormatError("a load rule's targets must be [[node ids]] separated by commas", path=path,
                                    line=number, rule="router")
         if not _WORD.search(match["trigger"]):
