@@ -194,8 +194,7 @@ class Learner:
     def find(self, ref: str) -> str | None:
         """The target of the lesson named by ``ref`` (its target, node id or a proposal id)."""
         self.refresh()
-        lesson = self.book.lesson_for(ref)
-        return lesson.target if lesson else None
+        return lesson.target if (lesson := self.book.lesson_for(ref)) else None
 
     def reject(self, target: str, reason: str) -> StoredEntry:
         """The person says "that's wrong": a rejection; the lesson leaves the pack on this render."""
