@@ -97,8 +97,7 @@ def classify(entry: StoredEntry, book: LessonBook) -> list[Finding]:
         before, after = judged_text(judged.body), body.get("text") if isinstance(body.get("text"), str) else None
         reason = str(body.get("reason", ""))
         for feat in CATALOG:
-            text = action_text(judged.body) if feat.action else before
-            sign = stance(feat, category, text, after, reason)
+            sign = stance(feat, category, action_text(judged.body) if feat.action else before, after, reason)
             if sign is not None:
                 found.append(_finding(book, entry.id, feat, sign, category))
         if category == "reject" and not reason and after is None and not any(found):

@@ -109,8 +109,8 @@ def _new_staging(dest: Path, export_id: str) -> Path:
 
 
 def _copy_tree(src: Path, staging: Path, *, manifest: dict[str, Any] | None, tick: StepHook) -> int:
-    count = 0
-    for rel in copy_candidates(src):
+    count = 0  # stays 0 for a tree with nothing to copy
+    for count, rel in enumerate(copy_candidates(src), start=1):
         target = staging / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         if rel.as_posix() in layout.SQLITE_FILES:
@@ -118,7 +118,6 @@ def _copy_tree(src: Path, staging: Path, *, manifest: dict[str, Any] | None, tic
         else:
             shutil.copyfile(src / rel, target)
             _fsync_file(target)
-        count += 1
         tick(f"file:{rel.as_posix()}")
     fsync_tree(staging)
     if manifest is not None:  # written last, and flushed with its folder, so its presence means a whole copy
