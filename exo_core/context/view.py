@@ -50,8 +50,7 @@ def history_block(plan: Plan, messages: Sequence[MessageRecord], *, message_char
 def render_view(system_prompt: str, plan: Plan, messages: Sequence[MessageRecord], *,
                 message_chars: int) -> list[ChatMessage]:
     """The full model input: one system message (prompt + history), then the tail verbatim."""
-    block = history_block(plan, messages, message_chars=message_chars)
-    system = "\n\n".join(part for part in (system_prompt, block) if part)
+    system = "\n\n".join(p for p in (system_prompt, history_block(plan, messages, message_chars=message_chars)) if p)
     head = [ChatMessage(role="system", content=system)] if system else []
     return head + to_chat_messages(messages[plan.tail_start:])
 
