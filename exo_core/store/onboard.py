@@ -222,8 +222,7 @@ class Onboarding:
         """Start the interview in ``body.session``; refused at once when it could not write."""
         if self._task is not None and not self._task.done():
             raise ConflictError("an onboarding interview is already running; answer or interrupt it first")
-        core = self._core
-        await core.worker.run(lambda: core.store.get_session(body.session))  # NotFoundError names it
+        await self._core.worker.run(lambda: self._core.store.get_session(body.session))  # NotFoundError names it
         store = Store.open(self._root)
         if not body.force:
             check_fillable(store)
