@@ -131,9 +131,8 @@ class SummaryTreeContext:
         nodes = await self._worker.run(sync)
         if live:
             self.lanes.promote(session_id)
-        for node in sorted(nodes.values(), key=lambda n: (n.level, n.idx)):
-            if node.status == "pending":
-                self.lanes.submit(Job(session_id, node.level, node.idx), node.lane)
+        for node in sorted((n for n in nodes.values() if n.status == "pending"), key=lambda n: (n.level, n.idx)):
+            self.lanes.submit(Job(session_id, node.level, node.idx), node.lane)
         await self._maybe_merge(session_id, messages, nodes, lane)
         return nodes
 
