@@ -125,8 +125,7 @@ def plan_view(nodes: Mapping[NodeKey, SummaryNode], messages: Sequence[MessageRe
             width = 1 << level
             if p % width or p + width > leaves:
                 continue
-            node = nodes.get((level, p >> level))
-            if node is not None and node.done:
+            if (node := nodes.get((level, p >> level))) is not None and node.done:
                 chosen = node
                 break
         if chosen is None:

@@ -167,8 +167,7 @@ def argue_against(draft: Draft, book: LessonBook, existing: Mapping[str, Existin
     if not high_confidence.get(draft.target) or (draft.target in existing and existing[draft.target].learned):
         return draft
     sessions = {str(book.index[ref].body.get("session", "")) for ref in draft.refs if ref in book.index}
-    lesson = book.lessons.get(draft.target)
-    if lesson is not None:
+    if (lesson := book.lessons.get(draft.target)) is not None:
         sessions |= lesson.sessions()
     objection = "" if len(sessions - {""}) >= 2 else (
         f"would change the high-confidence belief {draft.target} on evidence from one session: a one-off?")

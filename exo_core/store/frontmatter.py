@@ -128,8 +128,7 @@ class _Reader:
 
     def quoted(self, text: str, line: int) -> tuple[str, str]:
         """Read one quoted scalar at the start of ``text``; return (value, rest)."""
-        bad = _UNPRINTABLE.search(text)
-        if bad:
+        if bad := _UNPRINTABLE.search(text):
             raise self.fail(line, f"raw control character U+{ord(bad.group()):04X}; write it as an escape or remove it")
         if text[0] == "'":
             match = _SINGLE_QUOTED.match(text)
@@ -146,8 +145,7 @@ class _Reader:
                                   "\\uXXXX") from exc
         # Escaped control characters are fine (YAML allows any escape); a lone
         # surrogate is not text and could never be written back as UTF-8.
-        lone = re.search("[\ud800-\udfff]", value)
-        if lone:
+        if lone := re.search("[\ud800-\udfff]", value):
             raise self.fail(line, f"lone surrogate \\u{ord(lone.group()):04x} in a value; remove it")
         return value, text[match.end() :]
 
@@ -158,8 +156,7 @@ class _Reader:
             if rest.strip(" "):
                 raise self.fail(line, f"unexpected text after the closing quote: {rest.strip()!r}")
             return value
-        reason = _plain_ok(text, flow=flow)
-        if reason is not None:
+        if (reason := _plain_ok(text, flow=flow)) is not None:
             raise self.fail(line, f"{reason}; put the value in double quotes")
         return text
 

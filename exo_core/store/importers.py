@@ -61,8 +61,7 @@ class ImportReport:
 
 def _read_text(path: Path) -> str:
     try:
-        size = path.stat().st_size
-        if size > MAX_IMPORT_BYTES:
+        if (size := path.stat().st_size) > MAX_IMPORT_BYTES:
             raise ImportFormatError(f"{size} bytes is larger than the {MAX_IMPORT_BYTES}-byte import limit; split it",
                                     path=path)
         raw = path.read_bytes()
@@ -254,8 +253,7 @@ def _text_of(content: Any) -> str | None:
     if isinstance(content, str):
         return content
     if isinstance(content, dict):  # ChatGPT: {"content_type": "text", "parts": [...]}
-        parts = content.get("parts")
-        if isinstance(parts, list):
+        if isinstance(parts := content.get("parts"), list):
             return "\n".join(p for p in parts if isinstance(p, str))
         if isinstance(content.get("text"), str):
             return content["text"]

@@ -93,8 +93,7 @@ def _check_replaceable(dest: Path, force: bool) -> None:
     if read_manifest(dest) is None:
         raise ConflictError(f"{dest} holds files but is not an unchanged export; refusing to replace it. "
                             "If it is a store that was used, run 'exo store sync' instead; otherwise pass --force")
-    problems = manifest_problems(dest)
-    if problems:
+    if problems := manifest_problems(dest):
         raise ConflictError(f"{dest} was changed since it was exported ({problems[0]}); replacing it could lose work. "
                             "Use 'exo store sync' to combine the two, or pass --force")
 

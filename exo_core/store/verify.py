@@ -106,8 +106,7 @@ def verify_store(root: Path | str) -> VerifyReport:
     with contextlib.suppress(StoreFormatError):  # reported in errors above
         manifest = read_manifest(root)
     for name in layout.SQLITE_FILES:
-        path = root / name
-        if path.is_file():
+        if (path := root / name).is_file():
             errors.extend(sqlite_problems(path))
     if (root / layout.LEDGER).is_file() and not errors:
         from exo_core.ledger import Checkpoint  # the ledger is imported only when there is one to check
