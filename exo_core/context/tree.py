@@ -122,8 +122,7 @@ def plan_view(nodes: Mapping[NodeKey, SummaryNode], messages: Sequence[MessageRe
     while p < leaves:
         chosen: SummaryNode | None = None
         for level in range(leaves.bit_length(), -1, -1):
-            width = 1 << level
-            if p % width or p + width > leaves:
+            if p % (1 << level) or p + (1 << level) > leaves:  # no node of this level starts at p
                 continue
             if (node := nodes.get((level, p >> level))) is not None and node.done:
                 chosen = node
@@ -137,8 +136,7 @@ def plan_view(nodes: Mapping[NodeKey, SummaryNode], messages: Sequence[MessageRe
         elements.append(Element("summary", first, last, chosen))
         tokens += estimate_tokens(chosen.text or "")
         p += 1 << chosen.level
-    partial = leaves * config.leaf_size
-    if partial < start:
+    if (partial := leaves * config.leaf_size) < start:
         elements.append(Element("verbatim", partial, start - 1))
     if start < len(messages):
         elements.append(Element("tail", start, len(messages) - 1))

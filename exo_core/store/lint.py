@@ -234,8 +234,7 @@ class _Linter:
                 self.add(path, number, "restated-count", "warning",
                          "a count written in prose drifts; link the node or data that holds it")
         for node in nodes.values():
-            summary = node.summary.strip()
-            if len(summary) >= _MIN_COPY and summary in text:
+            if len(summary := node.summary.strip()) >= _MIN_COPY and summary in text:
                 self.add(path, text[: text.index(summary)].count("\n") + 1, "pack-copy", "warning",
                          f"copies the summary of {node.id!r}; link [[{node.id}]] instead")
 
