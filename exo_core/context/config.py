@@ -91,8 +91,7 @@ class ContextConfig:
         if not isinstance(table, Mapping):
             raise ConfigError("config.toml: [context] must be a table")
         known = {f.name for f in fields(cls)}
-        unknown = sorted(set(table) - known)
-        if unknown:
+        if unknown := sorted(set(table) - known):
             raise ConfigError(f"config.toml: [context] has unknown key(s) {', '.join(unknown)}; "
                               f"known: {', '.join(sorted(known))}")
         return replace(cls(), **dict(table))

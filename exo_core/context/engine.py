@@ -85,8 +85,7 @@ class SummaryTreeContext:
 
     async def on_resume(self, session_id: str) -> None:
         """``session.resume``: restart the session's pending and failed jobs."""
-        messages = await self._worker.run(lambda: self._store.messages(session_id))
-        await self.touch(session_id, messages, live=False)
+        await self.touch(session_id, await self._worker.run(lambda: self._store.messages(session_id)), live=False)
 
     def pause_import(self) -> None:
         """Start no new import summaries until :meth:`resume_import`."""
@@ -101,8 +100,7 @@ class SummaryTreeContext:
     async def build(self, session_id: str, system_prompt: str, messages: Sequence[MessageRecord]) -> list[ChatMessage]:
         """System prompt, history view and verbatim tail for one model call."""
         before = await self.touch(session_id, messages, live=True)
-        settled = await self.lanes.wait_idle(session_id, self.config.settle_seconds, self._clock)
-        if not settled:
+        if not await self.lanes.wait_idle(session_id, self.config.settle_seconds, self._clock):
             # Proceed: the unfinished leaves appear verbatim; their jobs keep running.
             self.settle_timeouts += 1
             log.warning("summaries of %s not settled after %.0fs; sending them verbatim", session_id,
@@ -133,9 +131,8 @@ class SummaryTreeContext:
         nodes = await self._worker.run(sync)
         if live:
             self.lanes.promote(session_id)
-        for node in sorted(nodes.values(), key=lambda n: (n.level, n.idx)):
-            if node.status == "pending":
-                self.lanes.submit(Job(session_id, node.level, node.idx), node.lane)
+        for node in sorted((n for n in nodes.values() if n.status == "pending"), key=lambda n: (n.level, n.idx)):
+            self.lanes.submit(Job(session_id, node.level, node.idx), node.lane)
         await self._maybe_merge(session_id, messages, nodes, lane)
         return nodes
 
@@ -179,11 +176,8 @@ class SummaryTreeContext:
             await self._maybe_merge(job.session_id, messages, nodes, lane)
 
     async def _summarize(self, lane: str, request: ModelRequest) -> str:
-        parts: list[str] = []
-        async for chunk in self._summarizers[lane].stream(request):
-            if isinstance(chunk, TextDelta):
-                parts.append(chunk.text)
-        return "".join(parts)
+        return "".join([chunk.text async for chunk in self._summarizers[lane].stream(request)
+                        if isinstance(chunk, TextDelta)])
 
     async def _maybe_merge(self, session_id: str, messages: Sequence[MessageRecord],
                            nodes: dict[NodeKey, SummaryNode], lane: str) -> None:
@@ -216,8 +210,7 @@ class SummaryTreeContext:
         new = done - baseline
         if not new or self._hub is None:
             return
-        old_nodes = {k: n for k, n in after.items() if k not in new}
-        old_plan = plan_view(old_nodes, messages, self.config)
+        old_plan = plan_view({k: n for k, n in after.items() if k not in new}, messages, self.config)
         old_chat = render_view(system_prompt, old_plan, messages, message_chars=self.config.message_chars)
         try:
             await self._hub.emit(session_id, "context.compacted", ev.ContextCompacted(

@@ -118,9 +118,8 @@ def _key(source: str, title: str, messages: Iterable[ImportedMessage]) -> str:
 
 def parse_chatgpt(data: Any, *, where: str = "conversations.json") -> list[Conversation]:
     """Conversations from a parsed ChatGPT export (a list, or one conversation object)."""
-    items = data if isinstance(data, list) else [data]
     out: list[Conversation] = []
-    for n, conv in enumerate(items):
+    for n, conv in enumerate(data if isinstance(data, list) else [data]):
         if not isinstance(conv, dict) or not isinstance(conv.get("mapping"), dict):
             raise UsageError(f"{where}: conversation {n} has no 'mapping' object; is this a ChatGPT export?")
         mapping: dict[str, Any] = conv["mapping"]
@@ -148,8 +147,7 @@ def parse_chatgpt(data: Any, *, where: str = "conversations.json") -> list[Conve
             author = msg.get("author") or {}
             content = msg.get("content") or {}
             text = _text(content.get("parts")) or (content.get("text") if isinstance(content.get("text"), str) else "")
-            item = _message(author.get("role"), text or "", tool_name=str(author.get("name") or ""))
-            if item is not None:
+            if (item := _message(author.get("role"), text or "", tool_name=str(author.get("name") or ""))) is not None:
                 messages.append(item)
         title = conv.get("title") if isinstance(conv.get("title"), str) else ""
         if messages:

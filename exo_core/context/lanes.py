@@ -108,19 +108,15 @@ class LaneSet:
     def promote(self, session_id: str) -> int:
         """Move a session's queued import jobs to the live lane (the person is using it)."""
         source, target = self.lanes["import"], self.lanes["live"]
-        keep: deque[Job] = deque()
-        moved = 0
-        for job in source.queue:
-            if job.session_id == session_id and len(target.queue) < target.queue_limit:
-                target.queue.append(job)
-                self._track(job, "live")
-                moved += 1
-            else:
-                keep.append(job)
-        source.queue = keep
+        # The session's oldest queued jobs, as many as the live queue has room for.
+        moved = [job for job in source.queue if job.session_id == session_id][:target.queue_limit - len(target.queue)]
+        source.queue = deque(job for job in source.queue if job not in moved)
+        for job in moved:
+            target.queue.append(job)
+            self._track(job, "live")
         if moved:
             self._pump()
-        return moved
+        return len(moved)
 
     # -- control -----------------------------------------------------------
 
@@ -198,9 +194,8 @@ class LaneSet:
         if self._closed:
             return
         live = self.lanes["live"]
-        for lane in self.lanes.values():
-            if lane.name == "import" and self._import_yields and live.busy:
-                continue
+        # Judged lane by lane: the live lane, first, may just have become busy.
+        for lane in (ln for ln in self.lanes.values() if ln.name == "live" or not (self._import_yields and live.busy)):
             while lane.queue and lane.running < lane.limit and not lane.paused:
                 job = lane.queue.popleft()
                 lane.running += 1

@@ -58,10 +58,8 @@ def sync_leaves(conn: sqlite3.Connection, session_id: str, messages: Sequence[Me
             conn.execute("DELETE FROM summary_nodes WHERE session_id = ? AND ((idx + 1) << level) > ?",
                          (session_id, stale_from))
             missing = [i for i in range(leaves) if i >= stale_from or (0, i) not in nodes]
-        rows = []
-        for i in missing:
-            first, last = node_positions(0, i, config.leaf_size)
-            rows.append((session_id, 0, i, messages[first].id, messages[last].id, lane, now))
+        rows = [(session_id, 0, i, *(messages[p].id for p in node_positions(0, i, config.leaf_size)), lane, now)
+                for i in missing]
         conn.executemany(
             "INSERT OR IGNORE INTO summary_nodes(session_id, level, idx, first_message, last_message, status, lane,"
             " attempts, updated_at) VALUES (?,?,?,?,?,'pending',?,0,?)", rows)

@@ -74,7 +74,6 @@ def render_transcript(messages: Sequence[MessageRecord], *, first_position: int,
     """Messages as numbered lines of text (1-based positions), each cut to ``limit`` characters."""
     lines = []
     for offset, m in enumerate(messages):
-        label = f"[{first_position + offset + 1} {m.role}]"
         body = m.content
         if m.tool_calls:
             calls = "; ".join(f"{c.get('name', '?')}({json.dumps(c.get('arguments', {}), ensure_ascii=False)})"
@@ -82,7 +81,7 @@ def render_transcript(messages: Sequence[MessageRecord], *, first_position: int,
             body = (body + "\n" if body else "") + f"(called {calls})"
         if m.status == "interrupted":
             body += " [interrupted]"
-        lines.append(f"{label} {_clip(body, limit)}")
+        lines.append(f"[{first_position + offset + 1} {m.role}] {_clip(body, limit)}")
     return "\n".join(lines)
 
 
@@ -124,8 +123,7 @@ def leaf_footer(messages: Sequence[MessageRecord]) -> list[str]:
     if not said:
         return []
     lines = [f"{FOOTER_LATEST} {_quote(said[-1].content)}"]
-    stops = [m for m in said if _STOP.search(m.content)]
-    if stops and stops[-1] is not said[-1]:
+    if (stops := [m for m in said if _STOP.search(m.content)]) and stops[-1] is not said[-1]:
         lines.append(f"{FOOTER_STOP} {_quote(stops[-1].content)}")
     return lines
 
@@ -139,8 +137,7 @@ def finish_summary(raw: str, footer: Sequence[str], *, config: ContextConfig) ->
     """The text to store: the model's answer scrubbed and cut, then the footer."""
     text = redact(_strip_footer(raw.strip()))
     tail = "\n".join(footer)
-    room = max(80, config.summary_chars - len(tail) - 1)
-    if len(text) > room:
+    if len(text) > (room := max(80, config.summary_chars - len(tail) - 1)):
         text = text[: room - 1].rstrip() + "\u2026"
     if not text:
         text = "(no summary text)"

@@ -55,9 +55,8 @@ def redact(text: str) -> str:
     out = text
     for kind, pattern in _SHAPES:
         out = pattern.sub(f"[secret:{kind.replace('-', '_')}]", out)
-    out = _ASSIGNED.sub(lambda m: f"{m.group(1)}{m.group(2)}[secret:{_kind(m.group(1))}]"
-                        if not m.group(4).startswith("[secret") else m.group(0), out)
-    out = _SPOKEN.sub(lambda m: f"{m.group(1)}{m.group(2)}[secret:{_kind(m.group(1))}]"
-                      if not m.group(4).startswith("[secret") else m.group(0), out)
+    for named in (_ASSIGNED, _SPOKEN):  # the word before the value names the kind; a placeholder stays as it is
+        out = named.sub(lambda m: m.group(0) if m.group(4).startswith("[secret")
+                        else f"{m.group(1)}{m.group(2)}[secret:{_kind(m.group(1))}]", out)
     out = _URL_CREDENTIAL.sub(lambda m: f"{m.group(1)}:[secret:password]", out)
     return _OPAQUE.sub("[secret:token]", out)

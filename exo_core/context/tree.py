@@ -116,18 +116,15 @@ def plan_view(nodes: Mapping[NodeKey, SummaryNode], messages: Sequence[MessageRe
     """The view for ``messages`` given the stored ``nodes`` (which must be valid for them)."""
     start = tail_start(messages, config.tail)
     leaves = start // config.leaf_size
-    top = max(0, leaves.bit_length())
     elements: list[Element] = []
     tokens = 0
     p = 0
     while p < leaves:
         chosen: SummaryNode | None = None
-        for level in range(top, -1, -1):
-            width = 1 << level
-            if p % width or p + width > leaves:
+        for level in range(leaves.bit_length(), -1, -1):
+            if p % (1 << level) or p + (1 << level) > leaves:  # no node of this level starts at p
                 continue
-            node = nodes.get((level, p >> level))
-            if node is not None and node.done:
+            if (node := nodes.get((level, p >> level))) is not None and node.done:
                 chosen = node
                 break
         if chosen is None:
@@ -139,8 +136,7 @@ def plan_view(nodes: Mapping[NodeKey, SummaryNode], messages: Sequence[MessageRe
         elements.append(Element("summary", first, last, chosen))
         tokens += estimate_tokens(chosen.text or "")
         p += 1 << chosen.level
-    partial = leaves * config.leaf_size
-    if partial < start:
+    if (partial := leaves * config.leaf_size) < start:
         elements.append(Element("verbatim", partial, start - 1))
     if start < len(messages):
         elements.append(Element("tail", start, len(messages) - 1))

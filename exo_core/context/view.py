@@ -36,9 +36,7 @@ VIEW_FOOTER = "</history>"
 def history_block(plan: Plan, messages: Sequence[MessageRecord], *, message_chars: int) -> str:
     """The background block for the elements of ``plan`` before the tail ('' when there are none)."""
     parts: list[str] = []
-    for element in plan.elements:
-        if element.kind == "tail":
-            continue
+    for element in (e for e in plan.elements if e.kind != "tail"):
         label = f"messages {element.first + 1}\u2013{element.last + 1}"
         if element.kind == "summary" and element.node is not None:
             parts.append(f"[summary of {label}]\n{element.node.text}")
@@ -46,21 +44,17 @@ def history_block(plan: Plan, messages: Sequence[MessageRecord], *, message_char
             text = render_transcript(messages[element.first: element.last + 1], first_position=element.first,
                                      limit=message_chars)
             parts.append(f"[{label}, not yet summarized]\n{text}")
-    if not parts:
-        return ""
-    return VIEW_HEADER + "\n\n" + "\n\n".join(parts) + "\n" + VIEW_FOOTER
+    return VIEW_HEADER + "\n\n" + "\n\n".join(parts) + "\n" + VIEW_FOOTER if parts else ""
 
 
 def render_view(system_prompt: str, plan: Plan, messages: Sequence[MessageRecord], *,
                 message_chars: int) -> list[ChatMessage]:
     """The full model input: one system message (prompt + history), then the tail verbatim."""
-    block = history_block(plan, messages, message_chars=message_chars)
-    system = "\n\n".join(part for part in (system_prompt, block) if part)
+    system = "\n\n".join(p for p in (system_prompt, history_block(plan, messages, message_chars=message_chars)) if p)
     head = [ChatMessage(role="system", content=system)] if system else []
     return head + to_chat_messages(messages[plan.tail_start:])
 
 
 def input_tokens(chat: Sequence[ChatMessage]) -> int:
     """Estimated tokens of a model input (characters / 4, tool calls included)."""
-    chars = sum(len(m.content) + sum(len(c.name) + len(str(c.arguments)) for c in m.tool_calls) for m in chat)
-    return (chars + 3) // 4
+    return (sum(len(m.content) + sum(len(c.name) + len(str(c.arguments)) for c in m.tool_calls) for m in chat) + 3) // 4

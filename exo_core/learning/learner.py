@@ -60,13 +60,10 @@ class Learner:
         self.book = LessonBook()
         self._lock = threading.RLock()  # the reviewer thread and direct calls (reject, rows) share one book
         self._cursor_path = store.root / "indexes" / "learning" / "cursor.json"
-        self.cursor = self._read_cursor()
-
-    def _read_cursor(self) -> int:
         try:
-            return int(json.loads(self._cursor_path.read_text(encoding="utf-8"))["n"])
+            self.cursor = int(json.loads(self._cursor_path.read_text(encoding="utf-8"))["n"])
         except FileNotFoundError:
-            return 0
+            self.cursor = 0
         except (ValueError, KeyError, TypeError) as exc:
             raise StorageError(f"{self._cursor_path}: unreadable review cursor; delete it to review again") from exc
 
@@ -110,8 +107,7 @@ class Learner:
             judged = book.index[book.index[f.entry_id].body["judged"]]
             seen = [x for x in features_in(judged_text(judged.body))
                     if not (x.target in book.lessons and book.lessons[x.target].promoted_by)]
-            q = question_for(book, refs=(f.entry_id,), candidates=seen) if seen else None
-            drafts += [q] if q else []
+            drafts += [q] if seen and (q := question_for(book, refs=(f.entry_id,), candidates=seen)) else []
         new_targets = [d.target for d in drafts if d.target not in book.lessons and d.body["home"] != "question"]
         stored = self._append([d.entry() for d in drafts])
         promoted, asked_now, supersede = self._promote(existing)
@@ -119,8 +115,7 @@ class Learner:
         for old_id, target in supersede:
             lesson = book.lessons[target]
             self.store.supersede(old_id, lesson_node(lesson, book.last_ts, lesson.promoted_ts))
-        rejected = {l.target for l in book.lessons.values() if l.rejected_at >= since_ts}
-        self._publish(set(promoted) | rejected)
+        self._publish(set(promoted) | {l.target for l in book.lessons.values() if l.rejected_at >= since_ts})
         queued = self._enqueue(new_targets)
         self.cursor = book.last_n
         self._cursor_path.parent.mkdir(parents=True, exist_ok=True)
@@ -144,8 +139,7 @@ class Learner:
                 if step.supersedes:
                     supersede.append((step.supersedes, target))
             elif step.action == "ask" and not asks:
-                q = question_for(book, target=target)
-                asks += [q] if q else []
+                asks += [q] if (q := question_for(book, target=target)) else []
         stored = self._append(entries + [q.entry() for q in asks])
         return (tuple(e.body["target"] for e in stored if e.kind == "promotion"),
                 tuple(e.id for e in stored if e.kind == "proposal"), supersede)
@@ -169,17 +163,15 @@ class Learner:
     def _events(self, before: set[str], promoted: tuple[str, ...], questions: tuple[str, ...]) -> list[tuple[str, Any]]:
         book, now = self.book, self.book.last_ts
         moved = [(book.lessons[t].node or t, book.lessons[t], "promoted") for t in promoted]
-        after = {l.node or l.target for l in enforced(book, now)}
-        for node in sorted(before - after):
+        for node in sorted(before - {l.node or l.target for l in enforced(book, now)}):
             lesson = book.lesson_for(node)
             if lesson is not None:  # gone from the enforced list: rejected, or faded below high
                 moved.append((node, lesson, "deleted" if lesson.rejected_at >= 0 else "demoted"))
         out: list[tuple[str, Any]] = [("taste.updated", ev.TasteUpdated(id=node, text=l.claim, weight=l.weight(now),
                                                                          change=change)) for node, l, change in moved]
-        for qid in questions:
-            q = book.index[qid].body
-            out.append(("question.asked", ev.QuestionAsked(question_id=qid, text=q["claim"], options=q["labels"])))
-        return out
+        asked = {qid: book.index[qid].body for qid in questions}
+        return out + [("question.asked", ev.QuestionAsked(question_id=qid, text=q["claim"], options=q["labels"]))
+                      for qid, q in asked.items()]
 
     def promote_by_eval(self, target: str, decision: str) -> StoredEntry:
         """Promote a lesson the climb kept (rule 5: skills and high-impact rules pass the exam first)."""
@@ -202,8 +194,7 @@ class Learner:
     def find(self, ref: str) -> str | None:
         """The target of the lesson named by ``ref`` (its target, node id or a proposal id)."""
         self.refresh()
-        lesson = self.book.lesson_for(ref)
-        return lesson.target if lesson else None
+        return lesson.target if (lesson := self.book.lesson_for(ref)) else None
 
     def reject(self, target: str, reason: str) -> StoredEntry:
         """The person says "that's wrong": a rejection; the lesson leaves the pack on this render."""

@@ -31,12 +31,8 @@ _INDEXED = frozenset({"action", "verdict", "rule", "approval", "utterance", "out
 
 def judged_text(body: Any) -> str:
     """The text of a judged output (a draft recorded as an action)."""
-    if not isinstance(body, dict):
-        return ""
-    for key in ("text", "result"):
-        if isinstance(body.get(key), str):
-            return body[key]
-    return ""
+    texts = [body[key] for key in ("text", "result") if isinstance(body, dict) and isinstance(body.get(key), str)]
+    return texts[0] if texts else ""
 
 
 def slug(text: str, limit: int = 60) -> str:
@@ -112,9 +108,8 @@ class LessonBook:
         if entry.kind in _INDEXED:
             self.index[entry.id] = entry
         if entry.kind == "utterance" and isinstance(entry.body.get("answer_to"), str):
-            for lesson in self.lessons.values():
-                if entry.body["answer_to"] in lesson.proposals:
-                    lesson.answered = True
+            for lesson in (lesson for lesson in self.lessons.values() if entry.body["answer_to"] in lesson.proposals):
+                lesson.answered = True
         if entry.kind == "action":
             for ref in entry.refs:  # an approval answered for this action: check features on the call
                 self.denied_actions[ref] = action_text(entry.body)
@@ -156,8 +151,7 @@ class LessonBook:
         if isinstance(body.get("objection"), str):  # each second pass replaces the last one's objection
             lesson.objection = body["objection"]
         for ref in entry.refs:
-            cited = self.index.get(ref)
-            if cited is None:
+            if (cited := self.index.get(ref)) is None:
                 lesson.ignored.append(ref)
             else:
                 self._cite(lesson, cited)
@@ -191,9 +185,8 @@ class LessonBook:
         if category is None or STRENGTHS[category].default == 0.0:
             return None
         body = cited.body
-        feat = feature(lesson.feature)
         session = str(body.get("session", ""))
-        sign = self._stance(lesson, feat, category, cited)
+        sign = self._stance(lesson, feature(lesson.feature), category, cited)
         if sign is None:
             return None
         magnitude = abs(signed_strength(category))

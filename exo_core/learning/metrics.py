@@ -37,8 +37,7 @@ class Window:
     @property
     def corrections_per_accept(self) -> float:
         """Corrections per accepted output (corrections when nothing was accepted)."""
-        corrections = sum(self.verdicts.get(v, 0) for v in _CORRECTIONS)
-        return corrections / max(1, self.verdicts.get("accept", 0))
+        return sum(self.verdicts.get(v, 0) for v in _CORRECTIONS) / max(1, self.verdicts.get("accept", 0))
 
     @property
     def eval_score(self) -> float | None:

@@ -81,9 +81,8 @@ def shown(store: Store) -> set[str]:
 def write_pack(store: Store, section: str) -> bool:
     """Put ``section`` into ``pack.md`` (replacing the old one); True when the file changed."""
     text = store.pack_text()
-    if _SECTION.search(text):
-        new = _SECTION.sub(lambda _: section, text, count=1)  # a function: section is not a template
-    else:
+    new, found = _SECTION.subn(lambda _: section, text, count=1)  # a function: section is not a template
+    if not found:
         new = text.rstrip("\n") + "\n\n" + section + "\n"
     if new == text:
         return False
@@ -111,18 +110,15 @@ def sync_nodes(store: Store, book: LessonBook, only: Collection[str] | None = No
     person edited by hand stays as they left it until the next event about it; ``exo learn rebuild``
     passes None and rewrites every one from the ledger.
     """
-    now = book.last_ts
     changed = []
-    for lesson in book.lessons.values():
-        if only is not None and lesson.target not in only:
-            continue
+    for lesson in (lesson for lesson in book.lessons.values() if only is None or lesson.target in only):
         node_id = lesson.node or lesson.target
         try:
             old: Node | None = store.read_node(node_id)
         except NotFoundError:
             old = None
         if lesson.promoted_by:
-            new = lesson_node(lesson, now, lesson.promoted_ts)
+            new = lesson_node(lesson, book.last_ts, lesson.promoted_ts)
             if old is None or dataclasses.replace(old, path=None, key_lines=()) != new:
                 store.write_node(new)
                 changed.append(node_id)

@@ -76,9 +76,7 @@ def decide(lesson: Lesson, now_ms: int, existing: Mapping[str, Existing]) -> Ste
     if conflict and old is not None:
         if old.guards:
             return Step(t, "ask" if ready else "wait", 3, reason="the older belief guards something")
-        if ready:
-            return Step(t, "promote", 3, by="evidence", supersedes=t, reason="newer wins")
-        return Step(t, "wait", 6)
+        return Step(t, "promote", 3, by="evidence", supersedes=t, reason="newer wins") if ready else Step(t, "wait", 6)
     if ready:
         return Step(t, "promote", 4, by="evidence")
     return Step(t, "wait", 6, reason=lesson.objection or "not enough evidence yet")

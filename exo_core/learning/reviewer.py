@@ -97,8 +97,7 @@ def classify(entry: StoredEntry, book: LessonBook) -> list[Finding]:
         before, after = judged_text(judged.body), body.get("text") if isinstance(body.get("text"), str) else None
         reason = str(body.get("reason", ""))
         for feat in CATALOG:
-            text = action_text(judged.body) if feat.action else before
-            sign = stance(feat, category, text, after, reason)
+            sign = stance(feat, category, action_text(judged.body) if feat.action else before, after, reason)
             if sign is not None:
                 found.append(_finding(book, entry.id, feat, sign, category))
         if category == "reject" and not reason and after is None and not any(found):
@@ -111,8 +110,7 @@ def classify(entry: StoredEntry, book: LessonBook) -> list[Finding]:
             domain = "rules" if any(w in text.lower() for w in _GUARD_WORDS) else "taste"
             found.append(Finding(entry.id, f"{domain}/{slug(text)}", "new", "", text))
     elif category == "rule" and book.lesson_for(str(body["target"])) is None:
-        text = " ".join(str(body["text"]).split())
-        found.append(Finding(entry.id, str(body["target"]), "new", "", text))
+        found.append(Finding(entry.id, str(body["target"]), "new", "", " ".join(str(body["text"]).split())))
     elif category == "answer" and (picked := book.picked(entry)) is not None:
         chosen = picked[0]
         feat = next((f for f in CATALOG if f.target == chosen), None)
@@ -169,8 +167,7 @@ def argue_against(draft: Draft, book: LessonBook, existing: Mapping[str, Existin
     if not high_confidence.get(draft.target) or (draft.target in existing and existing[draft.target].learned):
         return draft
     sessions = {str(book.index[ref].body.get("session", "")) for ref in draft.refs if ref in book.index}
-    lesson = book.lessons.get(draft.target)
-    if lesson is not None:
+    if (lesson := book.lessons.get(draft.target)) is not None:
         sessions |= lesson.sessions()
     objection = "" if len(sessions - {""}) >= 2 else (
         f"would change the high-confidence belief {draft.target} on evidence from one session: a one-off?")

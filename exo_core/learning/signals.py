@@ -64,8 +64,7 @@ def signed_strength(category: str, score: float | None = None) -> float:
     given the category's sign; ``None`` takes the default.
     """
     band = STRENGTHS[category]
-    magnitude = band.default if score is None else min(band.high, max(band.low, abs(float(score))))
-    return band.sign * magnitude
+    return band.sign * (band.default if score is None else min(band.high, max(band.low, abs(float(score)))))
 
 
 def is_person_channel(entry: StoredEntry) -> bool:

@@ -51,8 +51,7 @@ def faded(ev: Evidence, now_ms: int, half_life_days: float = HALF_LIFE_DAYS) -> 
     """``|strength|`` after fading to ``now_ms`` (no fading for rules, none before ``ts``)."""
     if not ev.fades:
         return abs(ev.strength)
-    age_days = max(0, now_ms - ev.ts) / DAY_MS
-    return abs(ev.strength) * 0.5 ** (age_days / half_life_days)
+    return abs(ev.strength) * 0.5 ** (max(0, now_ms - ev.ts) / DAY_MS / half_life_days)
 
 
 def weight(evidence: Iterable[Evidence], now_ms: int, half_life_days: float = HALF_LIFE_DAYS) -> float:
@@ -70,9 +69,7 @@ def weight(evidence: Iterable[Evidence], now_ms: int, half_life_days: float = HA
             pro += s
         elif ev.strength < 0:
             con += s
-    if pro == 0.0:
-        return 0.0
-    return round((1.0 - keep) * pro / (pro + con), 6)
+    return round((1.0 - keep) * pro / (pro + con), 6) if pro else 0.0
 
 
 def label(w: float) -> str:

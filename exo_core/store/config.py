@@ -119,11 +119,10 @@ def read_config(store_root: Path) -> StoreConfig:
     except OSError as exc:
         raise StoreFormatError(f"cannot read ({exc})", path=path, rule="store-toml") from exc
     try:
-        text = raw.decode("utf-8")
+        return parse_config(raw.decode("utf-8"), path=path)
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise StoreFormatError("not UTF-8 text; re-save it as UTF-8", path=path, line=line, rule="store-toml") from exc
-    return parse_config(text, path=path)
 
 
 def write_config(store_root: Path, config: StoreConfig) -> None:

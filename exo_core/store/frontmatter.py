@@ -56,7 +56,6 @@ class Frontmatter:
     values: dict[str, FrontValue]
     lines: dict[str, int]
     body: str
-    body_line: int
 
 
 # Characters YAML does not allow raw in a document (a tab is allowed).
@@ -129,8 +128,7 @@ class _Reader:
 
     def quoted(self, text: str, line: int) -> tuple[str, str]:
         """Read one quoted scalar at the start of ``text``; return (value, rest)."""
-        bad = _UNPRINTABLE.search(text)
-        if bad:
+        if bad := _UNPRINTABLE.search(text):
             raise self.fail(line, f"raw control character U+{ord(bad.group()):04X}; write it as an escape or remove it")
         if text[0] == "'":
             match = _SINGLE_QUOTED.match(text)
@@ -147,8 +145,7 @@ class _Reader:
                                   "\\uXXXX") from exc
         # Escaped control characters are fine (YAML allows any escape); a lone
         # surrogate is not text and could never be written back as UTF-8.
-        lone = re.search("[\ud800-\udfff]", value)
-        if lone:
+        if lone := re.search("[\ud800-\udfff]", value):
             raise self.fail(line, f"lone surrogate \\u{ord(lone.group()):04x} in a value; remove it")
         return value, text[match.end() :]
 
@@ -159,8 +156,7 @@ class _Reader:
             if rest.strip(" "):
                 raise self.fail(line, f"unexpected text after the closing quote: {rest.strip()!r}")
             return value
-        reason = _plain_ok(text, flow=flow)
-        if reason is not None:
+        if (reason := _plain_ok(text, flow=flow)) is not None:
             raise self.fail(line, f"{reason}; put the value in double quotes")
         return text
 
@@ -207,19 +203,17 @@ def parse_document(text: str, *, path: Path | str | None = None) -> Frontmatter:
                                       "is the closing '---' missing?")
         raw = raw.rstrip("\r")
         if raw == "---":
-            return Frontmatter(values, where_key, "\n".join(lines[lineno:]), lineno + 1)
+            return Frontmatter(values, where_key, "\n".join(lines[lineno:]))
         stripped = raw.strip(" ")
         if not stripped or stripped.startswith("#"):
             continue
         if "\t" in raw[: len(raw) - len(raw.lstrip(" \t"))]:
             raise reader.fail(lineno, "tab in indentation; indent with spaces")
         if stripped.startswith("- ") or stripped == "-":
-            indent = len(raw) - len(raw.lstrip(" "))
-            if open_list is None or indent not in (0, 2):
+            if open_list is None or len(raw) - len(raw.lstrip(" ")) not in (0, 2):  # the item's indent
                 raise reader.fail(lineno, "a '- item' line must follow 'key:' (indented 0 or 2 spaces)")
-            current = values[open_list] or []
+            current = values[open_list] = values[open_list] or []
             assert isinstance(current, list)  # 'key:' opened it as None; a list only ever follows
-            values[open_list] = current
             item = stripped[1:].strip(" ")
             if not item:
                 raise reader.fail(lineno, "empty list item; remove the line or give it a value")

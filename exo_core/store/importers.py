@@ -61,8 +61,7 @@ class ImportReport:
 
 def _read_text(path: Path) -> str:
     try:
-        size = path.stat().st_size
-        if size > MAX_IMPORT_BYTES:
+        if (size := path.stat().st_size) > MAX_IMPORT_BYTES:
             raise ImportFormatError(f"{size} bytes is larger than the {MAX_IMPORT_BYTES}-byte import limit; split it",
                                     path=path)
         raw = path.read_bytes()
@@ -148,10 +147,9 @@ class _BookmarkParser(html.parser.HTMLParser):
 
 def parse_bookmarks(path: Path) -> list[tuple[int, str, str, str | None, tuple[str, ...]]]:
     """``(line, url, title, added, folder tags)`` for each bookmark; strict about the format."""
-    text = _read_text(path)
     parser = _BookmarkParser(path)
     try:
-        parser.feed(text)
+        parser.feed(_read_text(path))  # its ImportFormatError is no ValueError: it passes through
         parser.close()
     except (ValueError, AssertionError) as exc:  # html.parser raises these on broken markup
         raise ImportFormatError(f"not parseable HTML ({exc})", path=path, line=parser.getpos()[0]) from exc
@@ -216,8 +214,7 @@ def parse_notes(folder: Path) -> list[tuple[str, str, str, tuple[str, ...], list
             else:
                 body = doc.body
                 fm_title = doc.values.get("title")
-                if isinstance(fm_title, str) and fm_title.strip():
-                    title = fm_title.strip()
+                title = fm_title.strip() if isinstance(fm_title, str) and fm_title.strip() else title
                 raw_tags = doc.values.get("tags")
                 tags = tuple(raw_tags) if isinstance(raw_tags, list) else (raw_tags,) if raw_tags else ()
         if title == rel.stem:  # no title in the frontmatter: the first heading, if any
@@ -256,8 +253,7 @@ def _text_of(content: Any) -> str | None:
     if isinstance(content, str):
         return content
     if isinstance(content, dict):  # ChatGPT: {"content_type": "text", "parts": [...]}
-        parts = content.get("parts")
-        if isinstance(parts, list):
+        if isinstance(parts := content.get("parts"), list):
             return "\n".join(p for p in parts if isinstance(p, str))
         if isinstance(content.get("text"), str):
             return content["text"]
@@ -273,9 +269,8 @@ def parse_chat_export(path: Path) -> list[ChatMessage]:
     [{"id", "role", "text", "ts"}]}]}`` and a ChatGPT ``conversations.json``
     (a list of conversations with a ``mapping`` of message nodes).
     """
-    raw = _read_text(path)
     try:
-        data = json.loads(raw)
+        data = json.loads(_read_text(path))
     except json.JSONDecodeError as exc:
         raise ImportFormatError(f"not JSON ({exc.msg})", path=path, line=exc.lineno) from exc
     except RecursionError as exc:
@@ -319,8 +314,7 @@ def import_chat_export(path: Path, ledger: LedgerWriter, *, scope: str = "person
     loop must never learn from them as if the person said them).
     """
     report = report or ImportReport(str(path))
-    staged = []
-    for msg in parse_chat_export(Path(path)):
+    for msg in parse_chat_export(Path(path)):  # parses the whole file first: a bad one writes nothing
         if msg.role not in ("user", "human"):
             report.count("not-the-person")
             continue
@@ -331,8 +325,6 @@ def import_chat_export(path: Path, ledger: LedgerWriter, *, scope: str = "person
                 "message": msg.message}
         if msg.ts is not None:
             body["ts_source"] = msg.ts
-        staged.append((body, f"chat:{msg.conversation}:{msg.message}"))
-    for body, idem in staged:
-        ledger.append("utterance", body, scope=scope, idem=idem)
+        ledger.append("utterance", body, scope=scope, idem=f"chat:{msg.conversation}:{msg.message}")
         report.count("utterances")
     return report

@@ -136,10 +136,8 @@ class Item:
 
 
 def _from_row(row: tuple[object, ...]) -> Item:
-    values = list(row)
-    values[11] = tuple(json.loads(str(values[11])))
-    values[13] = bool(values[13])
-    return Item(*values)  # type: ignore[arg-type]
+    # Columns in _COLUMNS order: tags are stored as a JSON list, truncated as 0 or 1.
+    return Item(*row[:11], tuple(json.loads(str(row[11]))), row[12], bool(row[13]))  # type: ignore[arg-type]
 
 
 class ItemStore:

@@ -18,11 +18,10 @@ __all__ = ["Leak", "find_leaks", "redact", "LEAK_PATTERNS"]
 
 @dataclass(frozen=True, slots=True)
 class Leak:
-    """One suspected secret: its kind, 1-based line and column, and a masked preview."""
+    """One suspected secret: its kind, 1-based line, and a masked preview (its first four characters at most)."""
 
     kind: str
     line: int
-    column: int
     preview: str
 
 
@@ -69,20 +68,15 @@ def _spans(text: str) -> list[tuple[int, int, str]]:
     merged: list[tuple[int, int, str]] = []
     for start, end, kind in spans:
         if merged and start < merged[-1][1]:
-            last = merged[-1]
-            merged[-1] = (last[0], max(last[1], end), last[2])
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end), merged[-1][2])
         else:
             merged.append((start, end, kind))
     return merged
 
 
-def _mask(secret: str) -> str:
-    return secret[:4] + "…" if len(secret) > 6 else "…"
-
-
 def find_leaks(text: str) -> list[Leak]:
-    """Every suspected secret in ``text`` with its line and column."""
-    return [Leak(kind, text.count("\n", 0, start) + 1, start - text.rfind("\n", 0, start), _mask(text[start:end]))
+    """Every suspected secret in ``text`` with its line."""
+    return [Leak(kind, text.count("\n", 0, start) + 1, (text[start:start + 4] + "…") if end - start > 6 else "…")
             for start, end, kind in _spans(text)]
 
 

@@ -93,10 +93,9 @@ def verify_ledger(path: Path, owner_keys: tuple[str, ...], *,
         forks = [s.seg for s in ledger.segments() if s.seg != 0]
         notes = [f"{path.name}: ledger {ledger.ledger_id}, {ledger.count()} entries, main height {ledger.head(0).size}"
                  + (f", fork segments {forks} (see 'exo store sync' report)" if forks else "")]
-    errors = [f"{path.name}: {p.describe()}" for p in report.problems]
     if not owner_keys:
         notes.append(f"{path.name}: STORE.toml lists no owner keys, so authors were not pinned")
-    return errors, notes
+    return [f"{path.name}: {p.describe()}" for p in report.problems], notes
 
 
 def checkpoint_hook(signer: "Signer | None", book: "CheckpointBook | None" = None) -> Callable[[Path], dict[str, Any]]:

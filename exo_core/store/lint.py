@@ -96,13 +96,11 @@ class _Linter:
             return False
         if self._item_ids is None:
             self._item_ids = set()
-            db = self.top / layout.ITEMS
-            try:
-                if db.is_file():
-                    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
-                        self._item_ids = {row[0] for row in conn.execute("SELECT id FROM items")}
-            except sqlite3.Error:
-                pass  # unreadable: verify reports it, and item links then dangle, which is the truth
+            # Missing or unreadable (read-only open fails on a missing file): verify reports it, and item links
+            # then dangle, which is the truth.
+            with contextlib.suppress(sqlite3.Error), contextlib.closing(
+                    sqlite3.connect(f"file:{self.top / layout.ITEMS}?mode=ro", uri=True)) as conn:
+                self._item_ids = {row[0] for row in conn.execute("SELECT id FROM items")}
         return target in self._item_ids
 
     def read_text(self, path: Path) -> str | None:
@@ -146,8 +144,7 @@ class _Linter:
         for kind, folder in layout.nested_store_dirs(root):
             # Private nodes are invisible to nested scopes, so a link to one dangles there.
             shared = {nid: n for nid, n in visible.items() if not n.private}
-            private = hidden | {nid for nid, n in visible.items() if n.private}
-            self.lint(folder, kind, shared, frozenset(private))
+            self.lint(folder, kind, shared, frozenset(hidden | {nid for nid, n in visible.items() if n.private}))
 
     def lint_config(self, root: Path, expected_kind: str) -> StoreConfig | None:
         try:
@@ -184,10 +181,11 @@ class _Linter:
             if link.type == "supersedes" and target is not None and target.valid_until is None:
                 self.add(node.path, line, "superseded-still-valid", "warning",
                          f"supersedes {link.target!r}, which has no valid_until; give it one")
-        for target, number in wikilinks(node.body):
-            if not self.exists(target, targets):  # targets hold every visible node
-                self.add(node.path, node_body_line(node, number), "dangling-link", "error",
-                         f"[[{target}]] does not exist in this store")
+        for target, number in ((t, n) for t, n in wikilinks(node.body) if not self.exists(t, targets)):
+            # The body is the file's tail, so the lines before it are the file's newlines less the body's.
+            before_body = node.path.read_text(encoding="utf-8").count("\n") - node.body.count("\n")
+            self.add(node.path, before_body + number, "dangling-link", "error",
+                     f"[[{target}]] does not exist in this store")
         for parent in parent_nodes.values():
             if parent.summary.strip() == node.summary.strip() and parent.id not in own:
                 self.add(node.path, node.line_of("summary"), "duplicate-fact", "warning",
@@ -214,11 +212,9 @@ class _Linter:
                 except StoreFormatError as exc:
                     self.from_error(exc, path)
                 else:
-                    for rule in parsed.rules:
-                        for target in rule.targets:
-                            if target not in targets:
-                                self.add(path, rule.line, "dangling-link", "error",
-                                         f"load rule pins [[{target}]], which does not exist")
+                    for rule, target in ((r, t) for r in parsed.rules for t in r.targets if t not in targets):
+                        self.add(path, rule.line, "dangling-link", "error",
+                                 f"load rule pins [[{target}]], which does not exist")
             for target, number in wikilinks(text):
                 if path == router:
                     root_links.add(target)
@@ -238,29 +234,18 @@ class _Linter:
                 self.add(path, number, "restated-count", "warning",
                          "a count written in prose drifts; link the node or data that holds it")
         for node in nodes.values():
-            summary = node.summary.strip()
-            if len(summary) >= _MIN_COPY and summary in text:
-                number = text[: text.index(summary)].count("\n") + 1
-                self.add(path, number, "pack-copy", "warning",
+            if len(summary := node.summary.strip()) >= _MIN_COPY and summary in text:
+                self.add(path, text[: text.index(summary)].count("\n") + 1, "pack-copy", "warning",
                          f"copies the summary of {node.id!r}; link [[{node.id}]] instead")
 
     def lint_leaks(self, root: Path) -> None:
-        for path in layout.curated_files(root):
-            if path.suffix.lower() not in _TEXT_SUFFIXES:
-                continue
+        for path in (p for p in layout.curated_files(root) if p.suffix.lower() in _TEXT_SUFFIXES):
             text = self.read_text(path)
             if text is None:
                 continue
             for leak in find_leaks(text):
                 self.add(path, leak.line, f"leak-{leak.kind}", "error",
                          f"looks like a {leak.kind} ({leak.preview}); remove it, curated files may be shared")
-
-
-def node_body_line(node: Node, body_line: int) -> int:
-    """Map a line in a node's body to its line in the file."""
-    assert node.path is not None
-    # The body is the file's tail, so the lines before it are the file's newlines less the body's.
-    return node.path.read_text(encoding="utf-8").count("\n") - node.body.count("\n") + body_line
 
 
 def lint_store(root: Path | str) -> LintReport:

@@ -114,12 +114,11 @@ def parse_node(text: str, *, path: Path | str | None = None) -> Node:
             raise bad(key, f"{key!r} must be a list, e.g. '{key}: []'")
         lists[key] = tuple(value or ())
     text_of: dict[str, str] = {}
-    for key in REQUIRED_KEYS:
+    for key in (key for key in REQUIRED_KEYS if key not in _LIST_KEYS):
         value = "" if key == "load_when" and values[key] is None else values[key]
-        if key not in _LIST_KEYS and not isinstance(value, str):
+        if not isinstance(value, str):
             raise bad(key, f"{key!r} must be text, not {'a list' if isinstance(value, list) else 'empty'}")
-        if isinstance(value, str):
-            text_of[key] = value
+        text_of[key] = value
     if not NODE_ID.fullmatch(text_of["id"]):
         raise bad("id", f"id {text_of['id']!r} must look like 'domain/short-name' (lower case, digits, '-')")
     for key, allowed in _CHOICES.items():

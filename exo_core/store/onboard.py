@@ -202,8 +202,7 @@ def apply_plan(store: Store, onboard: OnboardPlan, *, force: bool = False) -> li
     written = [store.write_node(node) for node in onboard.nodes]
     for domain, rule in onboard.load_rules:
         index = store.root / domain / layout.ROUTER
-        text = index.read_text(encoding="utf-8")
-        if rule not in text:
+        if rule not in (text := index.read_text(encoding="utf-8")):
             heading = "" if "## Load rules" in text else "\n## Load rules\n\n"
             atomic_write_text(index, text.rstrip("\n") + "\n" + heading + rule + "\n")
     atomic_write_text(store.root / layout.PACK, onboard.pack)
@@ -222,8 +221,7 @@ class Onboarding:
         """Start the interview in ``body.session``; refused at once when it could not write."""
         if self._task is not None and not self._task.done():
             raise ConflictError("an onboarding interview is already running; answer or interrupt it first")
-        core = self._core
-        await core.worker.run(lambda: core.store.get_session(body.session))  # NotFoundError names it
+        await self._core.worker.run(lambda: self._core.store.get_session(body.session))  # NotFoundError names it
         store = Store.open(self._root)
         if not body.force:
             check_fillable(store)

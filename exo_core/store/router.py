@@ -39,16 +39,11 @@ class LoadRule:
     targets: tuple[str, ...]
     line: int
 
-    def alternatives(self) -> tuple[tuple[str, ...], ...]:
-        """Each ``|`` alternative as its lower-case words."""
-        return tuple(
-            tuple(w.lower() for w in _WORD.findall(alt)) for alt in self.trigger.split("|") if _WORD.search(alt)
-        )
-
     def matches(self, request: str) -> bool:
-        """True when every word of some alternative occurs in ``request``."""
+        """True when every word of some ``|`` alternative occurs in ``request``."""
         words = {w.lower() for w in _WORD.findall(request)}
-        return any(alt and all(w in words for w in alt) for alt in self.alternatives())
+        alternatives = ({w.lower() for w in _WORD.findall(alt)} for alt in self.trigger.split("|"))
+        return any(alt and alt <= words for alt in alternatives)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,8 +92,7 @@ def parse_router(text: str, *, path: Path | str | None = None) -> Router:
             raise StoreFormatError("load rule must look like '- trigger words -> [[domain/node]]'", path=path,
                                    line=number, rule="router")
         targets = tuple(t for t, _ in wikilinks(match["targets"]))
-        leftover = WIKILINK.sub("", match["targets"]).replace(",", "").strip()
-        if not targets or leftover:
+        if not targets or WIKILINK.sub("", match["targets"]).replace(",", "").strip():  # no text but links and commas
             raise StoreFormatError("a load rule's targets must be [[node ids]] separated by commas", path=path,
                                    line=number, rule="router")
         if not _WORD.search(match["trigger"]):

@@ -93,8 +93,7 @@ def _check_replaceable(dest: Path, force: bool) -> None:
     if read_manifest(dest) is None:
         raise ConflictError(f"{dest} holds files but is not an unchanged export; refusing to replace it. "
                             "If it is a store that was used, run 'exo store sync' instead; otherwise pass --force")
-    problems = manifest_problems(dest)
-    if problems:
+    if problems := manifest_problems(dest):
         raise ConflictError(f"{dest} was changed since it was exported ({problems[0]}); replacing it could lose work. "
                             "Use 'exo store sync' to combine the two, or pass --force")
 
@@ -109,8 +108,8 @@ def _new_staging(dest: Path, export_id: str) -> Path:
 
 
 def _copy_tree(src: Path, staging: Path, *, manifest: dict[str, Any] | None, tick: StepHook) -> int:
-    count = 0
-    for rel in copy_candidates(src):
+    count = 0  # stays 0 for a tree with nothing to copy
+    for count, rel in enumerate(copy_candidates(src), start=1):
         target = staging / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         if rel.as_posix() in layout.SQLITE_FILES:
@@ -118,7 +117,6 @@ def _copy_tree(src: Path, staging: Path, *, manifest: dict[str, Any] | None, tic
         else:
             shutil.copyfile(src / rel, target)
             _fsync_file(target)
-        count += 1
         tick(f"file:{rel.as_posix()}")
     fsync_tree(staging)
     if manifest is not None:  # written last, and flushed with its folder, so its presence means a whole copy
@@ -209,10 +207,8 @@ def import_store(src: Path | str, dest: Path | str, *, owner_key_id: str | None 
     staging = _new_staging(dest, secrets.token_hex(8))
     try:
         _copy_tree(src_path, staging, manifest=None, tick=on_step or no_step)
-        if owner_key_id is not None:
-            config = read_config(staging)
-            if owner_key_id not in config.owner_keys:
-                write_config(staging, replace(config, owner_keys=config.owner_keys + (owner_key_id,)))
+        if owner_key_id is not None and owner_key_id not in (config := read_config(staging)).owner_keys:
+            write_config(staging, replace(config, owner_keys=config.owner_keys + (owner_key_id,)))
         # Keep the export's manifest as machine state: it is the common base
         # a later 'exo store sync' with the source compares curated files to.
         (staging / layout.STATE_DIR).mkdir(exist_ok=True)

@@ -92,26 +92,21 @@ def sqlite_problems(path: Path) -> list[str]:
 def verify_store(root: Path | str) -> VerifyReport:
     """Verify the store folder at ``root`` without changing it."""
     root = Path(root).resolve()
-    errors: list[str] = []
-    notes: list[str] = []
-    manifest = None
     if not root.is_dir():
         return VerifyReport(root, None, (f"{root}: no such folder",))
     try:
         config = read_config(root)
     except StoreFormatError as exc:
         return VerifyReport(root, None, (str(exc),))
-    try:
+    # A malformed MANIFEST.json is manifest_problems' first error, not a live store.
+    exported = (root / layout.MANIFEST).exists()
+    errors = manifest_problems(root) if exported else []
+    notes = [] if exported else ["no MANIFEST.json: a live store, not an export (files not checked against hashes)"]
+    manifest = None
+    with contextlib.suppress(StoreFormatError):  # reported in errors above
         manifest = read_manifest(root)
-    except StoreFormatError as exc:
-        errors.append(str(exc))
-    if manifest is not None:
-        errors.extend(manifest_problems(root))
-    elif not errors:  # a malformed MANIFEST.json is an error above, not a live store
-        notes.append("no MANIFEST.json: a live store, not an export (files not checked against hashes)")
     for name in layout.SQLITE_FILES:
-        path = root / name
-        if path.is_file():
+        if (path := root / name).is_file():
             errors.extend(sqlite_problems(path))
     if (root / layout.LEDGER).is_file() and not errors:
         from exo_core.ledger import Checkpoint  # the ledger is imported only when there is one to check

@@ -47,8 +47,7 @@ class IssuedCode:
 
 
 def _digest(code: str) -> bytes:
-    normal = "".join(ch for ch in code.upper() if ch.isalnum())
-    return hashlib.sha256(normal.encode("ascii", "replace")).digest()
+    return hashlib.sha256("".join(ch for ch in code.upper() if ch.isalnum()).encode("ascii", "replace")).digest()
 
 
 class PairingCodes:
@@ -74,8 +73,7 @@ class PairingCodes:
         raw = "".join(secrets.choice(ALPHABET) for _ in range(8))
         self._codes[_digest(raw)] = now + self.ttl
         # The owner asking for a new code is physically at the device: let them pair now.
-        self._failures = 0
-        self._locked_until = 0.0
+        self._failures, self._locked_until = 0, 0.0
         return IssuedCode(f"{raw[:4]}-{raw[4:]}", self.ttl)
 
     def redeem(self, offered: str) -> None:

@@ -108,14 +108,11 @@ def tcp_routes(auth: WebAuth, codes: PairingCodes, token: str, store_root: Path 
             return _fail(exc)
 
     def add(app: web.Application) -> None:
-        app.router.add_get("/", page)
-        app.router.add_get("/index.html", page)
-        app.router.add_get("/static/{name}", page)
+        for path, handler in (("/", page), ("/index.html", page), ("/static/{name}", page), ("/web/session", session),
+                              ("/web/store", store), ("/web/store/node", store)):
+            app.router.add_get(path, handler)
         app.router.add_post("/pair", pair)
-        app.router.add_get("/web/session", session)
         app.router.add_post("/web/logout", logout)
-        app.router.add_get("/web/store", store)
-        app.router.add_get("/web/store/node", store)
 
     return add
 
@@ -141,9 +138,7 @@ def _node_wire(node: Node, *, body: bool = False) -> dict[str, Any]:
             "confidence": node.confidence, "valid_from": node.valid_from, "valid_until": node.valid_until,
             "sources": list(node.sources), "tags": list(node.tags), "private": node.private,
             "links": [{"type": ln.type, "target": ln.target} for ln in node.links]}
-    if body:
-        wire["body"] = node.body
-    return wire
+    return {**wire, "body": node.body} if body else wire
 
 
 def _store_view(store_root: Path | None, node_id: str | None) -> dict[str, Any]:
