@@ -44,6 +44,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
+from _common import write_results  # noqa: E402
 from bench_models import NO_TOOL, PERSON, QUESTIONS, TOOL_REQUESTS, TOOLS, _score  # noqa: E402
 
 from exo_core.agent.model import (  # noqa: E402
@@ -55,7 +56,6 @@ from exo_core.agent.model import (  # noqa: E402
     ToolCallChunk,
 )
 
-RESULTS = ROOT / "benchmarks" / "results" / "answers.json"
 HELDOUT = ROOT / "benchmarks" / "data" / "heldout_questions.json"
 BEFORE_STOP = ("\nQuestion:", "\n", "<eos>", "<end_of_turn>")  # the manifest's stop list before
 MAX_TOKENS = 24  # as bench_models' quality part
@@ -214,9 +214,9 @@ def main() -> int:
         print(f"after an interrupted answer, {mode}: correct {r['correct']}/{r['of']}, "
               f"flawed {r['flawed']}, echoing the cut answer {r['echoes_partial']}")
     print(f"{out['seconds']} s")
-    if args.json:
-        RESULTS.write_text(json.dumps(out, indent=2) + "\n")
-        print(f"wrote {RESULTS.relative_to(ROOT)}")
+    written = write_results("answers", out, out=None, quick=not args.json)
+    if written is not None:
+        print(f"wrote {written.relative_to(ROOT)}")
     return 0
 
 

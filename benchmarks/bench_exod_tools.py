@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-import json
 import os
 import sys
 import time
@@ -40,12 +39,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 from bench_answers import ask  # noqa: E402
+from _common import write_results  # noqa: E402
 from bench_models import NO_TOOL, PERSON, TOOL_REQUESTS, TOOLS  # noqa: E402
 
 from exo_core.agent.loop import BASE_PROMPT  # noqa: E402
 from exo_core.agent.model import ChatMessage  # noqa: E402
 
-RESULTS = ROOT / "benchmarks" / "results" / "exod_tools.json"
 PACK = ROOT / "store_template" / "pack.md"
 INTENT_TOKENS = 16
 # (request, the tool that should answer it; None: it should stay text)
@@ -154,9 +153,9 @@ def main() -> int:
             print(f"    {row['q'][:44]:44} want {str(row['want']):10} head {row['head']!r:28} "
                   f"-> {row['calls'] or row['text'][:30]!r}")
     print(f"{out['seconds']} s")
-    if args.json:
-        RESULTS.write_text(json.dumps(out, indent=2) + "\n")
-        print(f"wrote {RESULTS.relative_to(ROOT)}")
+    written = write_results("exod_tools", out, out=None, quick=not args.json)
+    if written is not None:
+        print(f"wrote {written.relative_to(ROOT)}")
     return 0
 
 
