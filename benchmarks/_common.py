@@ -23,8 +23,17 @@ REPO = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO / "benchmarks" / "results"
 
 __all__ = [
-    "REPO", "RESULTS_DIR", "proc_memory_kb", "machine_info", "child_env", "median", "Stopwatch",
-    "ratio", "print_table", "write_results", "fmt_num",
+    "REPO",
+    "RESULTS_DIR",
+    "proc_memory_kb",
+    "machine_info",
+    "child_env",
+    "median",
+    "Stopwatch",
+    "ratio",
+    "print_table",
+    "write_results",
+    "fmt_num",
 ]
 
 

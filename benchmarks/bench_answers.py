@@ -74,8 +74,12 @@ def flaws(answer: str, finish: str) -> dict[str, bool]:
     """
     text = answer.strip()
     unmatched = text.count('"') % 2 == 1 or text.count("“") != text.count("”")
-    return {"stray_quote": unmatched or text.startswith(('"', "“")), "unmatched_quote": unmatched,
-            "run_on": bool(_NEXT_SENTENCE.search(text)), "cut_at_limit": finish == "length"}
+    return {
+        "stray_quote": unmatched or text.startswith(('"', "“")),
+        "unmatched_quote": unmatched,
+        "run_on": bool(_NEXT_SENTENCE.search(text)),
+        "cut_at_limit": finish == "length",
+    }
 
 
 def load_sets(names: list[str]) -> dict[str, list[tuple[str, tuple[str, ...], str]]]:
@@ -89,9 +93,13 @@ def load_sets(names: list[str]) -> dict[str, list[tuple[str, tuple[str, ...], st
     return sets
 
 
-async def ask(transport: Any, fmt: Any, messages: tuple[ChatMessage, ...],
-              tools: tuple[dict[str, Any], ...] = (), max_tokens: int = MAX_TOKENS
-              ) -> tuple[str, list[str], str]:
+async def ask(
+    transport: Any,
+    fmt: Any,
+    messages: tuple[ChatMessage, ...],
+    tools: tuple[dict[str, Any], ...] = (),
+    max_tokens: int = MAX_TOKENS,
+) -> tuple[str, list[str], str]:
     """One answer with ``fmt``: its text, the tools it called, its finish reason."""
     transport.settings = dataclasses.replace(transport.settings, prompt=fmt)
     req = ModelRequest(messages=messages, tools=tools, temperature=0.0, max_tokens=max_tokens)
@@ -108,11 +116,13 @@ async def ask(transport: Any, fmt: Any, messages: tuple[ChatMessage, ...],
 
 def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     flawed = [r for r in rows if any(r["flaws"].values())]
-    return {"correct": sum(r["correct"] for r in rows), "of": len(rows),
-            "flawed": len(flawed),
-            **{k: sum(r["flaws"][k] for r in rows)
-               for k in ("stray_quote", "unmatched_quote", "run_on", "cut_at_limit")},
-            "tool_calls_instead_of_text": sum(bool(r["calls"]) for r in rows)}
+    return {
+        "correct": sum(r["correct"] for r in rows),
+        "of": len(rows),
+        "flawed": len(flawed),
+        **{k: sum(r["flaws"][k] for r in rows) for k in ("stray_quote", "unmatched_quote", "run_on", "cut_at_limit")},
+        "tool_calls_instead_of_text": sum(bool(r["calls"]) for r in rows),
+    }
 
 
 async def run(set_names: list[str]) -> dict[str, Any]:
@@ -125,14 +135,13 @@ async def run(set_names: list[str]) -> dict[str, Any]:
     if path is None or manifest.prompt is None:
         raise SystemExit("model not fetched: run `exo models fetch` first")
     after = manifest.prompt
-    before = dataclasses.replace(after, stop=BEFORE_STOP, strip_open_quote=False,
-                                 sentence_min_words=0, interrupted="keep")
+    before = dataclasses.replace(
+        after, stop=BEFORE_STOP, strip_open_quote=False, sentence_min_words=0, interrupted="keep"
+    )
     formats = {"before": before, "after": after}
-    transport = LlamaTransport(LlamaSettings(model_path=path, prompt=after, n_threads=2,
-                                             name=manifest.name))
+    transport = LlamaTransport(LlamaSettings(model_path=path, prompt=after, n_threads=2, name=manifest.name))
     t0 = time.perf_counter()
-    out: dict[str, Any] = {"formats": {k: dataclasses.asdict(v) for k, v in formats.items()},
-                           "sets": {}}
+    out: dict[str, Any] = {"formats": {k: dataclasses.asdict(v) for k, v in formats.items()}, "sets": {}}
     for set_name, questions in load_sets(set_names).items():
         result: dict[str, Any] = {}
         for mode, tools in (("plain", ()), ("tools_offered", TOOLS)):
@@ -144,22 +153,32 @@ async def run(set_names: list[str]) -> dict[str, Any]:
                 for q, accept, kind in questions:
                     messages = (ChatMessage("system", PERSON), ChatMessage("user", q))
                     text, calls, finish = await ask(transport, fmt, messages, tools)
-                    rows[label].append({"q": q, "kind": kind, "answer": text.strip(),
-                                        "calls": calls, "finish": finish,
-                                        "correct": _score(text, accept) and not calls,
-                                        "flaws": flaws(text, finish)})
+                    rows[label].append(
+                        {
+                            "q": q,
+                            "kind": kind,
+                            "answer": text.strip(),
+                            "calls": calls,
+                            "finish": finish,
+                            "correct": _score(text, accept) and not calls,
+                            "flaws": flaws(text, finish),
+                        }
+                    )
             result[mode] = {label: {**_summary(r), "answers": r} for label, r in rows.items()}
         out["sets"][set_name] = result
     out["tools_auto"] = {}
     for label, fmt in formats.items():
         right, stayed = 0, 0
         for q, name in [*TOOL_REQUESTS, *((q, None) for q in NO_TOOL)]:
-            _, calls, _ = await ask(transport, fmt, (ChatMessage("system", PERSON),
-                                                     ChatMessage("user", q)), TOOLS, 48)
+            _, calls, _ = await ask(transport, fmt, (ChatMessage("system", PERSON), ChatMessage("user", q)), TOOLS, 48)
             right += name is not None and calls[:1] == [name]
             stayed += name is None and not calls
-        out["tools_auto"][label] = {"right_call": right, "of_requests": len(TOOL_REQUESTS),
-                                    "stayed_text": stayed, "of_questions": len(NO_TOOL)}
+        out["tools_auto"][label] = {
+            "right_call": right,
+            "of_requests": len(TOOL_REQUESTS),
+            "stayed_text": stayed,
+            "of_questions": len(NO_TOOL),
+        }
     if "heldout" in set_names:
         out["interrupted_history"] = await interrupted(transport, after)
     out["seconds"] = round(time.perf_counter() - t0, 1)
@@ -177,8 +196,12 @@ async def interrupted(transport: Any, fmt: Any) -> dict[str, Any]:
         for i, (q, accept) in enumerate(notes):
             prev_q = QUESTIONS[i][0]
             partial = PARTIAL  # cut mid-sentence, as an interrupt leaves it
-            messages = (ChatMessage("system", PERSON), ChatMessage("user", prev_q),
-                        ChatMessage("assistant", partial + INTERRUPTED_MARK), ChatMessage("user", q))
+            messages = (
+                ChatMessage("system", PERSON),
+                ChatMessage("user", prev_q),
+                ChatMessage("assistant", partial + INTERRUPTED_MARK),
+                ChatMessage("user", q),
+            )
             text, calls, finish = await ask(transport, f, messages)
             ok = _score(text, accept) and not calls
             bad = any(flaws(text, finish).values())
@@ -186,8 +209,7 @@ async def interrupted(transport: Any, fmt: Any) -> dict[str, Any]:
             flawed += bad
             echoed += text.strip().startswith(PARTIAL.rsplit(" ", 1)[0])  # derailed: copies the cut answer
             rows.append({"q": q, "after": prev_q, "answer": text.strip(), "correct": ok})
-        res[mode] = {"correct": correct, "of": len(notes), "flawed": flawed,
-                     "echoes_partial": echoed, "answers": rows}
+        res[mode] = {"correct": correct, "of": len(notes), "flawed": flawed, "echoes_partial": echoed, "answers": rows}
     return res
 
 
@@ -197,22 +219,31 @@ def main() -> int:
     ap.add_argument("--sets", default="tuning,heldout", help="question sets, comma-separated")
     args = ap.parse_args()
     out = asyncio.run(run(args.sets.split(",")))
-    out = {"command": "python benchmarks/bench_answers.py --json",
-           "machine": {"cpus": os.cpu_count(), "loadavg_1m": round(os.getloadavg()[0], 2)}, **out}
+    out = {
+        "command": "python benchmarks/bench_answers.py --json",
+        "machine": {"cpus": os.cpu_count(), "loadavg_1m": round(os.getloadavg()[0], 2)},
+        **out,
+    }
     for set_name, modes in out["sets"].items():
         for mode, labels in modes.items():
             for label, s in labels.items():
-                print(f"{set_name:8} {mode:13} {label:6} correct {s['correct']}/{s['of']}  "
-                      f"flawed {s['flawed']} (stray quote {s['stray_quote']}, of them unmatched "
-                      f"{s['unmatched_quote']}, run-on {s['run_on']}, "
-                      f"cut {s['cut_at_limit']})  tool calls instead of text "
-                      f"{s['tool_calls_instead_of_text']}")
+                print(
+                    f"{set_name:8} {mode:13} {label:6} correct {s['correct']}/{s['of']}  "
+                    f"flawed {s['flawed']} (stray quote {s['stray_quote']}, of them unmatched "
+                    f"{s['unmatched_quote']}, run-on {s['run_on']}, "
+                    f"cut {s['cut_at_limit']})  tool calls instead of text "
+                    f"{s['tool_calls_instead_of_text']}"
+                )
     for label, t in out["tools_auto"].items():
-        print(f"tools auto {label:6} right call {t['right_call']}/{t['of_requests']}, "
-              f"stayed text {t['stayed_text']}/{t['of_questions']}")
+        print(
+            f"tools auto {label:6} right call {t['right_call']}/{t['of_requests']}, "
+            f"stayed text {t['stayed_text']}/{t['of_questions']}"
+        )
     for mode, r in out.get("interrupted_history", {}).items():
-        print(f"after an interrupted answer, {mode}: correct {r['correct']}/{r['of']}, "
-              f"flawed {r['flawed']}, echoing the cut answer {r['echoes_partial']}")
+        print(
+            f"after an interrupted answer, {mode}: correct {r['correct']}/{r['of']}, "
+            f"flawed {r['flawed']}, echoing the cut answer {r['echoes_partial']}"
+        )
     print(f"{out['seconds']} s")
     written = write_results("answers", out, out=None, quick=not args.json)
     if written is not None:

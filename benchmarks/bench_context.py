@@ -74,9 +74,40 @@ async def run(messages: int, repeat: int, tmp: Path) -> dict[str, Any]:
     from exo_core.sessions import DbWorker, SessionStore
 
     rng = random.Random(1234)
-    words = ["the", "file", "config", "deploy", "error", "path", "/srv/app/main.py", "branch", "push", "review",
-             "test", "timeout", "value", "42", "user", "draft", "email", "meeting", "tomorrow", "because", "fixed",
-             "failing", "exit", "code", "1", "README.md", "commit", "short", "again", "please", "check", "done"]
+    words = [
+        "the",
+        "file",
+        "config",
+        "deploy",
+        "error",
+        "path",
+        "/srv/app/main.py",
+        "branch",
+        "push",
+        "review",
+        "test",
+        "timeout",
+        "value",
+        "42",
+        "user",
+        "draft",
+        "email",
+        "meeting",
+        "tomorrow",
+        "because",
+        "fixed",
+        "failing",
+        "exit",
+        "code",
+        "1",
+        "README.md",
+        "commit",
+        "short",
+        "again",
+        "please",
+        "check",
+        "done",
+    ]
     cfg = ContextConfig()
     async with DbWorker(tmp / "sessions.sqlite", synchronous="NORMAL") as worker:
         store = SessionStore(worker)
@@ -98,9 +129,15 @@ async def run(messages: int, repeat: int, tmp: Path) -> dict[str, Any]:
             t1 = time.perf_counter()
             full = await verbatim.build(session, system, history)
             t2 = time.perf_counter()
-            per_turn.append({"messages": len(history), "tree_tokens": input_tokens(sent),
-                             "full_tokens": input_tokens(full), "tree_ms": (t1 - t0) * 1000,
-                             "full_ms": (t2 - t1) * 1000})
+            per_turn.append(
+                {
+                    "messages": len(history),
+                    "tree_tokens": input_tokens(sent),
+                    "full_tokens": input_tokens(full),
+                    "tree_ms": (t1 - t0) * 1000,
+                    "full_ms": (t2 - t1) * 1000,
+                }
+            )
             turn += 1
             if count < messages and turn % 5 == 0 and count + 3 <= messages:
                 call = {"id": f"call_{turn}", "name": "bash", "arguments": {"command": "make test"}}
@@ -125,8 +162,11 @@ async def run(messages: int, repeat: int, tmp: Path) -> dict[str, Any]:
             steady_tree.append((t1 - t0) * 1000)
             steady_full.append((t2 - t1) * 1000)
         plan = await tree.view(session, history)
-        nodes = await worker.run(lambda: worker.connection.execute(
-            "SELECT level, COUNT(*) FROM summary_nodes WHERE session_id = ? GROUP BY level", (session,)).fetchall())
+        nodes = await worker.run(
+            lambda: worker.connection.execute(
+                "SELECT level, COUNT(*) FROM summary_nodes WHERE session_id = ? GROUP BY level", (session,)
+            ).fetchall()
+        )
         await tree.close()
     last = per_turn[-1]
     tree_total = sum(t["tree_tokens"] for t in per_turn)
@@ -135,55 +175,87 @@ async def run(messages: int, repeat: int, tmp: Path) -> dict[str, Any]:
         "messages": len(history),
         "turns": len(per_turn),
         "tokens": {
-            "last_turn_tree": last["tree_tokens"], "last_turn_full": last["full_tokens"],
+            "last_turn_tree": last["tree_tokens"],
+            "last_turn_full": last["full_tokens"],
             "last_turn_ratio": ratio(last["tree_tokens"], last["full_tokens"]),
-            "all_turns_tree": tree_total, "all_turns_full": full_total,
+            "all_turns_tree": tree_total,
+            "all_turns_full": full_total,
             "all_turns_ratio": ratio(tree_total, full_total),
             "max_turn_tree": max(t["tree_tokens"] for t in per_turn),
-            "view_summary_tokens": plan.summary_tokens, "view_budget": cfg.view_budget,
+            "view_summary_tokens": plan.summary_tokens,
+            "view_budget": cfg.view_budget,
         },
         "build_ms_per_turn": {
-            "tree_median": median([t["tree_ms"] for t in per_turn]), "tree_p95": _p95([t["tree_ms"] for t in per_turn]),
-            "full_median": median([t["full_ms"] for t in per_turn]), "full_p95": _p95([t["full_ms"] for t in per_turn]),
+            "tree_median": median([t["tree_ms"] for t in per_turn]),
+            "tree_p95": _p95([t["tree_ms"] for t in per_turn]),
+            "full_median": median([t["full_ms"] for t in per_turn]),
+            "full_p95": _p95([t["full_ms"] for t in per_turn]),
         },
         "steady_build_ms": {
-            "repeat": repeat, "tree_median": median(steady_tree), "full_median": median(steady_full),
+            "repeat": repeat,
+            "tree_median": median(steady_tree),
+            "full_median": median(steady_full),
             "ratio": ratio(median(steady_tree), median(steady_full)),
         },
-        "summaries": {"calls": summarizer.calls, "nodes_by_level": {str(level): n for level, n in nodes},
-                      "view_elements": [e.kind for e in plan.elements].count("summary")},
-        "curve": [{"messages": t["messages"], "tree_tokens": t["tree_tokens"], "full_tokens": t["full_tokens"]}
-                  for t in per_turn[:: max(1, len(per_turn) // 20)]],
+        "summaries": {
+            "calls": summarizer.calls,
+            "nodes_by_level": {str(level): n for level, n in nodes},
+            "view_elements": [e.kind for e in plan.elements].count("summary"),
+        },
+        "curve": [
+            {"messages": t["messages"], "tree_tokens": t["tree_tokens"], "full_tokens": t["full_tokens"]}
+            for t in per_turn[:: max(1, len(per_turn) // 20)]
+        ],
     }
 
 
 def report(data: dict[str, Any]) -> None:
     r = data["result"]
     t, b, s = r["tokens"], r["build_ms_per_turn"], r["steady_build_ms"]
-    print_table(f"Tokens sent per turn over a {r['messages']}-message session ({r['turns']} turns)",
-                ["measure", "summary tree", "full transcript", "ratio"],
-                [["last turn", t["last_turn_tree"], t["last_turn_full"], t["last_turn_ratio"]],
-                 ["all turns", t["all_turns_tree"], t["all_turns_full"], t["all_turns_ratio"]],
-                 ["largest turn", t["max_turn_tree"], t["last_turn_full"], ratio(t["max_turn_tree"],
-                                                                                 t["last_turn_full"])]])
-    print_table("Time to build one turn's input (ms)", ["measure", "summary tree", "verbatim", "ratio"],
-                [["per turn, median", b["tree_median"], b["full_median"], ratio(b["tree_median"], b["full_median"])],
-                 ["per turn, p95", b["tree_p95"], b["full_p95"], ratio(b["tree_p95"], b["full_p95"])],
-                 [f"steady, median of {s['repeat']}", s["tree_median"], s["full_median"], s["ratio"]]])
-    print(f"\nview summaries {t['view_summary_tokens']} tokens (budget {t['view_budget']}); "
-          f"{r['summaries']['calls']} summarizer calls; nodes by level {r['summaries']['nodes_by_level']}")
+    print_table(
+        f"Tokens sent per turn over a {r['messages']}-message session ({r['turns']} turns)",
+        ["measure", "summary tree", "full transcript", "ratio"],
+        [
+            ["last turn", t["last_turn_tree"], t["last_turn_full"], t["last_turn_ratio"]],
+            ["all turns", t["all_turns_tree"], t["all_turns_full"], t["all_turns_ratio"]],
+            ["largest turn", t["max_turn_tree"], t["last_turn_full"], ratio(t["max_turn_tree"], t["last_turn_full"])],
+        ],
+    )
+    print_table(
+        "Time to build one turn's input (ms)",
+        ["measure", "summary tree", "verbatim", "ratio"],
+        [
+            ["per turn, median", b["tree_median"], b["full_median"], ratio(b["tree_median"], b["full_median"])],
+            ["per turn, p95", b["tree_p95"], b["full_p95"], ratio(b["tree_p95"], b["full_p95"])],
+            [f"steady, median of {s['repeat']}", s["tree_median"], s["full_median"], s["ratio"]],
+        ],
+    )
+    print(
+        f"\nview summaries {t['view_summary_tokens']} tokens (budget {t['view_budget']}); "
+        f"{r['summaries']['calls']} summarizer calls; nodes by level {r['summaries']['nodes_by_level']}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="200 messages, 3 repeats: proves the code works")
     parser.add_argument("--json", action="store_true", help="print the results JSON instead of tables")
-    parser.add_argument("--markdown", type=Path, nargs="?", const=RESULTS_DIR / f"{NAME}.json", default=None,
-                        help="print Markdown tables from a results file (default benchmarks/results/context.json)")
+    parser.add_argument(
+        "--markdown",
+        type=Path,
+        nargs="?",
+        const=RESULTS_DIR / f"{NAME}.json",
+        default=None,
+        help="print Markdown tables from a results file (default benchmarks/results/context.json)",
+    )
     parser.add_argument("--messages", type=int, default=None, help="session length (default 1000; quick 200)")
     parser.add_argument("--repeat", type=int, default=None, help="steady-state builds to time (default 20)")
-    parser.add_argument("--out", type=Path, default=None, help="results file (default benchmarks/results/context.json;"
-                        " quick runs write only here)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="results file (default benchmarks/results/context.json; quick runs write only here)",
+    )
     args = parser.parse_args(argv)
     if args.markdown is not None:
         common.MARKDOWN = True
@@ -194,8 +266,13 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="exo-bench-context-") as tmp:
         started = time.perf_counter()
         result = asyncio.run(run(messages, repeat, Path(tmp)))
-        data = {"benchmark": NAME, "quick": args.quick, "machine": machine_info(Path(tmp)), "result": result,
-                "seconds": round(time.perf_counter() - started, 2)}
+        data = {
+            "benchmark": NAME,
+            "quick": args.quick,
+            "machine": machine_info(Path(tmp)),
+            "result": result,
+            "seconds": round(time.perf_counter() - started, 2),
+        }
     write_results(NAME, data, out=args.out, quick=args.quick)
     if args.json:
         print(json.dumps(data, indent=2, sort_keys=True))

@@ -55,8 +55,15 @@ from exo_core.decisions.uses import USES  # noqa: E402
 
 DATA = REPO / "benchmarks" / "data" / "decisions.jsonl"
 FIT_SHARE = 0.6
-SYSTEMS = ("rules-only raw", "rules-only", "local raw", "local calibrated", "rules + local calibrated",
-           "local raw (letters)", "local calibrated (letters)")
+SYSTEMS = (
+    "rules-only raw",
+    "rules-only",
+    "local raw",
+    "local calibrated",
+    "rules + local calibrated",
+    "local raw (letters)",
+    "local calibrated (letters)",
+)
 
 
 def load_cases(path: Path = DATA) -> list[dict[str, Any]]:
@@ -80,8 +87,11 @@ def score(rows: list[tuple[dict[str, float], str]], threshold: float | None = No
     picks = [max(p, key=lambda o: p[o]) for p, _ in rows]
     right = [pick == label for pick, (_, label) in zip(picks, rows)]
     conf = [p[pick] for pick, (p, _) in zip(picks, rows)]
-    out: dict[str, Any] = {"n": len(rows), "accuracy": sum(right) / len(rows) if rows else 0.0,
-                           "ece": expected_calibration_error(conf, right)}
+    out: dict[str, Any] = {
+        "n": len(rows),
+        "accuracy": sum(right) / len(rows) if rows else 0.0,
+        "ece": expected_calibration_error(conf, right),
+    }
     if threshold is not None:
         acted = [r for r, c in zip(right, conf) if c >= threshold]
         out["coverage"] = len(acted) / len(rows) if rows else 0.0
@@ -106,8 +116,9 @@ def _rule_answer(question: Question, text: str) -> str | None:
     return None
 
 
-async def _local_raw(provider: Any, cases: list[dict[str, Any]], timings: dict[str, list[float]] | None,
-                     generate: Any) -> list[dict[str, float]]:
+async def _local_raw(
+    provider: Any, cases: list[dict[str, Any]], timings: dict[str, list[float]] | None, generate: Any
+) -> list[dict[str, float]]:
     """The model's raw probabilities for every case; with ``timings``, times decisions and generation steps.
 
     Every 12 cases a plain 16-token generation runs on the same model (what a turn does between
@@ -133,8 +144,12 @@ def _generation_step(transport: Any) -> Any:
     """A coroutine factory: one 16-token plain completion; returns the median per-token decode time."""
     from exo_core.agent.model import ChatMessage, ModelRequest, TextDelta
 
-    request = ModelRequest(messages=(ChatMessage("user", "Tell me a short story about a lighthouse keeper."),),
-                           max_tokens=16, temperature=0.0, stop=("\n\n",))
+    request = ModelRequest(
+        messages=(ChatMessage("user", "Tell me a short story about a lighthouse keeper."),),
+        max_tokens=16,
+        temperature=0.0,
+        stop=("\n\n",),
+    )
 
     async def run() -> float:
         stamps = []
@@ -163,10 +178,19 @@ async def run(quick: bool, threads: int, model: bool = True) -> dict[str, Any]:
     fit_cases, test_cases = split_by_time(cases)
     if quick:
         fit_cases, test_cases = fit_cases[:40], test_cases[:24]
-    results: dict[str, Any] = {"benchmark": "decisions", "quick": quick, "machine": machine_info(),
-                               "cases": {"total": len(cases), "fit": len(fit_cases), "test": len(test_cases),
-                                         "fit_until": fit_cases[-1]["ts"], "test_from": test_cases[0]["ts"],
-                                         "by_use": {u: sum(1 for c in cases if c["use"] == u) for u in USES}}}
+    results: dict[str, Any] = {
+        "benchmark": "decisions",
+        "quick": quick,
+        "machine": machine_info(),
+        "cases": {
+            "total": len(cases),
+            "fit": len(fit_cases),
+            "test": len(test_cases),
+            "fit_until": fit_cases[-1]["ts"],
+            "test_from": test_cases[0]["ts"],
+            "by_use": {u: sum(1 for c in cases if c["use"] == u) for u in USES},
+        },
+    }
     per: dict[str, dict[str, list[tuple[dict[str, float], str]]]] = {s: {u: [] for u in USES} for s in SYSTEMS}
 
     rules_fit = await _rules_only(fit_cases)
@@ -174,7 +198,9 @@ async def run(quick: bool, threads: int, model: bool = True) -> dict[str, Any]:
     # The cue-word provider is calibrated like any provider, on the fit cases no rule settled.
     rules_cal = {}
     for use, question in USES.items():
-        rows = [(raw, c["label"]) for c, (raw, _, by_rule) in zip(fit_cases, rules_fit) if c["use"] == use and not by_rule]
+        rows = [
+            (raw, c["label"]) for c, (raw, _, by_rule) in zip(fit_cases, rules_fit) if c["use"] == use and not by_rule
+        ]
         found = fit(question.options, rows)
         if found is not None:
             rules_cal[use] = found
@@ -183,8 +209,10 @@ async def run(quick: bool, threads: int, model: bool = True) -> dict[str, Any]:
         per["rules-only raw"][case["use"]].append((raw, case["label"]))
         per["rules-only"][case["use"]].append((used, case["label"]))
     results["calibrations_rules_only"] = {u: c.to_json() for u, c in rules_cal.items()}
-    per_case = {c["id"]: {"use": c["use"], "label": c["label"], "part": "test", "rules": _r(raw), "by_rule": by_rule}
-                for c, (raw, _, by_rule) in zip(test_cases, rules_test)}
+    per_case = {
+        c["id"]: {"use": c["use"], "label": c["label"], "part": "test", "rules": _r(raw), "by_rule": by_rule}
+        for c, (raw, _, by_rule) in zip(test_cases, rules_test)
+    }
     results["rules_fired_on_test"] = sum(1 for _, _, by_rule in rules_test if by_rule) / len(test_cases)
 
     fit_local, test_local = (fit_cases[:6], test_cases[:6]) if quick else (fit_cases, test_cases)
@@ -210,9 +238,13 @@ async def run(quick: bool, threads: int, model: bool = True) -> dict[str, Any]:
                     per["rules + local calibrated"][case["use"]].append((pipeline, case["label"]))
             results[f"calibrations_{style}"] = {u: c.to_json() for u, c in calibrations.items()}
         step = statistics.median(timings["step"])
-        latency: dict[str, Any] = {"threads": threads, "generation_step_ms": step * 1000,
-                                   "n_steps": len(timings["step"]), "memory": memory,
-                                   "tokens_evaluated_median": statistics.median(timings["evaluated"])}
+        latency: dict[str, Any] = {
+            "threads": threads,
+            "generation_step_ms": step * 1000,
+            "n_steps": len(timings["step"]),
+            "memory": memory,
+            "tokens_evaluated_median": statistics.median(timings["evaluated"]),
+        }
         for kind in ("cached", "restored", "first"):
             if timings[kind]:
                 latency[f"decision_{kind}_ms"] = statistics.median(timings[kind]) * 1000
@@ -242,8 +274,9 @@ def _p90(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
 
 
-async def _local(fit_cases: list[dict[str, Any]], test_cases: list[dict[str, Any]], threads: int
-                 ) -> tuple[dict[str, Any], dict[str, list[float]], dict[str, int]] | None:
+async def _local(
+    fit_cases: list[dict[str, Any]], test_cases: list[dict[str, Any]], threads: int
+) -> tuple[dict[str, Any], dict[str, list[float]], dict[str, int]] | None:
     try:
         import llama_cpp  # noqa: F401
 
@@ -257,18 +290,25 @@ async def _local(fit_cases: list[dict[str, Any]], test_cases: list[dict[str, Any
     path = locate_model_file(manifest.primary_file.name)
     if path is None or manifest.prompt is None:
         return None
-    transport = LlamaTransport(LlamaSettings(model_path=path, prompt=manifest.prompt, n_ctx=2048,
-                                             n_threads=threads, name=manifest.name))
+    transport = LlamaTransport(
+        LlamaSettings(model_path=path, prompt=manifest.prompt, n_ctx=2048, n_threads=threads, name=manifest.name)
+    )
     words = LocalDecisionProvider(transport, timeout=60.0)
     letters = LocalDecisionProvider(transport, timeout=60.0, style="letters")
     try:
         await words.load()
         timings: dict[str, list[float]] = {"cached": [], "restored": [], "first": [], "step": [], "evaluated": []}
         generate = _generation_step(transport)
-        raws = {"words": (await _local_raw(words, fit_cases, timings, generate),
-                          await _local_raw(words, test_cases, timings, generate)),
-                "letters": (await _local_raw(letters, fit_cases, None, generate),
-                            await _local_raw(letters, test_cases, None, generate))}
+        raws = {
+            "words": (
+                await _local_raw(words, fit_cases, timings, generate),
+                await _local_raw(words, test_cases, timings, generate),
+            ),
+            "letters": (
+                await _local_raw(letters, fit_cases, None, generate),
+                await _local_raw(letters, test_cases, None, generate),
+            ),
+        }
         memory = transport.memory()
     finally:
         await transport.aclose()
@@ -279,8 +319,10 @@ def print_results(results: dict[str, Any]) -> None:
     """The tables for docs/benchmarks.md."""
     cases = results["cases"]
     by_use = ", ".join(f"{u} {cases['by_use'][u]}" for u in USES)
-    print(f"\n{cases['total']} cases ({by_use}); "
-          f"fit {cases['fit']} (until {cases['fit_until']}), test {cases['test']} (from {cases['test_from']})")
+    print(
+        f"\n{cases['total']} cases ({by_use}); "
+        f"fit {cases['fit']} (until {cases['fit_until']}), test {cases['test']} (from {cases['test_from']})"
+    )
     scores = [(system, results["scores"][system]) for system in SYSTEMS if system in results["scores"]]
     rows = []
     for system, entry in scores:
@@ -301,16 +343,35 @@ def print_results(results: dict[str, Any]) -> None:
     print_table("At each use's threshold: share of cases acted on, accuracy when acting", headers, rows)
     latency = results.get("latency")
     if isinstance(latency, dict):
-        rows = [[label, round(latency[f"decision_{kind}_ms"], 1), round(latency[f"decision_{kind}_p90_ms"], 1),
-                 round(latency[f"{kind}_over_step"], 2), latency[f"n_{kind}"]]
-                for kind, label in (("cached", "decision, question head in the cache"),
-                                    ("restored", "decision, head restored (after a generation or another question)"),
-                                    ("first", "first decision of a question (head evaluated)"))
-                if f"decision_{kind}_ms" in latency]
-        rows.append(["one plain generation step (1 token)", round(latency["generation_step_ms"], 1), "-", 1.0,
-                     latency["n_steps"]])
-        print_table(f"Latency on the local model ({latency['threads']} threads; medians)",
-                    ["what", "median ms", "p90 ms", "x one generation step", "n"], rows)
+        rows = [
+            [
+                label,
+                round(latency[f"decision_{kind}_ms"], 1),
+                round(latency[f"decision_{kind}_p90_ms"], 1),
+                round(latency[f"{kind}_over_step"], 2),
+                latency[f"n_{kind}"],
+            ]
+            for kind, label in (
+                ("cached", "decision, question head in the cache"),
+                ("restored", "decision, head restored (after a generation or another question)"),
+                ("first", "first decision of a question (head evaluated)"),
+            )
+            if f"decision_{kind}_ms" in latency
+        ]
+        rows.append(
+            [
+                "one plain generation step (1 token)",
+                round(latency["generation_step_ms"], 1),
+                "-",
+                1.0,
+                latency["n_steps"],
+            ]
+        )
+        print_table(
+            f"Latency on the local model ({latency['threads']} threads; medians)",
+            ["what", "median ms", "p90 ms", "x one generation step", "n"],
+            rows,
+        )
 
 
 def _pct(value: float) -> str:

@@ -66,8 +66,7 @@ EXOD_REQUESTS: list[tuple[str, str | None]] = [
 ]
 
 
-OFFERS: dict[str, tuple[str, ...] | None] = {"all": None, "core+shell": ("core", "shell"),
-                                             "shell": ("shell",)}
+OFFERS: dict[str, tuple[str, ...] | None] = {"all": None, "core+shell": ("core", "shell"), "shell": ("shell",)}
 
 
 def exod_tools(toolsets: tuple[str, ...] | None = None) -> tuple[dict[str, Any], ...]:
@@ -88,8 +87,9 @@ def head_text(llm: Any, prompt: str, n: int) -> str:
     return str(out["choices"][0]["text"])
 
 
-async def part(transport: Any, fmt: Any, system: str, tools: tuple[dict[str, Any], ...],
-               requests: list[tuple[str, str | None]]) -> dict[str, Any]:
+async def part(
+    transport: Any, fmt: Any, system: str, tools: tuple[dict[str, Any], ...], requests: list[tuple[str, str | None]]
+) -> dict[str, Any]:
     """One format through one request list: right calls, stayed text, each row."""
     from exo_edge.llama_transport import _DECIDE_TOKENS
     from exo_edge.prompting import render_completion
@@ -105,11 +105,16 @@ async def part(transport: Any, fmt: Any, system: str, tools: tuple[dict[str, Any
         right += want is not None and calls[:1] == [want]
         any_call += want is not None and bool(calls)
         stayed += want is None and not calls
-        rows.append({"q": q, "want": want, "head": head, "intent": intent, "calls": calls,
-                     "text": text.strip()})
+        rows.append({"q": q, "want": want, "head": head, "intent": intent, "calls": calls, "text": text.strip()})
     acts = sum(w is not None for _, w in requests)
-    return {"right_call": right, "any_call": any_call, "of_requests": acts, "stayed_text": stayed,
-            "of_questions": len(requests) - acts, "rows": rows}
+    return {
+        "right_call": right,
+        "any_call": any_call,
+        "of_requests": acts,
+        "stayed_text": stayed,
+        "of_questions": len(requests) - acts,
+        "rows": rows,
+    }
 
 
 async def run() -> dict[str, Any]:
@@ -122,17 +127,20 @@ async def run() -> dict[str, Any]:
     if path is None or manifest.prompt is None:
         raise SystemExit("model not fetched: run `exo models fetch` first")
     fmt = manifest.prompt
-    transport = LlamaTransport(LlamaSettings(model_path=path, prompt=manifest.prompt, n_threads=2,
-                                             name=manifest.name))
+    transport = LlamaTransport(LlamaSettings(model_path=path, prompt=manifest.prompt, n_threads=2, name=manifest.name))
     system = BASE_PROMPT + "\n\n" + PACK.read_text().strip()
     bench_requests = [*TOOL_REQUESTS, *((q, None) for q in NO_TOOL)]
     t0 = time.perf_counter()
-    out: dict[str, Any] = {"prompt": dataclasses.asdict(fmt), "tools": {
-        **{f"exod {k}": [t["name"] for t in exod_tools(v)] for k, v in OFFERS.items()},
-        "bench": [t["name"] for t in TOOLS]}, "parts": {}}
+    out: dict[str, Any] = {
+        "prompt": dataclasses.asdict(fmt),
+        "tools": {
+            **{f"exod {k}": [t["name"] for t in exod_tools(v)] for k, v in OFFERS.items()},
+            "bench": [t["name"] for t in TOOLS],
+        },
+        "parts": {},
+    }
     for label, toolsets in OFFERS.items():
-        out["parts"][f"exod {label}"] = await part(transport, fmt, system, exod_tools(toolsets),
-                                                   EXOD_REQUESTS)
+        out["parts"][f"exod {label}"] = await part(transport, fmt, system, exod_tools(toolsets), EXOD_REQUESTS)
     out["parts"]["bench"] = await part(transport, fmt, PERSON, TOOLS, bench_requests)
     out["seconds"] = round(time.perf_counter() - t0, 1)
     await transport.aclose()
@@ -144,14 +152,21 @@ def main() -> int:
     ap.add_argument("--json", action="store_true", help="write benchmarks/results/exod_tools.json")
     args = ap.parse_args()
     out = asyncio.run(run())
-    out = {"command": "python benchmarks/bench_exod_tools.py --json",
-           "machine": {"cpus": os.cpu_count(), "loadavg_1m": round(os.getloadavg()[0], 2)}, **out}
+    out = {
+        "command": "python benchmarks/bench_exod_tools.py --json",
+        "machine": {"cpus": os.cpu_count(), "loadavg_1m": round(os.getloadavg()[0], 2)},
+        **out,
+    }
     for name, r in out["parts"].items():
-        print(f"{name:15} right call {r['right_call']}/{r['of_requests']} "
-              f"(any call {r['any_call']}), stayed text {r['stayed_text']}/{r['of_questions']}")
+        print(
+            f"{name:15} right call {r['right_call']}/{r['of_requests']} "
+            f"(any call {r['any_call']}), stayed text {r['stayed_text']}/{r['of_questions']}"
+        )
         for row in r["rows"]:
-            print(f"    {row['q'][:44]:44} want {str(row['want']):10} head {row['head']!r:28} "
-                  f"-> {row['calls'] or row['text'][:30]!r}")
+            print(
+                f"    {row['q'][:44]:44} want {str(row['want']):10} head {row['head']!r:28} "
+                f"-> {row['calls'] or row['text'][:30]!r}"
+            )
     print(f"{out['seconds']} s")
     written = write_results("exod_tools", out, out=None, quick=not args.json)
     if written is not None:

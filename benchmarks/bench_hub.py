@@ -67,7 +67,15 @@ if __package__ in (None, ""):
 from benchmarks import _common  # noqa: E402
 from benchmarks._common import (  # noqa: E402
     RESULTS_DIR,
-    REPO, Stopwatch, child_env, median, machine_info, print_table, proc_memory_kb, ratio, write_results,
+    REPO,
+    Stopwatch,
+    child_env,
+    median,
+    machine_info,
+    print_table,
+    proc_memory_kb,
+    ratio,
+    write_results,
 )
 
 NAME = "hub"
@@ -89,8 +97,14 @@ def make_rows(first_seq: int, count: int) -> list[tuple[int, str, str | None, st
     ts = iso_utc(time.time())
     rows = []
     for seq in range(first_seq, first_seq + count):
-        event = Event(id=ids.new("evt"), seq=seq, session=None, type="notice", ts=ts,
-                      body={"text": TEXT.format(seq), "level": "info"})
+        event = Event(
+            id=ids.new("evt"),
+            seq=seq,
+            session=None,
+            type="notice",
+            ts=ts,
+            body={"text": TEXT.format(seq), "level": "info"},
+        )
         rows.append((event.seq, event.id, event.session, event.type, event.ts, event.to_json()))
     return rows
 
@@ -111,7 +125,7 @@ def baseline_inserts(tmp: Path, durability: str, rows: list[tuple[Any, ...]], ba
                 if batch == 1:
                     conn.execute(_INSERT, rows[start])
                 else:
-                    conn.executemany(_INSERT, rows[start:start + batch])
+                    conn.executemany(_INSERT, rows[start : start + batch])
                 conn.execute("COMMIT")
     finally:
         conn.close()
@@ -155,8 +169,13 @@ async def _subscribers_main(sock: str, n: int, since: int, ready_seq: int, final
 
     cpu0 = time.process_time()
     await asyncio.gather(*(one(i) for i in range(n)))
-    result = {"done_at": done_at, "counts": counts, "in_order": in_order, "cpu_s": time.process_time() - cpu0,
-              "mem_kb": proc_memory_kb()}
+    result = {
+        "done_at": done_at,
+        "counts": counts,
+        "in_order": in_order,
+        "cpu_s": time.process_time() - cpu0,
+        "mem_kb": proc_memory_kb(),
+    }
     sys.stdout.write(json.dumps(result) + "\n")
     sys.stdout.flush()
 
@@ -192,11 +211,14 @@ async def hub_run(tmp: Path, durability: str, subscribers: int, mode: str, count
         hub._register = counting_register  # type: ignore[method-assign]
 
         sock = bind_unix(home.socket_path)
-        runner = web.AppRunner(build_app(core.engine, hub, HttpSettings(check_peer_uid=True)),
-                               handle_signals=False, access_log=None,
-                               # A finished SSE handler lingers until its next keep-alive write (15 s)
-                               # and cleanup would wait for it; the streams are done here, so don't wait.
-                               shutdown_timeout=0.05)
+        runner = web.AppRunner(
+            build_app(core.engine, hub, HttpSettings(check_peer_uid=True)),
+            handle_signals=False,
+            access_log=None,
+            # A finished SSE handler lingers until its next keep-alive write (15 s)
+            # and cleanup would wait for it; the streams are done here, so don't wait.
+            shutdown_timeout=0.05,
+        )
         await runner.setup()
         await web.SockSite(runner, sock).start()
         proc = None
@@ -206,9 +228,18 @@ async def hub_run(tmp: Path, durability: str, subscribers: int, mode: str, count
             final_seq = since + 1 + count
             if subscribers:
                 proc = await asyncio.create_subprocess_exec(
-                    sys.executable, str(Path(__file__).resolve()), "--_subscribers", str(home.socket_path),
-                    str(subscribers), str(since), str(ready_seq), str(final_seq),
-                    stdout=asyncio.subprocess.PIPE, env=child_env(), cwd=str(REPO))
+                    sys.executable,
+                    str(Path(__file__).resolve()),
+                    "--_subscribers",
+                    str(home.socket_path),
+                    str(subscribers),
+                    str(since),
+                    str(ready_seq),
+                    str(final_seq),
+                    stdout=asyncio.subprocess.PIPE,
+                    env=child_env(),
+                    cwd=str(REPO),
+                )
             await hub.emit(None, "notice", {"text": "warm-up", "level": "info"})
             if proc is not None:
                 assert proc.stdout is not None
@@ -234,8 +265,12 @@ async def hub_run(tmp: Path, durability: str, subscribers: int, mode: str, count
                 left = count
                 while left:
                     n = min(batch, left)
-                    await asyncio.gather(*(hub.emit(None, "notice", {"text": TEXT.format(seq + k + 1), "level": "info"})
-                                           for k in range(n)))
+                    await asyncio.gather(
+                        *(
+                            hub.emit(None, "notice", {"text": TEXT.format(seq + k + 1), "level": "info"})
+                            for k in range(n)
+                        )
+                    )
                     seq += n
                     left -= n
             t_emitted = time.monotonic() - t0
@@ -260,25 +295,32 @@ async def hub_run(tmp: Path, durability: str, subscribers: int, mode: str, count
     shutil.rmtree(root, ignore_errors=True)
 
     result: dict[str, Any] = {
-        "durability": durability, "subscribers": subscribers, "mode": mode, "events": count,
+        "durability": durability,
+        "subscribers": subscribers,
+        "mode": mode,
+        "events": count,
         "batch": batch if mode == "concurrent" else 1,
-        "append_s": t_emitted, "appended_per_s": count / t_emitted,
-        "server_cpu_s": cpu, "server_cpu_us_per_event": cpu / count * 1e6,
+        "append_s": t_emitted,
+        "appended_per_s": count / t_emitted,
+        "server_cpu_s": cpu,
+        "server_cpu_us_per_event": cpu / count * 1e6,
         "server_vmhwm_kb": server_mem["VmHWM"],
     }
     if subscribers:
         t_delivered = max(sub["done_at"]) - t0
         expected = count + 1  # the warm-up event plus the measured ones
-        result.update({
-            "deliver_s": t_delivered,
-            "delivered_per_s": count / t_delivered,
-            "deliveries_per_s": count * subscribers / t_delivered,
-            "all_received_in_order": all(sub["in_order"]) and all(c == expected for c in sub["counts"]),
-            "lag_recoveries": registrations - subscribers,
-            "subscriber_cpu_s": sub["cpu_s"],
-            "server_cpu_share": cpu / t_delivered,
-            "subscriber_cpu_share": sub["cpu_s"] / t_delivered,
-        })
+        result.update(
+            {
+                "deliver_s": t_delivered,
+                "delivered_per_s": count / t_delivered,
+                "deliveries_per_s": count * subscribers / t_delivered,
+                "all_received_in_order": all(sub["in_order"]) and all(c == expected for c in sub["counts"]),
+                "lag_recoveries": registrations - subscribers,
+                "subscriber_cpu_s": sub["cpu_s"],
+                "server_cpu_share": cpu / t_delivered,
+                "subscriber_cpu_share": sub["cpu_s"] / t_delivered,
+            }
+        )
     return result
 
 
@@ -357,8 +399,9 @@ async def replay_raw(sock: Path, count: int) -> float:
     marker = f"id: {count}\n".encode()
     async with aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=str(sock))) as http:
         t0 = time.monotonic()
-        async with http.get("http://localhost/events", params={"since": "0"},
-                            timeout=aiohttp.ClientTimeout(total=None, sock_read=60)) as resp:
+        async with http.get(
+            "http://localhost/events", params={"since": "0"}, timeout=aiohttp.ClientTimeout(total=None, sock_read=60)
+        ) as resp:
             tail = b""
             async for chunk in resp.content.iter_any():
                 window = tail + chunk
@@ -378,9 +421,23 @@ async def replay_bench(tmp: Path, count: int) -> dict[str, Any]:
     base_s, rows = baseline_select(root / "sessions.sqlite")
     assert rows == count
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "exo_core.cli", "serve", "--home", str(root), "--model", f"scripted:{script}",
-        "--workspace", str(root), "--log-level", "WARNING",
-        env=child_env(), cwd=str(REPO), stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+        sys.executable,
+        "-m",
+        "exo_core.cli",
+        "serve",
+        "--home",
+        str(root),
+        "--model",
+        f"scripted:{script}",
+        "--workspace",
+        str(root),
+        "--log-level",
+        "WARNING",
+        env=child_env(),
+        cwd=str(REPO),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
     sock = root / "run" / "exod.sock"
     try:
         await wait_healthy(sock, proc)
@@ -400,11 +457,19 @@ async def replay_bench(tmp: Path, count: int) -> dict[str, Any]:
     db_mb = (root / "sessions.sqlite").stat().st_size / 1e6
     shutil.rmtree(root, ignore_errors=True)
     return {
-        "events": count, "db_mb": db_mb, "populate_s": pop.seconds,
-        "baseline_select_s": base_s, "baseline_select_per_s": count / base_s,
-        "client_s": client_s, "client_per_s": count / client_s, "client_ratio": ratio(client_s, base_s),
-        "raw_sse_s": raw_s, "raw_sse_per_s": count / raw_s, "raw_sse_ratio": ratio(raw_s, base_s),
-        "exod_vmrss_kb_after": mem["VmRSS"], "exod_vmhwm_kb_after": mem["VmHWM"],
+        "events": count,
+        "db_mb": db_mb,
+        "populate_s": pop.seconds,
+        "baseline_select_s": base_s,
+        "baseline_select_per_s": count / base_s,
+        "client_s": client_s,
+        "client_per_s": count / client_s,
+        "client_ratio": ratio(client_s, base_s),
+        "raw_sse_s": raw_s,
+        "raw_sse_per_s": count / raw_s,
+        "raw_sse_ratio": ratio(raw_s, base_s),
+        "exod_vmrss_kb_after": mem["VmRSS"],
+        "exod_vmhwm_kb_after": mem["VmHWM"],
     }
 
 
@@ -414,8 +479,10 @@ async def replay_bench(tmp: Path, count: int) -> dict[str, Any]:
 async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     load_before = [round(x, 2) for x in os.getloadavg()]
     seq_n, conc_n, batch, replay_n = (
-        (args.seq_events or 100, args.events or 600, args.batch, args.replay or 2000) if args.quick
-        else (args.seq_events or 3000, args.events or 20000, args.batch, args.replay or 100_000))
+        (args.seq_events or 100, args.events or 600, args.batch, args.replay or 2000)
+        if args.quick
+        else (args.seq_events or 3000, args.events or 20000, args.batch, args.replay or 100_000)
+    )
     subs_list = [1, 10]
     live: list[dict[str, Any]] = []
     baselines: dict[str, dict[str, Any]] = {}
@@ -424,8 +491,13 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         per_row = median([baseline_inserts(tmp, durability, make_rows(1, seq_n), 1) for _ in range(3)])
         batched = median([baseline_inserts(tmp, durability, make_rows(1, conc_n), batch) for _ in range(3)])
         baselines[durability] = {
-            "per_row_events": seq_n, "per_row_s": per_row, "per_row_per_s": seq_n / per_row,
-            "batched_events": conc_n, "batch": batch, "batched_s": batched, "batched_per_s": conc_n / batched,
+            "per_row_events": seq_n,
+            "per_row_s": per_row,
+            "per_row_per_s": seq_n / per_row,
+            "batched_events": conc_n,
+            "batch": batch,
+            "batched_s": batched,
+            "batched_per_s": conc_n / batched,
         }
         for mode, n in (("sequential", seq_n), ("streamed", seq_n), ("concurrent", conc_n)):
             base_rate = baselines[durability]["batched_per_s" if mode == "concurrent" else "per_row_per_s"]
@@ -437,45 +509,96 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
                 r["deliver_ratio"] = ratio(r["delivered_per_s"], base_rate)
                 live.append(r)
                 if not args.json:
-                    print(f"  {durability:6} {mode:10} subs={subs:2}: appended {r['appended_per_s']:9,.0f}/s  "
-                          f"delivered {r['delivered_per_s']:9,.0f}/s  (baseline {base_rate:9,.0f}/s)", flush=True)
+                    print(
+                        f"  {durability:6} {mode:10} subs={subs:2}: appended {r['appended_per_s']:9,.0f}/s  "
+                        f"delivered {r['delivered_per_s']:9,.0f}/s  (baseline {base_rate:9,.0f}/s)",
+                        flush=True,
+                    )
     replay = await replay_bench(tmp, replay_n)
     machine = machine_info(tmp)
     machine["loadavg_before"] = load_before
     return {
-        "benchmark": NAME, "quick": args.quick, "machine": machine,
+        "benchmark": NAME,
+        "quick": args.quick,
+        "machine": machine,
         "command": "python benchmarks/bench_hub.py" + (" --quick" if args.quick else ""),
-        "live": live, "baseline_inserts": baselines, "replay": replay,
-        "notes": ("live: in-process Core + build_app on a real Unix socket, hub.emit('notice'); subscribers are "
-                  "ExoClient.raw_events in one separate process. Ratios are hub rate / raw sqlite rate (higher is "
-                  "better, 1.0 = as fast as bare inserts). replay ratios are time / plain SELECT time (lower is better)."),
+        "live": live,
+        "baseline_inserts": baselines,
+        "replay": replay,
+        "notes": (
+            "live: in-process Core + build_app on a real Unix socket, hub.emit('notice'); subscribers are "
+            "ExoClient.raw_events in one separate process. Ratios are hub rate / raw sqlite rate (higher is "
+            "better, 1.0 = as fast as bare inserts). replay ratios are time / plain SELECT time (lower is better)."
+        ),
     }
 
 
 def report(data: dict[str, Any]) -> None:
     m = data["machine"]
-    print(f"\nmachine: {m['nproc']} x {m['cpu_model']}, python {m['python']}, sqlite {m['sqlite']}, "
-          f"tmp on {m.get('tmp_fs')}; {m['date']}; load average before {m.get('loadavg_before')}, "
-          f"after {m.get('loadavg_1_5_15')}")
+    print(
+        f"\nmachine: {m['nproc']} x {m['cpu_model']}, python {m['python']}, sqlite {m['sqlite']}, "
+        f"tmp on {m.get('tmp_fs')}; {m['date']}; load average before {m.get('loadavg_before')}, "
+        f"after {m.get('loadavg_1_5_15')}"
+    )
     rows = []
     for r in data["live"]:
-        rows.append([r["durability"], r["mode"], r["subscribers"], r["events"], r["appended_per_s"], r["delivered_per_s"],
-                     r["baseline"], r["baseline_per_s"], r["append_ratio"], r["deliver_ratio"],
-                     r["server_cpu_us_per_event"], r["server_cpu_share"], r["subscriber_cpu_share"], r["lag_recoveries"], "yes" if r["all_received_in_order"] else "NO"])
-    print_table("Live: events appended and delivered per second (ratio = hub / raw SQLite baseline)",
-                ["durability", "emit", "subs", "events", "appended/s", "delivered/s", "baseline", "baseline/s",
-                 "append x", "deliver x", "server us/ev", "server cpu", "subs cpu", "lags", "complete"], rows)
+        rows.append(
+            [
+                r["durability"],
+                r["mode"],
+                r["subscribers"],
+                r["events"],
+                r["appended_per_s"],
+                r["delivered_per_s"],
+                r["baseline"],
+                r["baseline_per_s"],
+                r["append_ratio"],
+                r["deliver_ratio"],
+                r["server_cpu_us_per_event"],
+                r["server_cpu_share"],
+                r["subscriber_cpu_share"],
+                r["lag_recoveries"],
+                "yes" if r["all_received_in_order"] else "NO",
+            ]
+        )
+    print_table(
+        "Live: events appended and delivered per second (ratio = hub / raw SQLite baseline)",
+        [
+            "durability",
+            "emit",
+            "subs",
+            "events",
+            "appended/s",
+            "delivered/s",
+            "baseline",
+            "baseline/s",
+            "append x",
+            "deliver x",
+            "server us/ev",
+            "server cpu",
+            "subs cpu",
+            "lags",
+            "complete",
+        ],
+        rows,
+    )
     rows = []
     for d, b in data["baseline_inserts"].items():
         rows.append([d, "1 row / txn", b["per_row_events"], b["per_row_per_s"]])
         rows.append([d, f"{b['batch']} rows / txn", b["batched_events"], b["batched_per_s"]])
-    print_table("Baseline: raw SQLite inserts of the same rows (WAL)", ["durability", "transactions", "rows", "rows/s"], rows)
+    print_table(
+        "Baseline: raw SQLite inserts of the same rows (WAL)", ["durability", "transactions", "rows", "rows/s"], rows
+    )
     rp = data["replay"]
-    print_table(f"Replay of {rp['events']:,} events from seq 0 over the Unix socket (exod subprocess)",
-                ["reader", "seconds", "events/s", "x SELECT time"],
-                [["plain SELECT (baseline)", rp["baseline_select_s"], rp["baseline_select_per_s"], 1.0],
-                 ["ExoClient.raw_events", rp["client_s"], rp["client_per_s"], rp["client_ratio"]],
-                 ["raw SSE bytes", rp["raw_sse_s"], rp["raw_sse_per_s"], rp["raw_sse_ratio"]]])
+    print_table(
+        f"Replay of {rp['events']:,} events from seq 0 over the Unix socket (exod subprocess)",
+        ["reader", "seconds", "events/s", "x SELECT time"],
+        [
+            ["plain SELECT (baseline)", rp["baseline_select_s"], rp["baseline_select_per_s"], 1.0],
+            ["ExoClient.raw_events", rp["client_s"], rp["client_per_s"], rp["client_ratio"]],
+            ["raw SSE bytes", rp["raw_sse_s"], rp["raw_sse_per_s"], rp["raw_sse_ratio"]],
+        ],
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -487,11 +610,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes: proves the code works, numbers mean little")
     parser.add_argument("--json", action="store_true", help="print the results JSON instead of tables")
-    parser.add_argument("--markdown", type=Path, nargs="?", const=RESULTS_DIR / f"{NAME}.json", default=None,
-                        metavar="RESULTS", help="run nothing: print a results file (default the committed one) "
-                        "as Markdown tables, for docs/benchmarks.md")
-    parser.add_argument("--out", type=Path, default=None, help="results file (default benchmarks/results/hub.json; "
-                        "--quick writes nothing unless given)")
+    parser.add_argument(
+        "--markdown",
+        type=Path,
+        nargs="?",
+        const=RESULTS_DIR / f"{NAME}.json",
+        default=None,
+        metavar="RESULTS",
+        help="run nothing: print a results file (default the committed one) as Markdown tables, for docs/benchmarks.md",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="results file (default benchmarks/results/hub.json; --quick writes nothing unless given)",
+    )
     parser.add_argument("--tmp", type=Path, default=None, help="folder for temporary homes (default: system temp)")
     parser.add_argument("--events", type=int, default=None, help="events per concurrent run (default 20000)")
     parser.add_argument("--seq-events", type=int, default=None, help="events per sequential run (default 3000)")

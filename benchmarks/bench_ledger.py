@@ -45,17 +45,28 @@ def typical(i: int, ids: list[str]) -> NewEntry:
     """A mix shaped like a real turn: utterance, action, approval, verdict, retrieval."""
     kind = i % 5
     if kind == 0 or not ids:
-        return NewEntry("utterance", {"text": f"Could you move my {i % 7}pm call to tomorrow and tell Sam? ({i})",
-                                      "session": f"s{i // 50}"})
+        return NewEntry(
+            "utterance",
+            {"text": f"Could you move my {i % 7}pm call to tomorrow and tell Sam? ({i})", "session": f"s{i // 50}"},
+        )
     if kind == 1:
-        return NewEntry("action", {"tool": "calendar.move", "outcome": "ask", "args": {"event": f"ev{i}", "to": "+1d"},
-                                   "result": {"ok": True, "moved": 1}}, refs=(ids[-1],))
+        return NewEntry(
+            "action",
+            {
+                "tool": "calendar.move",
+                "outcome": "ask",
+                "args": {"event": f"ev{i}", "to": "+1d"},
+                "result": {"ok": True, "moved": 1},
+            },
+            refs=(ids[-1],),
+        )
     if kind == 2:
         return NewEntry("approval", {"decision": "allow", "via": "button"}, refs=(ids[-1],))
     if kind == 3:
         return NewEntry("verdict", {"verdict": "edit", "judged": ids[-2]}, refs=(ids[-2],))
-    return NewEntry("retrieval", {"node_ids": ["taste/short-messages", "fact/sam"], "item_ids": [f"it{i}"],
-                                  "tokens": 412})
+    return NewEntry(
+        "retrieval", {"node_ids": ["taste/short-messages", "fact/sam"], "item_ids": [f"it{i}"], "tokens": 412}
+    )
 
 
 def _raw_db(path: Path) -> sqlite3.Connection:
@@ -103,9 +114,12 @@ def run(quick: bool = False) -> dict[str, Any]:
         ledger.close()
         raw.close()
         ledger_single, raw_single = _rate(singles, ledger_s), _rate(singles, raw_s)
-        out["single_append"] = {"count": singles, "ledger_per_s": round(ledger_single, 1),
-                                "raw_sqlite_per_s": round(raw_single, 1),
-                                "ratio_ledger_to_raw": round(ledger_single / raw_single, 3)}
+        out["single_append"] = {
+            "count": singles,
+            "ledger_per_s": round(ledger_single, 1),
+            "raw_sqlite_per_s": round(raw_single, 1),
+            "ratio_ledger_to_raw": round(ledger_single / raw_single, 3),
+        }
 
         # -- batched appends (100 per transaction), interleaved per batch --------
         ledger = Ledger.open(tmpdir / "batched.sqlite", signer=signer, create=True, ledger_id="bench")
@@ -114,8 +128,10 @@ def run(quick: bool = False) -> dict[str, Any]:
         ledger_s = raw_s = 0.0
         for lo in range(0, batched, 100):
             # refs must name stored entries, so a ref into this same batch becomes a plain note
-            items = [it if all(r in ids for r in it.refs) else NewEntry("utterance", {"text": f"note {lo}-{k}"})
-                     for k, it in enumerate(typical(i, ids) for i in range(lo, lo + 100))]
+            items = [
+                it if all(r in ids for r in it.refs) else NewEntry("utterance", {"text": f"note {lo}-{k}"})
+                for k, it in enumerate(typical(i, ids) for i in range(lo, lo + 100))
+            ]
             start = time.perf_counter()
             stored = ledger.append_many(items)
             ledger_s += time.perf_counter() - start
@@ -129,9 +145,12 @@ def run(quick: bool = False) -> dict[str, Any]:
         raw.close()
         ledger_batched, raw_batched = _rate(batched, ledger_s), _rate(batched, raw_s)
         mean_content = sum(len(e.content) for e in ledger.entries()) / batched
-        out["batched_append_100"] = {"count": batched, "ledger_per_s": round(ledger_batched, 1),
-                                     "raw_sqlite_per_s": round(raw_batched, 1),
-                                     "ratio_ledger_to_raw": round(ledger_batched / raw_batched, 3)}
+        out["batched_append_100"] = {
+            "count": batched,
+            "ledger_per_s": round(ledger_batched, 1),
+            "raw_sqlite_per_s": round(raw_batched, 1),
+            "ratio_ledger_to_raw": round(ledger_batched / raw_batched, 3),
+        }
 
         # -- verify ------------------------------------------------------------
         start = time.perf_counter()
@@ -148,25 +167,36 @@ def run(quick: bool = False) -> dict[str, Any]:
         for e in sample:
             verify_key_from_id(e.author).verify(entry_signing_message(e.chain), e.sig)
         sig_only_s = time.perf_counter() - start
-        out["verify"] = {"entries": report.entries, "verify_per_s": round(_rate(report.entries, verify_s), 1),
-                         "raw_read_per_s": round(_rate(read, raw_read_s), 1),
-                         "ed25519_only_per_s": round(_rate(len(sample), sig_only_s), 1),
-                         "ratio_verify_to_raw_read": round(raw_read_s / verify_s, 4),
-                         "ratio_verify_to_ed25519_only": round(sig_only_s / verify_s, 3)}
+        out["verify"] = {
+            "entries": report.entries,
+            "verify_per_s": round(_rate(report.entries, verify_s), 1),
+            "raw_read_per_s": round(_rate(read, raw_read_s), 1),
+            "ed25519_only_per_s": round(_rate(len(sample), sig_only_s), 1),
+            "ratio_verify_to_raw_read": round(raw_read_s / verify_s, 4),
+            "ratio_verify_to_ed25519_only": round(sig_only_s / verify_s, 3),
+        }
 
         # -- size per 10,000 typical entries -------------------------------------
         ledger.close()
         ledger_bytes = (tmpdir / "batched.sqlite").stat().st_size
         raw_bytes = (tmpdir / "raw-batched.sqlite").stat().st_size
         scale = 10_000 / batched
-        out["size_per_10k"] = {"ledger_bytes": round(ledger_bytes * scale),
-                               "raw_content_bytes": round(raw_bytes * scale),
-                               "bytes_per_entry": round(ledger_bytes / batched, 1),
-                               "ratio_ledger_to_raw": round(ledger_bytes / raw_bytes, 3),
-                               "mean_content_bytes": round(mean_content, 1)}
-    out["env"] = {"python": platform.python_version(), "sqlite": sqlite3.sqlite_version,
-                  "machine": platform.machine(), "cpus": os.cpu_count(), "quick": quick,
-                  "journal": "truncate", "synchronous": "FULL"}
+        out["size_per_10k"] = {
+            "ledger_bytes": round(ledger_bytes * scale),
+            "raw_content_bytes": round(raw_bytes * scale),
+            "bytes_per_entry": round(ledger_bytes / batched, 1),
+            "ratio_ledger_to_raw": round(ledger_bytes / raw_bytes, 3),
+            "mean_content_bytes": round(mean_content, 1),
+        }
+    out["env"] = {
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "quick": quick,
+        "journal": "truncate",
+        "synchronous": "FULL",
+    }
     out["command"] = "python benchmarks/bench_ledger.py --json" + (" --quick" if quick else "")
     return out
 
@@ -184,14 +214,22 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(results, indent=2, sort_keys=True))
     else:
         s, b, v, z = results["single_append"], results["batched_append_100"], results["verify"], results["size_per_10k"]
-        print(f"single durable append: {s['ledger_per_s']}/s vs raw {s['raw_sqlite_per_s']}/s "
-              f"(ratio {s['ratio_ledger_to_raw']})")
-        print(f"batched (100/txn):     {b['ledger_per_s']}/s vs raw {b['raw_sqlite_per_s']}/s "
-              f"(ratio {b['ratio_ledger_to_raw']})")
-        print(f"verify():              {v['verify_per_s']} entries/s vs raw read {v['raw_read_per_s']}/s, "
-              f"Ed25519 alone {v['ed25519_only_per_s']}/s")
-        print(f"size per 10k entries:  {z['ledger_bytes']} bytes vs raw {z['raw_content_bytes']} "
-              f"(ratio {z['ratio_ledger_to_raw']})")
+        print(
+            f"single durable append: {s['ledger_per_s']}/s vs raw {s['raw_sqlite_per_s']}/s "
+            f"(ratio {s['ratio_ledger_to_raw']})"
+        )
+        print(
+            f"batched (100/txn):     {b['ledger_per_s']}/s vs raw {b['raw_sqlite_per_s']}/s "
+            f"(ratio {b['ratio_ledger_to_raw']})"
+        )
+        print(
+            f"verify():              {v['verify_per_s']} entries/s vs raw read {v['raw_read_per_s']}/s, "
+            f"Ed25519 alone {v['ed25519_only_per_s']}/s"
+        )
+        print(
+            f"size per 10k entries:  {z['ledger_bytes']} bytes vs raw {z['raw_content_bytes']} "
+            f"(ratio {z['ratio_ledger_to_raw']})"
+        )
     return 0
 
 

@@ -60,8 +60,11 @@ def _child(config: str) -> dict[str, Any]:
 
     def status() -> dict[str, int]:
         with open("/proc/self/status", encoding="ascii") as fh:
-            return {k: int(v.split()[0]) // 1024 for k, _, v in (line.partition(":") for line in fh)
-                    if k in ("VmHWM", "VmRSS", "RssAnon", "RssFile")}
+            return {
+                k: int(v.split()[0]) // 1024
+                for k, _, v in (line.partition(":") for line in fh)
+                if k in ("VmHWM", "VmRSS", "RssAnon", "RssFile")
+            }
 
     opts = dict(CONFIGS[config])
     full_vocab = opts.pop("full_vocab_grammar", False)
@@ -71,12 +74,22 @@ def _child(config: str) -> dict[str, Any]:
             import llama_cpp
 
             pieces, first = [], None
-            for chunk in llm.create_completion(prompt, max_tokens=max_tokens, temperature=0.0, stream=True,
-                                               grammar=llama_cpp.LlamaGrammar.from_string(grammar, verbose=False)):
+            for chunk in llm.create_completion(
+                prompt,
+                max_tokens=max_tokens,
+                temperature=0.0,
+                stream=True,
+                grammar=llama_cpp.LlamaGrammar.from_string(grammar, verbose=False),
+            ):
                 first = first or time.perf_counter()
                 pieces.append(chunk["choices"][0]["text"])
-            return {"text": "".join(pieces), "finish": "end", "saw_call": False, "interrupted": False,
-                    "first_at": first}
+            return {
+                "text": "".join(pieces),
+                "finish": "end",
+                "saw_call": False,
+                "interrupted": False,
+                "first_at": first,
+            }
 
         llama_transport.greedy_under_grammar = old_call  # the module-level seam the transport calls
     settings = replace(local_settings(ExoHome.from_env(None), "gemma-3-270m"), n_threads=1, **opts)
@@ -95,9 +108,17 @@ def _child(config: str) -> dict[str, Any]:
         await transport.load()
         out: dict[str, Any] = {"loaded": status(), "calls": []}
         for name, raw in requests.items():
-            req = ModelRequest(**{**raw, "messages": tuple(ChatMessage(**{**m, "tool_calls": tuple(ToolCall(**c) for c in m["tool_calls"])})
-                                                           for m in raw["messages"]),
-                                  "tools": tuple(raw["tools"]), "stop": tuple(raw["stop"])})
+            req = ModelRequest(
+                **{
+                    **raw,
+                    "messages": tuple(
+                        ChatMessage(**{**m, "tool_calls": tuple(ToolCall(**c) for c in m["tool_calls"])})
+                        for m in raw["messages"]
+                    ),
+                    "tools": tuple(raw["tools"]),
+                    "stop": tuple(raw["stop"]),
+                }
+            )
             text, call = [], None
             async for chunk in transport.stream(req):
                 if isinstance(chunk, TextDelta):
@@ -107,20 +128,32 @@ def _child(config: str) -> dict[str, Any]:
             last = transport.last
             assert last is not None
             gen = last.total_seconds - last.prompt_seconds
-            out["calls"].append({"request": name, "prompt_tokens": last.prompt_tokens,
-                                 "prompt_tps": round(last.prompt_tokens / last.prompt_seconds, 1),
-                                 "output_tokens": last.output_tokens,
-                                 "output_tps": round(max(0, last.output_tokens - 1) / gen, 1) if gen > 0 else None,
-                                 "call": call, "text": "".join(text)})
+            out["calls"].append(
+                {
+                    "request": name,
+                    "prompt_tokens": last.prompt_tokens,
+                    "prompt_tps": round(last.prompt_tokens / last.prompt_seconds, 1),
+                    "output_tokens": last.output_tokens,
+                    "output_tps": round(max(0, last.output_tokens - 1) / gen, 1) if gen > 0 else None,
+                    "call": call,
+                    "text": "".join(text),
+                }
+            )
         await transport.aclose()
         return out
 
     result = asyncio.run(run())
     done.set()
-    result.update(config=config, settings={k: getattr(settings, k) for k in
-                                           ("n_ctx", "n_batch", "n_ubatch", "kv_type", "flash_attn", "swa_full",
-                                            "use_mmap", "n_threads")},
-                  full_vocab_grammar=full_vocab, peak_rss_mb=status()["VmHWM"], peak_anon_mb=peak["anon"])
+    result.update(
+        config=config,
+        settings={
+            k: getattr(settings, k)
+            for k in ("n_ctx", "n_batch", "n_ubatch", "kv_type", "flash_attn", "swa_full", "use_mmap", "n_threads")
+        },
+        full_vocab_grammar=full_vocab,
+        peak_rss_mb=status()["VmHWM"],
+        peak_anon_mb=peak["anon"],
+    )
     return result
 
 
@@ -138,8 +171,9 @@ def main(argv: list[str] | None = None) -> int:
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in CONFIGS}
     for _ in range(args.rounds):
         for name in CONFIGS:
-            done = subprocess.run([sys.executable, __file__, "--child", name], capture_output=True, text=True,
-                                  timeout=1800, cwd=REPO)
+            done = subprocess.run(
+                [sys.executable, __file__, "--child", name], capture_output=True, text=True, timeout=1800, cwd=REPO
+            )
             if done.returncode != 0:
                 print(done.stderr[-2000:], file=sys.stderr)
                 return 1
@@ -147,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     summary: dict[str, Any] = {}
     for name, rs in runs.items():
         summary[name] = {
-            "settings": rs[0]["settings"], "full_vocab_grammar": rs[0]["full_vocab_grammar"],
+            "settings": rs[0]["settings"],
+            "full_vocab_grammar": rs[0]["full_vocab_grammar"],
             "rss_after_load_mb": median(r["loaded"]["VmRSS"] for r in rs),
             "anon_after_load_mb": median(r["loaded"]["RssAnon"] for r in rs),
             "peak_rss_mb": median(r["peak_rss_mb"] for r in rs),
@@ -158,18 +193,24 @@ def main(argv: list[str] | None = None) -> int:
             "outputs": [{"call": c["call"], "text": c["text"]} for c in rs[0]["calls"]],
         }
     base, new = summary["baseline"], summary["defaults"]
-    summary["ratios"] = {"peak_rss": round(new["peak_rss_mb"] / base["peak_rss_mb"], 3),
-                         "prompt_tps": round(new["prompt_tps"] / base["prompt_tps"], 3),
-                         "call_tps": round(new["call_tps"] / base["call_tps"], 3),
-                         "same_outputs": base["outputs"] == new["outputs"],
-                         "ubatch64_peak_rss": round(summary["ubatch64"]["peak_rss_mb"] / new["peak_rss_mb"], 3),
-                         "ubatch64_prompt_tps": round(summary["ubatch64"]["prompt_tps"] / new["prompt_tps"], 3),
-                         "q8_kv_peak_rss": round(summary["q8_kv"]["peak_rss_mb"] / base["peak_rss_mb"], 3),
-                         "q8_kv_same_outputs": base["outputs"] == summary["q8_kv"]["outputs"]}
+    summary["ratios"] = {
+        "peak_rss": round(new["peak_rss_mb"] / base["peak_rss_mb"], 3),
+        "prompt_tps": round(new["prompt_tps"] / base["prompt_tps"], 3),
+        "call_tps": round(new["call_tps"] / base["call_tps"], 3),
+        "same_outputs": base["outputs"] == new["outputs"],
+        "ubatch64_peak_rss": round(summary["ubatch64"]["peak_rss_mb"] / new["peak_rss_mb"], 3),
+        "ubatch64_prompt_tps": round(summary["ubatch64"]["prompt_tps"] / new["prompt_tps"], 3),
+        "q8_kv_peak_rss": round(summary["q8_kv"]["peak_rss_mb"] / base["peak_rss_mb"], 3),
+        "q8_kv_same_outputs": base["outputs"] == summary["q8_kv"]["outputs"],
+    }
     import os
 
-    summary["machine"] = {"nproc": os.cpu_count(), "loadavg_1_5_15": [round(x, 2) for x in os.getloadavg()],
-                          "rounds": args.rounds, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    summary["machine"] = {
+        "nproc": os.cpu_count(),
+        "loadavg_1_5_15": [round(x, 2) for x in os.getloadavg()],
+        "rounds": args.rounds,
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
     args.out.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(summary, indent=None if args.json else 2))
     return 0

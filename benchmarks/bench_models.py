@@ -132,22 +132,38 @@ assert len(QUESTIONS) == 50
 # Tool decisions with tool_choice="auto": requests that should become a call, and
 # questions about the person that should stay text (tools offered to both).
 TOOLS = (
-    {"name": "set_timer", "description": "Start a kitchen timer",
-     "parameters": {"type": "object", "properties": {"minutes": {"type": "integer"}},
-                    "required": ["minutes"]}},
-    {"name": "read_file", "description": "Read a text file from the workspace",
-     "parameters": {"type": "object", "properties": {"path": {"type": "string"}},
-                    "required": ["path"]}},
-    {"name": "shell", "description": "Run a shell command",
-     "parameters": {"type": "object", "properties": {"command": {"type": "string"}},
-                    "required": ["command"]}},
+    {
+        "name": "set_timer",
+        "description": "Start a kitchen timer",
+        "parameters": {"type": "object", "properties": {"minutes": {"type": "integer"}}, "required": ["minutes"]},
+    },
+    {
+        "name": "read_file",
+        "description": "Read a text file from the workspace",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+    },
+    {
+        "name": "shell",
+        "description": "Run a shell command",
+        "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+    },
 )
-TOOL_REQUESTS = [("Set a timer for 5 minutes.", "set_timer"),
-                 ("Start a kitchen timer for 10 minutes.", "set_timer"),
-                 ("Read the file notes.txt.", "read_file"), ("Show me what is in todo.md.", "read_file"),
-                 ("Run the command ls.", "shell"), ("List the files with the shell.", "shell")]
-NO_TOOL = ["What is the cat called?", "Where does she live?", "What is her job?",
-           "What does she drink?", "Who is her best friend?", "What colour is her car?"]
+TOOL_REQUESTS = [
+    ("Set a timer for 5 minutes.", "set_timer"),
+    ("Start a kitchen timer for 10 minutes.", "set_timer"),
+    ("Read the file notes.txt.", "read_file"),
+    ("Show me what is in todo.md.", "read_file"),
+    ("Run the command ls.", "shell"),
+    ("List the files with the shell.", "shell"),
+]
+NO_TOOL = [
+    "What is the cat called?",
+    "Where does she live?",
+    "What is her job?",
+    "What does she drink?",
+    "Who is her best friend?",
+    "What colour is her car?",
+]
 
 WORK_PROMPT = "Write a short story about a lighthouse keeper and a storm."
 
@@ -165,12 +181,10 @@ def _decode_rate(stamps: list[float]) -> float:
 async def run_direct(llm: Any, prompt: str, max_tokens: int) -> dict[str, float]:
     t0 = time.perf_counter()
     stamps: list[float] = []
-    for chunk in llm.create_completion(prompt, max_tokens=max_tokens, temperature=0.0,
-                                       stop=[], stream=True):
+    for chunk in llm.create_completion(prompt, max_tokens=max_tokens, temperature=0.0, stop=[], stream=True):
         if chunk["choices"][0]["text"]:
             stamps.append(time.perf_counter())
-    return {"tokens": len(stamps), "ttft": stamps[0] - t0, "tok_s": _decode_rate(stamps),
-            "total": stamps[-1] - t0}
+    return {"tokens": len(stamps), "ttft": stamps[0] - t0, "tok_s": _decode_rate(stamps), "total": stamps[-1] - t0}
 
 
 async def run_stream(stream: Any) -> dict[str, float]:
@@ -179,8 +193,7 @@ async def run_stream(stream: Any) -> dict[str, float]:
     async for chunk in stream:
         if isinstance(chunk, TextDelta):
             stamps.append(time.perf_counter())
-    return {"tokens": len(stamps), "ttft": stamps[0] - t0, "tok_s": _decode_rate(stamps),
-            "total": stamps[-1] - t0}
+    return {"tokens": len(stamps), "ttft": stamps[0] - t0, "tok_s": _decode_rate(stamps), "total": stamps[-1] - t0}
 
 
 async def run_sse(router: Any, make_request: Any) -> dict[str, float]:
@@ -217,8 +230,7 @@ async def run_sse(router: Any, make_request: Any) -> dict[str, float]:
                         stamps.append(time.perf_counter())
     finally:
         await runner.cleanup()
-    return {"tokens": len(stamps), "ttft": stamps[0] - t0, "tok_s": _decode_rate(stamps),
-            "total": stamps[-1] - t0}
+    return {"tokens": len(stamps), "ttft": stamps[0] - t0, "tok_s": _decode_rate(stamps), "total": stamps[-1] - t0}
 
 
 def _median(runs: list[dict[str, float]]) -> dict[str, float]:
@@ -239,29 +251,33 @@ async def worker(threads: int, repeats: int, max_tokens: int) -> dict[str, Any]:
     rss_start = rss_mb()
     # no stop strings, so every path decodes exactly max_tokens
     fmt = PromptFormat(format="completion", preamble="Stories.", stop=())
-    transport = LlamaTransport(LlamaSettings(model_path=path, prompt=fmt, n_ctx=2048,
-                                             n_threads=threads, name=manifest.name))
+    transport = LlamaTransport(
+        LlamaSettings(model_path=path, prompt=fmt, n_ctx=2048, n_threads=threads, name=manifest.name)
+    )
     t0 = time.perf_counter()
     await transport.load()
     load_s = time.perf_counter() - t0
     rss_loaded = rss_mb()
     llm = transport._llm
-    router = ModelRouter(load_catalog({"models": {"roles": {"main": ["local:gemma-3-270m"]}}},
-                                      env={}), env={}, local=lambda name: transport)
+    router = ModelRouter(
+        load_catalog({"models": {"roles": {"main": ["local:gemma-3-270m"]}}}, env={}),
+        env={},
+        local=lambda name: transport,
+    )
 
     def req(i: int) -> ModelRequest:
         # a different first line each run: no prefix reuse between the compared runs
-        return ModelRequest(messages=(ChatMessage("system", f"Run {i}."),
-                                      ChatMessage("user", WORK_PROMPT)),
-                            temperature=0.0, max_tokens=max_tokens)
+        return ModelRequest(
+            messages=(ChatMessage("system", f"Run {i}."), ChatMessage("user", WORK_PROMPT)),
+            temperature=0.0,
+            max_tokens=max_tokens,
+        )
 
-    runs: dict[str, list[dict[str, float]]] = {"direct": [], "transport": [], "router": [],
-                                               "sse": []}
+    runs: dict[str, list[dict[str, float]]] = {"direct": [], "transport": [], "router": [], "sse": []}
     i = 0
     for _ in range(repeats):
         i += 1
-        runs["direct"].append(await run_direct(llm, render_completion(req(i).messages, fmt),
-                                               max_tokens))
+        runs["direct"].append(await run_direct(llm, render_completion(req(i).messages, fmt), max_tokens))
         i += 1
         runs["transport"].append(await run_stream(transport.stream(req(i))))
         i += 1
@@ -271,27 +287,36 @@ async def worker(threads: int, repeats: int, max_tokens: int) -> dict[str, Any]:
         runs["sse"].append(await run_sse(router, lambda: req(n)))
     med = {k: _median(v) for k, v in runs.items()}
     base = med["direct"]
-    ratios = {k: {"tok_s": round(v["tok_s"] / base["tok_s"], 3),
-                  "ttft": round(v["ttft"] / base["ttft"], 3)} for k, v in med.items()}
+    ratios = {
+        k: {"tok_s": round(v["tok_s"] / base["tok_s"], 3), "ttft": round(v["ttft"] / base["ttft"], 3)}
+        for k, v in med.items()
+    }
 
     # prefix reuse: a ~300-token pack, cold then warm with a different question
     qfmt = find_manifest("gemma-3-270m").prompt
     assert qfmt is not None
-    qt = LlamaTransport(LlamaSettings(model_path=path, prompt=qfmt, n_threads=threads,
-                                      name=manifest.name))
+    qt = LlamaTransport(LlamaSettings(model_path=path, prompt=qfmt, n_threads=threads, name=manifest.name))
     qt._llm = llm  # share the loaded weights (one model in memory)
     cold, warm = [], []
     for r in range(repeats):
         pack = PERSON.replace("Notes", f"Notes ({r})")
         for q, bucket in (("What is the cat called?", cold), ("Where does her mother live?", warm)):
-            [c async for c in qt.stream(ModelRequest(messages=(ChatMessage("system", pack),
-                                                               ChatMessage("user", q)),
-                                                     temperature=0.0, max_tokens=8))]
+            [
+                c
+                async for c in qt.stream(
+                    ModelRequest(
+                        messages=(ChatMessage("system", pack), ChatMessage("user", q)), temperature=0.0, max_tokens=8
+                    )
+                )
+            ]
             assert qt.last is not None
             bucket.append((qt.last.prompt_seconds, qt.last.prompt_tokens, qt.last.reused_tokens))
-    prefix = {"cold_prompt_s": round(statistics.median(c[0] for c in cold), 4),
-              "warm_prompt_s": round(statistics.median(w[0] for w in warm), 4),
-              "prompt_tokens": cold[0][1], "reused_tokens": warm[0][2]}
+    prefix = {
+        "cold_prompt_s": round(statistics.median(c[0] for c in cold), 4),
+        "warm_prompt_s": round(statistics.median(w[0] for w in warm), 4),
+        "prompt_tokens": cold[0][1],
+        "reused_tokens": warm[0][2],
+    }
     prefix["speedup"] = round(prefix["cold_prompt_s"] / prefix["warm_prompt_s"], 2)
 
     # interrupt latency
@@ -321,12 +346,21 @@ async def worker(threads: int, repeats: int, max_tokens: int) -> dict[str, Any]:
         ids = np.array([[101, 7592, 2088, 102]], dtype=np.int64)
         sess.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids)})
         rss_embedder = rss_mb()
-    out = {"threads": threads, "load_s": round(load_s, 3), "rss_mb_start": rss_start,
-           "rss_mb_loaded": rss_loaded, "median": med, "ratio_to_direct": ratios,
-           "prefix_reuse": prefix, "interrupt_ms": interrupt_ms, "rss_mb_end": rss_end,
-           "rss_mb_with_int8_embedder": rss_embedder,
-           "loadavg_1m_after": round(os.getloadavg()[0], 2),
-           "max_tokens": max_tokens, "repeats": repeats}
+    out = {
+        "threads": threads,
+        "load_s": round(load_s, 3),
+        "rss_mb_start": rss_start,
+        "rss_mb_loaded": rss_loaded,
+        "median": med,
+        "ratio_to_direct": ratios,
+        "prefix_reuse": prefix,
+        "interrupt_ms": interrupt_ms,
+        "rss_mb_end": rss_end,
+        "rss_mb_with_int8_embedder": rss_embedder,
+        "loadavg_1m_after": round(os.getloadavg()[0], 2),
+        "max_tokens": max_tokens,
+        "repeats": repeats,
+    }
     return out
 
 
@@ -353,8 +387,9 @@ async def quality(threads: int) -> dict[str, Any]:
         correct, misses = 0, []
         t0 = time.perf_counter()
         for q, expected in QUESTIONS:
-            req = ModelRequest(messages=(ChatMessage("system", PERSON), ChatMessage("user", q)),
-                               temperature=0.0, max_tokens=24)
+            req = ModelRequest(
+                messages=(ChatMessage("system", PERSON), ChatMessage("user", q)), temperature=0.0, max_tokens=24
+            )
             text = "".join([c.text async for c in router.stream(req) if isinstance(c, TextDelta)])
             if _score(text, expected):
                 correct += 1
@@ -363,20 +398,33 @@ async def quality(threads: int) -> dict[str, Any]:
         seconds = round(time.perf_counter() - t0, 2)
         right_calls, no_calls, parsed = 0, 0, 0
         for q, name in [*TOOL_REQUESTS, *((q, None) for q in NO_TOOL)]:
-            req = ModelRequest(messages=(ChatMessage("system", PERSON), ChatMessage("user", q)),
-                               tools=TOOLS, temperature=0.0, max_tokens=48)
+            req = ModelRequest(
+                messages=(ChatMessage("system", PERSON), ChatMessage("user", q)),
+                tools=TOOLS,
+                temperature=0.0,
+                max_tokens=48,
+            )
             calls = [c.call async for c in router.stream(req) if isinstance(c, ToolCallChunk)]
             parsed += len(calls)
             if name is None and not calls:
                 no_calls += 1
             if name is not None and calls and calls[0].name == name:
                 right_calls += 1
-        out[label] = {"route": route, "correct": correct, "of": len(QUESTIONS),
-                      "accuracy": round(correct / len(QUESTIONS), 3), "seconds": seconds,
-                      "misses": misses,
-                      "tools_auto": {"right_call": right_calls, "of_requests": len(TOOL_REQUESTS),
-                                     "stayed_text": no_calls, "of_questions": len(NO_TOOL),
-                                     "calls_parsed": parsed}}
+        out[label] = {
+            "route": route,
+            "correct": correct,
+            "of": len(QUESTIONS),
+            "accuracy": round(correct / len(QUESTIONS), 3),
+            "seconds": seconds,
+            "misses": misses,
+            "tools_auto": {
+                "right_call": right_calls,
+                "of_requests": len(TOOL_REQUESTS),
+                "stayed_text": no_calls,
+                "of_questions": len(NO_TOOL),
+                "calls_parsed": parsed,
+            },
+        }
         await router.aclose()
     if not large:
         out["large"] = "not configured (set EXO_BENCH_LARGE_ROUTE=provider:model)"
@@ -399,41 +447,55 @@ def main() -> int:
     if args.quality_worker:
         print(json.dumps(asyncio.run(quality(args.quality_worker))))
         return 0
-    results: dict[str, Any] = {"command": "python benchmarks/bench_models.py --json",
-                               "machine": {"cpus": os.cpu_count(), "platform": sys.platform},
-                               "runs": []}
+    results: dict[str, Any] = {
+        "command": "python benchmarks/bench_models.py --json",
+        "machine": {"cpus": os.cpu_count(), "platform": sys.platform},
+        "runs": [],
+    }
     extra = ["--quick"] if args.quick else []
     results["machine"]["loadavg_1m_before"] = round(os.getloadavg()[0], 2)
     for threads in [int(t) for t in args.threads.split(",")]:
-        proc = subprocess.run([sys.executable, __file__, "--worker", str(threads), *extra],
-                              capture_output=True, text=True, check=True)
+        proc = subprocess.run(
+            [sys.executable, __file__, "--worker", str(threads), *extra], capture_output=True, text=True, check=True
+        )
         run = json.loads(proc.stdout.strip().splitlines()[-1])
         results["runs"].append(run)
         m, r = run["median"], run["ratio_to_direct"]
-        print(f"threads={threads} load {run['load_s']} s, RSS loaded {run['rss_mb_loaded']} MB, "
-              f"end {run['rss_mb_end']} MB")
+        print(
+            f"threads={threads} load {run['load_s']} s, RSS loaded {run['rss_mb_loaded']} MB, "
+            f"end {run['rss_mb_end']} MB"
+        )
         for path in ("direct", "transport", "router", "sse"):
-            print(f"  {path:9} {m[path]['tok_s']:7.1f} tok/s  ttft {m[path]['ttft'] * 1000:7.1f} ms"
-                  f"   ratio tok/s {r[path]['tok_s']:.3f}  ttft {r[path]['ttft']:.3f}")
+            print(
+                f"  {path:9} {m[path]['tok_s']:7.1f} tok/s  ttft {m[path]['ttft'] * 1000:7.1f} ms"
+                f"   ratio tok/s {r[path]['tok_s']:.3f}  ttft {r[path]['ttft']:.3f}"
+            )
         p = run["prefix_reuse"]
-        print(f"  prefix reuse: cold {p['cold_prompt_s'] * 1000:.1f} ms, warm "
-              f"{p['warm_prompt_s'] * 1000:.1f} ms ({p['reused_tokens']}/{p['prompt_tokens']} "
-              f"tokens reused) speedup x{p['speedup']}")
+        print(
+            f"  prefix reuse: cold {p['cold_prompt_s'] * 1000:.1f} ms, warm "
+            f"{p['warm_prompt_s'] * 1000:.1f} ms ({p['reused_tokens']}/{p['prompt_tokens']} "
+            f"tokens reused) speedup x{p['speedup']}"
+        )
         print(f"  interrupt: {run['interrupt_ms']} ms from aclose() to worker free")
-        print(f"  RSS with the int8 embedder also loaded: {run['rss_mb_with_int8_embedder']} MB; "
-              f"load average after: {run['loadavg_1m_after']}")
+        print(
+            f"  RSS with the int8 embedder also loaded: {run['rss_mb_with_int8_embedder']} MB; "
+            f"load average after: {run['loadavg_1m_after']}"
+        )
     if not args.skip_quality:
-        proc = subprocess.run([sys.executable, __file__, "--quality-worker", "2"],
-                              capture_output=True, text=True, check=True)
+        proc = subprocess.run(
+            [sys.executable, __file__, "--quality-worker", "2"], capture_output=True, text=True, check=True
+        )
         q = json.loads(proc.stdout.strip().splitlines()[-1])
         results["quality"] = q
         for label in ("local", "large"):
             v = q[label]
             if isinstance(v, dict):
                 t = v["tools_auto"]
-                print(f"quality {label} ({v['route']}): {v['correct']}/{v['of']} "
-                      f"in {v['seconds']} s; tools auto: right call {t['right_call']}/"
-                      f"{t['of_requests']}, stayed text {t['stayed_text']}/{t['of_questions']}")
+                print(
+                    f"quality {label} ({v['route']}): {v['correct']}/{v['of']} "
+                    f"in {v['seconds']} s; tools auto: right call {t['right_call']}/"
+                    f"{t['of_requests']}, stayed text {t['stayed_text']}/{t['of_questions']}"
+                )
             else:
                 print(f"quality {label}: {v}")
     if args.json:

@@ -55,8 +55,10 @@ def quality(ranker: Any, locomo: Path, longmemeval: Path, halves: list[str]) -> 
     from exo_edge.retrieval_eval import Ranker, load_locomo, load_longmemeval, score_locomo, score_longmemeval
 
     plain = Ranker(ranker.vectors, RetrievalSettings(weights=(1.0, 1.0), rrf_k=RRF_K))
-    alone = {"bm25+context": Ranker(ranker.vectors, RetrievalSettings(weights=(1.0, 0.0))),
-             "embed+context": Ranker(ranker.vectors, RetrievalSettings(weights=(0.0, 1.0)))}
+    alone = {
+        "bm25+context": Ranker(ranker.vectors, RetrievalSettings(weights=(1.0, 0.0))),
+        "embed+context": Ranker(ranker.vectors, RetrievalSettings(weights=(0.0, 1.0))),
+    }
 
     def both(score: Any, stacks: Any, cases: Any) -> dict[str, Any]:
         metrics = score(stacks, cases, ranker)
@@ -69,9 +71,14 @@ def quality(ranker: Any, locomo: Path, longmemeval: Path, halves: list[str]) -> 
     out: dict[str, Any] = {}
     for half in halves:
         stacks, cases = load_locomo(locomo, half)
-        loc = {"groups": sorted(stacks), "questions": {"cat1-4": sum(c.label == "cat1-4" for c in cases),
-                                                        "cat5": sum(c.label == "cat5" for c in cases)},
-               "metrics": both(score_locomo, stacks, cases)}
+        loc = {
+            "groups": sorted(stacks),
+            "questions": {
+                "cat1-4": sum(c.label == "cat1-4" for c in cases),
+                "cat5": sum(c.label == "cat5" for c in cases),
+            },
+            "metrics": both(score_locomo, stacks, cases),
+        }
         stacks, cases = load_longmemeval(longmemeval, half)
         lme = {"questions": len(cases), "metrics": both(score_longmemeval, stacks, cases)}
         out[half] = {"locomo": loc, "longmemeval": lme}
@@ -113,8 +120,13 @@ def scale(sizes: list[int], embedder: Any, cache: Any, n_queries: int) -> list[d
     from exo_edge.vectors import top_k
 
     data = json.loads(__import__("lzma").open(LONGMEMEVAL).read())
-    said = [(sid, t["content"]) for role in ("user", "assistant") for sid, s in data["sessions"].items() for t in s
-            if t["role"] == role and t["content"].strip()]
+    said = [
+        (sid, t["content"])
+        for role in ("user", "assistant")
+        for sid, s in data["sessions"].items()
+        for t in s
+        if t["role"] == role and t["content"].strip()
+    ]
     texts = [text for _, text in said]
     _, cases = load_longmemeval(LONGMEMEVAL, "holdout")
     questions = [c.question for c in cases[:n_queries]]
@@ -125,8 +137,9 @@ def scale(sizes: list[int], embedder: Any, cache: Any, n_queries: int) -> list[d
     pool = settings.depth * OVERFETCH
 
     def fused(index: Any, bm25: list[tuple[str, float]], dense: list[tuple[str, float]]) -> dict[str, float]:
-        scores = fuse([bm25, dense], weights=settings.weights, depth=settings.depth,
-                      ended=[len(bm25) < pool, len(dense) < pool])
+        scores = fuse(
+            [bm25, dense], weights=settings.weights, depth=settings.depth, ended=[len(bm25) < pool, len(dense) < pool]
+        )
         return context(scores, index.session_turns(sorted(scores)), settings.context)  # the pipeline's next stage
 
     rows = []
@@ -153,15 +166,25 @@ def scale(sizes: list[int], embedder: Any, cache: Any, n_queries: int) -> list[d
         row = {
             "texts": n,
             "bm25": _lat(lambda p: index.search(p[0], 10), pairs),
-            "plain_fts5": _lat(lambda p: plain.execute(
-                "SELECT rowid FROM t WHERE t MATCH ? ORDER BY rank LIMIT 10", (match_expression(p[0]),)).fetchall(),
-                pairs),
+            "plain_fts5": _lat(
+                lambda p: plain.execute(
+                    "SELECT rowid FROM t WHERE t MATCH ? ORDER BY rank LIMIT 10", (match_expression(p[0]),)
+                ).fetchall(),
+                pairs,
+            ),
             "int8_scan": _lat(lambda p: top_k(ids, mat, norms, p[1], 10), pairs),
             "numpy_fp32_scan": _lat(lambda p: np.argsort(-(f32 @ p[1]))[:10], pairs),
             "fused": _lat(lambda p: fused(index, index.search(p[0], pool), top_k(ids, mat, norms, p[1], pool)), pairs),
             "query_embed": embed_ms,
-            "memory": {"fts_index_kb": fts_kb, "fts_db_kb": _db_kb(index.conn), "plain_fts_db_kb": _db_kb(plain), "int8_matrix_kb": int8_kb, "fp32_matrix_kb": f32_kb,
-                       "int8_bytes": int(mat.nbytes), "fp32_bytes": int(f32.nbytes)},
+            "memory": {
+                "fts_index_kb": fts_kb,
+                "fts_db_kb": _db_kb(index.conn),
+                "plain_fts_db_kb": _db_kb(plain),
+                "int8_matrix_kb": int8_kb,
+                "fp32_matrix_kb": f32_kb,
+                "int8_bytes": int(mat.nbytes),
+                "fp32_bytes": int(f32.nbytes),
+            },
             "distinct_vectors": int(min(n, base.shape[0])),
         }
         rows.append(row)
@@ -188,8 +211,10 @@ def throughput(home: Any, n: int) -> dict[str, Any]:
         emb.embed(["warm up"])
         start = time.perf_counter()
         emb.embed(texts)
-        out[precision] = {"texts_per_s": round(n / (time.perf_counter() - start), 1),
-                          "model_mb": round(emb.model_path.stat().st_size / 1e6, 1)}
+        out[precision] = {
+            "texts_per_s": round(n / (time.perf_counter() - start), 1),
+            "model_mb": round(emb.model_path.stat().st_size / 1e6, 1),
+        }
     if "int8" in out and "fp32" in out:
         out["int8_over_fp32"] = round(out["int8"]["texts_per_s"] / out["fp32"]["texts_per_s"], 2)
     return out
@@ -198,34 +223,71 @@ def throughput(home: Any, n: int) -> dict[str, Any]:
 def render(results: dict[str, Any]) -> None:
     for half, sets in results["quality"].items():
         loc = sets["locomo"]
-        rows = [[system, group] + [m[k] for k in ("hit@5", "hit@10", "recall@5", "recall@10")]
-                for system, by in loc["metrics"].items() for group, m in by.items()]
-        print_table(f"LoCoMo, {half} half ({', '.join(loc['groups'])}; questions {loc['questions']})",
-                    ["system", "category", "hit@5", "hit@10", "recall@5", "recall@10"], rows)
+        rows = [
+            [system, group] + [m[k] for k in ("hit@5", "hit@10", "recall@5", "recall@10")]
+            for system, by in loc["metrics"].items()
+            for group, m in by.items()
+        ]
+        print_table(
+            f"LoCoMo, {half} half ({', '.join(loc['groups'])}; questions {loc['questions']})",
+            ["system", "category", "hit@5", "hit@10", "recall@5", "recall@10"],
+            rows,
+        )
         lme = sets["longmemeval"]
-        rows = [[system] + [m[k] for k in ("any@1", "any@5", "any@10", "all@5", "all@10")]
-                for system, m in lme["metrics"].items()]
-        print_table(f"LongMemEval_S, {half} half ({lme['questions']} non-abstention questions; user turns)",
-                    ["system", "any@1", "any@5", "any@10", "all@5", "all@10"], rows)
+        rows = [
+            [system] + [m[k] for k in ("any@1", "any@5", "any@10", "all@5", "all@10")]
+            for system, m in lme["metrics"].items()
+        ]
+        print_table(
+            f"LongMemEval_S, {half} half ({lme['questions']} non-abstention questions; user turns)",
+            ["system", "any@1", "any@5", "any@10", "all@5", "all@10"],
+            rows,
+        )
     if results.get("scale"):
         rows = []
         for r in results["scale"]:
-            rows.append([r["texts"]] + [f"{r[k]['p50_ms']:.2f} / {r[k]['p95_ms']:.2f}" for k in
-                                        ("bm25", "plain_fts5", "int8_scan", "numpy_fp32_scan", "fused")]
-                        + [round(r["bm25"]["p50_ms"] / r["plain_fts5"]["p50_ms"], 2),
-                           round(r["int8_scan"]["p50_ms"] / r["numpy_fp32_scan"]["p50_ms"], 2),
-                           r["memory"]["int8_bytes"] // 1024, r["memory"]["fp32_bytes"] // 1024,
-                           r["memory"]["fts_db_kb"], r["memory"]["plain_fts_db_kb"]])
-        print_table("Query latency p50 / p95 (ms) and memory; query embedding apart",
-                    ["texts", "bm25", "plain FTS5", "int8 scan", "numpy fp32 scan", "fused (no q-embed)",
-                     "bm25/plain", "int8/fp32", "int8 KiB", "fp32 KiB", "index KiB", "plain FTS KiB"], rows)
+            rows.append(
+                [r["texts"]]
+                + [
+                    f"{r[k]['p50_ms']:.2f} / {r[k]['p95_ms']:.2f}"
+                    for k in ("bm25", "plain_fts5", "int8_scan", "numpy_fp32_scan", "fused")
+                ]
+                + [
+                    round(r["bm25"]["p50_ms"] / r["plain_fts5"]["p50_ms"], 2),
+                    round(r["int8_scan"]["p50_ms"] / r["numpy_fp32_scan"]["p50_ms"], 2),
+                    r["memory"]["int8_bytes"] // 1024,
+                    r["memory"]["fp32_bytes"] // 1024,
+                    r["memory"]["fts_db_kb"],
+                    r["memory"]["plain_fts_db_kb"],
+                ]
+            )
+        print_table(
+            "Query latency p50 / p95 (ms) and memory; query embedding apart",
+            [
+                "texts",
+                "bm25",
+                "plain FTS5",
+                "int8 scan",
+                "numpy fp32 scan",
+                "fused (no q-embed)",
+                "bm25/plain",
+                "int8/fp32",
+                "int8 KiB",
+                "fp32 KiB",
+                "index KiB",
+                "plain FTS KiB",
+            ],
+            rows,
+        )
         q = results["scale"][0]["query_embed"]
         print(f"query embedding (int8, one text): p50 {q['p50_ms']} ms, p95 {q['p95_ms']} ms")
     t = results.get("throughput")
     if t:
-        print_table("Embedding throughput during import (LongMemEval user turns)",
-                    ["model", "texts/s", "file MB"],
-                    [[p, t[p]["texts_per_s"], t[p]["model_mb"]] for p in ("int8", "fp32") if p in t])
+        print_table(
+            "Embedding throughput during import (LongMemEval user turns)",
+            ["model", "texts/s", "file MB"],
+            [[p, t[p]["texts_per_s"], t[p]["model_mb"]] for p in ("int8", "fp32") if p in t],
+        )
         if "int8_over_fp32" in t:
             print(f"int8 / fp32 throughput: {t['int8_over_fp32']}x")
 
@@ -238,8 +300,11 @@ def main() -> int:
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--throughput-texts", type=int, default=400)
-    parser.add_argument("--quality-only", action="store_true",
-                        help="re-run quality only; scale and throughput are kept from the --out file (dated)")
+    parser.add_argument(
+        "--quality-only",
+        action="store_true",
+        help="re-run quality only; scale and throughput are kept from the --out file (dated)",
+    )
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument("--render", type=Path, default=None, help="print tables of a results file and exit")
@@ -257,13 +322,20 @@ def main() -> int:
     if ranker.vectors is None:
         print("the int8 embedder is not fetched (exo models fetch): BM25 only", file=sys.stderr)
     halves = ["tune"] if args.quick else ["tune", "holdout"]
-    results: dict[str, Any] = {"machine": machine_info(), "settings": {
-        "depth": ranker.settings.depth, "weights": list(ranker.settings.weights), "rrf_k": ranker.settings.rrf_k,
-        "fusion": "score-aware: each list divided by its top score, weighted sum, each weight times the list's "
-                  "confidence 1 - floor (floor: last score read over the top, 0 for a list read to its end); "
-                  "rrf: k 60, weights 1:1; then each fused turn lends shares "
-                  f"{list(ranker.settings.context)} of its score to the turns 1, 2 places away in its session",
-        "split": "ids sorted; even positions tune, odd holdout", "longmemeval_roles": ["user"]}}
+    results: dict[str, Any] = {
+        "machine": machine_info(),
+        "settings": {
+            "depth": ranker.settings.depth,
+            "weights": list(ranker.settings.weights),
+            "rrf_k": ranker.settings.rrf_k,
+            "fusion": "score-aware: each list divided by its top score, weighted sum, each weight times the list's "
+            "confidence 1 - floor (floor: last score read over the top, 0 for a list read to its end); "
+            "rrf: k 60, weights 1:1; then each fused turn lends shares "
+            f"{list(ranker.settings.context)} of its score to the turns 1, 2 places away in its session",
+            "split": "ids sorted; even positions tune, odd holdout",
+            "longmemeval_roles": ["user"],
+        },
+    }
     results["quality"] = quality(ranker, args.locomo, args.longmemeval, halves)
     if args.quality_only:
         previous = json.loads((args.out or REPO / "benchmarks" / "results" / "retrieval.json").read_text())
@@ -271,8 +343,7 @@ def main() -> int:
         results["scale_recorded"] = previous.get("scale_recorded", previous["machine"].get("date"))
     elif ranker.vectors is not None:
         sizes = [int(s) for s in args.sizes.split(",")] if not args.quick else [1000]
-        results["scale"] = scale(sizes, ranker.vectors.embedder, ranker.vectors,
-                                 args.queries if not args.quick else 20)
+        results["scale"] = scale(sizes, ranker.vectors.embedder, ranker.vectors, args.queries if not args.quick else 20)
         results["throughput"] = throughput(home, args.throughput_texts if not args.quick else 40)
     results["machine"]["loadavg_after"] = [round(x, 2) for x in __import__("os").getloadavg()]
     write_results("retrieval", results, out=args.out, quick=args.quick)

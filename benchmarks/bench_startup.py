@@ -44,7 +44,14 @@ if __package__ in (None, ""):
 from benchmarks import _common  # noqa: E402
 from benchmarks._common import (  # noqa: E402
     RESULTS_DIR,
-    REPO, child_env, machine_info, median, print_table, proc_memory_kb, ratio, write_results,
+    REPO,
+    child_env,
+    machine_info,
+    median,
+    print_table,
+    proc_memory_kb,
+    ratio,
+    write_results,
 )
 from exo_edge.footprint.scenario import health  # noqa: E402 - the footprint audit's own probe
 
@@ -66,8 +73,12 @@ def time_python_pass(env: dict[str, str]) -> tuple[float, int]:
 
 def idle_python_memory(env: dict[str, str], idle: float) -> dict[str, int]:
     """VmRSS/VmHWM of a bare interpreter idling ``idle`` seconds."""
-    proc = subprocess.Popen([sys.executable, "-c", "import sys; print('up', flush=True); sys.stdin.read()"],
-                            env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys; print('up', flush=True); sys.stdin.read()"],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
     try:
         assert proc.stdout is not None
         if proc.stdout.readline().strip() != b"up":
@@ -82,8 +93,20 @@ def idle_python_memory(env: dict[str, str], idle: float) -> dict[str, int]:
 def exod_once(home: Path, script: Path, env: dict[str, str], idle: float, timeout: float = 60.0) -> dict[str, Any]:
     """Start exod, time until healthy, idle, read memory, stop it with SIGTERM."""
     sock = home / "run" / "exod.sock"
-    cmd = [sys.executable, "-m", "exo_core.cli", "serve", "--home", str(home), "--model", f"scripted:{script}",
-           "--workspace", str(home), "--log-level", "WARNING"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "exo_core.cli",
+        "serve",
+        "--home",
+        str(home),
+        "--model",
+        f"scripted:{script}",
+        "--workspace",
+        str(home),
+        "--log-level",
+        "WARNING",
+    ]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, cwd=str(REPO), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
@@ -121,8 +144,14 @@ _IMPORT_LINE = re.compile(r"import time:\s+(\d+)\s+\|\s+(\d+)\s+\|(\s*)(\S+)")
 def import_time(module: str, env: dict[str, str]) -> dict[str, Any]:
     """``-X importtime`` of ``module``: its cumulative microseconds, its heaviest direct imports, and
     what the third-party packages cost where they were first imported."""
-    out = subprocess.run([sys.executable, "-X", "importtime", "-c", f"import {module}"], env=env, cwd=str(REPO),
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", f"import {module}"],
+        env=env,
+        cwd=str(REPO),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     total = None
     children: list[tuple[int, str]] = []
     block: list[tuple[int, str]] = []
@@ -141,9 +170,12 @@ def import_time(module: str, env: dict[str, str]) -> dict[str, Any]:
                 total = cumulative
                 children = sorted(block, reverse=True)
             block = []
-    return {"module": module, "cumulative_us": total,
-            "heaviest": [{"module": n, "cumulative_us": c} for c, n in children[:6]],
-            "packages_us": third_party}
+    return {
+        "module": module,
+        "cumulative_us": total,
+        "heaviest": [{"module": n, "cumulative_us": c} for c, n in children[:6]],
+        "packages_us": third_party,
+    }
 
 
 def time_cmd(cmd: list[str], env: dict[str, str]) -> float:
@@ -170,9 +202,12 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         help_t.append(time_cmd([sys.executable, "-m", "exo_core.cli", "--help"], env))
         shutil.rmtree(home, ignore_errors=True)
         if not args.json:
-            print(f"  run {i + 1}/{args.repeat}: python -c pass {t * 1000:.0f} ms; exod healthy "
-                  f"{fresh[-1]['healthy_s'] * 1000:.0f} ms (fresh) / {restart[-1]['healthy_s'] * 1000:.0f} ms "
-                  f"(restart); idle RSS {fresh[-1]['vmrss_kb'] / 1024:.1f} MB", flush=True)
+            print(
+                f"  run {i + 1}/{args.repeat}: python -c pass {t * 1000:.0f} ms; exod healthy "
+                f"{fresh[-1]['healthy_s'] * 1000:.0f} ms (fresh) / {restart[-1]['healthy_s'] * 1000:.0f} ms "
+                f"(restart); idle RSS {fresh[-1]['vmrss_kb'] / 1024:.1f} MB",
+                flush=True,
+            )
 
     def med(rows: list[dict[str, Any]], key: str) -> float:
         return median([r[key] for r in rows])
@@ -183,26 +218,35 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     exod_rss = med(runs_all, "vmrss_kb")
     stops = [r["sigterm_exit_s"] for r in runs_all if r["sigterm_exit_s"] is not None]
     data: dict[str, Any] = {
-        "benchmark": NAME, "quick": args.quick, "repeat": args.repeat, "idle_s": args.idle,
+        "benchmark": NAME,
+        "quick": args.quick,
+        "repeat": args.repeat,
+        "idle_s": args.idle,
         "machine": {**machine_info(tmp), "loadavg_before": load_before},
         "command": f"python benchmarks/bench_startup.py" + (" --quick" if args.quick else ""),
         "baseline": {
-            "python_pass_s": base_t, "python_pass_maxrss_kb": median(py_maxrss),
-            "python_idle_vmrss_kb": base_rss, "python_idle_vmhwm_kb": med(py_idle, "VmHWM"),
+            "python_pass_s": base_t,
+            "python_pass_maxrss_kb": median(py_maxrss),
+            "python_idle_vmrss_kb": base_rss,
+            "python_idle_vmhwm_kb": med(py_idle, "VmHWM"),
         },
         "exod": {
             "healthy_fresh_home_s": med(fresh, "healthy_s"),
             "healthy_restart_s": med(restart, "healthy_s"),
             "healthy_ratio": ratio(med(runs_all, "healthy_s"), base_t),
-            "idle_vmrss_kb": exod_rss, "idle_vmhwm_kb": med(runs_all, "vmhwm_kb"),
-            "idle_vmrss_mb": exod_rss / 1024, "idle_vmrss_max_mb": max(r["vmrss_kb"] for r in runs_all) / 1024,
+            "idle_vmrss_kb": exod_rss,
+            "idle_vmhwm_kb": med(runs_all, "vmhwm_kb"),
+            "idle_vmrss_mb": exod_rss / 1024,
+            "idle_vmrss_max_mb": max(r["vmrss_kb"] for r in runs_all) / 1024,
             "rss_ratio": ratio(exod_rss, base_rss),
-            "budget_mb": BUDGET_MB, "budget_used": exod_rss / 1024 / BUDGET_MB,
+            "budget_mb": BUDGET_MB,
+            "budget_used": exod_rss / 1024 / BUDGET_MB,
             "sigterm_exit_s": median(stops) if stops else None,
             "runs": {"fresh": fresh, "restart": restart},
         },
         "cli": {
-            "help_s": median(help_t), "python_pass_s": median(py_pass_help),
+            "help_s": median(help_t),
+            "python_pass_s": median(py_pass_help),
             "help_ratio": ratio(median(help_t), median(py_pass_help)),
         },
         "imports": [import_time("exo_core.cli.main", env), import_time("exo_core.server.daemon", env)],
@@ -212,25 +256,57 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
 
 def report(data: dict[str, Any]) -> None:
     m, b, e, c = data["machine"], data["baseline"], data["exod"], data["cli"]
-    print(f"\nmachine: {m['nproc']} x {m['cpu_model']}, python {m['python']}; {m['date']}; "
-          f"median of {data['repeat']} runs, idle {data['idle_s']} s; load average before {m.get('loadavg_before')}, "
-          f"after {m.get('loadavg_1_5_15')}")
-    print_table("Start-up: process start to exit (baseline) / to a healthy GET /health over the Unix socket",
-                ["what", "ms", "x python -c pass"],
-                [["python -c pass (baseline)", b["python_pass_s"] * 1000, 1.0],
-                 ["exod, fresh home", e["healthy_fresh_home_s"] * 1000, ratio(e["healthy_fresh_home_s"], b["python_pass_s"])],
-                 ["exod, restart on same home", e["healthy_restart_s"] * 1000, ratio(e["healthy_restart_s"], b["python_pass_s"])],
-                 ["exo --help (python -m exo_core.cli --help)", c["help_s"] * 1000, c["help_ratio"]]])
-    print_table(f"Idle memory after healthy + {data['idle_s']} s (DESIGN.md §7 budget: {e['budget_mb']:.0f} MB RSS)",
-                ["process", "VmRSS MB", "VmHWM MB", "x python", "of budget"],
-                [["idle python (baseline)", b["python_idle_vmrss_kb"] / 1024, b["python_idle_vmhwm_kb"] / 1024, 1.0, "-"],
-                 ["exod (no models)", e["idle_vmrss_kb"] / 1024, e["idle_vmhwm_kb"] / 1024, e["rss_ratio"],
-                  f"{e['budget_used'] * 100:.0f}%"]])
+    print(
+        f"\nmachine: {m['nproc']} x {m['cpu_model']}, python {m['python']}; {m['date']}; "
+        f"median of {data['repeat']} runs, idle {data['idle_s']} s; load average before {m.get('loadavg_before')}, "
+        f"after {m.get('loadavg_1_5_15')}"
+    )
+    print_table(
+        "Start-up: process start to exit (baseline) / to a healthy GET /health over the Unix socket",
+        ["what", "ms", "x python -c pass"],
+        [
+            ["python -c pass (baseline)", b["python_pass_s"] * 1000, 1.0],
+            [
+                "exod, fresh home",
+                e["healthy_fresh_home_s"] * 1000,
+                ratio(e["healthy_fresh_home_s"], b["python_pass_s"]),
+            ],
+            [
+                "exod, restart on same home",
+                e["healthy_restart_s"] * 1000,
+                ratio(e["healthy_restart_s"], b["python_pass_s"]),
+            ],
+            ["exo --help (python -m exo_core.cli --help)", c["help_s"] * 1000, c["help_ratio"]],
+        ],
+    )
+    print_table(
+        f"Idle memory after healthy + {data['idle_s']} s (DESIGN.md §7 budget: {e['budget_mb']:.0f} MB RSS)",
+        ["process", "VmRSS MB", "VmHWM MB", "x python", "of budget"],
+        [
+            ["idle python (baseline)", b["python_idle_vmrss_kb"] / 1024, b["python_idle_vmhwm_kb"] / 1024, 1.0, "-"],
+            [
+                "exod (no models)",
+                e["idle_vmrss_kb"] / 1024,
+                e["idle_vmhwm_kb"] / 1024,
+                e["rss_ratio"],
+                f"{e['budget_used'] * 100:.0f}%",
+            ],
+        ],
+    )
     rows = []
     for imp in data["imports"]:
-        rows.append([f"import {imp['module']}", (imp["cumulative_us"] or 0) / 1000,
-                     ", ".join(f"{h['module']} {h['cumulative_us'] / 1000:.0f}" for h in imp["heaviest"][:4])])
-    print_table("Import cost (python -X importtime, cumulative)", ["import", "ms", "heaviest direct imports (ms, cumulative)"], rows)
+        rows.append(
+            [
+                f"import {imp['module']}",
+                (imp["cumulative_us"] or 0) / 1000,
+                ", ".join(f"{h['module']} {h['cumulative_us'] / 1000:.0f}" for h in imp["heaviest"][:4]),
+            ]
+        )
+    print_table(
+        "Import cost (python -X importtime, cumulative)",
+        ["import", "ms", "heaviest direct imports (ms, cumulative)"],
+        rows,
+    )
     if e.get("sigterm_exit_s") is not None:
         print(f"\nexod SIGTERM to exit (no clients connected): {e['sigterm_exit_s'] * 1000:.0f} ms median")
 
@@ -239,13 +315,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="1 repeat, short idle: proves the code works")
     parser.add_argument("--json", action="store_true", help="print the results JSON instead of tables")
-    parser.add_argument("--markdown", type=Path, nargs="?", const=RESULTS_DIR / f"{NAME}.json", default=None,
-                        metavar="RESULTS", help="run nothing: print a results file (default the committed one) "
-                        "as Markdown tables, for docs/benchmarks.md")
+    parser.add_argument(
+        "--markdown",
+        type=Path,
+        nargs="?",
+        const=RESULTS_DIR / f"{NAME}.json",
+        default=None,
+        metavar="RESULTS",
+        help="run nothing: print a results file (default the committed one) as Markdown tables, for docs/benchmarks.md",
+    )
     parser.add_argument("--repeat", type=int, default=None, help="runs to take the median of (default 5)")
     parser.add_argument("--idle", type=float, default=None, help="seconds exod idles before memory is read (default 2)")
-    parser.add_argument("--out", type=Path, default=None, help="results file (default benchmarks/results/startup.json; "
-                        "--quick writes nothing unless given)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="results file (default benchmarks/results/startup.json; --quick writes nothing unless given)",
+    )
     parser.add_argument("--tmp", type=Path, default=None, help="folder for temporary homes (default: system temp)")
     args = parser.parse_args(argv)
     if args.markdown is not None:

@@ -42,18 +42,33 @@ def run(n_nodes: int, n_items: int) -> dict[str, object]:
         signer = create_signing_key(base / "keys")
         store = init_store(base / "store", owner_key_ids=[signer.key_id])
         for i in range(n_nodes):
-            store.write_node(Node(
-                id=f"work/n-{i:05d}", title=f"Node {i}", type="fact", domain="work",
-                summary=f"Fact {i} about the work.", load_when="work", confidence="medium", stability="durable",
-                valid_from="2025-01-01", links=(Link("see-also", "work/INDEX"),), body="\nSome prose.\n" * 20,
-            ))
+            store.write_node(
+                Node(
+                    id=f"work/n-{i:05d}",
+                    title=f"Node {i}",
+                    type="fact",
+                    domain="work",
+                    summary=f"Fact {i} about the work.",
+                    load_when="work",
+                    confidence="medium",
+                    stability="durable",
+                    valid_from="2025-01-01",
+                    links=(Link("see-also", "work/INDEX"),),
+                    body="\nSome prose.\n" * 20,
+                )
+            )
         files = sorted(store.root.rglob("*.md"))
         read_s = _timed(lambda: [p.read_text() for p in files])
         lint_s = _timed(lambda: lint_store(store.root))
         html = base / "b.html"
-        html.write_text("<!DOCTYPE NETSCAPE-Bookmark-file-1>\n<DL>\n" + "".join(
-            f'<DT><A HREF="https://site{i}.example/page" ADD_DATE="1700000000">Page {i}</A>\n' for i in range(n_items)
-        ) + "</DL>\n")
+        html.write_text(
+            "<!DOCTYPE NETSCAPE-Bookmark-file-1>\n<DL>\n"
+            + "".join(
+                f'<DT><A HREF="https://site{i}.example/page" ADD_DATE="1700000000">Page {i}</A>\n'
+                for i in range(n_items)
+            )
+            + "</DL>\n"
+        )
         ledger = open_ledger(store.root, signer=signer)
         with ItemStore(store.items_path, ledger) as items:
             import_s = _timed(lambda: import_bookmarks(html, items))

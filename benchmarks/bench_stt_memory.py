@@ -37,8 +37,11 @@ REPO = Path(__file__).resolve().parent.parent
 
 def _status() -> dict[str, float]:
     with open("/proc/self/status", encoding="ascii") as fh:
-        return {k: round(int(v.split()[0]) / 1024, 1) for k, _, v in (line.partition(":") for line in fh)
-                if k in ("VmHWM", "VmRSS")}
+        return {
+            k: round(int(v.split()[0]) / 1024, 1)
+            for k, _, v in (line.partition(":") for line in fh)
+            if k in ("VmHWM", "VmRSS")
+        }
 
 
 def _child(engine: str, folder: Path, count: int) -> dict[str, Any]:
@@ -69,11 +72,17 @@ def _child(engine: str, folder: Path, count: int) -> dict[str, Any]:
         exact += ref == hyp
     stt.close()
     end = _status()
-    return {"engine": engine, "questions": len(items), "wer": round(errors / max(1, words), 4),
-            "exact": round(exact / len(items), 4), "median_seconds": round(median(seconds), 3),
-            "client_rss_before_mb": start["VmRSS"], "client_peak_rss_mb": end["VmHWM"],
-            "client_rss_after_mb": end["VmRSS"],
-            "child_peak_rss_mb": max(child_peaks) if child_peaks else None}
+    return {
+        "engine": engine,
+        "questions": len(items),
+        "wer": round(errors / max(1, words), 4),
+        "exact": round(exact / len(items), 4),
+        "median_seconds": round(median(seconds), 3),
+        "client_rss_before_mb": start["VmRSS"],
+        "client_peak_rss_mb": end["VmHWM"],
+        "client_rss_after_mb": end["VmRSS"],
+        "child_peak_rss_mb": max(child_peaks) if child_peaks else None,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,9 +102,23 @@ def main(argv: list[str] | None = None) -> int:
         for engine in ("resident", "child"):
             folder = Path(tmp) / engine
             folder.mkdir()
-            done = subprocess.run([sys.executable, __file__, "--child", engine, "--folder", str(folder),
-                                   "--questions", str(args.questions)], capture_output=True, text=True,
-                                  timeout=3600, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--child",
+                    engine,
+                    "--folder",
+                    str(folder),
+                    "--questions",
+                    str(args.questions),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=3600,
+                cwd=REPO,
+                env={**os.environ, "PYTHONPATH": str(REPO)},
+            )
             if done.returncode != 0:
                 print(done.stderr[-2000:], file=sys.stderr)
                 return 1
@@ -104,9 +127,13 @@ def main(argv: list[str] | None = None) -> int:
     results["comparison"] = {
         "client_peak_rss_ratio": round(new["client_peak_rss_mb"] / base["client_peak_rss_mb"], 3),
         "wer_delta": round(new["wer"] - base["wer"], 4),
-        "seconds_ratio": round(new["median_seconds"] / base["median_seconds"], 3)}
-    results["machine"] = {"nproc": os.cpu_count(), "loadavg_1_5_15": [round(x, 2) for x in os.getloadavg()],
-                          "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        "seconds_ratio": round(new["median_seconds"] / base["median_seconds"], 3),
+    }
+    results["machine"] = {
+        "nproc": os.cpu_count(),
+        "loadavg_1_5_15": [round(x, 2) for x in os.getloadavg()],
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
     args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(results, indent=None if args.json else 2))
     return 0

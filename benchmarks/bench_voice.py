@@ -132,8 +132,16 @@ def synthesize(folder: Path, count: int) -> list[dict[str, Any]]:
         noise = lambda s: rng.normal(0, 40, int(s * 16000)).astype(np.int16)
         padded = Audio(np.concatenate([noise(0.5), speech.samples, noise(0.8)]), 16000)
         path = write_wav(folder / f"q{n:02d}.wav", padded)
-        items.append({"text": text, "voice": voice, "speed": speed, "path": path, "speech_seconds": speech.seconds,
-                      "audio_seconds": padded.seconds})
+        items.append(
+            {
+                "text": text,
+                "voice": voice,
+                "speed": speed,
+                "path": path,
+                "speech_seconds": speech.seconds,
+                "audio_seconds": padded.seconds,
+            }
+        )
     return items
 
 
@@ -148,8 +156,10 @@ def bench_stt(items: list[dict[str, Any]], engines: list[str]) -> dict[str, Any]
         trimmed = trim_silence(to_16k(read_wav(item["path"])))
         trims.append(time.perf_counter() - started)
         item["trimmed"] = trimmed
-    results["vad"] = {"median_ms": median(trims) * 1000,
-                      "kept_seconds_over_speech": median([i["trimmed"].seconds / i["speech_seconds"] for i in items])}
+    results["vad"] = {
+        "median_ms": median(trims) * 1000,
+        "kept_seconds_over_speech": median([i["trimmed"].seconds / i["speech_seconds"] for i in items]),
+    }
     for engine in engines:
         if not stt_available(engine):
             results[engine] = {"skipped": "not installed"}
@@ -169,11 +179,18 @@ def bench_stt(items: list[dict[str, Any]], engines: list[str]) -> dict[str, Any]
             seconds.append(out.seconds)
             rtf.append(out.seconds / item["speech_seconds"])
             if len(samples) < 8:
-                samples.append({"said": item["text"], "heard": out.text, "voice": item["voice"], "speed": item["speed"]})
+                samples.append(
+                    {"said": item["text"], "heard": out.text, "voice": item["voice"], "speed": item["speed"]}
+                )
         results[engine] = {
-            "questions": len(items), "wer": errors / max(1, words), "exact": exact / len(items),
-            "load_seconds": load, "median_seconds": median(seconds), "p90_seconds": float(np.percentile(seconds, 90)),
-            "median_rtf": median(rtf), "samples": samples,
+            "questions": len(items),
+            "wer": errors / max(1, words),
+            "exact": exact / len(items),
+            "load_seconds": load,
+            "median_seconds": median(seconds),
+            "p90_seconds": float(np.percentile(seconds, 90)),
+            "median_rtf": median(rtf),
+            "samples": samples,
         }
     return results
 
@@ -182,10 +199,33 @@ class _Device:
     def __init__(self, home: Path, out: Path, engine: str) -> None:
         self.journal: list[dict[str, Any]] = []
         self._lock = threading.Lock()
-        cmd = [sys.executable, "-m", "exo_core.cli", "device", "--home", str(home), "--mock", "--stt", engine,
-               "--frames", str(out / "frames"), "--audio-out", str(out / "spoken"), "--playback-speed", "8"]
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     text=True, bufsize=1, env=child_env(), cwd=str(out))
+        cmd = [
+            sys.executable,
+            "-m",
+            "exo_core.cli",
+            "device",
+            "--home",
+            str(home),
+            "--mock",
+            "--stt",
+            engine,
+            "--frames",
+            str(out / "frames"),
+            "--audio-out",
+            str(out / "spoken"),
+            "--playback-speed",
+            "8",
+        ]
+        self.proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            bufsize=1,
+            env=child_env(),
+            cwd=str(out),
+        )
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
@@ -231,9 +271,25 @@ def bench_stages(items: list[dict[str, Any]], turns: int, engine: str, tmp: Path
         d.mkdir(parents=True, exist_ok=True)
     script = tmp / "script.json"
     script.write_text(json.dumps({"replies": [{"text": answer, "delay": 0.02, "chunk": 6}] * 1}))
-    exod = subprocess.Popen([sys.executable, "-m", "exo_core.cli", "serve", "--home", str(home), "--model",
-                             f"scripted:{script}", "--workspace", str(ws), "--log-level", "WARNING"],
-                            env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    exod = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "exo_core.cli",
+            "serve",
+            "--home",
+            str(home),
+            "--model",
+            f"scripted:{script}",
+            "--workspace",
+            str(ws),
+            "--log-level",
+            "WARNING",
+        ],
+        env=child_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     device = None
     rows: list[dict[str, float]] = []
     try:
@@ -249,17 +305,20 @@ def bench_stages(items: list[dict[str, Any]], turns: int, engine: str, tmp: Path
             release = device.wait(mark, lambda r: r.get("ev") == "button" and r.get("kind") == "release")
             heard = device.wait(mark, lambda r: r.get("ev") == "heard")
             sent = device.wait(mark, lambda r: r.get("ev") == "sent")
-            delta = device.wait(mark, lambda r: r.get("ev") == "event" and r.get("type") == "message.delta"
-                                and r.get("mine"))
+            delta = device.wait(
+                mark, lambda r: r.get("ev") == "event" and r.get("type") == "message.delta" and r.get("mine")
+            )
             spoken = device.wait(mark, lambda r: r.get("ev") == "spoken")
             device.wait(mark, lambda r: r.get("ev") == "answered")
-            rows.append({
-                "stt_seconds": heard["seconds"],
-                "send_seconds": sent["t"] - heard["t"],
-                "first_token_seconds": delta["t"] - sent["t"],
-                "first_audio_after_token_seconds": spoken["at"] - delta["t"],
-                "release_to_first_audio_seconds": spoken["at"] - release["t"],
-            })
+            rows.append(
+                {
+                    "stt_seconds": heard["seconds"],
+                    "send_seconds": sent["t"] - heard["t"],
+                    "first_token_seconds": delta["t"] - sent["t"],
+                    "first_audio_after_token_seconds": spoken["at"] - delta["t"],
+                    "release_to_first_audio_seconds": spoken["at"] - release["t"],
+                }
+            )
             time.sleep(1.5)
     finally:
         if device is not None:
@@ -304,20 +363,39 @@ def main(argv: list[str] | None = None) -> int:
         chosen = next((e for e in engines if "wer" in stt.get(e, {})), "none")
         stages = bench_stages(items, turns, chosen, tmp / "stages")
     data = {"benchmark": "voice", "quick": args.quick, "machine": machine_info(), "stt": stt, "stages": stages}
-    rows = [[e, r["questions"], r["wer"] * 100, r["exact"] * 100, r["load_seconds"], r["median_seconds"],
-             r["p90_seconds"], r["median_rtf"]] for e, r in stt.items() if isinstance(r, dict) and "wer" in r]
-    print_table(f"Speech to text, {count} synthesized questions ({len(VOICES)} voices x {len(SPEEDS)} speeds)",
-                ["engine", "questions", "WER %", "exact %", "load s", "median s", "p90 s", "RTF (vs speech)"], rows)
-    print_table(f"Stages of a spoken question (median of {stages['turns']}, {chosen})", ["stage", "seconds"], [
-        ["voice activity trim (per question, ms)", stt["vad"]["median_ms"]],
-        ["speech to text (trim + recognise)", stages["stt_seconds"]],
-        ["retrieval", "absent on main"],
-        ["turn.send accepted", stages["send_seconds"]],
-        ["first token on the device (after send)", stages["first_token_seconds"]],
-        ["first spoken audio (after first token)", stages["first_audio_after_token_seconds"]],
-        ["release of talk -> first spoken audio", stages["release_to_first_audio_seconds"]],
-        ["baseline: espeak-ng one sentence, direct", stages["baseline_espeak_sentence_seconds"]],
-    ])
+    rows = [
+        [
+            e,
+            r["questions"],
+            r["wer"] * 100,
+            r["exact"] * 100,
+            r["load_seconds"],
+            r["median_seconds"],
+            r["p90_seconds"],
+            r["median_rtf"],
+        ]
+        for e, r in stt.items()
+        if isinstance(r, dict) and "wer" in r
+    ]
+    print_table(
+        f"Speech to text, {count} synthesized questions ({len(VOICES)} voices x {len(SPEEDS)} speeds)",
+        ["engine", "questions", "WER %", "exact %", "load s", "median s", "p90 s", "RTF (vs speech)"],
+        rows,
+    )
+    print_table(
+        f"Stages of a spoken question (median of {stages['turns']}, {chosen})",
+        ["stage", "seconds"],
+        [
+            ["voice activity trim (per question, ms)", stt["vad"]["median_ms"]],
+            ["speech to text (trim + recognise)", stages["stt_seconds"]],
+            ["retrieval", "absent on main"],
+            ["turn.send accepted", stages["send_seconds"]],
+            ["first token on the device (after send)", stages["first_token_seconds"]],
+            ["first spoken audio (after first token)", stages["first_audio_after_token_seconds"]],
+            ["release of talk -> first spoken audio", stages["release_to_first_audio_seconds"]],
+            ["baseline: espeak-ng one sentence, direct", stages["baseline_espeak_sentence_seconds"]],
+        ],
+    )
     path = write_results("voice", data, out=args.out, quick=args.quick)
     if args.json:
         print(json.dumps(data, indent=2, default=str))

@@ -13,15 +13,39 @@ from collections.abc import Sequence
 __all__ = ["parse_option"]
 
 _NUMBERS = {
-    "one": 1, "won": 1, "first": 1, "1st": 1,
-    "two": 2, "to": 2, "too": 2, "second": 2, "2nd": 2,
-    "three": 3, "third": 3, "3rd": 3, "tree": 3,
-    "four": 4, "for": 4, "fourth": 4, "4th": 4,
-    "five": 5, "fifth": 5, "5th": 5,
-    "six": 6, "sixth": 6, "6th": 6,
-    "seven": 7, "seventh": 7, "7th": 7,
-    "eight": 8, "ate": 8, "eighth": 8, "8th": 8,
-    "nine": 9, "ninth": 9, "9th": 9,
+    "one": 1,
+    "won": 1,
+    "first": 1,
+    "1st": 1,
+    "two": 2,
+    "to": 2,
+    "too": 2,
+    "second": 2,
+    "2nd": 2,
+    "three": 3,
+    "third": 3,
+    "3rd": 3,
+    "tree": 3,
+    "four": 4,
+    "for": 4,
+    "fourth": 4,
+    "4th": 4,
+    "five": 5,
+    "fifth": 5,
+    "5th": 5,
+    "six": 6,
+    "sixth": 6,
+    "6th": 6,
+    "seven": 7,
+    "seventh": 7,
+    "7th": 7,
+    "eight": 8,
+    "ate": 8,
+    "eighth": 8,
+    "8th": 8,
+    "nine": 9,
+    "ninth": 9,
+    "9th": 9,
 }
 # Homophones ("to", "for", "ate", "won", "tree") count only when they stand alone or after a cue word.
 _WEAK = {"to", "too", "for", "ate", "won", "tree"}
@@ -29,8 +53,26 @@ _CUES = {"option", "number", "choice", "pick", "the", "choose", "say", "answer",
 _YES = {"yes", "yeah", "yep", "sure", "ok", "okay", "allow", "correct", "right", "affirmative", "please"}
 _NO = {"no", "nope", "nah", "deny", "don't", "dont", "negative", "cancel", "stop"}
 _LAST = {"last", "final"}
-_ORDINALS = {"first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth",
-             "1st", "2nd", "3rd", "4th", "5th", "6th", "7th", "8th", "9th"}
+_ORDINALS = {
+    "first",
+    "second",
+    "third",
+    "fourth",
+    "fifth",
+    "sixth",
+    "seventh",
+    "eighth",
+    "ninth",
+    "1st",
+    "2nd",
+    "3rd",
+    "4th",
+    "5th",
+    "6th",
+    "7th",
+    "8th",
+    "9th",
+}
 
 
 def _words(text: str) -> list[str]:
@@ -48,8 +90,11 @@ def parse_option(heard: str, options: Sequence[str]) -> int | None:
     if by_text is not None:
         return by_text
     # 2. A number or ordinal ("one" after an ordinal or "last" is only a filler: "the second one").
-    words = [w for i, w in enumerate(words)
-             if not (w == "one" and i > 0 and (words[i - 1] in _ORDINALS or words[i - 1] in _LAST | {"that", "this"}))]
+    words = [
+        w
+        for i, w in enumerate(words)
+        if not (w == "one" and i > 0 and (words[i - 1] in _ORDINALS or words[i - 1] in _LAST | {"that", "this"}))
+    ]
     for i, word in enumerate(words):
         value = int(word) if word.isdigit() else _NUMBERS.get(word)
         if value is None:

@@ -56,17 +56,34 @@ def capabilities_for(spec: ScreenSpec, *, voice_in: bool, voice_out: bool) -> di
     theme = theme_for(spec)
     # can_draw stays False: the device draws its own layouts but not the model's panels, so the core
     # sends a ui.panel as a card of at most screen_rows short lines (exo_core.server.shaping).
-    return {"screen_columns": theme.columns(spec), "screen_rows": theme.rows(spec),
-            "screen_pixels": [spec.width, spec.height], "can_draw": False, "voice_in": voice_in,
-            "voice_out": voice_out, "buttons": list(BUTTONS)}
+    return {
+        "screen_columns": theme.columns(spec),
+        "screen_rows": theme.rows(spec),
+        "screen_pixels": [spec.width, spec.height],
+        "can_draw": False,
+        "voice_in": voice_in,
+        "voice_out": voice_out,
+        "buttons": list(BUTTONS),
+    }
 
 
 class DeviceApp:
     """One device: see the module docstring."""
 
-    def __init__(self, config: DeviceConfig, client: ExoClient, *, screen: Screen, mic: Microphone,
-                 stt: SpeechToText, tts: TextToSpeech, output: AudioOutput, pin_factory: Any = None,
-                 session: str | None = None, journal: Journal | None = None) -> None:
+    def __init__(
+        self,
+        config: DeviceConfig,
+        client: ExoClient,
+        *,
+        screen: Screen,
+        mic: Microphone,
+        stt: SpeechToText,
+        tts: TextToSpeech,
+        output: AudioOutput,
+        pin_factory: Any = None,
+        session: str | None = None,
+        journal: Journal | None = None,
+    ) -> None:
         self.config = config
         self.client = client
         self.screen = screen
@@ -81,9 +98,16 @@ class DeviceApp:
         self._decoder = GestureDecoder(self._on_gesture, double_seconds=config.double_press_seconds)
         self._splitter = SentenceSplitter()
         self.speaker = Speaker(tts, output, on_state=self._on_speaking, on_spoken=self._on_spoken)
-        self.link = Link(client, on_event=self._on_event, on_state=self._on_link, on_refused=self._on_refused,
-                         on_delivered=self._on_delivered, on_connected=self._on_connected,
-                         outbox_limit=config.outbox_limit, max_age=config.outbox_max_age_seconds)
+        self.link = Link(
+            client,
+            on_event=self._on_event,
+            on_state=self._on_link,
+            on_refused=self._on_refused,
+            on_delivered=self._on_delivered,
+            on_connected=self._on_connected,
+            outbox_limit=config.outbox_limit,
+            max_age=config.outbox_max_age_seconds,
+        )
         self._last_turn_end = 0.0
         self._running_turn: str | None = None
         self._recording_since: float | None = None
@@ -100,10 +124,12 @@ class DeviceApp:
         loop = asyncio.get_running_loop()
         self.buttons = ButtonBoard(self.config, loop, self._edges, factory=self.pin_factory)
         self.speaker.start()
-        self._tasks = [asyncio.create_task(self._render_loop(), name="device-render"),
-                       asyncio.create_task(self._edge_loop(), name="device-buttons"),
-                       asyncio.create_task(self.link.run(), name="device-link"),
-                       asyncio.create_task(asyncio.to_thread(self.stt.warm), name="device-stt-warm")]
+        self._tasks = [
+            asyncio.create_task(self._render_loop(), name="device-render"),
+            asyncio.create_task(self._edge_loop(), name="device-buttons"),
+            asyncio.create_task(self.link.run(), name="device-link"),
+            asyncio.create_task(asyncio.to_thread(self.stt.warm), name="device-stt-warm"),
+        ]
         self._refresh()
         stopper = asyncio.create_task(stop.wait())
         try:
@@ -164,7 +190,8 @@ class DeviceApp:
             self._notice_timer.cancel()
         current = self.state.notice
         self._notice_timer = asyncio.get_running_loop().call_later(
-            self.config.notice_seconds, lambda: self._clear_notice(current))
+            self.config.notice_seconds, lambda: self._clear_notice(current)
+        )
 
     def _clear_notice(self, notice: Notice | None) -> None:
         if self.state.notice is notice:
@@ -299,8 +326,9 @@ class DeviceApp:
     def _next_press(self) -> None:
         q = self.state.question
         if q is not None and q.options:
-            moved = q.__class__(q.question_id, q.text, q.options, q.allow_text, (q.selected + 1) % len(q.options),
-                                q.session)
+            moved = q.__class__(
+                q.question_id, q.text, q.options, q.allow_text, (q.selected + 1) % len(q.options), q.session
+            )
             self._set(self.state.with_(questions=(moved,) + self.state.questions[1:]))
             return
         rows = theme_for(self.screen.spec).rows(self.screen.spec)
@@ -320,8 +348,12 @@ class DeviceApp:
         approval = self.state.approval
         if approval is not None:
             rid = approval.request_id
-            self._spawn(self.link.submit(f"{decision.replace('_', ' ')} '{approval.summary}'", lambda c: c.request(
-                "approval.respond", {"request_id": rid, "decision": decision})))
+            self._spawn(
+                self.link.submit(
+                    f"{decision.replace('_', ' ')} '{approval.summary}'",
+                    lambda c: c.request("approval.respond", {"request_id": rid, "decision": decision}),
+                )
+            )
             return
         q = self.state.question
         if q is not None and q.options and decision == "allow":
@@ -354,8 +386,15 @@ class DeviceApp:
             transcript = None
             await asyncio.to_thread(self.stt.close)  # nothing said: a prepared engine gives its memory back
         text = transcript.text.strip() if transcript is not None else ""
-        self._journal({"ev": "heard", "text": text, "seconds": round(time.monotonic() - started, 3),
-                       "audio_seconds": round(audio.seconds, 3), "speech_seconds": round(speech.seconds, 3)})
+        self._journal(
+            {
+                "ev": "heard",
+                "text": text,
+                "seconds": round(time.monotonic() - started, 3),
+                "audio_seconds": round(audio.seconds, 3),
+                "speech_seconds": round(speech.seconds, 3),
+            }
+        )
         idle = "thinking" if self._running_turn else "idle"
         if not text:
             self._set(self.state.with_(activity=idle))
@@ -373,14 +412,14 @@ class DeviceApp:
                 self._answer(question.question_id, None, text, text)
                 return
             self._set(self.state.with_(activity=idle))
-            self._notice(f"Heard \"{text}\". Say a number from 1 to {len(question.options)}.", "info", speak=True)
+            self._notice(f'Heard "{text}". Say a number from 1 to {len(question.options)}.', "info", speak=True)
             return
         await self._send_turn(text)
 
     async def _send_turn(self, text: str) -> None:
-        follow_up = (self.session is not None and
-                     (self._running_turn is not None or
-                      time.monotonic() - self._last_turn_end <= self.config.follow_up_seconds))
+        follow_up = self.session is not None and (
+            self._running_turn is not None or time.monotonic() - self._last_turn_end <= self.config.follow_up_seconds
+        )
         mode = "queue" if self._running_turn is not None else "send"
         self._set(self.state.with_(heard=text, answer="", scroll=0, activity="thinking"))
 
@@ -389,8 +428,15 @@ class DeviceApp:
                 created = await client.request("session.create", {"title": "device"})
                 self.session = str(created["session"]["id"])
             result = await client.request("turn.send", {"session": self.session, "text": text, "mode": mode})
-            self._journal({"ev": "sent", "text": text, "session": self.session, "follow_up": follow_up,
-                           "turn_id": result.get("turn_id")})
+            self._journal(
+                {
+                    "ev": "sent",
+                    "text": text,
+                    "session": self.session,
+                    "follow_up": follow_up,
+                    "turn_id": result.get("turn_id"),
+                }
+            )
             return result
 
         await self.link.submit(f"ask '{text[:30]}'", send)

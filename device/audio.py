@@ -106,8 +106,9 @@ def to_16k(audio: Audio) -> Audio:
     return Audio(np.clip(np.round(y), -32768, 32767).astype(np.int16), STT_RATE)
 
 
-def trim_silence(audio: Audio, *, frame_ms: int = 30, pad_ms: int = 200, ratio: float = 4.0,
-                 floor: float = 120.0) -> Audio:
+def trim_silence(
+    audio: Audio, *, frame_ms: int = 30, pad_ms: int = 200, ratio: float = 4.0, floor: float = 120.0
+) -> Audio:
     """``audio`` without the leading and trailing non-speech (empty when nothing stands out).
 
     A frame is speech when its RMS is above ``ratio`` times the recording's

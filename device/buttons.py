@@ -66,8 +66,14 @@ def mock_factory() -> Any:
 class ButtonBoard:
     """gpiozero buttons on the configured pins, feeding edges into an asyncio queue."""
 
-    def __init__(self, config: DeviceConfig, loop: asyncio.AbstractEventLoop, queue: "asyncio.Queue[Edge]", *,
-                 factory: Any = None) -> None:
+    def __init__(
+        self,
+        config: DeviceConfig,
+        loop: asyncio.AbstractEventLoop,
+        queue: "asyncio.Queue[Edge]",
+        *,
+        factory: Any = None,
+    ) -> None:
         try:
             from gpiozero import Button
             from gpiozero.exc import GPIOZeroError
@@ -80,8 +86,9 @@ class ButtonBoard:
         self._buttons: dict[str, Any] = {}
         try:
             for name, pin in config.pins.items():
-                button = Button(pin, pull_up=True, bounce_time=None, hold_time=config.long_press_seconds,
-                                pin_factory=factory)
+                button = Button(
+                    pin, pull_up=True, bounce_time=None, hold_time=config.long_press_seconds, pin_factory=factory
+                )
                 button.when_pressed = self._handler(name, "down")
                 button.when_released = self._handler(name, "up")
                 button.when_held = self._handler(name, "held")
@@ -121,8 +128,13 @@ class ButtonBoard:
 class GestureDecoder:
     """Turns edges into gestures; a single press of a button with a double meaning waits out the double window."""
 
-    def __init__(self, emit: Callable[[Gesture], None], *, double_seconds: float = 0.35,
-                 double_buttons: tuple[str, ...] = ("next",)) -> None:
+    def __init__(
+        self,
+        emit: Callable[[Gesture], None],
+        *,
+        double_seconds: float = 0.35,
+        double_buttons: tuple[str, ...] = ("next",),
+    ) -> None:
         self._emit = emit
         self._double = double_seconds
         self._double_buttons = set(double_buttons)

@@ -162,8 +162,13 @@ def _check(config: DeviceConfig) -> None:
         raise ConfigError("screen size must be between 64x32 and 1024x1024 pixels", field="width")
     if config.rotate not in (0, 1, 2, 3):
         raise ConfigError("rotate is 0 to 3 (quarter turns)", field="rotate")
-    for key in ("long_press_seconds", "double_press_seconds", "follow_up_seconds", "notice_seconds",
-                "outbox_max_age_seconds"):
+    for key in (
+        "long_press_seconds",
+        "double_press_seconds",
+        "follow_up_seconds",
+        "notice_seconds",
+        "outbox_max_age_seconds",
+    ):
         if getattr(config, key) <= 0:
             raise ConfigError(f"{key} must be positive", field=key)
     if not 1 <= config.stt_threads <= 8:

@@ -39,8 +39,19 @@ LAYOUTS = ("answer", "approval", "question", "notice")
 
 _DEJAVU = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
 _DEJAVU_BOLD = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf")
-_ASCII = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-",
-                        "\u2014": "-", "\u2026": "...", "\u00a0": " ", "\u2022": "*"})
+_ASCII = str.maketrans(
+    {
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u2013": "-",
+        "\u2014": "-",
+        "\u2026": "...",
+        "\u00a0": " ",
+        "\u2022": "*",
+    }
+)
 
 RISK_COLOURS = {"high": (220, 60, 50), "medium": (230, 160, 40), "low": (70, 170, 90)}
 
@@ -91,8 +102,9 @@ def theme_for(spec: ScreenSpec) -> Theme:
 
     if spec.mono:
         font = ImageFont.load_default_imagefont()
-        return Theme(font=font, bold=font, line=11, status=11, pad=1, fg=1, bg=0, band_fg=0, band_bg=1,
-                     offline_bg=1, dim=1)
+        return Theme(
+            font=font, bold=font, line=11, status=11, pad=1, fg=1, bg=0, band_fg=0, band_bg=1, offline_bg=1, dim=1
+        )
     size = max(12, min(spec.width, spec.height) // 15)
     if _DEJAVU.is_file():
         font = ImageFont.truetype(str(_DEJAVU), size)
@@ -100,9 +112,19 @@ def theme_for(spec: ScreenSpec) -> Theme:
     else:
         font = bold = ImageFont.load_default(size=size)
     line = size + size // 4 + 1
-    return Theme(font=font, bold=bold, line=line, status=line + 4, pad=max(3, size // 4), fg=(235, 235, 230),
-                 bg=(16, 20, 26), band_fg=(235, 235, 230), band_bg=(40, 60, 90), offline_bg=(150, 30, 30),
-                 dim=(140, 150, 160))
+    return Theme(
+        font=font,
+        bold=bold,
+        line=line,
+        status=line + 4,
+        pad=max(3, size // 4),
+        fg=(235, 235, 230),
+        bg=(16, 20, 26),
+        band_fg=(235, 235, 230),
+        band_bg=(40, 60, 90),
+        offline_bg=(150, 30, 30),
+        dim=(140, 150, 160),
+    )
 
 
 def clean(text: str, mono: bool) -> str:
@@ -162,10 +184,12 @@ def render(state: ScreenState, spec: ScreenSpec) -> "Image.Image":
     return image
 
 
-def _text(draw: Any, xy: tuple[int, int], text: str, theme: Theme, spec: ScreenSpec, *, fill: Any = None,
-          bold: bool = False) -> None:
-    draw.text(xy, clean(text, spec.mono), font=theme.bold if bold else theme.font,
-              fill=theme.fg if fill is None else fill)
+def _text(
+    draw: Any, xy: tuple[int, int], text: str, theme: Theme, spec: ScreenSpec, *, fill: Any = None, bold: bool = False
+) -> None:
+    draw.text(
+        xy, clean(text, spec.mono), font=theme.bold if bold else theme.font, fill=theme.fg if fill is None else fill
+    )
 
 
 def _status(draw: Any, state: ScreenState, spec: ScreenSpec, theme: Theme) -> None:
@@ -226,7 +250,7 @@ def _answer(draw: Any, state: ScreenState, spec: ScreenSpec, theme: Theme, top: 
         lines = [(line, True) for line in wrap(hint, theme.font, inner)]
     visible = _lines_area(spec, theme, top)
     start = max(0, min(state.scroll, max(0, len(lines) - visible)))
-    for n, (line, dim) in enumerate(lines[start:start + visible]):
+    for n, (line, dim) in enumerate(lines[start : start + visible]):
         _text(draw, (theme.pad, top + n * theme.line), line, theme, spec, fill=theme.dim if dim else None)
     if len(lines) > visible:
         track = spec.height - top
@@ -248,8 +272,15 @@ def _footer(draw: Any, spec: ScreenSpec, theme: Theme, *choices: str) -> int:
 def _band(draw: Any, spec: ScreenSpec, theme: Theme, top: int, text: str, colour: Any = None) -> int:
     fill = theme.fg if spec.mono else (colour or theme.band_bg)
     draw.rectangle((0, top, spec.width - 1, top + theme.line - 1), fill=fill)
-    _text(draw, (theme.pad, top if spec.mono else top + 1), text, theme, spec,
-          fill=theme.bg if spec.mono else (255, 255, 255), bold=True)
+    _text(
+        draw,
+        (theme.pad, top if spec.mono else top + 1),
+        text,
+        theme,
+        spec,
+        fill=theme.bg if spec.mono else (255, 255, 255),
+        bold=True,
+    )
     return top + theme.line + (0 if spec.mono else 2)
 
 
@@ -260,8 +291,15 @@ def _approval(draw: Any, state: ScreenState, spec: ScreenSpec, theme: Theme, top
     risk = approval.risk or "?"
     title = f"ALLOW? {risk}{more}" if spec.mono else f"Allow this?  risk: {risk}{more}"
     y = _band(draw, spec, theme, top, title, RISK_COLOURS.get(risk))
-    footer = _footer(draw, spec, theme, "ALLOW: yes   DENY: no   hold ALLOW: always", "ALLOW: yes   DENY: no",
-                     "ALLOW=yes  DENY=no", "ALLOW=y DENY=n")
+    footer = _footer(
+        draw,
+        spec,
+        theme,
+        "ALLOW: yes   DENY: no   hold ALLOW: always",
+        "ALLOW: yes   DENY: no",
+        "ALLOW=yes  DENY=no",
+        "ALLOW=y DENY=n",
+    )
     room = max(1, (spec.height - y - footer) // theme.line)
     lines = wrap(clean(approval.summary, spec.mono), theme.font, spec.width - 2 * theme.pad)
     if len(lines) > room:
@@ -275,8 +313,15 @@ def _question(draw: Any, state: ScreenState, spec: ScreenSpec, theme: Theme, top
     question = state.question
     assert question is not None
     if question.options:
-        footer = _footer(draw, spec, theme, "say a number, or NEXT to move and ALLOW to pick",
-                         "say a number or NEXT / ALLOW", "NEXT=move ALLOW=pick", "NEXT/ALLOW")
+        footer = _footer(
+            draw,
+            spec,
+            theme,
+            "say a number, or NEXT to move and ALLOW to pick",
+            "say a number or NEXT / ALLOW",
+            "NEXT=move ALLOW=pick",
+            "NEXT/ALLOW",
+        )
     else:
         footer = _footer(draw, spec, theme, "hold TALK to answer", "TALK to answer")
     width = spec.width - 2 * theme.pad
@@ -300,7 +345,7 @@ def _question(draw: Any, state: ScreenState, spec: ScreenSpec, theme: Theme, top
     first = 0
     if selected_rows and selected_rows[-1] >= o_room:
         first = selected_rows[-1] - o_room + 1
-    for line, n in option_lines[first:first + o_room]:
+    for line, n in option_lines[first : first + o_room]:
         if n == question.selected:
             fill = theme.fg if spec.mono else theme.band_bg
             draw.rectangle((0, y, spec.width - 1, y + theme.line - 1), fill=fill)

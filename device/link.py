@@ -50,12 +50,20 @@ class Pending:
 class Link:
     """Connection state, event stream and outbox of one device."""
 
-    def __init__(self, client: ExoClient, *, on_event: Callable[[Event], Awaitable[None]],
-                 on_state: Callable[[str], None], on_refused: Callable[[Pending, str], None],
-                 on_delivered: Callable[[Pending, Any], None] | None = None,
-                 on_connected: Callable[[ExoClient, dict[str, Any]], Awaitable[None]] | None = None,
-                 outbox_limit: int = 16, max_age: float = 600.0, retry_min: float = 0.2,
-                 retry_max: float = 3.0) -> None:
+    def __init__(
+        self,
+        client: ExoClient,
+        *,
+        on_event: Callable[[Event], Awaitable[None]],
+        on_state: Callable[[str], None],
+        on_refused: Callable[[Pending, str], None],
+        on_delivered: Callable[[Pending, Any], None] | None = None,
+        on_connected: Callable[[ExoClient, dict[str, Any]], Awaitable[None]] | None = None,
+        outbox_limit: int = 16,
+        max_age: float = 600.0,
+        retry_min: float = 0.2,
+        retry_max: float = 3.0,
+    ) -> None:
         self.client = client
         self.state = "connecting"
         self.hello: dict[str, Any] = {}

@@ -53,8 +53,22 @@ class AlsaMicrophone:
         path = shutil.which("arecord")
         if path is None:
             raise UnsupportedError("arecord is not installed (Debian package alsa-utils)")
-        self._command = [path, "-q", "-D", device, "-f", "S16_LE", "-r", str(STT_RATE), "-c", "1", "-t", "raw",
-                         "-d", str(_MAX_SECONDS)]
+        self._command = [
+            path,
+            "-q",
+            "-D",
+            device,
+            "-f",
+            "S16_LE",
+            "-r",
+            str(STT_RATE),
+            "-c",
+            "1",
+            "-t",
+            "raw",
+            "-d",
+            str(_MAX_SECONDS),
+        ]
         self._proc: subprocess.Popen[bytes] | None = None
         self._chunks: list[bytes] = []
         self._reader: threading.Thread | None = None

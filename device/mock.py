@@ -36,8 +36,15 @@ __all__ = ["MockControl"]
 class MockControl:
     """Runs mock commands against the pins of a running device."""
 
-    def __init__(self, config: DeviceConfig, factory: Any, mic: FileMicrophone, *,
-                 journal: Callable[[dict[str, Any]], None], on_quit: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        config: DeviceConfig,
+        factory: Any,
+        mic: FileMicrophone,
+        *,
+        journal: Callable[[dict[str, Any]], None],
+        on_quit: Callable[[], None],
+    ) -> None:
         self._config = config
         self._factory = factory
         self._mic = mic

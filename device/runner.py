@@ -119,8 +119,9 @@ def build_device(options: DeviceOptions, journal: Any = None) -> tuple[DeviceApp
     if options.mock:
         factory: Any = mock_factory()
         mic: Microphone = FileMicrophone()
-        output: AudioOutput = FileOutput(Path(options.audio_out) if options.audio_out
-                                         else home.root / "device" / "spoken", options.playback_speed)
+        output: AudioOutput = FileOutput(
+            Path(options.audio_out) if options.audio_out else home.root / "device" / "spoken", options.playback_speed
+        )
     else:
         factory = None
         mic = AlsaMicrophone(config.alsa_capture)
@@ -129,13 +130,22 @@ def build_device(options: DeviceOptions, journal: Any = None) -> tuple[DeviceApp
     tts = open_tts(config.tts, config.voice, config.speech_rate)
     caps = capabilities_for(spec, voice_in=config.stt != "none", voice_out=config.tts != "none")
     client = ExoClient(url, token=token, client_name="exo-device", capabilities=caps)
-    app = DeviceApp(config, client, screen=screen, mic=mic, stt=stt, tts=tts, output=output,
-                    pin_factory=factory, session=options.session, journal=journal)
+    app = DeviceApp(
+        config,
+        client,
+        screen=screen,
+        mic=mic,
+        stt=stt,
+        tts=tts,
+        output=output,
+        pin_factory=factory,
+        session=options.session,
+        journal=journal,
+    )
     control = None
     if options.mock:
         assert isinstance(mic, FileMicrophone)
-        control = MockControl(config, factory, mic, journal=journal or (lambda r: None),
-                              on_quit=lambda: None)
+        control = MockControl(config, factory, mic, journal=journal or (lambda r: None), on_quit=lambda: None)
     return app, control, client
 
 

@@ -102,8 +102,10 @@ class LumaScreen:
                 cls = getattr(lcd, config.screen)
                 self._device = cls(serial, width=config.width, height=config.height, rotate=config.rotate)
         except ImportError as exc:
-            raise UnsupportedError(f"screen {config.screen!r} needs luma.oled / luma.lcd: "
-                                   f"pip install 'exo-edge[device]' ({exc.name} is missing)") from exc
+            raise UnsupportedError(
+                f"screen {config.screen!r} needs luma.oled / luma.lcd: "
+                f"pip install 'exo-edge[device]' ({exc.name} is missing)"
+            ) from exc
         except (OSError, RuntimeError, _luma_error()) as exc:
             raise ConfigError(f"cannot open the {config.screen} display: {exc}") from exc
 

@@ -16,18 +16,28 @@ from device.state import Approval, Notice, Question, ScreenState
 
 __all__ = ["EXAMPLES", "SIZES", "write_screenshots"]
 
-_BASE = ScreenState(link="online", model="gemma-3-270m", activity="speaking", heard="what is the weather like tomorrow",
-                    answer="Tomorrow looks dry and mild, about 18 degrees in the afternoon. Take a light jacket "
-                           "for the morning; it stays cool until ten.")
+_BASE = ScreenState(
+    link="online",
+    model="gemma-3-270m",
+    activity="speaking",
+    heard="what is the weather like tomorrow",
+    answer="Tomorrow looks dry and mild, about 18 degrees in the afternoon. Take a light jacket "
+    "for the morning; it stays cool until ten.",
+)
 
 EXAMPLES: dict[str, ScreenState] = {
     "answer": _BASE,
     "listening": ScreenState(link="online", model="gemma-3-270m", activity="listening"),
     "approval": _BASE.with_(activity="idle", approvals=(Approval("a1", "git push origin main", "high", "bash"),)),
-    "question": _BASE.with_(activity="idle", questions=(
-        Question("q1", "Which day suits you for the dentist?", ("Monday", "Tuesday", "Friday morning"), False, 1),)),
-    "taste": _BASE.with_(activity="idle", notice=Notice("Commit messages are short and imperative.", "taste",
-                                                        "Learned")),
+    "question": _BASE.with_(
+        activity="idle",
+        questions=(
+            Question("q1", "Which day suits you for the dentist?", ("Monday", "Tuesday", "Friday morning"), False, 1),
+        ),
+    ),
+    "taste": _BASE.with_(
+        activity="idle", notice=Notice("Commit messages are short and imperative.", "taste", "Learned")
+    ),
     "announcement": _BASE.with_(activity="idle", notice=Notice("The weekly summary is ready.", "info")),
     "offline": _BASE.with_(link="offline", activity="idle", pending=1),
 }

@@ -86,9 +86,15 @@ class SentenceSplitter:
 class Speaker:
     """Speaks queued sentences in order; ``stop`` silences it."""
 
-    def __init__(self, tts: TextToSpeech, output: AudioOutput, *, limit: int = 64,
-                 on_state: Callable[[bool], None] | None = None,
-                 on_spoken: Callable[[str, float], None] | None = None) -> None:
+    def __init__(
+        self,
+        tts: TextToSpeech,
+        output: AudioOutput,
+        *,
+        limit: int = 64,
+        on_state: Callable[[bool], None] | None = None,
+        on_spoken: Callable[[str, float], None] | None = None,
+    ) -> None:
         self._tts = tts
         self._output = output
         self._queue: asyncio.Queue[str] = asyncio.Queue(maxsize=limit)

@@ -108,8 +108,11 @@ def apply_event(state: ScreenState, event: Event, session: str | None) -> Screen
     mine = session is not None and event.session == session
     if kind == "message.delta" and mine:
         text = state.answer + str(body.get("text", ""))
-        return state.with_(answer=text, activity="speaking" if state.activity == "speaking" else "thinking",
-                           turn_id=str(body.get("turn_id") or state.turn_id))
+        return state.with_(
+            answer=text,
+            activity="speaking" if state.activity == "speaking" else "thinking",
+            turn_id=str(body.get("turn_id") or state.turn_id),
+        )
     if kind == "message.completed" and mine and body.get("role") == "user":
         # The core's record of what was asked starts the answer view (queued and steered turns too).
         return state.with_(heard=str(body.get("content", "")), answer="", scroll=0)
@@ -130,8 +133,13 @@ def apply_event(state: ScreenState, event: Event, session: str | None) -> Screen
     if kind == "usage.updated" and body.get("model"):
         return state.with_(model=str(body["model"]))
     if kind == "approval.requested":
-        approval = Approval(str(body.get("request_id")), str(body.get("summary", "")), str(body.get("risk", "")),
-                            str(body.get("tool", "")), event.session)
+        approval = Approval(
+            str(body.get("request_id")),
+            str(body.get("summary", "")),
+            str(body.get("risk", "")),
+            str(body.get("tool", "")),
+            event.session,
+        )
         if any(a.request_id == approval.request_id for a in state.approvals):
             return state
         return state.with_(approvals=state.approvals + (approval,))
@@ -140,8 +148,14 @@ def apply_event(state: ScreenState, event: Event, session: str | None) -> Screen
         return state.with_(approvals=tuple(a for a in state.approvals if a.request_id != rid))
     if kind == "question.asked":
         options = tuple(str(o) for o in body.get("options", []) or [])
-        question = Question(str(body.get("question_id")), str(body.get("text", "")), options,
-                            bool(body.get("allow_text", False)), 0, event.session)
+        question = Question(
+            str(body.get("question_id")),
+            str(body.get("text", "")),
+            options,
+            bool(body.get("allow_text", False)),
+            0,
+            event.session,
+        )
         if any(q.question_id == question.question_id for q in state.questions):
             return state
         return state.with_(questions=state.questions + (question,))
@@ -161,7 +175,7 @@ def apply_event(state: ScreenState, event: Event, session: str | None) -> Screen
         return state.with_(notice=Notice(text, "info", title))
     if kind == "notice":
         level = str(body.get("level", "info"))
-        return state.with_(notice=Notice(str(body.get("text", "")), level if level in ("info", "warning", "error")
-                                         else "info"))
+        return state.with_(
+            notice=Notice(str(body.get("text", "")), level if level in ("info", "warning", "error") else "info")
+        )
     return state
-

@@ -105,8 +105,9 @@ class WhisperSTT(_Resident):
                 from faster_whisper import WhisperModel
             except ImportError as exc:
                 raise UnsupportedError("Whisper needs PyPI faster-whisper") from exc
-            self._model = WhisperModel(self.model_dir(), device="cpu", compute_type="int8",
-                                       cpu_threads=self._threads, local_files_only=True)
+            self._model = WhisperModel(
+                self.model_dir(), device="cpu", compute_type="int8", cpu_threads=self._threads, local_files_only=True
+            )
 
     def transcribe(self, audio: Audio, hint: str | None = None) -> Transcript:
         self.warm()
@@ -115,8 +116,14 @@ class WhisperSTT(_Resident):
         if len(samples) < 1600:
             return Transcript("", time.perf_counter() - started, self.name)
         segments, _info = self._model.transcribe(
-            samples, language="en", beam_size=1, vad_filter=False, condition_on_previous_text=False,
-            without_timestamps=True, initial_prompt=hint or None)
+            samples,
+            language="en",
+            beam_size=1,
+            vad_filter=False,
+            condition_on_previous_text=False,
+            without_timestamps=True,
+            initial_prompt=hint or None,
+        )
         text = " ".join(s.text.strip() for s in segments).strip()
         return Transcript(text, time.perf_counter() - started, self.name)
 

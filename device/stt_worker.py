@@ -48,8 +48,7 @@ class WhisperProcessSTT:
 
     name = "whisper"
 
-    def __init__(self, threads: int = 1, idle_seconds: float = _IDLE_SECONDS,
-                 python: str = sys.executable) -> None:
+    def __init__(self, threads: int = 1, idle_seconds: float = _IDLE_SECONDS, python: str = sys.executable) -> None:
         self._threads = threads
         self._idle = idle_seconds
         self._python = python
@@ -79,9 +78,12 @@ class WhisperProcessSTT:
             # The child inherits sys.path through PYTHONPATH, so a checkout runs its own worker.
             env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
             self._child = subprocess.Popen(
-                [self._python, "-m", "device.stt_worker", "--threads", str(self._threads),
-                 "--idle", str(self._idle)],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+                [self._python, "-m", "device.stt_worker", "--threads", str(self._threads), "--idle", str(self._idle)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+            )
 
     def transcribe(self, audio: Audio, hint: str | None = None) -> Any:
         """Recognise ``audio`` in the child (started now if :meth:`prepare` was not called)."""

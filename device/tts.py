@@ -50,13 +50,19 @@ class EspeakTTS:
 
     def synth(self, text: str) -> Audio:
         try:
-            done = subprocess.run([self._program, "-v", self.voice, "-s", str(self.rate), "--stdout", "--stdin"],
-                                  input=text.encode("utf-8"), capture_output=True, timeout=60, check=False)
+            done = subprocess.run(
+                [self._program, "-v", self.voice, "-s", str(self.rate), "--stdout", "--stdin"],
+                input=text.encode("utf-8"),
+                capture_output=True,
+                timeout=60,
+                check=False,
+            )
         except subprocess.TimeoutExpired as exc:
             raise UnsupportedError("espeak-ng took longer than 60 s") from exc
         if done.returncode != 0 or not done.stdout:
-            raise ConfigError(f"espeak-ng failed ({done.returncode}): {done.stderr.decode(errors='replace')[:200]}",
-                              field="voice")
+            raise ConfigError(
+                f"espeak-ng failed ({done.returncode}): {done.stderr.decode(errors='replace')[:200]}", field="voice"
+            )
         return read_wav(_fix_stream_header(done.stdout))
 
 
@@ -68,9 +74,9 @@ def _fix_stream_header(data: bytes) -> bytes:
     fixed[4:8] = (len(data) - 8).to_bytes(4, "little")
     pos = 12
     while pos + 8 <= len(fixed):
-        chunk, size = bytes(fixed[pos:pos + 4]), int.from_bytes(fixed[pos + 4:pos + 8], "little")
+        chunk, size = bytes(fixed[pos : pos + 4]), int.from_bytes(fixed[pos + 4 : pos + 8], "little")
         if chunk == b"data":
-            fixed[pos + 4:pos + 8] = (len(fixed) - pos - 8).to_bytes(4, "little")
+            fixed[pos + 4 : pos + 8] = (len(fixed) - pos - 8).to_bytes(4, "little")
             break
         pos += 8 + size
     return bytes(fixed)
@@ -106,10 +112,16 @@ class AplayOutput:
     async def play(self, audio: Audio, text: str) -> None:
         if not len(audio.samples):
             return
-        proc = await asyncio.create_subprocess_exec(self._program, "-q", "-D", self._device, "-",
-                                                    stdin=asyncio.subprocess.PIPE,
-                                                    stdout=asyncio.subprocess.DEVNULL,
-                                                    stderr=asyncio.subprocess.DEVNULL)
+        proc = await asyncio.create_subprocess_exec(
+            self._program,
+            "-q",
+            "-D",
+            self._device,
+            "-",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
         try:
             await proc.communicate(wav_bytes(audio))
         except asyncio.CancelledError:

@@ -33,10 +33,26 @@ fix it.
 from __future__ import annotations
 
 __all__ = [
-    "ExoError", "UsageError", "ProtocolError", "MalformedMessageError", "UnknownCommandError", "BadBodyError",
-    "PayloadTooLargeError", "NotFoundError", "ConflictError", "ConfigError", "UnsupportedError", "AccessDeniedError",
-    "ResourceError", "ClosedResourceError", "BrokenResourceError", "StorageError", "CorruptDataError", "ModelError",
-    "RetryableModelError", "InternalError",
+    "ExoError",
+    "UsageError",
+    "ProtocolError",
+    "MalformedMessageError",
+    "UnknownCommandError",
+    "BadBodyError",
+    "PayloadTooLargeError",
+    "NotFoundError",
+    "ConflictError",
+    "ConfigError",
+    "UnsupportedError",
+    "AccessDeniedError",
+    "ResourceError",
+    "ClosedResourceError",
+    "BrokenResourceError",
+    "StorageError",
+    "CorruptDataError",
+    "ModelError",
+    "RetryableModelError",
+    "InternalError",
 ]
 
 

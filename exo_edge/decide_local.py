@@ -39,8 +39,15 @@ from exo_core.home import ExoHome
 from exo_edge.grammar_decode import common_prefix
 from exo_edge.llama_transport import LlamaTransport
 
-__all__ = ["STYLES", "WORDS", "LocalDecisionProvider", "ForwardPass", "render_prompt", "answer_words",
-           "local_decision_provider"]
+__all__ = [
+    "STYLES",
+    "WORDS",
+    "LocalDecisionProvider",
+    "ForwardPass",
+    "render_prompt",
+    "answer_words",
+    "local_decision_provider",
+]
 
 LETTERS = string.ascii_uppercase
 STYLES = ("words", "letters")
@@ -51,7 +58,7 @@ WORDS = {"core": "files", "neither": "other", "session_tree": "history", "file_p
 def answer_words(question: Question, style: str = "words") -> list[str]:
     """What each option is called in the prompt's answers: its letter, or one word."""
     if style == "letters":
-        return list(LETTERS[:len(question.options)])
+        return list(LETTERS[: len(question.options)])
     return [WORDS.get(o, o.replace("_", " ").split()[0]) for o in question.options]
 
 
@@ -104,8 +111,9 @@ class _Head:
 class LocalDecisionProvider:
     """A :class:`~exo_core.decisions.question.DecisionProvider` over the local GGUF model."""
 
-    def __init__(self, transport: LlamaTransport, *, timeout: float = 0.5, style: str = "words",
-                 keep_heads: int = 8) -> None:
+    def __init__(
+        self, transport: LlamaTransport, *, timeout: float = 0.5, style: str = "words", keep_heads: int = 8
+    ) -> None:
         if style not in STYLES:
             raise ValueError(f"style must be one of {', '.join(STYLES)}")
         self.transport = transport
@@ -149,7 +157,7 @@ class LocalDecisionProvider:
         # state gives the same numbers, whatever the cache held before (llama.cpp's results depend
         # slightly on how a prompt is split into batches).
         reused = len(head_tokens.tokens)
-        restored = common_prefix(llm.input_ids[:llm.n_tokens].tolist(), tokens) < reused
+        restored = common_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens) < reused
         if restored:
             _restore(llm, head_tokens)
         llm.n_tokens = reused  # eval() drops the KV cache past this point
@@ -172,7 +180,7 @@ class LocalDecisionProvider:
         import llama_cpp
 
         tokens = llm.tokenize(head.encode("utf-8"), add_bos=True, special=False)
-        reused = min(common_prefix(llm.input_ids[:llm.n_tokens].tolist(), tokens), len(tokens) - 1)
+        reused = min(common_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens), len(tokens) - 1)
         llm.n_tokens = reused
         llm.eval(tokens[reused:])
         ctx = llm._ctx.ctx
@@ -202,12 +210,18 @@ def _restore(llm: Any, head: _Head) -> None:
     size = len(head.state)
     if llama_cpp.llama_state_seq_set_data(llm._ctx.ctx, head.state, size, 0) != size:
         raise BadProviderOutput("llama.cpp could not restore the decision prompt's cache")
-    llm.input_ids[:len(head.tokens)] = head.tokens
+    llm.input_ids[: len(head.tokens)] = head.tokens
     llm.n_tokens = len(head.tokens)
 
 
-def local_decision_provider(home: ExoHome, *, name: str = "gemma-3-270m", timeout: float = 0.5,
-                            transport: LlamaTransport | None = None, style: str = "words") -> LocalDecisionProvider:
+def local_decision_provider(
+    home: ExoHome,
+    *,
+    name: str = "gemma-3-270m",
+    timeout: float = 0.5,
+    transport: LlamaTransport | None = None,
+    style: str = "words",
+) -> LocalDecisionProvider:
     """The provider over ``transport`` (the one answering turns), else a transport of its own for ``name``."""
     if transport is None:
         from exo_edge.local import local_factory

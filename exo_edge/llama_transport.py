@@ -132,8 +132,7 @@ class LlamaTransport:
     def __init__(self, settings: LlamaSettings) -> None:
         self.settings = settings
         self._llm: Any = None
-        self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1,
-                                                               thread_name_prefix="exo-llama")
+        self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="exo-llama")
         self._locks: dict[int, asyncio.Lock] = {}
         self._closed = False
         self.last: CallStats | None = None
@@ -159,28 +158,45 @@ class LlamaTransport:
             return self._llm
         path = self.settings.model_path
         if not path.is_file():
-            raise ProviderError(f"local model file {path} is missing; run `exo models fetch`",
-                                kind=FailureKind.UNAVAILABLE, provider="local")
+            raise ProviderError(
+                f"local model file {path} is missing; run `exo models fetch`",
+                kind=FailureKind.UNAVAILABLE,
+                provider="local",
+            )
         try:
             import llama_cpp
         except ImportError as exc:
-            raise ProviderError("llama-cpp-python is not installed; run scripts/install_edge.sh "
-                                "with this environment's python", kind=FailureKind.UNAVAILABLE,
-                                provider="local") from exc
+            raise ProviderError(
+                "llama-cpp-python is not installed; run scripts/install_edge.sh with this environment's python",
+                kind=FailureKind.UNAVAILABLE,
+                provider="local",
+            ) from exc
         try:
             s = self.settings
             kv = KV_TYPES.get(s.kv_type)
             if kv is None:
                 raise ValueError(f"kv_type must be one of {', '.join(KV_TYPES)}, not {s.kv_type!r}")
             self._llm = llama_cpp.Llama(
-                model_path=str(path), n_ctx=s.n_ctx, n_threads=s.n_threads, n_threads_batch=s.n_threads,
-                n_batch=s.n_batch, n_ubatch=min(s.n_ubatch, s.n_batch), type_k=kv, type_v=kv,
-                flash_attn=s.flash_attn, swa_full=s.swa_full, use_mmap=s.use_mmap, seed=s.seed,
-                verbose=False)
+                model_path=str(path),
+                n_ctx=s.n_ctx,
+                n_threads=s.n_threads,
+                n_threads_batch=s.n_threads,
+                n_batch=s.n_batch,
+                n_ubatch=min(s.n_ubatch, s.n_batch),
+                type_k=kv,
+                type_v=kv,
+                flash_attn=s.flash_attn,
+                swa_full=s.swa_full,
+                use_mmap=s.use_mmap,
+                seed=s.seed,
+                verbose=False,
+            )
         except (ValueError, RuntimeError) as exc:
-            raise ProviderError(f"llama.cpp could not load {path} ({exc}); fetch it again with "
-                                "`exo models fetch`", kind=FailureKind.UNAVAILABLE,
-                                provider="local") from exc
+            raise ProviderError(
+                f"llama.cpp could not load {path} ({exc}); fetch it again with `exo models fetch`",
+                kind=FailureKind.UNAVAILABLE,
+                provider="local",
+            ) from exc
         self.rss_after_load = rss_bytes()
         return self._llm
 
@@ -197,15 +213,29 @@ class LlamaTransport:
     def memory(self) -> dict[str, int]:
         """RSS now and right after load, and the model file size, in bytes."""
         path = self.settings.model_path
-        return {"rss": rss_bytes(), "rss_after_load": self.rss_after_load,
-                "model_file": path.stat().st_size if path.is_file() else 0,
-                "n_ctx": self.settings.n_ctx}
+        return {
+            "rss": rss_bytes(),
+            "rss_after_load": self.rss_after_load,
+            "model_file": path.stat().st_size if path.is_file() else 0,
+            "n_ctx": self.settings.n_ctx,
+        }
 
     # -- one call -------------------------------------------------------------------
-    def _generate(self, llm: Any, prompt: Any, request: ModelRequest, *, stop: list[str],
-                  grammar: Any, emit: Any, cancel: threading.Event, watch_call: bool,
-                  stream_text: bool, chat: bool = False,
-                  tidy: AnswerTidy | None = None) -> dict[str, Any]:
+    def _generate(
+        self,
+        llm: Any,
+        prompt: Any,
+        request: ModelRequest,
+        *,
+        stop: list[str],
+        grammar: Any,
+        emit: Any,
+        cancel: threading.Event,
+        watch_call: bool,
+        stream_text: bool,
+        chat: bool = False,
+        tidy: AnswerTidy | None = None,
+    ) -> dict[str, Any]:
         """One llama.cpp generation in the worker.
 
         ``watch_call`` holds text back while the answer could still begin with
@@ -215,12 +245,24 @@ class LlamaTransport:
         """
         if chat:
             stream = llm.create_chat_completion(
-                prompt, max_tokens=request.max_tokens, temperature=request.temperature,
-                stop=stop or None, stream=True, grammar=grammar, seed=self.settings.seed)
+                prompt,
+                max_tokens=request.max_tokens,
+                temperature=request.temperature,
+                stop=stop or None,
+                stream=True,
+                grammar=grammar,
+                seed=self.settings.seed,
+            )
         else:
             stream = llm.create_completion(
-                prompt, max_tokens=request.max_tokens, temperature=request.temperature,
-                stop=stop, stream=True, grammar=grammar, seed=self.settings.seed)
+                prompt,
+                max_tokens=request.max_tokens,
+                temperature=request.temperature,
+                stop=stop,
+                stream=True,
+                grammar=grammar,
+                seed=self.settings.seed,
+            )
         pieces: list[str] = []
         held = watch_call
         saw_call = interrupted = False
@@ -256,8 +298,7 @@ class LlamaTransport:
         text = "".join(pieces)
         if held and not saw_call and text and stream_text:
             _say(emit, tidy, text)  # a short answer that only looked like the start of CALL
-        return {"text": text, "finish": finish, "saw_call": saw_call,
-                "interrupted": interrupted, "first_at": first_at}
+        return {"text": text, "finish": finish, "saw_call": saw_call, "interrupted": interrupted, "first_at": first_at}
 
     def _run(self, request: ModelRequest, emit: Any, cancel: threading.Event) -> dict[str, Any]:
         """Worker side of one call: render, generate, emit text pieces; returns the summary."""
@@ -269,8 +310,7 @@ class LlamaTransport:
         try:
             if fmt.format == "chat":
                 return self._run_chat(llm, request, emit, cancel, use_tools, stop, start)
-            after_call = (use_tools and request.tool_choice == "auto"
-                          and _called_since_question(request))
+            after_call = use_tools and request.tool_choice == "auto" and _called_since_question(request)
             if after_call:
                 # A small base model copies the CALL it just made: after a tool result
                 # it answers from the result, without the tool list and its worked
@@ -284,84 +324,151 @@ class LlamaTransport:
                 raise ProviderError(
                     f"the prompt has {len(tokens)} tokens but only {limit} fit in n_ctx "
                     f"{self.settings.n_ctx} with max_tokens {request.max_tokens}; shorten the "
-                    "context or raise n_ctx", kind=FailureKind.BAD_REQUEST, provider="local")
+                    "context or raise n_ctx",
+                    kind=FailureKind.BAD_REQUEST,
+                    provider="local",
+                )
             reused = common_prefix(list(llm._input_ids), tokens)
             mode = "call" if use_tools and request.tool_choice != "auto" else "text"
-            result: dict[str, Any] = {"text": "", "finish": "end", "saw_call": False,
-                                      "interrupted": False, "first_at": None}
+            result: dict[str, Any] = {
+                "text": "",
+                "finish": "end",
+                "saw_call": False,
+                "interrupted": False,
+                "first_at": None,
+            }
             tidy = AnswerTidy(fmt)
             if mode == "text" and use_tools:
                 # call or text? decided greedily on the first few tokens, whatever the
                 # temperature, so sampling noise does not turn a call into prose
-                head = self._generate(llm, tokens, replace(request, temperature=0.0,
-                                                           max_tokens=_DECIDE_TOKENS),
-                                      stop=stop, grammar=None, emit=emit, cancel=cancel,
-                                      watch_call=True, stream_text=False)
+                head = self._generate(
+                    llm,
+                    tokens,
+                    replace(request, temperature=0.0, max_tokens=_DECIDE_TOKENS),
+                    stop=stop,
+                    grammar=None,
+                    emit=emit,
+                    cancel=cancel,
+                    watch_call=True,
+                    stream_text=False,
+                )
                 result = head
                 if head["saw_call"]:
                     mode = "call"
                 elif head["text"] and not head["interrupted"]:
                     complete = _say(emit, tidy, head["text"])
-                    if (head["finish"] == "length" and request.max_tokens > _DECIDE_TOKENS
-                            and not complete):
-                        rest_prompt = tokens + llm.tokenize(head["text"].encode("utf-8"),
-                                                            add_bos=False, special=False)
+                    if head["finish"] == "length" and request.max_tokens > _DECIDE_TOKENS and not complete:
+                        rest_prompt = tokens + llm.tokenize(head["text"].encode("utf-8"), add_bos=False, special=False)
                         rest = self._generate(
-                            llm, rest_prompt,
+                            llm,
+                            rest_prompt,
                             replace(request, max_tokens=request.max_tokens - _DECIDE_TOKENS),
-                            stop=stop, grammar=None, emit=emit, cancel=cancel,
-                            watch_call=False, stream_text=True, tidy=tidy)
-                        result = {**rest, "text": head["text"] + rest["text"],
-                                  "first_at": head["first_at"] or rest["first_at"]}
+                            stop=stop,
+                            grammar=None,
+                            emit=emit,
+                            cancel=cancel,
+                            watch_call=False,
+                            stream_text=True,
+                            tidy=tidy,
+                        )
+                        result = {
+                            **rest,
+                            "text": head["text"] + rest["text"],
+                            "first_at": head["first_at"] or rest["first_at"],
+                        }
             elif mode == "text":
-                result = self._generate(llm, tokens, request, stop=stop, grammar=None, emit=emit,
-                                        cancel=cancel, watch_call=after_call, stream_text=True,
-                                        tidy=tidy)
+                result = self._generate(
+                    llm,
+                    tokens,
+                    request,
+                    stop=stop,
+                    grammar=None,
+                    emit=emit,
+                    cancel=cancel,
+                    watch_call=after_call,
+                    stream_text=True,
+                    tidy=tidy,
+                )
                 if result["saw_call"]:
                     result = {**result, "text": ""}
             if mode == "call" and not result["interrupted"]:
-                call_prompt = tokens + llm.tokenize(b" " + CALL_PREFIX.rstrip().encode(), add_bos=False,
-                                                    special=False)
+                call_prompt = tokens + llm.tokenize(b" " + CALL_PREFIX.rstrip().encode(), add_bos=False, special=False)
                 # arguments greedily: a call is an instruction, not prose to vary
-                result = greedy_under_grammar(llm, call_prompt, call_grammar(request.tools, request.tool_choice),
-                                              max_tokens=request.max_tokens, cancel=cancel)
+                result = greedy_under_grammar(
+                    llm,
+                    call_prompt,
+                    call_grammar(request.tools, request.tool_choice),
+                    max_tokens=request.max_tokens,
+                    cancel=cancel,
+                )
         finally:
             _trim_heap()
         end = time.perf_counter()
         text = result["text"]
         out_tokens = len(llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)) if text else 0
-        self.last = CallStats(len(tokens), reused, out_tokens, (result["first_at"] or end) - start,
-                              end - start, result["interrupted"])
-        return {"mode": mode, "text": text, "finish": result["finish"],
-                "prompt_tokens": len(tokens), "reused": reused, "output_tokens": out_tokens,
-                "interrupted": result["interrupted"]}
+        self.last = CallStats(
+            len(tokens), reused, out_tokens, (result["first_at"] or end) - start, end - start, result["interrupted"]
+        )
+        return {
+            "mode": mode,
+            "text": text,
+            "finish": result["finish"],
+            "prompt_tokens": len(tokens),
+            "reused": reused,
+            "output_tokens": out_tokens,
+            "interrupted": result["interrupted"],
+        }
 
-    def _run_chat(self, llm: Any, request: ModelRequest, emit: Any, cancel: threading.Event,
-                  use_tools: bool, stop: list[str], start: float) -> dict[str, Any]:
+    def _run_chat(
+        self,
+        llm: Any,
+        request: ModelRequest,
+        emit: Any,
+        cancel: threading.Event,
+        use_tools: bool,
+        stop: list[str],
+        start: float,
+    ) -> dict[str, Any]:
         """A model with its own chat template: tools, when offered, in one constrained pass."""
         grammar = None
         if use_tools:
             import llama_cpp
 
             grammar = llama_cpp.LlamaGrammar.from_string(
-                tool_grammar(request.tools, request.tool_choice), verbose=False)
+                tool_grammar(request.tools, request.tool_choice), verbose=False
+            )
             stop = [x for x in stop if x != "\n"]
-        result = self._generate(llm, chat_messages(request.messages), request, stop=stop,
-                                grammar=grammar, emit=emit, cancel=cancel, watch_call=False,
-                                stream_text=grammar is None, chat=True)
+        result = self._generate(
+            llm,
+            chat_messages(request.messages),
+            request,
+            stop=stop,
+            grammar=grammar,
+            emit=emit,
+            cancel=cancel,
+            watch_call=False,
+            stream_text=grammar is None,
+            chat=True,
+        )
         end = time.perf_counter()
         text = result["text"]
         mode = "text"
         if grammar is not None:
             if text.strip().startswith(CALL_PREFIX.strip()):
-                mode, text = "call", text.strip()[len(CALL_PREFIX):]
+                mode, text = "call", text.strip()[len(CALL_PREFIX) :]
             else:
                 emit(TextDelta(text.strip()))
         out_tokens = len(llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)) if text else 0
-        self.last = CallStats(0, 0, out_tokens, (result["first_at"] or end) - start, end - start,
-                              result["interrupted"])
-        return {"mode": mode, "text": text, "finish": result["finish"], "prompt_tokens": 0,
-                "reused": 0, "output_tokens": out_tokens, "interrupted": result["interrupted"]}
+        self.last = CallStats(0, 0, out_tokens, (result["first_at"] or end) - start, end - start, result["interrupted"])
+        return {
+            "mode": mode,
+            "text": text,
+            "finish": result["finish"],
+            "prompt_tokens": 0,
+            "reused": 0,
+            "output_tokens": out_tokens,
+            "interrupted": result["interrupted"],
+        }
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         """Stream one call; stopping iteration interrupts generation between two tokens."""
@@ -398,19 +505,28 @@ class LlamaTransport:
         if summary["mode"] == "call" and not summary["interrupted"]:
             text = summary["text"]
             if summary["finish"] == "length":
-                raise ProviderError(f"the local model's tool call was cut at max_tokens "
-                                    f"{request.max_tokens}; raise max_tokens",
-                                    kind=FailureKind.SERVER, provider="local")
+                raise ProviderError(
+                    f"the local model's tool call was cut at max_tokens {request.max_tokens}; raise max_tokens",
+                    kind=FailureKind.SERVER,
+                    provider="local",
+                )
             try:
                 call = parse_tool_call(CALL_PREFIX + text)
             except (ValueError, KeyError) as exc:
-                raise ProviderError(f"the local model's tool call did not parse: {text[:120]!r}",
-                                    kind=FailureKind.SERVER, provider="local") from exc
+                raise ProviderError(
+                    f"the local model's tool call did not parse: {text[:120]!r}",
+                    kind=FailureKind.SERVER,
+                    provider="local",
+                ) from exc
             if call is not None:
                 yield ToolCallChunk(call)
-        yield UsageChunk(input_tokens=summary["prompt_tokens"],
-                         output_tokens=max(0, summary["output_tokens"]), cost=0.0,
-                         model=self.name, cache_read_tokens=summary["reused"])
+        yield UsageChunk(
+            input_tokens=summary["prompt_tokens"],
+            output_tokens=max(0, summary["output_tokens"]),
+            cost=0.0,
+            model=self.name,
+            cache_read_tokens=summary["reused"],
+        )
         yield Finish("tool_calls" if summary["mode"] == "call" else summary["finish"])
 
     async def run_exclusive(self, work: Callable[[Any], T]) -> T:

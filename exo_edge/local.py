@@ -55,8 +55,10 @@ def _local_config(config: Mapping[str, Any]) -> dict[str, Any]:
             if not isinstance(value, bool):
                 raise ConfigError(f"config.toml: models.local.{key} must be true or false")
         elif key not in _INT_KEYS:
-            raise ConfigError(f"config.toml: [models.local] has unknown key {key!r}; "
-                              f"known: {', '.join((*_INT_KEYS, 'kv_type', *_BOOL_KEYS))}")
+            raise ConfigError(
+                f"config.toml: [models.local] has unknown key {key!r}; "
+                f"known: {', '.join((*_INT_KEYS, 'kv_type', *_BOOL_KEYS))}"
+            )
         elif isinstance(value, bool) or not isinstance(value, int) or value < (0 if key == "seed" else 1):
             raise ConfigError(f"config.toml: models.local.{key} must be a positive integer")
         out[key] = value
@@ -73,12 +75,10 @@ def local_settings(home: ExoHome, name: str, *, overrides: Mapping[str, Any] | N
     cfg = _local_config(home.config())
     cfg.update(overrides or {})
     cfg.setdefault("n_threads", min(2, os.cpu_count() or 1))
-    return LlamaSettings(model_path=Path(path), prompt=manifest.prompt or PromptFormat(),
-                         name=manifest.name, **cfg)
+    return LlamaSettings(model_path=Path(path), prompt=manifest.prompt or PromptFormat(), name=manifest.name, **cfg)
 
 
-def local_factory(home: ExoHome, *, overrides: Mapping[str, Any] | None = None
-                  ) -> Callable[[str], LlamaTransport]:
+def local_factory(home: ExoHome, *, overrides: Mapping[str, Any] | None = None) -> Callable[[str], LlamaTransport]:
     """A router ``local=`` factory: one lazily loaded transport per local model name."""
     cache: dict[str, LlamaTransport] = {}
 

@@ -182,8 +182,7 @@ def _parse_prompt(data: Any, where: str) -> PromptFormat:
     ):
         raise ConfigError(f"{where}: prompt.examples must be a list of [question, answer] pairs")
     kwargs: dict[str, Any] = {}
-    for key in ("preamble", "system_prefix", "user_prefix", "assistant_prefix", "tool_prefix",
-                "turn_separator"):
+    for key in ("preamble", "system_prefix", "user_prefix", "assistant_prefix", "tool_prefix", "turn_separator"):
         if key in data:
             value = data[key]
             if not isinstance(value, str):
@@ -196,16 +195,15 @@ def _parse_prompt(data: Any, where: str) -> PromptFormat:
     if "sentence_min_words" in data:
         words = data["sentence_min_words"]
         if not isinstance(words, int) or isinstance(words, bool) or words < 0:
-            raise ConfigError(f"{where}: prompt.sentence_min_words must be a whole number >= 0, "
-                              f"not {words!r}")
+            raise ConfigError(f"{where}: prompt.sentence_min_words must be a whole number >= 0, not {words!r}")
         kwargs["sentence_min_words"] = words
     if "interrupted" in data:
         if data["interrupted"] not in INTERRUPTED_MODES:
-            raise ConfigError(f"{where}: prompt.interrupted must be one of {INTERRUPTED_MODES}, "
-                              f"not {data['interrupted']!r}")
+            raise ConfigError(
+                f"{where}: prompt.interrupted must be one of {INTERRUPTED_MODES}, not {data['interrupted']!r}"
+            )
         kwargs["interrupted"] = data["interrupted"]
-    return PromptFormat(format=fmt, stop=tuple(stop),
-                        examples=tuple((q, a) for q, a in examples), **kwargs)
+    return PromptFormat(format=fmt, stop=tuple(stop), examples=tuple((q, a) for q, a in examples), **kwargs)
 
 
 def _parse_file(data: Any, where: str, packages: set[str], earlier: set[str]) -> ModelFile:
@@ -217,9 +215,15 @@ def _parse_file(data: Any, where: str, packages: set[str], earlier: set[str]) ->
     build = _req_str(data, "build", where)
     if build not in BUILD_STEPS:
         raise ConfigError(f"{where}: file {name}: build must be one of {BUILD_STEPS}, not {build!r}")
-    mf = ModelFile(name=name, build=build, sha256=_sha(data, "sha256", where),
-                   package=_opt_str(data, "package", where), member=_opt_str(data, "member", where),
-                   call=_opt_str(data, "call", where), input=_opt_str(data, "input", where))
+    mf = ModelFile(
+        name=name,
+        build=build,
+        sha256=_sha(data, "sha256", where),
+        package=_opt_str(data, "package", where),
+        member=_opt_str(data, "member", where),
+        call=_opt_str(data, "call", where),
+        input=_opt_str(data, "input", where),
+    )
     if build == "copy" and (mf.package not in packages or not mf.member):
         raise ConfigError(f"{where}: file {name}: copy needs 'package' (one of the sources) and 'member'")
     if build == "assemble" and (not mf.call or ":" not in mf.call):
@@ -248,9 +252,13 @@ def load_manifest(path: Path) -> ModelManifest:
     for s in sources_raw:
         if not isinstance(s, dict):
             raise ConfigError(f"{where}: each [[sources]] entry must be a table")
-        sources.append(SourcePackage(package=_req_str(s, "package", where),
-                                     version=_req_str(s, "version", where),
-                                     wheel_sha256=_sha(s, "wheel_sha256", where)))
+        sources.append(
+            SourcePackage(
+                package=_req_str(s, "package", where),
+                version=_req_str(s, "version", where),
+                wheel_sha256=_sha(s, "wheel_sha256", where),
+            )
+        )
     packages = {s.package for s in sources}
     files: list[ModelFile] = []
     for f in files_raw:
@@ -258,11 +266,16 @@ def load_manifest(path: Path) -> ModelManifest:
     known = {"name", "kind", "licence", "description", "sources", "files", "prompt"}
     extra = {k: v for k, v in data.items() if k not in known}
     return ModelManifest(
-        name=_req_str(data, "name", where), kind=_req_str(data, "kind", where),
-        licence=_req_str(data, "licence", where), sources=tuple(sources), files=tuple(files),
+        name=_req_str(data, "name", where),
+        kind=_req_str(data, "kind", where),
+        licence=_req_str(data, "licence", where),
+        sources=tuple(sources),
+        files=tuple(files),
         description=_opt_str(data, "description", where) or "",
         prompt=_parse_prompt(data["prompt"], where) if "prompt" in data else None,
-        extra=extra, path=path)
+        extra=extra,
+        path=path,
+    )
 
 
 def load_manifests(directory: Path | None = None) -> tuple[ModelManifest, ...]:
@@ -270,8 +283,8 @@ def load_manifests(directory: Path | None = None) -> tuple[ModelManifest, ...]:
     root = directory if directory is not None else manifests_dir()
     if not root.is_dir():
         raise NotFoundError(
-            f"model manifests folder {root} does not exist; set EXO_MANIFESTS_DIR to the "
-            "repository's models/ folder")
+            f"model manifests folder {root} does not exist; set EXO_MANIFESTS_DIR to the repository's models/ folder"
+        )
     manifests = [load_manifest(p) for p in sorted(root.glob("*.toml"))]
     names = [m.name for m in manifests]
     if len(set(names)) != len(names):
@@ -285,5 +298,4 @@ def find_manifest(name: str, directory: Path | None = None) -> ModelManifest:
     for m in manifests:
         if m.name == name:
             return m
-    raise NotFoundError(
-        f"no model manifest named {name!r}; known: {', '.join(m.name for m in manifests) or 'none'}")
+    raise NotFoundError(f"no model manifest named {name!r}; known: {', '.join(m.name for m in manifests) or 'none'}")

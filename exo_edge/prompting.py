@@ -50,8 +50,14 @@ __all__ = [
 CALL_PREFIX = "CALL "
 
 
-_EXAMPLE_VALUES: dict[str, Any] = {"integer": 1, "number": 1.5, "boolean": True, "string": "text",
-                                   "array": [], "object": {}}
+_EXAMPLE_VALUES: dict[str, Any] = {
+    "integer": 1,
+    "number": 1.5,
+    "boolean": True,
+    "string": "text",
+    "array": [],
+    "object": {},
+}
 
 
 def _example_arguments(schema: dict[str, Any]) -> dict[str, Any]:
@@ -70,8 +76,10 @@ def _example_arguments(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def _tools_block(tools: Sequence[dict[str, Any]], fmt: PromptFormat) -> str:
-    lines = ["Tools you can call. To call one, answer with CALL followed by JSON, e.g. "
-             'CALL {"name": "tool_name", "arguments": {...}}.']
+    lines = [
+        "Tools you can call. To call one, answer with CALL followed by JSON, e.g. "
+        'CALL {"name": "tool_name", "arguments": {...}}.'
+    ]
     for t in tools:
         params = t.get("parameters", {}).get("properties", {})
         args = ", ".join(f"{k}: {v.get('type', 'any')}" for k, v in params.items())
@@ -98,8 +106,7 @@ def _interrupted(m: ChatMessage) -> bool:
     return not m.tool_calls and m.content.endswith(INTERRUPTED_MARK)
 
 
-def render_completion(messages: Sequence[ChatMessage], fmt: PromptFormat,
-                      tools: Sequence[dict[str, Any]] = ()) -> str:
+def render_completion(messages: Sequence[ChatMessage], fmt: PromptFormat, tools: Sequence[dict[str, Any]] = ()) -> str:
     """The completion prompt for ``messages``; it ends where the model should answer."""
     sep = fmt.turn_separator
     head: list[str] = []
@@ -143,9 +150,13 @@ def _call_schema(tools: Sequence[dict[str, Any]], only: str | None) -> dict[str,
         if only is not None and t["name"] != only:
             continue
         params = t.get("parameters") or {"type": "object", "properties": {}}
-        alts.append({"type": "object",
-                     "properties": {"name": {"const": t["name"]}, "arguments": params},
-                     "required": ["name", "arguments"]})
+        alts.append(
+            {
+                "type": "object",
+                "properties": {"name": {"const": t["name"]}, "arguments": params},
+                "required": ["name", "arguments"],
+            }
+        )
     if not alts:
         raise ValueError(f"tool_choice names {only!r}, which is not among the offered tools")
     return alts[0] if len(alts) == 1 else {"oneOf": alts}
@@ -162,8 +173,7 @@ def tool_grammar(tools: Sequence[dict[str, Any]], choice: str = "auto") -> str:
     gbnf = json_schema_to_gbnf(json.dumps(_call_schema(tools, only)))
     gbnf = re.sub(r"^root ::=", "call-json ::=", gbnf, count=1, flags=re.MULTILINE)
     if choice == "auto":
-        root = 'root ::= " " ( "CALL " call-json | answer-text )\n' \
-               'answer-text ::= [^C\\n] [^\\n]*\n'
+        root = 'root ::= " " ( "CALL " call-json | answer-text )\nanswer-text ::= [^C\\n] [^\\n]*\n'
     else:
         root = 'root ::= " CALL " call-json\n'
     return root + gbnf
@@ -190,7 +200,7 @@ def parse_tool_call(text: str, index: int = 0) -> ToolCall | None:
     body = text.strip()
     if not body.startswith(CALL_PREFIX):
         return None
-    data = json.loads(body[len(CALL_PREFIX):])
+    data = json.loads(body[len(CALL_PREFIX) :])
     return ToolCall(id=f"call_{index}", name=data["name"], arguments=data.get("arguments") or {})
 
 

@@ -90,14 +90,17 @@ class ProposalQueue:
         if kind not in KINDS:
             raise BadBodyError(f"unknown job kind {kind!r}; kinds: {', '.join(KINDS)}", field="kind")
         before = self._run("SELECT count(*) FROM jobs WHERE key=?", (key,))[0][0]
-        self._run("INSERT OR IGNORE INTO jobs(key, kind, inputs, created) VALUES (?, ?, ?, ?)",
-                  (key, kind, json.dumps(inputs, sort_keys=True), self.clock()))
+        self._run(
+            "INSERT OR IGNORE INTO jobs(key, kind, inputs, created) VALUES (?, ?, ?, ?)",
+            (key, kind, json.dumps(inputs, sort_keys=True), self.clock()),
+        )
         return before == 0
 
     def pending(self, limit: int = 100) -> list[Job]:
         """Queued jobs, oldest first."""
-        rows = self._run("SELECT id, key, kind, inputs, state, attempts FROM jobs WHERE state='queued' "
-                         "ORDER BY id LIMIT ?", (limit,))
+        rows = self._run(
+            "SELECT id, key, kind, inputs, state, attempts FROM jobs WHERE state='queued' ORDER BY id LIMIT ?", (limit,)
+        )
         return [Job(r[0], r[1], r[2], json.loads(r[3]), r[4], r[5]) for r in rows]
 
     def finish(self, job: Job, result: str, cost: float) -> None:
@@ -106,10 +109,15 @@ class ProposalQueue:
         try:
             with self._db:
                 self._db.execute("BEGIN IMMEDIATE")
-                self._db.execute("UPDATE jobs SET state='done', done_at=?, result=?, cost=? WHERE id=?",
-                                 (self.clock(), result, cost, job.id))
-                self._db.execute("INSERT INTO spend(month, cost) VALUES (?, ?) ON CONFLICT(month) "
-                                 "DO UPDATE SET cost = cost + excluded.cost", (month, cost))
+                self._db.execute(
+                    "UPDATE jobs SET state='done', done_at=?, result=?, cost=? WHERE id=?",
+                    (self.clock(), result, cost, job.id),
+                )
+                self._db.execute(
+                    "INSERT INTO spend(month, cost) VALUES (?, ?) ON CONFLICT(month) "
+                    "DO UPDATE SET cost = cost + excluded.cost",
+                    (month, cost),
+                )
         except sqlite3.Error as exc:
             raise StorageError(f"proposal queue {self.path}: {exc}") from exc
 
@@ -145,15 +153,22 @@ def prompt_for(job: Job) -> ModelRequest:
     """The larger model's request for ``job``."""
     i = job.inputs
     if job.kind == "reflect":
-        system = ("You write one lesson about a person's taste as a single positive sentence: "
-                  "'Wants Y, not X, because Z.' Use only the evidence given. One line, no preamble.")
+        system = (
+            "You write one lesson about a person's taste as a single positive sentence: "
+            "'Wants Y, not X, because Z.' Use only the evidence given. One line, no preamble."
+        )
         user = f"Current wording: {i['claim']}\nEvidence:\n" + "\n".join(
-            f"- {e.get('verdict')}: draft {e.get('draft', '')!r} -> {e.get('text', '')!r}" for e in i["evidence"])
+            f"- {e.get('verdict')}: draft {e.get('draft', '')!r} -> {e.get('text', '')!r}" for e in i["evidence"]
+        )
     else:
         system = "Score how well the reply meets the criterion, from 0 to 1. Answer with the number only."
         user = f"Criterion: {i['criterion']}\nReply: {i['reply']}"
-    return ModelRequest(messages=(ChatMessage("system", system), ChatMessage("user", user)),
-                        max_tokens=120, temperature=0.2, role=str(i.get("role", "aux")))
+    return ModelRequest(
+        messages=(ChatMessage("system", system), ChatMessage("user", user)),
+        max_tokens=120,
+        temperature=0.2,
+        role=str(i.get("role", "aux")),
+    )
 
 
 def _done_in_ledger(ledger: Ledger, key: str) -> str | None:
@@ -165,18 +180,28 @@ def _record(ledger: Ledger, job: Job, text: str) -> str:
     idem = f"queue:{job.key}"
     if job.kind == "reflect":
         claim = text.strip().splitlines()[0].strip() if text.strip() else ""
-        body = {"target": job.inputs["target"], "revises": job.inputs["proposal"], "claim": claim,
-                "source": LEARNING_SOURCE, "by": "reflection"}
+        body = {
+            "target": job.inputs["target"],
+            "revises": job.inputs["proposal"],
+            "claim": claim,
+            "source": LEARNING_SOURCE,
+            "by": "reflection",
+        }
         return ledger.append("proposal", body, refs=(job.inputs["proposal"],), idem=idem).id
     found = re.search(r"[01](?:\.\d+)?", text)
     score = min(1.0, float(found.group())) if found else 0.0
-    body = {"decider": "judge", "item": str(job.inputs["item"]), "sample": int(job.inputs.get("sample", 0)),
-            "score": score}
+    body = {
+        "decider": "judge",
+        "item": str(job.inputs["item"]),
+        "sample": int(job.inputs.get("sample", 0)),
+        "score": score,
+    }
     return ledger.append("decision", body, idem=idem).id
 
 
-async def drain(queue: ProposalQueue, transport: ModelTransport, ledger: Ledger, *, batch: int = 8,
-                ceiling: float = 1.0) -> DrainReport:
+async def drain(
+    queue: ProposalQueue, transport: ModelTransport, ledger: Ledger, *, batch: int = 8, ceiling: float = 1.0
+) -> DrainReport:
     """Send up to ``batch`` queued jobs to ``transport``; stop at the first failure or at the ceiling."""
     done = already = 0
     cost = 0.0

@@ -45,8 +45,20 @@ from exo_core.retrieval import DocIndex, Doc, RetrievalSettings
 from exo_core.retrieval.pipeline import OVERFETCH
 from exo_core.retrieval.rank import context, fuse, ranked
 
-__all__ = ["Turn", "Case", "bench_ranker", "embedding_cache", "load_locomo", "load_longmemeval", "split", "Ranker", "score_locomo",
-           "score_longmemeval", "SYSTEMS", "SPLITS"]
+__all__ = [
+    "Turn",
+    "Case",
+    "bench_ranker",
+    "embedding_cache",
+    "load_locomo",
+    "load_longmemeval",
+    "split",
+    "Ranker",
+    "score_locomo",
+    "score_longmemeval",
+    "SYSTEMS",
+    "SPLITS",
+]
 
 SYSTEMS = ("bm25", "embed", "fused")
 SPLITS = ("all", "tune", "holdout")
@@ -131,8 +143,11 @@ def load_longmemeval(path: Path, which: str = "all") -> tuple[dict[str, list[Tur
         if q["question_id"] not in keep:
             continue
         stacks[q["question_id"]] = [
-            Turn(f"{sid}#{n}", sid, t["content"]) for sid in q["haystack_session_ids"]
-            for n, t in enumerate(data["sessions"][sid]) if t["role"] == "user" and t["content"].strip()]
+            Turn(f"{sid}#{n}", sid, t["content"])
+            for sid in q["haystack_session_ids"]
+            for n, t in enumerate(data["sessions"][sid])
+            if t["role"] == "user" and t["content"].strip()
+        ]
         cases.append(Case(q["question_id"], q["question"], frozenset(q["answer_session_ids"]), q["question_type"]))
     return stacks, cases
 
@@ -187,13 +202,18 @@ class Ranker:
             lists["embed"] = units(top_k([t.id for t in self._stack], self._matrix[0], self._matrix[1], q, depth))
             pool = self.settings.depth * OVERFETCH  # what the pipeline reads; a list no longer than that ended
             heads = [lists[n][:pool] if w else [] for n, w in zip(("bm25", "embed"), self.settings.weights)]
-            fused = fuse(heads, weights=self.settings.weights,
-                         depth=self.settings.depth, k=self.settings.rrf_k,
-                         ended=[len(lists["bm25"]) <= pool, len(lists["embed"]) <= pool])
+            fused = fuse(
+                heads,
+                weights=self.settings.weights,
+                depth=self.settings.depth,
+                k=self.settings.rrf_k,
+                ended=[len(lists["bm25"]) <= pool, len(lists["embed"]) <= pool],
+            )
             if unit is None:
                 fused = context(fused, self._sessions, self.settings.context)
             return {name: [i for i, _ in scored] for name, scored in lists.items()} | {
-                "fused": [i for i, _ in ranked(fused)]}
+                "fused": [i for i, _ in ranked(fused)]
+            }
         return {"bm25": [i for i, _ in lists["bm25"]]}
 
 
@@ -221,9 +241,14 @@ def _mean(values: list[float]) -> float:
     return round(sum(values) / len(values), 4) if values else 0.0
 
 
-def _run(stacks: dict[str, list[Turn]], cases: list[Case], ranker: Ranker, depth: int,
-         score: Callable[[Case, list[str]], dict[str, float]],
-         unit: Callable[[str], str] | None = None) -> dict[str, dict[str, list[dict[str, float]]]]:
+def _run(
+    stacks: dict[str, list[Turn]],
+    cases: list[Case],
+    ranker: Ranker,
+    depth: int,
+    score: Callable[[Case, list[str]], dict[str, float]],
+    unit: Callable[[str], str] | None = None,
+) -> dict[str, dict[str, list[dict[str, float]]]]:
     rows: dict[str, dict[str, list[dict[str, float]]]] = {}
     for group in stacks:
         ranker.load(stacks[group])
@@ -235,6 +260,7 @@ def _run(stacks: dict[str, list[Turn]], cases: list[Case], ranker: Ranker, depth
 
 def score_locomo(stacks: dict[str, list[Turn]], cases: list[Case], ranker: Ranker) -> dict[str, Any]:
     """``{system: {"cat1-4": {hit@5, hit@10, recall@5, recall@10}, "cat5": {...}}}``."""
+
     def one(case: Case, ids: list[str]) -> dict[str, float]:
         out = {}
         for k in (5, 10):
@@ -244,12 +270,18 @@ def score_locomo(stacks: dict[str, list[Turn]], cases: list[Case], ranker: Ranke
         return out
 
     rows = _run(stacks, cases, ranker, 50, one)
-    return {s: {label: {m: _mean([r[m] for r in rs]) for m in ("hit@5", "hit@10", "recall@5", "recall@10")}
-                for label, rs in sorted(by.items())} for s, by in rows.items()}
+    return {
+        s: {
+            label: {m: _mean([r[m] for r in rs]) for m in ("hit@5", "hit@10", "recall@5", "recall@10")}
+            for label, rs in sorted(by.items())
+        }
+        for s, by in rows.items()
+    }
 
 
 def score_longmemeval(stacks: dict[str, list[Turn]], cases: list[Case], ranker: Ranker) -> dict[str, Any]:
     """``{system: {any@1, any@5, any@10, all@5, all@10}}`` at session level (sessions ranked by best turn)."""
+
     def one(case: Case, sessions: list[str]) -> dict[str, float]:
         out = {f"any@{k}": float(bool(case.gold & set(sessions[:k]))) for k in (1, 5, 10)}
         out |= {f"all@{k}": float(case.gold <= set(sessions[:k])) for k in (5, 10)}

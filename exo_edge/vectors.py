@@ -88,8 +88,9 @@ class VectorIndex:
         """Rows stored."""
         return int(self.conn.execute("SELECT count(*) FROM vectors").fetchone()[0])
 
-    def sync(self, docs: Iterable[tuple[str, str, str]], *, prune: bool = True, batch: int = 64,
-             max_new: int | None = None) -> SyncCounts:
+    def sync(
+        self, docs: Iterable[tuple[str, str, str]], *, prune: bool = True, batch: int = 64, max_new: int | None = None
+    ) -> SyncCounts:
         """Make the rows match ``docs`` (``(id, content_hash, text)``); embed only what changed.
 
         With ``max_new``, at most that many texts are embedded now and the rest
@@ -102,7 +103,8 @@ class VectorIndex:
         model, dims = self.embedder.model_id, self.embedder.dims
         with self._lock:
             stale = self.conn.execute(
-                "SELECT count(*) FROM vectors WHERE model != ? OR dims != ?", (model, dims)).fetchone()[0]
+                "SELECT count(*) FROM vectors WHERE model != ? OR dims != ?", (model, dims)
+            ).fetchone()[0]
             if stale:
                 self.conn.execute("DELETE FROM vectors")
             have = dict(self.conn.execute("SELECT id, hash FROM vectors"))
@@ -123,7 +125,7 @@ class VectorIndex:
             order = list(texts)
             done: dict[str, bytes] = {}
             for start in range(0, len(order), batch):
-                chunk = order[start:start + batch]
+                chunk = order[start : start + batch]
                 vecs = _quantize(self.embedder.embed([texts[h] for h in chunk]))
                 done.update((h, np.ascontiguousarray(v).tobytes()) for h, v in zip(chunk, vecs))
             rows = list(reused) + [(i, h, done[h]) for i, h, _ in fresh]
@@ -133,7 +135,8 @@ class VectorIndex:
                 self.conn.executemany("DELETE FROM vectors WHERE id = ?", [(i,) for i in removed])
                 self.conn.executemany(
                     "INSERT OR REPLACE INTO vectors(id, hash, model, dims, vec) VALUES (?,?,?,?,?)",
-                    [(i, h, model, dims, v) for i, h, v in rows])
+                    [(i, h, model, dims, v) for i, h, v in rows],
+                )
                 self.conn.execute("COMMIT")
             except sqlite3.Error as exc:
                 self.conn.execute("ROLLBACK")
@@ -181,15 +184,16 @@ def _quantize(vectors: "np.ndarray") -> "np.ndarray":
     return quantize_rows(vectors)
 
 
-def top_k(ids: Sequence[str], mat: "np.ndarray", norms: "np.ndarray", qvec: "np.ndarray",
-          limit: int) -> list[tuple[str, float]]:
+def top_k(
+    ids: Sequence[str], mat: "np.ndarray", norms: "np.ndarray", qvec: "np.ndarray", limit: int
+) -> list[tuple[str, float]]:
     """Cosine of every int8 row with the unit query ``qvec``; the best ``limit``, ties by id."""
     import numpy as np
 
     query = qvec.astype(np.float32)
     scores = np.empty(len(ids), dtype=np.float32)
     for start in range(0, len(ids), _BLOCK):  # bounded memory: one float block at a time
-        scores[start:start + _BLOCK] = mat[start:start + _BLOCK].astype(np.float32) @ query
+        scores[start : start + _BLOCK] = mat[start : start + _BLOCK].astype(np.float32) @ query
     scores /= norms
     limit = min(limit, len(ids))
     head = np.argpartition(-scores, limit - 1)[:limit] if limit < len(ids) else np.arange(len(ids))

@@ -27,8 +27,9 @@ def workspace(tmp_path: Path) -> Path:
 def exod_factory(tmp_path: Path) -> Iterator[object]:
     started: list[Exod] = []
 
-    def make(home: Path, script: Path, workspace: Path, extra: list[str] | None = None,
-             env: dict[str, str] | None = None) -> Exod:
+    def make(
+        home: Path, script: Path, workspace: Path, extra: list[str] | None = None, env: dict[str, str] | None = None
+    ) -> Exod:
         d = Exod(home, script, workspace, extra, env)
         started.append(d)
         return d.start()

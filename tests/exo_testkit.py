@@ -25,8 +25,14 @@ def write_script(path: Path, replies: list[dict]) -> Path:
 class Exod:
     """A real exod process on a temporary Unix socket (and optionally TCP)."""
 
-    def __init__(self, home: Path, script: Path, workspace: Path, extra: list[str] | None = None,
-                 env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        home: Path,
+        script: Path,
+        workspace: Path,
+        extra: list[str] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.home = home
         self.script = script
         self.workspace = workspace
@@ -46,9 +52,23 @@ class Exod:
     def start(self, timeout: float = 60.0) -> "Exod":
         env = {k: v for k, v in os.environ.items() if k not in ("EXO_TOKEN", "EXO_HOME", "EXO_MODEL")}
         env.update({"PYTHONPATH": str(ROOT), **self.env})
-        cmd = [sys.executable, "-m", "exo_core.cli", "serve", "--home", str(self.home), "--model",
-               f"scripted:{self.script}", "--workspace", str(self.workspace), "--keepalive", "0.5",
-               "--log-level", "WARNING", *self.extra]
+        cmd = [
+            sys.executable,
+            "-m",
+            "exo_core.cli",
+            "serve",
+            "--home",
+            str(self.home),
+            "--model",
+            f"scripted:{self.script}",
+            "--workspace",
+            str(self.workspace),
+            "--keepalive",
+            "0.5",
+            "--log-level",
+            "WARNING",
+            *self.extra,
+        ]
         self.home.mkdir(parents=True, exist_ok=True)
         (self.home / "run" / "tcp.port").unlink(missing_ok=True)
         with open(self.log, "ab") as log:

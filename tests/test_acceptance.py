@@ -23,10 +23,14 @@ from exo_core.protocol import Event
 REPLIES = [
     {"text": "Reading it.", "tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]},
     {"text": "The file says hello world."},
-    {"text": "Editing.", "tool_calls": [{"name": "edit_file",
-                                           "arguments": {"path": "notes.txt", "old": "hello", "new": "goodbye"}}]},
-    {"text": "Checking.", "tool_calls": [{"name": "bash",
-                                            "arguments": {"command": "echo started; sleep 60; echo finished"}}]},
+    {
+        "text": "Editing.",
+        "tool_calls": [{"name": "edit_file", "arguments": {"path": "notes.txt", "old": "hello", "new": "goodbye"}}],
+    },
+    {
+        "text": "Checking.",
+        "tool_calls": [{"name": "bash", "arguments": {"command": "echo started; sleep 60; echo finished"}}],
+    },
     {"text": "The check was cut off, but the edit is in place."},
     {"text": "Running it.", "tool_calls": [{"name": "bash", "arguments": {"command": "cat notes.txt"}}]},
     {"text": "It now says goodbye world."},
@@ -46,8 +50,9 @@ class Follower:
         async for data, event in self.client.raw_events(since=0, session=self.session):
             self.seen.append((data, event))
             if event.type == "approval.requested":
-                await self.client.request("approval.respond",
-                                          {"request_id": event.body["request_id"], "decision": "allow"})
+                await self.client.request(
+                    "approval.respond", {"request_id": event.body["request_id"], "decision": "allow"}
+                )
             async with self.changed:
                 self.changed.notify_all()
 
@@ -93,7 +98,9 @@ async def test_three_turns_survive_sigkill(exod_factory, exo_home: Path, workspa
         await follower.wait_for(completed(t1))
 
         # Turn 2: edit it, then a shell command that is running when exod is killed.
-        t2 = (await client.request("turn.send", {"session": session, "text": "Change hello to goodbye, then check."}))["turn_id"]
+        t2 = (await client.request("turn.send", {"session": session, "text": "Change hello to goodbye, then check."}))[
+            "turn_id"
+        ]
         await follower.wait_for(lambda e: e.type == "tool.output" and "started" in e.body.get("text", ""))
         seen_before_kill = [d for d, _ in follower.seen]
         exod.kill()
@@ -107,7 +114,9 @@ async def test_three_turns_survive_sigkill(exod_factory, exo_home: Path, workspa
         await follower.wait_for(completed(t2))
 
         # Turn 3: a shell command, approved by the follower.
-        t3 = (await client.request("turn.send", {"session": session, "text": "Show me the file with the shell."}))["turn_id"]
+        t3 = (await client.request("turn.send", {"session": session, "text": "Show me the file with the shell."}))[
+            "turn_id"
+        ]
         done3 = await follower.wait_for(completed(t3))
         assert done3.body["stop_reason"] == "end"
         head = (await client.health())["last_seq"]
@@ -135,8 +144,9 @@ async def test_three_turns_survive_sigkill(exod_factory, exo_home: Path, workspa
     assert a == b == [r[2] for r in rows]
 
     # The interrupted tool call has a result, and the transcript is well formed.
-    messages = conn.execute("SELECT role, content, tool_calls, tool_call_id FROM messages WHERE session_id = ? ORDER BY id",
-                            (session,)).fetchall()
+    messages = conn.execute(
+        "SELECT role, content, tool_calls, tool_call_id FROM messages WHERE session_id = ? ORDER BY id", (session,)
+    ).fetchall()
     import json
 
     calls = {c["id"]: c for m in messages if m[0] == "assistant" for c in json.loads(m[2])}

@@ -32,13 +32,35 @@ def _run_both(tmp_path: Path) -> dict[str, dict[str, Any]]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     commands = {
-        "hub": [sys.executable, "benchmarks/bench_hub.py", "--quick", "--json", "--out", str(tmp_path / "hub.json"),
-                "--seq-events", "20", "--events", "200", "--batch", "50", "--replay", "500"],
-        "startup": [sys.executable, "benchmarks/bench_startup.py", "--quick", "--json",
-                    "--out", str(tmp_path / "startup.json")],
+        "hub": [
+            sys.executable,
+            "benchmarks/bench_hub.py",
+            "--quick",
+            "--json",
+            "--out",
+            str(tmp_path / "hub.json"),
+            "--seq-events",
+            "20",
+            "--events",
+            "200",
+            "--batch",
+            "50",
+            "--replay",
+            "500",
+        ],
+        "startup": [
+            sys.executable,
+            "benchmarks/bench_startup.py",
+            "--quick",
+            "--json",
+            "--out",
+            str(tmp_path / "startup.json"),
+        ],
     }
-    procs = {name: subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for name, cmd in commands.items()}
+    procs = {
+        name: subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for name, cmd in commands.items()
+    }
     results = {}
     for name, proc in procs.items():
         out, err = proc.communicate(timeout=120)
@@ -57,11 +79,21 @@ def test_benchmarks_quick(tmp_path: Path) -> None:
     assert hub["benchmark"] == "hub" and hub["quick"] is True
     _machine(hub)
     seen = {(r["durability"], r["mode"], r["subscribers"]) for r in hub["live"]}
-    assert seen == {(d, m, s) for d in ("full", "normal") for m in ("sequential", "streamed", "concurrent") for s in (1, 10)}
+    assert seen == {
+        (d, m, s) for d in ("full", "normal") for m in ("sequential", "streamed", "concurrent") for s in (1, 10)
+    }
     for r in hub["live"]:
         where = f"live[{r['durability']},{r['mode']},{r['subscribers']}]"
-        for key in ("events", "appended_per_s", "delivered_per_s", "deliveries_per_s", "baseline_per_s",
-                    "append_ratio", "deliver_ratio", "server_cpu_us_per_event"):
+        for key in (
+            "events",
+            "appended_per_s",
+            "delivered_per_s",
+            "deliveries_per_s",
+            "baseline_per_s",
+            "append_ratio",
+            "deliver_ratio",
+            "server_cpu_us_per_event",
+        ):
             _positive(r[key], f"{where}.{key}")
         assert r["all_received_in_order"] is True, where
         assert r["lag_recoveries"] >= 0
@@ -79,8 +111,15 @@ def test_benchmarks_quick(tmp_path: Path) -> None:
     _machine(st)
     for key in ("python_pass_s", "python_idle_vmrss_kb", "python_idle_vmhwm_kb", "python_pass_maxrss_kb"):
         _positive(st["baseline"][key], f"baseline.{key}")
-    for key in ("healthy_fresh_home_s", "healthy_restart_s", "healthy_ratio", "idle_vmrss_kb", "idle_vmhwm_kb",
-                "rss_ratio", "budget_mb"):
+    for key in (
+        "healthy_fresh_home_s",
+        "healthy_restart_s",
+        "healthy_ratio",
+        "idle_vmrss_kb",
+        "idle_vmhwm_kb",
+        "rss_ratio",
+        "budget_mb",
+    ):
         _positive(st["exod"][key], f"exod.{key}")
     for key in ("help_s", "python_pass_s", "help_ratio"):
         _positive(st["cli"][key], f"cli.{key}")

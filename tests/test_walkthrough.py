@@ -32,24 +32,41 @@ from exo_core.protocol import Event
 
 README = "# Demo\n\nExo is a personla assistant that knows its person.\n"
 FIXED = "# Demo\n\nExo is a personal assistant that knows its person.\n"
-GIT_ENV = {"GIT_AUTHOR_NAME": "Exo Test", "GIT_AUTHOR_EMAIL": "exo@example.com",
-           "GIT_COMMITTER_NAME": "Exo Test", "GIT_COMMITTER_EMAIL": "exo@example.com",
-           "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Exo Test",
+    "GIT_AUTHOR_EMAIL": "exo@example.com",
+    "GIT_COMMITTER_NAME": "Exo Test",
+    "GIT_COMMITTER_EMAIL": "exo@example.com",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
 SCRIPT = [
-    {"text": "Fixing the typo.", "tool_calls": [{"name": "edit_file", "arguments": {
-        "path": "README.md",
-        # The model's quote has different spacing from the file: the matcher must still find it.
-        "old": "Exo  is a personla   assistant that knows its person.",
-        "new": "Exo is a personal assistant that knows its person."}}]},
-    {"text": "Committing and pushing.", "tool_calls": [{"name": "bash", "arguments": {
-        "command": 'git commit -am "Fix README typo" && git push'}}]},
+    {
+        "text": "Fixing the typo.",
+        "tool_calls": [
+            {
+                "name": "edit_file",
+                "arguments": {
+                    "path": "README.md",
+                    # The model's quote has different spacing from the file: the matcher must still find it.
+                    "old": "Exo  is a personla   assistant that knows its person.",
+                    "new": "Exo is a personal assistant that knows its person.",
+                },
+            }
+        ],
+    },
+    {
+        "text": "Committing and pushing.",
+        "tool_calls": [{"name": "bash", "arguments": {"command": 'git commit -am "Fix README typo" && git push'}}],
+    },
     {"text": "Fixed the typo in README.md and pushed the branch."},
 ]
 
 
 def git(*args: str, cwd: Path) -> str:
-    out = subprocess.run(["git", *args], cwd=cwd, env={**os.environ, **GIT_ENV}, capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run(
+        ["git", *args], cwd=cwd, env={**os.environ, **GIT_ENV}, capture_output=True, text=True, check=True
+    )
     return out.stdout.strip()
 
 
@@ -71,8 +88,13 @@ def repo(tmp_path: Path) -> tuple[Path, Path]:
 def init_home(home: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("EXO_HOME", None)
-    subprocess.run([sys.executable, "-m", "exo_core.cli", "init", "--home", str(home)], env=env, check=True,
-                   capture_output=True, text=True)
+    subprocess.run(
+        [sys.executable, "-m", "exo_core.cli", "init", "--home", str(home)],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
 
 
 class Watcher:
@@ -110,8 +132,9 @@ async def start_turn(url: str) -> tuple[ExoClient, Watcher, asyncio.Task[None], 
     session = (await client.request("session.create", {"title": "walkthrough"}))["session"]["id"]
     watcher = Watcher(client, session)
     task = asyncio.create_task(watcher.run())
-    turn = (await client.request("turn.send", {"session": session, "text":
-                                               "Fix the typo in README.md and push the branch"}))["turn_id"]
+    turn = (
+        await client.request("turn.send", {"session": session, "text": "Fix the typo in README.md and push the branch"})
+    )["turn_id"]
     return client, watcher, task, session, turn
 
 
@@ -175,8 +198,7 @@ async def test_walkthrough_fix_the_typo_and_push(exod_factory, tmp_path: Path, r
     check_record(home, request.body["request_id"])
 
 
-async def test_answering_client_reconnects_with_since(exod_factory, tmp_path: Path,
-                                                      repo: tuple[Path, Path]) -> None:
+async def test_answering_client_reconnects_with_since(exod_factory, tmp_path: Path, repo: tuple[Path, Path]) -> None:
     work, remote = repo
     home = tmp_path / "home"
     init_home(home)

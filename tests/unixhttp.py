@@ -20,8 +20,13 @@ class UnixHTTPConnection(http.client.HTTPConnection):
         self.sock = sock
 
 
-def request(conn: http.client.HTTPConnection, method: str, path: str, body: bytes | None = None,
-            headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+def request(
+    conn: http.client.HTTPConnection,
+    method: str,
+    path: str,
+    body: bytes | None = None,
+    headers: dict[str, str] | None = None,
+) -> tuple[int, bytes]:
     conn.request(method, path, body=body, headers=headers or {})
     resp = conn.getresponse()
     return resp.status, resp.read()

@@ -48,8 +48,17 @@ class ApprovalBroker:
         # Answers that arrived while no turn waited (after a restart, before resume): kept for the resumed turn.
         self._unclaimed: dict[str, ApprovalAnswer] = {}
 
-    async def request(self, session_id: str, *, turn_id: str | None, call_id: str | None, tool: str, summary: str,
-                      risk: str, arguments: dict[str, Any]) -> ApprovalAnswer:
+    async def request(
+        self,
+        session_id: str,
+        *,
+        turn_id: str | None,
+        call_id: str | None,
+        tool: str,
+        summary: str,
+        risk: str,
+        arguments: dict[str, Any],
+    ) -> ApprovalAnswer:
         """Ask the person (or re-use the open request for ``call_id``) and wait for the answer.
 
         If the waiting turn is interrupted the request is resolved as ``expired``.
@@ -58,14 +67,36 @@ class ApprovalBroker:
         existing = found if found is not None and found.turn_id == turn_id else None
         if existing is not None and existing.id in self._unclaimed:
             return self._unclaimed.pop(existing.id)
-        record = existing if existing is not None and existing.status == "open" else await self._worker.run(
-            lambda: self._store.add_approval(session_id, turn_id=turn_id, call_id=call_id, tool=tool, summary=summary,
-                                             risk=risk, arguments=arguments))
+        record = (
+            existing
+            if existing is not None and existing.status == "open"
+            else await self._worker.run(
+                lambda: self._store.add_approval(
+                    session_id,
+                    turn_id=turn_id,
+                    call_id=call_id,
+                    tool=tool,
+                    summary=summary,
+                    risk=risk,
+                    arguments=arguments,
+                )
+            )
+        )
         future: asyncio.Future[ApprovalAnswer] = asyncio.get_running_loop().create_future()
         self._waiting[record.id] = future
-        await self._hub.emit(session_id, "approval.requested", ApprovalRequested(
-            request_id=record.id, summary=record.summary, risk=record.risk, tool=record.tool,
-            arguments=record.arguments, turn_id=record.turn_id, call_id=record.call_id))
+        await self._hub.emit(
+            session_id,
+            "approval.requested",
+            ApprovalRequested(
+                request_id=record.id,
+                summary=record.summary,
+                risk=record.risk,
+                tool=record.tool,
+                arguments=record.arguments,
+                turn_id=record.turn_id,
+                call_id=record.call_id,
+            ),
+        )
         try:
             return await future
         except asyncio.CancelledError:
@@ -78,8 +109,11 @@ class ApprovalBroker:
         """Answer a request (``decision`` as the protocol's ``approval.respond`` allows it); a late second answer
         raises :class:`ConflictError`."""
         record = await self._worker.run(lambda: self._store.resolve_approval(request_id, decision, reason))
-        await self._hub.emit(record.session_id, "approval.resolved",
-                             ApprovalResolved(request_id=request_id, decision=decision, reason=reason))
+        await self._hub.emit(
+            record.session_id,
+            "approval.resolved",
+            ApprovalResolved(request_id=request_id, decision=decision, reason=reason),
+        )
         answer = ApprovalAnswer(request_id, decision, reason)
         future = self._waiting.get(request_id)
         if future is not None and not future.done():
@@ -90,17 +124,24 @@ class ApprovalBroker:
 
     async def reusable(self, session_id: str) -> dict[str, ApprovalRecord]:
         """Requests a resumed turn can pick up again, by call id: open ones and unclaimed answers."""
+
         def load() -> dict[str, ApprovalRecord]:
             unclaimed = [self._store.get_approval(request_id) for request_id in list(self._unclaimed)]
-            return {a.call_id: a for a in [*self._store.open_approvals(session_id), *unclaimed]
-                    if a.call_id and a.session_id == session_id}
+            return {
+                a.call_id: a
+                for a in [*self._store.open_approvals(session_id), *unclaimed]
+                if a.call_id and a.session_id == session_id
+            }
 
         return await self._worker.run(load)
 
     async def expire_open(self, session_id: str, reason: str, *, keep: frozenset[str] = frozenset()) -> int:
         """Expire requests of ``session_id`` nobody waits for any more, except those in ``keep`` (ids)."""
-        stale = [a for a in await self._worker.run(lambda: self._store.open_approvals(session_id))
-                 if a.id not in self._waiting and a.id not in keep]
+        stale = [
+            a
+            for a in await self._worker.run(lambda: self._store.open_approvals(session_id))
+            if a.id not in self._waiting and a.id not in keep
+        ]
         for a in stale:
             await self._expire(a.id, session_id, reason)
         return len(stale)
@@ -114,5 +155,8 @@ class ApprovalBroker:
             return True
 
         if await self._worker.run(resolve):
-            await self._hub.emit(session_id, "approval.resolved",
-                                 ApprovalResolved(request_id=request_id, decision="expired", reason=reason))
+            await self._hub.emit(
+                session_id,
+                "approval.resolved",
+                ApprovalResolved(request_id=request_id, decision="expired", reason=reason),
+            )

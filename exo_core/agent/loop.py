@@ -30,11 +30,24 @@ from typing import Any
 
 from exo_core.agent.approvals import ApprovalBroker
 from exo_core.agent.model import (
-    Finish, ModelRequest, ModelTransport, ReasoningDelta, TextDelta, ToolCall, ToolCallChunk, UsageChunk,
+    Finish,
+    ModelRequest,
+    ModelTransport,
+    ReasoningDelta,
+    TextDelta,
+    ToolCall,
+    ToolCallChunk,
+    UsageChunk,
 )
 from exo_core.agent.recorder import NullRecorder, TurnRecorder
 from exo_core.agent.seams import (
-    ContextEngine, Gate, MemoryProvider, NullMemory, RiskGate, ToolsetChooser, VerbatimContext,
+    ContextEngine,
+    Gate,
+    MemoryProvider,
+    NullMemory,
+    RiskGate,
+    ToolsetChooser,
+    VerbatimContext,
 )
 from exo_core.agent.toolrun import emit_message as _emit_message
 from exo_core.agent.toolrun import record as _record
@@ -56,8 +69,10 @@ log = logging.getLogger(__name__)
 
 INTERRUPTED_RESULT = "interrupted before completion"
 _DELTA_WINDOW = 64
-BASE_PROMPT = ("You are Exo, a personal assistant. Answer briefly and plainly. "
-               "Use tools when they help; ask before doing anything irreversible or public.")
+BASE_PROMPT = (
+    "You are Exo, a personal assistant. Answer briefly and plainly. "
+    "Use tools when they help; ask before doing anything irreversible or public."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,8 +109,15 @@ class LoopDeps:
     toolsets: ToolsetChooser | None = None
 
 
-async def run_turn(deps: LoopDeps, session_id: str, turn: TurnRecord, steer: deque[str], *, resumed: bool = False,
-                   pending: tuple[ToolCall, ...] = ()) -> str:
+async def run_turn(
+    deps: LoopDeps,
+    session_id: str,
+    turn: TurnRecord,
+    steer: deque[str],
+    *,
+    resumed: bool = False,
+    pending: tuple[ToolCall, ...] = (),
+) -> str:
     """Run one turn to its end; returns the stop reason. Never raises for model/tool failures.
 
     ``pending`` holds tool calls of a resumed turn that were waiting for an
@@ -108,7 +130,9 @@ async def run_turn(deps: LoopDeps, session_id: str, turn: TurnRecord, steer: deq
             msg = await db(lambda: deps.store.add_message(session_id, "user", turn.text, turn_id=turn.id))
             await _emit_message(deps, msg)
             await _record(deps, "utterance", {"session": session_id, "turn": turn.id, "text": turn.text})
-        await deps.hub.emit(session_id, "turn.started", ev.TurnStarted(turn_id=turn.id, mode=turn.mode, resumed=resumed))
+        await deps.hub.emit(
+            session_id, "turn.started", ev.TurnStarted(turn_id=turn.id, mode=turn.mode, resumed=resumed)
+        )
         system = await _system_prompt(deps, session_id, turn.text)
         toolsets = await _chosen_toolsets(deps, turn.text)
         offered = deps.tools if toolsets is None else deps.tools.view(toolsets)  # availability: per round
@@ -117,12 +141,22 @@ async def run_turn(deps: LoopDeps, session_id: str, turn: TurnRecord, steer: deq
         for _round in range(deps.settings.max_iterations):
             history = await db(lambda: deps.store.messages(session_id))
             messages = await _build_context(deps, session_id, system, history)
-            request = ModelRequest(messages=tuple(messages), tools=tuple(s.to_model() for s in offered.specs()),
-                                   max_tokens=deps.settings.max_tokens)
+            request = ModelRequest(
+                messages=tuple(messages),
+                tools=tuple(s.to_model() for s in offered.specs()),
+                max_tokens=deps.settings.max_tokens,
+            )
             text, calls = await _call_model(deps, session_id, turn.id, request, state)
             state.partial, state.calls = "", []
-            reply = await db(lambda: deps.store.add_message(session_id, "assistant", text, turn_id=turn.id, tool_calls=[
-                {"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]))
+            reply = await db(
+                lambda: deps.store.add_message(
+                    session_id,
+                    "assistant",
+                    text,
+                    turn_id=turn.id,
+                    tool_calls=[{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls],
+                )
+            )
             await _emit_message(deps, reply)
             if not calls:
                 reason = "end"
@@ -135,8 +169,11 @@ async def run_turn(deps: LoopDeps, session_id: str, turn: TurnRecord, steer: deq
                 await _emit_message(deps, steered)
                 await _record(deps, "utterance", {"session": session_id, "turn": turn.id, "text": note, "steer": True})
         else:
-            await deps.hub.emit(session_id, "notice", ev.Notice(
-                text=f"stopped after {deps.settings.max_iterations} tool rounds", level="warning"))
+            await deps.hub.emit(
+                session_id,
+                "notice",
+                ev.Notice(text=f"stopped after {deps.settings.max_iterations} tool rounds", level="warning"),
+            )
         return await _finish(deps, session_id, turn, reason, state)
     except asyncio.CancelledError:
         task = asyncio.current_task()
@@ -165,8 +202,9 @@ class _TurnState:
     cost: float = 0.0
 
 
-async def _run_calls(deps: LoopDeps, session_id: str, turn_id: str, calls: Sequence[ToolCall],
-                     state: _TurnState) -> None:
+async def _run_calls(
+    deps: LoopDeps, session_id: str, turn_id: str, calls: Sequence[ToolCall], state: _TurnState
+) -> None:
     """Run ``calls`` in order; the ones not yet run stay in ``state.calls`` for an interrupt to close."""
     state.calls = list(calls)
     for call in calls:
@@ -202,8 +240,9 @@ async def _build_context(deps: LoopDeps, session_id: str, system: str, history: 
         return await VerbatimContext().build(session_id, system, history)
 
 
-async def _call_model(deps: LoopDeps, session_id: str, turn_id: str, request: ModelRequest,
-                      state: _TurnState) -> tuple[str, list[ToolCall]]:
+async def _call_model(
+    deps: LoopDeps, session_id: str, turn_id: str, request: ModelRequest, state: _TurnState
+) -> tuple[str, list[ToolCall]]:
     attempt = 0
     while True:
         shown = False
@@ -237,9 +276,18 @@ async def _call_model(deps: LoopDeps, session_id: str, turn_id: str, request: Mo
                     state.output_tokens += chunk.output_tokens
                     state.cost += chunk.cost
                     session = await deps.worker.run(lambda: deps.store.touch(session_id, add_cost=chunk.cost))
-                    await deps.hub.emit(session_id, "usage.updated", ev.UsageUpdated(
-                        turn_id=turn_id, input_tokens=chunk.input_tokens, output_tokens=chunk.output_tokens,
-                        cost=chunk.cost, session_cost=session.cost, model=chunk.model))
+                    await deps.hub.emit(
+                        session_id,
+                        "usage.updated",
+                        ev.UsageUpdated(
+                            turn_id=turn_id,
+                            input_tokens=chunk.input_tokens,
+                            output_tokens=chunk.output_tokens,
+                            cost=chunk.cost,
+                            session_cost=session.cost,
+                            model=chunk.model,
+                        ),
+                    )
                 elif isinstance(chunk, Finish):
                     break
             await _settle(in_flight)
@@ -268,22 +316,29 @@ async def _settle(in_flight: "deque[asyncio.Future[Any]]") -> None:
 async def _close_interrupted(deps: LoopDeps, session_id: str, turn_id: str, state: _TurnState) -> None:
     """Keep partial text (marked) and give every unanswered tool call a result."""
     if state.partial:
-        msg = await deps.worker.run(lambda: deps.store.add_message(
-            session_id, "assistant", state.partial, turn_id=turn_id, status="interrupted"))
+        msg = await deps.worker.run(
+            lambda: deps.store.add_message(
+                session_id, "assistant", state.partial, turn_id=turn_id, status="interrupted"
+            )
+        )
         await _emit_message(deps, msg)
         state.partial = ""
     for call in list(state.calls):
-        await _store_tool_result(deps, session_id, turn_id, call, ToolResult.error(INTERRUPTED_RESULT), time.monotonic())
+        await _store_tool_result(
+            deps, session_id, turn_id, call, ToolResult.error(INTERRUPTED_RESULT), time.monotonic()
+        )
     state.calls = []
 
 
-async def _finish(deps: LoopDeps, session_id: str, turn: TurnRecord, reason: str, state: _TurnState, *,
-                  error: str | None = None) -> str:
+async def _finish(
+    deps: LoopDeps, session_id: str, turn: TurnRecord, reason: str, state: _TurnState, *, error: str | None = None
+) -> str:
     status = {"end": "completed", "iteration_cap": "completed", "interrupted": "interrupted"}.get(reason, "error")
     await deps.worker.run(lambda: deps.store.set_turn_status(turn.id, status, reason))
     usage = {"input_tokens": state.input_tokens, "output_tokens": state.output_tokens, "cost": round(state.cost, 8)}
-    await deps.hub.emit(session_id, "turn.completed", ev.TurnCompleted(
-        turn_id=turn.id, stop_reason=reason, usage=usage, error=error))
+    await deps.hub.emit(
+        session_id, "turn.completed", ev.TurnCompleted(turn_id=turn.id, stop_reason=reason, usage=usage, error=error)
+    )
     if reason == "end":
         try:
             await deps.memory.on_exchange(session_id, turn.text, state.answer)
@@ -291,6 +346,9 @@ async def _finish(deps: LoopDeps, session_id: str, turn: TurnRecord, reason: str
             log.exception("memory provider failed in on_exchange")
     session = await deps.worker.run(lambda: deps.store.touch(session_id))
     count = len(await deps.worker.run(lambda: deps.store.messages(session_id)))
-    await deps.hub.emit(session_id, "session.updated", ev.SessionUpdated(
-        session_id=session_id, title=session.title, message_count=count, reason=f"turn {reason}"))
+    await deps.hub.emit(
+        session_id,
+        "session.updated",
+        ev.SessionUpdated(session_id=session_id, title=session.title, message_count=count, reason=f"turn {reason}"),
+    )
     return reason

@@ -18,8 +18,17 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 __all__ = [
-    "INTERRUPTED_MARK", "ChatMessage", "ToolCall", "ModelRequest", "TextDelta", "ReasoningDelta", "ToolCallChunk",
-    "UsageChunk", "Finish", "ModelChunk", "ModelTransport",
+    "INTERRUPTED_MARK",
+    "ChatMessage",
+    "ToolCall",
+    "ModelRequest",
+    "TextDelta",
+    "ReasoningDelta",
+    "ToolCallChunk",
+    "UsageChunk",
+    "Finish",
+    "ModelChunk",
+    "ModelTransport",
 ]
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -124,4 +133,3 @@ class ModelTransport(Protocol):
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         """Yield the chunks of one call, ending with :class:`Finish`."""
         ...
-

@@ -65,8 +65,15 @@ class QuestionBroker:
         self._open: dict[str, _Open] = {}
         self._closed: OrderedDict[str, str] = OrderedDict()
 
-    async def ask(self, session_id: str, text: str, options: list[str] | tuple[str, ...] = (), *,
-                  allow_text: bool = False, timeout: float | None = None) -> Answer:
+    async def ask(
+        self,
+        session_id: str,
+        text: str,
+        options: list[str] | tuple[str, ...] = (),
+        *,
+        allow_text: bool = False,
+        timeout: float | None = None,
+    ) -> Answer:
         """Ask the person and wait for the answer.
 
         Raises :class:`TimeoutError` after ``timeout`` seconds without one; an
@@ -82,8 +89,11 @@ class QuestionBroker:
         future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         self._open[question_id] = _Open(session_id, opts, allow_text, future)
         try:
-            await self._hub.emit(session_id, "question.asked", QuestionAsked(
-                question_id=question_id, text=text.strip(), options=list(opts), allow_text=allow_text))
+            await self._hub.emit(
+                session_id,
+                "question.asked",
+                QuestionAsked(question_id=question_id, text=text.strip(), options=list(opts), allow_text=allow_text),
+            )
             return await asyncio.wait_for(asyncio.shield(future), timeout)
         finally:
             if self._open.pop(question_id, None) is not None:
@@ -94,10 +104,12 @@ class QuestionBroker:
         entry = self._open.get(question_id)
         if entry is None:
             if question_id in self._closed:
-                raise ConflictError(f"question {question_id!r} was already {self._closed[question_id]}",
-                                    field="question_id")
-            raise NotFoundError(f"no open question {question_id!r} (its turn may have ended or the core restarted)",
-                                field="question_id")
+                raise ConflictError(
+                    f"question {question_id!r} was already {self._closed[question_id]}", field="question_id"
+                )
+            raise NotFoundError(
+                f"no open question {question_id!r} (its turn may have ended or the core restarted)", field="question_id"
+            )
         if option is None and not (text or "").strip():
             raise BadBodyError("answer with an option number or text", field="option")
         if option is not None and not 1 <= option <= len(entry.options):
@@ -110,8 +122,11 @@ class QuestionBroker:
         self._remember(question_id, "answered")
         if not entry.future.done():
             entry.future.set_result(answer)
-        await self._hub.emit(entry.session_id, "question.answered",
-                             QuestionAnswered(question_id=question_id, option=answer.option, text=answer.text))
+        await self._hub.emit(
+            entry.session_id,
+            "question.answered",
+            QuestionAnswered(question_id=question_id, option=answer.option, text=answer.text),
+        )
         return answer
 
     async def handle_answer(self, body: cmd.QuestionAnswer) -> dict[str, Any]:
@@ -135,18 +150,30 @@ class AskPersonTool:
     def __init__(self, broker: QuestionBroker, *, timeout: float = 600.0) -> None:
         self._broker = broker
         self._timeout = timeout
-        self.spec = ToolSpec(name="ask_person", description="Ask the person a short question and wait for the answer. "
-                             f"Give up to {MAX_OPTIONS} short options when the answer is a choice.",
-                             parameters=object_schema(("question",), question="string", allow_text="boolean",
-                                                      options={"type": "array", "items": {"type": "string"}}))
+        self.spec = ToolSpec(
+            name="ask_person",
+            description="Ask the person a short question and wait for the answer. "
+            f"Give up to {MAX_OPTIONS} short options when the answer is a choice.",
+            parameters=object_schema(
+                ("question",),
+                question="string",
+                allow_text="boolean",
+                options={"type": "array", "items": {"type": "string"}},
+            ),
+        )
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         options = arguments.get("options") or []
         if not isinstance(options, list):
             return ToolResult.error("'options' must be a list of strings")
         try:
-            answer = await self._broker.ask(context.session_id, str(arguments.get("question", "")), options,
-                                            allow_text=bool(arguments.get("allow_text", False)), timeout=self._timeout)
+            answer = await self._broker.ask(
+                context.session_id,
+                str(arguments.get("question", "")),
+                options,
+                allow_text=bool(arguments.get("allow_text", False)),
+                timeout=self._timeout,
+            )
         except TimeoutError:
             return ToolResult.error(f"no answer within {int(self._timeout)} seconds")
         return ToolResult(answer.describe(tuple(" ".join(str(o).split()) for o in options)))

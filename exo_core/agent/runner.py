@@ -82,8 +82,10 @@ class TurnRunner:
                     raise ConflictError(f"{QUEUE_LIMIT} turns are already queued; wait for them to run")
                 turn = await self._deps.worker.run(lambda: self._deps.store.add_turn(session_id, text, mode))
                 return SendOutcome(turn.id, "queued")
-            raise ConflictError("a turn is already running in this session; send with mode 'steer' or 'queue', "
-                                "or interrupt it first", field="mode")
+            raise ConflictError(
+                "a turn is already running in this session; send with mode 'steer' or 'queue', or interrupt it first",
+                field="mode",
+            )
         turn = await self._deps.worker.run(lambda: self._deps.store.add_turn(session_id, text, mode, status="running"))
         self._start(session_id, turn, resumed=False)
         return SendOutcome(turn.id, "started")
@@ -107,7 +109,9 @@ class TurnRunner:
         state.turn_id = turn.id
         state.task = asyncio.create_task(self._drive(session_id, turn, resumed, pending), name=f"turn-{turn.id}")
 
-    async def _drive(self, session_id: str, turn: TurnRecord, resumed: bool, pending: tuple[ToolCall, ...] = ()) -> None:
+    async def _drive(
+        self, session_id: str, turn: TurnRecord, resumed: bool, pending: tuple[ToolCall, ...] = ()
+    ) -> None:
         state = self._state(session_id)
         await run_turn(self._deps, session_id, turn, state.steer, resumed=resumed, pending=pending)
         leftover = list(state.steer)
@@ -165,10 +169,18 @@ class TurnRunner:
             self._start(session_id, queued[0], resumed=False)
         await self._resume_context(session_id)
         session = await deps.worker.run(lambda: deps.store.get_session(session_id))
-        await deps.hub.emit(session_id, "session.updated", ev.SessionUpdated(
-            session_id=session_id, title=session.title, reason="resumed"))
-        return {"repaired": repaired, "expired_approvals": expired, "reopened_approvals": len(kept),
-                "resumed_turn": resumed_turn, "queued": len(queued)}
+        await deps.hub.emit(
+            session_id,
+            "session.updated",
+            ev.SessionUpdated(session_id=session_id, title=session.title, reason="resumed"),
+        )
+        return {
+            "repaired": repaired,
+            "expired_approvals": expired,
+            "reopened_approvals": len(kept),
+            "resumed_turn": resumed_turn,
+            "queued": len(queued),
+        }
 
     async def _resume_context(self, session_id: str) -> None:
         """Restart the session's pending and failed summaries (engines without the hook skip it)."""
@@ -184,11 +196,21 @@ class TurnRunner:
         """Give each of the ``dangling`` calls an error result (the crash interrupted them)."""
         deps = self._deps
         for message, call in dangling:
-            msg = await deps.worker.run(lambda m=message, c=call: deps.store.add_message(
-                session_id, "tool", f"error: {INTERRUPTED_RESULT}", turn_id=m.turn_id, tool_call_id=c["id"],
-                status="error"))
-            await deps.hub.emit(session_id, "tool.completed", ev.ToolCompleted(
-                call_id=call["id"], name=call.get("name", ""), ok=False, result=msg.content))
+            msg = await deps.worker.run(
+                lambda m=message, c=call: deps.store.add_message(
+                    session_id,
+                    "tool",
+                    f"error: {INTERRUPTED_RESULT}",
+                    turn_id=m.turn_id,
+                    tool_call_id=c["id"],
+                    status="error",
+                )
+            )
+            await deps.hub.emit(
+                session_id,
+                "tool.completed",
+                ev.ToolCompleted(call_id=call["id"], name=call.get("name", ""), ok=False, result=msg.content),
+            )
             await emit_message(deps, msg)
         return len(dangling)
 
@@ -198,15 +220,18 @@ class TurnRunner:
             await self.interrupt(session_id)
 
 
-def _awaiting_approval(dangling: list[tuple[MessageRecord, dict[str, Any]]], reusable: dict[str, ApprovalRecord],
-                       turn_id: str) -> tuple[ToolCall, ...]:
+def _awaiting_approval(
+    dangling: list[tuple[MessageRecord, dict[str, Any]]], reusable: dict[str, ApprovalRecord], turn_id: str
+) -> tuple[ToolCall, ...]:
     """Dangling calls of ``turn_id`` from the first one whose approval can be re-used, in order."""
     calls = [(m, c) for m, c in dangling if m.turn_id == turn_id]
-    start = next((i for i, (_, c) in enumerate(calls) if c["id"] in reusable
-                  and reusable[c["id"]].turn_id == turn_id), None)
+    start = next(
+        (i for i, (_, c) in enumerate(calls) if c["id"] in reusable and reusable[c["id"]].turn_id == turn_id), None
+    )
     if start is None:
         return ()
     message_id = calls[start][0].id
     # Calls run in order: the ones after the waiting call in the same message never started.
-    return tuple(ToolCall(c["id"], c.get("name", ""), c.get("arguments", {}))
-                 for m, c in calls[start:] if m.id == message_id)
+    return tuple(
+        ToolCall(c["id"], c.get("name", ""), c.get("arguments", {})) for m, c in calls[start:] if m.id == message_id
+    )

@@ -75,7 +75,9 @@ class ScriptedModel:
             yield TextDelta(text[start : start + step])
         calls = reply.get("tool_calls", [])
         for n, call in enumerate(calls):
-            yield ToolCallChunk(ToolCall(id=f"call_{index}_{n}", name=call["name"], arguments=call.get("arguments", {})))
+            yield ToolCallChunk(
+                ToolCall(id=f"call_{index}_{n}", name=call["name"], arguments=call.get("arguments", {}))
+            )
         prompt_chars = sum(len(m.content) for m in request.messages)
         yield UsageChunk(input_tokens=prompt_chars // 4, output_tokens=max(1, len(text) // 4), model=self.name)
         yield Finish("tool_calls" if calls else "end")

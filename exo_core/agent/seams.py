@@ -16,8 +16,15 @@ from exo_core.sessions.store import MessageRecord
 from exo_core.tools.spec import ToolSpec
 
 __all__ = [
-    "MemoryProvider", "NullMemory", "ContextEngine", "VerbatimContext", "to_chat_messages", "GateOutcome", "Gate",
-    "RiskGate", "ToolsetChooser",
+    "MemoryProvider",
+    "NullMemory",
+    "ContextEngine",
+    "VerbatimContext",
+    "to_chat_messages",
+    "GateOutcome",
+    "Gate",
+    "RiskGate",
+    "ToolsetChooser",
 ]
 
 

@@ -43,20 +43,25 @@ async def run_tool_call(deps: "LoopDeps", session_id: str, turn_id: str, call: T
     """Gate, approve, run and record one tool call; never raises for a tool's failure."""
     tool = deps.tools.get(call.name)
     risk = tool.spec.risk if tool else "low"
-    await deps.hub.emit(session_id, "tool.started", ev.ToolStarted(
-        turn_id=turn_id, call_id=call.id, name=call.name, arguments=call.arguments, risk=risk))
+    await deps.hub.emit(
+        session_id,
+        "tool.started",
+        ev.ToolStarted(turn_id=turn_id, call_id=call.id, name=call.name, arguments=call.arguments, risk=risk),
+    )
     started = time.monotonic()
     # An unknown tool is let through to the registry, whose error result names the tools there are.
     outcome = _check(deps, tool, call) if tool else GateOutcome("allow", call.name, risk)
     action, reason = outcome.action, outcome.reason
-    verdict = await deps.hooks.pre_tool_call(tool_name=call.name, arguments=call.arguments, call_id=call.id,
-                                             session_id=session_id, gate=action)
+    verdict = await deps.hooks.pre_tool_call(
+        tool_name=call.name, arguments=call.arguments, call_id=call.id, session_id=session_id, gate=action
+    )
     if verdict is not None and verdict.action == "block":
         action, reason = "deny", verdict.reason
     elif verdict is not None and verdict.action == "ask" and action in ("allow", "log"):
         action, reason = "ask", verdict.reason
-    decision, refs = (await _ask(deps, session_id, turn_id, call, outcome, risk, reason) if action == "ask"
-                      else (action, ()))
+    decision, refs = (
+        await _ask(deps, session_id, turn_id, call, outcome, risk, reason) if action == "ask" else (action, ())
+    )
     if action == "deny":
         result = ToolResult.error(f"blocked: {reason or 'not allowed'}")
     elif decision == "deny":
@@ -64,17 +69,38 @@ async def run_tool_call(deps: "LoopDeps", session_id: str, turn_id: str, call: T
     else:
         result = await _execute(deps, session_id, call)
     await store_tool_result(deps, session_id, turn_id, call, result, started)
-    await deps.hooks.notify("post_tool_call", tool_name=call.name, arguments=call.arguments, call_id=call.id,
-                            session_id=session_id, ok=not result.is_error, result=result.content)
-    await record(deps, "action", {
-        "session": session_id, "turn": turn_id, "call": call.id, "tool": call.name, "arguments": call.arguments,
-        "outcome": outcome.action if tool else "unknown_tool", "final": action,
-        "decision": "deny" if action == "deny" else decision, "reason": reason, "axes": dict(outcome.axes),
-        "keys": list(outcome.keys), "summary": outcome.summary, "ok": not result.is_error,
-        "blocked_by": verdict.owner if verdict is not None and verdict.action == "block" else "",
-        # Tool output is data, never the person's words: it is kept inside the action.
-        "result": result.content[:2000],
-    }, refs=refs)
+    await deps.hooks.notify(
+        "post_tool_call",
+        tool_name=call.name,
+        arguments=call.arguments,
+        call_id=call.id,
+        session_id=session_id,
+        ok=not result.is_error,
+        result=result.content,
+    )
+    await record(
+        deps,
+        "action",
+        {
+            "session": session_id,
+            "turn": turn_id,
+            "call": call.id,
+            "tool": call.name,
+            "arguments": call.arguments,
+            "outcome": outcome.action if tool else "unknown_tool",
+            "final": action,
+            "decision": "deny" if action == "deny" else decision,
+            "reason": reason,
+            "axes": dict(outcome.axes),
+            "keys": list(outcome.keys),
+            "summary": outcome.summary,
+            "ok": not result.is_error,
+            "blocked_by": verdict.owner if verdict is not None and verdict.action == "block" else "",
+            # Tool output is data, never the person's words: it is kept inside the action.
+            "result": result.content[:2000],
+        },
+        refs=refs,
+    )
 
 
 def _check(deps: "LoopDeps", tool: Any, call: ToolCall) -> GateOutcome:
@@ -82,23 +108,56 @@ def _check(deps: "LoopDeps", tool: Any, call: ToolCall) -> GateOutcome:
         return deps.gate.check(tool.spec, call.arguments)
     except Exception as exc:  # noqa: BLE001 - a gate bug must fail closed (ask), never open and never end the turn
         log.exception("the gate failed on %s; asking the person instead", call.name)
-        return GateOutcome("ask", f"{call.name} (the gate failed: {type(exc).__name__})", tool.spec.risk,
-                           "the gate could not classify this call", rule_key="")
+        return GateOutcome(
+            "ask",
+            f"{call.name} (the gate failed: {type(exc).__name__})",
+            tool.spec.risk,
+            "the gate could not classify this call",
+            rule_key="",
+        )
 
 
-async def _ask(deps: "LoopDeps", session_id: str, turn_id: str, call: ToolCall, outcome: GateOutcome,
-               risk: str, reason: str) -> tuple[str, tuple[str, ...]]:
-    answer = await deps.approvals.request(session_id, turn_id=turn_id, call_id=call.id, tool=call.name,
-                                          summary=outcome.summary, risk=outcome.risk, arguments=call.arguments)
-    await deps.hooks.notify("post_approval_response", tool_name=call.name, arguments=call.arguments, call_id=call.id,
-                            session_id=session_id, request_id=answer.request_id, decision=answer.decision)
+async def _ask(
+    deps: "LoopDeps", session_id: str, turn_id: str, call: ToolCall, outcome: GateOutcome, risk: str, reason: str
+) -> tuple[str, tuple[str, ...]]:
+    answer = await deps.approvals.request(
+        session_id,
+        turn_id=turn_id,
+        call_id=call.id,
+        tool=call.name,
+        summary=outcome.summary,
+        risk=outcome.risk,
+        arguments=call.arguments,
+    )
+    await deps.hooks.notify(
+        "post_approval_response",
+        tool_name=call.name,
+        arguments=call.arguments,
+        call_id=call.id,
+        session_id=session_id,
+        request_id=answer.request_id,
+        decision=answer.decision,
+    )
     if answer.decision == "allow_always" and outcome.rule_key:
         deps.gate.allow_always(outcome.rule_key)
-    entry = await record(deps, "approval", {
-        "session": session_id, "turn": turn_id, "call": call.id, "request_id": answer.request_id, "tool": call.name,
-        "summary": outcome.summary, "risk": risk, "reason": reason, "rule_key": outcome.rule_key,
-        "decision": "deny" if answer.decision == "deny" else "allow", "always": answer.decision == "allow_always",
-        "answer_reason": answer.reason})
+    entry = await record(
+        deps,
+        "approval",
+        {
+            "session": session_id,
+            "turn": turn_id,
+            "call": call.id,
+            "request_id": answer.request_id,
+            "tool": call.name,
+            "summary": outcome.summary,
+            "risk": risk,
+            "reason": reason,
+            "rule_key": outcome.rule_key,
+            "decision": "deny" if answer.decision == "deny" else "allow",
+            "always": answer.decision == "allow_always",
+            "answer_reason": answer.reason,
+        },
+    )
     return answer.decision, ((entry,) if entry else ())
 
 
@@ -112,31 +171,64 @@ async def _execute(deps: "LoopDeps", session_id: str, call: ToolCall) -> ToolRes
     async def session_search(query: str, limit: int) -> list[dict[str, Any]]:
         return [h.to_wire() for h in await deps.worker.run(lambda: deps.store.search(query, limit=limit))]
 
-    context = ToolContext(workspace=deps.workspace, call_id=call.id, emit_output=emit_output, session_id=session_id,
-                          extra={"emit_panel": emit_panel, "session_search": session_search})
+    context = ToolContext(
+        workspace=deps.workspace,
+        call_id=call.id,
+        emit_output=emit_output,
+        session_id=session_id,
+        extra={"emit_panel": emit_panel, "session_search": session_search},
+    )
     result = await deps.tools.run(call.name, call.arguments, context)
-    text = await deps.hooks.transform_tool_result(result.content, tool_name=call.name, arguments=call.arguments,
-                                                  call_id=call.id, session_id=session_id)
+    text = await deps.hooks.transform_tool_result(
+        result.content, tool_name=call.name, arguments=call.arguments, call_id=call.id, session_id=session_id
+    )
     return result if text == result.content else ToolResult(text, result.is_error, result.truncated).cut()
 
 
-async def store_tool_result(deps: "LoopDeps", session_id: str, turn_id: str, call: ToolCall, result: ToolResult,
-                            started: float) -> None:
+async def store_tool_result(
+    deps: "LoopDeps", session_id: str, turn_id: str, call: ToolCall, result: ToolResult, started: float
+) -> None:
     """Store a call's result as a tool message and emit ``tool.completed`` then ``message.completed``."""
-    msg = await deps.worker.run(lambda: deps.store.add_message(
-        session_id, "tool", result.content, turn_id=turn_id, tool_call_id=call.id,
-        status="error" if result.is_error else "complete"))
-    await deps.hub.emit(session_id, "tool.completed", ev.ToolCompleted(
-        call_id=call.id, name=call.name, ok=not result.is_error, result=result.content,
-        duration_ms=int((time.monotonic() - started) * 1000), truncated=result.truncated))
+    msg = await deps.worker.run(
+        lambda: deps.store.add_message(
+            session_id,
+            "tool",
+            result.content,
+            turn_id=turn_id,
+            tool_call_id=call.id,
+            status="error" if result.is_error else "complete",
+        )
+    )
+    await deps.hub.emit(
+        session_id,
+        "tool.completed",
+        ev.ToolCompleted(
+            call_id=call.id,
+            name=call.name,
+            ok=not result.is_error,
+            result=result.content,
+            duration_ms=int((time.monotonic() - started) * 1000),
+            truncated=result.truncated,
+        ),
+    )
     await emit_message(deps, msg)
 
 
 async def emit_message(deps: "LoopDeps", msg: MessageRecord) -> None:
     """Emit ``message.completed`` for a stored message."""
-    await deps.hub.emit(msg.session_id, "message.completed", ev.MessageCompleted(
-        message_id=msg.id, role=msg.role, content=msg.content, turn_id=msg.turn_id, tool_calls=msg.tool_calls,
-        tool_call_id=msg.tool_call_id, status=msg.status))
+    await deps.hub.emit(
+        msg.session_id,
+        "message.completed",
+        ev.MessageCompleted(
+            message_id=msg.id,
+            role=msg.role,
+            content=msg.content,
+            turn_id=msg.turn_id,
+            tool_calls=msg.tool_calls,
+            tool_call_id=msg.tool_call_id,
+            status=msg.status,
+        ),
+    )
 
 
 async def record(deps: "LoopDeps", kind: str, body: dict[str, Any], *, refs: tuple[str, ...] = ()) -> str | None:

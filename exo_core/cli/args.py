@@ -17,8 +17,9 @@ __all__ = ["add_command", "add_group", "home_of", "emit", "HOME_HELP"]
 HOME_HELP = "Exo home (default $EXO_HOME or ~/.exo)"
 
 
-def add_command(sub: Any, name: str, handler: Callable[[argparse.Namespace], int], help: str, *,
-                home: bool = False) -> argparse.ArgumentParser:
+def add_command(
+    sub: Any, name: str, handler: Callable[[argparse.Namespace], int], help: str, *, home: bool = False
+) -> argparse.ArgumentParser:
     """A subcommand that runs ``handler``; with ``home``, it takes ``--home``."""
     parser: argparse.ArgumentParser = sub.add_parser(name, help=help)
     parser.set_defaults(handler=handler)

@@ -17,12 +17,17 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     ret = add_command(names, "retrieval", _retrieval, "retrieval quality on LoCoMo / LongMemEval format files")
     ret.add_argument("--locomo", default=None, metavar="FILE", help="a LoCoMo-format JSON file")
     ret.add_argument("--longmemeval", default=None, metavar="FILE", help="a LongMemEval-format JSON (or .xz) file")
-    ret.add_argument("--split", default="all", choices=("all", "tune", "holdout"),
-                     help="score every case (default) or one half (docs/retrieval.md)")
+    ret.add_argument(
+        "--split",
+        default="all",
+        choices=("all", "tune", "holdout"),
+        help="score every case (default) or one half (docs/retrieval.md)",
+    )
     ret.add_argument("--home", default=None, help="Exo home whose model files to use")
     ret.add_argument("--json", action="store_true", help="print the metrics as JSON")
-    foot = names.add_parser("footprint", help="the scripted device conversation under the memory and core budget",
-                            add_help=False)
+    foot = names.add_parser(
+        "footprint", help="the scripted device conversation under the memory and core budget", add_help=False
+    )
     foot.add_argument("args", nargs=argparse.REMAINDER, help="the footprint audit's own arguments (e.g. --json)")
     foot.set_defaults(handler=_footprint, passthrough="footprint")
 

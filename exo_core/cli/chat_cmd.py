@@ -16,12 +16,19 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``exo chat``."""
     parser = add_command(sub, "chat", _chat, "chat with the core (terminal client; line client when piped)", home=True)
     parser.add_argument("--connect", default=None, metavar="URL", help="remote core: http://HOST:PORT")
-    parser.add_argument("--token-file", default=None, help="file holding the remote core's bearer token "
-                                                            "(default: the one `exo pair --connect` stored)")
+    parser.add_argument(
+        "--token-file",
+        default=None,
+        help="file holding the remote core's bearer token (default: the one `exo pair --connect` stored)",
+    )
     parser.add_argument("--session", default=None, help="continue this session")
     parser.add_argument("--model", default=None, help="model spec for a local exod started by chat")
-    parser.add_argument("--approve", choices=("ask", "allow", "deny"), default=None,
-                        help="how to answer approvals (default: ask on a terminal, deny otherwise)")
+    parser.add_argument(
+        "--approve",
+        choices=("ask", "allow", "deny"),
+        default=None,
+        help="how to answer approvals (default: ask on a terminal, deny otherwise)",
+    )
     parser.add_argument("--no-spawn", action="store_true", help="fail instead of starting a local exod")
     parser.add_argument("--plain", action="store_true", help="the line client even on a terminal")
     parser.add_argument("--event-log", default=None, help=argparse.SUPPRESS)  # seqs shown, for tests and debugging
@@ -57,10 +64,16 @@ def _chat(args: argparse.Namespace) -> int:
         if full_screen:
             from exo_core.terminal import TerminalChat, load_prefs, terminal_capabilities
 
-            async with ExoClient(url, token=token, client_name="exo-terminal",
-                                 capabilities=terminal_capabilities()) as client:
-                return await TerminalChat(client, prefs=load_prefs(), cwd=Path.cwd(), session=args.session,
-                                          event_log=Path(args.event_log) if args.event_log else None).run()
+            async with ExoClient(
+                url, token=token, client_name="exo-terminal", capabilities=terminal_capabilities()
+            ) as client:
+                return await TerminalChat(
+                    client,
+                    prefs=load_prefs(),
+                    cwd=Path.cwd(),
+                    session=args.session,
+                    event_log=Path(args.event_log) if args.event_log else None,
+                ).run()
         async with ExoClient(url, token=token, client_name="exo-chat") as client:
             line_chat = LineChat(client, approve=approve, interactive=interactive)
             print(f"session {await line_chat.start(args.session)} — /help for commands", flush=True)

@@ -18,13 +18,18 @@ USES = ("signal", "toolset", "panel")
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``exo decide``."""
-    parser = add_command(sub, "decide", _decide, "run one decision (signal, toolset, panel) and show its probabilities",
-                         home=True)
+    parser = add_command(
+        sub, "decide", _decide, "run one decision (signal, toolset, panel) and show its probabilities", home=True
+    )
     parser.add_argument("use", choices=USES, help="which decision")
     parser.add_argument("text", help="the state: the person's message")
     parser.add_argument("--json", action="store_true", help="print the decision as JSON")
-    parser.add_argument("--providers", default=None, metavar="LIST",
-                        help="comma-separated provider order (local, hosted, rules-only); default: config.toml")
+    parser.add_argument(
+        "--providers",
+        default=None,
+        metavar="LIST",
+        help="comma-separated provider order (local, hosted, rules-only); default: config.toml",
+    )
     parser.add_argument("--store", default=None, help="the store folder (default: the home's store)")
     parser.add_argument("--record", action="store_true", help="append the decision to the store's ledger")
 

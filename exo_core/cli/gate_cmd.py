@@ -16,8 +16,12 @@ from exo_core.cli.args import add_command, add_group
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``exo gate check``."""
-    check = add_command(add_group(sub, "gate", "audit the consequence gate"), "check", _check,
-                        "print the axes and outcome of a command or tool call as JSON")
+    check = add_command(
+        add_group(sub, "gate", "audit the consequence gate"),
+        "check",
+        _check,
+        "print the axes and outcome of a command or tool call as JSON",
+    )
     check.add_argument("--tool", default=None, help="judge a tool call to NAME instead of a shell command")
     check.add_argument("--args", default=None, metavar="JSON", help="the tool call's arguments (a JSON object)")
     check.add_argument("--risk", default="low", choices=("low", "medium", "high"), help="the tool's risk hint")
@@ -40,10 +44,12 @@ def _check(args: argparse.Namespace) -> int:
         try:
             arguments = json.loads(args.args or "{}")
         except json.JSONDecodeError as exc:
-            raise UsageError(f"--args is not valid JSON ({exc.msg} at character {exc.pos}); "
-                             "pass an object such as '{\"path\": \"a.txt\"}'") from exc
+            raise UsageError(
+                f"--args is not valid JSON ({exc.msg} at character {exc.pos}); "
+                'pass an object such as \'{"path": "a.txt"}\''
+            ) from exc
         if not isinstance(arguments, dict):
-            raise UsageError("--args must be a JSON object, such as '{\"path\": \"a.txt\"}'")
+            raise UsageError('--args must be a JSON object, such as \'{"path": "a.txt"}\'')
         tool = args.tool
     else:
         if not words:

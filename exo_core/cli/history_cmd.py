@@ -30,8 +30,9 @@ if TYPE_CHECKING:
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``exo history``."""
     actions = add_group(sub, "history", "import past conversations; summary status")
-    imp = add_command(actions, "import", _import, "import a chat export (ChatGPT conversations.json or JSON lines)",
-                      home=True)
+    imp = add_command(
+        actions, "import", _import, "import a chat export (ChatGPT conversations.json or JSON lines)", home=True
+    )
     imp.add_argument("file")
     imp.add_argument("--no-summarize", action="store_true", help="leave the summaries for exod's next start")
     summ = add_command(actions, "summarize", _summarize, "run pending import summaries in this process", home=True)
@@ -65,13 +66,24 @@ def _import(args: argparse.Namespace) -> int:
                         await client.request("session.resume", {"session": session_id})
             if engine is not None:
                 await engine.lanes.wait_all_idle("import")
-        where = "exod is summarizing them" if running else (
-            "summarized" if summarize_here else "summaries left for exod's next start")
-        return emit(args, {"conversations": report.conversations, "imported": report.imported,
-                           "skipped": report.skipped, "messages": report.messages, "sessions": list(report.session_ids),
-                           "summaries": "exod" if running else ("done" if summarize_here else "pending")},
-                    f"imported {report.imported} conversation(s), {report.messages} message(s); "
-                    f"{report.skipped} already imported; {where}")
+        where = (
+            "exod is summarizing them"
+            if running
+            else ("summarized" if summarize_here else "summaries left for exod's next start")
+        )
+        return emit(
+            args,
+            {
+                "conversations": report.conversations,
+                "imported": report.imported,
+                "skipped": report.skipped,
+                "messages": report.messages,
+                "sessions": list(report.session_ids),
+                "summaries": "exod" if running else ("done" if summarize_here else "pending"),
+            },
+            f"imported {report.imported} conversation(s), {report.messages} message(s); "
+            f"{report.skipped} already imported; {where}",
+        )
 
     return asyncio.run(main())
 
@@ -92,8 +104,11 @@ def _summarize(args: argparse.Namespace) -> int:
             engine.lanes.kick("import")
             await engine.lanes.wait_all_idle("import")
             stats = engine.stats()["lanes"]["import"]
-        return emit(args, {"ran": stats["started"], "failed": stats["failed"]},
-                    f"ran {stats['started']} import summaries ({stats['failed']} failed)")
+        return emit(
+            args,
+            {"ran": stats["started"], "failed": stats["failed"]},
+            f"ran {stats['started']} import summaries ({stats['failed']} failed)",
+        )
 
     return asyncio.run(main())
 
@@ -112,8 +127,9 @@ def _status(args: argparse.Namespace) -> int:
 
 
 @contextlib.asynccontextmanager
-async def _parts(home: "ExoHome", args: argparse.Namespace, *,
-                 with_engine: bool) -> "AsyncIterator[tuple[DbWorker, SummaryTreeContext | None, ContextConfig]]":
+async def _parts(
+    home: "ExoHome", args: argparse.Namespace, *, with_engine: bool
+) -> "AsyncIterator[tuple[DbWorker, SummaryTreeContext | None, ContextConfig]]":
     """The database (and, to summarize here, a context engine) for one command."""
     from exo_core.context.config import ContextConfig
     from exo_core.sessions import DbWorker

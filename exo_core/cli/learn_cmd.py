@@ -19,14 +19,18 @@ __all__ = ["register"]
 
 def register(subparsers: Any) -> None:
     """Add ``exo learn`` and its subcommands."""
-    sub = add_group(subparsers, "learn", "the learning loop: review, queue, drain, metrics, climb", metavar="SUBCOMMAND")
-    for name, help_text in (("review", "review new ledger entries now (the person asked)"),
-                            ("queue", "jobs waiting for a larger model, and this month's spend"),
-                            ("drain", "send queued jobs to the larger model's route"),
-                            ("metrics", "corrections per accepted output, verdict mix, questions, over time"),
-                            ("climb", "run the exam and the conservative climb over learned taste"),
-                            ("reject", "\"that's wrong\": reject a lesson; it leaves the pack"),
-                            ("rebuild", "rewrite the learned pack section and taste nodes from the ledger")):
+    sub = add_group(
+        subparsers, "learn", "the learning loop: review, queue, drain, metrics, climb", metavar="SUBCOMMAND"
+    )
+    for name, help_text in (
+        ("review", "review new ledger entries now (the person asked)"),
+        ("queue", "jobs waiting for a larger model, and this month's spend"),
+        ("drain", "send queued jobs to the larger model's route"),
+        ("metrics", "corrections per accepted output, verdict mix, questions, over time"),
+        ("climb", "run the exam and the conservative climb over learned taste"),
+        ("reject", '"that\'s wrong": reject a lesson; it leaves the pack'),
+        ("rebuild", "rewrite the learned pack section and taste nodes from the ledger"),
+    ):
         p = add_command(sub, name, globals()[f"_{name}"], help_text, home=True)
         p.add_argument("--store", default=None, metavar="DIR", help="store folder (default: the home's store)")
         p.add_argument("--json", action="store_true", help="print JSON")
@@ -68,14 +72,22 @@ def _review(args: argparse.Namespace) -> int:
     with _Ctx(args) as ctx:
         r = ctx.learner.review(asked=True)
     data = {"proposals": r.proposals, "promoted": list(r.promoted), "questions": list(r.questions), "queued": r.queued}
-    return emit(args, data, f"{r.proposals} proposals, promoted: {', '.join(r.promoted) or 'none'}, "
-                           f"{len(r.questions)} questions, {r.queued} queued for a larger model")
+    return emit(
+        args,
+        data,
+        f"{r.proposals} proposals, promoted: {', '.join(r.promoted) or 'none'}, "
+        f"{len(r.questions)} questions, {r.queued} queued for a larger model",
+    )
 
 
 def _queue(args: argparse.Namespace) -> int:
     with _Ctx(args) as ctx:
-        data = {"jobs": ctx.queue.counts(), "spent_this_month": ctx.queue.spent(), "ceiling": ctx.settings.ceiling,
-                "route": ctx.settings.route}
+        data = {
+            "jobs": ctx.queue.counts(),
+            "spent_this_month": ctx.queue.spent(),
+            "ceiling": ctx.settings.ceiling,
+            "route": ctx.settings.route,
+        }
     return emit(args, data, f"jobs {data['jobs']}, spent {data['spent_this_month']:.4f} of {ctx.settings.ceiling}")
 
 
@@ -95,8 +107,13 @@ def _drain(args: argparse.Namespace) -> int:
 
         async def run() -> Any:
             try:
-                return await drain(ctx.queue, router, ctx.ledger, batch=args.batch or ctx.settings.batch,
-                                   ceiling=ctx.settings.ceiling if args.ceiling is None else args.ceiling)
+                return await drain(
+                    ctx.queue,
+                    router,
+                    ctx.ledger,
+                    batch=args.batch or ctx.settings.batch,
+                    ceiling=ctx.settings.ceiling if args.ceiling is None else args.ceiling,
+                )
             finally:
                 await router.aclose()
 
@@ -110,8 +127,10 @@ def _metrics(args: argparse.Namespace) -> int:
 
     with _Ctx(args) as ctx:
         m = metrics(ctx.ledger, days=args.days, spent=ctx.queue.spent())
-    rows = [f"{w.start}: corrections/accept {w.corrections_per_accept:.2f} verdicts {w.verdicts} "
-            f"questions {w.questions}" for w in m.windows]
+    rows = [
+        f"{w.start}: corrections/accept {w.corrections_per_accept:.2f} verdicts {w.verdicts} questions {w.questions}"
+        for w in m.windows
+    ]
     return emit(args, m.to_json(), "\n".join(rows + [f"stale eval: {m.stale}"]))
 
 
@@ -124,19 +143,37 @@ def _climb(args: argparse.Namespace) -> int:
         ctx.learner.refresh()
         book = ctx.learner.book
         incumbent = frozenset(l.feature for l in enforced(book, book.last_ts) if l.feature)
-        candidates = [Candidate(incumbent | {l.feature}, l.target) for l in hints(book, book.last_ts)
-                      if l.feature and l.feature not in incumbent]
+        candidates = [
+            Candidate(incumbent | {l.feature}, l.target)
+            for l in hints(book, book.last_ts)
+            if l.feature and l.feature not in incumbent
+        ]
         said = frozenset(l.target for l in book.lessons.values() if l.person_said)
-        final, decisions = climb(incumbent, candidates, split(items_from(book)), rules_score, ledger=ctx.ledger,
-                                 person_ruled=said, spent=ctx.queue.spent, ceiling=ctx.settings.ceiling)
+        final, decisions = climb(
+            incumbent,
+            candidates,
+            split(items_from(book)),
+            rules_score,
+            ledger=ctx.ledger,
+            person_ruled=said,
+            spent=ctx.queue.spent,
+            ceiling=ctx.settings.ceiling,
+        )
         for d in decisions:
             if d.kept and d.change in book.lessons and not book.lessons[d.change].promoted_by:
                 ctx.learner.promote_by_eval(d.change, d.entry)
-    data = {"incumbent": sorted(final), "decisions": [
-        {"change": d.change, "kept": d.kept, "reason": d.reason, "dev": d.dev, "held_out": d.held_out}
-        for d in decisions]}
-    return emit(args, data, "\n".join(f"{'kept' if d.kept else 'dropped'} {d.change}: {d.reason}"
-                                       for d in decisions) or "no candidates")
+    data = {
+        "incumbent": sorted(final),
+        "decisions": [
+            {"change": d.change, "kept": d.kept, "reason": d.reason, "dev": d.dev, "held_out": d.held_out}
+            for d in decisions
+        ],
+    }
+    return emit(
+        args,
+        data,
+        "\n".join(f"{'kept' if d.kept else 'dropped'} {d.change}: {d.reason}" for d in decisions) or "no candidates",
+    )
 
 
 def _reject(args: argparse.Namespace) -> int:

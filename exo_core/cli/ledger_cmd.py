@@ -24,12 +24,19 @@ def register(subparsers: Any) -> None:
     sub = add_group(subparsers, "ledger", "verify and inspect the signed ledger", metavar="SUBCOMMAND")
 
     verify = add_command(sub, "verify", _verify, "check every id, link, chain hash and signature")
-    verify.add_argument("--pin", action="append", metavar="KEY_ID", default=None,
-                        help="trust only these author key ids (repeatable; default: STORE.toml's owner_keys)")
-    verify.add_argument("--no-pins", action="store_true",
-                        help="accept any valid signature (do not pin authors to the owner keys)")
-    verify.add_argument("--no-checkpoints", action="store_true",
-                        help="do not check the checkpoints this machine kept for the ledger")
+    verify.add_argument(
+        "--pin",
+        action="append",
+        metavar="KEY_ID",
+        default=None,
+        help="trust only these author key ids (repeatable; default: STORE.toml's owner_keys)",
+    )
+    verify.add_argument(
+        "--no-pins", action="store_true", help="accept any valid signature (do not pin authors to the owner keys)"
+    )
+    verify.add_argument(
+        "--no-checkpoints", action="store_true", help="do not check the checkpoints this machine kept for the ledger"
+    )
     verify.add_argument("--deep", action="store_true", help="also run SQLite's integrity_check")
     verify.add_argument("--json", action="store_true", help="print the report as JSON")
 
@@ -45,8 +52,9 @@ def register(subparsers: Any) -> None:
     show.add_argument("id", metavar="ID", help="entry id or a unique prefix (6+ hex digits)")
 
     rebuild = add_command(sub, "rebuild", _rebuild, "recompute every ledger view from an empty state")
-    rebuild.add_argument("--view", action="append", metavar="NAME", default=None,
-                         help="rebuild only this view (repeatable)")
+    rebuild.add_argument(
+        "--view", action="append", metavar="NAME", default=None, help="rebuild only this view (repeatable)"
+    )
     for parser in (verify, log, show, rebuild):
         parser.add_argument("--store", metavar="DIR", help="store folder (default: the Exo home's store)")
 
@@ -107,15 +115,27 @@ def _verify(args: argparse.Namespace) -> int:
         report = ledger.verify(pins=pins, checkpoints=checkpoints, deep=args.deep)
     pinned = f"{len(pins)} pinned key(s)" if pins else "authors not pinned"
     if args.json:
-        print(json.dumps({
-            "ok": report.ok, "ledger": report.ledger_id, "entries": report.entries,
-            "segments": report.segments, "checkpoints": len(checkpoints), "pins": pins or [],
-            "problems": [{"n": p.n, "seg": p.seg, "pos": p.pos, "id": p.id, "reason": p.reason}
-                         for p in report.problems],
-        }, ensure_ascii=False))
+        print(
+            json.dumps(
+                {
+                    "ok": report.ok,
+                    "ledger": report.ledger_id,
+                    "entries": report.entries,
+                    "segments": report.segments,
+                    "checkpoints": len(checkpoints),
+                    "pins": pins or [],
+                    "problems": [
+                        {"n": p.n, "seg": p.seg, "pos": p.pos, "id": p.id, "reason": p.reason} for p in report.problems
+                    ],
+                },
+                ensure_ascii=False,
+            )
+        )
     elif report.ok:
-        print(f"ok: ledger {report.ledger_id}: {report.entries} entries in {report.segments} "
-              f"segment(s), {len(checkpoints)} checkpoint(s) checked, {pinned}")
+        print(
+            f"ok: ledger {report.ledger_id}: {report.entries} entries in {report.segments} "
+            f"segment(s), {len(checkpoints)} checkpoint(s) checked, {pinned}"
+        )
     else:
         first = report.problems[0]
         print(f"BAD: ledger {report.ledger_id}: first bad {first.describe()}")
@@ -158,15 +178,16 @@ def _log(args: argparse.Namespace) -> int:
         raise UsageError("--limit must be zero or more", field="limit")
     since, until = _parse_time(args.since, "--since"), _parse_time(args.until, "--until")
     with _open(args) as ledger:
-        for entry in ledger.entries(kind=args.kind, scope=args.scope, since_ms=since,
-                                    until_ms=until, limit=args.limit):
+        for entry in ledger.entries(kind=args.kind, scope=args.scope, since_ms=since, until_ms=until, limit=args.limit):
             if args.json:
                 print(json.dumps(entry.to_json(), ensure_ascii=False, sort_keys=True))
                 continue
             when = datetime.fromtimestamp(entry.ts / 1000, tz=timezone.utc).isoformat(timespec="milliseconds")
             body = json.dumps(entry.body, ensure_ascii=False, sort_keys=True)
-            print(f"{entry.n:>6} {entry.id[:12]} {when.replace('+00:00', 'Z')} s{entry.seg}:{entry.pos} "
-                  f"{entry.kind:<10} {entry.scope:<12} {body if len(body) <= 80 else body[:77] + '...'}")
+            print(
+                f"{entry.n:>6} {entry.id[:12]} {when.replace('+00:00', 'Z')} s{entry.seg}:{entry.pos} "
+                f"{entry.kind:<10} {entry.scope:<12} {body if len(body) <= 80 else body[:77] + '...'}"
+            )
     return 0
 
 

@@ -20,8 +20,22 @@ __all__ = ["main", "build_parser"]
 # Modules under exo_core.cli that register subcommands, in help order.
 # A module missing here is simply not offered.
 COMMAND_MODULES: tuple[str, ...] = (
-    "init_cmd", "serve_cmd", "chat_cmd", "pair_cmd", "search_cmd", "history_cmd", "protocol_cmd", "store_cmd",
-    "onboard_cmd", "ledger_cmd", "gate_cmd", "models_cmd", "device_cmd", "recall_cmd", "bench_cmd", "learn_cmd",
+    "init_cmd",
+    "serve_cmd",
+    "chat_cmd",
+    "pair_cmd",
+    "search_cmd",
+    "history_cmd",
+    "protocol_cmd",
+    "store_cmd",
+    "onboard_cmd",
+    "ledger_cmd",
+    "gate_cmd",
+    "models_cmd",
+    "device_cmd",
+    "recall_cmd",
+    "bench_cmd",
+    "learn_cmd",
     "decide_cmd",
 )
 

@@ -35,16 +35,27 @@ def _fetch(args: argparse.Namespace) -> int:
     from exo_edge.paths import models_dir_for
 
     home = home_of(args)
-    manifests = ([find_manifest(n) for n in args.names] if args.names else list(load_manifests()))
-    log = (lambda msg: print(f"exo models: {msg}", file=sys.stderr))
+    manifests = [find_manifest(n) for n in args.names] if args.names else list(load_manifests())
+    log = lambda msg: print(f"exo models: {msg}", file=sys.stderr)
     fetcher = ModelFetcher(models_dir_for(home), index_url=args.index_url, log=log)
     results = []
     for manifest in manifests:
         for f in fetcher.fetch(manifest):
-            results.append({"model": f.model, "file": f.name, "path": str(f.path),
-                            "sha256": f.sha256, "size": f.size, "action": f.action})
-    return emit(args, {"files": results}, "\n".join(f"{r['action']:8} {r['model']:28} {r['file']:40} "
-                                                   f"{r['size'] / 1e6:8.1f} MB" for r in results))
+            results.append(
+                {
+                    "model": f.model,
+                    "file": f.name,
+                    "path": str(f.path),
+                    "sha256": f.sha256,
+                    "size": f.size,
+                    "action": f.action,
+                }
+            )
+    return emit(
+        args,
+        {"files": results},
+        "\n".join(f"{r['action']:8} {r['model']:28} {r['file']:40} {r['size'] / 1e6:8.1f} MB" for r in results),
+    )
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -58,10 +69,16 @@ def _list(args: argparse.Namespace) -> int:
         files = []
         for f in m.files:
             path = locate_model_file(f.name, home)
-            files.append({"file": f.name, "present": path is not None,
-                          "path": str(path) if path else None})
-        models.append({"name": m.name, "kind": m.kind, "licence": m.licence,
-                       "prompt": m.prompt.format if m.prompt else None, "files": files})
+            files.append({"file": f.name, "present": path is not None, "path": str(path) if path else None})
+        models.append(
+            {
+                "name": m.name,
+                "kind": m.kind,
+                "licence": m.licence,
+                "prompt": m.prompt.format if m.prompt else None,
+                "files": files,
+            }
+        )
     catalog = load_catalog(home.config())
     roles = {role: [str(r) for r in routes] for role, routes in catalog.roles.items()}
     lines = []

@@ -17,8 +17,9 @@ from exo_core.cli.args import add_command, home_of
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``exo onboard``."""
-    parser = add_command(sub, "onboard", _onboard, "an interview that writes a new person's pack and first nodes",
-                         home=True)
+    parser = add_command(
+        sub, "onboard", _onboard, "an interview that writes a new person's pack and first nodes", home=True
+    )
     parser.add_argument("--force", action="store_true", help="write even over an edited pack or existing nodes")
     parser.add_argument("--no-spawn", action="store_true", help="fail if no exod is running instead of starting one")
 
@@ -38,8 +39,10 @@ async def _interview(args: argparse.Namespace) -> int:
     from exo_core.errors import BadBodyError, BrokenResourceError, ConflictError, NotFoundError, UsageError
 
     home = home_of(args)
-    async with local_core(home, model="none", spawn=not args.no_spawn) as url, \
-            ExoClient(url, client_name="exo-onboard") as client:
+    async with (
+        local_core(home, model="none", spawn=not args.no_spawn) as url,
+        ExoClient(url, client_name="exo-onboard") as client,
+    ):
         session = await client.open_session(title="Onboarding")
         started = await client.request("store.onboard", {"session": session, "force": args.force})
         print(f"Onboarding {started['store']}: answer with a number or type your answer.")

@@ -46,7 +46,9 @@ async def _issue(args: argparse.Namespace) -> int:
 
     home = home_of(args)
     if not home.socket_path.exists():
-        raise BrokenResourceError(f"no exod is running at {home.socket_path}; start it with `exo serve --tcp HOST:PORT`")
+        raise BrokenResourceError(
+            f"no exod is running at {home.socket_path}; start it with `exo serve --tcp HOST:PORT`"
+        )
     async with ExoClient(f"unix://{home.socket_path}", client_name="exo-pair") as client:
         data = await client.post("/pair/new", {})
     addresses = [str(a) for a in data.get("addresses", [])]

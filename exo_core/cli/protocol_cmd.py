@@ -9,8 +9,9 @@ from exo_core.cli.args import add_command, add_group
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``exo protocol``."""
-    export = add_command(add_group(sub, "protocol", "protocol tools"), "export", _export,
-                         "write JSON Schema and TypeScript types")
+    export = add_command(
+        add_group(sub, "protocol", "protocol tools"), "export", _export, "write JSON Schema and TypeScript types"
+    )
     export.add_argument("--out", default=None, help="directory (default: exo_core/protocol/generated)")
 
 

@@ -38,10 +38,19 @@ def _recall(args: argparse.Namespace) -> int:
         retriever.close()
     packed = recalled.packed
     if args.json:
-        print(json.dumps({"query": recalled.query, "tokens": packed.tokens, "budget": packed.budget,
-                          "embeddings": retriever.dense is not None, "pinned": list(recalled.pinned),
-                          "blocks": [dict(r, text=b.text) for r, b in zip(records(recalled), packed.blocks)]},
-                         ensure_ascii=False))
+        print(
+            json.dumps(
+                {
+                    "query": recalled.query,
+                    "tokens": packed.tokens,
+                    "budget": packed.budget,
+                    "embeddings": retriever.dense is not None,
+                    "pinned": list(recalled.pinned),
+                    "blocks": [dict(r, text=b.text) for r, b in zip(records(recalled), packed.blocks)],
+                },
+                ensure_ascii=False,
+            )
+        )
         return 0
     for block in packed.blocks:
         flag = " pinned" if block.pinned else ""

@@ -27,5 +27,8 @@ def _search(args: argparse.Namespace) -> int:
         raise NotFoundError(f"no sessions yet at {home.sessions_db}; run `exo init` and chat first")
     with contextlib.closing(open_reader(home.sessions_db)) as conn:
         hits = SessionStore(conn).search(" ".join(args.query), limit=args.limit, session_id=args.session)
-    return emit(args, [{"session": h.session_id, "message_id": h.message_id, "role": h.role, "snippet": h.snippet}
-                       for h in hits], "\n".join(f"{h.session_id} #{h.message_id} {h.role}: {h.snippet}" for h in hits))
+    return emit(
+        args,
+        [{"session": h.session_id, "message_id": h.message_id, "role": h.role, "snippet": h.snippet} for h in hits],
+        "\n".join(f"{h.session_id} #{h.message_id} {h.role}: {h.snippet}" for h in hits),
+    )

@@ -22,13 +22,20 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("--stdio", action="store_true", help="serve JSON lines on stdin/stdout")
     parser.add_argument("--no-unix", action="store_true", help="do not listen on the Unix socket")
     parser.add_argument("--model", default=None, help="model spec: local | none | scripted:PATH (default from config)")
-    parser.add_argument("--summarizer", default=None,
-                        help="model spec for history summaries (default: [context] summarizer, else the main model)")
+    parser.add_argument(
+        "--summarizer",
+        default=None,
+        help="model spec for history summaries (default: [context] summarizer, else the main model)",
+    )
     parser.add_argument("--workspace", default=None, help="folder the file and shell tools work in (default: cwd)")
     parser.add_argument("--allow-host", action="append", default=[], help="extra Host name accepted on TCP")
     parser.add_argument("--keepalive", type=float, default=15.0, help=argparse.SUPPRESS)
-    parser.add_argument("--durability", choices=("full", "normal"), default="full",
-                        help="fsync every event commit (full, default) or only checkpoint (normal)")
+    parser.add_argument(
+        "--durability",
+        choices=("full", "normal"),
+        default="full",
+        help="fsync every event commit (full, default) or only checkpoint (normal)",
+    )
     parser.add_argument("--log-level", default="INFO")
 
 
@@ -49,8 +56,9 @@ def _serve(args: argparse.Namespace) -> int:
     from exo_core.server.listeners import parse_hostport
     from exo_core.tools import builtin_tools
 
-    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
-                        format="%(asctime)s exod %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=args.log_level.upper(), stream=sys.stderr, format="%(asctime)s exod %(levelname)s %(name)s: %(message)s"
+    )
     home = home_of(args)
     home.root.mkdir(parents=True, exist_ok=True)
     model = resolve_model(home, model_spec(home, args.model))
@@ -60,22 +68,34 @@ def _serve(args: argparse.Namespace) -> int:
         ledger = LedgerRecorder.for_store(store, load_signing_key(home.keys_dir))
     else:
         logging.getLogger("exo_core.serve").warning(
-            "no store at %s: turns are not recorded in a ledger; run `exo init` to create one", store)
+            "no store at %s: turns are not recorded in a ledger; run `exo init` to create one", store
+        )
     recorder = ledger if ledger is not None else NullRecorder()
     memory = open_store_memory(home, args.store, log=ledger.record if ledger is not None else None)
     toolsets = None
     if DecisionSettings.from_config(home.config()).toolsets:  # [decisions] toolsets = true in config.toml
         decider = build_decider(home, store=store, recorder=recorder, model=model)  # type: ignore[arg-type]
         toolsets = ToolsetNarrowing(decider)
-    options = CoreOptions(services=_learning_services(home, store, ledger) if ledger is not None else (),
-                          toolsets=toolsets, workspace=Path(args.workspace).resolve() if args.workspace else Path.cwd(),
-                          synchronous=args.durability.upper(), summarizer=resolve_summarizer(home, args.summarizer),
-                          recorder=recorder, plugin_dirs=(home.root / "plugins",), entry_point_plugins=True)
+    options = CoreOptions(
+        services=_learning_services(home, store, ledger) if ledger is not None else (),
+        toolsets=toolsets,
+        workspace=Path(args.workspace).resolve() if args.workspace else Path.cwd(),
+        synchronous=args.durability.upper(),
+        summarizer=resolve_summarizer(home, args.summarizer),
+        recorder=recorder,
+        plugin_dirs=(home.root / "plugins",),
+        entry_point_plugins=True,
+    )
     if memory is not None:  # the store's retrieval is the default memory provider and the recall tool
         options.memory, options.tools = memory, builtin_tools(memory)
-    settings = DaemonSettings(tcp=parse_hostport(args.tcp) if args.tcp else None, stdio=args.stdio,
-                              unix=not args.no_unix, allowed_hosts=tuple(args.allow_host), keepalive=args.keepalive,
-                              store=store)
+    settings = DaemonSettings(
+        tcp=parse_hostport(args.tcp) if args.tcp else None,
+        stdio=args.stdio,
+        unix=not args.no_unix,
+        allowed_hosts=tuple(args.allow_host),
+        keepalive=args.keepalive,
+        store=store,
+    )
     try:
         asyncio.run(run_daemon(home, model, settings, options))
     finally:

@@ -29,8 +29,9 @@ async def exod_running(home: ExoHome) -> bool:
 
 
 @contextlib.asynccontextmanager
-async def local_core(home: ExoHome, *, model: str | None = None, spawn: bool = True,
-                     wait_seconds: float = 60.0) -> AsyncIterator[str]:
+async def local_core(
+    home: ExoHome, *, model: str | None = None, spawn: bool = True, wait_seconds: float = 60.0
+) -> AsyncIterator[str]:
     """Yield the URL of a running local exod, starting one (stopped at exit) if needed."""
     url = f"unix://{home.socket_path}"
     if await exod_running(home):

@@ -49,9 +49,17 @@ def error_from_wire(error: dict[str, Any] | None) -> ExoError:
 class ExoClient:
     """One connection to exod. Use ``async with ExoClient(url) as client``."""
 
-    def __init__(self, url: str, *, token: str | None = None, client_name: str = "exo-client",
-                 capabilities: dict[str, Any] | None = None, reconnect_delay: float = 0.2,
-                 max_reconnect_delay: float = 5.0, stream_idle_timeout: float | None = 45.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        token: str | None = None,
+        client_name: str = "exo-client",
+        capabilities: dict[str, Any] | None = None,
+        reconnect_delay: float = 0.2,
+        max_reconnect_delay: float = 5.0,
+        stream_idle_timeout: float | None = 45.0,
+    ) -> None:
         self.url = url
         # exod writes a keep-alive comment on an idle event stream every 15 s (``exo serve
         # --keepalive``). A link that died without a FIN or RST (Wi-Fi gone, a laptop asleep)
@@ -68,7 +76,7 @@ class ExoClient:
         self.last_seq = 0
         self.client_id: str | None = None
         if url.startswith("unix://"):
-            self._socket: str | None = url[len("unix://"):]
+            self._socket: str | None = url[len("unix://") :]
             self._base = "http://localhost"
         elif url.startswith(("http://", "https://")):
             self._socket = None
@@ -85,11 +93,15 @@ class ExoClient:
         # force_close: a pooled keep-alive connection to a core that has since restarted would fail
         # the next command with a broken pipe, and a command cannot be retried blindly (it may
         # have run). A fresh connection per command costs little on a socket or a LAN.
-        connector = (aiohttp.UnixConnector(path=self._socket, force_close=True) if self._socket
-                     else aiohttp.TCPConnector(force_close=True))
+        connector = (
+            aiohttp.UnixConnector(path=self._socket, force_close=True)
+            if self._socket
+            else aiohttp.TCPConnector(force_close=True)
+        )
         headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
-        self._http = aiohttp.ClientSession(connector=connector, headers=headers,
-                                           timeout=aiohttp.ClientTimeout(total=None, sock_connect=10))
+        self._http = aiohttp.ClientSession(
+            connector=connector, headers=headers, timeout=aiohttp.ClientTimeout(total=None, sock_connect=10)
+        )
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -114,8 +126,9 @@ class ExoClient:
     async def post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
         """POST ``payload`` to ``path`` (``/command``, ``/pair``); the whole answer, or the typed error it carried."""
         try:
-            async with self._session().post(self._base + path, json=payload,
-                                            timeout=aiohttp.ClientTimeout(total=60)) as resp:
+            async with self._session().post(
+                self._base + path, json=payload, timeout=aiohttp.ClientTimeout(total=60)
+            ) as resp:
                 text = await resp.text()
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
             raise BrokenResourceError(f"cannot reach exod at {self.url}: {exc}") from exc
@@ -129,8 +142,9 @@ class ExoClient:
 
     async def hello(self) -> dict[str, Any]:
         """The handshake: protocol version and this client's capabilities."""
-        result = await self.request("hello", {"protocol": PROTOCOL_VERSION, "client": self._client_name,
-                                              "capabilities": self._capabilities})
+        result = await self.request(
+            "hello", {"protocol": PROTOCOL_VERSION, "client": self._client_name, "capabilities": self._capabilities}
+        )
         if self._capabilities and isinstance(result.get("client_id"), str):
             self.client_id = result["client_id"]
         return result
@@ -155,14 +169,16 @@ class ExoClient:
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
             raise BrokenResourceError(f"cannot reach exod at {self.url}: {exc}") from exc
 
-    async def events(self, since: int | None = None, session: str | None = None, *,
-                     reconnect: bool = True) -> AsyncIterator[Event]:
+    async def events(
+        self, since: int | None = None, session: str | None = None, *, reconnect: bool = True
+    ) -> AsyncIterator[Event]:
         """Events above ``since`` (default: the last seen), replayed then live; resumes after drops."""
         async for _data, event in self.raw_events(since, session, reconnect=reconnect):
             yield event
 
-    async def raw_events(self, since: int | None = None, session: str | None = None, *,
-                         reconnect: bool = True) -> AsyncIterator[tuple[str, Event]]:
+    async def raw_events(
+        self, since: int | None = None, session: str | None = None, *, reconnect: bool = True
+    ) -> AsyncIterator[tuple[str, Event]]:
         """Like :meth:`events`, with each event's exact JSON text as sent."""
         if since is not None:
             self.last_seq = since
@@ -194,8 +210,12 @@ class ExoClient:
         if self.client_id:
             params["client"] = self.client_id
         headers = {"Last-Event-ID": str(self.last_seq), "Accept": "text/event-stream"}
-        async with self._session().get(self._base + "/events", params=params, headers=headers,
-                                       timeout=aiohttp.ClientTimeout(total=None, sock_read=self._stream_idle_timeout)) as resp:
+        async with self._session().get(
+            self._base + "/events",
+            params=params,
+            headers=headers,
+            timeout=aiohttp.ClientTimeout(total=None, sock_read=self._stream_idle_timeout),
+        ) as resp:
             if resp.status != 200:
                 body = await resp.text()
                 try:

@@ -8,10 +8,16 @@ from exo_core.errors import UsageError
 __all__ = ["SESSION_COMMANDS", "session_command", "help_text"]
 
 SESSION_COMMANDS: dict[str, str] = {
-    "help": "this list", "quit": "leave (exod keeps running)", "interrupt": "stop the running turn",
-    "undo": "[N] remove the last N turns", "fork": "continue in a copy of this session",
-    "resume": "repair and continue after a core restart", "search": "WORDS  search past sessions",
-    "sessions": "list sessions", "switch": "ID  open another session", "new": "start a new session",
+    "help": "this list",
+    "quit": "leave (exod keeps running)",
+    "interrupt": "stop the running turn",
+    "undo": "[N] remove the last N turns",
+    "fork": "continue in a copy of this session",
+    "resume": "repair and continue after a core restart",
+    "search": "WORDS  search past sessions",
+    "sessions": "list sessions",
+    "switch": "ID  open another session",
+    "new": "start a new session",
     "taste": "learned taste rows",
 }
 
@@ -34,8 +40,11 @@ async def session_command(client: ExoClient, session: str, name: str, rest: str,
         result = await client.request("session.undo", {"session": session, "turns": int(rest) if rest.isdigit() else 1})
         return f"undid turns {', '.join(result['undone_turns']) or 'none'}", session
     if name in ("fork", "new"):
-        result = await (client.request("session.fork", {"session": session}) if name == "fork"
-                        else client.request("session.create", {"title": title}))
+        result = await (
+            client.request("session.fork", {"session": session})
+            if name == "fork"
+            else client.request("session.create", {"title": title})
+        )
         return f"now in session {result['session']['id']}", str(result["session"]["id"])
     if name == "switch" and rest:
         await client.request("session.get", {"session": rest, "messages": False})
@@ -44,8 +53,9 @@ async def session_command(client: ExoClient, session: str, name: str, rest: str,
         return str(await client.request("session.resume", {"session": session})), session
     if name == "search":
         hits = (await client.request("search", {"query": rest}))["hits"]
-        return "\n".join(f"{h['session']} #{h['message_id']} {h['role']}: {' '.join(h['snippet'].split())}"
-                         for h in hits) or "no matches", session
+        return "\n".join(
+            f"{h['session']} #{h['message_id']} {h['role']}: {' '.join(h['snippet'].split())}" for h in hits
+        ) or "no matches", session
     if name == "sessions":
         listed = (await client.request("session.list", {}))["sessions"]
         return "\n".join(f"{'*' if s['id'] == session else ' '} {s['id']} {s['title']}" for s in listed), session

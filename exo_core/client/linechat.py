@@ -36,8 +36,15 @@ def stdin_lines(loop: asyncio.AbstractEventLoop, queue: "asyncio.Queue[str | Non
 class LineChat:
     """One chat session driven by lines of input."""
 
-    def __init__(self, client: ExoClient, *, out: TextIO | None = None, approve: str = "ask",
-                 interactive: bool = True, on_event: Callable[[Event], None] | None = None) -> None:
+    def __init__(
+        self,
+        client: ExoClient,
+        *,
+        out: TextIO | None = None,
+        approve: str = "ask",
+        interactive: bool = True,
+        on_event: Callable[[Event], None] | None = None,
+    ) -> None:
         self.client = client
         self.out = out or sys.stdout
         self.approve = approve
@@ -89,7 +96,9 @@ class LineChat:
             self._print(f"  ? approve [{body.get('risk')}] {body.get('summary')}  — y(es) / n(o) / a(lways)")
         elif kind == "approval.resolved":
             self._print(f"  approval {body.get('decision')}")
-            self._pending_approvals = [a for a in self._pending_approvals if a.get("request_id") != body.get("request_id")]
+            self._pending_approvals = [
+                a for a in self._pending_approvals if a.get("request_id") != body.get("request_id")
+            ]
         elif kind == "question.asked":
             options = body.get("options", [])
             self._print(f"  ? {body.get('text')}")
@@ -130,7 +139,8 @@ class LineChat:
         if decision == "ask":
             answer = await lines.get()
             decision = {"y": "allow", "yes": "allow", "a": "allow_always", "always": "allow_always"}.get(
-                (answer or "").strip().lower(), "deny")
+                (answer or "").strip().lower(), "deny"
+            )
         self._pending_approvals = [a for a in self._pending_approvals if a is not request]
         try:
             await self.client.request("approval.respond", {"request_id": request["request_id"], "decision": decision})

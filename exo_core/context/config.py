@@ -92,8 +92,9 @@ class ContextConfig:
             raise ConfigError("config.toml: [context] must be a table")
         known = {f.name for f in fields(cls)}
         if unknown := sorted(set(table) - known):
-            raise ConfigError(f"config.toml: [context] has unknown key(s) {', '.join(unknown)}; "
-                              f"known: {', '.join(sorted(known))}")
+            raise ConfigError(
+                f"config.toml: [context] has unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+            )
         return replace(cls(), **dict(table))
 
     @classmethod

@@ -53,9 +53,17 @@ _REPORTED_SESSIONS = 256
 class SummaryTreeContext:
     """The default context engine (a :class:`~exo_core.agent.seams.ContextEngine`)."""
 
-    def __init__(self, *, worker: DbWorker, summarizer: ModelTransport, hub: Hub | None = None,
-                 store: SessionStore | None = None, clock: Clock | None = None,
-                 config: ContextConfig | None = None, import_summarizer: ModelTransport | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        worker: DbWorker,
+        summarizer: ModelTransport,
+        hub: Hub | None = None,
+        store: SessionStore | None = None,
+        clock: Clock | None = None,
+        config: ContextConfig | None = None,
+        import_summarizer: ModelTransport | None = None,
+    ) -> None:
         self.config = config or ContextConfig()
         self._worker = worker
         self._store = store or SessionStore(worker)
@@ -65,9 +73,15 @@ class SummaryTreeContext:
         # larger machine take the bulk work.
         self._summarizers = {"live": summarizer, "import": import_summarizer or summarizer}
         cfg = self.config
-        self.lanes = LaneSet(self._run_job, self._refill, live_limit=cfg.live_limit, import_limit=cfg.import_limit,
-                             live_queue_limit=cfg.live_queue_limit, import_queue_limit=cfg.import_queue_limit,
-                             import_yields=cfg.import_yields)
+        self.lanes = LaneSet(
+            self._run_job,
+            self._refill,
+            live_limit=cfg.live_limit,
+            import_limit=cfg.import_limit,
+            live_queue_limit=cfg.live_queue_limit,
+            import_queue_limit=cfg.import_queue_limit,
+            import_yields=cfg.import_yields,
+        )
         # Finished nodes already reported in a context.compacted event, per session (bounded LRU).
         self._reported: OrderedDict[str, frozenset[NodeKey]] = OrderedDict()
         self.settle_timeouts = 0
@@ -103,8 +117,9 @@ class SummaryTreeContext:
         if not await self.lanes.wait_idle(session_id, self.config.settle_seconds, self._clock):
             # Proceed: the unfinished leaves appear verbatim; their jobs keep running.
             self.settle_timeouts += 1
-            log.warning("summaries of %s not settled after %.0fs; sending them verbatim", session_id,
-                        self.config.settle_seconds)
+            log.warning(
+                "summaries of %s not settled after %.0fs; sending them verbatim", session_id, self.config.settle_seconds
+            )
         nodes = await self._worker.run(lambda: db.load_nodes(self._worker.connection, session_id))
         plan = plan_view(nodes, messages, self.config)
         chat = render_view(system_prompt, plan, messages, message_chars=self.config.message_chars)
@@ -116,8 +131,9 @@ class SummaryTreeContext:
         nodes = await self._worker.run(lambda: db.load_nodes(self._worker.connection, session_id))
         return plan_view(nodes, messages, self.config)
 
-    async def touch(self, session_id: str, messages: Sequence[MessageRecord], *, live: bool,
-                    lane: str = "live") -> dict[NodeKey, SummaryNode]:
+    async def touch(
+        self, session_id: str, messages: Sequence[MessageRecord], *, live: bool, lane: str = "live"
+    ) -> dict[NodeKey, SummaryNode]:
         """Sync the tree with ``messages`` and queue the session's pending work; returns the nodes."""
         now = self._now()
         conn = self._worker.connection
@@ -147,8 +163,11 @@ class SummaryTreeContext:
         try:
             if node.level == 0:
                 messages = await self._worker.run(lambda: db.range_messages(conn, node))
-                if (len(messages) != self.config.leaf_size or messages[0].id != node.first_message
-                        or messages[-1].id != node.last_message):
+                if (
+                    len(messages) != self.config.leaf_size
+                    or messages[0].id != node.first_message
+                    or messages[-1].id != node.last_message
+                ):
                     return  # undone meanwhile; the next touch rebuilds this part of the tree
                 first, _ = node_positions(0, node.idx, self.config.leaf_size)
                 request = leaf_request(messages, first_position=first, config=self.config)
@@ -176,17 +195,20 @@ class SummaryTreeContext:
             await self._maybe_merge(job.session_id, messages, nodes, lane)
 
     async def _summarize(self, lane: str, request: ModelRequest) -> str:
-        return "".join([chunk.text async for chunk in self._summarizers[lane].stream(request)
-                        if isinstance(chunk, TextDelta)])
+        return "".join(
+            [chunk.text async for chunk in self._summarizers[lane].stream(request) if isinstance(chunk, TextDelta)]
+        )
 
-    async def _maybe_merge(self, session_id: str, messages: Sequence[MessageRecord],
-                           nodes: dict[NodeKey, SummaryNode], lane: str) -> None:
+    async def _maybe_merge(
+        self, session_id: str, messages: Sequence[MessageRecord], nodes: dict[NodeKey, SummaryNode], lane: str
+    ) -> None:
         parent = choose_merge(plan_view(nodes, messages, self.config), nodes, self.config)
         if parent is None:
             return
         now = self._now()
         created = await self._worker.run(
-            lambda: db.insert_parent(self._worker.connection, session_id, parent, lane=lane, now=now))
+            lambda: db.insert_parent(self._worker.connection, session_id, parent, lane=lane, now=now)
+        )
         if created:
             self.lanes.submit(Job(session_id, *parent), lane)
 
@@ -196,9 +218,15 @@ class SummaryTreeContext:
 
     # -- reporting ---------------------------------------------------------
 
-    async def _report(self, session_id: str, system_prompt: str, messages: Sequence[MessageRecord],
-                      before: dict[NodeKey, SummaryNode], after: dict[NodeKey, SummaryNode],
-                      chat: Sequence[ChatMessage]) -> None:
+    async def _report(
+        self,
+        session_id: str,
+        system_prompt: str,
+        messages: Sequence[MessageRecord],
+        before: dict[NodeKey, SummaryNode],
+        after: dict[NodeKey, SummaryNode],
+        chat: Sequence[ChatMessage],
+    ) -> None:
         done = frozenset(k for k, n in after.items() if n.done)
         previous = self._reported.get(session_id)
         self._reported[session_id] = done
@@ -213,8 +241,11 @@ class SummaryTreeContext:
         old_plan = plan_view({k: n for k, n in after.items() if k not in new}, messages, self.config)
         old_chat = render_view(system_prompt, old_plan, messages, message_chars=self.config.message_chars)
         try:
-            await self._hub.emit(session_id, "context.compacted", ev.ContextCompacted(
-                tokens_before=input_tokens(old_chat), tokens_after=input_tokens(chat)))
+            await self._hub.emit(
+                session_id,
+                "context.compacted",
+                ev.ContextCompacted(tokens_before=input_tokens(old_chat), tokens_after=input_tokens(chat)),
+            )
         except ExoError:
             log.exception("could not report context compaction for %s", session_id)
 
@@ -223,7 +254,16 @@ class SummaryTreeContext:
 
     def stats(self) -> dict[str, Any]:
         """Lane counters (limits, most ever running, started, failed) and settle timeouts."""
-        lanes = {name: {"limit": lane.limit, "max_running": lane.max_running, "running": lane.running,
-                        "queued": len(lane.queue), "started": lane.started, "failed": lane.failed,
-                        "paused": lane.paused} for name, lane in self.lanes.lanes.items()}
+        lanes = {
+            name: {
+                "limit": lane.limit,
+                "max_running": lane.max_running,
+                "running": lane.running,
+                "queued": len(lane.queue),
+                "started": lane.started,
+                "failed": lane.failed,
+                "paused": lane.paused,
+            }
+            for name, lane in self.lanes.lanes.items()
+        }
         return {"lanes": lanes, "settle_timeouts": self.settle_timeouts}

@@ -44,11 +44,27 @@ from exo_core.sessions.worker import DbWorker
 if TYPE_CHECKING:
     from exo_core.context.engine import SummaryTreeContext
 
-__all__ = ["ImportedMessage", "Conversation", "ImportReport", "parse_export", "parse_chatgpt", "parse_jsonl",
-           "import_conversations"]
+__all__ = [
+    "ImportedMessage",
+    "Conversation",
+    "ImportReport",
+    "parse_export",
+    "parse_chatgpt",
+    "parse_jsonl",
+    "import_conversations",
+]
 
-_ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant", "bot": "assistant",
-          "model": "assistant", "tool": "tool", "function": "tool", "system": "system"}
+_ROLES = {
+    "user": "user",
+    "human": "user",
+    "assistant": "assistant",
+    "ai": "assistant",
+    "bot": "assistant",
+    "model": "assistant",
+    "tool": "tool",
+    "function": "tool",
+    "system": "system",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,8 +193,10 @@ def parse_jsonl(lines: Iterable[str], *, where: str = "history.jsonl") -> list[C
             continue
         if "role" not in obj or "content" not in obj:
             raise UsageError(f"{where}:{number}: expected 'messages' (a conversation) or 'role' and 'content'")
-        conv = next((str(obj[k]) for k in ("conversation", "conversation_id", "session", "session_id") if k in obj),
-                    "conversation")
+        conv = next(
+            (str(obj[k]) for k in ("conversation", "conversation_id", "session", "session_id") if k in obj),
+            "conversation",
+        )
         item = _message_of(obj)
         messages = found.setdefault(conv, (title or conv, []))[1]
         if item is not None:
@@ -209,9 +227,14 @@ def parse_export(path: Path) -> list[Conversation]:
     return parse_jsonl(raw.splitlines(), where=str(path))
 
 
-async def import_conversations(worker: DbWorker, conversations: Iterable[Conversation], *,
-                               engine: "SummaryTreeContext | None" = None, config: ContextConfig | None = None,
-                               clock: Clock | None = None) -> ImportReport:
+async def import_conversations(
+    worker: DbWorker,
+    conversations: Iterable[Conversation],
+    *,
+    engine: "SummaryTreeContext | None" = None,
+    config: ContextConfig | None = None,
+    clock: Clock | None = None,
+) -> ImportReport:
     """Write each new conversation as a session and queue its summaries in the import lane."""
     store = SessionStore(worker, clock=clock)
     cfg = engine.config if engine is not None else (config or ContextConfig())
@@ -219,6 +242,7 @@ async def import_conversations(worker: DbWorker, conversations: Iterable[Convers
     skipped = count = 0
     sessions: list[str] = []
     for conv in conversations:
+
         def write(c: Conversation = conv) -> str | None:
             conn = worker.connection
             if conn.execute("SELECT 1 FROM imported_conversations WHERE source_key = ?", (c.source_key,)).fetchone():
@@ -227,11 +251,15 @@ async def import_conversations(worker: DbWorker, conversations: Iterable[Convers
                 session = store.create_session(title=c.title)
                 for m in c.messages:
                     store.add_message(session.id, m.role, m.content)
-                conn.execute("INSERT INTO imported_conversations(source_key, session_id, messages, imported_at)"
-                             " VALUES (?,?,?,?)", (c.source_key, session.id, len(c.messages), iso_utc(clock.now())))
+                conn.execute(
+                    "INSERT INTO imported_conversations(source_key, session_id, messages, imported_at)"
+                    " VALUES (?,?,?,?)",
+                    (c.source_key, session.id, len(c.messages), iso_utc(clock.now())),
+                )
             if engine is None:
-                db.sync_leaves(conn, session.id, store.messages(session.id), cfg, lane="import",
-                               now=iso_utc(clock.now()))
+                db.sync_leaves(
+                    conn, session.id, store.messages(session.id), cfg, lane="import", now=iso_utc(clock.now())
+                )
             return session.id
 
         try:

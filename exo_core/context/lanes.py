@@ -77,12 +77,23 @@ Refill = Callable[[str, int, set[tuple[str, int, int]]], Awaitable[list[Job]]]
 class LaneSet:
     """Schedules jobs on the lanes; ``run(job, lane)`` does one job and must not raise."""
 
-    def __init__(self, run: Runner, refill: Refill, *, live_limit: int, import_limit: int,
-                 live_queue_limit: int, import_queue_limit: int, import_yields: bool = True) -> None:
+    def __init__(
+        self,
+        run: Runner,
+        refill: Refill,
+        *,
+        live_limit: int,
+        import_limit: int,
+        live_queue_limit: int,
+        import_queue_limit: int,
+        import_yields: bool = True,
+    ) -> None:
         self._run = run
         self._refill = refill
-        self.lanes = {"live": Lane("live", live_limit, live_queue_limit),
-                      "import": Lane("import", import_limit, import_queue_limit)}
+        self.lanes = {
+            "live": Lane("live", live_limit, live_queue_limit),
+            "import": Lane("import", import_limit, import_queue_limit),
+        }
         self._import_yields = import_yields
         self._where: dict[tuple[str, int, int], str] = {}  # queued or running jobs: their lane
         self._waiters: dict[str, list[asyncio.Future[None]]] = {}
@@ -109,7 +120,7 @@ class LaneSet:
         """Move a session's queued import jobs to the live lane (the person is using it)."""
         source, target = self.lanes["import"], self.lanes["live"]
         # The session's oldest queued jobs, as many as the live queue has room for.
-        moved = [job for job in source.queue if job.session_id == session_id][:target.queue_limit - len(target.queue)]
+        moved = [job for job in source.queue if job.session_id == session_id][: target.queue_limit - len(target.queue)]
         source.queue = deque(job for job in source.queue if job not in moved)
         for job in moved:
             target.queue.append(job)

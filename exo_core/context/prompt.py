@@ -26,8 +26,15 @@ from exo_core.context.config import ContextConfig
 from exo_core.context.redact import redact
 from exo_core.sessions.store import MessageRecord
 
-__all__ = ["SUMMARY_RULES", "leaf_request", "merge_request", "render_transcript", "finish_summary", "FOOTER_LATEST",
-           "FOOTER_STOP"]
+__all__ = [
+    "SUMMARY_RULES",
+    "leaf_request",
+    "merge_request",
+    "render_transcript",
+    "finish_summary",
+    "FOOTER_LATEST",
+    "FOOTER_STOP",
+]
 
 FOOTER_LATEST = "Latest request (quoted):"
 FOOTER_STOP = "Stop/undo request (quoted):"
@@ -76,8 +83,9 @@ def render_transcript(messages: Sequence[MessageRecord], *, first_position: int,
     for offset, m in enumerate(messages):
         body = m.content
         if m.tool_calls:
-            calls = "; ".join(f"{c.get('name', '?')}({json.dumps(c.get('arguments', {}), ensure_ascii=False)})"
-                              for c in m.tool_calls)
+            calls = "; ".join(
+                f"{c.get('name', '?')}({json.dumps(c.get('arguments', {}), ensure_ascii=False)})" for c in m.tool_calls
+            )
             body = (body + "\n" if body else "") + f"(called {calls})"
         if m.status == "interrupted":
             body += " [interrupted]"
@@ -89,14 +97,19 @@ def _request(transcript: str, config: ContextConfig, *, merge: bool = False) -> 
     rules = SUMMARY_RULES.format(words=max(20, config.summary_tokens * 2 // 3))
     system = rules + "\n\n" + _MERGE_INTRO if merge else rules
     user = f"<transcript>\n{transcript}\n</transcript>\n\nSummary:"
-    return ModelRequest(messages=(ChatMessage(role="system", content=system), ChatMessage(role="user", content=user)),
-                        max_tokens=config.summary_tokens, temperature=0.2, role="aux")
+    return ModelRequest(
+        messages=(ChatMessage(role="system", content=system), ChatMessage(role="user", content=user)),
+        max_tokens=config.summary_tokens,
+        temperature=0.2,
+        role="aux",
+    )
 
 
 def leaf_request(messages: Sequence[MessageRecord], *, first_position: int, config: ContextConfig) -> ModelRequest:
     """The summarizer call for one leaf: rules, then the (scrubbed) transcript."""
-    return _request(redact(render_transcript(messages, first_position=first_position, limit=config.message_chars)),
-                    config)
+    return _request(
+        redact(render_transcript(messages, first_position=first_position, limit=config.message_chars)), config
+    )
 
 
 def merge_request(older: str, newer: str, *, config: ContextConfig) -> ModelRequest:

@@ -37,14 +37,29 @@ _SPOKEN = re.compile(
 )
 _URL_CREDENTIAL = re.compile(r"(?<=://)([^\s:/@]+):([^\s@/]+)(?=@)")
 # Long mixed strings that look random; pure hex (ids, checksums) is left alone.
-_OPAQUE = re.compile(r"(?<![A-Za-z0-9/_.\-])(?=[A-Za-z0-9+/_\-]*[0-9])(?=[A-Za-z0-9+/_\-]*[a-z])"
-                     r"(?=[A-Za-z0-9+/_\-]*[A-Z])[A-Za-z0-9+/_\-]{32,}={0,2}(?![A-Za-z0-9/_.\-])")
+_OPAQUE = re.compile(
+    r"(?<![A-Za-z0-9/_.\-])(?=[A-Za-z0-9+/_\-]*[0-9])(?=[A-Za-z0-9+/_\-]*[a-z])"
+    r"(?=[A-Za-z0-9+/_\-]*[A-Z])[A-Za-z0-9+/_\-]{32,}={0,2}(?![A-Za-z0-9/_.\-])"
+)
 
 
 def _kind(word: str) -> str:
     word = word.lower().replace("-", "_").replace(" ", "_")
-    for kind in ("password", "passphrase", "passcode", "pin", "api_key", "apikey", "access_key", "private_key",
-                 "client_secret", "token", "secret", "pwd", "passwd"):
+    for kind in (
+        "password",
+        "passphrase",
+        "passcode",
+        "pin",
+        "api_key",
+        "apikey",
+        "access_key",
+        "private_key",
+        "client_secret",
+        "token",
+        "secret",
+        "pwd",
+        "passwd",
+    ):
         if kind in word:
             return {"apikey": "api_key", "pwd": "password", "passwd": "password"}.get(kind, kind)
     return "secret"
@@ -56,7 +71,13 @@ def redact(text: str) -> str:
     for kind, pattern in _SHAPES:
         out = pattern.sub(f"[secret:{kind.replace('-', '_')}]", out)
     for named in (_ASSIGNED, _SPOKEN):  # the word before the value names the kind; a placeholder stays as it is
-        out = named.sub(lambda m: m.group(0) if m.group(4).startswith("[secret")
-                        else f"{m.group(1)}{m.group(2)}[secret:{_kind(m.group(1))}]", out)
+        out = named.sub(
+            lambda m: (
+                m.group(0)
+                if m.group(4).startswith("[secret")
+                else f"{m.group(1)}{m.group(2)}[secret:{_kind(m.group(1))}]"
+            ),
+            out,
+        )
     out = _URL_CREDENTIAL.sub(lambda m: f"{m.group(1)}:[secret:password]", out)
     return _OPAQUE.sub("[secret:token]", out)

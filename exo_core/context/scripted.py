@@ -57,7 +57,7 @@ class ScriptedSummarizer:
         if not spec.startswith(SPEC_PREFIX):
             raise ConfigError(f"not a scripted summarizer spec: {spec!r}")
         options: dict[str, float | int | bool] = {}
-        for item in filter(None, spec[len(SPEC_PREFIX):].lstrip(":").split(",")):
+        for item in filter(None, spec[len(SPEC_PREFIX) :].lstrip(":").split(",")):
             key, _, value = item.partition("=")
             if key not in _OPTIONS:
                 raise ConfigError(f"unknown scripted summarizer option {key!r}; known: delay, fail, hang, words")

@@ -23,8 +23,17 @@ from typing import Literal
 from exo_core.context.config import ContextConfig, estimate_tokens
 from exo_core.sessions.store import MessageRecord
 
-__all__ = ["NodeKey", "SummaryNode", "Element", "Plan", "tail_start", "leaf_span", "node_positions", "plan_view",
-           "choose_merge"]
+__all__ = [
+    "NodeKey",
+    "SummaryNode",
+    "Element",
+    "Plan",
+    "tail_start",
+    "leaf_span",
+    "node_positions",
+    "plan_view",
+    "choose_merge",
+]
 
 NodeKey = tuple[int, int]
 """A node's address: ``(level, index)``."""

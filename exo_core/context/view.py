@@ -41,18 +41,20 @@ def history_block(plan: Plan, messages: Sequence[MessageRecord], *, message_char
         if element.kind == "summary" and element.node is not None:
             parts.append(f"[summary of {label}]\n{element.node.text}")
         else:
-            text = render_transcript(messages[element.first: element.last + 1], first_position=element.first,
-                                     limit=message_chars)
+            text = render_transcript(
+                messages[element.first : element.last + 1], first_position=element.first, limit=message_chars
+            )
             parts.append(f"[{label}, not yet summarized]\n{text}")
     return VIEW_HEADER + "\n\n" + "\n\n".join(parts) + "\n" + VIEW_FOOTER if parts else ""
 
 
-def render_view(system_prompt: str, plan: Plan, messages: Sequence[MessageRecord], *,
-                message_chars: int) -> list[ChatMessage]:
+def render_view(
+    system_prompt: str, plan: Plan, messages: Sequence[MessageRecord], *, message_chars: int
+) -> list[ChatMessage]:
     """The full model input: one system message (prompt + history), then the tail verbatim."""
     system = "\n\n".join(p for p in (system_prompt, history_block(plan, messages, message_chars=message_chars)) if p)
     head = [ChatMessage(role="system", content=system)] if system else []
-    return head + to_chat_messages(messages[plan.tail_start:])
+    return head + to_chat_messages(messages[plan.tail_start :])
 
 
 def input_tokens(chat: Sequence[ChatMessage]) -> int:

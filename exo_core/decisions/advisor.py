@@ -29,11 +29,18 @@ from exo_core.gate.classify import Classification
 __all__ = ["CONFIRM", "DecisionAdvisor", "proposal", "action_state"]
 
 CONFIRM = Question(
-    "confirm", "predicate", "Should the person confirm this action before it runs?", ("yes", "no"),
+    "confirm",
+    "predicate",
+    "Should the person confirm this action before it runs?",
+    ("yes", "no"),
     ("it could surprise the person or be hard to undo", "it is routine and safe to run"),
-    threshold=0.8, fallback="default", default="no",
-    cues={"yes": ("recoverable", "leaves", "shell.opaque", "install", "http.post"),
-          "no": ("none", "reversible", "file.read", "shell.read", "store.recall")},
+    threshold=0.8,
+    fallback="default",
+    default="no",
+    cues={
+        "yes": ("recoverable", "leaves", "shell.opaque", "install", "http.post"),
+        "no": ("none", "reversible", "file.read", "shell.read", "store.recall"),
+    },
 )
 
 

@@ -46,17 +46,27 @@ class Calibration:
 
     def apply(self, raw: Mapping[str, float]) -> dict[str, float]:
         """Calibrated probabilities for ``raw`` (a probability per option)."""
-        return softmax({o: self.slope * math.log(max(raw.get(o, 0.0), _FLOOR)) + b
-                        for o, b in zip(self.options, self.offsets)})
+        return softmax(
+            {o: self.slope * math.log(max(raw.get(o, 0.0), _FLOOR)) + b for o, b in zip(self.options, self.offsets)}
+        )
 
     def to_json(self) -> dict[str, object]:
         """As plain data (benchmarks and ``docs``)."""
-        return {"slope": round(self.slope, 4), "samples": self.samples,
-                "offsets": {o: round(b, 4) for o, b in zip(self.options, self.offsets)}}
+        return {
+            "slope": round(self.slope, 4),
+            "samples": self.samples,
+            "offsets": {o: round(b, 4) for o, b in zip(self.options, self.offsets)},
+        }
 
 
-def fit(options: Sequence[str], samples: Iterable[Sample], *, min_samples: int = MIN_SAMPLES,
-        ridge: float = 1.0, iterations: int = 50) -> Calibration | None:
+def fit(
+    options: Sequence[str],
+    samples: Iterable[Sample],
+    *,
+    min_samples: int = MIN_SAMPLES,
+    ridge: float = 1.0,
+    iterations: int = 50,
+) -> Calibration | None:
     """Fit a :class:`Calibration` on labelled ``samples``; ``None`` when there are fewer than ``min_samples``.
 
     Samples whose label is not one of ``options`` are skipped.
@@ -90,7 +100,7 @@ def fit(options: Sequence[str], samples: Iterable[Sample], *, min_samples: int =
         grad = np.concatenate([[(r * x).sum()], r.sum(axis=0)]) + 2 * ridge * (theta - prior)
         mean_x = (p * x).sum(axis=1)
         hess = np.zeros((k + 1, k + 1))
-        hess[0, 0] = ((p * x * x).sum(axis=1) - mean_x ** 2).sum()
+        hess[0, 0] = ((p * x * x).sum(axis=1) - mean_x**2).sum()
         hess[0, 1:] = hess[1:, 0] = (p * x - p * mean_x[:, None]).sum(axis=0)
         hess[1:, 1:] = np.diag(p.sum(axis=0)) - p.T @ p
         hess += 2 * ridge * np.eye(k + 1)
@@ -138,8 +148,12 @@ class CalibrationBook:
         return found.apply(raw), True
 
     @classmethod
-    def fitted(cls, samples: Mapping[tuple[str, str], tuple[Sequence[str], Sequence[Sample]]], *,
-               min_samples: int = MIN_SAMPLES) -> "CalibrationBook":
+    def fitted(
+        cls,
+        samples: Mapping[tuple[str, str], tuple[Sequence[str], Sequence[Sample]]],
+        *,
+        min_samples: int = MIN_SAMPLES,
+    ) -> "CalibrationBook":
         """Fit each ``(provider, mechanism) -> (options, samples)`` that has enough labels."""
         fitted = {key: fit(options, rows, min_samples=min_samples) for key, (options, rows) in samples.items()}
         return cls({key: found for key, found in fitted.items() if found is not None})

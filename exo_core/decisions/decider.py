@@ -48,8 +48,14 @@ def failure_reason(exc: BaseException) -> str:
 class Decider:
     """Runs questions through rules and the configured providers; records each decision."""
 
-    def __init__(self, providers: Sequence[DecisionProvider] = (), *, calibration: CalibrationBook | None = None,
-                 recorder: Recorder | None = None, clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        providers: Sequence[DecisionProvider] = (),
+        *,
+        calibration: CalibrationBook | None = None,
+        recorder: Recorder | None = None,
+        clock: Clock | None = None,
+    ) -> None:
         self.providers = tuple(providers)
         self.calibration = calibration or CalibrationBook()
         self.recorder = recorder
@@ -72,8 +78,17 @@ class Decider:
             return None
         rule = fired[0]
         probabilities = {o: 1.0 if o == rule.option else 0.0 for o in question.options}
-        return Decision(question.mechanism, question.options, probabilities, probabilities, rule.option,
-                        "rules", "rule", applied=rule.option, rule=rule.name)
+        return Decision(
+            question.mechanism,
+            question.options,
+            probabilities,
+            probabilities,
+            rule.option,
+            "rules",
+            "rule",
+            applied=rule.option,
+            rule=rule.name,
+        )
 
     async def _by_providers(self, question: Question, state: str) -> Decision:
         failures: list[tuple[str, str]] = []
@@ -87,8 +102,18 @@ class Decider:
             used, calibrated = self.calibration.apply(provider.name, question.mechanism, raw)
             best = max(question.options, key=lambda o: used[o])
             if used[best] >= question.threshold:
-                return Decision(question.mechanism, question.options, used, raw, best, provider.name, "provider",
-                                calibrated=calibrated, applied=best, failures=tuple(failures))
+                return Decision(
+                    question.mechanism,
+                    question.options,
+                    used,
+                    raw,
+                    best,
+                    provider.name,
+                    "provider",
+                    calibrated=calibrated,
+                    applied=best,
+                    failures=tuple(failures),
+                )
             return _fallback(question, used, raw, provider.name, calibrated, failures)
         even = {o: 1.0 / len(question.options) for o in question.options}
         return _fallback(question, even, even, "none", False, failures)
@@ -118,13 +143,30 @@ class Decider:
             return None
 
 
-def _fallback(question: Question, used: Mapping[str, float], raw: Mapping[str, float], provider: str,
-              calibrated: bool, failures: list[tuple[str, str]]) -> Decision:
+def _fallback(
+    question: Question,
+    used: Mapping[str, float],
+    raw: Mapping[str, float],
+    provider: str,
+    calibrated: bool,
+    failures: list[tuple[str, str]],
+) -> Decision:
     """Below the threshold: abstain, apply the safe default or escalate."""
     default = question.default if question.fallback == "default" else None
     escalate = None if question.fallback == "default" else question.fallback
-    return Decision(question.mechanism, question.options, dict(used), dict(raw), None, provider, "fallback",
-                    calibrated=calibrated, applied=default, escalate=escalate, failures=tuple(failures))
+    return Decision(
+        question.mechanism,
+        question.options,
+        dict(used),
+        dict(raw),
+        None,
+        provider,
+        "fallback",
+        calibrated=calibrated,
+        applied=default,
+        escalate=escalate,
+        failures=tuple(failures),
+    )
 
 
 def _consume(task: "asyncio.Future[object]") -> None:

@@ -25,9 +25,11 @@ from exo_core.decisions.question import BadProviderOutput, Question
 __all__ = ["RulesOnlyProvider", "HostedProvider", "redact", "LETTERS"]
 
 LETTERS = string.ascii_uppercase
-_REDACTIONS = ((re.compile(r"[\w.+-]+@[\w-]+(\.[\w-]+)+"), "[email]"),
-               (re.compile(r"https?://\S+"), "[link]"),
-               (re.compile(r"\+?\d[\d ()-]{6,}\d"), "[number]"))
+_REDACTIONS = (
+    (re.compile(r"[\w.+-]+@[\w-]+(\.[\w-]+)+"), "[email]"),
+    (re.compile(r"https?://\S+"), "[link]"),
+    (re.compile(r"\+?\d[\d ()-]{6,}\d"), "[number]"),
+)
 
 
 def redact(text: str) -> str:
@@ -49,8 +51,13 @@ class RulesOnlyProvider:
     async def probabilities(self, question: Question, state: str) -> Mapping[str, float]:
         """A softmax over cue counts; the question's default option gets a small head start."""
         text = f" {state.lower()} "
-        return softmax({o: self.weight * sum(1 for cue in question.cues.get(o, ()) if _has(text, cue))
-                        + (0.5 if o == question.default else 0.0) for o in question.options})
+        return softmax(
+            {
+                o: self.weight * sum(1 for cue in question.cues.get(o, ()) if _has(text, cue))
+                + (0.5 if o == question.default else 0.0)
+                for o in question.options
+            }
+        )
 
 
 def _has(text: str, cue: str) -> bool:
@@ -60,8 +67,15 @@ def _has(text: str, cue: str) -> bool:
 class HostedProvider:
     """One letter from the router's ``decision`` role (temperature 0, two tokens at most)."""
 
-    def __init__(self, transport: ModelTransport, *, name: str = "hosted", role: str = "decision",
-                 timeout: float = 2.0, confidence: float = 0.9) -> None:
+    def __init__(
+        self,
+        transport: ModelTransport,
+        *,
+        name: str = "hosted",
+        role: str = "decision",
+        timeout: float = 2.0,
+        confidence: float = 0.9,
+    ) -> None:
         self.transport = transport
         self.name = name
         self.role = role
@@ -74,8 +88,12 @@ class HostedProvider:
         lines += [f"{LETTERS[i]}. {o}: {question.describe(o)}" for i, o in enumerate(question.options)]
         lines += [f"Message: {text}\nAnswer: {LETTERS[question.options.index(o)]}" for text, o in question.examples]
         user = f"Message: {redact(state)}\nAnswer:"
-        return ModelRequest(messages=(ChatMessage("system", "\n".join(lines)), ChatMessage("user", user)),
-                            max_tokens=2, temperature=0.0, role=self.role)
+        return ModelRequest(
+            messages=(ChatMessage("system", "\n".join(lines)), ChatMessage("user", user)),
+            max_tokens=2,
+            temperature=0.0,
+            role=self.role,
+        )
 
     async def probabilities(self, question: Question, state: str) -> Mapping[str, float]:
         """The picked option at ``confidence``, the rest shared; :class:`BadProviderOutput` if no letter."""

@@ -132,11 +132,19 @@ class Decision:
 
     def to_json(self) -> dict[str, Any]:
         """What ``exo decide ... --json`` prints."""
-        return {"probabilities": {k: round(v, 4) for k, v in self.probabilities.items()},
-                "chosen": self.chosen, "abstained": self.abstained, "provider": self.provider,
-                "via": self.via, "calibrated": self.calibrated, "applied": self.applied,
-                "escalate": self.escalate, "raw": {k: round(v, 4) for k, v in self.raw.items()},
-                "failures": [list(f) for f in self.failures], "entry_id": self.entry_id}
+        return {
+            "probabilities": {k: round(v, 4) for k, v in self.probabilities.items()},
+            "chosen": self.chosen,
+            "abstained": self.abstained,
+            "provider": self.provider,
+            "via": self.via,
+            "calibrated": self.calibrated,
+            "applied": self.applied,
+            "escalate": self.escalate,
+            "raw": {k: round(v, 4) for k, v in self.raw.items()},
+            "failures": [list(f) for f in self.failures],
+            "entry_id": self.entry_id,
+        }
 
 
 class DecisionProvider(Protocol):

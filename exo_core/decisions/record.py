@@ -40,13 +40,24 @@ def _round(probabilities: Mapping[str, float]) -> dict[str, float]:
 
 def decision_body(question: Question, state: str, decision: Decision) -> dict[str, Any]:
     """The ledger body for ``decision``: the state's hash, never its text."""
-    return {"decider": question.mechanism, "question": question.kind,
-            "state": hashlib.sha256(state.encode("utf-8")).hexdigest(), "options": list(question.options),
-            "provider": decision.provider, "via": decision.via, "raw": _round(decision.raw),
-            "p": _round(decision.probabilities), "calibrated": decision.calibrated, "chosen": decision.chosen,
-            "applied": decision.applied, "escalate": decision.escalate, "threshold": question.threshold,
-            "rule": decision.rule or None, "failures": [[name, reason] for name, reason in decision.failures],
-            "ms": int(round(decision.seconds * 1000))}
+    return {
+        "decider": question.mechanism,
+        "question": question.kind,
+        "state": hashlib.sha256(state.encode("utf-8")).hexdigest(),
+        "options": list(question.options),
+        "provider": decision.provider,
+        "via": decision.via,
+        "raw": _round(decision.raw),
+        "p": _round(decision.probabilities),
+        "calibrated": decision.calibrated,
+        "chosen": decision.chosen,
+        "applied": decision.applied,
+        "escalate": decision.escalate,
+        "threshold": question.threshold,
+        "rule": decision.rule or None,
+        "failures": [[name, reason] for name, reason in decision.failures],
+        "ms": int(round(decision.seconds * 1000)),
+    }
 
 
 def record_label(recorder: Recorder, decision: Decision, signal: str, *, label: str | None = None) -> str | None:

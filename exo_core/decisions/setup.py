@@ -33,8 +33,14 @@ from exo_core.decisions.uses import chosen_toolsets, toolset
 from exo_core.errors import ConfigError
 from exo_core.home import ExoHome
 
-__all__ = ["PROVIDER_KINDS", "DecisionSettings", "build_providers", "calibration_from_store", "build_decider",
-           "ToolsetNarrowing"]
+__all__ = [
+    "PROVIDER_KINDS",
+    "DecisionSettings",
+    "build_providers",
+    "calibration_from_store",
+    "build_decider",
+    "ToolsetNarrowing",
+]
 
 PROVIDER_KINDS = ("local", "hosted", "rules-only")
 log = logging.getLogger(__name__)
@@ -60,13 +66,17 @@ class DecisionSettings:
             raise ConfigError("config.toml: [decisions] must be a table")
         unknown = set(table) - set(cls.__slots__)
         if unknown:
-            raise ConfigError(f"config.toml: [decisions] has unknown key {sorted(unknown)[0]!r}; "
-                              f"known: {', '.join(cls.__slots__)}")
+            raise ConfigError(
+                f"config.toml: [decisions] has unknown key {sorted(unknown)[0]!r}; known: {', '.join(cls.__slots__)}"
+            )
         providers = table.get("providers", defaults.providers)
         if not isinstance(providers, (list, tuple)) or any(p not in PROVIDER_KINDS for p in providers):
             raise ConfigError(f"config.toml: decisions.providers must list some of {', '.join(PROVIDER_KINDS)}")
-        out = {"providers": tuple(providers), "toolsets": table.get("toolsets", False),
-               "local_model": table.get("local_model", defaults.local_model)}
+        out = {
+            "providers": tuple(providers),
+            "toolsets": table.get("toolsets", False),
+            "local_model": table.get("local_model", defaults.local_model),
+        }
         if not isinstance(out["toolsets"], bool):
             raise ConfigError("config.toml: decisions.toolsets must be true or false")
         if not isinstance(out["local_model"], str) or not out["local_model"]:
@@ -79,8 +89,9 @@ class DecisionSettings:
         return cls(**out)
 
 
-def build_providers(home: ExoHome, settings: DecisionSettings, *, model: ModelTransport | None = None
-                    ) -> list[DecisionProvider]:
+def build_providers(
+    home: ExoHome, settings: DecisionSettings, *, model: ModelTransport | None = None
+) -> list[DecisionProvider]:
     """The providers in the configured order. ``model`` is the router exod answers with, when it has one."""
     out: list[DecisionProvider] = []
     for kind in settings.providers:
@@ -100,8 +111,11 @@ def build_providers(home: ExoHome, settings: DecisionSettings, *, model: ModelTr
                 continue
             factory = getattr(model, "local", None)
             shared = factory(settings.local_model) if callable(factory) else None
-            out.append(local_decision_provider(home, name=settings.local_model, transport=shared,
-                                               timeout=settings.local_timeout))
+            out.append(
+                local_decision_provider(
+                    home, name=settings.local_model, transport=shared, timeout=settings.local_timeout
+                )
+            )
     return out
 
 
@@ -116,16 +130,26 @@ def calibration_from_store(store: Path | None, *, min_samples: int = MIN_SAMPLES
     return CalibrationBook.fitted(samples, min_samples=min_samples)
 
 
-def build_decider(home: ExoHome, *, store: Path | None = None, recorder: Recorder | None = None,
-                  model: ModelTransport | None = None, providers: Sequence[str] | None = None,
-                  clock: Clock | None = None) -> Decider:
+def build_decider(
+    home: ExoHome,
+    *,
+    store: Path | None = None,
+    recorder: Recorder | None = None,
+    model: ModelTransport | None = None,
+    providers: Sequence[str] | None = None,
+    clock: Clock | None = None,
+) -> Decider:
     """A decider for ``home``: configured providers (or ``providers``), calibrated on ``store``'s ledger."""
     settings = DecisionSettings.from_config(home.config())
     if providers is not None:
         chosen = DecisionSettings.from_config({"decisions": {"providers": list(providers)}}).providers
         settings = replace(settings, providers=chosen)
-    return Decider(build_providers(home, settings, model=model), calibration=calibration_from_store(store),
-                   recorder=recorder, clock=clock)
+    return Decider(
+        build_providers(home, settings, model=model),
+        calibration=calibration_from_store(store),
+        recorder=recorder,
+        clock=clock,
+    )
 
 
 class ToolsetNarrowing:

@@ -20,36 +20,81 @@ from collections.abc import Iterable, Sequence
 from exo_core.decisions.decider import Decider
 from exo_core.decisions.question import Decision, Question, Rule
 
-__all__ = ["SIGNAL", "TOOLSET", "PANEL", "TOOLSETS", "USES", "toolset_question",
-           "signal", "toolset", "panel", "chosen_toolsets"]
+__all__ = [
+    "SIGNAL",
+    "TOOLSET",
+    "PANEL",
+    "TOOLSETS",
+    "USES",
+    "toolset_question",
+    "signal",
+    "toolset",
+    "panel",
+    "chosen_toolsets",
+]
 
 SIGNAL = Question(
-    "signal", "choice", "Is this message a correction, a rule, or neither?",
+    "signal",
+    "choice",
+    "Is this message a correction, a rule, or neither?",
     ("correction", "rule", "neither"),
-    ("it says the assistant's last answer or action was wrong and fixes it",
-     "it gives a standing instruction for the future",
-     "a question, a request or small talk"),
-    threshold=0.6, fallback="main",
+    (
+        "it says the assistant's last answer or action was wrong and fixes it",
+        "it gives a standing instruction for the future",
+        "a question, a request or small talk",
+    ),
+    threshold=0.6,
+    fallback="main",
     rules=(
         Rule("starts-with-no", r"^\s*(no|nope|wrong|incorrect)\s*[,.!:;-]", "correction"),
-        Rule("says-wrong", r"\b(that'?s|that is|this is|it'?s) (wrong|incorrect|not (right|correct|what i "
-                           r"(asked|meant|wanted)))\b", "correction"),
+        Rule(
+            "says-wrong",
+            r"\b(that'?s|that is|this is|it'?s) (wrong|incorrect|not (right|correct|what i "
+            r"(asked|meant|wanted)))\b",
+            "correction",
+        ),
         Rule("from-now-on", r"\b(from now on|going forward|from here on|in (the )?future,)", "rule"),
         Rule("imperative-always", r"^\s*(please\s+)?(always|never|don'?t ever|do not ever)\b", "rule"),
-        Rule("plain-question", r"^\s*(what|when|where|who|how|why|which|can you|could you)\b[^.!]*\?\s*$",
-             "neither"),
+        Rule("plain-question", r"^\s*(what|when|where|who|how|why|which|can you|could you)\b[^.!]*\?\s*$", "neither"),
     ),
-    cues={"correction": ("not", "meant", "actually", "instead", "should be", "i said", "mistake", "wrong",
-                         "rather", "typo", "fix", "i asked"),
-          "rule": ("always", "never", "every time", "whenever", "prefer", "remember", "by default",
-                   "don't", "do not", "stop", "make sure"),
-          "neither": ("?", "thanks", "thank you", "can you", "please", "what", "how", "hello", "great")},
-    examples=(("No, the meeting is on Tuesday, not Thursday.", "correction"),
-              ("From now on, write dates as YYYY-MM-DD.", "rule"),
-              ("What time does the bakery open?", "neither"),
-              ("You used the old address, it's 12 Rua Nova now.", "correction"),
-              ("I never want flights that leave before 8am.", "rule"),
-              ("Draft a reply to the landlord.", "neither")),
+    cues={
+        "correction": (
+            "not",
+            "meant",
+            "actually",
+            "instead",
+            "should be",
+            "i said",
+            "mistake",
+            "wrong",
+            "rather",
+            "typo",
+            "fix",
+            "i asked",
+        ),
+        "rule": (
+            "always",
+            "never",
+            "every time",
+            "whenever",
+            "prefer",
+            "remember",
+            "by default",
+            "don't",
+            "do not",
+            "stop",
+            "make sure",
+        ),
+        "neither": ("?", "thanks", "thank you", "can you", "please", "what", "how", "hello", "great"),
+    },
+    examples=(
+        ("No, the meeting is on Tuesday, not Thursday.", "correction"),
+        ("From now on, write dates as YYYY-MM-DD.", "rule"),
+        ("What time does the bakery open?", "neither"),
+        ("You used the old address, it's 12 Rua Nova now.", "correction"),
+        ("I never want flights that leave before 8am.", "rule"),
+        ("Draft a reply to the landlord.", "neither"),
+    ),
 )
 
 _TOOLSET_DESCRIPTIONS = {
@@ -67,22 +112,40 @@ def toolset_question(toolsets: Iterable[str] = TOOLSETS[1:]) -> Question:
     order = {name: i for i, name in enumerate(TOOLSETS)}  # known toolsets first, in the table's order
     options = ("none", *sorted(set(toolsets) - {"none"}, key=lambda name: (order.get(name, len(order)), name)))
     known = set(options)
-    return Question("toolset", "choice", "Which tools does this request need?", options,
-                    tuple(_TOOLSET_DESCRIPTIONS.get(o, f"the {o} tools") for o in options), threshold=0.7,
-                    fallback="default", rules=tuple(r for r in _TOOLSET_RULES if r.option in known),
-                    cues={o: c for o, c in _TOOLSET_CUES.items() if o in known},
-                    examples=tuple(e for e in _TOOLSET_EXAMPLES if e[1] in known))
+    return Question(
+        "toolset",
+        "choice",
+        "Which tools does this request need?",
+        options,
+        tuple(_TOOLSET_DESCRIPTIONS.get(o, f"the {o} tools") for o in options),
+        threshold=0.7,
+        fallback="default",
+        rules=tuple(r for r in _TOOLSET_RULES if r.option in known),
+        cues={o: c for o, c in _TOOLSET_CUES.items() if o in known},
+        examples=tuple(e for e in _TOOLSET_EXAMPLES if e[1] in known),
+    )
 
 
 _TOOLSET_RULES = (
-    Rule("shell-command", r"\b(git (push|pull|commit|status|log|diff|clone|checkout|rebase|stash)|pytest|npm |pip "
-                          r"install|make (test|build|install)|docker|run (the )?(tests?|script|build))\b", "shell"),
-    Rule("file-name", r"\b(open|read|edit|write|create|rename|fix|update|append to)\b.*\b[\w-]+\.(md|txt|py|json|"
-                      r"toml|ya?ml|csv|js|ts|html|cfg|ini)\b", "core"),
-    Rule("past-talk", r"\b(what did (i|we|you) (say|decide|agree|tell)|remind me what|last (week|time|session) "
-                      r"(i|we|you))\b", "memory"),
-    Rule("small-talk", r"^\s*(hi|hello|hey|thanks|thank you|ok|okay|great|good morning|good night)\b[\s.!]*$",
-         "none"),
+    Rule(
+        "shell-command",
+        r"\b(git (push|pull|commit|status|log|diff|clone|checkout|rebase|stash)|pytest|npm |pip "
+        r"install|make (test|build|install)|docker|run (the )?(tests?|script|build))\b",
+        "shell",
+    ),
+    Rule(
+        "file-name",
+        r"\b(open|read|edit|write|create|rename|fix|update|append to)\b.*\b[\w-]+\.(md|txt|py|json|"
+        r"toml|ya?ml|csv|js|ts|html|cfg|ini)\b",
+        "core",
+    ),
+    Rule(
+        "past-talk",
+        r"\b(what did (i|we|you) (say|decide|agree|tell)|remind me what|last (week|time|session) "
+        r"(i|we|you))\b",
+        "memory",
+    ),
+    Rule("small-talk", r"^\s*(hi|hello|hey|thanks|thank you|ok|okay|great|good morning|good night)\b[\s.!]*$", "none"),
 )
 _TOOLSET_CUES = {
     "none": ("?", "explain", "what is", "why", "how do", "thanks", "write me", "translate", "suggest"),
@@ -91,38 +154,65 @@ _TOOLSET_CUES = {
     "memory": ("remember", "last time", "earlier", "before", "did i", "we talked", "what did", "said", "mentioned"),
     "ui": ("show", "screen", "display", "panel", "table", "diff"),
 }
-_TOOLSET_EXAMPLES = (("Correct the spelling mistakes in chapter2.md.", "core"),
-                     ("Tag this commit as v1.2 and push it.", "shell"),
-                     ("What did we agree about the school run last month?", "memory"),
-                     ("Explain what a mortgage is.", "none"), ("Show the timetable on the screen.", "ui"),
-                     ("Add a line to my shopping list file.", "core"), ("Is the backup drive mounted?", "shell"))
+_TOOLSET_EXAMPLES = (
+    ("Correct the spelling mistakes in chapter2.md.", "core"),
+    ("Tag this commit as v1.2 and push it.", "shell"),
+    ("What did we agree about the school run last month?", "memory"),
+    ("Explain what a mortgage is.", "none"),
+    ("Show the timetable on the screen.", "ui"),
+    ("Add a line to my shopping list file.", "core"),
+    ("Is the backup drive mounted?", "shell"),
+)
 
 PANEL = Question(
-    "panel", "choice", "Should a panel open on the screen, and which one?",
+    "panel",
+    "choice",
+    "Should a panel open on the screen, and which one?",
     ("none", "diff", "file_preview", "taste", "session_tree", "table"),
-    ("no panel: a spoken or written answer is enough", "the changes made to files",
-     "the contents of one file", "what the assistant has learned about the person's taste",
-     "the branches and history of this conversation", "figures or a list laid out as a table"),
-    threshold=0.7, fallback="default", default="none",
+    (
+        "no panel: a spoken or written answer is enough",
+        "the changes made to files",
+        "the contents of one file",
+        "what the assistant has learned about the person's taste",
+        "the branches and history of this conversation",
+        "figures or a list laid out as a table",
+    ),
+    threshold=0.7,
+    fallback="default",
+    default="none",
     rules=(
         Rule("show-diff", r"\b(show|see|view|review) (me )?(the |what |your )?(diff|changes|changed)\b", "diff"),
-        Rule("show-file", r"\b(show|open|preview|display|view) (me )?(the )?(file )?[\w-]+\.(md|txt|py|json|toml|"
-                          r"csv|pdf|png|jpg|html)\b", "file_preview"),
-        Rule("learned-taste", r"\bwhat (have|did) you learn(ed|t)? about me\b|\bmy (taste|preferences) "
-                              r"(panel|list)\b", "taste"),
+        Rule(
+            "show-file",
+            r"\b(show|open|preview|display|view) (me )?(the )?(file )?[\w-]+\.(md|txt|py|json|toml|"
+            r"csv|pdf|png|jpg|html)\b",
+            "file_preview",
+        ),
+        Rule(
+            "learned-taste",
+            r"\bwhat (have|did) you learn(ed|t)? about me\b|\bmy (taste|preferences) "
+            r"(panel|list)\b",
+            "taste",
+        ),
         Rule("as-table", r"\b(as|in|into) a table\b|\btabulate\b", "table"),
         Rule("session-tree", r"\b(session tree|branches of (this|our) (chat|conversation))\b", "session_tree"),
     ),
-    cues={"none": ("?", "what is", "how", "why", "tell me", "thanks", "call", "remind"),
-          "diff": ("changes", "changed", "diff", "edited", "what did you change", "before and after"),
-          "file_preview": ("file", "open", "preview", "document", "contents", "read me"),
-          "taste": ("learned", "about me", "preferences", "taste", "know about me", "my style"),
-          "session_tree": ("branch", "fork", "history", "earlier version", "go back to", "conversation"),
-          "table": ("table", "compare", "list", "columns", "spreadsheet", "side by side", "figures")},
-    examples=(("Let me see your edits to the speech.", "diff"), ("Open shopping.txt.", "file_preview"),
-              ("What's the capital of Chile?", "none"), ("What do you know about my tastes in music?", "taste"),
-              ("Compare the gym memberships on price and hours.", "table"),
-              ("Return to the branch where we chose the red sofa.", "session_tree")),
+    cues={
+        "none": ("?", "what is", "how", "why", "tell me", "thanks", "call", "remind"),
+        "diff": ("changes", "changed", "diff", "edited", "what did you change", "before and after"),
+        "file_preview": ("file", "open", "preview", "document", "contents", "read me"),
+        "taste": ("learned", "about me", "preferences", "taste", "know about me", "my style"),
+        "session_tree": ("branch", "fork", "history", "earlier version", "go back to", "conversation"),
+        "table": ("table", "compare", "list", "columns", "spreadsheet", "side by side", "figures"),
+    },
+    examples=(
+        ("Let me see your edits to the speech.", "diff"),
+        ("Open shopping.txt.", "file_preview"),
+        ("What's the capital of Chile?", "none"),
+        ("What do you know about my tastes in music?", "taste"),
+        ("Compare the gym memberships on price and hours.", "table"),
+        ("Return to the branch where we chose the red sofa.", "session_tree"),
+    ),
 )
 
 

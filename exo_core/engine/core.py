@@ -78,7 +78,9 @@ class Core:
         self.plugins: PluginHost | None = None
         self.services: list[Any] = []
         if options.plugin_dirs or options.entry_point_plugins:
-            self.plugins = PluginHost.for_options(options, options.plugin_dirs, entry_points=options.entry_point_plugins)
+            self.plugins = PluginHost.for_options(
+                options, options.plugin_dirs, entry_points=options.entry_point_plugins
+            )
             options = self.plugins.apply(options)
         self.options = options
         self.worker = DbWorker(home.sessions_db, synchronous=options.synchronous)
@@ -90,16 +92,34 @@ class Core:
             options.tools.add(AskPersonTool(self.questions))
         gate = options.gate or ConsequenceGate(Policy.load(home.root / "gate.toml"), workspace=options.workspace)
         self.context: ContextEngine = options.context or SummaryTreeContext(
-            worker=self.worker, store=self.store, hub=self.hub, clock=options.clock,
+            worker=self.worker,
+            store=self.store,
+            hub=self.hub,
+            clock=options.clock,
             summarizer=options.summarizer or model,
-            config=options.context_config or ContextConfig.from_config(home.config()))
-        self.deps = LoopDeps(hub=self.hub, worker=self.worker, store=self.store, model=model, tools=options.tools,
-                             approvals=self.approvals, gate=gate, memory=options.memory, context=self.context,
-                             recorder=options.recorder, hooks=options.hooks, clock=options.clock,
-                             settings=options.settings, workspace=options.workspace, toolsets=options.toolsets)
+            config=options.context_config or ContextConfig.from_config(home.config()),
+        )
+        self.deps = LoopDeps(
+            hub=self.hub,
+            worker=self.worker,
+            store=self.store,
+            model=model,
+            tools=options.tools,
+            approvals=self.approvals,
+            gate=gate,
+            memory=options.memory,
+            context=self.context,
+            recorder=options.recorder,
+            hooks=options.hooks,
+            clock=options.clock,
+            settings=options.settings,
+            workspace=options.workspace,
+            toolsets=options.toolsets,
+        )
         self.runner = TurnRunner(self.deps)
-        self.engine = Engine(hub=self.hub, worker=self.worker, store=self.store, runner=self.runner,
-                             approvals=self.approvals)
+        self.engine = Engine(
+            hub=self.hub, worker=self.worker, store=self.store, runner=self.runner, approvals=self.approvals
+        )
         self.engine.add_handler("question.answer", self.questions.handle_answer)
         RuntimeSettings(self)
 
@@ -131,4 +151,3 @@ class Core:
             await close()
         await self.hub.close()
         await self.worker.close()
-

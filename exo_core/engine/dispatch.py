@@ -41,8 +41,9 @@ class Engine:
     with a typed ``unsupported`` error.
     """
 
-    def __init__(self, *, hub: Hub, worker: DbWorker, store: SessionStore, runner: TurnRunner,
-                 approvals: ApprovalBroker) -> None:
+    def __init__(
+        self, *, hub: Hub, worker: DbWorker, store: SessionStore, runner: TurnRunner, approvals: ApprovalBroker
+    ) -> None:
         self.hub = hub
         self._worker = worker
         self._store = store
@@ -50,11 +51,18 @@ class Engine:
         self._approvals = approvals
         self.clients = ClientRegistry()
         self._handlers: dict[str, Handler] = {
-            "hello": self._hello, "session.create": self._session_create, "session.list": self._session_list,
-            "session.get": self._session_get, "session.fork": self._session_fork,
-            "session.resume": self._session_resume, "session.undo": self._session_undo, "turn.send": self._turn_send,
-            "turn.interrupt": self._turn_interrupt, "approval.respond": self._approval_respond,
-            "events.subscribe": self._events_page, "search": self._search,
+            "hello": self._hello,
+            "session.create": self._session_create,
+            "session.list": self._session_list,
+            "session.get": self._session_get,
+            "session.fork": self._session_fork,
+            "session.resume": self._session_resume,
+            "session.undo": self._session_undo,
+            "turn.send": self._turn_send,
+            "turn.interrupt": self._turn_interrupt,
+            "approval.respond": self._approval_respond,
+            "events.subscribe": self._events_page,
+            "search": self._search,
         }
 
     def add_handler(self, command_type: str, handler: Handler) -> None:
@@ -93,14 +101,22 @@ class Engine:
             raise UnsupportedError(f"this core speaks protocol {PROTOCOL_VERSION}, not {body.protocol}")
         # Remember what this client can show; its event stream (?client=<client_id>) is shaped to match.
         profile = self.clients.remember(body.client, body.capabilities)
-        return {"client_id": profile.client_id, "shape": profile.form, "protocol": PROTOCOL_VERSION, "server": "exod",
-                "version": __version__, "last_seq": self.hub.last_seq, "commands": list(COMMANDS),
-                "events": list(EVENTS)}
+        return {
+            "client_id": profile.client_id,
+            "shape": profile.form,
+            "protocol": PROTOCOL_VERSION,
+            "server": "exod",
+            "version": __version__,
+            "last_seq": self.hub.last_seq,
+            "commands": list(COMMANDS),
+            "events": list(EVENTS),
+        }
 
     async def _session_create(self, body: cmd.SessionCreate) -> dict[str, Any]:
         record = await self._worker.run(lambda: self._store.create_session(title=body.title, workspace=body.workspace))
-        await self.hub.emit(record.id, "session.updated",
-                            ev.SessionUpdated(session_id=record.id, title=record.title, reason="created"))
+        await self.hub.emit(
+            record.id, "session.updated", ev.SessionUpdated(session_id=record.id, title=record.title, reason="created")
+        )
         return {"session": record.to_wire()}
 
     async def _session_list(self, body: cmd.SessionList) -> dict[str, Any]:
@@ -114,14 +130,20 @@ class Engine:
             messages = await self._worker.run(lambda: self._store.messages(body.session))
             result["messages"] = [m.to_wire() for m in messages]
         approvals = await self._worker.run(lambda: self._store.open_approvals(body.session))
-        result["open_approvals"] = [{"request_id": a.id, "summary": a.summary, "risk": a.risk, "tool": a.tool}
-                                    for a in approvals]
+        result["open_approvals"] = [
+            {"request_id": a.id, "summary": a.summary, "risk": a.risk, "tool": a.tool} for a in approvals
+        ]
         return result
 
     async def _session_fork(self, body: cmd.SessionFork) -> dict[str, Any]:
-        child = await self._worker.run(lambda: self._store.fork(body.session, message_id=body.message_id, title=body.title))
-        await self.hub.emit(child.id, "session.updated",
-                            ev.SessionUpdated(session_id=child.id, title=child.title, reason=f"forked from {body.session}"))
+        child = await self._worker.run(
+            lambda: self._store.fork(body.session, message_id=body.message_id, title=body.title)
+        )
+        await self.hub.emit(
+            child.id,
+            "session.updated",
+            ev.SessionUpdated(session_id=child.id, title=child.title, reason=f"forked from {body.session}"),
+        )
         return {"session": child.to_wire()}
 
     async def _session_resume(self, body: cmd.SessionResume) -> dict[str, Any]:
@@ -132,8 +154,11 @@ class Engine:
             raise ConflictError("a turn is running; interrupt it before undoing")
         undone = await self._worker.run(lambda: self._store.undo(body.session, body.turns))
         count = len(await self._worker.run(lambda: self._store.messages(body.session)))
-        await self.hub.emit(body.session, "session.updated", ev.SessionUpdated(
-            session_id=body.session, message_count=count, reason=f"undid {len(undone)} turn(s)"))
+        await self.hub.emit(
+            body.session,
+            "session.updated",
+            ev.SessionUpdated(session_id=body.session, message_count=count, reason=f"undid {len(undone)} turn(s)"),
+        )
         return {"undone_turns": undone}
 
     async def _turn_send(self, body: cmd.TurnSend) -> dict[str, Any]:
@@ -152,10 +177,12 @@ class Engine:
 
     async def _events_page(self, body: cmd.EventsSubscribe) -> dict[str, Any]:
         page = await self.hub.read_page(body.since, body.session, body.limit)
-        return {"events": [json.loads(item.data) for item in page], "last_seq": page[-1].seq if page else body.since,
-                "head": self.hub.last_seq}
+        return {
+            "events": [json.loads(item.data) for item in page],
+            "last_seq": page[-1].seq if page else body.since,
+            "head": self.hub.last_seq,
+        }
 
     async def _search(self, body: cmd.Search) -> dict[str, Any]:
         hits = await self._worker.run(lambda: self._store.search(body.query, limit=body.limit, session_id=body.session))
         return {"hits": [h.to_wire() for h in hits]}
-

@@ -47,12 +47,14 @@ def resolve_model(home: ExoHome, spec: str) -> ModelTransport:
     if spec == "none":
         return NoModel()
     if spec.startswith("scripted:"):
-        return ScriptedModel.from_file(Path(spec[len("scripted:"):]).expanduser())
+        return ScriptedModel.from_file(Path(spec[len("scripted:") :]).expanduser())
     if spec == "local":
         try:
             from exo_edge.local import local_transport  # type: ignore[import-not-found]
         except ImportError as exc:
-            raise ConfigError("the local model runtime is not installed; run the README's set-up command (it installs "
-                              "llama-cpp-python and runs `exo models fetch`), or pass --model scripted:FILE") from exc
+            raise ConfigError(
+                "the local model runtime is not installed; run the README's set-up command (it installs "
+                "llama-cpp-python and runs `exo models fetch`), or pass --model scripted:FILE"
+            ) from exc
         return local_transport(home)
     raise ConfigError(f"unknown model spec {spec!r}; use 'local', 'none' or 'scripted:PATH'")

@@ -41,8 +41,10 @@ __all__ = ["RuntimeSettings", "SETTINGS", "set_toml_value"]
 
 # "table.key" -> (the table's loader, which checks a value and gives its default; read live by the core?)
 SETTINGS: dict[str, tuple[Callable[[Mapping[str, Any]], Any], bool]] = {
-    **{f"context.{k}": (ContextConfig.from_config, True)
-       for k in ("tail", "view_budget", "settle_seconds", "message_chars")},
+    **{
+        f"context.{k}": (ContextConfig.from_config, True)
+        for k in ("tail", "view_budget", "settle_seconds", "message_chars")
+    },
     "decisions.toolsets": (DecisionSettings.from_config, False),
 }
 
@@ -52,7 +54,9 @@ def set_toml_value(text: str, table: str, key: str, value: Any) -> str:
     layout (an inline or dotted table) keeps that from being done line by line."""
     line = f"{key} = {json.dumps(value, ensure_ascii=False)}"  # JSON's scalars and escapes are TOML's
     lines = text.splitlines()
-    header = next((i for i, s in enumerate(lines) if re.fullmatch(rf"\s*\[\s*{re.escape(table)}\s*\]\s*(#.*)?", s)), None)
+    header = next(
+        (i for i, s in enumerate(lines) if re.fullmatch(rf"\s*\[\s*{re.escape(table)}\s*\]\s*(#.*)?", s)), None
+    )
     if header is None:
         lines += ["", f"[{table}]", line]
     else:
@@ -64,13 +68,15 @@ def set_toml_value(text: str, table: str, key: str, value: Any) -> str:
             with contextlib.suppress(tomllib.TOMLDecodeError):
                 tomllib.loads("\n".join(lines[at:stop]))
                 break
-        lines[header + 1 if at is None else at:header + 1 if stop is None else stop] = [line]
+        lines[header + 1 if at is None else at : header + 1 if stop is None else stop] = [line]
     out = "\n".join(lines).lstrip("\n") + "\n"
     with contextlib.suppress(tomllib.TOMLDecodeError, KeyError, TypeError):
         if functools.reduce(lambda d, k: d[k], (*table.split("."), key), tomllib.loads(out)) == value:
             return out
-    raise ConfigError(f"config.toml: cannot set {table}.{key} line by line (is [{table}] written inline "
-                      f"or with dotted keys?); set it by hand")
+    raise ConfigError(
+        f"config.toml: cannot set {table}.{key} line by line (is [{table}] written inline "
+        f"or with dotted keys?); set it by hand"
+    )
 
 
 class RuntimeSettings:
@@ -79,8 +85,11 @@ class RuntimeSettings:
     def __init__(self, core: "Core") -> None:
         self._core = core
         self._lock = asyncio.Lock()  # one read-modify-write of config.toml at a time
-        for name, handler in {"models.set": self.models_set, "config.get": self.config_get,
-                              "config.set": self.config_set}.items():
+        for name, handler in {
+            "models.set": self.models_set,
+            "config.get": self.config_get,
+            "config.set": self.config_set,
+        }.items():
             core.engine.add_handler(name, handler)
 
     async def _persist(self, table: str, key: str, value: Any, apply: Callable[[], None], note: str) -> None:
@@ -99,7 +108,9 @@ class RuntimeSettings:
         """Replace a role's routes now and in config.toml ``[models.roles]``."""
         router = self._core.model
         if not isinstance(router, ModelRouter):
-            raise UnsupportedError("models.set needs exod's model to be the router (model spec 'local', [models.roles])")
+            raise UnsupportedError(
+                "models.set needs exod's model to be the router (model spec 'local', [models.roles])"
+            )
         if body.role not in ROLES:
             raise BadBodyError(f"unknown role {body.role!r}; roles are {', '.join(ROLES)}", field="role")
         if not body.routes and body.role == "main":
@@ -108,8 +119,13 @@ class RuntimeSettings:
             routes = [str(router.catalog.check_route(parse_route(r))) for r in body.routes]
         except ConfigError as exc:
             raise BadBodyError(exc.message, field="routes") from None
-        await self._persist("models.roles", body.role, routes, lambda: router.set_role(body.role, routes),
-                            f"model role {body.role} now routes to {', '.join(routes) or 'its fallback roles'}")
+        await self._persist(
+            "models.roles",
+            body.role,
+            routes,
+            lambda: router.set_role(body.role, routes),
+            f"model role {body.role} now routes to {', '.join(routes) or 'its fallback roles'}",
+        )
         return {"role": body.role, "routes": routes, "chain": [str(r) for r in router.chain(body.role)]}
 
     def _value(self, key: str) -> tuple[Any, str]:
@@ -140,6 +156,7 @@ class RuntimeSettings:
                 context = self._core.context
                 context.config = replace(context.config, **{name: body.value})  # type: ignore[attr-defined]
 
-        await self._persist(table, name, body.value, apply,
-                            f"setting {body.key} is now {json.dumps(body.value)} (applies {applies})")
+        await self._persist(
+            table, name, body.value, apply, f"setting {body.key} is now {json.dumps(body.value)} (applies {applies})"
+        )
         return {"key": body.key, "value": body.value, "previous": previous, "applies": applies}

@@ -14,7 +14,23 @@ from exo_core.gate.scope import Scope
 from exo_core.gate.shell import ShellParse, SimpleCommand, parse_shell
 
 __all__ = [
-    "AXES", "OUTCOMES", "Axes", "Finding", "Classification", "classify", "Decision", "Policy", "decide", "FLOOR",
-    "apply_floor", "tighten", "Scope", "ConsequenceGate", "Advisor", "evaluate", "ShellParse", "SimpleCommand",
+    "AXES",
+    "OUTCOMES",
+    "Axes",
+    "Finding",
+    "Classification",
+    "classify",
+    "Decision",
+    "Policy",
+    "decide",
+    "FLOOR",
+    "apply_floor",
+    "tighten",
+    "Scope",
+    "ConsequenceGate",
+    "Advisor",
+    "evaluate",
+    "ShellParse",
+    "SimpleCommand",
     "parse_shell",
 ]

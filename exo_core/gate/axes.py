@@ -78,8 +78,12 @@ class Axes:
     @property
     def guarded(self) -> bool:
         """Irreversible, public, paid or third-party: never decided by a model (§13.3)."""
-        return (self.reversibility == "irreversible" or self.exposure == "public" or self.cost == "paid"
-                or self.third_party == "affects")
+        return (
+            self.reversibility == "irreversible"
+            or self.exposure == "public"
+            or self.cost == "paid"
+            or self.third_party == "affects"
+        )
 
 
 @dataclass(frozen=True, slots=True)

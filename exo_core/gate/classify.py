@@ -26,20 +26,49 @@ from exo_core.gate.vcs import finding
 __all__ = ["Classification", "classify", "SHELL_TOOLS"]
 
 SHELL_TOOLS = frozenset({"bash", "shell", "sh", "terminal", "run_command"})
-_READ_TOOLS = {"read_file": "file.read", "search": "session.search", "recall": "store.recall", "ui": "ui.panel",
-               "list_files": "file.read", "grep": "file.read", "glob": "file.read", "web_search": "http.get",
-               "web_fetch": "http.get", "memory_search": "store.recall"}
+_READ_TOOLS = {
+    "read_file": "file.read",
+    "search": "session.search",
+    "recall": "store.recall",
+    "ui": "ui.panel",
+    "list_files": "file.read",
+    "grep": "file.read",
+    "glob": "file.read",
+    "web_search": "http.get",
+    "web_fetch": "http.get",
+    "memory_search": "store.recall",
+}
 _NAME_RULES: tuple[tuple[re.Pattern[str], Finding], ...] = tuple(
     (re.compile(pattern), Finding(key, Axes(*cell), summary, reason))
     for pattern, key, cell, summary, reason in (
-        (r"(^|_)(send_)?(e?mail|sms|message|dm|text)(_|$)|^send", "mail.send",
-         ("irreversible", "leaves", "free", "affects"), "send a message", "reaches another person"),
-        (r"(^|_)(post|publish|tweet|toot|comment|share|reply)(_|$)", "post.public",
-         ("irreversible", "public", "free", "affects"), "post where others read", "others read it at once"),
-        (r"(^|_)(pay|payment|purchase|buy|order|transfer|donate|checkout|invoice)(_|$)", "payment",
-         ("irreversible", "leaves", "paid", "affects"), "spend money", "money leaves and goes to someone"),
-        (r"(^|_)(delete|remove|drop|erase|destroy|wipe|purge)(_|$)", "data.delete",
-         ("irreversible", "private", "free", "none"), "delete data", "a deletion without a copy"),
+        (
+            r"(^|_)(send_)?(e?mail|sms|message|dm|text)(_|$)|^send",
+            "mail.send",
+            ("irreversible", "leaves", "free", "affects"),
+            "send a message",
+            "reaches another person",
+        ),
+        (
+            r"(^|_)(post|publish|tweet|toot|comment|share|reply)(_|$)",
+            "post.public",
+            ("irreversible", "public", "free", "affects"),
+            "post where others read",
+            "others read it at once",
+        ),
+        (
+            r"(^|_)(pay|payment|purchase|buy|order|transfer|donate|checkout|invoice)(_|$)",
+            "payment",
+            ("irreversible", "leaves", "paid", "affects"),
+            "spend money",
+            "money leaves and goes to someone",
+        ),
+        (
+            r"(^|_)(delete|remove|drop|erase|destroy|wipe|purge)(_|$)",
+            "data.delete",
+            ("irreversible", "private", "free", "none"),
+            "delete data",
+            "a deletion without a copy",
+        ),
     )
 )
 _RISK_LEVEL = {"low": "none", "medium": "reversible", "high": "recoverable"}
@@ -56,15 +85,24 @@ class Classification:
 
     def as_dict(self) -> dict[str, Any]:
         """As plain data (``exo gate check`` prints this)."""
-        out: dict[str, Any] = {"tool": self.tool, "axes": self.axes.as_dict(),
-                               "parts": [f.as_dict() for f in self.findings]}
+        out: dict[str, Any] = {
+            "tool": self.tool,
+            "axes": self.axes.as_dict(),
+            "parts": [f.as_dict() for f in self.findings],
+        }
         if self.error:
             out["parse_error"] = self.error
         return out
 
 
-def classify(tool: str, arguments: Mapping[str, Any], *, scope: Scope | None = None, risk: str = "low",
-             effects: Sequence[str] = ()) -> Classification:
+def classify(
+    tool: str,
+    arguments: Mapping[str, Any],
+    *,
+    scope: Scope | None = None,
+    risk: str = "low",
+    effects: Sequence[str] = (),
+) -> Classification:
     """Place calling ``tool`` with ``arguments`` on the four axes. Pure; never raises for bad input."""
     scope = scope or Scope()
     error = ""
@@ -88,8 +126,14 @@ def _shell(command: Any, scope: Scope) -> tuple[list[Finding], str]:
         return [finding("shell.read", "empty command")], ""
     parsed = parse_shell(command)
     if parsed.error:
-        return [finding("shell.opaque", "a command line the gate cannot read", "irreversible",
-                        reason=f"could not parse: {parsed.error}")], parsed.error
+        return [
+            finding(
+                "shell.opaque",
+                "a command line the gate cannot read",
+                "irreversible",
+                reason=f"could not parse: {parsed.error}",
+            )
+        ], parsed.error
     out = []
     for cmd in parsed.commands:
         text = " ".join(cmd.argv)
@@ -102,8 +146,9 @@ def _file(tool: str, path: Any, scope: Scope) -> Finding:
     if not isinstance(path, str) or not path:
         return finding("file.write", f"{tool} (no path)", "reversible")
     f = classify_write(path, scope, "edit" if tool == "edit_file" else "write", overwrite=tool == "write_file")
-    return Finding(f.key.replace("file.write", "file.edit") if tool == "edit_file" else f.key,
-                   f.axes, f.summary, f.reason)
+    return Finding(
+        f.key.replace("file.write", "file.edit") if tool == "edit_file" else f.key, f.axes, f.summary, f.reason
+    )
 
 
 def _patch(patch: Any, scope: Scope) -> list[Finding]:
@@ -118,8 +163,14 @@ def _patch(patch: Any, scope: Scope) -> list[Finding]:
             if new == "/dev/null":
                 f = classify_write(old, scope, "delete")
                 level = "recoverable" if f.key == "file.write" else "irreversible"
-                out.append(Finding("file.delete" if f.key == "file.write" else "file.delete.outside",
-                                   f.axes.at_least(reversibility=level), f"delete {old}", f.reason))
+                out.append(
+                    Finding(
+                        "file.delete" if f.key == "file.write" else "file.delete.outside",
+                        f.axes.at_least(reversibility=level),
+                        f"delete {old}",
+                        f.reason,
+                    )
+                )
             else:
                 out.append(classify_write(new, scope, "patch"))
     return out or [finding("file.write", "apply a patch", "reversible")]
@@ -144,5 +195,9 @@ def _other(tool: str, arguments: Mapping[str, Any], risk: str, effects: Sequence
         if host_method != "GET":
             return finding(f"http.{host_method.lower()}", f"{tool}: HTTP {host_method}", "irreversible", "leaves")
         return finding("http.get", f"{tool}: fetch")
-    return finding(f"tool.{tool}", tool, _RISK_LEVEL.get(risk, "recoverable"),
-                   reason=f"a tool the gate does not know (risk hint {risk})")
+    return finding(
+        f"tool.{tool}",
+        tool,
+        _RISK_LEVEL.get(risk, "recoverable"),
+        reason=f"a tool the gate does not know (risk hint {risk})",
+    )

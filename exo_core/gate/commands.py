@@ -26,46 +26,182 @@ from exo_core.gate.vcs import classify_gh, classify_git, finding
 
 __all__ = ["classify_command", "unwrap", "write_finding"]
 
-_READ_ONLY = frozenset("""
+_READ_ONLY = frozenset(
+    """
 ls cat head tail less more grep egrep fgrep rg ag ack wc sort uniq cut tr diff cmp comm file stat which whereis
 type echo printf pwd whoami id date cal true false test [ basename dirname realpath readlink du df free uptime ps
 pgrep top htop printenv hostname uname jq yq column nl od hexdump xxd md5sum sha256sum sha1sum sha512sum cksum
 tree seq sleep wait yes tac rev fold fmt expr bc man help history cd pushd popd export set unset read : alias
 locale tty lsblk lscpu lsusb ip ifconfig ping dig nslookup host whois traceroute env getent groups last w who
 awk gawk mawk tput clear sed shellcheck ruff mypy pylint flake8 tsc nproc arch lsof
-""".split())
-_WRITERS = frozenset({"touch", "mkdir", "tee", "truncate", "mkfifo", "ln", "install", "cp", "mv", "tar", "zip",
-                      "unzip", "gzip", "gunzip", "bzip2", "xz", "unxz", "patch", "chmod", "chown", "chgrp", "split"})
+""".split()
+)
+_WRITERS = frozenset(
+    {
+        "touch",
+        "mkdir",
+        "tee",
+        "truncate",
+        "mkfifo",
+        "ln",
+        "install",
+        "cp",
+        "mv",
+        "tar",
+        "zip",
+        "unzip",
+        "gzip",
+        "gunzip",
+        "bzip2",
+        "xz",
+        "unxz",
+        "patch",
+        "chmod",
+        "chown",
+        "chgrp",
+        "split",
+    }
+)
 _DELETERS = frozenset({"rm", "rmdir", "unlink", "shred", "srm"})
 _DISK = frozenset({"mkfs", "wipefs", "fdisk", "sfdisk", "parted", "mkswap", "blkdiscard", "cryptsetup"})
 _MAILERS = frozenset({"mail", "mailx", "sendmail", "mutt", "neomutt", "msmtp", "swaks", "s-nail", "ssmtp"})
 _HTTP = frozenset({"curl", "wget", "http", "https", "xh", "httpie", "aria2c"})
 _INTERPRETERS = frozenset({"python", "python3", "node", "ruby", "perl", "php", "deno", "bun", "lua", "Rscript"})
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash", "fish", "busybox"})
-_RUNNERS = frozenset({"make", "pytest", "tox", "nox", "cargo", "go", "mvn", "gradle", "cmake", "ninja", "just",
-                      "npx", "uv", "poetry", "hatch", "pre-commit", "jest", "vitest", "ctest", "source", "."})
-_PACKAGES = frozenset({"pip", "pip3", "npm", "yarn", "pnpm", "apt", "apt-get", "dnf", "yum", "pacman", "brew",
-                       "apk", "snap", "flatpak", "gem", "conda", "pipx"})
-_PUBLISH = {"npm": "publish", "yarn": "publish", "pnpm": "publish", "cargo": "publish", "gem": "push",
-            "twine": "upload", "poetry": "publish", "flit": "publish", "docker": "push", "podman": "push",
-            "helm": "push", "hatch": "publish", "uv": "publish"}
-_SERVICES = frozenset({"kill", "pkill", "killall", "systemctl", "service", "shutdown", "reboot", "poweroff",
-                       "halt", "launchctl", "crontab", "at", "renice", "umount", "mount", "iptables", "ufw", "useradd",
-                       "userdel", "passwd", "visudo", "sysctl"})
-_CLOUD = frozenset({"aws", "gcloud", "az", "doctl", "terraform", "tofu", "pulumi", "kubectl", "helm", "flyctl",
-                    "heroku", "vercel", "netlify", "stripe"})
+_RUNNERS = frozenset(
+    {
+        "make",
+        "pytest",
+        "tox",
+        "nox",
+        "cargo",
+        "go",
+        "mvn",
+        "gradle",
+        "cmake",
+        "ninja",
+        "just",
+        "npx",
+        "uv",
+        "poetry",
+        "hatch",
+        "pre-commit",
+        "jest",
+        "vitest",
+        "ctest",
+        "source",
+        ".",
+    }
+)
+_PACKAGES = frozenset(
+    {
+        "pip",
+        "pip3",
+        "npm",
+        "yarn",
+        "pnpm",
+        "apt",
+        "apt-get",
+        "dnf",
+        "yum",
+        "pacman",
+        "brew",
+        "apk",
+        "snap",
+        "flatpak",
+        "gem",
+        "conda",
+        "pipx",
+    }
+)
+_PUBLISH = {
+    "npm": "publish",
+    "yarn": "publish",
+    "pnpm": "publish",
+    "cargo": "publish",
+    "gem": "push",
+    "twine": "upload",
+    "poetry": "publish",
+    "flit": "publish",
+    "docker": "push",
+    "podman": "push",
+    "helm": "push",
+    "hatch": "publish",
+    "uv": "publish",
+}
+_SERVICES = frozenset(
+    {
+        "kill",
+        "pkill",
+        "killall",
+        "systemctl",
+        "service",
+        "shutdown",
+        "reboot",
+        "poweroff",
+        "halt",
+        "launchctl",
+        "crontab",
+        "at",
+        "renice",
+        "umount",
+        "mount",
+        "iptables",
+        "ufw",
+        "useradd",
+        "userdel",
+        "passwd",
+        "visudo",
+        "sysctl",
+    }
+)
+_CLOUD = frozenset(
+    {
+        "aws",
+        "gcloud",
+        "az",
+        "doctl",
+        "terraform",
+        "tofu",
+        "pulumi",
+        "kubectl",
+        "helm",
+        "flyctl",
+        "heroku",
+        "vercel",
+        "netlify",
+        "stripe",
+    }
+)
 _NET_RAW = frozenset({"nc", "ncat", "netcat", "socat", "telnet", "ftp", "lftp", "sftp"})
 _REMOTE_COPY = frozenset({"scp", "rsync"})
 _PREFIX_OPTS_WITH_ARG = {
-    "sudo": {"-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-T"}, "doas": {"-u", "-C"},
-    "env": {"-u", "-C", "-S", "--unset", "--chdir"}, "nice": {"-n"}, "ionice": {"-c", "-n", "-p"},
-    "timeout": {"-s", "-k", "--signal", "--kill-after"}, "stdbuf": {"-i", "-o", "-e"},
-    "xargs": {"-n", "-I", "-P", "-d", "-L", "-s", "-E", "-a"}, "watch": {"-n", "-d"}, "taskset": set(),
-    "nohup": set(), "time": set(), "command": set(), "exec": {"-a"}, "builtin": set(), "chronic": set(),
-    "flock": {"-w", "-E"}, "setsid": set(), "caffeinate": set(), "unbuffer": set(), "torsocks": set(),
+    "sudo": {"-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-T"},
+    "doas": {"-u", "-C"},
+    "env": {"-u", "-C", "-S", "--unset", "--chdir"},
+    "nice": {"-n"},
+    "ionice": {"-c", "-n", "-p"},
+    "timeout": {"-s", "-k", "--signal", "--kill-after"},
+    "stdbuf": {"-i", "-o", "-e"},
+    "xargs": {"-n", "-I", "-P", "-d", "-L", "-s", "-E", "-a"},
+    "watch": {"-n", "-d"},
+    "taskset": set(),
+    "nohup": set(),
+    "time": set(),
+    "command": set(),
+    "exec": {"-a"},
+    "builtin": set(),
+    "chronic": set(),
+    "flock": {"-w", "-E"},
+    "setsid": set(),
+    "caffeinate": set(),
+    "unbuffer": set(),
+    "torsocks": set(),
 }
-_SEND_WORDS = re.compile(r"requests\.(post|put|patch|delete)|urlopen|smtplib|sendmail|http\.client|fetch\(|"
-                         r"rmtree|os\.remove|unlink\(|subprocess|os\.system|child_process|socket\.")
+_SEND_WORDS = re.compile(
+    r"requests\.(post|put|patch|delete)|urlopen|smtplib|sendmail|http\.client|fetch\(|"
+    r"rmtree|os\.remove|unlink\(|subprocess|os\.system|child_process|socket\."
+)
 
 Rule = Callable[[list[str], SimpleCommand, Scope], list[Finding]]
 
@@ -106,16 +242,25 @@ def classify_command(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
     out: list[Finding] = []
     for r in cmd.redirects:
         if r.op in (">", ">>", ">|", "<>") and not r.target.isdigit() and r.target != "-":
-            out.append(write_finding(r.target, scope, "overwrite" if r.op in (">", ">|") else "append to",
-                                     overwrite=r.op in (">", ">|")))
+            out.append(
+                write_finding(
+                    r.target, scope, "overwrite" if r.op in (">", ">|") else "append to", overwrite=r.op in (">", ">|")
+                )
+            )
     if not argv:
         if prefixes:
             out.append(finding("shell.read", " ".join(prefixes)))
         return out
     name = argv[0].rsplit("/", 1)[-1]
     if cmd.word_is_dynamic(0) or name == "eval" and any(cmd.dynamic):
-        out.append(finding("shell.opaque", "run a command chosen at run time", "irreversible",
-                           reason="the command is not known until it runs"))
+        out.append(
+            finding(
+                "shell.opaque",
+                "run a command chosen at run time",
+                "irreversible",
+                reason="the command is not known until it runs",
+            )
+        )
     elif name in _SHELLS or name in _INTERPRETERS and (cmd.piped_in or len(argv) == 1):
         out.extend(_shell_or_interpreter(name, argv, cmd, scope))
     else:
@@ -153,8 +298,14 @@ def _shell_or_interpreter(name: str, argv: list[str], cmd: SimpleCommand, scope:
     if cmd.stdin_script and name in _SHELLS:
         return []  # a heredoc script: parsed as nested commands
     if cmd.piped_in or len(argv) == 1 or argv[1:] in (["-"], ["-s"]):
-        return [finding("shell.opaque", f"pipe text into {name} and run it", "irreversible",
-                        reason="the code it runs is produced at run time and cannot be checked")]
+        return [
+            finding(
+                "shell.opaque",
+                f"pipe text into {name} and run it",
+                "irreversible",
+                reason="the code it runs is produced at run time and cannot be checked",
+            )
+        ]
     return _interpreter(argv, cmd, scope)
 
 
@@ -177,9 +328,12 @@ def write_finding(target: str, scope: Scope, verb: str = "write", *, overwrite: 
         return finding("disk.write", f"{verb} the device {target}", "irreversible", reason="writes a raw device")
     if scope.inside(target):
         return finding("file.write", f"{verb} {target}", "reversible", reason="inside the workspace")
-    return finding("file.write.outside", f"{verb} {target} (outside the workspace)",
-                   "irreversible" if overwrite else "recoverable",
-                   reason="outside the workspace, where nothing keeps the old content")
+    return finding(
+        "file.write.outside",
+        f"{verb} {target} (outside the workspace)",
+        "irreversible" if overwrite else "recoverable",
+        reason="outside the workspace, where nothing keeps the old content",
+    )
 
 
 def _writer(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Finding]:
@@ -206,8 +360,14 @@ def _deleter(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Finding]
             out.append(finding("file.delete", f"delete {raw}", "recoverable", reason="inside the workspace"))
         else:
             why = "a path decided at run time" if dynamic else "outside the workspace"
-            out.append(finding("file.delete.outside", f"{name}{' -r' if recursive else ''} {raw}", "irreversible",
-                               reason=f"{why}: nothing keeps a copy"))
+            out.append(
+                finding(
+                    "file.delete.outside",
+                    f"{name}{' -r' if recursive else ''} {raw}",
+                    "irreversible",
+                    reason=f"{why}: nothing keeps a copy",
+                )
+            )
     return out or [finding("shell.read", name)]
 
 
@@ -216,11 +376,13 @@ def _find(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Finding]:
     if "-delete" in argv:
         # find deletes what matches *below* its root, so judge a path inside the root.
         below = roots[0].rstrip("/") + "/match"
-        return [Finding(f.key, f.axes, f"find {roots[0]} -delete", f.reason)
-                for f in _deleter(["rm", "-r", below], SimpleCommand(("rm", "-r", below)), scope)]
+        return [
+            Finding(f.key, f.axes, f"find {roots[0]} -delete", f.reason)
+            for f in _deleter(["rm", "-r", below], SimpleCommand(("rm", "-r", below)), scope)
+        ]
     for flag in ("-exec", "-execdir", "-ok", "-okdir"):
         if flag in argv:
-            inner = argv[argv.index(flag) + 1:]
+            inner = argv[argv.index(flag) + 1 :]
             inner = inner[: next((k for k, a in enumerate(inner) if a in (";", "+")), len(inner))]
             if inner:
                 dyn = frozenset(k for k, a in enumerate(inner) if "{}" in a)
@@ -234,16 +396,65 @@ def _dd(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Finding]:
 
 
 def _disk(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Finding]:
-    return [finding("disk.format", f"{argv[0]}: change a disk or partition", "irreversible",
-                    reason="erases what the disk held")]
+    return [
+        finding(
+            "disk.format", f"{argv[0]}: change a disk or partition", "irreversible", reason="erases what the disk held"
+        )
+    ]
 
 
-_HTTP_SEND = frozenset({"-d", "--data", "--data-raw", "--data-binary", "--data-urlencode", "--json", "-F", "--form",
-                        "-T", "--upload-file", "--post-data", "--post-file", "--body-data", "--body-file"})
-_HTTP_WITH_ARG = _HTTP_SEND | {"-H", "--header", "-u", "--user", "-A", "--user-agent", "-e", "--referer", "-b",
-                               "--cookie", "-c", "--cookie-jar", "-w", "--write-out", "-m", "--max-time", "-x",
-                               "--proxy", "--resolve", "-K", "--config", "--connect-timeout", "--retry", "-a",
-                               "--auth", "-r", "--range", "--cacert", "--cert", "--key", "-P", "--directory-prefix"}
+_HTTP_SEND = frozenset(
+    {
+        "-d",
+        "--data",
+        "--data-raw",
+        "--data-binary",
+        "--data-urlencode",
+        "--json",
+        "-F",
+        "--form",
+        "-T",
+        "--upload-file",
+        "--post-data",
+        "--post-file",
+        "--body-data",
+        "--body-file",
+    }
+)
+_HTTP_WITH_ARG = _HTTP_SEND | {
+    "-H",
+    "--header",
+    "-u",
+    "--user",
+    "-A",
+    "--user-agent",
+    "-e",
+    "--referer",
+    "-b",
+    "--cookie",
+    "-c",
+    "--cookie-jar",
+    "-w",
+    "--write-out",
+    "-m",
+    "--max-time",
+    "-x",
+    "--proxy",
+    "--resolve",
+    "-K",
+    "--config",
+    "--connect-timeout",
+    "--retry",
+    "-a",
+    "--auth",
+    "-r",
+    "--range",
+    "--cacert",
+    "--cert",
+    "--key",
+    "-P",
+    "--directory-prefix",
+}
 _HTTPIE = frozenset({"http", "https", "xh", "httpie"})
 
 
@@ -291,9 +502,19 @@ def _http(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Finding]:
         return out + [finding("http.get", f"fetch {urls[0] if urls else 'a URL'}")]
     if remote:
         host = remote[0] or "a host decided at run time"
-        return out + [finding(f"http.{method.lower()}", f"HTTP {method} to {host}", "irreversible", "leaves",
-                              reason="data sent to another machine cannot be called back", destination=host)]
-    return out + [finding("http.loopback", f"HTTP {method} to {hosts[0]}", "recoverable", reason="stays on this machine")]
+        return out + [
+            finding(
+                f"http.{method.lower()}",
+                f"HTTP {method} to {host}",
+                "irreversible",
+                "leaves",
+                reason="data sent to another machine cannot be called back",
+                destination=host,
+            )
+        ]
+    return out + [
+        finding("http.loopback", f"HTTP {method} to {hosts[0]}", "recoverable", reason="stays on this machine")
+    ]
 
 
 def _net_raw(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Finding]:
@@ -301,8 +522,16 @@ def _net_raw(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Finding]
     host = hosts[0].split("@")[-1].split(":")[0] if hosts else ""
     if host and scope.local_host(host):
         return [finding("net.loopback", f"{argv[0]} {host}", "recoverable")]
-    return [finding("net.send", f"{argv[0]} to {host or 'a remote host'}", "irreversible", "leaves",
-                    reason="raw network traffic leaves the machine", destination=host)]
+    return [
+        finding(
+            "net.send",
+            f"{argv[0]} to {host or 'a remote host'}",
+            "irreversible",
+            "leaves",
+            reason="raw network traffic leaves the machine",
+            destination=host,
+        )
+    ]
 
 
 def _ssh(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Finding]:
@@ -316,17 +545,24 @@ def _ssh(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Finding]:
         if not a.startswith("-"):
             words.append(a)
         i += 1
-    host = (words[0].split("@")[-1] if words else "")
+    host = words[0].split("@")[-1] if words else ""
     if host and scope.local_host(host):
         return [finding("ssh.loopback", f"ssh to {host}", "recoverable")]
-    base = finding("ssh.remote", f"run a command on {host or 'a remote host'}", "recoverable", "leaves",
-                   reason="runs on another machine", destination=host)
+    base = finding(
+        "ssh.remote",
+        f"run a command on {host or 'a remote host'}",
+        "recoverable",
+        "leaves",
+        reason="runs on another machine",
+        destination=host,
+    )
     if len(words) < 2:
         return [base]
     parsed = parse_shell(" ".join(words[1:]))
     inner = [f for c in parsed.commands for f in classify_command(c, Scope())]
-    lifted = [Finding(f.key, f.axes.at_least(exposure="leaves"), f"{f.summary} on {host}", f.reason, host)
-              for f in inner]
+    lifted = [
+        Finding(f.key, f.axes.at_least(exposure="leaves"), f"{f.summary} on {host}", f.reason, host) for f in inner
+    ]
     return [base, *lifted]
 
 
@@ -337,20 +573,43 @@ def _remote_copy(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Find
     if remote and paths and paths[-1] in remote:
         host = paths[-1].split(":")[0].split("@")[-1]
         if not scope.local_host(host):
-            out.append(finding("net.upload", f"copy files to {host}", "irreversible", "leaves",
-                               reason="files copied to another machine", destination=host))
+            out.append(
+                finding(
+                    "net.upload",
+                    f"copy files to {host}",
+                    "irreversible",
+                    "leaves",
+                    reason="files copied to another machine",
+                    destination=host,
+                )
+            )
     elif paths:
         out.append(write_finding(paths[-1], scope, f"{argv[0]} into"))
     if "--delete" in argv or any(a.startswith("--delete") for a in argv):
-        out.append(finding("file.delete.outside", f"{argv[0]} --delete", "irreversible",
-                           reason="deletes files missing from the source"))
+        out.append(
+            finding(
+                "file.delete.outside",
+                f"{argv[0]} --delete",
+                "irreversible",
+                reason="deletes files missing from the source",
+            )
+        )
     return out or [finding("net.read", argv[0])]
 
 
 def _mail(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Finding]:
     to = next((a for a in argv[1:] if "@" in a and not a.startswith("-")), "")
-    return [finding("mail.send", f"send mail{' to ' + to if to else ''}", "irreversible", "leaves",
-                    third_party="affects", reason="mail reaches another person and cannot be unsent", destination=to)]
+    return [
+        finding(
+            "mail.send",
+            f"send mail{' to ' + to if to else ''}",
+            "irreversible",
+            "leaves",
+            third_party="affects",
+            reason="mail reaches another person and cannot be unsent",
+            destination=to,
+        )
+    ]
 
 
 def _package(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Finding]:
@@ -358,8 +617,22 @@ def _package(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Finding]
     verbs = [a for a in argv[1:] if not a.startswith("-")]
     if _PUBLISH.get(name) in verbs:
         return [_publish(name)]
-    if not verbs or verbs[0] in ("list", "show", "search", "info", "view", "outdated", "freeze", "ls", "why",
-                                 "config", "--version", "help", "audit", "check"):
+    if not verbs or verbs[0] in (
+        "list",
+        "show",
+        "search",
+        "info",
+        "view",
+        "outdated",
+        "freeze",
+        "ls",
+        "why",
+        "config",
+        "--version",
+        "help",
+        "audit",
+        "check",
+    ):
         return [finding("package.read", f"{name} {verbs[0] if verbs else ''}".strip())]
     if verbs[0] in ("test", "run", "exec", "start", "build", "x"):
         return [finding("exec.program", f"{name} {verbs[0]}", "recoverable", reason="runs project code")]
@@ -367,21 +640,33 @@ def _package(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Finding]
 
 
 def _publish(name: str) -> Finding:
-    return finding("package.publish", f"publish with {name}", "irreversible", "public", third_party="affects",
-                   reason="a published version is downloaded by others and cannot be replaced")
+    return finding(
+        "package.publish",
+        f"publish with {name}",
+        "irreversible",
+        "public",
+        third_party="affects",
+        reason="a published version is downloaded by others and cannot be replaced",
+    )
 
 
 def _interpreter(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Finding]:
     if "-m" in argv[1:]:
-        rest = argv[argv.index("-m") + 1:]
+        rest = argv[argv.index("-m") + 1 :]
         if rest:
             return classify_command(SimpleCommand(tuple(rest)), scope)
     for flag in ("-c", "-e", "-E", "--eval"):
         if flag in argv[1:] and argv.index(flag) + 1 < len(argv):
             code = argv[argv.index(flag) + 1]
             if _SEND_WORDS.search(code):
-                return [finding("exec.inline", f"run inline {argv[0]} code that touches the network or files",
-                                "irreversible", reason="inline code with side effects the gate cannot follow")]
+                return [
+                    finding(
+                        "exec.inline",
+                        f"run inline {argv[0]} code that touches the network or files",
+                        "irreversible",
+                        reason="inline code with side effects the gate cannot follow",
+                    )
+                ]
             return [finding("exec.inline", f"run inline {argv[0]} code", "reversible")]
     return [finding("exec.program", f"run {' '.join(argv[:2])}", "recoverable", reason="runs a local program")]
 
@@ -405,16 +690,35 @@ def _cloud(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Finding]:
     words = [a for a in argv[1:] if not a.startswith("-")]
     text = " ".join(words)
     name = argv[0]
-    if re.search(r"\b(list|describe|get|show|ls|logs|plan|status|whoami|version|validate|fmt|init)\b|\blist-", text) \
-            and not re.search(r"\b(delete|rm|destroy|terminate|remove|create|apply|run|deploy|put|cp|sync)\b", text):
+    if re.search(
+        r"\b(list|describe|get|show|ls|logs|plan|status|whoami|version|validate|fmt|init)\b|\blist-", text
+    ) and not re.search(r"\b(delete|rm|destroy|terminate|remove|create|apply|run|deploy|put|cp|sync)\b", text):
         return [finding("cloud.read", f"{name} {text}".strip())]
     third = "affects" if name == "stripe" else "none"
     cost = "free" if name in ("kubectl", "helm") else "paid"
     if re.search(r"\b(delete|rm|destroy|terminate|remove|purge|rb)\b|delete-|terminate-", text):
-        return [finding("cloud.delete", f"{name} {text}", "irreversible", "leaves", cost, third,
-                        reason="deletes cloud resources")]
-    return [finding("cloud.change", f"{name} {text}", "recoverable", "leaves", cost, third,
-                    reason="changes billed cloud resources")]
+        return [
+            finding(
+                "cloud.delete",
+                f"{name} {text}",
+                "irreversible",
+                "leaves",
+                cost,
+                third,
+                reason="deletes cloud resources",
+            )
+        ]
+    return [
+        finding(
+            "cloud.change",
+            f"{name} {text}",
+            "recoverable",
+            "leaves",
+            cost,
+            third,
+            reason="changes billed cloud resources",
+        )
+    ]
 
 
 def _container(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Finding]:
@@ -425,20 +729,42 @@ def _container(argv: list[str], cmd: SimpleCommand, scope: Scope) -> list[Findin
     if verb in ("ps", "images", "inspect", "logs", "version", "info", "stats", "top", "history", "search"):
         return [finding("container.read", f"{argv[0]} {verb}")]
     if verb in ("rm", "rmi", "prune", "kill") or "prune" in verbs or verbs[:2] == ["volume", "rm"]:
-        return [finding("container.delete", f"{argv[0]} {' '.join(verbs[:2])}", "irreversible",
-                        reason="removed containers and volumes lose their data")]
+        return [
+            finding(
+                "container.delete",
+                f"{argv[0]} {' '.join(verbs[:2])}",
+                "irreversible",
+                reason="removed containers and volumes lose their data",
+            )
+        ]
     if verb == "login":
         return [finding("net.login", f"{argv[0]} login", "recoverable", "leaves")]
     return [finding("container.run", f"{argv[0]} {verb}".strip(), "recoverable")]
 
 
 _RULES: dict[str, Rule] = {
-    "git": lambda a, c, s: classify_git(a, s), "gh": lambda a, c, s: classify_gh(a, s),
-    "find": _find, "dd": _dd, "ssh": _ssh, "mosh": _ssh, "docker": _container, "podman": _container,
+    "git": lambda a, c, s: classify_git(a, s),
+    "gh": lambda a, c, s: classify_gh(a, s),
+    "find": _find,
+    "dd": _dd,
+    "ssh": _ssh,
+    "mosh": _ssh,
+    "docker": _container,
+    "podman": _container,
     "twine": lambda a, c, s: [_publish("twine")] if "upload" in a else [finding("package.read", "twine")],
 }
 _SET_RULES: list[tuple[frozenset[str], Rule]] = [
-    (_READ_ONLY, _read), (_WRITERS, _writer), (_DELETERS, _deleter), (_DISK, _disk), (_MAILERS, _mail),
-    (_HTTP, _http), (_NET_RAW, _net_raw), (_REMOTE_COPY, _remote_copy), (_PACKAGES, _package),
-    (_INTERPRETERS, _interpreter), (_RUNNERS, _runner), (_SERVICES, _service), (_CLOUD, _cloud),
+    (_READ_ONLY, _read),
+    (_WRITERS, _writer),
+    (_DELETERS, _deleter),
+    (_DISK, _disk),
+    (_MAILERS, _mail),
+    (_HTTP, _http),
+    (_NET_RAW, _net_raw),
+    (_REMOTE_COPY, _remote_copy),
+    (_PACKAGES, _package),
+    (_INTERPRETERS, _interpreter),
+    (_RUNNERS, _runner),
+    (_SERVICES, _service),
+    (_CLOUD, _cloud),
 ]

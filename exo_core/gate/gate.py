@@ -37,8 +37,15 @@ class Advisor(Protocol):
         ...
 
 
-def evaluate(tool: str, arguments: Mapping[str, Any], policy: Policy, *, risk: str = "low",
-             effects: tuple[str, ...] = (), always: frozenset[str] = frozenset()) -> Decision:
+def evaluate(
+    tool: str,
+    arguments: Mapping[str, Any],
+    policy: Policy,
+    *,
+    risk: str = "low",
+    effects: tuple[str, ...] = (),
+    always: frozenset[str] = frozenset(),
+) -> Decision:
     """Classify and decide one call (pure: what ``exo gate check`` prints)."""
     amount = arguments.get("amount")
     number = float(amount) if isinstance(amount, (int, float)) and not isinstance(amount, bool) else None
@@ -49,8 +56,9 @@ def evaluate(tool: str, arguments: Mapping[str, Any], policy: Policy, *, risk: s
 class ConsequenceGate:
     """The default gate: the person's policy under the operator floor; ``allow_always`` per run."""
 
-    def __init__(self, policy: Policy | None = None, *, workspace: Path | None = None,
-                 advisor: Advisor | None = None) -> None:
+    def __init__(
+        self, policy: Policy | None = None, *, workspace: Path | None = None, advisor: Advisor | None = None
+    ) -> None:
         policy = policy or Policy()
         self.policy = policy.with_workspace(workspace) if workspace is not None else policy
         self._advisor = advisor
@@ -58,8 +66,9 @@ class ConsequenceGate:
 
     def check(self, spec: ToolSpec, arguments: dict[str, Any]) -> GateOutcome:
         """The outcome for calling ``spec`` with ``arguments``."""
-        decision = evaluate(spec.name, arguments, self.policy, risk=spec.risk, effects=spec.effects,
-                            always=frozenset(self._always))
+        decision = evaluate(
+            spec.name, arguments, self.policy, risk=spec.risk, effects=spec.effects, always=frozenset(self._always)
+        )
         outcome = decision.outcome
         reason = "; ".join(w for p in decision.deciding for w in p.why[-1:])
         if self._advisor is not None:
@@ -73,9 +82,15 @@ class ConsequenceGate:
             if tightened != outcome:
                 outcome, reason = tightened, f"{reason}; a decision model asked to tighten it to {tightened}"
         # No floor step here: decide() already raised the outcome to the floor, and tighten() only raises.
-        return GateOutcome(outcome, decision.summary, spec.risk, reason, decision.rule_key,  # type: ignore[arg-type]
-                           axes=decision.classification.axes.as_dict(),
-                           keys=tuple(sorted({p.finding.key for p in decision.parts})))
+        return GateOutcome(
+            outcome,
+            decision.summary,
+            spec.risk,
+            reason,
+            decision.rule_key,  # type: ignore[arg-type]
+            axes=decision.classification.axes.as_dict(),
+            keys=tuple(sorted({p.finding.key for p in decision.parts})),
+        )
 
     def allow_always(self, rule_key: str) -> None:
         """Stop asking for ``rule_key`` for the rest of this run (the operator floor still asks)."""

@@ -37,10 +37,18 @@ from exo_core.gate.scope import Scope
 __all__ = ["Policy", "PartDecision", "Decision", "decide", "DEFAULT_MATRIX"]
 
 DEFAULT_MATRIX: Mapping[tuple[str, str], str] = {
-    ("none", "private"): "allow", ("none", "leaves"): "log", ("none", "public"): "ask",
-    ("reversible", "private"): "log", ("reversible", "leaves"): "ask", ("reversible", "public"): "ask",
-    ("recoverable", "private"): "log", ("recoverable", "leaves"): "ask", ("recoverable", "public"): "ask",
-    ("irreversible", "private"): "ask", ("irreversible", "leaves"): "ask", ("irreversible", "public"): "ask",
+    ("none", "private"): "allow",
+    ("none", "leaves"): "log",
+    ("none", "public"): "ask",
+    ("reversible", "private"): "log",
+    ("reversible", "leaves"): "ask",
+    ("reversible", "public"): "ask",
+    ("recoverable", "private"): "log",
+    ("recoverable", "leaves"): "ask",
+    ("recoverable", "public"): "ask",
+    ("irreversible", "private"): "ask",
+    ("irreversible", "leaves"): "ask",
+    ("irreversible", "public"): "ask",
 }
 DEFAULT_RESERVED: frozenset[str] = frozenset({"file.delete"})
 _TOP_KEYS = {"matrix", "paid", "third_party", "scopes", "overrides", "reserved", "denied", "budget", "posting"}
@@ -92,13 +100,17 @@ class Policy:
         if max_amount is not None and (isinstance(max_amount, bool) or not isinstance(max_amount, (int, float))):
             raise ConfigError("budget.max_amount must be a number")
         posting = _table(data, "posting", "a table with 'denied' (a list of remotes or hosts)", {"denied"})
-        return cls(matrix=matrix, paid=_outcome(data.get("paid", "ask"), "paid"),
-                   third_party=_outcome(data.get("third_party", "ask"), "third_party"),
-                   scope=Scope.from_mapping(_table(data, "scopes", "a table"), workspace=workspace),
-                   overrides={str(k): _outcome(v, f"overrides.{k}") for k, v in overrides.items()},
-                   reserved=frozenset(_keys(data, "reserved")) if "reserved" in data else DEFAULT_RESERVED,
-                   denied=frozenset(_keys(data, "denied")), posting_denied=frozenset(_keys(posting, "denied")),
-                   budget=float(max_amount) if max_amount is not None else None)
+        return cls(
+            matrix=matrix,
+            paid=_outcome(data.get("paid", "ask"), "paid"),
+            third_party=_outcome(data.get("third_party", "ask"), "third_party"),
+            scope=Scope.from_mapping(_table(data, "scopes", "a table"), workspace=workspace),
+            overrides={str(k): _outcome(v, f"overrides.{k}") for k, v in overrides.items()},
+            reserved=frozenset(_keys(data, "reserved")) if "reserved" in data else DEFAULT_RESERVED,
+            denied=frozenset(_keys(data, "denied")),
+            posting_denied=frozenset(_keys(posting, "denied")),
+            budget=float(max_amount) if max_amount is not None else None,
+        )
 
     def with_workspace(self, workspace: Path) -> "Policy":
         """This policy with ``workspace`` added to its scope."""
@@ -152,8 +164,9 @@ class Decision:
         return out
 
 
-def decide(classification: Classification, policy: Policy, *, amount: float | None = None,
-           always: frozenset[str] = frozenset()) -> Decision:
+def decide(
+    classification: Classification, policy: Policy, *, amount: float | None = None, always: frozenset[str] = frozenset()
+) -> Decision:
     """The outcome for ``classification`` under ``policy``; ``always`` holds ``allow_always`` rule keys."""
     parts = tuple(_part(f, policy, amount) for f in classification.findings)
     outcome = strictest(p.outcome for p in parts)
@@ -164,8 +177,10 @@ def decide(classification: Classification, policy: Policy, *, amount: float | No
     minimum, floor_rule = floor_for(classification.axes)
     if outcome_rank(minimum) > outcome_rank(outcome):
         outcome = minimum
-        parts = tuple(PartDecision(p.finding, strictest((p.outcome, minimum)),
-                                   (*p.why, f"operator floor: {floor_rule}")) for p in parts)
+        parts = tuple(
+            PartDecision(p.finding, strictest((p.outcome, minimum)), (*p.why, f"operator floor: {floor_rule}"))
+            for p in parts
+        )
     # The floor is reported whenever it applies: the outcome cannot go below it, whatever the policy says.
     return Decision(outcome, classification, parts, floor_rule)
 
@@ -176,8 +191,10 @@ def _part(f: Finding, policy: Policy, amount: float | None) -> PartDecision:
         return PartDecision(f, "deny", (f"{f.key} is denied by policy",))
     outcome = policy.matrix.get((a.reversibility, a.exposure), "ask")
     why = [f"matrix {a.reversibility}/{a.exposure}: {outcome}"]
-    for applies, raised, label in ((a.cost == "paid", policy.paid, "paid"),
-                                   (a.third_party == "affects", policy.third_party, "third party")):
+    for applies, raised, label in (
+        (a.cost == "paid", policy.paid, "paid"),
+        (a.third_party == "affects", policy.third_party, "third party"),
+    ):
         if applies and outcome_rank(raised) > outcome_rank(outcome):
             outcome = raised
             why.append(f"{label}: {outcome}")
@@ -206,8 +223,9 @@ def _entry(key: str, keys: Collection[str]) -> str | None:
     """The entry of ``keys`` covering ``key``: the key itself, else its longest ``family.*``."""
     if key in keys:
         return key
-    return max((k for k in keys if k.endswith(".*") and (key == k[:-2] or key.startswith(k[:-1]))), key=len,
-               default=None)
+    return max(
+        (k for k in keys if k.endswith(".*") and (key == k[:-2] or key.startswith(k[:-1]))), key=len, default=None
+    )
 
 
 def _outcome(value: Any, where: str) -> str:

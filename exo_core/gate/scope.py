@@ -41,9 +41,11 @@ class Scope:
             raise ConfigError(f"unknown key scopes.{unknown[0]}; use workspace, local_hosts or private_remotes")
         roots = [workspace] if workspace is not None else []
         roots += [Path(raw).expanduser() for raw in _strings(data, "workspace")]
-        return cls(workspace=tuple(_real(p) for p in roots),
-                   local_hosts=frozenset(h.lower() for h in _strings(data, "local_hosts")),
-                   private_remotes=frozenset(_strings(data, "private_remotes")))
+        return cls(
+            workspace=tuple(_real(p) for p in roots),
+            local_hosts=frozenset(h.lower() for h in _strings(data, "local_hosts")),
+            private_remotes=frozenset(_strings(data, "private_remotes")),
+        )
 
     def with_workspace(self, workspace: Path) -> "Scope":
         """This scope with ``workspace`` as its first root."""

@@ -148,7 +148,9 @@ class _Lexer:
         if s.startswith("&>", j) and j == self.i:
             op = "&>>" if s.startswith("&>>", j) else "&>"
         else:
-            op = next((o for o in ("<<<", "<<-", "<<", ">>", ">|", ">&", "<&", "<>", ">", "<") if s.startswith(o, j)), "")
+            op = next(
+                (o for o in ("<<<", "<<-", "<<", ">>", ">|", ">&", "<&", "<>", ">", "<") if s.startswith(o, j)), ""
+            )
         if not op:
             return False
         if s.startswith(("<(", ">("), j):
@@ -175,7 +177,7 @@ class _Lexer:
             while self.i < len(s):
                 end = s.find("\n", self.i)
                 end = len(s) if end < 0 else end
-                line = s[self.i:end]
+                line = s[self.i : end]
                 self.i = end + 1
                 if (line.lstrip("\t") if tok.redirect.op == "<<-" else line) == delim:
                     break
@@ -195,12 +197,12 @@ class _Lexer:
                 end = s.find("'", self.i + 1)
                 if end < 0:
                     raise _ParseError("unclosed single quote")
-                w.text += s[self.i + 1:end]
+                w.text += s[self.i + 1 : end]
                 self.i = end + 1
             elif c == '"':
                 self._double_quoted(w)
             elif c == "\\":
-                w.text += s[self.i + 1:self.i + 2]
+                w.text += s[self.i + 1 : self.i + 2]
                 self.i += 2
             elif s.startswith("$'", self.i):
                 end = self.i + 2
@@ -208,7 +210,7 @@ class _Lexer:
                     end += 2 if s[end] == "\\" else 1
                 if end >= len(s):
                     raise _ParseError("unclosed $'...' quote")
-                raw = s[self.i + 2:end]
+                raw = s[self.i + 2 : end]
                 w.text += raw.encode("latin-1", "backslashreplace").decode("unicode_escape", "replace")
                 self.i = end + 1
             elif c == "$" or c == "`" or s.startswith(("<(", ">("), self.i):
@@ -243,25 +245,25 @@ class _Lexer:
         s = self.s
         if s.startswith("$((", self.i):
             end = _matching(s, self.i + 1)
-            w.text += s[self.i:end + 1]
+            w.text += s[self.i : end + 1]
             self.i = end + 1
         elif s.startswith(("$(", "<(", ">("), self.i):
             end = _matching(s, self.i + 1)
-            w.nested.append(s[self.i + 2:end])
-            w.text += s[self.i:end + 1]
+            w.nested.append(s[self.i + 2 : end])
+            w.text += s[self.i : end + 1]
             self.i = end + 1
         elif s[self.i] == "`":
             end = s.find("`", self.i + 1)
             if end < 0:
                 raise _ParseError("unclosed backtick")
-            w.nested.append(s[self.i + 1:end])
-            w.text += s[self.i:end + 1]
+            w.nested.append(s[self.i + 1 : end])
+            w.text += s[self.i : end + 1]
             self.i = end + 1
         elif s.startswith("${", self.i):
             end = s.find("}", self.i)
             if end < 0:
                 raise _ParseError("unclosed ${...}")
-            w.text += s[self.i:end + 1]
+            w.text += s[self.i : end + 1]
             self.i = end + 1
         else:
             j = self.i + 1
@@ -273,7 +275,7 @@ class _Lexer:
                 w.text += "$"  # a lone dollar is literal
                 self.i = j
                 return
-            w.text += s[self.i:j]
+            w.text += s[self.i : j]
             self.i = j
         w.dynamic = True
 
@@ -385,5 +387,9 @@ class _Builder:
 
 def _is_assignment(word: str) -> bool:
     name, eq, _ = word.partition("=")
-    return bool(eq) and bool(name) and (name[0].isalpha() or name[0] == "_") and all(
-        ch.isalnum() or ch == "_" for ch in name.rstrip("+"))
+    return (
+        bool(eq)
+        and bool(name)
+        and (name[0].isalpha() or name[0] == "_")
+        and all(ch.isalnum() or ch == "_" for ch in name.rstrip("+"))
+    )

@@ -19,23 +19,93 @@ from exo_core.gate.scope import Scope
 __all__ = ["classify_git", "classify_gh", "finding"]
 
 _GIT_GLOBAL_WITH_ARG = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path"})
-_GIT_READ = frozenset({
-    "status", "log", "diff", "show", "blame", "ls-files", "rev-parse", "describe", "shortlog", "grep",
-    "reflog", "ls-remote", "cat-file", "show-ref", "for-each-ref", "whatchanged", "help", "version",
-    "count-objects", "fsck", "check-ignore", "name-rev", "range-diff", "merge-base", "cherry", "rev-list",
-    "ls-tree", "var", "request-pull", "format-patch", "archive", "bundle", "diff-tree", "diff-index",
-})
-_GIT_LOCAL = frozenset({
-    "add", "commit", "merge", "cherry-pick", "revert", "mv", "init", "clone", "fetch", "stash", "apply", "am",
-    "submodule", "worktree", "notes", "switch", "checkout", "restore", "tag", "branch", "remote", "config",
-    "pull", "sparse-checkout", "lfs", "bisect", "rm", "mergetool", "difftool",
-})
-_GIT_RECOVERABLE = frozenset({"rebase", "reset", "gc", "prune", "update-ref", "filter-branch", "filter-repo",
-                              "replace", "repack"})
+_GIT_READ = frozenset(
+    {
+        "status",
+        "log",
+        "diff",
+        "show",
+        "blame",
+        "ls-files",
+        "rev-parse",
+        "describe",
+        "shortlog",
+        "grep",
+        "reflog",
+        "ls-remote",
+        "cat-file",
+        "show-ref",
+        "for-each-ref",
+        "whatchanged",
+        "help",
+        "version",
+        "count-objects",
+        "fsck",
+        "check-ignore",
+        "name-rev",
+        "range-diff",
+        "merge-base",
+        "cherry",
+        "rev-list",
+        "ls-tree",
+        "var",
+        "request-pull",
+        "format-patch",
+        "archive",
+        "bundle",
+        "diff-tree",
+        "diff-index",
+    }
+)
+_GIT_LOCAL = frozenset(
+    {
+        "add",
+        "commit",
+        "merge",
+        "cherry-pick",
+        "revert",
+        "mv",
+        "init",
+        "clone",
+        "fetch",
+        "stash",
+        "apply",
+        "am",
+        "submodule",
+        "worktree",
+        "notes",
+        "switch",
+        "checkout",
+        "restore",
+        "tag",
+        "branch",
+        "remote",
+        "config",
+        "pull",
+        "sparse-checkout",
+        "lfs",
+        "bisect",
+        "rm",
+        "mergetool",
+        "difftool",
+    }
+)
+_GIT_RECOVERABLE = frozenset(
+    {"rebase", "reset", "gc", "prune", "update-ref", "filter-branch", "filter-repo", "replace", "repack"}
+)
 
 
-def finding(key: str, summary: str, reversibility: str = "none", exposure: str = "private", cost: str = "free",
-            third_party: str = "none", *, reason: str = "", destination: str = "") -> Finding:
+def finding(
+    key: str,
+    summary: str,
+    reversibility: str = "none",
+    exposure: str = "private",
+    cost: str = "free",
+    third_party: str = "none",
+    *,
+    reason: str = "",
+    destination: str = "",
+) -> Finding:
     """A :class:`Finding` from plain values (the rule tables read better this way)."""
     return Finding(key, Axes(reversibility, exposure, cost, third_party), summary, reason, destination)
 
@@ -54,19 +124,39 @@ def classify_git(argv: Sequence[str], scope: Scope) -> list[Finding]:
     if sub == "push":
         return [_git_push(rest, scope)]
     if sub == "send-email":
-        return [finding("mail.send", "send patches by mail", "irreversible", "leaves", third_party="affects",
-                        reason="mail goes to other people")]
+        return [
+            finding(
+                "mail.send",
+                "send patches by mail",
+                "irreversible",
+                "leaves",
+                third_party="affects",
+                reason="mail goes to other people",
+            )
+        ]
     if sub in _GIT_READ and not (sub == "reflog" and rest[:1] in (["expire"], ["delete"])):
         return [finding("git.read", f"git {sub}")]
     forced_clean = "--force" in flags or any(f[1:2] != "-" and "f" in f[1:] for f in flags)
     if sub == "reset" and "--hard" in flags or sub == "clean" and forced_clean:
-        return [finding("git.discard", f"git {sub}: discard uncommitted work", "irreversible",
-                        reason="uncommitted changes are not in any commit")]
+        return [
+            finding(
+                "git.discard",
+                f"git {sub}: discard uncommitted work",
+                "irreversible",
+                reason="uncommitted changes are not in any commit",
+            )
+        ]
     if sub == "clean":
         return [finding("git.read", "git clean (dry run)")]
     if sub in ("checkout", "restore") and _discards(sub, rest):
-        return [finding("git.discard", f"git {sub}: discard changes to files", "irreversible",
-                        reason="uncommitted changes are not in any commit")]
+        return [
+            finding(
+                "git.discard",
+                f"git {sub}: discard changes to files",
+                "irreversible",
+                reason="uncommitted changes are not in any commit",
+            )
+        ]
     if sub == "stash" and rest[:1] in (["drop"], ["clear"]):
         return [finding("git.history", f"git stash {rest[0]}", "recoverable")]
     if sub == "branch" and flags & {"-d", "-D", "--delete", "-m", "-M", "-f", "--force"}:
@@ -116,20 +206,47 @@ def _git_push(rest: list[str], scope: Scope) -> Finding:
         return finding("git.read", f"dry run of a push to {remote}")
     exposure = "private" if scope.private_remote(remote) else "public"
     forced = bool(flags & {"-f", "--force", "--force-with-lease", "--force-if-includes", "--mirror"}) or any(
-        r.startswith("+") for r in refs)
+        r.startswith("+") for r in refs
+    )
     deleted = bool(flags & {"-d", "--delete", "--prune"}) or any(r.startswith(":") for r in refs)
     if forced or deleted:
         verb = "force-push" if forced else "delete"
-        return finding(f"git.push.{'force' if forced else 'delete'}", f"{verb} {what} on {remote}", "irreversible",
-                       exposure, third_party="none" if exposure == "private" else "affects",
-                       reason="rewrites history others may already have", destination=remote)
-    return finding("git.push", f"push {what} to {remote}", "recoverable", exposure,
-                   reason="a shared remote is read by others" if exposure == "public" else "the person's own remote",
-                   destination=remote)
+        return finding(
+            f"git.push.{'force' if forced else 'delete'}",
+            f"{verb} {what} on {remote}",
+            "irreversible",
+            exposure,
+            third_party="none" if exposure == "private" else "affects",
+            reason="rewrites history others may already have",
+            destination=remote,
+        )
+    return finding(
+        "git.push",
+        f"push {what} to {remote}",
+        "recoverable",
+        exposure,
+        reason="a shared remote is read by others" if exposure == "public" else "the person's own remote",
+        destination=remote,
+    )
 
 
-_GH_READ_VERBS = frozenset({"list", "view", "status", "diff", "checks", "search", "browse", "watch", "download",
-                            "clone", "ls", "logs", "token"})
+_GH_READ_VERBS = frozenset(
+    {
+        "list",
+        "view",
+        "status",
+        "diff",
+        "checks",
+        "search",
+        "browse",
+        "watch",
+        "download",
+        "clone",
+        "ls",
+        "logs",
+        "token",
+    }
+)
 _GH_NOTIFY_VERBS = frozenset({"comment", "review", "merge", "delete", "lock", "transfer", "archive"})
 
 
@@ -148,16 +265,40 @@ def classify_gh(argv: Sequence[str], scope: Scope) -> list[Finding]:
         return [finding("gh.read", f"gh {group} {verb}".strip())]
     where = f"{group} {verb}".strip()
     if group == "release" and verb in ("create", "upload"):
-        return [finding("package.publish", "publish a release", "irreversible", "public", third_party="affects",
-                        reason="a published release is downloaded by others")]
+        return [
+            finding(
+                "package.publish",
+                "publish a release",
+                "irreversible",
+                "public",
+                third_party="affects",
+                reason="a published release is downloaded by others",
+            )
+        ]
     if verb in _GH_NOTIFY_VERBS:
-        return [finding(f"gh.{group}.{verb}", f"gh {where}: write where others read", "irreversible", "public",
-                        third_party="affects", reason="others are notified and read it at once")]
+        return [
+            finding(
+                f"gh.{group}.{verb}",
+                f"gh {where}: write where others read",
+                "irreversible",
+                "public",
+                third_party="affects",
+                reason="others are notified and read it at once",
+            )
+        ]
     if group in ("pr", "issue", "repo", "release", "gist", "label", "project", "discussion") or group == "run":
         exposure = "leaves" if group in ("run", "workflow", "secret", "variable") else "public"
         third = "affects" if group in ("pr", "issue", "discussion") else "none"
-        return [finding(f"gh.{group}.write", f"gh {where}", "recoverable", exposure, third_party=third,
-                        reason="changes what others see on GitHub")]
+        return [
+            finding(
+                f"gh.{group}.write",
+                f"gh {where}",
+                "recoverable",
+                exposure,
+                third_party=third,
+                reason="changes what others see on GitHub",
+            )
+        ]
     return [finding(f"gh.{group}.write", f"gh {where}", "recoverable", "leaves", reason="a GitHub change")]
 
 
@@ -172,5 +313,11 @@ def _gh_api(args: list[str]) -> Finding:
             method = "POST"
     if method == "GET":
         return finding("gh.read", "read from the GitHub API")
-    return finding("gh.api.write", f"{method} to the GitHub API", "irreversible", "public", third_party="affects",
-                   reason="a write through the API may post, merge or delete")
+    return finding(
+        "gh.api.write",
+        f"{method} to the GitHub API",
+        "irreversible",
+        "public",
+        third_party="affects",
+        reason="a write through the API may post, merge or delete",
+    )

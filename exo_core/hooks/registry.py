@@ -36,9 +36,20 @@ log = logging.getLogger(__name__)
 
 FIRED_HOOKS: tuple[str, ...] = ("pre_tool_call", "post_approval_response", "post_tool_call", "transform_tool_result")
 RESERVED_HOOKS: tuple[str, ...] = (
-    "pre_llm_call", "post_llm_call", "on_turn_start", "on_turn_end", "on_session_start", "on_session_end",
-    "on_session_reset", "pre_compact", "post_compact", "on_command", "subagent_start", "subagent_stop",
-    "on_skill_load", "on_skill_run",
+    "pre_llm_call",
+    "post_llm_call",
+    "on_turn_start",
+    "on_turn_end",
+    "on_session_start",
+    "on_session_end",
+    "on_session_reset",
+    "pre_compact",
+    "post_compact",
+    "on_command",
+    "subagent_start",
+    "subagent_stop",
+    "on_skill_load",
+    "on_skill_run",
 )
 HOOK_NAMES: frozenset[str] = frozenset(FIRED_HOOKS + RESERVED_HOOKS)
 _ACTIONS = {"block": "block", "deny": "block", "ask": "ask", "approve": "ask"}
@@ -108,8 +119,12 @@ class HookRegistry:
             if ok and isinstance(raw, str):
                 result = raw
             elif ok and raw is not None:
-                log.warning("hook %s (%s) returned %s, not text; result kept", entry.name, entry.owner or "core",
-                            type(raw).__name__)
+                log.warning(
+                    "hook %s (%s) returned %s, not text; result kept",
+                    entry.name,
+                    entry.owner or "core",
+                    type(raw).__name__,
+                )
         return result
 
     def _of(self, name: str) -> list[_Entry]:

@@ -21,6 +21,17 @@ from exo_core.learning.signals import STRENGTHS, signed_strength
 from exo_core.learning.weights import Evidence, label, weight
 
 __all__ = [
-    "Learner", "ReviewReport", "Lesson", "LessonBook", "TasteView", "TastePackView", "register_views",
-    "render_learned", "STRENGTHS", "signed_strength", "Evidence", "label", "weight",
+    "Learner",
+    "ReviewReport",
+    "Lesson",
+    "LessonBook",
+    "TasteView",
+    "TastePackView",
+    "register_views",
+    "render_learned",
+    "STRENGTHS",
+    "signed_strength",
+    "Evidence",
+    "label",
+    "weight",
 ]

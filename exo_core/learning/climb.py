@@ -78,17 +78,34 @@ def _label(text: str) -> str:
 def _record(ledger: Ledger | None, d: Decision) -> Decision:
     if ledger is None:
         return d
-    body = {"decider": "climb", "change": _label(d.change), "kept": "yes" if d.kept else "no",
-            "reason": _label(d.reason), "dev": d.dev, "incumbent_dev": d.incumbent_dev, "noise": d.noise,
-            "held_out": d.held_out if d.held_out is not None else -1.0,
-            "incumbent_held_out": d.incumbent_held_out if d.incumbent_held_out is not None else -1.0}
+    body = {
+        "decider": "climb",
+        "change": _label(d.change),
+        "kept": "yes" if d.kept else "no",
+        "reason": _label(d.reason),
+        "dev": d.dev,
+        "incumbent_dev": d.incumbent_dev,
+        "noise": d.noise,
+        "held_out": d.held_out if d.held_out is not None else -1.0,
+        "incumbent_held_out": d.incumbent_held_out if d.incumbent_held_out is not None else -1.0,
+    }
     return dataclasses.replace(d, entry=ledger.append("decision", {**body, "source": "learning"}).id)
 
 
-def climb(incumbent: frozenset[str], candidates: Sequence[Candidate], data: Split, scorer: Scorer, *,
-          samples: int = JUDGE_SAMPLES, max_candidates: int = MAX_CANDIDATES, domain_drop: float = 0.05,
-          person_ruled: frozenset[str] = frozenset(), spent: Callable[[], float] = lambda: 0.0,
-          ledger: Ledger | None = None, ceiling: float = float("inf")) -> tuple[frozenset[str], list[Decision]]:
+def climb(
+    incumbent: frozenset[str],
+    candidates: Sequence[Candidate],
+    data: Split,
+    scorer: Scorer,
+    *,
+    samples: int = JUDGE_SAMPLES,
+    max_candidates: int = MAX_CANDIDATES,
+    domain_drop: float = 0.05,
+    person_ruled: frozenset[str] = frozenset(),
+    spent: Callable[[], float] = lambda: 0.0,
+    ledger: Ledger | None = None,
+    ceiling: float = float("inf"),
+) -> tuple[frozenset[str], list[Decision]]:
     """Try each candidate in order against the current incumbent; returns the final incumbent and decisions."""
     decisions: list[Decision] = []
     dev = data.dev
@@ -100,32 +117,54 @@ def climb(incumbent: frozenset[str], candidates: Sequence[Candidate], data: Spli
         cand_dev = _avg(scorer, cand.setup, dev, samples)
         ruled = cand.change in person_ruled
         if cand_dev - inc_dev <= noise and not ruled:
-            decisions.append(_record(ledger, Decision(cand.change, False, "no better than noise on dev",
-                                                      cand_dev, inc_dev, noise)))
+            decisions.append(
+                _record(ledger, Decision(cand.change, False, "no better than noise on dev", cand_dev, inc_dev, noise))
+            )
             continue
         held = data.sealed()
         inc_dom, cand_dom = _by_domain(scorer, incumbent, held, samples), _by_domain(scorer, cand.setup, held, samples)
         inc_held, cand_held = _avg(scorer, incumbent, held, samples), _avg(scorer, cand.setup, held, samples)
         drops = {d: inc_dom[d] - cand_dom.get(d, 0.0) for d in inc_dom}
         pinned_fail = [i.id for i in held if i.pinned and scorer(cand.setup, i, 0) < 1.0]
-        reason = ("held-out dropped" if cand_held < inc_held else
-                  "a domain dropped" if any(v > (0.0 if d in GUARDED_DOMAINS else domain_drop)
-                                           for d, v in drops.items()) else
-                  "a pinned item failed" if pinned_fail else "")
+        reason = (
+            "held-out dropped"
+            if cand_held < inc_held
+            else "a domain dropped"
+            if any(v > (0.0 if d in GUARDED_DOMAINS else domain_drop) for d, v in drops.items())
+            else "a pinned item failed"
+            if pinned_fail
+            else ""
+        )
         kept = not reason or ruled
         if ruled and reason:
             reason = f"kept because the person ruled it; {reason}: those items may be stale"
-        decisions.append(_record(ledger, Decision(cand.change, kept, reason or "beats dev beyond noise, held-out holds",
-                                                  cand_dev, inc_dev, noise, cand_held, inc_held)))
+        decisions.append(
+            _record(
+                ledger,
+                Decision(
+                    cand.change,
+                    kept,
+                    reason or "beats dev beyond noise, held-out holds",
+                    cand_dev,
+                    inc_dev,
+                    noise,
+                    cand_held,
+                    inc_held,
+                ),
+            )
+        )
         if kept:
             incumbent = cand.setup
     return incumbent, decisions
 
 
-def judge_scorer(judge: Callable[[EvalItem, frozenset[str], int], float], *, judge_family: str,
-                 tested_family: str) -> Scorer:
+def judge_scorer(
+    judge: Callable[[EvalItem, frozenset[str], int], float], *, judge_family: str, tested_family: str
+) -> Scorer:
     """A scorer backed by a judge model; refused when the judge is the tested model's family."""
     if judge_family.strip().lower() == tested_family.strip().lower():
-        raise ConfigError(f"the judge ({judge_family}) must come from a different family than the model "
-                          f"being tested ({tested_family})")
+        raise ConfigError(
+            f"the judge ({judge_family}) must come from a different family than the model "
+            f"being tested ({tested_family})"
+        )
     return lambda setup, item, sample: min(1.0, max(0.0, float(judge(item, setup, sample))))

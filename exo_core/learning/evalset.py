@@ -91,17 +91,38 @@ def items_from(book: LessonBook) -> list[EvalItem]:
             reply = judged_text(book.index[body["judged"]].body)
             if not reply:
                 continue
-            out.append(EvalItem(f"replay:{entry.id[:16]}", "replay", entry.ts, "writing",
-                                {"reply": reply, "target": "accept" if body["verdict"] == "accept" else "correct"}))
+            out.append(
+                EvalItem(
+                    f"replay:{entry.id[:16]}",
+                    "replay",
+                    entry.ts,
+                    "writing",
+                    {"reply": reply, "target": "accept" if body["verdict"] == "accept" else "correct"},
+                )
+            )
             if isinstance(body.get("text"), str) and body["verdict"] in ("edit", "should_have_been"):
-                out.append(EvalItem(f"pair:{entry.id[:16]}", "pair", entry.ts, "writing",
-                                    {"rejected": reply, "chosen": body["text"]}))
+                out.append(
+                    EvalItem(
+                        f"pair:{entry.id[:16]}",
+                        "pair",
+                        entry.ts,
+                        "writing",
+                        {"rejected": reply, "chosen": body["text"]},
+                    )
+                )
         elif entry.kind == "utterance" and (picked := book.picked(entry)) is not None:
             lesson = book.lessons.get(picked[0])
             feat = feature(lesson.feature) if lesson is not None else None  # a lesson's feature is a catalog key
             if lesson is not None and feat is not None:
-                out.append(EvalItem(f"qa:{entry.id[:16]}", "qa", entry.ts, feat.domain,
-                                    {"rule": lesson.feature, "answer": picked[1]}))
+                out.append(
+                    EvalItem(
+                        f"qa:{entry.id[:16]}",
+                        "qa",
+                        entry.ts,
+                        feat.domain,
+                        {"rule": lesson.feature, "answer": picked[1]},
+                    )
+                )
     return out
 
 

@@ -25,7 +25,7 @@ from typing import Any
 __all__ = ["Feature", "CATALOG", "feature", "features_in", "stance", "match_words", "action_text"]
 
 _MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
-_EMOJI = re.compile("[\U0001F300-\U0001FAFF\u2600-\u27BF]")
+_EMOJI = re.compile("[\U0001f300-\U0001faff\u2600-\u27bf]")
 
 
 def _rx(pattern: str, flags: int = re.I) -> Callable[[str], bool]:
@@ -59,39 +59,103 @@ class Feature:
 
 
 CATALOG: tuple[Feature, ...] = (
-    Feature("preamble", "Wants the result first, not a preamble.", "writing",
-            ("preamble", "result first", "get to the point", "answer first"),
-            _rx(r"^\s*(sure|certainly|of course|great question|absolutely|i'?d be happy|happy to help|"
-                r"here(?:'s| is| are))\b")),
-    Feature("em_dash", "Wants plain punctuation, not em dashes.", "writing",
-            ("em dash", "em-dash", "dashes"), lambda t: "\u2014" in t),
-    Feature("bullets_for_comparison", "Wants a table when comparing options, not bullets.", "writing",
-            ("table", "tables"), _bullets_for_comparison),
-    Feature("exclamation", "Wants a calm tone, not exclamation marks.", "writing",
-            ("exclamation",), lambda t: "!" in t),
-    Feature("emoji", "Wants plain text, not emoji.", "writing", ("emoji", "emojis", "smiley"),
-            lambda t: _EMOJI.search(t) is not None),
-    Feature("imperial_units", "Wants metric units, not miles, pounds or Fahrenheit.", "writing",
-            ("metric", "kilometres", "kilometers", "miles", "imperial"),
-            _rx(r"\b\d+(\.\d+)?\s*(miles?|mi|pounds?|lbs?|feet|ft|fahrenheit|\u00b0F|inch(es)?|gallons?)\b")),
-    Feature("us_dates", "Wants ISO dates (YYYY-MM-DD), not spelled-out or US dates.", "writing",
-            ("iso date", "iso dates", "date format", "yyyy-mm-dd"),
-            _rx(rf"\b({_MONTHS}) \d{{1,2}}(st|nd|rd|th)?,? \d{{4}}\b|\b\d{{1,2}}/\d{{1,2}}/\d{{4}}\b", 0)),
-    Feature("sign_off", "Wants the reply to end when the content ends, not with a sign-off.", "writing",
-            ("sign-off", "sign off", "pleasantries", "hope this helps", "regards"),
-            _rx(r"(best regards|kind regards|cheers|hope this helps|let me know if)[^\n]*\s*\Z")),
-    Feature("long", "Wants short answers, not long ones.", "writing", ("shorter", "too long", "brief"),
-            lambda t: len(t.split()) > 120,
-            node="taste/answer-length"),
-    Feature("hedging", "Wants direct statements, not hedging.", "writing", ("hedging", "hedge", "waffle"),
-            _rx(r"\b(i think|perhaps|it might be|it seems|arguably)\b")),
-    Feature("code_unlabelled", "Wants code blocks labelled with their language.", "writing",
-            ("language tag", "label the code"), _rx(r"^```[ \t]*$", re.M)),
-    Feature("push", "Asks before pushing to a shared remote, never pushes unasked.", "actions",
-            ("push", "pushing"), _rx(r"\bgit\s+push\b"), guarded="public", action=True, node="rules/ask-before-push"),
-    Feature("send", "Asks before sending anything to another person.", "actions",
-            ("send", "sending", "email"), _rx(r"\b(send_email|send_message|sendmail)\b"),
-            guarded="third-party", action=True, node="rules/ask-before-send"),
+    Feature(
+        "preamble",
+        "Wants the result first, not a preamble.",
+        "writing",
+        ("preamble", "result first", "get to the point", "answer first"),
+        _rx(
+            r"^\s*(sure|certainly|of course|great question|absolutely|i'?d be happy|happy to help|"
+            r"here(?:'s| is| are))\b"
+        ),
+    ),
+    Feature(
+        "em_dash",
+        "Wants plain punctuation, not em dashes.",
+        "writing",
+        ("em dash", "em-dash", "dashes"),
+        lambda t: "\u2014" in t,
+    ),
+    Feature(
+        "bullets_for_comparison",
+        "Wants a table when comparing options, not bullets.",
+        "writing",
+        ("table", "tables"),
+        _bullets_for_comparison,
+    ),
+    Feature(
+        "exclamation", "Wants a calm tone, not exclamation marks.", "writing", ("exclamation",), lambda t: "!" in t
+    ),
+    Feature(
+        "emoji",
+        "Wants plain text, not emoji.",
+        "writing",
+        ("emoji", "emojis", "smiley"),
+        lambda t: _EMOJI.search(t) is not None,
+    ),
+    Feature(
+        "imperial_units",
+        "Wants metric units, not miles, pounds or Fahrenheit.",
+        "writing",
+        ("metric", "kilometres", "kilometers", "miles", "imperial"),
+        _rx(r"\b\d+(\.\d+)?\s*(miles?|mi|pounds?|lbs?|feet|ft|fahrenheit|\u00b0F|inch(es)?|gallons?)\b"),
+    ),
+    Feature(
+        "us_dates",
+        "Wants ISO dates (YYYY-MM-DD), not spelled-out or US dates.",
+        "writing",
+        ("iso date", "iso dates", "date format", "yyyy-mm-dd"),
+        _rx(rf"\b({_MONTHS}) \d{{1,2}}(st|nd|rd|th)?,? \d{{4}}\b|\b\d{{1,2}}/\d{{1,2}}/\d{{4}}\b", 0),
+    ),
+    Feature(
+        "sign_off",
+        "Wants the reply to end when the content ends, not with a sign-off.",
+        "writing",
+        ("sign-off", "sign off", "pleasantries", "hope this helps", "regards"),
+        _rx(r"(best regards|kind regards|cheers|hope this helps|let me know if)[^\n]*\s*\Z"),
+    ),
+    Feature(
+        "long",
+        "Wants short answers, not long ones.",
+        "writing",
+        ("shorter", "too long", "brief"),
+        lambda t: len(t.split()) > 120,
+        node="taste/answer-length",
+    ),
+    Feature(
+        "hedging",
+        "Wants direct statements, not hedging.",
+        "writing",
+        ("hedging", "hedge", "waffle"),
+        _rx(r"\b(i think|perhaps|it might be|it seems|arguably)\b"),
+    ),
+    Feature(
+        "code_unlabelled",
+        "Wants code blocks labelled with their language.",
+        "writing",
+        ("language tag", "label the code"),
+        _rx(r"^```[ \t]*$", re.M),
+    ),
+    Feature(
+        "push",
+        "Asks before pushing to a shared remote, never pushes unasked.",
+        "actions",
+        ("push", "pushing"),
+        _rx(r"\bgit\s+push\b"),
+        guarded="public",
+        action=True,
+        node="rules/ask-before-push",
+    ),
+    Feature(
+        "send",
+        "Asks before sending anything to another person.",
+        "actions",
+        ("send", "sending", "email"),
+        _rx(r"\b(send_email|send_message|sendmail)\b"),
+        guarded="third-party",
+        action=True,
+        node="rules/ask-before-send",
+    ),
 )
 _BY_KEY = {f.key: f for f in CATALOG}
 

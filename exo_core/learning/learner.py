@@ -28,8 +28,15 @@ from exo_core.learning.features import features_in
 from exo_core.learning.lessons import LessonBook, judged_text
 from exo_core.learning.pack import enforced, lesson_node, render_learned, shown, sync_nodes, taste_rows, write_pack
 from exo_core.learning.promotion import Existing, decide
-from exo_core.learning.reviewer import (LEARNING_SOURCE, Draft, argue_against, classify, needs_review,
-                                        question_for, reflect)
+from exo_core.learning.reviewer import (
+    LEARNING_SOURCE,
+    Draft,
+    argue_against,
+    classify,
+    needs_review,
+    question_for,
+    reflect,
+)
 from exo_core.protocol import events as ev
 from exo_core.store.atomic import atomic_write_text
 from exo_core.store.store import Store
@@ -99,14 +106,20 @@ class Learner:
                 return ReviewReport(why, cancelled=True)
             findings += classify(entry, book)
         nodes = self.store.nodes()
-        existing = {n.id: Existing("learned" in n.tags, n.domain == "rules" or "guarded" in n.tags) for n in nodes
-                    if n.valid_until is None}
+        existing = {
+            n.id: Existing("learned" in n.tags, n.domain == "rules" or "guarded" in n.tags)
+            for n in nodes
+            if n.valid_until is None
+        }
         high = {n.id: n.confidence == "high" for n in nodes}
         drafts = [argue_against(d, book, existing, high) for d in reflect(findings, book)]
         for f in (f for f in findings if f.relation == "question"):
             judged = book.index[book.index[f.entry_id].body["judged"]]
-            seen = [x for x in features_in(judged_text(judged.body))
-                    if not (x.target in book.lessons and book.lessons[x.target].promoted_by)]
+            seen = [
+                x
+                for x in features_in(judged_text(judged.body))
+                if not (x.target in book.lessons and book.lessons[x.target].promoted_by)
+            ]
             drafts += [q] if seen and (q := question_for(book, refs=(f.entry_id,), candidates=seen)) else []
         new_targets = [d.target for d in drafts if d.target not in book.lessons and d.body["home"] != "question"]
         stored = self._append([d.entry() for d in drafts])
@@ -120,8 +133,9 @@ class Learner:
         self.cursor = book.last_n
         self._cursor_path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(self._cursor_path, json.dumps({"n": self.cursor}) + "\n")
-        return ReviewReport(why, len(stored), promoted, questions, queued,
-                            events=tuple(self._events(before, promoted, questions)))
+        return ReviewReport(
+            why, len(stored), promoted, questions, queued, events=tuple(self._events(before, promoted, questions))
+        )
 
     def _promote(self, existing: dict[str, Existing]) -> tuple[tuple[str, ...], tuple[str, ...], list[tuple[str, str]]]:
         book, now = self.book, self.book.last_ts
@@ -133,16 +147,31 @@ class Learner:
             if step.action == "promote":
                 node = f"{target}-learned" if step.supersedes else target
                 refs = (lesson.proposals[0],) + ((lesson.person_said,) if step.by == "person" else ())
-                entries.append(NewEntry("promotion", {
-                    "target": target, "by": step.by, "rule": step.rule, "node": node, "source": LEARNING_SOURCE,
-                    "weight": lesson.weight(now), "supersedes": step.supersedes}, refs))
+                entries.append(
+                    NewEntry(
+                        "promotion",
+                        {
+                            "target": target,
+                            "by": step.by,
+                            "rule": step.rule,
+                            "node": node,
+                            "source": LEARNING_SOURCE,
+                            "weight": lesson.weight(now),
+                            "supersedes": step.supersedes,
+                        },
+                        refs,
+                    )
+                )
                 if step.supersedes:
                     supersede.append((step.supersedes, target))
             elif step.action == "ask" and not asks:
                 asks += [q] if (q := question_for(book, target=target)) else []
         stored = self._append(entries + [q.entry() for q in asks])
-        return (tuple(e.body["target"] for e in stored if e.kind == "promotion"),
-                tuple(e.id for e in stored if e.kind == "proposal"), supersede)
+        return (
+            tuple(e.body["target"] for e in stored if e.kind == "promotion"),
+            tuple(e.id for e in stored if e.kind == "proposal"),
+            supersede,
+        )
 
     def _enqueue(self, targets: list[str]) -> int:
         if self.queue is None:
@@ -154,10 +183,18 @@ class Learner:
             for eid in list(lesson.evidence)[:3]:
                 e = book.index[eid]
                 judged = book.index.get(str(e.body.get("judged", "")))
-                samples.append({"verdict": e.body.get("verdict", e.kind), "text": str(e.body.get("text", ""))[:400],
-                                "draft": judged_text(judged.body)[:400] if judged else ""})
-            self.queue.put("reflect", {"proposal": lesson.proposals[0], "target": lesson.target, "claim": lesson.claim,
-                                       "evidence": samples}, key=f"reflect:{lesson.proposals[0]}")
+                samples.append(
+                    {
+                        "verdict": e.body.get("verdict", e.kind),
+                        "text": str(e.body.get("text", ""))[:400],
+                        "draft": judged_text(judged.body)[:400] if judged else "",
+                    }
+                )
+            self.queue.put(
+                "reflect",
+                {"proposal": lesson.proposals[0], "target": lesson.target, "claim": lesson.claim, "evidence": samples},
+                key=f"reflect:{lesson.proposals[0]}",
+            )
         return len(lessons)
 
     def _events(self, before: set[str], promoted: tuple[str, ...], questions: tuple[str, ...]) -> list[tuple[str, Any]]:
@@ -167,19 +204,32 @@ class Learner:
             lesson = book.lesson_for(node)
             if lesson is not None:  # gone from the enforced list: rejected, or faded below high
                 moved.append((node, lesson, "deleted" if lesson.rejected_at >= 0 else "demoted"))
-        out: list[tuple[str, Any]] = [("taste.updated", ev.TasteUpdated(id=node, text=l.claim, weight=l.weight(now),
-                                                                         change=change)) for node, l, change in moved]
+        out: list[tuple[str, Any]] = [
+            ("taste.updated", ev.TasteUpdated(id=node, text=l.claim, weight=l.weight(now), change=change))
+            for node, l, change in moved
+        ]
         asked = {qid: book.index[qid].body for qid in questions}
-        return out + [("question.asked", ev.QuestionAsked(question_id=qid, text=q["claim"], options=q["labels"]))
-                      for qid, q in asked.items()]
+        return out + [
+            ("question.asked", ev.QuestionAsked(question_id=qid, text=q["claim"], options=q["labels"]))
+            for qid, q in asked.items()
+        ]
 
     def promote_by_eval(self, target: str, decision: str) -> StoredEntry:
         """Promote a lesson the climb kept (rule 5: skills and high-impact rules pass the exam first)."""
         with self._lock:
             lesson = self.book.lessons[target]
-            entry = self.ledger.append("promotion", {
-                "target": target, "by": "eval", "rule": 5, "node": target, "source": LEARNING_SOURCE,
-                "weight": lesson.weight(self.book.last_ts)}, refs=(lesson.proposals[0], decision))
+            entry = self.ledger.append(
+                "promotion",
+                {
+                    "target": target,
+                    "by": "eval",
+                    "rule": 5,
+                    "node": target,
+                    "source": LEARNING_SOURCE,
+                    "weight": lesson.weight(self.book.last_ts),
+                },
+                refs=(lesson.proposals[0], decision),
+            )
             self.refresh()
             self._publish({target})
             return entry
@@ -208,4 +258,3 @@ class Learner:
         """Rewrite the nodes of the lessons in ``only`` and the pack's learned section."""
         sync_nodes(self.store, self.book, only=only)
         write_pack(self.store, render_learned(self.book))
-

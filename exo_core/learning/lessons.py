@@ -84,11 +84,25 @@ class Lesson:
 
     def to_json(self, now_ms: int) -> dict[str, Any]:
         """A plain summary for views and the CLI."""
-        return {"target": self.target, "home": self.home, "claim": self.claim, "because": self.because,
-                "domain": self.domain, "feature": self.feature, "guarded": self.guarded, "weight": self.weight(now_ms),
-                "promoted_by": self.promoted_by, "node": self.node, "rejected": self.rejected_at >= 0,
-                "person_said": bool(self.person_said), "objection": self.objection, "proposals": list(self.proposals),
-                "evidence": sorted(self.evidence), "sessions": sorted(self.sessions()), "ignored": len(self.ignored)}
+        return {
+            "target": self.target,
+            "home": self.home,
+            "claim": self.claim,
+            "because": self.because,
+            "domain": self.domain,
+            "feature": self.feature,
+            "guarded": self.guarded,
+            "weight": self.weight(now_ms),
+            "promoted_by": self.promoted_by,
+            "node": self.node,
+            "rejected": self.rejected_at >= 0,
+            "person_said": bool(self.person_said),
+            "objection": self.objection,
+            "proposals": list(self.proposals),
+            "evidence": sorted(self.evidence),
+            "sessions": sorted(self.sessions()),
+            "ignored": len(self.ignored),
+        }
 
 
 class LessonBook:
@@ -136,9 +150,15 @@ class LessonBook:
         lesson = self.lessons.get(target)
         if lesson is None:
             feat = feature(str(body.get("feature", "")))
-            lesson = Lesson(target=target, home=str(body.get("home", "pack")), claim=str(body.get("claim", target)),
-                            domain=str(body.get("domain", "taste")), feature=feat.key if feat else "",
-                            guarded=feat.guarded if feat else str(body.get("guarded", "")), first_ts=entry.ts)
+            lesson = Lesson(
+                target=target,
+                home=str(body.get("home", "pack")),
+                claim=str(body.get("claim", target)),
+                domain=str(body.get("domain", "taste")),
+                feature=feat.key if feat else "",
+                guarded=feat.guarded if feat else str(body.get("guarded", "")),
+                first_ts=entry.ts,
+            )
             self.lessons[target] = lesson
         if isinstance(body.get("revises"), str):
             # A reflection rewrites the wording only; it adds no evidence.
@@ -159,7 +179,8 @@ class LessonBook:
     def lesson_for(self, ref: str) -> Lesson | None:
         """The lesson named by ``ref``: its target, its node id, or one of its proposal ids."""
         return self.lessons.get(ref) or next(
-            (l for l in self.lessons.values() if ref == l.node or ref in l.proposals), None)
+            (l for l in self.lessons.values() if ref == l.node or ref in l.proposals), None
+        )
 
     def picked(self, answer: StoredEntry) -> tuple[str, str] | None:
         """The option ``(target, "yes"/"no")`` an answer picked from the question it answers; None if none."""

@@ -46,9 +46,14 @@ class Window:
 
     def to_json(self) -> dict[str, Any]:
         """A plain row for the CLI."""
-        return {"start": self.start, "verdicts": dict(sorted(self.verdicts.items())), "questions": self.questions,
-                "answers": self.answers, "corrections_per_accept": round(self.corrections_per_accept, 4),
-                "eval_score": self.eval_score}
+        return {
+            "start": self.start,
+            "verdicts": dict(sorted(self.verdicts.items())),
+            "questions": self.questions,
+            "answers": self.answers,
+            "corrections_per_accept": round(self.corrections_per_accept, 4),
+            "eval_score": self.eval_score,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,8 +67,12 @@ class Metrics:
 
     def to_json(self) -> dict[str, Any]:
         """A plain dict for the CLI."""
-        return {"windows": [w.to_json() for w in self.windows], "stale_eval": self.stale,
-                "promotions": self.promotions, "cost_per_accepted_lesson": self.cost_per_lesson}
+        return {
+            "windows": [w.to_json() for w in self.windows],
+            "stale_eval": self.stale,
+            "promotions": self.promotions,
+            "cost_per_accepted_lesson": self.cost_per_lesson,
+        }
 
 
 def stale(windows: Sequence[Window], span: int = 3) -> bool:

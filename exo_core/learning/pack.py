@@ -31,8 +31,22 @@ from exo_core.store.atomic import atomic_write_text
 from exo_core.store.node import Link, Node
 from exo_core.store.store import Store
 
-__all__ = ["render_learned", "write_pack", "lesson_node", "sync_nodes", "taste_rows", "TasteView", "TastePackView",
-           "register_views", "BEGIN", "END", "day_of", "enforced", "hints", "shown"]
+__all__ = [
+    "render_learned",
+    "write_pack",
+    "lesson_node",
+    "sync_nodes",
+    "taste_rows",
+    "TasteView",
+    "TastePackView",
+    "register_views",
+    "BEGIN",
+    "END",
+    "day_of",
+    "enforced",
+    "hints",
+    "shown",
+]
 
 BEGIN = "<!-- exo:learned:begin -->"
 END = "<!-- exo:learned:end -->"
@@ -52,8 +66,14 @@ def enforced(book: LessonBook, now_ms: int) -> list[Lesson]:
 def hints(book: LessonBook, now_ms: int) -> list[Lesson]:
     """Unguarded pack lessons of medium weight, or high but not (yet) promoted."""
     weights = {t: l.weight(now_ms) for t, l in book.lessons.items()}
-    return [l for t, l in sorted(book.lessons.items()) if l.home == "pack" and (l.promoted_by or not l.guarded)
-            and MEDIUM <= weights[t] and not (l.promoted_by and weights[t] >= HIGH)]
+    return [
+        l
+        for t, l in sorted(book.lessons.items())
+        if l.home == "pack"
+        and (l.promoted_by or not l.guarded)
+        and MEDIUM <= weights[t]
+        and not (l.promoted_by and weights[t] >= HIGH)
+    ]
 
 
 def render_learned(book: LessonBook, now_ms: int | None = None) -> str:
@@ -63,8 +83,11 @@ def render_learned(book: LessonBook, now_ms: int | None = None) -> str:
     strong = enforced(book, now)
     soft = hints(book, now)
     if strong:
-        lines += ["Enforced:", ""] + [
-            f"- {l.claim} [[{l.node or l.target}]] (proposal {l.proposals[0][:12]})" for l in strong] + [""]
+        lines += (
+            ["Enforced:", ""]
+            + [f"- {l.claim} [[{l.node or l.target}]] (proposal {l.proposals[0][:12]})" for l in strong]
+            + [""]
+        )
     if soft:
         lines += ["Hints:", ""] + [f"- {l.claim} (proposal {l.proposals[0][:12]})" for l in soft] + [""]
     if not strong and not soft:
@@ -94,13 +117,26 @@ def lesson_node(lesson: Lesson, now_ms: int, promoted_ts: int) -> Node:
     """The plain file that holds a promoted lesson."""
     node_id = lesson.node or lesson.target
     because = f" Because {lesson.because.rstrip('.')}." if lesson.because else " Learned from corrections."
-    body = (f"Learned by Exo (proposal {lesson.proposals[0]}, promoted by {lesson.promoted_by}).\n\n"
-            "Evidence (ledger entries):\n\n" + "".join(f"- {e}\n" for e in sorted(lesson.evidence)))
+    body = (
+        f"Learned by Exo (proposal {lesson.proposals[0]}, promoted by {lesson.promoted_by}).\n\n"
+        "Evidence (ledger entries):\n\n" + "".join(f"- {e}\n" for e in sorted(lesson.evidence))
+    )
     links = (Link("supersedes", lesson.target),) if node_id != lesson.target else ()
-    return Node(id=node_id, title=lesson.claim.rstrip(".")[:80], type="rule" if lesson.person_said else "preference",
-                domain=node_id.split("/", 1)[0], summary=lesson.claim + because, load_when="",
-                confidence=label(lesson.weight(now_ms)), stability="durable", valid_from=day_of(promoted_ts),
-                sources=tuple(f"ledger:{p}" for p in lesson.proposals[:8]), links=links, tags=("learned",), body=body)
+    return Node(
+        id=node_id,
+        title=lesson.claim.rstrip(".")[:80],
+        type="rule" if lesson.person_said else "preference",
+        domain=node_id.split("/", 1)[0],
+        summary=lesson.claim + because,
+        load_when="",
+        confidence=label(lesson.weight(now_ms)),
+        stability="durable",
+        valid_from=day_of(promoted_ts),
+        sources=tuple(f"ledger:{p}" for p in lesson.proposals[:8]),
+        links=links,
+        tags=("learned",),
+        body=body,
+    )
 
 
 def sync_nodes(store: Store, book: LessonBook, only: Collection[str] | None = None) -> list[str]:
@@ -131,10 +167,20 @@ def sync_nodes(store: Store, book: LessonBook, only: Collection[str] | None = No
 def taste_rows(book: LessonBook, now_ms: int | None = None) -> list[dict[str, Any]]:
     """Learned taste as ``taste.list`` rows: shown lessons (enforced, then hints) with real weights."""
     now = book.last_ts if now_ms is None else now_ms
-    return [{"id": l.node or l.target, "text": l.claim, "weight": l.weight(now), "confidence": label(l.weight(now)),
-             "status": status, "evidence": sorted(l.evidence), "proposal": l.proposals[0],
-             "path": f"{l.node or l.target}.md" if l.promoted_by else None}
-            for status, lessons in (("enforced", enforced(book, now)), ("hint", hints(book, now))) for l in lessons]
+    return [
+        {
+            "id": l.node or l.target,
+            "text": l.claim,
+            "weight": l.weight(now),
+            "confidence": label(l.weight(now)),
+            "status": status,
+            "evidence": sorted(l.evidence),
+            "proposal": l.proposals[0],
+            "path": f"{l.node or l.target}.md" if l.promoted_by else None,
+        }
+        for status, lessons in (("enforced", enforced(book, now)), ("hint", hints(book, now)))
+        for l in lessons
+    ]
 
 
 class TasteView:

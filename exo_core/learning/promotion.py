@@ -71,8 +71,12 @@ def decide(lesson: Lesson, now_ms: int, existing: Mapping[str, Existing]) -> Ste
         return Step(t, "ask" if w >= HIGH else "wait", 2, reason=f"guards something {lesson.guarded}")
     if lesson.home == "skill":
         return Step(t, "wait", 5, reason="skill changes pass the eval gate")
-    ready = (lesson.weight(now_ms) >= HIGH and len(lesson.sessions()) >= MIN_SESSIONS
-             and not lesson.objection and lesson.home in ("pack", "store"))
+    ready = (
+        lesson.weight(now_ms) >= HIGH
+        and len(lesson.sessions()) >= MIN_SESSIONS
+        and not lesson.objection
+        and lesson.home in ("pack", "store")
+    )
     if conflict and old is not None:
         if old.guards:
             return Step(t, "ask" if ready else "wait", 3, reason="the older belief guards something")

@@ -26,8 +26,17 @@ from exo_core.learning.lessons import LessonBook, judged_text, slug
 from exo_core.learning.promotion import Existing
 from exo_core.learning.signals import category_of
 
-__all__ = ["Finding", "Draft", "needs_review", "classify", "reflect", "argue_against", "question_for",
-           "TURNS_BEFORE_REVIEW", "LEARNING_SOURCE"]
+__all__ = [
+    "Finding",
+    "Draft",
+    "needs_review",
+    "classify",
+    "reflect",
+    "argue_against",
+    "question_for",
+    "TURNS_BEFORE_REVIEW",
+    "LEARNING_SOURCE",
+]
 
 TURNS_BEFORE_REVIEW = 10
 QUESTION_STALE_MS = 3 * 86_400_000
@@ -120,8 +129,9 @@ def classify(entry: StoredEntry, book: LessonBook) -> list[Finding]:
             found.append(Finding(entry.id, chosen, "new", feat.key, feat.claim))
     elif category in ("deny", "allow"):
         text = book.denied_actions.get(entry.id, "") + " " + action_text(body)
-        found += [_finding(book, entry.id, f, +1, category) for f in features_in(text, action=True)
-                  if category == "deny"]
+        found += [
+            _finding(book, entry.id, f, +1, category) for f in features_in(text, action=True) if category == "deny"
+        ]
     return [f for f in found if f is not None]
 
 
@@ -129,10 +139,16 @@ def _because(book: LessonBook, target: str, cites: Iterable[str]) -> str:
     lesson = book.lessons.get(target)
     ids = sorted(set(lesson.evidence if lesson else ()) | set(cites))
     kinds = [book.index[i].kind if i in book.index else "" for i in ids]
-    verdicts = [str(book.index[i].body.get("verdict", book.index[i].body.get("decision", ""))) for i in ids
-                if i in book.index]
-    why = ("they said so" if "rule" in kinds else "they denied it when asked" if "deny" in verdicts
-           else "they corrected it in their drafts")
+    verdicts = [
+        str(book.index[i].body.get("verdict", book.index[i].body.get("decision", ""))) for i in ids if i in book.index
+    ]
+    why = (
+        "they said so"
+        if "rule" in kinds
+        else "they denied it when asked"
+        if "deny" in verdicts
+        else "they corrected it in their drafts"
+    )
     return f"{why} (entries {', '.join(i[:8] for i in ids[-4:])})"
 
 
@@ -150,9 +166,14 @@ def reflect(findings: Sequence[Finding], book: LessonBook) -> list[Draft]:
         feat = feature(first.feature) if lesson is None else feature(lesson.feature)
         if lesson is None and not any(f.relation == "new" for f in group):
             continue
-        body: dict[str, Any] = {"target": target, "source": LEARNING_SOURCE, "home": lesson.home if lesson else "pack",
-                                "claim": lesson.claim if lesson else (feat.claim if feat else first.claim),
-                                "domain": target.split("/", 1)[0], "because": _because(book, target, cites)}
+        body: dict[str, Any] = {
+            "target": target,
+            "source": LEARNING_SOURCE,
+            "home": lesson.home if lesson else "pack",
+            "claim": lesson.claim if lesson else (feat.claim if feat else first.claim),
+            "domain": target.split("/", 1)[0],
+            "because": _because(book, target, cites),
+        }
         if feat is not None:
             body["feature"] = feat.key
         elif lesson is None and target.startswith("rules/"):
@@ -161,28 +182,35 @@ def reflect(findings: Sequence[Finding], book: LessonBook) -> list[Draft]:
     return drafts
 
 
-def argue_against(draft: Draft, book: LessonBook, existing: Mapping[str, Existing],
-                  high_confidence: Mapping[str, bool]) -> Draft:
+def argue_against(
+    draft: Draft, book: LessonBook, existing: Mapping[str, Existing], high_confidence: Mapping[str, bool]
+) -> Draft:
     """The second pass: object when the lesson would change a high-confidence belief on one session's evidence."""
     if not high_confidence.get(draft.target) or (draft.target in existing and existing[draft.target].learned):
         return draft
     sessions = {str(book.index[ref].body.get("session", "")) for ref in draft.refs if ref in book.index}
     if (lesson := book.lessons.get(draft.target)) is not None:
         sessions |= lesson.sessions()
-    objection = "" if len(sessions - {""}) >= 2 else (
-        f"would change the high-confidence belief {draft.target} on evidence from one session: a one-off?")
+    objection = (
+        ""
+        if len(sessions - {""}) >= 2
+        else (f"would change the high-confidence belief {draft.target} on evidence from one session: a one-off?")
+    )
     return Draft(draft.target, {**draft.body, "objection": objection}, draft.refs)
 
 
-def question_for(book: LessonBook, *, target: str = "", refs: tuple[str, ...] = (),
-                 candidates: Sequence[Feature] = ()) -> Draft | None:
+def question_for(
+    book: LessonBook, *, target: str = "", refs: tuple[str, ...] = (), candidates: Sequence[Feature] = ()
+) -> Draft | None:
     """One numbered question: yes/no on a guarded lesson, or which feature an unexplained rejection meant.
 
     At most one question is open at a time (an unanswered one goes stale after
     :data:`QUESTION_STALE_MS`), and a lesson is asked about once.
     """
-    if any(l.home == "question" and not l.answered and book.last_ts - l.first_ts < QUESTION_STALE_MS
-           for l in book.lessons.values()):
+    if any(
+        l.home == "question" and not l.answered and book.last_ts - l.first_ts < QUESTION_STALE_MS
+        for l in book.lessons.values()
+    ):
         return None
     if candidates:
         opts = [[f.target, "yes"] for f in candidates[:3]] + [["", "none"]]
@@ -197,6 +225,13 @@ def question_for(book: LessonBook, *, target: str = "", refs: tuple[str, ...] = 
         refs = tuple(lesson.proposals[:1]) + refs
     if qid in book.lessons:
         return None
-    body = {"target": qid, "source": LEARNING_SOURCE, "home": "question", "claim": text, "options": opts,
-            "labels": labels, "domain": "question"}
+    body = {
+        "target": qid,
+        "source": LEARNING_SOURCE,
+        "home": "question",
+        "claim": text,
+        "options": opts,
+        "labels": labels,
+        "domain": "question",
+    }
     return Draft(qid, body, refs)

@@ -121,8 +121,12 @@ class ReviewService:
         the person's own words in the ledger, and a review follows at once."""
         answer = await self.questions.ask(None, asked.text, asked.options)
         label = asked.options[answer.option - 1] if answer.option else (answer.text or "")
-        await asyncio.to_thread(self.learner.ledger.append, "utterance", {
-            "text": label, "answer_to": asked.question_id, "option": answer.option}, refs=(asked.question_id,))
+        await asyncio.to_thread(
+            self.learner.ledger.append,
+            "utterance",
+            {"text": label, "answer_to": asked.question_id, "option": answer.option},
+            refs=(asked.question_id,),
+        )
         self._start_review()
 
     async def aclose(self) -> None:

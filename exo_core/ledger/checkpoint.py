@@ -35,8 +35,14 @@ from exo_core.ledger.keys import Signer, is_key_id, verify_key_from_id
 from exo_core.ledger.kinds import is_entry_id
 from exo_core.ledger.ledger import Ledger
 
-__all__ = ["Checkpoint", "make_checkpoint", "record_checkpoint", "CheckpointBook", "BOOK_FILE_NAME",
-           "checkpoint_from_canonical"]
+__all__ = [
+    "Checkpoint",
+    "make_checkpoint",
+    "record_checkpoint",
+    "CheckpointBook",
+    "BOOK_FILE_NAME",
+    "checkpoint_from_canonical",
+]
 
 BOOK_FILE_NAME = "ledger-checkpoints.sqlite"
 _DOMAIN = b"exo-ledger/1 checkpoint\n"
@@ -55,8 +61,18 @@ class Checkpoint:
 
     def statement(self) -> bytes:
         """The canonical bytes the signature covers."""
-        return canonical_json({"v": 1, "type": "exo-ledger-checkpoint", "ledger": self.ledger_id, "size": self.size,
-                               "head": self.head, "ts": self.ts, "signer": self.signer}, field="checkpoint")
+        return canonical_json(
+            {
+                "v": 1,
+                "type": "exo-ledger-checkpoint",
+                "ledger": self.ledger_id,
+                "size": self.size,
+                "head": self.head,
+                "ts": self.ts,
+                "signer": self.signer,
+            },
+            field="checkpoint",
+        )
 
     def signature_ok(self) -> bool:
         """True when ``sig`` is the signer's signature of :meth:`statement`."""
@@ -68,8 +84,14 @@ class Checkpoint:
 
     def to_json(self) -> dict[str, Any]:
         """JSON form (``sig`` as hex); :meth:`from_json` reads it back."""
-        return {"ledger": self.ledger_id, "size": self.size, "head": self.head,
-                "ts": self.ts, "signer": self.signer, "sig": self.sig.hex()}
+        return {
+            "ledger": self.ledger_id,
+            "size": self.size,
+            "head": self.head,
+            "ts": self.ts,
+            "signer": self.signer,
+            "sig": self.sig.hex(),
+        }
 
     @classmethod
     def from_json(cls, doc: object) -> "Checkpoint":
@@ -134,8 +156,10 @@ class CheckpointBook(Guarded):
     def __init__(self, path: str | Path) -> None:
         super().__init__(connect(Path(path), create=True, what="checkpoint book"), Path(path), "checkpoint book")
         with self.write_txn() as conn:
-            conn.execute("CREATE TABLE IF NOT EXISTS checkpoints (ledger TEXT NOT NULL, size INTEGER NOT NULL, "
-                         "head TEXT NOT NULL, doc TEXT NOT NULL, UNIQUE (ledger, size, head, doc))")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS checkpoints (ledger TEXT NOT NULL, size INTEGER NOT NULL, "
+                "head TEXT NOT NULL, doc TEXT NOT NULL, UNIQUE (ledger, size, head, doc))"
+            )
 
     @classmethod
     def for_home(cls, home_root: str | Path) -> "CheckpointBook":
@@ -148,8 +172,10 @@ class CheckpointBook(Guarded):
             raise CorruptDataError(f"checkpoint of {checkpoint.ledger_id} has a bad signature; not kept")
         doc = json.dumps(checkpoint.to_json(), sort_keys=True)
         with self.write_txn() as conn:
-            conn.execute("INSERT OR IGNORE INTO checkpoints(ledger, size, head, doc) VALUES (?, ?, ?, ?)",
-                         (checkpoint.ledger_id, checkpoint.size, checkpoint.head, doc))
+            conn.execute(
+                "INSERT OR IGNORE INTO checkpoints(ledger, size, head, doc) VALUES (?, ?, ?, ?)",
+                (checkpoint.ledger_id, checkpoint.size, checkpoint.head, doc),
+            )
 
     def for_ledger(self, ledger_id: str) -> list[Checkpoint]:
         """Every kept checkpoint of ``ledger_id``, highest first."""

@@ -70,9 +70,11 @@ CREATE INDEX IF NOT EXISTS entries_idem ON entries(idem) WHERE idem IS NOT NULL;
 # were dropped, because that is how someone would edit it.
 _GUARDED = tuple((table, op) for table in ("entries", "segments", "meta") for op in ("UPDATE", "DELETE"))
 TRIGGER_NAMES = tuple(f"{table}_no_{op.lower()}" for table, op in _GUARDED)
-_TRIGGERS = [f"CREATE TRIGGER IF NOT EXISTS {table}_no_{op.lower()} BEFORE {op} ON {table} "
-             f"BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: {op} on {table} refused'); END;"
-             for table, op in _GUARDED]
+_TRIGGERS = [
+    f"CREATE TRIGGER IF NOT EXISTS {table}_no_{op.lower()} BEFORE {op} ON {table} "
+    f"BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: {op} on {table} refused'); END;"
+    for table, op in _GUARDED
+]
 
 
 def connect(path: Path, *, create: bool, what: str = "ledger") -> sqlite3.Connection:
@@ -84,8 +86,9 @@ def connect(path: Path, *, create: bool, what: str = "ledger") -> sqlite3.Connec
     uri = f"file:{path}?mode={'rwc' if create else 'rw'}"
     try:
         # check_same_thread=False: Guarded serialises use with its own lock. The timeout is SQLite's busy timeout.
-        conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000,
-                               check_same_thread=False)
+        conn = sqlite3.connect(
+            uri, uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False
+        )
     except sqlite3.Error as exc:
         raise StorageError(f"cannot open {what} {path}: {exc}") from exc
     try:

@@ -37,8 +37,20 @@ from exo_core.ledger.keys import Signer, is_key_id, verify_key_from_id
 from exo_core.ledger.kinds import is_entry_id, validate_body, validate_kind, validate_scope
 from exo_core.protocol.envelopes import shallow_dict
 
-__all__ = ["FORMAT_VERSION", "NewEntry", "StoredEntry", "genesis_hash", "chain_hash", "entry_signing_message",
-           "build_content", "seal", "decode_row", "check_seal", "ROW_COLUMNS", "check_refs"]
+__all__ = [
+    "FORMAT_VERSION",
+    "NewEntry",
+    "StoredEntry",
+    "genesis_hash",
+    "chain_hash",
+    "entry_signing_message",
+    "build_content",
+    "seal",
+    "decode_row",
+    "check_seal",
+    "ROW_COLUMNS",
+    "check_refs",
+]
 
 FORMAT_VERSION = 1
 MAX_CONTENT_BYTES = 1 << 20  # one entry's content; larger things belong in items/files
@@ -49,8 +61,10 @@ _ENTRY_DOMAIN = b"exo-ledger/1 entry\n"
 # The SELECT list every reader uses. Text columns are read as BLOBs so a
 # corrupted byte surfaces as CorruptDataError from decode_row, not as
 # sqlite3's "Could not decode to UTF-8" on some unrelated row.
-ROW_COLUMNS = ("n, seg, pos, CAST(id AS BLOB), CAST(prev AS BLOB), CAST(chain AS BLOB), CAST(author AS BLOB), sig, "
-               "CAST(kind AS BLOB), CAST(scope AS BLOB), ts, CAST(idem AS BLOB), content")
+ROW_COLUMNS = (
+    "n, seg, pos, CAST(id AS BLOB), CAST(prev AS BLOB), CAST(chain AS BLOB), CAST(author AS BLOB), sig, "
+    "CAST(kind AS BLOB), CAST(scope AS BLOB), ts, CAST(idem AS BLOB), content"
+)
 
 
 def genesis_hash(ledger_id: str) -> str:
@@ -120,8 +134,9 @@ def check_refs(refs: Sequence[str]) -> tuple[str, ...]:
     return out
 
 
-def build_content(*, kind: str, scope: str, author: str, ts: int, refs: Sequence[str], body: Mapping[str, Any],
-                  idem: str | None) -> bytes:
+def build_content(
+    *, kind: str, scope: str, author: str, ts: int, refs: Sequence[str], body: Mapping[str, Any], idem: str | None
+) -> bytes:
     """Validate the parts of a new entry and return its canonical content bytes.
 
     Raises :class:`BadBodyError` naming the bad field; nothing is written.
@@ -132,8 +147,16 @@ def build_content(*, kind: str, scope: str, author: str, ts: int, refs: Sequence
     validate_body(kind, body, refs_t)
     if idem is not None and (not isinstance(idem, str) or not 0 < len(idem) <= MAX_IDEM_CHARS):
         raise BadBodyError(f"idempotency key must be 1-{MAX_IDEM_CHARS} characters", field="idem")
-    doc = {"v": FORMAT_VERSION, "kind": kind, "scope": scope, "author": author, "ts": ts, "refs": list(refs_t),
-           "body": body, **({} if idem is None else {"idem": idem})}
+    doc = {
+        "v": FORMAT_VERSION,
+        "kind": kind,
+        "scope": scope,
+        "author": author,
+        "ts": ts,
+        "refs": list(refs_t),
+        "body": body,
+        **({} if idem is None else {"idem": idem}),
+    }
     content = canonical_json(doc, field="body")
     if len(content) > MAX_CONTENT_BYTES:
         raise BadBodyError(f"entry is {len(content)} bytes; the limit is {MAX_CONTENT_BYTES}", field="body")
@@ -209,14 +232,33 @@ def decode_row(row: Sequence[object]) -> StoredEntry:
         raise CorruptDataError("content ts is not an integer")
     if idem is not None and not isinstance(idem, str):
         raise CorruptDataError("content idem is not a string")
-    columns = (("kind", kind_col, doc["kind"]), ("scope", scope_col, doc["scope"]), ("author", author, doc["author"]),
-               ("ts", ts_col, ts), ("idem", idem_col, idem))
+    columns = (
+        ("kind", kind_col, doc["kind"]),
+        ("scope", scope_col, doc["scope"]),
+        ("author", author, doc["author"]),
+        ("ts", ts_col, ts),
+        ("idem", idem_col, idem),
+    )
     mismatched = [name for name, col, val in columns if col != val]
     if mismatched:
         raise CorruptDataError(f"column(s) {', '.join(mismatched)} disagree with the signed content")
-    return StoredEntry(n=n, seg=seg, pos=pos, id=entry_id, prev=prev, chain=chain, author=author, sig=sig,
-                       kind=doc["kind"], scope=doc["scope"], ts=ts, idem=idem, refs=refs_t, body=doc["body"],
-                       content=content)
+    return StoredEntry(
+        n=n,
+        seg=seg,
+        pos=pos,
+        id=entry_id,
+        prev=prev,
+        chain=chain,
+        author=author,
+        sig=sig,
+        kind=doc["kind"],
+        scope=doc["scope"],
+        ts=ts,
+        idem=idem,
+        refs=refs_t,
+        body=doc["body"],
+        content=content,
+    )
 
 
 def check_seal(entry: StoredEntry) -> str | None:

@@ -26,8 +26,16 @@ import nacl.signing
 
 from exo_core.errors import ConflictError, CorruptDataError, NotFoundError, StorageError
 
-__all__ = ["Signer", "KEY_FILE_NAME", "key_id_of", "verify_key_from_id", "is_key_id", "create_signing_key",
-           "load_signing_key", "ensure_signing_key"]
+__all__ = [
+    "Signer",
+    "KEY_FILE_NAME",
+    "key_id_of",
+    "verify_key_from_id",
+    "is_key_id",
+    "create_signing_key",
+    "load_signing_key",
+    "ensure_signing_key",
+]
 
 KEY_FILE_NAME = "ledger-ed25519.key"
 _HEADER = "exo-ed25519-seed-v1"
@@ -140,8 +148,10 @@ def load_signing_key(keys_dir: Path, *, name: str = KEY_FILE_NAME) -> Signer:
     except OSError as exc:
         raise StorageError(f"cannot read signing key {path}: {exc.strerror}") from exc
     if stat.S_IMODE(st.st_mode) & 0o077:
-        raise StorageError(f"signing key {path} has mode {stat.S_IMODE(st.st_mode):04o}; "
-                           "it must not be readable by group or others (chmod 600)")
+        raise StorageError(
+            f"signing key {path} has mode {stat.S_IMODE(st.st_mode):04o}; "
+            "it must not be readable by group or others (chmod 600)"
+        )
     try:
         header, seed_hex = raw.decode("ascii").split()
         seed = bytes.fromhex(seed_hex)

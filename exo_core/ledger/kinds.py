@@ -53,6 +53,7 @@ def is_entry_id(value: object) -> bool:
 
 def _needs(kind: str, *keys: str) -> Callable[[Mapping[str, Any], tuple[str, ...]], None]:
     """The rule of a kind whose body needs non-empty strings at ``keys``."""
+
     def check(body: Mapping[str, Any], refs: tuple[str, ...]) -> None:
         for key in keys:
             if not isinstance(body.get(key), str) or not body[key]:
@@ -88,8 +89,11 @@ def _retrieval(body: Mapping[str, Any], refs: tuple[str, ...]) -> None:
 def _no_text(value: Any, path: str) -> None:
     if isinstance(value, str):
         if not _TOKEN.fullmatch(value):
-            raise BadBodyError(f"decision {path}: strings must be hashes, ids or labels "
-                               "(1-128 characters, no whitespace); raw text is not recorded", field=path)
+            raise BadBodyError(
+                f"decision {path}: strings must be hashes, ids or labels "
+                "(1-128 characters, no whitespace); raw text is not recorded",
+                field=path,
+            )
     elif isinstance(value, dict):
         for key, item in value.items():
             _no_text(key, f"{path}.<key>")
@@ -139,8 +143,11 @@ def validate_kind(kind: object) -> str:
 def validate_scope(scope: object) -> str:
     """Return ``scope`` if well formed (``person``, ``agent:NAME``, ``group:NAME``)."""
     if not isinstance(scope, str) or not _SCOPE.fullmatch(scope):
-        raise BadBodyError(f"bad scope {scope!r}; expected 'person', 'agent:NAME' or 'group:NAME' "
-                           "(NAME: lower-case letters, digits, '_' or '-', at most 64)", field="scope")
+        raise BadBodyError(
+            f"bad scope {scope!r}; expected 'person', 'agent:NAME' or 'group:NAME' "
+            "(NAME: lower-case letters, digits, '_' or '-', at most 64)",
+            field="scope",
+        )
     return scope
 
 

@@ -23,8 +23,16 @@ from typing import TYPE_CHECKING, Any
 from exo_core.errors import BadBodyError, ConflictError, CorruptDataError, NotFoundError, UsageError
 from exo_core.ledger.canonical import normalize_json
 from exo_core.ledger.db import Guarded, connect, create_schema
-from exo_core.ledger.entry import (ROW_COLUMNS, NewEntry, StoredEntry, build_content, check_refs, decode_row,
-                                   genesis_hash, seal)
+from exo_core.ledger.entry import (
+    ROW_COLUMNS,
+    NewEntry,
+    StoredEntry,
+    build_content,
+    check_refs,
+    decode_row,
+    genesis_hash,
+    seal,
+)
 from exo_core.ledger.keys import Signer
 
 if TYPE_CHECKING:
@@ -60,9 +68,24 @@ class Segment:
 
 def insert_entry(conn: sqlite3.Connection, seg: int, pos: int, entry: StoredEntry) -> int:
     """Store ``entry`` at height ``pos`` of segment ``seg`` (in the caller's write transaction); its ``n``."""
-    cur = conn.execute("INSERT INTO entries(seg, pos, id, prev, chain, author, sig, kind, scope, ts, idem, content) "
-                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", (seg, pos, entry.id, entry.prev, entry.chain,
-                       entry.author, entry.sig, entry.kind, entry.scope, entry.ts, entry.idem, entry.content))
+    cur = conn.execute(
+        "INSERT INTO entries(seg, pos, id, prev, chain, author, sig, kind, scope, ts, idem, content) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            seg,
+            pos,
+            entry.id,
+            entry.prev,
+            entry.chain,
+            entry.author,
+            entry.sig,
+            entry.kind,
+            entry.scope,
+            entry.ts,
+            entry.idem,
+            entry.content,
+        ),
+    )
     return int(cur.lastrowid or 0)
 
 
@@ -75,8 +98,16 @@ class Ledger(Guarded):
     :meth:`close` (later use raises :class:`ClosedResourceError`).
     """
 
-    def __init__(self, conn: sqlite3.Connection, path: Path, ledger_id: str, *, signer: Signer | None, scope: str,
-                 clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        path: Path,
+        ledger_id: str,
+        *,
+        signer: Signer | None,
+        scope: str,
+        clock: Callable[[], float],
+    ) -> None:
         super().__init__(conn, path)
         self.ledger_id = ledger_id
         self.genesis = genesis_hash(ledger_id)
@@ -86,8 +117,16 @@ class Ledger(Guarded):
 
     # -- opening -----------------------------------------------------------
     @classmethod
-    def open(cls, path: str | Path, *, signer: Signer | None = None, create: bool = False, ledger_id: str | None = None,
-             scope: str = "person", clock: Callable[[], float] = time.time) -> "Ledger":
+    def open(
+        cls,
+        path: str | Path,
+        *,
+        signer: Signer | None = None,
+        create: bool = False,
+        ledger_id: str | None = None,
+        scope: str = "person",
+        clock: Callable[[], float] = time.time,
+    ) -> "Ledger":
         """Open (``create=True``: create if missing) the ledger file at ``path``.
 
         ``ledger_id`` names a new ledger (default: a random UUID); for an existing
@@ -131,8 +170,9 @@ class Ledger(Guarded):
                     create_schema(conn)
                     conn.execute("INSERT INTO meta(key, value) VALUES ('format', '1')")
                     conn.execute("INSERT INTO meta(key, value) VALUES ('ledger_id', ?)", (new_ledger_id,))
-                    conn.execute("INSERT INTO segments(seg, base_seg, base_pos, origin, ts) "
-                                 "VALUES (0, NULL, 0, 'main', 0)")
+                    conn.execute(
+                        "INSERT INTO segments(seg, base_seg, base_pos, origin, ts) VALUES (0, NULL, 0, 'main', 0)"
+                    )
                 row = conn.execute("SELECT CAST(value AS BLOB) FROM meta WHERE key='ledger_id'").fetchone()
                 conn.execute("COMMIT")
             except BaseException:
@@ -154,8 +194,15 @@ class Ledger(Guarded):
         self.close()
 
     # -- appending -----------------------------------------------------------
-    def append(self, kind: str, body: Mapping[str, Any], *, refs: Sequence[str] = (), scope: str | None = None,
-               idem: str | None = None) -> StoredEntry:
+    def append(
+        self,
+        kind: str,
+        body: Mapping[str, Any],
+        *,
+        refs: Sequence[str] = (),
+        scope: str | None = None,
+        idem: str | None = None,
+    ) -> StoredEntry:
         """Append one signed entry to the main chain and return it as stored.
 
         When it returns, the entry is on disk (synchronous=FULL). With ``idem``,
@@ -191,19 +238,36 @@ class Ledger(Guarded):
                 # millisecond (or a clock stepped back) gets consecutive ms, so
                 # two appends never share content and ``--since`` never misorders.
                 ts = max(int(self.clock() * 1000), last_ts + 1)
-                content = build_content(kind=item.kind, scope=scope, author=signer.key_id, ts=ts, refs=item.refs,
-                                        body=body, idem=item.idem)
+                content = build_content(
+                    kind=item.kind, scope=scope, author=signer.key_id, ts=ts, refs=item.refs, body=body, idem=item.idem
+                )
                 entry_id, chain, sig = seal(content, head, signer)
                 if conn.execute("SELECT n FROM entries WHERE id=?", (entry_id,)).fetchone() is not None:
                     # Unreachable on main (ts strictly increases); an imported fork
                     # entry could only match if the same key signed the same
                     # content at the same ms. Refuse rather than store a twin id.
-                    raise ConflictError(f"an identical entry (same kind, scope, author, time, refs and body) "
-                                        f"is already stored as {entry_id}; pass an idempotency key for retries")
+                    raise ConflictError(
+                        f"an identical entry (same kind, scope, author, time, refs and body) "
+                        f"is already stored as {entry_id}; pass an idempotency key for retries"
+                    )
                 size += 1
-                entry = StoredEntry(n=0, seg=0, pos=size, id=entry_id, prev=head, chain=chain, author=signer.key_id,
-                                    sig=sig, kind=item.kind, scope=scope, ts=ts, idem=item.idem, refs=tuple(item.refs),
-                                    body=body, content=content)
+                entry = StoredEntry(
+                    n=0,
+                    seg=0,
+                    pos=size,
+                    id=entry_id,
+                    prev=head,
+                    chain=chain,
+                    author=signer.key_id,
+                    sig=sig,
+                    kind=item.kind,
+                    scope=scope,
+                    ts=ts,
+                    idem=item.idem,
+                    refs=tuple(item.refs),
+                    body=body,
+                    content=content,
+                )
                 out.append(dataclasses.replace(entry, n=insert_entry(conn, 0, size, entry)))
                 head, last_ts = chain, ts
         return out
@@ -219,8 +283,9 @@ class Ledger(Guarded):
 
     # -- reading -------------------------------------------------------------
     def _head_row(self, conn: sqlite3.Connection, seg: int) -> tuple[int, str]:
-        row = conn.execute("SELECT pos, CAST(chain AS BLOB) FROM entries WHERE seg=? ORDER BY pos DESC LIMIT 1",
-                           (seg,)).fetchone()
+        row = conn.execute(
+            "SELECT pos, CAST(chain AS BLOB) FROM entries WHERE seg=? ORDER BY pos DESC LIMIT 1", (seg,)
+        ).fetchone()
         if row is None:
             if seg == 0:
                 return 0, self.genesis
@@ -249,8 +314,9 @@ class Ledger(Guarded):
         if not isinstance(ref, str) or len(ref) < 6 or len(ref) > 64 or any(c not in "0123456789abcdef" for c in ref):
             raise UsageError(f"{ref!r} is not an entry id or id prefix (6-64 lower-case hex digits)")
         # 'g' sorts after every hex digit: a prefix range scan.
-        rows = self.query(f"SELECT {ROW_COLUMNS} FROM entries WHERE id >= ? AND id < ? ORDER BY n LIMIT 3",
-                          (ref, ref + "g"))
+        rows = self.query(
+            f"SELECT {ROW_COLUMNS} FROM entries WHERE id >= ? AND id < ? ORDER BY n LIMIT 3", (ref, ref + "g")
+        )
         if not rows:
             raise NotFoundError(f"no ledger entry {ref}")
         if len({decode_row(r).id for r in rows}) > 1:
@@ -265,19 +331,33 @@ class Ledger(Guarded):
         """Number of stored entries across all segments."""
         return int(self.query("SELECT count(*) FROM entries")[0][0])
 
-    def entries(self, *, kind: str | None = None, scope: str | None = None, seg: int | None = None,
-                since_ms: int | None = None, until_ms: int | None = None, after_n: int = 0,
-                limit: int | None = None) -> Iterator[StoredEntry]:
+    def entries(
+        self,
+        *,
+        kind: str | None = None,
+        scope: str | None = None,
+        seg: int | None = None,
+        since_ms: int | None = None,
+        until_ms: int | None = None,
+        after_n: int = 0,
+        limit: int | None = None,
+    ) -> Iterator[StoredEntry]:
         """Entries in local arrival order (``n``), filtered; all segments unless ``seg``.
 
         Arrival order is causal (``prev`` and refs arrive first); paged, so appending meanwhile is safe."""
-        filters = (("kind = ?", kind), ("scope = ?", scope), ("seg = ?", seg), ("ts >= ?", since_ms),
-                   ("ts < ?", until_ms))
+        filters = (
+            ("kind = ?", kind),
+            ("scope = ?", scope),
+            ("seg = ?", seg),
+            ("ts >= ?", since_ms),
+            ("ts < ?", until_ms),
+        )
         where = {clause: value for clause, value in filters if value is not None}
         yield from map(decode_row, self.raw_rows(where, after_n=after_n, limit=limit))
 
-    def raw_rows(self, where: Mapping[str, object] | None = None, *, after_n: int = 0,
-                 limit: int | None = None) -> Iterator[tuple[object, ...]]:
+    def raw_rows(
+        self, where: Mapping[str, object] | None = None, *, after_n: int = 0, limit: int | None = None
+    ) -> Iterator[tuple[object, ...]]:
         """Undecoded rows (:data:`ROW_COLUMNS`) above ``after_n`` in arrival order, ``where`` clauses holding.
 
         Paged, so appending meanwhile is safe; ``verify`` reads these to see every defect itself."""
@@ -285,8 +365,10 @@ class Ledger(Guarded):
         last, left = after_n, limit
         while left is None or left > 0:
             page = _PAGE if left is None else min(_PAGE, left)
-            rows = self.query(f"SELECT {ROW_COLUMNS} FROM entries WHERE {' AND '.join(clauses)} ORDER BY n LIMIT ?",
-                              (last, *args, page))
+            rows = self.query(
+                f"SELECT {ROW_COLUMNS} FROM entries WHERE {' AND '.join(clauses)} ORDER BY n LIMIT ?",
+                (last, *args, page),
+            )
             for row in rows:
                 last = row[0] if isinstance(row[0], int) else last
                 yield tuple(row)
@@ -303,7 +385,10 @@ class Ledger(Guarded):
 
     def segments(self) -> list[Segment]:
         """Every segment with its base, origin, head and entry count."""
-        rows = self.query("SELECT s.seg, s.base_seg, s.base_pos, CAST(s.origin AS BLOB), s.ts, count(e.n) "
-                          "FROM segments s LEFT JOIN entries e ON e.seg = s.seg GROUP BY s.seg ORDER BY s.seg")
-        return [Segment(r[0], r[1], r[2], bytes(r[3]).decode("utf-8", "replace"), r[4], self.head(r[0]), r[5])
-                for r in rows]
+        rows = self.query(
+            "SELECT s.seg, s.base_seg, s.base_pos, CAST(s.origin AS BLOB), s.ts, count(e.n) "
+            "FROM segments s LEFT JOIN entries e ON e.seg = s.seg GROUP BY s.seg ORDER BY s.seg"
+        )
+        return [
+            Segment(r[0], r[1], r[2], bytes(r[3]).decode("utf-8", "replace"), r[4], self.head(r[0]), r[5]) for r in rows
+        ]

@@ -46,8 +46,9 @@ class LedgerRecorder:
         self._owns = owns
 
     @classmethod
-    def for_store(cls, store_dir: str | Path, signer: Signer, *, scope: str = "person",
-                  clock: Callable[[], float] = time.time) -> "LedgerRecorder":
+    def for_store(
+        cls, store_dir: str | Path, signer: Signer, *, scope: str = "person", clock: Callable[[], float] = time.time
+    ) -> "LedgerRecorder":
         """Open (creating if needed) ``<store_dir>/ledger.sqlite`` for recording as ``scope``."""
         ledger = Ledger.open_store(store_dir, signer=signer, create=True, scope=scope, clock=clock)
         return cls(ledger, scope=scope, owns=True)

@@ -37,8 +37,16 @@ from exo_core.ledger.checkpoint import Checkpoint, CheckpointBook, make_checkpoi
 from exo_core.ledger.entry import StoredEntry, check_seal, decode_row
 from exo_core.ledger.ledger import Head, Ledger, Segment, insert_entry
 
-__all__ = ["ImportResult", "Fork", "SyncReport", "import_entries", "common_prefix", "sync_ledgers", "forks",
-           "snapshot_ledger"]
+__all__ = [
+    "ImportResult",
+    "Fork",
+    "SyncReport",
+    "import_entries",
+    "common_prefix",
+    "sync_ledgers",
+    "forks",
+    "snapshot_ledger",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,8 +55,8 @@ class ImportResult:
 
     imported: int
     skipped: int
-    extended: tuple[int, ...]       # segments that grew at their end (0 = main fast-forward)
-    new_segments: tuple[int, ...]   # fork segments created
+    extended: tuple[int, ...]  # segments that grew at their end (0 = main fast-forward)
+    new_segments: tuple[int, ...]  # fork segments created
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +79,9 @@ class SyncReport:
     into_foreign: ImportResult
 
 
-def import_entries(ledger: Ledger, entries: Iterable[StoredEntry], *, origin: str,
-                   pins: Collection[str] | None = None) -> ImportResult:
+def import_entries(
+    ledger: Ledger, entries: Iterable[StoredEntry], *, origin: str, pins: Collection[str] | None = None
+) -> ImportResult:
     """Add foreign ``entries`` (in the source's arrival order) to ``ledger``.
 
     Every entry is checked (id, chain hash, signature, pinned author, refs
@@ -90,8 +99,23 @@ def import_entries(ledger: Ledger, entries: Iterable[StoredEntry], *, origin: st
                 # Re-derive from the bytes: a caller-built StoredEntry whose kind,
                 # scope, ts or idem disagree with its signed content is refused
                 # here rather than stored inconsistent for verify() to find later.
-                decode_row((0, 0, 0, entry.id, entry.prev, entry.chain, entry.author, entry.sig,
-                            entry.kind, entry.scope, entry.ts, entry.idem, entry.content))
+                decode_row(
+                    (
+                        0,
+                        0,
+                        0,
+                        entry.id,
+                        entry.prev,
+                        entry.chain,
+                        entry.author,
+                        entry.sig,
+                        entry.kind,
+                        entry.scope,
+                        entry.ts,
+                        entry.idem,
+                        entry.content,
+                    )
+                )
                 problem = check_seal(entry)
             except CorruptDataError as exc:
                 problem = exc.message
@@ -104,13 +128,20 @@ def import_entries(ledger: Ledger, entries: Iterable[StoredEntry], *, origin: st
                 continue
             for ref in entry.refs:
                 if not conn.execute("SELECT 1 FROM entries WHERE id=?", (ref,)).fetchone():
-                    raise CorruptDataError(f"foreign entry {entry.id[:16]}… refers to {ref[:16]}…, which neither "
-                                           "copy holds before it; nothing imported")
-            found = (0, 0) if entry.prev == ledger.genesis else conn.execute(
-                "SELECT seg, pos FROM entries WHERE chain=?", (entry.prev,)).fetchone()
+                    raise CorruptDataError(
+                        f"foreign entry {entry.id[:16]}… refers to {ref[:16]}…, which neither "
+                        "copy holds before it; nothing imported"
+                    )
+            found = (
+                (0, 0)
+                if entry.prev == ledger.genesis
+                else conn.execute("SELECT seg, pos FROM entries WHERE chain=?", (entry.prev,)).fetchone()
+            )
             if found is None:
-                raise CorruptDataError(f"foreign entry {entry.id[:16]}… follows a chain hash this ledger does not "
-                                       "hold (the source is missing entries, or is another ledger); nothing imported")
+                raise CorruptDataError(
+                    f"foreign entry {entry.id[:16]}… follows a chain hash this ledger does not "
+                    "hold (the source is missing entries, or is another ledger); nothing imported"
+                )
             parent_seg, parent_pos = int(found[0]), int(found[1])
             taken = conn.execute("SELECT 1 FROM entries WHERE seg=? AND pos=?", (parent_seg, parent_pos + 1)).fetchone()
             if taken is None:
@@ -119,8 +150,10 @@ def import_entries(ledger: Ledger, entries: Iterable[StoredEntry], *, origin: st
                     extended.append(seg)
             else:
                 seg = int(conn.execute("SELECT max(seg) FROM segments").fetchone()[0]) + 1
-                conn.execute("INSERT INTO segments(seg, base_seg, base_pos, origin, ts) VALUES (?, ?, ?, ?, ?)",
-                             (seg, parent_seg, parent_pos, origin, int(ledger.clock() * 1000)))
+                conn.execute(
+                    "INSERT INTO segments(seg, base_seg, base_pos, origin, ts) VALUES (?, ?, ?, ?, ?)",
+                    (seg, parent_seg, parent_pos, origin, int(ledger.clock() * 1000)),
+                )
                 created.append(seg)
             insert_entry(conn, seg, parent_pos + 1, entry)
             imported += 1
@@ -142,9 +175,16 @@ def _on_main(ledger: Ledger, cp: Checkpoint) -> bool:
     return cp.size <= ledger.head(0).size and ledger.chain_at(0, cp.size) == cp.head
 
 
-def sync_ledgers(local: Ledger, foreign: Ledger, *, pins: Collection[str] | None = None,
-                 book: CheckpointBook | None = None, record: bool = True, local_origin: str = "local copy",
-                 foreign_origin: str = "foreign copy") -> SyncReport:
+def sync_ledgers(
+    local: Ledger,
+    foreign: Ledger,
+    *,
+    pins: Collection[str] | None = None,
+    book: CheckpointBook | None = None,
+    record: bool = True,
+    local_origin: str = "local copy",
+    foreign_origin: str = "foreign copy",
+) -> SyncReport:
     """Make both copies hold every entry of both; detect and report a fork.
 
     Both ledgers are verified first (a corrupt copy is never merged:
@@ -157,13 +197,16 @@ def sync_ledgers(local: Ledger, foreign: Ledger, *, pins: Collection[str] | None
     if signer is None:
         raise UsageError("sync needs the local ledger opened with this machine's signing key")
     if local.ledger_id != foreign.ledger_id:
-        raise ConflictError(f"these are two different ledgers ({local.ledger_id} and {foreign.ledger_id}); "
-                            "only copies of one store can be synced")
+        raise ConflictError(
+            f"these are two different ledgers ({local.ledger_id} and {foreign.ledger_id}); "
+            "only copies of one store can be synced"
+        )
     for name, ledger in (("local", local), ("foreign", foreign)):
         report = ledger.verify(pins=pins)
         if not report.ok:
-            raise CorruptDataError(f"{name} copy {ledger.path} fails verify, not synced: "
-                                   f"{report.problems[0].describe()}")
+            raise CorruptDataError(
+                f"{name} copy {ledger.path} fails verify, not synced: {report.problems[0].describe()}"
+            )
     local_cp, foreign_cp = make_checkpoint(local, signer), make_checkpoint(foreign, signer)
     diverged = not _on_main(local, foreign_cp) and not _on_main(foreign, local_cp)
     fork = Fork(common_prefix(local, foreign), local_cp, foreign_cp) if diverged else None

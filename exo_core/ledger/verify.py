@@ -69,8 +69,14 @@ class VerifyReport:
         return not self.problems
 
 
-def verify_ledger(ledger: Ledger, *, pins: Collection[str] | None = None, checkpoints: Iterable[Checkpoint] = (),
-                  max_problems: int = 50, deep: bool = False) -> VerifyReport:
+def verify_ledger(
+    ledger: Ledger,
+    *,
+    pins: Collection[str] | None = None,
+    checkpoints: Iterable[Checkpoint] = (),
+    max_problems: int = 50,
+    deep: bool = False,
+) -> VerifyReport:
     """Check ``ledger`` completely; see the module docstring for what is checked.
 
     ``pins``: the only key ids trusted as authors and checkpoint signers
@@ -109,8 +115,10 @@ def verify_ledger(ledger: Ledger, *, pins: Collection[str] | None = None, checkp
     for count, row in enumerate(ledger.raw_rows(), 1):
         n = row[0] if isinstance(row[0], int) else None
         if n != expected_n:
-            if bad(f"arrival number is {n!r}, expected {expected_n}: an entry was deleted, "
-                   "duplicated or renumbered", n=expected_n):
+            if bad(
+                f"arrival number is {n!r}, expected {expected_n}: an entry was deleted, duplicated or renumbered",
+                n=expected_n,
+            ):
                 break
         expected_n = (n if n is not None else expected_n) + 1
         try:
@@ -135,8 +143,11 @@ def verify_ledger(ledger: Ledger, *, pins: Collection[str] | None = None, checkp
                 reasons.append("prev is not the chain hash of the entry before it (removed, reordered or inserted)")
         else:
             base_seg, base_pos = bases[entry.seg]
-            expected_prev = ledger.genesis if base_pos == 0 else next(
-                (c for c, at in chains.items() if at == (base_seg, base_pos)), "")
+            expected_prev = (
+                ledger.genesis
+                if base_pos == 0
+                else next((c for c, at in chains.items() if at == (base_seg, base_pos)), "")
+            )
             if entry.pos != base_pos + 1:
                 reasons.append(f"first height on segment {entry.seg} is {entry.pos}, expected {base_pos + 1}")
             if entry.prev != expected_prev:

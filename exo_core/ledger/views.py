@@ -24,8 +24,16 @@ from exo_core.ledger.canonical import canonical_json
 from exo_core.ledger.entry import StoredEntry
 from exo_core.ledger.ledger import Ledger
 
-__all__ = ["ViewBuilder", "ViewRegistry", "KindSummaryView", "RefIndexView", "DEFAULT_VIEWS", "views_dir",
-           "rebuild_views", "render_views"]
+__all__ = [
+    "ViewBuilder",
+    "ViewRegistry",
+    "KindSummaryView",
+    "RefIndexView",
+    "DEFAULT_VIEWS",
+    "views_dir",
+    "rebuild_views",
+    "render_views",
+]
 
 
 class ViewBuilder(Protocol):
@@ -131,8 +139,9 @@ def views_dir(store_dir: str | Path) -> Path:
     return Path(store_dir) / "indexes" / "ledger"
 
 
-def render_views(ledger: Ledger, *, registry: ViewRegistry = DEFAULT_VIEWS,
-                 only: Collection[str] | None = None) -> dict[str, bytes]:
+def render_views(
+    ledger: Ledger, *, registry: ViewRegistry = DEFAULT_VIEWS, only: Collection[str] | None = None
+) -> dict[str, bytes]:
     """Compute views in memory: one replay of every entry, all segments, from empty states."""
     builders = registry.select(only)
     states = [builder.fresh() for builder in builders]
@@ -142,8 +151,9 @@ def render_views(ledger: Ledger, *, registry: ViewRegistry = DEFAULT_VIEWS,
     return {builder.name: builder.render(state) for builder, state in zip(builders, states)}
 
 
-def rebuild_views(ledger: Ledger, out_dir: str | Path, *, registry: ViewRegistry = DEFAULT_VIEWS,
-                  only: Collection[str] | None = None) -> dict[str, Path]:
+def rebuild_views(
+    ledger: Ledger, out_dir: str | Path, *, registry: ViewRegistry = DEFAULT_VIEWS, only: Collection[str] | None = None
+) -> dict[str, Path]:
     """Recompute views from an empty state and write ``<out_dir>/<name>.json``."""
     from exo_core.store.atomic import atomic_write_bytes  # the store package imports this one
 

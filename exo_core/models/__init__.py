@@ -17,12 +17,29 @@ from exo_core.models.catalog import Catalog, Credential, ModelPrice, Route, load
 from exo_core.models.cooldown import CooldownBook
 from exo_core.models.cost import usage_cost
 from exo_core.models.failures import (
-    FailureKind, NoUsableRouteError, ProviderError, RetryableProviderError, RoutesExhaustedError,
+    FailureKind,
+    NoUsableRouteError,
+    ProviderError,
+    RetryableProviderError,
+    RoutesExhaustedError,
 )
 from exo_core.models.router import LocalFactory, ModelRouter, build_router
 
 __all__ = [
-    "Catalog", "Credential", "ModelPrice", "Route", "load_catalog", "parse_route", "CooldownBook", "usage_cost",
-    "FailureKind", "NoUsableRouteError", "ProviderError", "RetryableProviderError", "RoutesExhaustedError",
-    "LocalFactory", "ModelRouter", "build_router",
+    "Catalog",
+    "Credential",
+    "ModelPrice",
+    "Route",
+    "load_catalog",
+    "parse_route",
+    "CooldownBook",
+    "usage_cost",
+    "FailureKind",
+    "NoUsableRouteError",
+    "ProviderError",
+    "RetryableProviderError",
+    "RoutesExhaustedError",
+    "LocalFactory",
+    "ModelRouter",
+    "build_router",
 ]

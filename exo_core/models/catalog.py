@@ -19,8 +19,17 @@ from typing import Any
 from exo_core.errors import ConfigError
 
 __all__ = [
-    "ROLES", "ROLE_FALLBACK", "ModelPrice", "ProviderSpec", "Route", "Credential", "Timeouts", "Catalog", "parse_route",
-    "load_catalog", "default_catalog_path",
+    "ROLES",
+    "ROLE_FALLBACK",
+    "ModelPrice",
+    "ProviderSpec",
+    "Route",
+    "Credential",
+    "Timeouts",
+    "Catalog",
+    "parse_route",
+    "load_catalog",
+    "default_catalog_path",
 ]
 
 ROLES = ("main", "aux", "decision")
@@ -98,8 +107,10 @@ class Catalog:
         try:
             return self.providers[name]
         except KeyError:
-            raise ConfigError(f"unknown model provider {name!r}; known: {', '.join(sorted(self.providers))}. "
-                              "Add it under [models.providers.NAME] in config.toml") from None
+            raise ConfigError(
+                f"unknown model provider {name!r}; known: {', '.join(sorted(self.providers))}. "
+                "Add it under [models.providers.NAME] in config.toml"
+            ) from None
 
     def price(self, route: Route) -> ModelPrice | None:
         """The list price of ``route``'s model, when the catalog knows it."""
@@ -113,8 +124,11 @@ class Catalog:
         credential; one whose variables are all unset has none.
         """
         spec = self.provider(provider)
-        return (tuple(Credential(provider, var, env[var]) for var in spec.key_env if env.get(var)) if spec.key_env
-                else (Credential(provider, None),))
+        return (
+            tuple(Credential(provider, var, env[var]) for var in spec.key_env if env.get(var))
+            if spec.key_env
+            else (Credential(provider, None),)
+        )
 
     def check_route(self, route: Route) -> Route:
         """``route`` if its provider exists, else a :class:`ConfigError`."""
@@ -159,7 +173,9 @@ def _provider(name: str, data: Any, where: str) -> ProviderSpec:
     if kind not in PROVIDER_KINDS:
         raise ConfigError(f"{where}.kind must be one of {PROVIDER_KINDS}, not {kind!r}")
     base_url = data.get("base_url", "")
-    if not isinstance(base_url, str) or (kind in ("openai", "anthropic") and not base_url.startswith(("http://", "https://"))):
+    if not isinstance(base_url, str) or (
+        kind in ("openai", "anthropic") and not base_url.startswith(("http://", "https://"))
+    ):
         raise ConfigError(f"{where}.base_url must be an http(s) URL")
     key_env = [data["key_env"]] if isinstance(data.get("key_env"), str) else data.get("key_env", [])
     if not isinstance(key_env, list) or not all(isinstance(k, str) and k for k in key_env):
@@ -181,8 +197,9 @@ def _routes(value: Any, where: str) -> tuple[Route, ...]:
     return tuple(parse_route(v) for v in ([value] if isinstance(value, str) else value))
 
 
-def load_catalog(config: Mapping[str, Any] | None = None, *, path: Path | None = None,
-                 env: Mapping[str, str] | None = None) -> Catalog:
+def load_catalog(
+    config: Mapping[str, Any] | None = None, *, path: Path | None = None, env: Mapping[str, str] | None = None
+) -> Catalog:
     """The catalog at ``path`` (default: packaged) overridden by ``config["models"]``.
 
     ``$EXO_MODELS_MAIN`` (comma-separated routes) overrides the main role last,
@@ -204,7 +221,9 @@ def load_catalog(config: Mapping[str, Any] | None = None, *, path: Path | None =
     if override:
         roles["main"] = tuple(parse_route(r.strip()) for r in override.split(",") if r.strip())
     t = _table(merged.get("timeouts", {}), "models.timeouts")
-    timeouts = Timeouts(**{k: _float(t[k], f"models.timeouts.{k}") for k in ("connect", "first_byte", "idle") if k in t})
+    timeouts = Timeouts(
+        **{k: _float(t[k], f"models.timeouts.{k}") for k in ("connect", "first_byte", "idle") if k in t}
+    )
     catalog = Catalog(providers, roles, timeouts)
     for route in (route for routes in roles.values() for route in routes):
         catalog.check_route(route)

@@ -17,21 +17,27 @@ from dataclasses import dataclass
 from exo_core.models.failures import FailureKind
 
 __all__ = [
-    "Clock", "COOLDOWN_SECONDS", "PROBE_FLOOR_SECONDS", "PROBE_FRACTION", "Cooldown", "CooldownBook", "probe_delay",
+    "Clock",
+    "COOLDOWN_SECONDS",
+    "PROBE_FLOOR_SECONDS",
+    "PROBE_FRACTION",
+    "Cooldown",
+    "CooldownBook",
+    "probe_delay",
 ]
 
 Clock = Callable[[], float]
 
 # How long a credential rests after each kind of failure (seconds).
 COOLDOWN_SECONDS: dict[FailureKind, float] = {
-    FailureKind.RATE_LIMIT: 60.0,      # without retry_after; with it, retry_after
+    FailureKind.RATE_LIMIT: 60.0,  # without retry_after; with it, retry_after
     FailureKind.SERVER: 30.0,
     FailureKind.NETWORK: 15.0,
     FailureKind.AUTH: 3600.0,
     FailureKind.BILLING: 3600.0,
     FailureKind.NOT_FOUND: 600.0,
     FailureKind.UNAVAILABLE: 300.0,
-    FailureKind.BAD_REQUEST: 0.0,      # the request's fault: the credential is fine
+    FailureKind.BAD_REQUEST: 0.0,  # the request's fault: the credential is fine
 }
 PROBE_FLOOR_SECONDS = 60.0
 PROBE_FRACTION = 0.02
@@ -70,8 +76,15 @@ class CooldownBook:
         """The cooldown record of ``credential``, if it ever failed since its last success."""
         return self._rest.get(credential)
 
-    def fail(self, credential: str, kind: FailureKind, *, retry_after: float | None = None,
-             lone: bool = False, detail: str = "") -> Cooldown:
+    def fail(
+        self,
+        credential: str,
+        kind: FailureKind,
+        *,
+        retry_after: float | None = None,
+        lone: bool = False,
+        detail: str = "",
+    ) -> Cooldown:
         """Record a failure and return the resulting cooldown.
 
         ``lone`` says the credential is its provider's only one, which turns a

@@ -24,8 +24,12 @@ def usage_cost(price: ModelPrice, usage: UsageChunk) -> float:
     fresh = max(0, usage.input_tokens - usage.cache_read_tokens - usage.cache_write_tokens)
     read_rate = price.input if price.cache_read is None else price.cache_read
     write_rate = price.input if price.cache_write is None else price.cache_write
-    return (fresh * price.input + usage.cache_read_tokens * read_rate
-            + usage.cache_write_tokens * write_rate + usage.output_tokens * price.output) / _PER
+    return (
+        fresh * price.input
+        + usage.cache_read_tokens * read_rate
+        + usage.cache_write_tokens * write_rate
+        + usage.output_tokens * price.output
+    ) / _PER
 
 
 def priced(usage: UsageChunk, price: ModelPrice | None, model: str = "") -> UsageChunk:

@@ -14,7 +14,12 @@ import enum
 from exo_core.errors import ModelError, RetryableModelError
 
 __all__ = [
-    "FailureKind", "ProviderError", "RetryableProviderError", "RoutesExhaustedError", "NoUsableRouteError", "classify",
+    "FailureKind",
+    "ProviderError",
+    "RetryableProviderError",
+    "RoutesExhaustedError",
+    "NoUsableRouteError",
+    "classify",
 ]
 
 
@@ -22,12 +27,12 @@ class FailureKind(enum.Enum):
     """Why a call failed, as far as fallback and cooldown care."""
 
     BAD_REQUEST = "bad_request"  # 400, 413, 422: the request is wrong; no fallback
-    AUTH = "auth"                # 401, 403: the key is wrong or revoked
-    BILLING = "billing"          # 402: out of credit
-    NOT_FOUND = "not_found"      # 404: unknown model or path
-    RATE_LIMIT = "rate_limit"    # 429 (or a provider's overload signal)
-    SERVER = "server"            # 5xx
-    NETWORK = "network"          # refused, reset, timeout, stream cut
+    AUTH = "auth"  # 401, 403: the key is wrong or revoked
+    BILLING = "billing"  # 402: out of credit
+    NOT_FOUND = "not_found"  # 404: unknown model or path
+    RATE_LIMIT = "rate_limit"  # 429 (or a provider's overload signal)
+    SERVER = "server"  # 5xx
+    NETWORK = "network"  # refused, reset, timeout, stream cut
     UNAVAILABLE = "unavailable"  # a local model that cannot run (missing file, ...)
 
 
@@ -49,8 +54,15 @@ class RetryableProviderError(RetryableModelError):
 
     retryable = True  # trying again later may succeed
 
-    def __init__(self, message: str, *, kind: FailureKind, status: int | None = None,
-                 provider: str = "", retry_after: float | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: FailureKind,
+        status: int | None = None,
+        provider: str = "",
+        retry_after: float | None = None,
+    ) -> None:
         super().__init__(message, retry_after=retry_after)
         self.kind = kind
         self.status = status

@@ -27,7 +27,14 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Protocol
 
 from exo_core.agent.model import (
-    Finish, ModelChunk, ModelRequest, ModelTransport, ReasoningDelta, TextDelta, ToolCallChunk, UsageChunk,
+    Finish,
+    ModelChunk,
+    ModelRequest,
+    ModelTransport,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallChunk,
+    UsageChunk,
 )
 from exo_core.agent.scripted import ScriptedModel
 from exo_core.errors import ConfigError, ModelError
@@ -46,8 +53,7 @@ LocalFactory = Callable[[str], ModelTransport]
 class HostedFactory(Protocol):
     """Makes hosted-provider transports and closes what they share (``exo_edge.hosted`` implements it)."""
 
-    def transport(self, kind: str, *, base_url: str, model: str, api_key: str | None,
-                  provider: str) -> ModelTransport:
+    def transport(self, kind: str, *, base_url: str, model: str, api_key: str | None, provider: str) -> ModelTransport:
         """The transport of one route and credential of a provider of ``kind``."""
         ...
 
@@ -55,14 +61,22 @@ class HostedFactory(Protocol):
         """Close what the transports share (an HTTP session)."""
         ...
 
+
 _OUTPUT = (TextDelta, ReasoningDelta, ToolCallChunk)
 
 
 class ModelRouter:
     """Routes each request's role to a working provider; implements ModelTransport."""
 
-    def __init__(self, catalog: Catalog, *, env: Mapping[str, str] | None = None, clock: Clock = time.monotonic,
-                 local: LocalFactory | None = None, hosted: HostedFactory | None = None) -> None:
+    def __init__(
+        self,
+        catalog: Catalog,
+        *,
+        env: Mapping[str, str] | None = None,
+        clock: Clock = time.monotonic,
+        local: LocalFactory | None = None,
+        hosted: HostedFactory | None = None,
+    ) -> None:
         self.catalog = catalog
         self.env = dict(os.environ if env is None else env)
         self.cooldowns = CooldownBook(clock)
@@ -91,14 +105,17 @@ class ModelRouter:
         spec = self.catalog.provider(route.provider)
         if spec.kind == "local":
             if self.local is None:
-                raise ModelError(f"{route}: no local model runtime is wired into this core "
-                                 "(install the edge extras and start exod with exo_edge)")
+                raise ModelError(
+                    f"{route}: no local model runtime is wired into this core "
+                    "(install the edge extras and start exod with exo_edge)"
+                )
             transport = self.local(route.model)
         elif spec.kind == "scripted":
             transport = ScriptedModel.from_file(Path(route.model).expanduser())
         else:
-            transport = self._hosted(route).transport(spec.kind, base_url=spec.base_url, model=route.model,
-                                                      api_key=cred.key, provider=route.provider)
+            transport = self._hosted(route).transport(
+                spec.kind, base_url=spec.base_url, model=route.model, api_key=cred.key, provider=route.provider
+            )
         self._transports[key] = transport
         return transport
 
@@ -107,8 +124,11 @@ class ModelRouter:
             try:
                 from exo_edge.hosted import HostedTransports  # type: ignore[import-not-found]
             except ImportError as exc:
-                raise ProviderError(f"{route}: the hosted-provider transports (exo_edge.hosted) are not installed in "
-                                    "this core", kind=FailureKind.UNAVAILABLE, provider=route.provider) from exc
+                raise ProviderError(
+                    f"{route}: the hosted-provider transports (exo_edge.hosted) are not installed in this core",
+                    kind=FailureKind.UNAVAILABLE,
+                    provider=route.provider,
+                ) from exc
             self.hosted = HostedTransports(self.catalog.timeouts)
         return self.hosted
 
@@ -150,8 +170,12 @@ class ModelRouter:
                     kind = classify(exc)
                     status = getattr(exc, "status", None)
                     rest = self.cooldowns.fail(
-                        cred.id, kind, retry_after=getattr(exc, "retry_after", None),
-                        lone=len(creds) == 1, detail=kind.value + (f" (HTTP {status})" if status else ""))
+                        cred.id,
+                        kind,
+                        retry_after=getattr(exc, "retry_after", None),
+                        lone=len(creds) == 1,
+                        detail=kind.value + (f" (HTTP {status})" if status else ""),
+                    )
                     if started or kind is FailureKind.BAD_REQUEST:
                         raise
                     wait = max(0.0, rest.until - self.cooldowns.clock())
@@ -165,12 +189,19 @@ class ModelRouter:
                     yield Finish("end")
                 return
         if not reopen:
-            raise NoUsableRouteError(f"no usable model route for role {request.role!r}: " + "; ".join(
-                reasons or ["no routes configured (set [models.roles] in config.toml)"]), reasons=tuple(reasons))
+            raise NoUsableRouteError(
+                f"no usable model route for role {request.role!r}: "
+                + "; ".join(reasons or ["no routes configured (set [models.roles] in config.toml)"]),
+                reasons=tuple(reasons),
+            )
         soonest = min(reopen)
-        raise RoutesExhaustedError(f"every model route for role {request.role!r} failed: " + "; ".join(reasons)
-                                   + f". The next route reopens in {soonest:.0f} s.", reasons=tuple(reasons),
-                                   retry_after=soonest)
+        raise RoutesExhaustedError(
+            f"every model route for role {request.role!r} failed: "
+            + "; ".join(reasons)
+            + f". The next route reopens in {soonest:.0f} s.",
+            reasons=tuple(reasons),
+            retry_after=soonest,
+        )
 
     async def aclose(self) -> None:
         """Close the hosted transports' HTTP session and any local transports that can be closed."""
@@ -194,7 +225,12 @@ async def _aclose(closable: object) -> None:
         await close()
 
 
-def build_router(home: ExoHome, *, local: LocalFactory | None = None,
-                 env: Mapping[str, str] | None = None, clock: Clock = time.monotonic) -> ModelRouter:
+def build_router(
+    home: ExoHome,
+    *,
+    local: LocalFactory | None = None,
+    env: Mapping[str, str] | None = None,
+    clock: Clock = time.monotonic,
+) -> ModelRouter:
     """The router for an Exo home: catalog + ``[models]`` of its config.toml."""
     return ModelRouter(load_catalog(home.config(), env=env), env=env, clock=clock, local=local)

@@ -5,6 +5,13 @@ from exo_core.plugins.host import ENTRY_POINT_GROUP, PluginHost, PluginRecord
 from exo_core.plugins.manifest import PluginManifest, parse_manifest_text, read_manifest
 
 __all__ = [
-    "PluginHost", "PluginRecord", "PluginContext", "PluginCommand", "PluginManifest", "SLOTS", "ENTRY_POINT_GROUP",
-    "parse_manifest_text", "read_manifest",
+    "PluginHost",
+    "PluginRecord",
+    "PluginContext",
+    "PluginCommand",
+    "PluginManifest",
+    "SLOTS",
+    "ENTRY_POINT_GROUP",
+    "parse_manifest_text",
+    "read_manifest",
 ]

@@ -43,14 +43,29 @@ class PluginContext:
         self.registered: list[str] = []
         self._undo: list[Callable[[], None]] = []
 
-    def register_tool(self, name: str, schema: dict[str, Any], handler: Callable[..., Any], *,
-                      description: str = "", risk: str = "medium", toolset: str | None = None,
-                      effects: tuple[str, ...] = (), check: Callable[[], bool] | None = None) -> None:
+    def register_tool(
+        self,
+        name: str,
+        schema: dict[str, Any],
+        handler: Callable[..., Any],
+        *,
+        description: str = "",
+        risk: str = "medium",
+        toolset: str | None = None,
+        effects: tuple[str, ...] = (),
+        check: Callable[[], bool] | None = None,
+    ) -> None:
         """Offer a tool to the model; ``schema`` is the JSON Schema of its arguments."""
         if risk not in ("low", "medium", "high"):
             raise ConfigError(f"tool {name!r}: risk must be low, medium or high")
-        spec = ToolSpec(name, description or (handler.__doc__ or name).strip(), schema, risk,  # type: ignore[arg-type]
-                        toolset or self.owner, tuple(effects))
+        spec = ToolSpec(
+            name,
+            description or (handler.__doc__ or name).strip(),
+            schema,
+            risk,  # type: ignore[arg-type]
+            toolset or self.owner,
+            tuple(effects),
+        )
         self._host.tools.add(FunctionTool(spec, handler, available=check))
         self._did(f"tool:{name}", lambda: self._host.tools.remove(name))
 
@@ -62,8 +77,13 @@ class PluginContext:
     def register_command(self, name: str, handler: Callable[..., Any], description: str = "") -> None:
         """Offer a slash command to clients."""
         held = self._host.commands.get(name)
-        self._add(self._host.commands, "command", name, PluginCommand(name, handler, description, self.owner),
-                  f"command /{name} is already registered by {held.owner if held else ''}")
+        self._add(
+            self._host.commands,
+            "command",
+            name,
+            PluginCommand(name, handler, description, self.owner),
+            f"command /{name} is already registered by {held.owner if held else ''}",
+        )
 
     def register_channel(self, name: str, channel: Any) -> None:
         """Offer a channel (a way to reach the person: a chat bridge, a mail box)."""
@@ -83,7 +103,7 @@ class PluginContext:
         """Take the memory provider slot (exclusive); a provider's ``tools()`` are registered too."""
         self._claim("memory_provider", provider)
         tools = getattr(provider, "tools", None)
-        for tool in (tools() if callable(tools) else []):
+        for tool in tools() if callable(tools) else []:
             self._host.tools.add(tool)
             self._did(f"tool:{tool.spec.name}", lambda n=tool.spec.name: self._host.tools.remove(n))
 
@@ -94,8 +114,9 @@ class PluginContext:
     def _claim(self, slot: str, value: Any) -> None:
         holder = self._host.slots.get(slot)
         if holder is not None:
-            raise ConflictError(f"the {slot.replace('_', ' ')} slot is held by plugin {holder[0]!r}; "
-                                f"disable one of the two plugins")
+            raise ConflictError(
+                f"the {slot.replace('_', ' ')} slot is held by plugin {holder[0]!r}; disable one of the two plugins"
+            )
         self._host.slots[slot] = (self.owner, value)
         self._did(f"slot:{slot}", lambda: self._host.slots.pop(slot, None))
 

@@ -73,8 +73,11 @@ class PluginHost:
             return self._failed(folder.name, str(folder), exc)
         entry = folder / manifest.entry
         if not entry.is_file():
-            return self._failed(manifest.name, str(folder),
-                                ConfigError(f"{entry} is missing; the manifest's 'entry' names the file with register()"))
+            return self._failed(
+                manifest.name,
+                str(folder),
+                ConfigError(f"{entry} is missing; the manifest's 'entry' names the file with register()"),
+            )
 
         def load() -> Callable[[PluginContext], Any]:
             module_name = f"exo_plugin_{manifest.name.replace('-', '_')}"
@@ -96,15 +99,20 @@ class PluginHost:
         """Load every plugin folder under ``root`` (sorted by name); nothing when ``root`` is absent."""
         if not root.is_dir():
             return []
-        return [self.load_folder(p) for p in sorted(root.iterdir())
-                if p.is_dir() and ((p / "plugin.yaml").exists() or (p / "plugin.json").exists())]
+        return [
+            self.load_folder(p)
+            for p in sorted(root.iterdir())
+            if p.is_dir() and ((p / "plugin.yaml").exists() or (p / "plugin.json").exists())
+        ]
 
     def load_entry_points(self) -> list[PluginRecord]:
         """Load every installed package's ``exo.plugins`` entry point."""
         from importlib.metadata import entry_points  # scanning installed packages: only when asked
 
-        return [self._load(ep.name, f"entry point {ep.value}", lambda ep=ep: _register_of(ep.load(), ep.value))
-                for ep in entry_points(group=ENTRY_POINT_GROUP)]
+        return [
+            self._load(ep.name, f"entry point {ep.value}", lambda ep=ep: _register_of(ep.load(), ep.value))
+            for ep in entry_points(group=ENTRY_POINT_GROUP)
+        ]
 
     def register(self, name: str, register: Callable[[PluginContext], Any], *, source: str = "code") -> PluginRecord:
         """Load a plugin given as a ``register`` function (tests, embedded plugins)."""
@@ -134,13 +142,17 @@ class PluginHost:
 
     def apply(self, options: "CoreOptions") -> "CoreOptions":
         """``options`` with the slots the plugins took (tools and hooks are already in its registries)."""
-        changes = {option: self.slots[slot][1] for slot, option in (("memory_provider", "memory"),
-                                                                     ("context_engine", "context")) if slot in self.slots}
+        changes = {
+            option: self.slots[slot][1]
+            for slot, option in (("memory_provider", "memory"), ("context_engine", "context"))
+            if slot in self.slots
+        }
         return dataclasses.replace(options, **changes) if changes else options
 
     @classmethod
-    def for_options(cls, options: "CoreOptions", folders: Iterable[Path] = (), *,
-                    entry_points: bool = False) -> "PluginHost":
+    def for_options(
+        cls, options: "CoreOptions", folders: Iterable[Path] = (), *, entry_points: bool = False
+    ) -> "PluginHost":
         """A host loading into ``options``' tools and hooks from ``folders`` (and entry points)."""
         host = cls(options.tools, options.hooks)
         for folder in folders:

@@ -60,10 +60,15 @@ class PluginManifest:
         if "/" in entry or "\\" in entry or not entry.endswith(".py"):
             raise ConfigError(f"{where}: 'entry' must be a .py file name inside the plugin folder")
         known = {"name", "version", "description", "entry", "provides", "requires_env"}
-        return cls(name=name, version=str(data.get("version", "0")), description=str(data.get("description", "")),
-                   entry=entry, provides=tuple(data.get("provides", [])),
-                   requires_env=tuple(data.get("requires_env", [])),
-                   extra={k: v for k, v in data.items() if k not in known})
+        return cls(
+            name=name,
+            version=str(data.get("version", "0")),
+            description=str(data.get("description", "")),
+            entry=entry,
+            provides=tuple(data.get("provides", [])),
+            requires_env=tuple(data.get("requires_env", [])),
+            extra={k: v for k, v in data.items() if k not in known},
+        )
 
 
 def read_manifest(folder: Path) -> PluginManifest:
@@ -71,8 +76,9 @@ def read_manifest(folder: Path) -> PluginManifest:
     yaml_path, json_path = folder / "plugin.yaml", folder / "plugin.json"
     try:
         if yaml_path.is_file():
-            return PluginManifest.from_mapping(parse_manifest_text(yaml_path.read_text(encoding="utf-8"),
-                                                                   str(yaml_path)), str(yaml_path))
+            return PluginManifest.from_mapping(
+                parse_manifest_text(yaml_path.read_text(encoding="utf-8"), str(yaml_path)), str(yaml_path)
+            )
         if json_path.is_file():
             data = json.loads(json_path.read_text(encoding="utf-8"))
             if not isinstance(data, dict):
@@ -128,8 +134,9 @@ def _outside_quotes(text: str) -> Iterator[tuple[int, str]]:
 
 
 def _strip_comment(line: str) -> str:
-    return line[:next((i for i, ch in _outside_quotes(line) if ch == "#" and (i == 0 or line[i - 1] in " \t")),
-                      len(line))]
+    return line[
+        : next((i for i, ch in _outside_quotes(line) if ch == "#" and (i == 0 or line[i - 1] in " \t")), len(line))
+    ]
 
 
 def _scalar(value: str, where: str, number: int) -> Any:
@@ -155,4 +162,4 @@ def _flow_list(value: str, where: str, number: int) -> list[Any]:
     if any(ch in "[]{}" for _, ch in outside):
         raise ConfigError(f"{where}:{number}: nested lists or mappings are not supported")
     cuts = [-1, *(i for i, ch in outside if ch == ","), len(body)]
-    return [_scalar(body[a + 1:b].strip(), where, number) for a, b in zip(cuts, cuts[1:])]
+    return [_scalar(body[a + 1 : b].strip(), where, number) for a, b in zip(cuts, cuts[1:])]

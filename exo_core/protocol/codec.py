@@ -19,15 +19,23 @@ from exo_core.protocol.envelopes import Command, Event
 from exo_core.protocol.registry import COMMANDS, EVENTS
 
 __all__ = [
-    "MAX_BODY_BYTES", "MAX_DEPTH", "parse_json_object", "decode_command", "decode_body", "decode_event",
-    "decode_event_body", "body_to_wire",
+    "MAX_BODY_BYTES",
+    "MAX_DEPTH",
+    "parse_json_object",
+    "decode_command",
+    "decode_body",
+    "decode_event",
+    "decode_event_body",
+    "body_to_wire",
 ]
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
 MAX_DEPTH = 64
 # Scalar field types: the JSON values each accepts (a boolean is never a number) and how an error names it.
 _SCALARS: dict[Any, tuple[tuple[type, ...], str]] = {
-    bool: ((bool,), "true or false"), int: ((int,), "an integer"), float: ((int, float), "a number"),
+    bool: ((bool,), "true or false"),
+    int: ((int,), "an integer"),
+    float: ((int, float), "a number"),
     str: ((str,), "a string"),
 }
 
@@ -43,7 +51,9 @@ def parse_json_object(data: bytes | str, *, what: str = "message") -> dict[str, 
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise MalformedMessageError(f"{what} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from exc
+        raise MalformedMessageError(
+            f"{what} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from exc
     except RecursionError as exc:
         raise MalformedMessageError(f"{what} is nested too deeply") from exc
     if not isinstance(value, dict):
@@ -67,7 +77,9 @@ def decode_command(data: bytes | str | dict[str, Any]) -> tuple[Command, Any]:
         raise MalformedMessageError("command 'type' must be a string", field="type")
     body_cls = COMMANDS.get(ctype)
     if body_cls is None:
-        raise UnknownCommandError(f"unknown command type {ctype[:80]!r}; see `exo protocol export` for the list", field="type")
+        raise UnknownCommandError(
+            f"unknown command type {ctype[:80]!r}; see `exo protocol export` for the list", field="type"
+        )
     body = {} if raw.get("body") is None else raw["body"]
     if not isinstance(body, dict):
         raise BadBodyError(f"command body must be a JSON object, not {_json_type(body)}", field="body")
@@ -109,8 +121,14 @@ def decode_event(data: bytes | str | dict[str, Any]) -> Event:
         raise MalformedMessageError("event 'seq' must be an integer and 'type' a string")
     body = raw.get("body")
     session = raw.get("session")
-    return Event(id=str(raw.get("id", "")), seq=seq, session=session if isinstance(session, str) else None, type=etype,
-                 ts=str(raw.get("ts", "")), body=body if isinstance(body, dict) else {})
+    return Event(
+        id=str(raw.get("id", "")),
+        seq=seq,
+        session=session if isinstance(session, str) else None,
+        type=etype,
+        ts=str(raw.get("ts", "")),
+        body=body if isinstance(body, dict) else {},
+    )
 
 
 def decode_event_body(event: Event) -> Any | None:
@@ -167,8 +185,13 @@ def _convert(value: Any, hint: Any, where: str, strict: bool) -> Any:
 
 
 def _json_type(value: Any) -> str:
-    kinds = ((type(None), "null"), (bool, "a boolean"), ((int, float), "a number"), (str, "a string"),
-             (list, "an array"))
+    kinds = (
+        (type(None), "null"),
+        (bool, "a boolean"),
+        ((int, float), "a number"),
+        (str, "a string"),
+        (list, "an array"),
+    )
     return next((name for accepted, name in kinds if isinstance(value, accepted)), "an object")
 
 

@@ -14,9 +14,26 @@ from typing import Any, Literal
 from exo_core.protocol.registry import COMMANDS
 
 __all__ = [
-    "Capabilities", "Hello", "SessionCreate", "SessionList", "SessionGet", "SessionFork", "SessionResume",
-    "SessionUndo", "TurnSend", "TurnInterrupt", "ApprovalRespond", "QuestionAnswer", "EventsSubscribe", "Search",
-    "ModelsSet", "ConfigGet", "ConfigSet", "TasteList", "TasteEdit", "StoreOnboard",
+    "Capabilities",
+    "Hello",
+    "SessionCreate",
+    "SessionList",
+    "SessionGet",
+    "SessionFork",
+    "SessionResume",
+    "SessionUndo",
+    "TurnSend",
+    "TurnInterrupt",
+    "ApprovalRespond",
+    "QuestionAnswer",
+    "EventsSubscribe",
+    "Search",
+    "ModelsSet",
+    "ConfigGet",
+    "ConfigSet",
+    "TasteList",
+    "TasteEdit",
+    "StoreOnboard",
 ]
 
 

@@ -13,9 +13,25 @@ from typing import Any
 from exo_core.protocol.registry import EVENTS
 
 __all__ = [
-    "MessageDelta", "ReasoningDelta", "MessageCompleted", "TurnStarted", "TurnCompleted", "ToolStarted", "ToolOutput",
-    "ToolCompleted", "UsageUpdated", "ApprovalRequested", "ApprovalResolved", "QuestionAsked", "QuestionAnswered",
-    "SessionUpdated", "ContextCompacted", "DecisionQueued", "TasteUpdated", "UiPanel", "Notice",
+    "MessageDelta",
+    "ReasoningDelta",
+    "MessageCompleted",
+    "TurnStarted",
+    "TurnCompleted",
+    "ToolStarted",
+    "ToolOutput",
+    "ToolCompleted",
+    "UsageUpdated",
+    "ApprovalRequested",
+    "ApprovalResolved",
+    "QuestionAsked",
+    "QuestionAnswered",
+    "SessionUpdated",
+    "ContextCompacted",
+    "DecisionQueued",
+    "TasteUpdated",
+    "UiPanel",
+    "Notice",
 ]
 
 

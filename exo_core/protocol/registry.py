@@ -57,8 +57,10 @@ class TypeRegistry:
         if name in self._types:
             raise RegistryFullError(f"{self.kind} type {name!r} is already registered")
         if len(self._types) >= self.cap:
-            raise RegistryFullError(f"refusing {self.kind} type {name!r}: the protocol allows at most {self.cap} "
-                                    f"{self.kind} types; add a field to an existing type instead")
+            raise RegistryFullError(
+                f"refusing {self.kind} type {name!r}: the protocol allows at most {self.cap} "
+                f"{self.kind} types; add a field to an existing type instead"
+            )
         if not dataclasses.is_dataclass(cls):
             raise RegistryFullError(f"{self.kind} body for {name!r} must be a dataclass")
         if not cls.__dataclass_params__.frozen or not hasattr(cls, "__slots__"):  # type: ignore[attr-defined]

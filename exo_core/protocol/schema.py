@@ -25,8 +25,12 @@ GENERATED_DIR = Path(__file__).parent / "generated"
 
 
 # Scalar field types: their JSON Schema type and their TypeScript type.
-_SCALARS = {str: ("string", "string"), int: ("integer", "number"), float: ("number", "number"),
-            bool: ("boolean", "boolean")}
+_SCALARS = {
+    str: ("string", "string"),
+    int: ("integer", "number"),
+    float: ("number", "number"),
+    bool: ("boolean", "boolean"),
+}
 
 
 def _describe(hint: Any, defs: dict[str, Any]) -> tuple[dict[str, Any], str]:
@@ -77,20 +81,47 @@ def json_schema() -> dict[str, Any]:
     defs: dict[str, Any] = {}
     commands = {name: _object_schema(cls, defs) for name, cls in COMMANDS.items()}
     events = {name: _object_schema(cls, defs) for name, cls in EVENTS.items()}
-    error = {"type": "object", "required": ["code", "message"],
-             "properties": {"code": {"type": "string"}, "message": {"type": "string"}, "field": {"type": "string"}}}
+    error = {
+        "type": "object",
+        "required": ["code", "message"],
+        "properties": {"code": {"type": "string"}, "message": {"type": "string"}, "field": {"type": "string"}},
+    }
     return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema", "title": f"Exo protocol {PROTOCOL_VERSION}",
-        "protocol": PROTOCOL_VERSION, "$defs": dict(sorted(defs.items())), "commands": commands, "events": events,
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": f"Exo protocol {PROTOCOL_VERSION}",
+        "protocol": PROTOCOL_VERSION,
+        "$defs": dict(sorted(defs.items())),
+        "commands": commands,
+        "events": events,
         "envelopes": {
-            "Command": {"type": "object", "required": ["id", "type"], "additionalProperties": False, "properties": {
-                "id": {"type": "string"}, "type": {"enum": list(COMMANDS)}, "body": {"type": "object"}}},
-            "Response": {"type": "object", "required": ["id", "ok", "result", "error"], "properties": {
-                "id": {"type": ["string", "null"]}, "ok": {"type": "boolean"}, "result": {"type": ["object", "null"]},
-                "error": {"anyOf": [error, {"type": "null"}]}}},
-            "Event": {"type": "object", "required": ["id", "seq", "session", "type", "ts", "body"], "properties": {
-                "id": {"type": "string"}, "seq": {"type": "integer"}, "session": {"type": ["string", "null"]},
-                "type": {"type": "string"}, "ts": {"type": "string"}, "body": {"type": "object"}}},
+            "Command": {
+                "type": "object",
+                "required": ["id", "type"],
+                "additionalProperties": False,
+                "properties": {"id": {"type": "string"}, "type": {"enum": list(COMMANDS)}, "body": {"type": "object"}},
+            },
+            "Response": {
+                "type": "object",
+                "required": ["id", "ok", "result", "error"],
+                "properties": {
+                    "id": {"type": ["string", "null"]},
+                    "ok": {"type": "boolean"},
+                    "result": {"type": ["object", "null"]},
+                    "error": {"anyOf": [error, {"type": "null"}]},
+                },
+            },
+            "Event": {
+                "type": "object",
+                "required": ["id", "seq", "session", "type", "ts", "body"],
+                "properties": {
+                    "id": {"type": "string"},
+                    "seq": {"type": "integer"},
+                    "session": {"type": ["string", "null"]},
+                    "type": {"type": "string"},
+                    "ts": {"type": "string"},
+                    "body": {"type": "object"},
+                },
+            },
         },
     }
 
@@ -98,8 +129,9 @@ def json_schema() -> dict[str, Any]:
 def _ts_interface(name: str, cls: type[Any]) -> str:
     hints = typing.get_type_hints(cls)
     doc = [f"/** {' '.join(cls.__doc__.split())} */"] if cls.__doc__ else []
-    members = [f"  {f.name}{'' if _required(f) else '?'}: {_describe(hints[f.name], {})[1]};"
-               for f in dataclasses.fields(cls)]
+    members = [
+        f"  {f.name}{'' if _required(f) else '?'}: {_describe(hints[f.name], {})[1]};" for f in dataclasses.fields(cls)
+    ]
     return "\n".join([*doc, f"export interface {name} {{", *members, "}"])
 
 
@@ -133,8 +165,10 @@ def typescript() -> str:
 
 def generated_files() -> dict[str, str]:
     """File name to exact content of every generated file."""
-    return {"protocol.schema.json": json.dumps(json_schema(), indent=2, sort_keys=True, ensure_ascii=False) + "\n",
-            "protocol.d.ts": typescript()}
+    return {
+        "protocol.schema.json": json.dumps(json_schema(), indent=2, sort_keys=True, ensure_ascii=False) + "\n",
+        "protocol.d.ts": typescript(),
+    }
 
 
 def write_generated(directory: Path = GENERATED_DIR) -> list[Path]:

@@ -20,5 +20,17 @@ from exo_core.retrieval.pack import Block, Packed, estimate_tokens, pack
 from exo_core.retrieval.pipeline import Recalled, RetrievalSettings, Retriever, open_dense
 from exo_core.retrieval.rank import fuse
 
-__all__ = ["Doc", "DocIndex", "StoreMemory", "Block", "Packed", "estimate_tokens", "pack", "Recalled",
-           "RetrievalSettings", "Retriever", "open_dense", "fuse"]
+__all__ = [
+    "Doc",
+    "DocIndex",
+    "StoreMemory",
+    "Block",
+    "Packed",
+    "estimate_tokens",
+    "pack",
+    "Recalled",
+    "RetrievalSettings",
+    "Retriever",
+    "open_dense",
+    "fuse",
+]

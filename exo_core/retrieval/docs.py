@@ -47,8 +47,19 @@ class Doc:
     @property
     def hash(self) -> str:
         """sha256 (32 hex) over every indexed field: equal for an unchanged document."""
-        parts = [self.kind, self.title, self.summary, self.load_when, self.tags, self.body, self.url or "",
-                 str(self.private), self.valid_until or "", json.dumps(self.links), self.session or ""]
+        parts = [
+            self.kind,
+            self.title,
+            self.summary,
+            self.load_when,
+            self.tags,
+            self.body,
+            self.url or "",
+            str(self.private),
+            self.valid_until or "",
+            json.dumps(self.links),
+            self.session or "",
+        ]
         return hashlib.sha256("\0".join(parts).encode("utf-8", "replace")).hexdigest()[:32]
 
     def text(self) -> str:
@@ -59,10 +70,18 @@ class Doc:
 def node_docs(store: "Store") -> Iterator[Doc]:
     """The store's visible nodes (its own and its ancestors' non-private ones)."""
     for node in store.visible_nodes():
-        yield Doc(id=node.id, kind="node", title=node.title, summary=node.summary, load_when=node.load_when,
-                  tags=" ".join(node.tags + node.aliases), body="" if node.private else node.body.strip(),
-                  private=node.private, valid_until=node.valid_until,
-                  links=tuple((link.type, link.target) for link in node.links))
+        yield Doc(
+            id=node.id,
+            kind="node",
+            title=node.title,
+            summary=node.summary,
+            load_when=node.load_when,
+            tags=" ".join(node.tags + node.aliases),
+            body="" if node.private else node.body.strip(),
+            private=node.private,
+            valid_until=node.valid_until,
+            links=tuple((link.type, link.target) for link in node.links),
+        )
 
 
 def read_rows(path: Path, sql: str) -> list[tuple[Any, ...]]:
@@ -75,14 +94,18 @@ def read_rows(path: Path, sql: str) -> list[tuple[Any, ...]]:
 
 def item_docs(items_path: Path) -> Iterator[Doc]:
     """Saved items worth showing (not noise, not dismissed), read-only."""
-    for item_id, title, body, url, tags in read_rows(items_path, "SELECT id, title, body, url, tags FROM items "
-                                                     "WHERE tier != 'noise' AND review != 'dismissed' ORDER BY id"):
+    for item_id, title, body, url, tags in read_rows(
+        items_path,
+        "SELECT id, title, body, url, tags FROM items WHERE tier != 'noise' AND review != 'dismissed' ORDER BY id",
+    ):
         yield Doc(id=item_id, kind="item", title=title, body=body, url=url, tags=" ".join(json.loads(tags)))
 
 
 def turn_docs(sessions_db: Path) -> Iterator[Doc]:
     """Past utterances and answers from ``sessions.sqlite`` (user and assistant text, not undone)."""
     for message_id, session, role, content in read_rows(
-            sessions_db, "SELECT id, session_id, role, content FROM messages WHERE undone = 0 "
-            "AND role IN ('user', 'assistant') AND content != '' ORDER BY id"):
+        sessions_db,
+        "SELECT id, session_id, role, content FROM messages WHERE undone = 0 "
+        "AND role IN ('user', 'assistant') AND content != '' ORDER BY id",
+    ):
         yield Doc(id=f"turn:{session}:{message_id}", kind="turn", tags=role, body=content, session=session)

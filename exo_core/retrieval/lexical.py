@@ -33,7 +33,8 @@ STOPWORDS = frozenset(
     "here hers herself him himself his how i if in into is it its itself just me more most my myself of off on "
     "once only or other our ours ourselves out over own same she should so some such than that the their theirs "
     "them themselves then there these they this those through to too under until up very was we were what when "
-    "where which while who whom why will with would you your yours yourself yourselves".split())
+    "where which while who whom why will with would you your yours yourself yourselves".split()
+)
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS docs (
     rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, kind TEXT NOT NULL, hash TEXT NOT NULL,
@@ -92,10 +93,12 @@ class DocIndex:
                     cur = self.conn.execute(
                         "INSERT INTO docs(id, kind, hash, url, private, valid_until, links, session) "
                         "VALUES (?,?,?,?,?,?,?,?)",
-                        (d.id, d.kind, d.hash, d.url, int(d.private), d.valid_until, json.dumps(d.links), d.session))
-                    self.conn.execute("INSERT INTO fts(rowid, title, summary, load_when, tags, body) "
-                                      "VALUES (?,?,?,?,?,?)",
-                                      (cur.lastrowid, d.title, d.summary, d.load_when, d.tags, d.body))
+                        (d.id, d.kind, d.hash, d.url, int(d.private), d.valid_until, json.dumps(d.links), d.session),
+                    )
+                    self.conn.execute(
+                        "INSERT INTO fts(rowid, title, summary, load_when, tags, body) VALUES (?,?,?,?,?,?)",
+                        (cur.lastrowid, d.title, d.summary, d.load_when, d.tags, d.body),
+                    )
                 self.conn.execute("COMMIT")
             except sqlite3.Error as exc:
                 self.conn.execute("ROLLBACK")
@@ -111,7 +114,9 @@ class DocIndex:
         with self._lock:
             rows = self.conn.execute(
                 f"SELECT d.id, bm25(fts, {weights}) AS s FROM fts JOIN docs d ON d.rowid = fts.rowid "
-                "WHERE fts MATCH ? ORDER BY s, d.id LIMIT ?", (expression, limit)).fetchall()
+                "WHERE fts MATCH ? ORDER BY s, d.id LIMIT ?",
+                (expression, limit),
+            ).fetchall()
         return [(doc_id, -score) for doc_id, score in rows]
 
     def get(self, ids: Sequence[str]) -> dict[str, Doc]:
@@ -119,16 +124,23 @@ class DocIndex:
         with self._lock:
             rows = self.conn.execute(
                 "SELECT id, kind, title, summary, load_when, tags, body, url, private, valid_until, links, session "
-                f"FROM docs d JOIN fts f ON f.rowid = d.rowid WHERE id IN ({_marks(ids)})", list(ids)).fetchall()
-        return {row[0]: Doc(*row[:8], private=bool(row[8]), valid_until=row[9], links=_links(row[10]), session=row[11])
-                for row in rows}
+                f"FROM docs d JOIN fts f ON f.rowid = d.rowid WHERE id IN ({_marks(ids)})",
+                list(ids),
+            ).fetchall()
+        return {
+            row[0]: Doc(*row[:8], private=bool(row[8]), valid_until=row[9], links=_links(row[10]), session=row[11])
+            for row in rows
+        }
 
     def session_turns(self, ids: Sequence[str]) -> dict[str, list[str]]:
         """Every turn of the sessions the turns among ``ids`` belong to, by session, in message order."""
         with self._lock:  # a session's turn ids differ only in the message id: shorter ones first
-            rows = self.conn.execute("SELECT session, id FROM docs WHERE kind = 'turn' AND session IN (SELECT session "
-                                     f"FROM docs WHERE kind = 'turn' AND id IN ({_marks(ids)})) "
-                                     "ORDER BY session, length(id), id", list(ids)).fetchall()
+            rows = self.conn.execute(
+                "SELECT session, id FROM docs WHERE kind = 'turn' AND session IN (SELECT session "
+                f"FROM docs WHERE kind = 'turn' AND id IN ({_marks(ids)})) "
+                "ORDER BY session, length(id), id",
+                list(ids),
+            ).fetchall()
         return {session: [i for _, i in turns] for session, turns in groupby(rows, key=lambda row: row[0])}
 
     def node_links(self) -> dict[str, tuple[tuple[str, str], ...]]:

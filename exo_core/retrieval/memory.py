@@ -57,8 +57,9 @@ class StoreMemory:
         self.retriever.close()
 
 
-def open_store_memory(home: "ExoHome", store_override: str | None = None, *,
-                      log: Callable[..., Any] | None = None) -> StoreMemory | None:
+def open_store_memory(
+    home: "ExoHome", store_override: str | None = None, *, log: Callable[..., Any] | None = None
+) -> StoreMemory | None:
     """exod's default memory provider: retrieval over the person's store (``None`` when there is no store).
 
     ``log`` receives ``("retrieval", body)`` for every prompt's retrieval

@@ -47,8 +47,13 @@ def forms(doc: Doc) -> list[tuple[str, str]]:
         return full + [("summary", line)]
     if doc.kind == "item":
         url = f" <{doc.url}>" if doc.url else ""
-        out = [("card", f"{tag} {doc.title}{url}\n{_cut(doc.body, EXCERPT)}" if doc.body.strip() else f"{tag} {doc.title}{url}"),
-               ("title", f"{tag} {doc.title}")]
+        out = [
+            (
+                "card",
+                f"{tag} {doc.title}{url}\n{_cut(doc.body, EXCERPT)}" if doc.body.strip() else f"{tag} {doc.title}{url}",
+            ),
+            ("title", f"{tag} {doc.title}"),
+        ]
         return out + ([("url", f"{tag} {doc.url}")] if doc.url else [])
     role = f"{doc.tags}: " if doc.tags else ""
     return [("full", f"{tag} {role}{_cut(doc.body, EXCERPT)}"), ("short", f"{tag} {role}{_cut(doc.body, _SHORT)}")]
@@ -92,8 +97,14 @@ def _fit(doc: Doc, score: float, room: int, pinned: bool = False) -> Block | Non
     return None
 
 
-def pack(pinned: Sequence[Doc], ranked: Sequence[tuple[Doc, float]], budget: int, *,
-         limit: int | None = None, node_share: float = NODE_SHARE) -> Packed:
+def pack(
+    pinned: Sequence[Doc],
+    ranked: Sequence[tuple[Doc, float]],
+    budget: int,
+    *,
+    limit: int | None = None,
+    node_share: float = NODE_SHARE,
+) -> Packed:
     """Pack ``pinned`` (in full where they fit), then ``ranked`` documents, within ``budget`` tokens."""
     blocks: list[Block] = []
     used = 0

@@ -39,7 +39,16 @@ if TYPE_CHECKING:
     from exo_core.home import ExoHome
     from exo_core.store import Store
 
-__all__ = ["Retriever", "Recalled", "RetrievalSettings", "DenseIndex", "open_dense", "records", "INDEX_FILE", "OVERFETCH"]
+__all__ = [
+    "Retriever",
+    "Recalled",
+    "RetrievalSettings",
+    "DenseIndex",
+    "open_dense",
+    "records",
+    "INDEX_FILE",
+    "OVERFETCH",
+]
 
 INDEX_FILE = "retrieval.sqlite"
 OVERFETCH = 4  # each list is read this many times deeper than ``depth``, to fill it after filtering
@@ -49,8 +58,9 @@ VECTOR_FILE = "vectors.sqlite"
 class DenseIndex(Protocol):
     """The embedding side (``exo_edge.vectors.VectorIndex`` implements it)."""
 
-    def sync(self, docs: Iterable[tuple[str, str, str]], *, prune: bool = True,
-             max_new: int | None = None) -> object: ...
+    def sync(
+        self, docs: Iterable[tuple[str, str, str]], *, prune: bool = True, max_new: int | None = None
+    ) -> object: ...
 
     def search(self, query: str, limit: int) -> list[tuple[str, float]]: ...
 
@@ -97,9 +107,16 @@ class Recalled:
 class Retriever:
     """Retrieval over one store; thread-safe (one lock around refresh and query)."""
 
-    def __init__(self, store: "Store", *, sessions_db: Path | None = None, dense: DenseIndex | None = None,
-                 log: Callable[..., Any] | None = None, settings: RetrievalSettings = RetrievalSettings(),
-                 today: Callable[[], str] = lambda: _dt.date.today().isoformat()) -> None:
+    def __init__(
+        self,
+        store: "Store",
+        *,
+        sessions_db: Path | None = None,
+        dense: DenseIndex | None = None,
+        log: Callable[..., Any] | None = None,
+        settings: RetrievalSettings = RetrievalSettings(),
+        today: Callable[[], str] = lambda: _dt.date.today().isoformat(),
+    ) -> None:
         self.store = store
         self.sessions_db = sessions_db
         self.lexical = DocIndex(store.root / layout.INDEXES_DIR / INDEX_FILE)
@@ -112,8 +129,15 @@ class Retriever:
         self._links: dict[str, tuple[tuple[str, str], ...]] = {}
 
     @classmethod
-    def open(cls, store: "Store", *, home: "ExoHome | None" = None, embeddings: bool = True,
-             log: Callable[..., Any] | None = None, settings: RetrievalSettings = RetrievalSettings()) -> "Retriever":
+    def open(
+        cls,
+        store: "Store",
+        *,
+        home: "ExoHome | None" = None,
+        embeddings: bool = True,
+        log: Callable[..., Any] | None = None,
+        settings: RetrievalSettings = RetrievalSettings(),
+    ) -> "Retriever":
         """A retriever with the home's sessions as past turns and the edge embedder when present."""
         dense = open_dense(store.root / layout.INDEXES_DIR, home) if embeddings else None
         return cls(store, sessions_db=home.sessions_db if home else None, dense=dense, log=log, settings=settings)
@@ -175,8 +199,16 @@ class Retriever:
                 continue
         return list(dict.fromkeys(i for r in routers for i in r.pins(query)))
 
-    def retrieve(self, query: str, *, scope: str = "person", session_id: str | None = None,
-                 budget: int | None = None, limit: int | None = None, record: bool = True) -> Recalled:
+    def retrieve(
+        self,
+        query: str,
+        *,
+        scope: str = "person",
+        session_id: str | None = None,
+        budget: int | None = None,
+        limit: int | None = None,
+        record: bool = True,
+    ) -> Recalled:
         """Run the pipeline for ``query``; see the module docstring for the stages."""
         query = query.encode("utf-8", "replace").decode("utf-8")
         with self._lock:
@@ -190,14 +222,20 @@ class Retriever:
             @functools.cache
             def ok(doc_id: str) -> bool:
                 docs.update(self.lexical.get([doc_id]) if doc_id not in docs else {})
-                return doc_id in docs and rank.keep(docs[doc_id], today=today, past=past, scope=scope,
-                                                    session=session_id)
+                return doc_id in docs and rank.keep(
+                    docs[doc_id], today=today, past=past, scope=scope, session=session_id
+                )
 
             # Filter first, then fuse the top ``depth`` that may be shown (so the current
             # session's own turns, or expired beliefs, never take a candidate's place).
             lists = [[(i, s) for i, s in ranked_list if ok(i)] for ranked_list in (bm25, dense)]
-            scores = rank.fuse(lists, weights=self.settings.weights, depth=depth, k=self.settings.rrf_k,
-                               ended=[len(bm25) < want, len(dense) < want])
+            scores = rank.fuse(
+                lists,
+                weights=self.settings.weights,
+                depth=depth,
+                k=self.settings.rrf_k,
+                ended=[len(bm25) < want, len(dense) < want],
+            )
             scores = rank.context(scores, self.lexical.session_turns(sorted(scores)), self.settings.context)
             fused = {i: s * rank.KIND_PRIOR.get(docs[i].kind, 1.0) for i, s in scores.items() if ok(i)}
             fused = rank.expand(fused, docs, self._links, ok, past=past)
@@ -205,12 +243,17 @@ class Retriever:
             ranking = rank.ranked(fused)
             packed = pack(pinned, [(docs[i], s) for i, s in ranking], budget or self.settings.budget, limit=limit)
             if record and self.log is not None:
-                self.log("retrieval", {f"{kind}_ids": packed.ids(kind) for kind in ("node", "item", "turn")}
-                         | {"tokens": packed.tokens, "pinned": [d.id for d in pinned]})
+                self.log(
+                    "retrieval",
+                    {f"{kind}_ids": packed.ids(kind) for kind in ("node", "item", "turn")}
+                    | {"tokens": packed.tokens, "pinned": [d.id for d in pinned]},
+                )
             return Recalled(query, packed, tuple(d.id for d in pinned), tuple(ranking))
 
 
 def records(recalled: Recalled) -> list[Mapping[str, Any]]:
     """The packed blocks as JSON-ready rows (id, kind, form, score, tokens, pinned)."""
-    return [{"id": b.id, "kind": b.kind, "form": b.form, "score": round(b.score, 6), "tokens": b.tokens,
-             "pinned": b.pinned} for b in recalled.packed.blocks]
+    return [
+        {"id": b.id, "kind": b.kind, "form": b.form, "score": round(b.score, 6), "tokens": b.tokens, "pinned": b.pinned}
+        for b in recalled.packed.blocks
+    ]

@@ -25,24 +25,47 @@ from collections.abc import Callable, Mapping, Sequence
 
 from exo_core.retrieval.docs import Doc
 
-__all__ = ["fuse", "context", "CONTEXT", "KIND_PRIOR", "LINK_WEIGHTS", "RRF_K", "about_past", "keep", "expand",
-           "ranked"]
+__all__ = [
+    "fuse",
+    "context",
+    "CONTEXT",
+    "KIND_PRIOR",
+    "LINK_WEIGHTS",
+    "RRF_K",
+    "about_past",
+    "keep",
+    "expand",
+    "ranked",
+]
 
 RRF_K = 60
 CONTEXT = (0.5, 0.25)  # share of a turn's score lent to the turns 1 and 2 places away (tune halves)
 KIND_PRIOR: Mapping[str, float] = {"node": 1.5, "item": 1.0, "turn": 1.0}
 LINK_WEIGHTS: Mapping[str, float] = {
-    "explains": 0.5, "evidence-for": 0.5, "applies-to": 0.5,
-    "part-of": 0.4, "instance-of": 0.4,
-    "see-also": 0.3, "derived-from": 0.3,
+    "explains": 0.5,
+    "evidence-for": 0.5,
+    "applies-to": 0.5,
+    "part-of": 0.4,
+    "instance-of": 0.4,
+    "see-also": 0.3,
+    "derived-from": 0.3,
 }
 EXPAND_FROM = 8
-_PAST = re.compile(r"\b(used to|previous(ly)?|before|formerly|former|in the past|earlier|originally|ago|"
-                   r"back then|no longer|anymore|any more|history|old|last (year|month|week|time))\b", re.IGNORECASE)
+_PAST = re.compile(
+    r"\b(used to|previous(ly)?|before|formerly|former|in the past|earlier|originally|ago|"
+    r"back then|no longer|anymore|any more|history|old|last (year|month|week|time))\b",
+    re.IGNORECASE,
+)
 
 
-def fuse(lists: Sequence[Sequence[tuple[str, float]]], *, weights: Sequence[float], depth: int,
-         k: int | None = None, ended: Sequence[bool] | None = None) -> dict[str, float]:
+def fuse(
+    lists: Sequence[Sequence[tuple[str, float]]],
+    *,
+    weights: Sequence[float],
+    depth: int,
+    k: int | None = None,
+    ended: Sequence[bool] | None = None,
+) -> dict[str, float]:
     """Fused scores of the top ``depth`` of each ranked ``(id, score)`` list (best first).
 
     Without ``k``: ``sum weight * (1 - floor) * score / top`` over the lists.
@@ -67,8 +90,9 @@ def fuse(lists: Sequence[Sequence[tuple[str, float]]], *, weights: Sequence[floa
     return scores
 
 
-def context(scores: Mapping[str, float], sessions: Mapping[str, Sequence[str]],
-            shares: Sequence[float] = CONTEXT) -> dict[str, float]:
+def context(
+    scores: Mapping[str, float], sessions: Mapping[str, Sequence[str]], shares: Sequence[float] = CONTEXT
+) -> dict[str, float]:
     """``scores`` with each scored turn's neighbours raised by ``shares[d - 1]`` times its score.
 
     ``sessions`` holds the turn ids of each session, in order; a turn ``d``
@@ -104,8 +128,14 @@ def keep(doc: Doc, *, today: str, past: bool, scope: str, session: str | None) -
     return not (doc.private and scope != "person") and (past or doc.valid_until is None or today < doc.valid_until)
 
 
-def expand(scores: dict[str, float], docs: Mapping[str, Doc], links: Mapping[str, Sequence[tuple[str, str]]],
-           ok: Callable[[str], bool] = lambda _id: True, *, past: bool = False) -> dict[str, float]:
+def expand(
+    scores: dict[str, float],
+    docs: Mapping[str, Doc],
+    links: Mapping[str, Sequence[tuple[str, str]]],
+    ok: Callable[[str], bool] = lambda _id: True,
+    *,
+    past: bool = False,
+) -> dict[str, float]:
     """One-hop graph expansion from the top :data:`EXPAND_FROM` nodes; returns new scores.
 
     ``links`` holds every node's outgoing links (the reverse directions of

@@ -59,7 +59,7 @@ def check_bearer(header: str | None, token: str) -> None:
     """Raise :class:`AccessDeniedError` unless ``header`` is ``Bearer <token>`` (constant time)."""
     if not header or not header.startswith("Bearer "):
         raise AccessDeniedError("missing bearer token: send 'Authorization: Bearer <token>' (see $EXO_HOME/token)")
-    if not hmac.compare_digest(header[len("Bearer "):].strip().encode("utf-8", "replace"), token.encode("utf-8")):
+    if not hmac.compare_digest(header[len("Bearer ") :].strip().encode("utf-8", "replace"), token.encode("utf-8")):
         raise AccessDeniedError("wrong bearer token")
 
 
@@ -76,7 +76,9 @@ class HostPolicy:
     def check(self, host_header: str | None, origin_header: str | None) -> None:
         """Raise :class:`AccessDeniedError` for a foreign Host or Origin."""
         if not host_header or host_header.lower() not in self._hosts:
-            raise AccessDeniedError(f"Host {host_header!r} does not name this server; add it to allowed_hosts in config.toml")
+            raise AccessDeniedError(
+                f"Host {host_header!r} does not name this server; add it to allowed_hosts in config.toml"
+            )
         if origin_header is not None and origin_header.lower() not in self._origins:
             raise AccessDeniedError(f"Origin {origin_header!r} is not this server's page")
 

@@ -55,8 +55,14 @@ class DaemonSettings:
     store: Path | None = None
 
 
-async def run_daemon(home: ExoHome, model: ModelTransport, settings: DaemonSettings,
-                     options: CoreOptions | None = None, *, ready: asyncio.Event | None = None) -> None:
+async def run_daemon(
+    home: ExoHome,
+    model: ModelTransport,
+    settings: DaemonSettings,
+    options: CoreOptions | None = None,
+    *,
+    ready: asyncio.Event | None = None,
+) -> None:
     """Run exod until SIGTERM/SIGINT (or stdin closes in stdio-only mode)."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -86,9 +92,12 @@ async def run_daemon(home: ExoHome, model: ModelTransport, settings: DaemonSetti
                 names = _lan_names() if host in ("0.0.0.0", "::", "") else ()
                 policy = HostPolicy(host, bound_port, extra_names=(*settings.allowed_hosts, *names))
                 auth = WebAuth(token, bound_port)
-                app = build_app(core.engine, core.hub,
-                                HttpSettings(token=token, host_policy=policy, keepalive=settings.keepalive, web=auth),
-                                extra_routes=(tcp_routes(auth, codes, token, store_root),))
+                app = build_app(
+                    core.engine,
+                    core.hub,
+                    HttpSettings(token=token, host_policy=policy, keepalive=settings.keepalive, web=auth),
+                    extra_routes=(tcp_routes(auth, codes, token, store_root),),
+                )
                 runners.append(await _start(app, sock))
                 home.run_dir.mkdir(parents=True, exist_ok=True)
                 atomic_write_text(home.run_dir / "tcp.port", f"{bound_port}\n")
@@ -98,8 +107,12 @@ async def run_daemon(home: ExoHome, model: ModelTransport, settings: DaemonSetti
             if settings.unix:
                 sock = bind_unix(home.socket_path)
                 bound_unix = True
-                app = build_app(core.engine, core.hub, HttpSettings(check_peer_uid=True, keepalive=settings.keepalive),
-                                extra_routes=(unix_routes(codes, addresses),))
+                app = build_app(
+                    core.engine,
+                    core.hub,
+                    HttpSettings(check_peer_uid=True, keepalive=settings.keepalive),
+                    extra_routes=(unix_routes(codes, addresses),),
+                )
                 runners.append(await _start(app, sock))
                 log.info("exod listening on %s", home.socket_path)
             if ready is not None:
@@ -143,11 +156,13 @@ def _lan_names() -> tuple[str, ...]:
 def _announce(addresses: tuple[str, ...], codes: "PairingCodes", *, to: TextIO) -> None:
     """Print where exod listens and how to pair (a first code, valid a few minutes)."""
     issued = codes.issue()
-    lines = [f"exod: listening on {', '.join(addresses)}",
-             f"exod: pair a browser: open {addresses[0]}/ and enter the code {issued.code} "
-             f"(single use, valid {issued.expires_in / 60:.0f} min)",
-             f"exod: pair a terminal on the laptop: exo pair --connect {addresses[0]}",
-             "exod: a fresh code any time: run `exo pair` on this machine"]
+    lines = [
+        f"exod: listening on {', '.join(addresses)}",
+        f"exod: pair a browser: open {addresses[0]}/ and enter the code {issued.code} "
+        f"(single use, valid {issued.expires_in / 60:.0f} min)",
+        f"exod: pair a terminal on the laptop: exo pair --connect {addresses[0]}",
+        "exod: a fresh code any time: run `exo pair` on this machine",
+    ]
     print("\n".join(lines), file=to, flush=True)
 
 

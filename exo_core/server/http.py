@@ -43,8 +43,14 @@ __all__ = ["HttpSettings", "build_app"]
 
 log = logging.getLogger(__name__)
 
-_STATUS = {"unauthorized": 401, "too_large": 413, "malformed": 400, "unknown_command": 400, "bad_body": 400,
-           "internal": 500}
+_STATUS = {
+    "unauthorized": 401,
+    "too_large": 413,
+    "malformed": 400,
+    "unknown_command": 400,
+    "bad_body": 400,
+    "internal": 500,
+}
 
 # Extra routes (the web page, later issues) register here: (method, path, handler).
 RouteAdder = Callable[[web.Application], None]
@@ -66,11 +72,15 @@ def _error(status: int, code: str, message: str) -> web.Response:
     return web.Response(status=status, text=body, content_type="application/json")
 
 
-def build_app(engine: Engine, hub: Hub, settings: HttpSettings, *, extra_routes: tuple[RouteAdder, ...] = ()) -> web.Application:
+def build_app(
+    engine: Engine, hub: Hub, settings: HttpSettings, *, extra_routes: tuple[RouteAdder, ...] = ()
+) -> web.Application:
     """The aiohttp application for one listener."""
 
     @web.middleware
-    async def guard(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
+    async def guard(
+        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
         try:
             if settings.check_peer_uid:
                 sock = request.transport.get_extra_info("socket") if request.transport else None
@@ -107,8 +117,9 @@ def build_app(engine: Engine, hub: Hub, settings: HttpSettings, *, extra_routes:
             return _error(400, "bad_request", "'since' and Last-Event-ID must be integers")
         session = request.query.get("session") or None
         profile = engine.clients.get(request.query.get("client"))  # shaped to what the client can show
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
-                                               "X-Accel-Buffering": "no"})
+        response = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+        )
         await response.prepare(request)
         # The stream ends when the client goes away or the core shuts down (the client reconnects and resumes).
         with contextlib.suppress(ConnectionResetError, ClosedResourceError):
@@ -148,4 +159,3 @@ def _authenticate(request: web.Request, settings: HttpSettings) -> None:
         check_bearer(header, settings.token)
     elif not settings.web.is_public(request.method, request.path):
         request["web_session"] = settings.web.check(request.method, request.cookies, request.headers)
-

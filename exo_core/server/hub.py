@@ -76,8 +76,9 @@ class _Live:
 class Hub:
     """Numbers, stores and fans out events. Owns nothing but the event stream."""
 
-    def __init__(self, worker: DbWorker, *, clock: Clock | None = None, ids: IdFactory | None = None,
-                 queue_limit: int = 1024) -> None:
+    def __init__(
+        self, worker: DbWorker, *, clock: Clock | None = None, ids: IdFactory | None = None, queue_limit: int = 1024
+    ) -> None:
         self._worker = worker
         self._clock = clock or SystemClock()
         self._ids = ids or RandomIds()
@@ -92,7 +93,9 @@ class Hub:
 
     async def start(self) -> None:
         """Load the last seq from the database."""
-        last = await self._worker.run(lambda: self._worker.connection.execute("SELECT MAX(seq) FROM events").fetchone()[0])
+        last = await self._worker.run(
+            lambda: self._worker.connection.execute("SELECT MAX(seq) FROM events").fetchone()[0]
+        )
         self._next_seq = (last or 0) + 1
 
     @property
@@ -147,14 +150,20 @@ class Hub:
             rows: list[tuple[Event, str, asyncio.Future[Event]]] = []
             ts = iso_utc(self._clock.now())
             for offset, (session, etype, wire, future) in enumerate(batch):
-                event = Event(id=self._ids.new("evt"), seq=first + offset, session=session, type=etype, ts=ts, body=wire)
+                event = Event(
+                    id=self._ids.new("evt"), seq=first + offset, session=session, type=etype, ts=ts, body=wire
+                )
                 rows.append((event, event.to_json(), future))
             try:
-                await self._worker.run(self._insert, [(e.seq, e.id, e.session, e.type, e.ts, raw) for e, raw, _ in rows])
+                await self._worker.run(
+                    self._insert, [(e.seq, e.id, e.session, e.type, e.ts, raw) for e, raw, _ in rows]
+                )
             except BaseException as exc:  # noqa: BLE001 - every waiter must hear of the failure
                 for _, _, future in rows:
                     if not future.done():
-                        future.set_exception(exc if isinstance(exc, Exception) else InternalError("event write cancelled"))
+                        future.set_exception(
+                            exc if isinstance(exc, Exception) else InternalError("event write cancelled")
+                        )
                 if not isinstance(exc, Exception):
                     raise
                 continue
@@ -176,8 +185,9 @@ class Hub:
 
     # -- reading -----------------------------------------------------------
 
-    async def read_page(self, since: int, session: str | None, limit: int = _PAGE,
-                        reader: sqlite3.Connection | None = None) -> list[StoredEvent]:
+    async def read_page(
+        self, since: int, session: str | None, limit: int = _PAGE, reader: sqlite3.Connection | None = None
+    ) -> list[StoredEvent]:
         """Stored events numbered above ``since`` (of ``session`` if given), oldest first.
 
         Pass a ``reader`` connection of your own to replay in parallel with others;

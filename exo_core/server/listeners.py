@@ -31,8 +31,10 @@ def bind_unix(path: Path) -> socket.socket:
             else:
                 raise ResourceError(f"another exod is already listening on {path}")
     if len(os.fsencode(path)) > 107:
-        raise ResourceError(f"socket path {path} is {len(os.fsencode(path))} bytes; Unix sockets allow at most 107. "
-                            "Use a shorter EXO_HOME")
+        raise ResourceError(
+            f"socket path {path} is {len(os.fsencode(path))} bytes; Unix sockets allow at most 107. "
+            "Use a shorter EXO_HOME"
+        )
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old = os.umask(0o177)
     try:

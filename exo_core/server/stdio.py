@@ -23,7 +23,9 @@ from exo_core.server.hub import Hub
 __all__ = ["serve_stdio"]
 
 
-async def serve_stdio(engine: Engine, hub: Hub, *, stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None) -> None:
+async def serve_stdio(
+    engine: Engine, hub: Hub, *, stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None
+) -> None:
     """Serve commands from ``stdin`` until it closes."""
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=MAX_BODY_BYTES + 1)
@@ -50,7 +52,9 @@ async def serve_stdio(engine: Engine, hub: Hub, *, stdin: IO[bytes] | None = Non
             try:
                 line = await reader.readline()
             except ValueError:  # line longer than the limit
-                await write(Response.failure(None, ErrorInfo("too_large", f"line exceeds {MAX_BODY_BYTES} bytes")).to_json())
+                await write(
+                    Response.failure(None, ErrorInfo("too_large", f"line exceeds {MAX_BODY_BYTES} bytes")).to_json()
+                )
                 continue
             if not line:
                 break

@@ -5,6 +5,14 @@ from exo_core.sessions.store import ApprovalRecord, MessageRecord, SearchHit, Se
 from exo_core.sessions.worker import DbWorker
 
 __all__ = [
-    "SCHEMA_VERSION", "open_reader", "open_writer", "DbWorker", "SessionStore", "SessionRecord", "MessageRecord",
-    "TurnRecord", "ApprovalRecord", "SearchHit",
+    "SCHEMA_VERSION",
+    "open_reader",
+    "open_writer",
+    "DbWorker",
+    "SessionStore",
+    "SessionRecord",
+    "MessageRecord",
+    "TurnRecord",
+    "ApprovalRecord",
+    "SearchHit",
 ]

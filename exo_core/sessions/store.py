@@ -104,8 +104,9 @@ class SearchHit:
 class SessionStore:
     """Typed access to the session tables over one writer connection."""
 
-    def __init__(self, conn: "sqlite3.Connection | DbWorker", *, clock: Clock | None = None,
-                 ids: IdFactory | None = None) -> None:
+    def __init__(
+        self, conn: "sqlite3.Connection | DbWorker", *, clock: Clock | None = None, ids: IdFactory | None = None
+    ) -> None:
         # A DbWorker is resolved on each use: the store may be built before the worker opens.
         self._source = conn
         self._clock = clock or SystemClock()
@@ -126,13 +127,27 @@ class SessionStore:
 
     # -- sessions ----------------------------------------------------------
 
-    def create_session(self, *, title: str = "", workspace: str | None = None, parent_id: str | None = None,
-                       fork_message_id: int | None = None) -> SessionRecord:
+    def create_session(
+        self,
+        *,
+        title: str = "",
+        workspace: str | None = None,
+        parent_id: str | None = None,
+        fork_message_id: int | None = None,
+    ) -> SessionRecord:
         """Insert a new session."""
         sid = self._ids.new("ses")
         now = self._now()
-        self._insert("sessions", id=sid, title=title, created_at=now, updated_at=now, parent_id=parent_id,
-                     fork_message_id=fork_message_id, workspace=workspace)
+        self._insert(
+            "sessions",
+            id=sid,
+            title=title,
+            created_at=now,
+            updated_at=now,
+            parent_id=parent_id,
+            fork_message_id=fork_message_id,
+            workspace=workspace,
+        )
         return self.get_session(sid)
 
     def get_session(self, session_id: str) -> SessionRecord:
@@ -144,14 +159,16 @@ class SessionStore:
 
     def list_sessions(self, limit: int = 50) -> list[SessionRecord]:
         """Sessions, most recently updated first."""
-        rows = self._conn.execute("SELECT * FROM sessions ORDER BY updated_at DESC, id DESC LIMIT ?",
-                                  (max(1, min(limit, 1000)),))
+        rows = self._conn.execute(
+            "SELECT * FROM sessions ORDER BY updated_at DESC, id DESC LIMIT ?", (max(1, min(limit, 1000)),)
+        )
         return [SessionRecord(**dict(r)) for r in rows]
 
     def touch(self, session_id: str, *, add_cost: float = 0.0) -> SessionRecord:
         """Mark a session updated, adding ``add_cost`` to its running cost; returns the updated record."""
-        self._conn.execute("UPDATE sessions SET updated_at = ?, cost = cost + ? WHERE id = ?",
-                           (self._now(), add_cost, session_id))
+        self._conn.execute(
+            "UPDATE sessions SET updated_at = ?, cost = cost + ? WHERE id = ?", (self._now(), add_cost, session_id)
+        )
         return self.get_session(session_id)
 
     def fork(self, session_id: str, *, message_id: int | None = None, title: str = "") -> SessionRecord:
@@ -164,32 +181,64 @@ class SessionStore:
             messages = [m for m in messages if m.id <= message_id]
         fork_point = messages[-1].id if messages else None
         with self.transaction():
-            child = self.create_session(title=title or (f"{parent.title} (fork)" if parent.title else "fork"),
-                                        workspace=parent.workspace, parent_id=parent.id, fork_message_id=fork_point)
+            child = self.create_session(
+                title=title or (f"{parent.title} (fork)" if parent.title else "fork"),
+                workspace=parent.workspace,
+                parent_id=parent.id,
+                fork_message_id=fork_point,
+            )
             for m in messages:
-                self.add_message(child.id, m.role, m.content, turn_id=m.turn_id, tool_calls=m.tool_calls,
-                                 tool_call_id=m.tool_call_id, status=m.status)
+                self.add_message(
+                    child.id,
+                    m.role,
+                    m.content,
+                    turn_id=m.turn_id,
+                    tool_calls=m.tool_calls,
+                    tool_call_id=m.tool_call_id,
+                    status=m.status,
+                )
         return child
 
     # -- messages ----------------------------------------------------------
 
-    def add_message(self, session_id: str, role: str, content: str, *, turn_id: str | None = None,
-                    tool_calls: Iterable[dict[str, Any]] = (), tool_call_id: str | None = None,
-                    status: str = "complete") -> MessageRecord:
+    def add_message(
+        self,
+        session_id: str,
+        role: str,
+        content: str,
+        *,
+        turn_id: str | None = None,
+        tool_calls: Iterable[dict[str, Any]] = (),
+        tool_call_id: str | None = None,
+        status: str = "complete",
+    ) -> MessageRecord:
         """Store one message and index its text, tool calls and tool results for search."""
         calls = list(tool_calls)
-        cur = self._insert("messages", session_id=session_id, turn_id=turn_id, role=role, content=content,
-                           tool_calls=json.dumps(calls, ensure_ascii=False), tool_call_id=tool_call_id, status=status,
-                           created_at=self._now())
+        cur = self._insert(
+            "messages",
+            session_id=session_id,
+            turn_id=turn_id,
+            role=role,
+            content=content,
+            tool_calls=json.dumps(calls, ensure_ascii=False),
+            tool_call_id=tool_call_id,
+            status=status,
+            created_at=self._now(),
+        )
         mid = int(cur.lastrowid or 0)
-        indexed = content + "".join(f"\n{c.get('name', '')} {json.dumps(c.get('arguments', {}), ensure_ascii=False)}"
-                                    for c in calls)
+        indexed = content + "".join(
+            f"\n{c.get('name', '')} {json.dumps(c.get('arguments', {}), ensure_ascii=False)}" for c in calls
+        )
         self._insert("messages_fts", rowid=mid, text=indexed, session_id=session_id)
         return MessageRecord(mid, session_id, turn_id, role, content, calls, tool_call_id, status)
 
     def messages(self, session_id: str, *, include_undone: bool = False) -> list[MessageRecord]:
         """The conversation of a session in order (undone turns left out)."""
-        sql = "SELECT * FROM messages WHERE session_id = ?" + ("" if include_undone else " AND undone = 0") + " ORDER BY id"
+        sql = (
+            "SELECT * FROM messages WHERE session_id = ?"
+            + ("" if include_undone else " AND undone = 0")
+            + " ORDER BY id"
+        )
         rows = self._conn.execute(sql, (session_id,))
         return [_record(MessageRecord, r, tool_calls=json.loads(r["tool_calls"])) for r in rows]
 
@@ -197,21 +246,30 @@ class SessionStore:
         """Tool calls of assistant messages that never got a tool result (a crash mid-round)."""
         messages = self.messages(session_id)
         answered = {m.tool_call_id for m in messages if m.role == "tool"}
-        return [(m, call) for m in messages if m.role == "assistant" for call in m.tool_calls
-                if call.get("id") not in answered]
+        return [
+            (m, call)
+            for m in messages
+            if m.role == "assistant"
+            for call in m.tool_calls
+            if call.get("id") not in answered
+        ]
 
     def undo(self, session_id: str, turns: int) -> list[str]:
         """Hide the last ``turns`` turns from the conversation; returns their ids."""
         if turns < 1:
             raise BadBodyError("turns must be at least 1", field="turns")
-        rows = self._conn.execute("SELECT DISTINCT turn_id FROM messages WHERE session_id = ? AND undone = 0"
-                                  " AND turn_id IS NOT NULL ORDER BY id DESC", (session_id,)).fetchall()
+        rows = self._conn.execute(
+            "SELECT DISTINCT turn_id FROM messages WHERE session_id = ? AND undone = 0"
+            " AND turn_id IS NOT NULL ORDER BY id DESC",
+            (session_id,),
+        ).fetchall()
         # DISTINCT with ORDER BY id keeps the first occurrence order per SQLite; dedupe in Python to be sure.
         chosen = list(dict.fromkeys(r[0] for r in rows))[:turns]
         if chosen:
             marks = ",".join("?" * len(chosen))
-            self._conn.execute(f"UPDATE messages SET undone = 1 WHERE session_id = ? AND turn_id IN ({marks})",
-                               (session_id, *chosen))
+            self._conn.execute(
+                f"UPDATE messages SET undone = 1 WHERE session_id = ? AND turn_id IN ({marks})", (session_id, *chosen)
+            )
         return chosen
 
     # -- turns -------------------------------------------------------------
@@ -220,14 +278,17 @@ class SessionStore:
         """Record a turn (queued or running)."""
         tid = self._ids.new("turn")
         now = self._now()
-        self._insert("turns", id=tid, session_id=session_id, text=text, mode=mode, status=status, created_at=now,
-                     updated_at=now)
+        self._insert(
+            "turns", id=tid, session_id=session_id, text=text, mode=mode, status=status, created_at=now, updated_at=now
+        )
         return TurnRecord(tid, session_id, text, mode, status, None)
 
     def set_turn_status(self, turn_id: str, status: str, stop_reason: str | None = None) -> None:
         """Move a turn to ``status``."""
-        self._conn.execute("UPDATE turns SET status = ?, stop_reason = ?, updated_at = ? WHERE id = ?",
-                           (status, stop_reason, self._now(), turn_id))
+        self._conn.execute(
+            "UPDATE turns SET status = ?, stop_reason = ?, updated_at = ? WHERE id = ?",
+            (status, stop_reason, self._now(), turn_id),
+        )
 
     def turns(self, session_id: str, *, status: str | None = None) -> list[TurnRecord]:
         """Turns of a session in creation order, optionally of one status."""
@@ -238,13 +299,31 @@ class SessionStore:
 
     # -- approvals ---------------------------------------------------------
 
-    def add_approval(self, session_id: str, *, turn_id: str | None, call_id: str | None, tool: str, summary: str,
-                     risk: str, arguments: dict[str, Any]) -> ApprovalRecord:
+    def add_approval(
+        self,
+        session_id: str,
+        *,
+        turn_id: str | None,
+        call_id: str | None,
+        tool: str,
+        summary: str,
+        risk: str,
+        arguments: dict[str, Any],
+    ) -> ApprovalRecord:
         """Open an approval request."""
         aid = self._ids.new("apr")
-        self._insert("approvals", id=aid, session_id=session_id, turn_id=turn_id, call_id=call_id, tool=tool,
-                     summary=summary, risk=risk, arguments=json.dumps(arguments, ensure_ascii=False),
-                     created_at=self._now())
+        self._insert(
+            "approvals",
+            id=aid,
+            session_id=session_id,
+            turn_id=turn_id,
+            call_id=call_id,
+            tool=tool,
+            summary=summary,
+            risk=risk,
+            arguments=json.dumps(arguments, ensure_ascii=False),
+            created_at=self._now(),
+        )
         return self.get_approval(aid)
 
     def get_approval(self, approval_id: str) -> ApprovalRecord:
@@ -256,8 +335,10 @@ class SessionStore:
 
     def resolve_approval(self, approval_id: str, status: str, reason: str = "") -> ApprovalRecord:
         """Answer an open request; a second answer is a :class:`ConflictError` (first answer wins)."""
-        cur = self._conn.execute("UPDATE approvals SET status = ?, reason = ?, resolved_at = ?"
-                                 " WHERE id = ? AND status = 'open'", (status, reason, self._now(), approval_id))
+        cur = self._conn.execute(
+            "UPDATE approvals SET status = ?, reason = ?, resolved_at = ? WHERE id = ? AND status = 'open'",
+            (status, reason, self._now(), approval_id),
+        )
         if cur.rowcount == 0:
             current = self.get_approval(approval_id)
             raise ConflictError(f"approval {approval_id!r} was already answered ({current.status})", field="request_id")
@@ -276,9 +357,11 @@ class SessionStore:
         if not terms:
             return []
         fts_query = " ".join('"' + t.replace('"', '""') + '"' for t in terms[:32])
-        sql = ("SELECT m.session_id, m.id, m.role, snippet(messages_fts, 0, '[', ']', '…', 12) AS snip"
-               " FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid WHERE messages_fts MATCH ?"
-               " AND m.undone = 0" + (" AND m.session_id = ?" if session_id else "") + " ORDER BY rank LIMIT ?")
+        sql = (
+            "SELECT m.session_id, m.id, m.role, snippet(messages_fts, 0, '[', ']', '…', 12) AS snip"
+            " FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid WHERE messages_fts MATCH ?"
+            " AND m.undone = 0" + (" AND m.session_id = ?" if session_id else "") + " ORDER BY rank LIMIT ?"
+        )
         args = [fts_query, *([session_id] if session_id else []), max(1, min(limit, 200))]
         return [SearchHit(r[0], r[1], r[2], r[3]) for r in self._conn.execute(sql, args)]
 
@@ -287,6 +370,7 @@ class SessionStore:
     def transaction(self) -> contextlib.AbstractContextManager[None]:
         """``with store.transaction():`` groups writes into one commit (inside an open one, it joins it)."""
         return write_transaction(self._conn)
+
 
 def _approval(row: sqlite3.Row) -> ApprovalRecord:
     return _record(ApprovalRecord, row, arguments=json.loads(row["arguments"]))

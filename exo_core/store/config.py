@@ -25,9 +25,7 @@ from pathlib import Path
 from exo_core.store.atomic import atomic_write_text
 from exo_core.store.errors import StoreFormatError
 
-__all__ = [
-    "StoreConfig", "read_config", "write_config", "STORE_KINDS", "CURRENT_FORMAT", "CONFIG_NAME", "new_store_id"
-]
+__all__ = ["StoreConfig", "read_config", "write_config", "STORE_KINDS", "CURRENT_FORMAT", "CONFIG_NAME", "new_store_id"]
 
 CONFIG_NAME = "STORE.toml"
 STORE_KINDS = ("person", "agent", "group")
@@ -53,10 +51,15 @@ class StoreConfig:
     def to_toml(self) -> str:
         """The file text, keys in a fixed order; an empty ``created`` or ``name`` is left out."""
         keys = ", ".join(_toml_string(key) for key in self.owner_keys)
-        lines = [f"format = {self.format}", f"kind = {_toml_string(self.kind)}",
-                 f"store_id = {_toml_string(self.store_id)}", f"owner_keys = [{keys}]"]
-        lines += [f"{key} = {_toml_string(text)}" for key, text in (("created", self.created), ("name", self.name))
-                  if text]
+        lines = [
+            f"format = {self.format}",
+            f"kind = {_toml_string(self.kind)}",
+            f"store_id = {_toml_string(self.store_id)}",
+            f"owner_keys = [{keys}]",
+        ]
+        lines += [
+            f"{key} = {_toml_string(text)}" for key, text in (("created", self.created), ("name", self.name)) if text
+        ]
         return "\n".join(lines) + "\n"
 
 
@@ -81,8 +84,12 @@ def parse_config(raw: str, *, path: Path | str | None = None) -> StoreConfig:
         data = tomllib.loads(raw)
     except tomllib.TOMLDecodeError as exc:
         match = _LINE.search(str(exc))
-        raise StoreFormatError(f"not valid TOML ({exc}); compare with store_template/STORE.toml", path=path,
-                               line=int(match.group(1)) if match else None, rule="store-toml") from exc
+        raise StoreFormatError(
+            f"not valid TOML ({exc}); compare with store_template/STORE.toml",
+            path=path,
+            line=int(match.group(1)) if match else None,
+            rule="store-toml",
+        ) from exc
 
     def fail(key: str, message: str, rule: str = "store-toml") -> StoreFormatError:
         return StoreFormatError(message, path=path, line=_line_of(raw, key) or 1, rule=rule)
@@ -114,8 +121,11 @@ def read_config(store_root: Path) -> StoreConfig:
     try:
         raw = path.read_bytes()
     except FileNotFoundError as exc:
-        raise StoreFormatError("missing; this folder is not a store (run 'exo init' or copy store_template/)",
-                               path=path, rule="missing-store-toml") from exc
+        raise StoreFormatError(
+            "missing; this folder is not a store (run 'exo init' or copy store_template/)",
+            path=path,
+            rule="missing-store-toml",
+        ) from exc
     except OSError as exc:
         raise StoreFormatError(f"cannot read ({exc})", path=path, rule="store-toml") from exc
     try:

@@ -26,8 +26,9 @@ class StoreFormatError(CorruptDataError):
     ``rule`` is the lint rule name it maps to.
     """
 
-    def __init__(self, message: str, *, path: Path | str | None = None, line: int | None = None,
-                 rule: str = "syntax") -> None:
+    def __init__(
+        self, message: str, *, path: Path | str | None = None, line: int | None = None, rule: str = "syntax"
+    ) -> None:
         super().__init__(f"{where(path, line)}: {message}")
         self.path = path
         self.line = line

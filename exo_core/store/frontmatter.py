@@ -87,8 +87,9 @@ def format_scalar(text: str) -> str:
 
     A ``YYYY-MM-DD`` date stays plain so Obsidian shows a date property.
     """
-    if _DATE.fullmatch(text) or (_plain_ok(text, flow=False) is None and text.lower() not in _SPECIAL_WORDS
-                                 and not _NUMBERISH.match(text)):
+    if _DATE.fullmatch(text) or (
+        _plain_ok(text, flow=False) is None and text.lower() not in _SPECIAL_WORDS and not _NUMBERISH.match(text)
+    ):
         return text
     # JSON escapes are YAML escapes: json.dumps escapes quotes, backslashes and C0 controls.
     return _ESCAPED.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(text, ensure_ascii=False))
@@ -141,8 +142,9 @@ class _Reader:
         try:
             value: str = json.loads(match[0])  # a JSON string literal: always text
         except json.JSONDecodeError as exc:
-            raise self.fail(line, f"bad escape in double-quoted value ({exc.msg}); use \\\\, \\\", \\n, \\t or "
-                                  "\\uXXXX") from exc
+            raise self.fail(
+                line, f'bad escape in double-quoted value ({exc.msg}); use \\\\, \\", \\n, \\t or \\uXXXX'
+            ) from exc
         # Escaped control characters are fine (YAML allows any escape); a lone
         # surrogate is not text and could never be written back as UTF-8.
         if lone := re.search("[\ud800-\udfff]", value):
@@ -199,8 +201,9 @@ def parse_document(text: str, *, path: Path | str | None = None) -> Frontmatter:
     open_list: str | None = None
     for lineno, raw in enumerate(lines[1:], start=2):
         if lineno > MAX_FRONTMATTER_LINES + 1:
-            raise reader.fail(lineno, f"frontmatter longer than {MAX_FRONTMATTER_LINES} lines; "
-                                      "is the closing '---' missing?")
+            raise reader.fail(
+                lineno, f"frontmatter longer than {MAX_FRONTMATTER_LINES} lines; is the closing '---' missing?"
+            )
         raw = raw.rstrip("\r")
         if raw == "---":
             return Frontmatter(values, where_key, "\n".join(lines[lineno:]))
@@ -237,8 +240,9 @@ def parse_document(text: str, *, path: Path | str | None = None) -> Frontmatter:
         elif rest.startswith("["):
             values[key] = reader.flow_list(rest, lineno)
         elif rest[0] in "{|>&*!":
-            raise reader.fail(lineno, f"{rest[0]!r} (maps, block text, anchors, tags) is not supported; "
-                                      "use a quoted value")
+            raise reader.fail(
+                lineno, f"{rest[0]!r} (maps, block text, anchors, tags) is not supported; use a quoted value"
+            )
         else:
             values[key] = reader.scalar(rest, lineno, flow=False)
     raise reader.fail(len(lines), "no closing '---' line after the frontmatter; add one")

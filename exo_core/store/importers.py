@@ -25,8 +25,15 @@ from exo_core.store.leaks import redact
 from exo_core.store.ledger_bridge import LedgerWriter
 
 __all__ = [
-    "ImportReport", "parse_bookmarks", "import_bookmarks", "parse_notes", "import_notes", "ChatMessage",
-    "parse_chat_export", "import_chat_export", "MAX_IMPORT_BYTES"
+    "ImportReport",
+    "parse_bookmarks",
+    "import_bookmarks",
+    "parse_notes",
+    "import_notes",
+    "ChatMessage",
+    "parse_chat_export",
+    "import_chat_export",
+    "MAX_IMPORT_BYTES",
 ]
 
 MAX_IMPORT_BYTES = 64 * 1024 * 1024
@@ -62,8 +69,9 @@ class ImportReport:
 def _read_text(path: Path) -> str:
     try:
         if (size := path.stat().st_size) > MAX_IMPORT_BYTES:
-            raise ImportFormatError(f"{size} bytes is larger than the {MAX_IMPORT_BYTES}-byte import limit; split it",
-                                    path=path)
+            raise ImportFormatError(
+                f"{size} bytes is larger than the {MAX_IMPORT_BYTES}-byte import limit; split it", path=path
+            )
         raw = path.read_bytes()
     except FileNotFoundError as exc:
         raise ImportFormatError("no such file", path=path) from exc
@@ -154,8 +162,11 @@ def parse_bookmarks(path: Path) -> list[tuple[int, str, str, str | None, tuple[s
     except (ValueError, AssertionError) as exc:  # html.parser raises these on broken markup
         raise ImportFormatError(f"not parseable HTML ({exc})", path=path, line=parser.getpos()[0]) from exc
     if not parser.saw_doctype:
-        raise ImportFormatError("missing <!DOCTYPE NETSCAPE-Bookmark-file-1>; export bookmarks as an HTML file "
-                                "from the browser", path=path, line=1)
+        raise ImportFormatError(
+            "missing <!DOCTYPE NETSCAPE-Bookmark-file-1>; export bookmarks as an HTML file from the browser",
+            path=path,
+            line=1,
+        )
     return parser.found
 
 
@@ -169,8 +180,18 @@ def import_bookmarks(path: Path, items: ItemStore, *, report: ImportReport | Non
             continue
         clean_url, clean_title = report.clean(url), report.clean(title)
         try:
-            staged.append(Item.new(source_kind="bookmark", source_ref=normalize_url(clean_url), title=clean_title,
-                                   body="", url=clean_url, tags=tags, added=added, scope=items.scope))
+            staged.append(
+                Item.new(
+                    source_kind="bookmark",
+                    source_ref=normalize_url(clean_url),
+                    title=clean_title,
+                    body="",
+                    url=clean_url,
+                    tags=tags,
+                    added=added,
+                    scope=items.scope,
+                )
+            )
         except UsageError as exc:  # a URL urllib cannot split: report it with its line
             raise ImportFormatError(f"bad URL {url[:80]!r} ({exc})", path=path, line=line) from exc
     _put_all(staged, items, report)
@@ -229,8 +250,16 @@ def import_notes(folder: Path, items: ItemStore, *, report: ImportReport | None 
     staged = []
     for rel, title, body, tags, warnings in parse_notes(Path(folder)):
         report.warnings.extend(warnings)
-        staged.append(Item.new(source_kind="note", source_ref=rel, title=report.clean(title), body=report.clean(body),
-                               tags=tags, scope=items.scope))
+        staged.append(
+            Item.new(
+                source_kind="note",
+                source_ref=rel,
+                title=report.clean(title),
+                body=report.clean(body),
+                tags=tags,
+                scope=items.scope,
+            )
+        )
     _put_all(staged, items, report)
     return report
 
@@ -277,7 +306,7 @@ def parse_chat_export(path: Path) -> list[ChatMessage]:
         raise ImportFormatError("JSON nested too deeply", path=path) from exc
     conversations = data.get("conversations") if isinstance(data, dict) else data
     if not isinstance(conversations, list):
-        raise ImportFormatError("expected a list of conversations or {\"conversations\": [...]}", path=path)
+        raise ImportFormatError('expected a list of conversations or {"conversations": [...]}', path=path)
     messages: list[ChatMessage] = []
     for ci, conv in enumerate(conversations):
         if not isinstance(conv, dict):
@@ -297,16 +326,18 @@ def parse_chat_export(path: Path) -> list[ChatMessage]:
             role = msg.get("role") or (author.get("role") if isinstance(author, dict) else None)
             text = _text_of(msg.get("text", msg.get("content")))
             if not isinstance(role, str) or text is None:
-                raise ImportFormatError(f"conversation {conv_id!r} message #{mi + 1} needs a 'role' and 'text'",
-                                        path=path)
+                raise ImportFormatError(
+                    f"conversation {conv_id!r} message #{mi + 1} needs a 'role' and 'text'", path=path
+                )
             ts_raw = msg.get("ts", msg.get("create_time"))
             ts = str(ts_raw) if isinstance(ts_raw, (str, int, float)) and not isinstance(ts_raw, bool) else None
             messages.append(ChatMessage(conv_id, str(msg.get("id") or f"#{mi + 1}"), role, text, ts))
     return messages
 
 
-def import_chat_export(path: Path, ledger: LedgerWriter, *, scope: str = "person",
-                       report: ImportReport | None = None) -> ImportReport:
+def import_chat_export(
+    path: Path, ledger: LedgerWriter, *, scope: str = "person", report: ImportReport | None = None
+) -> ImportReport:
     """Append the person's own messages of a chat export as ``utterance`` entries.
 
     Only messages with role ``user`` are the person's words; the assistant's
@@ -321,8 +352,12 @@ def import_chat_export(path: Path, ledger: LedgerWriter, *, scope: str = "person
         if not msg.text.strip():
             report.count("empty")
             continue
-        body = {"text": report.clean(msg.text), "source": "chat-import", "conversation": msg.conversation,
-                "message": msg.message}
+        body = {
+            "text": report.clean(msg.text),
+            "source": "chat-import",
+            "conversation": msg.conversation,
+            "message": msg.message,
+        }
         if msg.ts is not None:
             body["ts_source"] = msg.ts
         ledger.append("utterance", body, scope=scope, idem=f"chat:{msg.conversation}:{msg.message}")

@@ -27,8 +27,15 @@ from exo_core.store.errors import StoreFormatError
 from exo_core.store.ledger_bridge import LedgerLike, LedgerReader
 
 __all__ = [
-    "Item", "ItemStore", "item_id", "normalize_url", "content_hash", "rebuild_items", "TIERS", "REVIEW_STATES",
-    "MAX_ITEM_BODY"
+    "Item",
+    "ItemStore",
+    "item_id",
+    "normalize_url",
+    "content_hash",
+    "rebuild_items",
+    "TIERS",
+    "REVIEW_STATES",
+    "MAX_ITEM_BODY",
 ]
 
 TIERS = ("curated", "inferred", "noise")
@@ -91,8 +98,11 @@ def normalize_url(url: str) -> str:
     path = parts.path or "/"
     if len(path) > 1:
         path = path.rstrip("/")
-    query = [(k, v) for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
-             if not k.lower().startswith(_TRACKING)]
+    query = [
+        (k, v)
+        for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+        if not k.lower().startswith(_TRACKING)
+    ]
     return urllib.parse.urlunsplit((scheme, host, path, urllib.parse.urlencode(sorted(query)), ""))
 
 
@@ -122,17 +132,40 @@ class Item:
         return body
 
     @classmethod
-    def new(cls, *, source_kind: str, source_ref: str, title: str, body: str, scope: str = "person",
-            url: str | None = None, tier: str = "curated", tags: Iterable[str] = (),
-            added: str | None = None) -> "Item":
+    def new(
+        cls,
+        *,
+        source_kind: str,
+        source_ref: str,
+        title: str,
+        body: str,
+        scope: str = "person",
+        url: str | None = None,
+        tier: str = "curated",
+        tags: Iterable[str] = (),
+        added: str | None = None,
+    ) -> "Item":
         """Build an item with its derived id, normalized URL and content hash."""
         if tier not in TIERS:
             raise UsageError(f"tier must be one of {', '.join(TIERS)}")
         truncated = len(body) > MAX_ITEM_BODY
         body = body[:MAX_ITEM_BODY]
-        return cls(item_id(source_kind, source_ref), scope, source_kind, source_ref, url,
-                   normalize_url(url) if url else None, title, body, content_hash(f"{title}\n{url or ''}\n{body}"),
-                   tier, "unreviewed", tuple(tags), added, truncated)
+        return cls(
+            item_id(source_kind, source_ref),
+            scope,
+            source_kind,
+            source_ref,
+            url,
+            normalize_url(url) if url else None,
+            title,
+            body,
+            content_hash(f"{title}\n{url or ''}\n{body}"),
+            tier,
+            "unreviewed",
+            tuple(tags),
+            added,
+            truncated,
+        )
 
 
 def _from_row(row: tuple[object, ...]) -> Item:
@@ -154,8 +187,12 @@ class ItemStore:
             self.conn.executescript(_SCHEMA)
             self.conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('schema', '1')")
         except sqlite3.DatabaseError as exc:
-            raise StoreFormatError(f"not a usable items table ({exc}); delete it and run 'exo store rebuild-items' "
-                                   "to recreate it from the ledger", path=self.path, rule="items") from exc
+            raise StoreFormatError(
+                f"not a usable items table ({exc}); delete it and run 'exo store rebuild-items' "
+                "to recreate it from the ledger",
+                path=self.path,
+                rule="items",
+            ) from exc
 
     def close(self) -> None:
         """Close the database connection."""
@@ -182,8 +219,10 @@ class ItemStore:
 
     def duplicate_of(self, item: Item) -> str | None:
         """The id of a *different* stored item with the same URL or content, if any."""
-        row = self.conn.execute("SELECT id FROM items WHERE id != ? AND (url_norm = ? OR content_hash = ?)",
-                                (item.id, item.url_norm, item.content_hash)).fetchone()
+        row = self.conn.execute(
+            "SELECT id FROM items WHERE id != ? AND (url_norm = ? OR content_hash = ?)",
+            (item.id, item.url_norm, item.content_hash),
+        ).fetchone()
         return str(row[0]) if row else None
 
     def put(self, item: Item) -> str:
@@ -200,8 +239,9 @@ class ItemStore:
             return "duplicate"
         if current is not None:
             item = replace(item, review=current.review)  # a new version keeps the person's review
-        entry = ledger.append("item", item.ledger_body(), scope=item.scope,
-                              idem=f"item:{item.id}:{item.content_hash}:{item.tier}")
+        entry = ledger.append(
+            "item", item.ledger_body(), scope=item.scope, idem=f"item:{item.id}:{item.content_hash}:{item.tier}"
+        )
         self._write_row(item, entry.id)
         return "added" if current is None else "updated"
 
@@ -237,8 +277,9 @@ class ItemStore:
     def apply_entry(self, scope: str, entry_id: str, body: dict[str, object]) -> None:
         """Apply one ledger ``item`` entry to the table (used by rebuild)."""
         if body.get("op", "put") == "review":
-            self.conn.execute("UPDATE items SET review = ?, ledger_id = ? WHERE id = ?",
-                              (body["review"], entry_id, body["item_id"]))
+            self.conn.execute(
+                "UPDATE items SET review = ?, ledger_id = ? WHERE id = ?", (body["review"], entry_id, body["item_id"])
+            )
             return
         fields = {k: v for k, v in body.items() if k not in ("op", "item_id")}
         fields["tags"] = tuple(fields.get("tags", ()))  # type: ignore[arg-type]

@@ -14,9 +14,23 @@ from collections.abc import Iterator
 from pathlib import Path
 
 __all__ = [
-    "PACK", "ROUTER", "LEDGER", "ITEMS", "MANIFEST", "INDEXES_DIR", "RAW_DIR", "STATE_DIR", "NESTED_DIRS",
-    "RESERVED_DIRS", "SQLITE_FILES", "is_private", "domain_dirs", "node_files", "nested_store_dirs",
-    "curated_files", "NESTED_NAME"
+    "PACK",
+    "ROUTER",
+    "LEDGER",
+    "ITEMS",
+    "MANIFEST",
+    "INDEXES_DIR",
+    "RAW_DIR",
+    "STATE_DIR",
+    "NESTED_DIRS",
+    "RESERVED_DIRS",
+    "SQLITE_FILES",
+    "is_private",
+    "domain_dirs",
+    "node_files",
+    "nested_store_dirs",
+    "curated_files",
+    "NESTED_NAME",
 ]
 
 PACK = "pack.md"
@@ -51,14 +65,23 @@ def domain_dirs(root: Path) -> list[Path]:
 
 def node_files(root: Path) -> list[Path]:
     """Every node file in the store's own domains (not nested stores), sorted."""
-    return [path for domain in domain_dirs(root) for path in sorted(domain.rglob("*.md"))
-            if path.name != ROUTER and not any(part.startswith(".") for part in path.relative_to(root).parts)]
+    return [
+        path
+        for domain in domain_dirs(root)
+        for path in sorted(domain.rglob("*.md"))
+        if path.name != ROUTER and not any(part.startswith(".") for part in path.relative_to(root).parts)
+    ]
 
 
 def nested_store_dirs(root: Path) -> list[tuple[str, Path]]:
     """``(kind, folder)`` for each nested agent or group store directly under ``root``."""
-    return [(kind, p) for folder, kind in NESTED_DIRS.items() if (root / folder).is_dir()
-            for p in sorted((root / folder).iterdir()) if p.is_dir() and not p.name.startswith(".")]
+    return [
+        (kind, p)
+        for folder, kind in NESTED_DIRS.items()
+        if (root / folder).is_dir()
+        for p in sorted((root / folder).iterdir())
+        if p.is_dir() and not p.name.startswith(".")
+    ]
 
 
 def curated_files(root: Path) -> Iterator[Path]:

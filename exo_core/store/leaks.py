@@ -63,8 +63,10 @@ def _is_phone(found: str) -> bool:
 
 
 def _spans(text: str) -> list[tuple[int, int, str]]:
-    spans = sorted([(m.start(), m.end(), kind) for kind, pattern in LEAK_PATTERNS for m in pattern.finditer(text)]
-                   + [(m.start(), m.end(), "phone") for m in _PHONE.finditer(text) if _is_phone(m.group())])
+    spans = sorted(
+        [(m.start(), m.end(), kind) for kind, pattern in LEAK_PATTERNS for m in pattern.finditer(text)]
+        + [(m.start(), m.end(), "phone") for m in _PHONE.finditer(text) if _is_phone(m.group())]
+    )
     merged: list[tuple[int, int, str]] = []
     for start, end, kind in spans:
         if merged and start < merged[-1][1]:
@@ -76,8 +78,10 @@ def _spans(text: str) -> list[tuple[int, int, str]]:
 
 def find_leaks(text: str) -> list[Leak]:
     """Every suspected secret in ``text`` with its line."""
-    return [Leak(kind, text.count("\n", 0, start) + 1, (text[start:start + 4] + "…") if end - start > 6 else "…")
-            for start, end, kind in _spans(text)]
+    return [
+        Leak(kind, text.count("\n", 0, start) + 1, (text[start : start + 4] + "…") if end - start > 6 else "…")
+        for start, end, kind in _spans(text)
+    ]
 
 
 def redact(text: str) -> tuple[str, int]:

@@ -20,8 +20,14 @@ if TYPE_CHECKING:
     from exo_core.ledger import Checkpoint, CheckpointBook, Ledger, Signer
 
 __all__ = [
-    "EntryLike", "LedgerWriter", "LedgerReader", "LedgerLike", "open_ledger", "create_ledger", "verify_ledger",
-    "checkpoint_hook"
+    "EntryLike",
+    "LedgerWriter",
+    "LedgerReader",
+    "LedgerLike",
+    "open_ledger",
+    "create_ledger",
+    "verify_ledger",
+    "checkpoint_hook",
 ]
 
 
@@ -44,8 +50,15 @@ class EntryLike(Protocol):
 class LedgerWriter(Protocol):
     """Appends signed entries; ``idem`` makes a retried append a no-op."""
 
-    def append(self, kind: str, body: Mapping[str, Any], *, refs: Sequence[str] = (), scope: str | None = None,
-               idem: str | None = None) -> EntryLike: ...
+    def append(
+        self,
+        kind: str,
+        body: Mapping[str, Any],
+        *,
+        refs: Sequence[str] = (),
+        scope: str | None = None,
+        idem: str | None = None,
+    ) -> EntryLike: ...
 
 
 class LedgerReader(Protocol):
@@ -72,8 +85,9 @@ def open_ledger(store_root: Path, *, signer: "Signer | None" = None) -> "Ledger"
     return Ledger.open(Path(store_root) / layout.LEDGER, signer=signer)
 
 
-def verify_ledger(path: Path, owner_keys: tuple[str, ...], *,
-                  checkpoints: Iterable["Checkpoint"] = ()) -> tuple[list[str], list[str]]:
+def verify_ledger(
+    path: Path, owner_keys: tuple[str, ...], *, checkpoints: Iterable["Checkpoint"] = ()
+) -> tuple[list[str], list[str]]:
     """``(errors, notes)`` from the ledger's own verify.
 
     Authors are pinned to ``owner_keys`` from STORE.toml when it lists any, so
@@ -91,8 +105,10 @@ def verify_ledger(path: Path, owner_keys: tuple[str, ...], *,
     with ledger:
         report = ledger.verify(pins=owner_keys or None, checkpoints=list(checkpoints))
         forks = [s.seg for s in ledger.segments() if s.seg != 0]
-        notes = [f"{path.name}: ledger {ledger.ledger_id}, {ledger.count()} entries, main height {ledger.head(0).size}"
-                 + (f", fork segments {forks} (see 'exo store sync' report)" if forks else "")]
+        notes = [
+            f"{path.name}: ledger {ledger.ledger_id}, {ledger.count()} entries, main height {ledger.head(0).size}"
+            + (f", fork segments {forks} (see 'exo store sync' report)" if forks else "")
+        ]
     if not owner_keys:
         notes.append(f"{path.name}: STORE.toml lists no owner keys, so authors were not pinned")
     return [f"{path.name}: {p.describe()}" for p in report.problems], notes
@@ -112,7 +128,11 @@ def checkpoint_hook(signer: "Signer | None", book: "CheckpointBook | None" = Non
                 head = ledger.head(0)
                 return {"ledger_id": ledger.ledger_id, "size": head.size, "head": head.chain}
             _, checkpoint = record_checkpoint(ledger, book=book)
-            return {"ledger_id": ledger.ledger_id, "size": checkpoint.size, "head": checkpoint.head,
-                    "checkpoint": checkpoint.to_json()}
+            return {
+                "ledger_id": ledger.ledger_id,
+                "size": checkpoint.size,
+                "head": checkpoint.head,
+                "checkpoint": checkpoint.to_json(),
+            }
 
     return hook

@@ -98,8 +98,10 @@ class _Linter:
             self._item_ids = set()
             # Missing or unreadable (read-only open fails on a missing file): verify reports it, and item links
             # then dangle, which is the truth.
-            with contextlib.suppress(sqlite3.Error), contextlib.closing(
-                    sqlite3.connect(f"file:{self.top / layout.ITEMS}?mode=ro", uri=True)) as conn:
+            with (
+                contextlib.suppress(sqlite3.Error),
+                contextlib.closing(sqlite3.connect(f"file:{self.top / layout.ITEMS}?mode=ro", uri=True)) as conn,
+            ):
                 self._item_ids = {row[0] for row in conn.execute("SELECT id FROM items")}
         return target in self._item_ids
 
@@ -113,8 +115,9 @@ class _Linter:
             self.add(path, None, "unreadable", "error", f"cannot read ({exc.strerror})")
         return None
 
-    def lint(self, root: Path, expected_kind: str, parent_nodes: dict[str, Node],
-             hidden: frozenset[str] = frozenset()) -> None:
+    def lint(
+        self, root: Path, expected_kind: str, parent_nodes: dict[str, Node], hidden: frozenset[str] = frozenset()
+    ) -> None:
         if self.lint_config(root, expected_kind) is None and expected_kind == "person":
             return  # no usable STORE.toml: nothing else to trust
         nodes: dict[str, Node] = {}
@@ -129,12 +132,22 @@ class _Linter:
                 continue
             expected = node_id_for(root, path)
             if node.id != expected:
-                self.add(path, node.line_of("id"), "id-mismatch", "error",
-                         f"id {node.id!r} does not match its path; set 'id: {expected}' or move the file")
+                self.add(
+                    path,
+                    node.line_of("id"),
+                    "id-mismatch",
+                    "error",
+                    f"id {node.id!r} does not match its path; set 'id: {expected}' or move the file",
+                )
                 continue
             if node.domain != expected.split("/", 1)[0]:
-                self.add(path, node.line_of("domain"), "domain-mismatch", "error",
-                         f"domain {node.domain!r} but the file is in {expected.split('/', 1)[0]}/")
+                self.add(
+                    path,
+                    node.line_of("domain"),
+                    "domain-mismatch",
+                    "error",
+                    f"domain {node.domain!r} but the file is in {expected.split('/', 1)[0]}/",
+                )
             nodes[node.id] = node
         visible = {**parent_nodes, **nodes}
         targets = set(visible) | {"pack", "INDEX"} | {f"{d.name}/INDEX" for d in layout.domain_dirs(root)}
@@ -154,53 +167,99 @@ class _Linter:
             return None
         toml = root / "STORE.toml"
         if config.format > CURRENT_FORMAT:
-            self.add(toml, 1, "newer-format", "error",
-                     f"format {config.format} is newer than this Exo ({CURRENT_FORMAT}); upgrade Exo")
+            self.add(
+                toml,
+                1,
+                "newer-format",
+                "error",
+                f"format {config.format} is newer than this Exo ({CURRENT_FORMAT}); upgrade Exo",
+            )
         elif config.format < CURRENT_FORMAT:
-            self.add(toml, 1, "old-format", "warning",
-                     f"format {config.format}; run 'exo store verify' or any exo store command to migrate it")
+            self.add(
+                toml,
+                1,
+                "old-format",
+                "warning",
+                f"format {config.format}; run 'exo store verify' or any exo store command to migrate it",
+            )
         if config.kind != expected_kind:
-            self.add(toml, 1, "nested-kind", "error",
-                     f"kind {config.kind!r} but this folder holds a {expected_kind} store")
+            self.add(
+                toml, 1, "nested-kind", "error", f"kind {config.kind!r} but this folder holds a {expected_kind} store"
+            )
         return config
 
-    def lint_node(self, node: Node, visible: dict[str, Node], targets: set[str], parent_nodes: dict[str, Node],
-                  own: dict[str, Node], hidden: frozenset[str]) -> None:
+    def lint_node(
+        self,
+        node: Node,
+        visible: dict[str, Node],
+        targets: set[str],
+        parent_nodes: dict[str, Node],
+        own: dict[str, Node],
+        hidden: frozenset[str],
+    ) -> None:
         assert node.path is not None
         line = node.line_of("links")
         for link in node.links:
             target = visible.get(link.target)
             if target is None and link.target in hidden:
-                self.add(node.path, line, "private-link", "error",
-                         f"{link.type} link to {link.target!r}, a private node this scope may not see; remove it")
+                self.add(
+                    node.path,
+                    line,
+                    "private-link",
+                    "error",
+                    f"{link.type} link to {link.target!r}, a private node this scope may not see; remove it",
+                )
                 continue
             if target is None and not self.exists(link.target, targets):
-                self.add(node.path, line, "dangling-link", "error",
-                         f"{link.type} link to {link.target!r}, which does not exist in this store")
+                self.add(
+                    node.path,
+                    line,
+                    "dangling-link",
+                    "error",
+                    f"{link.type} link to {link.target!r}, which does not exist in this store",
+                )
                 continue
             if link.type == "supersedes" and target is not None and target.valid_until is None:
-                self.add(node.path, line, "superseded-still-valid", "warning",
-                         f"supersedes {link.target!r}, which has no valid_until; give it one")
+                self.add(
+                    node.path,
+                    line,
+                    "superseded-still-valid",
+                    "warning",
+                    f"supersedes {link.target!r}, which has no valid_until; give it one",
+                )
         for target, number in ((t, n) for t, n in wikilinks(node.body) if not self.exists(t, targets)):
             # The body is the file's tail, so the lines before it are the file's newlines less the body's.
             before_body = node.path.read_text(encoding="utf-8").count("\n") - node.body.count("\n")
-            self.add(node.path, before_body + number, "dangling-link", "error",
-                     f"[[{target}]] does not exist in this store")
+            self.add(
+                node.path, before_body + number, "dangling-link", "error", f"[[{target}]] does not exist in this store"
+            )
         for parent in parent_nodes.values():
             if parent.summary.strip() == node.summary.strip() and parent.id not in own:
-                self.add(node.path, node.line_of("summary"), "duplicate-fact", "warning",
-                         f"same summary as the person's {parent.id!r}; link to it instead (one fact, one home)")
+                self.add(
+                    node.path,
+                    node.line_of("summary"),
+                    "duplicate-fact",
+                    "warning",
+                    f"same summary as the person's {parent.id!r}; link to it instead (one fact, one home)",
+                )
 
     def lint_hot_path(self, root: Path, nodes: dict[str, Node], targets: set[str]) -> None:
         pack, router, domains = root / layout.PACK, root / layout.ROUTER, layout.domain_dirs(root)
         routers = [router] + [d / layout.ROUTER for d in domains]
         root_links: set[str] = set()
-        missing = {pack: ("missing-pack", "missing; copy pack.md from store_template/"),
-                   router: ("missing-router", "missing; copy INDEX.md from store_template/")}
+        missing = {
+            pack: ("missing-pack", "missing; copy pack.md from store_template/"),
+            router: ("missing-router", "missing; copy INDEX.md from store_template/"),
+        }
         for path in [pack] + routers:
             if not path.is_file():
-                rule, message = missing.get(path, ("missing-router", f"domain {path.parent.name}/ has no INDEX.md; "
-                                                   "add one with a '## Load rules' heading"))
+                rule, message = missing.get(
+                    path,
+                    (
+                        "missing-router",
+                        f"domain {path.parent.name}/ has no INDEX.md; add one with a '## Load rules' heading",
+                    ),
+                )
                 self.add(path, 1, rule, "error", message)
                 continue
             text = self.read_text(path)
@@ -213,8 +272,13 @@ class _Linter:
                     self.from_error(exc, path)
                 else:
                     for rule, target in ((r, t) for r in parsed.rules for t in r.targets if t not in targets):
-                        self.add(path, rule.line, "dangling-link", "error",
-                                 f"load rule pins [[{target}]], which does not exist")
+                        self.add(
+                            path,
+                            rule.line,
+                            "dangling-link",
+                            "error",
+                            f"load rule pins [[{target}]], which does not exist",
+                        )
             for target, number in wikilinks(text):
                 if path == router:
                     root_links.add(target)
@@ -223,20 +287,35 @@ class _Linter:
             self.lint_copies(path, text, nodes)
         for domain in domains:
             if router.is_file() and f"{domain.name}/INDEX" not in root_links:
-                self.add(router, 1, "unrouted-domain", "warning",
-                         f"domain {domain.name}/ is not linked; add '- [[{domain.name}/INDEX]]' under Domains")
+                self.add(
+                    router,
+                    1,
+                    "unrouted-domain",
+                    "warning",
+                    f"domain {domain.name}/ is not linked; add '- [[{domain.name}/INDEX]]' under Domains",
+                )
 
     def lint_copies(self, path: Path, text: str, nodes: dict[str, Node]) -> None:
         # Hot-path files hold pointers, never copies, and cite counts rather
         # than restate them (§18.2).
         for number, line in enumerate(text.split("\n"), start=1):
             if _COUNT.search(line) and "[[" not in line:
-                self.add(path, number, "restated-count", "warning",
-                         "a count written in prose drifts; link the node or data that holds it")
+                self.add(
+                    path,
+                    number,
+                    "restated-count",
+                    "warning",
+                    "a count written in prose drifts; link the node or data that holds it",
+                )
         for node in nodes.values():
             if len(summary := node.summary.strip()) >= _MIN_COPY and summary in text:
-                self.add(path, text[: text.index(summary)].count("\n") + 1, "pack-copy", "warning",
-                         f"copies the summary of {node.id!r}; link [[{node.id}]] instead")
+                self.add(
+                    path,
+                    text[: text.index(summary)].count("\n") + 1,
+                    "pack-copy",
+                    "warning",
+                    f"copies the summary of {node.id!r}; link [[{node.id}]] instead",
+                )
 
     def lint_leaks(self, root: Path) -> None:
         for path in (p for p in layout.curated_files(root) if p.suffix.lower() in _TEXT_SUFFIXES):
@@ -244,8 +323,13 @@ class _Linter:
             if text is None:
                 continue
             for leak in find_leaks(text):
-                self.add(path, leak.line, f"leak-{leak.kind}", "error",
-                         f"looks like a {leak.kind} ({leak.preview}); remove it, curated files may be shared")
+                self.add(
+                    path,
+                    leak.line,
+                    f"leak-{leak.kind}",
+                    "error",
+                    f"looks like a {leak.kind} ({leak.preview}); remove it, curated files may be shared",
+                )
 
 
 def lint_store(root: Path | str) -> LintReport:

@@ -21,8 +21,14 @@ from exo_core.store import layout
 from exo_core.store.errors import StoreFormatError
 
 __all__ = [
-    "Manifest", "FileEntry", "canonical_json", "copy_candidates", "hash_file", "build_manifest", "read_manifest",
-    "MANIFEST_FORMAT"
+    "Manifest",
+    "FileEntry",
+    "canonical_json",
+    "copy_candidates",
+    "hash_file",
+    "build_manifest",
+    "read_manifest",
+    "MANIFEST_FORMAT",
 ]
 
 MANIFEST_FORMAT = 1
@@ -88,16 +94,26 @@ class Manifest:
     def describe(self) -> str:
         """One line saying which copy this is."""
         ledger = f", ledger {self.ledger.get('size')} entries" if self.ledger else ""
-        return (f"export {self.export_id} of {self.store_id or 'an unnamed store'} at {self.exported_at}: "
-                f"{len(self.files)} files{ledger}")
+        return (
+            f"export {self.export_id} of {self.store_id or 'an unnamed store'} at {self.exported_at}: "
+            f"{len(self.files)} files{ledger}"
+        )
 
 
-def build_manifest(root: Path, *, export_id: str, exported_at: str, store_id: str, store_format: int,
-                   ledger: dict[str, Any]) -> bytes:
+def build_manifest(
+    root: Path, *, export_id: str, exported_at: str, store_id: str, store_format: int, ledger: dict[str, Any]
+) -> bytes:
     """Hash every copied file under ``root`` and return the manifest bytes."""
     files = {rel.as_posix(): dict(zip(("sha256", "size"), hash_file(root / rel))) for rel in copy_candidates(root)}
-    doc: dict[str, Any] = {"manifest": MANIFEST_FORMAT, "export_id": export_id, "exported_at": exported_at,
-                           "store_id": store_id, "store_format": store_format, "files": files, "ledger": ledger}
+    doc: dict[str, Any] = {
+        "manifest": MANIFEST_FORMAT,
+        "export_id": export_id,
+        "exported_at": exported_at,
+        "store_id": store_id,
+        "store_format": store_format,
+        "files": files,
+        "ledger": ledger,
+    }
     doc["digest"] = hashlib.sha256(canonical_json(doc)).hexdigest()
     return canonical_json(doc)
 
@@ -111,8 +127,9 @@ def read_manifest(root: Path) -> Manifest | None:
         return None
 
     def bad(message: str) -> StoreFormatError:
-        return StoreFormatError(message + "; the copy is incomplete or altered, export it again", path=path,
-                                rule="manifest")
+        return StoreFormatError(
+            message + "; the copy is incomplete or altered, export it again", path=path, rule="manifest"
+        )
 
     try:
         doc = json.loads(raw.decode("utf-8"))
@@ -127,7 +144,14 @@ def read_manifest(root: Path) -> Manifest | None:
         raise bad("digest does not match its content")
     try:
         files = {k: FileEntry(str(v["sha256"]), int(v["size"])) for k, v in doc["files"].items()}
-        return Manifest(str(doc["export_id"]), str(doc["exported_at"]), str(doc["store_id"]),
-                        int(doc["store_format"]), files, dict(doc["ledger"]), str(digest))
+        return Manifest(
+            str(doc["export_id"]),
+            str(doc["exported_at"]),
+            str(doc["store_id"]),
+            int(doc["store_format"]),
+            files,
+            dict(doc["ledger"]),
+            str(digest),
+        )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise bad(f"missing or mistyped field ({exc})") from exc

@@ -60,8 +60,11 @@ def _read_journal(root: Path) -> dict[str, object] | None:
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
-        raise StoreFormatError(f"unreadable migration journal ({exc}); restore the store from .exo/backup-format-*/ "
-                               "or an export", path=path, rule="migration") from exc
+        raise StoreFormatError(
+            f"unreadable migration journal ({exc}); restore the store from .exo/backup-format-*/ or an export",
+            path=path,
+            rule="migration",
+        ) from exc
     if not isinstance(data, dict) or not isinstance(data.get("from"), int):
         raise StoreFormatError("malformed migration journal", path=path, rule="migration")
     return data
@@ -92,8 +95,12 @@ def _link_1_to_2(item: str, path: Path, line: int | None) -> str:
         return item  # already written the format-2 way
     match = _V1_LINK.fullmatch(item)
     if match is None:
-        raise StoreFormatError(f"format-1 link {item!r} is not 'type:target'; fix it and open the store again",
-                               path=path, line=line, rule="migration")
+        raise StoreFormatError(
+            f"format-1 link {item!r} is not 'type:target'; fix it and open the store again",
+            path=path,
+            line=line,
+            rule="migration",
+        )
     return f"{match['type']} [[{match['target']}]]"
 
 
@@ -125,7 +132,8 @@ def _config_1_to_2(root: Path, journal: dict[str, object], tick: StepHook) -> No
 
 
 STEPS: tuple[MigrationStep, ...] = (
-    MigrationStep(1, "backup", _backup_v1), MigrationStep(1, "nodes", _node_1_to_2),
+    MigrationStep(1, "backup", _backup_v1),
+    MigrationStep(1, "nodes", _node_1_to_2),
     MigrationStep(1, "store-toml", _config_1_to_2),
 )
 
@@ -159,8 +167,10 @@ def migrate_store(root: Path, *, on_step: StepHook | None = None) -> int:
         return int(journal["from"])  # type: ignore[call-overload]
     config = read_config(root)
     if config.format > CURRENT_FORMAT:
-        raise StoreVersionError(f"{root}/STORE.toml: store format {config.format} is newer than this Exo understands "
-                                f"({CURRENT_FORMAT}); upgrade Exo before opening it (nothing was changed)")
+        raise StoreVersionError(
+            f"{root}/STORE.toml: store format {config.format} is newer than this Exo understands "
+            f"({CURRENT_FORMAT}); upgrade Exo before opening it (nothing was changed)"
+        )
     if config.format == CURRENT_FORMAT:
         return config.format
     journal = {"from": config.format, "to": CURRENT_FORMAT, "store_id": config.store_id or new_store_id()}
@@ -169,4 +179,3 @@ def migrate_store(root: Path, *, on_step: StepHook | None = None) -> int:
     tick("journal")
     _run(root, journal, tick)
     return config.format
-

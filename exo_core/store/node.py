@@ -18,19 +18,51 @@ from exo_core.store.errors import StoreFormatError
 from exo_core.store.frontmatter import FrontValue, dump_frontmatter, parse_document
 
 __all__ = [
-    "Node", "Link", "NODE_TYPES", "LINK_TYPES", "CONFIDENCE", "STABILITY", "REQUIRED_KEYS", "OPTIONAL_KEYS",
-    "parse_node", "render_node", "node_id_for", "NODE_ID"
+    "Node",
+    "Link",
+    "NODE_TYPES",
+    "LINK_TYPES",
+    "CONFIDENCE",
+    "STABILITY",
+    "REQUIRED_KEYS",
+    "OPTIONAL_KEYS",
+    "parse_node",
+    "render_node",
+    "node_id_for",
+    "NODE_ID",
 ]
 
 NODE_TYPES = frozenset(
     {"trait", "value", "fact", "preference", "rule", "episode", "entity", "procedure", "question", "pattern", "tension"}
 )
-LINK_TYPES = frozenset({"part-of", "explains", "evidence-for", "contradicts", "supersedes", "applies-to",
-                        "instance-of", "see-also", "derived-from"})
+LINK_TYPES = frozenset(
+    {
+        "part-of",
+        "explains",
+        "evidence-for",
+        "contradicts",
+        "supersedes",
+        "applies-to",
+        "instance-of",
+        "see-also",
+        "derived-from",
+    }
+)
 CONFIDENCE = ("high", "medium", "low")
 STABILITY = ("core", "durable", "volatile")
-REQUIRED_KEYS = ("id", "title", "type", "domain", "summary", "load_when", "confidence", "stability", "valid_from",
-                 "sources", "links")
+REQUIRED_KEYS = (
+    "id",
+    "title",
+    "type",
+    "domain",
+    "summary",
+    "load_when",
+    "confidence",
+    "stability",
+    "valid_from",
+    "sources",
+    "links",
+)
 OPTIONAL_KEYS = ("valid_until", "tags", "private", "aliases")
 _LIST_KEYS = frozenset({"sources", "links", "tags", "aliases"})
 _CHOICES = {"type": tuple(sorted(NODE_TYPES)), "confidence": CONFIDENCE, "stability": STABILITY}
@@ -145,10 +177,18 @@ def parse_node(text: str, *, path: Path | str | None = None) -> Node:
         if match["type"] not in LINK_TYPES:
             raise bad("links", f"link type {match['type']!r} is not one of {', '.join(sorted(LINK_TYPES))}")
         links.append(Link(match["type"], match["target"].strip()))
-    return Node(**text_of, sources=lists["sources"], links=tuple(links),
-                valid_until=valid_until if isinstance(valid_until, str) else None, tags=lists["tags"],
-                private=private_raw == "true", aliases=lists["aliases"], body=doc.body,
-                path=Path(path) if path is not None else None, key_lines=tuple(lines.items()))
+    return Node(
+        **text_of,
+        sources=lists["sources"],
+        links=tuple(links),
+        valid_until=valid_until if isinstance(valid_until, str) else None,
+        tags=lists["tags"],
+        private=private_raw == "true",
+        aliases=lists["aliases"],
+        body=doc.body,
+        path=Path(path) if path is not None else None,
+        key_lines=tuple(lines.items()),
+    )
 
 
 def render_node(node: Node) -> str:

@@ -36,8 +36,18 @@ if TYPE_CHECKING:
     from exo_core.engine.core import Core
     from exo_core.protocol.commands import StoreOnboard
 
-__all__ = ["Question", "InterviewState", "OnboardPlan", "QUESTIONS", "Onboarding",
-           "next_question", "answer", "plan", "check_fillable", "apply_plan"]
+__all__ = [
+    "Question",
+    "InterviewState",
+    "OnboardPlan",
+    "QUESTIONS",
+    "Onboarding",
+    "next_question",
+    "answer",
+    "plan",
+    "check_fillable",
+    "apply_plan",
+]
 
 log = logging.getLogger(__name__)
 MAX_TEXT = 500
@@ -68,24 +78,45 @@ class InterviewState:
 
 QUESTIONS: tuple[Question, ...] = (
     Question("name", "What should Exo call you?", allow_text=True),
-    Question("focus", "What will you mostly use Exo for?", ("Work and projects", "Writing", "Study and learning",
-                                                             "Running my day", "Something else (type it)"),
-             allow_text=True),
-    Question("length", "How should answers be?", ("Short: the result first, detail only if asked",
-                                                   "Thorough: reasons and trade-offs", "It depends: ask me")),
+    Question(
+        "focus",
+        "What will you mostly use Exo for?",
+        ("Work and projects", "Writing", "Study and learning", "Running my day", "Something else (type it)"),
+        allow_text=True,
+    ),
+    Question(
+        "length",
+        "How should answers be?",
+        ("Short: the result first, detail only if asked", "Thorough: reasons and trade-offs", "It depends: ask me"),
+    ),
     Question("tone", "Which tone suits you?", ("Plain and direct", "Warm and friendly", "Formal")),
-    Question("approval", "What must always wait for your approval?",
-             ("Anything that sends, posts, pays, pushes or deletes", "That, and also every change to my files")),
-    Question("rule", "Is there a standing rule Exo should always follow? Type it, or choose 1.", ("No, not now",),
-             allow_text=True, skip_option=1),
-    Question("languages", "Which languages do you write in? Type them, or choose 1.", ("Skip",),
-             allow_text=True, skip_option=1),
+    Question(
+        "approval",
+        "What must always wait for your approval?",
+        ("Anything that sends, posts, pays, pushes or deletes", "That, and also every change to my files"),
+    ),
+    Question(
+        "rule",
+        "Is there a standing rule Exo should always follow? Type it, or choose 1.",
+        ("No, not now",),
+        allow_text=True,
+        skip_option=1,
+    ),
+    Question(
+        "languages",
+        "Which languages do you write in? Type them, or choose 1.",
+        ("Skip",),
+        allow_text=True,
+        skip_option=1,
+    ),
     Question("confirm", "Write this into your store?", ("Yes, write it", "Start over")),
 )
 _BY_STEP = {q.step: q for q in QUESTIONS}
 # The approval answer only ever adds to the operator floor, never lowers it.
-_APPROVAL = {1: "anything that sends, posts, pays, pushes or deletes",
-             2: "anything that sends, posts, pays, pushes or deletes, and every change to my files"}
+_APPROVAL = {
+    1: "anything that sends, posts, pays, pushes or deletes",
+    2: "anything that sends, posts, pays, pushes or deletes, and every change to my files",
+}
 
 
 def next_question(state: InterviewState) -> Question | None:
@@ -138,11 +169,22 @@ def _choice(state: InterviewState, step: str) -> str | None:
 
 
 def _node(node_id: str, type_: str, title: str, summary: str, load_when: str, today: str, **extra: Any) -> Node:
-    return Node(**{
-        "id": node_id, "title": title, "type": type_, "domain": node_id.split("/")[0], "summary": summary,
-        "load_when": load_when, "confidence": "high", "stability": "durable", "valid_from": today,
-        "sources": ("onboarding interview",),
-        "body": f"\n# {title}\n\n{summary}\n\nFrom the onboarding interview on {today}.\n", **extra})
+    return Node(
+        **{
+            "id": node_id,
+            "title": title,
+            "type": type_,
+            "domain": node_id.split("/")[0],
+            "summary": summary,
+            "load_when": load_when,
+            "confidence": "high",
+            "stability": "durable",
+            "valid_from": today,
+            "sources": ("onboarding interview",),
+            "body": f"\n# {title}\n\n{summary}\n\nFrom the onboarding interview on {today}.\n",
+            **extra,
+        }
+    )
 
 
 def plan(state: InterviewState, *, today: str | None = None) -> OnboardPlan:
@@ -152,25 +194,60 @@ def plan(state: InterviewState, *, today: str | None = None) -> OnboardPlan:
     day = today or _dt.date.today().isoformat()
     name, rule, languages = _choice(state, "name") or "the person", _choice(state, "rule"), _choice(state, "languages")
     nodes = [
-        _node("work/focus", "fact", "What Exo is mostly for", f"Mostly uses Exo for: {_choice(state, 'focus')}.",
-              "plan | project | task", day),
-        _node("taste/answer-length", "preference", "Answer length", f"Answers should be: {_choice(state, 'length')}.",
-              "answer | reply | draft | write", day),
-        _node("taste/tone", "preference", "Tone", f"Preferred tone: {_choice(state, 'tone')}.",
-              "reply | draft | write | message", day),
-        _node("rules/approval", "rule", "What waits for approval",
-              f"Always ask before: {_APPROVAL[state.value('approval')[0] or 1]}.",
-              "send | post | pay | push | delete | file", day, stability="core"),
+        _node(
+            "work/focus",
+            "fact",
+            "What Exo is mostly for",
+            f"Mostly uses Exo for: {_choice(state, 'focus')}.",
+            "plan | project | task",
+            day,
+        ),
+        _node(
+            "taste/answer-length",
+            "preference",
+            "Answer length",
+            f"Answers should be: {_choice(state, 'length')}.",
+            "answer | reply | draft | write",
+            day,
+        ),
+        _node(
+            "taste/tone",
+            "preference",
+            "Tone",
+            f"Preferred tone: {_choice(state, 'tone')}.",
+            "reply | draft | write | message",
+            day,
+        ),
+        _node(
+            "rules/approval",
+            "rule",
+            "What waits for approval",
+            f"Always ask before: {_APPROVAL[state.value('approval')[0] or 1]}.",
+            "send | post | pay | push | delete | file",
+            day,
+            stability="core",
+        ),
     ]
     who = [f"- Name: {name}", "- Mostly here for: [[work/focus]]"]
     rules = ["- Approval: [[rules/approval]]"]
     if rule:
-        nodes.append(_node("rules/standing-rule", "rule", "A standing rule", f"Standing rule: {rule}", "", day,
-                           stability="core", links=(Link("see-also", "rules/approval"),)))
+        nodes.append(
+            _node(
+                "rules/standing-rule",
+                "rule",
+                "A standing rule",
+                f"Standing rule: {rule}",
+                "",
+                day,
+                stability="core",
+                links=(Link("see-also", "rules/approval"),),
+            )
+        )
         rules.append("- Standing rule: [[rules/standing-rule]]")
     if languages:
-        nodes.append(_node("self/languages", "fact", "Languages", f"Writes in: {languages}.", "language | translate",
-                           day))
+        nodes.append(
+            _node("self/languages", "fact", "Languages", f"Writes in: {languages}.", "language | translate", day)
+        )
         who.append("- Languages: [[self/languages]]")
     pack = (
         "# Pack\n\nThe one page Exo reads on every request. It points to beliefs and never copies them.\n"
@@ -232,8 +309,9 @@ class Onboarding:
         hub, state = self._core.hub, InterviewState()
         try:
             while (question := next_question(state)) is not None:
-                reply = await self._core.questions.ask(session, question.text, question.options,
-                                                       allow_text=question.allow_text)
+                reply = await self._core.questions.ask(
+                    session, question.text, question.options, allow_text=question.allow_text
+                )
                 try:
                     state = answer(state, reply.option, None if reply.option is not None else reply.text)
                 except BadBodyError as exc:
@@ -241,10 +319,14 @@ class Onboarding:
             onboard = plan(state)
             written = await asyncio.to_thread(apply_plan, store, onboard, force=force)
             for kind, words in onboard.said:
-                await asyncio.to_thread(self._core.options.recorder.record, kind,
-                                        {"text": words, "source": "onboarding"})
-            data: dict[str, Any] = {"ok": True, "store": str(store.root),
-                                    "written": [p.relative_to(store.root).as_posix() for p in written]}
+                await asyncio.to_thread(
+                    self._core.options.recorder.record, kind, {"text": words, "source": "onboarding"}
+                )
+            data: dict[str, Any] = {
+                "ok": True,
+                "store": str(store.root),
+                "written": [p.relative_to(store.root).as_posix() for p in written],
+            }
         except ExoError as exc:
             log.warning("onboarding in %s stopped: %s", session, exc.message)
             data = {"ok": False, "store": str(store.root), "error": exc.message}

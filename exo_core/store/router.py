@@ -89,12 +89,14 @@ def parse_router(text: str, *, path: Path | str | None = None) -> Router:
             continue  # prose under the heading explains the rules
         match = _RULE.fullmatch(line)
         if not match:
-            raise StoreFormatError("load rule must look like '- trigger words -> [[domain/node]]'", path=path,
-                                   line=number, rule="router")
+            raise StoreFormatError(
+                "load rule must look like '- trigger words -> [[domain/node]]'", path=path, line=number, rule="router"
+            )
         targets = tuple(t for t, _ in wikilinks(match["targets"]))
         if not targets or WIKILINK.sub("", match["targets"]).replace(",", "").strip():  # no text but links and commas
-            raise StoreFormatError("a load rule's targets must be [[node ids]] separated by commas", path=path,
-                                   line=number, rule="router")
+            raise StoreFormatError(
+                "a load rule's targets must be [[node ids]] separated by commas", path=path, line=number, rule="router"
+            )
         if not _WORD.search(match["trigger"]):
             raise StoreFormatError("a load rule needs trigger words before '->'", path=path, line=number, rule="router")
         rules.append(LoadRule(match["trigger"].strip(), targets, number))

@@ -89,8 +89,11 @@ class Store:
         for kind, folder in layout.nested_store_dirs(self.root):
             config = read_config(folder)
             if config.kind != kind:
-                raise StoreFormatError(f"kind {config.kind!r} but it sits under {folder.parent.name}/; "
-                                       f"set kind = \"{kind}\"", path=folder / "STORE.toml", rule="nested-kind")
+                raise StoreFormatError(
+                    f'kind {config.kind!r} but it sits under {folder.parent.name}/; set kind = "{kind}"',
+                    path=folder / "STORE.toml",
+                    rule="nested-kind",
+                )
             found.append(Store(folder, config, f"{kind}:{folder.name}", self))
         return found
 
@@ -106,9 +109,12 @@ class Store:
         folder.mkdir(parents=True)
         config = StoreConfig(format=CURRENT_FORMAT, kind=kind, store_id=new_store_id(), created=_today())
         write_config(folder, config)
-        atomic_write_text(folder / layout.PACK, f"# {kind.title()} pack: {name}\n\nWhat this {kind} is for, in one "
-                          "page. It shares the person's ledger and items and links to the person's facts instead of "
-                          "copying them.\n")
+        atomic_write_text(
+            folder / layout.PACK,
+            f"# {kind.title()} pack: {name}\n\nWhat this {kind} is for, in one "
+            "page. It shares the person's ledger and items and links to the person's facts instead of "
+            "copying them.\n",
+        )
         atomic_write_text(folder / layout.ROUTER, f"# {kind.title()} index: {name}\n\n## Load rules\n")
         fsync_dir(folder.parent)
         return Store(folder, config, f"{kind}:{name}", self)
@@ -168,8 +174,9 @@ class Store:
             raise UsageError(f"{domain!r} is a reserved folder name, not a domain")
         if not (index := folder / layout.ROUTER).is_file():
             folder.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(index, f"# {domain.title()}\n\nNodes of the {domain} domain, one belief a file.\n\n"
-                                     "## Load rules\n\n")
+            atomic_write_text(
+                index, f"# {domain.title()}\n\nNodes of the {domain} domain, one belief a file.\n\n## Load rules\n\n"
+            )
         root_index = self.root / layout.ROUTER
         text = root_index.read_text(encoding="utf-8") if root_index.is_file() else "# Index\n"
         if f"[[{domain}/INDEX]]" in text:

@@ -66,12 +66,16 @@ class StoreSyncReport:
     def render(self) -> str:
         """Human-readable report."""
         led, fork = self.ledger, self.ledger.fork
-        lines = [f"sync {self.sync_id}",
-                 f"  ledger: {led.into_local.imported} entries into A, {led.into_foreign.imported} into B"]
+        lines = [
+            f"sync {self.sync_id}",
+            f"  ledger: {led.into_local.imported} entries into A, {led.into_foreign.imported} into B",
+        ]
         if fork is not None:
             lines.append(f"  FORK after shared height {fork.base.size} (head {fork.base.chain[:16]}…):")
-            lines += [f"    {name}: height {head.size} head {head.head[:16]}… signed by {head.signer[:24]}…"
-                      for name, head in (("A", fork.local), ("B", fork.foreign))]
+            lines += [
+                f"    {name}: height {head.size} head {head.head[:16]}… signed by {head.signer[:24]}…"
+                for name, head in (("A", fork.local), ("B", fork.foreign))
+            ]
             lines.append("    both tails are kept in both copies (the other's as a fork segment); nothing was merged")
         else:
             lines.append("  no fork: one copy was a prefix of the other")
@@ -82,8 +86,11 @@ class StoreSyncReport:
 
 
 def _hashes(root: Path) -> dict[str, str]:
-    return {rel.as_posix(): hash_file(root / rel)[0] for rel in copy_candidates(root)
-            if rel.as_posix() not in layout.SQLITE_FILES}
+    return {
+        rel.as_posix(): hash_file(root / rel)[0]
+        for rel in copy_candidates(root)
+        if rel.as_posix() not in layout.SQLITE_FILES
+    }
 
 
 def _record(root: Path) -> dict[str, str]:
@@ -97,8 +104,11 @@ def _record(root: Path) -> dict[str, str]:
             return {}  # unreadable: no record, so nothing is deleted on its word
         files = doc.get("files") if isinstance(doc, dict) else None
         if isinstance(files, dict):
-            return {rel: e["sha256"] if isinstance(e, dict) else e for rel, e in files.items()
-                    if isinstance(e, str) or (isinstance(e, dict) and isinstance(e.get("sha256"), str))}
+            return {
+                rel: e["sha256"] if isinstance(e, dict) else e
+                for rel, e in files.items()
+                if isinstance(e, str) or (isinstance(e, dict) and isinstance(e.get("sha256"), str))
+            }
     return {}
 
 
@@ -135,14 +145,17 @@ def _sync_files(a: Path, b: Path, sync_id: str, report: StoreSyncReport) -> None
             shutil.copy2(other / rel, keep)
         changed, deleted = ("A", "B") if sa else ("B", "A")
         how = "changed in both copies" if sa and sb else f"deleted in {deleted}, changed in {changed}"
-        report.conflicts.append(f"{rel}: {how}; each copy kept its own state, the other's version is in "
-                                f".exo/conflicts/{sync_id}/<A|B>/{rel}")
+        report.conflicts.append(
+            f"{rel}: {how}; each copy kept its own state, the other's version is in "
+            f".exo/conflicts/{sync_id}/<A|B>/{rel}"
+        )
     for root in (a, b):
         record_state(root, _hashes(root), sync_id)
 
 
-def sync_stores(a: Path | str, b: Path | str, *, signer: "Signer",
-                book: "CheckpointBook | None" = None) -> StoreSyncReport:
+def sync_stores(
+    a: Path | str, b: Path | str, *, signer: "Signer", book: "CheckpointBook | None" = None
+) -> StoreSyncReport:
     """Sync the two copies ``a`` and ``b`` of one store (see module doc).
 
     ``signer`` is this machine's ledger key (it signs the checkpoints);
@@ -157,13 +170,19 @@ def sync_stores(a: Path | str, b: Path | str, *, signer: "Signer",
     if store_a.root == store_b.root:
         raise ConflictError("A and B are the same folder")
     if store_a.config.store_id != store_b.config.store_id:
-        raise ConflictError(f"{store_a.root} is store {store_a.config.store_id} and {store_b.root} is "
-                            f"{store_b.config.store_id}; only two copies of one store can be synced")
+        raise ConflictError(
+            f"{store_a.root} is store {store_a.config.store_id} and {store_b.root} is "
+            f"{store_b.config.store_id}; only two copies of one store can be synced"
+        )
     pins = {*store_a.config.owner_keys, *store_b.config.owner_keys, signer.key_id}
     sync_id = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
     with open_ledger(store_a.root, signer=signer) as la, open_ledger(store_b.root, signer=signer) as lb:
-        report = StoreSyncReport(sync_id, sync_ledgers(la, lb, pins=pins, book=book, local_origin=str(store_a.root),
-                                                       foreign_origin=str(store_b.root)))
+        report = StoreSyncReport(
+            sync_id,
+            sync_ledgers(
+                la, lb, pins=pins, book=book, local_origin=str(store_a.root), foreign_origin=str(store_b.root)
+            ),
+        )
         report.items = (rebuild_items(store_a.items_path, la), rebuild_items(store_b.items_path, lb))
     _sync_files(store_a.root, store_b.root, sync_id, report)
     record: dict[str, Any] = {"sync_id": sync_id, "report": report.render()}

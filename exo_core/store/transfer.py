@@ -91,11 +91,15 @@ def _check_replaceable(dest: Path, force: bool) -> None:
     if force or not dest.exists() or not any(dest.iterdir()):
         return
     if read_manifest(dest) is None:
-        raise ConflictError(f"{dest} holds files but is not an unchanged export; refusing to replace it. "
-                            "If it is a store that was used, run 'exo store sync' instead; otherwise pass --force")
+        raise ConflictError(
+            f"{dest} holds files but is not an unchanged export; refusing to replace it. "
+            "If it is a store that was used, run 'exo store sync' instead; otherwise pass --force"
+        )
     if problems := manifest_problems(dest):
-        raise ConflictError(f"{dest} was changed since it was exported ({problems[0]}); replacing it could lose work. "
-                            "Use 'exo store sync' to combine the two, or pass --force")
+        raise ConflictError(
+            f"{dest} was changed since it was exported ({problems[0]}); replacing it could lose work. "
+            "Use 'exo store sync' to combine the two, or pass --force"
+        )
 
 
 def _new_staging(dest: Path, export_id: str) -> Path:
@@ -145,8 +149,14 @@ def _swap_into_place(staging: Path, dest: Path, tick: StepHook) -> None:
     tick("done")
 
 
-def export_store(src: Path | str, dest: Path | str, *, force: bool = False, ledger_hook: LedgerHook | None = None,
-                 on_step: StepHook | None = None) -> ExportResult:
+def export_store(
+    src: Path | str,
+    dest: Path | str,
+    *,
+    force: bool = False,
+    ledger_hook: LedgerHook | None = None,
+    on_step: StepHook | None = None,
+) -> ExportResult:
     """Copy the store at ``src`` to ``dest`` consistently and atomically (see module doc).
 
     ``ledger_hook(ledger_path)`` runs before the copy (the ledger writes a
@@ -164,8 +174,13 @@ def export_store(src: Path | str, dest: Path | str, *, force: bool = False, ledg
     ledger_info = ledger_hook(ledger_path) if ledger_hook is not None and ledger_path.is_file() else {}
     export_id = secrets.token_hex(8)
     staging = _new_staging(dest, export_id)
-    manifest = {"export_id": export_id, "exported_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                "store_id": store.config.store_id, "store_format": store.config.format, "ledger": ledger_info}
+    manifest = {
+        "export_id": export_id,
+        "exported_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "store_id": store.config.store_id,
+        "store_format": store.config.format,
+        "ledger": ledger_info,
+    }
     try:
         files = _copy_tree(store.root, staging, manifest=manifest, tick=on_step or no_step)
     except BaseException:
@@ -181,8 +196,9 @@ def export_store(src: Path | str, dest: Path | str, *, force: bool = False, ledg
     return ExportResult(dest, export_id, files, ledger_info)
 
 
-def import_store(src: Path | str, dest: Path | str, *, owner_key_id: str | None = None,
-                 on_step: StepHook | None = None) -> Path:
+def import_store(
+    src: Path | str, dest: Path | str, *, owner_key_id: str | None = None, on_step: StepHook | None = None
+) -> Path:
     """Make the verified export at ``src`` the live store at ``dest``.
 
     ``src`` must verify clean (manifest, databases, ledger, lint). ``dest`` must
@@ -202,8 +218,10 @@ def import_store(src: Path | str, dest: Path | str, *, owner_key_id: str | None 
         raise UsageError(f"{src_path} has no MANIFEST.json; make it with 'exo store export' first")
     dest = Path(dest).resolve()
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
-        raise ConflictError(f"{dest} already holds a store; an import never replaces one. "
-                            "Use 'exo store sync' to combine them, or move it away first")
+        raise ConflictError(
+            f"{dest} already holds a store; an import never replaces one. "
+            "Use 'exo store sync' to combine them, or move it away first"
+        )
     staging = _new_staging(dest, secrets.token_hex(8))
     try:
         _copy_tree(src_path, staging, manifest=None, tick=on_step or no_step)

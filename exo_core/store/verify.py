@@ -124,4 +124,3 @@ def verify_store(root: Path | str) -> VerifyReport:
     report = lint_store(root)
     errors.extend(str(f) for f in report.errors)
     return VerifyReport(root, manifest, tuple(errors), tuple(str(f) for f in report.warnings), tuple(notes))
-

@@ -32,7 +32,8 @@ from exo_core.terminal.transcript import Transcript
 __all__ = ["TerminalChat", "COMMANDS", "terminal_capabilities"]
 
 COMMANDS: dict[str, str] = {
-    **SESSION_COMMANDS, "mode": "auto|steer|queue  how a message goes while a turn runs",
+    **SESSION_COMMANDS,
+    "mode": "auto|steer|queue  how a message goes while a turn runs",
     "expand": "unfold or fold finished turns",
     "theme": "dark|light|plain  for this run (keep it in ~/.config/exo/terminal.toml)",
 }
@@ -48,8 +49,17 @@ def terminal_capabilities(fd: int = 1) -> dict[str, Any]:
 class TerminalChat:
     """One terminal, one session at a time."""
 
-    def __init__(self, client: ExoClient, *, prefs: TerminalPrefs, cwd: Path, session: str | None = None,
-                 event_log: Path | None = None, fd: int = 0, out: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        client: ExoClient,
+        *,
+        prefs: TerminalPrefs,
+        cwd: Path,
+        session: str | None = None,
+        event_log: Path | None = None,
+        fd: int = 0,
+        out: TextIO | None = None,
+    ) -> None:
         self.client = client
         self.prefs = prefs
         self.cwd = cwd
@@ -169,8 +179,10 @@ class TerminalChat:
                 mark = "›" if n == self.palette.selected else " "
                 overlay.append(self.prefs.paint("ask" if mark == "›" else "dim", f" {mark} {entry.label}"[:cols]))
         t = self.transcript
-        status = (f" exo · model {t.model or '-'} · mode {self.mode}{' (busy)' if t.running else ''} · "
-                  f"ctx {t.context_tokens} tok · ${t.cost:.4f} · {self.conn} · {self.session}")
+        status = (
+            f" exo · model {t.model or '-'} · mode {self.mode}{' (busy)' if t.running else ''} · "
+            f"ctx {t.context_tokens} tok · ${t.cost:.4f} · {self.conn} · {self.session}"
+        )
         if self.attachments:
             status += f" · {len(self.attachments)} attached"
         prompt, cursor = self._prompt(cols)
@@ -186,7 +198,7 @@ class TerminalChat:
             return self.prefs.paint("ask", text), len(text)
         width = cols - 3
         start = max(0, self.cursor - width)
-        return self.prefs.paint("prompt", "› ") + self.buffer[start:start + width], 2 + self.cursor - start
+        return self.prefs.paint("prompt", "› ") + self.buffer[start : start + width], 2 + self.cursor - start
 
     # -- keys ----------------------------------------------------------------------
 
@@ -215,8 +227,9 @@ class TerminalChat:
             return
         if not self.buffer and self.transcript.questions and key.isdigit() and key != "0":
             question = self.transcript.questions[0]
-            self._spawn(self.client.request("question.answer", {"question_id": question["question_id"],
-                                                                 "option": int(key)}))
+            self._spawn(
+                self.client.request("question.answer", {"question_id": question["question_id"], "option": int(key)})
+            )
             return
         if key == keys["palette"]:
             self.palette = Palette(self._entries())
@@ -242,13 +255,13 @@ class TerminalChat:
 
     def _edit(self, key: str) -> None:
         if len(key) == 1 and key.isprintable():
-            self.buffer = self.buffer[:self.cursor] + key + self.buffer[self.cursor:]
+            self.buffer = self.buffer[: self.cursor] + key + self.buffer[self.cursor :]
             self.cursor += 1
         elif key == "backspace" and self.cursor:
-            self.buffer = self.buffer[:self.cursor - 1] + self.buffer[self.cursor:]
+            self.buffer = self.buffer[: self.cursor - 1] + self.buffer[self.cursor :]
             self.cursor -= 1
         elif key == "delete":
-            self.buffer = self.buffer[:self.cursor] + self.buffer[self.cursor + 1:]
+            self.buffer = self.buffer[: self.cursor] + self.buffer[self.cursor + 1 :]
         elif key in ("left", "right"):
             self.cursor = max(0, min(len(self.buffer), self.cursor + (1 if key == "right" else -1)))
         elif key in ("home", "ctrl+a"):
@@ -266,8 +279,9 @@ class TerminalChat:
 
     def _entries(self) -> list[Entry]:
         entries = [Entry(f"/{name} — {desc}", f"/{name}") for name, desc in COMMANDS.items()]
-        entries += [Entry(f"switch to session {s.get('title') or ''} {s['id']}", f"/switch {s['id']}")
-                    for s in self.sessions]
+        entries += [
+            Entry(f"switch to session {s.get('title') or ''} {s['id']}", f"/switch {s['id']}") for s in self.sessions
+        ]
         entries += [Entry(f"theme {name}", f"/theme {name}") for name in THEMES]
         return entries
 
@@ -314,8 +328,10 @@ class TerminalChat:
         if name in ("quit", "exit", "q"):
             self._quit.set()
         elif name == "help":
-            self.note(help_text(COMMANDS) +
-                      "\n@file[:a-b] attach · !cmd shell here · ctrl+p palette · ctrl+o unfold · y/n/a approvals")
+            self.note(
+                help_text(COMMANDS)
+                + "\n@file[:a-b] attach · !cmd shell here · ctrl+p palette · ctrl+o unfold · y/n/a approvals"
+            )
         elif name == "mode" and rest in ("auto", "steer", "queue"):
             self.mode = rest
         elif name == "expand":

@@ -53,7 +53,7 @@ def expand_refs(text: str, cwd: Path) -> tuple[str, list[str]]:
             if b < a:
                 problems.append(f"@{name}:{first}-{last}: the range is empty")
                 continue
-            blocks.append(attachment(f"{name} lines {a}-{b}", "\n".join(lines[a - 1:b])))
+            blocks.append(attachment(f"{name} lines {a}-{b}", "\n".join(lines[a - 1 : b])))
         else:
             blocks.append(attachment(name, "\n".join(lines)))
     return text + "".join(blocks), problems
@@ -62,8 +62,15 @@ def expand_refs(text: str, cwd: Path) -> tuple[str, list[str]]:
 async def run_shell(command: str, cwd: Path, timeout: float = 60.0) -> tuple[int, str]:
     """Run ``command`` with bash in its own process group; returns (exit status, combined output)."""
     proc = await asyncio.create_subprocess_exec(
-        "bash", "-c", command, cwd=str(cwd), stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True)
+        "bash",
+        "-c",
+        command,
+        cwd=str(cwd),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         out, _ = await asyncio.wait_for(proc.communicate(), timeout)
     except TimeoutError:

@@ -24,10 +24,32 @@ __all__ = ["TerminalPrefs", "THEMES", "prefs_path", "load_prefs"]
 
 # Role -> SGR parameters.
 THEMES: dict[str, dict[str, str]] = {
-    "dark": {"user": "36;1", "assistant": "0", "tool": "2", "ok": "32", "bad": "31", "ask": "33;1", "panel": "34;1",
-             "notice": "33", "status": "7", "dim": "2", "prompt": "36"},
-    "light": {"user": "34;1", "assistant": "0", "tool": "90", "ok": "32", "bad": "31", "ask": "35;1", "panel": "34",
-              "notice": "35", "status": "7", "dim": "90", "prompt": "34"},
+    "dark": {
+        "user": "36;1",
+        "assistant": "0",
+        "tool": "2",
+        "ok": "32",
+        "bad": "31",
+        "ask": "33;1",
+        "panel": "34;1",
+        "notice": "33",
+        "status": "7",
+        "dim": "2",
+        "prompt": "36",
+    },
+    "light": {
+        "user": "34;1",
+        "assistant": "0",
+        "tool": "90",
+        "ok": "32",
+        "bad": "31",
+        "ask": "35;1",
+        "panel": "34",
+        "notice": "35",
+        "status": "7",
+        "dim": "90",
+        "prompt": "34",
+    },
     "plain": {},
 }
 _DEFAULT_KEYS = {"palette": "ctrl+p", "expand": "ctrl+o", "interrupt": "ctrl+c"}
@@ -66,5 +88,5 @@ def load_prefs(path: Path | None = None) -> TerminalPrefs:
         raise ConfigError(f"{path}: theme {theme!r} is not one of {', '.join(THEMES)}")
     raw_keys = data.get("keys", {})
     if not isinstance(raw_keys, dict) or not all(isinstance(v, str) for v in raw_keys.values()):
-        raise ConfigError(f"{path}: [keys] maps actions to key names like \"ctrl+p\"")
+        raise ConfigError(f'{path}: [keys] maps actions to key names like "ctrl+p"')
     return TerminalPrefs(theme=theme, keys={k: raw_keys.get(k, default) for k, default in _DEFAULT_KEYS.items()})

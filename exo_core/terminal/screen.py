@@ -46,7 +46,7 @@ class Screen:
         room = max(1, rows - 2 - len(overlay))
         scroll = max(0, min(scroll, max(0, len(body) - room)))
         end = len(body) - scroll
-        shown = body[max(0, end - room):end]
+        shown = body[max(0, end - room) : end]
         lines = [""] * (room - len(shown)) + shown + overlay
         frame = ["\x1b[?25l"]
         for row, line in enumerate(lines, 1):

@@ -104,8 +104,9 @@ class Transcript:
             last.text += str(b.get("text", ""))
         elif kind == "tool.started":
             args = " ".join(f"{k}={v!r}" for k, v in (b.get("arguments") or {}).items() if k != "content")
-            self._keyed(turn_id, Block("tool", args, title=str(b.get("name", "")), key=str(b.get("call_id")),
-                                       state="running"))
+            self._keyed(
+                turn_id, Block("tool", args, title=str(b.get("name", "")), key=str(b.get("call_id")), state="running")
+            )
         elif kind == "tool.output" and (block := self._by_key.get(str(b.get("call_id")))):
             block.output += str(b.get("text", ""))
         elif kind == "tool.completed" and (block := self._by_key.get(str(b.get("call_id")))):
@@ -114,8 +115,12 @@ class Transcript:
             block.title += f" ({b.get('duration_ms', 0)} ms)"
         elif kind == "approval.requested":
             self.approvals.append(b)
-            self._keyed(turn_id, Block("ask", f"approve [{b.get('risk')}] {b.get('summary')}",
-                                       key=str(b.get("request_id")), state="open"))
+            self._keyed(
+                turn_id,
+                Block(
+                    "ask", f"approve [{b.get('risk')}] {b.get('summary')}", key=str(b.get("request_id")), state="open"
+                ),
+            )
         elif kind == "approval.resolved":
             self.approvals = [a for a in self.approvals if a.get("request_id") != b.get("request_id")]
             if block := self._by_key.get(str(b.get("request_id"))):
@@ -159,8 +164,13 @@ class Transcript:
             folded = {"tool call": 0, "approval": 0, "question": 0}
             for block in turn.blocks:
                 if not full and (block.kind == "tool" or (block.kind == "ask" and block.state != "open")):
-                    folded["tool call" if block.kind == "tool" else
-                           "approval" if block.text.startswith("approve") else "question"] += 1
+                    folded[
+                        "tool call"
+                        if block.kind == "tool"
+                        else "approval"
+                        if block.text.startswith("approve")
+                        else "question"
+                    ] += 1
                     continue
                 if not full and block.kind == "assistant" and block is not _last_answer(turn):
                     continue
@@ -180,8 +190,9 @@ def _last_answer(turn: Turn) -> Block | None:
 def _wrap(text: str, width: int, prefs: TerminalPrefs, role: str, indent: str = "") -> list[str]:
     lines: list[str] = []
     for raw in text.split("\n"):
-        pieces = textwrap.wrap(raw, max(10, width), subsequent_indent=indent or "  ", replace_whitespace=False,
-                               drop_whitespace=True) or [""]
+        pieces = textwrap.wrap(
+            raw, max(10, width), subsequent_indent=indent or "  ", replace_whitespace=False, drop_whitespace=True
+        ) or [""]
         lines += [prefs.paint(role, piece) for piece in pieces]
     return lines
 
@@ -206,8 +217,11 @@ def _draw(block: Block, width: int, prefs: TerminalPrefs, expanded: bool) -> lis
             lines += _wrap("    │ " + line, width, prefs, "tool", indent="    │ ")
         return lines
     if block.kind == "ask":
-        state = "  — y allow · n deny · a always" if block.state == "open" and block.text.startswith("approve") else (
-            "" if block.state == "open" else f"  → {block.state}")
+        state = (
+            "  — y allow · n deny · a always"
+            if block.state == "open" and block.text.startswith("approve")
+            else ("" if block.state == "open" else f"  → {block.state}")
+        )
         return _wrap(f"  ? {block.text}{state}", width, prefs, "ask")
     if block.kind == "panel":
         return _wrap(f"  ▣ {block.text}", width, prefs, "panel")

@@ -9,13 +9,41 @@ from exo_core.tools.shell import BashTool
 from exo_core.tools.spec import MAX_RESULT_CHARS, Risk, Tool, ToolContext, ToolResult, ToolSpec
 
 __all__ = [
-    "Tool", "ToolSpec", "ToolResult", "ToolContext", "Risk", "MAX_RESULT_CHARS", "ToolRegistry", "FunctionTool",
-    "ReadFileTool", "WriteFileTool", "EditFileTool", "DeleteFileTool", "ApplyPatchTool", "BashTool", "SearchTool", "RecallTool", "Recall",
-    "UnconfiguredRecall", "UiTool", "builtin_tools",
+    "Tool",
+    "ToolSpec",
+    "ToolResult",
+    "ToolContext",
+    "Risk",
+    "MAX_RESULT_CHARS",
+    "ToolRegistry",
+    "FunctionTool",
+    "ReadFileTool",
+    "WriteFileTool",
+    "EditFileTool",
+    "DeleteFileTool",
+    "ApplyPatchTool",
+    "BashTool",
+    "SearchTool",
+    "RecallTool",
+    "Recall",
+    "UnconfiguredRecall",
+    "UiTool",
+    "builtin_tools",
 ]
 
 
 def builtin_tools(recall: Recall | None = None) -> ToolRegistry:
     """A registry with every built-in tool; ``recall`` is the store's retrieval when one is configured."""
-    return ToolRegistry([ReadFileTool(), WriteFileTool(), EditFileTool(), DeleteFileTool(), ApplyPatchTool(), BashTool(),
-                         SearchTool(), RecallTool(recall), UiTool()])
+    return ToolRegistry(
+        [
+            ReadFileTool(),
+            WriteFileTool(),
+            EditFileTool(),
+            DeleteFileTool(),
+            ApplyPatchTool(),
+            BashTool(),
+            SearchTool(),
+            RecallTool(recall),
+            UiTool(),
+        ]
+    )

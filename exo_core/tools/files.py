@@ -47,8 +47,11 @@ class _FileTool:
 class ReadFileTool(_FileTool):
     """Read a text file, optionally a range of lines."""
 
-    spec = ToolSpec(name="read_file", description="Read a UTF-8 text file. Optional 1-based 'start' and 'end' lines.",
-                    parameters=object_schema(("path",), path="string", start="integer", end="integer"))
+    spec = ToolSpec(
+        name="read_file",
+        description="Read a UTF-8 text file. Optional 1-based 'start' and 'end' lines.",
+        parameters=object_schema(("path",), path="string", start="integer", end="integer"),
+    )
 
     def on_disk(self, path: Path, arguments: dict[str, Any]) -> ToolResult:
         """The file's text, or the lines from ``start`` to ``end``."""
@@ -76,8 +79,12 @@ class ReadFileTool(_FileTool):
 class WriteFileTool(_FileTool):
     """Write a whole text file atomically (temp file, fsync, rename)."""
 
-    spec = ToolSpec(name="write_file", description="Create or replace a UTF-8 text file with 'content'.",
-                    parameters=object_schema(("path", "content"), path="string", content="string"), risk="medium")
+    spec = ToolSpec(
+        name="write_file",
+        description="Create or replace a UTF-8 text file with 'content'.",
+        parameters=object_schema(("path", "content"), path="string", content="string"),
+        risk="medium",
+    )
 
     def on_disk(self, path: Path, arguments: dict[str, Any]) -> ToolResult:
         """Write ``content`` to the file."""
@@ -90,9 +97,13 @@ class WriteFileTool(_FileTool):
 class EditFileTool(_FileTool):
     """Replace one occurrence of ``old`` with ``new`` in a file."""
 
-    spec = ToolSpec(name="edit_file", description="Replace the text 'old' with 'new' in a file. 'old' must match "
-                    "exactly one place (whitespace differences are tolerated line by line).", risk="medium",
-                    parameters=object_schema(("path", "old", "new"), path="string", old="string", new="string"))
+    spec = ToolSpec(
+        name="edit_file",
+        description="Replace the text 'old' with 'new' in a file. 'old' must match "
+        "exactly one place (whitespace differences are tolerated line by line).",
+        risk="medium",
+        parameters=object_schema(("path", "old", "new"), path="string", old="string", new="string"),
+    )
 
     def on_disk(self, path: Path, arguments: dict[str, Any]) -> ToolResult:
         """Replace the one match of ``old`` with ``new``."""
@@ -107,11 +118,14 @@ class EditFileTool(_FileTool):
             return ToolResult.error(f"cannot read {path}: {exc}")
         match = find_match(text, old)
         if match is None:
-            return ToolResult.error(f"'old' was not found in {path}, even ignoring whitespace; read the file "
-                                    "and quote the lines exactly")
+            return ToolResult.error(
+                f"'old' was not found in {path}, even ignoring whitespace; read the file and quote the lines exactly"
+            )
         if match.count > 1:
-            return ToolResult.error(f"'old' matches {match.count} places in {path} ({match.how}); "
-                                    "include more surrounding lines so it matches one")
+            return ToolResult.error(
+                f"'old' matches {match.count} places in {path} ({match.how}); "
+                "include more surrounding lines so it matches one"
+            )
         replacement = reindent(new, match.indent)
         verb = "edited" if match.how == "exact" else f"edited (matched ignoring {match.how})"
         return write_atomic(path, text[: match.start] + replacement + text[match.end :], verb=verb)
@@ -125,8 +139,12 @@ class DeleteFileTool(_FileTool):
     (``data.delete``) makes every call ask first.
     """
 
-    spec = ToolSpec(name="delete_file", description="Delete a file.", risk="high",
-                    parameters=object_schema(("path",), path="string"))
+    spec = ToolSpec(
+        name="delete_file",
+        description="Delete a file.",
+        risk="high",
+        parameters=object_schema(("path",), path="string"),
+    )
 
     def on_disk(self, path: Path, arguments: dict[str, Any]) -> ToolResult:
         """Unlink ``path`` if it is a file or a symbolic link."""

@@ -24,8 +24,9 @@ __all__ = ["FunctionTool"]
 class FunctionTool:
     """A :class:`~exo_core.tools.spec.Tool` around a handler function."""
 
-    def __init__(self, spec: ToolSpec, handler: Callable[..., Any], *,
-                 available: Callable[[], bool] | None = None) -> None:
+    def __init__(
+        self, spec: ToolSpec, handler: Callable[..., Any], *, available: Callable[[], bool] | None = None
+    ) -> None:
         self.spec = spec
         self._handler = handler
         self._available = available

@@ -66,8 +66,10 @@ def find_match(text: str, old: str) -> Match | None:
         offsets.append(offsets[-1] + len(line))
     n = len(want)
     windows = range(len(lines) - n + 1)
-    for how, same in (("trailing whitespace", lambda a, b: a.rstrip() == b.rstrip()),
-                      ("whitespace", lambda a, b: _norm(a) == _norm(b))):
+    for how, same in (
+        ("trailing whitespace", lambda a, b: a.rstrip() == b.rstrip()),
+        ("whitespace", lambda a, b: _norm(a) == _norm(b)),
+    ):
         found = [i for i in windows if all(same(lines[i + k], want[k]) for k in range(n))]
         if len(found) == 1:
             return _span(found[0], n, lines, offsets, want, old, how)
@@ -76,8 +78,18 @@ def find_match(text: str, old: str) -> Match | None:
     if len(lines) > _MAX_SIMILARITY_LINES:
         return None  # similarity over every window of a huge file costs too much on a small board
     target = "\n".join(_norm(w) for w in want)
-    scored = sorted(((difflib.SequenceMatcher(None, "\n".join(_norm(x) for x in lines[i:i + n]), target,
-                                              autojunk=False).ratio(), i) for i in windows), reverse=True)
+    scored = sorted(
+        (
+            (
+                difflib.SequenceMatcher(
+                    None, "\n".join(_norm(x) for x in lines[i : i + n]), target, autojunk=False
+                ).ratio(),
+                i,
+            )
+            for i in windows
+        ),
+        reverse=True,
+    )
     if scored and scored[0][0] >= MIN_SIMILARITY:
         if len(scored) > 1 and scored[1][0] > scored[0][0] - _MARGIN:
             return Match(-1, -1, "similarity", count=2)

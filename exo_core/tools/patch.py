@@ -72,16 +72,18 @@ def parse_patch(text: str) -> list[FilePatch]:
         while i < len(lines) and lines[i].startswith("@@"):
             m = _HUNK.match(lines[i])
             if m is None:
-                raise BadBodyError(f"patch line {i + 1}: bad hunk header {lines[i]!r}; expected '@@ -l,s +l,s @@'",
-                                   field="patch")
+                raise BadBodyError(
+                    f"patch line {i + 1}: bad hunk header {lines[i]!r}; expected '@@ -l,s +l,s @@'", field="patch"
+                )
             i += 1
             old: list[str] = []
             new: list[str] = []
             while i < len(lines) and not lines[i].startswith(("@@", "--- ", "diff ")):
                 tag, rest = lines[i][:1], lines[i][1:]  # an empty line is a context line whose space was lost
                 if tag not in ("\\", "-", "+", " ", ""):
-                    raise BadBodyError(f"patch line {i + 1}: hunk lines start with ' ', '-' or '+', not {tag!r}",
-                                       field="patch")
+                    raise BadBodyError(
+                        f"patch line {i + 1}: hunk lines start with ' ', '-' or '+', not {tag!r}", field="patch"
+                    )
                 no_newline = no_newline or tag == "\\"
                 if tag in ("-", " ", ""):
                     old.append(rest)
@@ -109,23 +111,27 @@ def apply_hunks(text: str, hunks: tuple[Hunk, ...], name: str) -> str:
                 why = "matches several places" if match is not None else "was not found"
                 raise BadBodyError(f"{name}: hunk {n} {why}; re-read the file and make a fresh patch", field="patch")
             at = "\n".join(lines)[: match.start].count("\n")
-        lines[at:at + size] = list(hunk.new)
+        lines[at : at + size] = list(hunk.new)
     return "\n".join(lines)
 
 
 def _place(lines: list[str], old: list[str], hint: int) -> int | None:
     if not old:
         return min(max(hint + 1, 0), len(lines)) if hint else 0
-    starts = [i for i in range(len(lines) - len(old) + 1) if lines[i:i + len(old)] == old]
+    starts = [i for i in range(len(lines) - len(old) + 1) if lines[i : i + len(old)] == old]
     return min(starts, key=lambda i: abs(i - hint)) if starts else None
 
 
 class ApplyPatchTool:
     """Apply a unified diff to files in the workspace (all hunks or none)."""
 
-    spec = ToolSpec(name="apply_patch", description="Apply a unified diff ('patch', as git diff writes it) to files "
-                    "in the workspace. All hunks apply or none do.", risk="medium",
-                    parameters=object_schema(("patch",), patch="string"))
+    spec = ToolSpec(
+        name="apply_patch",
+        description="Apply a unified diff ('patch', as git diff writes it) to files "
+        "in the workspace. All hunks apply or none do.",
+        risk="medium",
+        parameters=object_schema(("patch",), patch="string"),
+    )
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         patch = arguments.get("patch")

@@ -36,8 +36,13 @@ def _available(tool: Tool) -> bool:
 class ToolRegistry:
     """Registered tools; :meth:`run` turns every failure into an error result."""
 
-    def __init__(self, tools: Iterable[Tool] = (), *, toolsets: Iterable[str] | None = None,
-                 _shared: dict[str, Tool] | None = None) -> None:
+    def __init__(
+        self,
+        tools: Iterable[Tool] = (),
+        *,
+        toolsets: Iterable[str] | None = None,
+        _shared: dict[str, Tool] | None = None,
+    ) -> None:
         self._tools: dict[str, Tool] = _shared if _shared is not None else {}
         self._toolsets = None if toolsets is None else frozenset(toolsets)
         for tool in tools:

@@ -34,16 +34,21 @@ class UnconfiguredRecall:
         """Always the same explanation, as an error the registry returns to the model."""
         from exo_core.errors import UnsupportedError
 
-        raise UnsupportedError("store retrieval is not configured in this core; start exod with a store "
-                               "(exo init, then exo serve --store DIR) or install a memory plugin")
+        raise UnsupportedError(
+            "store retrieval is not configured in this core; start exod with a store "
+            "(exo init, then exo serve --store DIR) or install a memory plugin"
+        )
 
 
 class RecallTool:
     """``recall``: ask the person's store what it knows about a query."""
 
-    spec = ToolSpec(name="recall", description="Recall what the person's store knows about 'query' (beliefs and saved "
-                    "items, with ids).", parameters=object_schema(("query",), query="string", limit="integer"),
-                    toolset="memory")
+    spec = ToolSpec(
+        name="recall",
+        description="Recall what the person's store knows about 'query' (beliefs and saved items, with ids).",
+        parameters=object_schema(("query",), query="string", limit="integer"),
+        toolset="memory",
+    )
 
     def __init__(self, recall: Recall | None = None) -> None:
         self.recall: Recall = recall or UnconfiguredRecall()
@@ -59,9 +64,12 @@ class RecallTool:
 class SearchTool:
     """``search``: full-text search over past sessions' messages."""
 
-    spec = ToolSpec(name="search", description="Search past conversations for 'query'; returns matching snippets with "
-                    "session ids.", parameters=object_schema(("query",), query="string", limit="integer"),
-                    toolset="memory")
+    spec = ToolSpec(
+        name="search",
+        description="Search past conversations for 'query'; returns matching snippets with session ids.",
+        parameters=object_schema(("query",), query="string", limit="integer"),
+        toolset="memory",
+    )
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         query = arguments.get("query")
@@ -79,10 +87,16 @@ class SearchTool:
 class UiTool:
     """``ui``: open a panel on the person's screens (emits ``ui.panel``)."""
 
-    spec = ToolSpec(name="ui", description="Open a panel on the person's screen: 'kind' (" + ", ".join(PANEL_KINDS)
-                    + "), 'title', and 'data' (an object the panel shows).", toolset="ui",
-                    parameters=object_schema(("kind",), kind={"type": "string", "enum": list(PANEL_KINDS)},
-                                             title="string", data="object"))
+    spec = ToolSpec(
+        name="ui",
+        description="Open a panel on the person's screen: 'kind' ("
+        + ", ".join(PANEL_KINDS)
+        + "), 'title', and 'data' (an object the panel shows).",
+        toolset="ui",
+        parameters=object_schema(
+            ("kind",), kind={"type": "string", "enum": list(PANEL_KINDS)}, title="string", data="object"
+        ),
+    )
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         kind, title, data = arguments.get("kind"), arguments.get("title", ""), arguments.get("data", {})

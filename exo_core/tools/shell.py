@@ -26,9 +26,13 @@ _MAX_TIMEOUT = 3600.0
 class BashTool:
     """Run a shell command in the workspace."""
 
-    spec = ToolSpec(name="bash", description="Run a bash command in the workspace. Optional 'timeout' in seconds "
-                    "(default 120).", parameters=object_schema(("command",), command="string", timeout="number"),
-                    risk="high", toolset="shell")
+    spec = ToolSpec(
+        name="bash",
+        description="Run a bash command in the workspace. Optional 'timeout' in seconds (default 120).",
+        parameters=object_schema(("command",), command="string", timeout="number"),
+        risk="high",
+        toolset="shell",
+    )
 
     def available(self) -> bool:
         """Whether ``bash`` is on the PATH."""
@@ -45,8 +49,15 @@ class BashTool:
         try:
             # start_new_session: the command gets its own process group, so killpg reaches every child.
             proc = await asyncio.create_subprocess_exec(
-                "bash", "-c", command, cwd=str(context.workspace), stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True)
+                "bash",
+                "-c",
+                command,
+                cwd=str(context.workspace),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+            )
         except OSError as exc:
             return ToolResult.error(f"cannot start bash: {exc.strerror}")
         collected: list[str] = []
@@ -69,7 +80,9 @@ class BashTool:
             _kill_group(proc.pid)
             await proc.wait()
             pumps.cancel()
-            return ToolResult("".join(collected) + f"\n[timed out after {timeout:g} s; process group killed]", is_error=True)
+            return ToolResult(
+                "".join(collected) + f"\n[timed out after {timeout:g} s; process group killed]", is_error=True
+            )
         except asyncio.CancelledError:
             _kill_group(proc.pid)
             pumps.cancel()

@@ -46,8 +46,9 @@ class NotSignedInError(AccessDeniedError):
 class WebAuth:
     """Mints and checks browser session cookies for one TCP listener."""
 
-    def __init__(self, token: str, port: int, *, max_age: int = 30 * 24 * 3600,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, token: str, port: int, *, max_age: int = 30 * 24 * 3600, clock: Callable[[], float] = time.time
+    ) -> None:
         self._key = hmac.new(token.encode("utf-8"), b"exo-web-session-v1", hashlib.sha256).digest()
         self.port = port
         self.cookie_name = f"exo_{port}"
@@ -88,12 +89,15 @@ class WebAuth:
         """Authenticate a request by its cookie; returns the session id or raises."""
         sid = self.session_of(cookies)
         if sid is None:
-            raise NotSignedInError("missing bearer token and no valid session cookie: pair this browser "
-                                   "with a code from `exo pair`")
+            raise NotSignedInError(
+                "missing bearer token and no valid session cookie: pair this browser with a code from `exo pair`"
+            )
         if method not in _SAFE_METHODS:
             if not headers.get("Origin"):
-                raise CrossSiteError("cross-site request refused: a cookie-authenticated request that changes "
-                                     "state must carry this server's Origin")
+                raise CrossSiteError(
+                    "cross-site request refused: a cookie-authenticated request that changes "
+                    "state must carry this server's Origin"
+                )
             offered = headers.get(CSRF_HEADER, "")
             if not hmac.compare_digest(offered.encode("ascii", "replace"), self.csrf_for(sid).encode("ascii")):
                 raise CrossSiteError(f"cross-site request refused: missing or wrong {CSRF_HEADER} header")

@@ -53,8 +53,15 @@ def _digest(code: str) -> bytes:
 class PairingCodes:
     """Issues and redeems pairing codes (one per process, in memory)."""
 
-    def __init__(self, *, ttl: float = 300.0, max_failures: int = 5, lockout: float = 60.0,
-                 max_outstanding: int = 4, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        *,
+        ttl: float = 300.0,
+        max_failures: int = 5,
+        lockout: float = 60.0,
+        max_outstanding: int = 4,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.ttl = ttl
         self._max_failures = max_failures
         self._lockout = lockout
@@ -81,7 +88,8 @@ class PairingCodes:
         now = self._clock()
         if now < self._locked_until:
             raise PairingLockedError(
-                f"too many wrong pairing codes; wait {self._locked_until - now:.0f} s or run `exo pair` for a new code")
+                f"too many wrong pairing codes; wait {self._locked_until - now:.0f} s or run `exo pair` for a new code"
+            )
         self._expire(now)
         if offered and self._codes.pop(_digest(offered), None) is not None:
             self._failures = 0
@@ -91,8 +99,9 @@ class PairingCodes:
             self._codes.clear()
             self._locked_until = now + self._lockout
             self._failures = 0
-            raise PairingLockedError("too many wrong pairing codes: every code is revoked; "
-                                     "run `exo pair` for a new one")
+            raise PairingLockedError(
+                "too many wrong pairing codes: every code is revoked; run `exo pair` for a new one"
+            )
         raise PairingRefusedError("wrong, used or expired pairing code; run `exo pair` on the device for a new one")
 
     def _expire(self, now: float) -> None:

@@ -36,8 +36,10 @@ __all__ = ["tcp_routes", "unix_routes", "static_dir"]
 _TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
 _PAGE_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-                               "connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'",
-    "X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
+    "connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
 
@@ -66,12 +68,13 @@ def tcp_routes(auth: WebAuth, codes: PairingCodes, token: str, store_root: Path 
         if path is None:
             missing = "" if files else f" (this install lacks the page files in {folder})"
             return _bad(f"no page file {name!r}{missing}", 404)
-        return web.Response(body=path.read_bytes(), content_type=_TYPES[path.suffix], charset="utf-8",
-                            headers=_PAGE_HEADERS)
+        return web.Response(
+            body=path.read_bytes(), content_type=_TYPES[path.suffix], charset="utf-8", headers=_PAGE_HEADERS
+        )
 
     async def pair(request: web.Request) -> web.Response:
         if request.content_type != "application/json":
-            return _bad("send the pairing code as JSON: {\"code\": \"XXXX-XXXX\"}", 415)
+            return _bad('send the pairing code as JSON: {"code": "XXXX-XXXX"}', 415)
         try:
             data = json.loads(await request.text())
         except (json.JSONDecodeError, UnicodeDecodeError):
@@ -88,13 +91,16 @@ def tcp_routes(auth: WebAuth, codes: PairingCodes, token: str, store_root: Path 
         if want == "token":
             return web.json_response({"ok": True, "token": token}, headers={"Cache-Control": "no-store"})
         cookie, csrf = auth.mint()
-        return web.json_response({"ok": True, "csrf": csrf},
-                                 headers={"Set-Cookie": auth.cookie_header(cookie), "Cache-Control": "no-store"})
+        return web.json_response(
+            {"ok": True, "csrf": csrf}, headers={"Set-Cookie": auth.cookie_header(cookie), "Cache-Control": "no-store"}
+        )
 
     async def session(request: web.Request) -> web.Response:
         sid = request.get("web_session")
-        return web.json_response({"ok": True, "csrf": auth.csrf_for(sid) if sid else None,
-                                  "via": "cookie" if sid else "bearer"}, headers={"Cache-Control": "no-store"})
+        return web.json_response(
+            {"ok": True, "csrf": auth.csrf_for(sid) if sid else None, "via": "cookie" if sid else "bearer"},
+            headers={"Cache-Control": "no-store"},
+        )
 
     async def logout(request: web.Request) -> web.Response:
         return web.json_response({"ok": True}, headers={"Set-Cookie": auth.cookie_header()})
@@ -108,8 +114,14 @@ def tcp_routes(auth: WebAuth, codes: PairingCodes, token: str, store_root: Path 
             return _fail(exc)
 
     def add(app: web.Application) -> None:
-        for path, handler in (("/", page), ("/index.html", page), ("/static/{name}", page), ("/web/session", session),
-                              ("/web/store", store), ("/web/store/node", store)):
+        for path, handler in (
+            ("/", page),
+            ("/index.html", page),
+            ("/static/{name}", page),
+            ("/web/session", session),
+            ("/web/store", store),
+            ("/web/store/node", store),
+        ):
             app.router.add_get(path, handler)
         app.router.add_post("/pair", pair)
         app.router.add_post("/web/logout", logout)
@@ -124,8 +136,10 @@ def unix_routes(codes: PairingCodes, addresses: tuple[str, ...]) -> Any:
         if not addresses:
             return _bad("exod is not listening on TCP; start it with `exo serve --tcp HOST:PORT` to pair a laptop", 409)
         issued = codes.issue()
-        return web.json_response({"ok": True, "code": issued.code, "expires_in": issued.expires_in,
-                                  "addresses": list(addresses)}, headers={"Cache-Control": "no-store"})
+        return web.json_response(
+            {"ok": True, "code": issued.code, "expires_in": issued.expires_in, "addresses": list(addresses)},
+            headers={"Cache-Control": "no-store"},
+        )
 
     def add(app: web.Application) -> None:
         app.router.add_post("/pair/new", new_code)
@@ -134,10 +148,20 @@ def unix_routes(codes: PairingCodes, addresses: tuple[str, ...]) -> Any:
 
 
 def _node_wire(node: Node, *, body: bool = False) -> dict[str, Any]:
-    wire = {"id": node.id, "title": node.title, "type": node.type, "domain": node.domain, "summary": node.summary,
-            "confidence": node.confidence, "valid_from": node.valid_from, "valid_until": node.valid_until,
-            "sources": list(node.sources), "tags": list(node.tags), "private": node.private,
-            "links": [{"type": ln.type, "target": ln.target} for ln in node.links]}
+    wire = {
+        "id": node.id,
+        "title": node.title,
+        "type": node.type,
+        "domain": node.domain,
+        "summary": node.summary,
+        "confidence": node.confidence,
+        "valid_from": node.valid_from,
+        "valid_until": node.valid_until,
+        "sources": list(node.sources),
+        "tags": list(node.tags),
+        "private": node.private,
+        "links": [{"type": ln.type, "target": ln.target} for ln in node.links],
+    }
     return {**wire, "body": node.body} if body else wire
 
 

@@ -54,12 +54,19 @@ def open_store(store_root: Path | None) -> Store:
 def row_of(node: Node, learned: dict[str, Any] | None = None) -> dict[str, Any]:
     """One taste row as the wire shows it; ``learned`` is the learner's row of the node, if any."""
     evidence = list(node.sources) + [ln.target for ln in node.links if ln.type == "evidence-for"]
-    return {"id": node.id, "title": node.title, "text": node.summary,
-            "weight": learned["weight"] if learned else WEIGHT_OF_CONFIDENCE.get(node.confidence, 0.0),
-            "weight_source": "learner" if learned else "confidence",
-            "evidence_count": len(learned["evidence"] if learned else evidence), "confidence": node.confidence,
-            "evidence": evidence, "links": [{"type": ln.type, "target": ln.target} for ln in node.links],
-            "valid_from": node.valid_from, "path": f"{node.id}.md"}
+    return {
+        "id": node.id,
+        "title": node.title,
+        "text": node.summary,
+        "weight": learned["weight"] if learned else WEIGHT_OF_CONFIDENCE.get(node.confidence, 0.0),
+        "weight_source": "learner" if learned else "confidence",
+        "evidence_count": len(learned["evidence"] if learned else evidence),
+        "confidence": node.confidence,
+        "evidence": evidence,
+        "links": [{"type": ln.type, "target": ln.target} for ln in node.links],
+        "valid_from": node.valid_from,
+        "path": f"{node.id}.md",
+    }
 
 
 class TasteRows:
@@ -95,14 +102,18 @@ class TasteRows:
         async with self._lock:
             node, change = await asyncio.to_thread(self._apply, body.id, text, body.delete)
             row = (await asyncio.to_thread(self._rows, [node]))[0]
-        kind, entry = ("rejection", {"target": node.id, "reason": "deleted by the person"}) if body.delete else (
-            "rule", {"text": text, "target": node.id, "change": "edited"})
+        kind, entry = (
+            ("rejection", {"target": node.id, "reason": "deleted by the person"})
+            if body.delete
+            else ("rule", {"text": text, "target": node.id, "change": "edited"})
+        )
         try:
             await asyncio.to_thread(self._recorder.record, kind, entry)
         except ExoError:
             log.exception("taste %s of %s is in the store but not in the ledger", change, node.id)
-        await self._hub.emit(None, "taste.updated", ev.TasteUpdated(
-            id=node.id, text=node.summary, weight=row["weight"], change=change))
+        await self._hub.emit(
+            None, "taste.updated", ev.TasteUpdated(id=node.id, text=node.summary, weight=row["weight"], change=change)
+        )
         return {"row": row, "change": change}
 
     def _apply(self, node_id: str, text: str, delete: bool) -> tuple[Node, str]:

@@ -35,16 +35,27 @@ def report(data: dict[str, Any]) -> str:
     ]
     store, disk = data.get("store_disk"), data.get("install_disk", {})
     if store:
-        rows.append((f"store with {store['nodes']:,} nodes on disk (MB)", store["disk_mb"], f"{store['files']:,} files"))
-    rows.append(("install: venv + sources + models (MB)", disk.get("total_mb"),
-                 f"venv {disk.get('venv_mb')}, sources {disk.get('sources_mb')}, models {disk.get('models_mb', 0)}"))
-    lines = [f"limit: {lim['note']}; cpu: {data['cpu']['how']}", "", "| measure | value | against |",
-             "|---|---:|---|"]
+        rows.append(
+            (f"store with {store['nodes']:,} nodes on disk (MB)", store["disk_mb"], f"{store['files']:,} files")
+        )
+    rows.append(
+        (
+            "install: venv + sources + models (MB)",
+            disk.get("total_mb"),
+            f"venv {disk.get('venv_mb')}, sources {disk.get('sources_mb')}, models {disk.get('models_mb', 0)}",
+        )
+    )
+    lines = [f"limit: {lim['note']}; cpu: {data['cpu']['how']}", "", "| measure | value | against |", "|---|---:|---|"]
     lines += [f"| {a} | {b} | {c} |" for a, b, c in rows]
-    lines += ["", "| process | peak RSS (MB) | sampled peak anonymous (MB) | sampled peak file-backed (MB) |",
-              "|---|---:|---:|---:|"]
-    lines += [f"| `{p['cmd'][:70]}` | {p['peak_rss_mb']} | {p.get('peak_anon_mb', '-')} | {p.get('peak_file_mb', '-')} |"
-              for p in data.get("processes", [])]
+    lines += [
+        "",
+        "| process | peak RSS (MB) | sampled peak anonymous (MB) | sampled peak file-backed (MB) |",
+        "|---|---:|---:|---:|",
+    ]
+    lines += [
+        f"| `{p['cmd'][:70]}` | {p['peak_rss_mb']} | {p.get('peak_anon_mb', '-')} | {p.get('peak_file_mb', '-')} |"
+        for p in data.get("processes", [])
+    ]
     return "\n".join(lines)
 
 
@@ -52,12 +63,25 @@ def build_parser() -> argparse.ArgumentParser:
     """Arguments of ``exo bench footprint``."""
     parser = argparse.ArgumentParser(prog="exo bench footprint", description=DESCRIPTION)
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
-    parser.add_argument("--markdown", type=Path, default=None, metavar="RESULTS",
-                        help="run nothing: print a results file as the Markdown report")
-    parser.add_argument("--model", choices=("auto", "local", "scripted"), default="auto",
-                        help="auto: the local model when fetched, else the scripted model")
-    parser.add_argument("--device", choices=("auto", "on", "off"), default="auto",
-                        help="auto: run the device client when this tree and machine have it")
+    parser.add_argument(
+        "--markdown",
+        type=Path,
+        default=None,
+        metavar="RESULTS",
+        help="run nothing: print a results file as the Markdown report",
+    )
+    parser.add_argument(
+        "--model",
+        choices=("auto", "local", "scripted"),
+        default="auto",
+        help="auto: the local model when fetched, else the scripted model",
+    )
+    parser.add_argument(
+        "--device",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="auto: run the device client when this tree and machine have it",
+    )
     parser.add_argument("--memory-mb", type=int, default=512, help="memory limit for every process (default 512)")
     parser.add_argument("--limit", choices=("auto", "systemd-run", "cgroup", "prlimit"), default="auto")
     parser.add_argument("--cpu", type=int, default=0, help="the one core to run on (default 0)")
@@ -66,8 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--turn-timeout", type=float, default=300.0)
     parser.add_argument("--start-timeout", type=float, default=120.0)
     parser.add_argument("--quick", action="store_true", help="500 nodes, short idle; writes no results file")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="results file (default benchmarks/results/footprint.json in a checkout)")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="results file (default benchmarks/results/footprint.json in a checkout)"
+    )
     parser.add_argument("--tmp", type=Path, default=None, help="folder for the temporary home (keep the path short)")
     return parser
 

@@ -65,8 +65,11 @@ class Limit:
                     if line.startswith("max "):
                         return int(line.split()[1])
                 return 0
-            return max(int((self.cgroup / n).read_text()) for n in ("memory.failcnt", "memory.memsw.failcnt")
-                       if (self.cgroup / n).exists())
+            return max(
+                int((self.cgroup / n).read_text())
+                for n in ("memory.failcnt", "memory.memsw.failcnt")
+                if (self.cgroup / n).exists()
+            )
         except (OSError, ValueError):
             return None
 
@@ -129,29 +132,43 @@ def _try_cgroup(version: int, memory_mb: int) -> Limit | None:
         except OSError:
             group.rmdir()
             continue
-        return Limit(f"cgroup{'2' if version == 2 else '1'}", memory_mb, _join_prefix(group), group, version,
-                     f"memory cgroup {group} (limit {memory_mb} MB, no swap)")
+        return Limit(
+            f"cgroup{'2' if version == 2 else '1'}",
+            memory_mb,
+            _join_prefix(group),
+            group,
+            version,
+            f"memory cgroup {group} (limit {memory_mb} MB, no swap)",
+        )
     return None
 
 
 def choose_limit(memory_mb: int, prefer: str = "auto") -> Limit:
     """The strongest memory limit this machine allows (see the module docstring)."""
     if prefer in ("auto", "systemd-run") and Path("/run/systemd/system").is_dir() and shutil.which("systemd-run"):
-        probe = subprocess.run(["systemd-run", "--scope", "-q", "-p", "MemoryMax=64M", "true"],
-                               capture_output=True, timeout=30)
+        probe = subprocess.run(
+            ["systemd-run", "--scope", "-q", "-p", "MemoryMax=64M", "true"], capture_output=True, timeout=30
+        )
         if probe.returncode == 0:
-            return Limit("systemd-run", memory_mb, ("systemd-run", "--scope", "-q", "-p", f"MemoryMax={memory_mb}M",
-                                                    "-p", "MemorySwapMax=0", "--"),
-                         note=f"systemd-run --scope -p MemoryMax={memory_mb}M")
+            return Limit(
+                "systemd-run",
+                memory_mb,
+                ("systemd-run", "--scope", "-q", "-p", f"MemoryMax={memory_mb}M", "-p", "MemorySwapMax=0", "--"),
+                note=f"systemd-run --scope -p MemoryMax={memory_mb}M",
+            )
     if prefer in ("auto", "cgroup"):
         for version in (2, 1):
             limit = _try_cgroup(version, memory_mb)
             if limit is not None:
                 return limit
     if prefer in ("auto", "prlimit") and shutil.which("prlimit"):
-        return Limit("prlimit", memory_mb, ("prlimit", f"--as={memory_mb * MB}", "--"),
-                     note="prlimit --as: a virtual address-space limit (no cgroup available); "
-                          "stricter than RSS for mmapped files and thread stacks")
+        return Limit(
+            "prlimit",
+            memory_mb,
+            ("prlimit", f"--as={memory_mb * MB}", "--"),
+            note="prlimit --as: a virtual address-space limit (no cgroup available); "
+            "stricter than RSS for mmapped files and thread stacks",
+        )
     return Limit("none", memory_mb, (), note="no way to limit memory here: measured without a limit")
 
 

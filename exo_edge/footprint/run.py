@@ -18,11 +18,28 @@ from typing import Any
 
 from exo_edge.footprint.limits import MB, choose_limit, pin_prefix
 from exo_edge.footprint.sampling import status_kb
-from exo_edge.footprint.scenario import (NOTES, REPO, SCRIPT, Run, child_env, client_conversation, detect_parts,
-                                         device_conversation, health)
+from exo_edge.footprint.scenario import (
+    NOTES,
+    REPO,
+    SCRIPT,
+    Run,
+    child_env,
+    client_conversation,
+    detect_parts,
+    device_conversation,
+    health,
+)
 
-__all__ = ["IDLE_BUDGET_MB", "PEAK_BUDGET_MB", "FootprintResult", "run_footprint", "store_with_nodes",
-           "install_disk", "machine_facts", "evict_model_files"]
+__all__ = [
+    "IDLE_BUDGET_MB",
+    "PEAK_BUDGET_MB",
+    "FootprintResult",
+    "run_footprint",
+    "store_with_nodes",
+    "install_disk",
+    "machine_facts",
+    "evict_model_files",
+]
 
 IDLE_BUDGET_MB = 80.0
 PEAK_BUDGET_MB = 512.0
@@ -41,8 +58,13 @@ class FootprintResult:
 
     def as_json(self) -> dict[str, Any]:
         """The result as one JSON object."""
-        head = {"completed": self.completed, "idle_rss_mb": self.idle_rss_mb, "peak_rss_mb": self.peak_rss_mb,
-                "startup_s": self.startup_s, "model_loaded": self.model_loaded}
+        head = {
+            "completed": self.completed,
+            "idle_rss_mb": self.idle_rss_mb,
+            "peak_rss_mb": self.peak_rss_mb,
+            "startup_s": self.startup_s,
+            "model_loaded": self.model_loaded,
+        }
         return {**head, **self.details}
 
 
@@ -68,23 +90,37 @@ def store_with_nodes(folder: Path, count: int) -> dict[str, Any]:
     t0 = time.perf_counter()
     for i in range(count):
         domain = domains[i % len(domains)]
-        store.write_node(Node(
-            id=f"{domain}/n-{i:05d}", title=f"Belief {i}", type="fact", domain=domain,
-            summary=f"Belief {i}: a short sentence the pack can quote.", load_when=f"{domain} topic {i % 97}",
-            confidence="medium", stability="durable", valid_from="2025-01-01",
-            links=(Link("see-also", f"{domain}/INDEX"),),
-            body="\nWhat was observed, when, and why it matters; about sixty words of plain prose "
-                 "that a person or the reviewer wrote down for this belief.\n" * 3))
+        store.write_node(
+            Node(
+                id=f"{domain}/n-{i:05d}",
+                title=f"Belief {i}",
+                type="fact",
+                domain=domain,
+                summary=f"Belief {i}: a short sentence the pack can quote.",
+                load_when=f"{domain} topic {i % 97}",
+                confidence="medium",
+                stability="durable",
+                valid_from="2025-01-01",
+                links=(Link("see-also", f"{domain}/INDEX"),),
+                body="\nWhat was observed, when, and why it matters; about sixty words of plain prose "
+                "that a person or the reviewer wrote down for this belief.\n" * 3,
+            )
+        )
     write_s = time.perf_counter() - t0
-    return {"nodes": count, "disk_mb": _du_mb(store.root), "write_s": round(write_s, 2),
-            "files": sum(1 for _ in store.root.rglob("*.md"))}
+    return {
+        "nodes": count,
+        "disk_mb": _du_mb(store.root),
+        "write_s": round(write_s, 2),
+        "files": sum(1 for _ in store.root.rglob("*.md")),
+    }
 
 
 def install_disk(model_file: Path | None) -> dict[str, Any]:
     """Disk use of what a device installs: the virtual environment, Exo's sources, the model files."""
     venv = Path(sys.prefix)
-    sources = sum(_du_mb(REPO / d) for d in ("exo_core", "exo_edge", "device", "store_template", "models")
-                  if (REPO / d).is_dir())
+    sources = sum(
+        _du_mb(REPO / d) for d in ("exo_core", "exo_edge", "device", "store_template", "models") if (REPO / d).is_dir()
+    )
     out: dict[str, Any] = {"venv_mb": _du_mb(venv), "venv": str(venv), "sources_mb": round(sources, 1)}
     if model_file is not None:
         out["models_mb"] = _du_mb(model_file.parent)
@@ -125,9 +161,12 @@ def evict_model_files(model_file: Path | None, device: bool) -> dict[str, Any]:
             kept.append(f"{path.name}: {exc.strerror}")
         finally:
             os.close(fd)
-    return {"evicted": evicted, "not_evicted": kept,
-            "note": "model files dropped from the page cache so the run's reads are charged to its cgroup; "
-                    "pages another process maps stay cached (still_cached_mb) and are not charged to the run"}
+    return {
+        "evicted": evicted,
+        "not_evicted": kept,
+        "note": "model files dropped from the page cache so the run's reads are charged to its cgroup; "
+        "pages another process maps stay cached (still_cached_mb) and are not charged to the run",
+    }
 
 
 def _cached_mb(fd: int, size: int) -> float | None:
@@ -161,24 +200,36 @@ def run_footprint(args: argparse.Namespace, log: Callable[[str], None]) -> Footp
     limit = choose_limit(args.memory_mb, args.limit)
     pin, pin_note = pin_prefix(args.cpu)
     run = Run(tmp, limit, pin, args.cpu, log)
-    details: dict[str, Any] = {"limit": {"method": limit.method, "memory_mb": limit.memory_mb, "note": limit.note},
-                               "cpu": {"pinned": args.cpu, "how": pin_note},
-                               "budgets": {"idle_rss_mb": IDLE_BUDGET_MB, "peak_rss_mb": PEAK_BUDGET_MB}}
+    details: dict[str, Any] = {
+        "limit": {"method": limit.method, "memory_mb": limit.memory_mb, "note": limit.note},
+        "cpu": {"pinned": args.cpu, "how": pin_note},
+        "budgets": {"idle_rss_mb": IDLE_BUDGET_MB, "peak_rss_mb": PEAK_BUDGET_MB},
+    }
     completed = False
     idle = peak = startup = None
     model_loaded = False
     try:
         run.workspace.mkdir()
         (run.workspace / NOTES).write_text("old notes\n")
-        subprocess.run([sys.executable, "-m", "exo_core.cli", "init", "--home", str(run.home)], env=child_env(),
-                       check=True, capture_output=True, timeout=120)
+        subprocess.run(
+            [sys.executable, "-m", "exo_core.cli", "init", "--home", str(run.home)],
+            env=child_env(),
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
         parts = detect_parts(run.home, args.model, args.device)
-        details["model"] = {"spec": parts.model_spec, "file": str(parts.model_file) if parts.model_file else None,
-                            "why_not_local": parts.model_reason or None}
+        details["model"] = {
+            "spec": parts.model_spec,
+            "file": str(parts.model_file) if parts.model_file else None,
+            "why_not_local": parts.model_reason or None,
+        }
         details["device"] = {"included": parts.device, "why_not": parts.device_reason or None}
-        log(f"footprint: limit {limit.note}; {pin_note}; model {parts.model_spec}"
+        log(
+            f"footprint: limit {limit.note}; {pin_note}; model {parts.model_spec}"
             f"{'' if parts.model_file else ' (' + parts.model_reason + ')'}; device "
-            f"{'on' if parts.device else 'off (' + parts.device_reason + ')'}")
+            f"{'on' if parts.device else 'off (' + parts.device_reason + ')'}"
+        )
         script = tmp / "script.json"
         script.write_text(json.dumps({"replies": SCRIPT}))
         spec = "local" if parts.model_spec == "local" else f"scripted:{script}"
@@ -187,9 +238,24 @@ def run_footprint(args: argparse.Namespace, log: Callable[[str], None]) -> Footp
         sock = run.home / "run" / "exod.sock"
         exod_err = open(tmp / "exod.err", "wb")
         t0 = time.perf_counter()
-        exod = run.spawn([sys.executable, "-m", "exo_core.cli", "serve", "--home", str(run.home), "--model", spec,
-                          "--workspace", str(run.workspace), "--log-level", "WARNING"],
-                         stdout=subprocess.DEVNULL, stderr=exod_err)
+        exod = run.spawn(
+            [
+                sys.executable,
+                "-m",
+                "exo_core.cli",
+                "serve",
+                "--home",
+                str(run.home),
+                "--model",
+                spec,
+                "--workspace",
+                str(run.workspace),
+                "--log-level",
+                "WARNING",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=exod_err,
+        )
         while not (sock.exists() and health(sock)):
             if exod.poll() is not None or time.perf_counter() - t0 > args.start_timeout:
                 break
@@ -209,12 +275,17 @@ def run_footprint(args: argparse.Namespace, log: Callable[[str], None]) -> Footp
             details["conversation"] = asyncio.run(client_conversation(run, sock, args.turn_timeout))
             approvals = details["conversation"]["approvals"]
             if parts.model_spec == "scripted":
-                run.step("approval requested and allowed", approvals == 1 and not (run.workspace / NOTES).exists(),
-                         approvals=approvals)
+                run.step(
+                    "approval requested and allowed",
+                    approvals == 1 and not (run.workspace / NOTES).exists(),
+                    approvals=approvals,
+                )
             else:
                 details["conversation"]["approval_note"] = (
-                    "the local model asked to act" if approvals else
-                    "the local model answered without asking to act: no approval was exercised")
+                    "the local model asked to act"
+                    if approvals
+                    else "the local model answered without asking to act: no approval was exercised"
+                )
         run.sampler.sample()
         model_loaded = run.sampler.watch_seen  # seen mapped at any sample, even if exod died later
         completed = all(s["ok"] for s in run.steps) and exod.poll() is None
@@ -234,11 +305,17 @@ def run_footprint(args: argparse.Namespace, log: Callable[[str], None]) -> Footp
         details["oom_kills"] = oom
         details["cgroup_peak_mb"] = round(cg_peak, 1) if cg_peak is not None else None
         details["steps"] = run.steps
-        details["processes"] = [{"pid": pid, "peak_rss_mb": round(kb / 1024, 1),
-                                 "peak_anon_mb": round(run.sampler.split_kb.get(pid, (0, 0))[0] / 1024, 1),
-                                 "peak_file_mb": round(run.sampler.split_kb.get(pid, (0, 0))[1] / 1024, 1),
-                                 "cmd": run.sampler.names.get(pid, "?")}
-                                for pid, kb in sorted(run.sampler.peaks_kb.items()) if kb]
+        details["processes"] = [
+            {
+                "pid": pid,
+                "peak_rss_mb": round(kb / 1024, 1),
+                "peak_anon_mb": round(run.sampler.split_kb.get(pid, (0, 0))[0] / 1024, 1),
+                "peak_file_mb": round(run.sampler.split_kb.get(pid, (0, 0))[1] / 1024, 1),
+                "cmd": run.sampler.names.get(pid, "?"),
+            }
+            for pid, kb in sorted(run.sampler.peaks_kb.items())
+            if kb
+        ]
         if run.sampler.peaks_kb:
             peak = round(max(run.sampler.live_peaks_kb, max(run.sampler.peaks_kb.values())) / 1024, 1)
             details["peak_rss_sum_mb"] = round(sum(run.sampler.peaks_kb.values()) / 1024, 1)
@@ -249,8 +326,9 @@ def run_footprint(args: argparse.Namespace, log: Callable[[str], None]) -> Footp
     if args.nodes:
         with tempfile.TemporaryDirectory(prefix="exo-fp-store-", dir=args.tmp) as store_tmp:
             details["store_disk"] = store_with_nodes(Path(store_tmp), args.nodes)
-    details["install_disk"] = install_disk(Path(details["model"]["file"]) if details.get("model", {}).get("file")
-                                           else None)
+    details["install_disk"] = install_disk(
+        Path(details["model"]["file"]) if details.get("model", {}).get("file") else None
+    )
     details["within_budgets"] = {
         "idle": idle is not None and idle < IDLE_BUDGET_MB,
         "peak": peak is not None and peak < PEAK_BUDGET_MB,
@@ -266,10 +344,18 @@ def machine_facts() -> dict[str, Any]:
     cpu = "unknown"
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-            cpu = next((line.partition(":")[2].strip() for line in fh
-                        if line.lower().startswith(("model name", "hardware"))), cpu)
+            cpu = next(
+                (line.partition(":")[2].strip() for line in fh if line.lower().startswith(("model name", "hardware"))),
+                cpu,
+            )
     except OSError:
         cpu = platform.processor() or cpu
-    return {"nproc": os.cpu_count(), "cpu_model": cpu, "arch": platform.machine(), "kernel": platform.release(),
-            "python": platform.python_version(), "loadavg_1_5_15": [round(x, 2) for x in os.getloadavg()],
-            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    return {
+        "nproc": os.cpu_count(),
+        "cpu_model": cpu,
+        "arch": platform.machine(),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "loadavg_1_5_15": [round(x, 2) for x in os.getloadavg()],
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }

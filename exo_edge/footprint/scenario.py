@@ -27,8 +27,19 @@ from typing import Any
 from exo_edge.footprint.limits import Limit
 from exo_edge.footprint.sampling import MemorySampler
 
-__all__ = ["REPO", "SCRIPT", "QUESTIONS", "NOTES", "Parts", "detect_parts", "child_env", "health", "Run",
-           "client_conversation", "device_conversation"]
+__all__ = [
+    "REPO",
+    "SCRIPT",
+    "QUESTIONS",
+    "NOTES",
+    "Parts",
+    "detect_parts",
+    "child_env",
+    "health",
+    "Run",
+    "client_conversation",
+    "device_conversation",
+]
 
 REPO = Path(__file__).resolve().parent.parent.parent
 SCRIPT = [
@@ -39,8 +50,11 @@ SCRIPT = [
 ]
 # The second question is worded for the voice path: Whisper (tiny) hears espeak-ng's "notes.txt" as
 # "Note Start DFC", and "my notes file" as "my note style"; "the file called notes" comes through word for word.
-QUESTIONS = ("What is the weather like tomorrow?", "Please delete the file called notes.",
-             "What is the capital of France?")
+QUESTIONS = (
+    "What is the weather like tomorrow?",
+    "Please delete the file called notes.",
+    "What is the capital of France?",
+)
 NOTES = "notes"  # the workspace file that question names
 
 
@@ -109,9 +123,12 @@ def detect_parts(home: Path, want_model: str, want_device: str) -> Parts:
     if want_device == "off":
         device_reason = "device client left out (--device off)"
     else:
-        for module, why in (("device.runner", "the device client (device/) is not in this tree"),
-                            ("exo_core.cli.device_cmd", "`exo device` is not in this tree"),
-                            ("gpiozero", "gpiozero is not installed"), ("PIL", "Pillow is not installed")):
+        for module, why in (
+            ("device.runner", "the device client (device/) is not in this tree"),
+            ("exo_core.cli.device_cmd", "`exo device` is not in this tree"),
+            ("gpiozero", "gpiozero is not installed"),
+            ("PIL", "Pillow is not installed"),
+        ):
             if importlib.util.find_spec(module) is None:
                 device_reason = why
                 break
@@ -179,8 +196,9 @@ async def client_conversation(run: Run, sock: Path, turn_timeout: float) -> dict
                         text.append(str(event.body.get("text", "")))
                     elif event.type == "approval.requested":
                         seen["approvals"] += 1
-                        await client.request("approval.respond", {"request_id": event.body["request_id"],
-                                                                  "decision": "allow"})
+                        await client.request(
+                            "approval.respond", {"request_id": event.body["request_id"], "decision": "allow"}
+                        )
                     elif event.type == "question.asked":
                         seen["questions"] += 1
                         answer: dict[str, Any] = {"question_id": event.body["question_id"]}
@@ -193,8 +211,12 @@ async def client_conversation(run: Run, sock: Path, turn_timeout: float) -> dict
             done = await asyncio.wait_for(follow(), turn_timeout)
             answer = "".join(text).strip()
             seen["answers"].append(answer[:200])
-            run.step(f"turn: {question}", done.get("error") in (None, "") and done.get("stop_reason") != "error",
-                     stop=done.get("stop_reason"), answer=answer[:80])
+            run.step(
+                f"turn: {question}",
+                done.get("error") in (None, "") and done.get("stop_reason") != "error",
+                stop=done.get("stop_reason"),
+                answer=answer[:80],
+            )
     return seen
 
 
@@ -205,20 +227,48 @@ def device_conversation(run: Run, turn_timeout: float, scripted: bool) -> dict[s
     wavs = []
     for i, question in enumerate(QUESTIONS[:2]):
         wav = voice / f"q{i + 1}.wav"
-        subprocess.run(["espeak-ng", "-v", "en-us", "-s", "150", "-w", str(wav), question.lower().rstrip("?.")],
-                       check=True, capture_output=True, timeout=60)
+        subprocess.run(
+            ["espeak-ng", "-v", "en-us", "-s", "150", "-w", str(wav), question.lower().rstrip("?.")],
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
         wavs.append(wav)
     reply = voice / "reply.wav"
-    subprocess.run(["espeak-ng", "-v", "en-us", "-s", "150", "-w", str(reply), "yes, the first one"],
-                   check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        ["espeak-ng", "-v", "en-us", "-s", "150", "-w", str(reply), "yes, the first one"],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     journal: list[dict[str, Any]] = []
     lock = threading.Lock()
     started = time.perf_counter()
     err = open(run.tmp / "device.err", "wb")
-    proc = run.spawn([sys.executable, "-m", "exo_core.cli", "device", "--home", str(run.home), "--mock",
-                      "--frames", str(run.tmp / "frames"), "--audio-out", str(run.tmp / "spoken"),
-                      "--playback-speed", "6", "--log-level", "WARNING"],
-                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True, bufsize=1)
+    proc = run.spawn(
+        [
+            sys.executable,
+            "-m",
+            "exo_core.cli",
+            "device",
+            "--home",
+            str(run.home),
+            "--mock",
+            "--frames",
+            str(run.tmp / "frames"),
+            "--audio-out",
+            str(run.tmp / "spoken"),
+            "--playback-speed",
+            "6",
+            "--log-level",
+            "WARNING",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=err,
+        text=True,
+        bufsize=1,
+    )
 
     def read() -> None:
         assert proc.stdout is not None
@@ -267,8 +317,11 @@ def device_conversation(run: Run, turn_timeout: float, scripted: bool) -> dict[s
         # Until the answer: allow each approval card and pick the highlighted option of each question by button.
         answered = None
         for _ in range(6):
-            got = wait(lambda r: r.get("ev") == "answered" or r.get("type") in ("approval.requested", "question.asked"),
-                       m, turn_timeout)
+            got = wait(
+                lambda r: r.get("ev") == "answered" or r.get("type") in ("approval.requested", "question.asked"),
+                m,
+                turn_timeout,
+            )
             if got is None or got.get("ev") == "answered":
                 answered = got
                 break
@@ -283,16 +336,19 @@ def device_conversation(run: Run, turn_timeout: float, scripted: bool) -> dict[s
             else:
                 send("press allow")
                 run.step(f"device: {got['type']} answered by button", True)
-        run.step(f"device: answer {i + 1} shown", answered is not None,
-                 text=((answered or {}).get("text") or "")[:80])
+        run.step(f"device: answer {i + 1} shown", answered is not None, text=((answered or {}).get("text") or "")[:80])
         spoken = wait(lambda r: r.get("ev") == "spoken", m, turn_timeout)
         run.step(f"device: answer {i + 1} spoken", spoken is not None)
     if scripted:
-        run.step("device: approval card allowed, file deleted",
-                 out["approvals"] == 1 and not (run.workspace / NOTES).exists())
+        run.step(
+            "device: approval card allowed, file deleted",
+            out["approvals"] == 1 and not (run.workspace / NOTES).exists(),
+        )
     elif not out["approvals"]:
         out["approval_note"] = "the local model answered without asking to act: no approval was exercised"
-    dead = [{"cmd": " ".join(map(str, p.args))[-60:], "status": p.returncode} for p in run.procs if p.poll() is not None]
+    dead = [
+        {"cmd": " ".join(map(str, p.args))[-60:], "status": p.returncode} for p in run.procs if p.poll() is not None
+    ]
     if dead:
         run.step("every process alive at the end", False, exited=dead)
     out["device_peak_kb"] = run.sampler.peaks_kb.get(proc.pid)

@@ -23,8 +23,7 @@ class HostedTransports:
     def __init__(self, timeouts: Timeouts = Timeouts()) -> None:
         self.client = HttpClient(timeouts)
 
-    def transport(self, kind: str, *, base_url: str, model: str, api_key: str | None,
-                  provider: str) -> ModelTransport:
+    def transport(self, kind: str, *, base_url: str, model: str, api_key: str | None, provider: str) -> ModelTransport:
         """The transport for a provider of ``kind`` (``anthropic``, else OpenAI-compatible)."""
         cls = AnthropicTransport if kind == "anthropic" else OpenAICompatTransport
         return cls(self.client, base_url=base_url, model=model, api_key=api_key, provider=provider)

@@ -31,11 +31,24 @@ from exo_edge.hosted.http import HostedTransport, error_for_status, whole_call
 __all__ = ["AnthropicTransport", "anthropic_messages", "ANTHROPIC_VERSION"]
 
 ANTHROPIC_VERSION = "2023-06-01"
-_FINISH = {"end_turn": "end", "stop_sequence": "end", "tool_use": "tool_calls",
-           "max_tokens": "length", "pause_turn": "end", "refusal": "end"}
-_ERROR_STATUS = {"invalid_request_error": 400, "authentication_error": 401,
-                 "permission_error": 403, "not_found_error": 404, "request_too_large": 413,
-                 "rate_limit_error": 429, "api_error": 500, "overloaded_error": 529}
+_FINISH = {
+    "end_turn": "end",
+    "stop_sequence": "end",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "pause_turn": "end",
+    "refusal": "end",
+}
+_ERROR_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "overloaded_error": 529,
+}
 
 
 def anthropic_messages(messages: tuple[ChatMessage, ...]) -> tuple[str, list[dict[str, Any]]]:
@@ -47,15 +60,18 @@ def anthropic_messages(messages: tuple[ChatMessage, ...]) -> tuple[str, list[dic
             continue
         if m.role == "tool":
             block = {"type": "tool_result", "tool_use_id": m.tool_call_id or "", "content": m.content}
-            if out and out[-1]["role"] == "user" and isinstance(out[-1]["content"], list) and all(
-                    b.get("type") == "tool_result" for b in out[-1]["content"]):
+            if (
+                out
+                and out[-1]["role"] == "user"
+                and isinstance(out[-1]["content"], list)
+                and all(b.get("type") == "tool_result" for b in out[-1]["content"])
+            ):
                 out[-1]["content"].append(block)
             else:
                 out.append({"role": "user", "content": [block]})
         elif m.role == "assistant" and m.tool_calls:
             blocks: list[dict[str, Any]] = [{"type": "text", "text": m.content}] if m.content else []
-            blocks += [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
-                       for c in m.tool_calls]
+            blocks += [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in m.tool_calls]
             out.append({"role": "assistant", "content": blocks})
         else:
             out.append({"role": m.role, "content": m.content})
@@ -86,25 +102,37 @@ class AnthropicTransport(HostedTransport):
     def body(self, request: ModelRequest) -> dict[str, Any]:
         """The Messages API body of ``request`` (system apart, streamed)."""
         system, messages = anthropic_messages(request.messages)
-        body: dict[str, Any] = {"model": self.model, "messages": messages, "stream": True,
-                                "max_tokens": request.max_tokens,
-                                "temperature": request.temperature}
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "stream": True,
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+        }
         if system:
             body["system"] = system
         if request.stop:
             body["stop_sequences"] = list(request.stop)
         if request.tools:
-            body["tools"] = [{"name": t["name"], "description": t.get("description", ""),
-                              "input_schema": t.get("parameters", {"type": "object", "properties": {}})}
-                             for t in request.tools]
+            body["tools"] = [
+                {
+                    "name": t["name"],
+                    "description": t.get("description", ""),
+                    "input_schema": t.get("parameters", {"type": "object", "properties": {}}),
+                }
+                for t in request.tools
+            ]
             if request.tool_choice != "auto":
                 body["tool_choice"] = _tool_choice(request.tool_choice)
         return body
 
     def headers(self) -> dict[str, str]:
         """JSON in, SSE out, the API version, the key as ``x-api-key``."""
-        headers = {"Content-Type": "application/json", "Accept": "text/event-stream",
-                   "anthropic-version": ANTHROPIC_VERSION}
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "text/event-stream",
+            "anthropic-version": ANTHROPIC_VERSION,
+        }
         if self.api_key:
             headers["x-api-key"] = self.api_key
         return headers
@@ -128,8 +156,7 @@ class AnthropicTransport(HostedTransport):
                     _add_usage(usage, msg.get("usage") or {})
                 elif kind == "content_block_start":
                     cb = obj.get("content_block") or {}
-                    blocks[int(obj.get("index", 0))] = _Block(cb.get("type", ""), cb.get("id", ""),
-                                                              cb.get("name", ""))
+                    blocks[int(obj.get("index", 0))] = _Block(cb.get("type", ""), cb.get("id", ""), cb.get("name", ""))
                 elif kind == "content_block_delta":
                     delta = obj.get("delta") or {}
                     block = blocks.setdefault(int(obj.get("index", 0)), _Block("text"))
@@ -156,8 +183,13 @@ class AnthropicTransport(HostedTransport):
         for call in calls:
             yield ToolCallChunk(call)
         total_in = usage["input"] + usage["cache_read"] + usage["cache_write"]
-        yield UsageChunk(input_tokens=total_in, output_tokens=usage["output"], model=model,
-                         cache_read_tokens=usage["cache_read"], cache_write_tokens=usage["cache_write"])
+        yield UsageChunk(
+            input_tokens=total_in,
+            output_tokens=usage["output"],
+            model=model,
+            cache_read_tokens=usage["cache_read"],
+            cache_write_tokens=usage["cache_write"],
+        )
         yield Finish(finish or ("tool_calls" if calls else "end"))
 
 

@@ -60,14 +60,14 @@ def kind_for_status(status: int) -> FailureKind:
     return FailureKind.BAD_REQUEST
 
 
-def error_for_status(status: int, detail: str, *, provider: str,
-                     retry_after: float | None = None) -> ProviderError | RetryableProviderError:
+def error_for_status(
+    status: int, detail: str, *, provider: str, retry_after: float | None = None
+) -> ProviderError | RetryableProviderError:
     """The typed error for an HTTP error response, with a message that says what to do."""
     kind = kind_for_status(status)
     message = f"{provider}: HTTP {status}: {detail.strip()[:300] or 'no detail'} ({_HINTS.get(kind, '')})"
     if kind in _RETRYABLE:
-        return RetryableProviderError(message, kind=kind, status=status, provider=provider,
-                                      retry_after=retry_after)
+        return RetryableProviderError(message, kind=kind, status=status, provider=provider, retry_after=retry_after)
     return ProviderError(message, kind=kind, status=status, provider=provider)
 
 
@@ -105,8 +105,7 @@ class HttpClient:
         if self._closed:
             raise ClosedResourceError("the model HTTP client was closed; build a new router")
         if self._session is None or self._session.closed:
-            timeout = aiohttp.ClientTimeout(total=None, connect=self.timeouts.connect,
-                                            sock_read=self.timeouts.idle)
+            timeout = aiohttp.ClientTimeout(total=None, connect=self.timeouts.connect, sock_read=self.timeouts.idle)
             self._session = aiohttp.ClientSession(timeout=timeout)
         return self._session
 
@@ -118,8 +117,9 @@ class HttpClient:
             self._session = None
 
     @asynccontextmanager
-    async def post_stream(self, url: str, *, headers: Mapping[str, str], body: Mapping[str, Any],
-                          provider: str) -> AsyncIterator[aiohttp.ClientResponse]:
+    async def post_stream(
+        self, url: str, *, headers: Mapping[str, str], body: Mapping[str, Any], provider: str
+    ) -> AsyncIterator[aiohttp.ClientResponse]:
         """POST ``body`` as JSON and yield the 2xx response; errors become provider errors."""
         session = self._get_session()
         try:
@@ -128,20 +128,28 @@ class HttpClient:
         except asyncio.TimeoutError as exc:
             raise RetryableProviderError(
                 f"{provider}: no response within {self.timeouts.first_byte:g} s from {url}",
-                kind=FailureKind.NETWORK, provider=provider) from exc
+                kind=FailureKind.NETWORK,
+                provider=provider,
+            ) from exc
         except aiohttp.ClientError as exc:
             raise RetryableProviderError(
                 f"{provider}: cannot reach {url} ({exc.__class__.__name__}: {exc}); is the "
-                "server running and the base_url right?", kind=FailureKind.NETWORK,
-                provider=provider) from exc
+                "server running and the base_url right?",
+                kind=FailureKind.NETWORK,
+                provider=provider,
+            ) from exc
         try:
             if resp.status >= 400:
                 try:
                     raw = await resp.content.read(_MAX_ERROR_BODY)
                 except (aiohttp.ClientError, asyncio.TimeoutError):
                     raw = b""
-                raise error_for_status(resp.status, _error_detail(raw), provider=provider,
-                                       retry_after=parse_retry_after(resp.headers.get("Retry-After")))
+                raise error_for_status(
+                    resp.status,
+                    _error_detail(raw),
+                    provider=provider,
+                    retry_after=parse_retry_after(resp.headers.get("Retry-After")),
+                )
             yield resp
         finally:
             await ctx.__aexit__(None, None, None)
@@ -189,11 +197,13 @@ async def sse_events(resp: aiohttp.ClientResponse, *, provider: str) -> AsyncIte
         if data:
             yield event, "\n".join(data)
     except asyncio.TimeoutError as exc:
-        raise RetryableProviderError(f"{provider}: the stream stalled (no data for a while)",
-                                     kind=FailureKind.NETWORK, provider=provider) from exc
+        raise RetryableProviderError(
+            f"{provider}: the stream stalled (no data for a while)", kind=FailureKind.NETWORK, provider=provider
+        ) from exc
     except aiohttp.ClientError as exc:
-        raise RetryableProviderError(f"{provider}: the stream was cut ({exc.__class__.__name__})",
-                                     kind=FailureKind.NETWORK, provider=provider) from exc
+        raise RetryableProviderError(
+            f"{provider}: the stream was cut ({exc.__class__.__name__})", kind=FailureKind.NETWORK, provider=provider
+        ) from exc
 
 
 def whole_call(call_id: str, name: str, parts: list[str], provider: str) -> ToolCall:
@@ -202,12 +212,15 @@ def whole_call(call_id: str, name: str, parts: list[str], provider: str) -> Tool
     try:
         args = json.loads(text)
     except ValueError as exc:
-        raise ProviderError(f"{provider}: tool call {name!r} has arguments that are not "
-                            f"JSON: {text[:120]!r}", kind=FailureKind.SERVER,
-                            provider=provider) from exc
+        raise ProviderError(
+            f"{provider}: tool call {name!r} has arguments that are not JSON: {text[:120]!r}",
+            kind=FailureKind.SERVER,
+            provider=provider,
+        ) from exc
     if not isinstance(args, dict):
-        raise ProviderError(f"{provider}: tool call {name!r} arguments are not an object",
-                            kind=FailureKind.SERVER, provider=provider)
+        raise ProviderError(
+            f"{provider}: tool call {name!r} arguments are not an object", kind=FailureKind.SERVER, provider=provider
+        )
     return ToolCall(call_id, name, args)
 
 
@@ -222,8 +235,7 @@ class HostedTransport:
     PATH = ""
     DONE: str | None = None
 
-    def __init__(self, client: HttpClient, *, base_url: str, model: str, api_key: str | None,
-                 provider: str) -> None:
+    def __init__(self, client: HttpClient, *, base_url: str, model: str, api_key: str | None, provider: str) -> None:
         self.client = client
         self.url = base_url.rstrip("/") + self.PATH
         self.model = model
@@ -240,8 +252,9 @@ class HostedTransport:
 
     async def events(self, request: ModelRequest) -> AsyncIterator[tuple[str, Any]]:
         """``(event, parsed JSON data)`` for each SSE event of one call (``None`` for :attr:`DONE`)."""
-        async with self.client.post_stream(self.url, headers=self.headers(),
-                                           body=self.body(request), provider=self.provider) as resp:
+        async with self.client.post_stream(
+            self.url, headers=self.headers(), body=self.body(request), provider=self.provider
+        ) as resp:
             async for event, data in sse_events(resp, provider=self.provider):
                 if self.DONE is not None and data.strip() == self.DONE:
                     yield event, None
@@ -251,10 +264,15 @@ class HostedTransport:
                 except ValueError as exc:
                     raise RetryableProviderError(
                         f"{self.provider}: the stream sent bad JSON ({data[:80]!r})",
-                        kind=FailureKind.SERVER, provider=self.provider) from exc
+                        kind=FailureKind.SERVER,
+                        provider=self.provider,
+                    ) from exc
                 yield event, obj
 
     def cut(self, what: str) -> RetryableProviderError:
         """The error for a stream that ended before ``what`` was finished (a network failure)."""
-        return RetryableProviderError(f"{self.provider}: the stream ended before the {what} was finished",
-                                      kind=FailureKind.NETWORK, provider=self.provider)
+        return RetryableProviderError(
+            f"{self.provider}: the stream ended before the {what} was finished",
+            kind=FailureKind.NETWORK,
+            provider=self.provider,
+        )

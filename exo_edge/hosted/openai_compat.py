@@ -31,8 +31,14 @@ from exo_edge.hosted.http import HostedTransport, error_for_status, whole_call
 
 __all__ = ["OpenAICompatTransport", "openai_messages", "openai_tools"]
 
-_FINISH = {"stop": "end", "tool_calls": "tool_calls", "function_call": "tool_calls",
-           "length": "length", "content_filter": "end", "eos": "end"}
+_FINISH = {
+    "stop": "end",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "length": "length",
+    "content_filter": "end",
+    "eos": "end",
+}
 
 
 def openai_messages(messages: tuple[ChatMessage, ...]) -> list[dict[str, Any]]:
@@ -42,10 +48,20 @@ def openai_messages(messages: tuple[ChatMessage, ...]) -> list[dict[str, Any]]:
         if m.role == "tool":
             out.append({"role": "tool", "tool_call_id": m.tool_call_id or "", "content": m.content})
         elif m.role == "assistant" and m.tool_calls:
-            out.append({"role": "assistant", "content": m.content or None, "tool_calls": [
-                {"id": c.id, "type": "function",
-                 "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
-                for c in m.tool_calls]})
+            out.append(
+                {
+                    "role": "assistant",
+                    "content": m.content or None,
+                    "tool_calls": [
+                        {
+                            "id": c.id,
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+                        }
+                        for c in m.tool_calls
+                    ],
+                }
+            )
         else:
             out.append({"role": m.role, "content": m.content})
     return out
@@ -58,9 +74,16 @@ def openai_tools(tools: tuple[dict[str, Any], ...]) -> list[dict[str, Any]]:
         if t.get("type") == "function" and "function" in t:
             out.append(t)
         else:
-            out.append({"type": "function", "function": {
-                "name": t["name"], "description": t.get("description", ""),
-                "parameters": t.get("parameters", {"type": "object", "properties": {}})}})
+            out.append(
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t["name"],
+                        "description": t.get("description", ""),
+                        "parameters": t.get("parameters", {"type": "object", "properties": {}}),
+                    },
+                }
+            )
     return out
 
 
@@ -86,9 +109,13 @@ class OpenAICompatTransport(HostedTransport):
     def body(self, request: ModelRequest) -> dict[str, Any]:
         """The chat-completions body of ``request`` (streamed, usage included)."""
         body: dict[str, Any] = {
-            "model": self.model, "messages": openai_messages(request.messages), "stream": True,
-            "stream_options": {"include_usage": True}, "max_tokens": request.max_tokens,
-            "temperature": request.temperature}
+            "model": self.model,
+            "messages": openai_messages(request.messages),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+        }
         if request.stop:
             body["stop"] = list(request.stop)
         if request.tools:
@@ -168,5 +195,6 @@ def _stream_error(err: Any, provider: str) -> ProviderError | RetryableProviderE
     if status is not None and status < 500 and status != 429:
         return error_for_status(status, message, provider=provider)
     kind = FailureKind.RATE_LIMIT if status == 429 else FailureKind.SERVER
-    return RetryableProviderError(f"{provider}: error in stream: {message}", kind=kind,
-                                  status=status, provider=provider)
+    return RetryableProviderError(
+        f"{provider}: error in stream: {message}", kind=kind, status=status, provider=provider
+    )

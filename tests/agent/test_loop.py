@@ -90,8 +90,11 @@ async def make(tmp_path: Path):
     async def factory(model: Any, **opts: Any) -> Harness:
         ws = tmp_path / "ws"
         ws.mkdir(exist_ok=True)
-        core = Core.open(ExoHome(tmp_path / f"home{len(opened)}"), model=model,
-                         options=CoreOptions(workspace=ws, synchronous="NORMAL", **opts))
+        core = Core.open(
+            ExoHome(tmp_path / f"home{len(opened)}"),
+            model=model,
+            options=CoreOptions(workspace=ws, synchronous="NORMAL", **opts),
+        )
         await core.__aenter__()
         h = Harness(core)
         opened.append((core, h))
@@ -170,8 +173,13 @@ async def test_interrupt_keeps_partial_text_marked(make) -> None:
 
 
 async def test_interrupt_during_a_tool_gives_every_call_a_result(make, tmp_path: Path) -> None:
-    reply = {"text": "", "tool_calls": [{"name": "bash", "arguments": {"command": "echo go; sleep 30"}},
-                                        {"name": "read_file", "arguments": {"path": "x"}}]}
+    reply = {
+        "text": "",
+        "tool_calls": [
+            {"name": "bash", "arguments": {"command": "echo go; sleep 30"}},
+            {"name": "read_file", "arguments": {"path": "x"}},
+        ],
+    }
     h = await make(ScriptedModel([reply]), gate=RiskGate())  # asks for every high-risk tool
     s = await new_session(h)
     t = (await h.ok("turn.send", session=s, text="run"))["turn_id"]
@@ -188,11 +196,13 @@ async def test_interrupt_during_a_tool_gives_every_call_a_result(make, tmp_path:
 
 
 async def test_steer_slips_in_between_tool_rounds_and_queue_waits(make) -> None:
-    model = ScriptedModel([
-        {"text": "", "tool_calls": [{"name": "bash", "arguments": {"command": "sleep 0.5"}}]},
-        {"text": "first done"},
-        {"text": "second done"},
-    ])
+    model = ScriptedModel(
+        [
+            {"text": "", "tool_calls": [{"name": "bash", "arguments": {"command": "sleep 0.5"}}]},
+            {"text": "first done"},
+            {"text": "second done"},
+        ]
+    )
     from exo_core.agent.seams import GateOutcome
 
     class AllowAll:
@@ -266,7 +276,9 @@ async def test_undo_fork_and_search(make) -> None:
     assert len((await h.ok("session.get", session=fork["id"]))["messages"]) == 2
     assert (await h.ok("session.undo", session=s, turns=1))["undone_turns"] == [t2]
     assert [m["content"] for m in (await h.ok("session.get", session=s))["messages"]] == [
-        "tell me about alpha", "alpha answer"]
+        "tell me about alpha",
+        "alpha answer",
+    ]
     assert (await h.ok("search", query="beta", session=s))["hits"] == []
     missing = await h.cmd("session.get", session="ses_nope")
     assert missing["error"]["code"] == "not_found"

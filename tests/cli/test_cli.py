@@ -14,11 +14,20 @@ from exo_core.client import ExoClient
 from exo_core.client.linechat import LineChat
 
 
-def exo(*args: str, home: Path, stdin: str | None = None, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def exo(
+    *args: str, home: Path, stdin: str | None = None, cwd: Path | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("EXO_TOKEN", "EXO_MODEL")}
     env.update({"PYTHONPATH": str(ROOT), "EXO_HOME": str(home)})
-    return subprocess.run([sys.executable, "-m", "exo_core.cli", *args], input=stdin, capture_output=True, text=True,
-                          env=env, cwd=cwd, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "exo_core.cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=timeout,
+    )
 
 
 def test_init_creates_home_and_store_and_is_idempotent(tmp_path: Path) -> None:
@@ -38,15 +47,24 @@ def test_piped_chat_spawns_exod_runs_the_conversation_and_exits_0(tmp_path: Path
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "a.txt").write_text("apples\n")
-    script = write_script(tmp_path / "s.json", [
-        {"text": "Looking.", "tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]},
-        {"text": "It lists apples."},
-        {"text": "Shall I?", "tool_calls": [{"name": "bash", "arguments": {"command": "rm a.txt"}}]},
-        {"text": "Understood, I left it."},
-    ])
+    script = write_script(
+        tmp_path / "s.json",
+        [
+            {"text": "Looking.", "tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]},
+            {"text": "It lists apples."},
+            {"text": "Shall I?", "tool_calls": [{"name": "bash", "arguments": {"command": "rm a.txt"}}]},
+            {"text": "Understood, I left it."},
+        ],
+    )
     assert exo("init", home=home).returncode == 0
-    result = exo("chat", "--model", f"scripted:{script}", home=home, cwd=ws,
-                 stdin="what is in a.txt?\ndelete it\n/search apples\n")
+    result = exo(
+        "chat",
+        "--model",
+        f"scripted:{script}",
+        home=home,
+        cwd=ws,
+        stdin="what is in a.txt?\ndelete it\n/search apples\n",
+    )
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "It lists apples." in out and "⚙ read_file" in out
@@ -75,7 +93,8 @@ def test_protocol_export_writes_schema_and_types(tmp_path: Path) -> None:
 
 
 async def test_line_client_resumes_after_the_core_restarts_without_missing_or_repeating(
-        exod_factory, exo_home: Path, workspace: Path, tmp_path: Path) -> None:
+    exod_factory, exo_home: Path, workspace: Path, tmp_path: Path
+) -> None:
     script = write_script(tmp_path / "s.json", [{"text": "first answer"}, {"text": "second answer"}])
     d = exod_factory(exo_home, script, workspace)
     out = io.StringIO()
@@ -105,10 +124,13 @@ def test_a_turn_on_an_initialised_home_is_mirrored_into_a_sound_ledger(tmp_path:
     home = tmp_path / "h"
     ws = tmp_path / "ws"
     ws.mkdir()
-    script = write_script(tmp_path / "s.json", [
-        {"text": "", "tool_calls": [{"name": "read_file", "arguments": {"path": "nothing.txt"}}]},
-        {"text": "No such file."},
-    ])
+    script = write_script(
+        tmp_path / "s.json",
+        [
+            {"text": "", "tool_calls": [{"name": "read_file", "arguments": {"path": "nothing.txt"}}]},
+            {"text": "No such file."},
+        ],
+    )
     assert exo("init", home=home).returncode == 0
     assert exo("store", "lint", home=home).returncode == 0
     chat = exo("chat", "--model", f"scripted:{script}", home=home, cwd=ws, stdin="please read nothing.txt\n")

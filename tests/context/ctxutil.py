@@ -36,17 +36,20 @@ class Db:
             with self.store.transaction():
                 for role, text in texts:
                     self.store.add_message(session_id, role, text)
+
         await self.worker.run(write)
 
     async def messages(self, session_id: str) -> list[MessageRecord]:
         return await self.worker.run(lambda: self.store.messages(session_id))
 
     async def nodes(self, session_id: str) -> list[tuple]:
-        return await self.worker.run(lambda: self.worker.connection.execute(
-            "SELECT level, idx, first_message, last_message, status, lane, attempts, text FROM summary_nodes"
-            " WHERE session_id = ? ORDER BY level, idx", (session_id,)).fetchall())
-
-
+        return await self.worker.run(
+            lambda: self.worker.connection.execute(
+                "SELECT level, idx, first_message, last_message, status, lane, attempts, text FROM summary_nodes"
+                " WHERE session_id = ? ORDER BY level, idx",
+                (session_id,),
+            ).fetchall()
+        )
 
 
 @pytest.fixture

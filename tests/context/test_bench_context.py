@@ -13,9 +13,23 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_bench_context_quick(tmp_path: Path) -> None:
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    out = subprocess.run([sys.executable, "benchmarks/bench_context.py", "--quick", "--json", "--messages", "80",
-                          "--out", str(tmp_path / "context.json")], cwd=REPO, env=env, capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "benchmarks/bench_context.py",
+            "--quick",
+            "--json",
+            "--messages",
+            "80",
+            "--out",
+            str(tmp_path / "context.json"),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data == json.loads((tmp_path / "context.json").read_text())

@@ -55,13 +55,18 @@ async def test_a_long_session_with_an_import_beside_it(dbenv: Db) -> None:
     cfg = ContextConfig()
     live_model = ScriptedSummarizer(delay=0.001)
     import_model = ScriptedSummarizer(delay=0.001)
-    engine = SummaryTreeContext(worker=dbenv.worker, summarizer=live_model, import_summarizer=import_model,
-                                config=cfg)
+    engine = SummaryTreeContext(worker=dbenv.worker, summarizer=live_model, import_summarizer=import_model, config=cfg)
     conversations = [
-        Conversation(f"test:{c}", f"old chat {c}", tuple(
-            ImportedMessage("user" if k % 2 == 0 else "assistant", f"imported {c}/{k} " + text_of(k))
-            for k in range(100)))
-        for c in range(IMPORTED // 100)]
+        Conversation(
+            f"test:{c}",
+            f"old chat {c}",
+            tuple(
+                ImportedMessage("user" if k % 2 == 0 else "assistant", f"imported {c}/{k} " + text_of(k))
+                for k in range(100)
+            ),
+        )
+        for c in range(IMPORTED // 100)
+    ]
     importer = asyncio.create_task(import_conversations(dbenv.worker, conversations, engine=engine))
     session = await dbenv.session("live")
     builds: list[float] = []
@@ -89,8 +94,12 @@ async def test_a_long_session_with_an_import_beside_it(dbenv: Db) -> None:
     assert stats["lanes"]["import"]["max_running"] <= cfg.import_limit
     assert await check_merges(dbenv, session) > 0
     # The imported sessions: complete views under budget, and searchable.
-    report_sessions = [r[0] for r in await dbenv.worker.run(lambda: dbenv.worker.connection.execute(
-        "SELECT session_id FROM imported_conversations").fetchall())]
+    report_sessions = [
+        r[0]
+        for r in await dbenv.worker.run(
+            lambda: dbenv.worker.connection.execute("SELECT session_id FROM imported_conversations").fetchall()
+        )
+    ]
     assert len(report_sessions) == IMPORTED // 100
     for sid in report_sessions:
         messages = await dbenv.messages(sid)
@@ -102,8 +111,10 @@ async def test_a_long_session_with_an_import_beside_it(dbenv: Db) -> None:
     hits = await dbenv.worker.run(lambda: dbenv.store.search("imported 7/42"))
     assert hits
     await engine.close()
-    print(f"\nlive {LIVE} messages, import {IMPORTED}: {len(builds)} builds, slowest {max(builds) * 1000:.1f} ms, "
-          f"live calls {live_model.calls}, import calls {import_model.calls}")
+    print(
+        f"\nlive {LIVE} messages, import {IMPORTED}: {len(builds)} builds, slowest {max(builds) * 1000:.1f} ms, "
+        f"live calls {live_model.calls}, import calls {import_model.calls}"
+    )
 
 
 async def test_settle_times_out_and_proceeds_verbatim(dbenv: Db) -> None:
@@ -155,8 +166,11 @@ async def test_an_undo_reaching_into_summarized_history_rebuilds_that_part(dbenv
     await engine.build(session, "sys", messages)
     assert len([r for r in await dbenv.nodes(session) if r[0] == 0]) == 4
     gone = [m.id for m in messages[10:14]]
-    await dbenv.worker.run(lambda: dbenv.worker.connection.execute(
-        f"UPDATE messages SET undone = 1 WHERE id IN ({','.join(map(str, gone))})"))
+    await dbenv.worker.run(
+        lambda: dbenv.worker.connection.execute(
+            f"UPDATE messages SET undone = 1 WHERE id IN ({','.join(map(str, gone))})"
+        )
+    )
     messages = await dbenv.messages(session)
     chat = await engine.build(session, "sys", messages)
     plan = await engine.view(session, messages)
@@ -171,8 +185,9 @@ async def test_an_undo_reaching_into_summarized_history_rebuilds_that_part(dbenv
 async def test_a_person_using_an_imported_session_takes_it_into_the_live_lane(dbenv: Db) -> None:
     engine = SummaryTreeContext(worker=dbenv.worker, summarizer=ScriptedSummarizer())
     engine.pause_import()
-    conv = Conversation("t:1", "old", tuple(ImportedMessage("user" if k % 2 == 0 else "assistant", text_of(k))
-                                            for k in range(60)))
+    conv = Conversation(
+        "t:1", "old", tuple(ImportedMessage("user" if k % 2 == 0 else "assistant", text_of(k)) for k in range(60))
+    )
     report = await import_conversations(dbenv.worker, [conv], engine=engine)
     session = report.session_ids[0]
     assert {r[5] for r in await dbenv.nodes(session)} == {"import"}
@@ -185,8 +200,9 @@ async def test_a_person_using_an_imported_session_takes_it_into_the_live_lane(db
 
 @pytest.mark.parametrize("live", [False, True])
 async def test_resume_hook_restarts_pending_work(dbenv: Db, live: bool) -> None:
-    first = SummaryTreeContext(worker=dbenv.worker, summarizer=ScriptedSummarizer(hang=True),
-                               config=ContextConfig(settle_seconds=0))
+    first = SummaryTreeContext(
+        worker=dbenv.worker, summarizer=ScriptedSummarizer(hang=True), config=ContextConfig(settle_seconds=0)
+    )
     session = await dbenv.session()
     await dbenv.add_many(session, [("user" if n % 2 == 0 else "assistant", text_of(n)) for n in range(44)])
     messages = await dbenv.messages(session)

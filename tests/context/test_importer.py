@@ -18,27 +18,53 @@ from exo_core.errors import UsageError
 
 
 def chatgpt_export(n_msgs: int = 30) -> list[dict]:
-    mapping: dict[str, dict] = {"root": {"id": "root", "message": None, "parent": None, "children": ["sys"]},
-                                "sys": {"id": "sys", "parent": "root", "children": ["m0"], "message": {
-                                    "author": {"role": "system"}, "content": {"content_type": "text", "parts": [""]},
-                                    "metadata": {"is_visually_hidden_from_conversation": True}}}}
+    mapping: dict[str, dict] = {
+        "root": {"id": "root", "message": None, "parent": None, "children": ["sys"]},
+        "sys": {
+            "id": "sys",
+            "parent": "root",
+            "children": ["m0"],
+            "message": {
+                "author": {"role": "system"},
+                "content": {"content_type": "text", "parts": [""]},
+                "metadata": {"is_visually_hidden_from_conversation": True},
+            },
+        },
+    }
     parent = "sys"
     for k in range(n_msgs):
         node = f"m{k}"
         role = "user" if k % 2 == 0 else "assistant"
-        mapping[node] = {"id": node, "parent": parent, "children": [], "message": {
-            "author": {"role": role}, "content": {"content_type": "text", "parts": [f"zebra{k} talk {k}"]}}}
+        mapping[node] = {
+            "id": node,
+            "parent": parent,
+            "children": [],
+            "message": {"author": {"role": role}, "content": {"content_type": "text", "parts": [f"zebra{k} talk {k}"]}},
+        }
         mapping[parent]["children"].append(node)
         parent = node
     # An abandoned branch off m1 that is not on the current path.
-    mapping["alt"] = {"id": "alt", "parent": "m1", "children": [], "message": {
-        "author": {"role": "user"}, "content": {"content_type": "text", "parts": ["abandoned branch"]}}}
+    mapping["alt"] = {
+        "id": "alt",
+        "parent": "m1",
+        "children": [],
+        "message": {"author": {"role": "user"}, "content": {"content_type": "text", "parts": ["abandoned branch"]}},
+    }
     mapping["m1"]["children"].append("alt")
-    mapping["tool"] = {"id": "tool", "parent": parent, "children": [], "message": {
-        "author": {"role": "tool", "name": "browser"}, "content": {"content_type": "text", "parts": ["page text"]}}}
+    mapping["tool"] = {
+        "id": "tool",
+        "parent": parent,
+        "children": [],
+        "message": {
+            "author": {"role": "tool", "name": "browser"},
+            "content": {"content_type": "text", "parts": ["page text"]},
+        },
+    }
     mapping[parent]["children"].append("tool")
-    return [{"title": "Trip planning", "create_time": 1.0, "mapping": mapping, "current_node": "tool"},
-            {"title": "Empty", "mapping": {}, "current_node": None}]
+    return [
+        {"title": "Trip planning", "create_time": 1.0, "mapping": mapping, "current_node": "tool"},
+        {"title": "Empty", "mapping": {}, "current_node": None},
+    ]
 
 
 def test_chatgpt_export_follows_the_current_branch(tmp_path: Path) -> None:
@@ -56,27 +82,38 @@ def test_chatgpt_export_follows_the_current_branch(tmp_path: Path) -> None:
 
 def test_json_lines_in_both_shapes(tmp_path: Path) -> None:
     path = tmp_path / "history.jsonl"
-    lines = [{"title": "whole", "messages": [{"role": "human", "content": "hi"}, {"role": "ai", "content": [
-        {"type": "text", "text": "hello"}]}]},
-             {"conversation": "c1", "role": "user", "content": "first", "title": "split"},
-             {"conversation": "c2", "role": "user", "content": "other"},
-             {"conversation": "c1", "role": "assistant", "content": "second"}]
+    lines = [
+        {
+            "title": "whole",
+            "messages": [
+                {"role": "human", "content": "hi"},
+                {"role": "ai", "content": [{"type": "text", "text": "hello"}]},
+            ],
+        },
+        {"conversation": "c1", "role": "user", "content": "first", "title": "split"},
+        {"conversation": "c2", "role": "user", "content": "other"},
+        {"conversation": "c1", "role": "assistant", "content": "second"},
+    ]
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n\n")
     convs = parse_export(path)
     assert [(c.title, [(m.role, m.content) for m in c.messages]) for c in convs] == [
         ("whole", [("user", "hi"), ("assistant", "hello")]),
         ("split", [("user", "first"), ("assistant", "second")]),
-        ("c2", [("user", "other")])]
+        ("c2", [("user", "other")]),
+    ]
 
 
-@pytest.mark.parametrize("body, fragment", [
-    ("", "is empty"),
-    ("[1, 2]", "conversation 0 has no 'mapping'"),
-    ("[{\"mapping\": ", "not valid JSON"),
-    ("{\"role\": \"user\"}\n", ":1: expected 'messages'"),
-    ("{\"role\": \"user\", \"content\": \"a\"}\nnot json\n", ":2: not JSON"),
-    ("{\"messages\": [3]}", "every message must be an object"),
-])
+@pytest.mark.parametrize(
+    "body, fragment",
+    [
+        ("", "is empty"),
+        ("[1, 2]", "conversation 0 has no 'mapping'"),
+        ('[{"mapping": ', "not valid JSON"),
+        ('{"role": "user"}\n', ":1: expected 'messages'"),
+        ('{"role": "user", "content": "a"}\nnot json\n', ":2: not JSON"),
+        ('{"messages": [3]}', "every message must be an object"),
+    ],
+)
 def test_bad_exports_are_clear_typed_errors(tmp_path: Path, body: str, fragment: str) -> None:
     path = tmp_path / "bad.jsonl"
     path.write_text(body)

@@ -22,6 +22,7 @@ async def wait_for(events: list[dict[str, Any]], predicate, timeout: float = 90.
                 if predicate(e):
                     return e
             await asyncio.sleep(0.01)
+
     return await asyncio.wait_for(poll(), timeout)
 
 
@@ -31,8 +32,9 @@ async def test_the_loop_sends_system_history_and_tail_and_reports_compaction(tmp
     home = ExoHome(tmp_path / "home")
     ws = tmp_path / "ws"
     ws.mkdir()
-    async with Core.open(home, model=model, options=CoreOptions(
-            workspace=ws, synchronous="NORMAL", summarizer=summarizer)) as core:
+    async with Core.open(
+        home, model=model, options=CoreOptions(workspace=ws, synchronous="NORMAL", summarizer=summarizer)
+    ) as core:
         assert isinstance(core.context, SummaryTreeContext)
         events: list[dict[str, Any]] = []
         sub = core.hub.subscribe(0)
@@ -73,14 +75,20 @@ async def test_a_plugin_engine_takes_the_slot(tmp_path: Path) -> None:
     class Fixed:
         async def build(self, session_id: str, system_prompt: str, messages: Any) -> list[Any]:
             from exo_core.agent.model import ChatMessage
+
             return [ChatMessage(role="user", content="fixed")]
 
     model = ScriptedModel([{"text": "ok"}])
     ws = tmp_path / "ws"
     ws.mkdir()
-    async with Core.open(ExoHome(tmp_path / "home"), model=model,
-                         options=CoreOptions(workspace=ws, synchronous="NORMAL", context=Fixed())) as core:
-        session = (await core.engine.handle_raw({"id": "1", "type": "session.create", "body": {}})).result["session"]["id"]
+    async with Core.open(
+        ExoHome(tmp_path / "home"),
+        model=model,
+        options=CoreOptions(workspace=ws, synchronous="NORMAL", context=Fixed()),
+    ) as core:
+        session = (await core.engine.handle_raw({"id": "1", "type": "session.create", "body": {}})).result["session"][
+            "id"
+        ]
         await core.engine.handle_raw({"id": "2", "type": "turn.send", "body": {"session": session, "text": "hi"}})
         for _ in range(200):
             if model.requests:
@@ -92,12 +100,13 @@ async def test_a_plugin_engine_takes_the_slot(tmp_path: Path) -> None:
 def test_config_comes_from_the_context_table(tmp_path: Path) -> None:
     home = ExoHome(tmp_path / "home")
     home.root.mkdir()
-    home.config_path.write_text("[context]\ntail = 6\nsettle_seconds = 5\nsummarizer = \"scripted-summary\"\n")
+    home.config_path.write_text('[context]\ntail = 6\nsettle_seconds = 5\nsummarizer = "scripted-summary"\n')
     cfg = ContextConfig.from_config(home.config())
     assert (cfg.tail, cfg.settle_seconds, cfg.leaf_size, cfg.summarizer) == (6, 5, 8, "scripted-summary")
     import pytest
 
     from exo_core.errors import ConfigError
+
     for bad in ({"tail": 0}, {"tial": 3}, {"settle_seconds": "soon"}):
         with pytest.raises(ConfigError):
             ContextConfig.from_mapping(bad)

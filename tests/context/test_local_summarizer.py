@@ -61,14 +61,21 @@ class LlamaCompletion:
         prompt = "A conversation between a person and their assistant, then a short summary of it.\n\n" + user
         async with self._lock:  # one llama context: one call at a time
             result: dict[str, Any] = await asyncio.to_thread(
-                self._llm.create_completion, prompt, max_tokens=min(request.max_tokens, 120), temperature=0.0,
-                stop=["</transcript>", "<transcript>", "\n\n\n"])
+                self._llm.create_completion,
+                prompt,
+                max_tokens=min(request.max_tokens, 120),
+                temperature=0.0,
+                stop=["</transcript>", "<transcript>", "\n\n\n"],
+            )
         text = result["choices"][0]["text"]
         self.outputs.append(text)
         yield TextDelta(text)
         usage = result.get("usage", {})
-        yield UsageChunk(input_tokens=usage.get("prompt_tokens", 0), output_tokens=usage.get("completion_tokens", 0),
-                         model=MODEL_FILE)
+        yield UsageChunk(
+            input_tokens=usage.get("prompt_tokens", 0),
+            output_tokens=usage.get("completion_tokens", 0),
+            model=MODEL_FILE,
+        )
         yield Finish("end")
 
 
@@ -79,7 +86,9 @@ async def test_the_local_model_summary_keeps_the_stop_and_never_the_secret(dbenv
     if path is None:
         pytest.skip(f"{MODEL_FILE} not found; run `exo models fetch` (or set EXO_MODELS_DIR)")
     summarizer = LlamaCompletion(path)
-    engine = SummaryTreeContext(worker=dbenv.worker, summarizer=summarizer, config=ContextConfig(summary_tokens=120, settle_seconds=600))
+    engine = SummaryTreeContext(
+        worker=dbenv.worker, summarizer=summarizer, config=ContextConfig(summary_tokens=120, settle_seconds=600)
+    )
     session = await dbenv.session()
     leaf = [
         ("user", f"Deploy the site. The server password is {SECRETS[0]} and the API key is {SECRETS[1]}."),

@@ -24,16 +24,19 @@ def m(n: int, role: str, text: str, **kw: object) -> MessageRecord:
     return MessageRecord(n, "s", None, role, text, **kw)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("secret, text", [
-    ("sk-proj-abcdefghijklmnopqrstuvwx12", "use key sk-proj-abcdefghijklmnopqrstuvwx12 for the api"),
-    ("ghp_ABCDEFGHIJKLMNOPQRSTUVWX1234", "token ghp_ABCDEFGHIJKLMNOPQRSTUVWX1234"),
-    ("hunter2!", "my password is hunter2!"),
-    ("s3cr3tValue", "DB_PASSWORD=s3cr3tValue ./run"),
-    ("pa55word", "connect to postgres://admin:pa55word@db.local/app"),
-    ("AKIAABCDEFGHIJKLMNOP", "aws key AKIAABCDEFGHIJKLMNOP"),
-    ("q8Zr2LmN5vX0pT7wY3kB9cD1fG4hJ6sA", "the value q8Zr2LmN5vX0pT7wY3kB9cD1fG4hJ6sA is opaque"),
-    ("MIIEvQIBADAN", "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADAN\n-----END PRIVATE KEY-----"),
-])
+@pytest.mark.parametrize(
+    "secret, text",
+    [
+        ("sk-proj-abcdefghijklmnopqrstuvwx12", "use key sk-proj-abcdefghijklmnopqrstuvwx12 for the api"),
+        ("ghp_ABCDEFGHIJKLMNOPQRSTUVWX1234", "token ghp_ABCDEFGHIJKLMNOPQRSTUVWX1234"),
+        ("hunter2!", "my password is hunter2!"),
+        ("s3cr3tValue", "DB_PASSWORD=s3cr3tValue ./run"),
+        ("pa55word", "connect to postgres://admin:pa55word@db.local/app"),
+        ("AKIAABCDEFGHIJKLMNOP", "aws key AKIAABCDEFGHIJKLMNOP"),
+        ("q8Zr2LmN5vX0pT7wY3kB9cD1fG4hJ6sA", "the value q8Zr2LmN5vX0pT7wY3kB9cD1fG4hJ6sA is opaque"),
+        ("MIIEvQIBADAN", "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADAN\n-----END PRIVATE KEY-----"),
+    ],
+)
 def test_secrets_become_placeholders(secret: str, text: str) -> None:
     out = redact(text)
     assert secret not in out
@@ -41,23 +44,31 @@ def test_secrets_become_placeholders(secret: str, text: str) -> None:
 
 
 def test_values_that_are_not_secrets_stay_exact() -> None:
-    text = ("ran `git push origin main` in /home/u/proj/README.md; error: exit 128; "
-            "commit 3f9a1c2b7d4e5f60718293a4b5c6d7e8f9012345; port 8080")
+    text = (
+        "ran `git push origin main` in /home/u/proj/README.md; error: exit 128; "
+        "commit 3f9a1c2b7d4e5f60718293a4b5c6d7e8f9012345; port 8080"
+    )
     assert redact(text) == text
 
 
 def test_leaf_request_is_aux_role_with_rules_and_scrubbed_data() -> None:
-    messages = [m(1, "user", "the api key is sk-abcdefghijklmnopqrstuvwxyz123456, deploy it"),
-                m(2, "assistant", "Deploying.", tool_calls=[{"id": "c1", "name": "bash",
-                                                              "arguments": {"command": "make deploy"}}]),
-                m(3, "tool", "error: permission denied /etc/app.conf", tool_call_id="c1")]
+    messages = [
+        m(1, "user", "the api key is sk-abcdefghijklmnopqrstuvwxyz123456, deploy it"),
+        m(
+            2,
+            "assistant",
+            "Deploying.",
+            tool_calls=[{"id": "c1", "name": "bash", "arguments": {"command": "make deploy"}}],
+        ),
+        m(3, "tool", "error: permission denied /etc/app.conf", tool_call_id="c1"),
+    ]
     request = leaf_request(messages, first_position=16, config=CFG)
     system, user = request.messages[0].content, request.messages[1].content
     assert request.role == "aux" and request.max_tokens == CFG.summary_tokens
     for rule in ("never instructions", "secret", "language", "exactly as written", "stop, cancel"):
         assert rule in system
     assert "sk-abcdefghijklmnopqrstuvwxyz123456" not in user
-    assert "[17 user]" in user and "bash({\"command\": \"make deploy\"})" in user
+    assert "[17 user]" in user and 'bash({"command": "make deploy"})' in user
     assert "error: permission denied /etc/app.conf" in user
     assert user.index("<transcript>") < user.index("[17 user]") < user.index("</transcript>")
 
@@ -69,9 +80,13 @@ def test_long_messages_are_cut_head_and_end_kept() -> None:
 
 
 def test_footer_quotes_the_latest_request_and_a_stop() -> None:
-    messages = [m(1, "user", "push the fix to origin"), m(2, "assistant", "ok"),
-                m(3, "user", "stop, don't push"), m(4, "assistant", "Stopped."),
-                m(5, "user", "thanks; what's the weather?")]
+    messages = [
+        m(1, "user", "push the fix to origin"),
+        m(2, "assistant", "ok"),
+        m(3, "user", "stop, don't push"),
+        m(4, "assistant", "Stopped."),
+        m(5, "user", "thanks; what's the weather?"),
+    ]
     footer = leaf_footer(messages)
     assert footer[0] == f"{FOOTER_LATEST} \u201cthanks; what's the weather?\u201d"
     assert footer[1] == f"{FOOTER_STOP} \u201cstop, don't push\u201d"

@@ -25,8 +25,11 @@ from exo_core.sessions import SessionStore, open_writer
 def node_rows(db: Path, session: str) -> list[tuple]:
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
-        return conn.execute("SELECT session_id, level, idx, first_message, last_message, text, status, lane, attempts"
-                            " FROM summary_nodes WHERE session_id = ? ORDER BY level, idx", (session,)).fetchall()
+        return conn.execute(
+            "SELECT session_id, level, idx, first_message, last_message, text, status, lane, attempts"
+            " FROM summary_nodes WHERE session_id = ? ORDER BY level, idx",
+            (session,),
+        ).fetchall()
     finally:
         conn.close()
 
@@ -39,8 +42,9 @@ async def turn(url: str, session: str, text: str) -> None:
                 return
 
 
-async def test_pending_summaries_finish_after_sigkill(exod_factory, exo_home: Path, workspace: Path,
-                                                      tmp_path: Path) -> None:
+async def test_pending_summaries_finish_after_sigkill(
+    exod_factory, exo_home: Path, workspace: Path, tmp_path: Path
+) -> None:
     (exo_home / "config.toml").write_text("[context]\nsettle_seconds = 0.3\n")
     conn = open_writer(exo_home / "sessions.sqlite", synchronous="NORMAL")
     store = SessionStore(conn)

@@ -15,19 +15,28 @@ CFG = ContextConfig()
 
 
 def msgs(n: int, tool_at: frozenset[int] = frozenset()) -> list[MessageRecord]:
-    return [MessageRecord(i + 1, "s", None, "tool" if i in tool_at else ("user" if i % 2 == 0 else "assistant"),
-                          f"m{i}") for i in range(n)]
+    return [
+        MessageRecord(i + 1, "s", None, "tool" if i in tool_at else ("user" if i % 2 == 0 else "assistant"), f"m{i}")
+        for i in range(n)
+    ]
 
 
 def node(level: int, idx: int, text: str = "x" * 40, status: str = "done", attempts: int = 1) -> SummaryNode:
     first, last = node_positions(level, idx, CFG.leaf_size)
-    return SummaryNode("s", level, idx, first + 1, last + 1, text if status == "done" else None, status, "live",
-                       attempts)
+    return SummaryNode(
+        "s", level, idx, first + 1, last + 1, text if status == "done" else None, status, "live", attempts
+    )
 
 
 def test_defaults_are_the_papers() -> None:
     assert (CFG.tail, CFG.leaf_size, CFG.view_budget, CFG.live_limit, CFG.import_limit, CFG.settle_seconds) == (
-        12, 8, 6000, 8, 2, 60.0)
+        12,
+        8,
+        6000,
+        8,
+        2,
+        60.0,
+    )
     assert estimate_tokens("abcd") == 1 and estimate_tokens("abcde") == 2 and estimate_tokens("") == 0
 
 
@@ -41,8 +50,10 @@ def test_tail_starts_at_the_persons_message_and_never_on_a_tool_result() -> None
     m = msgs(40, tool_at=frozenset({28, 27}))
     assert tail_start(m, 12) == 26
     assert tail_start(msgs(5), 12) == 0
-    long_round = [MessageRecord(i + 1, "s", None, "user" if i == 0 else ("tool" if i % 2 == 0 else "assistant"), "")
-                  for i in range(60)]
+    long_round = [
+        MessageRecord(i + 1, "s", None, "user" if i == 0 else ("tool" if i % 2 == 0 else "assistant"), "")
+        for i in range(60)
+    ]
     assert tail_start(long_round, 12) == 47  # no person's message within reach: only past tool results
 
 
@@ -65,7 +76,11 @@ def test_view_takes_the_coarsest_finished_nodes_and_leaves_unready_ones_verbatim
     nodes = {n.key: n for n in [node(0, 0), node(0, 1), node(1, 0), node(0, 2), node(0, 3, status="pending")]}
     plan = plan_view(nodes, msgs(12 + 8 * 4), CFG)
     assert [(e.kind, e.first, e.last) for e in plan.elements] == [
-        ("summary", 0, 15), ("summary", 16, 23), ("verbatim", 24, 31), ("tail", 32, 43)]
+        ("summary", 0, 15),
+        ("summary", 16, 23),
+        ("verbatim", 24, 31),
+        ("tail", 32, 43),
+    ]
     assert plan.elements[0].node.key == (1, 0)
     assert plan.summary_tokens == 20
 

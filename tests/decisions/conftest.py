@@ -17,8 +17,9 @@ from exo_core.errors import ExoError
 class Scripted:
     """A provider that answers from a fixed mapping, raises, or hangs until released."""
 
-    def __init__(self, name: str, answer: Any = None, *, error: ExoError | None = None, hang: bool = False,
-                 timeout: float = 0.5) -> None:
+    def __init__(
+        self, name: str, answer: Any = None, *, error: ExoError | None = None, hang: bool = False, timeout: float = 0.5
+    ) -> None:
         self.name = name
         self.answer = answer
         self.error = error

@@ -60,8 +60,9 @@ def test_calibration_makes_stated_confidence_match_accuracy() -> None:
 
 def test_too_few_labels_means_no_calibration_and_raw_numbers_are_used() -> None:
     assert fit(OPTIONS, _overconfident(29)) is None
-    book = CalibrationBook.fitted({("p", "signal"): (OPTIONS, _overconfident(29)),
-                                   ("p", "panel"): (OPTIONS, _overconfident(40))})
+    book = CalibrationBook.fitted(
+        {("p", "signal"): (OPTIONS, _overconfident(29)), ("p", "panel"): (OPTIONS, _overconfident(40))}
+    )
     assert set(book.entries) == {("p", "panel")}
     raw = {"correction": 0.9, "rule": 0.05, "neither": 0.05}
     assert book.apply("p", "signal", raw) == (raw, False)

@@ -20,8 +20,17 @@ SURE_RULE = {"correction": 0.05, "rule": 0.9, "neither": 0.05}
 def test_normalise_fills_missing_options_and_refuses_what_is_not_a_probability() -> None:
     assert normalise(SIGNAL, {"rule": 2.0, "neither": 2.0}) == {"correction": 0.0, "rule": 0.5, "neither": 0.5}
     assert normalise(SIGNAL, {"rule": 1e308, "neither": 1e308})["rule"] == pytest.approx(0.5)
-    for bad in ({"maybe": 1.0}, {"rule": -0.1}, {"rule": float("nan")}, {"rule": float("inf")},
-                {"rule": True}, {"rule": "0.9"}, {"rule": 0.0}, [0.2, 0.8], None):
+    for bad in (
+        {"maybe": 1.0},
+        {"rule": -0.1},
+        {"rule": float("nan")},
+        {"rule": float("inf")},
+        {"rule": True},
+        {"rule": "0.9"},
+        {"rule": 0.0},
+        [0.2, 0.8],
+        None,
+    ):
         with pytest.raises(BadProviderOutput):
             normalise(SIGNAL, bad)
 
@@ -42,7 +51,11 @@ async def test_a_rule_settles_it_before_any_provider_is_asked() -> None:
     provider = Scripted("p", SURE_RULE)
     decision = await Decider([provider]).decide(SIGNAL, "No, it was Tuesday.")
     assert (decision.chosen, decision.provider, decision.via, decision.rule) == (
-        "correction", "rules", "rule", "starts-with-no")
+        "correction",
+        "rules",
+        "rule",
+        "starts-with-no",
+    )
     assert decision.probabilities == {"correction": 1.0, "rule": 0.0, "neither": 0.0}
     assert provider.calls == 0
 

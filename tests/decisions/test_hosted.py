@@ -25,10 +25,21 @@ async def server() -> AsyncIterator[FakeProvider]:
 
 
 def _router(server: FakeProvider) -> ModelRouter:
-    providers = {"cloud": {"kind": "openai", "base_url": server.base_url("cloud"), "key_env": [],
-                           "models": {"m": {"input": 1.0, "output": 2.0}}}}
-    config = {"models": {"providers": providers, "roles": {"main": ["cloud:m"], "aux": [], "decision": ["cloud:m"]},
-                         "timeouts": {"first_byte": 10.0, "idle": 10.0}}}
+    providers = {
+        "cloud": {
+            "kind": "openai",
+            "base_url": server.base_url("cloud"),
+            "key_env": [],
+            "models": {"m": {"input": 1.0, "output": 2.0}},
+        }
+    }
+    config = {
+        "models": {
+            "providers": providers,
+            "roles": {"main": ["cloud:m"], "aux": [], "decision": ["cloud:m"]},
+            "timeouts": {"first_byte": 10.0, "idle": 10.0},
+        }
+    }
     return ModelRouter(load_catalog(config, env={}), env={})
 
 
@@ -37,7 +48,8 @@ async def test_one_letter_becomes_probabilities_over_redacted_state(server: Fake
     router = _router(server)
     try:
         decision = await Decider([HostedProvider(router)]).decide(
-            PANEL, "email ana@example.org the figures from https://x.example/a, call +351 912 345 678")
+            PANEL, "email ana@example.org the figures from https://x.example/a, call +351 912 345 678"
+        )
     finally:
         await router.aclose()
     assert decision.provider == "hosted" and decision.chosen == "file_preview"
@@ -47,15 +59,22 @@ async def test_one_letter_becomes_probabilities_over_redacted_state(server: Fake
     assert server.seen[0].body["max_tokens"] == 2 and server.seen[0].body["temperature"] == 0.0
 
 
-@pytest.mark.parametrize("reply", [Reply(status=500), Reply(status=429, headers={"Retry-After": "30"}),
-                                   Reply(events=openai_chunks("I think it is a correction")),
-                                   Reply(events=openai_chunks("Z"))])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(status=500),
+        Reply(status=429, headers={"Retry-After": "30"}),
+        Reply(events=openai_chunks("I think it is a correction")),
+        Reply(events=openai_chunks("Z")),
+    ],
+)
 async def test_errors_and_non_answers_fall_through_to_the_next_provider(server: FakeProvider, reply: Reply) -> None:
     server.script("cloud", reply, Reply(status=500))  # the router's fallback to main meets a 500 too
     router = _router(server)
     try:
         decision = await Decider([HostedProvider(router), RulesOnlyProvider()]).decide(
-            SIGNAL, "I'd like shorter replies in general")
+            SIGNAL, "I'd like shorter replies in general"
+        )
     finally:
         await router.aclose()
     assert decision.provider == "rules-only"
@@ -77,5 +96,7 @@ async def test_a_slow_hosted_provider_times_out_then_the_safe_default_applies(se
 
 
 def test_redaction_masks_addresses_links_and_numbers() -> None:
-    assert redact("mail me at a.b@c.pt or see http://x.y/z?q=1, tel 21 123 4567; 3 cats") == \
-        "mail me at [email] or see [link] tel [number]; 3 cats"
+    assert (
+        redact("mail me at a.b@c.pt or see http://x.y/z?q=1, tel 21 123 4567; 3 cats")
+        == "mail me at [email] or see [link] tel [number]; 3 cats"
+    )

@@ -36,8 +36,9 @@ def provider() -> Iterator[LocalDecisionProvider]:
     path = _model_path()
     manifest = find_manifest("gemma-3-270m")
     assert manifest.prompt is not None
-    transport = LlamaTransport(LlamaSettings(model_path=path, prompt=manifest.prompt, n_ctx=1024, n_threads=2,
-                                             name=manifest.name))
+    transport = LlamaTransport(
+        LlamaSettings(model_path=path, prompt=manifest.prompt, n_ctx=1024, n_threads=2, name=manifest.name)
+    )
     yield LocalDecisionProvider(transport, timeout=60.0)  # a loaded test machine must not time it out
     asyncio.run(transport.aclose())
 
@@ -54,8 +55,7 @@ def test_the_prompt_names_or_letters_the_options_and_keeps_a_stable_head() -> No
 
 
 @pytest.mark.parametrize("question", [SIGNAL, PANEL], ids=lambda q: q.mechanism)
-async def test_one_forward_pass_gives_a_probability_for_every_option(provider: LocalDecisionProvider,
-                                                                    question) -> None:  # type: ignore[no-untyped-def]
+async def test_one_forward_pass_gives_a_probability_for_every_option(provider: LocalDecisionProvider, question) -> None:  # type: ignore[no-untyped-def]
     probabilities = await provider.probabilities(question, "Could you show me what you changed in the notes?")
     assert set(probabilities) == set(question.options)
     assert sum(probabilities.values()) == pytest.approx(1.0)
@@ -71,8 +71,9 @@ async def test_heads_are_kept_and_generation_shares_the_model(provider: LocalDec
     again = await provider.probabilities(SIGNAL, "You spelled her name wrong.")
     assert provider.last.restored and provider.last.evaluated < 20  # its head was put back, not evaluated
     assert again == pytest.approx(first, abs=1e-6)
-    request = ModelRequest(messages=(ChatMessage("user", "What is the capital of France?"),),
-                           max_tokens=8, temperature=0.0)
+    request = ModelRequest(
+        messages=(ChatMessage("user", "What is the capital of France?"),), max_tokens=8, temperature=0.0
+    )
     text = "".join([c.text async for c in provider.transport.stream(request) if isinstance(c, TextDelta)])
     assert text.strip()  # generation works on the shared model after decisions
     after = await provider.probabilities(SIGNAL, "You spelled her name wrong.")
@@ -108,9 +109,25 @@ def test_exo_decide_with_the_local_model(tmp_path) -> None:  # type: ignore[no-u
 
     _model_path()
     (tmp_path / "config.toml").write_text("[decisions]\nlocal_timeout = 30\n")  # a busy test machine
-    done = subprocess.run([sys.executable, "-m", "exo_core.cli", "decide", "signal", "I'd rather you kept replies short",
-                           "--json", "--providers", "local", "--home", str(tmp_path)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "exo_core.cli",
+            "decide",
+            "signal",
+            "I'd rather you kept replies short",
+            "--json",
+            "--providers",
+            "local",
+            "--home",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["provider"] == "local:gemma-3-270m" and not result["failures"]

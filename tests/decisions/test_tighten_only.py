@@ -37,8 +37,10 @@ CALLS: list[tuple[str, dict[str, Any], str]] = [
 # Anything a provider might hand back: good probabilities, garbage, wrong options, outcome names.
 OUTPUTS = st.one_of(
     st.dictionaries(st.sampled_from(["yes", "no"]), st.floats(min_value=0, max_value=1)),
-    st.dictionaries(st.sampled_from(["yes", "no", *OUTCOMES, "allow_always"]),
-                    st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(), st.text(max_size=3))),
+    st.dictionaries(
+        st.sampled_from(["yes", "no", *OUTCOMES, "allow_always"]),
+        st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(), st.text(max_size=3)),
+    ),
     st.sampled_from([None, "allow", ["yes"], 0.99, {"yes": 0.0, "no": 0.0}]),
 )
 
@@ -66,9 +68,17 @@ def _spec(name: str, risk: str) -> ToolSpec:
 @given(output=OUTPUTS, everywhere=st.sampled_from(["allow", "log", "ask", None]))
 def test_no_provider_output_loosens_any_gate_outcome(output: Any, everywhere: str | None) -> None:
     """Under the default policy, or one that says ``everywhere`` for every cell (allow: the loosest)."""
-    policy = Policy() if everywhere is None else Policy.from_mapping({
-        "matrix": {r: {e: everywhere for e in AXES["exposure"]} for r in AXES["reversibility"]},
-        "paid": everywhere, "third_party": everywhere})
+    policy = (
+        Policy()
+        if everywhere is None
+        else Policy.from_mapping(
+            {
+                "matrix": {r: {e: everywhere for e in AXES["exposure"]} for r in AXES["reversibility"]},
+                "paid": everywhere,
+                "third_party": everywhere,
+            }
+        )
+    )
     plain = ConsequenceGate(policy, workspace=WORKSPACE)
     hostile = Hostile(output)
     advisor = DecisionAdvisor(Decider([hostile]), budget=5.0)
@@ -96,11 +106,14 @@ def test_a_confident_yes_makes_an_unguarded_action_ask_and_nothing_else_does() -
     unsure = DecisionAdvisor(Decider([Hostile({"yes": 0.6, "no": 0.4})]))
     no = DecisionAdvisor(Decider([Hostile({"yes": 0.0, "no": 1.0})]))
     try:
-        assert ConsequenceGate(workspace=WORKSPACE, advisor=sure).check(spec, dict(arguments)).action == \
-            max(plain.action, "ask", key=outcome_rank)
+        assert ConsequenceGate(workspace=WORKSPACE, advisor=sure).check(spec, dict(arguments)).action == max(
+            plain.action, "ask", key=outcome_rank
+        )
         for advisor in (unsure, no):
-            assert ConsequenceGate(workspace=WORKSPACE, advisor=advisor).check(spec, dict(arguments)).action == \
-                plain.action
+            assert (
+                ConsequenceGate(workspace=WORKSPACE, advisor=advisor).check(spec, dict(arguments)).action
+                == plain.action
+            )
     finally:
         for advisor in (sure, unsure, no):
             advisor.close()

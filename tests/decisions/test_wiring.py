@@ -23,8 +23,13 @@ from .conftest import Scripted
 
 
 def _exo(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "exo_core.cli", *args, "--home", str(home)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "exo_core.cli", *args, "--home", str(home)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
 
 
 def test_exo_decide_prints_the_decision_as_json(tmp_path: Path) -> None:
@@ -53,11 +58,16 @@ def test_exo_decide_refuses_bad_input_with_a_clear_error(tmp_path: Path) -> None
 
 def test_settings_come_from_config_toml() -> None:
     assert DecisionSettings.from_config({}).providers == ("rules-only",)
-    custom = DecisionSettings.from_config({"decisions": {"providers": ["hosted"], "hosted_timeout": 1,
-                                                         "toolsets": True}})
+    custom = DecisionSettings.from_config(
+        {"decisions": {"providers": ["hosted"], "hosted_timeout": 1, "toolsets": True}}
+    )
     assert custom.providers == ("hosted",) and custom.hosted_timeout == 1.0 and custom.toolsets
-    for bad in ({"decisions": []}, {"decisions": {"colour": 1}}, {"decisions": {"toolsets": "yes"}},
-                {"decisions": {"providers": "local"}}):
+    for bad in (
+        {"decisions": []},
+        {"decisions": {"colour": 1}},
+        {"decisions": {"toolsets": "yes"}},
+        {"decisions": {"providers": "local"}},
+    ):
         with pytest.raises(ConfigError):
             DecisionSettings.from_config(bad)
 
@@ -81,8 +91,11 @@ class _Chooser:
 
 async def _offered(tmp_path: Path, toolsets: object) -> tuple[list[str], object]:
     model = ScriptedModel([{"text": "done"}])
-    core = Core.open(ExoHome(tmp_path / "home"), model=model,
-                     options=CoreOptions(workspace=tmp_path, synchronous="NORMAL", toolsets=toolsets))  # type: ignore[arg-type]
+    core = Core.open(
+        ExoHome(tmp_path / "home"),
+        model=model,
+        options=CoreOptions(workspace=tmp_path, synchronous="NORMAL", toolsets=toolsets),
+    )  # type: ignore[arg-type]
     await core.__aenter__()
     try:
         session = (await core.engine.handle_raw({"id": "1", "type": "session.create", "body": {}})).to_wire()

@@ -27,12 +27,35 @@ class DeviceProc:
         self._lock = threading.RLock()
         env = {k: v for k, v in os.environ.items() if k not in ("EXO_TOKEN", "EXO_HOME")}
         env["PYTHONPATH"] = str(ROOT)
-        cmd = [sys.executable, "-m", "exo_core.cli", "device", "--home", str(home), "--mock", "--size", size,
-               "--frames", str(self.frames), "--audio-out", str(self.spoken), "--playback-speed", "6",
-               *(extra or [])]
+        cmd = [
+            sys.executable,
+            "-m",
+            "exo_core.cli",
+            "device",
+            "--home",
+            str(home),
+            "--mock",
+            "--size",
+            size,
+            "--frames",
+            str(self.frames),
+            "--audio-out",
+            str(self.spoken),
+            "--playback-speed",
+            "6",
+            *(extra or []),
+        ]
         self.stderr = open(out / "device.err", "wb")
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
-                                     text=True, bufsize=1, env=env, cwd=str(out))
+        self.proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            text=True,
+            bufsize=1,
+            env=env,
+            cwd=str(out),
+        )
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
@@ -56,7 +79,9 @@ class DeviceProc:
         with self._lock:
             return len(self.journal)
 
-    def wait(self, predicate: Callable[[dict[str, Any]], bool], since: int = 0, timeout: float = 30.0) -> dict[str, Any]:
+    def wait(
+        self, predicate: Callable[[dict[str, Any]], bool], since: int = 0, timeout: float = 30.0
+    ) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             with self._lock:
@@ -69,8 +94,9 @@ class DeviceProc:
         raise AssertionError(f"timed out; journal tail: {self.journal[-15:]}\n{self.err()}")
 
     def ev(self, kind: str, since: int = 0, timeout: float = 30.0, **fields: Any) -> dict[str, Any]:
-        return self.wait(lambda r: r.get("ev") == kind and all(r.get(k) == v for k, v in fields.items()),
-                         since, timeout)
+        return self.wait(
+            lambda r: r.get("ev") == kind and all(r.get(k) == v for k, v in fields.items()), since, timeout
+        )
 
     def all(self, kind: str, since: int = 0) -> list[dict[str, Any]]:
         with self._lock:
@@ -82,8 +108,9 @@ class DeviceProc:
             return []
         return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
-    def wait_frame(self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 20.0, *,
-                   latest: bool = False) -> dict[str, Any]:
+    def wait_frame(
+        self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 20.0, *, latest: bool = False
+    ) -> dict[str, Any]:
         """A frame matching ``predicate`` (with ``latest``: only the newest frame counts)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -125,8 +152,12 @@ class DeviceProc:
 
 def reference(state: ScreenState, spec: ScreenSpec, entry: dict[str, Any]):
     """The frame the device should have drawn for ``state``, with the status line from the frame's own record."""
-    return render(state.with_(link=entry.get("link", "online"), activity=entry.get("activity", "idle"),
-                              pending=entry.get("pending", 0)), spec)
+    return render(
+        state.with_(
+            link=entry.get("link", "online"), activity=entry.get("activity", "idle"), pending=entry.get("pending", 0)
+        ),
+        spec,
+    )
 
 
 def same_region(a, b, box: tuple[int, int, int, int]) -> bool:

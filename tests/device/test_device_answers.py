@@ -11,27 +11,30 @@ from device.answers import parse_option
 DAYS = ["Monday", "Tuesday", "Friday morning"]
 
 
-@pytest.mark.parametrize("heard, options, expected", [
-    ("two", DAYS, 2),
-    ("Two.", DAYS, 2),
-    ("the second one", DAYS, 2),
-    ("option 3", DAYS, 3),
-    ("number one please", DAYS, 1),
-    ("3", DAYS, 3),
-    ("Tuesday", DAYS, 2),
-    ("friday", DAYS, 3),
-    ("the last one", DAYS, 3),
-    ("I want to go", DAYS, None),
-    ("five", DAYS, None),
-    ("yes", ["Yes", "No"], 1),
-    ("no thanks", ["Yes", "No"], 2),
-    ("yeah sure", ["Send it", "Keep it"], 1),
-    ("nope", ["Send it", "Keep it"], 2),
-    ("yes", DAYS, None),
-    ("", DAYS, None),
-    ("to", DAYS, 2),
-    ("I want to go on the first", DAYS, 1),
-])
+@pytest.mark.parametrize(
+    "heard, options, expected",
+    [
+        ("two", DAYS, 2),
+        ("Two.", DAYS, 2),
+        ("the second one", DAYS, 2),
+        ("option 3", DAYS, 3),
+        ("number one please", DAYS, 1),
+        ("3", DAYS, 3),
+        ("Tuesday", DAYS, 2),
+        ("friday", DAYS, 3),
+        ("the last one", DAYS, 3),
+        ("I want to go", DAYS, None),
+        ("five", DAYS, None),
+        ("yes", ["Yes", "No"], 1),
+        ("no thanks", ["Yes", "No"], 2),
+        ("yeah sure", ["Send it", "Keep it"], 1),
+        ("nope", ["Send it", "Keep it"], 2),
+        ("yes", DAYS, None),
+        ("", DAYS, None),
+        ("to", DAYS, 2),
+        ("I want to go on the first", DAYS, 1),
+    ],
+)
 def test_parse_option(heard: str, options: list[str], expected: int | None) -> None:
     assert parse_option(heard, options) == expected
 

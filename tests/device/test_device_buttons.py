@@ -69,10 +69,18 @@ async def test_press_long_press_and_double_press_from_another_thread() -> None:
     finally:
         board.close()
     kinds = [(g.button, g.kind) for g in decoder_out]
-    assert kinds == [("allow", "down"), ("allow", "press"),
-                     ("talk", "down"), ("talk", "long"), ("talk", "release"),
-                     ("next", "down"), ("next", "down"), ("next", "double"),
-                     ("next", "down"), ("next", "press")]
+    assert kinds == [
+        ("allow", "down"),
+        ("allow", "press"),
+        ("talk", "down"),
+        ("talk", "long"),
+        ("talk", "release"),
+        ("next", "down"),
+        ("next", "down"),
+        ("next", "double"),
+        ("next", "down"),
+        ("next", "press"),
+    ]
     assert seen_threads == {loop_thread}  # every gesture was handled on the loop's thread
 
 

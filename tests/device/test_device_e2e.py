@@ -26,8 +26,15 @@ SCRIPT = [
     {"text": ANSWER, "delay": 0.02, "chunk": 6},
     {"text": "", "tool_calls": [{"name": "bash", "arguments": {"command": "rm notes.txt"}}]},
     {"text": "Deleted it."},
-    {"text": "", "tool_calls": [{"name": "ask_person", "arguments": {
-        "question": "Which day suits you?", "options": ["Monday", "Tuesday", "Friday"]}}]},
+    {
+        "text": "",
+        "tool_calls": [
+            {
+                "name": "ask_person",
+                "arguments": {"question": "Which day suits you?", "options": ["Monday", "Tuesday", "Friday"]},
+            }
+        ],
+    },
     {"text": "Tuesday it is."},
 ]
 MONO = ScreenSpec(128, 64, True)
@@ -42,8 +49,9 @@ def card_box(spec: ScreenSpec) -> tuple[int, int, int, int]:
 @needs_espeak
 @needs_sox
 @pytest.mark.slow
-def test_ask_approve_and_answer_by_voice_on_a_128x64_screen(tmp_path: Path, exo_home: Path, workspace: Path,
-                                                            exod_factory) -> None:
+def test_ask_approve_and_answer_by_voice_on_a_128x64_screen(
+    tmp_path: Path, exo_home: Path, workspace: Path, exod_factory
+) -> None:
     (workspace / "notes.txt").write_text("old notes")
     exod_factory(exo_home, write_script(tmp_path / "script.json", SCRIPT), workspace)
     q1 = speak(tmp_path / "q1.wav", "what is the weather like tomorrow", voice="en-us", speed=150)
@@ -66,15 +74,18 @@ def test_ask_approve_and_answer_by_voice_on_a_128x64_screen(tmp_path: Path, exo_
         assert sent["follow_up"] is False
         assert dev.ev("answered", mark)["text"] == ANSWER
         dev.wait(lambda r: len(dev.all("spoken", mark)) >= 2, mark)
-        assert [s["text"] for s in dev.all("spoken", mark)] == ["Tomorrow looks dry and mild.",
-                                                                "Take a light jacket for the morning."]
+        assert [s["text"] for s in dev.all("spoken", mark)] == [
+            "Tomorrow looks dry and mild.",
+            "Take a light jacket for the morning.",
+        ]
         wavs = sorted(dev.spoken.glob("*.wav"))
         assert len(wavs) == 2
         for wav in wavs:
             stats = sox_stat(wav)
             assert stats["Length (seconds)"] > 1.0 and stats["RMS amplitude"] > 0.01, stats
-        frame = dev.wait_frame(lambda e: e["layout"] == "answer" and e["activity"] == "idle" and e["frame"] > last,
-                               latest=True)
+        frame = dev.wait_frame(
+            lambda e: e["layout"] == "answer" and e["activity"] == "idle" and e["frame"] > last, latest=True
+        )
         expected = reference(ScreenState(heard=heard["text"], answer=ANSWER), MONO, frame)
         assert dev.image(frame).tobytes() == expected.tobytes(), (frame, heard)
 
@@ -86,8 +97,9 @@ def test_ask_approve_and_answer_by_voice_on_a_128x64_screen(tmp_path: Path, exo_
         assert dev.ev("sent", mark)["follow_up"] is True  # within the follow-up window: same session
         card = dev.wait_frame(lambda e: e["layout"] == "approval" and e["frame"] > last)
         body = requested["body"]
-        expected = reference(ScreenState(approvals=(Approval(body["request_id"], body["summary"], body["risk"]),)),
-                             MONO, card)
+        expected = reference(
+            ScreenState(approvals=(Approval(body["request_id"], body["summary"], body["risk"]),)), MONO, card
+        )
         assert dev.image(card).tobytes() == expected.tobytes()
         assert (workspace / "notes.txt").exists()
         dev.send("press allow")
@@ -103,8 +115,9 @@ def test_ask_approve_and_answer_by_voice_on_a_128x64_screen(tmp_path: Path, exo_
         asked = dev.wait(lambda r: r.get("type") == "question.asked", mark)
         card = dev.wait_frame(lambda e: e["layout"] == "question" and e["frame"] > last)
         body = asked["body"]
-        expected = reference(ScreenState(questions=(Question(body["question_id"], body["text"],
-                                                             tuple(body["options"])),)), MONO, card)
+        expected = reference(
+            ScreenState(questions=(Question(body["question_id"], body["text"], tuple(body["options"])),)), MONO, card
+        )
         assert same_region(dev.image(card), expected, card_box(MONO))
         dev.wait(lambda r: r.get("ev") == "spoken" and r["text"].startswith("Which day suits you?"), mark)
         dev.send(f"talk {a3}")
@@ -118,8 +131,9 @@ def test_ask_approve_and_answer_by_voice_on_a_128x64_screen(tmp_path: Path, exo_
 
 @needs_espeak
 @pytest.mark.slow
-def test_question_answered_with_buttons_on_a_240x240_colour_screen(tmp_path: Path, exo_home: Path,
-                                                                   workspace: Path, exod_factory) -> None:
+def test_question_answered_with_buttons_on_a_240x240_colour_screen(
+    tmp_path: Path, exo_home: Path, workspace: Path, exod_factory
+) -> None:
     script = [SCRIPT[3], {"text": "Friday it is."}]
     exod_factory(exo_home, write_script(tmp_path / "script.json", script), workspace)
     ask = speak(tmp_path / "ask.wav", "when can I see the dentist", voice="en-us", speed=150)
@@ -136,9 +150,13 @@ def test_question_answered_with_buttons_on_a_240x240_colour_screen(tmp_path: Pat
         dev.send("press next")
         body = asked["body"]
         moved = Question(body["question_id"], body["text"], tuple(body["options"]), selected=2)
-        card = dev.wait_frame(lambda e: e["layout"] == "question" and
-                              dev.image(e).crop(card_box(COLOUR)).tobytes() ==
-                              reference(ScreenState(questions=(moved,)), COLOUR, e).crop(card_box(COLOUR)).tobytes())
+        card = dev.wait_frame(
+            lambda e: (
+                e["layout"] == "question"
+                and dev.image(e).crop(card_box(COLOUR)).tobytes()
+                == reference(ScreenState(questions=(moved,)), COLOUR, e).crop(card_box(COLOUR)).tobytes()
+            )
+        )
         assert dev.image(card).mode == "RGB" and dev.image(card).size == (240, 240)
         dev.send("press allow")
         assert dev.ev("answer", mark)["option"] == 3

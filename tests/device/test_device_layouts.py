@@ -22,8 +22,12 @@ MONO = ScreenSpec(128, 64, True)
 COLOUR = ScreenSpec(240, 240, False)
 WIDE = ScreenSpec(320, 240, False)
 
-BASE = ScreenState(link="online", activity="idle", heard="what is the weather like tomorrow",
-                   answer="Tomorrow looks dry and mild. Take a light jacket for the morning.")
+BASE = ScreenState(
+    link="online",
+    activity="idle",
+    heard="what is the weather like tomorrow",
+    answer="Tomorrow looks dry and mild. Take a light jacket for the morning.",
+)
 STATES = {
     "answer": BASE,
     "approval": BASE.with_(approvals=(Approval("a1", "bash: rm notes.txt", "high", "bash"),)),
@@ -107,8 +111,9 @@ def test_wrap_never_exceeds_the_width(text: str, width: int) -> None:
 @settings(max_examples=60, deadline=None)
 @given(st.text(max_size=200), st.text(max_size=80), st.sampled_from(["online", "offline", "connecting"]))
 def test_any_text_renders(answer: str, summary: str, link: str) -> None:
-    state = ScreenState(link=link, answer=answer, heard=summary,
-                        approvals=(Approval("a", summary, "medium"),) if summary else ())
+    state = ScreenState(
+        link=link, answer=answer, heard=summary, approvals=(Approval("a", summary, "medium"),) if summary else ()
+    )
     for spec in (MONO, COLOUR):
         assert render(state, spec).size == (spec.width, spec.height)
 
@@ -150,24 +155,42 @@ def test_events_become_cards_and_notices() -> None:
     from exo_core.server.shaping import profile_for
 
     def event(type_: str, body: dict, session: str = "s1", seq: int = 1):
-        return decode_event(json.dumps({"id": f"e{seq}", "seq": seq, "session": session, "type": type_,
-                                        "ts": "2026-01-01T00:00:00Z", "body": body}))
+        return decode_event(
+            json.dumps(
+                {
+                    "id": f"e{seq}",
+                    "seq": seq,
+                    "session": session,
+                    "type": type_,
+                    "ts": "2026-01-01T00:00:00Z",
+                    "body": body,
+                }
+            )
+        )
 
     state = ScreenState(link="online")
     state = apply_event(state, event("taste.updated", {"id": "t1", "text": "Short commit messages."}), "s1")
     assert state.notice == Notice("Short commit messages.", "taste", "Learned") and layout_of(state) == "notice"
     state = apply_event(state, event("notice", {"text": "Backup finished.", "level": "info"}, session="other"), "s1")
     assert state.notice == Notice("Backup finished.", "info")
-    state = apply_event(state, event("ui.panel", {"kind": "diff", "title": "README.md",
-                                                 "data": {"form": "card", "lines": ["README.md", "1 file, +2 -1"]}}), "s1")
+    state = apply_event(
+        state,
+        event(
+            "ui.panel",
+            {"kind": "diff", "title": "README.md", "data": {"form": "card", "lines": ["README.md", "1 file, +2 -1"]}},
+        ),
+        "s1",
+    )
     assert state.notice == Notice("1 file, +2 -1", "info", "README.md")
     # The core would shape panels for this device into such cards.
     caps = capabilities_for(MONO, voice_in=True, voice_out=True)
     assert profile_for("exo-device", Capabilities(**caps)).form == "card"
     # A question from another session shows here; its turn ending closes it.
-    state = apply_event(state, event("question.asked", {"question_id": "q", "text": "Which?", "options": ["a"]},
-                                     session="laptop"), "s1")
+    state = apply_event(
+        state, event("question.asked", {"question_id": "q", "text": "Which?", "options": ["a"]}, session="laptop"), "s1"
+    )
     assert layout_of(state) == "question"
-    state = apply_event(state, event("turn.completed", {"turn_id": "t", "stop_reason": "interrupted"},
-                                     session="laptop"), "s1")
+    state = apply_event(
+        state, event("turn.completed", {"turn_id": "t", "stop_reason": "interrupted"}, session="laptop"), "s1"
+    )
     assert state.question is None

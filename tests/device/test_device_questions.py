@@ -56,8 +56,11 @@ async def harness(tmp_path: Path):
     async def make(replies: list[dict[str, Any]]) -> Harness:
         ws = tmp_path / "ws"
         ws.mkdir(exist_ok=True)
-        core = Core.open(ExoHome(tmp_path / f"home{len(opened)}"), model=ScriptedModel(replies),
-                         options=CoreOptions(workspace=ws, synchronous="NORMAL"))
+        core = Core.open(
+            ExoHome(tmp_path / f"home{len(opened)}"),
+            model=ScriptedModel(replies),
+            options=CoreOptions(workspace=ws, synchronous="NORMAL"),
+        )
         await core.__aenter__()
         h = Harness(core)
         opened.append((core, h))
@@ -70,8 +73,10 @@ async def harness(tmp_path: Path):
         await core.__aexit__(None, None, None)
 
 
-ASK = {"text": "", "tool_calls": [{"name": "ask_person", "arguments": {
-    "question": "Which day?", "options": ["Monday", "Tuesday"]}}]}
+ASK = {
+    "text": "",
+    "tool_calls": [{"name": "ask_person", "arguments": {"question": "Which day?", "options": ["Monday", "Tuesday"]}}],
+}
 
 
 async def start_turn(h: Harness) -> tuple[str, str]:

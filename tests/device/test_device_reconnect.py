@@ -31,16 +31,21 @@ MONO = ScreenSpec(128, 64, True)
 SCRIPT = [
     {"text": "", "tool_calls": [{"name": "bash", "arguments": {"command": "rm notes.txt"}}]},
     {"text": "Deleted it after the restart."},
-    {"text": "", "tool_calls": [{"name": "ask_person", "arguments": {
-        "question": "Which pasta?", "options": ["Penne", "Spaghetti"]}}]},
+    {
+        "text": "",
+        "tool_calls": [
+            {"name": "ask_person", "arguments": {"question": "Which pasta?", "options": ["Penne", "Spaghetti"]}}
+        ],
+    },
     {"text": "I will ask again later."},
 ]
 
 
 @needs_espeak
 @pytest.mark.slow
-def test_sigkill_shows_offline_then_delivers_or_refuses_visibly(tmp_path: Path, exo_home: Path, workspace: Path,
-                                                                exod_factory) -> None:
+def test_sigkill_shows_offline_then_delivers_or_refuses_visibly(
+    tmp_path: Path, exo_home: Path, workspace: Path, exod_factory
+) -> None:
     (workspace / "notes.txt").write_text("old notes")
     exod = exod_factory(exo_home, write_script(tmp_path / "script.json", SCRIPT), workspace)
     q1 = speak(tmp_path / "q1.wav", "please delete my notes file", voice="en-us", speed=150)
@@ -70,8 +75,10 @@ def test_sigkill_shows_offline_then_delivers_or_refuses_visibly(tmp_path: Path, 
         heard = dev.ev("heard", mark)
         assert "cook" in heard["text"].lower()
         frame = dev.wait_frame(lambda e: e["link"] == "offline" and e["pending"] == 2)
-        assert dev.image(frame).tobytes() == reference(
-            ScreenState(heard=heard["text"], approvals=(approval,)), MONO, frame).tobytes()
+        assert (
+            dev.image(frame).tobytes()
+            == reference(ScreenState(heard=heard["text"], approvals=(approval,)), MONO, frame).tobytes()
+        )
         assert not dev.all("delivered", mark)
         assert (workspace / "notes.txt").exists()
 
@@ -102,8 +109,9 @@ def test_sigkill_shows_offline_then_delivers_or_refuses_visibly(tmp_path: Path, 
         refused = dev.ev("refused", mark)
         assert refused["label"] == "answer 'Penne'" and asked["question_id"] in refused["reason"]
         notice = dev.wait_frame(lambda e: e["layout"] == "notice")
-        expected = reference(ScreenState(notice=Notice(f"Not sent: {refused['label']}. {refused['reason']}",
-                                                       "warning")), MONO, notice)
+        expected = reference(
+            ScreenState(notice=Notice(f"Not sent: {refused['label']}. {refused['reason']}", "warning")), MONO, notice
+        )
         assert same_region(dev.image(notice), expected, (0, 12, 128, 64))
         seqs = [r["seq"] for r in dev.all("event")]
         assert seqs == sorted(set(seqs))  # nothing repeated across two reconnects

@@ -46,8 +46,10 @@ def test_sentences_are_cut_as_they_stream() -> None:
     out = [s for piece in pieces for s in splitter.feed(piece)]
     assert out == ["Tomorrow looks dry and mild.", "Take a light jacket for the morning."]
     assert splitter.flush() == ["It will be cool"]
-    assert speakable("Run `ls` and see [the docs](http://x).\n```\ncode\n```") == \
-        "Run ls and see the docs. (code shown on screen)"
+    assert (
+        speakable("Run `ls` and see [the docs](http://x).\n```\ncode\n```")
+        == "Run ls and see the docs. (code shown on screen)"
+    )
     long = SentenceSplitter().feed("word " * 80)
     assert long and all(len(s) <= 220 for s in long)
 
@@ -165,7 +167,13 @@ def test_the_whisper_child_refuses_a_bad_request() -> None:
     if not stt_available("whisper"):
         pytest.skip("whisper is not installed")
     root = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, "-m", "device.stt_worker", "--idle", "30"], input=b"not json\n",
-                          capture_output=True, timeout=120, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+    done = subprocess.run(
+        [sys.executable, "-m", "device.stt_worker", "--idle", "30"],
+        input=b"not json\n",
+        capture_output=True,
+        timeout=120,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
     assert done.returncode == 1
     assert json.loads(done.stdout.decode().splitlines()[-1])["error"].startswith("bad request")

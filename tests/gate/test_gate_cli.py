@@ -13,8 +13,14 @@ from exo_testkit import ROOT
 
 def gate(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "exo_core.cli", "gate", "check", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "exo_core.cli", "gate", "check", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_gate_check_prints_axes_and_outcome(tmp_path: Path) -> None:
@@ -22,8 +28,10 @@ def test_gate_check_prints_axes_and_outcome(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["outcome"] == "ask" and data["axes"]["exposure"] == "public"
-    assert data["summary"] == "push branch to origin" and [p["key"] for p in data["parts"]] == ["git.change",
-                                                                                                 "git.push"]
+    assert data["summary"] == "push branch to origin" and [p["key"] for p in data["parts"]] == [
+        "git.change",
+        "git.push",
+    ]
     tool = json.loads(gate("--tool", "edit_file", "--args", '{"path": "README.md"}', cwd=tmp_path).stdout)
     assert tool["outcome"] == "log" and tool["axes"]["reversibility"] == "reversible"
     floor = json.loads(gate("--", "gh pr comment 3 -b hi", cwd=tmp_path).stdout)
@@ -35,11 +43,13 @@ def test_gate_check_uses_a_policy_file_and_reports_bad_input(tmp_path: Path) -> 
     policy.write_text('[overrides]\n"git.push" = "allow"\n')
     allowed = json.loads(gate("--policy", str(policy), "--", "git push", cwd=tmp_path).stdout)
     assert allowed["outcome"] == "allow"
-    for args, fragment in ((["--tool", "x", "--args", "[1"], "not valid JSON"),
-                           (["--tool", "x", "--args", "[1]"], "JSON object"),
-                           ([], "nothing to check"),
-                           (["--policy", str(tmp_path / "none.toml"), "--", "ls"], "no policy file"),
-                           (["--tool", "x", "--", "ls"], "not both")):
+    for args, fragment in (
+        (["--tool", "x", "--args", "[1"], "not valid JSON"),
+        (["--tool", "x", "--args", "[1]"], "JSON object"),
+        ([], "nothing to check"),
+        (["--policy", str(tmp_path / "none.toml"), "--", "ls"], "no policy file"),
+        (["--tool", "x", "--", "ls"], "not both"),
+    ):
         bad = gate(*args, cwd=tmp_path)
         assert bad.returncode == 2 and fragment in bad.stderr, (args, bad.stderr)
     policy.write_text("[matrix\n")

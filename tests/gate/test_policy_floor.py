@@ -26,28 +26,51 @@ FLOOR_ACTIONS: list[tuple[str, dict[str, Any]]] = [
     ("post_status", {"text": "hello"}),
     ("bash", {"command": "echo ok && gh release create v2"}),
 ]
-KEYS = ["git.push", "git.push.*", "git.push.force", "gh.*", "gh.pr.comment", "package.publish", "post.public",
-        "shell.read", "file.edit", "http.post", "mail.send", "tool.*", "*"]
+KEYS = [
+    "git.push",
+    "git.push.*",
+    "git.push.force",
+    "gh.*",
+    "gh.pr.comment",
+    "package.publish",
+    "post.public",
+    "shell.read",
+    "file.edit",
+    "http.post",
+    "mail.send",
+    "tool.*",
+    "*",
+]
 
 outcomes = st.sampled_from(OUTCOMES)
-policies = st.fixed_dictionaries({}, optional={
-    "matrix": st.dictionaries(st.sampled_from(AXES["reversibility"]),
-                              st.dictionaries(st.sampled_from(AXES["exposure"]), outcomes)),
-    "paid": outcomes,
-    "third_party": outcomes,
-    "overrides": st.dictionaries(st.sampled_from(KEYS), outcomes),
-    "reserved": st.lists(st.sampled_from(KEYS)),
-    "denied": st.lists(st.sampled_from(KEYS)),
-    "scopes": st.fixed_dictionaries({}, optional={"private_remotes": st.lists(st.sampled_from(["backup", "mine"])),
-                                                  "local_hosts": st.lists(st.sampled_from(["nas", "box"]))}),
-    "budget": st.fixed_dictionaries({"max_amount": st.floats(0, 1000)}),
-})
+policies = st.fixed_dictionaries(
+    {},
+    optional={
+        "matrix": st.dictionaries(
+            st.sampled_from(AXES["reversibility"]), st.dictionaries(st.sampled_from(AXES["exposure"]), outcomes)
+        ),
+        "paid": outcomes,
+        "third_party": outcomes,
+        "overrides": st.dictionaries(st.sampled_from(KEYS), outcomes),
+        "reserved": st.lists(st.sampled_from(KEYS)),
+        "denied": st.lists(st.sampled_from(KEYS)),
+        "scopes": st.fixed_dictionaries(
+            {},
+            optional={
+                "private_remotes": st.lists(st.sampled_from(["backup", "mine"])),
+                "local_hosts": st.lists(st.sampled_from(["nas", "box"])),
+            },
+        ),
+        "budget": st.fixed_dictionaries({"max_amount": st.floats(0, 1000)}),
+    },
+)
 
 
 @settings(max_examples=300, deadline=None)
 @given(policy=policies, action=st.sampled_from(FLOOR_ACTIONS), always=st.booleans())
-def test_no_policy_lowers_the_operator_floor(policy: dict[str, Any], action: tuple[str, dict[str, Any]],
-                                             always: bool) -> None:
+def test_no_policy_lowers_the_operator_floor(
+    policy: dict[str, Any], action: tuple[str, dict[str, Any]], always: bool
+) -> None:
     tool, arguments = action
     parsed = Policy.from_mapping(policy, workspace=WS)
     first = evaluate(tool, arguments, parsed)
@@ -66,8 +89,13 @@ def test_no_policy_lowers_the_operator_floor(policy: dict[str, Any], action: tup
 
 
 @settings(max_examples=200, deadline=None)
-@given(rev=st.sampled_from(AXES["reversibility"]), exp=st.sampled_from(AXES["exposure"]),
-       third=st.sampled_from(AXES["third_party"]), base=outcomes, proposed=st.one_of(st.none(), outcomes))
+@given(
+    rev=st.sampled_from(AXES["reversibility"]),
+    exp=st.sampled_from(AXES["exposure"]),
+    third=st.sampled_from(AXES["third_party"]),
+    base=outcomes,
+    proposed=st.one_of(st.none(), outcomes),
+)
 def test_floor_and_tighten_only_raise(rev: str, exp: str, third: str, base: str, proposed: str | None) -> None:
     minimum, rule = floor_for(Axes(rev, exp, "free", third))
     assert bool(rule) == (rev == "irreversible" and exp == "public" and third == "affects")
@@ -134,17 +162,20 @@ denied = ["upstream"]
     assert Policy.load(tmp_path / "missing.toml").reserved == Policy().reserved
 
 
-@pytest.mark.parametrize(("data", "fragment"), [
-    ({"nonsense": 1}, "unknown gate policy key"),
-    ({"matrix": {"sometimes": {"private": "allow"}}}, "matrix.sometimes"),
-    ({"matrix": {"reversible": {"galaxy": "allow"}}}, "matrix.reversible.galaxy"),
-    ({"matrix": {"reversible": {"private": "maybe"}}}, "allow, log, ask, deny"),
-    ({"overrides": {"git.push": "yes"}}, "overrides.git.push"),
-    ({"reserved": "mail.send"}, "list of action keys"),
-    ({"budget": {"max_amount": "lots"}}, "budget.max_amount"),
-    ({"scopes": {"homes": []}}, "scopes.homes"),
-    ({"posting": {"allowed": []}}, "posting"),
-])
+@pytest.mark.parametrize(
+    ("data", "fragment"),
+    [
+        ({"nonsense": 1}, "unknown gate policy key"),
+        ({"matrix": {"sometimes": {"private": "allow"}}}, "matrix.sometimes"),
+        ({"matrix": {"reversible": {"galaxy": "allow"}}}, "matrix.reversible.galaxy"),
+        ({"matrix": {"reversible": {"private": "maybe"}}}, "allow, log, ask, deny"),
+        ({"overrides": {"git.push": "yes"}}, "overrides.git.push"),
+        ({"reserved": "mail.send"}, "list of action keys"),
+        ({"budget": {"max_amount": "lots"}}, "budget.max_amount"),
+        ({"scopes": {"homes": []}}, "scopes.homes"),
+        ({"posting": {"allowed": []}}, "posting"),
+    ],
+)
 def test_bad_policies_are_clear_config_errors(data: dict[str, Any], fragment: str) -> None:
     with pytest.raises(ConfigError) as err:
         Policy.from_mapping(data)
@@ -168,19 +199,22 @@ def test_allow_always_stops_asking_for_that_kind_only() -> None:
     assert gate.check(spec, {"command": "curl -d x https://api.example.com"}).action == "ask"
 
 
-@pytest.mark.parametrize(("line", "argvs"), [
-    ("a | b && c; d & e || f", [["a"], ["b"], ["c"], ["d"], ["e"], ["f"]]),
-    ("echo 'a b' \"c $X\" d\\ e", [["echo", "a b", "c $X", "d e"]]),
-    ("FOO=1 BAR=2 cmd x", [["cmd", "x"]]),
-    ("(a; (b | c))", [["a"], ["b"], ["c"]]),
-    ("x $(y $(z))", [["x", "$(y $(z))"], ["y", "$(z)"], ["z"]]),
-    ("cat <<EOF\nhello $(not run)\nEOF\nls", [["cat"], ["ls"]]),
-    ("bash -c 'a && b'", [["bash", "-c", "a && b"], ["a"], ["b"]]),
-    ("echo $'a\\tb'", [["echo", "a\tb"]]),
-    ("diff <(ls a) <(ls b)", [["diff", "<(ls a)", "<(ls b)"], ["ls", "a"], ["ls", "b"]]),
-    ("echo a # git push", [["echo", "a"]]),
-    ("a \\\n b", [["a", "b"]]),
-])
+@pytest.mark.parametrize(
+    ("line", "argvs"),
+    [
+        ("a | b && c; d & e || f", [["a"], ["b"], ["c"], ["d"], ["e"], ["f"]]),
+        ("echo 'a b' \"c $X\" d\\ e", [["echo", "a b", "c $X", "d e"]]),
+        ("FOO=1 BAR=2 cmd x", [["cmd", "x"]]),
+        ("(a; (b | c))", [["a"], ["b"], ["c"]]),
+        ("x $(y $(z))", [["x", "$(y $(z))"], ["y", "$(z)"], ["z"]]),
+        ("cat <<EOF\nhello $(not run)\nEOF\nls", [["cat"], ["ls"]]),
+        ("bash -c 'a && b'", [["bash", "-c", "a && b"], ["a"], ["b"]]),
+        ("echo $'a\\tb'", [["echo", "a\tb"]]),
+        ("diff <(ls a) <(ls b)", [["diff", "<(ls a)", "<(ls b)"], ["ls", "a"], ["ls", "b"]]),
+        ("echo a # git push", [["echo", "a"]]),
+        ("a \\\n b", [["a", "b"]]),
+    ],
+)
 def test_the_shell_reader(line: str, argvs: list[list[str]]) -> None:
     parsed = parse_shell(line)
     assert not parsed.error

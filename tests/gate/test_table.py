@@ -26,8 +26,12 @@ _THIRD = {"-": "none", "A": "affects"}
 
 
 def cell(code: str) -> dict[str, str]:
-    return {"reversibility": _REV[code[0]], "exposure": _EXP[code[1]], "cost": _COST[code[2]],
-            "third_party": _THIRD[code[3]]}
+    return {
+        "reversibility": _REV[code[0]],
+        "exposure": _EXP[code[1]],
+        "cost": _COST[code[2]],
+        "third_party": _THIRD[code[3]],
+    }
 
 
 SHELL: list[tuple[str, str, str]] = [
@@ -53,13 +57,13 @@ SHELL: list[tuple[str, str, str]] = [
     ("env", "NPF-", "allow"),
     ("printenv PATH", "NPF-", "allow"),
     ("echo 'rm -rf /' ", "NPF-", "allow"),
-    ("echo \"git push --force\"", "NPF-", "allow"),
+    ('echo "git push --force"', "NPF-", "allow"),
     ("grep 'curl -d' notes.txt", "NPF-", "allow"),
     ("cat <<'EOF'\ngit push\nEOF", "NPF-", "allow"),
     ("cd src && ls", "NPF-", "allow"),
     ("test -f a.txt && echo yes || echo no", "NPF-", "allow"),
     ("if [ -d build ]; then echo built; fi", "NPF-", "allow"),
-    ("for f in *.txt; do wc -l \"$f\"; done", "NPF-", "allow"),
+    ('for f in *.txt; do wc -l "$f"; done', "NPF-", "allow"),
     ("true", "NPF-", "allow"),
     ("sleep 1", "NPF-", "allow"),
     ("echo hi > /dev/null", "NPF-", "allow"),
@@ -73,7 +77,7 @@ SHELL: list[tuple[str, str, str]] = [
     ("git fetch origin", "RPF-", "log"),
     ("git add -A", "RPF-", "log"),
     ("git commit -m 'Fix typo'", "RPF-", "log"),
-    ("git commit -am \"Fix README typo\"", "RPF-", "log"),
+    ('git commit -am "Fix README typo"', "RPF-", "log"),
     ("git checkout -b feature", "RPF-", "log"),
     ("git switch main", "RPF-", "log"),
     ("git stash", "RPF-", "log"),
@@ -112,7 +116,7 @@ SHELL: list[tuple[str, str, str]] = [
     ("timeout 30 git push origin HEAD", "CUF-", "ask"),
     ("(cd repo && git push)", "CUF-", "ask"),
     ("bash -c 'git push'", "CUF-", "ask"),
-    ("sh -c \"git commit -am wip && git push\"", "CUF-", "ask"),
+    ('sh -c "git commit -am wip && git push"', "CUF-", "ask"),
     ("echo $(git push 2>&1)", "CUF-", "ask"),
     ("echo `git push`", "CUF-", "ask"),
     ("bash <<EOF\ngit push\nEOF", "CUF-", "ask"),
@@ -182,8 +186,8 @@ SHELL: list[tuple[str, str, str]] = [
     ("cat script.txt | bash", "IPF-", "ask"),
     ("base64 -d payload | python3", "IPF-", "ask"),
     ("$CMD --now", "IPF-", "ask"),
-    ("eval \"$(cat cmd.txt)\"", "IPF-", "ask"),
-    ("bash -c \"$PAYLOAD\"", "IPF-", "ask"),
+    ('eval "$(cat cmd.txt)"', "IPF-", "ask"),
+    ('bash -c "$PAYLOAD"', "IPF-", "ask"),
     ("echo 'unclosed", "IPF-", "ask"),
     ("echo $(ls", "IPF-", "ask"),
     ("python3 -c 'import requests; requests.post(\"https://x.example.com\")'", "IPF-", "ask"),
@@ -326,8 +330,9 @@ def test_shell_command(command: str, code: str, outcome: str) -> None:
     assert decision.outcome == outcome, decision.as_dict()
 
 
-@pytest.mark.parametrize(("tool", "arguments", "code", "outcome"), TOOLS,
-                         ids=[f"{t}-{i}" for i, (t, *_rest) in enumerate(TOOLS)])
+@pytest.mark.parametrize(
+    ("tool", "arguments", "code", "outcome"), TOOLS, ids=[f"{t}-{i}" for i, (t, *_rest) in enumerate(TOOLS)]
+)
 def test_tool_call(tool: str, arguments: dict[str, Any], code: str, outcome: str) -> None:
     decision = evaluate(tool, arguments, POLICY, risk="medium")
     assert decision.classification.axes.as_dict() == cell(code), decision.as_dict()

@@ -16,8 +16,9 @@ FIRSTBOOT = IMAGE / "firstboot.sh"
 
 def run_firstboot(state: Path, **env: str) -> subprocess.CompletedProcess[str]:
     values = {"EXO_STATE": str(state), "EXO_BIN": exo_command(), "EXO_FETCH_MODELS": "0", **env}
-    return subprocess.run(["bash", str(FIRSTBOOT)], env=child_env(**values), capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        ["bash", str(FIRSTBOOT)], env=child_env(**values), capture_output=True, text=True, timeout=120
+    )
 
 
 def tree_digest(folder: Path) -> dict[str, str]:
@@ -48,8 +49,13 @@ def test_first_boot_makes_home_and_store_and_stamps(tmp_path: Path) -> None:
         assert folder.stat().st_mode & 0o077 == 0, folder
     stamp = (state / ".firstboot-done").read_text()
     assert stamp.startswith("done ") and "models skipped" in stamp
-    lint = subprocess.run([*exo_command().split(), "store", "lint", str(store)], env=child_env(),
-                          capture_output=True, text=True, timeout=60)
+    lint = subprocess.run(
+        [*exo_command().split(), "store", "lint", str(store)],
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert lint.returncode == 0, lint.stdout + lint.stderr
 
 
@@ -75,10 +81,16 @@ def test_a_failed_model_fetch_is_retried_next_boot(tmp_path: Path) -> None:
     """With ``exo models`` present, an unreachable index leaves no stamp (retried next boot) but the
     home and store are ready; without the command the stamp says the models are unavailable."""
     state = tmp_path / "state"
-    done = run_firstboot(state, EXO_FETCH_MODELS="1", EXO_INDEX_URL="http://127.0.0.1:9/simple",
-                         EXO_MODELS_DIR=str(tmp_path / "no-models"), XDG_CACHE_HOME=str(tmp_path / "cache"),
-                         EXO_CACHE_DIR=str(tmp_path / "cache"),
-                         PIP_NO_INDEX="0", PIP_FIND_LINKS="")
+    done = run_firstboot(
+        state,
+        EXO_FETCH_MODELS="1",
+        EXO_INDEX_URL="http://127.0.0.1:9/simple",
+        EXO_MODELS_DIR=str(tmp_path / "no-models"),
+        XDG_CACHE_HOME=str(tmp_path / "cache"),
+        EXO_CACHE_DIR=str(tmp_path / "cache"),
+        PIP_NO_INDEX="0",
+        PIP_FIND_LINKS="",
+    )
     assert done.returncode == 0, done.stderr
     assert (state / "store" / "STORE.toml").is_file()
     if importlib.util.find_spec("exo_core.cli.models_cmd") is None:

@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 from imagekit import IMAGE, UNITS, ScratchRoot, make_scratch_root, unit_settings
 
-pytestmark = pytest.mark.skipif(shutil.which("systemd-analyze") is None or not Path("/usr/lib/systemd/system").is_dir(),
-                                reason="systemd-analyze is not installed (Debian package systemd; scripts/install_system.sh)")
+pytestmark = pytest.mark.skipif(
+    shutil.which("systemd-analyze") is None or not Path("/usr/lib/systemd/system").is_dir(),
+    reason="systemd-analyze is not installed (Debian package systemd; scripts/install_system.sh)",
+)
 
 HOME = "/var/lib/exo/home"
 STORE = "/var/lib/exo/store"
@@ -23,8 +25,12 @@ def scratch(tmp_path: Path) -> ScratchRoot:
 
 
 def verify(scratch: ScratchRoot, *names: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["systemd-analyze", f"--root={scratch.root}", "verify",
-                           *(str(scratch.unit(n)) for n in names)], capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        ["systemd-analyze", f"--root={scratch.root}", "verify", *(str(scratch.unit(n)) for n in names)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_every_unit_verifies_without_a_word(scratch: ScratchRoot) -> None:
@@ -50,8 +56,12 @@ def test_long_running_units_restart_are_limited_and_hardened(name: str, writable
     assert s["Service.User"] == ["exo"]
     assert re.fullmatch(r"\d+M", s["Service.MemoryMax"][0])
     assert re.fullmatch(r"\d+%", s["Service.CPUQuota"][0])
-    for key, value in (("NoNewPrivileges", "yes"), ("PrivateTmp", "yes"), ("ProtectSystem", "strict"),
-                       ("ProtectHome", "yes")):
+    for key, value in (
+        ("NoNewPrivileges", "yes"),
+        ("PrivateTmp", "yes"),
+        ("ProtectSystem", "strict"),
+        ("ProtectHome", "yes"),
+    ):
         assert s[f"Service.{key}"] == [value], key
     paths = {p for line in s["Service.ReadWritePaths"] for p in line.split()}
     assert paths == writable
@@ -66,15 +76,20 @@ def test_exod_budget_is_the_design_budget() -> None:
 
 
 def exposure(scratch: ScratchRoot, name: str) -> float:
-    done = subprocess.run(["systemd-analyze", f"--root={scratch.root}", "security", "--offline=true",
-                           str(scratch.unit(name))], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        ["systemd-analyze", f"--root={scratch.root}", "security", "--offline=true", str(scratch.unit(name))],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     match = re.search(r"Overall exposure level for \S+: (\d+\.\d+)", done.stdout)
     assert match, done.stdout + done.stderr
     return float(match.group(1))
 
 
-@pytest.mark.parametrize("name,ceiling", [("exod.service", 2.5), ("exo-device.service", 2.5),
-                                          ("exo-firstboot.service", 5.0)])
+@pytest.mark.parametrize(
+    "name,ceiling", [("exod.service", 2.5), ("exo-device.service", 2.5), ("exo-firstboot.service", 5.0)]
+)
 def test_systemd_rates_the_units_well_exposed_little(scratch: ScratchRoot, name: str, ceiling: float) -> None:
     """``systemd-analyze security`` scores 0 (locked down) to 10 (exposed); "OK" is under 5."""
     assert exposure(scratch, name) <= ceiling
@@ -96,8 +111,12 @@ def test_the_service_user_is_created_by_sysusers(tmp_path: Path) -> None:
     etc.mkdir()
     (etc / "group").write_text("root:x:0:\naudio:x:29:\n")
     (etc / "passwd").write_text("root:x:0:0:root:/root:/bin/sh\n")
-    done = subprocess.run(["systemd-sysusers", f"--root={tmp_path}", str(IMAGE / "rootfs" / "exo.sysusers.conf")],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        ["systemd-sysusers", f"--root={tmp_path}", str(IMAGE / "rootfs" / "exo.sysusers.conf")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     passwd = {line.split(":")[0]: line.split(":") for line in (etc / "passwd").read_text().splitlines()}
     assert passwd["exo"][5] == "/var/lib/exo/home" and passwd["exo"][6] == "/usr/sbin/nologin"
@@ -111,7 +130,11 @@ def test_journald_limits_parse(scratch: ScratchRoot) -> None:
     dropin = scratch.root / "etc" / "systemd" / "journald.conf.d" / "exo.conf"
     dropin.parent.mkdir(parents=True)
     shutil.copy2(IMAGE / "rootfs" / "journald-exo.conf", dropin)
-    done = subprocess.run(["systemd-analyze", f"--root={scratch.root}", "cat-config", "systemd/journald.conf"],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        ["systemd-analyze", f"--root={scratch.root}", "cat-config", "systemd/journald.conf"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert "SystemMaxUse=64M" in done.stdout and str(dropin.relative_to(scratch.root)) in done.stdout

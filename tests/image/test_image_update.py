@@ -31,7 +31,7 @@ def assert_nothing_lost(store: Path, files: dict[str, str], entries: list[tuple[
     """Curated files unchanged; the ledger only grew (an export appends a signed checkpoint)."""
     assert curated(store) == files
     after = ledger_entries(store)
-    assert after[:len(entries)] == entries
+    assert after[: len(entries)] == entries
 
 
 def fake_release(dest: Path) -> None:
@@ -49,19 +49,27 @@ def device(tmp_path: Path) -> dict[str, Path]:
         (prefix / link).symlink_to(target)
     assert run_firstboot(state, EXO_BIN=str(prefix / "venv" / "bin" / "exo")).returncode == 0
     shim = (prefix / "releases" / "r1" / "venv" / "bin" / "exo").read_text()
-    builder = write_exec(tmp_path / "build-release",
-                         f'#!/bin/sh\nset -e\nmkdir -p "$2/src" "$2/venv/bin"\ncp -r "{IMAGE}" "$2/src/image"\n'
-                         f"cat > \"$2/venv/bin/exo\" <<'SHIM'\n{shim}SHIM\nchmod +x \"$2/venv/bin/exo\"\n")
+    builder = write_exec(
+        tmp_path / "build-release",
+        f'#!/bin/sh\nset -e\nmkdir -p "$2/src" "$2/venv/bin"\ncp -r "{IMAGE}" "$2/src/image"\n'
+        f'cat > "$2/venv/bin/exo" <<\'SHIM\'\n{shim}SHIM\nchmod +x "$2/venv/bin/exo"\n',
+    )
     systemctl = write_exec(tmp_path / "systemctl", f'#!/bin/sh\necho "$@" >> "{tmp_path / "systemctl.log"}"\n')
     return {"prefix": prefix, "state": state, "builder": builder, "systemctl": systemctl, "tmp": tmp_path}
 
 
 def run_update(device: dict[str, Path], health: str) -> subprocess.CompletedProcess[str]:
-    env = child_env(EXO_PREFIX=str(device["prefix"]), EXO_STATE=str(device["state"]),
-                    EXO_SYSTEMCTL=str(device["systemctl"]), EXO_BUILD_RELEASE=str(device["builder"]),
-                    EXO_HEALTH_CMD=health, EXO_FETCH_MODELS="0")
-    return subprocess.run(["bash", str(UPDATE), str(IMAGE.parent)], env=env, capture_output=True, text=True,
-                          timeout=180)
+    env = child_env(
+        EXO_PREFIX=str(device["prefix"]),
+        EXO_STATE=str(device["state"]),
+        EXO_SYSTEMCTL=str(device["systemctl"]),
+        EXO_BUILD_RELEASE=str(device["builder"]),
+        EXO_HEALTH_CMD=health,
+        EXO_FETCH_MODELS="0",
+    )
+    return subprocess.run(
+        ["bash", str(UPDATE), str(IMAGE.parent)], env=env, capture_output=True, text=True, timeout=180
+    )
 
 
 def test_update_switches_release_and_keeps_a_verified_store_copy(device: dict[str, Path]) -> None:
@@ -75,8 +83,13 @@ def test_update_switches_release_and_keeps_a_verified_store_copy(device: dict[st
     assert_nothing_lost(store, files, entries)
     backups = list((device["state"] / "backups").iterdir())
     assert len(backups) == 1
-    verify = subprocess.run([*exo_command().split(), "store", "verify", str(backups[0])], env=child_env(),
-                            capture_output=True, text=True, timeout=60)
+    verify = subprocess.run(
+        [*exo_command().split(), "store", "verify", str(backups[0])],
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert verify.returncode == 0, verify.stdout + verify.stderr
     calls = (device["tmp"] / "systemctl.log").read_text().splitlines()
     assert calls[0].startswith("stop ") and calls[-1].startswith("start exod.service")

@@ -23,7 +23,7 @@ def answer_for(prompt: str) -> str:
     found = re.search(r"Current wording: (.*)", prompt)
     if found:
         claim = found.group(1).strip().rstrip(".")
-        core = claim[len("Wants "):] if claim.startswith("Wants ") else claim
+        core = claim[len("Wants ") :] if claim.startswith("Wants ") else claim
         return f"Wants {core}, because the person corrected it in their own drafts."
     return "0.8"
 
@@ -43,8 +43,11 @@ def app(log_path: str, delay: float) -> web.Application:
         for piece in re.findall(r".{1,24}", text, re.S):
             chunk = {"model": body["model"], "choices": [{"index": 0, "delta": {"content": piece}}]}
             await resp.write(f"data: {json.dumps(chunk)}\n\n".encode())
-        done = {"model": body["model"], "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 50, "completion_tokens": 20, "cost": 0.01}}
+        done = {
+            "model": body["model"],
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 50, "completion_tokens": 20, "cost": 0.01},
+        }
         await resp.write(f"data: {json.dumps(done)}\n\ndata: [DONE]\n\n".encode())
         await resp.write_eof()
         return resp
@@ -56,5 +59,10 @@ def app(log_path: str, delay: float) -> web.Application:
 
 if __name__ == "__main__":
     port, log_file = int(sys.argv[1]), sys.argv[2]
-    web.run_app(app(log_file, float(sys.argv[3]) if len(sys.argv) > 3 else 0.0), host="127.0.0.1", port=port,
-                print=lambda *_: print("ready", flush=True), handle_signals=True)
+    web.run_app(
+        app(log_file, float(sys.argv[3]) if len(sys.argv) > 3 else 0.0),
+        host="127.0.0.1",
+        port=port,
+        print=lambda *_: print("ready", flush=True),
+        handle_signals=True,
+    )

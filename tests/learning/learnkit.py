@@ -41,11 +41,9 @@ class Env:
 
     def draft(self, text: str, session: str) -> str:
         """The assistant's output, recorded as an action (the judged entry)."""
-        return self.ledger.append("action", {"tool": "reply", "outcome": "log", "session": session,
-                                             "text": text}).id
+        return self.ledger.append("action", {"tool": "reply", "outcome": "log", "session": session, "text": text}).id
 
-    def verdict(self, judged: str, verdict: str, session: str, text: str | None = None,
-                reason: str = "") -> str:
+    def verdict(self, judged: str, verdict: str, session: str, text: str | None = None, reason: str = "") -> str:
         body: dict[str, Any] = {"verdict": verdict, "judged": judged, "session": session}
         if text is not None:
             body["text"] = text

@@ -23,8 +23,16 @@ from exo_core.learning.features import CATALOG, feature
 from exo_core.learning.pack import enforced, hints
 from learnkit import DAY, Env
 
-HIDDEN = ("preamble", "em_dash", "bullets_for_comparison", "exclamation", "emoji", "imperial_units",
-          "us_dates", "sign_off")
+HIDDEN = (
+    "preamble",
+    "em_dash",
+    "bullets_for_comparison",
+    "exclamation",
+    "emoji",
+    "imperial_units",
+    "us_dates",
+    "sign_off",
+)
 GUARDED_HIDDEN = ("push",)
 DISTRACTORS = ("long", "hedging", "code_unlabelled")
 RULES_SAID = {5: "Please never use exclamation marks.", 11: "Use metric units, always."}
@@ -52,8 +60,9 @@ def render(task: str, on: frozenset[str]) -> str:
         if "bullets_for_comparison" in on:
             parts.append("- Postgres: concurrent writers, needs a server\n- SQLite: one file, one writer")
         else:
-            parts.append("| option | writers | setup |\n|---|---|---|\n| Postgres | many | server |\n"
-                         "| SQLite | one | a file |")
+            parts.append(
+                "| option | writers | setup |\n|---|---|---|\n| Postgres | many | server |\n| SQLite | one | a file |"
+            )
     elif task == "travel":
         dist = "120 miles" if "imperial_units" in on else "193 km"
         day = "March 3, 2026" if "us_dates" in on else "2026-03-03"
@@ -64,7 +73,7 @@ def render(task: str, on: frozenset[str]) -> str:
     if "exclamation" in on:
         parts.append("Good luck!")
     if "emoji" in on:
-        parts.append("\U0001F642")
+        parts.append("\U0001f642")
     if "long" in on:
         parts.append(_FILLER)
     if "sign_off" in on:
@@ -98,8 +107,10 @@ class Simulation:
     def _pack_state(self) -> tuple[set[str], set[str]]:
         book = self.env.learner.book
         now = book.last_ts
-        return ({l.feature for l in enforced(book, now) if l.feature},
-                {l.feature for l in hints(book, now) if l.feature})
+        return (
+            {l.feature for l in enforced(book, now) if l.feature},
+            {l.feature for l in hints(book, now) if l.feature},
+        )
 
     def _draft_flags(self, task: str) -> frozenset[str]:
         strong, soft = self._pack_state()
@@ -138,12 +149,27 @@ class Simulation:
             env.verdict(judged, "reject", session, reason=reason)
 
     def _push(self, session: str) -> None:
-        approval = self.env.ledger.append("approval", {
-            "session": session, "tool": "bash", "summary": "git push origin main", "decision": "deny",
-            "request_id": f"req-{session}"})
-        self.env.ledger.append("action", {"session": session, "tool": "bash", "outcome": "ask",
-                                          "arguments": {"command": "git push origin main"}, "decision": "deny"},
-                               refs=(approval.id,))
+        approval = self.env.ledger.append(
+            "approval",
+            {
+                "session": session,
+                "tool": "bash",
+                "summary": "git push origin main",
+                "decision": "deny",
+                "request_id": f"req-{session}",
+            },
+        )
+        self.env.ledger.append(
+            "action",
+            {
+                "session": session,
+                "tool": "bash",
+                "outcome": "ask",
+                "arguments": {"command": "git push origin main"},
+                "decision": "deny",
+            },
+            refs=(approval.id,),
+        )
         self.stats.pushes_denied += 1
 
     def _answer(self, session: str) -> None:
@@ -153,10 +179,19 @@ class Simulation:
             targets = [o[0] for o in q["options"]]
             if any(t.startswith("rules/") for t in targets):
                 continue  # the person leaves the guarded question unanswered: it must wait
-            pick = next((i for i, t in enumerate(targets, 1)
-                         if t and book.lessons.get(t) is None or t and feature_of(t) in HIDDEN), len(targets))
-            self.env.ledger.append("utterance", {"text": q["labels"][pick - 1], "answer_to": qid, "option": pick,
-                                                 "session": session}, refs=(qid,))
+            pick = next(
+                (
+                    i
+                    for i, t in enumerate(targets, 1)
+                    if t and book.lessons.get(t) is None or t and feature_of(t) in HIDDEN
+                ),
+                len(targets),
+            )
+            self.env.ledger.append(
+                "utterance",
+                {"text": q["labels"][pick - 1], "answer_to": qid, "option": pick, "session": session},
+                refs=(qid,),
+            )
             self.open_questions.remove(qid)
             self.stats.questions_answered += 1
 

@@ -17,17 +17,26 @@ from exo_testkit import ROOT, write_script
 def init_home(home: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("EXO_HOME", None)
-    subprocess.run([sys.executable, "-m", "exo_core.cli", "init", "--home", str(home)], env=env, check=True,
-                   capture_output=True, text=True)
+    subprocess.run(
+        [sys.executable, "-m", "exo_core.cli", "init", "--home", str(home)],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
 
 
 def correct_in_two_sessions(home: Path) -> None:
     with Ledger.open_store(home / "store", signer=load_signing_key(home / "keys")) as ledger:
         for session in ("earlier-1", "earlier-2"):
-            draft = ledger.append("action", {"tool": "reply", "outcome": "log", "session": session,
-                                             "text": "Done \u2014 the tests pass."})
-            ledger.append("verdict", {"verdict": "edit", "judged": draft.id, "session": session,
-                                      "text": "Done. The tests pass."}, refs=(draft.id,))
+            draft = ledger.append(
+                "action", {"tool": "reply", "outcome": "log", "session": session, "text": "Done \u2014 the tests pass."}
+            )
+            ledger.append(
+                "verdict",
+                {"verdict": "edit", "judged": draft.id, "session": session, "text": "Done. The tests pass."},
+                refs=(draft.id,),
+            )
 
 
 async def turn_and_watch(url: str, text: str, want: str | None, seen: list[Any]) -> None:
@@ -88,8 +97,11 @@ async def edit_delete_then_turn(url: str) -> tuple[dict[str, Any], list[Any]]:
         async def watch() -> None:
             async for event in client.events(since=since):
                 seen.append(event)
-                if event.type == "taste.updated" and event.body.get("change") == "deleted" and any(
-                        e.type == "turn.completed" for e in seen):
+                if (
+                    event.type == "taste.updated"
+                    and event.body.get("change") == "deleted"
+                    and any(e.type == "turn.completed" for e in seen)
+                ):
                     return
 
         await asyncio.wait_for(watch(), 30)
@@ -150,10 +162,27 @@ def test_a_guarded_lesson_is_asked_and_the_button_answer_promotes_it(tmp_path: P
     init_home(home)
     with Ledger.open_store(home / "store", signer=load_signing_key(home / "keys")) as ledger:
         for session in ("p1", "p2", "p3"):
-            approval = ledger.append("approval", {"session": session, "tool": "bash", "decision": "deny",
-                                                  "summary": "git push origin main", "request_id": session})
-            ledger.append("action", {"session": session, "tool": "bash", "outcome": "ask", "decision": "deny",
-                                     "arguments": {"command": "git push origin main"}}, refs=(approval.id,))
+            approval = ledger.append(
+                "approval",
+                {
+                    "session": session,
+                    "tool": "bash",
+                    "decision": "deny",
+                    "summary": "git push origin main",
+                    "request_id": session,
+                },
+            )
+            ledger.append(
+                "action",
+                {
+                    "session": session,
+                    "tool": "bash",
+                    "outcome": "ask",
+                    "decision": "deny",
+                    "arguments": {"command": "git push origin main"},
+                },
+                refs=(approval.id,),
+            )
     exod = exod_factory(home, write_script(tmp_path / "s.json", [{"text": "ok"}] * 3), ws)
     seen = asyncio.run(deny_pushes_then_answer(exod.url, home))
     kinds = [e.type for e in seen]

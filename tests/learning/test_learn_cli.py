@@ -16,8 +16,13 @@ ENV.pop("EXO_HOME", None)
 
 
 def exo(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "exo_core.cli", *args, "--home", str(home)], capture_output=True,
-                          text=True, env=ENV, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "exo_core.cli", *args, "--home", str(home)],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        cwd=ROOT,
+    )
 
 
 def test_learn_commands(tmp_path: Path) -> None:
@@ -25,10 +30,15 @@ def test_learn_commands(tmp_path: Path) -> None:
     assert exo(home, "init").returncode == 0
     with Ledger.open_store(home / "store", signer=load_signing_key(home / "keys")) as ledger:
         for session in ("a", "b", "c"):
-            draft = ledger.append("action", {"tool": "reply", "outcome": "log", "session": session,
-                                             "text": "Sure, here it is \u2014 done."})
-            ledger.append("verdict", {"verdict": "edit", "judged": draft.id, "session": session,
-                                      "text": "Done."}, refs=(draft.id,))
+            draft = ledger.append(
+                "action",
+                {"tool": "reply", "outcome": "log", "session": session, "text": "Sure, here it is \u2014 done."},
+            )
+            ledger.append(
+                "verdict",
+                {"verdict": "edit", "judged": draft.id, "session": session, "text": "Done."},
+                refs=(draft.id,),
+            )
     review = exo(home, "learn", "review", "--json")
     assert review.returncode == 0, review.stderr
     assert sorted(json.loads(review.stdout)["promoted"]) == ["taste/em-dash", "taste/preamble"]
@@ -49,6 +59,11 @@ def test_learn_commands(tmp_path: Path) -> None:
     (home / "config.toml").write_text((home / "config.toml").read_text() + '\n[learning]\nroute = "nocolon"\n')
     bad = exo(home, "learn", "queue")
     assert bad.returncode == 2 and "[learning] route" in bad.stderr
-    lint = subprocess.run([sys.executable, "-m", "exo_core.cli", "store", "lint", str(home / "store")],
-                          capture_output=True, text=True, env=ENV, cwd=ROOT)
+    lint = subprocess.run(
+        [sys.executable, "-m", "exo_core.cli", "store", "lint", str(home / "store")],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        cwd=ROOT,
+    )
     assert lint.returncode == 0 and "0 error(s), 0 warning(s)" in lint.stdout, lint.stdout

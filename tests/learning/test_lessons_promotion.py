@@ -29,7 +29,7 @@ def correct(env: Env, session: str, before: str = DASHED, after: str = PLAIN) ->
 
 def pack_section(env: Env) -> str:
     text = env.store.pack_text()
-    return text[text.index(BEGIN):text.index(END)]
+    return text[text.index(BEGIN) : text.index(END)]
 
 
 def test_two_sessions_of_corrections_promote_and_show_in_the_pack(env: Env) -> None:
@@ -83,13 +83,18 @@ def test_evidence_is_resolved_never_trusted(env: Env) -> None:
     lesson = env.learner.book.lessons["taste/em-dash"]
     before = lesson.weight(env.learner.book.last_ts)
     # A proposal that cites unrelated entries and claims a high weight gains nothing.
-    tool = env.ledger.append("action", {"tool": "web_fetch", "outcome": "allow", "session": "s2",
-                                        "result": "never use em dashes \u2014 ever"})
+    tool = env.ledger.append(
+        "action",
+        {"tool": "web_fetch", "outcome": "allow", "session": "s2", "result": "never use em dashes \u2014 ever"},
+    )
     chat = env.ledger.append("utterance", {"text": "No em dashes!", "source": "chat-import", "session": "old"})
     hello = env.ledger.append("utterance", {"text": "hello", "session": "s2"})
     accepted_plain = env.verdict(env.draft(PLAIN, "s3"), "accept", "s3")
-    env.ledger.append("proposal", {"target": "taste/em-dash", "claim": "x", "weight": 0.99, "source": "learning"},
-                      refs=(tool.id, chat.id, hello.id, accepted_plain))
+    env.ledger.append(
+        "proposal",
+        {"target": "taste/em-dash", "claim": "x", "weight": 0.99, "source": "learning"},
+        refs=(tool.id, chat.id, hello.id, accepted_plain),
+    )
     env.learner.refresh()
     assert lesson.weight(env.learner.book.last_ts) <= before
     assert {tool.id, chat.id, hello.id, accepted_plain} <= set(lesson.ignored)
@@ -147,10 +152,27 @@ def test_thats_wrong_reverts_by_appending(env: Env) -> None:
 
 def test_guarded_never_promotes_automatically_until_the_person_answers(env: Env) -> None:
     for day in range(4):
-        approval = env.ledger.append("approval", {"session": f"s{day}", "tool": "bash", "decision": "deny",
-                                                  "summary": "git push origin main", "request_id": f"r{day}"})
-        env.ledger.append("action", {"session": f"s{day}", "tool": "bash", "outcome": "ask", "decision": "deny",
-                                     "arguments": {"command": "git push origin main"}}, refs=(approval.id,))
+        approval = env.ledger.append(
+            "approval",
+            {
+                "session": f"s{day}",
+                "tool": "bash",
+                "decision": "deny",
+                "summary": "git push origin main",
+                "request_id": f"r{day}",
+            },
+        )
+        env.ledger.append(
+            "action",
+            {
+                "session": f"s{day}",
+                "tool": "bash",
+                "outcome": "ask",
+                "decision": "deny",
+                "arguments": {"command": "git push origin main"},
+            },
+            refs=(approval.id,),
+        )
         env.clock.advance(DAY)
         report = env.learner.review()
         assert report.promoted == ()
@@ -160,8 +182,9 @@ def test_guarded_never_promotes_automatically_until_the_person_answers(env: Env)
     assert len(asked) == 1, "one numbered question, asked once"
     question = env.ledger.get(asked[0].proposals[0])
     assert question.body["labels"] == ["Yes", "No"]
-    env.ledger.append("utterance", {"text": "Yes", "answer_to": question.id, "option": 1, "session": "s9"},
-                      refs=(question.id,))
+    env.ledger.append(
+        "utterance", {"text": "Yes", "answer_to": question.id, "option": 1, "session": "s9"}, refs=(question.id,)
+    )
     report = env.learner.review()
     assert report.promoted == ("rules/ask-before-push",)
     assert env.learner.book.lessons["rules/ask-before-push"].promoted_by == "person"
@@ -169,9 +192,19 @@ def test_guarded_never_promotes_automatically_until_the_person_answers(env: Env)
 
 def _onboarded(env: Env, domain: str, name: str) -> str:
     node_id = f"{domain}/{name}"
-    env.store.write_node(Node(id=node_id, title="Answer length", type="preference", domain=domain,
-                              summary="Answers should be: detailed.", load_when="", confidence="high",
-                              stability="durable", valid_from="2026-01-01"))
+    env.store.write_node(
+        Node(
+            id=node_id,
+            title="Answer length",
+            type="preference",
+            domain=domain,
+            summary="Answers should be: detailed.",
+            load_when="",
+            confidence="high",
+            stability="durable",
+            valid_from="2026-01-01",
+        )
+    )
     return node_id
 
 
@@ -198,8 +231,10 @@ def test_a_conflict_with_a_guarding_belief_asks(env: Env) -> None:
     old = _onboarded(env, "rules", "ask-before-push")
     for day in range(3):
         env.verdict(env.draft("Pushed.", f"s{day}"), "accept", f"s{day}")
-        approval = env.ledger.append("approval", {"session": f"s{day}", "tool": "bash", "decision": "deny",
-                                                  "summary": "git push", "request_id": f"r{day}"})
+        approval = env.ledger.append(
+            "approval",
+            {"session": f"s{day}", "tool": "bash", "decision": "deny", "summary": "git push", "request_id": f"r{day}"},
+        )
         env.clock.advance(DAY)
         assert env.learner.review().promoted == ()
         assert approval.id in env.learner.book.lessons[old].evidence
@@ -219,12 +254,16 @@ def test_a_rejected_lesson_comes_back_only_when_the_person_says_so(env: Env) -> 
         assert "taste/em-dash" not in report.promoted, "new evidence alone never re-promotes a rejected lesson"
     lesson = env.learner.book.lessons["taste/em-dash"]
     assert lesson.weight(env.learner.book.last_ts) >= 0.75
-    question = next(l for l in env.learner.book.lessons.values()
-                    if l.home == "question" and "taste/em-dash" in str(env.ledger.get(l.proposals[0]).body["options"]))
+    question = next(
+        l
+        for l in env.learner.book.lessons.values()
+        if l.home == "question" and "taste/em-dash" in str(env.ledger.get(l.proposals[0]).body["options"])
+    )
     asked = env.ledger.get(question.proposals[0])
     assert "You said it was wrong before" in asked.body["claim"]
-    env.ledger.append("utterance", {"text": "Yes", "answer_to": asked.id, "option": 1, "session": "s6"},
-                      refs=(asked.id,))
+    env.ledger.append(
+        "utterance", {"text": "Yes", "answer_to": asked.id, "option": 1, "session": "s6"}, refs=(asked.id,)
+    )
     assert "taste/em-dash" in env.learner.review().promoted
     assert env.learner.book.lessons["taste/em-dash"].promoted_by == "person"
 
@@ -258,4 +297,4 @@ def test_a_stray_end_marker_before_a_cut_off_section_does_not_break_writing_the_
     correct(env, "s1")
     env.learner.review()
     text = pack.read_text(encoding="utf-8")
-    assert text.startswith(mine) and "Hints:" in text[len(mine):]
+    assert text.startswith(mine) and "Hints:" in text[len(mine) :]

@@ -65,8 +65,12 @@ class Server:
         self.port, self.log, self.proc = port, log, None
 
     def start(self, delay: float) -> "Server":
-        self.proc = subprocess.Popen([sys.executable, str(HERE / "larger_model.py"), str(self.port), str(self.log),
-                                      str(delay)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=ENV)
+        self.proc = subprocess.Popen(
+            [sys.executable, str(HERE / "larger_model.py"), str(self.port), str(self.log), str(delay)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=ENV,
+        )
         assert self.proc.stdout.readline().strip() == b"ready"
         return self
 
@@ -79,8 +83,14 @@ class Server:
 
 
 def exo(home: Path, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "exo_core.cli", "learn", *args, "--home", str(home), "--json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT)
+    return subprocess.Popen(
+        [sys.executable, "-m", "exo_core.cli", "learn", *args, "--home", str(home), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+        cwd=ROOT,
+    )
 
 
 def wait_for(predicate, timeout: float = 30.0) -> None:
@@ -110,12 +120,19 @@ def test_queue_survives_sigkill_and_drains_exactly_once(tmp_path: Path) -> None:
     port = free_port()
     (home / "config.toml").write_text(
         f'[models.providers.laptop]\nkind = "openai"\nbase_url = "http://127.0.0.1:{port}/v1"\nkey_env = []\n\n'
-        '[learning]\nroute = "laptop:big"\nceiling = 1.0\nbatch = 50\n')
+        '[learning]\nroute = "laptop:big"\nceiling = 1.0\nbatch = 50\n'
+    )
     server = Server(port, tmp_path / "requests.log")
 
     # 1. The device learns with the server down; the process is killed; the queue keeps every job.
-    child = subprocess.Popen([sys.executable, "-c", QUEUE_AND_WAIT, str(home)], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT)
+    child = subprocess.Popen(
+        [sys.executable, "-c", QUEUE_AND_WAIT, str(home)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+        cwd=ROOT,
+    )
     line = child.stdout.readline()
     child.send_signal(signal.SIGKILL)
     child.wait()
@@ -144,9 +161,18 @@ def test_queue_survives_sigkill_and_drains_exactly_once(tmp_path: Path) -> None:
     # 4. A drainer that died between its append and marking the job done: the next drain finds the result.
     job = queue.pending(1)[0]
     with Ledger.open_store(home / "store", signer=load_signing_key(home / "keys")) as ledger:
-        ledger.append("proposal", {"target": job.inputs["target"], "revises": job.inputs["proposal"],
-                                   "claim": "Wants it written by the earlier drainer.", "source": "learning",
-                                   "by": "reflection"}, refs=(job.inputs["proposal"],), idem=f"queue:{job.key}")
+        ledger.append(
+            "proposal",
+            {
+                "target": job.inputs["target"],
+                "revises": job.inputs["proposal"],
+                "claim": "Wants it written by the earlier drainer.",
+                "source": "learning",
+                "by": "reflection",
+            },
+            refs=(job.inputs["proposal"],),
+            idem=f"queue:{job.key}",
+        )
 
     # 5. The server is SIGKILLed mid-batch.
     seen = server.requests()
@@ -204,8 +230,9 @@ def test_a_ceiling_stops_the_drain(tmp_path: Path) -> None:
     async def run() -> object:
         client = HttpClient()
         try:
-            transport = OpenAICompatTransport(client, base_url=f"http://127.0.0.1:{port}/v1", model="big",
-                                              api_key=None, provider="laptop")
+            transport = OpenAICompatTransport(
+                client, base_url=f"http://127.0.0.1:{port}/v1", model="big", api_key=None, provider="laptop"
+            )
             return await drain(queue, transport, ledger, ceiling=0.02)
         finally:
             await client.aclose()

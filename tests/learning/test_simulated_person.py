@@ -42,12 +42,14 @@ def test_high_weight_taste_matches_the_hidden_rules(run: tuple[Env, Simulation])
     first, last = sim.stats.per_accept(slice(0, 6)), sim.stats.per_accept(slice(-6, None))
     shown = {l.feature for l in enforced(book, now) + hints(book, now) if l.feature}
     ever = {feature_of(e.body["target"]) for e in env.ledger.entries(kind="promotion")} - hidden
-    print(f"\nsimulated person (seed {SEED}): precision {precision:.2f} recall {recall:.2f} "
-          f"({true_pos} of {len(hidden)} hidden rules high, {len(high)} high lessons); shown in the pack "
-          f"(enforced or hint) {len(shown & hidden)} of {len(HIDDEN)} writing rules and {len(shown - hidden)} others; "
-          f"distractors promoted at some point: {sorted(ever) or 'none'}; corrections per accepted output "
-          f"{first:.2f} in sessions 1-6 -> {last:.2f} in sessions 19-24; questions answered "
-          f"{sim.stats.questions_answered}")
+    print(
+        f"\nsimulated person (seed {SEED}): precision {precision:.2f} recall {recall:.2f} "
+        f"({true_pos} of {len(hidden)} hidden rules high, {len(high)} high lessons); shown in the pack "
+        f"(enforced or hint) {len(shown & hidden)} of {len(HIDDEN)} writing rules and {len(shown - hidden)} others; "
+        f"distractors promoted at some point: {sorted(ever) or 'none'}; corrections per accepted output "
+        f"{first:.2f} in sessions 1-6 -> {last:.2f} in sessions 19-24; questions answered "
+        f"{sim.stats.questions_answered}"
+    )
     assert precision >= 0.85 and recall >= 0.75
     assert set(HIDDEN) <= shown, "every writing rule is enforced or, after fading in silence, a hint"
     assert last < first / 2, "corrections per accepted output fall as the pack learns"
@@ -63,8 +65,10 @@ def test_nothing_guarded_was_promoted_automatically(run: tuple[Env, Simulation])
         if lesson.guarded:
             assert promotion.body["by"] == "person", f"{lesson.target} was promoted without the person"
     assert not push.promoted_by, "the person never answered the question, so it waits"
-    assert any(l.home == "question" and "rules/ask-before-push" in str(env.ledger.get(l.proposals[0]).body)
-               for l in book.lessons.values()), "and Exo asked"
+    assert any(
+        l.home == "question" and "rules/ask-before-push" in str(env.ledger.get(l.proposals[0]).body)
+        for l in book.lessons.values()
+    ), "and Exo asked"
 
 
 def test_rebuilding_weights_and_pack_from_the_ledger_alone_is_identical(run: tuple[Env, Simulation]) -> None:
@@ -72,7 +76,7 @@ def test_rebuilding_weights_and_pack_from_the_ledger_alone_is_identical(run: tup
     live_book = env.learner.book
     live = {t: l.to_json(live_book.last_ts) for t, l in live_book.lessons.items()}
     pack = env.store.pack_text()
-    section = pack[pack.index(BEGIN):pack.index(END) + len(END)]
+    section = pack[pack.index(BEGIN) : pack.index(END) + len(END)]
     # A fresh learner rebuilds its book from the ledger.
     again = Learner(env.store, env.ledger)
     again.refresh()

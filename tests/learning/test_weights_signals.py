@@ -15,8 +15,23 @@ def ev(i: int, strength: float, ts: int = 0, fades: bool = True, session: str = 
 
 
 def entry(kind: str, body: dict, scope: str = "person") -> StoredEntry:
-    return StoredEntry(n=1, seg=0, pos=1, id="0" * 64, prev="0" * 64, chain="0" * 64, author="a", sig=b"",
-                       kind=kind, scope=scope, ts=0, idem=None, refs=(), body=body, content=b"")
+    return StoredEntry(
+        n=1,
+        seg=0,
+        pos=1,
+        id="0" * 64,
+        prev="0" * 64,
+        chain="0" * 64,
+        author="a",
+        sig=b"",
+        kind=kind,
+        scope=scope,
+        ts=0,
+        idem=None,
+        refs=(),
+        body=body,
+        content=b"",
+    )
 
 
 @pytest.mark.parametrize("category", sorted(STRENGTHS))

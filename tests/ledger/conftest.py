@@ -11,6 +11,7 @@ from exo_core.ledger import Ledger, Signer
 
 from ledger_testkit import FakeClock, fill
 
+
 @pytest.fixture
 def signer() -> Signer:
     return Signer.from_seed(bytes(range(32)))

@@ -29,11 +29,11 @@ def fill(ledger: Ledger, count: int) -> list[str]:
         if mod == 0 or not ids:
             e = ledger.append("utterance", {"text": f"message {i} — naïve ☃"}, idem=f"turn-{i}")
         elif mod == 1:
-            e = ledger.append("action", {"tool": "edit_file", "outcome": "allow", "result": {"lines": i}},
-                              refs=[ids[-1]])
+            e = ledger.append(
+                "action", {"tool": "edit_file", "outcome": "allow", "result": {"lines": i}}, refs=[ids[-1]]
+            )
         elif mod == 2:
-            e = ledger.append("verdict", {"verdict": "edit", "judged": ids[-1]}, refs=[ids[-1]],
-                              scope="agent:writer")
+            e = ledger.append("verdict", {"verdict": "edit", "judged": ids[-1]}, refs=[ids[-1]], scope="agent:writer")
         elif mod == 3:
             e = ledger.append("decision", {"decider": "rules", "p": 0.25, "input": "ab" * 8})
         else:

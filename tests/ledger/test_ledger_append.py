@@ -28,8 +28,17 @@ def test_entry_fields_follow_the_documented_byte_rules(make_ledger: MakeLedger, 
     ledger = make_ledger()
     first = ledger.append("utterance", {"text": "hi ☃"})
     second = ledger.append("rule", {"text": "short commit messages"}, refs=[first.id])
-    expected = canonical_json({"v": 1, "kind": "utterance", "scope": "person", "author": signer.key_id,
-                               "ts": first.ts, "refs": [], "body": {"text": "hi ☃"}})
+    expected = canonical_json(
+        {
+            "v": 1,
+            "kind": "utterance",
+            "scope": "person",
+            "author": signer.key_id,
+            "ts": first.ts,
+            "refs": [],
+            "body": {"text": "hi ☃"},
+        }
+    )
     assert first.content == expected
     assert first.id == sha256_hex(expected)
     assert first.prev == genesis_hash("test-ledger") == ledger.genesis
@@ -41,8 +50,21 @@ def test_entry_fields_follow_the_documented_byte_rules(make_ledger: MakeLedger, 
 
 
 def test_every_kind_has_a_rule_and_unknown_kinds_are_refused(make_ledger: MakeLedger) -> None:
-    assert set(KINDS) == {"utterance", "rule", "action", "approval", "verdict", "outcome", "proposal",
-                          "promotion", "rejection", "item", "retrieval", "decision", "checkpoint"}
+    assert set(KINDS) == {
+        "utterance",
+        "rule",
+        "action",
+        "approval",
+        "verdict",
+        "outcome",
+        "proposal",
+        "promotion",
+        "rejection",
+        "item",
+        "retrieval",
+        "decision",
+        "checkpoint",
+    }
     ledger = make_ledger()
     with pytest.raises(BadBodyError) as info:
         ledger.append("memory", {"text": "x"})
@@ -50,21 +72,25 @@ def test_every_kind_has_a_rule_and_unknown_kinds_are_refused(make_ledger: MakeLe
     assert ledger.count() == 0
 
 
-@pytest.mark.parametrize(("kind", "body", "field"), [
-    ("utterance", {}, "body.text"),
-    ("utterance", {"text": ""}, "body.text"),
-    ("action", {"tool": "bash"}, "body.outcome"),
-    ("approval", {"decision": "maybe"}, "body.decision"),
-    ("verdict", {"verdict": "meh", "judged": "0" * 64}, "body.verdict"),
-    ("verdict", {"verdict": "accept"}, "body.judged"),
-    ("retrieval", {"node_ids": "n1", "item_ids": []}, "body.node_ids"),
-    ("decision", {"decider": "rules", "prompt": "the raw question text"}, "body.prompt"),
-    ("checkpoint", {"size": -1, "head": "0" * 64}, "body.size"),
-    ("item", {"item_id": 5}, "body.item_id"),
-    ("utterance", {"text": float("nan")}, "body.text"),
-])
-def test_bad_bodies_name_the_field_and_write_nothing(make_ledger: MakeLedger, kind: str, body: dict,
-                                                    field: str) -> None:
+@pytest.mark.parametrize(
+    ("kind", "body", "field"),
+    [
+        ("utterance", {}, "body.text"),
+        ("utterance", {"text": ""}, "body.text"),
+        ("action", {"tool": "bash"}, "body.outcome"),
+        ("approval", {"decision": "maybe"}, "body.decision"),
+        ("verdict", {"verdict": "meh", "judged": "0" * 64}, "body.verdict"),
+        ("verdict", {"verdict": "accept"}, "body.judged"),
+        ("retrieval", {"node_ids": "n1", "item_ids": []}, "body.node_ids"),
+        ("decision", {"decider": "rules", "prompt": "the raw question text"}, "body.prompt"),
+        ("checkpoint", {"size": -1, "head": "0" * 64}, "body.size"),
+        ("item", {"item_id": 5}, "body.item_id"),
+        ("utterance", {"text": float("nan")}, "body.text"),
+    ],
+)
+def test_bad_bodies_name_the_field_and_write_nothing(
+    make_ledger: MakeLedger, kind: str, body: dict, field: str
+) -> None:
     ledger = make_ledger()
     with pytest.raises(BadBodyError) as info:
         ledger.append(kind, body)
@@ -129,8 +155,14 @@ def test_database_refuses_update_and_delete(make_ledger: MakeLedger) -> None:
     ledger = make_ledger()
     ledger.append("utterance", {"text": "kept"})
     raw = sqlite3.connect(ledger.path)
-    for sql in ("UPDATE entries SET kind='rule'", "DELETE FROM entries", "UPDATE meta SET value='x'",
-                "DELETE FROM segments", "UPDATE segments SET origin='x'", "DELETE FROM meta"):
+    for sql in (
+        "UPDATE entries SET kind='rule'",
+        "DELETE FROM entries",
+        "UPDATE meta SET value='x'",
+        "DELETE FROM segments",
+        "UPDATE segments SET origin='x'",
+        "DELETE FROM meta",
+    ):
         with pytest.raises(sqlite3.DatabaseError, match="append-only"):
             raw.execute(sql)
     raw.close()

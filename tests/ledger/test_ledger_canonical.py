@@ -12,8 +12,11 @@ from exo_core.errors import BadBodyError, CorruptDataError
 from exo_core.ledger.canonical import canonical_json, parse_canonical
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**70), 2**70)
-    | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
     max_leaves=20,
 )
@@ -44,10 +47,21 @@ def test_refuses_deep_nesting() -> None:
         canonical_json(doc)
 
 
-@pytest.mark.parametrize("raw", [
-    b'{"b":1,"a":2}', b'{"a": 1}', b'{"a":1,"a":1}', b"\xff", b"NaN", b'{"a":1e400}',
-    b'{"a":"\\u00e9"}', b" 1", b"1.0e0", b"",
-])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"b":1,"a":2}',
+        b'{"a": 1}',
+        b'{"a":1,"a":1}',
+        b"\xff",
+        b"NaN",
+        b'{"a":1e400}',
+        b'{"a":"\\u00e9"}',
+        b" 1",
+        b"1.0e0",
+        b"",
+    ],
+)
 def test_parse_refuses_non_canonical(raw: bytes) -> None:
     with pytest.raises(CorruptDataError):
         parse_canonical(raw)

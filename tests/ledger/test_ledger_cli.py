@@ -19,8 +19,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def exo(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "EXO_HOME": str(home)}
-    return subprocess.run([sys.executable, "-m", "exo_core.cli", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "exo_core.cli", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
 
 
 @pytest.fixture
@@ -47,8 +48,10 @@ def test_verify_ok_and_default_store(tmp_path: Path, store: Path) -> None:
 
 def test_verify_names_the_first_bad_entry(tmp_path: Path, store: Path) -> None:
     raw = sqlite3.connect(store / "ledger.sqlite")
-    raw.executescript("DROP TRIGGER entries_no_update; UPDATE entries SET content = "
-                      "CAST(replace(content, 'bash', 'rm -rf') AS BLOB) WHERE n = 2;")
+    raw.executescript(
+        "DROP TRIGGER entries_no_update; UPDATE entries SET content = "
+        "CAST(replace(content, 'bash', 'rm -rf') AS BLOB) WHERE n = 2;"
+    )
     raw.close()
     result = exo(tmp_path / "home", "ledger", "verify", "--store", str(store))
     assert result.returncode == 1
@@ -67,16 +70,19 @@ def test_verify_uses_the_machine_checkpoint_book_and_pins(tmp_path: Path, store:
     book.close()
     assert "1 checkpoint(s)" in exo(home, "ledger", "verify", "--store", str(store)).stdout
     raw = sqlite3.connect(store / "ledger.sqlite")
-    raw.executescript("DROP TRIGGER entries_no_delete; DELETE FROM entries WHERE n = 4; CREATE TRIGGER "
-                      "entries_no_delete BEFORE DELETE ON entries BEGIN SELECT RAISE(ABORT, 'no'); END;")
+    raw.executescript(
+        "DROP TRIGGER entries_no_delete; DELETE FROM entries WHERE n = 4; CREATE TRIGGER "
+        "entries_no_delete BEFORE DELETE ON entries BEGIN SELECT RAISE(ABORT, 'no'); END;"
+    )
     raw.close()
     result = exo(home, "ledger", "verify", "--store", str(store))
     assert result.returncode == 1 and "tail was dropped" in result.stdout
     assert exo(home, "ledger", "verify", "--store", str(store), "--no-checkpoints").returncode == 0
     other = Signer.generate().key_id
     assert exo(home, "ledger", "verify", "--store", str(store), "--no-checkpoints", "--pin", other).returncode == 1
-    assert exo(home, "ledger", "verify", "--store", str(store), "--no-checkpoints",
-               "--pin", signer.key_id).returncode == 0
+    assert (
+        exo(home, "ledger", "verify", "--store", str(store), "--no-checkpoints", "--pin", signer.key_id).returncode == 0
+    )
     bad_pin = exo(home, "ledger", "verify", "--store", str(store), "--pin", "nope")
     assert bad_pin.returncode == 2 and "not a key id" in bad_pin.stderr
 
@@ -90,21 +96,30 @@ def test_log_filters_and_show(tmp_path: Path, store: Path) -> None:
     scoped = exo(home, "ledger", "log", "--store", str(store), "--scope", "agent:coder").stdout.splitlines()
     assert len(scoped) == 1
     assert exo(home, "ledger", "log", "--store", str(store), "--since", "2999-01-01").stdout == ""
-    assert len(exo(home, "ledger", "log", "--store", str(store), "--until", "2999-01-01T00:00+02:00",
-                   "--limit", "2").stdout.splitlines()) == 2
+    assert (
+        len(
+            exo(
+                home, "ledger", "log", "--store", str(store), "--until", "2999-01-01T00:00+02:00", "--limit", "2"
+            ).stdout.splitlines()
+        )
+        == 2
+    )
     entry_id = json.loads(only[0])["id"]
     shown = json.loads(exo(home, "ledger", "show", entry_id[:10], "--store", str(store)).stdout)
     assert shown["id"] == entry_id and shown["body"] == {"tool": "bash", "outcome": "allow"}
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["log", "--kind", "gossip"], "unknown ledger entry kind"),
-    (["log", "--scope", "Boss"], "bad scope"),
-    (["log", "--since", "yesterday"], "--since"),
-    (["log", "--limit", "-1"], "--limit"),
-    (["show", "zzzz"], "not an entry id"),
-    (["show", "abcdef0123"], "no ledger entry"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["log", "--kind", "gossip"], "unknown ledger entry kind"),
+        (["log", "--scope", "Boss"], "bad scope"),
+        (["log", "--since", "yesterday"], "--since"),
+        (["log", "--limit", "-1"], "--limit"),
+        (["show", "zzzz"], "not an entry id"),
+        (["show", "abcdef0123"], "no ledger entry"),
+    ],
+)
 def test_bad_input_is_a_typed_error(tmp_path: Path, store: Path, args: list[str], message: str) -> None:
     result = exo(tmp_path / "home", "ledger", *args, "--store", str(store))
     assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
@@ -130,7 +145,10 @@ def test_rebuild(tmp_path: Path, store: Path) -> None:
 
 
 def test_verify_pins_store_toml_owner_keys_by_default(
-    tmp_path: Path, store: Path, signer: Signer, other_signer: Signer,
+    tmp_path: Path,
+    store: Path,
+    signer: Signer,
+    other_signer: Signer,
 ) -> None:
     home = tmp_path / "home"
     (store / "STORE.toml").write_text(f'format = 2\nkind = "person"\nowner_keys = ["{signer.key_id}"]\n')

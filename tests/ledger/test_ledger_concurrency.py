@@ -51,7 +51,10 @@ class Writer:
     def __init__(self, db: Path, keys: Path, tag: str, acks: list[tuple[str, str]]) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-c", WRITER, str(db), str(keys), tag],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         self.acks = acks
         self.reader = threading.Thread(target=self._read, daemon=True)
@@ -125,5 +128,7 @@ def test_concurrent_appends_survive_sigkill(tmp_path: Path) -> None:
     by_id = {e.id: e.body["text"] for e in entries}
     assert all(by_id[entry_id] == text for entry_id, text in acks)
     assert len(acks) > CYCLES, "writers made too little progress for the test to mean anything"
-    print(f"\nconcurrency: {CYCLES} kill cycles, {generation} writer processes, {len(acks)} acked, "
-          f"{len(entries)} stored, {hot_journal_kills} kills with a live journal")
+    print(
+        f"\nconcurrency: {CYCLES} kill cycles, {generation} writer processes, {len(acks)} acked, "
+        f"{len(entries)} stored, {hot_journal_kills} kills with a live journal"
+    )

@@ -13,14 +13,29 @@ from exo_core.ledger.entry import build_content, check_seal, decode_row, genesis
 
 SIGNER = Signer.from_seed(bytes(range(32)))
 PREV = genesis_hash("fuzz")
-CONTENT = build_content(kind="utterance", scope="person", author=SIGNER.key_id, ts=1, refs=[],
-                        body={"text": "hello"}, idem=None)
+CONTENT = build_content(
+    kind="utterance", scope="person", author=SIGNER.key_id, ts=1, refs=[], body={"text": "hello"}, idem=None
+)
 ENTRY_ID, CHAIN, SIG = seal(CONTENT, PREV, SIGNER)
-GOOD_ROW = (1, 0, 1, ENTRY_ID.encode(), PREV.encode(), CHAIN.encode(), SIGNER.key_id.encode(), SIG,
-            b"utterance", b"person", 1, None, CONTENT)
+GOOD_ROW = (
+    1,
+    0,
+    1,
+    ENTRY_ID.encode(),
+    PREV.encode(),
+    CHAIN.encode(),
+    SIGNER.key_id.encode(),
+    SIG,
+    b"utterance",
+    b"person",
+    1,
+    None,
+    CONTENT,
+)
 
-cells = st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1), st.binary(max_size=80), st.text(max_size=40),
-                  st.floats(allow_nan=True))
+cells = st.one_of(
+    st.none(), st.integers(-(2**63), 2**63 - 1), st.binary(max_size=80), st.text(max_size=40), st.floats(allow_nan=True)
+)
 
 
 def test_the_good_row_decodes() -> None:
@@ -63,8 +78,9 @@ def test_random_content_bytes(content: bytes) -> None:
         pass
 
 
-json_leaf = st.none() | st.booleans() | st.integers() | st.text(max_size=70) | st.floats(allow_nan=False,
-                                                                                         allow_infinity=False)
+json_leaf = (
+    st.none() | st.booleans() | st.integers() | st.text(max_size=70) | st.floats(allow_nan=False, allow_infinity=False)
+)
 json_doc = st.dictionaries(st.sampled_from(["ledger", "size", "head", "ts", "signer", "sig", "x"]), json_leaf)
 
 

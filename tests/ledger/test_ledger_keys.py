@@ -51,8 +51,10 @@ def test_loose_permissions_refused(tmp_path: Path) -> None:
         load_signing_key(tmp_path / "keys")
 
 
-@pytest.mark.parametrize("content", [b"", b"garbage", b"exo-ed25519-seed-v1 zz", b"other-v9 " + b"00" * 32,
-                                     b"exo-ed25519-seed-v1 " + b"00" * 31])
+@pytest.mark.parametrize(
+    "content",
+    [b"", b"garbage", b"exo-ed25519-seed-v1 zz", b"other-v9 " + b"00" * 32, b"exo-ed25519-seed-v1 " + b"00" * 31],
+)
 def test_corrupt_key_file(tmp_path: Path, content: bytes) -> None:
     path = tmp_path / KEY_FILE_NAME
     path.write_bytes(content)

@@ -17,14 +17,13 @@ async def test_records_a_turn_from_a_worker_thread(tmp_path: Path, signer: Signe
     said = await asyncio.to_thread(recorder.record, "utterance", {"text": "fix the typo and push"})
     assert said is not None
     action = await asyncio.to_thread(
-        recorder.record, "action",
+        recorder.record,
+        "action",
         {"tool": "bash", "outcome": "ask", "args": {"cmd": "git push"}, "result": {"stdout": "pushed"}},
         refs=(said,),
     )
     approval = await asyncio.to_thread(recorder.record, "approval", {"decision": "allow"}, refs=(action,))
-    verdict = await asyncio.to_thread(
-        recorder.record, "verdict", {"verdict": "edit", "judged": action}, refs=(action,)
-    )
+    verdict = await asyncio.to_thread(recorder.record, "verdict", {"verdict": "edit", "judged": action}, refs=(action,))
     assert isinstance(recorder, LedgerRecorder)
     recorder.close()
     with Ledger.open_store(tmp_path) as ledger:

@@ -50,7 +50,10 @@ def test_fast_forward_is_not_a_fork(make_ledger: MakeLedger, tmp_path: Path, oth
 
 
 def test_fork_keeps_everything_and_reports_both_checkpoints(
-    make_ledger: MakeLedger, tmp_path: Path, signer: Signer, other_signer: Signer,
+    make_ledger: MakeLedger,
+    tmp_path: Path,
+    signer: Signer,
+    other_signer: Signer,
 ) -> None:
     home = make_ledger()
     for i in range(4):

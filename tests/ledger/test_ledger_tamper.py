@@ -35,8 +35,9 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from ledger_testkit import FakeClock, fill
 
     path = tmp_path_factory.mktemp("pristine") / "ledger.sqlite"
-    ledger = Ledger.open(path, signer=Signer.from_seed(bytes(range(32))), create=True,
-                         ledger_id="tamper", clock=FakeClock())
+    ledger = Ledger.open(
+        path, signer=Signer.from_seed(bytes(range(32))), create=True, ledger_id="tamper", clock=FakeClock()
+    )
     fill(ledger, 100)
     assert ledger.verify().ok
     ledger.close()
@@ -170,7 +171,9 @@ def test_duplicating_an_entry_is_detected(bench: Workbench, source_n: int) -> No
 
 
 def test_dropped_tail_and_rollback_are_detected_against_checkpoints(
-    make_ledger: MakeLedger, filler: Callable[[Ledger, int], list[str]], tmp_path: Path,
+    make_ledger: MakeLedger,
+    filler: Callable[[Ledger, int], list[str]],
+    tmp_path: Path,
 ) -> None:
     ledger = make_ledger()
     filler(ledger, 20)
@@ -182,9 +185,11 @@ def test_dropped_tail_and_rollback_are_detected_against_checkpoints(
     assert ledger.verify(checkpoints=book.for_ledger(ledger.ledger_id)).ok
 
     raw = sqlite3.connect(ledger.path)
-    raw.executescript("DROP TRIGGER entries_no_delete; DELETE FROM entries WHERE n > 28; "
-                      "CREATE TRIGGER entries_no_delete BEFORE DELETE ON entries BEGIN "
-                      "SELECT RAISE(ABORT, 'the ledger is append-only: DELETE on entries refused'); END;")
+    raw.executescript(
+        "DROP TRIGGER entries_no_delete; DELETE FROM entries WHERE n > 28; "
+        "CREATE TRIGGER entries_no_delete BEFORE DELETE ON entries BEGIN "
+        "SELECT RAISE(ABORT, 'the ledger is append-only: DELETE on entries refused'); END;"
+    )
     raw.close()
     assert ledger.verify().ok  # nothing inside the file betrays a clean cut ...
     report = ledger.verify(checkpoints=[checkpoint])  # ... but this machine's checkpoint does
@@ -197,7 +202,10 @@ def test_dropped_tail_and_rollback_are_detected_against_checkpoints(
 
 
 def test_valid_signature_by_an_unpinned_key_is_caught(
-    make_ledger: MakeLedger, signer: Signer, other_signer: Signer, tmp_path: Path,
+    make_ledger: MakeLedger,
+    signer: Signer,
+    other_signer: Signer,
+    tmp_path: Path,
 ) -> None:
     ledger = make_ledger()
     ledger.append("utterance", {"text": "mine"})
@@ -221,7 +229,9 @@ def test_dropped_trigger_is_reported(make_ledger: MakeLedger) -> None:
 
 
 def test_resigned_history_is_caught_only_by_checkpoint(
-    make_ledger: MakeLedger, signer: Signer, tmp_path: Path,
+    make_ledger: MakeLedger,
+    signer: Signer,
+    tmp_path: Path,
 ) -> None:
     """Someone holding the key rewrites entry 3 and re-seals everything after it."""
     from exo_core.ledger.entry import ROW_COLUMNS, decode_row, seal
@@ -239,8 +249,19 @@ def test_resigned_history_is_caught_only_by_checkpoint(
         forged.query(
             "INSERT INTO entries(seg,pos,id,prev,chain,author,sig,kind,scope,ts,idem,content) "
             "VALUES (0,?,?,?,?,?,?,?,?,?,?,?)",
-            (entry.pos, entry_id, prev, chain, entry.author, sig, entry.kind, entry.scope, entry.ts,
-             entry.idem, content),
+            (
+                entry.pos,
+                entry_id,
+                prev,
+                chain,
+                entry.author,
+                sig,
+                entry.kind,
+                entry.scope,
+                entry.ts,
+                entry.idem,
+                content,
+            ),
         )
         prev = chain
     third = forged.query("SELECT id FROM entries WHERE pos=3")[0][0]

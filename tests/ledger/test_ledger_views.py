@@ -29,7 +29,9 @@ def _forked_store(make_ledger: MakeLedger, filler: Callable[[Ledger, int], list[
 
 
 def test_rebuild_is_byte_identical_after_deleting_views(
-    make_ledger: MakeLedger, filler: Callable[[Ledger, int], list[str]], tmp_path: Path,
+    make_ledger: MakeLedger,
+    filler: Callable[[Ledger, int], list[str]],
+    tmp_path: Path,
 ) -> None:
     ledger = _forked_store(make_ledger, filler, tmp_path)
     out = views_dir(tmp_path)
@@ -45,7 +47,9 @@ def test_rebuild_is_byte_identical_after_deleting_views(
 
 
 def test_rebuild_never_starts_from_the_current_view(
-    make_ledger: MakeLedger, filler: Callable[[Ledger, int], list[str]], tmp_path: Path,
+    make_ledger: MakeLedger,
+    filler: Callable[[Ledger, int], list[str]],
+    tmp_path: Path,
 ) -> None:
     ledger = make_ledger()
     filler(ledger, 12)

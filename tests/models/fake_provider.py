@@ -88,18 +88,20 @@ class FakeProvider:
         self.seen.append(Seen(provider, request.path, dict(request.headers), body))
         queue = self.replies[provider]
         if not queue:
-            return web.json_response({"error": {"message": f"no reply scripted for {provider}"}},
-                                     status=599)
+            return web.json_response({"error": {"message": f"no reply scripted for {provider}"}}, status=599)
         reply = queue.popleft()
         if reply.delay_headers:
             await asyncio.sleep(reply.delay_headers)
         if reply.status != 200:
-            return web.Response(status=reply.status, headers=reply.headers,
-                                text=reply.body if reply.body is not None else json.dumps(
-                                    {"error": {"message": f"scripted {reply.status}"}}),
-                                content_type="application/json")
-        resp = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream",
-                                                       **reply.headers})
+            return web.Response(
+                status=reply.status,
+                headers=reply.headers,
+                text=reply.body
+                if reply.body is not None
+                else json.dumps({"error": {"message": f"scripted {reply.status}"}}),
+                content_type="application/json",
+            )
+        resp = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream", **reply.headers})
         await resp.prepare(request)
         for i, ev in enumerate(reply.events):
             if reply.cut_after is not None and i >= reply.cut_after:
@@ -133,12 +135,13 @@ def _sse(ev: Any) -> bytes:
     return f"data: {payload}\n\n".encode()
 
 
-def openai_chunks(*texts: str, finish: str | None = "stop", usage: dict[str, Any] | None = None,
-                  model: str = "m") -> list[dict[str, Any]]:
+def openai_chunks(
+    *texts: str, finish: str | None = "stop", usage: dict[str, Any] | None = None, model: str = "m"
+) -> list[dict[str, Any]]:
     """OpenAI-style stream chunks: one per text, then the finish reason and usage."""
     out: list[dict[str, Any]] = [
-        {"model": model, "choices": [{"index": 0, "delta": {"content": t}, "finish_reason": None}]}
-        for t in texts]
+        {"model": model, "choices": [{"index": 0, "delta": {"content": t}, "finish_reason": None}]} for t in texts
+    ]
     if finish is not None:
         out.append({"model": model, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
     if usage is not None:
@@ -146,21 +149,48 @@ def openai_chunks(*texts: str, finish: str | None = "stop", usage: dict[str, Any
     return out
 
 
-def anthropic_events(*texts: str, usage_in: int = 10, usage_out: int = 5,
-                     cache_read: int = 0, cache_write: int = 0) -> list[tuple[str, Any]]:
+def anthropic_events(
+    *texts: str, usage_in: int = 10, usage_out: int = 5, cache_read: int = 0, cache_write: int = 0
+) -> list[tuple[str, Any]]:
     """An Anthropic Messages stream with text blocks."""
-    evs: list[tuple[str, Any]] = [("message_start", {"type": "message_start", "message": {
-        "id": "msg_1", "model": "claude-test", "usage": {
-            "input_tokens": usage_in, "output_tokens": 1, "cache_read_input_tokens": cache_read,
-            "cache_creation_input_tokens": cache_write}}})]
-    evs.append(("content_block_start", {"type": "content_block_start", "index": 0,
-                                        "content_block": {"type": "text", "text": ""}}))
+    evs: list[tuple[str, Any]] = [
+        (
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_1",
+                    "model": "claude-test",
+                    "usage": {
+                        "input_tokens": usage_in,
+                        "output_tokens": 1,
+                        "cache_read_input_tokens": cache_read,
+                        "cache_creation_input_tokens": cache_write,
+                    },
+                },
+            },
+        )
+    ]
+    evs.append(
+        (
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        )
+    )
     for t in texts:
-        evs.append(("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                            "delta": {"type": "text_delta", "text": t}}))
+        evs.append(
+            (
+                "content_block_delta",
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}},
+            )
+        )
     evs.append(("content_block_stop", {"type": "content_block_stop", "index": 0}))
-    evs.append(("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
-                                  "usage": {"output_tokens": usage_out}}))
+    evs.append(
+        (
+            "message_delta",
+            {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": usage_out}},
+        )
+    )
     evs.append(("message_stop", {"type": "message_stop"}))
     return evs
 

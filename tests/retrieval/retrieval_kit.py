@@ -20,44 +20,83 @@ __all__ = ["node", "make_store", "add_turns", "HashEmbedder", "model_files_prese
 
 def node(node_id: str, title: str, summary: str, body: str = "", **kw: object) -> Node:
     """A valid node with defaults for the fields a test does not care about."""
-    return Node(id=node_id, title=title, type="preference", domain=node_id.split("/")[0], summary=summary,
-                load_when=str(kw.pop("load_when", "")), confidence="high", stability="durable",
-                valid_from="2024-01-01", body=body, **kw)  # type: ignore[arg-type]
+    return Node(
+        id=node_id,
+        title=title,
+        type="preference",
+        domain=node_id.split("/")[0],
+        summary=summary,
+        load_when=str(kw.pop("load_when", "")),
+        confidence="high",
+        stability="durable",
+        valid_from="2024-01-01",
+        body=body,
+        **kw,
+    )  # type: ignore[arg-type]
 
 
 def make_store(root: Path, signer: Signer) -> Store:
     """A store with beliefs (one superseded, a contradiction, typed links, a private one) and two items."""
     store = init_store(root, owner_key_ids=[signer.key_id])
     nodes = [
-        node("taste/short-replies", "Short replies", "Keeps replies brief and to the point",
-             "Long answers annoy them; three sentences at most.", tags=("brevity",)),
+        node(
+            "taste/short-replies",
+            "Short replies",
+            "Keeps replies brief and to the point",
+            "Long answers annoy them; three sentences at most.",
+            tags=("brevity",),
+        ),
         node("taste/old-tone", "Formal tone", "Wanted a formal tone in every reply", valid_until="2024-06-01"),
-        node("taste/casual-tone", "Casual tone", "Prefers a casual tone in replies",
-             links=(Link("supersedes", "taste/old-tone"), Link("see-also", "work/editor"))),
-        node("taste/emoji", "Emoji in replies", "Likes emoji in chat replies",
-             links=(Link("contradicts", "taste/no-emoji"),)),
+        node(
+            "taste/casual-tone",
+            "Casual tone",
+            "Prefers a casual tone in replies",
+            links=(Link("supersedes", "taste/old-tone"), Link("see-also", "work/editor")),
+        ),
+        node(
+            "taste/emoji",
+            "Emoji in replies",
+            "Likes emoji in chat replies",
+            links=(Link("contradicts", "taste/no-emoji"),),
+        ),
         node("taste/no-emoji", "No emoji", "Dislikes emoji in written work"),
-        node("work/editor", "Editor", "Uses the vim editor for everything",
-             links=(Link("explains", "work/keyboard"),)),
+        node("work/editor", "Editor", "Uses the vim editor for everything", links=(Link("explains", "work/keyboard"),)),
         node("work/keyboard", "Keyboard", "Types on a split keyboard"),
-        node("self/health", "Health note", "A private health matter", "Raw private detail: do not leak.",
-             private=True),
-        node("rules/ask-before-push", "Ask before pushing", "Always ask before git push to a shared remote",
-             "Pushing is public: it needs the person's approval."),
+        node("self/health", "Health note", "A private health matter", "Raw private detail: do not leak.", private=True),
+        node(
+            "rules/ask-before-push",
+            "Ask before pushing",
+            "Always ask before git push to a shared remote",
+            "Pushing is public: it needs the person's approval.",
+        ),
     ]
     for n in nodes:
         store.write_node(n)
     index = store.root / "rules" / "INDEX.md"
-    index.write_text(index.read_text(encoding="utf-8") + "\n- git push -> [[rules/ask-before-push]]\n",
-                     encoding="utf-8")
+    index.write_text(
+        index.read_text(encoding="utf-8") + "\n- git push -> [[rules/ask-before-push]]\n", encoding="utf-8"
+    )
     ledger = Ledger.open_store(store.root, signer=signer)
     try:
         with ItemStore(store.items_path, ledger) as items:
-            items.put(Item.new(source_kind="bookmark", source_ref="a", title="Vim tips and tricks",
-                               body="A long article about the vim editor and its modal editing.",
-                               url="https://example.org/vim-tips"))
-            items.put(Item.new(source_kind="bookmark", source_ref="b", title="Sourdough bread recipe",
-                               body="Flour, water, salt and patience.", url="https://example.org/bread"))
+            items.put(
+                Item.new(
+                    source_kind="bookmark",
+                    source_ref="a",
+                    title="Vim tips and tricks",
+                    body="A long article about the vim editor and its modal editing.",
+                    url="https://example.org/vim-tips",
+                )
+            )
+            items.put(
+                Item.new(
+                    source_kind="bookmark",
+                    source_ref="b",
+                    title="Sourdough bread recipe",
+                    body="Flour, water, salt and patience.",
+                    url="https://example.org/bread",
+                )
+            )
     finally:
         ledger.close()
     return store
@@ -67,10 +106,11 @@ def add_turns(db: Path, session: str, turns: list[tuple[str, str]]) -> None:
     """Append past conversation turns ``(role, text)`` to ``sessions.sqlite`` at ``db``."""
     conn = open_writer(db)
     try:
-        conn.execute("INSERT OR IGNORE INTO sessions(id, created_at, updated_at) VALUES (?, 'now', 'now')",
-                     (session,))
-        conn.executemany("INSERT INTO messages(session_id, role, content, created_at) VALUES (?, ?, ?, 'now')",
-                         [(session, r, t) for r, t in turns])
+        conn.execute("INSERT OR IGNORE INTO sessions(id, created_at, updated_at) VALUES (?, 'now', 'now')", (session,))
+        conn.executemany(
+            "INSERT INTO messages(session_id, role, content, created_at) VALUES (?, ?, ?, 'now')",
+            [(session, r, t) for r, t in turns],
+        )
     finally:
         conn.close()
 

@@ -19,10 +19,13 @@ from retrieval_kit import make_store, model_files_present
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO.parent / "shared" / "data"
-needs_model = pytest.mark.skipif(not model_files_present(),
-                                 reason="int8 embedder files absent: run `exo models fetch` (docs/models.md)")
-needs_data = pytest.mark.skipif(not (DATA / "locomo" / "locomo-dev.json").is_file(),
-                                reason="../shared/data (LoCoMo, LongMemEval) is not on this machine")
+needs_model = pytest.mark.skipif(
+    not model_files_present(), reason="int8 embedder files absent: run `exo models fetch` (docs/models.md)"
+)
+needs_data = pytest.mark.skipif(
+    not (DATA / "locomo" / "locomo-dev.json").is_file(),
+    reason="../shared/data (LoCoMo, LongMemEval) is not on this machine",
+)
 
 
 @pytest.mark.model
@@ -65,11 +68,27 @@ def test_exo_bench_retrieval_prints_the_metrics_json(tmp_path: Path) -> None:
     lme = json.loads(lzma.open(DATA / "longmemeval" / "longmemeval-s-dev.json.xz").read())
     questions = [q for q in lme["questions"] if not q["question_id"].endswith("_abs")][:3]
     keep = {s for q in questions for s in q["haystack_session_ids"]}
-    (tmp_path / "lme.json").write_text(json.dumps({"sessions": {k: lme["sessions"][k] for k in keep},
-                                                   "questions": questions}))
-    out = subprocess.run([sys.executable, "-m", "exo_core.cli", "bench", "retrieval", "--locomo",
-                          str(tmp_path / "locomo.json"), "--longmemeval", str(tmp_path / "lme.json"), "--json"],
-                         capture_output=True, text=True, cwd=REPO, timeout=300)
+    (tmp_path / "lme.json").write_text(
+        json.dumps({"sessions": {k: lme["sessions"][k] for k in keep}, "questions": questions})
+    )
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "exo_core.cli",
+            "bench",
+            "retrieval",
+            "--locomo",
+            str(tmp_path / "locomo.json"),
+            "--longmemeval",
+            str(tmp_path / "lme.json"),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     systems = ("bm25", "embed", "fused") if model_files_present() else ("bm25",)

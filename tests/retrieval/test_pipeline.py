@@ -37,8 +37,11 @@ def store(tmp_path: Path, signer: Signer) -> Store:
 @pytest.fixture()
 def sessions(tmp_path: Path) -> Path:
     db = tmp_path / "home" / "sessions.sqlite"
-    add_turns(db, "old", [("user", "I planted tomatoes in the garden last spring"),
-                          ("assistant", "Tomatoes need plenty of sun")])
+    add_turns(
+        db,
+        "old",
+        [("user", "I planted tomatoes in the garden last spring"), ("assistant", "Tomatoes need plenty of sun")],
+    )
     add_turns(db, "now", [("user", "What about my tomatoes in the garden?")])
     return db
 
@@ -156,8 +159,11 @@ def test_memory_provider_puts_the_pack_first_then_the_recalled_blocks(store: Sto
     memory.close()
 
 
-_queries = st.one_of(st.binary(max_size=200).map(lambda b: b.decode("utf-8", "surrogateescape")),
-                     st.text(max_size=200), st.sampled_from(['"', "NEAR(a b)", "a OR", "*", "-x", "^", "col:x"]))
+_queries = st.one_of(
+    st.binary(max_size=200).map(lambda b: b.decode("utf-8", "surrogateescape")),
+    st.text(max_size=200),
+    st.sampled_from(['"', "NEAR(a b)", "a OR", "*", "-x", "^", "col:x"]),
+)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -203,10 +209,12 @@ def test_the_current_sessions_turns_never_take_a_candidates_place(store: Store, 
     assert [i for i, _ in got.ranking] == ["turn:old:1"]
 
 
-@pytest.mark.parametrize("settings", [RetrievalSettings(context=()),
-                                      RetrievalSettings(weights=(1.0, 1.0), rrf_k=RRF_K, context=())])
-def test_without_an_embedder_or_the_context_stage_the_ranking_is_bm25s(store: Store, tmp_path: Path,
-                                                                     settings: RetrievalSettings) -> None:
+@pytest.mark.parametrize(
+    "settings", [RetrievalSettings(context=()), RetrievalSettings(weights=(1.0, 1.0), rrf_k=RRF_K, context=())]
+)
+def test_without_an_embedder_or_the_context_stage_the_ranking_is_bm25s(
+    store: Store, tmp_path: Path, settings: RetrievalSettings
+) -> None:
     db = tmp_path / "home" / "sessions.sqlite"
     add_turns(db, "old", [("user", f"the garden {'tomatoes ' * n}and beans {n}") for n in range(1, 15)])
     r = _retriever(store, db, settings=settings)
@@ -219,8 +227,15 @@ def test_a_lone_bm25_match_keeps_its_weight_in_the_fusion(store: Store, tmp_path
     # BM25 matches one turn only: that list was read to its end, so it is sure of its one
     # document (confidence 1), not a flat list that cannot tell its candidates apart.
     db = tmp_path / "home" / "sessions.sqlite"
-    add_turns(db, "old", [("user", "when does my milk go off"), ("user", "does my car need oil when cold"),
-                          ("user", "passport renewed, valid to 2031")])
+    add_turns(
+        db,
+        "old",
+        [
+            ("user", "when does my milk go off"),
+            ("user", "does my car need oil when cold"),
+            ("user", "passport renewed, valid to 2031"),
+        ],
+    )
     dense = VectorIndex(tmp_path / "v" / "v.sqlite", HashEmbedder("hash-v1"))
     r = _retriever(store, db, dense=dense, settings=RetrievalSettings(weights=(0.5, 0.5)))
     query = "when does my passport expire"
@@ -233,8 +248,16 @@ def test_a_lone_bm25_match_keeps_its_weight_in_the_fusion(store: Store, tmp_path
 
 def test_the_fused_ranking_is_deterministic_and_weighs_the_two_lists(store: Store, tmp_path: Path) -> None:
     db = tmp_path / "home" / "sessions.sqlite"
-    add_turns(db, "old", [("user", f"note {n}: {w}") for n, w in enumerate(
-        ["tomatoes in the garden", "garden beans", "a red sunset", "tomato soup recipe", "vim editor"])])
+    add_turns(
+        db,
+        "old",
+        [
+            ("user", f"note {n}: {w}")
+            for n, w in enumerate(
+                ["tomatoes in the garden", "garden beans", "a red sunset", "tomato soup recipe", "vim editor"]
+            )
+        ],
+    )
 
     def ranking(weights: tuple[float, float], where: str) -> list[str]:
         dense = VectorIndex(tmp_path / where / "v.sqlite", HashEmbedder("hash-v1"))
@@ -251,14 +274,23 @@ def test_the_fused_ranking_is_deterministic_and_weighs_the_two_lists(store: Stor
 
 def test_the_turn_after_a_match_is_recalled_through_its_neighbours(store: Store, tmp_path: Path) -> None:
     db = tmp_path / "home" / "sessions.sqlite"
-    add_turns(db, "trip", [("user", "Where should we go hiking in the Alps this summer?"),
-                           ("assistant", "Try the Eiger trail near Grindelwald."),
-                           ("user", "Is hiking in the Alps hard with kids?"),
-                           ("user", "Something unrelated about bread.")])
+    add_turns(
+        db,
+        "trip",
+        [
+            ("user", "Where should we go hiking in the Alps this summer?"),
+            ("assistant", "Try the Eiger trail near Grindelwald."),
+            ("user", "Is hiking in the Alps hard with kids?"),
+            ("user", "Something unrelated about bread."),
+        ],
+    )
     add_turns(db, "other", [("user", "A note on sourdough starters.")])  # message 5: next id, other session
     add_turns(db, "now", [("user", "hiking Alps")])
-    plain = _retriever(store, db, settings=RetrievalSettings(context=())).retrieve(
-        "hiking Alps", session_id="now", record=False).ranking
+    plain = (
+        _retriever(store, db, settings=RetrievalSettings(context=()))
+        .retrieve("hiking Alps", session_id="now", record=False)
+        .ranking
+    )
     got = _retriever(store, db).retrieve("hiking Alps", session_id="now", record=False).ranking
     before, scores = dict(plain), dict(got)
     assert set(before) == {"turn:trip:1", "turn:trip:3"}  # the answer, turn 2, shares no word with the query
@@ -272,9 +304,17 @@ def test_the_turn_after_a_match_is_recalled_through_its_neighbours(store: Store,
 
 def test_neighbours_follow_message_order_past_nine_turns(store: Store, tmp_path: Path) -> None:
     db = tmp_path / "home" / "sessions.sqlite"
-    add_turns(db, "long", [("user", f"small talk number {n}") for n in range(1, 9)]
-              + [("user", "the glacier walk was cold"), ("assistant", "Bring warm gloves then."),
-                 ("user", "another glacier next year"), ("assistant", "small talk again")])
+    add_turns(
+        db,
+        "long",
+        [("user", f"small talk number {n}") for n in range(1, 9)]
+        + [
+            ("user", "the glacier walk was cold"),
+            ("assistant", "Bring warm gloves then."),
+            ("user", "another glacier next year"),
+            ("assistant", "small talk again"),
+        ],
+    )
     r = _retriever(store, db)
     assert r.refresh()
     assert r.lexical.session_turns(["turn:long:9"]) == {"long": [f"turn:long:{n}" for n in range(1, 13)]}

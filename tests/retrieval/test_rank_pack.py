@@ -59,7 +59,8 @@ def test_a_list_read_to_its_end_has_a_floor_of_zero() -> None:
     # taken as cut at its one entry, its floor is its top: it could not tell anything apart
     assert cut["only"] == pytest.approx(cos * 0.40 / 0.80) and ranked(cut)[0][0] == "sem"
     assert fuse([only, COSINE], weights=(0.225, 0.775), depth=3, ended=[True, True])["lex"] == pytest.approx(
-        0.775 * 0.40 / 0.80)  # both ended: plain weighted sums of score / top
+        0.775 * 0.40 / 0.80
+    )  # both ended: plain weighted sums of score / top
 
 
 def test_without_an_embedding_list_the_fusion_is_the_bm25_ranking() -> None:
@@ -71,12 +72,17 @@ def test_without_an_embedding_list_the_fusion_is_the_bm25_ranking() -> None:
     assert fuse([[("a", 0.0)], [("a", -0.2)]], weights=(0.4, 0.6), depth=5) == {"a": 0.0}  # no evidence, no crash
 
 
-@given(st.lists(st.tuples(st.sampled_from("abcdefgh"), st.floats(0, 50)), max_size=8),
-       st.lists(st.tuples(st.sampled_from("defghijk"), st.floats(-1, 1)), max_size=8),
-       st.integers(1, 8), st.floats(0, 1), st.tuples(st.booleans(), st.booleans()))
+@given(
+    st.lists(st.tuples(st.sampled_from("abcdefgh"), st.floats(0, 50)), max_size=8),
+    st.lists(st.tuples(st.sampled_from("defghijk"), st.floats(-1, 1)), max_size=8),
+    st.integers(1, 8),
+    st.floats(0, 1),
+    st.tuples(st.booleans(), st.booleans()),
+)
 @settings(max_examples=200, deadline=None)
-def test_score_fusion_is_bounded_and_deterministic(bm25: list[tuple[str, float]], cosine: list[tuple[str, float]],
-                                                   depth: int, alpha: float, ended: tuple[bool, bool]) -> None:
+def test_score_fusion_is_bounded_and_deterministic(
+    bm25: list[tuple[str, float]], cosine: list[tuple[str, float]], depth: int, alpha: float, ended: tuple[bool, bool]
+) -> None:
     lists = [sorted(dict(bm25).items(), key=lambda kv: -kv[1]), sorted(dict(cosine).items(), key=lambda kv: -kv[1])]
     scores = fuse(lists, weights=(alpha, 1 - alpha), depth=depth, ended=ended)
     assert set(scores) == {i for lst in lists for i, _ in lst[:depth]}
@@ -184,10 +190,18 @@ def test_nodes_take_about_70_percent_and_items_what_is_left() -> None:
 
 
 _text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=400)
-_doc = st.builds(lambda i, k, t, s, b, u, p: Doc(f"d/x{i}" if k == "node" else f"x{i}", k, title=t, summary=s,
-                                                 body=b, url=u, private=p),
-                 st.integers(0, 30), st.sampled_from(["node", "item", "turn"]), _text, _text, _text,
-                 st.one_of(st.none(), st.just("https://e.org/" + "p" * 50)), st.booleans())
+_doc = st.builds(
+    lambda i, k, t, s, b, u, p: Doc(
+        f"d/x{i}" if k == "node" else f"x{i}", k, title=t, summary=s, body=b, url=u, private=p
+    ),
+    st.integers(0, 30),
+    st.sampled_from(["node", "item", "turn"]),
+    _text,
+    _text,
+    _text,
+    st.one_of(st.none(), st.just("https://e.org/" + "p" * 50)),
+    st.booleans(),
+)
 
 
 @settings(max_examples=150, deadline=None)

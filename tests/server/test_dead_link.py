@@ -28,8 +28,9 @@ async def silent_core() -> AsyncIterator[tuple[str, list[str]]]:
 
     async def command(request: web.Request) -> web.Response:
         body = await request.json()
-        return web.json_response({"id": body["id"], "ok": True, "result": {"last_seq": 0, "protocol": 1},
-                                  "error": None})
+        return web.json_response(
+            {"id": body["id"], "ok": True, "result": {"last_seq": 0, "protocol": 1}, "error": None}
+        )
 
     async def events(request: web.Request) -> web.StreamResponse:
         streams.append(request.query_string)
@@ -61,8 +62,7 @@ async def test_a_silent_stream_breaks_after_the_idle_timeout(silent_core: tuple[
     assert len(streams) == 1
 
 
-async def test_keepalives_keep_an_idle_stream_up(exod_factory, exo_home: Path, workspace: Path,
-                                                 tmp_path: Path) -> None:
+async def test_keepalives_keep_an_idle_stream_up(exod_factory, exo_home: Path, workspace: Path, tmp_path: Path) -> None:
     # The testkit's exod sends a keep-alive every 0.5 s; the client would give up after 1.5 s of
     # silence. Idle for 3 s, then an event: it arrives on the same stream (reconnect=False would
     # raise had the stream broken).
@@ -81,8 +81,7 @@ async def test_keepalives_keep_an_idle_stream_up(exod_factory, exo_home: Path, w
         await stream.aclose()
 
 
-async def test_the_device_link_goes_offline_when_the_stream_goes_silent(
-        silent_core: tuple[str, list[str]]) -> None:
+async def test_the_device_link_goes_offline_when_the_stream_goes_silent(silent_core: tuple[str, list[str]]) -> None:
     url, streams = silent_core
     states: list[str] = []
     offline = asyncio.Event()
@@ -96,8 +95,14 @@ async def test_the_device_link_goes_offline_when_the_stream_goes_silent(
         raise AssertionError(f"a silent core sent {event!r}")
 
     async with ExoClient(url, stream_idle_timeout=0.5) as client:
-        link = Link(client, on_event=on_event, on_state=on_state, on_refused=lambda pending, why: None,
-                    retry_min=0.1, retry_max=0.2)
+        link = Link(
+            client,
+            on_event=on_event,
+            on_state=on_state,
+            on_refused=lambda pending, why: None,
+            retry_min=0.1,
+            retry_max=0.2,
+        )
         task = asyncio.create_task(link.run())
         try:
             await asyncio.wait_for(offline.wait(), 30)

@@ -83,8 +83,10 @@ async def after_restart(url: str) -> dict[str, Any]:
     async with ExoClient(url, client_name="laptop") as client:
         await client.hello()
         session = (await client.request("session.create", {"title": "after"}))["session"]["id"]
-        return {"reply": await turn(client, session, "who answers?"),
-                "settings": (await client.request("config.get", {}))["settings"]}
+        return {
+            "reply": await turn(client, session, "who answers?"),
+            "settings": (await client.request("config.get", {}))["settings"],
+        }
 
 
 def test_models_set_switches_the_route_persists_and_refuses_bad_input(tmp_path: Path, exod_factory: Any) -> None:
@@ -103,8 +105,16 @@ def test_models_set_switches_the_route_persists_and_refuses_bad_input(tmp_path: 
     assert out["set"] == {"role": "main", "routes": [f"scripted:{b}"], "chain": [f"scripted:{b}"]}
     assert out["notices"] == [f"model role main now routes to scripted:{b}"]
     codes = [(e.code, e.field) for e in out["errors"]]
-    assert codes == [("bad_body", "role"), ("bad_body", "routes"), ("bad_body", "routes"), ("bad_body", "routes"),
-                     ("not_found", "key"), ("bad_body", "value"), ("bad_body", "value"), ("not_found", "key")]
+    assert codes == [
+        ("bad_body", "role"),
+        ("bad_body", "routes"),
+        ("bad_body", "routes"),
+        ("bad_body", "routes"),
+        ("not_found", "key"),
+        ("bad_body", "value"),
+        ("bad_body", "value"),
+        ("not_found", "key"),
+    ]
     assert "context.settle_seconds" in out["errors"][4].message and "nosuch" in out["errors"][2].message
     assert out["unchanged"], "a refused change writes nothing"
     assert out["settle"] == {"key": "context.settle_seconds", "value": 2.5, "previous": 60.0, "applies": "now"}
@@ -137,11 +147,11 @@ def test_models_set_needs_the_router(tmp_path: Path, exod_factory: Any) -> None:
 
 
 def test_set_toml_value_keeps_the_file_and_refuses_layouts_it_cannot_edit() -> None:
-    text = "store = \"s\"\n\n[context]\n# why\ntail = 12\nview_budget = 6000\n"
+    text = 'store = "s"\n\n[context]\n# why\ntail = 12\nview_budget = 6000\n'
     out = set_toml_value(text, "context", "tail", 20)
-    assert out == "store = \"s\"\n\n[context]\n# why\ntail = 20\nview_budget = 6000\n"
+    assert out == 'store = "s"\n\n[context]\n# why\ntail = 20\nview_budget = 6000\n'
     assert set_toml_value("", "models.roles", "aux", ["a:b"]) == '[models.roles]\naux = ["a:b"]\n'
     assert set_toml_value(out, "decisions", "toolsets", True).endswith("\n[decisions]\ntoolsets = true\n")
     with pytest.raises(ConfigError, match="by hand"):
-        set_toml_value("[models]\nroles = {main = [\"a:b\"]}\n", "models.roles", "main", ["c:d"])
+        set_toml_value('[models]\nroles = {main = ["a:b"]}\n', "models.roles", "main", ["c:d"])
     assert issubclass(NotFoundError, ExoError) and issubclass(BadBodyError, ExoError)

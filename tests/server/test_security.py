@@ -15,8 +15,11 @@ from unixhttp import request
 from exo_core.errors import ConfigError
 from exo_core.server.auth import load_or_create_token
 
-ENDPOINTS = [("GET", "/health", None), ("GET", "/events?since=0", None),
-             ("POST", "/command", b'{"id":"1","type":"hello","body":{"protocol":1}}')]
+ENDPOINTS = [
+    ("GET", "/health", None),
+    ("GET", "/events?since=0", None),
+    ("POST", "/command", b'{"id":"1","type":"hello","body":{"protocol":1}}'),
+]
 
 
 def mode(path: Path) -> int:
@@ -25,8 +28,9 @@ def mode(path: Path) -> int:
 
 @pytest.fixture
 def tcp_exod(exod_factory, exo_home: Path, workspace: Path, tmp_path: Path):
-    d = exod_factory(exo_home, write_script(tmp_path / "s.json", [{"text": "ok"}]), workspace,
-                     extra=["--tcp", "127.0.0.1:0"])
+    d = exod_factory(
+        exo_home, write_script(tmp_path / "s.json", [{"text": "ok"}]), workspace, extra=["--tcp", "127.0.0.1:0"]
+    )
     port = int((exo_home / "run" / "tcp.port").read_text())
     token = (exo_home / "token").read_text().strip()
     return d, port, token
@@ -60,7 +64,9 @@ def tcp(port: int, method: str, path: str, body: bytes | None, headers: dict[str
 
 
 @pytest.mark.parametrize(("method", "path", "body"), ENDPOINTS)
-def test_tcp_refuses_missing_and_wrong_tokens_on_every_endpoint(tcp_exod, method: str, path: str, body: bytes | None) -> None:
+def test_tcp_refuses_missing_and_wrong_tokens_on_every_endpoint(
+    tcp_exod, method: str, path: str, body: bytes | None
+) -> None:
     _d, port, token = tcp_exod
     host = {"Host": f"127.0.0.1:{port}"}
     assert tcp(port, method, path, body, host) == 401
@@ -76,7 +82,10 @@ def test_tcp_refuses_foreign_host_and_origin(tcp_exod, method: str, path: str, b
     assert tcp(port, method, path, body, {**auth, "Host": f"evil.example:{port}"}) == 403
     assert tcp(port, method, path, body, {**auth}) in (400, 403)  # no Host at all (HTTP/1.1 requires one)
     assert tcp(port, method, path, body, {**auth, "Host": f"127.0.0.1:{port}", "Origin": "http://evil.example"}) == 403
-    assert tcp(port, method, path, body, {**auth, "Host": f"localhost:{port}", "Origin": f"http://localhost:{port}"}) == 200
+    assert (
+        tcp(port, method, path, body, {**auth, "Host": f"localhost:{port}", "Origin": f"http://localhost:{port}"})
+        == 200
+    )
 
 
 def test_token_never_accepted_from_the_url(tcp_exod) -> None:
@@ -128,7 +137,11 @@ def test_a_second_exod_on_the_same_socket_is_refused(tcp_exod) -> None:
     d, _port, _token = tcp_exod
     proc = subprocess.run(
         [sys.executable, "-m", "exo_core.cli", "serve", "--home", str(d.home), "--model", f"scripted:{d.script}"],
-        env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=60)
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2
     assert "already listening" in proc.stderr
     probe = socket.socket(socket.AF_UNIX)

@@ -25,14 +25,16 @@ def sse_lines(socket_path: Path, path: str, headers: dict[str, str], want_events
     assert resp.status == 200 and resp.getheader("Content-Type") == "text/event-stream"
     lines: list[str] = []
     while sum(1 for line in lines if line.startswith("data:")) < want_events or not any(
-            line.startswith(": keep-alive") for line in lines):
+        line.startswith(": keep-alive") for line in lines
+    ):
         lines.append(resp.fp.readline().decode().rstrip("\n"))
     conn.close()
     return lines
 
 
-async def test_sse_honours_last_event_id_and_sends_keepalives(exod_factory, exo_home: Path, workspace: Path,
-                                                             tmp_path: Path) -> None:
+async def test_sse_honours_last_event_id_and_sends_keepalives(
+    exod_factory, exo_home: Path, workspace: Path, tmp_path: Path
+) -> None:
     d = exod_factory(exo_home, write_script(tmp_path / "s.json", [{"text": "one two three"}]), workspace)
     async with ExoClient(d.url) as client:
         s = (await client.request("session.create", {}))["session"]["id"]
@@ -57,9 +59,25 @@ def test_stdio_json_lines(tmp_path: Path, workspace: Path) -> None:
     ]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "exo_core.cli", "serve", "--stdio", "--no-unix", "--home", str(home),
-         "--model", f"scripted:{script}", "--workspace", str(workspace)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        [
+            sys.executable,
+            "-m",
+            "exo_core.cli",
+            "serve",
+            "--stdio",
+            "--no-unix",
+            "--home",
+            str(home),
+            "--model",
+            f"scripted:{script}",
+            "--workspace",
+            str(workspace),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
     assert proc.stdin and proc.stdout
     for line in lines:
         proc.stdin.write(line.encode() + b"\n")
@@ -69,7 +87,9 @@ def test_stdio_json_lines(tmp_path: Path, workspace: Path) -> None:
     assert out[1]["ok"] is False and out[1]["error"]["code"] == "malformed"
     session = out[2]["result"]["session"]["id"]
     proc.stdin.write(json.dumps({"id": "3", "type": "events.subscribe", "body": {"since": 0}}).encode() + b"\n")
-    proc.stdin.write(json.dumps({"id": "4", "type": "turn.send", "body": {"session": session, "text": "hi"}}).encode() + b"\n")
+    proc.stdin.write(
+        json.dumps({"id": "4", "type": "turn.send", "body": {"session": session, "text": "hi"}}).encode() + b"\n"
+    )
     proc.stdin.flush()
     seen_types = []
     while "turn.completed" not in seen_types:
@@ -84,6 +104,7 @@ def test_stdio_json_lines(tmp_path: Path, workspace: Path) -> None:
 async def test_an_engine_bug_is_internal_and_the_connection_stays_up(tmp_path: Path) -> None:
     core = Core.open(ExoHome(tmp_path / "home"), model=ScriptedModel([]), options=CoreOptions(synchronous="NORMAL"))
     async with core:
+
         async def broken(body: object) -> dict:
             raise ZeroDivisionError("boom")
 

@@ -17,7 +17,6 @@ from exo_core.store import Store, init_store
 from exo_core.store.ledger_bridge import open_ledger
 
 
-
 @pytest.fixture()
 def signer(tmp_path: Path) -> Signer:
     """This machine's ledger key, in a throwaway keys folder."""

@@ -17,16 +17,44 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SCANNED = ("exo_core", "exo_edge", "device")
-SUFFIXES = {".py", ".md", ".toml", ".json", ".txt", ".js", ".ts", ".html", ".css", ".sh", ".cfg", ".ini", ".yaml", ".yml"}
+SUFFIXES = {
+    ".py",
+    ".md",
+    ".toml",
+    ".json",
+    ".txt",
+    ".js",
+    ".ts",
+    ".html",
+    ".css",
+    ".sh",
+    ".cfg",
+    ".ini",
+    ".yaml",
+    ".yml",
+}
 
 # (path suffix, matched text): why it is allowed.
 ALLOWLIST: dict[tuple[str, str], str] = {}
 
-_RESERVED_MAIL = re.compile(r"@(?:[\w-]+\.)*(?:example\.(?:com|org|net)|[\w-]+\.(?:example|invalid|test|localhost))$", re.I)
+_RESERVED_MAIL = re.compile(
+    r"@(?:[\w-]+\.)*(?:example\.(?:com|org|net)|[\w-]+\.(?:example|invalid|test|localhost))$", re.I
+)
 PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("e-mail address", re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")),
-    ("home folder", re.compile(r"(?:/home/|/Users/|[A-Za-z]:\\\\?Users\\\\?)(?![<{$*])(?!USER\b|user\b|username\b|name\b)[A-Za-z0-9._-]+")),
-    ("account URL", re.compile(r"\b(?:github|gitlab|twitter|x|instagram|facebook|linkedin|mastodon\.social)\.com/(?!features|orgs|settings|login|about)[A-Za-z0-9_.-]+", re.I)),
+    (
+        "home folder",
+        re.compile(
+            r"(?:/home/|/Users/|[A-Za-z]:\\\\?Users\\\\?)(?![<{$*])(?!USER\b|user\b|username\b|name\b)[A-Za-z0-9._-]+"
+        ),
+    ),
+    (
+        "account URL",
+        re.compile(
+            r"\b(?:github|gitlab|twitter|x|instagram|facebook|linkedin|mastodon\.social)\.com/(?!features|orgs|settings|login|about)[A-Za-z0-9_.-]+",
+            re.I,
+        ),
+    ),
     # Host names appear in strings and URLs ('pi.local', user@host.lan), not as
     # attribute access like fork.local.size.
     ("LAN host name", re.compile(r"(?<=[\"'/@])[a-z0-9-]+\.(?:local|lan|home\.arpa|internal)(?![\w.(])")),
@@ -60,8 +88,9 @@ def _identity_words() -> list[str]:
     """This machine's own identity: the git author's e-mail and the home folder's owner."""
     words = []
     try:
-        mail = subprocess.run(["git", "config", "user.email"], capture_output=True, text=True, cwd=REPO,
-                              timeout=10).stdout.strip()
+        mail = subprocess.run(
+            ["git", "config", "user.email"], capture_output=True, text=True, cwd=REPO, timeout=10
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         mail = ""
     if mail and not _RESERVED_MAIL.search(mail) and "noreply" not in mail:
@@ -131,8 +160,14 @@ def test_scanner_catches_planted_person(tmp_path: Path, line: str) -> None:
 
 @pytest.mark.parametrize(
     "line",
-    ["mail = 'person@example.org'", "p = Path.home() / '.exo'", "p = '/home/<user>/.exo'", "ip = '127.0.0.1'",
-     "t = 'the person'", "# mark the entry; will retry in May"],
+    [
+        "mail = 'person@example.org'",
+        "p = Path.home() / '.exo'",
+        "p = '/home/<user>/.exo'",
+        "ip = '127.0.0.1'",
+        "t = 'the person'",
+        "# mark the entry; will retry in May",
+    ],
 )
 def test_scanner_ignores_mechanism(tmp_path: Path, line: str) -> None:
     pkg = tmp_path / "exo_core"

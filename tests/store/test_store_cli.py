@@ -32,8 +32,9 @@ def test_store_commands(tmp_path: Path) -> None:
     (tmp_path / "b.html").write_text(
         '<!DOCTYPE NETSCAPE-Bookmark-file-1>\n<DL><DT><A HREF="https://example.org/x" ADD_DATE="1">x</A></DL>\n'
     )
-    (tmp_path / "chat.json").write_text(json.dumps({"conversations": [{"id": "c", "messages": [
-        {"id": "1", "role": "user", "text": "hello"}]}]}))
+    (tmp_path / "chat.json").write_text(
+        json.dumps({"conversations": [{"id": "c", "messages": [{"id": "1", "role": "user", "text": "hello"}]}]})
+    )
     assert "added 1" in _exo(home, "store", "ingest", "bookmarks", str(tmp_path / "b.html")).stdout
     assert "utterances 1" in _exo(home, "store", "ingest", "chat", str(tmp_path / "chat.json")).stdout
     bad = _exo(home, "store", "ingest", "chat", str(tmp_path / "b.html"))

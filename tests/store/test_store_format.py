@@ -179,7 +179,10 @@ def test_config_fuzz(text: str) -> None:
         assert str(exc).startswith("S/STORE.toml")
 
 
-@given(st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=50), st.lists(st.text(max_size=10).filter(lambda s: s != "" and "\ud800" > s[:1] or True), max_size=3))
+@given(
+    st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=50),
+    st.lists(st.text(max_size=10).filter(lambda s: s != "" and "\ud800" > s[:1] or True), max_size=3),
+)
 @settings(max_examples=200)
 def test_toml_writer_round_trip(name: str, keys: list[str]) -> None:
     keys = [k for k in keys if k and all(not (0xD800 <= ord(c) <= 0xDFFF) for c in k)]
@@ -196,13 +199,16 @@ def test_parse_node_reads_template_style_file(tmp_path: Path) -> None:
 
 
 def test_router_skips_html_comments_and_fenced_code_keeping_line_numbers() -> None:
-    text = ("# Taste\n\n## Load rules\n\n<!-- an example:\n- draft -> [[taste/hidden]] -->\n"
-            "- commit message | git commit -> [[taste/commit-style]] <!-- why -->\n"
-            "```\n[[taste/in-code]]\n```\n- tone -> oops\n")
+    text = (
+        "# Taste\n\n## Load rules\n\n<!-- an example:\n- draft -> [[taste/hidden]] -->\n"
+        "- commit message | git commit -> [[taste/commit-style]] <!-- why -->\n"
+        "```\n[[taste/in-code]]\n```\n- tone -> oops\n"
+    )
     with pytest.raises(StoreFormatError) as info:
         parse_router(text, path="taste/INDEX.md")
     assert info.value.line == 11 and info.value.rule == "router"
     router = parse_router(text.replace("- tone -> oops\n", ""))
     assert [(r.trigger, r.targets, r.line) for r in router.rules] == [
-        ("commit message | git commit", ("taste/commit-style",), 7)]
+        ("commit message | git commit", ("taste/commit-style",), 7)
+    ]
     assert router.links == (("taste/commit-style", 7),)

@@ -98,21 +98,45 @@ def test_nested_scope_is_recorded(store: Store, ledger: Ledger, tmp_path: Path) 
 
 CHAT = {
     "conversations": [
-        {"id": "c1", "messages": [
-            {"id": "m1", "role": "user", "text": "I prefer tables. my token is sk-abcdefghijklmnopqrstuvwx", "ts": 1},
-            {"id": "m2", "role": "assistant", "text": "Noted."},
-            {"id": "m3", "role": "user", "text": "Keep it short."},
-        ]}
+        {
+            "id": "c1",
+            "messages": [
+                {
+                    "id": "m1",
+                    "role": "user",
+                    "text": "I prefer tables. my token is sk-abcdefghijklmnopqrstuvwx",
+                    "ts": 1,
+                },
+                {"id": "m2", "role": "assistant", "text": "Noted."},
+                {"id": "m3", "role": "user", "text": "Keep it short."},
+            ],
+        }
     ]
 }
 CHATGPT = [
-    {"id": "g1", "title": "x", "mapping": {
-        "n1": {"message": {"id": "a", "author": {"role": "user"}, "create_time": 2,
-                           "content": {"content_type": "text", "parts": ["second"]}}},
-        "n0": {"message": {"id": "b", "author": {"role": "user"}, "create_time": 1,
-                           "content": {"content_type": "text", "parts": ["first"]}}},
-        "n2": {"message": None},
-    }}
+    {
+        "id": "g1",
+        "title": "x",
+        "mapping": {
+            "n1": {
+                "message": {
+                    "id": "a",
+                    "author": {"role": "user"},
+                    "create_time": 2,
+                    "content": {"content_type": "text", "parts": ["second"]},
+                }
+            },
+            "n0": {
+                "message": {
+                    "id": "b",
+                    "author": {"role": "user"},
+                    "create_time": 1,
+                    "content": {"content_type": "text", "parts": ["first"]},
+                }
+            },
+            "n2": {"message": None},
+        },
+    }
 ]
 
 
@@ -140,7 +164,11 @@ def test_chat_export_enters_ledger_as_utterances(tmp_path: Path, store: Store, l
         ("chat.json", '{"conversations": [{"id": "x", "messages": [{"text": "no role"}]}]}', None),
         ("b.html", "<html><a href='x'>no doctype</a></html>", 1),
         ("b.html", "<!DOCTYPE NETSCAPE-Bookmark-file-1>\n<DL>\n<DT><A ADD_DATE='1'>no href</A>\n</DL>", 3),
-        ("b.html", "<!DOCTYPE NETSCAPE-Bookmark-file-1>\n<DL>\n<DT><A HREF='http://x.example' ADD_DATE='soon'>t</A>", 3),
+        (
+            "b.html",
+            "<!DOCTYPE NETSCAPE-Bookmark-file-1>\n<DL>\n<DT><A HREF='http://x.example' ADD_DATE='soon'>t</A>",
+            3,
+        ),
         ("b.html", "<!DOCTYPE NETSCAPE-Bookmark-file-1>\n<DL>\n<DT><A HREF='http://[::1'>t</A>", 3),
     ],
 )

@@ -22,8 +22,15 @@ def test_fresh_store_lints_clean(store: Store) -> None:
 def _node(node_id: str, **over: object) -> Node:
     domain = node_id.split("/")[0]
     base: dict[str, object] = dict(
-        id=node_id, title="T", type="fact", domain=domain, summary=f"Summary of {node_id} that is long enough.",
-        load_when="", confidence="medium", stability="durable", valid_from="2025-01-01",
+        id=node_id,
+        title="T",
+        type="fact",
+        domain=domain,
+        summary=f"Summary of {node_id} that is long enough.",
+        load_when="",
+        confidence="medium",
+        stability="durable",
+        valid_from="2025-01-01",
     )
     base.update(over)
     return Node(**base)  # type: ignore[arg-type]
@@ -49,7 +56,8 @@ def test_rules_fire_with_file_and_line(store: Store) -> None:
         (root / "pack.md").read_text()
         + "\nCall +44 20 7946 0958.\nkey sk-abcdefghijklmnopqrstuvwxyz012345\n[[nowhere/x]]\n"
         + "It took 4 corrections.\n"
-        + _node("self/a").summary + "\n"
+        + _node("self/a").summary
+        + "\n"
     )
     (root / "work" / "notes.md").write_bytes(b"---\nid: work/notes\n\xff\xfe\n---\n")
     (root / "taste" / "INDEX.md").write_text("# Taste\n\n## Load rules\n\n- broken rule without arrow\n")
@@ -133,9 +141,14 @@ def test_nested_store_scope_and_private_nodes(store: Store) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["password: hunter2hunter", "-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n-----END OPENSSH PRIVATE KEY-----",
-     "Authorization: Bearer abcdefghijklmnopqrstuvwxyz0123", "ghp_" + "a" * 36, "AKIA" + "A" * 16,
-     "(555) 123-4567"],
+    [
+        "password: hunter2hunter",
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n-----END OPENSSH PRIVATE KEY-----",
+        "Authorization: Bearer abcdefghijklmnopqrstuvwxyz0123",
+        "ghp_" + "a" * 36,
+        "AKIA" + "A" * 16,
+        "(555) 123-4567",
+    ],
 )
 def test_leaks_in_any_curated_file(store: Store, text: str) -> None:
     (store.root / "work" / "scratch.txt").write_text("ok\n" + text + "\n")

@@ -50,8 +50,11 @@ def test_current_fixture_opens_unchanged(tmp_path: Path) -> None:
 
 def test_v1_migrates_without_loss(tmp_path: Path) -> None:
     root = _copy("v1", tmp_path)
-    old = {p.relative_to(root).as_posix(): parse_document(p.read_text(), path=p).values
-           for p in root.rglob("*.md") if p.parent != root and p.name != "INDEX.md"}
+    old = {
+        p.relative_to(root).as_posix(): parse_document(p.read_text(), path=p).values
+        for p in root.rglob("*.md")
+        if p.parent != root and p.name != "INDEX.md"
+    }
     store = Store.open(root)
     assert store.config.format == CURRENT_FORMAT and store.config.kind == "person"
     assert store.config.store_id.startswith("st_")
@@ -76,16 +79,25 @@ def test_v1_migrates_without_loss(tmp_path: Path) -> None:
 
 def test_crash_at_every_migration_step_is_finished_by_next_open(tmp_path: Path) -> None:
     clean = _copy("v1", tmp_path / "clean")
-    run = subprocess.run([sys.executable, str(Path(__file__).with_name("migrator.py")), str(clean), "-1"],
-                         env=ENV, capture_output=True, text=True, check=True)
+    run = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("migrator.py")), str(clean), "-1"],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     steps = run.stdout.split()
     assert steps[0] == "journal" and steps[-1] == "done" and any(s.startswith("node:") for s in steps)
     expected = _snapshot(clean)
     store_id_line = next(l for l in expected["STORE.toml"].decode().splitlines() if l.startswith("store_id"))
     for k in range(len(steps)):
         root = _copy("v1", tmp_path / f"k{k}")
-        proc = subprocess.run([sys.executable, str(Path(__file__).with_name("migrator.py")), str(root), str(k)],
-                              env=ENV, capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, str(Path(__file__).with_name("migrator.py")), str(root), str(k)],
+            env=ENV,
+            capture_output=True,
+            text=True,
+        )
         assert proc.returncode == -signal.SIGKILL, proc.stderr
         store = Store.open(root)  # finishes the interrupted migration
         assert store.config.format == CURRENT_FORMAT
@@ -96,7 +108,10 @@ def test_crash_at_every_migration_step_is_finished_by_next_open(tmp_path: Path) 
         want = dict(expected)
         want_toml = want.pop("STORE.toml").decode()
         assert got == want, f"killed at step {k} ({steps[k]})"
-        assert got_toml.replace(next(l for l in got_toml.splitlines() if l.startswith("store_id")), store_id_line) == want_toml
+        assert (
+            got_toml.replace(next(l for l in got_toml.splitlines() if l.startswith("store_id")), store_id_line)
+            == want_toml
+        )
         assert lint_store(root).clean
     print(f"migration crash points tested: {len(steps)}")
 

@@ -23,9 +23,14 @@ from store_fixtures import ledger, signer, store  # noqa: F401  (pytest fixtures
 
 REPO = Path(__file__).resolve().parents[2]
 FULL: list[tuple[int | None, str | None]] = [
-    (None, "Sam"), (2, None), (1, None), (1, None), (2, None),
+    (None, "Sam"),
+    (2, None),
+    (1, None),
+    (1, None),
+    (2, None),
     (None, "Never book travel without showing me the price. password: hunter2abc"),
-    (None, "English, Dutch"), (1, None),
+    (None, "English, Dutch"),
+    (1, None),
 ]
 
 
@@ -86,8 +91,13 @@ def test_any_reply_sequence_is_answered_or_refused(replies: list[tuple[int, str 
 def _init_home(home: Path) -> Path:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("EXO_HOME", None)
-    done = subprocess.run([sys.executable, "-m", "exo_core.cli", "init", "--home", str(home)], env=env,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "exo_core.cli", "init", "--home", str(home)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     return home / "store"
 
@@ -124,23 +134,34 @@ async def _answer_interview(url: str, replies: dict[str, Any]) -> tuple[dict[str
     raise AssertionError("the event stream ended")
 
 
-def test_protocol_client_onboards_through_a_real_exod_with_no_model(tmp_path: Path, exod_factory: Any,
-                                                                    workspace: Path) -> None:
+def test_protocol_client_onboards_through_a_real_exod_with_no_model(
+    tmp_path: Path, exod_factory: Any, workspace: Path
+) -> None:
     home = tmp_path / "home"
     store_root = _init_home(home)
     exod = exod_factory(home, write_script(tmp_path / "unused.json", []), workspace, ["--model", "none"])
     q = {q.step: q.text for q in QUESTIONS}
     replies: dict[str, Any] = {
-        q["name"]: {"text": "Sam"}, q["focus"]: {"option": 1}, q["length"]: {"option": 1},
-        q["tone"]: {"option": 2}, q["approval"]: {"option": 1},
+        q["name"]: {"text": "Sam"},
+        q["focus"]: {"option": 1},
+        q["length"]: {"option": 1},
+        q["tone"]: {"option": 2},
+        q["approval"]: {"option": 1},
         # Too long for the interview: reported as a notice and asked again.
         q["rule"]: [{"text": "x" * 501}, {"text": "Always show me the price first."}],
-        q["languages"]: {"option": 1}, q["confirm"]: {"option": 1},
+        q["languages"]: {"option": 1},
+        q["confirm"]: {"option": 1},
     }
     data, seen = asyncio.run(_answer_interview(exod.url, replies))
     assert data["ok"], data
-    assert sorted(data["written"]) == ["pack.md", "rules/approval.md", "rules/standing-rule.md",
-                                       "taste/answer-length.md", "taste/tone.md", "work/focus.md"]
+    assert sorted(data["written"]) == [
+        "pack.md",
+        "rules/approval.md",
+        "rules/standing-rule.md",
+        "taste/answer-length.md",
+        "taste/tone.md",
+        "work/focus.md",
+    ]
     assert seen.count(q["rule"]) == 2 and any(s.startswith("notice: type an answer") for s in seen)
     assert [s for s in seen if not s.startswith("notice")] == [*q.values()][:5] + [q["rule"]] + [*q.values()][5:]
     report = lint_store(store_root)
@@ -174,8 +195,15 @@ def test_exo_onboard_in_a_terminal_starts_its_own_exod(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO), "EXO_HOME": str(home)}
     env.pop("EXO_MODEL", None)
     replies = "Sam\n9\n2\n1\n1\n1\n1\n1\n1\n"
-    proc = subprocess.run([sys.executable, "-m", "exo_core.cli", "onboard"], input=replies, capture_output=True,
-                          text=True, env=env, cwd=tmp_path, timeout=180)
+    proc = subprocess.run(
+        [sys.executable, "-m", "exo_core.cli", "onboard"],
+        input=replies,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=180,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "What should Exo call you?" in proc.stdout and "1 to 5" in proc.stdout
     assert f"wrote 5 files into {store_root}" in proc.stdout
@@ -184,16 +212,24 @@ def test_exo_onboard_in_a_terminal_starts_its_own_exod(tmp_path: Path) -> None:
     assert not (home / "run" / "exod.sock").exists()  # the exod it started is stopped again
 
 
-def test_exo_onboard_stops_with_a_clear_error_when_exod_dies_mid_interview(tmp_path: Path, exod_factory: Any,
-                                                                          workspace: Path) -> None:
+def test_exo_onboard_stops_with_a_clear_error_when_exod_dies_mid_interview(
+    tmp_path: Path, exod_factory: Any, workspace: Path
+) -> None:
     """The interview lives in exod: when exod is SIGKILLed, `exo onboard` says so and exits; nothing is written."""
     home = tmp_path / "home"
     store_root = _init_home(home)
     pack_before = (store_root / "pack.md").read_bytes()
     exod = exod_factory(home, write_script(tmp_path / "unused.json", []), workspace, ["--model", "none"])
     env = {**os.environ, "PYTHONPATH": str(REPO), "EXO_HOME": str(home)}
-    proc = subprocess.Popen([sys.executable, "-m", "exo_core.cli", "onboard", "--no-spawn"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "exo_core.cli", "onboard", "--no-spawn"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     try:
         assert proc.stdout is not None
         for line in proc.stdout:

@@ -15,9 +15,18 @@ K = 25
 
 
 def _node(node_id: str, summary: str) -> Node:
-    return Node(id=node_id, title="T", type="fact", domain=node_id.split("/")[0], summary=summary, load_when="",
-                confidence="medium", stability="durable", valid_from="2025-01-01",
-                links=(Link("see-also", "work/INDEX"),))
+    return Node(
+        id=node_id,
+        title="T",
+        type="fact",
+        domain=node_id.split("/")[0],
+        summary=summary,
+        load_when="",
+        confidence="medium",
+        stability="durable",
+        valid_from="2025-01-01",
+        links=(Link("see-also", "work/INDEX"),),
+    )
 
 
 def test_two_used_copies_sync_without_loss(store: Store, ledger: Ledger, signer: Signer, tmp_path: Path) -> None:
@@ -98,8 +107,9 @@ def test_sync_prefix_is_not_a_fork(store: Store, ledger: Ledger, signer: Signer,
     lb.close()
 
 
-def test_deletions_travel_and_never_beat_a_concurrent_edit(store: Store, ledger: Ledger, signer: Signer,
-                                                           tmp_path: Path) -> None:
+def test_deletions_travel_and_never_beat_a_concurrent_edit(
+    store: Store, ledger: Ledger, signer: Signer, tmp_path: Path
+) -> None:
     for name in ("gone-a", "gone-b", "del-a-edit-b", "edit-a-del-b", "later"):
         store.write_node(_node(f"work/{name}", f"The {name} belief."))
     ledger.close()

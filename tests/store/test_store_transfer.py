@@ -29,12 +29,21 @@ RANDOM_POINTS = 50 if STRESS else 10
 
 def _populate(store: Store, ledger: Ledger, n_nodes: int = 20, n_entries: int = 150) -> None:
     for i in range(n_nodes):
-        store.write_node(Node(
-            id=f"work/topic-{i:02d}", title=f"Topic {i}", type="fact", domain="work",
-            summary=f"Fact number {i} about the work domain.", load_when=f"topic {i}", confidence="medium",
-            stability="durable", valid_from="2025-01-01", links=(Link("see-also", "work/INDEX"),),
-            body="\n" + "Some prose. " * 200 + "\n",
-        ))
+        store.write_node(
+            Node(
+                id=f"work/topic-{i:02d}",
+                title=f"Topic {i}",
+                type="fact",
+                domain="work",
+                summary=f"Fact number {i} about the work domain.",
+                load_when=f"topic {i}",
+                confidence="medium",
+                stability="durable",
+                valid_from="2025-01-01",
+                links=(Link("see-also", "work/INDEX"),),
+                body="\n" + "Some prose. " * 200 + "\n",
+            )
+        )
     for i in range(n_entries):
         ledger.append("utterance", {"text": f"said thing {i} " + "x" * 200})
     with ItemStore(store.items_path, ledger) as items:
@@ -89,7 +98,10 @@ def test_export_while_a_writer_appends(store: Store, ledger: Ledger, signer: Sig
     keys = tmp_path / "home" / "keys"
     writer = subprocess.Popen(
         [sys.executable, str(COPIER), str(store.root), "-", str(keys), "writer"],
-        cwd=REPO, env=ENV, stdout=subprocess.PIPE, text=True,
+        cwd=REPO,
+        env=ENV,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert writer.stdout is not None and writer.stdout.readline().strip() == "start"
@@ -108,9 +120,7 @@ def test_export_while_a_writer_appends(store: Store, ledger: Ledger, signer: Sig
 
 
 def _copier(args: list[str]) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, str(COPIER), *args], cwd=REPO, env=ENV, stdout=subprocess.PIPE, text=True
-    )
+    return subprocess.Popen([sys.executable, str(COPIER), *args], cwd=REPO, env=ENV, stdout=subprocess.PIPE, text=True)
 
 
 def test_interrupted_copy_is_old_or_new(store: Store, ledger: Ledger, signer: Signer, tmp_path: Path) -> None:

@@ -28,7 +28,9 @@ def test_keys_decode_text_controls_and_split_escape_sequences() -> None:
 def test_palette_is_fuzzy_and_ranks_word_starts_first() -> None:
     assert fuzzy_score("sess", "/sessions — list sessions") is not None
     assert fuzzy_score("xyz", "/sessions") is None
-    palette = Palette([Entry("/search — WORDS search past sessions", "/search"), Entry("/sessions — list", "/sessions")])
+    palette = Palette(
+        [Entry("/search — WORDS search past sessions", "/search"), Entry("/sessions — list", "/sessions")]
+    )
     for ch in "sessi":
         palette.key(ch)
     assert palette.matches()[0].run == "/sessions"
@@ -84,7 +86,9 @@ def test_transcript_streams_folds_and_shows_shaped_panels() -> None:
     t.apply(ev(6, "tool.started", turn_id="t1", call_id="c1", name="bash", arguments={"command": "ls"}))
     t.apply(ev(7, "tool.output", call_id="c1", text="a.txt\n"))
     t.apply(ev(8, "tool.completed", call_id="c1", name="bash", ok=True, result="a.txt", duration_ms=3))
-    t.apply(ev(9, "ui.panel", turn_id="t1", kind="diff", title="x", data={"form": "line", "line": "[diff] x — a +1 -0"}))
+    t.apply(
+        ev(9, "ui.panel", turn_id="t1", kind="diff", title="x", data={"form": "line", "line": "[diff] x — a +1 -0"})
+    )
     t.apply(ev(10, "message.completed", message_id=3, role="assistant", content="Done.", turn_id="t1"))
     t.apply(ev(11, "turn.completed", turn_id="t1", stop_reason="end"))
     folded = t.render(60, plain, expanded=False)

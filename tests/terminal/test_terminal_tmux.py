@@ -17,23 +17,50 @@ pytestmark = pytest.mark.skipif(TMUX is None, reason="tmux is not installed (scr
 ANSWER = "Hello from Exo, streamed into the terminal."
 SCRIPT = [
     {"text": ANSWER, "delay": 0.05, "chunk": 2},
-    {"text": "Running it.", "tool_calls": [{"name": "bash", "arguments": {"command": "echo tool-output-marker; echo ok > made.txt; rm -f old.txt"}}]},
+    {
+        "text": "Running it.",
+        "tool_calls": [
+            {"name": "bash", "arguments": {"command": "echo tool-output-marker; echo ok > made.txt; rm -f old.txt"}}
+        ],
+    },
     {"text": "Made it."},
     {"text": "Got your notes."},
-    {"text": "", "tool_calls": [{"name": "ui", "arguments": {
-        "kind": "diff", "title": "README typo", "data": {"path": "README.md", "diff": "@@ -1 +1 @@\n-teh\n+the"}}}]},
+    {
+        "text": "",
+        "tool_calls": [
+            {
+                "name": "ui",
+                "arguments": {
+                    "kind": "diff",
+                    "title": "README typo",
+                    "data": {"path": "README.md", "diff": "@@ -1 +1 @@\n-teh\n+the"},
+                },
+            }
+        ],
+    },
     {"text": "Back after the restart."},
 ]
 
 
 def chat_in_tmux(home: Path, workspace: Path, tmp_path: Path, *extra: str) -> Tmux:
-    command = [sys.executable, "-m", "exo_core.cli", "chat", "--home", str(home), "--no-spawn",
-               "--event-log", str(tmp_path / "shown.log"), *extra]
+    command = [
+        sys.executable,
+        "-m",
+        "exo_core.cli",
+        "chat",
+        "--home",
+        str(home),
+        "--no-spawn",
+        "--event-log",
+        str(tmp_path / "shown.log"),
+        *extra,
+    ]
     return Tmux(command, cwd=workspace, env={"XDG_CONFIG_HOME": str(tmp_path / "config"), "EXO_HOME": str(home)})
 
 
 async def test_type_stream_approve_commands_attach_shell_palette_fold_and_resume(
-        exod_factory, exo_home: Path, workspace: Path, tmp_path: Path) -> None:
+    exod_factory, exo_home: Path, workspace: Path, tmp_path: Path
+) -> None:
     (workspace / "notes.txt").write_text("first line\nsecond line\nthird line\n")
     (tmp_path / "config" / "exo").mkdir(parents=True)
     (tmp_path / "config" / "exo" / "terminal.toml").write_text('theme = "plain"\n')

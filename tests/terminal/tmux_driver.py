@@ -18,7 +18,9 @@ TMUX = shutil.which("tmux")
 class Tmux:
     """One tmux server (its own socket) with one pane running ``command``."""
 
-    def __init__(self, command: list[str], *, cwd: Path, env: dict[str, str], width: int = 110, height: int = 34) -> None:
+    def __init__(
+        self, command: list[str], *, cwd: Path, env: dict[str, str], width: int = 110, height: int = 34
+    ) -> None:
         assert TMUX, "tmux is not installed"
         self.socket = f"exo-test-{uuid.uuid4().hex[:8]}"
         full_env = {k: v for k, v in os.environ.items() if k not in ("EXO_TOKEN", "EXO_MODEL", "TMUX")}
@@ -27,9 +29,17 @@ class Tmux:
         shell = f"cd {shlex.quote(str(cwd))} && env PYTHONPATH={shlex.quote(str(ROOT))} {exports} {shlex.join(command)}"
         self._tmux("new-session", "-d", "-s", "exo", "-x", str(width), "-y", str(height), shell, env=full_env)
 
-    def _tmux(self, *args: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([TMUX, "-L", self.socket, "-f", "/dev/null", *args], capture_output=True, text=True,
-                              env=env, check=check, timeout=20)
+    def _tmux(
+        self, *args: str, env: dict[str, str] | None = None, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [TMUX, "-L", self.socket, "-f", "/dev/null", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=check,
+            timeout=20,
+        )
 
     def type(self, text: str) -> None:
         self._tmux("send-keys", "-t", "exo", "-l", text)

@@ -59,8 +59,10 @@ async def test_delete_file_asks_first_on_a_real_exod(exod_factory: Any, tmp_path
     ws.mkdir()
     (ws / "notes.txt").write_text("old notes\n")
     call = {"name": "delete_file", "arguments": {"path": "notes.txt"}}
-    script = write_script(tmp_path / "s.json", [{"text": "", "tool_calls": [call]}, {"text": "kept"},
-                                                {"text": "", "tool_calls": [call]}, {"text": "deleted"}])
+    script = write_script(
+        tmp_path / "s.json",
+        [{"text": "", "tool_calls": [call]}, {"text": "kept"}, {"text": "", "tool_calls": [call]}, {"text": "deleted"}],
+    )
     exod = exod_factory(tmp_path / "home", script, ws)
     async with ExoClient(exod.url) as client:
         session = (await client.request("session.create", {}))["session"]["id"]
@@ -71,8 +73,9 @@ async def test_delete_file_asks_first_on_a_real_exod(exod_factory: Any, tmp_path
             async for event in client.events(since=len(seen) and seen[-1].seq, session=session):
                 seen.append(event)
                 if event.type == "approval.requested":
-                    await client.request("approval.respond", {"request_id": event.body["request_id"],
-                                                              "decision": decision})
+                    await client.request(
+                        "approval.respond", {"request_id": event.body["request_id"], "decision": decision}
+                    )
                 if event.type == "turn.completed":
                     return
 

@@ -51,9 +51,14 @@ async def test_registry_never_raises_cuts_and_runs_blocking_handlers_in_a_thread
     def crash() -> str:
         raise KeyError("boom")
 
-    reg = ToolRegistry([FunctionTool(spec("big"), blocking), FunctionTool(spec("crash"), crash),
-                        FunctionTool(spec("json"), lambda: {"a": 1}),
-                        FunctionTool(spec("gone"), lambda: "never", available=lambda: False)])
+    reg = ToolRegistry(
+        [
+            FunctionTool(spec("big"), blocking),
+            FunctionTool(spec("crash"), crash),
+            FunctionTool(spec("json"), lambda: {"a": 1}),
+            FunctionTool(spec("gone"), lambda: "never", available=lambda: False),
+        ]
+    )
     big = await reg.run("big", {}, ctx(tmp_path))
     assert big.truncated and len(big.content) < MAX_RESULT_CHARS + 100 and "cut" in big.content
     assert threads and threads[0] != threading.current_thread().name
@@ -71,18 +76,27 @@ async def test_toolsets_narrow_what_a_view_sees(tmp_path: Path) -> None:
     names = {s.name for s in reg.specs()}
     assert {"read_file", "write_file", "edit_file", "apply_patch", "bash", "search", "recall", "ui"} <= names
     files_only = reg.view(["core"])
-    assert {s.name for s in files_only.specs()} == {"read_file", "write_file", "edit_file", "delete_file", "apply_patch"}
+    assert {s.name for s in files_only.specs()} == {
+        "read_file",
+        "write_file",
+        "edit_file",
+        "delete_file",
+        "apply_patch",
+    }
     assert files_only.get("bash") is None
     assert (await files_only.run("bash", {"command": "ls"}, ctx(tmp_path))).is_error
 
 
-@pytest.mark.parametrize(("text", "old", "how"), [
-    ("a\n    value = 1\nb\n", "    value = 1", "exact"),
-    ("a\n    value = 1   \nb\n", "    value = 1\n", "trailing whitespace"),
-    ("a\n\tvalue  =  1\nb\n", "value = 1", "whitespace"),
-    ("def f():\n    return compute(alpha, beta)\n", "return compute(alpha,beta )", "similarity"),
-    ("x = 1\nprint('hello wrold')\ny = 2\n", "print('hello world')", "similarity"),
-])
+@pytest.mark.parametrize(
+    ("text", "old", "how"),
+    [
+        ("a\n    value = 1\nb\n", "    value = 1", "exact"),
+        ("a\n    value = 1   \nb\n", "    value = 1\n", "trailing whitespace"),
+        ("a\n\tvalue  =  1\nb\n", "value = 1", "whitespace"),
+        ("def f():\n    return compute(alpha, beta)\n", "return compute(alpha,beta )", "similarity"),
+        ("x = 1\nprint('hello wrold')\ny = 2\n", "print('hello world')", "similarity"),
+    ],
+)
 def test_the_matcher_finds_misquoted_text(text: str, old: str, how: str) -> None:
     match = find_match(text, old)
     assert match is not None and match.count == 1 and match.how.startswith(how)
@@ -107,8 +121,9 @@ async def test_write_file_creates_folders_and_replaces_a_file(tmp_path: Path) ->
 
 async def test_edit_file_keeps_indentation_of_a_misindented_quote(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("def f():\n    if x:\n        return 1\n")
-    result = await EditFileTool().run({"path": "a.py", "old": "if x:\n    return 1", "new": "if y:\n    return 2"},
-                                      ctx(tmp_path))
+    result = await EditFileTool().run(
+        {"path": "a.py", "old": "if x:\n    return 1", "new": "if y:\n    return 2"}, ctx(tmp_path)
+    )
     assert not result.is_error, result.content
     assert (tmp_path / "a.py").read_text() == "def f():\n    if y:\n        return 2\n"
 
@@ -165,12 +180,15 @@ async def test_apply_patch_is_all_or_nothing(tmp_path: Path) -> None:
     assert not (tmp_path / "new.txt").exists()
 
 
-@pytest.mark.parametrize(("patch", "fragment"), [
-    ("just prose", "no '--- '"),
-    ("--- a/x\nnot a header\n", "'+++ ' header"),
-    ("--- a/x\n+++ b/x\n@@ nonsense @@\n", "bad hunk header"),
-    ("--- a/x\n+++ b/x\n@@ -1 +1 @@\n*odd\n", "start with"),
-])
+@pytest.mark.parametrize(
+    ("patch", "fragment"),
+    [
+        ("just prose", "no '--- '"),
+        ("--- a/x\nnot a header\n", "'+++ ' header"),
+        ("--- a/x\n+++ b/x\n@@ nonsense @@\n", "bad hunk header"),
+        ("--- a/x\n+++ b/x\n@@ -1 +1 @@\n*odd\n", "start with"),
+    ],
+)
 def test_bad_patches_are_clear_errors(patch: str, fragment: str) -> None:
     from exo_core.errors import BadBodyError
 
@@ -195,21 +213,28 @@ class Panels:
 
 
 async def test_search_recall_and_ui_through_the_loop(tmp_path: Path) -> None:
-    model = ScriptedModel([
-        {"text": "Looking.", "tool_calls": [
-            {"name": "search", "arguments": {"query": "zebra"}},
-            {"name": "recall", "arguments": {"query": "zebra"}},
-            {"name": "ui", "arguments": {"kind": "table", "title": "Zebras", "data": {"rows": [1, 2]}}},
-            {"name": "ui", "arguments": {"kind": "hologram"}}]},
-        {"text": "Done."},
-    ])
+    model = ScriptedModel(
+        [
+            {
+                "text": "Looking.",
+                "tool_calls": [
+                    {"name": "search", "arguments": {"query": "zebra"}},
+                    {"name": "recall", "arguments": {"query": "zebra"}},
+                    {"name": "ui", "arguments": {"kind": "table", "title": "Zebras", "data": {"rows": [1, 2]}}},
+                    {"name": "ui", "arguments": {"kind": "hologram"}},
+                ],
+            },
+            {"text": "Done."},
+        ]
+    )
     home = ExoHome(tmp_path / "home")
     async with Core.open(home, model=model, options=CoreOptions(workspace=tmp_path)) as core:
         panels = Panels(core)
         session = (await core.engine.handle_raw({"id": "1", "type": "session.create", "body": {}})).result
         sid = session["session"]["id"]
-        await core.engine.handle_raw({"id": "2", "type": "turn.send", "body": {"session": sid,
-                                                                              "text": "any zebra notes?"}})
+        await core.engine.handle_raw(
+            {"id": "2", "type": "turn.send", "body": {"session": sid, "text": "any zebra notes?"}}
+        )
         for _ in range(200):
             if any(e["type"] == "turn.completed" for e in panels.events):
                 break

@@ -35,10 +35,21 @@ class Chromium:
 
     async def start(self) -> "Chromium":
         self.profile.mkdir(parents=True, exist_ok=True)
-        cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-               "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
-               f"--user-data-dir={self.profile}", "--remote-debugging-port=0",
-               f"--window-size={self.size[0]},{self.size[1]}", "about:blank"]
+        cmd = [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--disable-dev-shm-usage",
+            f"--user-data-dir={self.profile}",
+            "--remote-debugging-port=0",
+            f"--window-size={self.size[0]},{self.size[1]}",
+            "about:blank",
+        ]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         port_file = self.profile / "DevToolsActivePort"
         deadline = time.monotonic() + 60
@@ -55,8 +66,10 @@ class Chromium:
         self._reader = asyncio.create_task(self._read())
         await self.send("Page.enable")
         await self.send("Runtime.enable")
-        await self.send("Emulation.setDeviceMetricsOverride",
-                        {"width": self.size[0], "height": self.size[1], "deviceScaleFactor": 1, "mobile": False})
+        await self.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": self.size[0], "height": self.size[1], "deviceScaleFactor": 1, "mobile": False},
+        )
         return self
 
     async def _read(self) -> None:
@@ -66,7 +79,9 @@ class Chromium:
             if "id" in data and data["id"] in self._waiting:
                 self._waiting.pop(data["id"]).set_result(data)
             elif data.get("method") == "Runtime.consoleAPICalled":
-                self.console.append(" ".join(str(a.get("value", a.get("description", ""))) for a in data["params"]["args"]))
+                self.console.append(
+                    " ".join(str(a.get("value", a.get("description", ""))) for a in data["params"]["args"])
+                )
             elif data.get("method") == "Runtime.exceptionThrown":
                 self.console.append("exception: " + json.dumps(data["params"]["exceptionDetails"])[:500])
 
@@ -82,8 +97,9 @@ class Chromium:
         return reply.get("result", {})
 
     async def eval(self, expression: str) -> Any:
-        result = await self.send("Runtime.evaluate", {"expression": expression, "awaitPromise": True,
-                                                      "returnByValue": True})
+        result = await self.send(
+            "Runtime.evaluate", {"expression": expression, "awaitPromise": True, "returnByValue": True}
+        )
         if "exceptionDetails" in result:
             raise RuntimeError(f"page error in {expression!r}: {result['exceptionDetails']}")
         return result["result"].get("value")
@@ -107,10 +123,13 @@ class Chromium:
         where = await self.wait_for(
             f"(() => {{ const e = document.querySelector({json.dumps(selector)}); if (!e || e.disabled) return null;"
             " e.scrollIntoView({block: 'center'}); const r = e.getBoundingClientRect();"
-            " return r.width ? [r.x + r.width / 2, r.y + r.height / 2] : null; })()")
+            " return r.width ? [r.x + r.width / 2, r.y + r.height / 2] : null; })()"
+        )
         x, y = where
         for kind in ("mousePressed", "mouseReleased"):
-            await self.send("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1})
+            await self.send(
+                "Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1}
+            )
 
     async def type(self, selector: str, text: str, *, replace: bool = True) -> None:
         """Focus an input and type into it (replacing its text)."""
@@ -121,8 +140,16 @@ class Chromium:
 
     async def press_enter(self) -> None:
         for kind in ("keyDown", "keyUp"):
-            await self.send("Input.dispatchKeyEvent", {"type": kind, "key": "Enter", "code": "Enter",
-                                                       "windowsVirtualKeyCode": 13, "text": "\r" if kind == "keyDown" else ""})
+            await self.send(
+                "Input.dispatchKeyEvent",
+                {
+                    "type": kind,
+                    "key": "Enter",
+                    "code": "Enter",
+                    "windowsVirtualKeyCode": 13,
+                    "text": "\r" if kind == "keyDown" else "",
+                },
+            )
 
     async def screenshot(self, path: Path) -> None:
         shot = await self.send("Page.captureScreenshot", {"format": "png"})

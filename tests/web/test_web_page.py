@@ -27,10 +27,24 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not instal
 
 SCRIPT = [
     {"text": "Hello from Exo, streamed a few letters at a time.", "delay": 0.03, "chunk": 3},
-    {"text": "I will write the file.", "tool_calls": [{"name": "bash", "arguments": {"command": "echo approved > made.txt; rm -f old.txt"}}]},
+    {
+        "text": "I will write the file.",
+        "tool_calls": [{"name": "bash", "arguments": {"command": "echo approved > made.txt; rm -f old.txt"}}],
+    },
     {"text": "Made it."},
-    {"text": "Here is the fix.", "tool_calls": [{"name": "ui", "arguments": {
-        "kind": "diff", "title": "README typo", "data": {"path": "README.md", "diff": "@@ -1 +1 @@\n-teh cat\n+the cat"}}}]},
+    {
+        "text": "Here is the fix.",
+        "tool_calls": [
+            {
+                "name": "ui",
+                "arguments": {
+                    "kind": "diff",
+                    "title": "README typo",
+                    "data": {"path": "README.md", "diff": "@@ -1 +1 @@\n-teh cat\n+the cat"},
+                },
+            }
+        ],
+    },
     {"text": "Still here after the restart."},
 ]
 
@@ -50,11 +64,13 @@ def shots_dir(tmp_path: Path) -> Path:
 
 
 async def test_the_page_pairs_streams_approves_edits_taste_and_survives_a_restart(
-        exod_factory, exo_home: Path, workspace: Path, tmp_path: Path) -> None:
+    exod_factory, exo_home: Path, workspace: Path, tmp_path: Path
+) -> None:
     store_root = home_with_taste(exo_home)
     port = free_port()
-    d = exod_factory(exo_home, write_script(tmp_path / "s.json", SCRIPT), workspace,
-                     extra=["--tcp", f"127.0.0.1:{port}"])
+    d = exod_factory(
+        exo_home, write_script(tmp_path / "s.json", SCRIPT), workspace, extra=["--tcp", f"127.0.0.1:{port}"]
+    )
     banner = d.log.read_text()
     assert f"listening on http://127.0.0.1:{port}" in banner and "enter the code" in banner
     base = f"http://127.0.0.1:{port}"
@@ -81,7 +97,9 @@ async def test_the_page_pairs_streams_approves_edits_taste_and_survives_a_restar
         await browser.eval(WATCH_STREAM)
         await browser.type("#prompt", "hello?")
         await browser.press_enter()
-        await browser.wait_for("document.querySelector('#transcript').textContent.includes(%s)" % json.dumps(SCRIPT[0]["text"]))
+        await browser.wait_for(
+            "document.querySelector('#transcript').textContent.includes(%s)" % json.dumps(SCRIPT[0]["text"])
+        )
         partials = await browser.eval("window.partials")
         assert len(partials) >= 3 and all(SCRIPT[0]["text"].startswith(p) for p in partials), partials
         await browser.wait_for("window.exo.running.size === 0")
@@ -100,22 +118,29 @@ async def test_the_page_pairs_streams_approves_edits_taste_and_survives_a_restar
         await browser.click("#tab-taste")
         await browser.wait_for("document.querySelectorAll('#taste-rows tr').length === 2")
         row = "#taste-rows tr[data-id='taste/commit-style']"
-        assert "work/commit-log" in await browser.eval(f"document.querySelector(\"{row}\").textContent")
+        assert "work/commit-log" in await browser.eval(f'document.querySelector("{row}").textContent')
         await browser.type(f"{row} input.taste-text", "Commit messages are one short imperative line.")
         await browser.click(f"{row} button.save")
         await browser.wait_for("document.getElementById('taste-msg').textContent === 'edited taste/commit-style'")
         node = Store.open(store_root).read_node("taste/commit-style")
         assert node.summary == "Commit messages are one short imperative line."
-        assert "summary: Commit messages are one short imperative line." in (store_root / "taste/commit-style.md").read_text()
+        assert (
+            "summary: Commit messages are one short imperative line."
+            in (store_root / "taste/commit-style.md").read_text()
+        )
         await browser.screenshot(shots / "taste.png")
 
         # The store browser: pack, nodes, links and evidence.
         await browser.click("#tab-store")
         await browser.wait_for("document.getElementById('store-pack').textContent.includes('Pack')")
         await browser.click("#store-nodes .nodelink[title='taste/commit-style']")
-        await browser.wait_for("document.getElementById('store-detail').textContent.includes('evidence-for → work/commit-log')")
+        await browser.wait_for(
+            "document.getElementById('store-detail').textContent.includes('evidence-for → work/commit-log')"
+        )
         await browser.click("#store-detail .nodelink")
-        await browser.wait_for("document.getElementById('store-detail').textContent.includes('linked from taste/commit-style')")
+        await browser.wait_for(
+            "document.getElementById('store-detail').textContent.includes('linked from taste/commit-style')"
+        )
         await browser.screenshot(shots / "store.png")
         await browser.click("#tab-chat")
 
@@ -127,7 +152,9 @@ async def test_the_page_pairs_streams_approves_edits_taste_and_survives_a_restar
         await browser.wait_for("document.getElementById('conn').textContent === 'live'", timeout=30)
         await browser.type("#prompt", "show me the fix")
         await browser.press_enter()
-        await browser.wait_for("document.querySelector('#transcript').textContent.includes('Still here after the restart.')")
+        await browser.wait_for(
+            "document.querySelector('#transcript').textContent.includes('Still here after the restart.')"
+        )
         await browser.wait_for("window.exo.running.size === 0")
         # The model opened a diff panel (ui tool): the page draws it in full.
         assert await browser.eval("document.querySelector('.panel-diff h3').textContent") == "diff: README typo"

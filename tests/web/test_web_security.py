@@ -19,14 +19,21 @@ HELLO = b'{"id":"1","type":"hello","body":{"protocol":1}}'
 
 @pytest.fixture
 def tcp(exod_factory, exo_home: Path, workspace: Path, tmp_path: Path):
-    d = exod_factory(exo_home, write_script(tmp_path / "s.json", [{"text": "ok"}]), workspace,
-                     extra=["--tcp", "127.0.0.1:0"])
+    d = exod_factory(
+        exo_home, write_script(tmp_path / "s.json", [{"text": "ok"}]), workspace, extra=["--tcp", "127.0.0.1:0"]
+    )
     port = int((exo_home / "run" / "tcp.port").read_text())
     return d, port, (exo_home / "token").read_text().strip()
 
 
-def call(port: int, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None,
-         host: str | None = None) -> tuple[int, dict[str, str], bytes]:
+def call(
+    port: int,
+    method: str,
+    path: str,
+    body: bytes | None = None,
+    headers: dict[str, str] | None = None,
+    host: str | None = None,
+) -> tuple[int, dict[str, str], bytes]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     try:
         conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
@@ -45,8 +52,13 @@ def call(port: int, method: str, path: str, body: bytes | None = None, headers: 
 
 def pair_browser(port: int, code: str) -> tuple[str, str]:
     """Redeem a code as a browser would; returns (cookie header, csrf)."""
-    status, headers, data = call(port, "POST", "/pair", json.dumps({"code": code}).encode(),
-                                 {"Content-Type": "application/json", "Origin": f"http://127.0.0.1:{port}"})
+    status, headers, data = call(
+        port,
+        "POST",
+        "/pair",
+        json.dumps({"code": code}).encode(),
+        {"Content-Type": "application/json", "Origin": f"http://127.0.0.1:{port}"},
+    )
     assert status == 200, data
     cookie = headers["set-cookie"]
     for attribute in ("HttpOnly", "SameSite=Strict", "Path=/"):
@@ -66,9 +78,16 @@ def test_the_page_is_public_host_checked_and_carries_no_secret(tcp) -> None:
     assert call(port, "GET", "/static/pairing.py")[0] == 404
 
 
-@pytest.mark.parametrize(("method", "path", "body"), [
-    ("POST", "/command", HELLO), ("GET", "/events?since=0", None), ("GET", "/health", None),
-    ("GET", "/web/store", None), ("GET", "/web/session", None)])
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("POST", "/command", HELLO),
+        ("GET", "/events?since=0", None),
+        ("GET", "/health", None),
+        ("GET", "/web/store", None),
+        ("GET", "/web/session", None),
+    ],
+)
 def test_no_token_wrong_token_or_token_in_the_url_is_refused(tcp, method: str, path: str, body: bytes | None) -> None:
     _d, port, token = tcp
     assert call(port, method, path, body)[0] == 401
@@ -107,16 +126,30 @@ def test_pairing_codes_are_single_use_json_only_and_rate_limited(tcp, exo_home: 
     _d, port, token = tcp
     code = pair_code(exo_home)
     body = json.dumps({"code": code}).encode()
-    assert call(port, "POST", "/pair", f"code={code}".encode(),
-                {"Content-Type": "application/x-www-form-urlencoded"})[0] == 415, "a cross-site form cannot pair"
-    assert call(port, "POST", "/pair", body, {"Content-Type": "application/json", "Origin": "http://evil.example"})[0] == 403
-    status, _h, data = call(port, "POST", "/pair", json.dumps({"code": code.lower(), "want": "token"}).encode(),
-                            {"Content-Type": "application/json"})
+    assert (
+        call(port, "POST", "/pair", f"code={code}".encode(), {"Content-Type": "application/x-www-form-urlencoded"})[0]
+        == 415
+    ), "a cross-site form cannot pair"
+    assert (
+        call(port, "POST", "/pair", body, {"Content-Type": "application/json", "Origin": "http://evil.example"})[0]
+        == 403
+    )
+    status, _h, data = call(
+        port,
+        "POST",
+        "/pair",
+        json.dumps({"code": code.lower(), "want": "token"}).encode(),
+        {"Content-Type": "application/json"},
+    )
     assert status == 200 and json.loads(data)["token"] == token, "a terminal client gets the token, not in a URL"
     assert call(port, "POST", "/pair", body, {"Content-Type": "application/json"})[0] == 401, "single use"
     fresh = pair_code(exo_home)
-    statuses = [call(port, "POST", "/pair", json.dumps({"code": f"AAAA-AAA{i}"}).encode(),
-                     {"Content-Type": "application/json"})[0] for i in range(2, 7)]
+    statuses = [
+        call(
+            port, "POST", "/pair", json.dumps({"code": f"AAAA-AAA{i}"}).encode(), {"Content-Type": "application/json"}
+        )[0]
+        for i in range(2, 7)
+    ]
     assert statuses == [401, 401, 401, 401, 429]
     locked = call(port, "POST", "/pair", json.dumps({"code": fresh}).encode(), {"Content-Type": "application/json"})
     assert locked[0] == 429, "after too many guesses every outstanding code is revoked"
@@ -128,13 +161,21 @@ def test_exo_pair_on_the_laptop_stores_the_token_0600_and_chat_finds_it(tcp, exo
     _d, port, token = tcp
     config = tmp_path / "laptop-config"
     url = f"http://127.0.0.1:{port}"
-    out = exo("pair", "--connect", url, "--code", pair_code(exo_home), home=tmp_path / "laptop",
-              env={"XDG_CONFIG_HOME": str(config)})
+    out = exo(
+        "pair",
+        "--connect",
+        url,
+        "--code",
+        pair_code(exo_home),
+        home=tmp_path / "laptop",
+        env={"XDG_CONFIG_HOME": str(config)},
+    )
     assert out.returncode == 0, out.stderr
     saved = config / "exo" / "tokens" / f"127.0.0.1_{port}"
     assert saved.read_text().strip() == token and saved.stat().st_mode & 0o777 == 0o600
-    bad = exo("pair", "--connect", url, "--code", "ZZZZ-ZZZZ", home=tmp_path / "laptop",
-              env={"XDG_CONFIG_HOME": str(config)})
+    bad = exo(
+        "pair", "--connect", url, "--code", "ZZZZ-ZZZZ", home=tmp_path / "laptop", env={"XDG_CONFIG_HOME": str(config)}
+    )
     assert bad.returncode == 2 and "wrong, used or expired" in bad.stderr
 
 

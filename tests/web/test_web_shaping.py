@@ -49,14 +49,17 @@ async def test_four_clients_on_one_stream_get_the_same_events_each_shaped_to_fit
         await web.SockSite(runner, bind_unix(home.socket_path)).start()
         try:
             streams: dict[str, list[dict]] = {}
-            clients = {name: ExoClient.for_socket(home.socket_path, client_name=name, capabilities=caps)
-                       for name, caps in CLIENTS.items()}
+            clients = {
+                name: ExoClient.for_socket(home.socket_path, client_name=name, capabilities=caps)
+                for name, caps in CLIENTS.items()
+            }
             for name, client in clients.items():
                 await client.__aenter__()
                 hello = await client.hello()
                 assert hello["client_id"] == client.client_id
-            await core.hub.emit("ses_1", "ui.panel", ev.UiPanel(kind="diff", title="fix typo",
-                                                                  data={"path": "README.md", "diff": DIFF}))
+            await core.hub.emit(
+                "ses_1", "ui.panel", ev.UiPanel(kind="diff", title="fix typo", data={"path": "README.md", "diff": DIFF})
+            )
             await core.hub.emit("ses_1", "notice", ev.Notice(text="done"))
 
             async def read(name: str) -> None:

@@ -15,7 +15,8 @@ from exo_core.store.store import Store
 
 
 async def test_rows_edit_and_delete_reach_the_store_the_ledger_and_the_stream(
-        exod_factory, exo_home: Path, workspace: Path, tmp_path: Path) -> None:
+    exod_factory, exo_home: Path, workspace: Path, tmp_path: Path
+) -> None:
     store_root = home_with_taste(exo_home)
     d = exod_factory(exo_home, write_script(tmp_path / "s.json", []), workspace)
     async with ExoClient(d.url) as client:
@@ -35,7 +36,9 @@ async def test_rows_edit_and_delete_reach_the_store_the_ledger_and_the_stream(
         with pytest.raises(NotFoundError):
             await client.request("taste.edit", {"id": "taste/nothing", "text": "x"})
         page = await client.request("events.subscribe", {"since": start})
-    updates = [(e["session"], e["body"]["id"], e["body"]["change"]) for e in page["events"] if e["type"] == "taste.updated"]
+    updates = [
+        (e["session"], e["body"]["id"], e["body"]["change"]) for e in page["events"] if e["type"] == "taste.updated"
+    ]
     assert updates == [(None, "taste/commit-style", "edited"), (None, "taste/greeting", "deleted")]
     d.stop()
     log = exo("ledger", "log", "--json", home=exo_home)
@@ -46,8 +49,9 @@ async def test_rows_edit_and_delete_reach_the_store_the_ledger_and_the_stream(
     assert exo("ledger", "verify", home=exo_home).returncode == 0
 
 
-async def test_without_a_store_taste_says_how_to_make_one(exod_factory, exo_home: Path, workspace: Path,
-                                                           tmp_path: Path) -> None:
+async def test_without_a_store_taste_says_how_to_make_one(
+    exod_factory, exo_home: Path, workspace: Path, tmp_path: Path
+) -> None:
     d = exod_factory(exo_home, write_script(tmp_path / "s.json", []), workspace)
     async with ExoClient(d.url) as client:
         with pytest.raises(NotFoundError, match="exo init"):
@@ -55,17 +59,22 @@ async def test_without_a_store_taste_says_how_to_make_one(exod_factory, exo_home
 
 
 async def test_learned_rows_carry_the_learners_weights_and_hand_written_rows_say_theirs_is_stated(
-        exod_factory, exo_home: Path, workspace: Path, tmp_path: Path) -> None:
+    exod_factory, exo_home: Path, workspace: Path, tmp_path: Path
+) -> None:
     from exo_core.learning import Learner
     from exo_core.ledger import Ledger, load_signing_key
 
     store_root = home_with_taste(exo_home)
     with Ledger.open_store(store_root, signer=load_signing_key(exo_home / "keys")) as ledger:
         for session in ("earlier-1", "earlier-2"):  # the same correction twice: the learner promotes it
-            draft = ledger.append("action", {"tool": "reply", "outcome": "log", "session": session,
-                                             "text": "Done \u2014 the tests pass."})
-            ledger.append("verdict", {"verdict": "edit", "judged": draft.id, "session": session,
-                                      "text": "Done. The tests pass."}, refs=(draft.id,))
+            draft = ledger.append(
+                "action", {"tool": "reply", "outcome": "log", "session": session, "text": "Done \u2014 the tests pass."}
+            )
+            ledger.append(
+                "verdict",
+                {"verdict": "edit", "judged": draft.id, "session": session, "text": "Done. The tests pass."},
+                refs=(draft.id,),
+            )
         Learner(Store.open(store_root), ledger).review()
     d = exod_factory(exo_home, write_script(tmp_path / "s.json", []), workspace)
     async with ExoClient(d.url) as client:

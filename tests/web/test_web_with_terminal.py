@@ -15,11 +15,16 @@ from webkit import exo, free_port, pair_code
 
 from exo_core.client import ExoClient
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None or TMUX is None, reason="needs chromium and tmux (scripts/install_system.sh)")
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None or TMUX is None, reason="needs chromium and tmux (scripts/install_system.sh)"
+)
 
 SCRIPT = [
     {"text": "Hi from the one core.", "delay": 0.02, "chunk": 4},
-    {"text": "Removing it.", "tool_calls": [{"name": "bash", "arguments": {"command": "echo gone > decided.txt; rm -f old.txt"}}]},
+    {
+        "text": "Removing it.",
+        "tool_calls": [{"name": "bash", "arguments": {"command": "echo gone > decided.txt; rm -f old.txt"}}],
+    },
     {"text": "Finished."},
 ]
 
@@ -29,15 +34,21 @@ def shown(log: Path) -> list[int]:
 
 
 async def test_terminal_and_web_share_a_session_and_the_first_answer_wins(
-        exod_factory, exo_home: Path, workspace: Path, tmp_path: Path) -> None:
+    exod_factory, exo_home: Path, workspace: Path, tmp_path: Path
+) -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    d = exod_factory(exo_home, write_script(tmp_path / "s.json", SCRIPT), workspace, extra=["--tcp", f"127.0.0.1:{port}"])
+    d = exod_factory(
+        exo_home, write_script(tmp_path / "s.json", SCRIPT), workspace, extra=["--tcp", f"127.0.0.1:{port}"]
+    )
     laptop = {"XDG_CONFIG_HOME": str(tmp_path / "laptop-config")}
     paired = exo("pair", "--connect", url, "--code", pair_code(exo_home), home=tmp_path / "laptop", env=laptop)
     assert paired.returncode == 0, paired.stderr
-    term = Tmux([sys.executable, "-m", "exo_core.cli", "chat", "--connect", url, "--event-log",
-                 str(tmp_path / "terminal.log")], cwd=workspace, env={**laptop, "EXO_HOME": str(tmp_path / "laptop")})
+    term = Tmux(
+        [sys.executable, "-m", "exo_core.cli", "chat", "--connect", url, "--event-log", str(tmp_path / "terminal.log")],
+        cwd=workspace,
+        env={**laptop, "EXO_HOME": str(tmp_path / "laptop")},
+    )
     browser = await Chromium(tmp_path / "chromium").start()
     try:
         term.wait_for("· live ·")

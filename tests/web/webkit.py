@@ -26,24 +26,63 @@ def home_with_taste(home: Path) -> Path:
     """An initialised Exo home whose store holds two taste rows and one fact they cite; returns the store."""
     init_home(ExoHome(home))
     store = Store.open(home / "store")
-    store.write_node(Node(id="work/commit-log", title="Commit log habits", type="fact", domain="work",
-                          summary="Commit messages in this repository are one short line.", load_when="git commit",
-                          confidence="medium", stability="durable", valid_from="2025-01-01"))
-    store.write_node(Node(id="taste/commit-style", title="Commit style", type="preference", domain="taste",
-                          summary="Commit messages are long and chatty.", load_when="commit message",
-                          confidence="high", stability="durable", valid_from="2025-01-01",
-                          sources=("ses_demo#12",), links=(Link("evidence-for", "work/commit-log"),)))
-    store.write_node(Node(id="taste/greeting", title="Greeting", type="preference", domain="taste",
-                          summary="Greet briefly, no small talk.", load_when="greeting",
-                          confidence="low", stability="volatile", valid_from="2025-01-01"))
+    store.write_node(
+        Node(
+            id="work/commit-log",
+            title="Commit log habits",
+            type="fact",
+            domain="work",
+            summary="Commit messages in this repository are one short line.",
+            load_when="git commit",
+            confidence="medium",
+            stability="durable",
+            valid_from="2025-01-01",
+        )
+    )
+    store.write_node(
+        Node(
+            id="taste/commit-style",
+            title="Commit style",
+            type="preference",
+            domain="taste",
+            summary="Commit messages are long and chatty.",
+            load_when="commit message",
+            confidence="high",
+            stability="durable",
+            valid_from="2025-01-01",
+            sources=("ses_demo#12",),
+            links=(Link("evidence-for", "work/commit-log"),),
+        )
+    )
+    store.write_node(
+        Node(
+            id="taste/greeting",
+            title="Greeting",
+            type="preference",
+            domain="taste",
+            summary="Greet briefly, no small talk.",
+            load_when="greeting",
+            confidence="low",
+            stability="volatile",
+            valid_from="2025-01-01",
+        )
+    )
     return home / "store"
 
 
-def exo(*args: str, home: Path, timeout: float = 60, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def exo(
+    *args: str, home: Path, timeout: float = 60, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     full = {k: v for k, v in os.environ.items() if k not in ("EXO_TOKEN", "EXO_MODEL")}
     full.update({"PYTHONPATH": str(ROOT), "EXO_HOME": str(home), **(env or {})})
-    return subprocess.run([sys.executable, "-m", "exo_core.cli", *args], capture_output=True, text=True,
-                          env=full, timeout=timeout, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "exo_core.cli", *args],
+        capture_output=True,
+        text=True,
+        env=full,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def pair_code(home: Path) -> str:
