@@ -174,7 +174,11 @@ def apply_event(state: ScreenState, event: Event, session: str | None) -> Screen
         stop = str(body.get("stop_reason", "end"))
         activity = "speaking" if state.activity == "speaking" else "idle"
         changes: dict[str, Any] = {"activity": activity, "phase": "", "elapsed": 0}
-        if stop not in ("end", "iteration_cap"):
+        hint = body.get("hint")
+        if hint:
+            # The core's words for what happened and what to do (an empty answer, a failure, a stop).
+            changes["notice"] = Notice(str(hint), "warning", f"turn {stop}")
+        elif stop not in ("end", "iteration_cap"):
             error = body.get("error")
             changes["notice"] = Notice(f"turn {stop}" + (f": {error}" if error else ""), "warning")
         return state.with_(**changes)
