@@ -1,0 +1,64 @@
+"""Issue 19, items 1 and 2: every file-tool call of the table gets the outcome it must get, on a real folder world.
+
+The gate is built as exod builds it (the person's policy, the workspace, the
+Exo home and the store), and judges each call against real files and
+symbolic links. Then the tools themselves: a symbolic link swapped in after
+the gate looked is refused at write time.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from file_gate_cases import FILE_CASES, build_world, fill
+
+from exo_core.gate import ConsequenceGate, Policy
+from exo_core.tools import builtin_tools
+
+SPECS = {spec.name: spec for spec in builtin_tools().specs()}
+
+
+@pytest.fixture
+def gate_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, ConsequenceGate]:
+    world = build_world(tmp_path)
+    monkeypatch.setenv("HOME", str(world.user))  # "~" is the person's home of this world
+    gate = ConsequenceGate(Policy(), workspace=world.ws, exo_home=world.home, stores=(world.store,))
+    return world, gate
+
+
+def test_the_table_is_large_enough() -> None:
+    assert len(FILE_CASES) >= 40
+    assert {tool for tool, *_ in FILE_CASES} == {"read_file", "write_file", "edit_file", "delete_file", "apply_patch"}
+
+
+def test_every_file_call_gets_its_outcome(gate_world: tuple[Any, ConsequenceGate]) -> None:
+    world, gate = gate_world
+    wrong = []
+    for tool, arguments, want, why in FILE_CASES:
+        outcome = gate.check(SPECS[tool], fill(world, arguments))
+        if outcome.action != want:
+            wrong.append(f"{tool} {arguments} ({why}): {outcome.action}, want {want} [{outcome.reason}]")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_a_person_cannot_lower_a_protected_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    world = build_world(tmp_path)
+    monkeypatch.setenv("HOME", str(world.user))
+    lax = Policy.from_mapping({"overrides": {"file.*": "allow"}, "reserved": []})
+    gate = ConsequenceGate(lax, workspace=world.ws, exo_home=world.home, stores=(world.store,))
+    key = {"path": str(world.home / "keys" / "ledger-ed25519.key")}
+    outcome = gate.check(SPECS["read_file"], key)
+    assert outcome.action == "deny", outcome
+    gate.allow_always(outcome.rule_key)
+    assert gate.check(SPECS["read_file"], key).action == "deny"
+    # The same lax policy does lower an ordinary outside read: only the Exo home's secrets are fixed.
+    assert gate.check(SPECS["read_file"], {"path": str(world.user / "notes.txt")}).action == "allow"
+
+
+def test_the_outcome_names_the_resolved_files(gate_world: tuple[Any, ConsequenceGate]) -> None:
+    world, gate = gate_world
+    outcome = gate.check(SPECS["write_file"], {"path": "homelink/.bashrc", "content": "x"})
+    assert outcome.targets == (str(world.user / ".bashrc"),)
+    assert "outside" in outcome.summary
