@@ -32,6 +32,10 @@ LEAK_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "private-key",
         re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:.*?-----END [A-Z0-9 ]+-----|.*\Z)", re.S),
     ),
+    # An Exo ledger key file's line (exo_core.ledger.keys): the seed signs as this machine.
+    ("private-key", re.compile(r"exo-ed25519-seed-v\d+\s+[0-9A-Fa-f]{64}")),
+    # A crypt(3) password hash, as /etc/shadow holds them.
+    ("password", re.compile(r"\$(?:1|2[abxy]?|5|6|y|gy|7)\$[./0-9A-Za-z$]{8,}")),
     ("api-key", re.compile(r"\bAKIA[0-9A-Z]{16}\b")),
     ("api-key", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}")),
     ("api-key", re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}\b")),

@@ -61,4 +61,7 @@ def test_the_outcome_names_the_resolved_files(gate_world: tuple[Any, Consequence
     world, gate = gate_world
     outcome = gate.check(SPECS["write_file"], {"path": "homelink/.bashrc", "content": "x"})
     assert outcome.targets == (str(world.user / ".bashrc"),)
-    assert "outside" in outcome.summary
+    assert outcome.summary.startswith("write a sensitive file homelink/.bashrc -> "), outcome.summary
+    outcome = gate.check(SPECS["edit_file"], {"path": "homelink/notes.txt", "old": "a", "new": "b"})
+    assert outcome.summary.startswith("edit outside the workspace: homelink/notes.txt -> "), outcome.summary
+    assert outcome.targets == (str(world.user / "notes.txt"),)
