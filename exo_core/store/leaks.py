@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Leak", "find_leaks", "redact", "LEAK_PATTERNS"]
+__all__ = ["Leak", "find_leaks", "redact", "LEAK_PATTERNS", "ASSIGNED_SECRET", "URL_CREDENTIAL"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +24,17 @@ class Leak:
     line: int
     preview: str
 
+
+# "password = x", "DB_PASSWORD=x", "api_key: 'x'": the name, the separator, the quote and the value as groups,
+# so a redactor can keep the name (exo_core.context.redact does). Placeholders (<…>, ${…}, [...], ***, xxx)
+# are not secrets.
+ASSIGNED_SECRET = re.compile(
+    r"(?i)\b(?P<name>(?:[a-z0-9_]*_)?(?:password|passwd|pwd|passphrase|secret|token|api[_-]?key|apikey"
+    r"|access[_-]?key|access[_-]?token|private[_-]?key|client[_-]?secret|auth[_-]?token))"
+    r"(?P<sep>\s*[:=]\s*)(?P<quote>[\"']?)(?![<\[{$]|\*{3}|x{3})(?P<value>[^\s\"'`]{3,})(?P=quote)"
+)
+# "scheme://user:password@host": the user and the password.
+URL_CREDENTIAL = re.compile(r"(?<=://)(?P<user>[^\s:/@]+):(?P<value>[^\s@/]+)(?=@)")
 
 LEAK_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # The whole armoured block, so redaction removes the key body too; an
@@ -45,13 +56,8 @@ LEAK_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("api-key", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}\b")),
     ("token", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
     ("token", re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/-]{20,}=*")),
-    (
-        "password",
-        re.compile(
-            r"(?i)\b(?:password|passwd|passphrase|pwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token)"
-            r"\s*[:=]\s*[\"']?(?![<\[{$]|\*{3}|x{3})[^\s\"'`]{4,}"
-        ),
-    ),
+    ("password", ASSIGNED_SECRET),
+    ("password", URL_CREDENTIAL),
 )
 _PHONE = re.compile(r"(?<![\w/.:+-])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,5}(?:[ .-]\d{2,5}){1,5}(?![\w/:-])")
 _DATEISH = re.compile(r"\d{4}-\d{2}-\d{2}|\d{2}:\d{2}")
