@@ -12,9 +12,10 @@ Four places, strictest first:
 
 * ``protected``: the Exo home's keys, token, sockets and sessions database,
   any file named like a ledger key, the private files of a store (ledger,
-  items, raw corpus, indexes); and, for writes, anything in the Exo home
-  (its policy, settings and plugins decide what the agent may do). Denied:
-  no policy lowers it.
+  items, raw corpus, indexes); and, for writes, anything else in the Exo
+  home (its policy, settings and plugins decide what the agent may do),
+  except a workspace inside it and the store's curated files. Denied: no
+  policy lowers it.
 * ``sensitive``: files that usually hold credentials (``.ssh``, ``.gnupg``,
   ``.aws``, ``.netrc``, ``/etc/shadow`` …) and, for writes, files that run
   code later (shell start-up files, ``.git/hooks``): asked even inside the
@@ -112,9 +113,12 @@ def _protected(path: Path, scope: Scope, *, writing: bool) -> str:
             if path != home and home not in path.parents:
                 continue
             rel = path.relative_to(home)
-            if rel.parts and rel.parts[0] in _HOME_SECRET_DIRS or rel.name.startswith(_HOME_SECRET_NAMES):
+            top = rel.parts[0] if rel.parts else ""
+            if top in _HOME_SECRET_DIRS or len(rel.parts) == 1 and top.startswith(_HOME_SECRET_NAMES):
                 return "the Exo home's keys, token, sockets or sessions"
-            if writing and not any(path == s or s in path.parents for s in scope.stores):
+            # A workspace may live in the home (the device image's is <home>/workspace): it stays writable.
+            ours = [*scope.stores, *(root for root in scope.workspace if home in root.parents)]
+            if writing and not any(path == root or root in path.parents for root in ours):
                 return "the Exo home: exod's own policy, settings and plugins"
     for store in scope.stores:
         for root in dict.fromkeys((store, resolve_target(store))):

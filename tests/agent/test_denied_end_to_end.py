@@ -39,6 +39,7 @@ from exo_core.ledger import Ledger
 
 # exod writes these itself as it runs (its databases, its socket, the pack when taste is learned).
 _EXOD_WRITES = frozenset({"exod.sock", "ledger.sqlite", "sessions.sqlite", "items.sqlite", "pack.md"})
+CARD_KEY = "-----BEGIN EC PRIVATE KEY-----\nCARDSECRETBODYcardsecretbody0123456789\n-----END EC PRIVATE KEY-----\n"
 NEEDS_SEC_GATE = pytest.mark.xfail(strict=False, reason="needs sec-gate")
 
 
@@ -195,6 +196,9 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
         ("leak-pem", "read_file", {"path": "pasted.txt"}),
     ]
     calls += [{"name": tool, "arguments": arguments, "id": call_id} for call_id, tool, arguments in leaks]
+    # A call whose own arguments hold a key (as if the model had one): its approval card shows it redacted.
+    card = {"path": world.fill("/tmp/{tag}-card.txt"), "content": CARD_KEY}
+    calls.append({"name": "write_file", "arguments": card, "id": "card-pem"})
     before = {}
     for _id, _tool, arguments, _want in [*E2E_FILES, READ_SHADOW]:
         for value in fill(world, arguments).values():
@@ -237,7 +241,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
     by_id = {order[int(k.rsplit("_", 1)[1])]: v for k, v in results.items()}
     asked_ids = {order[int(k.rsplit("_", 1)[1])] for k in asked}
     yield Run(world, marks, by_id, asked_ids, raw, secrets_, before)
-    for pattern in ("/tmp/{tag}.txt", "/var/tmp/{tag}.txt"):
+    for pattern in ("/tmp/{tag}.txt", "/var/tmp/{tag}.txt", "/tmp/{tag}-card.txt"):
         Path(world.fill(pattern)).unlink(missing_ok=True)
 
 
@@ -315,3 +319,18 @@ def test_secrets_reach_no_event_ledger_entry_or_model_request(run: Run) -> None:
         if path.exists():
             data = path.read_bytes()
             assert not any(secret.encode() in data for secret in run.secrets), name
+
+
+def test_an_approval_card_shows_a_key_in_the_arguments_redacted(run: Run) -> None:
+    _not_run(run, "card-pem", "ask")
+    assert not Path(run.world.fill("/tmp/{tag}-card.txt")).exists()
+    shown = [
+        data
+        for data in run.raw_events
+        if json.loads(data)["type"] in ("approval.requested", "tool.started", "tool.completed")
+    ]
+    cards = [data for data in shown if '"approval.requested"' in data and "card.txt" in data]
+    assert len(cards) == 1 and "[redacted:private-key]" in cards[0], cards
+    assert not [data for data in shown if "CARDSECRETBODY" in data]
+    with Ledger.open_store(run.world.home / "store") as ledger:
+        assert not [e for e in ledger.entries() if "CARDSECRETBODY" in json.dumps(e.body)]

@@ -65,3 +65,25 @@ def test_the_outcome_names_the_resolved_files(gate_world: tuple[Any, Consequence
     outcome = gate.check(SPECS["edit_file"], {"path": "homelink/notes.txt", "old": "a", "new": "b"})
     assert outcome.summary.startswith("edit outside the workspace: homelink/notes.txt -> "), outcome.summary
     assert outcome.targets == (str(world.user / "notes.txt"),)
+
+
+def test_a_workspace_inside_the_exo_home_stays_a_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The device image runs exod with ``--workspace <home>/workspace``: that folder is the agent's, the rest is not."""
+    world = build_world(tmp_path)
+    monkeypatch.setenv("HOME", str(world.user))
+    ws = world.home / "workspace"
+    ws.mkdir()
+    gate = ConsequenceGate(Policy(), workspace=ws, exo_home=world.home, stores=(world.store,))
+    cases = [
+        ("write_file", {"path": "notes.md", "content": "x"}, "log"),
+        ("write_file", {"path": "token", "content": "x"}, "log"),  # a file named token in the workspace is just a file
+        ("read_file", {"path": "notes.md"}, "allow"),
+        ("read_file", {"path": "../token"}, "deny"),
+        ("read_file", {"path": "../keys/ledger-ed25519.key"}, "deny"),
+        ("write_file", {"path": "../gate.toml", "content": "x"}, "deny"),
+        ("write_file", {"path": "../plugins/p.py", "content": "x"}, "deny"),
+        ("edit_file", {"path": "../config.toml", "old": "a", "new": "b"}, "deny"),
+        ("read_file", {"path": "../config.toml"}, "ask"),
+    ]
+    wrong = [(t, a, want, gate.check(SPECS[t], a).action) for t, a, want in cases]
+    assert [w for w in wrong if w[2] != w[3]] == []
