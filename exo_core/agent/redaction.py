@@ -22,13 +22,15 @@ exod's own files is the first line; this is the second.
 from __future__ import annotations
 
 import base64
+import bisect
+import itertools
 import os
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from exo_core.store.leaks import LEAK_PATTERNS
+from exo_core.store.leaks import LEAK_PATTERNS, LEAK_TRIGGERS
 
 __all__ = ["Redactor", "SecretRedactor", "StreamRedactor", "redact_data"]
 
@@ -36,6 +38,8 @@ _MIN_KNOWN = 16  # shorter values would redact ordinary words
 _KEY_LINE = re.compile(r"exo-ed25519-seed-v\d+\s+([0-9A-Fa-f]{64})")
 # A block that may still be open at the end of a chunk: held back until it closes.
 _OPEN_BLOCK = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?![\s\S]*-----END [A-Z0-9 ]+-----)")
+# Patterns that span lines run over the whole text; the rest only on the lines holding one of their triggers.
+_MULTILINE = frozenset(p for _kind, p in LEAK_PATTERNS if p.flags & re.S)
 _HOLD_LIMIT = 64 * 1024
 _TAIL = 256  # longest secret a cut in the middle of a line can split
 
@@ -66,8 +70,7 @@ class SecretRedactor:
         """``text`` with every recognised secret replaced by ``[redacted:<kind>]``."""
         if not text:
             return text
-        for kind, pattern in LEAK_PATTERNS:
-            text = pattern.sub(f"[redacted:{kind}]", text)
+        text = _redact_shapes(text)
         for value in self._known():
             if value in text:
                 text = text.replace(value, "[redacted:exo-secret]")
@@ -119,6 +122,32 @@ class StreamRedactor:
         """Whatever is still held, redacted (the stream ended)."""
         text, self._held = self._held, ""
         return self._redactor.redact(text)
+
+
+def _redact_shapes(text: str) -> str:
+    """``text`` with the leak shapes replaced; each expression runs only on lines where its trigger occurs."""
+    lowered = text.lower()
+    live = [(kind, p) for kind, p in LEAK_PATTERNS if any(t in lowered for t in LEAK_TRIGGERS[p])]
+    multi = [(kind, p) for kind, p in live if p in _MULTILINE]
+    for kind, pattern in multi:
+        text = pattern.sub(f"[redacted:{kind}]", text)
+    per_line = [(kind, p) for kind, p in live if p not in _MULTILINE]
+    if not per_line:
+        return text
+    if multi:
+        lowered = text.lower()  # the multi-line patterns changed the text
+    lines = text.splitlines(keepends=True)
+    starts = list(itertools.accumulate((len(line) for line in lines[:-1]), initial=0))
+    for kind, pattern in per_line:
+        hit: set[int] = set()
+        for trigger in LEAK_TRIGGERS[pattern]:
+            at = lowered.find(trigger)
+            while at != -1:
+                hit.add(bisect.bisect_right(starts, at) - 1)
+                at = lowered.find(trigger, at + 1)
+        for n in hit:
+            lines[n] = pattern.sub(f"[redacted:{kind}]", lines[n])
+    return "".join(lines)
 
 
 def redact_data(redactor: Redactor, value: Any) -> Any:

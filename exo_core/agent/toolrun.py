@@ -80,7 +80,9 @@ async def run_tool_call(deps: "LoopDeps", session_id: str, turn_id: str, call: T
         result = ToolResult.error("the person denied this action")
     else:
         result = await _execute(deps, session_id, call, outcome.targets)
-    result = ToolResult(deps.redactor.redact(result.content), result.is_error, result.truncated)
+    # Up to 100k characters: redacted in a worker thread, so a big result never stalls the loop.
+    redacted = await asyncio.to_thread(deps.redactor.redact, result.content)
+    result = ToolResult(redacted, result.is_error, result.truncated)
     await store_tool_result(deps, session_id, turn_id, call, result, started)
     await deps.hooks.notify(
         "post_tool_call",
@@ -194,7 +196,10 @@ async def _execute(deps: "LoopDeps", session_id: str, call: ToolCall, targets: t
             await deps.hub.emit(session_id, "tool.output", ev.ToolOutput(call_id=call.id, text=shown, stream=stream))
 
     async def emit_panel(kind: str, title: str, data: dict[str, Any]) -> None:
-        await deps.hub.emit(session_id, "ui.panel", ev.UiPanel(kind=kind, title=title, data=data))
+        shown = redact_data(deps.redactor, data)
+        await deps.hub.emit(
+            session_id, "ui.panel", ev.UiPanel(kind=kind, title=deps.redactor.redact(title), data=shown)
+        )
 
     async def session_search(query: str, limit: int) -> list[dict[str, Any]]:
         return [h.to_wire() for h in await deps.worker.run(lambda: deps.store.search(query, limit=limit))]

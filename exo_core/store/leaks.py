@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Leak", "find_leaks", "redact", "LEAK_PATTERNS", "ASSIGNED_SECRET", "URL_CREDENTIAL"]
+__all__ = ["Leak", "find_leaks", "redact", "LEAK_PATTERNS", "LEAK_TRIGGERS", "ASSIGNED_SECRET", "URL_CREDENTIAL"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +58,30 @@ LEAK_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("token", re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/-]{20,}=*")),
     ("password", ASSIGNED_SECRET),
     ("password", URL_CREDENTIAL),
+)
+# Lower-case text each pattern cannot match without (one of them must occur): a cheap test that lets a
+# redactor skip a pattern, or a line, before running the regular expression (exo_core.agent.redaction).
+LEAK_TRIGGERS: dict[re.Pattern[str], tuple[str, ...]] = dict(
+    zip(
+        (pattern for _kind, pattern in LEAK_PATTERNS),
+        (
+            ("-----begin",),
+            ("exo-ed25519-seed",),
+            ("$1$", "$2", "$5$", "$6$", "$y$", "$gy$", "$7$"),
+            ("akia",),
+            ("sk-",),
+            ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+            ("github_pat_",),
+            ("xox",),
+            ("aiza",),
+            ("glpat-",),
+            ("eyj",),
+            ("bearer",),
+            ("pass", "pwd", "secret", "token", "key"),
+            ("://",),
+        ),
+        strict=True,
+    )
 )
 _PHONE = re.compile(r"(?<![\w/.:+-])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,5}(?:[ .-]\d{2,5}){1,5}(?![\w/:-])")
 _DATEISH = re.compile(r"\d{4}-\d{2}-\d{2}|\d{2}:\d{2}")
