@@ -26,6 +26,7 @@ import bisect
 import itertools
 import os
 import re
+import string
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
@@ -40,6 +41,7 @@ _KEY_LINE = re.compile(r"exo-ed25519-seed-v\d+\s+([0-9A-Fa-f]{64})")
 _OPEN_BLOCK = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?![\s\S]*-----END [A-Z0-9 ]+-----)")
 # Patterns that span lines run over the whole text; the rest only on the lines holding one of their triggers.
 _MULTILINE = frozenset(p for _kind, p in LEAK_PATTERNS if p.flags & re.S)
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)  # triggers are ASCII
 _HOLD_LIMIT = 64 * 1024
 _TAIL = 256  # longest secret a cut in the middle of a line can split
 
@@ -126,7 +128,7 @@ class StreamRedactor:
 
 def _redact_shapes(text: str) -> str:
     """``text`` with the leak shapes replaced; each expression runs only on lines where its trigger occurs."""
-    lowered = text.lower()
+    lowered = _lower(text)
     live = [(kind, p) for kind, p in LEAK_PATTERNS if any(t in lowered for t in LEAK_TRIGGERS[p])]
     multi = [(kind, p) for kind, p in live if p in _MULTILINE]
     for kind, pattern in multi:
@@ -135,19 +137,47 @@ def _redact_shapes(text: str) -> str:
     if not per_line:
         return text
     if multi:
-        lowered = text.lower()  # the multi-line patterns changed the text
+        lowered = _lower(text)
     lines = text.splitlines(keepends=True)
     starts = list(itertools.accumulate((len(line) for line in lines[:-1]), initial=0))
+    # A line whose text was joined into the line before it (a value that wrapped) points there.
+    owner = list(range(len(lines)))
     for kind, pattern in per_line:
         hit: set[int] = set()
         for trigger in LEAK_TRIGGERS[pattern]:
             at = lowered.find(trigger)
             while at != -1:
-                hit.add(bisect.bisect_right(starts, at) - 1)
+                hit.add(_owner(owner, bisect.bisect_right(starts, at) - 1))
                 at = lowered.find(trigger, at + 1)
-        for n in hit:
-            lines[n] = pattern.sub(f"[redacted:{kind}]", lines[n])
+        for n in sorted(hit, reverse=True):  # from the end, so a joined pair never hides a later hit
+            tail = lines[n].rstrip()
+            if not (tail.endswith((":", "=")) or _lower(tail).endswith(LEAK_TRIGGERS[pattern])):
+                lines[n] = pattern.sub(f"[redacted:{kind}]", lines[n])
+                continue
+            # The line ends where a value would start ("password:", "Bearer"): the value may be on the next one.
+            after = n + 1
+            while after < len(lines) and owner[after] != after:
+                after += 1  # skip lines already joined into this one
+            pair = lines[n] + (lines[after] if after < len(lines) else "")
+            replaced = pattern.sub(f"[redacted:{kind}]", pair)
+            if replaced != pair:
+                lines[n] = replaced
+                if after < len(lines):
+                    lines[after], owner[after] = "", n
     return "".join(lines)
+
+
+def _owner(owner: list[int], n: int) -> int:
+    while owner[n] != n:
+        n = owner[n]
+    return n
+
+
+def _lower(text: str) -> str:
+    # Triggers are ASCII; the lowered text keeps the length of the text, so offsets map to lines.
+    lowered = text.lower()
+    # A few letters change length when lowered (İ): then the slower ASCII-only mapping keeps offsets aligned.
+    return lowered if len(lowered) == len(text) else text.translate(_ASCII_LOWER)
 
 
 def redact_data(redactor: Redactor, value: Any) -> Any:

@@ -45,6 +45,14 @@ def test_the_home_secrets_and_known_shapes_are_redacted(tmp_path: Path) -> None:
     assert out.count("[redacted:") >= 6
 
 
+def test_a_value_on_the_next_line_and_unicode_before_it_are_handled() -> None:
+    redactor = SecretRedactor()
+    text = "İİİ straße\npassword:\n  hunter2hunter2\nAuthorization: Bearer\n abcdefghijklmnopqrstuvwxyz0123\nrest\n"
+    out = redactor.redact(text)
+    assert "hunter2hunter2" not in out and "abcdefghijklmnopqrstuvwxyz0123" not in out, out
+    assert out.startswith("İİİ straße\n") and out.endswith("rest\n")
+
+
 def test_the_key_file_line_is_a_leak_the_store_lint_knows() -> None:
     assert [leak.kind for leak in find_leaks("exo-ed25519-seed-v1 " + "0f" * 32)] == ["private-key"]
 
