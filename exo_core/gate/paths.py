@@ -117,7 +117,12 @@ def _protected(path: Path, scope: Scope, *, writing: bool) -> str:
             if top in _HOME_SECRET_DIRS or len(rel.parts) == 1 and top.startswith(_HOME_SECRET_NAMES):
                 return "the Exo home's keys, token, sockets or sessions"
             # A workspace may live in the home (the device image's is <home>/workspace): it stays writable.
-            ours = [*scope.stores, *(root for root in scope.workspace if home in root.parents)]
+            ours = [
+                form
+                for root in (*scope.stores, *scope.workspace)
+                for form in (root, resolve_target(root))
+                if home in form.parents
+            ]
             if writing and not any(path == root or root in path.parents for root in ours):
                 return "the Exo home: exod's own policy, settings and plugins"
     for store in scope.stores:

@@ -171,7 +171,7 @@ class ApplyPatchTool:
             return ToolResult.error(exc.message)
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             return ToolResult.error(f"cannot apply the patch: {exc}")
-        done = []
+        done: list[str] = []
         for path, content in plan:
             if content is None:
                 try:

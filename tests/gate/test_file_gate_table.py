@@ -87,3 +87,20 @@ def test_a_workspace_inside_the_exo_home_stays_a_workspace(tmp_path: Path, monke
     ]
     wrong = [(t, a, want, gate.check(SPECS[t], a).action) for t, a, want in cases]
     assert [w for w in wrong if w[2] != w[3]] == []
+
+
+def test_a_home_reached_through_a_link_is_judged_by_where_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--home`` and ``--workspace`` may name a link to the real home (a mounted card): both forms count."""
+    world = build_world(tmp_path)
+    monkeypatch.setenv("HOME", str(world.user))
+    (world.home / "workspace").mkdir()
+    alias = tmp_path / "alias"
+    alias.symlink_to(world.home)
+    gate = ConsequenceGate(Policy(), workspace=alias / "workspace", exo_home=alias, stores=(alias / "store",))
+    assert gate.check(SPECS["write_file"], {"path": "n.md", "content": "x"}).action == "log"
+    assert gate.check(SPECS["read_file"], {"path": str(world.home / "token")}).action == "deny"
+    assert gate.check(SPECS["read_file"], {"path": str(alias / "keys" / "ledger-ed25519.key")}).action == "deny"
+    assert gate.check(SPECS["write_file"], {"path": str(world.home / "gate.toml"), "content": "x"}).action == "deny"
+    assert gate.check(SPECS["read_file"], {"path": str(world.store / "ledger.sqlite")}).action == "deny"
