@@ -50,7 +50,6 @@ async def test_a_folder_swapped_for_a_link_after_the_check_is_refused(tmp_path: 
     ):
         result = await tool.run(args, _ctx(ws, checked))
         assert result.is_error and "changed since" in result.content, (tool, result)
-        assert "outside" not in result.content.split("error:")[1].split("now")[0] or True
     assert (outside / "f.txt").read_text() == "outside\n"
 
 
