@@ -41,6 +41,7 @@ from exo_core.agent.model import (
     UsageChunk,
 )
 from exo_core.agent.recorder import NullRecorder, TurnRecorder
+from exo_core.agent.redaction import Redactor, SecretRedactor
 from exo_core.agent.seams import (
     ContextEngine,
     Gate,
@@ -108,6 +109,8 @@ class LoopDeps:
     workspace: Path = field(default_factory=Path.cwd)
     # A decision model narrowing the tools offered to the model each turn; None offers every tool.
     toolsets: ToolsetChooser | None = None
+    # Secrets out of every tool result, before the model, an event or the ledger sees it (docs/security.md).
+    redactor: Redactor = field(default_factory=SecretRedactor)
 
 
 async def run_turn(
