@@ -5,19 +5,19 @@ every millisecond, once wrote 223,734 tracebacks (101 MB in 30 s) into exod's
 log (issue 19, item 3). :class:`QuietLog` logs the first record of each kind,
 counts the repeats for ``interval`` seconds and then logs one summary line with
 the count; the number of kinds it tracks is bounded, so the log stays small and
-so does memory. :func:`install_loop_handler` puts asyncio's own exception reports
-(``socket.accept() out of system resource`` and the like) through it.
+so does memory. :class:`QuietFilter` puts the records of the ``asyncio`` and
+``aiohttp.server`` loggers (``socket.accept() out of system resource``, "Error
+handling request" and the like) through it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["QuietLog", "install_loop_handler"]
+__all__ = ["QuietLog", "QuietFilter"]
 
 
 class QuietLog:
@@ -71,13 +71,17 @@ class QuietLog:
         self._windows.clear()
 
 
-def install_loop_handler(loop: asyncio.AbstractEventLoop, quiet: QuietLog) -> None:
-    """Route the loop's exception reports through ``quiet``: the first of a kind in full, then a count."""
+class QuietFilter(logging.Filter):
+    """A logging filter that lets through the first record of each message template per window.
 
-    def handle(current: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-        exc = context.get("exception")
-        kind = f"asyncio: {context.get('message', 'error')} ({type(exc).__name__ if exc else 'no exception'})"
-        if quiet.allow(kind):
-            current.default_exception_handler(context)
+    Installed on the ``asyncio`` and ``aiohttp.server`` loggers by exod, whose
+    records repeat once per connection or per failed ``accept`` under attack.
+    """
 
-    loop.set_exception_handler(handle)
+    def __init__(self, quiet: QuietLog | None = None) -> None:
+        super().__init__()
+        self._quiet = quiet or QuietLog(logging.getLogger("exo_core.server.quietlog"))
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Whether ``record`` is the first of its kind in this window."""
+        return self._quiet.allow(f"{record.name}: {record.msg}")
