@@ -30,7 +30,13 @@ from exo_core.home import ExoHome
 from exo_core.learning.service import ReviewService
 from exo_core.server.auth import HostPolicy, load_or_create_token
 from exo_core.server.http import HttpSettings, build_app
-from exo_core.server.limits import ConnectionGate, ConnectionLimits, raise_fd_limit, tcp_connection_cap
+from exo_core.server.limits import (
+    TCP_BACKLOG,
+    ConnectionGate,
+    ConnectionLimits,
+    raise_fd_limit,
+    tcp_connection_cap,
+)
 from exo_core.server.listeners import bind_tcp, bind_unix
 from exo_core.server.quietlog import QuietFilter
 from exo_core.server.stdio import serve_stdio
@@ -218,7 +224,7 @@ class _GatedSite(web.SockSite):
     """A socket site whose every connection passes the :class:`ConnectionGate` first."""
 
     def __init__(self, runner: web.AppRunner, sock: socket.socket, gate: ConnectionGate) -> None:
-        super().__init__(runner, sock, shutdown_timeout=5.0)
+        super().__init__(runner, sock, shutdown_timeout=5.0, backlog=TCP_BACKLOG)
         self._gate = gate
 
     async def start(self) -> None:

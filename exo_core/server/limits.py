@@ -37,13 +37,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from exo_core.errors import PayloadTooLargeError, UsageError
+from exo_core.errors import ConfigError, PayloadTooLargeError, UsageError
 from exo_core.server.quietlog import QuietLog
 
 if TYPE_CHECKING:
     from aiohttp import web
 
 __all__ = [
+    "TCP_BACKLOG",
     "ConnectionLimits",
     "ConnectionGate",
     "SlowClientError",
@@ -58,6 +59,9 @@ log = logging.getLogger(__name__)
 # File descriptors kept free for everything that is not a TCP client: the Unix
 # socket and its clients, SQLite files and their journals, the model, tool processes.
 _FD_HEADROOM_MIN = 128
+# The TCP listen backlog, which is also how many connections asyncio accepts in one
+# go before the gate can close any of them: the fd headroom must cover that burst.
+TCP_BACKLOG = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +73,12 @@ class ConnectionLimits:
     header_timeout: float = 10.0
     body_timeout: float = 30.0
     public_body_bytes: int = 4096
+
+    def __post_init__(self) -> None:
+        if min(self.max_total, self.max_per_address, self.public_body_bytes) < 1:
+            raise ConfigError("TCP connection caps and body limits must be at least 1")
+        if not (self.header_timeout > 0 and self.body_timeout > 0):
+            raise ConfigError("TCP timeouts must be positive numbers of seconds")
 
 
 class SlowClientError(UsageError):
@@ -112,7 +122,7 @@ def raise_fd_limit() -> int:
 
 def tcp_connection_cap(limits: ConnectionLimits, fd_soft_limit: int) -> int:
     """How many TCP connections may be open at once: the configured total, well below the fd limit."""
-    headroom = max(_FD_HEADROOM_MIN, fd_soft_limit // 4)
+    headroom = max(_FD_HEADROOM_MIN, fd_soft_limit // 4) + TCP_BACKLOG
     return max(1, min(limits.max_total, fd_soft_limit - headroom))
 
 
