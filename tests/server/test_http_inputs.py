@@ -236,3 +236,16 @@ def test_fuzzed_pair_bodies_never_500(tcp_exod, body: bytes) -> None:
     _d, port, _token = tcp_exod
     status, _h, data = call(port, "POST", "/pair", body, {"Content-Type": "application/json"}, source="127.0.0.77")
     assert status < 500 and json.loads(data)["ok"] is False
+
+
+def test_header_bytes_that_are_not_utf8_are_refused_not_500(tcp_exod) -> None:
+    _d, port, _token = tcp_exod
+    for path, header in (
+        ("/web/session", b"Cookie: exo_%d=a\xff.b.c" % port),
+        ("/web/store", b"Cookie: exo_%d=a\xed\xa0\x80.1.c" % port),
+        ("/health", b"Authorization: Bearer \xff\xfe"),
+    ):
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+            raw.sendall(b"GET " + path.encode() + b" HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % port + header + b"\r\n\r\n")
+            status_line = raw.recv(4096).split(b"\r\n")[0]
+        assert status_line.split()[1] == b"401", (path, status_line)
