@@ -48,9 +48,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks"), str(ROOT / "tests")]
 
-from _common import machine_info, print_table, write_results  # noqa: E402 - after the path set-up above
-from exo_testkit import Exod, write_script  # noqa: E402
-from unixhttp import UnixHTTPConnection  # noqa: E402
+from _common import machine_info, print_table, write_results
+from exo_testkit import Exod, write_script
+from unixhttp import UnixHTTPConnection
 
 TYPED = {
     "malformed",
@@ -66,6 +66,22 @@ TYPED = {
 }
 COMMAND_TYPES = ["hello", "session.create", "turn.send", "search", "config.set", "config.get", "question.answer"]
 COMMAND_TYPES += ["session.resume", "events.subscribe", "session.list", "no.such.command"]
+_STARTED: list[Exod] = []  # every exod this run started, killed at the end whatever happens
+
+
+def _exod(home: Path, script: Path, ws: Path, extra: list[str] | None = None) -> Exod:
+    d = Exod(home, script, ws, extra=extra).start()
+    _STARTED.append(d)
+    return d
+
+
+def _kill_leftovers() -> None:
+    for d in _STARTED:
+        if d.proc is not None and d.proc.poll() is None:
+            d.proc.kill()
+            d.proc.wait(10)
+
+
 REPLY = {"text": "a reply long enough to stream as many deltas " * 8, "delay": 0.002, "chunk": 6}
 
 
@@ -145,7 +161,7 @@ def run_kill(cycles: int, base: Path, seed: int) -> dict[str, Any]:
     lost = changed = ledger_lost = ledger_changed = holes = 0
     started = time.perf_counter()
     for _ in range(cycles):
-        d = Exod(home, script, ws).start()
+        d = _exod(home, script, ws)
         stored = _stored_events(home)
         lost += sum(1 for seq in acked_events if seq not in stored)
         changed += sum(1 for seq, data in acked_events.items() if seq in stored and stored[seq] != data)
@@ -169,7 +185,7 @@ def run_kill(cycles: int, base: Path, seed: int) -> dict[str, Any]:
         d.kill()
         follower.join(10)
         acked_events.update(follower.seen)
-    d = Exod(home, script, ws).start()  # the last check after the last kill
+    d = _exod(home, script, ws)  # the last check after the last kill
     stored = _stored_events(home)
     lost += sum(1 for seq in acked_events if seq not in stored)
     changed += sum(1 for seq, data in acked_events.items() if seq in stored and stored[seq] != data)
@@ -246,7 +262,7 @@ def run_fuzz(count: int, base: Path, seed: int) -> dict[str, Any]:
     ws = base / "fuzz-ws"
     ws.mkdir(parents=True, exist_ok=True)
     script = write_script(base / "fuzz-script.json", [{"text": "ok"}])
-    d = Exod(base / "fuzz-home", script, ws, extra=["--tcp", "127.0.0.1:0"]).start()
+    d = _exod(base / "fuzz-home", script, ws, extra=["--tcp", "127.0.0.1:0"])
     port = int((d.home / "run" / "tcp.port").read_text())
     token = (d.home / "token").read_text().strip()
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json", "Host": f"127.0.0.1:{port}"}
@@ -283,46 +299,55 @@ def run_fuzz(count: int, base: Path, seed: int) -> dict[str, Any]:
     return {"tcp": tcp, "stdio": _fuzz_stdio(count, base, rng, script, ws)}
 
 
-def _fuzz_stdio(count: int, base: Path, rng: random.Random, script: Path, ws: Path) -> dict[str, Any]:
+def _stdio_exod(cmd: list[str]) -> subprocess.Popen[bytes]:
     from _common import child_env
 
-    cmd = [sys.executable, "-m", "exo_core.cli", "serve", "--stdio", "--no-unix", "--home", str(base / "stdio-home")]
-    cmd += ["--model", f"scripted:{script}", "--workspace", str(ws), "--log-level", "ERROR"]
-    stats = {"sent": 0, "untyped": 0, "crashes": 0}
-    started = time.perf_counter()
-    proc = subprocess.Popen(
+    return subprocess.Popen(
         cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=child_env()
     )
-    assert proc.stdin is not None and proc.stdout is not None
-    for _ in range(count):
-        line = fuzz_body(rng).replace(b"\n", b" ")
-        if not line.strip():
-            continue
-        if b'"events.subscribe"' in line:
-            continue  # a subscription streams events as lines of its own; its answer is counted elsewhere
-        try:
-            proc.stdin.write(line + b"\n")
-            proc.stdin.flush()
-            raw = proc.stdout.readline()
-        except OSError:
-            raw = b""
-        if not raw:
-            stats["crashes"] += 1
-            proc.kill()
-            proc.wait()
-            proc = subprocess.Popen(
-                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=child_env()
-            )
+
+
+def _fuzz_stdio(count: int, base: Path, rng: random.Random, script: Path, ws: Path) -> dict[str, Any]:
+    cmd = [sys.executable, "-m", "exo_core.cli", "serve", "--stdio", "--no-unix", "--home", str(base / "stdio-home")]
+    cmd += ["--model", f"scripted:{script}", "--workspace", str(ws), "--log-level", "ERROR"]
+    stats = {"sent": 0, "skipped": 0, "untyped": 0, "crashes": 0}
+    started = time.perf_counter()
+    procs = [_stdio_exod(cmd)]
+    try:
+        for _ in range(count):
+            line = fuzz_body(rng).replace(b"\n", b" ")
+            if not line.strip() or b'"events.subscribe"' in line:
+                stats["skipped"] += 1  # blank lines get no answer; a subscription streams lines of its own
+                continue
+            proc = procs[-1]
             assert proc.stdin is not None and proc.stdout is not None
-            continue
-        stats["sent"] += 1
-        try:
-            if not _typed(json.loads(raw)):
+            try:
+                proc.stdin.write(line + b"\n")
+                proc.stdin.flush()
+                raw = proc.stdout.readline()
+            except OSError:
+                raw = b""
+            if not raw:
+                stats["crashes"] += 1
+                proc.kill()
+                proc.wait()
+                procs.append(_stdio_exod(cmd))
+                continue
+            stats["sent"] += 1
+            try:
+                if not _typed(json.loads(raw)):
+                    stats["untyped"] += 1
+            except ValueError:
                 stats["untyped"] += 1
-        except ValueError:
-            stats["untyped"] += 1
-    proc.stdin.close()
-    stats["exit_code"] = proc.wait(60)
+        last = procs[-1]
+        assert last.stdin is not None
+        last.stdin.close()
+        stats["exit_code"] = last.wait(60)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
     stats["seconds"] = round(time.perf_counter() - started, 1)
     return stats
 
@@ -347,7 +372,7 @@ def _server_established(port: int) -> int | None:
     """Connections exod holds on ``port`` (the server side's ESTAB count, from ``ss``), or None without ss."""
     try:
         out = subprocess.run(
-            ["ss", "-tnH", "state", "established", f"( sport = :{port} )"], capture_output=True, text=True
+            ["ss", "-tnH", "state", "established", f"( sport = :{port} )"], capture_output=True, text=True, check=False
         )
     except OSError:
         return None
@@ -358,7 +383,7 @@ def run_idle(count: int, base: Path, hold: float = 5.0) -> dict[str, Any]:
     """Open ``count`` idle TCP connections from 20 addresses and hold them; time the owner's /health throughout."""
     ws = base / "idle-ws"
     ws.mkdir(parents=True, exist_ok=True)
-    d = Exod(base / "idle-home", write_script(base / "idle.json", []), ws, extra=["--tcp", "127.0.0.1:0"]).start()
+    d = _exod(base / "idle-home", write_script(base / "idle.json", []), ws, extra=["--tcp", "127.0.0.1:0"])
     port = int((d.home / "run" / "tcp.port").read_text())
     baseline = [_health_latency(d.socket) for _ in range(20)]
     latencies: list[float] = []
@@ -406,7 +431,7 @@ def run_stall(count: int, base: Path) -> dict[str, Any]:
     """``count`` 7.8 MB arrays POSTed while /health is probed; latency against a quiet baseline."""
     ws = base / "stall-ws"
     ws.mkdir(parents=True, exist_ok=True)
-    d = Exod(base / "stall-home", write_script(base / "stall.json", []), ws).start()
+    d = _exod(base / "stall-home", write_script(base / "stall.json", []), ws)
     body = (
         '{"id":"big","type":"config.set","body":{"key":"k","value":[' + ",".join(["1"] * 3_900_000) + "]}}"
     ).encode()
@@ -455,14 +480,17 @@ def main(argv: list[str] | None = None) -> int:
     base = args.base or Path(tempfile.mkdtemp(prefix="exo-stress-"))
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     results: dict[str, Any] = {"machine": machine_info(base)}
-    if args.kill_cycles:
-        results["kill"] = run_kill(args.kill_cycles, base, args.seed)
-    if args.fuzz:
-        results["fuzz"] = run_fuzz(args.fuzz, base, args.seed)
-    if args.idle:
-        results["idle"] = run_idle(args.idle, base)
-    if args.stall:
-        results["stall"] = run_stall(args.stall, base)
+    try:
+        if args.kill_cycles:
+            results["kill"] = run_kill(args.kill_cycles, base, args.seed)
+        if args.fuzz:
+            results["fuzz"] = run_fuzz(args.fuzz, base, args.seed)
+        if args.idle:
+            results["idle"] = run_idle(args.idle, base)
+        if args.stall:
+            results["stall"] = run_stall(args.stall, base)
+    finally:
+        _kill_leftovers()
     rows = [[part, key, value] for part, data in results.items() if part != "machine" for key, value in _flat(data)]
     print_table("stress (issue 19)", ["part", "measure", "value"], rows)
     if args.json or args.out:

@@ -38,10 +38,10 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_SAFE_INTEGER",
     "MAX_VALUES",
+    "json_kind",
     "parse_json_object",
     "too_deep",
     "without_strings",
-    "json_kind",
 ]
 
 MAX_BODY_BYTES = 8 * 1024 * 1024

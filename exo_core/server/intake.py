@@ -26,7 +26,7 @@ from exo_core.errors import ExoError
 from exo_core.protocol import Command, ErrorInfo, Response, decode_command
 from exo_core.server.quietlog import QuietLog
 
-__all__ = ["OFF_LOOP_BYTES", "decode_untrusted", "answer_bytes", "response_bytes", "failure_for"]
+__all__ = ["OFF_LOOP_BYTES", "answer_bytes", "decode_untrusted", "failure_for", "response_bytes"]
 
 log = logging.getLogger(__name__)
 _quiet = QuietLog(log)

@@ -45,13 +45,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TCP_BACKLOG",
-    "ConnectionLimits",
     "ConnectionGate",
+    "ConnectionLimits",
     "SlowClientError",
     "raise_fd_limit",
     "read_body",
-    "tcp_connection_cap",
     "source_key",
+    "tcp_connection_cap",
 ]
 
 log = logging.getLogger(__name__)
@@ -88,7 +88,7 @@ class SlowClientError(UsageError):
     http_status = 408
 
 
-async def read_body(request: "web.Request", *, limit: int, timeout: float) -> bytes:
+async def read_body(request: web.Request, *, limit: int, timeout: float) -> bytes:
     """The request's body: at most ``limit`` bytes, all of it within ``timeout`` seconds, or a typed error."""
     declared = request.content_length
     if declared is not None and declared > limit:
@@ -176,23 +176,24 @@ class ConnectionGate:
 
     def _admit(self, source: str) -> bool:
         if len(self._open) >= self.total_cap:
-            self._refuse("tcp: connections refused, total cap reached", "total cap of %d connections reached", source)
+            self._refuse("total cap of %d connections reached", self.total_cap, source)
             return False
         if self._per_source.get(source, 0) >= self.limits.max_per_address:
-            self._refuse("tcp: connections refused, per-address cap reached", "per-address cap of %d reached", source)
+            self._refuse("per-address cap of %d reached", self.limits.max_per_address, source)
             return False
         self._per_source[source] = self._per_source.get(source, 0) + 1
         return True
 
-    def _refuse(self, kind: str, why: str, source: str) -> None:
+    def _refuse(self, why: str, cap: int, source: str) -> None:
         self.refused += 1
-        cap = self.total_cap if "total" in why else self.limits.max_per_address
-        self._quiet.warning(kind, "refusing a TCP connection from %s: " + why, source, cap)
+        self._quiet.warning(
+            f"tcp: connections refused ({why % cap})", "refusing a TCP connection from %s: " + why, source, cap
+        )
 
-    def _opened(self, guard: "_Guarded") -> None:
+    def _opened(self, guard: _Guarded) -> None:
         self._open[id(guard.transport)] = guard
 
-    def _closed(self, guard: "_Guarded") -> None:
+    def _closed(self, guard: _Guarded) -> None:
         self._open.pop(id(guard.transport), None)
         left = self._per_source.get(guard.source, 0) - 1
         if left > 0:

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["QuietLog", "QuietFilter"]
+__all__ = ["QuietFilter", "QuietLog"]
 
 
 class QuietLog:

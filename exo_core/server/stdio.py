@@ -27,7 +27,7 @@ from exo_core.protocol.commands import EventsSubscribe
 from exo_core.server.hub import Hub
 from exo_core.server.intake import decode_untrusted, failure_for, response_bytes
 
-__all__ = ["serve_stdio", "read_lines"]
+__all__ = ["read_lines", "serve_stdio"]
 
 _CHUNK = 64 * 1024
 
