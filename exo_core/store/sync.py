@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from exo_core.errors import ConflictError
+from exo_core.private_files import private_dir, private_file
 from exo_core.store import layout
 from exo_core.store.atomic import atomic_write_bytes, atomic_write_text
 from exo_core.store.items import rebuild_items
@@ -114,7 +115,7 @@ def _record(root: Path) -> dict[str, str]:
 
 def record_state(root: Path, files: dict[str, str], label: str) -> None:
     """Write ``files`` as what ``root`` holds now: the base its next sync compares against."""
-    (root / layout.STATE_DIR).mkdir(exist_ok=True)
+    private_dir(root / layout.STATE_DIR, parents=False)
     atomic_write_bytes(root / layout.STATE_DIR / SYNC_BASE, canonical_json({"at": label, "files": files}))
 
 
@@ -122,7 +123,7 @@ def _apply(src: Path, dest: Path, rel: str) -> str:
     if not (src / rel).is_file():
         (dest / rel).unlink()
         return "deleted"
-    (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+    private_dir((dest / rel).parent)
     atomic_write_bytes(dest / rel, (src / rel).read_bytes())
     return "copied"
 
@@ -141,8 +142,8 @@ def _sync_files(a: Path, b: Path, sync_id: str, report: StoreSyncReport) -> None
             continue
         for own, other, label in ((o, t, lb) for o, t, lb in ((a, b, "B"), (b, a, "A")) if (t / rel).is_file()):
             keep = own / layout.STATE_DIR / "conflicts" / sync_id / label / rel
-            keep.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(other / rel, keep)
+            private_dir(keep.parent)
+            shutil.copyfile(other / rel, private_file(keep))
         changed, deleted = ("A", "B") if sa else ("B", "A")
         how = "changed in both copies" if sa and sb else f"deleted in {deleted}, changed in {changed}"
         report.conflicts.append(
@@ -188,6 +189,6 @@ def sync_stores(
     record: dict[str, Any] = {"sync_id": sync_id, "report": report.render()}
     for root in (store_a.root, store_b.root):
         log = root / layout.STATE_DIR / "sync-log"
-        log.mkdir(parents=True, exist_ok=True)
+        private_dir(log)
         atomic_write_text(log / f"{sync_id}.json", json.dumps(record, indent=1))
     return report

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from exo_core.errors import ConflictError, NotFoundError, StorageError, UsageError
+from exo_core.private_files import private_dir, private_file
 from exo_core.store import layout
 from exo_core.store.atomic import atomic_write_bytes, exchange_paths, fsync_dir, fsync_tree, remove_tree
 from exo_core.store.config import read_config, write_config
@@ -65,6 +66,7 @@ def copy_sqlite(src: Path, dest: Path) -> None:
     except sqlite3.Error as exc:
         raise StorageError(f"{src}: cannot open for copying ({exc})") from exc
     try:
+        private_file(dest)  # SQLite gives the copy's journal the database's mode
         with contextlib.closing(sqlite3.connect(dest)) as target:
             source.backup(target)
             # A copy is a single file: leave it in rollback-journal mode so no
@@ -107,7 +109,8 @@ def _new_staging(dest: Path, export_id: str) -> Path:
     for stale in dest.parent.glob(f".{dest.name}.export-*"):
         remove_tree(stale)  # left by a killed export or import
     staging = dest.with_name(f".{dest.name}.export-{export_id}")
-    staging.mkdir()
+    staging.mkdir(mode=0o700)  # the copy is as private as the store (docs/security.md §5)
+    private_dir(staging, parents=False)
     return staging
 
 
@@ -115,11 +118,11 @@ def _copy_tree(src: Path, staging: Path, *, manifest: dict[str, Any] | None, tic
     count = 0  # stays 0 for a tree with nothing to copy
     for count, rel in enumerate(copy_candidates(src), start=1):
         target = staging / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(target.parent)
         if rel.as_posix() in layout.SQLITE_FILES:
             copy_sqlite(src / rel, target)
         else:
-            shutil.copyfile(src / rel, target)
+            shutil.copyfile(src / rel, private_file(target))  # copyfile keeps the 0600 of the file it writes into
             _fsync_file(target)
         tick(f"file:{rel.as_posix()}")
     fsync_tree(staging)
@@ -229,7 +232,7 @@ def import_store(
             write_config(staging, replace(config, owner_keys=config.owner_keys + (owner_key_id,)))
         # Keep the export's manifest as machine state: it is the common base
         # a later 'exo store sync' with the source compares curated files to.
-        (staging / layout.STATE_DIR).mkdir(exist_ok=True)
+        private_dir(staging / layout.STATE_DIR, parents=False)
         atomic_write_bytes(staging / layout.STATE_DIR / IMPORT_MANIFEST, (src_path / layout.MANIFEST).read_bytes())
     except BaseException:
         remove_tree(staging)

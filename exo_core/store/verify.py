@@ -85,6 +85,16 @@ def sqlite_problems(path: Path) -> list[str]:
         with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
             rows = [str(r[0]) for r in conn.execute("PRAGMA integrity_check")]
     except sqlite3.DatabaseError as exc:
+        journal = path.with_name(path.name + "-journal")
+        if journal.is_file() and journal.stat().st_size > 0:
+            # A hot journal: the file was copied while a writer was mid-commit, so the copy holds
+            # half a transaction that only a rollback (a write, which verify never does) can undo.
+            return [
+                f"{path.name}: this copy was copied while it was being written (a hot {journal.name} "
+                f"beside it holds an unfinished transaction; SQLite says: {exc}). Copy the store again "
+                "with 'exo store export DEST', which takes a consistent snapshot even while exod runs, "
+                "rather than with cp or a file sync tool"
+            ]
         return [f"{path.name}: not a usable SQLite database ({exc})"]
     return [] if rows == ["ok"] else [f"{path.name}: {row}" for row in rows[:5]]
 
