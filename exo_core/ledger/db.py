@@ -199,3 +199,7 @@ class Guarded:
                     with contextlib.suppress(sqlite3.Error):
                         conn.execute("ROLLBACK")
                     raise StorageError(f"cannot commit to {self.what} {self.path}: {err}") from err
+                self.committed()
+
+    def committed(self) -> None:
+        """Called after each outermost commit, still under the lock; subclasses record what they must."""

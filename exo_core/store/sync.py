@@ -41,7 +41,7 @@ from exo_core.store.manifest import canonical_json, copy_candidates, hash_file
 from exo_core.store.store import Store
 
 if TYPE_CHECKING:
-    from exo_core.ledger import CheckpointBook, Signer, SyncReport
+    from exo_core.ledger import CheckpointBook, MachineTrust, Signer, SyncReport
 
 __all__ = ["StoreSyncReport", "sync_stores", "record_state", "SYNC_BASE", "IMPORT_MANIFEST"]
 
@@ -155,7 +155,12 @@ def _sync_files(a: Path, b: Path, sync_id: str, report: StoreSyncReport) -> None
 
 
 def sync_stores(
-    a: Path | str, b: Path | str, *, signer: "Signer", book: "CheckpointBook | None" = None
+    a: Path | str,
+    b: Path | str,
+    *,
+    signer: "Signer",
+    book: "CheckpointBook | None" = None,
+    trust: "MachineTrust | None" = None,
 ) -> StoreSyncReport:
     """Sync the two copies ``a`` and ``b`` of one store (see module doc).
 
@@ -163,8 +168,13 @@ def sync_stores(
     ``book`` is this machine's checkpoint book. Raises :class:`ConflictError`
     for two different stores and :class:`CorruptDataError` (from the ledger)
     when either copy fails verification; nothing is changed then.
+
+    With ``trust`` (this machine's) and an anchor for the store, authors are
+    pinned to the owner, this machine and the keys the owner enrolled in
+    either copy; STORE.toml's lists are not trusted. Without an anchor, the
+    two STORE.toml lists and ``signer`` are used (the older, weaker rule).
     """
-    from exo_core.ledger import sync_ledgers
+    from exo_core.ledger import Ledger, sync_ledgers, trusted_keys
     from exo_core.store.ledger_bridge import open_ledger
 
     store_a, store_b = Store.open(a), Store.open(b)
@@ -175,9 +185,18 @@ def sync_stores(
             f"{store_a.root} is store {store_a.config.store_id} and {store_b.root} is "
             f"{store_b.config.store_id}; only two copies of one store can be synced"
         )
-    pins = {*store_a.config.owner_keys, *store_b.config.owner_keys, signer.key_id}
+    anchor = trust.anchor(store_a.config.store_id) if trust is not None else None
+    if anchor is not None:
+        with Ledger.open(store_a.ledger_path) as la, Ledger.open(store_b.ledger_path) as lb:
+            pins = set(trusted_keys(anchor, (la, lb)))
+    else:
+        pins = {*store_a.config.owner_keys, *store_b.config.owner_keys, signer.key_id}
+    witness = trust.witness() if trust is not None else None
     sync_id = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
-    with open_ledger(store_a.root, signer=signer) as la, open_ledger(store_b.root, signer=signer) as lb:
+    with (
+        open_ledger(store_a.root, signer=signer, witness=witness) as la,
+        open_ledger(store_b.root, signer=signer, witness=witness) as lb,
+    ):
         report = StoreSyncReport(
             sync_id,
             sync_ledgers(
