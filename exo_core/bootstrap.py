@@ -21,7 +21,7 @@ __all__ = ["init_home"]
 def init_home(home: ExoHome, *, store: str | None = None, model: str | None = None) -> list[str]:
     """Create the home folders, ``config.toml`` and the store; returns what was done."""
     report: list[str] = []
-    private_dir(home.root)  # the home is the person's alone (docs/security.md §5)
+    private_dir(home.root)  # the home is the person's alone (docs/security.md, "Private files")
     for folder in (home.run_dir, home.keys_dir):
         private_dir(folder, parents=False)
     store_path = Path(store).expanduser().resolve() if store else home.root / "store"

@@ -1,7 +1,7 @@
 """Private files and folders: what the core writes belongs to the person alone.
 
 The Exo home and the store hold every message, the ledger and the items; on a
-shared machine another local user must not read them (docs/security.md §5).
+shared machine another local user must not read them (docs/security.md, "Private files").
 Two layers, because either alone has gaps:
 
 * the process umask is set to ``0o077`` when ``exo``/``exod`` starts

@@ -78,7 +78,7 @@ def _owner_pins(ledger: Any, trust: Any) -> list[str] | None:
     """The authors to trust: from the anchor this machine holds (outside the store), else STORE.toml's.
 
     Without an anchor the keys come from STORE.toml, which anyone who can write
-    the store can change; a note on stderr says so (docs/security.md §4).
+    the store can change; a note on stderr says so (docs/security.md, "The ledger's trust anchor").
     """
     import sys
 

@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``exo``; returns the process exit status."""
     # Everything exo and exod create is the person's alone, whatever the shell's umask
-    # (docs/security.md §5): SQLite side files and library temp files included.
+    # (docs/security.md, "Private files"): SQLite side files and library temp files included.
     restrict_umask()
     parser = build_parser()
     # Commands that hand their remaining arguments to another program (``exo bench footprint --json``)

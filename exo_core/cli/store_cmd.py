@@ -3,7 +3,7 @@
 Trust comes from the Exo home, never from the store folder: every command
 here passes the home's :class:`~exo_core.ledger.MachineTrust` (the pinned
 owner key, the checkpoint book, the heads this machine wrote) to the store
-code (docs/security.md §4).
+code (docs/security.md, "The ledger's trust anchor").
 """
 
 from __future__ import annotations
@@ -242,7 +242,7 @@ def _enrol(args: argparse.Namespace) -> int:
             f"this machine pins no owner for store {store.config.store_id}; enrol from the machine that made it"
         )
     if anchor.owner != signer.key_id:
-        # Only the owner's signature makes a key trusted elsewhere (docs/security.md §4).
+        # Only the owner's signature makes a key trusted elsewhere (docs/security.md, "The ledger's trust anchor").
         raise AccessDeniedError(
             f"only the owner's key {anchor.owner[:24]}… can enrol a machine, and this machine's key is "
             f"{signer.key_id[:24]}…; run 'exo store enrol' on the machine that made the store"

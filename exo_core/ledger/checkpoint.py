@@ -26,9 +26,9 @@ the last checkpoint, an emptied ledger, or an older copy put in its place
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -248,14 +248,17 @@ class HomeWitness:
     """The :class:`~exo_core.ledger.ledger.HeadWitness` of an Exo home.
 
     Signs each committed head with the ledger's signer and keeps it in the
-    home's book (``<home>/ledger-checkpoints.sqlite``). The book is opened per
-    record, so nothing stays open between writes and several processes share it.
+    home's book (``<home>/ledger-checkpoints.sqlite``). The book is opened on
+    the first record and kept open (one connection; several processes share
+    the file through SQLite's locks) until :meth:`close`.
     """
 
-    __slots__ = ("book_path",)
+    __slots__ = ("book_path", "_book", "_lock")
 
     def __init__(self, home_root: str | Path) -> None:
         self.book_path = Path(home_root) / BOOK_FILE_NAME
+        self._book: CheckpointBook | None = None
+        self._lock = threading.Lock()
 
     def saw(self, ledger: Ledger) -> None:
         """Sign and keep ``ledger``'s main-chain head as seen at its path."""
@@ -263,8 +266,18 @@ class HomeWitness:
         if signer is None:
             return
         checkpoint = make_checkpoint(ledger, signer)
-        with contextlib.closing(CheckpointBook(self.book_path)) as book:
-            book.record_head(ledger.path, checkpoint)
+        with self._lock:
+            if self._book is None:
+                self._book = CheckpointBook(self.book_path)
+            book = self._book
+        book.record_head(ledger.path, checkpoint)
+
+    def close(self) -> None:
+        """Close the book if it was opened (idempotent; a later :meth:`saw` opens it again)."""
+        with self._lock:
+            if self._book is not None:
+                self._book.close()
+                self._book = None
 
 
 def checkpoint_from_canonical(data: bytes) -> Checkpoint:

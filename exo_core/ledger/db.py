@@ -86,7 +86,7 @@ def connect(path: Path, *, create: bool, what: str = "ledger") -> sqlite3.Connec
     """
     uri = f"file:{path}?mode={'rwc' if create else 'rw'}"
     if create:
-        # 0600 before SQLite sees it: its -journal file takes the database's mode (docs/security.md §5).
+        # 0600 before SQLite sees it: its -journal file takes the database's mode (docs/security.md, "Private files").
         private_file(path)
     try:
         # check_same_thread=False: Guarded serialises use with its own lock. The timeout is SQLite's busy timeout.

@@ -80,6 +80,10 @@ class HeadWitness(Protocol):
         """Record ``ledger``'s current main-chain head (called after a commit, under its lock)."""
         ...
 
+    def close(self) -> None:
+        """Release what the witness holds open; a later :meth:`saw` may open it again."""
+        ...
+
 
 def insert_entry(conn: sqlite3.Connection, seg: int, pos: int, entry: StoredEntry) -> int:
     """Store ``entry`` at height ``pos`` of segment ``seg`` (in the caller's write transaction); its ``n``."""
@@ -215,6 +219,12 @@ class Ledger(Guarded):
             # The entries are committed; a missing head record only weakens rollback detection
             # until the next write records a newer head, so the append is not failed for it.
             _log.warning("ledger %s: could not record the head this machine wrote: %s", self.path, exc.message)
+
+    def close(self) -> None:
+        """Close the connection and the witness's book (idempotent)."""
+        super().close()
+        if self.witness is not None:
+            self.witness.close()
 
     def __enter__(self) -> "Ledger":
         return self

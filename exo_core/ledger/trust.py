@@ -21,7 +21,7 @@ could re-sign the history with their own key and list that key in
   self-authenticating and so may travel inside the store and with sync.
 
 Trusted authors = owner ∪ machine ∪ enrolled (:func:`trusted_keys`). What
-this stops and what it does not: docs/security.md §4.
+this stops and what it does not: docs/security.md, "The ledger's trust anchor".
 """
 
 from __future__ import annotations

@@ -182,7 +182,7 @@ class ItemStore:
         self.ledger = ledger
         self.scope = scope
         try:
-            private_file(self.path)  # its journal takes the same mode (docs/security.md §5)
+            private_file(self.path)  # its journal takes the same mode (docs/security.md, "Private files")
             self.conn = sqlite3.connect(self.path, isolation_level=None, timeout=30)
             self.conn.execute("PRAGMA journal_mode=TRUNCATE")
             self.conn.execute("PRAGMA synchronous=FULL")

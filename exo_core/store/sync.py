@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from exo_core.errors import ConflictError
+from exo_core.errors import ConflictError, CorruptDataError
 from exo_core.private_files import private_dir, private_file
 from exo_core.store import layout
 from exo_core.store.atomic import atomic_write_bytes, atomic_write_text
@@ -197,12 +197,19 @@ def sync_stores(
         open_ledger(store_a.root, signer=signer, witness=witness) as la,
         open_ledger(store_b.root, signer=signer, witness=witness) as lb,
     ):
-        report = StoreSyncReport(
-            sync_id,
-            sync_ledgers(
+        try:
+            ledger_report = sync_ledgers(
                 la, lb, pins=pins, book=book, local_origin=str(store_a.root), foreign_origin=str(store_b.root)
-            ),
-        )
+            )
+        except CorruptDataError as exc:
+            if anchor is None or "not a pinned key" not in exc.message:
+                raise
+            raise CorruptDataError(
+                f"{exc.message}. If another machine of yours wrote it, enrol that machine's key first: "
+                "'exo store enrol KEY_ID' on the owner's machine ('exo store trust' on the other machine prints "
+                "its key)"
+            ) from exc
+        report = StoreSyncReport(sync_id, ledger_report)
         report.items = (rebuild_items(store_a.items_path, la), rebuild_items(store_b.items_path, lb))
     _sync_files(store_a.root, store_b.root, sync_id, report)
     record: dict[str, Any] = {"sync_id": sync_id, "report": report.render()}

@@ -113,7 +113,7 @@ def _new_staging(dest: Path, export_id: str) -> Path:
     for stale in dest.parent.glob(f".{dest.name}.export-*"):
         remove_tree(stale)  # left by a killed export or import
     staging = dest.with_name(f".{dest.name}.export-{export_id}")
-    staging.mkdir(mode=0o700)  # the copy is as private as the store (docs/security.md §5)
+    staging.mkdir(mode=0o700)  # the copy is as private as the store (docs/security.md, "Private files")
     private_dir(staging, parents=False)
     return staging
 

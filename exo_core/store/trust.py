@@ -1,4 +1,4 @@
-"""Which keys to trust for a store folder, decided from outside it (docs/security.md §4).
+"""Which keys to trust for a store folder, decided from outside it (docs/security.md, "The ledger's trust anchor").
 
 :func:`store_trust` turns this machine's :class:`~exo_core.ledger.trust.MachineTrust`
 into the pins for one store folder, in this order:

@@ -131,3 +131,37 @@ def test_entries_after_the_last_checkpoint_cannot_be_dropped(home: Path, tmp_pat
     _delete_rows(home / "store" / "ledger.sqlite", "n > (SELECT max(n) - 5 FROM entries)")
     bad = exo(home, "ledger", "verify")
     assert bad.returncode == 1 and "rolled back" in bad.stdout, bad.stdout
+
+
+WRITER = r"""
+import sys
+from pathlib import Path
+from exo_core.ledger import HomeWitness, Ledger, load_signing_key
+db, home, tag = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
+with Ledger.open(db, signer=load_signing_key(home / "keys"), witness=HomeWitness(home)) as ledger:
+    for i in range(40):
+        ledger.append("utterance", {"text": f"{tag}-{i}"})
+"""
+
+
+def test_seen_head_only_grows_with_concurrent_writers_and_names_a_swapped_ledger(tmp_path: Path) -> None:
+    from exo_core.ledger import HomeWitness, MachineTrust, create_signing_key
+
+    home = tmp_path / "home"
+    signer = create_signing_key(home / "keys")
+    db = tmp_path / "ledger.sqlite"
+    Ledger.open(db, create=True, ledger_id="two-writers").close()
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(db), str(home), tag], cwd=ROOT) for tag in ("a", "b")]
+    assert [p.wait(120) for p in procs] == [0, 0]
+    trust = MachineTrust(home)
+    seen = trust.seen_head(db)
+    with Ledger.open(db) as ledger:
+        assert seen is not None and seen.checkpoint.size == ledger.head(0).size == 80  # the highest, not the last
+        assert ledger.verify(seen_heads=[seen.checkpoint]).ok
+    # Another ledger put at the same path is named as a swap, and the record is not moved to it.
+    db.unlink()
+    with Ledger.open(db, signer=signer, create=True, ledger_id="impostor", witness=HomeWitness(home)) as ledger:
+        ledger.append("utterance", {"text": "hello"})
+        report = ledger.verify(seen_heads=[seen.checkpoint])
+    assert not report.ok and "the ledger was replaced" in report.problems[0].reason
+    assert trust.seen_head(db) == seen
