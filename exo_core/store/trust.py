@@ -78,9 +78,9 @@ def store_trust(
 
     ledger_path = root / layout.LEDGER
     if trust is None:
-        pins = frozenset(listed_keys) or None
-        notes = ("no machine trust given: authors pinned to STORE.toml's owner keys only",) if pins else ()
-        return StoreTrust(pins, None, False, notes=notes)
+        listed = frozenset(listed_keys) or None
+        said = ("no machine trust given: authors pinned to STORE.toml's owner keys only",) if listed else ()
+        return StoreTrust(listed, None, False, notes=said)
     ledger_id = _ledger_id(ledger_path, store_id) if ledger_path.is_file() else store_id
     seen = trust.seen_head(ledger_path)
     seen_heads = (seen.checkpoint,) if seen is not None else ()
