@@ -49,7 +49,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     enrol.add_argument("key", metavar="KEY_ID", help="the other machine's key id, as its 'exo store trust' prints")
 
-    add_command(actions, "trust", _trust_show, "show the owner key this machine pins for the store, and its own key")
+    trust = add_command(
+        actions, "trust", _trust_show, "show the owner key this machine pins for the store, and its own key"
+    )
+    trust.add_argument(
+        "--forget-head",
+        action="store_true",
+        help="accept a deliberate restore of an older copy: forget the head this machine wrote to the store",
+    )
 
     verify = add_command(actions, "verify", _verify, "manifest, databases, ledger chain and signatures, lint")
     verify.add_argument("dir", nargs="?", default=None)
@@ -258,7 +265,12 @@ def _trust_show(args: argparse.Namespace) -> int:
 
     signer = _signer(args, required=False)
     store = Store.open(_store_dir(args))
-    anchor = _trust(args, signer).anchor(store.config.store_id)
+    trust = _trust(args, signer)
+    if args.forget_head:
+        # The person says the older copy is the one to keep; verify then checks from its head on.
+        trust.forget_head(store.ledger_path)
+        print(f"forgot the head this machine wrote to {store.ledger_path}; the next write records a new one")
+    anchor = trust.anchor(store.config.store_id)
     print(f"store {store.config.store_id}")
     if anchor is None:
         print("  owner: not pinned on this machine ('exo init' or 'exo store import' pins it)")

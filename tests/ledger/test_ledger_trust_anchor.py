@@ -165,3 +165,19 @@ def test_seen_head_only_grows_with_concurrent_writers_and_names_a_swapped_ledger
         report = ledger.verify(seen_heads=[seen.checkpoint])
     assert not report.ok and "the ledger was replaced" in report.problems[0].reason
     assert trust.seen_head(db) == seen
+
+
+def test_a_deliberate_restore_is_accepted_only_when_the_person_says_so(home: Path, tmp_path: Path) -> None:
+    store = home / "store"
+    older = tmp_path / "older.sqlite"
+    with Ledger.open_store(store) as ledger, sqlite3.connect(older) as target:
+        ledger.backup_to(target)
+    _ingest(home, tmp_path, "later", 4)
+    shutil.copyfile(older, store / "ledger.sqlite")
+    assert exo(home, "ledger", "verify").returncode == 1
+    forgot = exo(home, "store", "trust", "--forget-head")
+    assert forgot.returncode == 0 and "forgot the head" in forgot.stdout, forgot.stderr
+    assert exo(home, "ledger", "verify").returncode == 0
+    _ingest(home, tmp_path, "after-restore", 2)  # and the record starts again from the restored copy
+    _delete_rows(store / "ledger.sqlite", "n = (SELECT max(n) FROM entries)")
+    assert exo(home, "ledger", "verify").returncode == 1
