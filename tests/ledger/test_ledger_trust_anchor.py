@@ -181,3 +181,38 @@ def test_a_deliberate_restore_is_accepted_only_when_the_person_says_so(home: Pat
     _ingest(home, tmp_path, "after-restore", 2)  # and the record starts again from the restored copy
     _delete_rows(store / "ledger.sqlite", "n = (SELECT max(n) FROM entries)")
     assert exo(home, "ledger", "verify").returncode == 1
+
+
+def test_exod_turns_are_witnessed_so_their_loss_is_caught(home: Path, tmp_path: Path) -> None:
+    from exo_testkit import Exod, write_script
+
+    from exo_core.ledger import MachineTrust
+
+    script = write_script(tmp_path / "script.json", [{"text": "Noted."}])
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    daemon = Exod(home, script, workspace).start()
+    try:
+        env = {k: v for k, v in os.environ.items() if k not in ("EXO_TOKEN", "EXO_MODEL")}
+        env.update({"EXO_HOME": str(home), "PYTHONPATH": str(ROOT)})
+        said = subprocess.run(
+            [sys.executable, "-m", "exo_core.cli", "chat", "--no-spawn", "--plain"],
+            input="remember that I like tea\n",
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert said.returncode == 0, said.stderr
+    finally:
+        daemon.stop()
+    ledger_path = home / "store" / "ledger.sqlite"
+    seen = MachineTrust(home).seen_head(ledger_path)
+    with Ledger.open(ledger_path) as ledger:
+        texts = [e.body.get("text") for e in ledger.entries(kind="utterance")]
+        assert "remember that I like tea" in texts
+        assert seen is not None and seen.checkpoint.size == ledger.head(0).size  # exod's last write was recorded
+    _delete_rows(ledger_path, "n = (SELECT max(n) FROM entries)")
+    bad = exo(home, "ledger", "verify")
+    assert bad.returncode == 1 and "rolled back" in bad.stdout, bad.stdout
