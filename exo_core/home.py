@@ -8,7 +8,7 @@ Layout (DESIGN.md §4)::
       token              bearer token for TCP (0600, created on demand)
       run/exod.sock      the daemon's Unix socket (run/ is 0700)
       keys/              signing keys (0700)
-      trust/             the owner key pinned per store, outside the store (0700; docs/security.md, "The ledger's trust anchor")
+      trust/             the owner key pinned per store, outside it (0700; docs/security.md)
       ledger-checkpoints.sqlite  checkpoints and the heads this machine wrote (docs/ledger.md §6)
       models/            model files assembled by ``exo models fetch``
 

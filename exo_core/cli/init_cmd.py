@@ -30,7 +30,10 @@ def _init(args: argparse.Namespace) -> int:
 
 
 def _pin_owner(home: "ExoHome", *, created: bool) -> str:
-    """Pin the store's owner key outside the store (docs/security.md, "The ledger's trust anchor"); one line saying what was done."""
+    """Pin the store's owner key outside the store; one line saying what was done.
+
+    See docs/security.md, "The ledger's trust anchor".
+    """
     from exo_core.ledger import MachineTrust, load_signing_key
     from exo_core.store.trust import pin_home_store
 

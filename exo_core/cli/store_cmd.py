@@ -240,7 +240,8 @@ def _enrol(args: argparse.Namespace) -> int:
     if not is_key_id(args.key):
         raise UsageError(f"{args.key!r} is not a key id ('ed25519:' + 64 hex digits)", field="key")
     signer = _signer(args, required=True)
-    assert signer is not None  # required=True raises instead
+    if signer is None:  # required=True raises first; this narrows the type
+        raise NotFoundError("no ledger key on this machine; run 'exo init'")
     store = Store.open(_store_dir(args))
     trust = _trust(args, signer)
     anchor = trust.anchor(store.config.store_id)

@@ -97,7 +97,8 @@ def store_trust(
         pins = frozenset({anchor.owner, *_enrolled(ledger_path, anchor.owner)})
         if anchor.machine is not None:
             pins |= {anchor.machine}
-        notes = [f"authors pinned to the owner key this machine pinned ({anchor.how}) and {len(pins) - 1} other key(s)"]
+        others = len(pins) - 1
+        notes = [f"authors pinned to the owner key this machine pinned ({anchor.how}) and {others} other key(s)"]
         strangers = sorted(set(listed_keys) - pins)
         if strangers:
             notes.append(
