@@ -66,7 +66,7 @@ def _serve(args: argparse.Namespace) -> int:
     from exo_core.decisions.setup import DecisionSettings, ToolsetNarrowing, build_decider
     from exo_core.engine.core import CoreOptions
     from exo_core.engine.models import model_spec, resolve_model
-    from exo_core.ledger import LedgerRecorder, load_signing_key
+    from exo_core.ledger import HomeWitness, LedgerRecorder, load_signing_key
     from exo_core.retrieval.memory import open_store_memory
     from exo_core.server.daemon import DaemonSettings, run_daemon
     from exo_core.server.limits import ConnectionLimits
@@ -82,7 +82,8 @@ def _serve(args: argparse.Namespace) -> int:
     store = home.store_path(args.store)
     ledger = None  # turns are recorded in the person's store's ledger, when there is a store
     if (store / "STORE.toml").is_file():
-        ledger = LedgerRecorder.for_store(store, load_signing_key(home.keys_dir))
+        # The home's witness signs every head exod commits, so a rolled-back store fails verify.
+        ledger = LedgerRecorder.for_store(store, load_signing_key(home.keys_dir), witness=HomeWitness(home.root))
     else:
         logging.getLogger("exo_core.serve").warning(
             "no store at %s: turns are not recorded in a ledger; run `exo init` to create one", store
