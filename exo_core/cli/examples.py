@@ -32,6 +32,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "store sync": ("exo store sync ~/.exo/store /media/usb/me",),
     "store ingest": ("exo store ingest notes ~/notes", "exo store ingest bookmarks bookmarks.html"),
     "store rebuild-items": ("exo store rebuild-items",),
+    "store enrol": ("exo store enrol 3f9a1c2b7d4e5f60",),
+    "store trust": ("exo store trust", "exo store trust --forget-head"),
     "onboard": ("exo onboard",),
     "ledger": ("exo ledger verify", "exo ledger log"),
     "ledger verify": ("exo ledger verify",),
