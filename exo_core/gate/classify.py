@@ -17,13 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from exo_core.gate.axes import AXES, Axes, Finding
-from exo_core.gate.commands import classify_command
+from exo_core.gate.commands import classify_line
 from exo_core.gate.commands import write_finding as classify_write
 from exo_core.gate.scope import Scope
-from exo_core.gate.shell import parse_shell
 from exo_core.gate.vcs import finding
 
-__all__ = ["Classification", "classify", "SHELL_TOOLS"]
+__all__ = ["SHELL_TOOLS", "Classification", "classify"]
 
 SHELL_TOOLS = frozenset({"bash", "shell", "sh", "terminal", "run_command"})
 _READ_TOOLS = {
@@ -124,22 +123,7 @@ def classify(
 def _shell(command: Any, scope: Scope) -> tuple[list[Finding], str]:
     if not isinstance(command, str) or not command.strip():
         return [finding("shell.read", "empty command")], ""
-    parsed = parse_shell(command)
-    if parsed.error:
-        return [
-            finding(
-                "shell.opaque",
-                "a command line the gate cannot read",
-                "irreversible",
-                reason=f"could not parse: {parsed.error}",
-            )
-        ], parsed.error
-    out = []
-    for cmd in parsed.commands:
-        text = " ".join(cmd.argv)
-        for f in classify_command(cmd, scope):
-            out.append(Finding(f.key, f.axes, f.summary, f.reason, f.destination, text[:200]))
-    return out, ""
+    return classify_line(command, scope)
 
 
 def _file(tool: str, path: Any, scope: Scope) -> Finding:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from exo_core.gate.axes import Axes, outcome_rank, strictest
 
-__all__ = ["FloorRule", "FLOOR", "floor_for", "apply_floor", "tighten"]
+__all__ = ["FLOOR", "FloorRule", "apply_floor", "floor_for", "tighten"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,7 @@ from exo_core.gate.floor import tighten
 from exo_core.gate.policy import Decision, Policy, decide
 from exo_core.tools.spec import ToolSpec
 
-__all__ = ["ConsequenceGate", "Advisor", "evaluate"]
+__all__ = ["Advisor", "ConsequenceGate", "evaluate"]
 
 log = logging.getLogger(__name__)
 

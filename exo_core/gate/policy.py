@@ -34,7 +34,7 @@ from exo_core.gate.classify import Classification
 from exo_core.gate.floor import apply_floor, floor_for
 from exo_core.gate.scope import Scope
 
-__all__ = ["Policy", "PartDecision", "Decision", "decide", "DEFAULT_MATRIX"]
+__all__ = ["DEFAULT_MATRIX", "Decision", "PartDecision", "Policy", "decide"]
 
 DEFAULT_MATRIX: Mapping[tuple[str, str], str] = {
     ("none", "private"): "allow",
@@ -70,7 +70,7 @@ class Policy:
     posting_denied: frozenset[str] = frozenset()
 
     @classmethod
-    def load(cls, path: Path, *, workspace: Path | None = None) -> "Policy":
+    def load(cls, path: Path, *, workspace: Path | None = None) -> Policy:
         """Read a TOML policy file; a missing file is the default policy."""
         if not path.exists():
             return cls(scope=Scope.from_mapping({}, workspace=workspace))
@@ -81,7 +81,7 @@ class Policy:
         return cls.from_mapping(data, workspace=workspace)
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any], *, workspace: Path | None = None) -> "Policy":
+    def from_mapping(cls, data: Mapping[str, Any], *, workspace: Path | None = None) -> Policy:
         """A policy from parsed TOML/JSON; unknown keys and bad outcomes are :class:`ConfigError`."""
         unknown = set(data) - _TOP_KEYS
         if unknown:
@@ -112,7 +112,7 @@ class Policy:
             budget=float(max_amount) if max_amount is not None else None,
         )
 
-    def with_workspace(self, workspace: Path) -> "Policy":
+    def with_workspace(self, workspace: Path) -> Policy:
         """This policy with ``workspace`` added to its scope."""
         return dataclasses.replace(self, scope=self.scope.with_workspace(workspace))
 

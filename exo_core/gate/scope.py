@@ -34,7 +34,7 @@ class Scope:
     private_remotes: frozenset[str] = frozenset()
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any], *, workspace: Path | None = None) -> "Scope":
+    def from_mapping(cls, data: Mapping[str, Any], *, workspace: Path | None = None) -> Scope:
         """A scope from a policy's ``[scopes]`` table, plus the session's workspace."""
         unknown = sorted(set(data) - {"workspace", "local_hosts", "private_remotes"})
         if unknown:
@@ -47,7 +47,7 @@ class Scope:
             private_remotes=frozenset(_strings(data, "private_remotes")),
         )
 
-    def with_workspace(self, workspace: Path) -> "Scope":
+    def with_workspace(self, workspace: Path) -> Scope:
         """This scope with ``workspace`` as its first root."""
         return Scope((_real(workspace), *self.workspace), self.local_hosts, self.private_remotes)
 

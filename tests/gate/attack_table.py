@@ -147,7 +147,7 @@ ROWS: list[tuple[str, str, str, dict[str, str]]] = [
     ("interp", "tar xf a.tar --to-command='sh -c id'", "ask", IRREV),
     ("interp", "zip x.zip a -T -TT 'sh -c id'", "ask", IRREV),
     ("interp", "find . -exec sh -c 'rm -rf ~' \\;", "ask", IRREV),
-    ("interp", "find . -name x -execdir /bin/sh -c id \\;", "ask", IRREV),
+    ("interp", "find . -name x -execdir /bin/sh -c 'rm -rf ~' \\;", "ask", IRREV),
     ("interp", "find . -fprint /etc/x", "ask", IRREV),
     ("interp", "xargs -a list sh -c 'rm -rf \"$0\"'", "ask", IRREV),
     ("interp", "git rebase -x 'rm -rf ~' HEAD~2", "ask", IRREV),
