@@ -4,7 +4,9 @@
 after ``--`` are joined with spaces; quote a whole line to keep its
 operators: ``exo gate check -- 'make && git push'``).
 ``exo gate check --tool send_email --args '{"to": "a@b.c"}'`` judges a tool call.
-The default policy is used unless ``--policy FILE`` names a TOML policy.
+The policy is the one exod uses, ``$EXO_HOME/gate.toml`` (``--home`` names
+another home; the built-in default when the file is absent), unless
+``--policy FILE`` names a TOML policy. The output says which policy decided.
 """
 
 from __future__ import annotations
@@ -21,12 +23,15 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "check",
         _check,
         "print the axes and outcome of a command or tool call as JSON",
+        home=True,
     )
     check.add_argument("--tool", default=None, help="judge a tool call to NAME instead of a shell command")
     check.add_argument("--args", default=None, metavar="JSON", help="the tool call's arguments (a JSON object)")
     check.add_argument("--risk", default="low", choices=("low", "medium", "high"), help="the tool's risk hint")
     check.add_argument("--workspace", default=None, help="the workspace folder (default: the current folder)")
-    check.add_argument("--policy", default=None, metavar="FILE", help="a TOML gate policy (default: built in)")
+    check.add_argument(
+        "--policy", default=None, metavar="FILE", help="a TOML gate policy (default: the home's gate.toml, as exod)"
+    )
     check.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND...")
 
 
@@ -34,6 +39,7 @@ def _check(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
+    from exo_core.cli.args import home_of
     from exo_core.errors import UsageError
     from exo_core.gate import Policy, evaluate
 
@@ -58,7 +64,11 @@ def _check(args: argparse.Namespace) -> int:
     workspace = Path(args.workspace or ".").resolve()
     if args.policy and not Path(args.policy).exists():
         raise UsageError(f"no policy file at {args.policy}; give the path of a TOML gate policy")
-    policy = Policy.load(Path(args.policy), workspace=workspace) if args.policy else Policy().with_workspace(workspace)
+    # Without --policy, the same file exod loads (exo_core/engine/core.py): <home>/gate.toml, default if absent.
+    policy_path = Path(args.policy) if args.policy else home_of(args).root / "gate.toml"
+    policy = Policy.load(policy_path, workspace=workspace)
     decision = evaluate(tool, arguments, policy, risk=args.risk)
-    print(json.dumps(decision.as_dict(), indent=2, ensure_ascii=False))
+    out = decision.as_dict()
+    out["policy"] = str(policy_path) if policy_path.exists() else "built in (no gate.toml)"
+    print(json.dumps(out, indent=2, ensure_ascii=False))
     return 0

@@ -337,6 +337,19 @@ def unwrap(argv: tuple[str, ...] | list[str]) -> tuple[list[str], list[str]]:
     return words, prefixes
 
 
+def _xargs_replace(argv: tuple[str, ...]) -> str:
+    for i, a in enumerate(argv):
+        if a == "-I" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("-I") and len(a) > 2:
+            return a[2:]
+        if a in ("-i", "--replace"):
+            return "{}"
+        if a.startswith(("--replace=", "-i")):
+            return a.split("=", 1)[1] if "=" in a else a[2:]
+    return ""
+
+
 def _split(text: str) -> list[str]:
     try:
         return shlex.split(text)
@@ -352,9 +365,15 @@ def classify_command(cmd: SimpleCommand, scope: Scope, *, ctx: Ctx | None = None
     dynamic = {i - shift for i in cmd.dynamic if i >= shift}
     expanded = {i - shift for i in cmd.expanded if i >= shift}
     if "xargs" in prefixes and words:
-        dynamic.add(len(words))
-        expanded.add(len(words))
-        words.append("{xargs}")  # the arguments xargs adds are only known at run time
+        # The arguments xargs adds are only known at run time: appended, or put where -I's string stands.
+        marker = _xargs_replace(cmd.argv)
+        marked = {i for i, w in enumerate(words) if marker and marker in w}
+        dynamic |= marked
+        expanded |= marked
+        if not marker:
+            dynamic.add(len(words))
+            expanded.add(len(words))
+            words.append("{xargs}")
     inner = SimpleCommand(tuple(words), cmd.redirects, cmd.piped_in, frozenset(dynamic), frozenset(expanded))
     out = _redirects(cmd, ctx) + _assignments(cmd, prefixes, ctx)
     out += read_targets([(w, i in expanded) for i, w in enumerate(words) if i], ctx, words[0] if words else "a command")

@@ -212,6 +212,8 @@ def script_file(word: str, ctx: Ctx, expanded: bool, runner: str) -> Finding:
     """Running the script file ``word``: project code in the workspace (logged), asked about anywhere else."""
     if expanded or word.startswith(("<(", ">(")):
         return _opaque(f"{runner} runs a script produced at run time")
+    if ctx.path(word) in ctx.written:
+        return _opaque(f"{runner} runs {word}, which this same line writes")
     if ctx.inside(word):
         return finding("exec.program", f"{runner} {word}", "recoverable", reason="runs a program in the workspace")
     return finding(
@@ -295,6 +297,11 @@ def _interpreter(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]
         a = argv[i]
         if name == "perl" and a.startswith("-") and not a.startswith("--") and "i" in a[1:]:
             perl_in_place = True
+        if python and a in ("-W", "-X") or name in ("node", "nodejs") and a in ("--input-type", "--stack-size"):
+            i += 2
+            continue
+        if name == "php" and a == "-S" and i + 1 < len(argv):
+            return out + [_php_server(argv[i + 1], ctx)]
         if python and a == "-m" and i + 1 < len(argv):
             return out + _python_module(argv[i + 1 :], ctx)
         if a in code_flags or python and a.startswith("-") and not a.startswith("--") and a.endswith("c"):
@@ -349,6 +356,19 @@ def _python_module(rest: list[str], ctx: Ctx) -> list[Finding]:
             )
         ]
     return shell_script(shlex.join(rest), ctx, "python -m")
+
+
+def _php_server(address: str, ctx: Ctx) -> Finding:
+    host = address.rsplit(":", 1)[0]
+    if ctx.scope.local_host(host) and host.strip("[]") not in ("0.0.0.0", "::", ""):
+        return finding("net.listen", f"serve with php -S on {address}", "recoverable")
+    return finding(
+        "net.listen",
+        f"serve files to the network with php -S {address}",
+        "recoverable",
+        "leaves",
+        reason="anyone on the network can read what it serves",
+    )
 
 
 _AWK_PIPE = re.compile(r"(?<!\|)\|(?!\|)|\|&")

@@ -185,7 +185,9 @@ def _find(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]:
         elif a in _FIND_EXEC:
             inner = argv[i + 1 :]
             inner = inner[: next((k for k, w in enumerate(inner) if w in (";", "+")), len(inner))]
-            if inner and ctx.script is not None:
+            if inner and "{}" in inner[0]:
+                out.append(exec_finding("find runs the files it finds", "the program is whatever find matches"))
+            elif inner and ctx.script is not None:
                 out.extend(ctx.script(shlex.join(w.replace("{}", below) for w in inner), ctx.child()))
     return out or [finding("shell.read", "find files")]
 

@@ -104,10 +104,11 @@ def _http(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]:
             out_file = nxt
         elif key in ("-O", "--remote-name") and name not in _HTTPIE:
             out_file, step = out_file or ".", 1
-        elif (
-            a.startswith("-o") and len(a) > 2 and name == "curl" or a.startswith("-O") and len(a) > 2 and name == "wget"
-        ):
+        elif a.startswith("-o") and len(a) > 2 and name == "curl":
             out_file, step = a[2:], 1
+        elif name == "wget" and a.startswith("-") and not a.startswith("--") and "O" in a:
+            rest = a.split("O", 1)[1]
+            out_file, step = (rest, 1) if rest else (nxt, 2)
         elif key == "--url":
             urls.append(nxt)
         elif key in _HTTP_WITH_ARG:
@@ -135,7 +136,8 @@ def _http(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]:
         out_file = "."
     hosts = [url_host(u) or "" for u in urls] or [""]
     remote = [h for h in hosts if not h or not ctx.scope.local_host(h)]
-    out: list[Finding] = [write_target(out_file, ctx, "download to")] if out_file else []
+    writes = out_file and out_file != "-"
+    out: list[Finding] = [write_target(out_file, ctx, "download to")] if writes else []
     if method in ("GET", "HEAD", "OPTIONS") and expanded and remote:
         return out + [_dynamic_request(name)]
     if method in ("GET", "HEAD", "OPTIONS"):

@@ -78,10 +78,11 @@ class Ctx:
     cwd: Path | None = None
     depth: int = 0
     script: Callable[[str, Ctx], list[Finding]] | None = field(default=None, repr=False)
+    written: set[Path] = field(default_factory=set)  # files this line writes (running one later asks)
 
     def child(self) -> Ctx:
         """The context of a script this line runs (one level deeper, same folder)."""
-        return Ctx(self.scope, self.cwd, self.depth + 1, self.script)
+        return Ctx(self.scope, self.cwd, self.depth + 1, self.script, self.written)
 
     def path(self, word: str, expanded: bool = False) -> Path | None:
         """The real path ``word`` names, or ``None`` when it is decided at run time."""
@@ -229,6 +230,7 @@ def write_target(word: str, ctx: Ctx, verb: str, *, expanded: bool = False) -> F
                 "irreversible",
                 reason="git hooks and config run programs on the next git command",
             )
+        ctx.written.add(path)
         return finding("file.write", f"{verb} {word}", "reversible", reason="inside the workspace")
     return finding(
         "file.write.outside",

@@ -202,6 +202,8 @@ def _git_sub(sub: str, rest: list[str], scope: Scope, ctx: Any) -> list[Finding]
                 reason="uncommitted changes are not in any commit",
             )
         ]
+    if sub == "stash" and rest[:1] in (["list"], ["show"]):
+        return [finding("git.read", f"git stash {rest[0]}")]
     if sub == "stash" and rest[:1] in (["drop"], ["clear"]):
         return [finding("git.history", f"git stash {rest[0]}", "recoverable")]
     if sub == "branch" and flags & {"-d", "-D", "--delete", "-m", "-M", "-f", "--force"}:
@@ -220,6 +222,8 @@ def _git_sub(sub: str, rest: list[str], scope: Scope, ctx: Any) -> list[Finding]
             words = words[1:]
         risky = _risky_setting(words[0], words[1] if len(words) > 1 else "", how="git config") if words else []
         return risky or [finding("git.config", "change git settings", "recoverable")]
+    if sub == "config":
+        return [finding("git.read", "read git settings")]
     if sub in ("clone", "init", "worktree") and ctx is not None:
         words = [a for a in rest if not a.startswith("-")]
         target = _git_target(sub, words)
