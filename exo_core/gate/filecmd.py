@@ -16,7 +16,7 @@ from pathlib import Path
 
 from exo_core.gate.axes import Finding
 from exo_core.gate.shell import SimpleCommand
-from exo_core.gate.targets import Ctx, shell_inside, write_target
+from exo_core.gate.targets import Ctx, exo_protected, shell_inside, write_target
 from exo_core.gate.vcs import finding
 
 __all__ = ["FILE_RULES", "exec_finding", "positionals"]
@@ -143,6 +143,9 @@ def _link(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]:
 
 def _delete(raw: str, ctx: Ctx, expanded: bool, summary: str) -> Finding:
     path = ctx.path(raw, expanded)
+    why = exo_protected(path, writing=True) if path is not None else ""
+    if why:
+        return finding("file.protected", f"{summary}: exod's own file", "irreversible", reason=why)
     roots = {Path(os.path.realpath(r)) for r in ctx.scope.workspace}
     if path is not None and shell_inside(path, ctx.scope) and path not in roots:
         return finding("file.delete", summary, "recoverable", reason="inside the workspace")
@@ -212,8 +215,7 @@ def _patch(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]:
 
 
 _TAR_EXEC = frozenset(
-    "--checkpoint-action --to-command --use-compress-program --rsh-command --info-script --new-volume-script "
-    "--rmt-command -I -F".split()
+    ["--checkpoint-action", "--to-command", "--use-compress-program", "--rsh-command", "--info-script", "--new-volume-script", "--rmt-command", "-I", "-F"]
 )
 
 

@@ -38,6 +38,12 @@ FLOOR: tuple[FloorRule, ...] = (
 )
 
 
+# Actions on exod's own files (its keys, token, sockets, sessions, gate.toml: docs/security.md) are refused
+# under every policy, override and answer: an agent that could read the keys or rewrite its own rules
+# would have no gate at all.
+PROTECTED_KEYS: frozenset[str] = frozenset({"file.protected"})
+
+
 def floor_for(axes: Axes) -> tuple[str, str]:
     """The floor's minimum outcome for ``axes`` and the rule that set it (``allow``, '' when none applies)."""
     applying = ((rule.minimum, rule.name) for rule in FLOOR if rule.applies(axes))

@@ -31,7 +31,7 @@ from typing import Any
 from exo_core.errors import ConfigError
 from exo_core.gate.axes import AXES, OUTCOMES, Finding, outcome_rank, strictest
 from exo_core.gate.classify import Classification
-from exo_core.gate.floor import apply_floor, floor_for
+from exo_core.gate.floor import PROTECTED_KEYS, apply_floor, floor_for
 from exo_core.gate.scope import Scope
 
 __all__ = ["DEFAULT_MATRIX", "Decision", "PartDecision", "Policy", "decide"]
@@ -168,7 +168,7 @@ def decide(
     classification: Classification, policy: Policy, *, amount: float | None = None, always: frozenset[str] = frozenset()
 ) -> Decision:
     """The outcome for ``classification`` under ``policy``; ``always`` holds ``allow_always`` rule keys."""
-    parts = tuple(_part(f, policy, amount) for f in classification.findings)
+    parts = tuple(_protected(f) or _part(f, policy, amount) for f in classification.findings)
     outcome = strictest(p.outcome for p in parts)
     # ask or log: no part is denied, so every part may be allowed.
     if outcome in ("ask", "log") and Decision(outcome, classification, parts).rule_key in always:
@@ -183,6 +183,12 @@ def decide(
         )
     # The floor is reported whenever it applies: the outcome cannot go below it, whatever the policy says.
     return Decision(outcome, classification, parts, floor_rule)
+
+
+def _protected(f: Finding) -> PartDecision | None:
+    if f.key in PROTECTED_KEYS:
+        return PartDecision(f, "deny", (f"{f.reason or f.key}: never allowed (operator floor, docs/security.md)",))
+    return None
 
 
 def _part(f: Finding, policy: Policy, amount: float | None) -> PartDecision:

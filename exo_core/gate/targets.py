@@ -63,6 +63,7 @@ _HOME_SECRETS = (
 )
 _SECRET_NAMES = ("id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "*.pem", "*.key", "*.p12", "*.pfx", "*.keystore")
 _NOT_SECRET = ("*.pub", "known_hosts", "known_hosts.old")
+_LEDGER_KEY = "ledger-ed25519.key"  # exo_core.ledger.keys.KEY_FILE_NAME (not imported: the ledger loads nacl)
 _SYSTEM_BIN = ("/usr/bin", "/bin", "/usr/sbin", "/sbin", "/usr/local/bin", "/usr/local/sbin")
 
 
@@ -161,10 +162,43 @@ def is_secret(path: Path, scope: Scope, *, pattern: bool = False) -> bool:
     return any(fnmatch.fnmatchcase(path.name, n) for n in _SECRET_NAMES)
 
 
+def exo_protected(path: Path, *, writing: bool) -> str:
+    """Why ``path`` is exod's own and off limits to the shell ('' when it is not).
+
+    The Exo home's keys, token, sockets and sessions database, any ledger key file, and (for a write)
+    anything in the home: its gate.toml and config decide what the agent may do. The homes are
+    ``~/.exo`` and ``$EXO_HOME``. A ``file.protected`` finding is denied under every policy
+    (:data:`exo_core.gate.floor.PROTECTED_KEYS`); the file tools use the same key.
+    """
+    if path.name == _LEDGER_KEY:
+        return "a ledger signing key"
+    homes = [Path(os.path.expanduser("~/.exo"))]
+    exo_home = os.environ.get("EXO_HOME")
+    if exo_home:
+        homes.append(Path(os.path.expanduser(exo_home)))
+    for home in dict.fromkeys(Path(os.path.realpath(h)) for h in homes):
+        if path != home and home not in path.parents:
+            continue
+        rel = path.relative_to(home)
+        if rel.parts and rel.parts[0] in ("keys", "run") or rel.name.startswith(("token", "sessions.sqlite")):
+            return "the Exo home's keys, token, sockets or sessions"
+        if writing:
+            return "the Exo home: exod's own policy, settings and plugins"
+    return ""
+
+
+def _protected(what: str, path: Path, why: str) -> Finding:
+    return finding("file.protected", f"{what} exod's own file {path}", "irreversible", reason=why)
+
+
 def read_targets(words: list[tuple[str, bool]], ctx: Ctx, what: str) -> list[Finding]:
-    """A ``secret.read`` finding when any of ``words`` (text, expanded) names a secret file."""
+    """A ``file.protected`` or ``secret.read`` finding when any of ``words`` (text, expanded) names one."""
     for word, expanded in words:
         for candidate in _candidates(word):
+            path = ctx.path(candidate, expanded) if not any(ch in candidate for ch in "*?") else None
+            why = exo_protected(path, writing=False) if path is not None else ""
+            if path is not None and why:
+                return [_protected(f"{what} reads", path, why)]
             if _names_secret(candidate, expanded, ctx):
                 return [
                     finding(
@@ -221,6 +255,9 @@ def write_target(word: str, ctx: Ctx, verb: str, *, expanded: bool = False) -> F
             "irreversible",
             reason="the path is only known when the command runs, so it may be outside the workspace",
         )
+    why = exo_protected(path, writing=True)
+    if why:
+        return _protected(verb, path, why)
     if shell_inside(path, ctx.scope):
         parts = path.parts
         if ".git" in parts and parts[parts.index(".git") + 1 : parts.index(".git") + 2] in (("hooks",), ("config",)):
