@@ -121,23 +121,23 @@ def _link(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]:
         return [finding("shell.read", "ln")]
     link = target_dir or (words[-1][1] if len(words) > 1 else os.path.basename(words[0][1]) or ".")
     out = [write_target(link, ctx, "link", expanded=len(words) > 1 and _word(cmd, words[-1][0]))]
-    if symbolic:
-        for index, points_to in words[:-1] if len(words) > 1 and not target_dir else words:
-            base = ctx.path(os.path.dirname(link) or ".") if not os.path.isabs(points_to) else None
-            if base is not None and not _word(cmd, index):
-                resolved = Path(os.path.realpath(Path(base) / os.path.expanduser(points_to)))
-                inside = shell_inside(resolved, ctx.scope)
-            else:
-                inside = ctx.inside(points_to, _word(cmd, index))
-            if not inside:
-                out.append(
-                    finding(
-                        "file.link.outside",
-                        f"link to {points_to} (outside the workspace)",
-                        "irreversible",
-                        reason="a link out of the workspace lets later edits in the workspace change files outside it",
-                    )
+    # A hard link to a file outside is that file: writing through it changes the person's file too.
+    for index, points_to in words[:-1] if len(words) > 1 and not target_dir else words:
+        base = ctx.path(os.path.dirname(link) or ".") if symbolic and not os.path.isabs(points_to) else None
+        if base is not None and not _word(cmd, index):
+            resolved = Path(os.path.realpath(Path(base) / os.path.expanduser(points_to)))
+            inside = shell_inside(resolved, ctx.scope)
+        else:
+            inside = ctx.inside(points_to, _word(cmd, index))
+        if not inside:
+            out.append(
+                finding(
+                    "file.link.outside",
+                    f"link to {points_to} (outside the workspace)",
+                    "irreversible",
+                    reason="a link out of the workspace lets later edits in the workspace change files outside",
                 )
+            )
     return out
 
 
@@ -215,7 +215,17 @@ def _patch(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]:
 
 
 _TAR_EXEC = frozenset(
-    ["--checkpoint-action", "--to-command", "--use-compress-program", "--rsh-command", "--info-script", "--new-volume-script", "--rmt-command", "-I", "-F"]
+    [
+        "--checkpoint-action",
+        "--to-command",
+        "--use-compress-program",
+        "--rsh-command",
+        "--info-script",
+        "--new-volume-script",
+        "--rmt-command",
+        "-I",
+        "-F",
+    ]
 )
 
 

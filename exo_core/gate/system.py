@@ -76,7 +76,7 @@ def _kill(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]:
     elif args and args[0].startswith("-") and args[0] != "--":
         args = args[1:]  # the signal
     targets = [a for a in args if a != "--"]
-    if any(t in ("-1", "1", "0") or t.startswith("-") for t in targets):
+    if any(t in ("-1", "1", "0") or t.startswith(("-", "$", "`")) for t in targets):
         return [_stop(f"kill {' '.join(targets)}: every process or a whole group", "stops programs it cannot name")]
     return [finding("system.change", f"kill {' '.join(targets)}", "recoverable", reason="stops a process")]
 
