@@ -210,6 +210,7 @@ _PREFIX_OPTS_WITH_ARG: dict[str, set[str]] = {
 }
 _TAKES_POSITIONAL = {"timeout": 1, "taskset": 1, "chroot": 1, "chrt": 1, "flock": 1}
 _ROOT = frozenset({"sudo", "doas", "pkexec", "run0", "su", "runuser"})
+_TAKES_ASSIGNMENTS = frozenset({"env", "sudo", "doas", "run0"})  # `sudo LD_PRELOAD=x cmd` sets it for cmd
 # Variables that make the next program load or run something else.
 _EXEC_VARS = frozenset(
     [
@@ -318,11 +319,11 @@ def unwrap(argv: tuple[str, ...] | list[str]) -> tuple[list[str], list[str]]:
         prefixes.append(name)
         words.pop(0)
         with_arg = _PREFIX_OPTS_WITH_ARG[name]
-        while words and (words[0].startswith("-") or name == "env" and "=" in words[0]):
+        while words and (words[0].startswith("-") or name in _TAKES_ASSIGNMENTS and _is_assignment(words[0])):
             opt = words.pop(0)
             if opt == "--":
                 break
-            if name == "env" and "=" in opt and not opt.startswith("-"):
+            if name in _TAKES_ASSIGNMENTS and not opt.startswith("-"):
                 prefixes.append("env:" + opt)
             elif name == "env" and (opt in ("-S", "--split-string") or opt.startswith("--split-string=")):
                 text = opt.split("=", 1)[1] if "=" in opt else (words.pop(0) if words else "")
@@ -348,6 +349,11 @@ def _xargs_replace(argv: tuple[str, ...]) -> str:
         if a.startswith(("--replace=", "-i")):
             return a.split("=", 1)[1] if "=" in a else a[2:]
     return ""
+
+
+def _is_assignment(word: str) -> bool:
+    name, eq, _ = word.partition("=")
+    return bool(eq) and bool(name) and (name[0].isalpha() or name[0] == "_") and name.replace("_", "a").isalnum()
 
 
 def _split(text: str) -> list[str]:
