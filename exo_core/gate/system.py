@@ -266,7 +266,8 @@ def _container(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]:
         return [_publish(argv[0])]
     if verb in ("ps", "images", "inspect", "logs", "version", "info", "stats", "top", "history", "search"):
         return [finding("container.read", f"{argv[0]} {verb}")]
-    if verb in ("rm", "rmi", "prune", "kill") or "prune" in verbs or verbs[:2] == ["volume", "rm"]:
+    volumes_gone = "down" in verbs and ("-v" in argv or "--volumes" in argv)
+    if verb in ("rm", "rmi", "prune", "kill") or "prune" in verbs or verbs[:2] == ["volume", "rm"] or volumes_gone:
         return [
             finding(
                 "container.delete",

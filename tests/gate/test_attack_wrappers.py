@@ -84,3 +84,76 @@ def test_a_script_wrapper_never_hides_an_attack(command: str, which: int) -> Non
 
 def test_the_wrapper_pools_are_large() -> None:
     assert len(ATTACKS) >= 250 and len(PROGRAMS) >= 150, (len(ATTACKS), len(PROGRAMS))
+
+
+_WORDS = [
+    "sudo",
+    "bash",
+    "-c",
+    "-lc",
+    "rm",
+    "-rf",
+    "~",
+    "git",
+    "-c",
+    "alias.x=!",
+    "curl",
+    "awk",
+    "sed",
+    "-i",
+    "python3",
+    "-",
+    "<<EOF",
+    "EOF",
+    "$(",
+    "`",
+    "find",
+    "-exec",
+    "{}",
+    "\\;",
+    "xargs",
+    "env",
+    "-S",
+    "tar",
+    "--to-command=",
+    "ln",
+    "-s",
+    "cd",
+    "/tmp",
+    "$HOME",
+    "dig",
+    "kill",
+    "-1",
+    "docker",
+    "run",
+    "-v",
+    "/:/h",
+    "eval",
+    "trap",
+    "watch",
+    "perl",
+    "-e",
+    "system",
+    "mv",
+    "/dev/null",
+    ">>",
+    ">&",
+    "<(",
+    ")",
+    "'",
+    '"',
+    ";",
+    "|",
+    "&&",
+    "{",
+    "}",
+    "$((",
+    "))",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_WORDS), min_size=1, max_size=14))
+def test_the_gate_is_total_on_attack_shaped_noise(words: list[str]) -> None:
+    decision = evaluate("bash", {"command": " ".join(words)}, POLICY)
+    assert decision.outcome in ("allow", "log", "ask", "deny")

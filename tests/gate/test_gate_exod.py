@@ -17,6 +17,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
 from exo_testkit import write_script
 
 from exo_core.client import ExoClient
@@ -63,7 +64,9 @@ def attacks(out: Path) -> list[str]:
     ]
 
 
-async def test_every_attack_waits_for_approval_and_none_runs_when_denied(exod_factory, tmp_path: Path) -> None:
+@pytest.fixture
+def places(tmp_path: Path) -> tuple[Path, Path]:
+    """A git workspace with README.md, and a folder outside it holding keep.txt."""
     work = tmp_path / "work"
     out = tmp_path / "outside"
     work.mkdir()
@@ -73,6 +76,13 @@ async def test_every_attack_waits_for_approval_and_none_runs_when_denied(exod_fa
     env = {**os.environ, **GIT_ENV}
     for args in (["init", "-q"], ["add", "README.md"], ["commit", "-qm", "init"]):
         subprocess.run(["git", *args], cwd=work, env=env, check=True, capture_output=True)
+    return work, out
+
+
+async def test_every_attack_waits_for_approval_and_none_runs_when_denied(
+    exod_factory, tmp_path: Path, places: tuple[Path, Path]
+) -> None:
+    work, out = places
     lines = attacks(out)
     # Every attack in one model reply: one round, so the context is never compacted under the scripted model
     # (which picks its reply by the number of assistant messages it is shown).
