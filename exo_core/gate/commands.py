@@ -207,9 +207,17 @@ _PREFIX_OPTS_WITH_ARG: dict[str, set[str]] = {
     "numactl": set(),
     "cpulimit": {"-l", "-p", "-e"},
     "trickle": {"-u", "-d"},
+    "rlwrap": set(),
+    "prlimit": {"-p", "--pid"},
+    "setarch": set(),
+    "linux32": set(),
+    "linux64": set(),
+    "ssh-agent": set(),
+    "dbus-launch": set(),
 }
-_TAKES_POSITIONAL = {"timeout": 1, "taskset": 1, "chroot": 1, "chrt": 1, "flock": 1}
+_TAKES_POSITIONAL = {"timeout": 1, "taskset": 1, "chroot": 1, "chrt": 1, "flock": 1, "setarch": 1}
 _ROOT = frozenset({"sudo", "doas", "pkexec", "run0", "su", "runuser"})
+_CHDIR = frozenset({("env", "-C"), ("env", "--chdir"), ("sudo", "-D"), ("sudo", "--chdir")})
 _TAKES_ASSIGNMENTS = frozenset({"env", "sudo", "doas", "run0"})  # `sudo LD_PRELOAD=x cmd` sets it for cmd
 # Variables that make the next program load or run something else.
 _EXEC_VARS = frozenset(
@@ -329,7 +337,11 @@ def unwrap(argv: tuple[str, ...] | list[str]) -> tuple[list[str], list[str]]:
                 text = opt.split("=", 1)[1] if "=" in opt else (words.pop(0) if words else "")
                 words = [*_split(text), *words]
             elif opt in with_arg and words:
-                words.pop(0)
+                value = words.pop(0)
+                if (name, opt) in _CHDIR:
+                    prefixes.append("chdir:" + value)
+            elif opt.startswith("--chdir="):
+                prefixes.append("chdir:" + opt.split("=", 1)[1])
         for _ in range(_TAKES_POSITIONAL.get(name, 0)):
             if words:
                 words.pop(0)
@@ -381,12 +393,18 @@ def classify_command(cmd: SimpleCommand, scope: Scope, *, ctx: Ctx | None = None
             expanded.add(len(words))
             words.append("{xargs}")
     inner = SimpleCommand(tuple(words), cmd.redirects, cmd.piped_in, frozenset(dynamic), frozenset(expanded))
-    out = _redirects(cmd, ctx) + _assignments(cmd, prefixes, ctx)
-    out += read_targets([(w, i in expanded) for i, w in enumerate(words) if i], ctx, words[0] if words else "a command")
+    out = _redirects(cmd, ctx) + _assignments(cmd, prefixes, ctx)  # the shell opens these where it stands
+    here = ctx
+    for prefix in prefixes:
+        if prefix.startswith("chdir:"):
+            here = ctx.at(ctx.path(prefix[6:], "$" in prefix or "`" in prefix))  # env -C DIR, sudo -D DIR
+    out += read_targets(
+        [(w, i in expanded) for i, w in enumerate(words) if i], here, words[0] if words else "a command"
+    )
     if not words:
         out += _bare_prefixes(prefixes, cmd)
     else:
-        out += _dispatch(words, inner, ctx)
+        out += _dispatch(words, inner, here)
         _follow_cd(words, inner, ctx)
     if "xargs" in prefixes:
         out = [_at_least(f, "recoverable") for f in out]
@@ -430,11 +448,40 @@ def _dispatch(words: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]:
         return out + rule(argv, cmd, ctx)
     if name in _READ_ONLY:
         return out + [finding("shell.read", name)]
-    if out:
+    return out + _unknown(argv, cmd, ctx, named_by_path=bool(out))
+
+
+_OUTPUT_OPTS = frozenset({"-o", "-out", "--out", "--output", "--output-file", "--outfile", "--output-dir", "-O"})
+
+
+def _unknown(argv: list[str], cmd: SimpleCommand, ctx: Ctx, *, named_by_path: bool) -> list[Finding]:
+    """A program the gate does not know: logged, unless it is handed code, writes outside, or wraps a command."""
+    given_code = unknown_program(argv, cmd, ctx)
+    if given_code:
+        return given_code
+    out: list[Finding] = []
+    for i, a in enumerate(argv[1:], start=1):
+        key, eq, value = a.partition("=")
+        if key in _OUTPUT_OPTS and (eq or i + 1 < len(argv)):
+            target = value if eq else argv[i + 1]
+            out.append(
+                write_target(target, ctx, f"{argv[0]} writes", expanded=cmd.word_is_expanded(i + (0 if eq else 1)))
+            )
+    rest = [(i, a) for i, a in enumerate(argv[1:], start=1) if not a.startswith("-")]
+    if rest and (rest[0][1] in _RULES or rest[0][1] in _SPECIAL) and rest[0][1] not in _READ_ONLY:
+        # An unknown wrapper (rlwrap, ssh-agent, prlimit …) may run the command that follows it: judge that too.
+        first = rest[0][0]
+        inner = SimpleCommand(
+            tuple(argv[first:]),
+            cmd.redirects,
+            cmd.piped_in,
+            frozenset(i - first for i in cmd.dynamic if i >= first),
+            frozenset(i - first for i in cmd.expanded if i >= first),
+        )
+        out += _dispatch(list(inner.argv), inner, ctx)
+    if out or named_by_path:
         return out
-    return unknown_program(argv, cmd, ctx) or [
-        finding("shell.unknown", f"run {name}", "recoverable", reason="a command the gate does not know")
-    ]
+    return [finding("shell.unknown", f"run {argv[0]}", "recoverable", reason="a command the gate does not know")]
 
 
 def _by_prefix(name: str) -> Rule | None:

@@ -317,7 +317,14 @@ def _interpreter(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]
             return out + [_inline(name, code, "inline")]
         if a.startswith(("-r", "--require", "--import", "-M", "-l")) and name not in ("php", "ruby", "perl"):
             return out + [exec_finding(f"{name} {a}: loads code first")]
-        elif not a.startswith("-") and a != "-":
+        if name in ("ruby", "perl") and a.startswith(("-r", "-M", "-I")) and ("/" in a or a in ("-r", "-M", "-I")):
+            return out + [exec_finding(f"{name} {a}: loads code from a file first")]
+        if name in ("deno", "bun") and a in ("run", "x", "test", "install", "exec", "serve", "task"):
+            i += 1
+            continue
+        if not a.startswith("-") and "://" in a:
+            return out + [_opaque(f"{name} runs code fetched from {a}")]
+        if not a.startswith("-") and a != "-":
             return out + [script_file(a, ctx, cmd.word_is_expanded(i), name)]
         elif a == "-":
             break
@@ -376,7 +383,10 @@ _AWK_WRITE = re.compile(r"\bprintf?\b[^;}\n]*>")
 
 
 def _awk(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]:
-    words, values = positionals(argv, frozenset({"-F", "-v", "-f", "-i", "-l", "--include", "--load", "-E"}))
+    with_arg = frozenset({"-F", "-v", "-f", "-i", "-l", "--include", "--load", "-E", "-e", "--source"})
+    words, values = positionals(argv, with_arg)
+    if "-e" in values or "--source" in values:
+        words = [(0, values.get("-e", "") + "\n" + values.get("--source", "")), *words]
     for key in ("-f", "-E", "--file", "--exec"):
         if key in values:
             return [script_file(values[key], ctx, False, f"{argv[0]} {key}")]
@@ -472,6 +482,29 @@ def _sqlite(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]:
     return [write_target(words[0][1], ctx, "query the database", expanded=cmd.word_is_expanded(words[0][0]))]
 
 
+def _rename(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]:
+    """``rename 's/a/b/' files``: the first word is Perl code (``s///e`` runs it), the rest are renamed."""
+    words = [(i, a) for i, a in enumerate(argv) if i and not a.startswith("-")]
+    if not words:
+        return [finding("shell.read", "rename")]
+    code = words[0][1]
+    out = (
+        [] if re.fullmatch(r"s(.)[^`]*\1[^`]*\1[gi]*|y(.)[^`]*\2[^`]*\2", code) else [_inline("perl", code, "rename's")]
+    )
+    return out + [write_target(a, ctx, "rename", expanded=cmd.word_is_expanded(i)) for i, a in words[1:]]
+
+
+def _make(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]:
+    """``make``: the workspace's Makefile is project code (logged); ``--eval`` or a makefile outside asks."""
+    words, values = positionals(argv, frozenset({"-f", "--file", "--makefile", "-C", "--directory", "-j", "-l", "-o"}))
+    if "--eval" in values or "-E" in values:
+        return [exec_finding("make --eval runs make code given on the command line")]
+    for key in ("-f", "--file", "--makefile", "-C", "--directory"):
+        if key in values:
+            return [script_file(values[key], ctx, cmd.word_is_expanded(argv.index(key) + 1), "make")]
+    return [finding("exec.program", f"make {' '.join(w for _i, w in words[:1])}".strip(), "recoverable")]
+
+
 def unknown_program(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding] | None:
     """Findings for an unknown program handed code (fail closed), or ``None`` when it is given none."""
     if any(a in _INLINE_FLAGS for a in argv[1:]):
@@ -492,6 +525,11 @@ EXEC_RULES: dict[str, Rule] = {
     "source": _source,
     ".": _source,
     "sqlite3": _sqlite,
+    "rename": _rename,
+    "prename": _rename,
+    "file-rename": _rename,
+    "make": _make,
+    "gmake": _make,
 }
 
 

@@ -293,6 +293,11 @@ def _dns(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]:
 
 def _net_raw(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]:
     name = argv[0]
+    if name == "sftp" and (_ssh_options_run_code(argv) or "-S" in argv or "-D" in argv):
+        return [exec_finding("sftp runs a local program")]
+    if name == "openssl" and not set(argv[1:2]) & {"s_client", "s_server"}:
+        outputs = [argv[k + 1] for k, a in enumerate(argv[:-1]) if a in ("-out", "-keyout")]
+        return [write_target(o, ctx, "openssl writes") for o in outputs] or [finding("shell.read", "openssl")]
     if any(a.upper().startswith(("EXEC:", "SYSTEM:")) for a in argv[1:]) or "-e" in argv or "-c" in argv:
         return [
             finding(
@@ -332,11 +337,25 @@ def _net_raw(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]:
     ]
 
 
+def _sender(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]:
+    return [
+        finding(
+            "net.send",
+            f"{argv[0]}: move files to or from another machine",
+            "irreversible",
+            "leaves",
+            reason="a file-transfer client: what it sends cannot be called back",
+        )
+    ]
+
+
 NET_RULES: dict[str, Rule] = {
     **{n: _http for n in ("curl", "wget", "http", "https", "xh", "httpie", "aria2c")},
     **{n: _dns for n in ("dig", "nslookup", "host", "ping", "ping6", "traceroute", "tracepath", "whois", "mtr")},
     **{n: _dns for n in ("drill", "arping")},
-    **{n: _net_raw for n in ("nc", "ncat", "netcat", "socat", "telnet", "ftp", "lftp", "sftp")},
+    **{n: _net_raw for n in ("nc", "ncat", "netcat", "socat", "telnet", "ftp", "lftp", "sftp", "tftp", "openssl")},
+    **{n: _sender for n in ("rclone", "gsutil", "azcopy", "s3cmd", "mc", "smbclient", "croc", "wormhole")},
+    **{n: _sender for n in ("websocat", "wscat", "magic-wormhole", "ncftp", "curlftpfs", "sshfs")},
     "ssh": _ssh,
     "mosh": _ssh,
     "scp": _remote_copy,

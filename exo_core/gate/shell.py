@@ -226,7 +226,8 @@ class _Lexer:
             elif c == '"':
                 self._double_quoted(w)
             elif c == "\\":
-                w.text += s[self.i + 1 : self.i + 2]
+                # A backslash-newline is a line continuation, even inside a word (r\<newline>m is rm).
+                w.text += "" if s.startswith("\\\n", self.i) else s[self.i + 1 : self.i + 2]
                 self.i += 2
             elif s.startswith("$'", self.i):
                 end = self.i + 2
@@ -256,7 +257,7 @@ class _Lexer:
                 self.i += 1
                 return
             if c == "\\" and self.i + 1 < len(s) and s[self.i + 1] in '$`"\\\n':
-                w.text += s[self.i + 1]
+                w.text += s[self.i + 1] if s[self.i + 1] != "\n" else ""
                 self.i += 2
             elif c in "$`":
                 self._expansion(w)

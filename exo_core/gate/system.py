@@ -56,7 +56,7 @@ _PACKAGES = [
     "conda",
     "pipx",
 ]
-_RUNNERS = "make pytest tox nox cargo go mvn gradle cmake ninja just npx uv poetry hatch pre-commit jest vitest ctest"
+_RUNNERS = "pytest tox nox cargo go mvn gradle cmake ninja just npx uv poetry hatch pre-commit jest vitest ctest"
 _CLOUD = "aws gcloud az doctl terraform tofu pulumi kubectl helm flyctl heroku vercel netlify stripe"
 
 

@@ -85,6 +85,10 @@ class Ctx:
         """The context of a script this line runs (one level deeper, same folder)."""
         return Ctx(self.scope, self.cwd, self.depth + 1, self.script, self.written)
 
+    def at(self, cwd: Path | None) -> Ctx:
+        """This context for one command run in another folder (``env -C DIR``); ``None``: unknown."""
+        return Ctx(self.scope, cwd, self.depth, self.script, self.written)
+
     def path(self, word: str, expanded: bool = False) -> Path | None:
         """The real path ``word`` names, or ``None`` when it is decided at run time."""
         text = word
