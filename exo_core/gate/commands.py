@@ -282,6 +282,7 @@ _PATH_VARS = frozenset(
 )
 _HARMLESS_PAGERS = frozenset({"", "cat", "less", "more", "true", "false", ":", "less -R", "less -FRX", "head"})
 
+_SUBSCRIPT_CODE = re.compile(r"[A-Za-z_]\w*\[[^\]]*(\$\(|`)")
 _SSH_RISK = re.compile(r"proxycommand|localcommand|knownhostscommand|-F|include|match", re.IGNORECASE)
 
 Rule = Callable[[list[str], SimpleCommand, Ctx], list[Finding]]
@@ -401,6 +402,9 @@ def classify_command(cmd: SimpleCommand, scope: Scope, *, ctx: Ctx | None = None
     out += read_targets(
         [(w, i in expanded) for i, w in enumerate(words) if i], here, words[0] if words else "a command"
     )
+    if any(_SUBSCRIPT_CODE.search(w) for i, w in enumerate(words) if i and i not in expanded):
+        # bash evaluates array subscripts as arithmetic, running $(…) inside them ([[ -v 'a[$(…)]' ]], unset …).
+        out.append(exec_finding("an array subscript that holds a command", "bash runs it when it reads the subscript"))
     if not words:
         out += _bare_prefixes(prefixes, cmd)
     else:

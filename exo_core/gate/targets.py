@@ -120,7 +120,7 @@ class Ctx:
 
     def system_binary(self, word: str) -> bool:
         """Whether a command named by its path lives in a system folder (so its name says what it is)."""
-        parent = os.path.dirname(word)
+        parent = os.path.dirname(os.path.normpath(word))
         return parent in _SYSTEM_BIN
 
 

@@ -224,6 +224,14 @@ def _git_sub(sub: str, rest: list[str], scope: Scope, ctx: Any) -> list[Finding]
         return risky or [finding("git.config", "change git settings", "recoverable")]
     if sub == "config":
         return [finding("git.read", "read git settings")]
+    if sub in ("clone", "init") and any(a.startswith(("--template", "-c", "--config")) for a in rest):
+        settings = [rest[k + 1] for k, a in enumerate(rest[:-1]) if a in ("-c", "--config")]
+        settings += [a.split("=", 1)[1] for a in rest if a.startswith("--config=")]
+        risky = [f for s in settings for f in _risky_setting(*s.partition("=")[::2], how=f"git {sub} -c")]
+        if any(a.startswith("--template") for a in rest):
+            risky.append(_exec(f"git {sub} --template: hooks from another folder", "a template installs git hooks"))
+        if risky:
+            return risky
     if sub in ("clone", "init", "worktree") and ctx is not None:
         words = [a for a in rest if not a.startswith("-")]
         target = _git_target(sub, words)
