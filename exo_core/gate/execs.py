@@ -18,7 +18,7 @@ import shlex
 from collections.abc import Callable
 
 from exo_core.gate.axes import Finding
-from exo_core.gate.filecmd import exec_finding, positionals
+from exo_core.gate.filecmd import exec_finding
 from exo_core.gate.shell import SimpleCommand
 from exo_core.gate.targets import Ctx, write_target
 from exo_core.gate.vcs import finding
@@ -188,7 +188,8 @@ def _inline_harmless(lang: str, code: str) -> bool:
     return False
 
 
-def _inline(lang: str, code: str, what: str) -> Finding:
+def inline_finding(lang: str, code: str, what: str) -> Finding:
+    """Inline code: logged when it can reach nothing (see the module docstring), else irreversible (asks)."""
     if _inline_harmless(lang, code):
         return finding("exec.inline", f"run inline {lang} code", "reversible", reason="it reaches no file or program")
     return finding(
@@ -199,7 +200,8 @@ def _inline(lang: str, code: str, what: str) -> Finding:
     )
 
 
-def _opaque(what: str) -> Finding:
+def opaque(what: str) -> Finding:
+    """Code produced at run time: irreversible, so it asks."""
     return finding(
         "shell.opaque",
         what,
@@ -211,9 +213,9 @@ def _opaque(what: str) -> Finding:
 def script_file(word: str, ctx: Ctx, expanded: bool, runner: str) -> Finding:
     """Running the script file ``word``: project code in the workspace (logged), asked about anywhere else."""
     if expanded or word.startswith(("<(", ">(")):
-        return _opaque(f"{runner} runs a script produced at run time")
+        return opaque(f"{runner} runs a script produced at run time")
     if ctx.path(word) in ctx.written:
-        return _opaque(f"{runner} runs {word}, which this same line writes")
+        return opaque(f"{runner} runs {word}, which this same line writes")
     if ctx.inside(word):
         return finding("exec.program", f"{runner} {word}", "recoverable", reason="runs a program in the workspace")
     return finding(
@@ -227,11 +229,11 @@ def script_file(word: str, ctx: Ctx, expanded: bool, runner: str) -> Finding:
 def shell_script(text: str, ctx: Ctx, what: str) -> list[Finding]:
     """The findings of the commands in ``text``, a script a command runs (opaque past the depth limit)."""
     if ctx.script is None or ctx.depth >= 8:
-        return [_opaque(f"{what}: nested too deep")]
+        return [opaque(f"{what}: nested too deep")]
     return ctx.script(text, ctx.child())
 
 
-def _stdin(cmd: SimpleCommand) -> tuple[str, str]:
+def stdin_source(cmd: SimpleCommand) -> tuple[str, str]:
     """Where a command's standard input comes from: ('script', body), ('file', path), ('pipe', ''), ('', '')."""
     if cmd.stdin_script:
         return "script", cmd.stdin_script
@@ -264,23 +266,23 @@ def _shell(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]:
     script_at = i
     if inline:
         if script_at >= len(argv):
-            return [_opaque(f"{name} -c without a script")]
+            return [opaque(f"{name} -c without a script")]
         if cmd.word_is_expanded(script_at):
-            return [_opaque(f"{name} -c runs a script made at run time")]
+            return [opaque(f"{name} -c runs a script made at run time")]
         return shell_script(argv[script_at], ctx, f"{name} -c")
     if script_at < len(argv):
         return [script_file(argv[script_at], ctx, cmd.word_is_expanded(script_at), name)]
-    source, body = _stdin(cmd)
+    source, body = stdin_source(cmd)
     if source == "script":
         return shell_script(body, ctx, f"{name} <<heredoc")
     if source == "file":
         return [script_file(body, ctx, False, name)]
-    return [_opaque(f"{name} runs commands from its input")]
+    return [opaque(f"{name} runs commands from its input")]
 
 
 def _source(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]:
     if len(argv) < 2:
-        return [_opaque(f"{argv[0]} without a file")]
+        return [opaque(f"{argv[0]} without a file")]
     return [script_file(argv[1], ctx, cmd.word_is_expanded(1), argv[0])]
 
 
@@ -309,12 +311,14 @@ def _interpreter(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]
             if perl_in_place:
                 out += _perl_in_place(argv[i + 2 :], cmd, ctx, i + 2)
             expanded = cmd.word_is_expanded(i + 1)
-            return out + [_opaque(f"{name} runs code made at run time") if expanded else _inline(name, code, "inline")]
+            return out + [
+                opaque(f"{name} runs code made at run time") if expanded else inline_finding(name, code, "inline")
+            ]
         if name == "perl" and a.startswith("-") and not a.startswith("--") and "e" in a[1:].lower():
             code = argv[i + 1] if i + 1 < len(argv) else ""
             if perl_in_place:
                 out += _perl_in_place(argv[i + 2 :], cmd, ctx, i + 2)
-            return out + [_inline(name, code, "inline")]
+            return out + [inline_finding(name, code, "inline")]
         if a.startswith(("-r", "--require", "--import", "-M", "-l")) and name not in ("php", "ruby", "perl"):
             return out + [exec_finding(f"{name} {a}: loads code first")]
         if name in ("ruby", "perl") and a.startswith(("-r", "-M", "-I")) and ("/" in a or a in ("-r", "-M", "-I")):
@@ -323,20 +327,20 @@ def _interpreter(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]
             i += 1
             continue
         if not a.startswith("-") and "://" in a:
-            return out + [_opaque(f"{name} runs code fetched from {a}")]
+            return out + [opaque(f"{name} runs code fetched from {a}")]
         if not a.startswith("-") and a != "-":
             return out + [script_file(a, ctx, cmd.word_is_expanded(i), name)]
         elif a == "-":
             break
         i += 1
-    source, body = _stdin(cmd)
+    source, body = stdin_source(cmd)
     if source == "script":
-        return out + [_inline(name, body, "heredoc")]
+        return out + [inline_finding(name, body, "heredoc")]
     if source == "file":
         return out + [script_file(body, ctx, False, name)]
     if out:
         return out
-    return [_opaque(f"{name} runs code from its input")]
+    return [opaque(f"{name} runs code from its input")]
 
 
 def _perl_in_place(rest: list[str], cmd: SimpleCommand, ctx: Ctx, start: int) -> list[Finding]:
@@ -378,133 +382,6 @@ def _php_server(address: str, ctx: Ctx) -> Finding:
     )
 
 
-_AWK_PIPE = re.compile(r"(?<!\|)\|(?!\|)|\|&")
-_AWK_WRITE = re.compile(r"\bprintf?\b[^;}\n]*>")
-
-
-def _awk(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]:
-    with_arg = frozenset({"-F", "-v", "-f", "-i", "-l", "--include", "--load", "-E", "-e", "--source"})
-    words, values = positionals(argv, with_arg)
-    if "-e" in values or "--source" in values:
-        words = [(0, values.get("-e", "") + "\n" + values.get("--source", "")), *words]
-    for key in ("-f", "-E", "--file", "--exec"):
-        if key in values:
-            return [script_file(values[key], ctx, False, f"{argv[0]} {key}")]
-    if any(k in values for k in ("-i", "-l", "--include", "--load")):
-        return [exec_finding(f"{argv[0]} loads an extension")]
-    program = words[0][1] if words else ""
-    if re.search(r"\b(system|getline)\b", program) or _AWK_PIPE.search(program) or _AWK_WRITE.search(program):
-        return [exec_finding(f"{argv[0]} program runs commands or writes files")]
-    if words and cmd.word_is_expanded(words[0][0]):
-        return [_opaque(f"{argv[0]} runs a program made at run time")]
-    return [finding("shell.read", argv[0])]
-
-
-def _sed(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]:
-    scripts: list[str] = []
-    files: list[tuple[int, str]] = []
-    in_place = False
-    i = 1
-    while i < len(argv):
-        a = argv[i]
-        if a.startswith("--in-place") or a.startswith("-") and not a.startswith("--") and "i" in a[1:]:
-            in_place = True
-        if a in ("-e", "--expression") or a.startswith("-") and not a.startswith("--") and a.endswith("e"):
-            scripts.append(argv[i + 1] if i + 1 < len(argv) else "")
-            i += 2
-            continue
-        if a.startswith("--expression="):
-            scripts.append(a.split("=", 1)[1])
-        elif a in ("-f", "--file") or a.startswith("--file=") or a.startswith("-") and a.endswith("f") and a != "-f":
-            path = a.split("=", 1)[1] if "=" in a else (argv[i + 1] if i + 1 < len(argv) else "")
-            return [script_file(path, ctx, False, "sed -f")]
-        elif a in ("-l", "--line-length"):
-            i += 1
-        elif not a.startswith("-"):
-            files.append((i, a))
-        i += 1
-    if not scripts and files:
-        scripts.append(files.pop(0)[1])
-    if any(_sed_runs_or_writes(s) for s in scripts):
-        return [exec_finding("sed script runs commands or writes files", "GNU sed's e, w and r commands")]
-    if in_place:
-        return [write_target(a, ctx, "sed -i", expanded=cmd.word_is_expanded(k)) for k, a in files] or [
-            finding("shell.read", "sed")
-        ]
-    return [finding("shell.read", "sed")]
-
-
-def _sed_runs_or_writes(script: str) -> bool:
-    text = re.sub(r"\\.", "", script)
-    text = re.sub(r"([sy])([^\w\s\\])(?:(?!\2).)*\2(?:(?!\2).)*\2", r"\1", text)
-    text = re.sub(r"/[^/]*/", "", text)
-    text = re.sub(r"[:btT]\s*[A-Za-z_]\w*", "", text)
-    return bool(re.search(r"[eEwWrR]", text))
-
-
-_EDITOR_CODE = ("-c", "--cmd", "-S", "-s", "-u", "--eval", "-l", "--load", "-f", "--funcall", "--batch", "--script")
-
-
-def _editor(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]:
-    name = argv[0]
-    if any(a in _EDITOR_CODE or a.startswith(("+", "--eval=", "--cmd=")) for a in argv[1:]):
-        return [exec_finding(f"{name} runs editor commands", "editor commands can run programs (:!)")]
-    if name in ("ed", "red", "ex") and _stdin(cmd)[0]:
-        return [exec_finding(f"{name} runs commands from its input", "ed and ex run programs with !")]
-    files = [(i, a) for i, a in enumerate(argv) if i and not a.startswith("-")]
-    return [write_target(a, ctx, f"edit with {name}", expanded=cmd.word_is_expanded(i)) for i, a in files] or [
-        finding("exec.program", name, "recoverable")
-    ]
-
-
-def _pager(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]:
-    if any(a.startswith(("+", "-P", "--pager", "-H", "--html")) for a in argv[1:]):
-        return [exec_finding(f"{argv[0]} runs a command", "a pager's commands and man's -P run programs")]
-    return [finding("shell.read", argv[0])]
-
-
-_SQLITE_EXEC = re.compile(
-    r"\.(shell|system|load|output|once|import|save|backup|restore|open|read|excel|cd)\b|"
-    r"\battach\b|load_extension|writefile|\bedit\s*\(|vacuum\s+into",
-    re.IGNORECASE,
-)
-
-
-def _sqlite(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]:
-    words = [(i, a) for i, a in enumerate(argv) if i and not a.startswith("-")]
-    texts = [a for _i, a in words[1:]] + [cmd.stdin_script] + [a for a in argv if a.startswith(".")]
-    if any(_SQLITE_EXEC.search(t) for t in texts) or "-cmd" in argv or "-init" in argv:
-        return [exec_finding("sqlite3 runs a shell command or touches other files")]
-    if _stdin(cmd)[0] == "pipe":
-        return [_opaque("sqlite3 runs commands from its input")]
-    if not words:
-        return [finding("shell.read", "sqlite3")]
-    return [write_target(words[0][1], ctx, "query the database", expanded=cmd.word_is_expanded(words[0][0]))]
-
-
-def _rename(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]:
-    """``rename 's/a/b/' files``: the first word is Perl code (``s///e`` runs it), the rest are renamed."""
-    words = [(i, a) for i, a in enumerate(argv) if i and not a.startswith("-")]
-    if not words:
-        return [finding("shell.read", "rename")]
-    code = words[0][1]
-    out = (
-        [] if re.fullmatch(r"s(.)[^`]*\1[^`]*\1[gi]*|y(.)[^`]*\2[^`]*\2", code) else [_inline("perl", code, "rename's")]
-    )
-    return out + [write_target(a, ctx, "rename", expanded=cmd.word_is_expanded(i)) for i, a in words[1:]]
-
-
-def _make(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]:
-    """``make``: the workspace's Makefile is project code (logged); ``--eval`` or a makefile outside asks."""
-    words, values = positionals(argv, frozenset({"-f", "--file", "--makefile", "-C", "--directory", "-j", "-l", "-o"}))
-    if "--eval" in values or "-E" in values:
-        return [exec_finding("make --eval runs make code given on the command line")]
-    for key in ("-f", "--file", "--makefile", "-C", "--directory"):
-        if key in values:
-            return [script_file(values[key], ctx, cmd.word_is_expanded(argv.index(key) + 1), "make")]
-    return [finding("exec.program", f"make {' '.join(w for _i, w in words[:1])}".strip(), "recoverable")]
-
-
 def unknown_program(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding] | None:
     """Findings for an unknown program handed code (fail closed), or ``None`` when it is given none."""
     if any(a in _INLINE_FLAGS for a in argv[1:]):
@@ -517,19 +394,8 @@ def unknown_program(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Findi
 EXEC_RULES: dict[str, Rule] = {
     **{n: _shell for n in SHELLS},
     **{n: _interpreter for n in INTERPRETERS},
-    **{n: _awk for n in ("awk", "gawk", "mawk", "nawk")},
-    **{n: _editor for n in ("vi", "vim", "nvim", "view", "vimdiff", "gvim", "rvim", "ex", "ed", "red", "emacs")},
-    **{n: _editor for n in ("nano", "pico", "micro", "joe", "kak", "hx", "mg")},
-    **{n: _pager for n in ("less", "more", "most", "man")},
-    "sed": _sed,
     "source": _source,
     ".": _source,
-    "sqlite3": _sqlite,
-    "rename": _rename,
-    "prename": _rename,
-    "file-rename": _rename,
-    "make": _make,
-    "gmake": _make,
 }
 
 
