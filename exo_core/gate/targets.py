@@ -21,6 +21,7 @@ Secret files (private keys, cloud credentials, the Exo home's keys and token,
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -95,7 +96,7 @@ class Ctx:
         for name in ("PWD", "HOME"):
             value = str(self.cwd) if name == "PWD" and self.cwd is not None else ""
             if name == "HOME":
-                value = os.path.expanduser("~")
+                value = str(_places().home)
             if value:
                 text = text.replace("${" + name + "}", value).replace("$" + name, value)
         if self.cwd is not None:
@@ -126,43 +127,63 @@ class Ctx:
 
 def shell_inside(path: Path, scope: Scope) -> bool:
     """Whether the real ``path`` lies in one of the scope's workspace roots (their real paths)."""
-    for root in scope.workspace:
-        real = Path(os.path.realpath(root))
-        if path == real or real in path.parents:
-            return True
-    return False
+    text = str(path)
+    return any(_under(text, root) for root in _real_roots(scope.workspace))
+
+
+def _under(text: str, root: str) -> bool:
+    # String prefixes: Path.parents builds a Path per level, and this runs for every word of every line.
+    return text == root or text.startswith(root if root.endswith("/") else root + "/")
+
+
+@functools.lru_cache(maxsize=64)
+def _real_roots(roots: tuple[Path, ...]) -> tuple[str, ...]:
+    # A workspace root is resolved once per process: it is the folder exod was started in.
+    return tuple(os.path.realpath(root) for root in roots)
+
+
+@dataclass(frozen=True, slots=True)
+class _Places:
+    """The person's home and the places under it that hold secrets (computed once per HOME/EXO_HOME)."""
+
+    home: Path
+    secrets: tuple[str, ...]
+    exo_homes: tuple[str, ...]
+    samples: tuple[str, ...]  # concrete secret paths a glob is tried against
+
+
+@functools.lru_cache(maxsize=4)
+def _places_for(home_env: str | None, exo_env: str | None) -> _Places:
+    home = Path(os.path.expanduser("~"))
+    secrets = tuple(str(home / s) for s in _HOME_SECRETS)
+    exo = [os.path.realpath(home / ".exo")]
+    if exo_env:
+        exo.append(os.path.realpath(os.path.expanduser(exo_env)))
+    samples = [p + "/id_rsa" for p in secrets] + [s.replace("*", "x") for s in _SYSTEM_SECRETS]
+    samples += [str(home / ".ssh" / n.replace("*", "x")) for n in _SECRET_NAMES]
+    samples += [f"{e}/{part}/x" for e in exo for part in ("keys", "run")] + [f"{e}/token" for e in exo]
+    return _Places(home, secrets, tuple(dict.fromkeys(exo)), tuple(samples))
+
+
+def _places() -> _Places:
+    return _places_for(os.environ.get("HOME"), os.environ.get("EXO_HOME"))
 
 
 def is_secret(path: Path, scope: Scope, *, pattern: bool = False) -> bool:
     """Whether ``path`` (or, with ``pattern``, a glob) names a secret file outside the workspace."""
-    if not pattern and shell_inside(path, scope):
-        return False
-    home = Path(os.path.expanduser("~"))
-    homes = [home]
-    exo_home = os.environ.get("EXO_HOME")
-    if exo_home:
-        homes.append(Path(os.path.expanduser(exo_home)).parent)
+    places = _places()
     text = str(path)
     if pattern:
-        samples = [str(h / s / "id_rsa") for h in homes for s in _HOME_SECRETS] + [
-            s.replace("*", "x") for s in _SYSTEM_SECRETS
-        ]
-        samples += [str(home / ".ssh" / n.replace("*", "x")) for n in _SECRET_NAMES]
-        return any(fnmatch.fnmatchcase(sample, text) for sample in samples)
+        return any(fnmatch.fnmatchcase(sample, text) for sample in places.samples)
+    if shell_inside(path, scope):
+        return False
     if any(fnmatch.fnmatchcase(path.name, n) for n in _NOT_SECRET):
         return False
     for system in _SYSTEM_SECRETS:
         if fnmatch.fnmatchcase(text, system) or fnmatch.fnmatchcase(text, system + "/*"):
             return True
-    for h in homes:
-        for secret in _HOME_SECRETS:
-            where = h / secret
-            if path == where or where in path.parents:
-                return True
-    if exo_home:
-        exo = Path(os.path.realpath(os.path.expanduser(exo_home)))
-        if any(path == exo / part or exo / part in path.parents for part in ("keys", "token", "run")):
-            return True
+    if any(_under(text, where) for where in places.secrets):
+        return True
     return any(fnmatch.fnmatchcase(path.name, n) for n in _SECRET_NAMES)
 
 
@@ -176,14 +197,11 @@ def exo_protected(path: Path, *, writing: bool) -> str:
     """
     if path.name == _LEDGER_KEY:
         return "a ledger signing key"
-    homes = [Path(os.path.expanduser("~/.exo"))]
-    exo_home = os.environ.get("EXO_HOME")
-    if exo_home:
-        homes.append(Path(os.path.expanduser(exo_home)))
-    for home in dict.fromkeys(Path(os.path.realpath(h)) for h in homes):
-        if path != home and home not in path.parents:
+    text = str(path)
+    for home in _places().exo_homes:
+        if not _under(text, home):
             continue
-        rel = path.relative_to(home)
+        rel = Path(os.path.relpath(text, home))
         if rel.parts and rel.parts[0] in ("keys", "run") or rel.name.startswith(("token", "sessions.sqlite")):
             return "the Exo home's keys, token, sockets or sessions"
         if writing:
@@ -198,6 +216,8 @@ def _protected(what: str, path: Path, why: str) -> Finding:
 def read_targets(words: list[tuple[str, bool]], ctx: Ctx, what: str) -> list[Finding]:
     """A ``file.protected`` or ``secret.read`` finding when any of ``words`` (text, expanded) names one."""
     for word, expanded in words:
+        if word.startswith("-") and "=" not in word:
+            continue  # an option, not a path
         for candidate in _candidates(word):
             path = ctx.path(candidate, expanded) if not any(ch in candidate for ch in "*?") else None
             why = exo_protected(path, writing=False) if path is not None else ""
