@@ -221,6 +221,9 @@ def classify_command(cmd: SimpleCommand, scope: Scope, *, ctx: Ctx | None = None
     out += read_targets(
         [(w, i in expanded) for i, w in enumerate(words) if i], here, words[0] if words else "a command"
     )
+    if cmd.in_substitution and words and _decodes(words):
+        out.append(exec_finding(f"{words[0]} decodes hidden text into another command's words"))
+    out += read_targets([(a.partition("=")[2], False) for a in cmd.assigns], ctx, "a variable")
     if any(_SUBSCRIPT_CODE.search(w) for i, w in enumerate(words) if i and i not in expanded):
         # bash evaluates array subscripts as arithmetic, running $(…) inside them ([[ -v 'a[$(…)]' ]], unset …).
         out.append(exec_finding("an array subscript that holds a command", "bash runs it when it reads the subscript"))
@@ -234,6 +237,18 @@ def classify_command(cmd: SimpleCommand, scope: Scope, *, ctx: Ctx | None = None
     if ROOT & set(prefixes):
         out = [_at_least(f, "recoverable", " (as root)") if f.axes.reversibility != "none" else f for f in out]
     return out
+
+
+def _decodes(words: list[str]) -> bool:
+    """Whether a command turns hidden text into plain text (base64 -d, xxd -r, rev, tr, printf '\\x..' …)."""
+    name, args = words[0].rsplit("/", 1)[-1], words[1:]
+    if name in ("base64", "base32", "basenc", "openssl"):
+        return any(a in ("-d", "--decode", "-D") or a.startswith("-") and "d" in a[1:] and a[1] != "-" for a in args)
+    if name in ("xxd",):
+        return any(a.startswith("-r") or a == "-revert" for a in args)
+    if name in ("printf",) or name == "echo" and any(a.startswith("-") and "e" in a for a in args):
+        return any("\\x" in a or "\\0" in a or "\\u" in a for a in args)
+    return name in ("rev", "tr", "uudecode", "zcat", "gunzip", "xzcat", "bzcat", "zstdcat")
 
 
 def _bare_prefixes(prefixes: list[str], cmd: SimpleCommand) -> list[Finding]:

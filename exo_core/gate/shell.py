@@ -58,6 +58,7 @@ class SimpleCommand:
     expanded: frozenset[int] = frozenset()
     assigns: tuple[str, ...] = ()
     expanded_assigns: frozenset[int] = frozenset()
+    in_substitution: bool = False  # its output becomes words of another command ($(…), backticks)
 
     def word_is_dynamic(self, index: int) -> bool:
         """Whether ``argv[index]`` holds a run-time expansion or a glob."""
@@ -86,7 +87,7 @@ class _Word:
     text: str = ""
     dynamic: bool = False
     expanded: bool = False
-    nested: list[str] = field(default_factory=list)  # scripts of $(…), `…`, <(…) inside the word
+    nested: list[tuple[bool, str]] = field(default_factory=list)  # (a $(…) or `…`?, script) inside the word
 
 
 @dataclass(slots=True)
@@ -277,14 +278,14 @@ class _Lexer:
             self.i = end + 1
         elif s.startswith(("$(", "<(", ">("), self.i):
             end = _matching(s, self.i + 1)
-            w.nested.append(s[self.i + 2 : end])
+            w.nested.append((s[self.i] == "$", s[self.i + 2 : end]))
             w.text += s[self.i : end + 1]
             self.i = end + 1
         elif s[self.i] == "`":
             end = s.find("`", self.i + 1)
             if end < 0:
                 raise _ParseError("unclosed backtick")
-            w.nested.append(s[self.i + 1 : end])
+            w.nested.append((True, s[self.i + 1 : end]))
             w.text += s[self.i : end + 1]
             self.i = end + 1
         elif s.startswith("${", self.i):
@@ -385,8 +386,8 @@ class _Builder:
         if words and words[0].text in ("for", "case", "select"):
             words = []  # loop headers: their bodies are separate commands
         for w in [*words, *(r.word for r in redirs if r.word is not None)]:
-            for script in w.nested:
-                self._recurse(script, "$()")
+            for substituted, script in w.nested:
+                self._recurse(script, "$()", substituted=substituted)
         assigns: list[_Word] = []
         while words and _is_assignment(words[0].text):
             assigns.append(words.pop(0))
@@ -404,11 +405,14 @@ class _Builder:
         )
         self.commands.append(cmd)
 
-    def _recurse(self, script: str, how: str) -> None:
+    def _recurse(self, script: str, how: str, *, substituted: bool) -> None:
         inner = parse_shell(script, depth=self.depth + 1)
         if inner.error:
             raise _ParseError(f"inside {how}: {inner.error}")
-        self.commands.extend(inner.commands)
+        if substituted:
+            self.commands.extend(replace(c, in_substitution=True) for c in inner.commands)
+        else:
+            self.commands.extend(inner.commands)
 
 
 def _is_assignment(word: str) -> bool:

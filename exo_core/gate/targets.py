@@ -23,6 +23,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,6 +65,7 @@ _HOME_SECRETS = (
 )
 _SECRET_NAMES = ("id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "*.pem", "*.key", "*.p12", "*.pfx", "*.keystore")
 _NOT_SECRET = ("*.pub", "known_hosts", "known_hosts.old")
+_SECRET_HINT = re.compile(r"\.ssh|id_(rsa|dsa|ecdsa|ed25519)|\.gnupg|\.aws|shadow|\.netrc|credentials|\.exo\b|\.kube")
 _LEDGER_KEY = "ledger-ed25519.key"  # exo_core.ledger.keys.KEY_FILE_NAME (not imported: the ledger loads nacl)
 _SYSTEM_BIN = ("/usr/bin", "/bin", "/usr/sbin", "/sbin", "/usr/local/bin", "/usr/local/sbin")
 
@@ -218,6 +220,9 @@ def read_targets(words: list[tuple[str, bool]], ctx: Ctx, what: str) -> list[Fin
     for word, expanded in words:
         if word.startswith("-") and "=" not in word:
             continue  # an option, not a path
+        if expanded and _SECRET_HINT.search(word):
+            # ${HOME}/.ss${X}h/id_rsa: the whole path is only known at run time, but its pieces say what it is.
+            return [finding("secret.read", f"{what} reads {word}", "irreversible", reason="names a secret file")]
         for candidate in _candidates(word):
             path = ctx.path(candidate, expanded) if not any(ch in candidate for ch in "*?") else None
             why = exo_protected(path, writing=False) if path is not None else ""
