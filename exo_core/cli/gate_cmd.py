@@ -7,13 +7,14 @@ operators: ``exo gate check -- 'make && git push'``).
 The policy is the one exod uses, ``$EXO_HOME/gate.toml`` (``--home`` names
 another home; the built-in default when the file is absent), unless
 ``--policy FILE`` names a TOML policy. The output says which policy decided.
+File paths are judged against the Exo home and its store, as exod judges them.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from exo_core.cli.args import add_command, add_group
+from exo_core.cli.args import add_command, add_group, home_of
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -39,8 +40,7 @@ def _check(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from exo_core.cli.args import home_of
-    from exo_core.errors import UsageError
+    from exo_core.errors import ConfigError, UsageError
     from exo_core.gate import Policy, evaluate
 
     words = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -65,8 +65,14 @@ def _check(args: argparse.Namespace) -> int:
     if args.policy and not Path(args.policy).exists():
         raise UsageError(f"no policy file at {args.policy}; give the path of a TOML gate policy")
     # Without --policy, the same file exod loads (exo_core/engine/core.py): <home>/gate.toml, default if absent.
-    policy_path = Path(args.policy) if args.policy else home_of(args).root / "gate.toml"
+    home = home_of(args)
+    policy_path = Path(args.policy) if args.policy else home.root / "gate.toml"
     policy = Policy.load(policy_path, workspace=workspace)
+    try:
+        store = home.store_path()
+    except ConfigError:
+        store = home.root / "store"  # config.toml unreadable: judge against the default store place
+    policy = policy.with_exo(home.root, (store,))
     decision = evaluate(tool, arguments, policy, risk=args.risk)
     out = decision.as_dict()
     out["policy"] = str(policy_path) if policy_path.exists() else "built in (no gate.toml)"

@@ -143,7 +143,7 @@ def _link(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]:
 
 def _delete(raw: str, ctx: Ctx, expanded: bool, summary: str) -> Finding:
     path = ctx.path(raw, expanded)
-    why = exo_protected(path, writing=True) if path is not None else ""
+    why = exo_protected(path, ctx.scope, writing=True) if path is not None else ""
     if why:
         return finding("file.protected", f"{summary}: exod's own file", "irreversible", reason=why)
     roots = {Path(os.path.realpath(r)) for r in ctx.scope.workspace}

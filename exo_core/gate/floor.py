@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from exo_core.gate.axes import Axes, outcome_rank, strictest
 
-__all__ = ["FLOOR", "FloorRule", "apply_floor", "floor_for", "tighten"]
+__all__ = ["FloorRule", "FLOOR", "floor_for", "apply_floor", "tighten"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,12 +36,6 @@ FLOOR: tuple[FloorRule, ...] = (
         "ask",
     ),
 )
-
-
-# Actions on exod's own files (its keys, token, sockets, sessions, gate.toml: docs/security.md) are refused
-# under every policy, override and answer: an agent that could read the keys or rewrite its own rules
-# would have no gate at all.
-PROTECTED_KEYS: frozenset[str] = frozenset({"file.protected"})
 
 
 def floor_for(axes: Axes) -> tuple[str, str]:

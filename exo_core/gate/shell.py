@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-__all__ = ["MAX_DEPTH", "Redirect", "ShellParse", "SimpleCommand", "parse_shell"]
+__all__ = ["Redirect", "SimpleCommand", "ShellParse", "parse_shell", "MAX_DEPTH"]
 
 MAX_DEPTH = 8
 _OPERATORS = ("&&", "||", ";;", "|&", "|", ";", "&", "\n")

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from exo_core.gate.axes import Finding
+from exo_core.gate.paths import protected
 from exo_core.gate.scope import Scope
 from exo_core.gate.vcs import finding
 
@@ -66,7 +67,6 @@ _HOME_SECRETS = (
 _SECRET_NAMES = ("id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "*.pem", "*.key", "*.p12", "*.pfx", "*.keystore")
 _NOT_SECRET = ("*.pub", "known_hosts", "known_hosts.old")
 _SECRET_HINT = re.compile(r"\.ssh|id_(rsa|dsa|ecdsa|ed25519)|\.gnupg|\.aws|shadow|\.netrc|credentials|\.exo\b|\.kube")
-_LEDGER_KEY = "ledger-ed25519.key"  # exo_core.ledger.keys.KEY_FILE_NAME (not imported: the ledger loads nacl)
 _SYSTEM_BIN = ("/usr/bin", "/bin", "/usr/sbin", "/sbin", "/usr/local/bin", "/usr/local/sbin")
 
 
@@ -189,26 +189,23 @@ def is_secret(path: Path, scope: Scope, *, pattern: bool = False) -> bool:
     return any(fnmatch.fnmatchcase(path.name, n) for n in _SECRET_NAMES)
 
 
-def exo_protected(path: Path, *, writing: bool) -> str:
+def exo_protected(path: Path, scope: Scope, *, writing: bool) -> str:
     """Why ``path`` is exod's own and off limits to the shell ('' when it is not).
 
-    The Exo home's keys, token, sockets and sessions database, any ledger key file, and (for a write)
-    anything in the home: its gate.toml and config decide what the agent may do. The homes are
-    ``~/.exo`` and ``$EXO_HOME``. A ``file.protected`` finding is denied under every policy
-    (:data:`exo_core.gate.floor.PROTECTED_KEYS`); the file tools use the same key.
+    The same judgement as the file tools' (:func:`exo_core.gate.paths.protected`): the Exo home's
+    keys, token, sockets and sessions database, any ledger key file, a store's private files, and (for
+    a change) anything else in the home but a workspace or store inside it. A scope that names no home
+    (``exo gate check`` names one; a bare ``Policy()`` does not) is judged against ``$EXO_HOME`` or
+    ``~/.exo``. A ``file.protected`` finding is denied under every policy (``ALWAYS_DENIED``).
     """
-    if path.name == _LEDGER_KEY:
-        return "a ledger signing key"
-    text = str(path)
-    for home in _places().exo_homes:
-        if not _under(text, home):
-            continue
-        rel = Path(os.path.relpath(text, home))
-        if rel.parts and rel.parts[0] in ("keys", "run") or rel.name.startswith(("token", "sessions.sqlite")):
-            return "the Exo home's keys, token, sockets or sessions"
-        if writing:
-            return "the Exo home: exod's own policy, settings and plugins"
-    return ""
+    guarded = scope if scope.exo_home is not None else _with_default_home(scope, os.environ.get("EXO_HOME"))
+    return protected(path, guarded, writing=writing)
+
+
+@functools.lru_cache(maxsize=16)
+def _with_default_home(scope: Scope, exo_env: str | None) -> Scope:
+    home = Path(os.path.expanduser(exo_env)) if exo_env else _places().home / ".exo"
+    return scope.with_exo(home, (home / "store",))
 
 
 def _protected(what: str, path: Path, why: str) -> Finding:
@@ -225,7 +222,7 @@ def read_targets(words: list[tuple[str, bool]], ctx: Ctx, what: str) -> list[Fin
             return [finding("secret.read", f"{what} reads {word}", "irreversible", reason="names a secret file")]
         for candidate in _candidates(word):
             path = ctx.path(candidate, expanded) if not any(ch in candidate for ch in "*?") else None
-            why = exo_protected(path, writing=False) if path is not None else ""
+            why = exo_protected(path, ctx.scope, writing=False) if path is not None else ""
             if path is not None and why:
                 return [_protected(f"{what} reads", path, why)]
             if _names_secret(candidate, expanded, ctx):
@@ -284,7 +281,7 @@ def write_target(word: str, ctx: Ctx, verb: str, *, expanded: bool = False) -> F
             "irreversible",
             reason="the path is only known when the command runs, so it may be outside the workspace",
         )
-    why = exo_protected(path, writing=True)
+    why = exo_protected(path, ctx.scope, writing=True)
     if why:
         return _protected(verb, path, why)
     if shell_inside(path, ctx.scope):

@@ -19,7 +19,7 @@ from typing import Any
 from exo_core.gate.axes import Axes, Finding
 from exo_core.gate.scope import Scope
 
-__all__ = ["classify_gh", "classify_git", "finding"]
+__all__ = ["classify_git", "classify_gh", "finding"]
 
 _GIT_GLOBAL_WITH_ARG = frozenset({"--namespace", "--super-prefix", "--list-cmds"})
 _GIT_READ = frozenset(
