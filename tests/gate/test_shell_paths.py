@@ -60,3 +60,19 @@ def test_cd_is_followed_within_a_line(places: tuple[Path, Path]) -> None:
     assert outcome("cd link && touch x", workspace) == ("ask", "irreversible")
     assert outcome("mkdir -p sub && cd sub && touch x", workspace) == ("log", "reversible")
     assert outcome("cd $SOMEWHERE && touch x", workspace) == ("ask", "irreversible")
+
+
+def test_exods_own_files_are_denied_but_a_workspace_inside_the_home_is_not(tmp_path: Path) -> None:
+    """The device keeps its workspace in the Exo home (<home>/workspace): writing there is ordinary work."""
+    home = tmp_path / "home" / ".exo"
+    policy = Policy().with_workspace(home / "workspace").with_exo(home, (home / "store",))
+
+    def judged(command: str) -> str:
+        return evaluate("bash", {"command": command}, policy).outcome
+
+    assert judged("echo x > notes.txt") == "log"
+    assert judged("echo 'denied = []' > ../gate.toml") == "deny"
+    assert judged("cat ../keys/ledger-ed25519.key") == "deny"
+    assert judged("cp ../token t.txt") == "deny"
+    assert judged("sqlite3 ../store/ledger.sqlite .dump") == "deny"
+    assert judged(f"cd {home} && cat token") == "deny"
