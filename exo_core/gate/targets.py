@@ -66,6 +66,7 @@ _HOME_SECRETS = (
 )
 _SECRET_NAMES = ("id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "*.pem", "*.key", "*.p12", "*.pfx", "*.keystore")
 _NOT_SECRET = ("*.pub", "known_hosts", "known_hosts.old")
+_LEDGER_KEY = "ledger-ed25519.key"  # exo_core.ledger.keys.KEY_FILE_NAME (not imported: the ledger loads nacl)
 _SECRET_HINT = re.compile(r"\.ssh|id_(rsa|dsa|ecdsa|ed25519)|\.gnupg|\.aws|shadow|\.netrc|credentials|\.exo\b|\.kube")
 _SYSTEM_BIN = ("/usr/bin", "/bin", "/usr/sbin", "/sbin", "/usr/local/bin", "/usr/local/sbin")
 
@@ -199,7 +200,16 @@ def exo_protected(path: Path, scope: Scope, *, writing: bool) -> str:
     ``~/.exo``. A ``file.protected`` finding is denied under every policy (``ALWAYS_DENIED``).
     """
     guarded = scope if scope.exo_home is not None else _with_default_home(scope, os.environ.get("EXO_HOME"))
+    text = str(path)
+    if path.name != _LEDGER_KEY and not any(_under(text, root) for root in _exo_roots(guarded)):
+        return ""  # the common case, answered without the file tools' fuller judgement
     return protected(path, guarded, writing=writing)
+
+
+@functools.lru_cache(maxsize=16)
+def _exo_roots(scope: Scope) -> tuple[str, ...]:
+    roots = [r for r in (scope.exo_home, *scope.stores) if r is not None]
+    return tuple(dict.fromkeys(form for r in roots for form in (str(r), os.path.realpath(r))))
 
 
 @functools.lru_cache(maxsize=16)
