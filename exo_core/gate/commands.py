@@ -36,7 +36,7 @@ from exo_core.gate.system import SYSTEM_RULES
 from exo_core.gate.targets import Ctx, read_targets, write_target
 from exo_core.gate.vcs import classify_gh, classify_git, finding
 
-__all__ = ["classify_command", "classify_line", "unwrap", "write_finding"]
+__all__ = ["classify_command", "classify_line", "unwrap"]
 
 _READ_ONLY = frozenset(
     [
@@ -360,23 +360,6 @@ def _follow_cd(words: list[str], cmd: SimpleCommand, ctx: Ctx) -> None:
 
 def _at_least(f: Finding, level: str, suffix: str = "") -> Finding:
     return Finding(f.key, f.axes.at_least(reversibility=level), f.summary + suffix, f.reason, f.destination)
-
-
-def write_finding(target: str, scope: Scope, verb: str = "write", *, overwrite: bool = False) -> Finding:
-    """A file write to ``target``: reversible in the workspace; outside it recoverable, or
-    irreversible when it replaces the whole file (nothing keeps the old content)."""
-    if target in ("/dev/null", "/dev/stdout", "/dev/stderr"):
-        return finding("shell.read", f"{verb} {target}")
-    if target.startswith("/dev/"):
-        return finding("disk.write", f"{verb} the device {target}", "irreversible", reason="writes a raw device")
-    if scope.inside(target):
-        return finding("file.write", f"{verb} {target}", "reversible", reason="inside the workspace")
-    return finding(
-        "file.write.outside",
-        f"{verb} {target} (outside the workspace)",
-        "irreversible" if overwrite else "recoverable",
-        reason="outside the workspace, where nothing keeps the old content",
-    )
 
 
 def _disk(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]:

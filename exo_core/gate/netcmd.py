@@ -77,6 +77,7 @@ _HTTP_WITH_ARG = _HTTP_SEND | {
     "--output-dir",
 }
 _HTTPIE = frozenset({"http", "https", "xh", "httpie"})
+_HTTPIE_FIELD = re.compile(r"^[\w.-]+(==|:=@|:=|=@|=|@)")
 
 
 def _http(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]:
@@ -121,10 +122,11 @@ def _http(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]:
             step = 1
         else:
             step = 1
+            field = _HTTPIE_FIELD.match(a) if name in _HTTPIE and urls else None
             if a.startswith("-"):
                 pass
-            elif name in _HTTPIE and urls and (m := re.match(r"^[\w.-]+(==|:=@|:=|=@|=|@)", a)):
-                if m.group(1) != "==":  # data fields make httpie send a POST; '==' is a query parameter
+            elif field is not None:
+                if field.group(1) != "==":  # data fields make httpie send a POST; '==' is a query parameter
                     method = "POST" if method == "GET" else method
             elif name in _HTTPIE and a.isupper() and a.isalpha() and not urls:
                 method = a

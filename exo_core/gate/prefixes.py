@@ -198,6 +198,7 @@ def _is_assignment(word: str) -> bool:
 
 
 def split_words(text: str) -> list[str]:
+    """``text`` split into words as a shell would (one word when its quotes do not close)."""
     try:
         return shlex.split(text)
     except ValueError:
