@@ -190,9 +190,18 @@ def _find(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]:
             inner = inner[: next((k for k, w in enumerate(inner) if w in (";", "+")), len(inner))]
             if inner and "{}" in inner[0]:
                 out.append(exec_finding("find runs the files it finds", "the program is whatever find matches"))
+            elif inner and any("{}" in w and w != "{}" for w in inner[1:]) and _runs_code(inner[0]):
+                # find puts each file name into the script text: a file named $(…) is code.
+                out.append(exec_finding("find writes file names into a script", "a file name becomes code"))
             elif inner and ctx.script is not None:
                 out.extend(ctx.script(shlex.join(w.replace("{}", below) for w in inner), ctx.child()))
     return out or [finding("shell.read", "find files")]
+
+
+def _runs_code(program: str) -> bool:
+    name = program.rsplit("/", 1)[-1]
+    shells = ("sh", "bash", "dash", "zsh", "ksh", "ash", "busybox", "env", "sudo")
+    return name in shells or name.startswith(("python", "perl", "ruby", "node", "php"))
 
 
 def _dd(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]:
