@@ -22,6 +22,7 @@ prints them as lines, and the voice benchmark reads their timings).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -359,9 +360,7 @@ class DeviceApp:
     def _next_press(self) -> None:
         q = self.state.question
         if q is not None and q.options:
-            moved = q.__class__(
-                q.question_id, q.text, q.options, q.allow_text, (q.selected + 1) % len(q.options), q.session
-            )
+            moved = dataclasses.replace(q, selected=(q.selected + 1) % len(q.options))
             self._set(self.state.with_(questions=(moved,) + self.state.questions[1:]))
             return
         rows = theme_for(self.screen.spec).rows(self.screen.spec)

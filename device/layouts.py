@@ -351,18 +351,21 @@ def _approval(draw: Any, state: ScreenState, spec: ScreenSpec, theme: Theme, top
 def _question(draw: Any, state: ScreenState, spec: ScreenSpec, theme: Theme, top: int) -> None:
     question = state.question
     assert question is not None
+    # A waiting question shows until when it waits, in the legend, before any way of answering is dropped.
+    by = f"by {question.deadline}  " if question.deadline else ""
     if question.options:
         footer = _footer(
             draw,
             spec,
             theme,
-            "say a number, or NEXT to move and ALLOW to pick",
-            "say a number or NEXT / ALLOW",
-            "NEXT=move ALLOW=pick",
+            f"{by}say a number, or NEXT to move and ALLOW to pick",
+            f"{by}say a number or NEXT / ALLOW",
+            f"{by}NEXT=move ALLOW=pick",
+            f"{by}NEXT/ALLOW",
             "NEXT/ALLOW",
         )
     else:
-        footer = _footer(draw, spec, theme, "hold TALK to answer", "TALK to answer")
+        footer = _footer(draw, spec, theme, f"{by}hold TALK to answer", f"{by}TALK to answer", "TALK to answer")
     width = spec.width - 2 * theme.pad
     text_lines = wrap(clean(question.text, spec.mono), theme.bold, width)
     option_lines: list[tuple[str, int]] = []

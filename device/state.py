@@ -12,6 +12,7 @@ streamed answer.
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -25,6 +26,7 @@ __all__ = [
     "apply_event",
     "layout_of",
     "approval_target",
+    "local_clock_time",
     "ACTIVITIES",
     "PHASES",
 ]
@@ -62,6 +64,8 @@ class Question:
     allow_text: bool = False
     selected: int = 0
     session: str | None = None
+    # When the core stops waiting, as the device's local time ("22:41"); '' when it waits for ever.
+    deadline: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +129,17 @@ def approval_target(tool: str, arguments: Any) -> str:
         return str(value)
     values = [str(v) for v in arguments.values() if isinstance(v, (str, int, float)) and str(v)]
     return " ".join(values)
+
+
+def local_clock_time(iso: Any) -> str:
+    """``HH:MM`` in this device's time zone for an ISO-8601 UTC time; '' when absent or unreadable."""
+    if not isinstance(iso, str) or not iso:
+        return ""
+    try:
+        moment = datetime.datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    except ValueError:
+        return ""
+    return moment.astimezone().strftime("%H:%M")
 
 
 def layout_of(state: ScreenState) -> str:
@@ -208,6 +223,7 @@ def apply_event(state: ScreenState, event: Event, session: str | None) -> Screen
             bool(body.get("allow_text", False)),
             0,
             event.session,
+            local_clock_time(body.get("expires_at")),
         )
         if any(q.question_id == question.question_id for q in state.questions):
             return state

@@ -50,13 +50,15 @@ class _Ctx:
         from exo_edge.proposal_queue import ProposalQueue
         from exo_core.learning import Learner
         from exo_core.learning.service import LearningSettings
-        from exo_core.ledger import Ledger, load_signing_key
+        from exo_core.ledger import HomeWitness, Ledger, load_signing_key
         from exo_core.store import Store
 
         self.home = home_of(args)
         self.settings = LearningSettings.from_config(self.home.config())
         self.store = Store.open(self.home.store_path(args.store))
-        self.ledger = Ledger.open_store(self.store.root, signer=load_signing_key(self.home.keys_dir))
+        self.ledger = Ledger.open_store(
+            self.store.root, signer=load_signing_key(self.home.keys_dir), witness=HomeWitness(self.home.root)
+        )
         self.queue = ProposalQueue(self.home.root / "learning" / "queue.sqlite")
         self.learner = Learner(self.store, self.ledger, queue=self.queue if self.settings.route else None)
 

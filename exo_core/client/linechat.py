@@ -104,6 +104,8 @@ class LineChat:
             self._print(f"  ? {body.get('text')}")
             for n, option in enumerate(options, 1):
                 self._print(f"    {n}. {option}")
+            if body.get("expires_at"):
+                self._print(f"    (waits until {body['expires_at']})")
         elif kind == "turn.completed":
             reason = body.get("stop_reason")
             if reason != "end":

@@ -93,7 +93,7 @@ class Core:
         self.hub = Hub(self.worker, clock=options.clock, ids=options.ids, queue_limit=options.queue_limit)
         self.store = SessionStore(self.worker, clock=options.clock, ids=options.ids)
         self.approvals = ApprovalBroker(self.hub, self.worker, self.store)
-        self.questions = QuestionBroker(self.hub, options.ids)
+        self.questions = QuestionBroker(self.hub, options.ids, clock=options.clock)
         if options.tools.get("ask_person") is None:
             options.tools.add(AskPersonTool(self.questions))
         # The gate keeps the file tools away from this home's keys, token, sockets, policy and store ledgers.

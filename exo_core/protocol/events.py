@@ -159,6 +159,8 @@ class QuestionAsked:
     text: str
     options: list[str] = field(default_factory=list)
     allow_text: bool = False
+    # When the asking turn stops waiting (ISO-8601 UTC); clients show it, None when it waits for ever.
+    expires_at: str | None = None
 
 
 @EVENTS.register("question.answered")

@@ -208,6 +208,7 @@ export interface QuestionAskedEvent {
   text: string;
   options?: Array<string>;
   allow_text?: boolean;
+  expires_at?: string | null;
 }
 
 /** A piece of the model's reasoning text. */

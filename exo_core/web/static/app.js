@@ -273,6 +273,10 @@ function approvalCard(b) {
 function questionCard(b) {
   const card = el("div", "card question");
   card.append(el("div", "", b.text));
+  if (b.expires_at) {
+    const until = new Date(b.expires_at);
+    card.append(el("div", "note deadline", `waits until ${until.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })}`));
+  }
   const actions = el("div", "actions");
   const answer = async (body) => {
     try { await command("question.answer", { question_id: b.question_id, ...body }); }
