@@ -81,7 +81,7 @@ def _fetch(args: argparse.Namespace) -> int:
         manifests = [find_manifest(n) for n in _profile_names(home, args.board)]
     log = lambda msg: print(f"exo models: {msg}", file=sys.stderr)
     fetcher = ModelFetcher(models_dir_for(home), index_url=args.index_url, log=log)
-    results = []
+    results: list[dict[str, Any]] = []
     for manifest in manifests:
         for f in fetcher.fetch(manifest):
             results.append(
@@ -144,7 +144,7 @@ def _list(args: argparse.Namespace) -> int:
     from exo_edge.registered import load_registered
 
     home = home_of(args)
-    models = []
+    models: list[dict[str, Any]] = []
     for m in load_manifests():
         files = []
         for f in m.files:
@@ -159,18 +159,18 @@ def _list(args: argparse.Namespace) -> int:
                 "files": files,
             }
         )
-    registered = []
-    for r in load_registered(home).values():
+    registered: list[dict[str, Any]] = []
+    for entry in load_registered(home).values():
         registered.append(
             {
-                "name": r.name,
-                "path": str(r.path),
-                "present": r.path.is_file(),
-                "sha256": r.sha256,
-                "size": r.size,
-                "format": r.format,
-                "architecture": r.architecture,
-                "context_length": r.context_length,
+                "name": entry.name,
+                "path": str(entry.path),
+                "present": entry.path.is_file(),
+                "sha256": entry.sha256,
+                "size": entry.size,
+                "format": entry.format,
+                "architecture": entry.architecture,
+                "context_length": entry.context_length,
             }
         )
     config = home.config()
@@ -178,15 +178,15 @@ def _list(args: argparse.Namespace) -> int:
     roles = {role: [str(r) for r in routes] for role, routes in catalog.roles.items()}
     board = config.get("board")
     lines = []
-    for m in models:
-        state = "ready" if all(f["present"] for f in m["files"]) else "missing (run exo models fetch)"
-        lines.append(f"{m['name']:28} {m['kind']:14} {state}")
-        lines += [f"    {'+' if f['present'] else '-'} {f['file']}" for f in m["files"]]
+    for shown in models:
+        state = "ready" if all(f["present"] for f in shown["files"]) else "missing (run exo models fetch)"
+        lines.append(f"{shown['name']:28} {shown['kind']:14} {state}")
+        lines += [f"    {'+' if f['present'] else '-'} {f['file']}" for f in shown["files"]]
     if registered:
         lines.append("registered (exo models add):")
-    for r in registered:
-        state = "ready" if r["present"] else "missing file"
-        lines.append(f"  {r['name']:26} {r['format']:14} {state}  {r['path']}")
+    for row in registered:
+        state = "ready" if row["present"] else "missing file"
+        lines.append(f"  {row['name']:26} {row['format']:14} {state}  {row['path']}")
     lines.append(f"board: {board if isinstance(board, str) else '(none recorded)'}")
     lines.append("roles:")
     lines += [f"  {role:9} {' -> '.join(routes) or '(falls back)'}" for role, routes in roles.items()]
