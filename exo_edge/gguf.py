@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from exo_core.errors import UsageError
+from exo_core.errors import NotFoundError, UsageError
 
 __all__ = [
     "GGUFError",
@@ -356,8 +356,6 @@ def read_gguf_header(path: Path, *, limit: int = MAX_HEADER_BYTES) -> GGUFHeader
     file is shorter than the tensor data its header describes) or
     :class:`MalformedGGUFError`; a missing file is a ``NotFoundError``.
     """
-    from exo_core.errors import NotFoundError
-
     try:
         fh = path.open("rb")
     except FileNotFoundError as exc:

@@ -243,13 +243,17 @@ def test_the_shipped_qwen_manifests_pin_every_wheel_and_the_file() -> None:
             "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
             491400064,
         ),
-        ("qwen2.5-coder-1.5b-instruct", 22, "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", None),
+        (
+            "qwen2.5-coder-1.5b-instruct",
+            22,
+            "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+            1117320768,
+        ),
     ):
         m = manifests[name]
         (gguf,) = m.files
         assert gguf.build == "concat" and gguf.sha256 == sha and len(gguf.parts) == count
-        if size is not None:
-            assert gguf.size == size
+        assert gguf.size == size
         assert all(s.wheel_sha256 for s in m.sources)  # every wheel pinned
         # parts are the sources, in order, each its own data/partNN.bin
         assert [p.package for p in gguf.parts] == [s.package for s in m.sources]
