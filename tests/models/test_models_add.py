@@ -174,3 +174,12 @@ def test_the_real_qwen_file_is_read_and_registered(tmp_path: Path) -> None:
     header = read_gguf_header(path)
     assert header.chat_template is not None and "<tool_call>" in header.chat_template
     assert header.size_checked and header.expected_size == path.stat().st_size
+
+
+def test_n_ctx_is_capped_at_a_shipped_models_context_length(home: ExoHome) -> None:
+    home.root.mkdir(parents=True)
+    home.config_path.write_text("[models.local]\nn_ctx = 65536\n")
+    for name in ("gemma-3-270m", "qwen2.5-coder-0.5b-instruct", "qwen2.5-coder-1.5b-instruct"):
+        assert local_settings(home, name).n_ctx == 32768 == find_manifest(name).extra["context_length"]
+    home.config_path.write_text("[models.local]\nn_ctx = 4096\n")
+    assert local_settings(home, "qwen2.5-coder-0.5b-instruct").n_ctx == 4096
