@@ -38,6 +38,24 @@ def _footprint(args: argparse.Namespace) -> int:
     return int(main(args.args))
 
 
+# Where the benchmark's data sets usually are: a checkout's sibling shared/ folder (docs/benchmarks.md).
+_DATASET_GLOBS = {"--locomo": "locomo*/*.json", "--longmemeval": "longmemeval*/*.json*"}
+
+
+def _no_dataset_message() -> str:
+    """What to pass, naming the data files found near the working folder (LoCoMo / LongMemEval format)."""
+    from pathlib import Path
+
+    found: list[str] = []
+    for root in (Path.cwd() / "shared" / "data", Path.cwd().parent / "shared" / "data", Path.cwd() / "data"):
+        for flag, pattern in _DATASET_GLOBS.items():
+            found.extend(f"{flag} {path}" for path in sorted(root.glob(pattern)))
+    usage = "give --locomo FILE and/or --longmemeval FILE (LoCoMo / LongMemEval format, docs/retrieval.md)"
+    if not found:
+        return usage + "; no such files were found under ./shared/data, ../shared/data or ./data"
+    return usage + "; found here: " + "; ".join(found)
+
+
 def _retrieval(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
@@ -46,7 +64,7 @@ def _retrieval(args: argparse.Namespace) -> int:
     from exo_core.home import ExoHome
 
     if not args.locomo and not args.longmemeval:
-        raise UsageError("give --locomo FILE and/or --longmemeval FILE")
+        raise UsageError(_no_dataset_message())
     try:
         from exo_edge.retrieval_eval import bench_ranker, load_locomo, load_longmemeval, score_locomo, score_longmemeval
     except ImportError as exc:

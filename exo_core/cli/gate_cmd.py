@@ -4,14 +4,16 @@
 after ``--`` are joined with spaces; quote a whole line to keep its
 operators: ``exo gate check -- 'make && git push'``).
 ``exo gate check --tool send_email --args '{"to": "a@b.c"}'`` judges a tool call.
-The default policy is used unless ``--policy FILE`` names a TOML policy.
+The default policy is used unless ``--policy FILE`` names a TOML policy. File
+paths are judged against the Exo home (``--home``, ``$EXO_HOME`` or ``~/.exo``)
+and its store, as exod judges them.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from exo_core.cli.args import add_command, add_group
+from exo_core.cli.args import add_command, add_group, home_of
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -21,6 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "check",
         _check,
         "print the axes and outcome of a command or tool call as JSON",
+        home=True,
     )
     check.add_argument("--tool", default=None, help="judge a tool call to NAME instead of a shell command")
     check.add_argument("--args", default=None, metavar="JSON", help="the tool call's arguments (a JSON object)")
@@ -34,7 +37,7 @@ def _check(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from exo_core.errors import UsageError
+    from exo_core.errors import ConfigError, UsageError
     from exo_core.gate import Policy, evaluate
 
     words = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -59,6 +62,12 @@ def _check(args: argparse.Namespace) -> int:
     if args.policy and not Path(args.policy).exists():
         raise UsageError(f"no policy file at {args.policy}; give the path of a TOML gate policy")
     policy = Policy.load(Path(args.policy), workspace=workspace) if args.policy else Policy().with_workspace(workspace)
+    home = home_of(args)
+    try:
+        store = home.store_path()
+    except ConfigError:
+        store = home.root / "store"  # config.toml unreadable: judge against the default store place
+    policy = policy.with_exo(home.root, (store,))
     decision = evaluate(tool, arguments, policy, risk=args.risk)
     print(json.dumps(decision.as_dict(), indent=2, ensure_ascii=False))
     return 0

@@ -128,10 +128,24 @@ def _metrics(args: argparse.Namespace) -> int:
     with _Ctx(args) as ctx:
         m = metrics(ctx.ledger, days=args.days, spent=ctx.queue.spent())
     rows = [
-        f"{w.start}: corrections/accept {w.corrections_per_accept:.2f} verdicts {w.verdicts} questions {w.questions}"
+        f"{_window_label(w.start, args.days)}: corrections/accept {w.corrections_per_accept:.2f} "
+        f"verdicts {w.verdicts} questions {w.questions}"
         for w in m.windows
     ]
+    if not rows:
+        rows = [f"no verdicts or questions in the ledger yet (windows of {args.days} days)"]
     return emit(args, m.to_json(), "\n".join(rows + [f"stale eval: {m.stale}"]))
+
+
+def _window_label(start_ms: int, days: int) -> str:
+    """A window as dates a person reads (``2026-11-24 .. 2026-11-30``), not an epoch in milliseconds."""
+    import datetime
+
+    start = datetime.datetime.fromtimestamp(start_ms / 1000, tz=datetime.timezone.utc).date()
+    end = start + datetime.timedelta(days=days - 1)
+    if end == start:
+        return start.isoformat()
+    return f"{start.isoformat()} .. {end.isoformat()}"
 
 
 def _climb(args: argparse.Namespace) -> int:

@@ -13,6 +13,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from exo_core.cli.examples import add_examples
 from exo_core.errors import ExoError
 
 __all__ = ["main", "build_parser"]
@@ -48,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name in COMMAND_MODULES:
         module = importlib.import_module(f"exo_core.cli.{name}")
         module.register(sub)
+    add_examples(parser)
     return parser
 
 

@@ -80,6 +80,7 @@ def _serve(args: argparse.Namespace) -> int:
         services=_learning_services(home, store, ledger) if ledger is not None else (),
         toolsets=toolsets,
         workspace=Path(args.workspace).resolve() if args.workspace else Path.cwd(),
+        stores=(store,),
         synchronous=args.durability.upper(),
         summarizer=resolve_summarizer(home, args.summarizer),
         recorder=recorder,

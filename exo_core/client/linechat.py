@@ -108,6 +108,9 @@ class LineChat:
             reason = body.get("stop_reason")
             if reason != "end":
                 self._print(f"  [turn {reason}{': ' + str(body['error']) if body.get('error') else ''}]")
+            hint = body.get("hint")
+            if hint:
+                self._print(f"  ! {hint}")
             done = self._done.get(str(body.get("turn_id")))
             if done is not None:
                 done.set()

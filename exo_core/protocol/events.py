@@ -81,6 +81,8 @@ class TurnCompleted:
     stop_reason: str
     usage: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    # For the person: what happened and what to do, when the answer does not say it (exo_core.agent.outcome).
+    hint: str | None = None
 
 
 @EVENTS.register("tool.started")

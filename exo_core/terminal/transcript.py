@@ -142,6 +142,8 @@ class Transcript:
             turn.done, turn.stop = True, str(b.get("stop_reason", ""))
             if b.get("error"):
                 turn.stop += f": {b['error']}"
+            if b.get("hint"):
+                turn.blocks.append(Block("notice", str(b["hint"])))
         elif kind == "ui.panel":
             data = b.get("data") or {}
             line = data.get("line") or f"[{b.get('kind')}] {b.get('title', '')}"

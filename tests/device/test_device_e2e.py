@@ -14,7 +14,7 @@ import pytest
 from exo_testkit import write_script
 
 from device.layouts import ScreenSpec
-from device.state import Approval, Question, ScreenState
+from device.state import Approval, Question, ScreenState, approval_target
 from devicekit import DeviceProc, reference, same_region
 from voicekit import needs_espeak, needs_sox, sox_stat, speak, wer
 
@@ -98,7 +98,19 @@ def test_ask_approve_and_answer_by_voice_on_a_128x64_screen(
         card = dev.wait_frame(lambda e: e["layout"] == "approval" and e["frame"] > last)
         body = requested["body"]
         expected = reference(
-            ScreenState(approvals=(Approval(body["request_id"], body["summary"], body["risk"]),)), MONO, card
+            ScreenState(
+                approvals=(
+                    Approval(
+                        body["request_id"],
+                        body["summary"],
+                        body["risk"],
+                        body["tool"],
+                        target=approval_target(body["tool"], body["arguments"]),
+                    ),
+                )
+            ),
+            MONO,
+            card,
         )
         assert dev.image(card).tobytes() == expected.tobytes()
         assert (workspace / "notes.txt").exists()

@@ -295,19 +295,19 @@ SHELL: list[tuple[str, str, str]] = [
 
 TOOLS: list[tuple[str, dict[str, Any], str, str]] = [
     ("read_file", {"path": "README.md"}, "NPF-", "allow"),
-    ("read_file", {"path": "/etc/passwd"}, "NPF-", "allow"),
+    ("read_file", {"path": "/etc/passwd"}, "NPF-", "ask"),  # issue 19: outside reads ask
     ("search", {"query": "typo"}, "NPF-", "allow"),
     ("recall", {"query": "commit messages"}, "NPF-", "allow"),
     ("ui", {"kind": "diff"}, "NPF-", "allow"),
     ("edit_file", {"path": "README.md", "old": "a", "new": "b"}, "RPF-", "log"),
     ("edit_file", {"path": "/srv/ws/src/a.py", "old": "a", "new": "b"}, "RPF-", "log"),
-    ("edit_file", {"path": "/etc/hosts", "old": "a", "new": "b"}, "CPF-", "log"),
+    ("edit_file", {"path": "/etc/hosts", "old": "a", "new": "b"}, "IPF-", "ask"),  # as write_file
     ("write_file", {"path": "notes/new.md", "content": "x"}, "RPF-", "log"),
     ("write_file", {"path": "/etc/cron.d/job", "content": "x"}, "IPF-", "ask"),
     ("write_file", {"path": "../elsewhere/a.txt", "content": "x"}, "IPF-", "ask"),
     ("apply_patch", {"patch": "--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b\n"}, "RPF-", "log"),
-    ("apply_patch", {"patch": "--- a/x.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-a\n"}, "CPF-", "ask"),
-    ("apply_patch", {"patch": "--- /etc/x\n+++ /etc/x\n@@ -1 +1 @@\n-a\n+b\n"}, "CPF-", "log"),
+    ("apply_patch", {"patch": "--- a/x.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-a\n"}, "IPF-", "ask"),
+    ("apply_patch", {"patch": "--- /etc/x\n+++ /etc/x\n@@ -1 +1 @@\n-a\n+b\n"}, "IPF-", "ask"),
     ("send_email", {"to": "a@example.com", "body": "hi"}, "ILFA", "ask"),
     ("send_message", {"to": "+100", "text": "hi"}, "ILFA", "ask"),
     ("post_status", {"text": "hello world"}, "IUFA", "ask"),

@@ -264,6 +264,7 @@ export interface TurnCompletedEvent {
   stop_reason: string;
   usage?: Record<string, unknown>;
   error?: string | null;
+  hint?: string | null;
 }
 
 /** A turn began (``resumed`` when continuing one cut off by a restart). */
