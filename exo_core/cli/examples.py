@@ -13,7 +13,7 @@ __all__ = ["EXAMPLES", "add_examples", "command_paths"]
 
 EXAMPLES: dict[str, tuple[str, ...]] = {
     "": ("exo init && exo chat", "exo serve --tcp 0.0.0.0:8765"),
-    "init": ("exo init", "EXO_HOME=/tmp/exo-try exo init"),
+    "init": ("exo init", "EXO_HOME=/tmp/exo-try exo init", "exo init --board standard"),
     "serve": ("exo serve", "exo serve --tcp 0.0.0.0:8765", "exo serve --stdio"),
     "chat": ("exo chat", "exo chat --connect http://HOST:8765 --token-file token"),
     "pair": ("exo pair", "exo pair --connect http://HOST:8765"),
@@ -45,8 +45,13 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "exo gate check -- git push origin main",
         'exo gate check --tool write_file --args \'{"path": "/etc/hosts", "content": "x"}\'',
     ),
-    "models": ("exo models fetch", "exo models list"),
-    "models fetch": ("exo models fetch",),
+    "models": ("exo models fetch", "exo models add ~/Downloads/Qwen3-0.6B-Q4_K_M.gguf", "exo models list"),
+    "models fetch": ("exo models fetch", "exo models fetch --board laptop", "exo models fetch gemma-3-270m"),
+    "models add": (
+        "exo models add ~/Downloads/Qwen3-0.6B-Q4_K_M.gguf",
+        "exo models add model.gguf --name my-model --sha256 "
+        "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    ),
     "models list": ("exo models list",),
     "device": ("exo device", "exo device --mock --size 128x64"),
     "recall": ("exo recall 'where does my sister live'",),
