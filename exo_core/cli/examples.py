@@ -37,7 +37,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "onboard": ("exo onboard",),
     "ledger": ("exo ledger verify", "exo ledger log"),
     "ledger verify": ("exo ledger verify",),
-    "ledger log": ("exo ledger log", "exo ledger log --json"),
+    "ledger log": ("exo ledger log --tail 20", "exo ledger log --reverse --kind verdict", "exo ledger log --json"),
     "ledger show": ("exo ledger show 42",),
     "ledger rebuild": ("exo ledger rebuild",),
     "gate": ("exo gate check -- git push origin main",),
