@@ -62,7 +62,7 @@ from exo_core.agent.toolrun import record as _record
 from exo_core.agent.toolrun import run_tool_call as _run_tool
 from exo_core.agent.toolrun import store_tool_result as _store_tool_result
 from exo_core.clock import Clock, SystemClock
-from exo_core.context.fit import Draft
+from exo_core.context.fit import Draft, render
 from exo_core.context.window import Fitted, fit_input, fit_request
 from exo_core.errors import ExoError, ModelError, RetryableModelError
 from exo_core.protocol import events as ev
@@ -301,7 +301,13 @@ async def _sized_request(
         tail=tuple(to_chat_messages(tail)),
         current=_current_index(history, view.tail_start, turn_id),
     )
-    fitted = await fit_input(window, draft, request)
+    try:
+        fitted = await fit_input(window, draft, request)
+    except ModelError as exc:
+        # Counting needs the model (a local model that cannot load): the call fails or falls back with
+        # that cause, and the router fits the input to the route that answers.
+        log.warning("could not count for the model's window (%s); sending the input unbudgeted", exc.message)
+        return replace(request, messages=tuple(render(draft)))
     await _report_trim(deps, session_id, fitted, state)
     return fitted.request
 

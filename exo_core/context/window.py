@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 
 from exo_core.agent.model import ChatMessage, ContextWindow, ModelRequest
 from exo_core.context.config import estimate_tokens
-from exo_core.context.fit import ContextWindowTooSmallError, Draft, Trimmed, clip_middle, draft_texts, fit, render
+from exo_core.context.fit import ContextWindowTooSmallError, Draft, Trimmed, draft_texts, fit, render
 
 __all__ = [
     "ANSWER_SHARE",
