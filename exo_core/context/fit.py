@@ -13,7 +13,8 @@ and trims, each step only while the input is still too big:
 3. earlier exchanges of the tail are dropped, oldest first, all but the last;
 4. retrieved beliefs are dropped, lowest-ranked first;
 5. the last earlier exchange is dropped;
-6. the current turn's tool results are cut further, oldest first;
+6. the current turn's tool results are cut further, oldest first, then all but the newest down
+   to a marker (the calls stay, so the model still sees what it did);
 7. the pack is cut from its end (a notice says so);
 8. the current user message is cut (head and end kept; a notice says so).
 
@@ -205,6 +206,7 @@ def fit(draft: Draft, counts: Mapping[str, int], room: int, *, overhead: int) ->
     state.drop_recalled()
     state.drop_exchanges(keep=0)
     state.cut_tool_results(TOOL_FLOOR, current_only=True)
+    state.cut_tool_results(0, current_only=True, spare_last=True)
     state.cut_pack()
     state.cut_current()
     after = state.tokens()
@@ -232,17 +234,20 @@ class _Fitting:
     def over(self) -> int:
         return self.tokens() - self.room
 
-    def cut_tool_results(self, cap: int, *, current_only: bool) -> None:
-        """Cut tool results above ``cap`` tokens, oldest first, while over."""
+    def cut_tool_results(self, cap: int, *, current_only: bool, spare_last: bool = False) -> None:
+        """Cut tool results above ``cap`` tokens, oldest first, while over (``spare_last``: not the newest)."""
         tail = list(self.draft.tail)
         start = self.draft.current if current_only else 0
+        results = [i for i in range(start, len(tail)) if tail[i].role == "tool"]
+        if spare_last:
+            results = results[:-1]
         cut = 0
-        for i in range(start, len(tail)):
+        for i in results:
             if self.over() <= 0:
                 break
             message = tail[i]
             tokens = self.count(message.content)
-            if message.role != "tool" or tokens <= cap:
+            if tokens <= cap:
                 continue
             target = max(cap, tokens - self.over())
             tail[i] = replace(message, content=self.count.cut(message.content, target))

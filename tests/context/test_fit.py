@@ -259,3 +259,20 @@ def test_any_fit_is_within_the_room_keeps_pairs_and_the_current_message(d: Draft
     assert out.tail[0].role == "user"
     rendered = render(out)
     assert rendered[0].role == "system" and rendered[0].content.startswith(d.base)
+
+
+def test_a_turn_of_many_tool_rounds_keeps_every_call_and_the_newest_result() -> None:
+    tail: list[ChatMessage] = [ChatMessage(role="user", content="fix the build")]
+    for k in range(20):
+        call = ToolCall(f"c{k}", "bash", {"command": f"make step{k}"})
+        tail.append(ChatMessage(role="assistant", content="", tool_calls=(call,)))
+        tail.append(
+            ChatMessage(role="tool", content=f"BEGIN{k} " + block(f"o{k}-", 150) + f" END{k}", tool_call_id=call.id)
+        )
+    d = Draft(base="base prompt", tail=tuple(tail), current=0)
+    out, trimmed = fit(d, counts(d), 700, overhead=4)
+    assert trimmed.tokens_after <= 700 and not trimmed.current_cut
+    assert [m.tool_calls for m in out.tail] == [m.tool_calls for m in d.tail]  # every call is still there
+    newest = out.tail[-1].content
+    assert newest.startswith("BEGIN19") and newest.endswith("END19")
+    assert "left out to fit the model's window" in out.tail[2].content
