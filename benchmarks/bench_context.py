@@ -398,6 +398,8 @@ async def run_window(turns: int, n_ctx: int, model_path: Path, tmp: Path) -> dic
         sub.close()
     await llama.aclose()
     calls = model.calls
+    if not calls:
+        raise SystemExit(f"no model call was made; the turns failed: {errors[:3]}")
     prompts = [c["prompt"] for c in calls]
     return {
         "model": model_path.name,

@@ -112,6 +112,12 @@ async def fit_input(window: ContextWindow, draft: Draft, request: ModelRequest) 
     texts = list(dict.fromkeys(t for t in draft_texts(draft) if t))
     counts = dict(zip(texts, await window.counter.count(texts)))
     room = limit - reserve
+    if room <= window.message_overhead * 2:
+        raise ContextWindowTooSmallError(
+            f"the window of {window.model or 'the model'} ({window.n_ctx} tokens) is taken by the answer's room "
+            f"({answer}) and the template and tools ({reserve}); raise the window ({_where(window)}), offer "
+            "fewer tools, or lower max_tokens"
+        )
     last = 0
     for _ in range(ROUNDS):
         try:
@@ -119,8 +125,8 @@ async def fit_input(window: ContextWindow, draft: Draft, request: ModelRequest) 
         except ContextWindowTooSmallError as exc:
             raise ContextWindowTooSmallError(
                 f"{exc.message} (window {window.n_ctx} tokens of {window.model or 'the model'}, "
-                f"{answer} kept for the answer, {reserve} for the template and tools); raise n_ctx in "
-                f"{_where(window)}, offer fewer tools, or lower max_tokens"
+                f"{answer} kept for the answer, {reserve} for the template and tools); raise the window "
+                f"({_where(window)}), offer fewer tools, or lower max_tokens"
             ) from exc
         out = replace(request, messages=tuple(render(fitted)), max_tokens=answer)
         last = await window.counter.measure(out)
@@ -129,7 +135,7 @@ async def fit_input(window: ContextWindow, draft: Draft, request: ModelRequest) 
         room -= last - limit + window.message_overhead
     raise ContextWindowTooSmallError(
         f"the input still needs {last} tokens after trimming but {window.model or 'the model'} has room for "
-        f"{limit} ({window.n_ctx} tokens with {answer} kept for the answer); raise n_ctx in {_where(window)}"
+        f"{limit} ({window.n_ctx} tokens with {answer} kept for the answer); raise the window ({_where(window)})"
     )
 
 

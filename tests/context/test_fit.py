@@ -276,3 +276,14 @@ def test_a_turn_of_many_tool_rounds_keeps_every_call_and_the_newest_result() -> 
     newest = out.tail[-1].content
     assert newest.startswith("BEGIN19") and newest.endswith("END19")
     assert "left out to fit the model's window" in out.tail[2].content
+
+
+def test_a_window_taken_by_the_tools_and_the_answer_says_so() -> None:
+    window = ContextWindow(n_ctx=400, counter=WordCounter(), model="tiny", where="[models.local] n_ctx in config.toml")
+    tools = tuple({"name": f"t{k}", "description": block("d", 40)} for k in range(8))
+    d = Draft(base="base", tail=(ChatMessage(role="user", content="hi"),))
+    with pytest.raises(ContextWindowTooSmallError) as info:
+        run(fit_input(window, d, ModelRequest(messages=(), tools=tools, max_tokens=100)))
+    message = info.value.message
+    assert "tiny" in message and "(100)" in message and "[models.local] n_ctx in config.toml" in message
+    assert "fewer tools" in message
