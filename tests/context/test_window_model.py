@@ -148,3 +148,39 @@ async def test_thirty_turns_in_a_1024_token_window_with_the_real_model(qwen: Any
     assert all(p <= limit for p, limit in zip(model.prompts, model.limits)), list(zip(model.prompts, model.limits))
     # Late turns carry a long history: the input was trimmed to the window, not left to grow.
     assert max(model.prompts) > N_CTX // 2
+
+
+async def test_the_completion_format_is_measured_as_the_transport_renders_it() -> None:
+    """Gemma 270M (a base model, completion format): the measure equals the prompt the transport evaluates."""
+    from exo_edge.llama_transport import LlamaSettings, LlamaTransport
+    from exo_edge.manifest import find_manifest
+    from exo_edge.paths import locate_model_file
+
+    _model_path()  # skips without llama-cpp-python
+    manifest = find_manifest("gemma-3-270m")
+    path = locate_model_file(manifest.primary_file.name)
+    if path is None or manifest.prompt is None:
+        pytest.skip("the Gemma 270M model is not fetched on this machine (run `exo models fetch`)")
+    settings = LlamaSettings(model_path=path, prompt=manifest.prompt, n_ctx=512, n_threads=1, name=manifest.name)
+    gemma = LlamaTransport(settings)
+    try:
+        window = await gemma.context_window("main")
+        assert window is not None and window.n_ctx == 512
+        request = ModelRequest(
+            messages=(ChatMessage("system", "Notes: the sister lives in Lisbon."), ChatMessage("user", "Where?")),
+            max_tokens=4,
+            temperature=0.0,
+        )
+        measured = await window.counter.measure(request)
+        _ = [chunk async for chunk in gemma.stream(request)]
+        assert gemma.last is not None and measured == gemma.last.prompt_tokens
+        # Too long for 512 tokens: the transport's last guard trims instead of failing.
+        long = ModelRequest(
+            messages=(ChatMessage("system", "Notes."), ChatMessage("user", "tell me " * 900 + "Where?")),
+            max_tokens=16,
+            temperature=0.0,
+        )
+        _ = [chunk async for chunk in gemma.stream(long)]
+        assert gemma.last is not None and gemma.last.prompt_tokens + 16 <= 512
+    finally:
+        await gemma.aclose()
