@@ -1,7 +1,8 @@
 """``exo bench NAME``: run one benchmark.
 
-``exo bench retrieval --locomo F --longmemeval F --json`` and
-``exo bench footprint [--json]`` (its own arguments follow the name). Only argparse loads here.
+``exo bench retrieval --locomo F --longmemeval F --json``,
+``exo bench footprint [--json]`` and ``exo bench stress [--kill-cycles N ...]``
+(their own arguments follow the name). Only argparse loads here.
 """
 
 from __future__ import annotations
@@ -30,12 +31,49 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     foot.add_argument("args", nargs=argparse.REMAINDER, help="the footprint audit's own arguments (e.g. --json)")
     foot.set_defaults(handler=_footprint, passthrough="footprint")
+    stress = names.add_parser(
+        "stress", help="SIGKILL cycles, fuzzed commands and connection floods against exod", add_help=False
+    )
+    stress.add_argument("args", nargs=argparse.REMAINDER, help="benchmarks/bench_stress.py's own arguments")
+    stress.set_defaults(handler=_stress, passthrough="stress")
 
 
 def _footprint(args: argparse.Namespace) -> int:
     from exo_edge.footprint import main
 
     return int(main(args.args))
+
+
+# Where the benchmark's data sets usually are: a checkout's sibling shared/ folder (docs/benchmarks.md).
+_DATASET_GLOBS = {"--locomo": "locomo*/*.json", "--longmemeval": "longmemeval*/*.json*"}
+
+
+def _no_dataset_message() -> str:
+    """What to pass, naming the data files found near the working folder (LoCoMo / LongMemEval format)."""
+    from pathlib import Path
+
+    found: list[str] = []
+    for root in (Path.cwd() / "shared" / "data", Path.cwd().parent / "shared" / "data", Path.cwd() / "data"):
+        for flag, pattern in _DATASET_GLOBS.items():
+            found.extend(f"{flag} {path}" for path in sorted(root.glob(pattern)))
+    usage = "give --locomo FILE and/or --longmemeval FILE (LoCoMo / LongMemEval format, docs/retrieval.md)"
+    if not found:
+        return usage + "; no such files were found under ./shared/data, ../shared/data or ./data"
+    return usage + "; found here: " + "; ".join(found)
+
+
+def _stress(args: argparse.Namespace) -> int:
+    """Run benchmarks/bench_stress.py of this source checkout (docs/security.md, issue 19)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from exo_core.errors import ConfigError
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_stress.py"
+    if not script.is_file():
+        raise ConfigError(f"the stress benchmark needs a source checkout; {script} is missing")
+    return subprocess.run([sys.executable, str(script), *args.args], check=False).returncode
 
 
 def _retrieval(args: argparse.Namespace) -> int:
@@ -46,7 +84,7 @@ def _retrieval(args: argparse.Namespace) -> int:
     from exo_core.home import ExoHome
 
     if not args.locomo and not args.longmemeval:
-        raise UsageError("give --locomo FILE and/or --longmemeval FILE")
+        raise UsageError(_no_dataset_message())
     try:
         from exo_edge.retrieval_eval import bench_ranker, load_locomo, load_longmemeval, score_locomo, score_longmemeval
     except ImportError as exc:
