@@ -1,7 +1,8 @@
 """``exo bench NAME``: run one benchmark.
 
-``exo bench retrieval --locomo F --longmemeval F --json`` and
-``exo bench footprint [--json]`` (its own arguments follow the name). Only argparse loads here.
+``exo bench retrieval --locomo F --longmemeval F --json``,
+``exo bench footprint [--json]`` and ``exo bench laptop [--json] [--quick]`` (their own
+arguments follow the name). Only argparse loads here.
 """
 
 from __future__ import annotations
@@ -30,12 +31,33 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     foot.add_argument("args", nargs=argparse.REMAINDER, help="the footprint audit's own arguments (e.g. --json)")
     foot.set_defaults(handler=_footprint, passthrough="footprint")
+    laptop = names.add_parser(
+        "laptop", help="the laptop engine: speed and answers of the 1.5B and 0.5B on llama_cpp.server", add_help=False
+    )
+    laptop.add_argument("args", nargs=argparse.REMAINDER, help="bench_laptop.py's own arguments (e.g. --json)")
+    laptop.set_defaults(handler=_laptop, passthrough="laptop")
 
 
 def _footprint(args: argparse.Namespace) -> int:
     from exo_edge.footprint import main
 
     return int(main(args.args))
+
+
+def _laptop(args: argparse.Namespace) -> int:
+    import importlib.util
+    from pathlib import Path
+
+    from exo_core.errors import NotFoundError
+
+    # benchmarks/ is no package: the benchmark runs from a source checkout (docs/benchmarks.md).
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_laptop.py"
+    spec = importlib.util.spec_from_file_location("bench_laptop", script)
+    if spec is None or spec.loader is None or not script.is_file():
+        raise NotFoundError(f"{script} is not here: run `exo bench laptop` from a source checkout of exo-edge")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return int(module.main(args.args))
 
 
 def _retrieval(args: argparse.Namespace) -> int:

@@ -90,6 +90,14 @@ def openai_tools(tools: tuple[dict[str, Any], ...]) -> list[dict[str, Any]]:
     return out
 
 
+def _tool_names(tools: tuple[dict[str, Any], ...]) -> frozenset[str]:
+    """The names of the offered tools, in either shape :func:`openai_tools` accepts."""
+    names = set()
+    for tool in openai_tools(tools):
+        names.add(str(tool["function"]["name"]))
+    return frozenset(names)
+
+
 def _tool_choice(choice: str) -> Any:
     if choice in ("auto", "required", "none"):
         return choice
@@ -140,7 +148,7 @@ class OpenAICompatTransport(HostedTransport):
         finish: str | None = None
         usage: UsageChunk | None = None
         done = False
-        in_text = TextCallFilter(self.provider) if request.tools else None
+        in_text = TextCallFilter(self.provider, _tool_names(request.tools)) if request.tools else None
         async with aclosing(self.events(request)) as events:
             async for _event, obj in events:
                 if obj is None:  # [DONE]

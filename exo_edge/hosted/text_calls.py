@@ -14,6 +14,13 @@ splits streamed content into the text to show and the calls to run, so the
 device's loop gets the same seam chunks from every engine. Text is streamed as
 it comes except a tail that may be the start of ``<tool_call>``, and
 white space around calls, which is held until real text follows.
+
+Small Qwen2.5-Coder models often write the call without the tags, as the
+whole answer: ``{"name": ..., "arguments": {...}}``, bare or in a ```` ```json ````
+fence (seen with the 0.5B on llama_cpp.server). An answer that *begins* like
+that is held (up to :data:`BARE_LIMIT` characters) and becomes a call only if
+all of it is one such object naming an offered tool; anything else is shown
+as the text it is.
 """
 
 from __future__ import annotations
@@ -24,10 +31,13 @@ from typing import Any
 from exo_core.agent.model import ToolCall
 from exo_core.models.failures import FailureKind, ProviderError
 
-__all__ = ["TextCallFilter", "OPEN_TAG", "CLOSE_TAG"]
+__all__ = ["TextCallFilter", "OPEN_TAG", "CLOSE_TAG", "BARE_LIMIT"]
 
 OPEN_TAG = "<tool_call>"
 CLOSE_TAG = "</tool_call>"
+# The longest answer held back as a possible bare call; past it the answer is text.
+BARE_LIMIT = 4096
+_FENCES = ("```json", "```")
 
 
 def _partial_suffix(text: str, tag: str) -> int:
@@ -41,15 +51,27 @@ def _partial_suffix(text: str, tag: str) -> int:
 class TextCallFilter:
     """Feeds on streamed content; gives back text to show now and collects whole tool calls."""
 
-    def __init__(self, provider: str) -> None:
+    def __init__(self, provider: str, names: frozenset[str] = frozenset()) -> None:
         self.provider = provider
+        self.names = names  # the offered tools: a bare object is a call only if it names one
         self.calls: list[ToolCall] = []
         self._buffer = ""
         self._in_call = False
         self._space = ""  # white space held back: shown only when more text follows it
+        self._bare: str | None = "" if names else None  # the answer so far while it may be one bare call
 
     def feed(self, piece: str) -> str:
         """Add ``piece`` of content; the text that can be shown now (may be empty)."""
+        if self._bare is not None:
+            self._bare += piece
+            verdict = _bare_start(self._bare)
+            if verdict is None or (verdict and len(self._bare) <= BARE_LIMIT):
+                return ""  # undecided, or held as a possible bare call
+            piece, self._bare = self._bare, None
+        return self._tagged(piece)
+
+    def _tagged(self, piece: str) -> str:
+        """Text mode: ``<tool_call>`` blocks are taken out, the rest shown."""
         self._buffer += piece
         shown: list[str] = []
         while True:
@@ -76,13 +98,21 @@ class TextCallFilter:
 
     def finish(self) -> str:
         """The stream ended: the text still held, after parsing a call left open (no closing tag)."""
+        shown = ""
+        if self._bare is not None:
+            held, self._bare = self._bare, None
+            call = self._bare_call(held)
+            if call is not None:
+                self.calls.append(call)
+                return ""
+            shown = self._tagged(held)
         rest = self._buffer
         self._buffer = ""
         if self._in_call:
             self._in_call = False
             self.calls.append(self._parse(rest))
-            return ""
-        text = self._release(rest)
+            return shown
+        text = shown + self._release(rest)
         if self.calls:
             return text
         return text + self._space
@@ -98,6 +128,23 @@ class TextCallFilter:
         out = self._space + body
         self._space = text[len(body) :]
         return out
+
+    def _bare_call(self, held: str) -> ToolCall | None:
+        """The call ``held`` is when all of it is one ``{"name", "arguments"}`` object naming an offered tool."""
+        text = held.strip()
+        for fence in _FENCES:
+            if text.startswith(fence) and text.endswith("```") and len(text) > len(fence) + 3:
+                text = text[len(fence) : -3].strip()
+                break
+        try:
+            data: Any = json.loads(text)
+        except ValueError:
+            return None
+        if not isinstance(data, dict) or data.get("name") not in self.names:
+            return None
+        if set(data) - {"name", "arguments", "parameters"}:
+            return None
+        return self._parse(text)
 
     def _parse(self, raw: str) -> ToolCall:
         text = raw.strip()
@@ -115,7 +162,7 @@ class TextCallFilter:
                 kind=FailureKind.SERVER,
                 provider=self.provider,
             )
-        args = data.get("arguments", {})
+        args = data.get("arguments", data.get("parameters", {}))
         if isinstance(args, str):
             try:
                 args = json.loads(args or "{}")
@@ -132,3 +179,23 @@ class TextCallFilter:
                 provider=self.provider,
             )
         return ToolCall(f"call_text_{len(self.calls)}", data["name"], args)
+
+
+def _bare_start(text: str) -> bool | None:
+    """Whether an answer beginning ``text`` may be a bare call (None: too little to tell yet)."""
+    head = text.lstrip()
+    if not head:
+        return None
+    if head.startswith("{"):
+        return True
+    for fence in _FENCES:
+        if fence.startswith(head):
+            return None
+    if head.startswith("```json"):
+        return True
+    if head.startswith("```"):
+        after = head[3:].lstrip(" ")
+        if not after:
+            return None
+        return after.startswith(("\n{", "\r\n{")) or after in ("\n", "\r\n")
+    return False

@@ -4,11 +4,18 @@ and the rows a turn left in ``sessions.sqlite``."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import socket
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["write_home_config", "run_turn", "turn_rows"]
+import pytest
+
+__all__ = ["write_home_config", "run_turn", "turn_rows", "need_engine", "free_port", "EngineProcess", "SMALL_MODEL"]
 
 
 def write_home_config(
@@ -65,3 +72,66 @@ def turn_rows(home: Path, turn: str) -> tuple[str, list[tuple[str, str, str]]]:
     finally:
         db.close()
     return str(status), [(str(r[0]), str(r[1]), str(r[2])) for r in rows]
+
+
+SMALL_MODEL = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+
+
+def need_engine() -> Path:
+    """The 0.5B GGUF the suite serves; skips with the reason when it or the server's packages are absent."""
+    from exo_edge.laptop_server import missing_server_modules
+    from exo_edge.paths import locate_model_file
+
+    missing = missing_server_modules()
+    if missing:
+        pytest.skip(f"the laptop engine is not installed ({', '.join(missing)} missing): scripts/setup.sh")
+    path = locate_model_file(SMALL_MODEL)
+    if path is None:
+        pytest.skip(f"{SMALL_MODEL} is not on this machine (exo models fetch qwen2.5-coder-0.5b-instruct)")
+    return path
+
+
+def free_port() -> int:
+    """A loopback port free right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class EngineProcess:
+    """``exo models serve`` as a real process: it execs llama_cpp.server, so its pid is the server's."""
+
+    def __init__(self, model: Path, port: int, log: Path, *, n_ctx: int = 4096) -> None:
+        self.model, self.port, self.log, self.n_ctx = model, port, log, n_ctx
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self, timeout: float = 300.0) -> "EngineProcess":
+        from exo_edge.laptop_server import wait_ready
+        from exo_testkit import ROOT
+
+        env = {k: v for k, v in os.environ.items() if k != "EXO_HOME"}
+        env["PYTHONPATH"] = str(ROOT)
+        command = [sys.executable, "-m", "exo_core.cli", "models", "serve", str(self.model)]
+        command += ["--host", "127.0.0.1", "--port", str(self.port), "--threads", "1", "--n-ctx", str(self.n_ctx)]
+        with open(self.log, "ab") as out:
+            self.proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=str(ROOT))
+        wait_ready(self.base_url, proc=self.proc, timeout=timeout)
+        return self
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash or a pulled plug would."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(30)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.kill()
