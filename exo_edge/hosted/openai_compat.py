@@ -51,20 +51,16 @@ def openai_messages(messages: tuple[ChatMessage, ...]) -> list[dict[str, Any]]:
         if m.role == "tool":
             out.append({"role": "tool", "tool_call_id": m.tool_call_id or "", "content": m.content})
         elif m.role == "assistant" and m.tool_calls:
-            out.append(
-                {
-                    "role": "assistant",
-                    "content": m.content or None,
-                    "tool_calls": [
-                        {
-                            "id": c.id,
-                            "type": "function",
-                            "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
-                        }
-                        for c in m.tool_calls
-                    ],
-                }
-            )
+            message: dict[str, Any] = {"role": "assistant"}
+            if m.content:
+                # Without text, "content" is left out rather than null: llama-cpp-python's server
+                # refuses a null content (HTTP 500, a validation error); OpenAI accepts either.
+                message["content"] = m.content
+            message["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+                for c in m.tool_calls
+            ]
+            out.append(message)
         else:
             out.append({"role": m.role, "content": m.content})
     return out
