@@ -16,7 +16,11 @@ temperature 0:
 * **general**: 10 fixed questions with one checkable answer each (right: the
   expected word in the text and no tool call);
 * **tools**: ``bench_exod_tools``'s 8 requests that should call a named tool
-  (right: that tool first) and 6 questions that should stay text.
+  (right: that tool first) and 6 questions that should stay text (right: no
+  call, and no text that is a call gone wrong: ``"name"`` and ``"arguments"``
+  in it, a call in a shape that was not recognised or naming no offered tool).
+
+``--rescore FILE`` scores a saved results file again with these rules (no model is run).
 
 Speed, per model: time to the first streamed piece and the decode rate (completion tokens from the
 stream's usage when the server sends it, else streamed pieces, one token each on llama_cpp.server,
@@ -121,21 +125,35 @@ async def bench_model(name: str, base_url: str, general: list[tuple[str, str]], 
     try:
         for question, pattern in general:
             row = await ask(router, question, tools, 96)
-            row["right"] = bool(re.search(pattern, row["text"], re.IGNORECASE)) and not row["calls"]
+            row["pattern"] = pattern
             rows["general"].append(row)
             print(f"  {name}: {question!r} -> {row['text'][:60]!r} {row['calls']} ({row['total_s']} s)", flush=True)
         for question, want in requests:
             row = await ask(router, question, tools, 96)
             row["want"] = want
-            if want is None:
-                row["right"] = not row["calls"]
-            else:
-                row["right"] = row["calls"][:1] == [want]
             rows["tools"].append(row)
             print(f"  {name}: {question!r} -> {row['calls'] or row['text'][:60]!r} ({row['total_s']} s)", flush=True)
     finally:
         await router.aclose()
+    return {**score(rows), "rows": rows}
+
+
+def _call_like(text: str) -> bool:
+    """Text that is a tool call gone wrong (a shape not recognised, or a tool not offered)."""
+    return '"name"' in text and '"arguments"' in text
+
+
+def score(rows: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Right answers and speed medians of one model's rows (each row gets its ``right``)."""
+    for row in rows["general"]:
+        row["right"] = bool(re.search(row["pattern"], row["text"], re.IGNORECASE)) and not row["calls"]
+    for row in rows["tools"]:
+        if row["want"] is None:
+            row["right"] = not row["calls"] and not _call_like(row["text"])
+        else:
+            row["right"] = row["calls"][:1] == [row["want"]]
     firsts = [r["first_s"] for r in rows["general"] if r["first_s"] is not None]
+    warm = firsts[1:]  # the first request evaluates the whole system prompt and tools; the rest reuse it
     rates = [r["tokens_per_s"] for r in rows["general"] if r["tokens_per_s"] is not None]
     acts = [r for r in rows["tools"] if r["want"] is not None]
     texts = [r for r in rows["tools"] if r["want"] is None]
@@ -146,9 +164,9 @@ async def bench_model(name: str, base_url: str, general: list[tuple[str, str]], 
         "tool_calls_total": len(acts),
         "stays_text": sum(r["right"] for r in texts),
         "stays_text_total": len(texts),
-        "first_piece_s_median": round(statistics.median(firsts), 3) if firsts else None,
+        "first_piece_cold_s": firsts[0] if firsts else None,
+        "first_piece_s_median": round(statistics.median(warm), 3) if warm else None,
         "tokens_per_s_median": round(statistics.median(rates), 2) if rates else None,
-        "rows": rows,
     }
 
 
@@ -200,6 +218,59 @@ def _ratio(a: Any, b: Any) -> float | None:
     return None
 
 
+def _rescore(path: Path) -> int:
+    """Score the rows of a saved results file again, in place."""
+    import json
+
+    data = json.loads(path.read_text(encoding="utf-8"))
+    patterns = dict(GENERAL)
+    for result in data["models"].values():
+        if "rows" in result:
+            for row in result["rows"]["general"]:
+                row.setdefault("pattern", patterns[row["q"]])  # files written before rows kept their pattern
+            result.update(score(result["rows"]))
+    write_results("laptop", data, out=path, quick=False)
+    _table(data["models"], data["threads"])
+    return 0
+
+
+def _table(results: dict[str, Any], threads: int) -> None:
+    base = results.get("0.5b", {})
+    rows = []
+    for key, r in results.items():
+        if "skipped" in r:
+            rows.append([key, "skipped", "", "", "", "", "", "", ""])
+            continue
+        rows.append(
+            [
+                r["model"],
+                f"{r['general_right']}/{r['general_total']}",
+                f"{r['tool_calls_right']}/{r['tool_calls_total']}",
+                f"{r['stays_text']}/{r['stays_text_total']}",
+                r["first_piece_cold_s"],
+                r["first_piece_s_median"],
+                r["tokens_per_s_median"],
+                _ratio(r["tokens_per_s_median"], base.get("tokens_per_s_median")),
+                r["server_peak_rss_mb"],
+            ]
+        )
+    print_table(
+        f"laptop engine (llama_cpp.server, {threads} threads, through the router)",
+        [
+            "model",
+            "general",
+            "right calls",
+            "stays text",
+            "first piece cold s",
+            "first piece s",
+            "tokens/s",
+            "x 0.5B",
+            "server peak MB",
+        ],
+        rows,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; print a table; with --json write benchmarks/results/laptop.json."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -209,7 +280,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n-ctx", type=int, default=4096, help="server context window (default 4096)")
     parser.add_argument("--models", default="1.5b,0.5b", help="which of 1.5b,0.5b (default both)")
     parser.add_argument("--out", type=Path, default=None, help="results file (default benchmarks/results/laptop.json)")
+    parser.add_argument("--rescore", type=Path, default=None, metavar="FILE", help="score a saved results file again")
     args = parser.parse_args(argv)
+    if args.rescore is not None:
+        return _rescore(args.rescore)
     keys = ["0.5b"] if args.quick else [k.strip() for k in args.models.split(",") if k.strip()]
     unknown = [k for k in keys if k not in MODELS]
     if unknown:
@@ -219,29 +293,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="bench-laptop-") as tmp:
         results = run(keys, args.threads, args.n_ctx, args.quick, Path(tmp))
-    base = results.get("0.5b", {})
-    rows = []
-    for key, r in results.items():
-        if "skipped" in r:
-            rows.append([key, "skipped", "", "", "", "", "", ""])
-            continue
-        rows.append(
-            [
-                r["model"],
-                f"{r['general_right']}/{r['general_total']}",
-                f"{r['tool_calls_right']}/{r['tool_calls_total']}",
-                f"{r['stays_text']}/{r['stays_text_total']}",
-                r["first_piece_s_median"],
-                r["tokens_per_s_median"],
-                _ratio(r["tokens_per_s_median"], base.get("tokens_per_s_median")),
-                r["server_peak_rss_mb"],
-            ]
-        )
-    print_table(
-        f"laptop engine (llama_cpp.server, {args.threads} threads, through the router)",
-        ["model", "general", "right calls", "stays text", "first piece s", "tokens/s", "x 0.5B", "server peak MB"],
-        rows,
-    )
+    _table(results, args.threads)
     data = {
         "benchmark": "laptop",
         "quick": args.quick,
