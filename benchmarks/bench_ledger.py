@@ -8,6 +8,9 @@ a ratio to it:
 * single appends/s: ``Ledger.append`` vs a raw SQLite INSERT of the same bytes;
 * batched appends/s (100 per transaction): ``Ledger.append_many`` vs raw
   INSERTs of the same bytes in batches of 100;
+* witnessed single appends/s: ``Ledger.append`` with the Exo home's
+  ``HomeWitness`` (a signed head kept after every commit, issue 19) vs the
+  same appends without it;
 * verify() entries/s vs a raw read of every row (and, for scale, vs pure
   Ed25519 signature checks of the same count);
 * bytes on disk per 10,000 typical entries vs the raw table holding the same
@@ -34,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # run from a checkout without installing
 
-from exo_core.ledger import Ledger, NewEntry, Signer  # noqa: E402
+from exo_core.ledger import HomeWitness, Ledger, NewEntry, Signer  # noqa: E402
 from exo_core.ledger.keys import verify_key_from_id  # noqa: E402
 from exo_core.ledger.entry import entry_signing_message  # noqa: E402
 
@@ -119,6 +122,34 @@ def run(quick: bool = False) -> dict[str, Any]:
             "ledger_per_s": round(ledger_single, 1),
             "raw_sqlite_per_s": round(raw_single, 1),
             "ratio_ledger_to_raw": round(ledger_single / raw_single, 3),
+        }
+
+        # -- single appends with and without the head witness, interleaved in rounds of 25 --
+        (tmpdir / "home").mkdir()
+        plain = Ledger.open(tmpdir / "plain.sqlite", signer=signer, create=True, ledger_id="bench")
+        witnessed = Ledger.open(
+            tmpdir / "witnessed.sqlite",
+            signer=signer,
+            create=True,
+            ledger_id="bench",
+            witness=HomeWitness(tmpdir / "home"),
+        )
+        seconds = {"plain": 0.0, "witnessed": 0.0}
+        count = singles // 2
+        for lo in range(0, count, 25):
+            for name, target in (("plain", plain), ("witnessed", witnessed)):
+                start = time.perf_counter()
+                for i in range(lo, lo + 25):
+                    target.append("utterance", {"text": f"witness round {i}"})
+                seconds[name] += time.perf_counter() - start
+        plain.close()
+        witnessed.close()
+        plain_rate, witnessed_rate = _rate(count, seconds["plain"]), _rate(count, seconds["witnessed"])
+        out["witnessed_single_append"] = {
+            "count": count,
+            "witnessed_per_s": round(witnessed_rate, 1),
+            "plain_per_s": round(plain_rate, 1),
+            "ratio_witnessed_to_plain": round(witnessed_rate / plain_rate, 3),
         }
 
         # -- batched appends (100 per transaction), interleaved per batch --------
@@ -214,9 +245,14 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(results, indent=2, sort_keys=True))
     else:
         s, b, v, z = results["single_append"], results["batched_append_100"], results["verify"], results["size_per_10k"]
+        w = results["witnessed_single_append"]
         print(
             f"single durable append: {s['ledger_per_s']}/s vs raw {s['raw_sqlite_per_s']}/s "
             f"(ratio {s['ratio_ledger_to_raw']})"
+        )
+        print(
+            f"with head witness:     {w['witnessed_per_s']}/s vs without {w['plain_per_s']}/s "
+            f"(ratio {w['ratio_witnessed_to_plain']})"
         )
         print(
             f"batched (100/txn):     {b['ledger_per_s']}/s vs raw {b['raw_sqlite_per_s']}/s "

@@ -22,6 +22,7 @@ prints them as lines, and the voice benchmark reads their timings).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -110,6 +111,7 @@ class DeviceApp:
         )
         self._last_turn_end = 0.0
         self._running_turn: str | None = None
+        self._turn_started_at: float | None = None
         self._recording_since: float | None = None
         self._notice_timer: asyncio.TimerHandle | None = None
         self._dirty = asyncio.Event()
@@ -129,6 +131,7 @@ class DeviceApp:
             asyncio.create_task(self._edge_loop(), name="device-buttons"),
             asyncio.create_task(self.link.run(), name="device-link"),
             asyncio.create_task(asyncio.to_thread(self.stt.warm), name="device-stt-warm"),
+            asyncio.create_task(self._elapsed_loop(), name="device-elapsed"),
         ]
         self._refresh()
         stopper = asyncio.create_task(stop.wait())
@@ -178,9 +181,25 @@ class DeviceApp:
     def _draw(self) -> None:
         spec = self.screen.spec
         layout = layout_of(self.state)
-        meta = {"link": self.state.link, "activity": self.state.activity, "pending": self.state.pending}
+        meta = {
+            "link": self.state.link,
+            "activity": self.state.activity,
+            "pending": self.state.pending,
+            "phase": self.state.phase,
+            "elapsed": self.state.elapsed,
+        }
         self.screen.show(render(self.state, spec), layout=layout, meta=meta)
         self._journal({"ev": "frame", "layout": layout, **meta})
+
+    async def _elapsed_loop(self) -> None:
+        """While a turn runs, count its seconds on the status line (a slow model must look alive)."""
+        while True:
+            await asyncio.sleep(0.25)
+            if not self.state.phase or self._turn_started_at is None:
+                continue
+            seconds = int(time.monotonic() - self._turn_started_at)
+            if seconds != self.state.elapsed:
+                self._set(self.state.with_(elapsed=seconds))
 
     def _notice(self, text: str, kind: str = "info", *, speak: bool = False, title: str = "") -> None:
         self._set(self.state.with_(notice=Notice(text, kind, title)))
@@ -231,6 +250,7 @@ class DeviceApp:
         state = apply_event(self.state, event, self.session)
         if event.type == "turn.started" and mine:
             self._running_turn = str(body.get("turn_id"))
+            self._turn_started_at = time.monotonic()
             self._splitter.reset()
         elif event.type == "message.delta" and mine and self.config.speak_answers:
             for sentence in self._splitter.feed(str(body.get("text", ""))):
@@ -243,6 +263,7 @@ class DeviceApp:
                 state = state.with_(answer=state.answer + "\n")
         elif event.type == "turn.completed" and mine:
             self._running_turn = None
+            self._turn_started_at = None
             self._last_turn_end = time.monotonic()
             self.last_answer = state.answer.strip()
             self._journal({"ev": "answered", "text": self.last_answer, "stop": body.get("stop_reason")})
@@ -294,7 +315,13 @@ class DeviceApp:
                 self._set(self.state.with_(activity="listening", notice=None))
             return
         if name == "talk":
-            if kind == "release":
+            waiting_for_person = self.state.question is not None or self.state.approval is not None
+            if kind == "long" and self._running_turn is not None and not waiting_for_person:
+                # Holding TALK while an answer runs means "stop, I want to say something": the turn
+                # is interrupted at once and the recording goes on for the next question. A turn
+                # waiting on a question or an approval is not interrupted: the person is answering it.
+                self._interrupt("talk held")
+            elif kind == "release":
                 self._spawn(self._heard())
             elif kind == "press":  # a tap: too short to be speech
                 self.mic.cancel()
@@ -319,16 +346,21 @@ class DeviceApp:
             self._set(self.state.with_(notice=None))
 
     def _deny_long(self) -> None:
-        if self.session is not None:
-            session = self.session
-            self._spawn(self.link.submit("stop", lambda c: c.request("turn.interrupt", {"session": session})))
+        self._interrupt("deny held")
+
+    def _interrupt(self, why: str) -> None:
+        """Stop the running answer: speech now, the turn through the core."""
+        if self.session is None:
+            return
+        session = self.session
+        self.speaker.stop()
+        self._journal({"ev": "interrupt", "why": why})
+        self._spawn(self.link.submit("stop", lambda c: c.request("turn.interrupt", {"session": session})))
 
     def _next_press(self) -> None:
         q = self.state.question
         if q is not None and q.options:
-            moved = q.__class__(
-                q.question_id, q.text, q.options, q.allow_text, (q.selected + 1) % len(q.options), q.session
-            )
+            moved = dataclasses.replace(q, selected=(q.selected + 1) % len(q.options))
             self._set(self.state.with_(questions=(moved,) + self.state.questions[1:]))
             return
         rows = theme_for(self.screen.spec).rows(self.screen.spec)

@@ -33,7 +33,7 @@ from device.state import ScreenState, layout_of
 if TYPE_CHECKING:
     from PIL import Image
 
-__all__ = ["ScreenSpec", "Theme", "render", "wrap", "theme_for", "LAYOUTS"]
+__all__ = ["ScreenSpec", "Theme", "render", "wrap", "shorten_middle", "theme_for", "LAYOUTS"]
 
 LAYOUTS = ("answer", "approval", "question", "notice")
 
@@ -208,7 +208,7 @@ def _status(draw: Any, state: ScreenState, spec: ScreenSpec, theme: Theme) -> No
         draw.line((x0, y0 + box, x0 + box, y0), fill=theme.band_fg)
     word = {"online": "", "offline": "OFFLINE ", "connecting": "connecting "}.get(state.link, state.link + " ")
     # Offline, only what the device does on its own (listening, transcribing) is worth the room.
-    activity = state.activity if online or state.activity in ("listening", "transcribing") else ""
+    activity = _activity_words(state) if online or state.activity in ("listening", "transcribing") else ""
     left = f"{word}{activity}".strip()
     x = x0 + box + (4 if spec.mono else 6)
     y = 0 if spec.mono else (theme.status - theme.line) // 2 + 1
@@ -228,6 +228,33 @@ def _status(draw: Any, state: ScreenState, spec: ScreenSpec, theme: Theme) -> No
         if rx > left_end + 4:
             _text(draw, (rx, y), right, theme, spec, fill=theme.band_fg)
             break
+
+
+def _activity_words(state: ScreenState) -> str:
+    """The status line's word for what is happening: a running turn's phase with its seconds."""
+    if state.phase and state.activity == "thinking":
+        return f"{state.phase} {state.elapsed}s"
+    return state.activity
+
+
+def shorten_middle(text: str, font: Any, width: int) -> str:
+    """``text`` cut in the middle with ``...`` to fit ``width`` pixels: both ends stay readable.
+
+    The end gets two thirds of the room: a path keeps its file name and a command its last words,
+    which is what tells two targets apart.
+    """
+    if font.getlength(text) <= width:
+        return text
+    keep = len(text)
+    while keep > 1:
+        keep -= 1
+        tail_chars = (2 * keep + 2) // 3
+        head = text[: keep - tail_chars]
+        tail = text[len(text) - tail_chars :]
+        candidate = f"{head}...{tail}"
+        if font.getlength(candidate) <= width:
+            return candidate
+    return "..."
 
 
 def _lines_area(spec: ScreenSpec, theme: Theme, top: int, footer: int = 0) -> int:
@@ -301,7 +328,19 @@ def _approval(draw: Any, state: ScreenState, spec: ScreenSpec, theme: Theme, top
         "ALLOW=y DENY=n",
     )
     room = max(1, (spec.height - y - footer) // theme.line)
-    lines = wrap(clean(approval.summary, spec.mono), theme.font, spec.width - 2 * theme.pad)
+    width = spec.width - 2 * theme.pad
+    if approval.target:
+        # The target line comes first and always: "delete_file notes.txt" tells the person what a press does.
+        # With the tool name when both fit; else the target alone, cut in the middle (the summary says the act).
+        what = clean(f"{approval.tool} {approval.target}".strip(), spec.mono)
+        if theme.bold.getlength(what) > width:
+            what = shorten_middle(clean(approval.target, spec.mono), theme.bold, width)
+        _text(draw, (theme.pad, y), what, theme, spec, bold=True)
+        y += theme.line
+        room -= 1
+    if room <= 0:
+        return
+    lines = wrap(clean(approval.summary, spec.mono), theme.font, width)
     if len(lines) > room:
         lines = lines[:room]
         lines[-1] = lines[-1][: max(0, len(lines[-1]) - 3)] + "..."
@@ -312,18 +351,21 @@ def _approval(draw: Any, state: ScreenState, spec: ScreenSpec, theme: Theme, top
 def _question(draw: Any, state: ScreenState, spec: ScreenSpec, theme: Theme, top: int) -> None:
     question = state.question
     assert question is not None
+    # A waiting question shows until when it waits, in the legend, before any way of answering is dropped.
+    by = f"by {question.deadline}  " if question.deadline else ""
     if question.options:
         footer = _footer(
             draw,
             spec,
             theme,
-            "say a number, or NEXT to move and ALLOW to pick",
-            "say a number or NEXT / ALLOW",
-            "NEXT=move ALLOW=pick",
+            f"{by}say a number, or NEXT to move and ALLOW to pick",
+            f"{by}say a number or NEXT / ALLOW",
+            f"{by}NEXT=move ALLOW=pick",
+            f"{by}NEXT/ALLOW",
             "NEXT/ALLOW",
         )
     else:
-        footer = _footer(draw, spec, theme, "hold TALK to answer", "TALK to answer")
+        footer = _footer(draw, spec, theme, f"{by}hold TALK to answer", f"{by}TALK to answer", "TALK to answer")
     width = spec.width - 2 * theme.pad
     text_lines = wrap(clean(question.text, spec.mono), theme.bold, width)
     option_lines: list[tuple[str, int]] = []

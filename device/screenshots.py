@@ -28,7 +28,27 @@ _BASE = ScreenState(
 EXAMPLES: dict[str, ScreenState] = {
     "answer": _BASE,
     "listening": ScreenState(link="online", model="gemma-3-270m", activity="listening"),
-    "approval": _BASE.with_(activity="idle", approvals=(Approval("a1", "git push origin main", "high", "bash"),)),
+    "approval": _BASE.with_(
+        activity="idle",
+        approvals=(Approval("a1", "delete a file", "high", "delete_file", target="notes/2026/old-meeting-notes.txt"),),
+    ),
+    "thinking": ScreenState(
+        link="online",
+        model="qwen2.5-coder-0.5b-instruct",
+        activity="thinking",
+        heard="where does my sister live",
+        phase="thinking",
+        elapsed=7,
+    ),
+    "reading": ScreenState(
+        link="online",
+        model="qwen2.5-coder-0.5b-instruct",
+        activity="thinking",
+        heard="what is in todo.txt",
+        phase="reading",
+        elapsed=3,
+    ),
+    "answering": _BASE.with_(activity="thinking", phase="answering", elapsed=12, answer=_BASE.answer[:60]),
     "question": _BASE.with_(
         activity="idle",
         questions=(

@@ -12,14 +12,33 @@ streamed answer.
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass, replace
 from typing import Any
 
 from exo_core.protocol import Event
 
-__all__ = ["Approval", "Question", "Notice", "ScreenState", "apply_event", "layout_of", "ACTIVITIES"]
+__all__ = [
+    "Approval",
+    "Question",
+    "Notice",
+    "ScreenState",
+    "apply_event",
+    "layout_of",
+    "approval_target",
+    "local_clock_time",
+    "ACTIVITIES",
+    "PHASES",
+]
 
 ACTIVITIES = ("idle", "listening", "transcribing", "thinking", "speaking")
+# What a running turn is doing, shown with its elapsed seconds (docs/device.md): waiting for the
+# model's first word, a tool reading something, a tool acting, words streaming.
+PHASES = ("thinking", "reading", "working", "answering")
+# Tools that only read: while one runs the person sees "reading".
+_READING_TOOLS = frozenset({"read_file", "search", "recall", "list_files", "search_sessions"})
+# Argument names that say what an action acts on, most telling first (docs/device.md "approval card").
+_TARGET_KEYS = ("path", "paths", "file", "files", "to", "recipient", "recipients", "remote", "url", "command", "query")
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +50,8 @@ class Approval:
     risk: str
     tool: str = ""
     session: str | None = None
+    # What the action acts on (the file, the recipient, the remote), from the call's arguments.
+    target: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +64,8 @@ class Question:
     allow_text: bool = False
     selected: int = 0
     session: str | None = None
+    # When the core stops waiting, as the device's local time ("22:41"); '' when it waits for ever.
+    deadline: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +92,9 @@ class ScreenState:
     notice: Notice | None = None
     pending: int = 0
     turn_id: str | None = None
+    # The running turn's phase (one of PHASES, '' when no turn runs) and its whole seconds so far.
+    phase: str = ""
+    elapsed: int = 0
 
     @property
     def approval(self) -> Approval | None:
@@ -83,6 +109,37 @@ class ScreenState:
     def with_(self, **changes: Any) -> "ScreenState":
         """A copy with ``changes``."""
         return replace(self, **changes)
+
+
+def approval_target(tool: str, arguments: Any) -> str:
+    """What an approval acts on, in words: ``notes.txt``, ``ana@example.org``, ``origin main``.
+
+    Taken from the call's arguments by name (``path``, ``to``, ``remote`` ...); a call with none of
+    those shows its arguments' values. Never empty when the call has arguments: the card must say
+    what will happen to what, shortened to the screen but never dropped.
+    """
+    if not isinstance(arguments, dict) or not arguments:
+        return ""
+    for key in _TARGET_KEYS:
+        value = arguments.get(key)
+        if value is None or value == "" or value == []:
+            continue
+        if isinstance(value, list):
+            return ", ".join(str(v) for v in value)
+        return str(value)
+    values = [str(v) for v in arguments.values() if isinstance(v, (str, int, float)) and str(v)]
+    return " ".join(values)
+
+
+def local_clock_time(iso: Any) -> str:
+    """``HH:MM`` in this device's time zone for an ISO-8601 UTC time; '' when absent or unreadable."""
+    if not isinstance(iso, str) or not iso:
+        return ""
+    try:
+        moment = datetime.datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    except ValueError:
+        return ""
+    return moment.astimezone().strftime("%H:%M")
 
 
 def layout_of(state: ScreenState) -> str:
@@ -112,12 +169,18 @@ def apply_event(state: ScreenState, event: Event, session: str | None) -> Screen
             answer=text,
             activity="speaking" if state.activity == "speaking" else "thinking",
             turn_id=str(body.get("turn_id") or state.turn_id),
+            phase="answering" if state.phase else "",
         )
     if kind == "message.completed" and mine and body.get("role") == "user":
         # The core's record of what was asked starts the answer view (queued and steered turns too).
         return state.with_(heard=str(body.get("content", "")), answer="", scroll=0)
     if kind == "turn.started" and mine:
-        return state.with_(activity="thinking", turn_id=str(body.get("turn_id")), scroll=0)
+        return state.with_(activity="thinking", turn_id=str(body.get("turn_id")), scroll=0, phase="thinking", elapsed=0)
+    if kind == "tool.started" and mine and state.phase:
+        tool = str(body.get("name") or body.get("tool") or "")
+        return state.with_(phase="reading" if tool in _READING_TOOLS else "working")
+    if kind == "tool.completed" and mine and state.phase:
+        return state.with_(phase="thinking")
     if kind == "turn.completed":
         # The turn's questions closed with it (nobody waits for their answers any more).
         state = state.with_(questions=tuple(q for q in state.questions if q.session != event.session))
@@ -125,8 +188,12 @@ def apply_event(state: ScreenState, event: Event, session: str | None) -> Screen
             return state
         stop = str(body.get("stop_reason", "end"))
         activity = "speaking" if state.activity == "speaking" else "idle"
-        changes: dict[str, Any] = {"activity": activity}
-        if stop not in ("end", "iteration_cap"):
+        changes: dict[str, Any] = {"activity": activity, "phase": "", "elapsed": 0}
+        hint = body.get("hint")
+        if hint:
+            # The core's words for what happened and what to do (an empty answer, a failure, a stop).
+            changes["notice"] = Notice(str(hint), "warning", f"turn {stop}")
+        elif stop not in ("end", "iteration_cap"):
             error = body.get("error")
             changes["notice"] = Notice(f"turn {stop}" + (f": {error}" if error else ""), "warning")
         return state.with_(**changes)
@@ -139,6 +206,7 @@ def apply_event(state: ScreenState, event: Event, session: str | None) -> Screen
             str(body.get("risk", "")),
             str(body.get("tool", "")),
             event.session,
+            approval_target(str(body.get("tool", "")), body.get("arguments")),
         )
         if any(a.request_id == approval.request_id for a in state.approvals):
             return state
@@ -155,6 +223,7 @@ def apply_event(state: ScreenState, event: Event, session: str | None) -> Screen
             bool(body.get("allow_text", False)),
             0,
             event.session,
+            local_clock_time(body.get("expires_at")),
         )
         if any(q.question_id == question.question_id for q in state.questions):
             return state

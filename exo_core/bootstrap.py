@@ -7,12 +7,12 @@ so running ``exo init`` twice, or after an update, loses nothing.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from exo_core.errors import ConfigError
 from exo_core.home import ExoHome
 from exo_core.ledger import ensure_signing_key
+from exo_core.private_files import private_dir, private_file
 from exo_core.store import init_store
 
 __all__ = ["init_home"]
@@ -21,17 +21,16 @@ __all__ = ["init_home"]
 def init_home(home: ExoHome, *, store: str | None = None, model: str | None = None) -> list[str]:
     """Create the home folders, ``config.toml`` and the store; returns what was done."""
     report: list[str] = []
-    home.root.mkdir(parents=True, exist_ok=True)
+    private_dir(home.root)  # the home is the person's alone (docs/security.md, "Private files")
     for folder in (home.run_dir, home.keys_dir):
-        folder.mkdir(exist_ok=True)
-        os.chmod(folder, 0o700)
+        private_dir(folder, parents=False)
     store_path = Path(store).expanduser().resolve() if store else home.root / "store"
     if not home.config_path.exists():
         # A JSON string is a TOML basic string (same escapes), control characters included.
         lines = [f"store = {json.dumps(str(store_path), ensure_ascii=False)}"]
         if model:
             lines.append(f"model = {json.dumps(model, ensure_ascii=False)}")
-        home.config_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        private_file(home.config_path).write_text("\n".join(lines) + "\n", encoding="utf-8")
         report.append(f"wrote {home.config_path}")
     else:
         configured = home.store_path()

@@ -8,9 +8,13 @@ Layout (DESIGN.md §4)::
       token              bearer token for TCP (0600, created on demand)
       run/exod.sock      the daemon's Unix socket (run/ is 0700)
       keys/              signing keys (0700)
+      trust/             the owner key pinned per store, outside it (0700; docs/security.md)
+      ledger-checkpoints.sqlite  checkpoints and the heads this machine wrote (docs/ledger.md §6)
       models/            model files assembled by ``exo models fetch``
 
 The store folder is the person and moves between machines; the home does not.
+Everything in the home is the person's alone: folders 0700, files 0600
+(:mod:`exo_core.private_files`).
 """
 
 from __future__ import annotations
@@ -59,6 +63,7 @@ class ExoHome:
     run_dir = _Under("run")
     socket_path = _Under("run", "exod.sock")
     keys_dir = _Under("keys")
+    trust_dir = _Under("trust")
     models_dir = _Under("models")
 
     def config(self) -> dict[str, object]:

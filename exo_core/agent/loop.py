@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from exo_core.agent.approvals import ApprovalBroker
+from exo_core.agent.outcome import explain_turn_end
 from exo_core.agent.model import (
     Finish,
     ModelRequest,
@@ -40,6 +41,7 @@ from exo_core.agent.model import (
     UsageChunk,
 )
 from exo_core.agent.recorder import NullRecorder, TurnRecorder
+from exo_core.agent.redaction import Redactor, SecretRedactor
 from exo_core.agent.seams import (
     ContextEngine,
     Gate,
@@ -107,6 +109,8 @@ class LoopDeps:
     workspace: Path = field(default_factory=Path.cwd)
     # A decision model narrowing the tools offered to the model each turn; None offers every tool.
     toolsets: ToolsetChooser | None = None
+    # Secrets out of every tool result, before the model, an event or the ledger sees it (docs/security.md).
+    redactor: Redactor = field(default_factory=SecretRedactor)
 
 
 async def run_turn(
@@ -197,6 +201,7 @@ class _TurnState:
     partial: str = ""
     calls: list[ToolCall] = field(default_factory=list)
     answer: str = ""
+    acted: bool = False  # a tool ran: a turn may end without words and still have done what was asked
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float = 0.0
@@ -210,6 +215,7 @@ async def _run_calls(
     for call in calls:
         await _run_tool(deps, session_id, turn_id, call)
         state.calls.remove(call)
+        state.acted = True
 
 
 async def _system_prompt(deps: LoopDeps, session_id: str, text: str) -> str:
@@ -336,8 +342,11 @@ async def _finish(
     status = {"end": "completed", "iteration_cap": "completed", "interrupted": "interrupted"}.get(reason, "error")
     await deps.worker.run(lambda: deps.store.set_turn_status(turn.id, status, reason))
     usage = {"input_tokens": state.input_tokens, "output_tokens": state.output_tokens, "cost": round(state.cost, 8)}
+    hint = explain_turn_end(reason, error, answer=state.answer, acted=state.acted)
     await deps.hub.emit(
-        session_id, "turn.completed", ev.TurnCompleted(turn_id=turn.id, stop_reason=reason, usage=usage, error=error)
+        session_id,
+        "turn.completed",
+        ev.TurnCompleted(turn_id=turn.id, stop_reason=reason, usage=usage, error=error, hint=hint),
     )
     if reason == "end":
         try:

@@ -21,6 +21,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from exo_core.clock import Clock, SystemClock, iso_utc
 from exo_core.errors import BadBodyError, ConflictError, NotFoundError
 from exo_core.ids import IdFactory, RandomIds
 from exo_core.protocol import commands as cmd
@@ -28,10 +29,21 @@ from exo_core.protocol.events import QuestionAnswered, QuestionAsked
 from exo_core.server.hub import Hub
 from exo_core.tools.spec import ToolContext, ToolResult, ToolSpec, object_schema
 
-__all__ = ["Answer", "QuestionBroker", "AskPersonTool", "MAX_OPTIONS"]
+__all__ = ["Answer", "QuestionBroker", "AskPersonTool", "MAX_OPTIONS", "placeholder"]
 
 MAX_OPTIONS = 9
 _REMEMBERED = 256
+# Words a small model copies from a tool's schema or examples instead of writing a question: shown to
+# the person they mean nothing, and a turn would wait on them (docs/protocol.md "question.asked").
+_PLACEHOLDERS = frozenset(
+    {"text", "string", "question", "option", "options", "answer", "example", "...", "todo", "none", "null", "value"}
+)
+
+
+def placeholder(text: str) -> bool:
+    """Whether ``text`` is empty or a schema word (``"text"``, ``"string"``) rather than something to ask."""
+    words = " ".join(str(text).split()).strip(" .?!:\"'").lower()
+    return not words or words in _PLACEHOLDERS
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,9 +71,10 @@ class _Open:
 class QuestionBroker:
     """Asks questions, waits for the first answer and closes them."""
 
-    def __init__(self, hub: Hub, ids: IdFactory | None = None) -> None:
+    def __init__(self, hub: Hub, ids: IdFactory | None = None, *, clock: Clock | None = None) -> None:
         self._hub = hub
         self._ids = ids or RandomIds()
+        self._clock = clock or SystemClock()
         self._open: dict[str, _Open] = {}
         self._closed: OrderedDict[str, str] = OrderedDict()
 
@@ -80,10 +93,10 @@ class QuestionBroker:
         interrupt of the waiting turn cancels the wait. Either way the question closes.
         """
         opts = tuple(" ".join(str(o).split()) for o in options)
-        if not text.strip():
-            raise BadBodyError("a question needs text", field="question")
-        if len(opts) > MAX_OPTIONS or any(not o for o in opts):
-            raise BadBodyError(f"a question takes 0 to {MAX_OPTIONS} non-empty options", field="options")
+        if placeholder(text):
+            raise BadBodyError(f"a question needs real text, not {text.strip()!r}", field="question")
+        if len(opts) > MAX_OPTIONS or any(placeholder(o) for o in opts):
+            raise BadBodyError(f"a question takes 0 to {MAX_OPTIONS} options, each real text", field="options")
         allow_text = allow_text or not opts
         question_id = self._ids.new("q")
         future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
@@ -92,7 +105,13 @@ class QuestionBroker:
             await self._hub.emit(
                 session_id,
                 "question.asked",
-                QuestionAsked(question_id=question_id, text=text.strip(), options=list(opts), allow_text=allow_text),
+                QuestionAsked(
+                    question_id=question_id,
+                    text=text.strip(),
+                    options=list(opts),
+                    allow_text=allow_text,
+                    expires_at=iso_utc(self._clock.now() + timeout) if timeout is not None else None,
+                ),
             )
             return await asyncio.wait_for(asyncio.shield(future), timeout)
         finally:
@@ -174,6 +193,9 @@ class AskPersonTool:
                 allow_text=bool(arguments.get("allow_text", False)),
                 timeout=self._timeout,
             )
+        except BadBodyError as exc:
+            # Never shown to the person: the model hears why and may ask properly or answer itself.
+            return ToolResult.error(f"not asked: {exc.message}")
         except TimeoutError:
             return ToolResult.error(f"no answer within {int(self._timeout)} seconds")
         return ToolResult(answer.describe(tuple(" ".join(str(o).split()) for o in options)))

@@ -15,7 +15,9 @@ Script format (JSON)::
 
 ``delay`` is seconds between streamed chunks of ``chunk`` characters; ``error``
 (``retryable`` or ``fatal``) fails the call ``times`` times before ``then``.
-When the script runs out, the model answers ``(script exhausted)``.
+When the script runs out, the model answers ``(script exhausted)``. A top-level
+``"record": PATH`` appends each request the model is sent to PATH as one JSON
+line (``messages`` and ``tools``), so a test can see what reached the model.
 """
 
 from __future__ import annotations
@@ -35,11 +37,12 @@ __all__ = ["ScriptedModel"]
 class ScriptedModel:
     """Replays scripted replies; see the module docstring for the format."""
 
-    def __init__(self, replies: list[dict[str, Any]], *, name: str = "scripted") -> None:
+    def __init__(self, replies: list[dict[str, Any]], *, name: str = "scripted", record: Path | None = None) -> None:
         if not isinstance(replies, list) or not all(isinstance(r, dict) for r in replies):
             raise ConfigError("a model script needs 'replies': a list of objects")
         self._replies = replies
         self._failures: dict[int, int] = {}
+        self._record = record
         self.name = name
         self.requests: list[ModelRequest] = []
 
@@ -52,10 +55,15 @@ class ScriptedModel:
             raise ConfigError(f"cannot read model script {path}: {exc}") from exc
         if not isinstance(data, dict):
             raise ConfigError(f"model script {path} must be a JSON object with 'replies'")
-        return cls(data.get("replies", []), name=f"scripted:{path.name}")
+        record = data.get("record")
+        if record is not None and not isinstance(record, str):
+            raise ConfigError(f"model script {path}: 'record' must be a file path")
+        return cls(data.get("replies", []), name=f"scripted:{path.name}", record=Path(record) if record else None)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         self.requests.append(request)
+        if self._record is not None:
+            await asyncio.to_thread(_append_request, self._record, request)
         index = sum(1 for m in request.messages if m.role == "assistant")
         reply: dict[str, Any] = self._replies[index] if index < len(self._replies) else {"text": "(script exhausted)"}
         if "error" in reply:
@@ -81,3 +89,19 @@ class ScriptedModel:
         prompt_chars = sum(len(m.content) for m in request.messages)
         yield UsageChunk(input_tokens=prompt_chars // 4, output_tokens=max(1, len(text) // 4), model=self.name)
         yield Finish("tool_calls" if calls else "end")
+
+
+def _append_request(path: Path, request: ModelRequest) -> None:
+    """One request as a JSON line: what the model was sent."""
+    messages = [
+        {
+            "role": m.role,
+            "content": m.content,
+            "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.tool_calls],
+            "tool_call_id": m.tool_call_id,
+        }
+        for m in request.messages
+    ]
+    line = json.dumps({"messages": messages, "tools": list(request.tools)}, ensure_ascii=False)
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(line + "\n")

@@ -82,7 +82,8 @@ class GateOutcome:
 
     ``axes`` is the action's cell (reversibility, exposure, cost, third_party)
     and ``keys`` the kinds of action found, when the gate classifies; both go
-    into the ledger's action entry.
+    into the ledger's action entry. ``targets`` holds the resolved files a file
+    tool was judged on; the tool touches no other (``None``: not judged by path).
     """
 
     action: Literal["allow", "log", "ask", "deny"]
@@ -92,6 +93,7 @@ class GateOutcome:
     rule_key: str = ""
     axes: Mapping[str, str] = field(default_factory=dict)
     keys: tuple[str, ...] = ()
+    targets: tuple[str, ...] | None = None
 
 
 class Gate(Protocol):

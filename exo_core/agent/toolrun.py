@@ -15,6 +15,12 @@ Order for each call:
 6. the result is stored (``tool.completed``, ``message.completed``), the
    ``post_tool_call`` hooks see it, and an ``action`` ledger entry records
    the call, its cell, the outcome and the answer (referring to the approval).
+
+Secrets (private keys, this machine's ledger seed and token, bearer tokens …)
+are replaced by placeholders (``deps.redactor``) in everything that leaves
+this module: streamed output, the result, the arguments shown in events and
+approval cards, and the ledger entries. A file tool is told the resolved
+paths the gate judged and touches no other (exo_core.tools.safe_fs).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from exo_core.agent.model import ToolCall
+from exo_core.agent.redaction import StreamRedactor, redact_data
 from exo_core.agent.seams import GateOutcome
 from exo_core.errors import ExoError
 from exo_core.protocol import events as ev
@@ -43,14 +50,16 @@ async def run_tool_call(deps: "LoopDeps", session_id: str, turn_id: str, call: T
     """Gate, approve, run and record one tool call; never raises for a tool's failure."""
     tool = deps.tools.get(call.name)
     risk = tool.spec.risk if tool else "low"
+    shown = redact_data(deps.redactor, call.arguments)
     await deps.hub.emit(
         session_id,
         "tool.started",
-        ev.ToolStarted(turn_id=turn_id, call_id=call.id, name=call.name, arguments=call.arguments, risk=risk),
+        ev.ToolStarted(turn_id=turn_id, call_id=call.id, name=call.name, arguments=shown, risk=risk),
     )
     started = time.monotonic()
     # An unknown tool is let through to the registry, whose error result names the tools there are.
     outcome = _check(deps, tool, call) if tool else GateOutcome("allow", call.name, risk)
+    summary = deps.redactor.redact(outcome.summary)
     action, reason = outcome.action, outcome.reason
     verdict = await deps.hooks.pre_tool_call(
         tool_name=call.name, arguments=call.arguments, call_id=call.id, session_id=session_id, gate=action
@@ -59,15 +68,21 @@ async def run_tool_call(deps: "LoopDeps", session_id: str, turn_id: str, call: T
         action, reason = "deny", verdict.reason
     elif verdict is not None and verdict.action == "ask" and action in ("allow", "log"):
         action, reason = "ask", verdict.reason
+    reason = deps.redactor.redact(reason)
     decision, refs = (
-        await _ask(deps, session_id, turn_id, call, outcome, risk, reason) if action == "ask" else (action, ())
+        await _ask(deps, session_id, turn_id, call, outcome, risk, reason, shown, summary)
+        if action == "ask"
+        else (action, ())
     )
     if action == "deny":
         result = ToolResult.error(f"blocked: {reason or 'not allowed'}")
     elif decision == "deny":
         result = ToolResult.error("the person denied this action")
     else:
-        result = await _execute(deps, session_id, call)
+        result = await _execute(deps, session_id, call, outcome.targets)
+    # Up to 100k characters: redacted in a worker thread, so a big result never stalls the loop.
+    redacted = await asyncio.to_thread(deps.redactor.redact, result.content)
+    result = ToolResult(redacted, result.is_error, result.truncated)
     await store_tool_result(deps, session_id, turn_id, call, result, started)
     await deps.hooks.notify(
         "post_tool_call",
@@ -86,14 +101,14 @@ async def run_tool_call(deps: "LoopDeps", session_id: str, turn_id: str, call: T
             "turn": turn_id,
             "call": call.id,
             "tool": call.name,
-            "arguments": call.arguments,
+            "arguments": shown,
             "outcome": outcome.action if tool else "unknown_tool",
             "final": action,
             "decision": "deny" if action == "deny" else decision,
             "reason": reason,
             "axes": dict(outcome.axes),
             "keys": list(outcome.keys),
-            "summary": outcome.summary,
+            "summary": summary,
             "ok": not result.is_error,
             "blocked_by": verdict.owner if verdict is not None and verdict.action == "block" else "",
             # Tool output is data, never the person's words: it is kept inside the action.
@@ -118,16 +133,25 @@ def _check(deps: "LoopDeps", tool: Any, call: ToolCall) -> GateOutcome:
 
 
 async def _ask(
-    deps: "LoopDeps", session_id: str, turn_id: str, call: ToolCall, outcome: GateOutcome, risk: str, reason: str
+    deps: "LoopDeps",
+    session_id: str,
+    turn_id: str,
+    call: ToolCall,
+    outcome: GateOutcome,
+    risk: str,
+    reason: str,
+    shown: dict[str, Any],
+    summary: str,
 ) -> tuple[str, tuple[str, ...]]:
+    # The card shows the arguments and summary with secrets redacted, like every event.
     answer = await deps.approvals.request(
         session_id,
         turn_id=turn_id,
         call_id=call.id,
         tool=call.name,
-        summary=outcome.summary,
+        summary=summary,
         risk=outcome.risk,
-        arguments=call.arguments,
+        arguments=shown,
     )
     await deps.hooks.notify(
         "post_approval_response",
@@ -149,24 +173,33 @@ async def _ask(
             "call": call.id,
             "request_id": answer.request_id,
             "tool": call.name,
-            "summary": outcome.summary,
+            "summary": summary,
             "risk": risk,
             "reason": reason,
             "rule_key": outcome.rule_key,
             "decision": "deny" if answer.decision == "deny" else "allow",
             "always": answer.decision == "allow_always",
-            "answer_reason": answer.reason,
+            "answer_reason": deps.redactor.redact(answer.reason) if answer.reason else answer.reason,
         },
     )
     return answer.decision, ((entry,) if entry else ())
 
 
-async def _execute(deps: "LoopDeps", session_id: str, call: ToolCall) -> ToolResult:
+async def _execute(deps: "LoopDeps", session_id: str, call: ToolCall, targets: tuple[str, ...] | None) -> ToolResult:
+    # Streamed output is redacted too: whole lines at a time, a private key block held until it closes.
+    streams: dict[str, StreamRedactor] = {}
+
     async def emit_output(text: str, stream: str) -> None:
-        await deps.hub.emit(session_id, "tool.output", ev.ToolOutput(call_id=call.id, text=text, stream=stream))
+        redactor = streams.setdefault(stream, StreamRedactor(deps.redactor))
+        shown = redactor.feed(text)
+        if shown:
+            await deps.hub.emit(session_id, "tool.output", ev.ToolOutput(call_id=call.id, text=shown, stream=stream))
 
     async def emit_panel(kind: str, title: str, data: dict[str, Any]) -> None:
-        await deps.hub.emit(session_id, "ui.panel", ev.UiPanel(kind=kind, title=title, data=data))
+        shown = redact_data(deps.redactor, data)
+        await deps.hub.emit(
+            session_id, "ui.panel", ev.UiPanel(kind=kind, title=deps.redactor.redact(title), data=shown)
+        )
 
     async def session_search(query: str, limit: int) -> list[dict[str, Any]]:
         return [h.to_wire() for h in await deps.worker.run(lambda: deps.store.search(query, limit=limit))]
@@ -177,8 +210,13 @@ async def _execute(deps: "LoopDeps", session_id: str, call: ToolCall) -> ToolRes
         emit_output=emit_output,
         session_id=session_id,
         extra={"emit_panel": emit_panel, "session_search": session_search},
+        checked_paths=frozenset(targets) if targets is not None else None,
     )
     result = await deps.tools.run(call.name, call.arguments, context)
+    for stream, redactor in streams.items():
+        rest = redactor.flush()
+        if rest:
+            await deps.hub.emit(session_id, "tool.output", ev.ToolOutput(call_id=call.id, text=rest, stream=stream))
     text = await deps.hooks.transform_tool_result(
         result.content, tool_name=call.name, arguments=call.arguments, call_id=call.id, session_id=session_id
     )

@@ -1,8 +1,8 @@
 """``exo bench NAME``: run one benchmark.
 
 ``exo bench retrieval --locomo F --longmemeval F --json``,
-``exo bench footprint [--json]`` and ``exo bench laptop [--json] [--quick]`` (their own
-arguments follow the name). Only argparse loads here.
+``exo bench footprint [--json]``, ``exo bench stress [--kill-cycles N ...]`` and
+``exo bench laptop [--json] [--quick]`` (their own arguments follow the name). Only argparse loads here.
 """
 
 from __future__ import annotations
@@ -31,6 +31,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     foot.add_argument("args", nargs=argparse.REMAINDER, help="the footprint audit's own arguments (e.g. --json)")
     foot.set_defaults(handler=_footprint, passthrough="footprint")
+    stress = names.add_parser(
+        "stress", help="SIGKILL cycles, fuzzed commands and connection floods against exod", add_help=False
+    )
+    stress.add_argument("args", nargs=argparse.REMAINDER, help="benchmarks/bench_stress.py's own arguments")
+    stress.set_defaults(handler=_stress, passthrough="stress")
     laptop = names.add_parser(
         "laptop", help="the laptop engine: speed and answers of the 1.5B and 0.5B on llama_cpp.server", add_help=False
     )
@@ -44,20 +49,50 @@ def _footprint(args: argparse.Namespace) -> int:
     return int(main(args.args))
 
 
-def _laptop(args: argparse.Namespace) -> int:
-    import importlib.util
+# Where the benchmark's data sets usually are: a checkout's sibling shared/ folder (docs/benchmarks.md).
+_DATASET_GLOBS = {"--locomo": "locomo*/*.json", "--longmemeval": "longmemeval*/*.json*"}
+
+
+def _no_dataset_message() -> str:
+    """What to pass, naming the data files found near the working folder (LoCoMo / LongMemEval format)."""
     from pathlib import Path
 
-    from exo_core.errors import NotFoundError
+    found: list[str] = []
+    for root in (Path.cwd() / "shared" / "data", Path.cwd().parent / "shared" / "data", Path.cwd() / "data"):
+        for flag, pattern in _DATASET_GLOBS.items():
+            found.extend(f"{flag} {path}" for path in sorted(root.glob(pattern)))
+    usage = "give --locomo FILE and/or --longmemeval FILE (LoCoMo / LongMemEval format, docs/retrieval.md)"
+    if not found:
+        return usage + "; no such files were found under ./shared/data, ../shared/data or ./data"
+    return usage + "; found here: " + "; ".join(found)
 
-    # benchmarks/ is no package: the benchmark runs from a source checkout (docs/benchmarks.md).
+
+def _stress(args: argparse.Namespace) -> int:
+    """Run benchmarks/bench_stress.py of this source checkout (docs/security.md, issue 19)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from exo_core.errors import ConfigError
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_stress.py"
+    if not script.is_file():
+        raise ConfigError(f"the stress benchmark needs a source checkout; {script} is missing")
+    return subprocess.run([sys.executable, str(script), *args.args], check=False).returncode
+
+
+def _laptop(args: argparse.Namespace) -> int:
+    """Run benchmarks/bench_laptop.py of this source checkout (docs/benchmarks.md §12)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from exo_core.errors import ConfigError
+
     script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_laptop.py"
-    spec = importlib.util.spec_from_file_location("bench_laptop", script)
-    if spec is None or spec.loader is None or not script.is_file():
-        raise NotFoundError(f"{script} is not here: run `exo bench laptop` from a source checkout of exo-edge")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return int(module.main(args.args))
+    if not script.is_file():
+        raise ConfigError(f"the laptop benchmark needs a source checkout; {script} is missing")
+    return subprocess.run([sys.executable, str(script), *args.args], check=False).returncode
 
 
 def _retrieval(args: argparse.Namespace) -> int:
@@ -68,7 +103,7 @@ def _retrieval(args: argparse.Namespace) -> int:
     from exo_core.home import ExoHome
 
     if not args.locomo and not args.longmemeval:
-        raise UsageError("give --locomo FILE and/or --longmemeval FILE")
+        raise UsageError(_no_dataset_message())
     try:
         from exo_edge.retrieval_eval import bench_ranker, load_locomo, load_longmemeval, score_locomo, score_longmemeval
     except ImportError as exc:

@@ -40,7 +40,7 @@ def _decide(args: argparse.Namespace) -> int:
     from exo_core.decisions import uses
     from exo_core.decisions.setup import build_decider
     from exo_core.errors import NotFoundError, UsageError
-    from exo_core.ledger import LedgerRecorder, load_signing_key
+    from exo_core.ledger import HomeWitness, LedgerRecorder, load_signing_key
 
     home = home_of(args)
     store = home.store_path(args.store)
@@ -51,7 +51,7 @@ def _decide(args: argparse.Namespace) -> int:
     if args.record:
         if not (store / "STORE.toml").is_file():
             raise NotFoundError(f"no store at {store}; run `exo init` or pass --store DIR (or drop --record)")
-        recorder = LedgerRecorder.for_store(store, load_signing_key(home.keys_dir))
+        recorder = LedgerRecorder.for_store(store, load_signing_key(home.keys_dir), witness=HomeWitness(home.root))
     decider = build_decider(home, store=store, recorder=recorder, providers=providers)
 
     async def run() -> dict[str, object]:

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import argparse
 
+from typing import TYPE_CHECKING
+
 from exo_core.cli.args import add_command, home_of
+
+if TYPE_CHECKING:
+    from exo_core.home import ExoHome
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -17,5 +22,20 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def _init(args: argparse.Namespace) -> int:
     from exo_core.bootstrap import init_home
 
-    print("\n".join(init_home(home_of(args), store=args.store, model=args.model)))
+    home = home_of(args)
+    done = init_home(home, store=args.store, model=args.model)
+    print("\n".join(done))
+    print(_pin_owner(home, created=any(line.startswith("created store") for line in done)))
     return 0
+
+
+def _pin_owner(home: "ExoHome", *, created: bool) -> str:
+    """Pin the store's owner key outside the store; one line saying what was done.
+
+    See docs/security.md, "The ledger's trust anchor".
+    """
+    from exo_core.ledger import MachineTrust, load_signing_key
+    from exo_core.store.trust import pin_home_store
+
+    signer = load_signing_key(home.keys_dir)
+    return pin_home_store(MachineTrust(home.root, machine_key=signer.key_id), home.store_path(), created=created)

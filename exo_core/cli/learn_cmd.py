@@ -50,13 +50,15 @@ class _Ctx:
         from exo_edge.proposal_queue import ProposalQueue
         from exo_core.learning import Learner
         from exo_core.learning.service import LearningSettings
-        from exo_core.ledger import Ledger, load_signing_key
+        from exo_core.ledger import HomeWitness, Ledger, load_signing_key
         from exo_core.store import Store
 
         self.home = home_of(args)
         self.settings = LearningSettings.from_config(self.home.config())
         self.store = Store.open(self.home.store_path(args.store))
-        self.ledger = Ledger.open_store(self.store.root, signer=load_signing_key(self.home.keys_dir))
+        self.ledger = Ledger.open_store(
+            self.store.root, signer=load_signing_key(self.home.keys_dir), witness=HomeWitness(self.home.root)
+        )
         self.queue = ProposalQueue(self.home.root / "learning" / "queue.sqlite")
         self.learner = Learner(self.store, self.ledger, queue=self.queue if self.settings.route else None)
 
@@ -128,10 +130,24 @@ def _metrics(args: argparse.Namespace) -> int:
     with _Ctx(args) as ctx:
         m = metrics(ctx.ledger, days=args.days, spent=ctx.queue.spent())
     rows = [
-        f"{w.start}: corrections/accept {w.corrections_per_accept:.2f} verdicts {w.verdicts} questions {w.questions}"
+        f"{_window_label(w.start, args.days)}: corrections/accept {w.corrections_per_accept:.2f} "
+        f"verdicts {w.verdicts} questions {w.questions}"
         for w in m.windows
     ]
+    if not rows:
+        rows = [f"no verdicts or questions in the ledger yet (windows of {args.days} days)"]
     return emit(args, m.to_json(), "\n".join(rows + [f"stale eval: {m.stale}"]))
+
+
+def _window_label(start_ms: int, days: int) -> str:
+    """A window as dates a person reads (``2026-11-24 .. 2026-11-30``), not an epoch in milliseconds."""
+    import datetime
+
+    start = datetime.datetime.fromtimestamp(start_ms / 1000, tz=datetime.timezone.utc).date()
+    end = start + datetime.timedelta(days=days - 1)
+    if end == start:
+        return start.isoformat()
+    return f"{start.isoformat()} .. {end.isoformat()}"
 
 
 def _climb(args: argparse.Namespace) -> int:

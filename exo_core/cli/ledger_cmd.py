@@ -29,13 +29,16 @@ def register(subparsers: Any) -> None:
         action="append",
         metavar="KEY_ID",
         default=None,
-        help="trust only these author key ids (repeatable; default: STORE.toml's owner_keys)",
+        help="trust only these author key ids (repeatable; default: the owner key this machine pinned, "
+        "its own key and the keys the owner enrolled)",
     )
     verify.add_argument(
         "--no-pins", action="store_true", help="accept any valid signature (do not pin authors to the owner keys)"
     )
     verify.add_argument(
-        "--no-checkpoints", action="store_true", help="do not check the checkpoints this machine kept for the ledger"
+        "--no-checkpoints",
+        action="store_true",
+        help="do not check the checkpoints and heads this machine kept for the ledger",
     )
     verify.add_argument("--deep", action="store_true", help="also run SQLite's integrity_check")
     verify.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -71,13 +74,22 @@ def _open(args: argparse.Namespace) -> Any:
     return Ledger.open(path)
 
 
-def _owner_pins(store: Any) -> list[str] | None:
-    """STORE.toml's owner key ids, or None (with a note on stderr) when unavailable."""
+def _owner_pins(ledger: Any, trust: Any) -> list[str] | None:
+    """The authors to trust: from the anchor this machine holds (outside the store), else STORE.toml's.
+
+    Without an anchor the keys come from STORE.toml, which anyone who can write
+    the store can change; a note on stderr says so (docs/security.md, "The ledger's trust anchor").
+    """
     import sys
 
     from exo_core.errors import ExoError
+    from exo_core.ledger import trusted_keys
     from exo_core.store.config import CONFIG_NAME, read_config
 
+    anchor = trust.anchor(ledger.ledger_id)
+    if anchor is not None:
+        return sorted(trusted_keys(anchor, (ledger,)))
+    store = ledger.path.parent
     if not (store / CONFIG_NAME).exists():
         return None
     try:
@@ -86,6 +98,13 @@ def _owner_pins(store: Any) -> list[str] | None:
         # The ledger can still be checked; say plainly that authors were not pinned.
         print(f"exo: note: {CONFIG_NAME} unreadable ({exc.message}); authors not pinned", file=sys.stderr)
         return None
+    if owners:
+        print(
+            f"exo: note: this machine pins no owner for ledger {ledger.ledger_id}; authors pinned to "
+            f"{CONFIG_NAME}'s keys, which anyone who can write the store can change ('exo init' or "
+            "'exo store import' pins the owner outside the store)",
+            file=sys.stderr,
+        )
     return owners or None
 
 
@@ -94,7 +113,7 @@ def _verify(args: argparse.Namespace) -> int:
 
     from exo_core.errors import UsageError
     from exo_core.home import ExoHome
-    from exo_core.ledger.checkpoint import BOOK_FILE_NAME, CheckpointBook
+    from exo_core.ledger import MachineTrust
     from exo_core.ledger.keys import is_key_id
 
     for key in args.pin or ():
@@ -102,17 +121,18 @@ def _verify(args: argparse.Namespace) -> int:
             raise UsageError(f"--pin {key!r} is not a key id ('ed25519:' + 64 hex digits)", field="pin")
     if args.pin and args.no_pins:
         raise UsageError("--pin and --no-pins contradict each other", field="pin")
+    trust = MachineTrust(ExoHome.from_env().root)
     with _open(args) as ledger:
-        pins = None if args.no_pins else (args.pin or _owner_pins(ledger.path.parent))
+        pins = None if args.no_pins else (args.pin or _owner_pins(ledger, trust))
         checkpoints = []
-        book_path = ExoHome.from_env().root / BOOK_FILE_NAME
-        if not args.no_checkpoints and book_path.exists():
-            book = CheckpointBook(book_path)
-            try:
-                checkpoints = book.for_ledger(ledger.ledger_id)
-            finally:
-                book.close()
-        report = ledger.verify(pins=pins, checkpoints=checkpoints, deep=args.deep)
+        seen_heads = []
+        if not args.no_checkpoints:
+            checkpoints = trust.checkpoints(ledger.ledger_id)
+            seen = trust.seen_head(ledger.path)
+            if seen is not None:
+                # The head this machine itself last wrote here: a shorter or older file is a rollback.
+                seen_heads.append(seen.checkpoint)
+        report = ledger.verify(pins=pins, checkpoints=checkpoints, seen_heads=seen_heads, deep=args.deep)
     pinned = f"{len(pins)} pinned key(s)" if pins else "authors not pinned"
     if args.json:
         print(
@@ -123,6 +143,7 @@ def _verify(args: argparse.Namespace) -> int:
                     "entries": report.entries,
                     "segments": report.segments,
                     "checkpoints": len(checkpoints),
+                    "seen_heads": len(seen_heads),
                     "pins": pins or [],
                     "problems": [
                         {"n": p.n, "seg": p.seg, "pos": p.pos, "id": p.id, "reason": p.reason} for p in report.problems
@@ -134,7 +155,8 @@ def _verify(args: argparse.Namespace) -> int:
     elif report.ok:
         print(
             f"ok: ledger {report.ledger_id}: {report.entries} entries in {report.segments} "
-            f"segment(s), {len(checkpoints)} checkpoint(s) checked, {pinned}"
+            f"segment(s), {len(checkpoints)} checkpoint(s) checked, "
+            f"{'the head this machine wrote checked' if seen_heads else 'no head recorded here'}, {pinned}"
         )
     else:
         first = report.problems[0]

@@ -13,7 +13,9 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from exo_core.cli.examples import add_examples
 from exo_core.errors import ExoError
+from exo_core.private_files import restrict_umask
 
 __all__ = ["main", "build_parser"]
 
@@ -48,11 +50,15 @@ def build_parser() -> argparse.ArgumentParser:
     for name in COMMAND_MODULES:
         module = importlib.import_module(f"exo_core.cli.{name}")
         module.register(sub)
+    add_examples(parser)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``exo``; returns the process exit status."""
+    # Everything exo and exod create is the person's alone, whatever the shell's umask
+    # (docs/security.md, "Private files"): SQLite side files and library temp files included.
+    restrict_umask()
     parser = build_parser()
     # Commands that hand their remaining arguments to another program (``exo bench footprint --json``)
     # set ``passthrough``; argparse alone would refuse options it does not know.

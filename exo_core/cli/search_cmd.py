@@ -24,11 +24,18 @@ def _search(args: argparse.Namespace) -> int:
 
     home = home_of(args)
     if not home.sessions_db.exists():
-        raise NotFoundError(f"no sessions yet at {home.sessions_db}; run `exo init` and chat first")
+        if not home.config_path.exists():
+            raise NotFoundError(f"no Exo home at {home.root}; run `exo init` first")
+        return emit(args, [], f"no sessions yet at {home.sessions_db}: nothing to search until you chat (`exo chat`)")
     with contextlib.closing(open_reader(home.sessions_db)) as conn:
         hits = SessionStore(conn).search(" ".join(args.query), limit=args.limit, session_id=args.session)
+    query = " ".join(args.query)
+    text = "\n".join(f"{h.session_id} #{h.message_id} {h.role}: {h.snippet}" for h in hits)
+    if not hits:
+        where = f" in session {args.session}" if args.session else ""
+        text = f"no messages match {query!r}{where}; try fewer or other words"
     return emit(
         args,
         [{"session": h.session_id, "message_id": h.message_id, "role": h.role, "snippet": h.snippet} for h in hits],
-        "\n".join(f"{h.session_id} #{h.message_id} {h.role}: {h.snippet}" for h in hits),
+        text,
     )

@@ -31,6 +31,22 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("--allow-host", action="append", default=[], help="extra Host name accepted on TCP")
     parser.add_argument("--keepalive", type=float, default=15.0, help=argparse.SUPPRESS)
     parser.add_argument(
+        "--tcp-max-connections", type=int, default=256, metavar="N", help="open TCP connections at most (all sources)"
+    )
+    parser.add_argument(
+        "--tcp-max-per-address", type=int, default=32, metavar="N", help="open TCP connections at most per source"
+    )
+    parser.add_argument(
+        "--tcp-header-timeout",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="close a TCP connection that sends no complete request within S seconds",
+    )
+    parser.add_argument(
+        "--tcp-body-timeout", type=float, default=30.0, metavar="S", help="a request body must arrive within S seconds"
+    )
+    parser.add_argument(
         "--durability",
         choices=("full", "normal"),
         default="full",
@@ -50,9 +66,10 @@ def _serve(args: argparse.Namespace) -> int:
     from exo_core.decisions.setup import DecisionSettings, ToolsetNarrowing, build_decider
     from exo_core.engine.core import CoreOptions
     from exo_core.engine.models import model_spec, resolve_model
-    from exo_core.ledger import LedgerRecorder, load_signing_key
+    from exo_core.ledger import HomeWitness, LedgerRecorder, load_signing_key
     from exo_core.retrieval.memory import open_store_memory
     from exo_core.server.daemon import DaemonSettings, run_daemon
+    from exo_core.server.limits import ConnectionLimits
     from exo_core.server.listeners import parse_hostport
     from exo_core.tools import builtin_tools
 
@@ -65,7 +82,8 @@ def _serve(args: argparse.Namespace) -> int:
     store = home.store_path(args.store)
     ledger = None  # turns are recorded in the person's store's ledger, when there is a store
     if (store / "STORE.toml").is_file():
-        ledger = LedgerRecorder.for_store(store, load_signing_key(home.keys_dir))
+        # The home's witness signs every head exod commits, so a rolled-back store fails verify.
+        ledger = LedgerRecorder.for_store(store, load_signing_key(home.keys_dir), witness=HomeWitness(home.root))
     else:
         logging.getLogger("exo_core.serve").warning(
             "no store at %s: turns are not recorded in a ledger; run `exo init` to create one", store
@@ -80,6 +98,7 @@ def _serve(args: argparse.Namespace) -> int:
         services=_learning_services(home, store, ledger) if ledger is not None else (),
         toolsets=toolsets,
         workspace=Path(args.workspace).resolve() if args.workspace else Path.cwd(),
+        stores=(store,),
         synchronous=args.durability.upper(),
         summarizer=resolve_summarizer(home, args.summarizer),
         recorder=recorder,
@@ -95,6 +114,12 @@ def _serve(args: argparse.Namespace) -> int:
         allowed_hosts=tuple(args.allow_host),
         keepalive=args.keepalive,
         store=store,
+        limits=ConnectionLimits(
+            max_total=args.tcp_max_connections,
+            max_per_address=args.tcp_max_per_address,
+            header_timeout=args.tcp_header_timeout,
+            body_timeout=args.tcp_body_timeout,
+        ),
     )
     try:
         asyncio.run(run_daemon(home, model, settings, options))

@@ -104,10 +104,15 @@ class LineChat:
             self._print(f"  ? {body.get('text')}")
             for n, option in enumerate(options, 1):
                 self._print(f"    {n}. {option}")
+            if body.get("expires_at"):
+                self._print(f"    (waits until {body['expires_at']})")
         elif kind == "turn.completed":
             reason = body.get("stop_reason")
             if reason != "end":
                 self._print(f"  [turn {reason}{': ' + str(body['error']) if body.get('error') else ''}]")
+            hint = body.get("hint")
+            if hint:
+                self._print(f"  ! {hint}")
             done = self._done.get(str(body.get("turn_id")))
             if done is not None:
                 done.set()

@@ -21,21 +21,16 @@ from exo_core.store import leaks
 
 __all__ = ["redact"]
 
-# Secrets by shape (private keys, provider keys, tokens, "password: x") are the
-# store's leak patterns, one list for the whole core; the placeholder names
-# each kind as it does here (api-key -> [secret:api_key]).
-_SHAPES = leaks.LEAK_PATTERNS
-# "password: x", "api_key=x", "token = 'x'"
-_ASSIGNED = re.compile(
-    r"(?i)\b((?:[a-z0-9_]*_)?(?:password|passwd|pwd|passphrase|secret|token|api[_\-]?key|apikey|access[_\-]?key"
-    r"|private[_\-]?key|client[_\-]?secret|auth[_\-]?token))(\s*[:=]\s*)(['\"]?)([^\s'\"]{3,})\3"
-)
+# Secrets by shape (private keys, provider keys, tokens, "password: x", credentials in URLs) are
+# the store's leak patterns, one list for the whole core; the placeholder names each kind as it
+# does here (api-key -> [secret:api_key]). "password = x" and "user:pw@" keep their name / user.
+_NAMED = (leaks.ASSIGNED_SECRET, leaks.URL_CREDENTIAL)
+_SHAPES = tuple((kind, pattern) for kind, pattern in leaks.LEAK_PATTERNS if pattern not in _NAMED)
 # "my password is x", "the api key was x", "PIN: 1234"
 _SPOKEN = re.compile(
     r"(?i)\b(password|passphrase|passcode|pin|secret|token|api key|access key|private key)"
     r"(\s+(?:is|was|=|:)\s+|\s*:\s*)(['\"]?)([^\s'\"]{3,})\3"
 )
-_URL_CREDENTIAL = re.compile(r"(?<=://)([^\s:/@]+):([^\s@/]+)(?=@)")
 # Long mixed strings that look random; pure hex (ids, checksums) is left alone.
 _OPAQUE = re.compile(
     r"(?<![A-Za-z0-9/_.\-])(?=[A-Za-z0-9+/_\-]*[0-9])(?=[A-Za-z0-9+/_\-]*[a-z])"
@@ -70,7 +65,7 @@ def redact(text: str) -> str:
     out = text
     for kind, pattern in _SHAPES:
         out = pattern.sub(f"[secret:{kind.replace('-', '_')}]", out)
-    for named in (_ASSIGNED, _SPOKEN):  # the word before the value names the kind; a placeholder stays as it is
+    for named in (leaks.ASSIGNED_SECRET, _SPOKEN):  # the word before the value names the kind
         out = named.sub(
             lambda m: (
                 m.group(0)
@@ -79,5 +74,5 @@ def redact(text: str) -> str:
             ),
             out,
         )
-    out = _URL_CREDENTIAL.sub(lambda m: f"{m.group(1)}:[secret:password]", out)
+    out = leaks.URL_CREDENTIAL.sub(lambda m: f"{m.group('user')}:[secret:password]", out)
     return _OPAQUE.sub("[secret:token]", out)

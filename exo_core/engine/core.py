@@ -18,6 +18,7 @@ from exo_core.agent.questions import AskPersonTool, QuestionBroker
 from exo_core.agent.loop import LoopDeps, LoopSettings
 from exo_core.agent.model import ModelTransport
 from exo_core.agent.recorder import NullRecorder, TurnRecorder
+from exo_core.agent.redaction import Redactor, SecretRedactor
 from exo_core.agent.runner import TurnRunner
 from exo_core.agent.seams import ContextEngine, Gate, MemoryProvider, NullMemory, ToolsetChooser
 from exo_core.clock import Clock, SystemClock
@@ -26,6 +27,7 @@ from exo_core.context.engine import SummaryTreeContext  # exo_core.engine.settin
 from exo_core.engine.dispatch import Engine
 from exo_core.engine.settings import RuntimeSettings
 from exo_core.gate import ConsequenceGate, Policy
+from exo_core.errors import ConfigError
 from exo_core.home import ExoHome
 from exo_core.hooks import HookRegistry
 from exo_core.plugins import PluginHost
@@ -67,6 +69,10 @@ class CoreOptions:
     services: tuple[Callable[["Core"], Any], ...] = ()
     # The toolset decision (exo_core.decisions); None offers every tool each turn.
     toolsets: ToolsetChooser | None = None
+    # Store folders the file tools may not touch the private files of (default: the home's store).
+    stores: tuple[Path, ...] = ()
+    # None: redact the leak shapes and this home's own secrets (seed, token) from tool results.
+    redactor: Redactor | None = None
 
 
 class Core:
@@ -87,10 +93,16 @@ class Core:
         self.hub = Hub(self.worker, clock=options.clock, ids=options.ids, queue_limit=options.queue_limit)
         self.store = SessionStore(self.worker, clock=options.clock, ids=options.ids)
         self.approvals = ApprovalBroker(self.hub, self.worker, self.store)
-        self.questions = QuestionBroker(self.hub, options.ids)
+        self.questions = QuestionBroker(self.hub, options.ids, clock=options.clock)
         if options.tools.get("ask_person") is None:
             options.tools.add(AskPersonTool(self.questions))
-        gate = options.gate or ConsequenceGate(Policy.load(home.root / "gate.toml"), workspace=options.workspace)
+        # The gate keeps the file tools away from this home's keys, token, sockets, policy and store ledgers.
+        gate = options.gate or ConsequenceGate(
+            Policy.load(home.root / "gate.toml"),
+            workspace=options.workspace,
+            exo_home=home.root,
+            stores=options.stores or (_default_store(home),),
+        )
         self.context: ContextEngine = options.context or SummaryTreeContext(
             worker=self.worker,
             store=self.store,
@@ -115,6 +127,7 @@ class Core:
             settings=options.settings,
             workspace=options.workspace,
             toolsets=options.toolsets,
+            redactor=options.redactor or SecretRedactor.for_home(home.root),
         )
         self.runner = TurnRunner(self.deps)
         self.engine = Engine(
@@ -151,3 +164,11 @@ class Core:
             await close()
         await self.hub.close()
         await self.worker.close()
+
+
+def _default_store(home: ExoHome) -> Path:
+    """The home's store folder; ``<home>/store`` when config.toml cannot say (exod reports that elsewhere)."""
+    try:
+        return home.store_path()
+    except ConfigError:
+        return home.root / "store"

@@ -2,7 +2,8 @@
 
 Shell commands are split into their simple commands (:mod:`exo_core.gate.shell`)
 and each is judged (:mod:`exo_core.gate.commands`); file tools are judged by
-whether their paths lie in the workspace; other tools by what their spec
+where their resolved paths land (:mod:`exo_core.gate.paths`: the workspace,
+outside it, a credentials file, or exod's own files); other tools by what their spec
 declares (``ToolSpec.effects``), then by their name (``send_email`` sends
 mail, ``post_*`` publishes, ``pay`` spends), then by their risk hint. The
 action's cell is the per-axis maximum over its parts.
@@ -17,15 +18,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from exo_core.gate.axes import AXES, Axes, Finding
-from exo_core.gate.commands import classify_command
-from exo_core.gate.commands import write_finding as classify_write
+from exo_core.gate.commands import classify_line
+from exo_core.gate.paths import place
 from exo_core.gate.scope import Scope
-from exo_core.gate.shell import parse_shell
 from exo_core.gate.vcs import finding
 
 __all__ = ["Classification", "classify", "SHELL_TOOLS"]
 
 SHELL_TOOLS = frozenset({"bash", "shell", "sh", "terminal", "run_command"})
+# File tools whose "path" is read (judged by exo_core.gate.paths), and the ones that change files.
+_FILE_READERS = frozenset({"read_file", "list_files", "grep", "glob"})
+_FILE_CHANGERS = {"write_file": "write", "edit_file": "edit", "delete_file": "delete"}
 _READ_TOOLS = {
     "read_file": "file.read",
     "search": "session.search",
@@ -82,6 +85,8 @@ class Classification:
     axes: Axes
     findings: tuple[Finding, ...]
     error: str = ""
+    # The resolved files a file tool may touch (the tool refuses any other); None for other tools.
+    targets: tuple[str, ...] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """As plain data (``exo gate check`` prints this)."""
@@ -106,73 +111,79 @@ def classify(
     """Place calling ``tool`` with ``arguments`` on the four axes. Pure; never raises for bad input."""
     scope = scope or Scope()
     error = ""
+    targets: list[str] | None = None
     if tool in SHELL_TOOLS:
         findings, error = _shell(arguments.get("command"), scope)
-    elif tool in ("write_file", "edit_file"):
-        findings = [_file(tool, arguments.get("path"), scope)]
+    elif tool in _FILE_CHANGERS or tool in _FILE_READERS and isinstance(arguments.get("path"), str):
+        targets = []
+        findings = [_file(_FILE_CHANGERS.get(tool, "read"), arguments.get("path"), scope, targets)]
     elif tool == "apply_patch":
-        findings = _patch(arguments.get("patch"), scope)
+        targets = []
+        findings = _patch(arguments.get("patch"), scope, targets)
     elif tool in _READ_TOOLS:
         findings = [finding(_READ_TOOLS[tool], tool)]
     else:
         findings = [_other(tool, arguments, risk, effects)]
     findings = findings or [finding("shell.read", "nothing to run")]
     cell = functools.reduce(Axes.worst, (f.axes for f in findings), Axes())
-    return Classification(tool, cell, tuple(findings), error)
+    return Classification(tool, cell, tuple(findings), error, None if targets is None else tuple(targets))
 
 
 def _shell(command: Any, scope: Scope) -> tuple[list[Finding], str]:
     if not isinstance(command, str) or not command.strip():
         return [finding("shell.read", "empty command")], ""
-    parsed = parse_shell(command)
-    if parsed.error:
-        return [
-            finding(
-                "shell.opaque",
-                "a command line the gate cannot read",
-                "irreversible",
-                reason=f"could not parse: {parsed.error}",
-            )
-        ], parsed.error
-    out = []
-    for cmd in parsed.commands:
-        text = " ".join(cmd.argv)
-        for f in classify_command(cmd, scope):
-            out.append(Finding(f.key, f.axes, f.summary, f.reason, f.destination, text[:200]))
-    return out, ""
+    return classify_line(command, scope)
 
 
-def _file(tool: str, path: Any, scope: Scope) -> Finding:
+# verb -> (key stem, reversibility inside the workspace, reversibility elsewhere)
+_FILE_VERBS = {
+    "read": ("file.read", "none", "none"),
+    "write": ("file.write", "reversible", "irreversible"),
+    "edit": ("file.edit", "reversible", "irreversible"),
+    "patch": ("file.write", "reversible", "irreversible"),
+    "delete": ("file.delete", "irreversible", "irreversible"),
+}
+
+
+def _file(verb: str, path: Any, scope: Scope, targets: list[str]) -> Finding:
+    """One file a tool reads, writes, edits or deletes, judged where it resolves (exo_core.gate.paths).
+
+    Outside the workspace a write replaces content nothing keeps a copy of
+    (irreversible: asked); a read outside is ``file.read.outside``, which the
+    default policy reserves (asked); exod's own files are ``file.protected``
+    (denied, whatever the policy says).
+    """
+    stem, inside_level, outside_level = _FILE_VERBS[verb]
     if not isinstance(path, str) or not path:
-        return finding("file.write", f"{tool} (no path)", "reversible")
-    f = classify_write(path, scope, "edit" if tool == "edit_file" else "write", overwrite=tool == "write_file")
-    return Finding(
-        f.key.replace("file.write", "file.edit") if tool == "edit_file" else f.key, f.axes, f.summary, f.reason
-    )
+        return finding(stem, f"{verb} a file (no path)", inside_level)
+    judged = place(path, scope, writing=verb != "read", follow=verb != "delete")
+    targets.append(str(judged.path))
+    shown = f"{path} -> {judged.path}" if judged.linked else path
+    if judged.place == "protected":
+        return finding("file.protected", f"{verb} exod's own file {shown}", outside_level, reason=judged.why)
+    if judged.place == "inside":
+        return finding(stem, f"{verb} {shown}", inside_level, reason=judged.why)
+    if judged.place == "sensitive":
+        return finding(f"{stem}.sensitive", f"{verb} a sensitive file {shown}", outside_level, reason=judged.why)
+    return finding(f"{stem}.outside", f"{verb} outside the workspace: {shown}", outside_level, reason=judged.why)
 
 
-def _patch(patch: Any, scope: Scope) -> list[Finding]:
+def _patch(patch: Any, scope: Scope, targets: list[str]) -> list[Finding]:
     if not isinstance(patch, str):
         return [finding("file.write", "apply a patch", "reversible")]
     out = []
     lines = patch.splitlines()
     for i, line in enumerate(lines):
-        if line.startswith("+++ "):
-            new = _patch_path(line[4:])
-            old = _patch_path(lines[i - 1][4:]) if i and lines[i - 1].startswith("--- ") else new
-            if new == "/dev/null":
-                f = classify_write(old, scope, "delete")
-                level = "recoverable" if f.key == "file.write" else "irreversible"
-                out.append(
-                    Finding(
-                        "file.delete" if f.key == "file.write" else "file.delete.outside",
-                        f.axes.at_least(reversibility=level),
-                        f"delete {old}",
-                        f.reason,
-                    )
-                )
-            else:
-                out.append(classify_write(new, scope, "patch"))
+        if not line.startswith("+++ "):
+            continue
+        new = _patch_path(line[4:])
+        old = _patch_path(lines[i - 1][4:]) if i and lines[i - 1].startswith("--- ") else new
+        if new == "/dev/null":
+            out.append(_file("delete", old, scope, targets))
+            continue
+        if old != "/dev/null":
+            out.append(_file("read", old, scope, targets))  # the old text is read: a patch can copy a file
+        out.append(_file("patch", new, scope, targets))
     return out or [finding("file.write", "apply a patch", "reversible")]
 
 

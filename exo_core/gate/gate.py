@@ -57,10 +57,18 @@ class ConsequenceGate:
     """The default gate: the person's policy under the operator floor; ``allow_always`` per run."""
 
     def __init__(
-        self, policy: Policy | None = None, *, workspace: Path | None = None, advisor: Advisor | None = None
+        self,
+        policy: Policy | None = None,
+        *,
+        workspace: Path | None = None,
+        advisor: Advisor | None = None,
+        exo_home: Path | None = None,
+        stores: tuple[Path, ...] = (),
     ) -> None:
         policy = policy or Policy()
-        self.policy = policy.with_workspace(workspace) if workspace is not None else policy
+        policy = policy.with_workspace(workspace) if workspace is not None else policy
+        # exod's own files (keys, token, sockets, policy, the stores' ledgers) are off limits to the file tools.
+        self.policy = policy.with_exo(exo_home, stores) if exo_home is not None or stores else policy
         self._advisor = advisor
         self._always: set[str] = set()
 
@@ -90,6 +98,7 @@ class ConsequenceGate:
             decision.rule_key,  # type: ignore[arg-type]
             axes=decision.classification.axes.as_dict(),
             keys=tuple(sorted({p.finding.key for p in decision.parts})),
+            targets=decision.classification.targets,
         )
 
     def allow_always(self, rule_key: str) -> None:

@@ -8,14 +8,18 @@ A :class:`Policy` holds
 * ``overrides``: outcomes for action keys (``git.push = "allow"``; a trailing
   ``.*`` matches a family), which may lower the matrix but not the floor;
 * ``reserved``: keys that always ask (by default ``file.delete``: a deletion in
-  the workspace is recoverable only when git kept a copy); ``denied``: keys
+  the workspace is recoverable only when git kept a copy; and reading a file
+  outside the workspace or one that holds credentials, ``file.read.outside``
+  and ``file.read.sensitive``: its text goes to the model); ``denied``: keys
   that are refused;
 * ``budget``: the largest ``amount`` a paid action may carry (above it: deny);
 * ``posting_denied``: destinations (remotes, hosts) where public writes are refused.
 
 Each part of an action is decided on its own, so an override for ``git.push``
 cannot hide an ``rm -rf`` in the same line; the action's outcome is the
-strictest part, raised to the operator floor. Policies are written as TOML
+strictest part, raised to the operator floor. ``file.protected`` (exod's own
+keys, token, sockets, policy and ledger: :mod:`exo_core.gate.paths`) is refused
+whatever the policy says. Policies are written as TOML
 (``$EXO_HOME/gate.toml``; see ``docs/gate.md``) and validated strictly.
 """
 
@@ -34,7 +38,7 @@ from exo_core.gate.classify import Classification
 from exo_core.gate.floor import apply_floor, floor_for
 from exo_core.gate.scope import Scope
 
-__all__ = ["Policy", "PartDecision", "Decision", "decide", "DEFAULT_MATRIX"]
+__all__ = ["Policy", "PartDecision", "Decision", "decide", "DEFAULT_MATRIX", "DEFAULT_RESERVED", "ALWAYS_DENIED"]
 
 DEFAULT_MATRIX: Mapping[tuple[str, str], str] = {
     ("none", "private"): "allow",
@@ -50,7 +54,9 @@ DEFAULT_MATRIX: Mapping[tuple[str, str], str] = {
     ("irreversible", "leaves"): "ask",
     ("irreversible", "public"): "ask",
 }
-DEFAULT_RESERVED: frozenset[str] = frozenset({"file.delete"})
+DEFAULT_RESERVED: frozenset[str] = frozenset({"file.delete", "file.read.outside", "file.read.sensitive"})
+# Refused under every policy, override and answer: the agent never reads exod's secrets or rewrites its own rules.
+ALWAYS_DENIED: frozenset[str] = frozenset({"file.protected"})
 _TOP_KEYS = {"matrix", "paid", "third_party", "scopes", "overrides", "reserved", "denied", "budget", "posting"}
 
 
@@ -115,6 +121,10 @@ class Policy:
     def with_workspace(self, workspace: Path) -> "Policy":
         """This policy with ``workspace`` added to its scope."""
         return dataclasses.replace(self, scope=self.scope.with_workspace(workspace))
+
+    def with_exo(self, home: Path | None, stores: tuple[Path, ...] = ()) -> "Policy":
+        """This policy guarding the Exo home and the stores from the file tools (exo_core.gate.paths)."""
+        return dataclasses.replace(self, scope=self.scope.with_exo(home, stores))
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +197,8 @@ def decide(
 
 def _part(f: Finding, policy: Policy, amount: float | None) -> PartDecision:
     a = f.axes
+    if f.key in ALWAYS_DENIED:
+        return PartDecision(f, "deny", (f"{f.reason or f.key}: never allowed (docs/security.md)",))
     if _entry(f.key, policy.denied) is not None:
         return PartDecision(f, "deny", (f"{f.key} is denied by policy",))
     outcome = policy.matrix.get((a.reversibility, a.exposure), "ask")

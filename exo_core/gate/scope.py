@@ -9,6 +9,7 @@ remote and shared, because guessing "safe" is the failure that hurts.
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import os
 from collections.abc import Mapping
@@ -32,6 +33,9 @@ class Scope:
     workspace: tuple[Path, ...] = ()
     local_hosts: frozenset[str] = frozenset()
     private_remotes: frozenset[str] = frozenset()
+    # exod's own files, which the file tools may not touch (exo_core.gate.paths): the Exo home and the stores.
+    exo_home: Path | None = None
+    stores: tuple[Path, ...] = ()
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], *, workspace: Path | None = None) -> "Scope":
@@ -49,7 +53,15 @@ class Scope:
 
     def with_workspace(self, workspace: Path) -> "Scope":
         """This scope with ``workspace`` as its first root."""
-        return Scope((_real(workspace), *self.workspace), self.local_hosts, self.private_remotes)
+        return dataclasses.replace(self, workspace=(_real(workspace), *self.workspace))
+
+    def with_exo(self, home: Path | None, stores: tuple[Path, ...] = ()) -> "Scope":
+        """This scope guarding the Exo home ``home`` and the store folders ``stores`` (for file paths)."""
+        return dataclasses.replace(
+            self,
+            exo_home=_real(Path(home).expanduser()) if home is not None else None,
+            stores=tuple(_real(Path(s).expanduser()) for s in stores),
+        )
 
     def resolve(self, raw: str, cwd: Path | None = None) -> Path:
         """``raw`` as an absolute, normalized path (relative to ``cwd`` or the workspace)."""

@@ -10,6 +10,7 @@ public API, one concept per module:
 * :mod:`.ledger`    — :class:`Ledger`: open, append, read;
 * :mod:`.checkpoint`— signed checkpoints and the machine's checkpoint book;
 * :mod:`.verify`    — ``verify()``: every id, link, chain hash and signature;
+* :mod:`.trust`     — the trust anchor outside the store: pinned owner, enrolled keys;
 * :mod:`.sync`      — syncing two copies; forks kept as explicit segments;
 * :mod:`.views`     — rebuildable views and their registry;
 * :mod:`.recorder`  — :class:`LedgerRecorder`, the agent loop's TurnRecorder.
@@ -18,11 +19,18 @@ See ``docs/ledger.md`` for the formats and the sync/fork model.
 """
 
 from exo_core.ledger.canonical import canonical_json, parse_canonical, sha256_hex
-from exo_core.ledger.checkpoint import Checkpoint, CheckpointBook, make_checkpoint, record_checkpoint
+from exo_core.ledger.checkpoint import (
+    Checkpoint,
+    CheckpointBook,
+    HomeWitness,
+    SeenHead,
+    make_checkpoint,
+    record_checkpoint,
+)
 from exo_core.ledger.entry import NewEntry, StoredEntry, chain_hash, genesis_hash
 from exo_core.ledger.keys import Signer, create_signing_key, ensure_signing_key, is_key_id, key_id_of, load_signing_key
 from exo_core.ledger.kinds import KINDS, VERDICTS
-from exo_core.ledger.ledger import LEDGER_FILE_NAME, Head, Ledger, Segment
+from exo_core.ledger.ledger import LEDGER_FILE_NAME, Head, HeadWitness, Ledger, Segment
 from exo_core.ledger.recorder import LedgerRecorder
 from exo_core.ledger.sync import (
     Fork,
@@ -34,6 +42,7 @@ from exo_core.ledger.sync import (
     snapshot_ledger,
     sync_ledgers,
 )
+from exo_core.ledger.trust import Anchor, MachineTrust, TrustStore, enrolled_keys, trusted_keys
 from exo_core.ledger.verify import Problem, VerifyReport, verify_ledger
 from exo_core.ledger.views import DEFAULT_VIEWS, ViewBuilder, ViewRegistry, rebuild_views, render_views, views_dir
 
@@ -61,6 +70,14 @@ __all__ = [
     "CheckpointBook",
     "make_checkpoint",
     "record_checkpoint",
+    "HomeWitness",
+    "SeenHead",
+    "HeadWitness",
+    "Anchor",
+    "TrustStore",
+    "MachineTrust",
+    "enrolled_keys",
+    "trusted_keys",
     "Problem",
     "VerifyReport",
     "verify_ledger",

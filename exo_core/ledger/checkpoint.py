@@ -15,12 +15,20 @@ Statement bytes (canonical JSON)::
 signature = Ed25519(signer, b"exo-ledger/1 checkpoint\\n" + statement).
 ``size`` is a *height* (the length of the path from genesis to ``head``), so a
 checkpoint stays checkable after sync moves that history into a fork segment.
+
+Seen heads. Besides checkpoints, the book keeps one signed checkpoint per
+ledger *file* (its resolved path): the highest main-chain head this machine
+committed there. :class:`HomeWitness` writes it after every committed append
+batch, so ``verify`` catches a copy that lost even the entries written after
+the last checkpoint, an emptied ledger, or an older copy put in its place
+(the log only grows; docs/ledger.md §6).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +50,8 @@ __all__ = [
     "CheckpointBook",
     "BOOK_FILE_NAME",
     "checkpoint_from_canonical",
+    "SeenHead",
+    "HomeWitness",
 ]
 
 BOOK_FILE_NAME = "ledger-checkpoints.sqlite"
@@ -145,6 +155,14 @@ def record_checkpoint(ledger: Ledger, *, book: "CheckpointBook | None" = None) -
     return entry, checkpoint
 
 
+@dataclass(frozen=True, slots=True)
+class SeenHead:
+    """The highest head this machine committed to the ledger file at ``path``."""
+
+    path: str
+    checkpoint: Checkpoint
+
+
 class CheckpointBook(Guarded):
     """A machine's record of every checkpoint it made or accepted, per ledger.
 
@@ -159,6 +177,10 @@ class CheckpointBook(Guarded):
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS checkpoints (ledger TEXT NOT NULL, size INTEGER NOT NULL, "
                 "head TEXT NOT NULL, doc TEXT NOT NULL, UNIQUE (ledger, size, head, doc))"
+            )
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS heads (path TEXT PRIMARY KEY, ledger TEXT NOT NULL, "
+                "size INTEGER NOT NULL, doc TEXT NOT NULL)"
             )
 
     @classmethod
@@ -184,6 +206,78 @@ class CheckpointBook(Guarded):
             return [Checkpoint.from_json(json.loads(doc)) for (doc,) in rows]
         except ValueError as exc:
             raise CorruptDataError(f"checkpoint book {self.path} holds a bad row: {exc}") from exc
+
+    def record_head(self, path: str | Path, checkpoint: Checkpoint) -> None:
+        """Keep ``checkpoint`` as the head seen at ``path`` if it is higher than the one kept.
+
+        Only ever moves up, and never to another ledger: a file whose ledger id
+        changed keeps the old record, so ``verify`` reports the swap.
+        """
+        if not checkpoint.signature_ok():
+            raise CorruptDataError(f"head of {checkpoint.ledger_id} has a bad signature; not kept")
+        doc = json.dumps(checkpoint.to_json(), sort_keys=True)
+        with self.write_txn() as conn:
+            conn.execute(
+                "INSERT INTO heads(path, ledger, size, doc) VALUES (?, ?, ?, ?) ON CONFLICT(path) DO UPDATE "
+                "SET size = excluded.size, doc = excluded.doc "
+                "WHERE heads.ledger = excluded.ledger AND excluded.size > heads.size",
+                (_key(path), checkpoint.ledger_id, checkpoint.size, doc),
+            )
+
+    def seen_head(self, path: str | Path) -> SeenHead | None:
+        """The head this machine last committed at ``path`` (None if it never wrote there)."""
+        rows = self.query("SELECT doc FROM heads WHERE path=?", (_key(path),))
+        if not rows:
+            return None
+        try:
+            return SeenHead(_key(path), Checkpoint.from_json(json.loads(rows[0][0])))
+        except ValueError as exc:
+            raise CorruptDataError(f"checkpoint book {self.path} holds a bad head row: {exc}") from exc
+
+    def forget_head(self, path: str | Path) -> None:
+        """Drop the head kept for ``path`` (a new store was deliberately made there)."""
+        with self.write_txn() as conn:
+            conn.execute("DELETE FROM heads WHERE path=?", (_key(path),))
+
+
+def _key(path: str | Path) -> str:
+    return str(Path(path).resolve())
+
+
+class HomeWitness:
+    """The :class:`~exo_core.ledger.ledger.HeadWitness` of an Exo home.
+
+    Signs each committed head with the ledger's signer and keeps it in the
+    home's book (``<home>/ledger-checkpoints.sqlite``). The book is opened on
+    the first record and kept open (one connection; several processes share
+    the file through SQLite's locks) until :meth:`close`.
+    """
+
+    __slots__ = ("book_path", "_book", "_lock")
+
+    def __init__(self, home_root: str | Path) -> None:
+        self.book_path = Path(home_root) / BOOK_FILE_NAME
+        self._book: CheckpointBook | None = None
+        self._lock = threading.Lock()
+
+    def saw(self, ledger: Ledger) -> None:
+        """Sign and keep ``ledger``'s main-chain head as seen at its path."""
+        signer = ledger.signer
+        if signer is None:
+            return
+        checkpoint = make_checkpoint(ledger, signer)
+        with self._lock:
+            if self._book is None:
+                self._book = CheckpointBook(self.book_path)
+            book = self._book
+        book.record_head(ledger.path, checkpoint)
+
+    def close(self) -> None:
+        """Close the book if it was opened (idempotent; a later :meth:`saw` opens it again)."""
+        with self._lock:
+            if self._book is not None:
+                self._book.close()
+                self._book = None
 
 
 def checkpoint_from_canonical(data: bytes) -> Checkpoint:

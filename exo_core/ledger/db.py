@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from exo_core.errors import ClosedResourceError, CorruptDataError, StorageError
+from exo_core.private_files import private_file
 
 __all__ = ["connect", "create_schema", "Guarded", "TRIGGER_NAMES", "BUSY_TIMEOUT_MS", "SCHEMA_VERSION"]
 
@@ -84,6 +85,9 @@ def connect(path: Path, *, create: bool, what: str = "ledger") -> sqlite3.Connec
     empty). Autocommit mode: every transaction is an explicit BEGIN.
     """
     uri = f"file:{path}?mode={'rwc' if create else 'rw'}"
+    if create:
+        # 0600 before SQLite sees it: its -journal file takes the database's mode (docs/security.md, "Private files").
+        private_file(path)
     try:
         # check_same_thread=False: Guarded serialises use with its own lock. The timeout is SQLite's busy timeout.
         conn = sqlite3.connect(
@@ -195,3 +199,7 @@ class Guarded:
                     with contextlib.suppress(sqlite3.Error):
                         conn.execute("ROLLBACK")
                     raise StorageError(f"cannot commit to {self.what} {self.path}: {err}") from err
+                self.committed()
+
+    def committed(self) -> None:
+        """Called after each outermost commit, still under the lock; subclasses record what they must."""

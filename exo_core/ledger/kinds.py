@@ -27,6 +27,9 @@ decision       a decision model's record: hashes, labels and numbers only
                whitespace).
 checkpoint     a signed checkpoint of the ledger state before this entry:
                ``size``, ``head``.
+enrol          the owner enrols another machine's signing key: ``key`` (a
+               key id). Counts only when the author is the owner key the
+               verifying machine pinned (docs/ledger.md §4).
 =============  ==========================================================
 """
 
@@ -116,6 +119,13 @@ def _checkpoint(body: Mapping[str, Any], refs: tuple[str, ...]) -> None:
         raise BadBodyError("checkpoint body needs 'head': a 64-hex chain hash", field="body.head")
 
 
+def _enrol(body: Mapping[str, Any], refs: tuple[str, ...]) -> None:
+    from exo_core.ledger.keys import is_key_id  # keys imports nacl; kinds stays light
+
+    if not is_key_id(body.get("key")):
+        raise BadBodyError("enrol body needs 'key': a key id ('ed25519:' + 64 hex digits)", field="body.key")
+
+
 KINDS: Mapping[str, Callable[[Mapping[str, Any], tuple[str, ...]], None]] = {
     "utterance": _needs("utterance", "text"),
     "rule": _needs("rule", "text"),
@@ -130,6 +140,7 @@ KINDS: Mapping[str, Callable[[Mapping[str, Any], tuple[str, ...]], None]] = {
     "retrieval": _retrieval,
     "decision": _decision,
     "checkpoint": _checkpoint,
+    "enrol": _enrol,
 }
 
 

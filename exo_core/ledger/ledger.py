@@ -12,15 +12,16 @@ exist only after :mod:`.sync` imported a fork from another copy.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import sqlite3
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from exo_core.errors import BadBodyError, ConflictError, CorruptDataError, NotFoundError, UsageError
+from exo_core.errors import BadBodyError, ConflictError, CorruptDataError, NotFoundError, StorageError, UsageError
 from exo_core.ledger.canonical import normalize_json
 from exo_core.ledger.db import Guarded, connect, create_schema
 from exo_core.ledger.entry import (
@@ -38,7 +39,9 @@ from exo_core.ledger.keys import Signer
 if TYPE_CHECKING:
     from exo_core.ledger.verify import VerifyReport
 
-__all__ = ["Ledger", "Head", "Segment", "LEDGER_FILE_NAME", "insert_entry"]
+__all__ = ["Ledger", "Head", "Segment", "HeadWitness", "LEDGER_FILE_NAME", "insert_entry"]
+
+_log = logging.getLogger(__name__)
 
 LEDGER_FILE_NAME = "ledger.sqlite"
 _PAGE = 512  # rows per read; bounds memory and lock hold time while iterating
@@ -64,6 +67,22 @@ class Segment:
     ts: int
     head: Head
     count: int
+
+
+class HeadWitness(Protocol):
+    """Keeps a signed record of each main-chain head a writer committed (outside the store).
+
+    The Exo home's :class:`~exo_core.ledger.checkpoint.HomeWitness` is the real one: with it,
+    ``verify`` fails a copy that lost entries this machine wrote, even after the last checkpoint.
+    """
+
+    def saw(self, ledger: "Ledger") -> None:
+        """Record ``ledger``'s current main-chain head (called after a commit, under its lock)."""
+        ...
+
+    def close(self) -> None:
+        """Release what the witness holds open; a later :meth:`saw` may open it again."""
+        ...
 
 
 def insert_entry(conn: sqlite3.Connection, seg: int, pos: int, entry: StoredEntry) -> int:
@@ -107,8 +126,10 @@ class Ledger(Guarded):
         signer: Signer | None,
         scope: str,
         clock: Callable[[], float],
+        witness: HeadWitness | None = None,
     ) -> None:
         super().__init__(conn, path)
+        self.witness = witness
         self.ledger_id = ledger_id
         self.genesis = genesis_hash(ledger_id)
         self.signer = signer
@@ -126,13 +147,14 @@ class Ledger(Guarded):
         ledger_id: str | None = None,
         scope: str = "person",
         clock: Callable[[], float] = time.time,
+        witness: HeadWitness | None = None,
     ) -> "Ledger":
         """Open (``create=True``: create if missing) the ledger file at ``path``.
 
         ``ledger_id`` names a new ledger (default: a random UUID); for an existing
         file it must match or :class:`ConflictError` is raised. ``clock`` gives
         epoch seconds for entry timestamps; ``scope`` is the default scope of
-        appends.
+        appends. ``witness`` records each committed head (needs a ``signer``).
         """
         path = Path(path)
         if not create and not path.exists():
@@ -145,7 +167,7 @@ class Ledger(Guarded):
         except BaseException:
             conn.close()
             raise
-        return cls(conn, path, stored, signer=signer, scope=scope, clock=clock)
+        return cls(conn, path, stored, signer=signer, scope=scope, clock=clock, witness=witness)
 
     @classmethod
     def open_store(cls, store_dir: str | Path, **kwargs: Any) -> "Ledger":
@@ -186,6 +208,23 @@ class Ledger(Guarded):
             return bytes(row[0]).decode("utf-8")
         except (TypeError, UnicodeDecodeError) as exc:
             raise CorruptDataError("ledger id in meta is not UTF-8 text") from exc
+
+    def committed(self) -> None:
+        """After every committed write (appends, imports): let the witness sign the new head."""
+        if self.witness is None or self.signer is None:
+            return
+        try:
+            self.witness.saw(self)
+        except StorageError as exc:
+            # The entries are committed; a missing head record only weakens rollback detection
+            # until the next write records a newer head, so the append is not failed for it.
+            _log.warning("ledger %s: could not record the head this machine wrote: %s", self.path, exc.message)
+
+    def close(self) -> None:
+        """Close the connection and the witness's book (idempotent)."""
+        super().close()
+        if self.witness is not None:
+            self.witness.close()
 
     def __enter__(self) -> "Ledger":
         return self

@@ -24,13 +24,13 @@ from typing import Any
 from exo_core.errors import BadBodyError
 from exo_core.ledger.keys import Signer
 from exo_core.ledger.kinds import validate_kind
-from exo_core.ledger.ledger import Ledger
+from exo_core.ledger.ledger import HeadWitness, Ledger
 
 __all__ = ["LedgerRecorder"]
 
-# Checkpoints are the ledger's own bookkeeping, written by export and sync;
-# a turn never writes one.
-_TURN_KINDS_REFUSED = frozenset({"checkpoint"})
+# Checkpoints are the ledger's own bookkeeping, written by export and sync, and an
+# enrolment is the owner's deliberate act ('exo store enrol'); a turn never writes either.
+_TURN_KINDS_REFUSED = frozenset({"checkpoint", "enrol"})
 
 
 class LedgerRecorder:
@@ -47,10 +47,20 @@ class LedgerRecorder:
 
     @classmethod
     def for_store(
-        cls, store_dir: str | Path, signer: Signer, *, scope: str = "person", clock: Callable[[], float] = time.time
+        cls,
+        store_dir: str | Path,
+        signer: Signer,
+        *,
+        scope: str = "person",
+        clock: Callable[[], float] = time.time,
+        witness: HeadWitness | None = None,
     ) -> "LedgerRecorder":
-        """Open (creating if needed) ``<store_dir>/ledger.sqlite`` for recording as ``scope``."""
-        ledger = Ledger.open_store(store_dir, signer=signer, create=True, scope=scope, clock=clock)
+        """Open (creating if needed) ``<store_dir>/ledger.sqlite`` for recording as ``scope``.
+
+        ``witness`` (the Exo home's :class:`~exo_core.ledger.checkpoint.HomeWitness`) keeps a
+        signed record of each head this machine wrote, so a later rollback of the file is caught.
+        """
+        ledger = Ledger.open_store(store_dir, signer=signer, create=True, scope=scope, clock=clock, witness=witness)
         return cls(ledger, scope=scope, owns=True)
 
     def record(self, kind: str, body: Mapping[str, Any], *, refs: tuple[str, ...] = ()) -> str | None:

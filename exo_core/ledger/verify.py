@@ -74,6 +74,7 @@ def verify_ledger(
     *,
     pins: Collection[str] | None = None,
     checkpoints: Iterable[Checkpoint] = (),
+    seen_heads: Iterable[Checkpoint] = (),
     max_problems: int = 50,
     deep: bool = False,
 ) -> VerifyReport:
@@ -81,7 +82,9 @@ def verify_ledger(
 
     ``pins``: the only key ids trusted as authors and checkpoint signers
     (None: any valid signature is accepted). ``checkpoints``: heads this
-    machine saw before. ``deep`` adds ``PRAGMA integrity_check``. Stops
+    machine saw before; ``seen_heads``: heads this machine itself committed to
+    this very file (its :class:`~exo_core.ledger.checkpoint.HomeWitness` record),
+    reported as a rollback in plainer words. ``deep`` adds ``PRAGMA integrity_check``. Stops
     collecting after ``max_problems``; never raises for a bad ledger, only
     for one it cannot read at all (:class:`StorageError`).
     """
@@ -182,4 +185,21 @@ def verify_ledger(
             bad(f"{label} is signed by a key that is not pinned")
         elif not holds(cp.size, cp.head):
             bad(f"{label} is not in this ledger: its tail was dropped or it was rolled back to an older copy")
+    for seen in seen_heads:
+        if len(problems) >= max_problems:
+            break
+        if seen.ledger_id != ledger.ledger_id:
+            bad(
+                f"this file held ledger {seen.ledger_id} when this machine last wrote it (height {seen.size}); "
+                f"it now holds ledger {ledger.ledger_id}: the ledger was replaced"
+            )
+        elif not seen.signature_ok():
+            bad(f"the head this machine recorded for this file (height {seen.size}) has a bad signature")
+        elif not holds(seen.size, seen.head):
+            bad(
+                f"this machine wrote this ledger up to height {seen.size} (head {seen.head[:16]}…), "
+                f"which it no longer holds (main height now {ledger.head(0).size}): its tail was dropped or it "
+                "was rolled back to an older copy. A ledger only grows; put the newer copy back, or sync the "
+                "older one with it ('exo store sync') if both were used"
+            )
     return VerifyReport(ledger.ledger_id, count, len(bases), tuple(problems))

@@ -9,14 +9,14 @@ through as plain envelopes and unknown body fields are dropped.
 from __future__ import annotations
 
 import dataclasses
-import json
 import types
 import typing
 from typing import Any, Literal, Union
 
-from exo_core.errors import BadBodyError, MalformedMessageError, PayloadTooLargeError, UnknownCommandError
+from exo_core.errors import BadBodyError, MalformedMessageError, UnknownCommandError
 from exo_core.protocol.envelopes import Command, Event
 from exo_core.protocol.registry import COMMANDS, EVENTS
+from exo_core.protocol.safejson import MAX_BODY_BYTES, MAX_DEPTH, json_kind, parse_json_object
 
 __all__ = [
     "MAX_BODY_BYTES",
@@ -29,8 +29,6 @@ __all__ = [
     "body_to_wire",
 ]
 
-MAX_BODY_BYTES = 8 * 1024 * 1024
-MAX_DEPTH = 64
 # Scalar field types: the JSON values each accepts (a boolean is never a number) and how an error names it.
 _SCALARS: dict[Any, tuple[tuple[type, ...], str]] = {
     bool: ((bool,), "true or false"),
@@ -38,29 +36,6 @@ _SCALARS: dict[Any, tuple[tuple[type, ...], str]] = {
     float: ((int, float), "a number"),
     str: ((str,), "a string"),
 }
-
-
-def parse_json_object(data: bytes | str, *, what: str = "message") -> dict[str, Any]:
-    """Parse ``data`` as one JSON object, refusing oversize, bad UTF-8, bad JSON and deep nesting."""
-    if len(data) > MAX_BODY_BYTES:
-        raise PayloadTooLargeError(f"{what} is {len(data)} bytes; the limit is {MAX_BODY_BYTES}")
-    try:
-        text = data.decode("utf-8") if isinstance(data, bytes) else data
-    except UnicodeDecodeError as exc:
-        raise MalformedMessageError(f"{what} is not valid UTF-8 (byte {exc.start})") from exc
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise MalformedMessageError(
-            f"{what} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-        ) from exc
-    except RecursionError as exc:
-        raise MalformedMessageError(f"{what} is nested too deeply") from exc
-    if not isinstance(value, dict):
-        raise MalformedMessageError(f"{what} must be a JSON object, not {_json_type(value)}")
-    if _depth(value) > MAX_DEPTH:
-        raise MalformedMessageError(f"{what} is nested deeper than {MAX_DEPTH} levels")
-    return value
 
 
 def decode_command(data: bytes | str | dict[str, Any]) -> tuple[Command, Any]:
@@ -82,7 +57,7 @@ def decode_command(data: bytes | str | dict[str, Any]) -> tuple[Command, Any]:
         )
     body = {} if raw.get("body") is None else raw["body"]
     if not isinstance(body, dict):
-        raise BadBodyError(f"command body must be a JSON object, not {_json_type(body)}", field="body")
+        raise BadBodyError(f"command body must be a JSON object, not {json_kind(body)}", field="body")
     return Command(id=command_id, type=ctype, body=body), decode_body(body_cls, body)
 
 
@@ -167,41 +142,18 @@ def _convert(value: Any, hint: Any, where: str, strict: bool) -> Any:
         return value
     if origin is list:
         if not isinstance(value, list):
-            raise BadBodyError(f"field {where!r} must be a list, not {_json_type(value)}", field=where)
+            raise BadBodyError(f"field {where!r} must be a list, not {json_kind(value)}", field=where)
         (item,) = typing.get_args(hint) or (Any,)
         return [_convert(v, item, f"{where}[{i}]", strict) for i, v in enumerate(value)]
     if origin is dict or dataclasses.is_dataclass(hint):
         if not isinstance(value, dict):
-            raise BadBodyError(f"field {where!r} must be an object, not {_json_type(value)}", field=where)
+            raise BadBodyError(f"field {where!r} must be an object, not {json_kind(value)}", field=where)
         return value if origin is dict else decode_body(hint, value, strict=strict, path=where + ".")
     if hint not in _SCALARS:
         raise BadBodyError(f"field {where!r} has an unsupported type", field=where)
     accepted, wanted = _SCALARS[hint]
     if not isinstance(value, accepted) or isinstance(value, bool) and hint is not bool:
-        raise BadBodyError(f"field {where!r} must be {wanted}, not {_json_type(value)}", field=where)
+        raise BadBodyError(f"field {where!r} must be {wanted}, not {json_kind(value)}", field=where)
     if hint is int and abs(value) > 2**53:
         raise BadBodyError(f"field {where!r} is out of range", field=where)
     return float(value) if hint is float else value
-
-
-def _json_type(value: Any) -> str:
-    kinds = (
-        (type(None), "null"),
-        (bool, "a boolean"),
-        ((int, float), "a number"),
-        (str, "a string"),
-        (list, "an array"),
-    )
-    return next((name for accepted, name in kinds if isinstance(value, accepted)), "an object")
-
-
-def _depth(value: Any) -> int:
-    """Nesting depth, iteratively (deep input must not exhaust the stack)."""
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        deepest = max(deepest, depth)
-        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
-        stack.extend((v, depth + 1) for v in children)
-    return deepest

@@ -81,6 +81,8 @@ class TurnCompleted:
     stop_reason: str
     usage: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    # For the person: what happened and what to do, when the answer does not say it (exo_core.agent.outcome).
+    hint: str | None = None
 
 
 @EVENTS.register("tool.started")
@@ -157,6 +159,8 @@ class QuestionAsked:
     text: str
     options: list[str] = field(default_factory=list)
     allow_text: bool = False
+    # When the asking turn stops waiting (ISO-8601 UTC); clients show it, None when it waits for ever.
+    expires_at: str | None = None
 
 
 @EVENTS.register("question.answered")

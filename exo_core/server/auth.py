@@ -77,7 +77,8 @@ class HostPolicy:
         """Raise :class:`AccessDeniedError` for a foreign Host or Origin."""
         if not host_header or host_header.lower() not in self._hosts:
             raise AccessDeniedError(
-                f"Host {host_header!r} does not name this server; add it to allowed_hosts in config.toml"
+                f"Host {host_header!r} does not name this server; to accept it, restart exod with "
+                f"`exo serve --allow-host NAME` (NAME without the port)"
             )
         if origin_header is not None and origin_header.lower() not in self._origins:
             raise AccessDeniedError(f"Origin {origin_header!r} is not this server's page")

@@ -30,7 +30,15 @@ from exo_core.home import ExoHome
 from exo_core.learning.service import ReviewService
 from exo_core.server.auth import HostPolicy, load_or_create_token
 from exo_core.server.http import HttpSettings, build_app
+from exo_core.server.limits import (
+    TCP_BACKLOG,
+    ConnectionGate,
+    ConnectionLimits,
+    raise_fd_limit,
+    tcp_connection_cap,
+)
 from exo_core.server.listeners import bind_tcp, bind_unix
+from exo_core.server.quietlog import QuietFilter
 from exo_core.server.stdio import serve_stdio
 from exo_core.store.atomic import atomic_write_text
 from exo_core.store.onboard import Onboarding
@@ -53,6 +61,7 @@ class DaemonSettings:
     allowed_hosts: tuple[str, ...] = ()
     keepalive: float = 15.0
     store: Path | None = None
+    limits: ConnectionLimits = ConnectionLimits()
 
 
 async def run_daemon(
@@ -70,6 +79,8 @@ async def run_daemon(
         loop.add_signal_handler(sig, stop.set)
     runners: list[web.AppRunner] = []
     bound_unix = False
+    fd_limit = raise_fd_limit()
+    _quiet_library_logs()
     from exo_core.web import PairingCodes, TasteRows, WebAuth, tcp_routes, unix_routes
 
     codes = PairingCodes()
@@ -92,13 +103,25 @@ async def run_daemon(
                 names = _lan_names() if host in ("0.0.0.0", "::", "") else ()
                 policy = HostPolicy(host, bound_port, extra_names=(*settings.allowed_hosts, *names))
                 auth = WebAuth(token, bound_port)
+                limits = settings.limits
+                gate = ConnectionGate(limits, total_cap=tcp_connection_cap(limits, fd_limit))
+                http_settings = HttpSettings(
+                    token=token, host_policy=policy, keepalive=settings.keepalive, web=auth, limits=limits, gate=gate
+                )
                 app = build_app(
                     core.engine,
                     core.hub,
-                    HttpSettings(token=token, host_policy=policy, keepalive=settings.keepalive, web=auth),
-                    extra_routes=(tcp_routes(auth, codes, token, store_root),),
+                    http_settings,
+                    extra_routes=(tcp_routes(auth, codes, token, store_root, limits=limits),),
                 )
-                runners.append(await _start(app, sock))
+                runners.append(await _start(app, sock, gate=gate))
+                log.info(
+                    "TCP limits: %d connections (%d per address), %.0f s to send a request, open-file limit %d",
+                    gate.total_cap,
+                    limits.max_per_address,
+                    limits.header_timeout,
+                    fd_limit,
+                )
                 home.run_dir.mkdir(parents=True, exist_ok=True)
                 atomic_write_text(home.run_dir / "tcp.port", f"{bound_port}\n")
                 log.info("exod listening on %s:%d", host, bound_port)
@@ -166,8 +189,48 @@ def _announce(addresses: tuple[str, ...], codes: "PairingCodes", *, to: TextIO) 
     print("\n".join(lines), file=to, flush=True)
 
 
-async def _start(app: web.Application, sock: object) -> web.AppRunner:
-    runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=5.0)
+def _quiet_library_logs() -> None:
+    """Put asyncio's and aiohttp's per-connection error reports through a QuietLog (docs/security.md).
+
+    Both log once per failing connection or accept (``EMFILE`` tracebacks, "Error
+    handling request" for every malformed request), so a peer could fill the disk.
+    """
+    for name in ("asyncio", "aiohttp.server", "aiohttp.web"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, QuietFilter) for f in logger.filters):
+            logger.addFilter(QuietFilter())
+
+
+async def _start(app: web.Application, sock: socket.socket, *, gate: ConnectionGate | None = None) -> web.AppRunner:
+    if gate is None:
+        runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=5.0)
+        await runner.setup()
+        await web.SockSite(runner, sock).start()
+        return runner
+    # TCP: aiohttp's own keep-alive close matches the gate's idle timeout (its default is an hour).
+    runner = web.AppRunner(
+        app,
+        handle_signals=False,
+        access_log=None,
+        shutdown_timeout=5.0,
+        keepalive_timeout=gate.limits.header_timeout,
+    )
     await runner.setup()
-    await web.SockSite(runner, sock).start()  # type: ignore[arg-type]
+    await _GatedSite(runner, sock, gate).start()
     return runner
+
+
+class _GatedSite(web.SockSite):
+    """A socket site whose every connection passes the :class:`ConnectionGate` first."""
+
+    def __init__(self, runner: web.AppRunner, sock: socket.socket, gate: ConnectionGate) -> None:
+        super().__init__(runner, sock, shutdown_timeout=5.0, backlog=TCP_BACKLOG)
+        self._gate = gate
+
+    async def start(self) -> None:
+        await web.BaseSite.start(self)  # registers the site with its runner (stopped by runner.cleanup)
+        server = self._runner.server
+        assert server is not None
+        self._server = await asyncio.get_running_loop().create_server(
+            self._gate.wrap(server), sock=self._sock, backlog=self._backlog
+        )

@@ -2,9 +2,14 @@
 
 The same aiohttp application serves the Unix socket (peer uid checked, no
 token) and TCP (bearer token, Host and Origin checked). Request bodies over
-8 MB are refused with a typed ``too_large`` error; malformed input gets a typed
-error with status 400; an unexpected failure is ``internal`` (500) and the
-server keeps serving.
+8 MB are refused with a typed ``too_large`` error, bodies that do not arrive
+within the body timeout with ``timeout`` (408); malformed input gets a typed
+error with status 400 (:mod:`exo_core.protocol.safejson` lists what is
+refused); an unexpected failure is ``internal`` (500) and the server keeps
+serving. On TCP every request counts as in progress for the
+:class:`~exo_core.server.limits.ConnectionGate` (idle connections are closed,
+busy ones never). Responses name the server plainly (``Server: exod``), not
+the versions of Python and aiohttp underneath.
 
 On TCP a request is authenticated by the bearer token or, for a paired
 browser, by a signed session cookie (:mod:`exo_core.web.cookies`: state-changing
@@ -27,24 +32,31 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from aiohttp import web
+from aiohttp import web, web_response
 
 from exo_core.engine.dispatch import Engine
-from exo_core.errors import AccessDeniedError, ClosedResourceError
+from exo_core.errors import AccessDeniedError, ClosedResourceError, ExoError
 from exo_core.protocol import MAX_BODY_BYTES, PROTOCOL_VERSION, ErrorInfo, Response
 from exo_core.server.auth import HostPolicy, check_bearer, peer_uid
 from exo_core.server.hub import Hub, StoredEvent
+from exo_core.server.intake import answer_bytes, response_bytes
+from exo_core.server.limits import ConnectionGate, ConnectionLimits, read_body
 from exo_core.server.shaping import ClientProfile, shape_data
 
 if TYPE_CHECKING:
     from exo_core.web.cookies import WebAuth
 
-__all__ = ["HttpSettings", "build_app"]
+__all__ = ["HttpSettings", "build_app", "SERVER_NAME"]
 
 log = logging.getLogger(__name__)
 
+SERVER_NAME = "exod"
+# SQLite's INTEGER range: a larger 'since' once broke the event stream (issue 19, item 6).
+_MAX_SEQ = 2**63 - 1
+
 _STATUS = {
     "unauthorized": 401,
+    "timeout": 408,
     "too_large": 413,
     "malformed": 400,
     "unknown_command": 400,
@@ -65,6 +77,8 @@ class HttpSettings:
     check_peer_uid: bool = False
     keepalive: float = 15.0
     web: "WebAuth | None" = None
+    limits: ConnectionLimits = ConnectionLimits()
+    gate: ConnectionGate | None = None
 
 
 def _error(status: int, code: str, message: str) -> web.Response:
@@ -79,6 +93,14 @@ def build_app(
 
     @web.middleware
     async def guard(
+        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        if settings.gate is None:
+            return await checked(request, handler)
+        with settings.gate.request(request.transport):
+            return await checked(request, handler)
+
+    async def checked(
         request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
     ) -> web.StreamResponse:
         try:
@@ -98,23 +120,23 @@ def build_app(
 
     async def command(request: web.Request) -> web.Response:
         try:
-            data = await request.read()  # bounded by client_max_size; the codec refuses what is over the limit
-        except web.HTTPRequestEntityTooLarge:
-            return _error(413, "too_large", f"body exceeds the limit of {MAX_BODY_BYTES} bytes")
+            data = await read_body(request, limit=MAX_BODY_BYTES, timeout=settings.limits.body_timeout)
+        except ExoError as exc:
+            return _error(_STATUS.get(exc.code, 400), exc.code, exc.message)
         if not data:
             return _error(400, "malformed", "empty body: POST one JSON command object")
-        response = await engine.handle_raw(data)
+        response = await answer_bytes(engine, data)
         status = 200 if response.ok else _STATUS.get(response.error.code if response.error else "", 200)
-        return web.Response(status=status, text=response.to_json(), content_type="application/json")
+        return web.Response(status=status, body=response_bytes(response), content_type="application/json")
 
     async def health(request: web.Request) -> web.Response:
         return web.json_response({"ok": True, "protocol": PROTOCOL_VERSION, "last_seq": hub.last_seq})
 
     async def events(request: web.Request) -> web.StreamResponse:
-        try:
-            since = int(request.headers.get("Last-Event-ID") or request.query.get("since", "0"))
-        except ValueError:
-            return _error(400, "bad_request", "'since' and Last-Event-ID must be integers")
+        raw_since = request.headers.get("Last-Event-ID") or request.query.get("since", "0")
+        since = int(raw_since) if raw_since.isascii() and raw_since.isdigit() and len(raw_since) <= 19 else -1
+        if not 0 <= since <= _MAX_SEQ:
+            return _error(400, "bad_request", f"'since' and Last-Event-ID must be whole numbers from 0 to {_MAX_SEQ}")
         session = request.query.get("session") or None
         profile = engine.clients.get(request.query.get("client"))  # shaped to what the client can show
         response = web.StreamResponse(
@@ -137,7 +159,14 @@ def build_app(
                     await response.write("".join(frames).encode("utf-8"))
         return response
 
+    async def plain_server_header(request: web.Request, response: web.StreamResponse) -> None:
+        response.headers["Server"] = SERVER_NAME  # not "Python/3.x aiohttp/3.y": no versions for a prober
+
+    # aiohttp's own answers to malformed HTTP never reach on_response_prepare; they take the name from
+    # this module attribute (there is no option for it), so name the server there too.
+    web_response.SERVER_SOFTWARE = SERVER_NAME
     app = web.Application(middlewares=[guard], client_max_size=MAX_BODY_BYTES + 1024)
+    app.on_response_prepare.append(plain_server_header)
     app.router.add_post("/command", command)
     app.router.add_get("/events", events)
     app.router.add_get("/health", health)

@@ -12,6 +12,11 @@ Properties (§11.3):
    *before* reading the database, then drops live events it already replayed,
    so the switch from replay to live has no gap and no duplicate.
 
+An event is encoded when it is emitted, not when its batch is written: a body
+that cannot be stored (text that is not valid Unicode, a NaN) is refused to
+its caller with a typed error and never joins a batch, so it cannot fail the
+other callers' events (issue 19, item 5).
+
 Every client receives the exact stored JSON text, so two clients replaying from
 0 receive byte-identical events.
 
@@ -31,9 +36,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from exo_core.clock import Clock, SystemClock, iso_utc
-from exo_core.errors import ClosedResourceError, InternalError, StorageError
+from exo_core.errors import BadBodyError, ClosedResourceError, InternalError, StorageError
 from exo_core.ids import IdFactory, RandomIds
-from exo_core.protocol import EVENTS, Event, body_to_wire
+from exo_core.protocol import EVENTS, Event, body_to_wire, canonical_json
 from exo_core.sessions.db import write_transaction
 from exo_core.sessions.worker import DbWorker
 
@@ -84,7 +89,7 @@ class Hub:
         self._ids = ids or RandomIds()
         self._queue_limit = queue_limit
         self._next_seq: int | None = None
-        self._pending: list[tuple[str | None, str, dict[str, Any], asyncio.Future[Event]]] = []
+        self._pending: list[tuple[str | None, str, dict[str, Any], str, asyncio.Future[Event]]] = []
         self._flusher: asyncio.Task[None] | None = None
         self._live: set[_Live] = set()
         self._closed = False
@@ -136,8 +141,10 @@ class Hub:
             raise ClosedResourceError("the hub is closed; no more events can be emitted")
         if event_type not in EVENTS:
             raise InternalError(f"event type {event_type!r} is not registered")
+        wire = body_to_wire(body)
+        body_json = _encodable_json(event_type, wire, session)  # this caller's bad input fails this caller alone
         future: asyncio.Future[Event] = asyncio.get_running_loop().create_future()
-        self._pending.append((session, event_type, body_to_wire(body), future))
+        self._pending.append((session, event_type, wire, body_json, future))
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush(), name="exo-hub-flush")
         return future
@@ -149,11 +156,11 @@ class Hub:
             first = self._next_seq
             rows: list[tuple[Event, str, asyncio.Future[Event]]] = []
             ts = iso_utc(self._clock.now())
-            for offset, (session, etype, wire, future) in enumerate(batch):
+            for offset, (session, etype, wire, body_json, future) in enumerate(batch):
                 event = Event(
                     id=self._ids.new("evt"), seq=first + offset, session=session, type=etype, ts=ts, body=wire
                 )
-                rows.append((event, event.to_json(), future))
+                rows.append((event, _event_json(event, body_json), future))
             try:
                 await self._worker.run(
                     self._insert, [(e.seq, e.id, e.session, e.type, e.ts, raw) for e, raw, _ in rows]
@@ -320,3 +327,33 @@ class Subscription:
                 fn(item)
                 count += 1
         return count
+
+
+def _encodable_json(event_type: str, wire: dict[str, Any], session: str | None) -> str:
+    """The body's canonical JSON, checked to encode as UTF-8 (and to SQLite) before it joins a batch.
+
+    One caller's unencodable body once failed every event of its group commit,
+    and another session's running turn with it (issue 19, item 5).
+    """
+    try:
+        text = canonical_json(wire)
+        text.encode("utf-8")
+        if session is not None:
+            session.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise BadBodyError(
+            f"event {event_type!r} cannot be stored: it holds text that is not valid Unicode (a lone surrogate)"
+        ) from exc
+    except ValueError as exc:
+        raise BadBodyError(f"event {event_type!r} cannot be stored: it holds a number JSON cannot carry") from exc
+    except TypeError as exc:
+        raise InternalError(f"event {event_type!r} has a body that is not JSON: {exc}") from exc
+    return text
+
+
+def _event_json(event: Event, body_json: str) -> str:
+    """``event.to_json()`` reusing the body's JSON text already made: ``body`` sorts first among the keys."""
+    envelope = canonical_json(
+        {"id": event.id, "seq": event.seq, "session": event.session, "ts": event.ts, "type": event.type}
+    )
+    return '{"body":' + body_json + "," + envelope[1:]

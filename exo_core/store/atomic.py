@@ -48,8 +48,8 @@ def fsync_tree(root: Path) -> None:
     fsync_dir(root)
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644) -> None:
-    """Replace ``path`` with ``data`` atomically and durably.
+def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o600) -> None:
+    """Replace ``path`` with ``data`` atomically and durably; the file is private (0600) by default.
 
     Raises :class:`StorageError` naming the path when the disk refuses; the
     old content is then untouched and the temp file removed.
@@ -71,7 +71,7 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644) -> None:
     fsync_dir(path.parent)
 
 
-def atomic_write_text(path: Path, text: str, *, mode: int = 0o644) -> None:
+def atomic_write_text(path: Path, text: str, *, mode: int = 0o600) -> None:
     """:func:`atomic_write_bytes` for UTF-8 text."""
     atomic_write_bytes(path, text.encode("utf-8"), mode=mode)
 

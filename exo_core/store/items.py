@@ -23,6 +23,7 @@ from dataclasses import asdict, astuple, dataclass, replace
 from pathlib import Path
 
 from exo_core.errors import StorageError, UsageError
+from exo_core.private_files import private_file
 from exo_core.store.errors import StoreFormatError
 from exo_core.store.ledger_bridge import LedgerLike, LedgerReader
 
@@ -181,6 +182,7 @@ class ItemStore:
         self.ledger = ledger
         self.scope = scope
         try:
+            private_file(self.path)  # its journal takes the same mode (docs/security.md, "Private files")
             self.conn = sqlite3.connect(self.path, isolation_level=None, timeout=30)
             self.conn.execute("PRAGMA journal_mode=TRUNCATE")
             self.conn.execute("PRAGMA synchronous=FULL")

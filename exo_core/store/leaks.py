@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Leak", "find_leaks", "redact", "LEAK_PATTERNS"]
+__all__ = ["Leak", "find_leaks", "redact", "LEAK_PATTERNS", "LEAK_TRIGGERS", "ASSIGNED_SECRET", "URL_CREDENTIAL"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +25,17 @@ class Leak:
     preview: str
 
 
+# "password = x", "DB_PASSWORD=x", "api_key: 'x'": the name, the separator, the quote and the value as groups,
+# so a redactor can keep the name (exo_core.context.redact does). Placeholders (<…>, ${…}, [...], ***, xxx)
+# are not secrets.
+ASSIGNED_SECRET = re.compile(
+    r"(?i)\b(?P<name>(?:[a-z0-9_]*_)?(?:password|passwd|pwd|passphrase|secret|token|api[_-]?key|apikey"
+    r"|access[_-]?key|access[_-]?token|private[_-]?key|client[_-]?secret|auth[_-]?token))"
+    r"(?P<sep>\s*[:=]\s*)(?P<quote>[\"']?)(?![<\[{$]|\*{3}|x{3})(?P<value>[^\s\"'`]{3,})(?P=quote)"
+)
+# "scheme://user:password@host": the user and the password.
+URL_CREDENTIAL = re.compile(r"(?<=://)(?P<user>[^\s:/@]+):(?P<value>[^\s@/]+)(?=@)")
+
 LEAK_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # The whole armoured block, so redaction removes the key body too; an
     # unterminated block runs to the end of the text.
@@ -32,6 +43,10 @@ LEAK_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "private-key",
         re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:.*?-----END [A-Z0-9 ]+-----|.*\Z)", re.S),
     ),
+    # An Exo ledger key file's line (exo_core.ledger.keys): the seed signs as this machine.
+    ("private-key", re.compile(r"exo-ed25519-seed-v\d+\s+[0-9A-Fa-f]{64}")),
+    # A crypt(3) password hash, as /etc/shadow holds them.
+    ("password", re.compile(r"\$(?:1|2[abxy]?|5|6|y|gy|7)\$[./0-9A-Za-z$]{8,}")),
     ("api-key", re.compile(r"\bAKIA[0-9A-Z]{16}\b")),
     ("api-key", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}")),
     ("api-key", re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}\b")),
@@ -41,13 +56,32 @@ LEAK_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("api-key", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}\b")),
     ("token", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
     ("token", re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/-]{20,}=*")),
-    (
-        "password",
-        re.compile(
-            r"(?i)\b(?:password|passwd|passphrase|pwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token)"
-            r"\s*[:=]\s*[\"']?(?![<\[{$]|\*{3}|x{3})[^\s\"'`]{4,}"
+    ("password", ASSIGNED_SECRET),
+    ("password", URL_CREDENTIAL),
+)
+# Lower-case text each pattern cannot match without (one of them must occur): a cheap test that lets a
+# redactor skip a pattern, or a line, before running the regular expression (exo_core.agent.redaction).
+LEAK_TRIGGERS: dict[re.Pattern[str], tuple[str, ...]] = dict(
+    zip(
+        (pattern for _kind, pattern in LEAK_PATTERNS),
+        (
+            ("-----begin",),
+            ("exo-ed25519-seed",),
+            ("$1$", "$2", "$5$", "$6$", "$y$", "$gy$", "$7$"),
+            ("akia",),
+            ("sk-",),
+            ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+            ("github_pat_",),
+            ("xox",),
+            ("aiza",),
+            ("glpat-",),
+            ("eyj",),
+            ("bearer",),
+            ("pass", "pwd", "secret", "token", "key"),
+            ("://",),
         ),
-    ),
+        strict=True,
+    )
 )
 _PHONE = re.compile(r"(?<![\w/.:+-])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,5}(?:[ .-]\d{2,5}){1,5}(?![\w/:-])")
 _DATEISH = re.compile(r"\d{4}-\d{2}-\d{2}|\d{2}:\d{2}")

@@ -10,14 +10,14 @@ Signing keys live in the Exo home, never in the store.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from exo_core.store import layout
 
 if TYPE_CHECKING:
-    from exo_core.ledger import Checkpoint, CheckpointBook, Ledger, Signer
+    from exo_core.ledger import Checkpoint, CheckpointBook, HeadWitness, Ledger, Signer
 
 __all__ = [
     "EntryLike",
@@ -78,22 +78,30 @@ def create_ledger(store_root: Path, store_id: str) -> None:
     Ledger.open(Path(store_root) / layout.LEDGER, create=True, ledger_id=store_id).close()
 
 
-def open_ledger(store_root: Path, *, signer: "Signer | None" = None) -> "Ledger":
-    """Open the ledger of the (top) store at ``store_root``; writable only with a ``signer``."""
+def open_ledger(store_root: Path, *, signer: "Signer | None" = None, witness: "HeadWitness | None" = None) -> "Ledger":
+    """Open the ledger of the (top) store at ``store_root``; writable only with a ``signer``.
+
+    ``witness`` (the home's) records each head this machine commits there."""
     from exo_core.ledger import Ledger
 
-    return Ledger.open(Path(store_root) / layout.LEDGER, signer=signer)
+    return Ledger.open(Path(store_root) / layout.LEDGER, signer=signer, witness=witness)
 
 
 def verify_ledger(
-    path: Path, owner_keys: tuple[str, ...], *, checkpoints: Iterable["Checkpoint"] = ()
+    path: Path,
+    pins: "Collection[str] | None",
+    *,
+    checkpoints: Iterable["Checkpoint"] = (),
+    seen_heads: Iterable["Checkpoint"] = (),
 ) -> tuple[list[str], list[str]]:
     """``(errors, notes)`` from the ledger's own verify.
 
-    Authors are pinned to ``owner_keys`` from STORE.toml when it lists any, so
-    a valid signature by a stranger's key is an error. ``checkpoints`` are
-    heads seen before (an export's manifest carries one): a copy that lost its
-    tail fails them.
+    Authors are pinned to ``pins`` (from :mod:`exo_core.store.trust`: the
+    anchor outside the store when this machine has one), so a valid signature
+    by a stranger's key is an error. ``checkpoints`` are heads seen before (an
+    export's manifest carries one) and ``seen_heads`` the heads this machine
+    wrote to this file: a copy that lost its tail, or an older one put in its
+    place, fails them.
     """
     from exo_core.errors import ExoError
     from exo_core.ledger import Ledger
@@ -103,18 +111,20 @@ def verify_ledger(
     except ExoError as exc:
         return [f"{path.name}: cannot open the ledger ({exc.message})"], []
     with ledger:
-        report = ledger.verify(pins=owner_keys or None, checkpoints=list(checkpoints))
+        report = ledger.verify(pins=pins, checkpoints=list(checkpoints), seen_heads=list(seen_heads))
         forks = [s.seg for s in ledger.segments() if s.seg != 0]
         notes = [
             f"{path.name}: ledger {ledger.ledger_id}, {ledger.count()} entries, main height {ledger.head(0).size}"
             + (f", fork segments {forks} (see 'exo store sync' report)" if forks else "")
         ]
-    if not owner_keys:
-        notes.append(f"{path.name}: STORE.toml lists no owner keys, so authors were not pinned")
+    if pins is None:
+        notes.append(f"{path.name}: no owner keys known, so authors were not pinned")
     return [f"{path.name}: {p.describe()}" for p in report.problems], notes
 
 
-def checkpoint_hook(signer: "Signer | None", book: "CheckpointBook | None" = None) -> Callable[[Path], dict[str, Any]]:
+def checkpoint_hook(
+    signer: "Signer | None", book: "CheckpointBook | None" = None, *, witness: "HeadWitness | None" = None
+) -> Callable[[Path], dict[str, Any]]:
     """A ``ledger_hook`` for :func:`export_store`: write a signed checkpoint entry first.
 
     Without a signer (no key on this machine) nothing is written and the
@@ -123,7 +133,7 @@ def checkpoint_hook(signer: "Signer | None", book: "CheckpointBook | None" = Non
     from exo_core.ledger import Ledger, record_checkpoint
 
     def hook(ledger_path: Path) -> dict[str, Any]:
-        with Ledger.open(ledger_path, signer=signer) as ledger:
+        with Ledger.open(ledger_path, signer=signer, witness=witness) as ledger:
             if signer is None:
                 head = ledger.head(0)
                 return {"ledger_id": ledger.ledger_id, "size": head.size, "head": head.chain}

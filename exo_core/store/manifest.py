@@ -3,7 +3,15 @@
 Written last by an export, so its presence means every file before it was
 complete. Canonical JSON (sorted keys, no whitespace, UTF-8) because a hash
 covers it: ``digest`` is sha256 over the canonical bytes of the manifest
-without ``digest``. Derived indexes, hidden files and machine state
+without ``digest``. A digest alone proves nothing (anyone who edits a file can
+re-hash), so an export made with a key also carries ``owner`` (the owner key
+the exporting machine pinned) and ``signature``::
+
+    "signature": {"key": "ed25519:…", "sig": "<128 hex>"}
+    sig = Ed25519(key, b"exo-store/1 manifest\n" + canonical(manifest without "signature"))
+
+Verify and import accept it only when ``key`` is a key the *verifying*
+machine trusts for the store (:mod:`exo_core.ledger.trust`). Derived indexes, hidden files and machine state
 (``indexes/``, ``.exo/``, ``.git/``, dot-files) are not part of a copy.
 """
 
@@ -15,13 +23,15 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from exo_core.store import layout
 from exo_core.store.errors import StoreFormatError
 
 __all__ = [
     "Manifest",
+    "ManifestSigner",
+    "SIGNATURE_DOMAIN",
     "FileEntry",
     "canonical_json",
     "copy_candidates",
@@ -32,6 +42,18 @@ __all__ = [
 ]
 
 MANIFEST_FORMAT = 1
+SIGNATURE_DOMAIN = b"exo-store/1 manifest\n"
+
+
+class ManifestSigner(Protocol):
+    """What signs a manifest: the ledger's :class:`~exo_core.ledger.keys.Signer` satisfies it."""
+
+    @property
+    def key_id(self) -> str: ...
+
+    def sign(self, message: bytes) -> bytes: ...
+
+
 _SKIP_TOP = frozenset({layout.INDEXES_DIR, layout.STATE_DIR, ".git", layout.MANIFEST})
 
 
@@ -90,6 +112,27 @@ class Manifest:
     files: dict[str, FileEntry]
     ledger: dict[str, Any]
     digest: str
+    owner: str = ""
+    signer: str = ""
+    sig: bytes = b""
+    signed: bytes = b""  # the bytes the signature covers
+
+    def signature_ok(self) -> bool:
+        """True when the manifest is signed and the signature verifies under ``signer``.
+
+        Whether ``signer`` is a key to trust is the caller's question (the trust anchor)."""
+        import nacl.exceptions
+
+        from exo_core.errors import CorruptDataError
+        from exo_core.ledger.keys import verify_key_from_id  # the ledger imports nacl; the store stays light
+
+        if not self.signer or len(self.sig) != 64:
+            return False
+        try:
+            verify_key_from_id(self.signer).verify(SIGNATURE_DOMAIN + self.signed, self.sig)
+        except (CorruptDataError, nacl.exceptions.BadSignatureError):
+            return False
+        return True
 
     def describe(self) -> str:
         """One line saying which copy this is."""
@@ -101,9 +144,17 @@ class Manifest:
 
 
 def build_manifest(
-    root: Path, *, export_id: str, exported_at: str, store_id: str, store_format: int, ledger: dict[str, Any]
+    root: Path,
+    *,
+    export_id: str,
+    exported_at: str,
+    store_id: str,
+    store_format: int,
+    ledger: dict[str, Any],
+    owner: str | None = None,
+    signer: ManifestSigner | None = None,
 ) -> bytes:
-    """Hash every copied file under ``root`` and return the manifest bytes."""
+    """Hash every copied file under ``root`` and return the manifest bytes, signed when ``signer`` is given."""
     files = {rel.as_posix(): dict(zip(("sha256", "size"), hash_file(root / rel))) for rel in copy_candidates(root)}
     doc: dict[str, Any] = {
         "manifest": MANIFEST_FORMAT,
@@ -114,7 +165,12 @@ def build_manifest(
         "files": files,
         "ledger": ledger,
     }
+    if owner is not None:
+        doc["owner"] = owner
     doc["digest"] = hashlib.sha256(canonical_json(doc)).hexdigest()
+    if signer is not None:
+        signature = signer.sign(SIGNATURE_DOMAIN + canonical_json(doc))
+        doc["signature"] = {"key": signer.key_id, "sig": signature.hex()}
     return canonical_json(doc)
 
 
@@ -137,11 +193,24 @@ def read_manifest(root: Path) -> Manifest | None:
         raise bad(f"not JSON ({exc})") from exc
     if not isinstance(doc, dict) or doc.get("manifest") != MANIFEST_FORMAT:
         raise bad(f"not a format-{MANIFEST_FORMAT} manifest")
+    signature = doc.pop("signature", None)
     digest = doc.pop("digest", None)
-    if raw != canonical_json({**doc, "digest": digest}):
+    signed_doc = {**doc, "digest": digest}
+    if raw != canonical_json(signed_doc if signature is None else {**signed_doc, "signature": signature}):
         raise bad("not in canonical form")
     if digest != hashlib.sha256(canonical_json(doc)).hexdigest():
         raise bad("digest does not match its content")
+    signer, sig = "", b""
+    if signature is not None:
+        if not isinstance(signature, dict) or set(signature) != {"key", "sig"}:
+            raise bad("'signature' must be an object with 'key' and 'sig'")
+        try:
+            signer, sig = str(signature["key"]), bytes.fromhex(str(signature["sig"]))
+        except ValueError as exc:
+            raise bad("'signature.sig' is not hex") from exc
+    owner = doc.get("owner", "")
+    if not isinstance(owner, str):
+        raise bad("'owner' must be a key id")
     try:
         files = {k: FileEntry(str(v["sha256"]), int(v["size"])) for k, v in doc["files"].items()}
         return Manifest(
@@ -152,6 +221,10 @@ def read_manifest(root: Path) -> Manifest | None:
             files,
             dict(doc["ledger"]),
             str(digest),
+            owner,
+            signer,
+            sig,
+            canonical_json(signed_doc),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise bad(f"missing or mistyped field ({exc})") from exc

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from exo_core.errors import ConflictError, NotFoundError, UsageError
+from exo_core.private_files import private_dir, privatize_tree
 from exo_core.store import layout
 from exo_core.store.atomic import atomic_write_text, fsync_dir, fsync_tree
 from exo_core.store.config import CURRENT_FORMAT, StoreConfig, new_store_id, read_config, write_config
@@ -106,7 +107,8 @@ class Store:
         folder = self.root / f"{kind}s" / name
         if folder.exists():
             raise ConflictError(f"{folder} already exists")
-        folder.mkdir(parents=True)
+        private_dir(folder.parent)
+        private_dir(folder, parents=False)
         config = StoreConfig(format=CURRENT_FORMAT, kind=kind, store_id=new_store_id(), created=_today())
         write_config(folder, config)
         atomic_write_text(
@@ -161,7 +163,7 @@ class Store:
         if node.domain != node.id.split("/", 1)[0]:
             raise UsageError(f"node {node.id!r} has domain {node.domain!r}; the domain is the id's first part")
         self.ensure_domain(node.domain)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)
         text = render_node(node)
         parse_node(text, path=path)  # never write what we could not read back
         atomic_write_text(path, text)
@@ -173,7 +175,7 @@ class Store:
         if domain in layout.RESERVED_DIRS or domain.startswith("."):
             raise UsageError(f"{domain!r} is a reserved folder name, not a domain")
         if not (index := folder / layout.ROUTER).is_file():
-            folder.mkdir(parents=True, exist_ok=True)
+            private_dir(folder)
             atomic_write_text(
                 index, f"# {domain.title()}\n\nNodes of the {domain} domain, one belief a file.\n\n## Load rules\n\n"
             )
@@ -241,6 +243,7 @@ def init_store(dest: Path | str, *, owner_key_ids: list[str], name: str = "") ->
     config = StoreConfig(read_config(staging).format, "person", new_store_id(), tuple(owner_key_ids), _today(), name)
     write_config(staging, config)
     create_ledger(staging, config.store_id)
+    privatize_tree(staging)  # the template's files are 0644 in the package; a store is private
     fsync_tree(staging)
     staging.rename(dest)  # POSIX rename replaces an empty folder at dest
     fsync_dir(dest.parent)

@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from exo_core.errors import ConflictError
+from exo_core.errors import ConflictError, CorruptDataError
+from exo_core.private_files import private_dir, private_file
 from exo_core.store import layout
 from exo_core.store.atomic import atomic_write_bytes, atomic_write_text
 from exo_core.store.items import rebuild_items
@@ -40,7 +41,7 @@ from exo_core.store.manifest import canonical_json, copy_candidates, hash_file
 from exo_core.store.store import Store
 
 if TYPE_CHECKING:
-    from exo_core.ledger import CheckpointBook, Signer, SyncReport
+    from exo_core.ledger import CheckpointBook, MachineTrust, Signer, SyncReport
 
 __all__ = ["StoreSyncReport", "sync_stores", "record_state", "SYNC_BASE", "IMPORT_MANIFEST"]
 
@@ -114,7 +115,7 @@ def _record(root: Path) -> dict[str, str]:
 
 def record_state(root: Path, files: dict[str, str], label: str) -> None:
     """Write ``files`` as what ``root`` holds now: the base its next sync compares against."""
-    (root / layout.STATE_DIR).mkdir(exist_ok=True)
+    private_dir(root / layout.STATE_DIR, parents=False)
     atomic_write_bytes(root / layout.STATE_DIR / SYNC_BASE, canonical_json({"at": label, "files": files}))
 
 
@@ -122,7 +123,7 @@ def _apply(src: Path, dest: Path, rel: str) -> str:
     if not (src / rel).is_file():
         (dest / rel).unlink()
         return "deleted"
-    (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+    private_dir((dest / rel).parent)
     atomic_write_bytes(dest / rel, (src / rel).read_bytes())
     return "copied"
 
@@ -141,8 +142,8 @@ def _sync_files(a: Path, b: Path, sync_id: str, report: StoreSyncReport) -> None
             continue
         for own, other, label in ((o, t, lb) for o, t, lb in ((a, b, "B"), (b, a, "A")) if (t / rel).is_file()):
             keep = own / layout.STATE_DIR / "conflicts" / sync_id / label / rel
-            keep.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(other / rel, keep)
+            private_dir(keep.parent)
+            shutil.copyfile(other / rel, private_file(keep))
         changed, deleted = ("A", "B") if sa else ("B", "A")
         how = "changed in both copies" if sa and sb else f"deleted in {deleted}, changed in {changed}"
         report.conflicts.append(
@@ -154,7 +155,12 @@ def _sync_files(a: Path, b: Path, sync_id: str, report: StoreSyncReport) -> None
 
 
 def sync_stores(
-    a: Path | str, b: Path | str, *, signer: "Signer", book: "CheckpointBook | None" = None
+    a: Path | str,
+    b: Path | str,
+    *,
+    signer: "Signer",
+    book: "CheckpointBook | None" = None,
+    trust: "MachineTrust | None" = None,
 ) -> StoreSyncReport:
     """Sync the two copies ``a`` and ``b`` of one store (see module doc).
 
@@ -162,8 +168,13 @@ def sync_stores(
     ``book`` is this machine's checkpoint book. Raises :class:`ConflictError`
     for two different stores and :class:`CorruptDataError` (from the ledger)
     when either copy fails verification; nothing is changed then.
+
+    With ``trust`` (this machine's) and an anchor for the store, authors are
+    pinned to the owner, this machine and the keys the owner enrolled in
+    either copy; STORE.toml's lists are not trusted. Without an anchor, the
+    two STORE.toml lists and ``signer`` are used (the older, weaker rule).
     """
-    from exo_core.ledger import sync_ledgers
+    from exo_core.ledger import Ledger, sync_ledgers, trusted_keys
     from exo_core.store.ledger_bridge import open_ledger
 
     store_a, store_b = Store.open(a), Store.open(b)
@@ -174,20 +185,36 @@ def sync_stores(
             f"{store_a.root} is store {store_a.config.store_id} and {store_b.root} is "
             f"{store_b.config.store_id}; only two copies of one store can be synced"
         )
-    pins = {*store_a.config.owner_keys, *store_b.config.owner_keys, signer.key_id}
+    anchor = trust.anchor(store_a.config.store_id) if trust is not None else None
+    if anchor is not None:
+        with Ledger.open(store_a.ledger_path) as la, Ledger.open(store_b.ledger_path) as lb:
+            pins = set(trusted_keys(anchor, (la, lb)))
+    else:
+        pins = {*store_a.config.owner_keys, *store_b.config.owner_keys, signer.key_id}
+    witness = trust.witness() if trust is not None else None
     sync_id = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
-    with open_ledger(store_a.root, signer=signer) as la, open_ledger(store_b.root, signer=signer) as lb:
-        report = StoreSyncReport(
-            sync_id,
-            sync_ledgers(
+    with (
+        open_ledger(store_a.root, signer=signer, witness=witness) as la,
+        open_ledger(store_b.root, signer=signer, witness=witness) as lb,
+    ):
+        try:
+            ledger_report = sync_ledgers(
                 la, lb, pins=pins, book=book, local_origin=str(store_a.root), foreign_origin=str(store_b.root)
-            ),
-        )
+            )
+        except CorruptDataError as exc:
+            if anchor is None or "not a pinned key" not in exc.message:
+                raise
+            raise CorruptDataError(
+                f"{exc.message}. If another machine of yours wrote it, enrol that machine's key first: "
+                "'exo store enrol KEY_ID' on the owner's machine ('exo store trust' on the other machine prints "
+                "its key)"
+            ) from exc
+        report = StoreSyncReport(sync_id, ledger_report)
         report.items = (rebuild_items(store_a.items_path, la), rebuild_items(store_b.items_path, lb))
     _sync_files(store_a.root, store_b.root, sync_id, report)
     record: dict[str, Any] = {"sync_id": sync_id, "report": report.render()}
     for root in (store_a.root, store_b.root):
         log = root / layout.STATE_DIR / "sync-log"
-        log.mkdir(parents=True, exist_ok=True)
+        private_dir(log)
         atomic_write_text(log / f"{sync_id}.json", json.dumps(record, indent=1))
     return report

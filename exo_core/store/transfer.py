@@ -6,7 +6,8 @@
 2. Copies curated files byte for byte (each fsynced); copies ``ledger.sqlite``
    and ``items.sqlite`` with SQLite's online backup API, never as raw files,
    so a database being written is copied as one consistent snapshot.
-3. Writes ``MANIFEST.json`` (hashes of every file) *last*.
+3. Writes ``MANIFEST.json`` (hashes of every file, signed with this
+   machine's key when it has one: docs/store.md) *last*.
 4. Swaps the staging folder into place in one atomic step
    (``renameat2(RENAME_EXCHANGE)`` when ``dest`` already holds an older copy,
    a plain rename otherwise), then deletes the old copy.
@@ -27,17 +28,21 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from exo_core.errors import ConflictError, NotFoundError, StorageError, UsageError
+from exo_core.private_files import private_dir, private_file
 from exo_core.store import layout
 from exo_core.store.atomic import atomic_write_bytes, exchange_paths, fsync_dir, fsync_tree, remove_tree
 from exo_core.store.config import read_config, write_config
-from exo_core.store.manifest import build_manifest, copy_candidates, read_manifest
+from exo_core.store.manifest import Manifest, ManifestSigner, build_manifest, copy_candidates, read_manifest
 from exo_core.store.migrate import StepHook, no_step
 from exo_core.store.store import Store
 from exo_core.store.sync import IMPORT_MANIFEST, record_state
 from exo_core.store.verify import manifest_problems, verify_store
+
+if TYPE_CHECKING:
+    from exo_core.ledger import Anchor, MachineTrust
 
 __all__ = ["ExportResult", "export_store", "import_store", "copy_sqlite", "StepHook"]
 
@@ -65,6 +70,7 @@ def copy_sqlite(src: Path, dest: Path) -> None:
     except sqlite3.Error as exc:
         raise StorageError(f"{src}: cannot open for copying ({exc})") from exc
     try:
+        private_file(dest)  # SQLite gives the copy's journal the database's mode
         with contextlib.closing(sqlite3.connect(dest)) as target:
             source.backup(target)
             # A copy is a single file: leave it in rollback-journal mode so no
@@ -107,7 +113,8 @@ def _new_staging(dest: Path, export_id: str) -> Path:
     for stale in dest.parent.glob(f".{dest.name}.export-*"):
         remove_tree(stale)  # left by a killed export or import
     staging = dest.with_name(f".{dest.name}.export-{export_id}")
-    staging.mkdir()
+    staging.mkdir(mode=0o700)  # the copy is as private as the store (docs/security.md, "Private files")
+    private_dir(staging, parents=False)
     return staging
 
 
@@ -115,11 +122,11 @@ def _copy_tree(src: Path, staging: Path, *, manifest: dict[str, Any] | None, tic
     count = 0  # stays 0 for a tree with nothing to copy
     for count, rel in enumerate(copy_candidates(src), start=1):
         target = staging / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(target.parent)
         if rel.as_posix() in layout.SQLITE_FILES:
             copy_sqlite(src / rel, target)
         else:
-            shutil.copyfile(src / rel, target)
+            shutil.copyfile(src / rel, private_file(target))  # copyfile keeps the 0600 of the file it writes into
             _fsync_file(target)
         tick(f"file:{rel.as_posix()}")
     fsync_tree(staging)
@@ -156,12 +163,17 @@ def export_store(
     force: bool = False,
     ledger_hook: LedgerHook | None = None,
     on_step: StepHook | None = None,
+    signer: ManifestSigner | None = None,
+    owner: str | None = None,
 ) -> ExportResult:
     """Copy the store at ``src`` to ``dest`` consistently and atomically (see module doc).
 
     ``ledger_hook(ledger_path)`` runs before the copy (the ledger writes a
     signed checkpoint there) and returns what the manifest records about the
     ledger. ``on_step`` is called at every file boundary (tests kill there).
+    ``signer`` signs the manifest and ``owner`` names the owner key this
+    machine pinned for the store (default: the signer's own key), so verify
+    and import can check the copy against a key they trust.
     Raises :class:`ConflictError` rather than replace a copy that was changed
     since its export, unless ``force``.
     """
@@ -180,6 +192,8 @@ def export_store(
         "store_id": store.config.store_id,
         "store_format": store.config.format,
         "ledger": ledger_info,
+        "signer": signer,
+        "owner": owner if owner is not None or signer is None else signer.key_id,
     }
     try:
         files = _copy_tree(store.root, staging, manifest=manifest, tick=on_step or no_step)
@@ -197,7 +211,13 @@ def export_store(
 
 
 def import_store(
-    src: Path | str, dest: Path | str, *, owner_key_id: str | None = None, on_step: StepHook | None = None
+    src: Path | str,
+    dest: Path | str,
+    *,
+    owner_key_id: str | None = None,
+    on_step: StepHook | None = None,
+    trust: "MachineTrust | None" = None,
+    expect_owner: str | None = None,
 ) -> Path:
     """Make the verified export at ``src`` the live store at ``dest``.
 
@@ -206,15 +226,23 @@ def import_store(
     (use ``exo store sync`` to combine two used copies). The copy is atomic
     like an export; the live store carries no manifest. ``owner_key_id`` (this
     machine's ledger key) is added to STORE.toml's owner keys in the copy
-    before it goes live, so entries written here verify as the owner's.
+    before it goes live (a note for people: trust never comes from STORE.toml).
+
+    With ``trust`` (this machine's), the export must be signed by a key it
+    trusts: the owner this machine already pins for the store, else
+    ``expect_owner``, else (first use) the owner the signed manifest names.
+    That owner and this machine's key are then pinned outside the store
+    (:meth:`MachineTrust.pin`), and any head this machine once saw at ``dest``
+    is forgotten (a new store is made there on purpose).
     """
     src_path = Path(src).resolve()
     if not src_path.is_dir():
         raise NotFoundError(f"{src_path}: no such folder to import")
-    report = verify_store(src_path)
+    report = verify_store(src_path, trust=trust, owner=expect_owner)
     if not report.ok:
         raise ConflictError(f"{src_path} does not verify; not importing:\n" + report.render())
-    if report.manifest is None:
+    manifest = report.manifest
+    if manifest is None:
         raise UsageError(f"{src_path} has no MANIFEST.json; make it with 'exo store export' first")
     dest = Path(dest).resolve()
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
@@ -229,10 +257,19 @@ def import_store(
             write_config(staging, replace(config, owner_keys=config.owner_keys + (owner_key_id,)))
         # Keep the export's manifest as machine state: it is the common base
         # a later 'exo store sync' with the source compares curated files to.
-        (staging / layout.STATE_DIR).mkdir(exist_ok=True)
+        private_dir(staging / layout.STATE_DIR, parents=False)
         atomic_write_bytes(staging / layout.STATE_DIR / IMPORT_MANIFEST, (src_path / layout.MANIFEST).read_bytes())
     except BaseException:
         remove_tree(staging)
         raise
     _swap_into_place(staging, dest, on_step or no_step)  # an empty dest is swapped out and removed
+    if trust is not None:
+        _pin_imported(trust, manifest, expect_owner, dest)
     return dest
+
+
+def _pin_imported(trust: "MachineTrust", manifest: Manifest, expect_owner: str | None, dest: Path) -> "Anchor":
+    anchor = trust.anchor(manifest.store_id)
+    owner = anchor.owner if anchor is not None else (expect_owner or manifest.owner or manifest.signer)
+    trust.forget_head(dest / layout.LEDGER)
+    return trust.pin(manifest.store_id, owner, how="import")

@@ -1,9 +1,11 @@
 """``exo store verify DIR``: is this folder a sound store, and which copy is it?
 
 Checks, in order: STORE.toml; the manifest (every listed file present with
-its hash and size, no unlisted file) when the folder is an export; each
-SQLite file's own integrity check; the ledger's chain and signatures, pinned
-to the owner keys in STORE.toml; and lint. The report names the export the
+its hash and size, no unlisted file, and its signature by a key this machine
+trusts) when the folder is an export; each SQLite file's own integrity check;
+the ledger's chain and signatures, pinned by the trust anchor in the Exo home
+(:mod:`exo_core.store.trust`; STORE.toml's keys only without one), and the
+heads this machine saw; and lint. The report names the export the
 folder holds, so after an interrupted copy it says whether the old or the new
 copy is in place.
 """
@@ -14,6 +16,7 @@ import contextlib
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from exo_core.errors import ExoError
 from exo_core.store import layout
@@ -22,6 +25,10 @@ from exo_core.store.errors import StoreFormatError
 from exo_core.store.ledger_bridge import verify_ledger
 from exo_core.store.lint import lint_store
 from exo_core.store.manifest import Manifest, copy_candidates, hash_file, read_manifest
+from exo_core.store.trust import manifest_signature_problems, store_trust
+
+if TYPE_CHECKING:
+    from exo_core.ledger import MachineTrust
 
 __all__ = ["VerifyReport", "verify_store", "manifest_problems", "sqlite_problems"]
 
@@ -85,12 +92,29 @@ def sqlite_problems(path: Path) -> list[str]:
         with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
             rows = [str(r[0]) for r in conn.execute("PRAGMA integrity_check")]
     except sqlite3.DatabaseError as exc:
+        journal = path.with_name(path.name + "-journal")
+        if journal.is_file() and journal.stat().st_size > 0:
+            # A hot journal: the file was copied while a writer was mid-commit, so the copy holds
+            # half a transaction that only a rollback (a write, which verify never does) can undo.
+            message = (
+                f"{path.name}: this copy was copied while it was being written (a hot {journal.name} "
+                f"beside it holds an unfinished transaction; SQLite says: {exc}). Copy the store again "
+                "with 'exo store export DEST', which takes a consistent snapshot even while exod runs, "
+                "rather than with cp or a file sync tool"
+            )
+            return [message]
         return [f"{path.name}: not a usable SQLite database ({exc})"]
     return [] if rows == ["ok"] else [f"{path.name}: {row}" for row in rows[:5]]
 
 
-def verify_store(root: Path | str) -> VerifyReport:
-    """Verify the store folder at ``root`` without changing it."""
+def verify_store(root: Path | str, *, trust: "MachineTrust | None" = None, owner: str | None = None) -> VerifyReport:
+    """Verify the store folder at ``root`` without changing it.
+
+    ``trust`` is this machine's (the CLI passes the Exo home's): with it, authors
+    and the manifest's signer are pinned by the anchor outside the store, an
+    unsigned export is an error, and a ledger that lost heads this machine
+    wrote fails. ``owner`` is an owner key the caller requires (``--owner``).
+    """
     root = Path(root).resolve()
     if not root.is_dir():
         return VerifyReport(root, None, (f"{root}: no such folder",))
@@ -108,6 +132,20 @@ def verify_store(root: Path | str) -> VerifyReport:
     for name in layout.SQLITE_FILES:
         if (path := root / name).is_file():
             errors.extend(sqlite_problems(path))
+    trusted = store_trust(
+        root,
+        store_id=config.store_id,
+        listed_keys=config.owner_keys,
+        trust=trust,
+        owner=owner,
+        manifest=manifest,
+    )
+    errors.extend(trusted.errors)
+    notes.extend(trusted.notes)
+    if manifest is not None:
+        signature_errors, signature_notes = manifest_signature_problems(manifest, trusted, required=trust is not None)
+        errors.extend(signature_errors)
+        notes.extend(signature_notes)
     if (root / layout.LEDGER).is_file() and not errors:
         from exo_core.ledger import Checkpoint  # the ledger is imported only when there is one to check
 
@@ -118,7 +156,9 @@ def verify_store(root: Path | str) -> VerifyReport:
                 checkpoints.append(Checkpoint.from_json(manifest.ledger["checkpoint"]))
             except ExoError as exc:
                 errors.append(f"{layout.MANIFEST}: bad ledger checkpoint ({exc.message})")
-        ledger_errors, ledger_notes = verify_ledger(root / layout.LEDGER, config.owner_keys, checkpoints=checkpoints)
+        ledger_errors, ledger_notes = verify_ledger(
+            root / layout.LEDGER, trusted.pins, checkpoints=checkpoints, seen_heads=trusted.seen_heads
+        )
         errors.extend(ledger_errors)
         notes.extend(ledger_notes)
     report = lint_store(root)

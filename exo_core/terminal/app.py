@@ -20,7 +20,7 @@ from typing import Any, TextIO
 
 from exo_core.client.client import ExoClient
 from exo_core.client.commands import SESSION_COMMANDS, help_text, session_command
-from exo_core.errors import ConflictError, ExoError
+from exo_core.errors import BrokenResourceError, ConflictError, ExoError
 from exo_core.protocol import Event
 from exo_core.terminal.attach import attachment, expand_refs, run_shell
 from exo_core.terminal.keys import KeyDecoder, raw_terminal
@@ -38,6 +38,8 @@ COMMANDS: dict[str, str] = {
     "theme": "dark|light|plain  for this run (keep it in ~/.config/exo/terminal.toml)",
 }
 _DECISIONS = {"y": "allow", "n": "deny", "a": "allow_always"}
+# Messages typed while the core is away wait here (docs/terminal.md "offline"); more are refused, visibly.
+OUTBOX_LIMIT = 20
 
 
 def terminal_capabilities(fd: int = 1) -> dict[str, Any]:
@@ -83,6 +85,9 @@ class TerminalChat:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._follower: asyncio.Task[None] | None = None
         self._redraw_at: asyncio.TimerHandle | None = None
+        # (text, mode) typed while the core was away, oldest first; sent once, in order, on reconnect.
+        self.outbox: list[tuple[str, str]] = []
+        self._flushing = asyncio.Lock()
 
     # -- life cycle ------------------------------------------------------------
 
@@ -136,6 +141,8 @@ class TerminalChat:
                 delay = 0.2
             except ExoError:
                 continue
+            self.conn = "live"
+            self._spawn(self._flush_outbox())
 
     def _apply(self, event: Event) -> None:
         self.transcript.apply(event)
@@ -304,9 +311,41 @@ class TerminalChat:
         text += "".join(self.attachments)
         self.attachments = []
         mode = self.mode if self.mode != "auto" else ("queue" if self.transcript.running else "send")
-        result = await self.client.request("turn.send", {"session": self.session, "text": text, "mode": mode})
+        if self.conn != "live" or self.outbox:
+            self._keep(text, mode)
+            return
+        try:
+            result = await self.client.request("turn.send", {"session": self.session, "text": text, "mode": mode})
+        except BrokenResourceError:
+            # The core went away between the typing and the send: keep it for the reconnect.
+            self._keep(text, mode)
+            return
         if result.get("disposition") != "started":
             self.note(f"({result.get('disposition')})")
+
+    def _keep(self, text: str, mode: str) -> None:
+        """Hold a message typed while the core is away, with a visible mark; refuse past the limit."""
+        if len(self.outbox) >= OUTBOX_LIMIT:
+            self.note(f"not sent (already {OUTBOX_LIMIT} messages wait for the core): {text}", "notice")
+            return
+        self.outbox.append((text, mode))
+        self.note(f"⏳ will send when connected: {text}", "notice")
+
+    async def _flush_outbox(self) -> None:
+        """Send what waited, oldest first, each once; a new drop stops the flush and keeps the rest."""
+        async with self._flushing:
+            while self.outbox:
+                text, mode = self.outbox[0]
+                try:
+                    await self.client.request("turn.send", {"session": self.session, "text": text, "mode": mode})
+                except BrokenResourceError:
+                    return
+                except ExoError as exc:
+                    self.outbox.pop(0)
+                    self.note(f"not sent ({exc.code}: {exc.message}): {text}", "notice")
+                    continue
+                self.outbox.pop(0)
+                self.note(f"sent: {text}")
 
     async def _shell(self, command: str) -> None:
         if not command:

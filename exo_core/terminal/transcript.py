@@ -128,7 +128,10 @@ class Transcript:
         elif kind == "question.asked":
             self.questions.append(b)
             options = "".join(f"\n  {n}. {o}" for n, o in enumerate(b.get("options") or [], 1))
-            self._keyed(None, Block("ask", f"{b.get('text')}{options}", key=str(b.get("question_id")), state="open"))
+            until = f"\n  (waits until {_clock(b['expires_at'])})" if b.get("expires_at") else ""
+            self._keyed(
+                None, Block("ask", f"{b.get('text')}{options}{until}", key=str(b.get("question_id")), state="open")
+            )
         elif kind == "question.answered":
             self.questions = [q for q in self.questions if q.get("question_id") != b.get("question_id")]
             if block := self._by_key.get(str(b.get("question_id"))):
@@ -142,6 +145,8 @@ class Transcript:
             turn.done, turn.stop = True, str(b.get("stop_reason", ""))
             if b.get("error"):
                 turn.stop += f": {b['error']}"
+            if b.get("hint"):
+                turn.blocks.append(Block("notice", str(b["hint"])))
         elif kind == "ui.panel":
             data = b.get("data") or {}
             line = data.get("line") or f"[{b.get('kind')}] {b.get('title', '')}"
@@ -230,3 +235,13 @@ def _draw(block: Block, width: int, prefs: TerminalPrefs, expanded: bool) -> lis
     if block.kind == "shell":
         return _wrap(block.text, width, prefs, "tool", indent="    ")
     return _wrap(block.text, width, prefs, "dim", indent="  ")
+
+
+def _clock(iso: str) -> str:
+    """``HH:MM`` local time for an ISO-8601 UTC timestamp (the text itself when it is not one)."""
+    import datetime
+
+    try:
+        return datetime.datetime.fromisoformat(iso.replace("Z", "+00:00")).astimezone().strftime("%H:%M")
+    except ValueError:
+        return iso

@@ -1,7 +1,10 @@
 """File tools: ``read_file``, ``write_file``, ``edit_file`` and ``delete_file``.
 
 Relative paths resolve against the session's workspace. Disk work runs in a
-worker thread so a slow card never stalls the event loop. ``edit_file`` finds
+worker thread so a slow card never stalls the event loop, and goes through
+:mod:`exo_core.tools.safe_fs`: each tool works on the resolved file the gate
+judged (``ToolContext.checked_paths``) or on none at all, so a symbolic link
+swapped in after the check cannot send a write elsewhere. ``edit_file`` finds
 its target exactly first, then line by line ignoring differences in
 whitespace, and refuses an ambiguous match rather than guessing.
 """
@@ -9,10 +12,11 @@ whitespace, and refuses an ambiguous match rather than guessing.
 from __future__ import annotations
 
 import asyncio
-import os
+import errno
 from pathlib import Path
 from typing import Any
 
+from exo_core.tools import safe_fs
 from exo_core.tools.match import find_match, reindent
 from exo_core.tools.spec import ToolContext, ToolResult, ToolSpec, object_schema
 
@@ -30,17 +34,27 @@ def resolve_path(context: ToolContext, raw: Any) -> Path:
 
 
 class _FileTool:
-    """What the file tools share: ``path`` resolved against the workspace, the disk work in a thread."""
+    """What the file tools share: ``path`` resolved and checked against the gate's judgement, work in a thread."""
+
+    # Whether the tool acts on what a symbolic link points to (read, write, edit) or on the link (delete).
+    follow = True
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         try:
             path = resolve_path(context, arguments.get("path"))
         except ValueError as exc:
             return ToolResult.error(str(exc))
-        return await asyncio.to_thread(self.on_disk, path, arguments)
+        return await asyncio.to_thread(self._checked, path, arguments, context.checked_paths)
+
+    def _checked(self, path: Path, arguments: dict[str, Any], checked: frozenset[str] | None) -> ToolResult:
+        try:
+            target = safe_fs.check_target(path, checked, follow=self.follow)
+        except (OSError, ValueError) as exc:
+            return ToolResult.error(_why(path, exc))
+        return self.on_disk(target, arguments)
 
     def on_disk(self, path: Path, arguments: dict[str, Any]) -> ToolResult:
-        """The tool's work on ``path`` (runs in a worker thread)."""
+        """The tool's work on the resolved ``path`` (runs in a worker thread)."""
         raise NotImplementedError
 
 
@@ -57,17 +71,13 @@ class ReadFileTool(_FileTool):
         """The file's text, or the lines from ``start`` to ``end``."""
         start, end = arguments.get("start"), arguments.get("end")
         try:
-            if path.stat().st_size > _MAX_READ_BYTES:
-                return ToolResult.error(f"{path} is larger than {_MAX_READ_BYTES} bytes; read a line range with bash")
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return ToolResult.error(f"no such file: {path}")
-        except IsADirectoryError:
-            return ToolResult.error(f"{path} is a directory")
+            text = safe_fs.read_text(path, max_bytes=_MAX_READ_BYTES)
         except UnicodeDecodeError:
             return ToolResult.error(f"{path} is not UTF-8 text")
         except OSError as exc:
-            return ToolResult.error(f"cannot read {path}: {exc.strerror}")
+            if exc.errno == errno.EFBIG:
+                return ToolResult.error(f"{path} is larger than {_MAX_READ_BYTES} bytes; read a line range with bash")
+            return ToolResult.error(_why(path, exc))
         if start is None and end is None:
             return ToolResult(text)
         lines = text.splitlines(keepends=True)
@@ -111,11 +121,11 @@ class EditFileTool(_FileTool):
         if not isinstance(old, str) or not old or not isinstance(new, str):
             return ToolResult.error("'old' must be a non-empty string and 'new' a string")
         try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return ToolResult.error(f"no such file: {path}")
-        except (OSError, UnicodeDecodeError) as exc:
-            return ToolResult.error(f"cannot read {path}: {exc}")
+            text = safe_fs.read_text(path, max_bytes=_MAX_READ_BYTES)
+        except UnicodeDecodeError:
+            return ToolResult.error(f"{path} is not UTF-8 text")
+        except OSError as exc:
+            return ToolResult.error(_why(path, exc))
         match = find_match(text, old)
         if match is None:
             return ToolResult.error(
@@ -135,9 +145,12 @@ class DeleteFileTool(_FileTool):
     """Delete one file (never a directory).
 
     Small local models name this action ``delete_file`` on their own and cannot
-    be relied on to write a correct ``rm`` line for ``bash``; the gate's name rule
-    (``data.delete``) makes every call ask first.
+    be relied on to write a correct ``rm`` line for ``bash``; the gate judges
+    every call irreversible (``file.delete``), so it asks first. A symbolic link
+    is removed itself, never what it points to.
     """
+
+    follow = False
 
     spec = ToolSpec(
         name="delete_file",
@@ -149,27 +162,31 @@ class DeleteFileTool(_FileTool):
     def on_disk(self, path: Path, arguments: dict[str, Any]) -> ToolResult:
         """Unlink ``path`` if it is a file or a symbolic link."""
         try:
-            if path.is_dir() and not path.is_symlink():
-                return ToolResult.error(f"{path} is a directory; delete_file deletes one file")
-            path.unlink()
-        except FileNotFoundError:
-            return ToolResult.error(f"no such file: {path}")
+            safe_fs.unlink(path)
+        except IsADirectoryError:
+            return ToolResult.error(f"{path} is a directory; delete_file deletes one file")
         except OSError as exc:
-            return ToolResult.error(f"cannot delete {path}: {exc.strerror}")
+            return ToolResult.error(_why(path, exc, "delete"))
         return ToolResult(f"deleted {path}")
 
 
 def write_atomic(path: Path, content: str, *, verb: str = "wrote") -> ToolResult:
-    """Write ``content`` to ``path`` via a temporary file, fsync and rename; an error result on failure."""
-    tmp = path.with_name(f".{path.name}.exo-tmp-{os.getpid()}")
+    """Write ``content`` to the resolved ``path`` (temporary file, fsync, rename); an error result on failure."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(content)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        safe_fs.write_text(path, content)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        return ToolResult.error(f"cannot write {path}: {exc.strerror}")
+        return ToolResult.error(_why(path, exc, "write"))
     return ToolResult(f"{verb} {path} ({len(content.encode('utf-8'))} bytes)")
+
+
+def _why(path: Path, exc: OSError | ValueError, verb: str = "read") -> str:
+    """An error result's text: what went wrong with ``path``, never the file's content."""
+    if isinstance(exc, (safe_fs.PathChangedError, safe_fs.NotRegularFileError)):
+        return str(exc.strerror)
+    if isinstance(exc, FileNotFoundError):
+        return f"no such file: {path}"
+    if isinstance(exc, IsADirectoryError):
+        return f"{path} is a directory"
+    if isinstance(exc, OSError):
+        return f"cannot {verb} {path}: {exc.strerror}"
+    return f"cannot use the path {path}: {exc}"

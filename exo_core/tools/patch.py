@@ -13,18 +13,21 @@ first; if any fails, nothing is written and the error names the file and hunk.
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from exo_core.errors import BadBodyError
+from exo_core.tools import safe_fs
 from exo_core.tools.files import resolve_path, write_atomic
 from exo_core.tools.match import find_match
 from exo_core.tools.spec import ToolContext, ToolResult, ToolSpec, object_schema
 
 __all__ = ["ApplyPatchTool", "FilePatch", "Hunk", "parse_patch", "apply_hunks"]
 
+_MAX_PATCH_SOURCE = 2 * 1024 * 1024
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 
@@ -144,19 +147,23 @@ class ApplyPatchTool:
         try:
             files = parse_patch(patch)
             plan: list[tuple[Path, str | None]] = []
+            checked = context.checked_paths
             for fp in files:
-                target = resolve_path(context, fp.new_path or fp.old_path)
+                # Each file is touched at the resolved path the gate judged, or not at all (exo_core.tools.safe_fs).
+                target = safe_fs.check_target(
+                    resolve_path(context, fp.new_path or fp.old_path), checked, follow=fp.new_path is not None
+                )
                 if fp.old_path is None:
-                    if target.exists():
+                    if os.path.lexists(target):
                         return ToolResult.error(f"{target} already exists; patch it instead of creating it")
                     body = "\n".join(line for h in fp.hunks for line in h.new)
                     plan.append((target, body + ("" if fp.no_newline_at_end else "\n")))
                     continue
-                source = resolve_path(context, fp.old_path)
-                text = source.read_text(encoding="utf-8")
                 if fp.new_path is None:
-                    plan.append((source, None))
+                    plan.append((target, None))
                     continue
+                source = safe_fs.check_target(resolve_path(context, fp.old_path), checked)
+                text = safe_fs.read_text(source, max_bytes=_MAX_PATCH_SOURCE)
                 updated = apply_hunks(text, fp.hunks, fp.new_path)
                 ends = text.endswith("\n") and not fp.no_newline_at_end
                 plan.append((target, updated + ("\n" if ends and updated else "")))
@@ -164,10 +171,17 @@ class ApplyPatchTool:
             return ToolResult.error(exc.message)
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             return ToolResult.error(f"cannot apply the patch: {exc}")
-        done = []
+        done: list[str] = []
         for path, content in plan:
             if content is None:
-                path.unlink(missing_ok=True)
+                try:
+                    safe_fs.unlink(path)
+                except FileNotFoundError:
+                    pass  # already gone: the deletion the patch asks for holds
+                except OSError as exc:
+                    return ToolResult.error(
+                        f"cannot delete {path}: {exc.strerror} (after: {', '.join(done) or 'nothing'})"
+                    )
                 done.append(f"deleted {path}")
                 continue
             result = write_atomic(path, content, verb="patched")

@@ -72,6 +72,8 @@ class ToolContext:
     emit_output: Callable[[str, str], Awaitable[None]]
     session_id: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    # The resolved files the gate judged for this call; a file tool touches no other (None: no gate judged paths).
+    checked_paths: frozenset[str] | None = None
 
 
 class Tool(Protocol):

@@ -78,7 +78,9 @@ class WebAuth:
     def session_of(self, cookies: Mapping[str, str]) -> str | None:
         """The session id of a valid, unexpired cookie, else ``None``."""
         value = cookies.get(self.cookie_name)
-        if not value or value.count(".") != 2:
+        # Cookies this server mints are ASCII; anything else (bytes that are not UTF-8 arrive as
+        # lone surrogates) is refused before it reaches the MAC, which once answered it with a 500.
+        if not value or not value.isascii() or value.count(".") != 2:
             return None
         sid, expires, mac = value.split(".")
         expected = self._mac(f"cookie|{self.port}|{sid}.{expires}")

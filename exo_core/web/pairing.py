@@ -4,10 +4,15 @@ The device's owner asks exod for a code (``exo pair``, over the owner-only
 Unix socket, or printed by ``exo serve --tcp``). The code is short enough to
 read off a small screen and type (``XXXX-XXXX``, 31 symbols without 0/O, 1/I/L:
 about 40 bits), **single use**, **expires** after a few minutes, and guessing
-is **rate limited**: after a handful of wrong tries every outstanding code is
-revoked and pairing is locked for a while, so an attacker on the LAN gets a
-few guesses per code the owner issues. Codes are kept only as SHA-256 hashes,
-in memory: a restart of exod revokes them.
+is **rate limited per source**: after a handful of wrong tries from one source
+(an IPv4 address or IPv6 /64) that source is locked out for a while. Only that
+source: five wrong codes from anyone once locked the owner out too (issue 19,
+item 10). Codes are kept only as SHA-256 hashes, in memory: a restart of exod
+revokes them; the owner issuing a new code at the device lifts every lock.
+
+Guessing budget: a source gets ``max_failures`` guesses per ``lockout``, so
+with the defaults (5 per 60 s, codes live 300 s, 31^8 ≈ 8.5e11 codes) even 254
+sources on a /24 get about 6,350 guesses at one code: a chance near 1 in 10^8.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from exo_core.errors import AccessDeniedError
 
@@ -60,16 +66,18 @@ class PairingCodes:
         max_failures: int = 5,
         lockout: float = 60.0,
         max_outstanding: int = 4,
+        max_sources: int = 4096,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.ttl = ttl
         self._max_failures = max_failures
         self._lockout = lockout
         self._max_outstanding = max_outstanding
+        self._max_sources = max_sources
         self._clock = clock
         self._codes: dict[bytes, float] = {}
-        self._failures = 0
-        self._locked_until = 0.0
+        self._failures: dict[str, int] = {}  # source -> wrong codes in a row
+        self._locked_until: dict[str, float] = {}  # source -> when its lockout ends
 
     def issue(self) -> IssuedCode:
         """A new code; the oldest outstanding one is dropped beyond the limit. Unlocks pairing."""
@@ -80,29 +88,40 @@ class PairingCodes:
         raw = "".join(secrets.choice(ALPHABET) for _ in range(8))
         self._codes[_digest(raw)] = now + self.ttl
         # The owner asking for a new code is physically at the device: let them pair now.
-        self._failures, self._locked_until = 0, 0.0
+        self._failures.clear()
+        self._locked_until.clear()
         return IssuedCode(f"{raw[:4]}-{raw[4:]}", self.ttl)
 
-    def redeem(self, offered: str) -> None:
-        """Use up ``offered``; raise :class:`PairingRefusedError` or :class:`PairingLockedError`."""
+    def redeem(self, offered: str, *, source: str = "") -> None:
+        """Use up ``offered`` sent from ``source``; raise :class:`PairingRefusedError` or :class:`PairingLockedError`."""
         now = self._clock()
-        if now < self._locked_until:
+        locked_until = self._locked_until.get(source, 0.0)
+        if now < locked_until:
             raise PairingLockedError(
-                f"too many wrong pairing codes; wait {self._locked_until - now:.0f} s or run `exo pair` for a new code"
+                f"too many wrong pairing codes from here; wait {locked_until - now:.0f} s "
+                "or run `exo pair` on the device for a new code"
             )
+        self._locked_until.pop(source, None)
         self._expire(now)
         if offered and self._codes.pop(_digest(offered), None) is not None:
-            self._failures = 0
+            self._failures.pop(source, None)
             return
-        self._failures += 1
-        if self._failures >= self._max_failures:
-            self._codes.clear()
-            self._locked_until = now + self._lockout
-            self._failures = 0
+        failures = self._failures.pop(source, 0) + 1  # re-inserted last: the dict's order is least recent first
+        if failures >= self._max_failures:
+            self._locked_until[source] = now + self._lockout
+            self._forget_oldest(self._locked_until)
             raise PairingLockedError(
-                "too many wrong pairing codes: every code is revoked; run `exo pair` for a new one"
+                f"too many wrong pairing codes from here: locked for {self._lockout:.0f} s; "
+                "run `exo pair` on the device for a new code"
             )
+        self._failures[source] = failures
+        self._forget_oldest(self._failures)
         raise PairingRefusedError("wrong, used or expired pairing code; run `exo pair` on the device for a new one")
+
+    def _forget_oldest(self, table: dict[str, Any]) -> None:
+        """Bound the per-source tables: many sources cost memory up to a fixed size, never more."""
+        while len(table) > self._max_sources:
+            table.pop(next(iter(table)))
 
     def _expire(self, now: float) -> None:
         self._codes = {key: until for key, until in self._codes.items() if until > now}

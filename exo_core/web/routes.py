@@ -7,7 +7,9 @@ TCP listener (the laptop):
   Content-Security-Policy and no framing;
 * ``POST /pair`` ``{"code", "want": "cookie"|"token"}`` — redeem a pairing
   code for a browser session cookie, or for the bearer token (a terminal
-  client on the laptop); JSON only, so a cross-site form cannot post it;
+  client on the laptop); JSON only, so a cross-site form cannot post it; the
+  body is at most ``public_body_bytes`` (4 KB), and wrong codes lock out only
+  the source that sent them (:mod:`exo_core.web.pairing`);
 * ``GET /web/session`` — the CSRF token of this browser's session;
 * ``POST /web/logout`` — forget the cookie in this browser;
 * ``GET /web/store``, ``GET /web/store/node?id=`` — read-only store browser.
@@ -18,7 +20,6 @@ Unix socket (the owner at the device): ``POST /pair/new`` issues a code.
 from __future__ import annotations
 
 import asyncio
-import json
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,8 @@ from typing import Any
 from aiohttp import web
 
 from exo_core.errors import ExoError
+from exo_core.protocol import parse_json_object
+from exo_core.server.limits import ConnectionLimits, read_body, source_key
 from exo_core.store.node import Node
 from exo_core.web.cookies import WebAuth
 from exo_core.web.pairing import PairingCodes
@@ -53,11 +56,21 @@ def _bad(message: str, status: int = 400, code: str = "bad_request") -> web.Resp
     return web.json_response({"ok": False, "error": {"code": code, "message": message}}, status=status)
 
 
+_STATUS = {"not_found": 404, "too_large": 413}
+
+
 def _fail(exc: ExoError) -> web.Response:
-    return _bad(exc.message, getattr(exc, "http_status", None) or (404 if exc.code == "not_found" else 400), exc.code)
+    return _bad(exc.message, getattr(exc, "http_status", None) or _STATUS.get(exc.code, 400), exc.code)
 
 
-def tcp_routes(auth: WebAuth, codes: PairingCodes, token: str, store_root: Path | None) -> Any:
+def tcp_routes(
+    auth: WebAuth,
+    codes: PairingCodes,
+    token: str,
+    store_root: Path | None,
+    *,
+    limits: ConnectionLimits = ConnectionLimits(),
+) -> Any:
     """A route adder for :func:`exo_core.server.http.build_app` on the TCP listener."""
     folder = static_dir()
     files = {p.name: p for p in folder.iterdir() if p.suffix in _TYPES} if folder.is_dir() else {}
@@ -73,19 +86,21 @@ def tcp_routes(auth: WebAuth, codes: PairingCodes, token: str, store_root: Path 
         )
 
     async def pair(request: web.Request) -> web.Response:
+        # Anyone on the LAN may call this: a small body, read within the body timeout, parsed with every limit.
         if request.content_type != "application/json":
             return _bad('send the pairing code as JSON: {"code": "XXXX-XXXX"}', 415)
         try:
-            data = json.loads(await request.text())
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return _bad("the body is not JSON")
-        if not isinstance(data, dict) or not isinstance(data.get("code"), str) or len(data["code"]) > 64:
+            raw = await read_body(request, limit=limits.public_body_bytes, timeout=limits.body_timeout)
+            data = parse_json_object(raw, what="pairing request", limit=limits.public_body_bytes)
+        except ExoError as exc:
+            return _fail(exc)
+        if not isinstance(data.get("code"), str) or len(data["code"]) > 64:
             return _bad("'code' must be the short code shown by `exo pair`")
         want = data.get("want", "cookie")
         if want not in ("cookie", "token"):
             return _bad("'want' is 'cookie' (a browser) or 'token' (a terminal client)")
         try:
-            codes.redeem(data["code"])
+            codes.redeem(data["code"], source=source_key(request.remote or ""))
         except ExoError as exc:
             return _fail(exc)
         if want == "token":

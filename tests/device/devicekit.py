@@ -154,7 +154,11 @@ def reference(state: ScreenState, spec: ScreenSpec, entry: dict[str, Any]):
     """The frame the device should have drawn for ``state``, with the status line from the frame's own record."""
     return render(
         state.with_(
-            link=entry.get("link", "online"), activity=entry.get("activity", "idle"), pending=entry.get("pending", 0)
+            link=entry.get("link", "online"),
+            activity=entry.get("activity", "idle"),
+            pending=entry.get("pending", 0),
+            phase=entry.get("phase", ""),
+            elapsed=entry.get("elapsed", 0),
         ),
         spec,
     )

@@ -14,7 +14,7 @@ import pytest
 from exo_testkit import write_script
 
 from device.layouts import ScreenSpec
-from device.state import Approval, Question, ScreenState
+from device.state import Approval, Question, ScreenState, approval_target, local_clock_time
 from devicekit import DeviceProc, reference, same_region
 from voicekit import needs_espeak, needs_sox, sox_stat, speak, wer
 
@@ -98,7 +98,19 @@ def test_ask_approve_and_answer_by_voice_on_a_128x64_screen(
         card = dev.wait_frame(lambda e: e["layout"] == "approval" and e["frame"] > last)
         body = requested["body"]
         expected = reference(
-            ScreenState(approvals=(Approval(body["request_id"], body["summary"], body["risk"]),)), MONO, card
+            ScreenState(
+                approvals=(
+                    Approval(
+                        body["request_id"],
+                        body["summary"],
+                        body["risk"],
+                        body["tool"],
+                        target=approval_target(body["tool"], body["arguments"]),
+                    ),
+                )
+            ),
+            MONO,
+            card,
         )
         assert dev.image(card).tobytes() == expected.tobytes()
         assert (workspace / "notes.txt").exists()
@@ -116,7 +128,18 @@ def test_ask_approve_and_answer_by_voice_on_a_128x64_screen(
         card = dev.wait_frame(lambda e: e["layout"] == "question" and e["frame"] > last)
         body = asked["body"]
         expected = reference(
-            ScreenState(questions=(Question(body["question_id"], body["text"], tuple(body["options"])),)), MONO, card
+            ScreenState(
+                questions=(
+                    Question(
+                        body["question_id"],
+                        body["text"],
+                        tuple(body["options"]),
+                        deadline=local_clock_time(body.get("expires_at")),
+                    ),
+                )
+            ),
+            MONO,
+            card,
         )
         assert same_region(dev.image(card), expected, card_box(MONO))
         dev.wait(lambda r: r.get("ev") == "spoken" and r["text"].startswith("Which day suits you?"), mark)
@@ -149,7 +172,13 @@ def test_question_answered_with_buttons_on_a_240x240_colour_screen(
         dev.send("wait 0.6")  # past the double-press window: two single presses, not one double
         dev.send("press next")
         body = asked["body"]
-        moved = Question(body["question_id"], body["text"], tuple(body["options"]), selected=2)
+        moved = Question(
+            body["question_id"],
+            body["text"],
+            tuple(body["options"]),
+            selected=2,
+            deadline=local_clock_time(body.get("expires_at")),
+        )
         card = dev.wait_frame(
             lambda e: (
                 e["layout"] == "question"

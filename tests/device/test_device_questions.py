@@ -136,3 +136,35 @@ async def test_free_text_question(harness) -> None:
     assert (await h.cmd("question.answer", question_id=asked["body"]["question_id"], text="  Sam  "))["ok"]
     await h.wait(lambda e: e["type"] == "turn.completed" and e["body"]["turn_id"] == turn)
     assert h.of("question.answered")[0]["body"]["text"] == "Sam"
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"question": "text"},
+        {"question": "  "},
+        {"question": "Which day?", "options": ["string", "string"]},
+        {"question": "question?"},
+    ],
+)
+async def test_a_placeholder_question_is_never_shown(harness, arguments) -> None:
+    ask = {"text": "", "tool_calls": [{"name": "ask_person", "arguments": arguments}]}
+    h = await harness([ask, {"text": "I will pick for you."}])
+    session, turn = await start_turn(h)
+    await h.wait(lambda e: e["type"] == "turn.completed" and e["body"]["turn_id"] == turn)
+    assert h.of("question.asked") == []
+    tool = [m for m in (await h.ok("session.get", session=session))["messages"] if m["role"] == "tool"][0]
+    assert "not asked:" in tool["content"], tool["content"]
+
+
+async def test_a_waiting_question_says_until_when(harness) -> None:
+    from device.state import local_clock_time
+
+    h = await harness([ASK, {"text": "ok"}])
+    _, turn = await start_turn(h)
+    asked = await h.wait(lambda e: e["type"] == "question.asked")
+    expires = asked["body"]["expires_at"]
+    assert expires > asked["ts"], (expires, asked["ts"])  # 600 s after it was asked
+    assert len(local_clock_time(expires)) == 5
+    assert (await h.cmd("question.answer", question_id=asked["body"]["question_id"], option=1))["ok"]
+    await h.wait(lambda e: e["type"] == "turn.completed" and e["body"]["turn_id"] == turn)

@@ -21,7 +21,7 @@ import pytest
 from exo_testkit import write_script
 
 from device.layouts import ScreenSpec
-from device.state import Approval, Notice, ScreenState
+from device.state import Approval, Notice, ScreenState, approval_target
 from devicekit import DeviceProc, reference, same_region
 from voicekit import needs_espeak, speak
 
@@ -58,7 +58,13 @@ def test_sigkill_shows_offline_then_delivers_or_refuses_visibly(
         mark = dev.mark()
         dev.send(f"talk {q1}")
         requested = dev.wait(lambda r: r.get("type") == "approval.requested", mark)["body"]
-        approval = Approval(requested["request_id"], requested["summary"], requested["risk"])
+        approval = Approval(
+            requested["request_id"],
+            requested["summary"],
+            requested["risk"],
+            requested["tool"],
+            target=approval_target(requested["tool"], requested["arguments"]),
+        )
 
         # The core dies: the status line says so (a crossed box and OFFLINE), the card stays.
         mark = dev.mark()

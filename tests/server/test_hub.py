@@ -6,6 +6,8 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
+
 from exo_core.protocol.events import Notice
 from exo_core.server.hub import Hub
 from exo_core.sessions.worker import DbWorker
@@ -121,4 +123,26 @@ async def test_a_failed_write_fails_its_emitters_and_leaves_no_gap(tmp_path: Pat
     else:
         raise AssertionError("a colliding event id must fail the emit")
     assert hub.last_seq == 1
+    await close(worker, hub)
+
+
+async def test_one_unencodable_event_fails_its_caller_alone(tmp_path: Path) -> None:
+    """Issue 19 item 5: on main a body with a lone surrogate failed every event of its group commit."""
+    from exo_core.errors import ProtocolError
+
+    worker, hub = await open_hub(tmp_path / "s.sqlite")
+    sub = hub.subscribe(0)
+    good_before = hub.emit_nowait("s1", "notice", Notice(text="before"))
+    with pytest.raises(ProtocolError, match="Unicode"):
+        hub.emit_nowait("s2", "notice", Notice(text="answer \ud800 here"))
+    with pytest.raises(ProtocolError, match="number"):
+        hub.emit_nowait("s2", "notice", {"text": float("nan")})
+    good_after = hub.emit_nowait("s1", "notice", Notice(text="after"))
+    first, second = await asyncio.gather(good_before, good_after)
+    assert (first.seq, second.seq) == (1, 2), "no hole in the numbering"
+    stored = await hub.read_page(0, None)
+    assert [json.loads(s.data)["body"]["text"] for s in stored] == ["before", "after"]
+    assert [s.data for s in stored] == [first.to_json(), second.to_json()], "stored text is the canonical JSON"
+    assert (await sub.next(timeout=5)).data == stored[0].data
+    sub.close()
     await close(worker, hub)

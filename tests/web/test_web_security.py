@@ -152,7 +152,7 @@ def test_pairing_codes_are_single_use_json_only_and_rate_limited(tcp, exo_home: 
     ]
     assert statuses == [401, 401, 401, 401, 429]
     locked = call(port, "POST", "/pair", json.dumps({"code": fresh}).encode(), {"Content-Type": "application/json"})
-    assert locked[0] == 429, "after too many guesses every outstanding code is revoked"
+    assert locked[0] == 429, "after too many guesses the source that sent them is locked out"
     cookie, _csrf = pair_browser(port, pair_code(exo_home))  # the owner issuing a new code unlocks pairing
     assert cookie.startswith(f"exo_{port}=")
 

@@ -208,6 +208,7 @@ export interface QuestionAskedEvent {
   text: string;
   options?: Array<string>;
   allow_text?: boolean;
+  expires_at?: string | null;
 }
 
 /** A piece of the model's reasoning text. */
@@ -264,6 +265,7 @@ export interface TurnCompletedEvent {
   stop_reason: string;
   usage?: Record<string, unknown>;
   error?: string | null;
+  hint?: string | null;
 }
 
 /** A turn began (``resumed`` when continuing one cut off by a restart). */

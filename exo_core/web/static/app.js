@@ -149,7 +149,11 @@ function openStream() {
   };
 }
 
-function setConn(text, cls) { const c = $("conn"); c.textContent = text; c.className = `conn ${cls || ""}`; }
+function setConn(text, cls) {
+  const c = $("conn"); c.textContent = text; c.className = `conn ${cls || ""}`;
+  S.conn = cls;
+  if (cls === "live") flushOutbox();
+}
 function showError(err) { note(null, `error: ${err.message}`, "notice"); }
 
 function turnBox(turnId) {
@@ -214,6 +218,7 @@ function handle(event) {
     case "turn.completed":
       S.running.delete(t);
       if (b.stop_reason !== "end") note(t, `turn ${b.stop_reason}${b.error ? ": " + b.error : ""}`);
+      if (b.hint) note(t, b.hint, "turn-hint");
       break;
     case "ui.panel": turnBox(t || lastTurn()).append(drawPanel(b)); break;
     case "notice": note(null, b.text, "notice"); break;
@@ -268,6 +273,10 @@ function approvalCard(b) {
 function questionCard(b) {
   const card = el("div", "card question");
   card.append(el("div", "", b.text));
+  if (b.expires_at) {
+    const until = new Date(b.expires_at);
+    card.append(el("div", "note deadline", `waits until ${until.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })}`));
+  }
   const actions = el("div", "actions");
   const answer = async (body) => {
     try { await command("question.answer", { question_id: b.question_id, ...body }); }
@@ -373,14 +382,54 @@ function tree(items) {
 
 // -- sending ----------------------------------------------------------------
 
+// Messages typed while exod is away wait here, each with a visible mark, and go once, in order, when
+// the stream is live again (docs/web.md "offline"). A reply that never came (the core died mid-send)
+// counts as not sent; more than OUTBOX_LIMIT waiting are refused visibly.
+const OUTBOX_LIMIT = 20;
+S.outbox = [];
+
+function keep(text, mode) {
+  if (S.outbox.length >= OUTBOX_LIMIT) { note(null, `not sent (${OUTBOX_LIMIT} messages already wait): ${text}`, "notice"); return; }
+  const mark = el("div", "note pending", `⏳ will send when connected: ${text}`);
+  $("transcript").append(mark);
+  S.outbox.push({ text, mode, mark });
+  scroll();
+}
+
+function unreachable(err) { return !err.status || err.status >= 502; }
+
+async function flushOutbox() {
+  if (S.flushing) return;
+  S.flushing = true;
+  try {
+    while (S.outbox.length && S.conn === "live") {
+      const item = S.outbox[0];
+      try { await command("turn.send", { session: S.session, text: item.text, mode: item.mode }); }
+      catch (err) {
+        if (unreachable(err)) return;
+        S.outbox.shift();
+        item.mark.textContent = `not sent (${err.code || err.status}): ${item.text}`;
+        continue;
+      }
+      S.outbox.shift();
+      item.mark.textContent = `sent: ${item.text}`;
+      item.mark.className = "note";
+    }
+  } finally { S.flushing = false; }
+}
+
 async function send() {
   const text = $("prompt").value;
   if (!text.trim() || !S.session) return;
   let mode = $("mode").value;
   if (mode === "auto") mode = S.running.size ? "queue" : "send";
   $("prompt").value = "";
+  if (S.conn !== "live" || S.outbox.length) { keep(text, mode); return; }
   try { await command("turn.send", { session: S.session, text, mode }); }
-  catch (err) { $("prompt").value = text; showError(err); }
+  catch (err) {
+    if (unreachable(err)) keep(text, mode);
+    else { $("prompt").value = text; showError(err); }
+  }
 }
 $("prompt-form").addEventListener("submit", (ev) => { ev.preventDefault(); send(); });
 $("prompt").addEventListener("keydown", (ev) => {

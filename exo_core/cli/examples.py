@@ -1,0 +1,94 @@
+"""An example for every ``exo`` command, shown at the end of its ``--help``.
+
+Kept in one table so a new command's missing example is one test failure away
+(``tests/cli/test_cli_help.py``), and so the examples read as one consistent set.
+Imports only argparse, like every command module, so ``exo --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["EXAMPLES", "add_examples", "command_paths"]
+
+EXAMPLES: dict[str, tuple[str, ...]] = {
+    "": ("exo init && exo chat", "exo serve --tcp 0.0.0.0:8765"),
+    "init": ("exo init", "EXO_HOME=/tmp/exo-try exo init"),
+    "serve": ("exo serve", "exo serve --tcp 0.0.0.0:8765", "exo serve --stdio"),
+    "chat": ("exo chat", "exo chat --connect http://HOST:8765 --token-file token"),
+    "pair": ("exo pair", "exo pair --connect http://HOST:8765"),
+    "search": ("exo search dentist appointment", "exo search --json invoice"),
+    "history": ("exo history import chat-export.json",),
+    "history import": ("exo history import chat-export.json",),
+    "history summarize": ("exo history summarize",),
+    "history status": ("exo history status",),
+    "protocol": ("exo protocol export",),
+    "protocol export": ("exo protocol export",),
+    "store": ("exo store verify", "exo store export /media/usb/me"),
+    "store lint": ("exo store lint", "exo store lint --strict"),
+    "store export": ("exo store export /media/usb/me",),
+    "store import": ("exo store import /media/usb/me",),
+    "store verify": ("exo store verify", "exo store verify /media/usb/me"),
+    "store sync": ("exo store sync ~/.exo/store /media/usb/me",),
+    "store ingest": ("exo store ingest notes ~/notes", "exo store ingest bookmarks bookmarks.html"),
+    "store rebuild-items": ("exo store rebuild-items",),
+    "store enrol": ("exo store enrol 3f9a1c2b7d4e5f60",),
+    "store trust": ("exo store trust", "exo store trust --forget-head"),
+    "onboard": ("exo onboard",),
+    "ledger": ("exo ledger verify", "exo ledger log"),
+    "ledger verify": ("exo ledger verify",),
+    "ledger log": ("exo ledger log", "exo ledger log --json"),
+    "ledger show": ("exo ledger show 42",),
+    "ledger rebuild": ("exo ledger rebuild",),
+    "gate": ("exo gate check -- git push origin main",),
+    "gate check": (
+        "exo gate check -- git push origin main",
+        'exo gate check --tool write_file --args \'{"path": "/etc/hosts", "content": "x"}\'',
+    ),
+    "models": ("exo models fetch", "exo models list"),
+    "models fetch": ("exo models fetch",),
+    "models list": ("exo models list",),
+    "device": ("exo device", "exo device --mock --size 128x64"),
+    "recall": ("exo recall 'where does my sister live'",),
+    "bench": ("exo bench retrieval --json", "exo bench footprint"),
+    "bench retrieval": ("exo bench retrieval --locomo locomo10.json --longmemeval longmemeval_s.json --json",),
+    "bench footprint": ("exo bench footprint --json",),
+    "bench stress": ("exo bench stress --kill-cycles 40 --fuzz 20000 --idle 2000",),
+    "learn": ("exo learn review", "exo learn metrics"),
+    "learn review": ("exo learn review",),
+    "learn queue": ("exo learn queue",),
+    "learn drain": ("exo learn drain",),
+    "learn metrics": ("exo learn metrics --days 7",),
+    "learn climb": ("exo learn climb",),
+    "learn reject": ("exo learn reject taste/tone",),
+    "learn rebuild": ("exo learn rebuild",),
+    "decide": ("exo decide signal 'No, shorter please.' --json",),
+}
+
+
+def _children(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    found: dict[str, argparse.ArgumentParser] = {}
+    for action in parser._actions:  # argparse keeps subcommands nowhere else
+        if isinstance(action, argparse._SubParsersAction):
+            found.update(action.choices)
+    return found
+
+
+def command_paths(parser: argparse.ArgumentParser, prefix: str = "") -> dict[str, argparse.ArgumentParser]:
+    """Every parser under ``parser`` by its command path (``""`` for ``exo`` itself, ``"ledger verify"``)."""
+    paths = {prefix: parser}
+    for name, child in _children(parser).items():
+        paths.update(command_paths(child, f"{prefix} {name}".strip()))
+    return paths
+
+
+def add_examples(parser: argparse.ArgumentParser) -> None:
+    """Append each command's examples to its ``--help`` (an epilog, kept as written)."""
+    for path, command in command_paths(parser).items():
+        examples = EXAMPLES.get(path)
+        if not examples:
+            continue
+        command.formatter_class = argparse.RawDescriptionHelpFormatter
+        lines = "\n".join(f"  {example}" for example in examples)
+        label = "example" if len(examples) == 1 else "examples"
+        command.epilog = f"{label}:\n{lines}"
