@@ -68,6 +68,7 @@ class ServeSettings:
     n_ctx: int = 4096
     threads: int = 2
     n_batch: int = 256
+    key_env: str | None = None  # the variable holding the bearer key the server requires (None: no key)
 
     @property
     def base_url(self) -> str:
@@ -131,10 +132,20 @@ def server_command(settings: ServeSettings, *, python: str = sys.executable) -> 
     ]
 
 
-def server_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The server's environment: ``base`` (default ours) with OpenMP told to sleep, not spin, when idle."""
+def server_env(base: Mapping[str, str] | None = None, *, key_env: str | None = None) -> dict[str, str]:
+    """The server's environment: ``base`` (default ours) with OpenMP told to sleep, not spin, when idle.
+
+    With ``key_env`` the key in that variable goes to the server as ``API_KEY`` (its settings read it
+    from the environment), never on its command line where ``ps`` would show it.
+    """
     env = dict(os.environ if base is None else base)
     env["OMP_WAIT_POLICY"] = "PASSIVE"
+    env.pop("API_KEY", None)
+    if key_env is not None:
+        key = env.get(key_env, "")
+        if not key:
+            raise ConfigError(f"--key-env {key_env}: the variable is not set; export {key_env}=<a long random key>")
+        env["API_KEY"] = key
     return env
 
 
@@ -149,11 +160,13 @@ def device_config(settings: ServeSettings, *, advertise: str | None = None, fall
     """The ``config.toml`` lines that send a device's ``main`` role (and its learning queue) to this server."""
     host = advertise or _advertised_host(settings.host)
     route = f"laptop:{settings.alias}"
+    # The device reads the same key from its own variable of that name (docs/models.md §3).
+    keys = f'["{settings.key_env}"]' if settings.key_env else "[]"
     return (
         "[models.providers.laptop]\n"
         'kind = "openai"\n'
         f'base_url = "http://{host}:{settings.port}/v1"\n'
-        "key_env = []\n"
+        f"key_env = {keys}\n"
         "\n"
         "[models.roles]\n"
         f'main = ["{route}", "local:{fallback}"]\n'
@@ -198,7 +211,7 @@ def exec_server(settings: ServeSettings, *, python: str = sys.executable) -> Non
     """Replace this process with the server (``exo models serve``): signals reach the server itself."""
     check_installed()
     command = server_command(settings, python=python)
-    os.execve(command[0], command, server_env())
+    os.execve(command[0], command, server_env(key_env=settings.key_env))
 
 
 def start_server(
@@ -211,7 +224,8 @@ def start_server(
     """Start the server process (its output to ``log``, else inherited); the caller waits with :func:`wait_ready`."""
     check_installed()
     command = server_command(settings, python=python)
+    environment = server_env(env, key_env=settings.key_env)
     if log is None:
-        return subprocess.Popen(command, env=server_env(env))
+        return subprocess.Popen(command, env=environment)
     with open(log, "ab") as out:
-        return subprocess.Popen(command, env=server_env(env), stdout=out, stderr=subprocess.STDOUT)
+        return subprocess.Popen(command, env=environment, stdout=out, stderr=subprocess.STDOUT)

@@ -36,6 +36,9 @@ def register(subparsers: Any) -> None:
     serve.add_argument("--n-ctx", type=int, default=4096, help="context window in tokens (default 4096)")
     serve.add_argument("--threads", type=int, default=None, help="generation threads (default: the cores, at most 4)")
     serve.add_argument("--advertise", default=None, help="the host name devices use in the printed config")
+    serve.add_argument(
+        "--key-env", default=None, metavar="VAR", help="require the bearer key in $VAR (devices set the same variable)"
+    )
     serve.add_argument("--print-config", action="store_true", help="print the command and device config; do not start")
     serve.add_argument("--json", action="store_true", help="with --print-config: print it as JSON")
 
@@ -116,6 +119,7 @@ def _serve(args: argparse.Namespace) -> int:
         exec_server,
         resolve_model,
         server_command,
+        server_env,
     )
 
     if not 0 < args.port < 65536:
@@ -126,7 +130,9 @@ def _serve(args: argparse.Namespace) -> int:
     if threads < 1:
         raise UsageError(f"--threads {threads} must be at least 1")
     path, alias = resolve_model(args.model or DEFAULT_MODEL, home_of(args))
-    settings = ServeSettings(path, alias, host=args.host, port=args.port, n_ctx=args.n_ctx, threads=threads)
+    settings = ServeSettings(
+        path, alias, host=args.host, port=args.port, n_ctx=args.n_ctx, threads=threads, key_env=args.key_env
+    )
     config = device_config(settings, advertise=args.advertise)
     command = " ".join(server_command(settings))
     if args.print_config:
@@ -136,6 +142,7 @@ def _serve(args: argparse.Namespace) -> int:
             f"# OMP_WAIT_POLICY=PASSIVE {command}\n{config}",
         )
     check_installed()
+    server_env(key_env=settings.key_env)  # a --key-env variable that is not set fails here, before anything starts
     # The server replaces this process (exec): Ctrl-C, SIGTERM and a supervisor's SIGKILL reach it directly.
     print(
         f"exo models: serving {alias} ({path}) at {settings.base_url}; a device's config.toml:\n\n{config}",

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from exo_core.errors import ConfigError
 from exo_core.models import load_catalog
 from exo_testkit import ROOT
 
@@ -54,6 +55,24 @@ def test_serve_prints_the_command_and_a_config_the_router_accepts(tmp_path: Path
     assert (
         catalog.provider("laptop").base_url.endswith(":8081/v1") and config["learning"]["route"] == "laptop:big-model"
     )
+
+
+def test_serve_with_a_key_tells_the_device_which_variable_holds_it(tmp_path: Path) -> None:
+    import tomllib
+
+    from exo_edge.laptop_server import ServeSettings, server_command, server_env
+
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    done = _exo("models", "serve", str(model), "--key-env", "EXO_LAPTOP_KEY", "--print-config", "--json")
+    config = tomllib.loads(json.loads(done.stdout)["config"])
+    assert config["models"]["providers"]["laptop"]["key_env"] == ["EXO_LAPTOP_KEY"]
+    # the key reaches the server through its environment, never its command line
+    settings = ServeSettings(model, "m", key_env="EXO_LAPTOP_KEY")
+    assert server_env({"EXO_LAPTOP_KEY": "k" * 32}, key_env="EXO_LAPTOP_KEY")["API_KEY"] == "k" * 32
+    assert not any("k" * 32 in part for part in server_command(settings))
+    with pytest.raises(ConfigError, match="EXO_LAPTOP_KEY"):
+        server_env({}, key_env="EXO_LAPTOP_KEY")
 
 
 @pytest.mark.parametrize(
