@@ -19,10 +19,11 @@ from exo_core.retrieval.pipeline import Retriever
 if TYPE_CHECKING:
     from exo_core.home import ExoHome
 
-__all__ = ["StoreMemory", "RECALL_HEADING", "open_store_memory"]
+__all__ = ["StoreMemory", "PACK_HEADING", "RECALL_HEADING", "open_store_memory"]
 
 _log = logging.getLogger(__name__)
-RECALL_HEADING = "## Recalled for this message (ids in brackets; ask for a node by id to see it whole)"
+PACK_HEADING = "## About the person: their pack (the page they keep; [[links]] name notes in their store)"
+RECALL_HEADING = "## Notes recalled for this message (each starts with its id in brackets; answer from them)"
 
 
 class StoreMemory:
@@ -33,15 +34,22 @@ class StoreMemory:
         self.scope = scope
 
     async def system_block(self, session_id: str, text: str) -> str:
-        """The pack page, then what the pipeline retrieves for ``text`` (the current session excluded)."""
+        """The pack page, then what the pipeline retrieves for ``text`` (the current session excluded).
+
+        Each part under a heading that says what it is and how to use it: a
+        chat model answers "Where does my sister live?" from the recalled note
+        that says so, and reads the pack as background, never as an answer to
+        copy (docs/retrieval.md, "In the prompt").
+        """
         pack_text = await asyncio.to_thread(self.retriever.store.pack_text)
+        pack = f"{PACK_HEADING}\n{pack_text.strip()}"
         try:
             recalled = await asyncio.to_thread(self.retriever.retrieve, text, scope=self.scope, session_id=session_id)
         except ExoError as exc:  # a broken index or store file must not cost the person their answer
             _log.warning("retrieval failed, answering with the pack only: %s", exc.message)
-            return pack_text.rstrip() + "\n"
+            return pack + "\n"
         block = recalled.render()
-        return pack_text.rstrip() + (f"\n\n{RECALL_HEADING}\n{block}" if block else "") + "\n"
+        return pack + (f"\n\n{RECALL_HEADING}\n{block}" if block else "") + "\n"
 
     async def on_exchange(self, session_id: str, user_text: str, answer: str) -> None:
         """A finished exchange is a new past turn: re-check the sources before the next query."""
