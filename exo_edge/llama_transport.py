@@ -46,7 +46,7 @@ from exo_core.agent.grounding import call_grounding
 from exo_core.errors import ClosedResourceError
 from exo_core.models.failures import FailureKind, ProviderError
 from exo_edge.answer_tidy import AnswerTidy
-from exo_edge.chat_run import CallJudge, ChatDecision, run_chat
+from exo_edge.chat_run import CallJudge, ChatDecision, call_openers, run_chat
 from exo_edge.chat_template import ChatTemplate
 from exo_edge.manifest import PromptFormat
 from exo_edge.grammar_decode import common_prefix, greedy_under_grammar
@@ -137,6 +137,7 @@ class LlamaTransport:
         self.judge = judge
         self._llm: Any = None
         self._template: ChatTemplate | None = None
+        self._openers: frozenset[int] | None = None
         self.last_decision: ChatDecision | None = None
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="exo-llama")
         self._locks: dict[int, asyncio.Lock] = {}
@@ -436,6 +437,12 @@ class LlamaTransport:
             self._template = ChatTemplate.from_metadata(llm.metadata, text)
         return self._template
 
+    def _call_openers(self, llm: Any) -> frozenset[int]:
+        """The model's call-opening tokens (one vocabulary scan per transport)."""
+        if self._openers is None:
+            self._openers = call_openers(llm)
+        return self._openers
+
     def _run_chat(
         self,
         llm: Any,
@@ -462,6 +469,7 @@ class LlamaTransport:
                 n_ctx=self.settings.n_ctx,
                 seed=self.settings.seed,
                 stop=stop,
+                openers=self._call_openers(llm),
                 judge=self.judge,
                 emit=emit,
                 cancel=cancel,

@@ -22,7 +22,9 @@ A call is *grounded* when
 3. it is not an **echo**: a free-text argument that only restates the
    person's question (asking the person their own question back, or
    searching memory for it, which the memory provider has already done for
-   this message) adds nothing an answer in words would not.
+   this message) adds nothing an answer in words would not;
+4. a tool whose description says it works on **files** names one: a call
+   to apply a "patch" of ``good morning`` to no file acts on nothing.
 
 These are rules about the person's words, not about any tool's name, so a
 plugin's tools are judged the same way.
@@ -44,6 +46,7 @@ LONG_TEXT = 120
 # The share of the question's content words an argument must repeat to count as restating it.
 _ECHO_SHARE = 0.6
 _WORD = re.compile(r"[a-z0-9]+")
+_FILES = re.compile(r"\bfiles?\b", re.IGNORECASE)
 _FILE_NAME = re.compile(r"[\w.-]*\w\.[a-z0-9]{1,8}\b|[\w.-]*/[\w./-]+")
 _STOP = frozenset(
     "a an the of to in on at for by with from and or but is are was were be been am do does did "
@@ -88,6 +91,19 @@ def _strings(value: Any) -> list[str]:
     return []
 
 
+def _numbers(value: Any) -> list[int | float]:
+    """Every number inside an argument value (booleans are not numbers here)."""
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, (int, float)):
+        return [value]
+    if isinstance(value, Mapping):
+        return [n for v in value.values() for n in _numbers(v)]
+    if isinstance(value, (list, tuple)):
+        return [n for v in value for n in _numbers(v)]
+    return []
+
+
 def _name_appears(name: str, sources: str) -> bool:
     """Whether ``name`` (a path, a command word) is in ``sources``, whole or by its file name."""
     low, text = name.lower().strip(), sources.lower()
@@ -100,13 +116,23 @@ def _whole(part: str, text: str) -> bool:
     return re.search(r"(?<![\w-])" + re.escape(part) + r"(?![\w-])", text) is not None
 
 
-def call_grounding(call: ToolCall, messages: Sequence[ChatMessage]) -> Grounding:
-    """Judge ``call`` against the conversation it was proposed in (see the module docstring)."""
+def call_grounding(
+    call: ToolCall, messages: Sequence[ChatMessage], tools: Sequence[Mapping[str, Any]] = ()
+) -> Grounding:
+    """Judge ``call`` against the conversation it was proposed in (see the module docstring).
+
+    ``tools`` are the offered tool descriptions (name, description, parameters).
+    """
     sources = grounding_sources(messages)
     if not sources.strip():
         return Grounding(False, "there is no message from the person to act on")
+    spec = next((t for t in tools if t.get("name") == call.name), None)
+    if spec is not None and _FILES.search(str(spec.get("description", ""))) and not _names_a_file(call):
+        return Grounding(False, f"{call.name} works on files, and the call names none")
     source_words = _words(sources)
-    anchored = False
+    # a number the person said anchors a call ("a timer for 5 minutes"); one they did not (a default
+    # start line) neither anchors nor spoils it
+    anchored = any(_whole(str(n), sources.lower()) for n in _numbers(call.arguments))
     for value in (s for v in call.arguments.values() for s in _strings(v)):
         text = value.strip()
         if not text:
@@ -127,6 +153,14 @@ def call_grounding(call: ToolCall, messages: Sequence[ChatMessage]) -> Grounding
     if not anchored:
         return Grounding(False, f"{call.name}: none of its arguments refers to anything the person said")
     return Grounding(True, f"{call.name}: its arguments come from the person's words")
+
+
+def _names_a_file(call: ToolCall) -> bool:
+    """Whether any argument is or holds a file name or path (grounded or not: rule 1 checks that)."""
+    for value in (s for v in call.arguments.values() for s in _strings(v)):
+        if _FILE_NAME.search(value.lower()):
+            return True
+    return False
 
 
 def _restates(text: str, messages: Sequence[ChatMessage]) -> bool:

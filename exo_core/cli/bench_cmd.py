@@ -1,7 +1,8 @@
 """``exo bench NAME``: run one benchmark.
 
 ``exo bench retrieval --locomo F --longmemeval F --json`` and
-``exo bench footprint [--json]`` (its own arguments follow the name). Only argparse loads here.
+``exo bench footprint [--json]`` and ``exo bench generation [--json]`` (their own arguments follow
+the name). Only argparse loads here.
 """
 
 from __future__ import annotations
@@ -30,12 +31,33 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     foot.add_argument("args", nargs=argparse.REMAINDER, help="the footprint audit's own arguments (e.g. --json)")
     foot.set_defaults(handler=_footprint, passthrough="footprint")
+    gen = names.add_parser(
+        "generation",
+        help="time to first token and tokens/s through exod against direct llama-cpp-python",
+        add_help=False,
+    )
+    gen.add_argument("args", nargs=argparse.REMAINDER, help="the benchmark's own arguments (e.g. --json)")
+    gen.set_defaults(handler=_generation, passthrough="generation")
 
 
 def _footprint(args: argparse.Namespace) -> int:
     from exo_edge.footprint import main
 
     return int(main(args.args))
+
+
+def _generation(args: argparse.Namespace) -> int:
+    """Run ``benchmarks/bench_generation.py`` of this checkout with the remaining arguments."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from exo_core.errors import NotFoundError
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_generation.py"
+    if not script.is_file():
+        raise NotFoundError(f"{script} is missing: `exo bench generation` runs from a source checkout")
+    return subprocess.call([sys.executable, str(script), *args.args])
 
 
 def _retrieval(args: argparse.Namespace) -> int:

@@ -81,3 +81,19 @@ _VALUES = st.one_of(st.text(max_size=60), st.integers(), st.none(), st.lists(st.
 def test_any_message_and_arguments_get_a_verdict_with_a_reason(said: str, arguments: dict) -> None:
     verdict = call_grounding(ToolCall("c", "tool", arguments), [ChatMessage("user", said)])
     assert isinstance(verdict.grounded, bool) and verdict.reason
+
+
+def test_a_number_the_person_said_anchors_a_call_and_an_unsaid_one_does_not_spoil_it() -> None:
+    assert _judge("Set a timer for 5 minutes", "set_timer", minutes=5)
+    assert not _judge("Set a timer", "set_timer", minutes=5)
+    assert _judge("Read notes.txt", "read_file", path="notes.txt", start=1, end=40)
+
+
+def test_a_tool_that_works_on_files_must_name_one() -> None:
+    patch = {"name": "apply_patch", "description": "Apply a unified diff to files in the workspace."}
+    said = [ChatMessage("user", "Translate 'good morning' into Spanish.")]
+    verdict = call_grounding(ToolCall("c", "apply_patch", {"patch": "good morning"}), said, [patch])
+    assert not verdict.grounded and "names none" in verdict.reason
+    fix = [ChatMessage("user", "Fix the typo in notes.md")]
+    diff = "--- a/notes.md\n+++ b/notes.md\n@@ -1 +1 @@\n-teh\n+the\n"
+    assert call_grounding(ToolCall("c", "apply_patch", {"patch": diff}), fix, [patch]).grounded
