@@ -16,15 +16,19 @@ A call is *grounded* when
 1. every **name** among its arguments — a value without spaces, such as a
    path or a command word — appears in the sources (a path also by its
    file name), and every file name inside a longer value does too;
-2. at least one argument is **anchored**: a name that appears, or a short
-   phrase sharing a content word with the sources; long free text (a file's
-   new content, a patch) is the model's own writing and anchors nothing;
+2. at least one argument is **anchored** in the person's own last message:
+   a name that appears there, or a short phrase sharing a content word with
+   it (a tool's output may supply a name, never the reason to act); long
+   free text (a file's new content, a patch) is the model's own writing and
+   anchors nothing;
 3. it is not an **echo**: a free-text argument that only restates the
    person's question (asking the person their own question back, or
    searching memory for it, which the memory provider has already done for
    this message) adds nothing an answer in words would not;
 4. a tool whose description says it works on **files** names one: a call
-   to apply a "patch" of ``good morning`` to no file acts on nothing.
+   to apply a "patch" of ``good morning`` to no file acts on nothing;
+5. it is not a **repeat** of a call already made since the person's message
+   (its result is already there to answer from).
 
 These are rules about the person's words, not about any tool's name, so a
 plugin's tools are judged the same way.
@@ -126,13 +130,16 @@ def call_grounding(
     sources = grounding_sources(messages)
     if not sources.strip():
         return Grounding(False, "there is no message from the person to act on")
+    if _repeats(call, messages):
+        return Grounding(False, f"{call.name}: the same call was already made for this message")
     spec = next((t for t in tools if t.get("name") == call.name), None)
     if spec is not None and _FILES.search(str(spec.get("description", ""))) and not _names_a_file(call):
         return Grounding(False, f"{call.name} works on files, and the call names none")
-    source_words = _words(sources)
+    asked = next((m.content for m in reversed(messages) if m.role == "user"), "")
+    source_words = _words(asked)
     # a number the person said anchors a call ("a timer for 5 minutes"); one they did not (a default
     # start line) neither anchors nor spoils it
-    anchored = any(_whole(str(n), sources.lower()) for n in _numbers(call.arguments))
+    anchored = any(_whole(str(n), asked.lower()) for n in _numbers(call.arguments))
     for value in (s for v in call.arguments.values() for s in _strings(v)):
         text = value.strip()
         if not text:
@@ -140,7 +147,7 @@ def call_grounding(
         if not re.search(r"\s", text):
             if not _name_appears(text, sources):
                 return Grounding(False, f"{call.name}: {text!r} is not in the person's words")
-            anchored = True
+            anchored = anchored or _name_appears(text, asked) or bool(_words(text) & source_words)
             continue
         for name in _FILE_NAME.findall(text.lower()):
             if not _name_appears(name, sources):
@@ -153,6 +160,15 @@ def call_grounding(
     if not anchored:
         return Grounding(False, f"{call.name}: none of its arguments refers to anything the person said")
     return Grounding(True, f"{call.name}: its arguments come from the person's words")
+
+
+def _repeats(call: ToolCall, messages: Sequence[ChatMessage]) -> bool:
+    """Whether the same tool was already called with the same arguments since the person's message."""
+    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
+    for m in messages[last_user + 1 :]:
+        if any(c.name == call.name and c.arguments == call.arguments for c in m.tool_calls):
+            return True
+    return False
 
 
 def _names_a_file(call: ToolCall) -> bool:

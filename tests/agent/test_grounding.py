@@ -97,3 +97,16 @@ def test_a_tool_that_works_on_files_must_name_one() -> None:
     fix = [ChatMessage("user", "Fix the typo in notes.md")]
     diff = "--- a/notes.md\n+++ b/notes.md\n@@ -1 +1 @@\n-teh\n+the\n"
     assert call_grounding(ToolCall("c", "apply_patch", {"patch": diff}), fix, [patch]).grounded
+
+
+def test_after_a_result_the_reason_to_act_must_still_come_from_the_person() -> None:
+    read = ToolCall("c0", "read_file", {"path": "todo.txt"})
+    turn = [
+        ChatMessage("user", "Read the file todo.txt"),
+        ChatMessage("assistant", "", tool_calls=(read,)),
+        ChatMessage("tool", "buy milk\ncall the plumber", tool_call_id="c0"),
+    ]
+    echo = call_grounding(ToolCall("c1", "bash", {"command": "echo 'buy milk' && call the plumber"}), turn)
+    assert not echo.grounded and "refers to anything" in echo.reason
+    again = call_grounding(ToolCall("c1", "read_file", {"path": "todo.txt"}), turn)
+    assert not again.grounded and "already made" in again.reason
