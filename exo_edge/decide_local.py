@@ -108,7 +108,10 @@ _SENTINEL = "\u2063EXO-MESSAGE\u2063"
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())[:600]
+    """One line of at most 600 characters; lone surrogates (undecodable bytes from argv) become U+FFFD,
+    so the text always encodes to UTF-8 for the tokenizer."""
+    line = " ".join(text.split())[:600]
+    return line.encode("utf-8", "replace").decode("utf-8")
 
 
 @dataclass(frozen=True, slots=True)
