@@ -315,11 +315,30 @@ def local_decision_provider(
     name: str = "gemma-3-270m",
     timeout: float = 0.5,
     transport: LlamaTransport | None = None,
-    style: str = "words",
+    style: str | None = None,
+    model_file: str = "",
 ) -> LocalDecisionProvider:
-    """The provider over ``transport`` (the one answering turns), else a transport of its own for ``name``."""
+    """The provider over ``transport`` (the one answering turns), else a transport of its own.
+
+    Its own transport is ``model_file`` (a GGUF in the models folder, or a path) when given, loaded by
+    path with the model's own chat template; else the manifest ``name``. ``style`` defaults to
+    ``chat`` for a model prompted through its chat template and ``words`` for a base model.
+    """
+    if transport is None and model_file:
+        from exo_core.errors import NotFoundError
+        from exo_edge.paths import locate_model_file
+
+        path = Path(model_file).expanduser() if "/" in model_file else locate_model_file(model_file, home)
+        if path is None or not path.is_file():
+            raise NotFoundError(
+                f"the decision model file {model_file} is not in the models folder; "
+                "fetch it or set [decisions] local_file to a GGUF path"
+            )
+        transport = transport_for_file(path)
     if transport is None:
         from exo_edge.local import local_factory
 
         transport = local_factory(home)(name)
+    if style is None:
+        style = "chat" if transport.settings.prompt.format == "chat" else "words"
     return LocalDecisionProvider(transport, timeout=timeout, style=style)

@@ -1,7 +1,8 @@
 """``exo bench NAME``: run one benchmark.
 
 ``exo bench retrieval --locomo F --longmemeval F --json``,
-``exo bench footprint [--json]`` and ``exo bench stress [--kill-cycles N ...]``
+``exo bench footprint [--json]``, ``exo bench stress [--kill-cycles N ...]`` and
+``exo bench decisions [--markdown ...]``
 (their own arguments follow the name). Only argparse loads here.
 """
 
@@ -36,6 +37,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     stress.add_argument("args", nargs=argparse.REMAINDER, help="benchmarks/bench_stress.py's own arguments")
     stress.set_defaults(handler=_stress, passthrough="stress")
+    decisions = names.add_parser(
+        "decisions", help="the signal decision: rules, local model, laptop model (issue 21)", add_help=False
+    )
+    decisions.add_argument("args", nargs=argparse.REMAINDER, help="bench_decisions_signal.py's own arguments")
+    decisions.set_defaults(handler=_decisions, passthrough="decisions")
 
 
 def _footprint(args: argparse.Namespace) -> int:
@@ -73,6 +79,20 @@ def _stress(args: argparse.Namespace) -> int:
     script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_stress.py"
     if not script.is_file():
         raise ConfigError(f"the stress benchmark needs a source checkout; {script} is missing")
+    return subprocess.run([sys.executable, str(script), *args.args], check=False).returncode
+
+
+def _decisions(args: argparse.Namespace) -> int:
+    """Run benchmarks/bench_decisions_signal.py of this source checkout (docs/benchmarks.md, "Decisions")."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from exo_core.errors import ConfigError
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_decisions_signal.py"
+    if not script.is_file():
+        raise ConfigError(f"the decisions benchmark needs a source checkout; {script} is missing")
     return subprocess.run([sys.executable, str(script), *args.args], check=False).returncode
 
 
