@@ -139,7 +139,7 @@ class Escalation:
         shown = [question.describe(option) for option in question.options]
         try:
             answer = await self.asker.ask(session_id, question.text, shown, timeout=self.ask_timeout)
-        except (TimeoutError, asyncio.TimeoutError, ExoError) as exc:
+        except (TimeoutError, ExoError) as exc:  # asyncio.TimeoutError is TimeoutError (3.11+)
             log.info("the %s question went unanswered: %s", question.mechanism, exc)
             return None
         if answer.option is None or not 1 <= answer.option <= len(question.options):
