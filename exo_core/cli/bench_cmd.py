@@ -1,8 +1,8 @@
 """``exo bench NAME``: run one benchmark.
 
 ``exo bench retrieval --locomo F --longmemeval F --json``,
-``exo bench footprint [--json]``, ``exo bench stress [--kill-cycles N ...]`` and
-``exo bench decisions [--markdown ...]``
+``exo bench footprint [--json]``, ``exo bench stress [--kill-cycles N ...]``,
+``exo bench decisions [--markdown ...]`` and ``exo bench laptop [--json] [--quick]``
 (their own arguments follow the name). Only argparse loads here.
 """
 
@@ -42,6 +42,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     decisions.add_argument("args", nargs=argparse.REMAINDER, help="bench_decisions_signal.py's own arguments")
     decisions.set_defaults(handler=_decisions, passthrough="decisions")
+    laptop = names.add_parser(
+        "laptop", help="the laptop engine: speed and answers of the 1.5B and 0.5B on llama_cpp.server", add_help=False
+    )
+    laptop.add_argument("args", nargs=argparse.REMAINDER, help="bench_laptop.py's own arguments (e.g. --json)")
+    laptop.set_defaults(handler=_laptop, passthrough="laptop")
 
 
 def _footprint(args: argparse.Namespace) -> int:
@@ -83,7 +88,7 @@ def _stress(args: argparse.Namespace) -> int:
 
 
 def _decisions(args: argparse.Namespace) -> int:
-    """Run benchmarks/bench_decisions_signal.py of this source checkout (docs/benchmarks.md, "Decisions")."""
+    """Run benchmarks/bench_decisions_signal.py of this source checkout (docs/benchmarks.md §7b, issue 21)."""
     import subprocess
     import sys
     from pathlib import Path
@@ -93,6 +98,20 @@ def _decisions(args: argparse.Namespace) -> int:
     script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_decisions_signal.py"
     if not script.is_file():
         raise ConfigError(f"the decisions benchmark needs a source checkout; {script} is missing")
+    return subprocess.run([sys.executable, str(script), *args.args], check=False).returncode
+
+
+def _laptop(args: argparse.Namespace) -> int:
+    """Run benchmarks/bench_laptop.py of this source checkout (docs/benchmarks.md §12)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from exo_core.errors import ConfigError
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_laptop.py"
+    if not script.is_file():
+        raise ConfigError(f"the laptop benchmark needs a source checkout; {script} is missing")
     return subprocess.run([sys.executable, str(script), *args.args], check=False).returncode
 
 

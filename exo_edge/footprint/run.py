@@ -211,8 +211,10 @@ def run_footprint(args: argparse.Namespace, log: Callable[[str], None]) -> Footp
     try:
         run.workspace.mkdir()
         (run.workspace / NOTES).write_text("old notes\n")
+        # The board whose model detect_parts looks for (Gemma 3 270M, the budgets below were set for it):
+        # without --board, exo init would pick by this machine's memory (a laptop here).
         subprocess.run(
-            [sys.executable, "-m", "exo_core.cli", "init", "--home", str(run.home)],
+            [sys.executable, "-m", "exo_core.cli", "init", "--home", str(run.home), "--board", "small"],
             env=child_env(),
             check=True,
             capture_output=True,
