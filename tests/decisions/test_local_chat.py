@@ -71,3 +71,10 @@ def test_one_pass_over_the_chat_template_gives_a_probability_per_option(qwen: Lo
         assert set(found) == set(SIGNAL.options) and abs(sum(found.values()) - 1) < 1e-6
     assert after_first.mass > 0.5  # type: ignore[attr-defined]  # the option words carry the next token
     assert ends == 1 and head == "cached"  # only the template's own end of turn; the head was reused
+
+
+def test_the_style_follows_the_models_prompt_format(tmp_path: Path) -> None:
+    # Nothing loads here: transports load their model lazily.
+    instruct = local_decision_provider(ExoHome(tmp_path), name="qwen2.5-coder-0.5b-instruct")
+    base = local_decision_provider(ExoHome(tmp_path), name="gemma-3-270m")
+    assert (instruct.style, base.style) == ("chat", "words")
