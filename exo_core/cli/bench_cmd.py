@@ -2,8 +2,8 @@
 
 ``exo bench retrieval --locomo F --longmemeval F --json``,
 ``exo bench footprint [--json]``, ``exo bench stress [--kill-cycles N ...]``,
-``exo bench laptop [--json] [--quick]`` and ``exo bench generation [--json]`` (their own arguments
-follow the name). Only argparse loads here.
+``exo bench laptop [--json] [--quick]``, ``exo bench generation [--json]`` and
+``exo bench decisions [--markdown ...]`` (their own arguments follow the name). Only argparse loads here.
 """
 
 from __future__ import annotations
@@ -37,6 +37,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     stress.add_argument("args", nargs=argparse.REMAINDER, help="benchmarks/bench_stress.py's own arguments")
     stress.set_defaults(handler=_stress, passthrough="stress")
+    decisions = names.add_parser(
+        "decisions", help="the signal decision: rules, local model, laptop model (issue 21)", add_help=False
+    )
+    decisions.add_argument("args", nargs=argparse.REMAINDER, help="bench_decisions_signal.py's own arguments")
+    decisions.set_defaults(handler=_decisions, passthrough="decisions")
     laptop = names.add_parser(
         "laptop", help="the laptop engine: speed and answers of the 1.5B and 0.5B on llama_cpp.server", add_help=False
     )
@@ -97,6 +102,11 @@ def _stress(args: argparse.Namespace) -> int:
 def _generation(args: argparse.Namespace) -> int:
     """First token and tokens/s through exod against direct llama-cpp-python (docs/benchmarks.md)."""
     return _run_script("bench_generation.py", args)
+
+
+def _decisions(args: argparse.Namespace) -> int:
+    """Accuracy, calibration and latency of the signal decision (docs/benchmarks.md §7b, issue 21)."""
+    return _run_script("bench_decisions_signal.py", args)
 
 
 def _laptop(args: argparse.Namespace) -> int:
