@@ -105,6 +105,8 @@ def _serve(args: argparse.Namespace) -> int:
         plugin_dirs=(home.root / "plugins",),
         entry_point_plugins=True,
     )
+    if ledger is not None:  # facts the person states become beliefs in the store (issue 22)
+        options.facts = _stated_facts(store)
     if memory is not None:  # the store's retrieval is the default memory provider and the recall tool
         options.memory, options.tools = memory, builtin_tools(memory)
     settings = DaemonSettings(
@@ -129,6 +131,15 @@ def _serve(args: argparse.Namespace) -> int:
         if ledger is not None:
             ledger.close()
     return 0
+
+
+def _stated_facts(store: "Path") -> Any:
+    """The loop's facts seam over the store, asking through the core's question broker."""
+    from exo_core.learning.facts import StatedFacts
+    from exo_core.store import Store
+
+    opened = Store.open(store)
+    return lambda questions: StatedFacts(opened, questions)
 
 
 def _learning_services(home: "ExoHome", store: "Path", ledger: "LedgerRecorder") -> tuple[Any, ...]:
