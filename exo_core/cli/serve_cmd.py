@@ -154,4 +154,21 @@ def _learning_services(home: "ExoHome", store: "Path", ledger: "LedgerRecorder")
 
         queue = ProposalQueue(home.root / "learning" / "queue.sqlite")
     learner = Learner(Store.open(store), ledger.ledger, queue=queue)
-    return (lambda core: ReviewService(core.hub, learner, core.questions),)
+    return (lambda core: ReviewService(core.hub, learner, core.questions), _chat_signals(home, store, ledger))
+
+
+def _chat_signals(home: "ExoHome", store: "Path", ledger: "LedgerRecorder") -> Any:
+    """Drafts and person messages as learning signals, read by the signal decision (issue 22 item 1)."""
+    from exo_core.decisions.setup import build_decider
+    from exo_core.decisions.uses import signal
+    from exo_core.learning.chat_signals import ChatSignals
+
+    def make(core: Any) -> ChatSignals:
+        decider = build_decider(home, store=store, recorder=ledger, model=core.model)
+
+        async def decide(text: str) -> Any:
+            return await signal(decider, text)
+
+        return ChatSignals(core.hub, ledger, decide)
+
+    return make
