@@ -195,3 +195,32 @@ def test_detect_never_fails_on_any_text(text: str) -> None:
     fact = detect(text)
     if fact is not None:
         assert fact.key and fact.claim
+
+
+class Buttons:
+    """The question broker's seam: answers each question with the next option, and keeps what was asked."""
+
+    def __init__(self, *options: int) -> None:
+        self.options = list(options)
+        self.asked: list[str] = []
+
+    async def ask(self, session_id: str, text: str, options: list[str] | tuple[str, ...] = ()) -> Any:
+        from exo_core.agent.questions import Answer
+
+        self.asked.append(text)
+        return Answer(option=self.options.pop(0), text=None)
+
+
+async def test_a_guarded_fact_is_asked_first_and_nobody_to_ask_writes_nothing(tmp_path: Path) -> None:
+    from exo_core.learning.facts import StatedFacts
+
+    assert exo(tmp_path / "home", "init").returncode == 0
+    store = Store.open(tmp_path / "home" / "store")
+    said = "Remember that my standing rule is now to ask before paying."
+    assert await StatedFacts(store).take("ses_1", said) == "Not saved.", "no broker: never unasked"
+    buttons = Buttons(2, 1)
+    assert await StatedFacts(store, buttons).take("ses_1", said) == "Not saved."
+    assert [n.id for n in store.nodes() if n.id.startswith("rules/standing")] == []
+    saved = await StatedFacts(store, buttons).take("ses_1", said)
+    assert saved == "Saved: your standing rule is to ask before paying." and len(buttons.asked) == 2
+    assert "rules" in buttons.asked[0] and store.read_node("rules/standing-rule").type == "fact"
