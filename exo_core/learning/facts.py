@@ -271,5 +271,7 @@ def _value_of(old: Node) -> str:
     text = old.summary.rstrip(".")
     for verb in (" lives in ", " is now ", " is "):
         if verb in text:
-            return text.split(verb, 1)[1]
+            value = text.split(verb, 1)[1]
+            # "on Tuesday" -> "Tuesday": the reply reads "is on Friday — replaces Tuesday."
+            return re.sub(r"^(?:on|at|in)\s+", "", value)
     return text
