@@ -1,7 +1,8 @@
 """``exo bench NAME``: run one benchmark.
 
 ``exo bench retrieval --locomo F --longmemeval F --json``,
-``exo bench footprint [--json]`` and ``exo bench stress [--kill-cycles N ...]``
+``exo bench footprint [--json]``, ``exo bench stress [--kill-cycles N ...]`` and
+``exo bench answers [--board B --json]``
 (their own arguments follow the name). Only argparse loads here.
 """
 
@@ -36,6 +37,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     stress.add_argument("args", nargs=argparse.REMAINDER, help="benchmarks/bench_stress.py's own arguments")
     stress.set_defaults(handler=_stress, passthrough="stress")
+    answers = names.add_parser(
+        "answers", help="questions from the store, general and with a file tool, through exo chat", add_help=False
+    )
+    answers.add_argument("args", nargs=argparse.REMAINDER, help="benchmarks/bench_store_answers.py's own arguments")
+    answers.set_defaults(handler=_answers, passthrough="answers")
 
 
 def _footprint(args: argparse.Namespace) -> int:
@@ -73,6 +79,20 @@ def _stress(args: argparse.Namespace) -> int:
     script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_stress.py"
     if not script.is_file():
         raise ConfigError(f"the stress benchmark needs a source checkout; {script} is missing")
+    return subprocess.run([sys.executable, str(script), *args.args], check=False).returncode
+
+
+def _answers(args: argparse.Namespace) -> int:
+    """Run benchmarks/bench_store_answers.py of this source checkout (docs/benchmarks.md, issue 18)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from exo_core.errors import ConfigError
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_store_answers.py"
+    if not script.is_file():
+        raise ConfigError(f"the answer benchmark needs a source checkout; {script} is missing")
     return subprocess.run([sys.executable, str(script), *args.args], check=False).returncode
 
 
