@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shutil
 import socket
@@ -49,9 +48,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
-from _common import child_env, machine_info, write_results  # noqa: E402  (after the path set-up above)
+from _common import child_env, machine_info, write_results
 
-__all__ = ["DATA", "HELD_OUT", "half_of", "matches", "parse_transcript", "score", "load_questions", "main"]
+__all__ = ["DATA", "HELD_OUT", "half_of", "load_questions", "main", "matches", "parse_transcript", "score"]
 
 DATA = ROOT / "benchmarks" / "data" / "store_answers.json"
 HELD_OUT = "heldout"
@@ -227,10 +226,11 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], list[dict[str, Any]]]
     env["OMP_WAIT_POLICY"] = "PASSIVE"
     rows: list[dict[str, Any]] = []
     exod: subprocess.Popen[bytes] | None = None
+    log = None
     started = time.perf_counter()
     try:
         init_out = _write_home(home, workspace, args.board, data, env)
-        log = open(tmp / "exod.log", "wb")
+        log = open(tmp / "exod.log", "wb")  # noqa: SIM115 (exod writes to it until the finally block)
         exod = subprocess.Popen(
             [
                 sys.executable,
@@ -284,6 +284,8 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], list[dict[str, Any]]]
             except subprocess.TimeoutExpired:
                 exod.kill()
                 exod.wait(timeout=10)
+        if log is not None:
+            log.close()
         shutil.rmtree(tmp, ignore_errors=True)
     halves = {half: _summary([r for r in rows if r["half"] == half]) for half in (OPEN, HELD_OUT)}
     result = {
