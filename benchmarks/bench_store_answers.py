@@ -50,7 +50,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 from _common import child_env, machine_info, write_results
 
-__all__ = ["DATA", "HELD_OUT", "half_of", "load_questions", "main", "matches", "parse_transcript", "score"]
+__all__ = ["DATA", "HELD_OUT", "half_of", "load_questions", "main", "matches", "parse_transcript", "score", "summarize"]
 
 DATA = ROOT / "benchmarks" / "data" / "store_answers.json"
 HELD_OUT = "heldout"
@@ -212,8 +212,12 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def run(args: argparse.Namespace) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Ask every chosen question on a fresh home; the results and the held-out rows."""
+def run(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Ask every chosen question on a fresh home; one row per question, and facts about the run.
+
+    With ``--rows FILE`` each row is appended to FILE (JSON lines) as soon as it is scored, so a run
+    cut short keeps what it asked, and halves asked by separate processes can be put together.
+    """
     data = json.loads(DATA.read_text(encoding="utf-8"))
     questions = load_questions(data)
     if args.only:
@@ -230,6 +234,10 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], list[dict[str, Any]]]
     started = time.perf_counter()
     try:
         init_out = _write_home(home, workspace, args.board, data, env)
+        config = (home / "config.toml").read_text(encoding="utf-8")
+        if args.rows is not None:  # the run's facts now: a run cut short still has them
+            early = {"board": args.board, "home_config": config, "exo_init": init_out}
+            args.rows.with_suffix(".meta.json").write_text(json.dumps(early, indent=2), encoding="utf-8")
         log = open(tmp / "exod.log", "wb")  # noqa: SIM115 (exod writes to it until the finally block)
         exod = subprocess.Popen(
             [
@@ -273,9 +281,14 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], list[dict[str, Any]]]
                     "seconds": round(took, 1),
                 }
             )
+            if args.rows is not None:
+                with open(args.rows, "a", encoding="utf-8") as fh:
+                    fh.write(json.dumps(rows[-1]) + "\n")
             shown = "" if item["half"] == HELD_OUT else f"  {parsed['answer'][:90]!r} tools={parsed['tools']}"
-            print(f"[{n}/{len(questions)}] {item['id']} {item['half']:7} {'ok  ' if right else 'MISS'}{shown}")
-        config = (home / "config.toml").read_text(encoding="utf-8")
+            print(
+                f"[{n}/{len(questions)}] {item['id']} {item['half']:7} {'ok  ' if right else 'MISS'} {took:.0f} s{shown}",
+                flush=True,
+            )
     finally:
         if exod is not None and exod.poll() is None:
             exod.terminate()
@@ -287,12 +300,23 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], list[dict[str, Any]]]
         if log is not None:
             log.close()
         shutil.rmtree(tmp, ignore_errors=True)
-    halves = {half: _summary([r for r in rows if r["half"] == half]) for half in (OPEN, HELD_OUT)}
-    result = {
-        "command": f"python benchmarks/bench_store_answers.py --board {args.board} --json",
+    meta = {
         "board": args.board,
         "home_config": config,
         "exo_init": init_out,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    return rows, meta
+
+
+def summarize(rows: list[dict[str, Any]], meta: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The results JSON of ``rows`` (held-out answers left out of it) and the held-out rows."""
+    rows = sorted(rows, key=lambda r: r["id"])
+    halves = {half: _summary([r for r in rows if r["half"] == half]) for half in (OPEN, HELD_OUT)}
+    seconds = sorted(r["seconds"] for r in rows)
+    result = {
+        "command": f"python benchmarks/bench_store_answers.py --board {meta['board']} --json",
+        **meta,
         "held_out_half": HELD_OUT,
         "halves_rule": "within each kind, questions numbered from 0 in benchmarks/data/store_answers.json; "
         "odd numbers are held out (never used to tune a prompt), even numbers are open",
@@ -303,10 +327,11 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], list[dict[str, Any]]]
         "halves": halves,
         "open_answers": [r for r in rows if r["half"] == OPEN],
         "heldout_scores": [
-            {"id": r["id"], "right": r["right"], "tools": r["tools"]} for r in rows if r["half"] == HELD_OUT
+            {"id": r["id"], "right": r["right"], "tools": r["tools"], "stop": r["stop"]}
+            for r in rows
+            if r["half"] == HELD_OUT
         ],
-        "seconds": round(time.perf_counter() - started, 1),
-        "median_seconds_per_question": sorted(r["seconds"] for r in rows)[len(rows) // 2] if rows else None,
+        "median_seconds_per_question": seconds[len(seconds) // 2] if seconds else None,
         "machine": machine_info(),
     }
     return result, [r for r in rows if r["half"] == HELD_OUT]
@@ -321,13 +346,34 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--limit", type=int, default=0, help="ask only the first N questions (a trial run)")
     parser.add_argument("--turn-timeout", type=float, default=600.0, help="seconds for one question")
     parser.add_argument("--tmp", type=Path, default=None, help="folder for the temporary home (a short path)")
+    parser.add_argument("--rows", type=Path, default=None, help="append each scored row to this JSON-lines file")
+    parser.add_argument(
+        "--from-rows",
+        type=Path,
+        nargs="+",
+        default=None,
+        metavar="ROWS",
+        help="ask nothing: build the results from rows files (e.g. the two halves run apart) and --meta",
+    )
+    parser.add_argument("--meta", type=Path, default=None, help="with --from-rows: a run's facts (JSON)")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the scores of both halves."""
     args = build_parser().parse_args(argv)
-    result, heldout_rows = run(args)
+    if args.from_rows:
+        rows = []
+        for path in args.from_rows:
+            rows += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        meta = json.loads(args.meta.read_text(encoding="utf-8")) if args.meta else {"board": args.board}
+        meta["board"] = args.board
+        result, heldout_rows = summarize(rows, meta)
+    else:
+        rows, meta = run(args)
+        result, heldout_rows = summarize(rows, meta)
+        if args.rows is not None:
+            args.rows.with_suffix(".meta.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
     for half, s in result["halves"].items():
         print(
             f"{args.board} {half:8} right {s['right']}/{s['of']} ({s['percent']} %): store "
@@ -336,8 +382,8 @@ def main(argv: list[str] | None = None) -> int:
             f"turn errors {s['turn_errors']}"
         )
     s = result["all"]
-    print(f"{args.board} all      right {s['right']}/{s['of']} ({s['percent']} %) in {result['seconds']} s")
-    full = args.json and not args.only and not args.limit
+    print(f"{args.board} all      right {s['right']}/{s['of']} ({s['percent']} %)")
+    full = args.json and ((not args.only and not args.limit) or bool(args.from_rows))
     written = write_results(f"store_answers_{args.board}", result, out=None, quick=not full)
     if written is not None:
         heldout = {
