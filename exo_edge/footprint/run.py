@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import shutil
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from exo_edge.footprint.budgets import budget_for, cached_mb, thrashing
 from exo_edge.footprint.limits import MB, choose_limit, pin_prefix
 from exo_edge.footprint.sampling import status_kb
 from exo_edge.footprint.scenario import (
@@ -31,8 +33,6 @@ from exo_edge.footprint.scenario import (
 )
 
 __all__ = [
-    "IDLE_BUDGET_MB",
-    "PEAK_BUDGET_MB",
     "FootprintResult",
     "run_footprint",
     "store_with_nodes",
@@ -40,9 +40,6 @@ __all__ = [
     "machine_facts",
     "evict_model_files",
 ]
-
-IDLE_BUDGET_MB = 80.0
-PEAK_BUDGET_MB = 512.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +153,7 @@ def evict_model_files(model_file: Path | None, device: bool) -> dict[str, Any]:
         try:
             os.fdatasync(fd)
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            evicted.append({"file": path.name, "still_cached_mb": _cached_mb(fd, path.stat().st_size)})
+            evicted.append({"file": path.name, "still_cached_mb": cached_mb(fd, path.stat().st_size)})
         except OSError as exc:
             kept.append(f"{path.name}: {exc.strerror}")
         finally:
@@ -169,41 +166,19 @@ def evict_model_files(model_file: Path | None, device: bool) -> dict[str, Any]:
     }
 
 
-def _cached_mb(fd: int, size: int) -> float | None:
-    """How much of the file is in the page cache (``mincore`` over a read-only mapping)."""
-    import ctypes
-    import mmap
-
-    if size == 0:
-        return 0.0
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        # a private mapping: from_buffer needs a writable one, and nothing is written or read
-        with mmap.mmap(fd, size, access=mmap.ACCESS_COPY) as mapped:
-            pages = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
-            vec = (ctypes.c_ubyte * pages)()
-            anchor = (ctypes.c_char * 1).from_buffer(mapped)
-            try:
-                failed = libc.mincore(ctypes.c_void_p(ctypes.addressof(anchor)), ctypes.c_size_t(size), vec)
-            finally:
-                del anchor  # the mapping can close only once no buffer points into it
-            if failed:
-                return None
-            return round(sum(b & 1 for b in vec) * mmap.PAGESIZE / (1024 * 1024), 1)
-    except (OSError, ValueError, BufferError):
-        return None
-
-
 def run_footprint(args: argparse.Namespace, log: Callable[[str], None]) -> FootprintResult:
     """One audit run (see the module docstring)."""
+    budget = budget_for(args.board)
+    memory_mb = args.memory_mb if args.memory_mb is not None else int(budget.peak_mb)
     tmp = Path(tempfile.mkdtemp(prefix="exo-fp-", dir=args.tmp))
-    limit = choose_limit(args.memory_mb, args.limit)
+    limit = choose_limit(memory_mb, args.limit)
     pin, pin_note = pin_prefix(args.cpu)
     run = Run(tmp, limit, pin, args.cpu, log)
     details: dict[str, Any] = {
         "limit": {"method": limit.method, "memory_mb": limit.memory_mb, "note": limit.note},
         "cpu": {"pinned": args.cpu, "how": pin_note},
-        "budgets": {"idle_rss_mb": IDLE_BUDGET_MB, "peak_rss_mb": PEAK_BUDGET_MB},
+        "board": args.board,
+        "budgets": {"board": args.board, "idle_rss_mb": budget.idle_mb, "peak_mb": budget.peak_mb},
     }
     completed = False
     idle = peak = startup = None
@@ -212,7 +187,8 @@ def run_footprint(args: argparse.Namespace, log: Callable[[str], None]) -> Footp
         run.workspace.mkdir()
         (run.workspace / NOTES).write_text("old notes\n")
         subprocess.run(
-            [sys.executable, "-m", "exo_core.cli", "init", "--home", str(run.home)],
+            # The board profile writes the model roles, n_ctx and threads the audit measures.
+            [sys.executable, "-m", "exo_core.cli", "init", "--home", str(run.home), "--board", args.board],
             env=child_env(),
             check=True,
             capture_output=True,
@@ -266,9 +242,12 @@ def run_footprint(args: argparse.Namespace, log: Callable[[str], None]) -> Footp
         startup = round(time.perf_counter() - t0, 3)
         if parts.model_file is not None:
             run.sampler.watch = (exod.pid, parts.model_file.name)
+        run.exod_pid = exod.pid
+        run.model_file = parts.model_file
         time.sleep(args.idle)
         idle_kb = status_kb(exod.pid).get("VmRSS")
         idle = round(idle_kb / 1024, 1) if idle_kb else None
+        run.mark("idle")
         if parts.device:
             details.update(device_conversation(run, args.turn_timeout, parts.model_spec == "scripted"))
         else:
@@ -305,6 +284,7 @@ def run_footprint(args: argparse.Namespace, log: Callable[[str], None]) -> Footp
         details["oom_kills"] = oom
         details["cgroup_peak_mb"] = round(cg_peak, 1) if cg_peak is not None else None
         details["steps"] = run.steps
+        details["page_faults"] = page_faults(run.marks, parts_model_file(details))
         details["processes"] = [
             {
                 "pid": pid,
@@ -329,12 +309,59 @@ def run_footprint(args: argparse.Namespace, log: Callable[[str], None]) -> Footp
     details["install_disk"] = install_disk(
         Path(details["model"]["file"]) if details.get("model", {}).get("file") else None
     )
-    details["within_budgets"] = {
-        "idle": idle is not None and idle < IDLE_BUDGET_MB,
-        "peak": peak is not None and peak < PEAK_BUDGET_MB,
-    }
+    details["within_budgets"] = within_budgets(details, idle, peak, budget.peak_mb, budget.idle_mb)
+    details["over_budget"] = [name for name, ok in details["within_budgets"].items() if ok is False]
     details["machine"] = machine_facts()
     return FootprintResult(completed, idle, peak, startup, model_loaded, details)
+
+
+def parts_model_file(details: dict[str, Any]) -> Path | None:
+    """The model file the run used, from its details (None with the scripted model)."""
+    name = details.get("model", {}).get("file")
+    return Path(name) if name else None
+
+
+def page_faults(marks: list[dict[str, Any]], model_file: Path | None) -> dict[str, Any]:
+    """Major page faults after warm-up (the first answer), per answer, and whether they are thrashing.
+
+    ``marks`` are :meth:`Run.mark`'s notes: after idle, then after each answer.
+    """
+    out: dict[str, Any] = {"marks": marks}
+    answers = [m for m in marks if m["after"].startswith("answer")]
+    if len(answers) < 2 or answers[0]["exod_major_faults"] is None or answers[-1]["exod_major_faults"] is None:
+        out["exod_after_warmup"] = None
+        out["note"] = "fewer than two answers were marked: no faults after warm-up to count"
+        out["thrashing"] = None
+        return out
+    warm, last = answers[0], answers[-1]
+    out["exod_after_warmup"] = last["exod_major_faults"] - warm["exod_major_faults"]
+    out["exod_per_answer_after_warmup"] = [
+        b["exod_major_faults"] - a["exod_major_faults"]
+        for a, b in itertools.pairwise(answers)
+        if a["exod_major_faults"] is not None and b["exod_major_faults"] is not None
+    ]
+    if warm["cgroup_major_faults"] is not None and last["cgroup_major_faults"] is not None:
+        out["cgroup_after_warmup"] = last["cgroup_major_faults"] - warm["cgroup_major_faults"]
+    out["thrashing"] = thrashing(out["exod_after_warmup"], model_file)
+    out["rule"] = "thrashing: exod's major faults after the first answer exceed 10 % of the model file's pages"
+    return out
+
+
+def within_budgets(
+    details: dict[str, Any], idle: float | None, peak: float | None, peak_budget: float, idle_budget: float
+) -> dict[str, bool | None]:
+    """Each figure against its budget: ``True`` within, ``False`` over, ``None`` not measured."""
+    cg_peak = details.get("cgroup_peak_mb")
+    thrash = details.get("page_faults", {}).get("thrashing")
+    oom = details.get("oom_kills")
+    return {
+        "idle": None if idle is None else idle <= idle_budget,
+        "peak": None if peak is None else peak <= peak_budget,
+        "cgroup_peak": None if cg_peak is None else cg_peak <= peak_budget,
+        "concurrent_rss": details.get("peak_rss_concurrent_mb", 0.0) <= peak_budget,
+        "no_oom_kill": None if oom is None else oom == 0,
+        "no_thrashing": None if thrash is None else not thrash,
+    }
 
 
 def machine_facts() -> dict[str, Any]:
