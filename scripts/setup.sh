@@ -5,6 +5,9 @@
 # onnxruntime, tokenizers) and the model files (`exo models fetch`).
 #
 # Environment: EXO_SKIP_EDGE=1 skips the edge runtime and models (core only).
+# The models fetched are what the test suite needs: the standard board's
+# Qwen2.5-Coder 0.5B Instruct, the small board's Gemma 3 270M and the embedder.
+# EXO_FETCH_LARGE=1 also fetches the laptop board's Qwen2.5-Coder 1.5B (1.1 GB).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${EXO_VENV:-$ROOT/.venv}"
@@ -30,6 +33,10 @@ if [ "${EXO_SKIP_EDGE:-0}" != "1" ]; then
   # llama-cpp-python is built once per machine with flags that are safe here (see docs/models.md).
   "$ROOT/scripts/install_edge.sh" "$VENV/bin/python"
   echo "setup: fetching models (offline when cached)"
-  "$VENV/bin/exo" models fetch
+  models=(qwen2.5-coder-0.5b-instruct gemma-3-270m paraphrase-minilm-l3-v2)
+  if [ "${EXO_FETCH_LARGE:-0}" = "1" ]; then
+    models+=(qwen2.5-coder-1.5b-instruct)
+  fi
+  "$VENV/bin/exo" models fetch "${models[@]}"
 fi
 echo "setup: done ($VENV)"

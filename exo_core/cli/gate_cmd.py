@@ -4,9 +4,10 @@
 after ``--`` are joined with spaces; quote a whole line to keep its
 operators: ``exo gate check -- 'make && git push'``).
 ``exo gate check --tool send_email --args '{"to": "a@b.c"}'`` judges a tool call.
-The default policy is used unless ``--policy FILE`` names a TOML policy. File
-paths are judged against the Exo home (``--home``, ``$EXO_HOME`` or ``~/.exo``)
-and its store, as exod judges them.
+The policy is the one exod uses, ``$EXO_HOME/gate.toml`` (``--home`` names
+another home; the built-in default when the file is absent), unless
+``--policy FILE`` names a TOML policy. The output says which policy decided.
+File paths are judged against the Exo home and its store, as exod judges them.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     check.add_argument("--args", default=None, metavar="JSON", help="the tool call's arguments (a JSON object)")
     check.add_argument("--risk", default="low", choices=("low", "medium", "high"), help="the tool's risk hint")
     check.add_argument("--workspace", default=None, help="the workspace folder (default: the current folder)")
-    check.add_argument("--policy", default=None, metavar="FILE", help="a TOML gate policy (default: built in)")
+    check.add_argument(
+        "--policy", default=None, metavar="FILE", help="a TOML gate policy (default: the home's gate.toml, as exod)"
+    )
     check.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND...")
 
 
@@ -61,13 +64,17 @@ def _check(args: argparse.Namespace) -> int:
     workspace = Path(args.workspace or ".").resolve()
     if args.policy and not Path(args.policy).exists():
         raise UsageError(f"no policy file at {args.policy}; give the path of a TOML gate policy")
-    policy = Policy.load(Path(args.policy), workspace=workspace) if args.policy else Policy().with_workspace(workspace)
+    # Without --policy, the same file exod loads (exo_core/engine/core.py): <home>/gate.toml, default if absent.
     home = home_of(args)
+    policy_path = Path(args.policy) if args.policy else home.root / "gate.toml"
+    policy = Policy.load(policy_path, workspace=workspace)
     try:
         store = home.store_path()
     except ConfigError:
         store = home.root / "store"  # config.toml unreadable: judge against the default store place
     policy = policy.with_exo(home.root, (store,))
     decision = evaluate(tool, arguments, policy, risk=args.risk)
-    print(json.dumps(decision.as_dict(), indent=2, ensure_ascii=False))
+    out = decision.as_dict()
+    out["policy"] = str(policy_path) if policy_path.exists() else "built in (no gate.toml)"
+    print(json.dumps(out, indent=2, ensure_ascii=False))
     return 0

@@ -1,4 +1,9 @@
-"""``exo init``: a new Exo home and a store folder copied from ``store_template/``."""
+"""``exo init``: a new Exo home and a store folder copied from ``store_template/``.
+
+The home's board profile (``small``, ``standard``, ``laptop``: model roles,
+context size, threads) is ``--board``, else ``$EXO_BOARD``, else picked from
+the machine's memory (:mod:`exo_core.models.boards`).
+"""
 
 from __future__ import annotations
 
@@ -17,14 +22,25 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = add_command(sub, "init", _init, "create an Exo home and a new store from the template", home=True)
     parser.add_argument("--store", default=None, help="store folder (default <home>/store)")
     parser.add_argument("--model", default=None, help="model spec to record in config.toml")
+    parser.add_argument(
+        "--board",
+        default=None,
+        choices=("small", "standard", "laptop"),
+        help="board profile (default $EXO_BOARD, else picked from the machine's memory)",
+    )
 
 
 def _init(args: argparse.Namespace) -> int:
+    import os
+
     from exo_core.bootstrap import init_home
+    from exo_core.models.boards import detect_board
 
     home = home_of(args)
-    done = init_home(home, store=args.store, model=args.model)
-    print("\n".join(done))
+    profile, why = detect_board(args.board)
+    explicit = bool(args.board or os.environ.get("EXO_BOARD"))
+    done = init_home(home, store=args.store, model=args.model, board=profile, explicit_board=explicit)
+    print("\n".join([f"board profile {profile.name} ({why})", *done]))
     print(_pin_owner(home, created=any(line.startswith("created store") for line in done)))
     return 0
 

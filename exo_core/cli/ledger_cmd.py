@@ -43,12 +43,14 @@ def register(subparsers: Any) -> None:
     verify.add_argument("--deep", action="store_true", help="also run SQLite's integrity_check")
     verify.add_argument("--json", action="store_true", help="print the report as JSON")
 
-    log = add_command(sub, "log", _log, "list entries (oldest first)")
+    log = add_command(sub, "log", _log, "list entries (oldest first; --tail N, --reverse)")
     log.add_argument("--kind", help="only entries of this kind")
     log.add_argument("--scope", help="only entries of this scope (person, agent:NAME, group:NAME)")
     log.add_argument("--since", metavar="TIME", help="only entries at or after TIME (ISO 8601, UTC if no offset)")
     log.add_argument("--until", metavar="TIME", help="only entries before TIME")
-    log.add_argument("--limit", type=int, metavar="N", help="at most N entries")
+    log.add_argument("--limit", type=int, metavar="N", help="at most N entries (the oldest ones)")
+    log.add_argument("--tail", type=int, metavar="N", help="only the newest N entries (still oldest first)")
+    log.add_argument("--reverse", action="store_true", help="newest first")
     log.add_argument("--json", action="store_true", help="one JSON object per line")
 
     show = add_command(sub, "show", _show, "print one entry")
@@ -183,6 +185,7 @@ def _parse_time(value: str | None, flag: str) -> int | None:
 
 
 def _log(args: argparse.Namespace) -> int:
+    import collections
     import json
     from datetime import datetime, timezone
 
@@ -198,9 +201,17 @@ def _log(args: argparse.Namespace) -> int:
         raise UsageError(exc.message, field=exc.field) from exc
     if args.limit is not None and args.limit < 0:
         raise UsageError("--limit must be zero or more", field="limit")
+    if args.tail is not None and args.tail < 0:
+        raise UsageError("--tail must be zero or more", field="tail")
     since, until = _parse_time(args.since, "--since"), _parse_time(args.until, "--until")
     with _open(args) as ledger:
-        for entry in ledger.entries(kind=args.kind, scope=args.scope, since_ms=since, until_ms=until, limit=args.limit):
+        chosen = ledger.entries(kind=args.kind, scope=args.scope, since_ms=since, until_ms=until, limit=args.limit)
+        if args.tail is not None:
+            # A bounded window over the stream: the newest N without holding the whole ledger.
+            chosen = collections.deque(chosen, maxlen=args.tail)
+        if args.reverse:
+            chosen = reversed(list(chosen))
+        for entry in chosen:
             if args.json:
                 print(json.dumps(entry.to_json(), ensure_ascii=False, sort_keys=True))
                 continue

@@ -18,10 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from exo_core.gate.axes import AXES, Axes, Finding
-from exo_core.gate.commands import classify_command
+from exo_core.gate.commands import classify_line
 from exo_core.gate.paths import place
 from exo_core.gate.scope import Scope
-from exo_core.gate.shell import parse_shell
 from exo_core.gate.vcs import finding
 
 __all__ = ["Classification", "classify", "SHELL_TOOLS"]
@@ -133,22 +132,7 @@ def classify(
 def _shell(command: Any, scope: Scope) -> tuple[list[Finding], str]:
     if not isinstance(command, str) or not command.strip():
         return [finding("shell.read", "empty command")], ""
-    parsed = parse_shell(command)
-    if parsed.error:
-        return [
-            finding(
-                "shell.opaque",
-                "a command line the gate cannot read",
-                "irreversible",
-                reason=f"could not parse: {parsed.error}",
-            )
-        ], parsed.error
-    out = []
-    for cmd in parsed.commands:
-        text = " ".join(cmd.argv)
-        for f in classify_command(cmd, scope):
-            out.append(Finding(f.key, f.axes, f.summary, f.reason, f.destination, text[:200]))
-    return out, ""
+    return classify_line(command, scope)
 
 
 # verb -> (key stem, reversibility inside the workspace, reversibility elsewhere)

@@ -35,7 +35,7 @@ from typing import Literal
 from exo_core.gate.scope import Scope
 from exo_core.tools.safe_fs import resolve_target
 
-__all__ = ["FilePlace", "place"]
+__all__ = ["FilePlace", "place", "protected"]
 
 Place = Literal["protected", "sensitive", "inside", "outside"]
 
@@ -100,6 +100,11 @@ def _lexical(raw: str, scope: Scope) -> Path:
 
 def _inside_lexically(path: Path, scope: Scope) -> bool:
     return any(path == root or root in path.parents for root in scope.workspace)
+
+
+def protected(path: Path, scope: Scope, *, writing: bool) -> str:
+    """Why the resolved ``path`` is exod's own (''/not): the shell gate asks the same question (targets.py)."""
+    return _protected(path, scope, writing=writing)
 
 
 def _protected(path: Path, scope: Scope, *, writing: bool) -> str:

@@ -2,10 +2,11 @@
 
 The gate must know what a command line *does*, so it splits it into simple
 commands: at pipes, ``&&``, ``||``, ``;``, ``&`` and newlines, into subshells
-``( … )``, command substitutions ``$( … )`` and backticks, process
-substitutions ``<( … )``, heredocs, and into the scripts handed to
-``bash -c``, ``sh -c`` and ``eval``. Quoting (``'…'``, ``"…"``, ``$'…'``,
-backslashes) is removed the way the shell would.
+``( … )``, command substitutions ``$( … )`` and backticks, and process
+substitutions ``<( … )``. Quoting (``'…'``, ``"…"``, ``$'…'``, backslashes) is
+removed the way the shell would. Scripts a command runs itself (``bash -c``,
+``eval``, a heredoc fed to a shell, ``find -exec``) are read by the classifier
+(:mod:`exo_core.gate.commands`), which knows which word is a script.
 
 It never executes or expands anything. A word that contains an expansion the
 shell would perform at run time (``$VAR``, ``$(…)``, a glob) is marked
@@ -17,13 +18,13 @@ classifier then treats the whole line as opaque code, which asks.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 
 __all__ = ["Redirect", "SimpleCommand", "ShellParse", "parse_shell", "MAX_DEPTH"]
 
 MAX_DEPTH = 8
 _OPERATORS = ("&&", "||", ";;", "|&", "|", ";", "&", "\n")
-_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash", "busybox"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +34,7 @@ class Redirect:
     op: str
     target: str
     body: str = ""
+    expanded: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,17 +43,30 @@ class SimpleCommand:
 
     ``piped_in`` is true when its standard input is another command's output;
     ``stdin_script`` holds a heredoc or here-string body. Leading variable
-    assignments (``A=1 cmd``) are not part of ``argv``.
+    assignments (``A=1 cmd``) are not part of ``argv``; they are kept in
+    ``assigns`` (the gate judges ``LD_PRELOAD=…``, ``PATH=…`` and the like).
+    ``dynamic`` holds the indices of words decided at run time (a glob or an
+    expansion); ``expanded`` the subset whose text comes from an expansion
+    (``$VAR``, ``$(…)``, backticks, ``<(…)``, braces ``{a,b}``), so not even
+    the folder it names is known.
     """
 
     argv: tuple[str, ...]
     redirects: tuple[Redirect, ...] = ()
     piped_in: bool = False
     dynamic: frozenset[int] = frozenset()
+    expanded: frozenset[int] = frozenset()
+    assigns: tuple[str, ...] = ()
+    expanded_assigns: frozenset[int] = frozenset()
+    in_substitution: bool = False  # its output becomes words of another command ($(…), backticks)
 
     def word_is_dynamic(self, index: int) -> bool:
-        """Whether ``argv[index]`` holds a run-time expansion."""
+        """Whether ``argv[index]`` holds a run-time expansion or a glob."""
         return index in self.dynamic
+
+    def word_is_expanded(self, index: int) -> bool:
+        """Whether ``argv[index]`` holds a run-time expansion (its text is not known at all)."""
+        return index in self.expanded
 
     @property
     def stdin_script(self) -> str:
@@ -71,7 +86,8 @@ class ShellParse:
 class _Word:
     text: str = ""
     dynamic: bool = False
-    nested: list[str] = field(default_factory=list)  # scripts of $(…), `…`, <(…) inside the word
+    expanded: bool = False
+    nested: list[tuple[bool, str]] = field(default_factory=list)  # (a $(…) or `…`?, script) inside the word
 
 
 @dataclass(slots=True)
@@ -162,7 +178,8 @@ class _Lexer:
             raise _ParseError(f"redirection {op!r} has no target")
         target = self._word()
         op = op.lstrip("&") if op.startswith("&>") else op
-        tok = _Tok("redir", op, word=target, redirect=Redirect(op, target.text, target.text if op == "<<<" else ""))
+        body = target.text if op == "<<<" else ""
+        tok = _Tok("redir", op, word=target, redirect=Redirect(op, target.text, body, target.expanded))
         if op in ("<<", "<<-"):
             self.pending_heredocs.append(tok)
         self.out.append(tok)
@@ -187,6 +204,14 @@ class _Lexer:
 
     def _word(self) -> _Word:
         s, w = self.s, _Word()
+        start = self.i
+        self._word_chars(w)
+        if _BRACES.search(s[start : self.i]):
+            w.dynamic = w.expanded = True  # {a,b} and {1..3}: the words are made at run time
+        return w
+
+    def _word_chars(self, w: _Word) -> None:
+        s = self.s
         while self.i < len(s):
             c = s[self.i]
             if c in " \t\r\n;&|" or (c in "()" and not s.startswith(("<(", ">("), self.i)):
@@ -202,7 +227,8 @@ class _Lexer:
             elif c == '"':
                 self._double_quoted(w)
             elif c == "\\":
-                w.text += s[self.i + 1 : self.i + 2]
+                # A backslash-newline is a line continuation, even inside a word (r\<newline>m is rm).
+                w.text += "" if s.startswith("\\\n", self.i) else s[self.i + 1 : self.i + 2]
                 self.i += 2
             elif s.startswith("$'", self.i):
                 end = self.i + 2
@@ -220,7 +246,6 @@ class _Lexer:
                     w.dynamic = True  # a glob: its words are decided at run time
                 w.text += c
                 self.i += 1
-        return w
 
     def _double_quoted(self, w: _Word) -> None:
         s = self.s
@@ -233,7 +258,7 @@ class _Lexer:
                 self.i += 1
                 return
             if c == "\\" and self.i + 1 < len(s) and s[self.i + 1] in '$`"\\\n':
-                w.text += s[self.i + 1]
+                w.text += s[self.i + 1] if s[self.i + 1] != "\n" else ""
                 self.i += 2
             elif c in "$`":
                 self._expansion(w)
@@ -245,18 +270,22 @@ class _Lexer:
         s = self.s
         if s.startswith("$((", self.i):
             end = _matching(s, self.i + 1)
+            inner = s[self.i + 3 : end - 1]
+            if "$(" in inner or "`" in inner:
+                # Bash runs command substitutions inside arithmetic (even in array subscripts).
+                raise _ParseError("a command substitution inside $((...))")
             w.text += s[self.i : end + 1]
             self.i = end + 1
         elif s.startswith(("$(", "<(", ">("), self.i):
             end = _matching(s, self.i + 1)
-            w.nested.append(s[self.i + 2 : end])
+            w.nested.append((s[self.i] == "$", s[self.i + 2 : end]))
             w.text += s[self.i : end + 1]
             self.i = end + 1
         elif s[self.i] == "`":
             end = s.find("`", self.i + 1)
             if end < 0:
                 raise _ParseError("unclosed backtick")
-            w.nested.append(s[self.i + 1 : end])
+            w.nested.append((True, s[self.i + 1 : end]))
             w.text += s[self.i : end + 1]
             self.i = end + 1
         elif s.startswith("${", self.i):
@@ -277,7 +306,7 @@ class _Lexer:
                 return
             w.text += s[self.i : j]
             self.i = j
-        w.dynamic = True
+        w.dynamic = w.expanded = True
 
 
 def _matching(s: str, open_at: int) -> int:
@@ -306,6 +335,7 @@ def _matching(s: str, open_at: int) -> int:
     raise _ParseError("unbalanced parenthesis in $(...)")
 
 
+_BRACES = re.compile(r"(?<![$\\])\{[^{}\s]*(,|\.\.)[^{}\s]*\}")
 _SKIP_WORDS = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "{", "}", "!", "esac"})
 
 
@@ -351,38 +381,38 @@ class _Builder:
     def _emit(self, words: list[_Word], redirs: list[_Tok], piped: bool) -> None:
         while words and words[0].text in _SKIP_WORDS and not words[0].dynamic:
             words = words[1:]
+        if words and words[0].text == "function":
+            raise _ParseError("function definitions are not read")
         if words and words[0].text in ("for", "case", "select"):
             words = []  # loop headers: their bodies are separate commands
         for w in [*words, *(r.word for r in redirs if r.word is not None)]:
-            for script in w.nested:
-                self._recurse(script, "$()")
+            for substituted, script in w.nested:
+                self._recurse(script, "$()", substituted=substituted)
+        assigns: list[_Word] = []
         while words and _is_assignment(words[0].text):
-            words.pop(0)
+            assigns.append(words.pop(0))
         redirects = tuple(r.redirect for r in redirs if r.redirect is not None)
-        if not words and not redirects:
+        if not words and not redirects and not assigns:
             return
-        argv = tuple(w.text for w in words)
-        cmd = SimpleCommand(argv, redirects, piped, frozenset(n for n, w in enumerate(words) if w.dynamic))
+        cmd = SimpleCommand(
+            tuple(w.text for w in words),
+            redirects,
+            piped,
+            frozenset(n for n, w in enumerate(words) if w.dynamic),
+            frozenset(n for n, w in enumerate(words) if w.expanded),
+            tuple(w.text for w in assigns),
+            frozenset(n for n, w in enumerate(assigns) if w.expanded),
+        )
         self.commands.append(cmd)
-        self._inner_scripts(cmd)
 
-    def _recurse(self, script: str, how: str) -> None:
+    def _recurse(self, script: str, how: str, *, substituted: bool) -> None:
         inner = parse_shell(script, depth=self.depth + 1)
         if inner.error:
             raise _ParseError(f"inside {how}: {inner.error}")
-        self.commands.extend(inner.commands)
-
-    def _inner_scripts(self, cmd: SimpleCommand) -> None:
-        """Scripts this command itself would run: ``bash -c``, ``eval``, a heredoc fed to a shell."""
-        argv = list(cmd.argv)
-        name = argv[0].rsplit("/", 1)[-1] if argv else ""
-        if name in _SHELLS:
-            if "-c" in argv[1:] and argv.index("-c") + 1 < len(argv):
-                self._recurse(argv[argv.index("-c") + 1], f"{name} -c")
-            elif cmd.stdin_script and len(argv) == 1 or (cmd.stdin_script and argv[1:] in (["-s"], ["-"])):
-                self._recurse(cmd.stdin_script, f"{name} <<heredoc")
-        elif name == "eval" and len(argv) > 1:
-            self._recurse(" ".join(argv[1:]), "eval")
+        if substituted:
+            self.commands.extend(replace(c, in_substitution=True) for c in inner.commands)
+        else:
+            self.commands.extend(inner.commands)
 
 
 def _is_assignment(word: str) -> bool:

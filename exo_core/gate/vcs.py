@@ -11,14 +11,17 @@ write where others read and notify them.
 
 from __future__ import annotations
 
+import re
+import shlex
 from collections.abc import Sequence
+from typing import Any
 
 from exo_core.gate.axes import Axes, Finding
 from exo_core.gate.scope import Scope
 
 __all__ = ["classify_git", "classify_gh", "finding"]
 
-_GIT_GLOBAL_WITH_ARG = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path"})
+_GIT_GLOBAL_WITH_ARG = frozenset({"--namespace", "--super-prefix", "--list-cmds"})
 _GIT_READ = frozenset(
     {
         "status",
@@ -110,16 +113,58 @@ def finding(
     return Finding(key, Axes(reversibility, exposure, cost, third_party), summary, reason, destination)
 
 
-def classify_git(argv: Sequence[str], scope: Scope) -> list[Finding]:
-    """Findings for one ``git …`` command."""
+def classify_git(argv: Sequence[str], scope: Scope, *, ctx: Any = None) -> list[Finding]:
+    """Findings for one ``git …`` command.
+
+    ``ctx`` (an :class:`exo_core.gate.targets.Ctx`) lets the rule judge the folders git works in and the
+    scripts it runs (``rebase -x``, ``submodule foreach``); without it those parts ask.
+    """
     args = list(argv[1:])
+    hidden: list[Finding] = []
+    where: list[str] = []
     while args and args[0].startswith("-"):
         opt = args.pop(0)
-        if opt in _GIT_GLOBAL_WITH_ARG and args:
+        key, eq, value = opt.partition("=")
+        if key == "-c" or opt.startswith("-c") and len(opt) > 2:
+            setting = value if eq and key == "-c" else (opt[2:] if opt != "-c" else (args.pop(0) if args else ""))
+            hidden += _risky_setting(*setting.partition("=")[::2], how="git -c")
+        elif key == "--config-env":
+            hidden.append(_exec(f"git --config-env {value}", "a setting taken from the environment"))
+        elif key == "--exec-path" and eq:
+            hidden.append(_exec("git --exec-path: git programs from another folder", "runs programs from that folder"))
+        elif key in ("-C", "--git-dir", "--work-tree"):
+            where.append(value if eq else (args.pop(0) if args else ""))
+        elif opt in _GIT_GLOBAL_WITH_ARG and args:
             args.pop(0)
     if not args:
-        return [finding("git.read", "run git")]
+        return hidden or [finding("git.read", "run git")]
     sub, rest = args[0], args[1:]
+    found = _git_sub(sub, rest, scope, ctx)
+    if any(_HELPER.match(a) for a in rest):
+        hidden.append(_exec(f"git {sub} through a remote helper (::)", "a transport like ext:: runs a program"))
+    for a in rest:
+        runs_program = a.split("=", 1)[0] in ("--upload-pack", "--receive-pack", "--exec")
+        if runs_program or a == "-u" and sub in ("clone", "fetch", "pull", "ls-remote"):
+            hidden.append(_exec(f"git {sub} {a.split('=', 1)[0]}: runs a program", "git runs it in a shell"))
+    if ctx is not None and any(f.axes.reversibility != "none" for f in found):
+        for folder in where:
+            if not ctx.inside(folder):
+                hidden.append(
+                    finding(
+                        "file.write.outside",
+                        f"git {sub} in {folder} (outside the workspace)",
+                        "irreversible",
+                        reason="changes a repository outside the workspace",
+                    )
+                )
+    return hidden + found
+
+
+def _git_sub(sub: str, rest: list[str], scope: Scope, ctx: Any) -> list[Finding]:
+    flags = {a for a in rest if a.startswith("-")}
+    runs = _git_runs(sub, rest, ctx)
+    if runs is not None:
+        return runs
     flags = {a for a in rest if a.startswith("-")}
     if sub == "push":
         return [_git_push(rest, scope)]
@@ -157,6 +202,8 @@ def classify_git(argv: Sequence[str], scope: Scope) -> list[Finding]:
                 reason="uncommitted changes are not in any commit",
             )
         ]
+    if sub == "stash" and rest[:1] in (["list"], ["show"]):
+        return [finding("git.read", f"git stash {rest[0]}")]
     if sub == "stash" and rest[:1] in (["drop"], ["clear"]):
         return [finding("git.history", f"git stash {rest[0]}", "recoverable")]
     if sub == "branch" and flags & {"-d", "-D", "--delete", "-m", "-M", "-f", "--force"}:
@@ -167,11 +214,106 @@ def classify_git(argv: Sequence[str], scope: Scope) -> list[Finding]:
         return [finding("git.history", "amend the last commit", "recoverable")]
     if sub in _GIT_RECOVERABLE:
         return [finding("git.history", f"git {sub}: rewrite local history", "recoverable")]
-    if sub == "config" and not flags & {"--get", "--list", "-l", "--get-all"}:
-        return [finding("git.config", "change git settings", "recoverable")]
+    if sub == "config" and not flags & {"--get", "--list", "-l", "--get-all", "--get-regexp", "--show-origin"}:
+        words = [a for a in rest if not a.startswith("-")]
+        if words[:1] in (["get"], ["list"]):
+            return [finding("git.read", "git config get")]
+        if words[:1] in (["set"],):
+            words = words[1:]
+        risky = _risky_setting(words[0], words[1] if len(words) > 1 else "", how="git config") if words else []
+        return risky or [finding("git.config", "change git settings", "recoverable")]
+    if sub == "config":
+        return [finding("git.read", "read git settings")]
+    if sub in ("clone", "init") and any(a.startswith(("--template", "-c", "--config")) for a in rest):
+        settings = [rest[k + 1] for k, a in enumerate(rest[:-1]) if a in ("-c", "--config")]
+        settings += [a.split("=", 1)[1] for a in rest if a.startswith("--config=")]
+        risky = [f for s in settings for f in _risky_setting(*s.partition("=")[::2], how=f"git {sub} -c")]
+        if any(a.startswith("--template") for a in rest):
+            risky.append(_exec(f"git {sub} --template: hooks from another folder", "a template installs git hooks"))
+        if risky:
+            return risky
+    if sub in ("clone", "init", "worktree") and ctx is not None:
+        words = [a for a in rest if not a.startswith("-")]
+        target = _git_target(sub, words)
+        if target:
+            return [ctx.write_target(target, f"git {sub} into")]
     if sub in _GIT_LOCAL:
         return [finding("git.change", "commit changes" if sub == "commit" else f"git {sub}", "reversible")]
-    return [finding("git.other", f"git {sub}", "recoverable", reason="a git command the gate does not know")]
+    if sub in ("credential", "credential-store", "credential-cache", "daemon", "instaweb", "web--browse"):
+        return [_exec(f"git {sub}", "hands out credentials or serves the repository")]
+    return [
+        finding(
+            "git.unknown",
+            f"git {sub}",
+            "irreversible",
+            reason="not a git command the gate knows: an alias or a git-* program could run anything",
+        )
+    ]
+
+
+_HELPER = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*::")
+# Settings a person sets without thinking: none of them names a program git would run.
+_SAFE_SETTING = re.compile(
+    r"^(user\.|color\.|advice\.|i18n\.|column\.|log\.|format\.pretty$|pretty\.|pull\.|push\.default$|"
+    r"push\.autosetupremote$|merge\.(ff|conflictstyle)$|rebase\.(autosquash|autostash|updaterefs)$|"
+    r"init\.defaultbranch$|core\.(quotepath|autocrlf|safecrlf|filemode|abbrev|ignorecase|eol|whitespace|"
+    r"compression|bigfilethreshold)$|commit\.(gpgsign|verbose|cleanup)$|tag\.(gpgsign|sort)$|branch\.|"
+    r"remote\.[^.]+\.(url|pushurl|fetch|push|tagopt|prune)$|diff\.(renames|algorithm|colormoved|noprefix|"
+    r"mnemonicprefix|context|indentheuristic)$|status\.|fetch\.(prune|prunetags|parallel)$|gc\.|maintenance\.auto$|"
+    r"help\.autocorrect$|rerere\.|checkout\.|grep\.|blame\.|protocol\.version$|submodule\.recurse$)",
+    re.IGNORECASE,
+)
+
+
+def _risky_setting(key: str, value: str, *, how: str) -> list[Finding]:
+    lowered = key.lower()
+    pager_off = lowered.startswith("pager.") and value.lower() in ("true", "false", "0", "1", "yes", "no", "on", "off")
+    if pager_off or _SAFE_SETTING.match(lowered) and not value.startswith("!") and "::" not in value:
+        return []
+    return [_exec(f"{how} {key}: a setting that can run programs", "aliases, pagers, hooks and helpers run commands")]
+
+
+def _exec(summary: str, reason: str) -> Finding:
+    return finding("exec.hidden", summary, "irreversible", reason=reason)
+
+
+def _git_target(sub: str, words: list[str]) -> str:
+    if sub == "clone":
+        return words[1] if len(words) > 1 else ""
+    if sub == "init":
+        return words[0] if words else ""
+    return words[1] if words[:1] == ["add"] and len(words) > 1 else ""
+
+
+def _git_runs(sub: str, rest: list[str], ctx: Any) -> list[Finding] | None:
+    """Findings for the scripts a git subcommand runs (``rebase -x``, ``bisect run`` …), or ``None``."""
+    scripts: list[str] = []
+    for i, a in enumerate(rest):
+        nxt = rest[i + 1] if i + 1 < len(rest) else ""
+        key, eq, value = a.partition("=")
+        if (
+            sub == "rebase"
+            and key in ("-x", "--exec")
+            or sub == "filter-branch"
+            and key.endswith("-filter")
+            or sub == "difftool"
+            and key in ("-x", "--extcmd")
+        ):
+            scripts.append(value if eq else nxt)
+        elif sub == "grep" and (a.startswith("-O") or key == "--open-files-in-pager"):
+            return [_exec("git grep -O: opens a program", "the pager it names runs")]
+    if sub == "submodule" and rest[:1] == ["foreach"]:
+        scripts.append(" ".join(a for a in rest[1:] if a != "--recursive"))
+    if sub == "bisect" and rest[:1] == ["run"]:
+        scripts.append(shlex.join(rest[1:]))
+    if not scripts:
+        return None
+    if ctx is None or ctx.script is None:
+        return [_exec(f"git {sub} runs a command", "git runs it in a shell")]
+    out = [finding("git.history", f"git {sub}", "recoverable")]
+    for script in scripts:
+        out += ctx.script(script, ctx.child())
+    return out
 
 
 def _discards(sub: str, rest: list[str]) -> bool:

@@ -140,7 +140,9 @@ def parse_route(text: str) -> Route:
     """``"provider:model"`` as a :class:`Route`."""
     provider, _, model = text.partition(":") if isinstance(text, str) else ("", "", "")
     if not provider or not model:
-        raise ConfigError(f"model route {text!r} must be written provider:model, e.g. local:gemma-3-270m")
+        raise ConfigError(
+            f"model route {text!r} must be written provider:model, e.g. local:qwen2.5-coder-0.5b-instruct"
+        )
     return Route(provider, model)
 
 

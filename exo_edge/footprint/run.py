@@ -186,8 +186,9 @@ def run_footprint(args: argparse.Namespace, log: Callable[[str], None]) -> Footp
     try:
         run.workspace.mkdir()
         (run.workspace / NOTES).write_text("old notes\n")
+        # The board (--board) whose model, n_ctx and threads exo init writes, and whose budget applies:
+        # without it, exo init would pick by this machine's memory (a laptop here).
         subprocess.run(
-            # The board profile writes the model roles, n_ctx and threads the audit measures.
             [sys.executable, "-m", "exo_core.cli", "init", "--home", str(run.home), "--board", args.board],
             env=child_env(),
             check=True,

@@ -11,8 +11,10 @@ from pathlib import Path
 from exo_testkit import ROOT
 
 
-def gate(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def gate(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    # No EXO_HOME from the caller's environment unless a test gives one: a real home must not decide.
+    base = {k: v for k, v in os.environ.items() if k != "EXO_HOME"}
+    env = {**base, "HOME": str(cwd), "PYTHONPATH": str(ROOT), **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "exo_core.cli", "gate", "check", *args],
         cwd=cwd,
@@ -55,3 +57,25 @@ def test_gate_check_uses_a_policy_file_and_reports_bad_input(tmp_path: Path) -> 
     policy.write_text("[matrix\n")
     broken = gate("--policy", str(policy), "--", "ls", cwd=tmp_path)
     assert broken.returncode == 2 and "bad_config" in broken.stderr
+
+
+def test_gate_check_honours_the_homes_gate_toml_as_exod_does(tmp_path: Path) -> None:
+    """Issue 23 (CLI): without --policy, `exo gate check` decides under $EXO_HOME/gate.toml, the file exod loads."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "gate.toml").write_text('denied = ["git.push"]\n')
+    env_home = {"EXO_HOME": str(home)}
+    denied = gate("--", "git push", cwd=tmp_path, env=env_home)
+    assert denied.returncode == 0, denied.stderr
+    data = json.loads(denied.stdout)
+    assert data["outcome"] == "deny" and data["policy"] == str(home / "gate.toml")
+    # --home names another home; a home without gate.toml is the built-in policy.
+    other = tmp_path / "other"
+    other.mkdir()
+    built_in = json.loads(gate("--home", str(other), "--", "git push", cwd=tmp_path, env=env_home).stdout)
+    assert built_in["outcome"] == "ask" and built_in["policy"].startswith("built in")
+    # --policy still wins over the home's file.
+    policy = tmp_path / "loose.toml"
+    policy.write_text('[overrides]\n"git.push" = "allow"\n')
+    loose = json.loads(gate("--policy", str(policy), "--", "git push", cwd=tmp_path, env=env_home).stdout)
+    assert loose["outcome"] == "allow"

@@ -109,9 +109,24 @@ def test_log_filters_and_show(tmp_path: Path, store: Path) -> None:
     assert shown["id"] == entry_id and shown["body"] == {"tool": "bash", "outcome": "allow"}
 
 
+def test_log_tail_and_reverse(tmp_path: Path, store: Path) -> None:
+    home = tmp_path / "home"
+
+    def kinds(*extra: str) -> list[str]:
+        out = exo(home, "ledger", "log", "--store", str(store), "--json", *extra).stdout.splitlines()
+        return [json.loads(x)["kind"] for x in out]
+
+    assert kinds() == ["utterance", "action", "verdict"]
+    assert kinds("--tail", "2") == ["action", "verdict"]
+    assert kinds("--reverse") == ["verdict", "action", "utterance"]
+    assert kinds("--tail", "2", "--reverse") == ["verdict", "action"]
+    assert kinds("--tail", "0") == []
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
+        (["log", "--tail", "-3"], "--tail"),
         (["log", "--kind", "gossip"], "unknown ledger entry kind"),
         (["log", "--scope", "Boss"], "bad scope"),
         (["log", "--since", "yesterday"], "--since"),

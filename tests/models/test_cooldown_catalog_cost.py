@@ -105,7 +105,9 @@ def test_status_kinds() -> None:
 
 def test_packaged_catalog_defaults() -> None:
     cat = load_catalog({}, env={})
-    assert [str(r) for r in cat.roles["main"]] == ["local:gemma-3-270m"]
+    # the standard board profile's model (exo_core/models/boards.py), free like every local model
+    assert [str(r) for r in cat.roles["main"]] == ["local:qwen2.5-coder-0.5b-instruct"]
+    assert cat.price(Route("local", "qwen2.5-coder-0.5b-instruct")) == ModelPrice(0.0, 0.0)
     assert cat.provider("openai").key_env[0] == "OPENAI_API_KEY"
     assert cat.price(Route("anthropic", "claude-sonnet-4-0")) is not None
 

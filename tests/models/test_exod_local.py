@@ -71,7 +71,9 @@ async def test_local_model_streams_and_stops_through_exod(tmp_path: Path) -> Non
     ws.mkdir()
     (ws / "notes.txt").write_text("buy milk\n")
     home.mkdir()
-    (home / "config.toml").write_text("[models.local]\nn_ctx = 2048\n")
+    # The 270M base model, as the assertions below are written for it (the catalog's default
+    # main is now the standard profile's Qwen2.5-Coder 0.5B).
+    (home / "config.toml").write_text('[models.roles]\nmain = ["local:gemma-3-270m"]\n\n[models.local]\nn_ctx = 2048\n')
     unused = write_script(tmp_path / "unused.json", [])
     exod = Exod(home, unused, ws, extra=["--model", "local"]).start(timeout=60)
     try:

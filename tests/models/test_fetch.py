@@ -203,7 +203,7 @@ def test_cli_fetch_and_list(
     parser = argparse.ArgumentParser(prog="exo")
     models_cmd.register(parser.add_subparsers(dest="command"))
     home = str(tmp_path / "home")
-    args = parser.parse_args(["models", "fetch", "--home", home, "--index-url", index.url, "--json"])
+    args = parser.parse_args(["models", "fetch", "--all", "--home", home, "--index-url", index.url, "--json"])
     assert args.handler(args) == 0
     out = json.loads(capsys.readouterr().out)
     assert {f["file"] for f in out["files"]} == {"tiny.gguf", "w.bin"}
@@ -212,7 +212,7 @@ def test_cli_fetch_and_list(
     listed = json.loads(capsys.readouterr().out)
     assert listed["models"][0]["name"] == "tiny"
     assert all(f["present"] for f in listed["models"][0]["files"])
-    assert listed["roles"]["main"] == ["local:gemma-3-270m"]
+    assert listed["roles"]["main"] == ["local:qwen2.5-coder-0.5b-instruct"]
 
 
 @pytest.mark.parametrize(

@@ -275,6 +275,8 @@ async def test_local_transport_for_exod(tmp_path: Path) -> None:
     from exo_core.home import ExoHome
     from exo_edge.local import local_transport
 
+    # this file tests Gemma; the catalog's default main is the standard profile's Qwen
+    (tmp_path / "config.toml").write_text('[models.roles]\nmain = ["local:gemma-3-270m"]\n')
     router = local_transport(ExoHome(tmp_path), overrides={"n_ctx": 512})
     try:
         assert [str(r) for r in router.chain("main")] == ["local:gemma-3-270m"]

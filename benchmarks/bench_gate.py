@@ -1,0 +1,63 @@
+"""The shell gate's cost per command line, against reading the same line, in the same run.
+
+Every line of the attack table (``tests/gate/attack_table.py``: benign forms and attacks) is judged by
+the gate (``evaluate``: parse, classify with realpath and secret checks, decide) and, as the baseline,
+only read (``parse_shell``). Reported: the median time per line of each over several rounds, and the
+ratio gate / read. No pass or fail (DESIGN.md §7): a tool call costs a model turn, which is thousands
+of times longer, so this number says whether the gate is ever noticeable.
+
+    python benchmarks/bench_gate.py            # 7 rounds, writes benchmarks/results/gate.json
+    python benchmarks/bench_gate.py --quick    # 2 rounds, writes nothing
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "gate"))
+
+from _common import machine_info, median, print_table, ratio, write_results
+from attack_table import ROWS
+
+from exo_core.gate import Policy, evaluate, parse_shell
+
+
+def _round(lines: list[str], policy: Policy) -> tuple[float, float]:
+    start = time.perf_counter()
+    for line in lines:
+        parse_shell(line)
+    read = time.perf_counter() - start
+    start = time.perf_counter()
+    for line in lines:
+        evaluate("bash", {"command": line}, policy)
+    judged = time.perf_counter() - start
+    return read / len(lines), judged / len(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="2 rounds, write nothing")
+    parser.add_argument("--out", type=Path, default=None, help="write results JSON here")
+    args = parser.parse_args()
+    policy = Policy().with_workspace(Path("/srv/ws"))
+    lines = [row[1] for row in ROWS]
+    rounds = [_round(lines, policy) for _ in range(2 if args.quick else 7)]
+    read_us = median([r[0] for r in rounds]) * 1e6
+    judged_us = median([r[1] for r in rounds]) * 1e6
+    print_table(
+        f"gate cost per command line ({len(lines)} lines, {len(rounds)} rounds, median)",
+        ["step", "µs per line", "× reading"],
+        [["read the line (baseline)", read_us, 1.0], ["judge it (gate)", judged_us, ratio(judged_us, read_us)]],
+    )
+    data = {"machine": machine_info(), "lines": len(lines), "read_us": read_us, "gate_us": judged_us}
+    write_results("gate", data, out=args.out, quick=args.quick)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
