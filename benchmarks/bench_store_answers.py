@@ -37,6 +37,7 @@ import argparse
 import json
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -89,7 +90,7 @@ def parse_transcript(stdout: str, question: str) -> dict[str, Any]:
     text_lines: list[str] = []
     tools: list[str] = []
     stop = "end"
-    error = ""
+    error = ""  # `[turn error: ...]` and the benchmark's own `[turn timeout: ...]`
     for line in stdout.splitlines():
         if line.startswith("session ") and not text_lines and not tools:
             continue
@@ -111,7 +112,7 @@ def parse_transcript(stdout: str, question: str) -> dict[str, Any]:
 
 def score(kind: str, expect: list[str], parsed: dict[str, Any]) -> bool:
     """Whether the answer is right (see the module docstring for the rule)."""
-    if parsed["stop"] == "error":
+    if parsed["stop"] in ("error", "timeout"):
         return False
     if not matches(parsed["answer"], expect):
         return False
@@ -123,11 +124,23 @@ def score(kind: str, expect: list[str], parsed: dict[str, Any]) -> bool:
 
 
 def load_questions(data: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every question with its kind, number within the kind and half."""
-    out = []
+    """Every question with its kind, number within the kind and half, in the order they are asked.
+
+    The order interleaves the kinds (store 0, general 0, file 0, store 1, ...), and so the halves:
+    a run cut short has asked a balanced sample rather than only the first kind.
+    """
+    by_kind = []
     for kind in KINDS:
-        for index, item in enumerate(data["questions"][kind]):
-            out.append({"id": f"{kind}-{index:02d}", "kind": kind, "half": half_of(index), "q": item["q"], **item})
+        items = [
+            {"id": f"{kind}-{index:02d}", "kind": kind, "half": half_of(index), **item}
+            for index, item in enumerate(data["questions"][kind])
+        ]
+        by_kind.append(items)
+    out = []
+    for position in range(max(len(items) for items in by_kind)):
+        for items in by_kind:
+            if position < len(items):
+                out.append(items[position])
     return out
 
 
@@ -184,15 +197,19 @@ def _healthy(sock: Path) -> bool:
 def _ask(home: Path, question: str, env: dict[str, str], timeout: float) -> tuple[str, float]:
     """One question in a fresh ``exo chat`` session; its transcript and seconds."""
     started = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "exo_core.cli", "chat", "--home", str(home), "--no-spawn", "--approve", "allow"],
-        input=question + "\n",
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "exo_core.cli", "chat", "--home", str(home), "--no-spawn", "--approve", "allow"],
+            input=question + "\n",
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        partial = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        return partial + f"\n  [turn timeout: no answer within {timeout:g} s]", time.perf_counter() - started
     took = time.perf_counter() - started
     transcript = done.stdout
     if done.returncode != 0:
@@ -209,6 +226,7 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     out["general_with_tool_call"] = sum(1 for r in rows if r["kind"] == "general" and r["tools"])
     out["file_without_tool_call"] = sum(1 for r in rows if r["kind"] == "file" and not r["tools"])
     out["turn_errors"] = sum(1 for r in rows if r["stop"] == "error")
+    out["timeouts"] = sum(1 for r in rows if r["stop"] == "timeout")
     return out
 
 
@@ -344,7 +362,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", help="write benchmarks/results/store_answers_<board>.json")
     parser.add_argument("--only", choices=(OPEN, HELD_OUT), default=None, help="ask one half only")
     parser.add_argument("--limit", type=int, default=0, help="ask only the first N questions (a trial run)")
-    parser.add_argument("--turn-timeout", type=float, default=600.0, help="seconds for one question")
+    parser.add_argument("--turn-timeout", type=float, default=1200.0, help="seconds for one question")
     parser.add_argument("--tmp", type=Path, default=None, help="folder for the temporary home (a short path)")
     parser.add_argument("--rows", type=Path, default=None, help="append each scored row to this JSON-lines file")
     parser.add_argument(
@@ -362,6 +380,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the scores of both halves."""
     args = build_parser().parse_args(argv)
+
+    def terminated(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)  # unwinds through run()'s clean-up: exod stopped, the home removed
+
+    signal.signal(signal.SIGTERM, terminated)
     if args.from_rows:
         rows = []
         for path in args.from_rows:

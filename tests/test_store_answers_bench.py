@@ -36,6 +36,8 @@ def test_the_set_has_what_issue_18_asks_and_halves_split_each_kind(data: dict) -
         held = [q for q in items if q["half"] == bench.HELD_OUT]
         assert len(held) == len(items) // 2, kind
         assert [q["half"] for q in items][:2] == ["open", bench.HELD_OUT]
+        assert [q["id"] for q in items] == sorted(q["id"] for q in items)
+    assert [q["kind"] for q in questions][:3] == ["store", "general", "file"]
     assert len({q["q"] for q in questions}) == len(questions)
 
 
@@ -96,6 +98,8 @@ def test_the_transcript_keeps_the_assistant_s_text_and_the_tools_it_called() -> 
     assert not bench.matches(echoed["answer"], ["oat milk"])  # the tool's output is not the answer
     failed = bench.parse_transcript("session s\n> q\n  [turn error: model_error: too long]\n", "q")
     assert failed["stop"] == "error" and "too long" in failed["error"] and not bench.score("store", [], failed)
+    late = bench.parse_transcript("session s\n> q\nIlse\n  [turn timeout: no answer within 5 s]\n", "q")
+    assert late["stop"] == "timeout" and not bench.score("store", ["ilse"], late)
 
 
 @pytest.mark.parametrize(
