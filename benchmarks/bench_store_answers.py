@@ -240,6 +240,9 @@ def run(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, Any]]
     questions = load_questions(data)
     if args.only:
         questions = [q for q in questions if q["half"] == args.only]
+    if args.resume and args.rows is not None and args.rows.exists():
+        done = {json.loads(line)["id"] for line in args.rows.read_text(encoding="utf-8").splitlines() if line.strip()}
+        questions = [q for q in questions if q["id"] not in done]
     if args.limit:
         questions = questions[: args.limit]
     tmp = Path(tempfile.mkdtemp(prefix="exo-ans-", dir=args.tmp))
@@ -365,6 +368,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--turn-timeout", type=float, default=1200.0, help="seconds for one question")
     parser.add_argument("--tmp", type=Path, default=None, help="folder for the temporary home (a short path)")
     parser.add_argument("--rows", type=Path, default=None, help="append each scored row to this JSON-lines file")
+    parser.add_argument("--resume", action="store_true", help="with --rows: skip the questions the file already has")
     parser.add_argument(
         "--from-rows",
         type=Path,
