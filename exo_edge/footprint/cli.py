@@ -67,6 +67,11 @@ def report(data: dict[str, Any]) -> str:
         ),
         ("cgroup major page faults after warm-up", faults.get("cgroup_after_warmup"), "every process of the stack"),
         ("model loaded", data["model_loaded"], model.get("why_not_local") or model.get("file") or ""),
+        (
+            "model read through the run's cgroup",
+            "private copy" if model.get("private_copy") else "shared file, evicted first",
+            (model.get("private_copy") or {}).get("why", "its pages are charged to the run"),
+        ),
         ("device client", dev.get("included"), dev.get("why_not") or ""),
     ]
     store, disk = data.get("store_disk"), data.get("install_disk", {})

@@ -39,6 +39,7 @@ __all__ = [
     "install_disk",
     "machine_facts",
     "evict_model_files",
+    "private_model_copy",
 ]
 
 
@@ -126,6 +127,38 @@ def install_disk(model_file: Path | None) -> dict[str, Any]:
     return out
 
 
+def private_model_copy(model_file: Path | None, page_cache: dict[str, Any], folder: Path) -> dict[str, Any] | None:
+    """Copy the model into the home's models folder when eviction left it cached; what was done (None: no copy).
+
+    A memory cgroup is charged for a file page by whoever first reads it; a GGUF that another
+    process on the machine maps stays in the page cache whatever this run does, so the run would
+    be measured without its model. A fresh copy (written, synced and dropped from the cache) has
+    no pages until exod reads them, inside the cgroup. ``exo_edge.paths.locate_model_file`` looks
+    in the home's models folder first.
+    """
+    if model_file is None:
+        return None
+    cached = [e for e in page_cache.get("evicted", []) if e["file"] == model_file.name]
+    still = cached[0]["still_cached_mb"] if cached else None
+    if still is not None and still < 1.0:
+        return None
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / model_file.name
+    shutil.copyfile(model_file, target)
+    fd = os.open(target, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        left = cached_mb(fd, os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
+    return {
+        "why": f"{model_file.name} stayed cached ({still} MB) after eviction: another process maps it",
+        "copy": str(target),
+        "copy_cached_mb": left,
+    }
+
+
 def evict_model_files(model_file: Path | None, device: bool) -> dict[str, Any]:
     """Drop the model files' clean pages from the page cache before the run (``POSIX_FADV_DONTNEED``).
 
@@ -211,6 +244,13 @@ def run_footprint(args: argparse.Namespace, log: Callable[[str], None]) -> Footp
         script.write_text(json.dumps({"replies": SCRIPT}))
         spec = "local" if parts.model_spec == "local" else f"scripted:{script}"
         details["page_cache"] = evict_model_files(parts.model_file, parts.device)
+        copied = private_model_copy(parts.model_file, details["page_cache"], run.home / "models")
+        if copied is not None:
+            # The shared file stays cached by another process: its pages would not be charged to this
+            # run's cgroup (nor faulted back in), so exod reads a copy only this run has touched.
+            parts = detect_parts(run.home, args.model, args.device)
+            details["model"]["file"] = str(parts.model_file)
+            details["model"]["private_copy"] = copied
         run.sampler.start()
         sock = run.home / "run" / "exod.sock"
         exod_err = open(tmp / "exod.err", "wb")

@@ -13,7 +13,7 @@ from imagekit import child_env
 
 from exo_edge.footprint.budgets import BUDGETS, budget_for, file_cached_mb, major_faults, thrashing
 from exo_edge.footprint.cli import report
-from exo_edge.footprint.run import page_faults, within_budgets
+from exo_edge.footprint.run import page_faults, private_model_copy, within_budgets
 from exo_edge.footprint.scenario import home_model_name
 
 
@@ -125,3 +125,15 @@ def test_exo_bench_footprint_refuses_a_board_without_a_budget() -> None:
         timeout=60,
     )
     assert done.returncode == 2 and "invalid choice" in done.stderr and "laptop" in done.stderr
+
+
+def test_a_model_another_process_keeps_cached_is_copied_and_the_copy_is_not_cached(tmp_path: Path) -> None:
+    model = tmp_path / "shared" / "m.gguf"
+    model.parent.mkdir()
+    model.write_bytes(os.urandom(2 * 1024 * 1024))
+    evicted = {"evicted": [{"file": "m.gguf", "still_cached_mb": 2.0}]}
+    done = private_model_copy(model, evicted, tmp_path / "home" / "models")
+    assert done is not None and Path(done["copy"]).read_bytes() == model.read_bytes()
+    assert "stayed cached" in done["why"]
+    assert private_model_copy(model, {"evicted": [{"file": "m.gguf", "still_cached_mb": 0.0}]}, tmp_path) is None
+    assert private_model_copy(None, evicted, tmp_path) is None
