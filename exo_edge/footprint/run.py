@@ -154,6 +154,7 @@ def private_model_copy(model_file: Path | None, page_cache: dict[str, Any], fold
         os.close(fd)
     return {
         "why": f"{model_file.name} stayed cached ({still} MB) after eviction: another process maps it",
+        "source": str(model_file),
         "copy": str(target),
         "copy_cached_mb": left,
     }
@@ -347,13 +348,18 @@ def run_footprint(args: argparse.Namespace, log: Callable[[str], None]) -> Footp
     if args.nodes:
         with tempfile.TemporaryDirectory(prefix="exo-fp-store-", dir=args.tmp) as store_tmp:
             details["store_disk"] = store_with_nodes(Path(store_tmp), args.nodes)
-    details["install_disk"] = install_disk(
-        Path(details["model"]["file"]) if details.get("model", {}).get("file") else None
-    )
+    details["install_disk"] = install_disk(installed_model_file(details))
     details["within_budgets"] = within_budgets(details, idle, peak, budget.peak_mb, budget.idle_mb)
     details["over_budget"] = [name for name, ok in details["within_budgets"].items() if ok is False]
     details["machine"] = machine_facts()
     return FootprintResult(completed, idle, peak, startup, model_loaded, details)
+
+
+def installed_model_file(details: dict[str, Any]) -> Path | None:
+    """The model file as installed (the shared one, not the run's private copy), for disk use."""
+    model = details.get("model", {})
+    source = (model.get("private_copy") or {}).get("source") or model.get("file")
+    return Path(source) if source else None
 
 
 def parts_model_file(details: dict[str, Any]) -> Path | None:
