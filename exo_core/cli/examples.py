@@ -53,6 +53,10 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
     ),
     "models list": ("exo models list",),
+    "models serve": (
+        "exo models serve",
+        "exo models serve model.gguf --port 8081 --key-env EXO_LAPTOP_KEY --print-config",
+    ),
     "device": ("exo device", "exo device --mock --size 128x64"),
     "recall": ("exo recall 'where does my sister live'",),
     "bench": ("exo bench retrieval --json", "exo bench footprint"),
@@ -60,6 +64,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "bench footprint": ("exo bench footprint --json",),
     "bench answers": ("exo bench answers --board standard --json",),
     "bench stress": ("exo bench stress --kill-cycles 40 --fuzz 20000 --idle 2000",),
+    "bench laptop": ("exo bench laptop --json", "exo bench laptop --quick"),
     "learn": ("exo learn review", "exo learn metrics"),
     "learn review": ("exo learn review",),
     "learn queue": ("exo learn queue",),
