@@ -11,9 +11,11 @@ Issue 18's answer benchmark. For one board profile (``exo init --board``):
    workspace holding ``todo.txt``;
 2. a real exod (``exo serve --model local --workspace WS``) answering with the
    profile's local model, one thread, ``OMP_WAIT_POLICY=PASSIVE``;
-3. each question piped into its own ``exo chat --approve allow`` process, so
+3. each question piped into its own ``exo chat --approve deny`` process, so
    every question is a fresh session (nothing carries over from the last
-   answer); the transcript it prints is the answer.
+   answer); the transcript it prints is the answer. No question asks to
+   change anything, so every approval is denied (reading a file needs none),
+   and the workspace files are written again before each question.
 
 **Scoring** (transparent, no judge model): an answer is right when every entry
 of the question's ``expect`` appears in it, case-insensitive, at the start of a
@@ -199,7 +201,7 @@ def _ask(home: Path, question: str, env: dict[str, str], timeout: float) -> tupl
     started = time.perf_counter()
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "exo_core.cli", "chat", "--home", str(home), "--no-spawn", "--approve", "allow"],
+            [sys.executable, "-m", "exo_core.cli", "chat", "--home", str(home), "--no-spawn", "--approve", "deny"],
             input=question + "\n",
             env=env,
             capture_output=True,
@@ -287,6 +289,8 @@ def run(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, Any]]
                 raise SystemExit(f"exod did not start: {(tmp / 'exod.log').read_text(errors='replace')[-2000:]}")
             time.sleep(0.1)
         for n, item in enumerate(questions, 1):
+            for name, text in data["workspace"].items():  # as written: an earlier answer may have changed it
+                (workspace / name).write_text(text, encoding="utf-8")
             transcript, took = _ask(home, item["q"], env, args.turn_timeout)
             parsed = parse_transcript(transcript, item["q"])
             right = score(item["kind"], item["expect"], parsed)
