@@ -112,6 +112,8 @@ class DeviceApp:
         self._last_turn_end = 0.0
         self._running_turn: str | None = None
         self._turn_started_at: float | None = None
+        # A free-text answer heard but not yet confirmed: (question id, text).
+        self._readback: tuple[str, str] | None = None
         self._recording_since: float | None = None
         self._notice_timer: asyncio.TimerHandle | None = None
         self._dirty = asyncio.Event()
@@ -338,6 +340,10 @@ class DeviceApp:
         self._decide("allow_always")
 
     def _deny_press(self) -> None:
+        if self._readback is not None:
+            self._readback = None  # not what was said: the question stays open for another try
+            self._set(self.state.with_(notice=None))
+            return
         if self.state.approval is not None:
             self._decide("deny")
         elif self.state.question is not None:
@@ -377,6 +383,15 @@ class DeviceApp:
                 self.speaker.say(sentence)
 
     def _decide(self, decision: str) -> None:
+        readback = self._readback
+        question = self.state.question
+        on_top = self.state.approval is None and question is not None
+        if readback is not None and on_top and question is not None and question.question_id == readback[0]:
+            self._readback = None
+            if decision == "allow":
+                self._answer(readback[0], None, readback[1], readback[1])
+            self._set(self.state.with_(notice=None))
+            return
         approval = self.state.approval
         if approval is not None:
             rid = approval.request_id
@@ -440,8 +455,13 @@ class DeviceApp:
                 self._answer(question.question_id, option, None, question.options[option - 1])
                 return
             if question.allow_text or not question.options:
+                # Free text is read back before it is sent: a misheard name must not reach the store
+                # (docs/device.md, "Answering by voice"). ALLOW sends it; TALK again replaces it.
+                self._readback = (question.question_id, text)
                 self._set(self.state.with_(activity=idle))
-                self._answer(question.question_id, None, text, text)
+                self._journal({"ev": "readback", "question_id": question.question_id, "text": text})
+                self._notice(f'Heard "{text}". ALLOW sends it; hold TALK to say it again.', "info", title="Check")
+                self.speaker.say(f"I heard: {text}. Press allow to send it.")
                 return
             self._set(self.state.with_(activity=idle))
             self._notice(f'Heard "{text}". Say a number from 1 to {len(question.options)}.', "info", speak=True)

@@ -192,3 +192,36 @@ def test_question_answered_with_buttons_on_a_240x240_colour_screen(
         assert dev.ev("answered", mark)["text"] == "Friday it is."
     finally:
         assert dev.quit() == 0
+
+
+@needs_espeak
+@pytest.mark.slow
+def test_a_free_text_answer_is_read_back_before_it_is_sent(
+    tmp_path: Path, exo_home: Path, workspace: Path, exod_factory
+) -> None:
+    ask = {
+        "text": "",
+        "tool_calls": [{"name": "ask_person", "arguments": {"question": "Which city should I book?"}}],
+    }
+    exod_factory(exo_home, write_script(tmp_path / "script.json", [ask, {"text": "Booked."}]), workspace)
+    q = speak(tmp_path / "q.wav", "book a hotel for me", voice="en-us", speed=150)
+    a = speak(tmp_path / "a.wav", "Lisbon", voice="en-us", speed=130)
+    out = tmp_path / "device"
+    out.mkdir()
+    dev = DeviceProc(exo_home, out, extra=["--tts", "none"])
+    try:
+        dev.ev("link", state="online")
+        mark = dev.mark()
+        dev.send(f"talk {q}")
+        dev.wait(lambda r: r.get("type") == "question.asked", mark)
+        dev.send(f"talk {a}")
+        heard = dev.ev("readback", mark)
+        assert heard["text"], heard
+        # Nothing is sent until the person confirms what was heard.
+        assert not [r for r in dev.journal[mark:] if r.get("type") == "question.answered"]
+        dev.send("press allow")
+        answered = dev.wait(lambda r: r.get("type") == "question.answered", mark)
+        assert answered["body"]["text"] == heard["text"]
+        assert dev.ev("answered", mark)["text"] == "Booked."
+    finally:
+        assert dev.quit() == 0
