@@ -41,7 +41,7 @@ class Audio:
         return self.samples.astype(np.float32) / 32768.0
 
     @classmethod
-    def silence(cls, seconds: float = 0.0, rate: int = STT_RATE) -> "Audio":
+    def silence(cls, seconds: float = 0.0, rate: int = STT_RATE) -> Audio:
         """Silence of ``seconds``."""
         return cls(np.zeros(int(seconds * rate), dtype=np.int16), rate)
 

@@ -162,7 +162,7 @@ def wrap(text: str, font: Any, width: int) -> list[str]:
     return lines
 
 
-def render(state: ScreenState, spec: ScreenSpec) -> "Image.Image":
+def render(state: ScreenState, spec: ScreenSpec) -> Image.Image:
     """Draw ``state`` at ``spec``; returns a new PIL image."""
     from PIL import Image, ImageDraw
 

@@ -19,10 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from exo_core.client import ExoClient
-from exo_core.errors import ConfigError
-from exo_core.home import ExoHome
-
 from device.app import DeviceApp, capabilities_for
 from device.buttons import mock_factory
 from device.config import DeviceConfig, config_from_mapping
@@ -32,6 +28,9 @@ from device.mock import MockControl
 from device.screen import open_screen
 from device.stt import open_stt
 from device.tts import AplayOutput, AudioOutput, FileOutput, open_tts
+from exo_core.client import ExoClient
+from exo_core.errors import ConfigError
+from exo_core.home import ExoHome
 
 __all__ = ["DeviceOptions", "load_config", "build_device", "run_device", "JsonJournal"]
 

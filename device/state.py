@@ -106,7 +106,7 @@ class ScreenState:
         """The question on top (oldest first)."""
         return self.questions[0] if self.questions else None
 
-    def with_(self, **changes: Any) -> "ScreenState":
+    def with_(self, **changes: Any) -> ScreenState:
         """A copy with ``changes``."""
         return replace(self, **changes)
 

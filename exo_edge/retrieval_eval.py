@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from exo_core.errors import UsageError
-from exo_core.retrieval import DocIndex, Doc, RetrievalSettings
+from exo_core.retrieval import Doc, DocIndex, RetrievalSettings
 from exo_core.retrieval.pipeline import OVERFETCH
 from exo_core.retrieval.rank import context, fuse, ranked
 

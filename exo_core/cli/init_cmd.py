@@ -8,7 +8,6 @@ the machine's memory (:mod:`exo_core.models.boards`).
 from __future__ import annotations
 
 import argparse
-
 from typing import TYPE_CHECKING
 
 from exo_core.cli.args import add_command, home_of
@@ -45,7 +44,7 @@ def _init(args: argparse.Namespace) -> int:
     return 0
 
 
-def _pin_owner(home: "ExoHome", *, created: bool) -> str:
+def _pin_owner(home: ExoHome, *, created: bool) -> str:
     """Pin the store's owner key outside the store; one line saying what was done.
 
     See docs/security.md, "The ledger's trust anchor".

@@ -131,7 +131,7 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _learning_services(home: "ExoHome", store: "Path", ledger: "LedgerRecorder") -> tuple[Any, ...]:
+def _learning_services(home: ExoHome, store: Path, ledger: LedgerRecorder) -> tuple[Any, ...]:
     """The learning reviewer over the store's ledger."""
     from exo_core.learning.learner import Learner
     from exo_core.learning.service import LearningSettings, ReviewService

@@ -72,7 +72,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     add_command(actions, "rebuild-items", _rebuild, "recreate items.sqlite from the ledger")
 
 
-def _store_dir(args: argparse.Namespace, explicit: str | None = None) -> "Path":
+def _store_dir(args: argparse.Namespace, explicit: str | None = None) -> Path:
     from pathlib import Path
 
     if explicit:
@@ -80,7 +80,7 @@ def _store_dir(args: argparse.Namespace, explicit: str | None = None) -> "Path":
     return home_of(args).store_path(args.store)
 
 
-def _signer(args: argparse.Namespace, *, required: bool) -> "Signer | None":
+def _signer(args: argparse.Namespace, *, required: bool) -> Signer | None:
     from exo_core.errors import NotFoundError
     from exo_core.ledger import load_signing_key
 
@@ -93,7 +93,7 @@ def _signer(args: argparse.Namespace, *, required: bool) -> "Signer | None":
         return None
 
 
-def _trust(args: argparse.Namespace, signer: "Signer | None") -> "MachineTrust":
+def _trust(args: argparse.Namespace, signer: Signer | None) -> MachineTrust:
     from exo_core.ledger import MachineTrust
 
     return MachineTrust(home_of(args).root, machine_key=signer.key_id if signer is not None else None)
@@ -111,10 +111,9 @@ def _lint(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     from exo_core.ledger import CheckpointBook
+    from exo_core.store.config import read_config
     from exo_core.store.ledger_bridge import checkpoint_hook
     from exo_core.store.transfer import export_store
-
-    from exo_core.store.config import read_config
 
     signer = _signer(args, required=False)
     home = home_of(args)
@@ -183,9 +182,8 @@ def _sync(args: argparse.Namespace) -> int:
     import contextlib
 
     from exo_core.ledger import CheckpointBook
-    from exo_core.store.sync import sync_stores
-
     from exo_core.private_files import private_dir
+    from exo_core.store.sync import sync_stores
 
     signer = _signer(args, required=True)
     home = home_of(args)

@@ -30,7 +30,8 @@ from exo_core.decisions.setup import DecisionSettings
 from exo_core.errors import BadBodyError, ConfigError, NotFoundError, UnsupportedError
 from exo_core.models.catalog import ROLES, parse_route
 from exo_core.models.router import ModelRouter
-from exo_core.protocol import commands as cmd, events as ev
+from exo_core.protocol import commands as cmd
+from exo_core.protocol import events as ev
 from exo_core.store.atomic import atomic_write_text
 
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ def set_toml_value(text: str, table: str, key: str, value: Any) -> str:
 class RuntimeSettings:
     """The three handlers over one core; making one registers them on the core's engine."""
 
-    def __init__(self, core: "Core") -> None:
+    def __init__(self, core: Core) -> None:
         self._core = core
         self._lock = asyncio.Lock()  # one read-modify-write of config.toml at a time
         for name, handler in {

@@ -22,8 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from exo_core.errors import StorageError
-from exo_core.ledger.entry import NewEntry, StoredEntry
-from exo_core.ledger.ledger import Ledger
 from exo_core.learning.features import features_in
 from exo_core.learning.lessons import LessonBook, judged_text
 from exo_core.learning.pack import enforced, lesson_node, render_learned, shown, sync_nodes, taste_rows, write_pack
@@ -37,6 +35,8 @@ from exo_core.learning.reviewer import (
     question_for,
     reflect,
 )
+from exo_core.ledger.entry import NewEntry, StoredEntry
+from exo_core.ledger.ledger import Ledger
 from exo_core.protocol import events as ev
 from exo_core.store.atomic import atomic_write_text
 from exo_core.store.store import Store

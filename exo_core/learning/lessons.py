@@ -19,10 +19,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from exo_core.ledger.entry import StoredEntry
 from exo_core.learning.features import Feature, action_text, feature, match_words, stance
 from exo_core.learning.signals import STRENGTHS, category_of, signed_strength
 from exo_core.learning.weights import Evidence, weight
+from exo_core.ledger.entry import StoredEntry
 
 __all__ = ["Lesson", "LessonBook", "judged_text", "slug", "valid_claim"]
 

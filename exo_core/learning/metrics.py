@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from exo_core.ledger.ledger import Ledger
 from exo_core.learning.signals import category_of
 from exo_core.learning.weights import DAY_MS
+from exo_core.ledger.ledger import Ledger
 
 __all__ = ["Window", "Metrics", "metrics", "stale"]
 

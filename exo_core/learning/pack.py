@@ -22,11 +22,11 @@ from collections.abc import Collection
 from typing import Any
 
 from exo_core.errors import NotFoundError
+from exo_core.learning.lessons import Lesson, LessonBook
+from exo_core.learning.weights import HIGH, MEDIUM, label
 from exo_core.ledger.canonical import canonical_json
 from exo_core.ledger.entry import StoredEntry
 from exo_core.ledger.views import DEFAULT_VIEWS, ViewRegistry
-from exo_core.learning.lessons import Lesson, LessonBook
-from exo_core.learning.weights import HIGH, MEDIUM, label
 from exo_core.store.atomic import atomic_write_text
 from exo_core.store.node import Link, Node
 from exo_core.store.store import Store
@@ -55,7 +55,7 @@ _SECTION = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)  # the fi
 
 def day_of(ts_ms: int) -> str:
     """The UTC date of a ledger timestamp."""
-    return _dt.datetime.fromtimestamp(ts_ms / 1000, tz=_dt.timezone.utc).date().isoformat()
+    return _dt.datetime.fromtimestamp(ts_ms / 1000, tz=_dt.UTC).date().isoformat()
 
 
 def enforced(book: LessonBook, now_ms: int) -> list[Lesson]:

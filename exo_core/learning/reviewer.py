@@ -20,11 +20,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from exo_core.ledger.entry import NewEntry, StoredEntry
 from exo_core.learning.features import CATALOG, Feature, action_text, feature, features_in, match_words, stance
 from exo_core.learning.lessons import LessonBook, judged_text, slug
 from exo_core.learning.promotion import Existing
 from exo_core.learning.signals import category_of
+from exo_core.ledger.entry import NewEntry, StoredEntry
 
 __all__ = [
     "Finding",

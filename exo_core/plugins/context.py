@@ -37,7 +37,7 @@ class PluginCommand:
 class PluginContext:
     """The object passed to ``register(ctx)``; records every registration for rollback."""
 
-    def __init__(self, host: "PluginHost", owner: str) -> None:
+    def __init__(self, host: PluginHost, owner: str) -> None:
         self._host = host
         self.owner = owner
         self.registered: list[str] = []

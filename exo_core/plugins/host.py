@@ -140,7 +140,7 @@ class PluginHost:
         self.records[name] = record
         return record
 
-    def apply(self, options: "CoreOptions") -> "CoreOptions":
+    def apply(self, options: CoreOptions) -> CoreOptions:
         """``options`` with the slots the plugins took (tools and hooks are already in its registries)."""
         changes = {
             option: self.slots[slot][1]
@@ -151,8 +151,8 @@ class PluginHost:
 
     @classmethod
     def for_options(
-        cls, options: "CoreOptions", folders: Iterable[Path] = (), *, entry_points: bool = False
-    ) -> "PluginHost":
+        cls, options: CoreOptions, folders: Iterable[Path] = (), *, entry_points: bool = False
+    ) -> PluginHost:
         """A host loading into ``options``' tools and hooks from ``folders`` (and entry points)."""
         host = cls(options.tools, options.hooks)
         for folder in folders:

@@ -47,7 +47,7 @@ class PluginManifest:
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_mapping(cls, data: dict[str, Any], where: str) -> "PluginManifest":
+    def from_mapping(cls, data: dict[str, Any], where: str) -> PluginManifest:
         """Validate a parsed manifest; :class:`ConfigError` names the file and field."""
         name = data.get("name")
         if not isinstance(name, str) or not _NAME.match(name):

@@ -58,7 +58,7 @@ class StoreMemory:
 
 
 def open_store_memory(
-    home: "ExoHome", store_override: str | None = None, *, log: Callable[..., Any] | None = None
+    home: ExoHome, store_override: str | None = None, *, log: Callable[..., Any] | None = None
 ) -> StoreMemory | None:
     """exod's default memory provider: retrieval over the person's store (``None`` when there is no store).
 

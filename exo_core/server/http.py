@@ -76,7 +76,7 @@ class HttpSettings:
     host_policy: HostPolicy | None = None
     check_peer_uid: bool = False
     keepalive: float = 15.0
-    web: "WebAuth | None" = None
+    web: WebAuth | None = None
     limits: ConnectionLimits = ConnectionLimits()
     gate: ConnectionGate | None = None
 

@@ -130,7 +130,7 @@ class Hub:
         """Number, save and deliver one event; returns it once saved and delivered."""
         return await asyncio.shield(self.emit_nowait(session, event_type, body))
 
-    def emit_nowait(self, session: str | None, event_type: str, body: Any) -> "asyncio.Future[Event]":
+    def emit_nowait(self, session: str | None, event_type: str, body: Any) -> asyncio.Future[Event]:
         """Queue one event without waiting for the disk; the future resolves once saved and delivered.
 
         Events keep the order of the calls. Streaming text uses this so a burst of
@@ -218,7 +218,7 @@ class Hub:
         rows = conn.execute(f"SELECT seq, session, data FROM events WHERE {where}seq > ? ORDER BY seq LIMIT ?", args)
         return [StoredEvent(r[0], r[1], r[2]) for r in rows]
 
-    def subscribe(self, since: int = 0, session: str | None = None) -> "Subscription":
+    def subscribe(self, since: int = 0, session: str | None = None) -> Subscription:
         """A subscription replaying events above ``since`` then following live."""
         if self._closed:
             raise ClosedResourceError("the hub is closed")
@@ -250,7 +250,7 @@ class Subscription:
         # Register before the first database read: see the module docstring.
         self._live: _Live | None = hub._register(session)
 
-    async def __aenter__(self) -> "Subscription":
+    async def __aenter__(self) -> Subscription:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -105,7 +105,7 @@ class SessionStore:
     """Typed access to the session tables over one writer connection."""
 
     def __init__(
-        self, conn: "sqlite3.Connection | DbWorker", *, clock: Clock | None = None, ids: IdFactory | None = None
+        self, conn: sqlite3.Connection | DbWorker, *, clock: Clock | None = None, ids: IdFactory | None = None
     ) -> None:
         # A DbWorker is resolved on each use: the store may be built before the worker opens.
         self._source = conn

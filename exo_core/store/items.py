@@ -75,7 +75,7 @@ _COLUMNS = (
 
 def item_id(source_kind: str, source_ref: str) -> str:
     """The deterministic id of the item a source names."""
-    return "itm_" + hashlib.sha256(f"{source_kind}\0{source_ref}".encode("utf-8")).hexdigest()[:24]
+    return "itm_" + hashlib.sha256(f"{source_kind}\0{source_ref}".encode()).hexdigest()[:24]
 
 
 def content_hash(text: str) -> str:
@@ -145,7 +145,7 @@ class Item:
         tier: str = "curated",
         tags: Iterable[str] = (),
         added: str | None = None,
-    ) -> "Item":
+    ) -> Item:
         """Build an item with its derived id, normalized URL and content hash."""
         if tier not in TIERS:
             raise UsageError(f"tier must be one of {', '.join(TIERS)}")
@@ -200,7 +200,7 @@ class ItemStore:
         """Close the database connection."""
         self.conn.close()
 
-    def __enter__(self) -> "ItemStore":
+    def __enter__(self) -> ItemStore:
         return self
 
     def __exit__(self, *exc: object) -> None:

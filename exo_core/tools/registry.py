@@ -59,7 +59,7 @@ class ToolRegistry:
         if self._tools.pop(name, None) is None:
             raise NotFoundError(f"no tool named {name!r} is registered")
 
-    def view(self, toolsets: Iterable[str]) -> "ToolRegistry":
+    def view(self, toolsets: Iterable[str]) -> ToolRegistry:
         """A registry that sees only ``toolsets`` (for a session or a subagent); tools are shared."""
         return ToolRegistry(toolsets=toolsets, _shared=self._tools)
 
