@@ -158,7 +158,7 @@ class OnnxEmbedder:
             out: list[Any] = [None] * len(clean)
             for start in range(0, len(order), batch):
                 chunk = order[start : start + batch]
-                for i, row in zip(chunk, self._run([clean[i] for i in chunk])):
+                for i, row in zip(chunk, self._run([clean[i] for i in chunk]), strict=True):
                     out[i] = row
             rows = out
         matrix = np.asarray(rows, dtype=np.float32)

@@ -127,7 +127,7 @@ class VectorIndex:
             for start in range(0, len(order), batch):
                 chunk = order[start : start + batch]
                 vecs = _quantize(self.embedder.embed([texts[h] for h in chunk]))
-                done.update((h, np.ascontiguousarray(v).tobytes()) for h, v in zip(chunk, vecs))
+                done.update((h, np.ascontiguousarray(v).tobytes()) for h, v in zip(chunk, vecs, strict=True))
             rows = list(reused) + [(i, h, done[h]) for i, h, _ in fresh]
             removed = [i for i in have if i not in wanted] if prune else []
             self.conn.execute("BEGIN IMMEDIATE")

@@ -121,7 +121,7 @@ async def run_tool_call(deps: LoopDeps, session_id: str, turn_id: str, call: Too
 def _check(deps: LoopDeps, tool: Any, call: ToolCall) -> GateOutcome:
     try:
         return deps.gate.check(tool.spec, call.arguments)
-    except Exception as exc:  # noqa: BLE001 - a gate bug must fail closed (ask), never open and never end the turn
+    except Exception as exc:  # a gate bug must fail closed (ask), never open and never end the turn
         log.exception("the gate failed on %s; asking the person instead", call.name)
         return GateOutcome(
             "ask",

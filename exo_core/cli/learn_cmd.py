@@ -158,13 +158,13 @@ def _climb(args: argparse.Namespace) -> int:
     with _Ctx(args) as ctx:
         ctx.learner.refresh()
         book = ctx.learner.book
-        incumbent = frozenset(l.feature for l in enforced(book, book.last_ts) if l.feature)
+        incumbent = frozenset(lesson.feature for lesson in enforced(book, book.last_ts) if lesson.feature)
         candidates = [
-            Candidate(incumbent | {l.feature}, l.target)
-            for l in hints(book, book.last_ts)
-            if l.feature and l.feature not in incumbent
+            Candidate(incumbent | {lesson.feature}, lesson.target)
+            for lesson in hints(book, book.last_ts)
+            if lesson.feature and lesson.feature not in incumbent
         ]
-        said = frozenset(l.target for l in book.lessons.values() if l.person_said)
+        said = frozenset(lesson.target for lesson in book.lessons.values() if lesson.person_said)
         final, decisions = climb(
             incumbent,
             candidates,

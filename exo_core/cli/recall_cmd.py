@@ -46,7 +46,7 @@ def _recall(args: argparse.Namespace) -> int:
                     "budget": packed.budget,
                     "embeddings": retriever.dense is not None,
                     "pinned": list(recalled.pinned),
-                    "blocks": [dict(r, text=b.text) for r, b in zip(records(recalled), packed.blocks)],
+                    "blocks": [dict(r, text=b.text) for r, b in zip(records(recalled), packed.blocks, strict=True)],
                 },
                 ensure_ascii=False,
             )

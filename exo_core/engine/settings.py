@@ -141,7 +141,7 @@ class RuntimeSettings:
     async def config_get(self, body: cmd.ConfigGet) -> dict[str, Any]:
         """One setting, or all of them: ``{settings: {key: {value, applies}}}``."""
         keys = [body.key] if body.key else list(SETTINGS)
-        return {"settings": {key: dict(zip(("value", "applies"), self._value(key))) for key in keys}}
+        return {"settings": {key: dict(zip(("value", "applies"), self._value(key), strict=True)) for key in keys}}
 
     async def config_set(self, body: cmd.ConfigSet) -> dict[str, Any]:
         """Check, persist and (for ``now`` keys) apply one setting."""

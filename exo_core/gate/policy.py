@@ -166,7 +166,7 @@ class Decision:
         """As plain data (``exo gate check`` prints this)."""
         out = self.classification.as_dict()
         out.update(outcome=self.outcome, summary=self.summary, rule_key=self.rule_key)
-        for part, wire in zip(self.parts, out["parts"]):
+        for part, wire in zip(self.parts, out["parts"], strict=True):
             wire["outcome"] = part.outcome
             wire["why"] = list(part.why)
         if self.floor:

@@ -128,7 +128,9 @@ class Learner:
         for old_id, target in supersede:
             lesson = book.lessons[target]
             self.store.supersede(old_id, lesson_node(lesson, book.last_ts, lesson.promoted_ts))
-        self._publish(set(promoted) | {l.target for l in book.lessons.values() if l.rejected_at >= since_ts})
+        self._publish(
+            set(promoted) | {lesson.target for lesson in book.lessons.values() if lesson.rejected_at >= since_ts}
+        )
         queued = self._enqueue(new_targets)
         self.cursor = book.last_n
         self._cursor_path.parent.mkdir(parents=True, exist_ok=True)
@@ -200,13 +202,13 @@ class Learner:
     def _events(self, before: set[str], promoted: tuple[str, ...], questions: tuple[str, ...]) -> list[tuple[str, Any]]:
         book, now = self.book, self.book.last_ts
         moved = [(book.lessons[t].node or t, book.lessons[t], "promoted") for t in promoted]
-        for node in sorted(before - {l.node or l.target for l in enforced(book, now)}):
+        for node in sorted(before - {lesson.node or lesson.target for lesson in enforced(book, now)}):
             lesson = book.lesson_for(node)
             if lesson is not None:  # gone from the enforced list: rejected, or faded below high
                 moved.append((node, lesson, "deleted" if lesson.rejected_at >= 0 else "demoted"))
         out: list[tuple[str, Any]] = [
-            ("taste.updated", ev.TasteUpdated(id=node, text=l.claim, weight=l.weight(now), change=change))
-            for node, l, change in moved
+            ("taste.updated", ev.TasteUpdated(id=node, text=lesson.claim, weight=lesson.weight(now), change=change))
+            for node, lesson, change in moved
         ]
         asked = {qid: book.index[qid].body for qid in questions}
         return out + [

@@ -179,7 +179,7 @@ class LessonBook:
     def lesson_for(self, ref: str) -> Lesson | None:
         """The lesson named by ``ref``: its target, its node id, or one of its proposal ids."""
         return self.lessons.get(ref) or next(
-            (l for l in self.lessons.values() if ref == l.node or ref in l.proposals), None
+            (lesson for lesson in self.lessons.values() if ref == lesson.node or ref in lesson.proposals), None
         )
 
     def picked(self, answer: StoredEntry) -> tuple[str, str] | None:

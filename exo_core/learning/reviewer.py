@@ -208,8 +208,8 @@ def question_for(
     :data:`QUESTION_STALE_MS`), and a lesson is asked about once.
     """
     if any(
-        l.home == "question" and not l.answered and book.last_ts - l.first_ts < QUESTION_STALE_MS
-        for l in book.lessons.values()
+        lesson.home == "question" and not lesson.answered and book.last_ts - lesson.first_ts < QUESTION_STALE_MS
+        for lesson in book.lessons.values()
     ):
         return None
     if candidates:

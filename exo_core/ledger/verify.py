@@ -115,7 +115,8 @@ def verify_ledger(
     expected_n = 1
     count = 0
     # Undecoded rows: verify must see every defect itself, and entries() raises on the first bad row.
-    for count, row in enumerate(ledger.raw_rows(), 1):
+    for row in ledger.raw_rows():
+        count += 1
         n = row[0] if isinstance(row[0], int) else None
         if n != expected_n:
             if bad(

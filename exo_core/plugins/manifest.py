@@ -22,6 +22,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -162,4 +163,4 @@ def _flow_list(value: str, where: str, number: int) -> list[Any]:
     if any(ch in "[]{}" for _, ch in outside):
         raise ConfigError(f"{where}:{number}: nested lists or mappings are not supported")
     cuts = [-1, *(i for i, ch in outside if ch == ","), len(body)]
-    return [_scalar(body[a + 1 : b].strip(), where, number) for a, b in zip(cuts, cuts[1:])]
+    return [_scalar(body[a + 1 : b].strip(), where, number) for a, b in pairwise(cuts)]

@@ -148,8 +148,10 @@ def typescript() -> str:
         f"export const PROTOCOL_VERSION = {PROTOCOL_VERSION};",
         "export interface ErrorInfo { code: string; message: string; field?: string; }",
         "export interface Command<T = unknown> { id: string; type: CommandType; body?: T; }",
-        "export interface Response { id: string | null; ok: boolean; result: Record<string, unknown> | null; error: ErrorInfo | null; }",
-        "export interface Event<T = Record<string, unknown>> { id: string; seq: number; session: string | null; type: string; ts: string; body: T; }",
+        "export interface Response { id: string | null; ok: boolean; "
+        "result: Record<string, unknown> | null; error: ErrorInfo | null; }",
+        "export interface Event<T = Record<string, unknown>> { id: string; seq: number; "
+        "session: string | null; type: string; ts: string; body: T; }",
         "export type CommandType = " + " | ".join(json.dumps(n) for n in COMMANDS) + ";",
         "export type EventType = " + " | ".join(json.dumps(n) for n in EVENTS) + ";",
     ]

@@ -165,7 +165,7 @@ class Hub:
                 await self._worker.run(
                     self._insert, [(e.seq, e.id, e.session, e.type, e.ts, raw) for e, raw, _ in rows]
                 )
-            except BaseException as exc:  # noqa: BLE001 - every waiter must hear of the failure
+            except BaseException as exc:  # every waiter must hear of the failure
                 for _, _, future in rows:
                     if not future.done():
                         future.set_exception(

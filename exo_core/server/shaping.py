@@ -45,7 +45,10 @@ class ClientProfile:
 
 
 def profile_for(name: str, caps: Capabilities) -> ClientProfile:
-    """The profile that fits ``caps``; the id is a hash of it, so a client saying hello again after a restart keeps its id."""
+    """The profile that fits ``caps``.
+
+    The id is a hash of it, so a client saying hello again after a restart keeps its id.
+    """
     columns = caps.screen_columns or 0
     rows = caps.screen_rows or 0
     form = (

@@ -120,7 +120,8 @@ def _new_staging(dest: Path, export_id: str) -> Path:
 
 def _copy_tree(src: Path, staging: Path, *, manifest: dict[str, Any] | None, tick: StepHook) -> int:
     count = 0  # stays 0 for a tree with nothing to copy
-    for count, rel in enumerate(copy_candidates(src), start=1):
+    for rel in copy_candidates(src):
+        count += 1
         target = staging / rel
         private_dir(target.parent)
         if rel.as_posix() in layout.SQLITE_FILES:
