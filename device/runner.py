@@ -160,7 +160,11 @@ def run_device(options: DeviceOptions, stdin: TextIO | None = None, stdout: Text
             loop.add_signal_handler(sig, stop.set)
         app, control, client = build_device(options, journal)
         if control is not None:
-            control._on_quit = lambda: loop.call_soon_threadsafe(stop.set)
+
+            def quit_soon() -> None:  # called from the control thread
+                loop.call_soon_threadsafe(stop.set)
+
+            control._on_quit = quit_soon
         async with client:
             if control is not None:
                 # Commands start once the buttons exist (the app creates them as it starts).

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from exo_core.sessions import DbWorker
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     """Add ``exo history``."""
     actions = add_group(sub, "history", "import past conversations; summary status")
     imp = add_command(

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from exo_core.home import ExoHome
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     """Add ``exo init``."""
     parser = add_command(sub, "init", _init, "create an Exo home and a new store from the template", home=True)
     parser.add_argument("--store", default=None, help="store folder (default <home>/store)")

@@ -15,7 +15,7 @@ import argparse
 from exo_core.cli.args import add_command, home_of
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     """Add ``exo onboard``."""
     parser = add_command(
         sub, "onboard", _onboard, "an interview that writes a new person's pack and first nodes", home=True

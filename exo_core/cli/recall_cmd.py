@@ -7,7 +7,7 @@ import argparse
 from exo_core.cli.args import add_command, home_of
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     """Add ``exo recall``."""
     parser = add_command(sub, "recall", _recall, "what the store retrieves for a query (the §20 pipeline)", home=True)
     parser.add_argument("query", nargs="+")

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from exo_core.ledger import LedgerRecorder
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     """Add ``exo serve``."""
     parser = add_command(sub, "serve", _serve, "run the core daemon exod", home=True)
     parser.add_argument("--store", default=None, help="store folder (default from config.toml)")
@@ -92,7 +92,7 @@ def _serve(args: argparse.Namespace) -> int:
     memory = open_store_memory(home, args.store, log=ledger.record if ledger is not None else None)
     toolsets = None
     if DecisionSettings.from_config(home.config()).toolsets:  # [decisions] toolsets = true in config.toml
-        decider = build_decider(home, store=store, recorder=recorder, model=model)  # type: ignore[arg-type]
+        decider = build_decider(home, store=store, recorder=recorder, model=model)
         toolsets = ToolsetNarrowing(decider)
     options = CoreOptions(
         services=_learning_services(home, store, ledger) if ledger is not None else (),

@@ -9,7 +9,7 @@ code (docs/security.md, "The ledger's trust anchor").
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, overload
 
 from exo_core.cli.args import HOME_HELP, add_command, home_of
 
@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # annotations only: the CLI imports nothing heavy at start
     from exo_core.ledger import MachineTrust, Signer
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     """Add ``exo store`` and its subcommands."""
     parser = sub.add_parser("store", help="check, copy, verify and sync the store folder")
     parser.add_argument("--home", default=None, help=HOME_HELP)
@@ -80,7 +80,12 @@ def _store_dir(args: argparse.Namespace, explicit: str | None = None) -> Path:
     return home_of(args).store_path(args.store)
 
 
+@overload
+def _signer(args: argparse.Namespace, *, required: Literal[True]) -> Signer: ...
+@overload
+def _signer(args: argparse.Namespace, *, required: bool) -> Signer | None: ...
 def _signer(args: argparse.Namespace, *, required: bool) -> Signer | None:
+    """This machine's ledger key; ``required`` raises when there is none, else ``None``."""
     from exo_core.errors import NotFoundError
     from exo_core.ledger import load_signing_key
 

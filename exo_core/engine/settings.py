@@ -63,13 +63,16 @@ def set_toml_value(text: str, table: str, key: str, value: Any) -> str:
     else:
         end = next((i for i in range(header + 1, len(lines)) if lines[i].lstrip().startswith("[")), len(lines))
         at = next((i for i in range(header + 1, end) if re.match(rf"\s*{re.escape(key)}\s*=", lines[i])), None)
-        stop = at
-        while at is not None and stop < end:  # a value may span lines (a long array)
-            stop += 1
-            with contextlib.suppress(tomllib.TOMLDecodeError):
-                tomllib.loads("\n".join(lines[at:stop]))
-                break
-        lines[header + 1 if at is None else at : header + 1 if stop is None else stop] = [line]
+        if at is None:
+            lines[header + 1 : header + 1] = [line]
+        else:
+            stop = at
+            while stop < end:  # a value may span lines (a long array)
+                stop += 1
+                with contextlib.suppress(tomllib.TOMLDecodeError):
+                    tomllib.loads("\n".join(lines[at:stop]))
+                    break
+            lines[at:stop] = [line]
     out = "\n".join(lines).lstrip("\n") + "\n"
     with contextlib.suppress(tomllib.TOMLDecodeError, KeyError, TypeError):
         if functools.reduce(lambda d, k: d[k], (*table.split("."), key), tomllib.loads(out)) == value:
@@ -86,12 +89,9 @@ class RuntimeSettings:
     def __init__(self, core: Core) -> None:
         self._core = core
         self._lock = asyncio.Lock()  # one read-modify-write of config.toml at a time
-        for name, handler in {
-            "models.set": self.models_set,
-            "config.get": self.config_get,
-            "config.set": self.config_set,
-        }.items():
-            core.engine.add_handler(name, handler)
+        core.engine.add_handler("models.set", self.models_set)
+        core.engine.add_handler("config.get", self.config_get)
+        core.engine.add_handler("config.set", self.config_set)
 
     async def _persist(self, table: str, key: str, value: Any, apply: Callable[[], None], note: str) -> None:
         path = self._core.home.config_path

@@ -121,6 +121,7 @@ class LessonBook:
         self.last_n = max(self.last_n, entry.n)
         if entry.kind in _INDEXED:
             self.index[entry.id] = entry
+        lesson: Lesson | None  # the branches below find the entry's lesson by target, node or proposal
         if entry.kind == "utterance" and isinstance(entry.body.get("answer_to"), str):
             for lesson in (lesson for lesson in self.lessons.values() if entry.body["answer_to"] in lesson.proposals):
                 lesson.answered = True

@@ -122,11 +122,11 @@ def classify(entry: StoredEntry, book: LessonBook) -> list[Finding]:
         found.append(Finding(entry.id, str(body["target"]), "new", "", " ".join(str(body["text"]).split())))
     elif category == "answer" and (picked := book.picked(entry)) is not None:
         chosen = picked[0]
-        feat = next((f for f in CATALOG if f.target == chosen), None)
+        chosen_feature = next((f for f in CATALOG if f.target == chosen), None)
         if chosen in book.lessons:
             found.append(Finding(entry.id, chosen, "agrees"))
-        elif feat is not None:
-            found.append(Finding(entry.id, chosen, "new", feat.key, feat.claim))
+        elif chosen_feature is not None:
+            found.append(Finding(entry.id, chosen, "new", chosen_feature.key, chosen_feature.claim))
     elif category in ("deny", "allow"):
         text = book.denied_actions.get(entry.id, "") + " " + action_text(body)
         found += [

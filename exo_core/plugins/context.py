@@ -8,6 +8,7 @@ backwards: tools, hooks, commands, channels, skills and slot claims all go.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -41,7 +42,7 @@ class PluginContext:
         self._host = host
         self.owner = owner
         self.registered: list[str] = []
-        self._undo: list[Callable[[], None]] = []
+        self._undo: list[Callable[[], object]] = []
 
     def register_tool(
         self,
@@ -105,7 +106,7 @@ class PluginContext:
         tools = getattr(provider, "tools", None)
         for tool in tools() if callable(tools) else []:
             self._host.tools.add(tool)
-            self._did(f"tool:{tool.spec.name}", lambda n=tool.spec.name: self._host.tools.remove(n))
+            self._did(f"tool:{tool.spec.name}", functools.partial(self._host.tools.remove, tool.spec.name))
 
     def register_context_engine(self, engine: Any) -> None:
         """Take the context engine slot (exclusive)."""
@@ -120,7 +121,7 @@ class PluginContext:
         self._host.slots[slot] = (self.owner, value)
         self._did(f"slot:{slot}", lambda: self._host.slots.pop(slot, None))
 
-    def _did(self, what: str, undo: Callable[[], None]) -> None:
+    def _did(self, what: str, undo: Callable[[], object]) -> None:  # what undo returns is not used
         self.registered.append(what)
         self._undo.append(undo)
 

@@ -18,6 +18,7 @@ retrieval, when configured) stays.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib.util
 import logging
 import sys
@@ -33,6 +34,8 @@ from exo_core.plugins.manifest import read_manifest
 from exo_core.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
     from exo_core.engine.core import CoreOptions
 
 __all__ = ["PluginHost", "PluginRecord", "ENTRY_POINT_GROUP"]
@@ -110,7 +113,7 @@ class PluginHost:
         from importlib.metadata import entry_points  # scanning installed packages: only when asked
 
         return [
-            self._load(ep.name, f"entry point {ep.value}", lambda ep=ep: _register_of(ep.load(), ep.value))
+            self._load(ep.name, f"entry point {ep.value}", functools.partial(_register_of_entry_point, ep))
             for ep in entry_points(group=ENTRY_POINT_GROUP)
         ]
 
@@ -160,6 +163,11 @@ class PluginHost:
         if entry_points:
             host.load_entry_points()
         return host
+
+
+def _register_of_entry_point(ep: EntryPoint) -> Callable[[PluginContext], Any]:
+    """The ``register`` function of an installed package's entry point (loaded when called)."""
+    return _register_of(ep.load(), ep.value)
 
 
 def _register_of(obj: Any, where: str) -> Callable[[PluginContext], Any]:

@@ -70,8 +70,8 @@ class DenseIndex(Protocol):
 def open_dense(index_dir: Path, home: ExoHome | None = None) -> DenseIndex | None:
     """The vector index over the int8 embedder, or ``None`` when the edge runtime or its files are absent."""
     try:
-        from exo_edge.embedder import OnnxEmbedder  # type: ignore[import-not-found]
-        from exo_edge.vectors import VectorIndex  # type: ignore[import-not-found]
+        from exo_edge.embedder import OnnxEmbedder
+        from exo_edge.vectors import VectorIndex
     except ImportError:
         return None
     embedder = OnnxEmbedder.from_home(home)

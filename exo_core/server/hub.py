@@ -320,11 +320,11 @@ class Subscription:
                 count += 1
         while self._live is not None and not self._replaying and count < limit:
             try:
-                item = self._live.queue.get_nowait()
+                queued = self._live.queue.get_nowait()
             except asyncio.QueueEmpty:
                 break
-            if item is not None and self._is_new(item):  # None: the shutdown wake-up; next() raises
-                fn(item)
+            if queued is not None and self._is_new(queued):  # None: the shutdown wake-up; next() raises
+                fn(queued)
                 count += 1
         return count
 

@@ -224,7 +224,8 @@ def parse_notes(folder: Path) -> list[tuple[str, str, str, tuple[str, ...], list
         if any(part in _NOTE_SKIP or part.startswith(".") for part in rel.parts):
             continue
         text = _read_text(path)
-        title, tags, warnings, body = rel.stem, (), [], text
+        tags: tuple[str, ...] = ()
+        title, warnings, body = rel.stem, [], text
         if text.startswith("---"):
             try:
                 doc = parse_document(text, path=path)

@@ -119,8 +119,10 @@ class TasteRows:
     def _apply(self, node_id: str, text: str, delete: bool) -> tuple[Node, str]:
         store = open_store(self._root)
         node = store.read_node(node_id)
-        # Retired, never removed: the file stays as history.
-        retire = {"valid_until": max(_dt.date.today().isoformat(), node.valid_from)}
-        node = dataclasses.replace(node, **(retire if delete else {"summary": text}))
+        if delete:
+            # Retired, never removed: the file stays as history.
+            node = dataclasses.replace(node, valid_until=max(_dt.date.today().isoformat(), node.valid_from))
+        else:
+            node = dataclasses.replace(node, summary=text)
         store.write_node(node)
         return node, "deleted" if delete else "edited"
