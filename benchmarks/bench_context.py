@@ -3,6 +3,17 @@
 Usage::
 
     python benchmarks/bench_context.py [--quick] [--json] [--out PATH] [--messages N] [--markdown [PATH]]
+    python benchmarks/bench_context.py --window [GGUF] [--n-ctx N] [--turns N] [--quick] [--json] [--out PATH]
+
+``--window`` (docs/context.md, "Sized to the model") runs a session of
+``--turns`` turns (default 200) through the real core (loop, summary-tree
+engine, memory seam, exod's tools, a ``read_file`` of a 20 KB file every
+fifth turn) with a model that declares the real local model's window and
+counts with its tokenizer (the GGUF is loaded; nothing is generated: replies
+are scripted). Every call's prompt is measured by the real tokenizer and
+checked against ``n_ctx``; reported: prompt tokens per call, calls over the
+window (sized and, as the baseline, what the engine alone would have sent),
+and the time spent counting. Results go to ``context_window.json``.
 
 A session of ``--messages`` messages (default 1,000; 200 with ``--quick``) is
 grown turn by turn in a real ``sessions.sqlite``: a person's message, then
@@ -33,6 +44,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import sys
 import tempfile
@@ -47,6 +59,43 @@ import benchmarks._common as common  # noqa: E402
 from benchmarks._common import RESULTS_DIR, machine_info, median, print_table, ratio, write_results  # noqa: E402
 
 NAME = "context"
+WINDOW_NAME = "context_window"
+DEFAULT_MODEL = Path.home() / ".cache" / "exo" / "models" / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+
+_WORDS = [
+    "the",
+    "file",
+    "config",
+    "deploy",
+    "error",
+    "path",
+    "/srv/app/main.py",
+    "branch",
+    "push",
+    "review",
+    "test",
+    "timeout",
+    "value",
+    "42",
+    "user",
+    "draft",
+    "email",
+    "meeting",
+    "tomorrow",
+    "because",
+    "fixed",
+    "failing",
+    "exit",
+    "code",
+    "1",
+    "README.md",
+    "commit",
+    "short",
+    "again",
+    "please",
+    "check",
+    "done",
+]
 
 
 def _text(rng: random.Random, low: int, high: int, words: list[str]) -> str:
@@ -74,40 +123,7 @@ async def run(messages: int, repeat: int, tmp: Path) -> dict[str, Any]:
     from exo_core.sessions import DbWorker, SessionStore
 
     rng = random.Random(1234)
-    words = [
-        "the",
-        "file",
-        "config",
-        "deploy",
-        "error",
-        "path",
-        "/srv/app/main.py",
-        "branch",
-        "push",
-        "review",
-        "test",
-        "timeout",
-        "value",
-        "42",
-        "user",
-        "draft",
-        "email",
-        "meeting",
-        "tomorrow",
-        "because",
-        "fixed",
-        "failing",
-        "exit",
-        "code",
-        "1",
-        "README.md",
-        "commit",
-        "short",
-        "again",
-        "please",
-        "check",
-        "done",
-    ]
+    words = _WORDS
     cfg = ContextConfig()
     async with DbWorker(tmp / "sessions.sqlite", synchronous="NORMAL") as worker:
         store = SessionStore(worker)
@@ -209,6 +225,230 @@ async def run(messages: int, repeat: int, tmp: Path) -> dict[str, Any]:
     }
 
 
+# -- the window mode: a session sized to a real local model's window and tokenizer -------------------
+
+
+class _TimedCounter:
+    """The real model's counter, timed (the cost of sizing each call)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.seconds = 0.0
+
+    async def count(self, texts: Any) -> list[int]:
+        t0 = time.perf_counter()
+        try:
+            return await self.inner.count(texts)
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+    async def measure(self, request: Any) -> int:
+        t0 = time.perf_counter()
+        try:
+            return await self.inner.measure(request)
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+
+class _SizedByLlama:
+    """Answers from a script but declares the real model's window and tokenizer, and checks every call.
+
+    It plugs in through the model seam (a :class:`WindowedTransport`); the
+    loop, the context engine, the memory seam and the tools are exod's own.
+    Generation is left out so a 200-turn session takes minutes, not hours: the
+    input of each call is what this measures.
+    """
+
+    def __init__(self, llama: Any, rng: random.Random, words: list[str]) -> None:
+        self.llama = llama
+        self.counter: _TimedCounter | None = None
+        self.rng = rng
+        self.words = words
+        self.calls: list[dict[str, Any]] = []
+        self.baseline: Any = None  # async () -> tokens the unfitted input of this call would have
+
+    async def context_window(self, role: str) -> Any:
+        from dataclasses import replace
+
+        window = await self.llama.context_window(role)
+        if self.counter is None:
+            self.counter = _TimedCounter(window.counter)
+        return replace(window, counter=self.counter)
+
+    async def stream(self, request: Any) -> Any:
+        from exo_core.agent.model import Finish, TextDelta, ToolCall, ToolCallChunk, UsageChunk
+
+        prompt = await self.llama.counter.measure(request)
+        unfitted = await self.baseline() if self.baseline is not None else 0
+        n_ctx = self.llama.settings.n_ctx
+        self.calls.append(
+            {
+                "prompt": prompt,
+                "max_tokens": request.max_tokens,
+                "fits": prompt + request.max_tokens <= n_ctx,
+                "unfitted": unfitted,
+                "unfitted_fits": unfitted + request.max_tokens <= n_ctx,
+            }
+        )
+        last = request.messages[-1]
+        if last.role == "user" and last.content.startswith("please read"):
+            yield ToolCallChunk(ToolCall(f"call_{len(self.calls)}", "read_file", {"path": "notes.txt"}))
+            yield UsageChunk(input_tokens=prompt, output_tokens=12)
+            yield Finish("tool_calls")
+            return
+        yield TextDelta(_text(self.rng, 200, 900, self.words))
+        yield UsageChunk(input_tokens=prompt, output_tokens=100)
+        yield Finish("end")
+
+
+class _Memory:
+    """A pack and notes recalled for each message, through the memory seam (as the store's retrieval gives them)."""
+
+    def __init__(self, words: list[str]) -> None:
+        self.pack = "# About the person\n" + "\n".join(
+            f"- {k}: lives near {words[k % len(words)]}, works on {words[(k * 7) % len(words)]}" for k in range(24)
+        )
+        self.words = words
+
+    async def system_block(self, session_id: str, text: str) -> str:
+        parts = await self.system_parts(session_id, text)
+        return parts.pack + "\n" + "\n".join(parts.recalled)
+
+    async def system_parts(self, session_id: str, text: str) -> Any:
+        from exo_core.agent.seams import MemoryParts
+        from exo_core.retrieval.memory import RECALL_HEADING
+
+        notes = tuple(
+            f"[node-{k}] " + " ".join(self.words[(k + i) % len(self.words)] for i in range(30)) for k in range(6)
+        )
+        return MemoryParts(pack=self.pack, recalled=notes, heading=RECALL_HEADING)
+
+    async def on_exchange(self, session_id: str, user_text: str, answer: str) -> None:
+        return None
+
+
+async def run_window(turns: int, n_ctx: int, model_path: Path, tmp: Path) -> dict[str, Any]:
+    """A ``turns``-turn session through the real core, sized to ``model_path``'s window (real tokenizer)."""
+    import json as _json
+
+    from exo_core.agent.loop import LoopSettings
+    from exo_core.agent.model import ChatMessage, ModelRequest
+    from exo_core.context.scripted import ScriptedSummarizer
+    from exo_core.engine.core import Core, CoreOptions
+    from exo_core.home import ExoHome
+    from exo_core.tools import builtin_tools
+    from exo_edge.llama_transport import LlamaSettings, LlamaTransport
+    from exo_edge.manifest import PromptFormat
+
+    words = _WORDS
+    rng = random.Random(99)
+    llama = LlamaTransport(
+        LlamaSettings(
+            model_path=model_path, prompt=PromptFormat(format="chat"), n_ctx=n_ctx, n_threads=1, name=model_path.stem
+        )
+    )
+    t0 = time.perf_counter()
+    await llama.load()
+    load_seconds = time.perf_counter() - t0
+    model = _SizedByLlama(llama, random.Random(5), words)
+    memory = _Memory(words)
+    ws = tmp / "ws"
+    ws.mkdir()
+    (ws / "notes.txt").write_text(_text(random.Random(3), 20000, 24000, words) + "\nEND OF NOTES\n", encoding="utf-8")
+    options = CoreOptions(
+        workspace=ws, synchronous="NORMAL", summarizer=ScriptedSummarizer(), memory=memory, tools=builtin_tools()
+    )
+    settings = LoopSettings()
+    async with Core.open(ExoHome(tmp / "home"), model=model, options=options) as core:
+        session = (await core.worker.run(lambda: core.store.create_session(title="bench"))).id
+        tools = tuple(s.to_model() for s in core.deps.tools.specs())
+
+        async def baseline() -> int:
+            history = await core.worker.run(lambda: core.store.messages(session))
+            block = await memory.system_block(session, history[-1].content if history else "")
+            built = await core.context.build(session, settings.base_prompt + "\n\n" + block, history)
+            return await llama.counter.measure(ModelRequest(messages=tuple(built), tools=tools))
+
+        model.baseline = baseline
+        sub = core.hub.subscribe(0)
+        errors: list[str] = []
+        compacted = 0
+        started = time.perf_counter()
+        for n in range(turns):
+            if n % 5 == 4:
+                text = f"please read notes.txt and tell me what changed ({n})"
+            else:
+                text = f"turn {n}: " + _text(rng, 200, 1500, words)
+            result = await core.engine.handle_raw(
+                {"id": str(n), "type": "turn.send", "body": {"session": session, "text": text}}
+            )
+            turn_id = result.result["turn_id"]
+            while True:
+                item = await sub.next(timeout=120)
+                if item is None:
+                    raise RuntimeError(f"turn {n} did not complete")
+                event = _json.loads(item.data)
+                if event["type"] == "context.compacted":
+                    compacted += 1
+                if event["type"] == "turn.completed" and event["body"]["turn_id"] == turn_id:
+                    if event["body"]["error"]:
+                        errors.append(event["body"]["error"])
+                    break
+        seconds = time.perf_counter() - started
+        sub.close()
+    await llama.aclose()
+    calls = model.calls
+    if not calls:
+        raise SystemExit(f"no model call was made; the turns failed: {errors[:3]}")
+    prompts = [c["prompt"] for c in calls]
+    return {
+        "model": model_path.name,
+        "n_ctx": n_ctx,
+        "turns": turns,
+        "calls": len(calls),
+        "errors": errors,
+        "overflows": sum(1 for c in calls if not c["fits"]),
+        "unfitted_overflows": sum(1 for c in calls if not c["unfitted_fits"]),
+        "answer_room": calls[-1]["max_tokens"] if calls else 0,
+        "tokens_per_call": {
+            "median": median(prompts),
+            "p95": _p95(prompts),
+            "max": max(prompts),
+            "last": prompts[-1],
+            "unfitted_median": median([c["unfitted"] for c in calls]),
+            "unfitted_max": max(c["unfitted"] for c in calls),
+        },
+        "compacted_events": compacted,
+        "sizing_ms_per_call": round(1000 * (model.counter.seconds if model.counter else 0.0) / max(1, len(calls)), 2),
+        "session_seconds": round(seconds, 2),
+        "load_seconds": round(load_seconds, 2),
+        "curve": [{"call": i, "prompt": c["prompt"], "unfitted": c["unfitted"]} for i, c in enumerate(calls)][
+            :: max(1, len(calls) // 20)
+        ],
+    }
+
+
+def report_window(data: dict[str, Any]) -> None:
+    r = data["result"]
+    t = r["tokens_per_call"]
+    print_table(
+        f"A {r['turns']}-turn session in {r['model']}'s window (n_ctx {r['n_ctx']}; answer room {r['answer_room']})",
+        ["measure", "sized to the window", "unfitted (engine alone)"],
+        [
+            ["model calls", r["calls"], r["calls"]],
+            ["calls over the window", r["overflows"], r["unfitted_overflows"]],
+            ["prompt tokens per call, median", t["median"], t["unfitted_median"]],
+            ["prompt tokens per call, p95", t["p95"], ""],
+            ["prompt tokens per call, max", t["max"], t["unfitted_max"]],
+            ["prompt tokens, last call", t["last"], ""],
+        ],
+    )
+    print(
+        f"\nturn errors {len(r['errors'])}; context.compacted events {r['compacted_events']}; sizing "
+        f"(counting with the real tokenizer) {r['sizing_ms_per_call']} ms a call; session {r['session_seconds']} s"
+    )
+
+
 def report(data: dict[str, Any]) -> None:
     r = data["result"]
     t, b, s = r["tokens"], r["build_ms_per_turn"], r["steady_build_ms"]
@@ -256,11 +496,28 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="results file (default benchmarks/results/context.json; quick runs write only here)",
     )
+    parser.add_argument(
+        "--window",
+        type=Path,
+        nargs="?",
+        const=DEFAULT_MODEL,
+        default=None,
+        metavar="GGUF",
+        help="size a session to this local model's window with its real tokenizer (default: the Qwen 0.5B)",
+    )
+    parser.add_argument("--n-ctx", type=int, default=2048, help="the model's window in --window mode (default 2048)")
+    parser.add_argument("--turns", type=int, default=None, help="turns in --window mode (default 200; quick 30)")
     args = parser.parse_args(argv)
     if args.markdown is not None:
         common.MARKDOWN = True
-        report(json.loads(args.markdown.read_text(encoding="utf-8")))
+        data = json.loads(args.markdown.read_text(encoding="utf-8"))
+        if data["benchmark"] == WINDOW_NAME:
+            report_window(data)
+        else:
+            report(data)
         return 0
+    if args.window is not None:
+        return _main_window(args)
     messages = args.messages or (200 if args.quick else 1000)
     repeat = args.repeat or (3 if args.quick else 20)
     with tempfile.TemporaryDirectory(prefix="exo-bench-context-") as tmp:
@@ -278,6 +535,30 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(data, indent=2, sort_keys=True))
     else:
         report(data)
+    return 0
+
+
+def _main_window(args: argparse.Namespace) -> int:
+    if not args.window.is_file():
+        print(f"no model file at {args.window}; run `exo models fetch` (or pass --window PATH)", file=sys.stderr)
+        return 2
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    turns = args.turns or (30 if args.quick else 200)
+    with tempfile.TemporaryDirectory(prefix="exo-bench-window-") as tmp:
+        started = time.perf_counter()
+        result = asyncio.run(run_window(turns, args.n_ctx, args.window, Path(tmp)))
+        data = {
+            "benchmark": WINDOW_NAME,
+            "quick": args.quick,
+            "machine": machine_info(Path(tmp)),
+            "result": result,
+            "seconds": round(time.perf_counter() - started, 2),
+        }
+    write_results(WINDOW_NAME, data, out=args.out, quick=args.quick)
+    if args.json:
+        print(json.dumps(data, indent=2, sort_keys=True))
+    else:
+        report_window(data)
     return 0
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import ctypes
+import functools
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from exo_core.agent.model import (
+    ContextWindow,
     Finish,
     ModelChunk,
     ModelRequest,
@@ -47,6 +49,7 @@ from exo_core.models.failures import FailureKind, ProviderError
 from exo_edge.answer_tidy import AnswerTidy
 from exo_edge.manifest import PromptFormat
 from exo_edge.grammar_decode import common_prefix, greedy_under_grammar
+from exo_edge.llama_window import WHERE, LlamaCounter, guard_request, llama_window
 from exo_edge.prompting import (
     CALL_PREFIX,
     call_grammar,
@@ -304,6 +307,7 @@ class LlamaTransport:
         """Worker side of one call: render, generate, emit text pieces; returns the summary."""
         llm = self._load_sync()
         fmt = self.settings.prompt
+        request = guard_request(llm, self.counter, request, n_ctx=self.settings.n_ctx, model=self.name)
         use_tools = bool(request.tools) and request.tool_choice != "none"
         stop = list(dict.fromkeys([*fmt.stop, *request.stop]))
         start = time.perf_counter()
@@ -324,7 +328,7 @@ class LlamaTransport:
                 raise ProviderError(
                     f"the prompt has {len(tokens)} tokens but only {limit} fit in n_ctx "
                     f"{self.settings.n_ctx} with max_tokens {request.max_tokens}; shorten the "
-                    "context or raise n_ctx",
+                    f"context or raise n_ctx ({WHERE})",
                     kind=FailureKind.BAD_REQUEST,
                     provider="local",
                 )
@@ -550,6 +554,16 @@ class LlamaTransport:
             if llm is not None:
                 await asyncio.get_running_loop().run_in_executor(self._executor, llm.close)
         self._executor.shutdown(wait=False)
+
+    # -- the window (exo_edge.llama_window; docs/context.md, "Sized to the model") ----
+    @functools.cached_property
+    def counter(self) -> LlamaCounter:
+        """Counts tokens with this model's own tokenizer, in its worker (loads the model on first use)."""
+        return LlamaCounter(self.run_exclusive, self.settings.prompt)
+
+    async def context_window(self, role: str) -> ContextWindow | None:
+        """This model's window (``[models.local] n_ctx``), counted by its own tokenizer."""
+        return llama_window(self.settings.n_ctx, self.counter, model=self.name)
 
 
 def _say(emit: Callable[[Any], None], tidy: AnswerTidy | None, text: str) -> bool:

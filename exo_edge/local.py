@@ -10,7 +10,7 @@ or a file registered with ``exo models add``) to one shared
 ``[models.local]`` table of the home's config.toml::
 
     [models.local]
-    n_ctx = 2048      # context window (tokens)
+    n_ctx = 2048      # context window (tokens); every input is fitted to it (docs/context.md)
     n_threads = 2     # decode threads; 1 stands in for a slow board
     n_batch = 256     # prompt tokens evaluated per batch
     n_ubatch = 256    # tokens per compute step (bounds llama.cpp's compute buffer)

@@ -3,7 +3,8 @@
 1. (the runner) close any tool call left dangling by a crash;
 2. store the person's message, emit ``message.completed`` then ``turn.started``;
 3. build the system prompt: base prompt plus the memory provider's block;
-4. build a fresh model input from the context engine;
+4. build a fresh model input from the context engine, fitted to the model's
+   window when its transport declares one (docs/context.md, "Sized to the model");
 5. stream one model call (``message.delta``, ``reasoning.delta``, ``usage.updated``);
 6. store the reply; run requested tools in order (``tool.started``, ``tool.output``,
    ``tool.completed``), store each result; go back to 4;
@@ -24,13 +25,14 @@ import logging
 import time
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from exo_core.agent.approvals import ApprovalBroker
 from exo_core.agent.outcome import explain_turn_end
 from exo_core.agent.model import (
+    ContextWindow,
     Finish,
     ModelRequest,
     ModelTransport,
@@ -39,24 +41,32 @@ from exo_core.agent.model import (
     ToolCall,
     ToolCallChunk,
     UsageChunk,
+    WindowedTransport,
 )
 from exo_core.agent.recorder import NullRecorder, TurnRecorder
 from exo_core.agent.redaction import Redactor, SecretRedactor
 from exo_core.agent.seams import (
     ContextEngine,
     Gate,
+    HistoryView,
+    MemoryParts,
     MemoryProvider,
     NullMemory,
+    PartedMemory,
     RiskGate,
     ToolsetChooser,
     VerbatimContext,
+    ViewingContextEngine,
+    to_chat_messages,
 )
 from exo_core.agent.toolrun import emit_message as _emit_message
 from exo_core.agent.toolrun import record as _record
 from exo_core.agent.toolrun import run_tool_call as _run_tool
 from exo_core.agent.toolrun import store_tool_result as _store_tool_result
 from exo_core.clock import Clock, SystemClock
-from exo_core.errors import ExoError, RetryableModelError
+from exo_core.context.fit import Draft, render
+from exo_core.context.window import Fitted, fit_input, fit_request
+from exo_core.errors import ExoError, ModelError, RetryableModelError
 from exo_core.protocol import events as ev
 from exo_core.server.hub import Hub
 from exo_core.sessions.store import MessageRecord, SessionStore, TurnRecord
@@ -137,19 +147,20 @@ async def run_turn(
         await deps.hub.emit(
             session_id, "turn.started", ev.TurnStarted(turn_id=turn.id, mode=turn.mode, resumed=resumed)
         )
-        system = await _system_prompt(deps, session_id, turn.text)
+        memory = await _memory_parts(deps, session_id, turn.text)
+        system = _system_text(deps.settings.base_prompt, memory)
         toolsets = await _chosen_toolsets(deps, turn.text)
         offered = deps.tools if toolsets is None else deps.tools.view(toolsets)  # availability: per round
         await _run_calls(deps, session_id, turn.id, pending, state)
         reason = "iteration_cap"
         for _round in range(deps.settings.max_iterations):
             history = await db(lambda: deps.store.messages(session_id))
-            messages = await _build_context(deps, session_id, system, history)
             request = ModelRequest(
-                messages=tuple(messages),
+                messages=(),
                 tools=tuple(s.to_model() for s in offered.specs()),
                 max_tokens=deps.settings.max_tokens,
             )
+            request = await _sized_request(deps, session_id, turn.id, system, memory, history, request, state)
             text, calls = await _call_model(deps, session_id, turn.id, request, state)
             state.partial, state.calls = "", []
             reply = await db(
@@ -205,6 +216,8 @@ class _TurnState:
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float = 0.0
+    trim_reported: bool = False
+    trim_noticed: bool = False
 
 
 async def _run_calls(
@@ -218,13 +231,24 @@ async def _run_calls(
         state.acted = True
 
 
-async def _system_prompt(deps: LoopDeps, session_id: str, text: str) -> str:
+async def _memory_parts(deps: LoopDeps, session_id: str, text: str) -> MemoryParts:
+    """The memory provider's block for ``text``, in parts when the provider can give them."""
     try:
-        block = await deps.memory.system_block(session_id, text)
+        if isinstance(deps.memory, PartedMemory):
+            return await deps.memory.system_parts(session_id, text)
+        return MemoryParts(pack=await deps.memory.system_block(session_id, text))
     except Exception:  # noqa: BLE001 - fail soft: a broken memory provider is skipped for this call
         log.exception("memory provider failed; continuing without it")
-        block = ""
-    return deps.settings.base_prompt + ("\n\n" + block if block else "")
+        return MemoryParts()
+
+
+def _system_text(base: str, memory: MemoryParts) -> str:
+    """The system prompt as one text: the base prompt, then the pack and the recalled blocks."""
+    block = memory.pack.rstrip()
+    if memory.recalled:
+        block += f"\n\n{memory.heading}\n" + "\n".join(memory.recalled)
+    block = block.strip()
+    return base + ("\n\n" + block + "\n" if block else "")
 
 
 async def _chosen_toolsets(deps: LoopDeps, text: str) -> frozenset[str] | None:
@@ -244,6 +268,92 @@ async def _build_context(deps: LoopDeps, session_id: str, system: str, history: 
     except Exception:  # noqa: BLE001 - fail soft: fall back to the verbatim conversation
         log.exception("context engine failed; sending the conversation verbatim")
         return await VerbatimContext().build(session_id, system, history)
+
+
+async def _sized_request(
+    deps: LoopDeps,
+    session_id: str,
+    turn_id: str,
+    system: str,
+    memory: MemoryParts,
+    history: list[MessageRecord],
+    request: ModelRequest,
+    state: "_TurnState",
+) -> ModelRequest:
+    """``request`` with this call's input, fitted to the model's window when the model declares one.
+
+    The window is the one of the route that would serve the call now
+    (docs/context.md, "Sized to the model"); without one the input is the
+    engine's, unbudgeted.
+    """
+    window = await _window(deps, request.role)
+    if window is None:
+        return replace(request, messages=tuple(await _build_context(deps, session_id, system, history)))
+    if not isinstance(deps.context, ViewingContextEngine):
+        built = await _build_context(deps, session_id, system, history)
+        return await fit_request(window, replace(request, messages=tuple(built)))
+    try:
+        view = await deps.context.history_view(session_id, system, history)
+    except Exception:  # noqa: BLE001 - fail soft: fall back to the verbatim conversation
+        log.exception("context engine failed; sending the conversation verbatim, fitted to the window")
+        view = HistoryView()
+    tail = history[view.tail_start :]
+    draft = Draft(
+        base=deps.settings.base_prompt,
+        pack=memory.pack,
+        recalled=memory.recalled,
+        recall_heading=memory.heading,
+        history=view.elements,
+        tail=tuple(to_chat_messages(tail)),
+        current=_current_index(history, view.tail_start, turn_id),
+    )
+    try:
+        fitted = await fit_input(window, draft, request)
+    except ModelError as exc:
+        # Counting needs the model (a local model that cannot load): the call fails or falls back with
+        # that cause, and the router fits the input to the route that answers.
+        log.warning("could not count for the model's window (%s); sending the input unbudgeted", exc.message)
+        return replace(request, messages=tuple(render(draft)))
+    await _report_trim(deps, session_id, fitted, state)
+    return fitted.request
+
+
+async def _window(deps: LoopDeps, role: str) -> ContextWindow | None:
+    """The window of the model that would serve ``role`` now, when its transport declares one."""
+    if not isinstance(deps.model, WindowedTransport):
+        return None
+    try:
+        return await deps.model.context_window(role)
+    except ModelError as exc:
+        # The call itself will fail with the same cause, and say it; sizing is skipped.
+        log.warning("the model's window is unknown (%s); sending the input unbudgeted", exc.message)
+        return None
+
+
+def _current_index(history: Sequence[MessageRecord], tail_start: int, turn_id: str) -> int:
+    """Where the current turn starts in the tail (its person's message): it is never dropped."""
+    for index in range(tail_start, len(history)):
+        if history[index].turn_id == turn_id:
+            return index - tail_start
+    if any(m.turn_id == turn_id for m in history[:tail_start]):
+        return 0  # the turn began before the tail: all of the tail is this turn's
+    users = [i for i in range(tail_start, len(history)) if history[i].role == "user"]
+    return users[-1] - tail_start if users else len(history) - tail_start
+
+
+async def _report_trim(deps: LoopDeps, session_id: str, fitted: Fitted, state: "_TurnState") -> None:
+    """Once per turn: ``context.compacted`` when the input was trimmed, a notice when the pack or message was."""
+    trimmed = fitted.trimmed
+    if trimmed.any and not state.trim_reported:
+        state.trim_reported = True
+        await deps.hub.emit(
+            session_id,
+            "context.compacted",
+            ev.ContextCompacted(tokens_before=trimmed.tokens_before, tokens_after=trimmed.tokens_after),
+        )
+    if trimmed.loud and not state.trim_noticed:
+        state.trim_noticed = True
+        await deps.hub.emit(session_id, "notice", ev.Notice(text=trimmed.describe(), level="warning"))
 
 
 async def _call_model(

@@ -13,7 +13,7 @@ error only while no chunk of the call has been shown.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -29,6 +29,9 @@ __all__ = [
     "Finish",
     "ModelChunk",
     "ModelTransport",
+    "TokenCounter",
+    "ContextWindow",
+    "WindowedTransport",
 ]
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -132,4 +135,53 @@ class ModelTransport(Protocol):
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         """Yield the chunks of one call, ending with :class:`Finish`."""
+        ...
+
+
+class TokenCounter(Protocol):
+    """Counts tokens the way one model sees them (its tokenizer, or an estimate).
+
+    Both methods may run the tokenizer in a worker thread; neither blocks the event loop.
+    """
+
+    async def count(self, texts: Sequence[str]) -> list[int]:
+        """Tokens of each text on its own (no template around it)."""
+        ...
+
+    async def measure(self, request: ModelRequest) -> int:
+        """Prompt tokens of the whole rendered ``request``: template, tools and every message."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ContextWindow:
+    """The window a model call must fit in, and how to count for it (docs/context.md).
+
+    ``n_ctx`` is the model's window in tokens (prompt and answer together);
+    ``message_overhead`` the tokens its template adds around one message;
+    ``margin`` tokens kept free for counting error (0 for the model's own
+    tokenizer, more for an estimate); ``exact`` says whether ``counter`` is
+    the model's own tokenizer; ``where`` tells a person where ``n_ctx`` is set.
+    """
+
+    n_ctx: int
+    counter: TokenCounter
+    message_overhead: int = 4
+    margin: int = 0
+    exact: bool = False
+    model: str = ""
+    where: str = ""
+
+
+@runtime_checkable
+class WindowedTransport(Protocol):
+    """An optional capability of a :class:`ModelTransport`: it knows the window of its model.
+
+    The loop and the context engine check for it with ``isinstance`` (it is
+    declared here, not probed) and size every input to it; a transport without
+    it gets the input unbudgeted, as before.
+    """
+
+    async def context_window(self, role: str) -> ContextWindow | None:
+        """The window of the model that would serve a call for ``role`` now (``None``: unknown)."""
         ...

@@ -18,6 +18,11 @@ Script format (JSON)::
 When the script runs out, the model answers ``(script exhausted)``. A top-level
 ``"record": PATH`` appends each request the model is sent to PATH as one JSON
 line (``messages`` and ``tools``), so a test can see what reached the model.
+
+An optional ``"n_ctx": N`` gives the model a window of N tokens (counted by
+estimate, characters / 4): it declares it as a
+:class:`~exo_core.agent.model.WindowedTransport`, and a call whose prompt and
+``max_tokens`` do not fit fails as a local model's would.
 """
 
 from __future__ import annotations
@@ -28,7 +33,17 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from exo_core.agent.model import Finish, ModelChunk, ModelRequest, TextDelta, ToolCall, ToolCallChunk, UsageChunk
+from exo_core.agent.model import (
+    ContextWindow,
+    Finish,
+    ModelChunk,
+    ModelRequest,
+    TextDelta,
+    ToolCall,
+    ToolCallChunk,
+    UsageChunk,
+)
+from exo_core.context.window import EstimatedCounter, estimated_window
 from exo_core.errors import ConfigError, ModelError, RetryableModelError
 
 __all__ = ["ScriptedModel"]
@@ -37,10 +52,21 @@ __all__ = ["ScriptedModel"]
 class ScriptedModel:
     """Replays scripted replies; see the module docstring for the format."""
 
-    def __init__(self, replies: list[dict[str, Any]], *, name: str = "scripted", record: Path | None = None) -> None:
+    def __init__(
+        self,
+        replies: list[dict[str, Any]],
+        *,
+        name: str = "scripted",
+        record: Path | None = None,
+        n_ctx: int | None = None,
+    ) -> None:
         if not isinstance(replies, list) or not all(isinstance(r, dict) for r in replies):
             raise ConfigError("a model script needs 'replies': a list of objects")
+        if n_ctx is not None and (isinstance(n_ctx, bool) or not isinstance(n_ctx, int) or n_ctx < 64):
+            raise ConfigError(f"a model script's n_ctx must be a window of at least 64 tokens, not {n_ctx!r}")
         self._replies = replies
+        self.n_ctx = n_ctx
+        self.overflows = 0
         self._failures: dict[int, int] = {}
         self._record = record
         self.name = name
@@ -58,12 +84,31 @@ class ScriptedModel:
         record = data.get("record")
         if record is not None and not isinstance(record, str):
             raise ConfigError(f"model script {path}: 'record' must be a file path")
-        return cls(data.get("replies", []), name=f"scripted:{path.name}", record=Path(record) if record else None)
+        return cls(
+            data.get("replies", []),
+            name=f"scripted:{path.name}",
+            record=Path(record) if record else None,
+            n_ctx=data.get("n_ctx"),
+        )
+
+    async def context_window(self, role: str) -> ContextWindow | None:
+        """The script's window (``n_ctx``), counted by estimate; ``None`` when the script sets none."""
+        if self.n_ctx is None:
+            return None
+        return estimated_window(self.n_ctx, model=self.name, where="n_ctx in the model script")
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         self.requests.append(request)
         if self._record is not None:
             await asyncio.to_thread(_append_request, self._record, request)
+        if self.n_ctx is not None:
+            prompt = await EstimatedCounter().measure(request)
+            if prompt + request.max_tokens > self.n_ctx:
+                self.overflows += 1
+                raise ModelError(
+                    f"the prompt has {prompt} tokens but only {self.n_ctx - request.max_tokens} fit in n_ctx "
+                    f"{self.n_ctx} with max_tokens {request.max_tokens}"
+                )
         index = sum(1 for m in request.messages if m.role == "assistant")
         reply: dict[str, Any] = self._replies[index] if index < len(self._replies) else {"text": "(script exhausted)"}
         if "error" in reply:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from exo_core.agent.model import INTERRUPTED_MARK, ChatMessage, ToolCall
 from exo_core.sessions.store import MessageRecord
@@ -17,8 +17,12 @@ from exo_core.tools.spec import ToolSpec
 
 __all__ = [
     "MemoryProvider",
+    "MemoryParts",
+    "PartedMemory",
     "NullMemory",
     "ContextEngine",
+    "HistoryView",
+    "ViewingContextEngine",
     "VerbatimContext",
     "to_chat_messages",
     "GateOutcome",
@@ -37,6 +41,28 @@ class MemoryProvider(Protocol):
 
     async def on_exchange(self, session_id: str, user_text: str, answer: str) -> None:
         """Told about each finished exchange."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryParts:
+    """The memory block in parts, so a small window can keep the pack and drop recalled notes first.
+
+    ``recalled`` holds the retrieved blocks best first, each one line or
+    paragraph of the rendered block; ``heading`` introduces them.
+    """
+
+    pack: str = ""
+    recalled: tuple[str, ...] = ()
+    heading: str = ""
+
+
+@runtime_checkable
+class PartedMemory(Protocol):
+    """An optional capability of a :class:`MemoryProvider`: its block in parts (docs/context.md)."""
+
+    async def system_parts(self, session_id: str, text: str) -> MemoryParts:
+        """The pack and the blocks retrieved for ``text``, separately."""
         ...
 
 
@@ -68,8 +94,38 @@ class ContextEngine(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class HistoryView:
+    """An engine's input for one call before it is fitted to a window.
+
+    ``elements`` are the rendered parts of older history (summaries, or
+    messages not yet summarized), oldest first; the messages from position
+    ``tail_start`` on are sent verbatim.
+    """
+
+    elements: tuple[str, ...] = ()
+    tail_start: int = 0
+
+
+@runtime_checkable
+class ViewingContextEngine(Protocol):
+    """An optional capability of a :class:`ContextEngine`: its view in parts, for fitting to a window.
+
+    The loop fits the parts to the model's window (``exo_core.context.fit``);
+    an engine without it has its built input fitted as a whole.
+    """
+
+    async def history_view(self, session_id: str, system_prompt: str, messages: Sequence[MessageRecord]) -> HistoryView:
+        """The history elements and where the verbatim tail starts, for one model call."""
+        ...
+
+
 class VerbatimContext:
     """The whole conversation verbatim (the summary-tree engine replaces this)."""
+
+    async def history_view(self, session_id: str, system_prompt: str, messages: Sequence[MessageRecord]) -> HistoryView:
+        """No history view: every message is in the tail."""
+        return HistoryView()
 
     async def build(self, session_id: str, system_prompt: str, messages: Sequence[MessageRecord]) -> list[ChatMessage]:
         head = [ChatMessage(role="system", content=system_prompt)] if system_prompt else []

@@ -7,6 +7,7 @@
 * :mod:`.prompt` / :mod:`.redact` — the summarizer's prompt and secret scrubbing.
 * :mod:`.view` — rendering a view as the model input.
 * :mod:`.engine` — :class:`SummaryTreeContext`, the default engine.
+* :mod:`.fit` / :mod:`.window` — each input fitted to the model's window, in a stated order.
 * :mod:`.importer` — past conversations from chat exports into sessions.
 * :mod:`.scripted` — a deterministic summarizer transport for tests and demos.
 

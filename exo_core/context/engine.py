@@ -29,14 +29,16 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
-from exo_core.agent.model import ChatMessage, ModelRequest, ModelTransport, TextDelta
+from exo_core.agent.model import ChatMessage, ModelRequest, ModelTransport, TextDelta, WindowedTransport
+from exo_core.agent.seams import HistoryView
 from exo_core.clock import Clock, SystemClock, iso_utc
 from exo_core.context import nodes as db
 from exo_core.context.config import ContextConfig
 from exo_core.context.lanes import Job, LaneSet
 from exo_core.context.prompt import finish_summary, leaf_footer, leaf_request, merge_footer, merge_request
 from exo_core.context.tree import NodeKey, Plan, SummaryNode, choose_merge, node_positions, plan_view
-from exo_core.context.view import input_tokens, render_view
+from exo_core.context.window import fit_request
+from exo_core.context.view import history_elements, input_tokens, render_view
 from exo_core.errors import ExoError
 from exo_core.protocol import events as ev
 from exo_core.server.hub import Hub
@@ -113,6 +115,17 @@ class SummaryTreeContext:
 
     async def build(self, session_id: str, system_prompt: str, messages: Sequence[MessageRecord]) -> list[ChatMessage]:
         """System prompt, history view and verbatim tail for one model call."""
+        plan = await self._settled_plan(session_id, system_prompt, messages)
+        return render_view(system_prompt, plan, messages, message_chars=self.config.message_chars)
+
+    async def history_view(self, session_id: str, system_prompt: str, messages: Sequence[MessageRecord]) -> HistoryView:
+        """The same view as :meth:`build`, in parts, for the loop to fit to the model's window."""
+        plan = await self._settled_plan(session_id, system_prompt, messages)
+        elements = history_elements(plan, messages, message_chars=self.config.message_chars)
+        return HistoryView(elements=tuple(elements), tail_start=plan.tail_start)
+
+    async def _settled_plan(self, session_id: str, system_prompt: str, messages: Sequence[MessageRecord]) -> Plan:
+        """Touch, settle and plan one call's view; reports compaction."""
         before = await self.touch(session_id, messages, live=True)
         if not await self.lanes.wait_idle(session_id, self.config.settle_seconds, self._clock):
             # Proceed: the unfinished leaves appear verbatim; their jobs keep running.
@@ -124,7 +137,7 @@ class SummaryTreeContext:
         plan = plan_view(nodes, messages, self.config)
         chat = render_view(system_prompt, plan, messages, message_chars=self.config.message_chars)
         await self._report(session_id, system_prompt, messages, before, nodes, chat)
-        return chat
+        return plan
 
     async def view(self, session_id: str, messages: Sequence[MessageRecord]) -> Plan:
         """The current plan for ``messages`` without touching or waiting (tests, benchmarks, tools)."""
@@ -195,9 +208,13 @@ class SummaryTreeContext:
             await self._maybe_merge(job.session_id, messages, nodes, lane)
 
     async def _summarize(self, lane: str, request: ModelRequest) -> str:
-        return "".join(
-            [chunk.text async for chunk in self._summarizers[lane].stream(request) if isinstance(chunk, TextDelta)]
-        )
+        summarizer = self._summarizers[lane]
+        if isinstance(summarizer, WindowedTransport):
+            # A leaf of long messages can exceed a small local window: its transcript is cut to fit.
+            window = await summarizer.context_window(request.role)
+            if window is not None:
+                request = await fit_request(window, request)
+        return "".join([chunk.text async for chunk in summarizer.stream(request) if isinstance(chunk, TextDelta)])
 
     async def _maybe_merge(
         self, session_id: str, messages: Sequence[MessageRecord], nodes: dict[NodeKey, SummaryNode], lane: str

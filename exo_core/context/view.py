@@ -20,7 +20,7 @@ from exo_core.context.prompt import render_transcript
 from exo_core.context.tree import Plan
 from exo_core.sessions.store import MessageRecord
 
-__all__ = ["VIEW_HEADER", "VIEW_FOOTER", "render_view", "history_block", "input_tokens"]
+__all__ = ["VIEW_HEADER", "VIEW_FOOTER", "render_view", "history_block", "history_elements", "input_tokens"]
 
 VIEW_HEADER = (
     "<history>\n"
@@ -33,10 +33,12 @@ VIEW_HEADER = (
 VIEW_FOOTER = "</history>"
 
 
-def history_block(plan: Plan, messages: Sequence[MessageRecord], *, message_chars: int) -> str:
-    """The background block for the elements of ``plan`` before the tail ('' when there are none)."""
+def history_elements(plan: Plan, messages: Sequence[MessageRecord], *, message_chars: int) -> list[str]:
+    """The rendered elements of ``plan`` before the tail, oldest first (each labelled with its messages)."""
     parts: list[str] = []
-    for element in (e for e in plan.elements if e.kind != "tail"):
+    for element in plan.elements:
+        if element.kind == "tail":
+            continue
         label = f"messages {element.first + 1}\u2013{element.last + 1}"
         if element.kind == "summary" and element.node is not None:
             parts.append(f"[summary of {label}]\n{element.node.text}")
@@ -45,6 +47,12 @@ def history_block(plan: Plan, messages: Sequence[MessageRecord], *, message_char
                 messages[element.first : element.last + 1], first_position=element.first, limit=message_chars
             )
             parts.append(f"[{label}, not yet summarized]\n{text}")
+    return parts
+
+
+def history_block(plan: Plan, messages: Sequence[MessageRecord], *, message_chars: int) -> str:
+    """The background block for the elements of ``plan`` before the tail ('' when there are none)."""
+    parts = history_elements(plan, messages, message_chars=message_chars)
     return VIEW_HEADER + "\n\n" + "\n\n".join(parts) + "\n" + VIEW_FOOTER if parts else ""
 
 

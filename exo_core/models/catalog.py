@@ -58,6 +58,8 @@ class ProviderSpec:
     base_url: str = ""
     key_env: tuple[str, ...] = ()
     models: Mapping[str, ModelPrice] = field(default_factory=dict)
+    # The models' window in tokens, for sizing each input (docs/context.md); 0: the router's default.
+    context_window: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +185,10 @@ def _provider(name: str, data: Any, where: str) -> ProviderSpec:
     if not isinstance(key_env, list) or not all(isinstance(k, str) and k for k in key_env):
         raise ConfigError(f"{where}.key_env must be a list of environment variable names")
     models = {m: _price(p, f"{where}.models.{m}") for m, p in _table(data.get("models", {}), f"{where}.models").items()}
-    return ProviderSpec(name, kind, base_url.rstrip("/"), tuple(key_env), models)
+    window = data.get("context_window", 0)
+    if isinstance(window, bool) or not isinstance(window, int) or window < 0:
+        raise ConfigError(f"{where}.context_window must be the model's window in tokens (a positive integer)")
+    return ProviderSpec(name, kind, base_url.rstrip("/"), tuple(key_env), models, window)
 
 
 def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:

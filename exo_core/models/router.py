@@ -27,6 +27,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Protocol
 
 from exo_core.agent.model import (
+    ContextWindow,
     Finish,
     ModelChunk,
     ModelRequest,
@@ -35,8 +36,10 @@ from exo_core.agent.model import (
     TextDelta,
     ToolCallChunk,
     UsageChunk,
+    WindowedTransport,
 )
 from exo_core.agent.scripted import ScriptedModel
+from exo_core.context.window import estimated_window, fit_request
 from exo_core.errors import ConfigError, ModelError
 from exo_core.home import ExoHome
 from exo_core.models.catalog import ROLE_FALLBACK, ROLES, Catalog, Credential, Route, load_catalog, parse_route
@@ -44,7 +47,11 @@ from exo_core.models.cooldown import Clock, CooldownBook
 from exo_core.models.cost import priced
 from exo_core.models.failures import FailureKind, NoUsableRouteError, ProviderError, RoutesExhaustedError, classify
 
-__all__ = ["ModelRouter", "LocalFactory", "HostedFactory", "build_router"]
+__all__ = ["ModelRouter", "LocalFactory", "HostedFactory", "build_router", "DEFAULT_HOSTED_WINDOW"]
+
+# The window assumed for a hosted route whose provider sets no context_window (tokens): small enough
+# for any current hosted chat model, so an unknown window never overflows.
+DEFAULT_HOSTED_WINDOW = 8192
 
 # Makes the transport of a local route from its model name (exo_edge provides one).
 LocalFactory = Callable[[str], ModelTransport]
@@ -132,6 +139,49 @@ class ModelRouter:
             self.hosted = HostedTransports(self.catalog.timeouts)
         return self.hosted
 
+    # -- the window -----------------------------------------------------------------
+    async def context_window(self, role: str) -> ContextWindow | None:
+        """The window of the route that would serve ``role`` now (the router's :class:`WindowedTransport`).
+
+        That is the first route of the chain with a credential that is not
+        cooling down. Its transport's own window when it declares one (the
+        local model's tokenizer); else ``context_window`` of its provider in
+        the catalog, counted by estimate; else, for hosted kinds,
+        :data:`DEFAULT_HOSTED_WINDOW`. A fallback to a route with a smaller
+        window is fitted again in :meth:`stream`.
+        """
+        for route in self.chain(role):
+            for cred in self.catalog.credentials(route.provider, self.env):
+                if self.cooldowns.remaining(cred.id) > 0:
+                    continue
+                try:
+                    return await self._route_window(route, cred, role)
+                except ModelError:
+                    break  # this route cannot even be built; stream() falls back past it too
+        return None
+
+    async def _route_window(self, route: Route, cred: Credential, role: str) -> ContextWindow | None:
+        transport = self._transport(route, cred)
+        window = await transport.context_window(role) if isinstance(transport, WindowedTransport) else None
+        if window is not None:
+            return window
+        spec = self.catalog.provider(route.provider)
+        where = f"[models.providers.{route.provider}] context_window in config.toml"
+        if spec.context_window:
+            return estimated_window(spec.context_window, model=str(route), where=where)
+        if spec.kind in ("openai", "anthropic"):
+            return estimated_window(DEFAULT_HOSTED_WINDOW, model=str(route), where=where)
+        return None
+
+    async def _fitted(self, transport: ModelTransport, request: ModelRequest) -> ModelRequest:
+        """``request`` fitted to ``transport``'s window (a fallback route's may be smaller than the first's)."""
+        if not isinstance(transport, WindowedTransport):
+            return request
+        window = await transport.context_window(request.role)
+        if window is None:
+            return request
+        return await fit_request(window, request)
+
     # -- streaming ------------------------------------------------------------------
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         """Stream ``request`` from the first route that works, falling back before output."""
@@ -154,7 +204,8 @@ class ModelRouter:
                 started = False
                 held: list[ModelChunk] = []
                 try:
-                    agen = self._transport(route, cred).stream(request)
+                    transport = self._transport(route, cred)
+                    agen = transport.stream(await self._fitted(transport, request))
                     try:
                         async for chunk in agen:
                             # Usage or a finish before any output is held: the call may still fail and fall back.

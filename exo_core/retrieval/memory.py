@@ -2,8 +2,9 @@
 
 :class:`StoreMemory` satisfies :class:`exo_core.agent.seams.MemoryProvider`
 (the pack page first, outside the budget, then the blocks retrieved for the
-message) and :class:`exo_core.tools.session_tools.Recall`. The pipeline's
-SQLite and embedding work runs in a worker thread, off the event loop.
+message; its optional :class:`~exo_core.agent.seams.PartedMemory` capability
+gives the two apart) and :class:`exo_core.tools.session_tools.Recall`. The
+pipeline's SQLite and embedding work runs in a worker thread, off the event loop.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from exo_core.agent.seams import MemoryParts
 from exo_core.errors import ExoError
 from exo_core.retrieval.pipeline import Retriever
 
@@ -34,14 +36,20 @@ class StoreMemory:
 
     async def system_block(self, session_id: str, text: str) -> str:
         """The pack page, then what the pipeline retrieves for ``text`` (the current session excluded)."""
+        parts = await self.system_parts(session_id, text)
+        block = "\n".join(parts.recalled)
+        return parts.pack.rstrip() + (f"\n\n{parts.heading}\n{block}" if block else "") + "\n"
+
+    async def system_parts(self, session_id: str, text: str) -> MemoryParts:
+        """The pack page and the retrieved blocks (best first) apart, for fitting to a small window."""
         pack_text = await asyncio.to_thread(self.retriever.store.pack_text)
         try:
             recalled = await asyncio.to_thread(self.retriever.retrieve, text, scope=self.scope, session_id=session_id)
         except ExoError as exc:  # a broken index or store file must not cost the person their answer
             _log.warning("retrieval failed, answering with the pack only: %s", exc.message)
-            return pack_text.rstrip() + "\n"
-        block = recalled.render()
-        return pack_text.rstrip() + (f"\n\n{RECALL_HEADING}\n{block}" if block else "") + "\n"
+            return MemoryParts(pack=pack_text)
+        blocks = tuple(b.text for b in recalled.packed.blocks if b.text)
+        return MemoryParts(pack=pack_text, recalled=blocks, heading=RECALL_HEADING)
 
     async def on_exchange(self, session_id: str, user_text: str, answer: str) -> None:
         """A finished exchange is a new past turn: re-check the sources before the next query."""
