@@ -52,7 +52,7 @@ class ScriptedSummarizer:
         self.requests: list[ModelRequest] = []
 
     @classmethod
-    def from_spec(cls, spec: str) -> "ScriptedSummarizer":
+    def from_spec(cls, spec: str) -> ScriptedSummarizer:
         """Parse ``scripted-summary[:key=value,...]``."""
         if not spec.startswith(SPEC_PREFIX):
             raise ConfigError(f"not a scripted summarizer spec: {spec!r}")
