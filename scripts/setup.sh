@@ -2,7 +2,8 @@
 # Set up everything Exo needs on a fresh machine, idempotently:
 # a virtual environment in .venv, the project and its test/device extras,
 # the edge runtime (llama-cpp-python built once per machine with safe flags,
-# onnxruntime, tokenizers) and the model files (`exo models fetch`).
+# onnxruntime, tokenizers), the laptop extra (llama-cpp-python's server, for
+# `exo models serve` and the engine tests) and the model files (`exo models fetch`).
 #
 # Environment: EXO_SKIP_EDGE=1 skips the edge runtime and models (core only).
 # The models fetched are what the test suite needs: the standard board's
@@ -24,8 +25,10 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PY" -m venv "$VENV"
 fi
 "$VENV/bin/python" -m pip install --quiet --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
-echo "setup: installing exo-edge with its test and device extras"
-"$VENV/bin/python" -m pip install --quiet -e "$ROOT[test,device]" 2>&1 | grep -v '^WARNING: Location' || true
+echo "setup: installing exo-edge with its test, device and laptop extras"
+# `laptop` lists the packages of llama-cpp-python's [server] extra, not llama-cpp-python[server]
+# itself, so this never builds llama-cpp-python (install_edge.sh does, with the right flags).
+"$VENV/bin/python" -m pip install --quiet -e "$ROOT[test,device,laptop]" 2>&1 | grep -v '^WARNING: Location' || true
 "$VENV/bin/python" -c 'import exo_core, aiohttp, nacl, numpy, pytest, hypothesis' \
   || { echo "setup: core dependencies failed to install" >&2; exit 1; }
 

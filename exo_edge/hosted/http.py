@@ -255,6 +255,15 @@ class HostedTransport:
         async with self.client.post_stream(
             self.url, headers=self.headers(), body=self.body(request), provider=self.provider
         ) as resp:
+            if resp.content_type != "text/event-stream":
+                # A web page or a proxy's answer at the base_url, or a server that ignored "stream": true.
+                raise RetryableProviderError(
+                    f"{self.provider}: {self.url} answered {resp.content_type or 'no Content-Type'}, not an event "
+                    "stream; is base_url an OpenAI-compatible API (ending in /v1)?",
+                    kind=FailureKind.SERVER,
+                    status=resp.status,
+                    provider=self.provider,
+                )
             async for event, data in sse_events(resp, provider=self.provider):
                 if self.DONE is not None and data.strip() == self.DONE:
                     yield event, None

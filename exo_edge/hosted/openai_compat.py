@@ -5,7 +5,9 @@ Streams ``POST {base_url}/chat/completions`` and normalises it to the model
 seam: text and reasoning deltas as they come, each tool call once whole (its
 argument fragments assembled and parsed), one usage chunk, then one Finish.
 A stream that ends without a finish reason or ``[DONE]`` was cut: that is a
-retryable network failure.
+retryable network failure. When tools are offered, calls a server leaves in the
+text (``<tool_call>`` blocks: llama-cpp-python's server with a Qwen model) are
+taken out of it by :class:`~exo_edge.hosted.text_calls.TextCallFilter`.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from exo_core.agent.model import (
 )
 from exo_core.models.failures import FailureKind, ProviderError, RetryableProviderError
 from exo_edge.hosted.http import HostedTransport, error_for_status, whole_call
+from exo_edge.hosted.text_calls import TextCallFilter
 
 __all__ = ["OpenAICompatTransport", "openai_messages", "openai_tools"]
 
@@ -48,20 +51,16 @@ def openai_messages(messages: tuple[ChatMessage, ...]) -> list[dict[str, Any]]:
         if m.role == "tool":
             out.append({"role": "tool", "tool_call_id": m.tool_call_id or "", "content": m.content})
         elif m.role == "assistant" and m.tool_calls:
-            out.append(
-                {
-                    "role": "assistant",
-                    "content": m.content or None,
-                    "tool_calls": [
-                        {
-                            "id": c.id,
-                            "type": "function",
-                            "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
-                        }
-                        for c in m.tool_calls
-                    ],
-                }
-            )
+            message: dict[str, Any] = {"role": "assistant"}
+            if m.content:
+                # Without text, "content" is left out rather than null: llama-cpp-python's server
+                # refuses a null content (HTTP 500, a validation error); OpenAI accepts either.
+                message["content"] = m.content
+            message["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+                for c in m.tool_calls
+            ]
+            out.append(message)
         else:
             out.append({"role": m.role, "content": m.content})
     return out
@@ -85,6 +84,14 @@ def openai_tools(tools: tuple[dict[str, Any], ...]) -> list[dict[str, Any]]:
                 }
             )
     return out
+
+
+def _tool_names(tools: tuple[dict[str, Any], ...]) -> frozenset[str]:
+    """The names of the offered tools, in either shape :func:`openai_tools` accepts."""
+    names = set()
+    for tool in openai_tools(tools):
+        names.add(str(tool["function"]["name"]))
+    return frozenset(names)
 
 
 def _tool_choice(choice: str) -> Any:
@@ -137,6 +144,7 @@ class OpenAICompatTransport(HostedTransport):
         finish: str | None = None
         usage: UsageChunk | None = None
         done = False
+        in_text = TextCallFilter(self.provider, _tool_names(request.tools)) if request.tools else None
         async with aclosing(self.events(request)) as events:
             async for _event, obj in events:
                 if obj is None:  # [DONE]
@@ -154,6 +162,8 @@ class OpenAICompatTransport(HostedTransport):
                     if isinstance(reasoning, str) and reasoning:
                         yield ReasoningDelta(reasoning)
                     content = delta.get("content")
+                    if isinstance(content, str) and content and in_text is not None:
+                        content = in_text.feed(content)
                     if isinstance(content, str) and content:
                         yield TextDelta(content)
                     for tc in delta.get("tool_calls") or ():
@@ -167,12 +177,21 @@ class OpenAICompatTransport(HostedTransport):
                         finish = _FINISH.get(choice["finish_reason"], "end")
         if not done and finish is None:
             raise self.cut("answer")
+        text_calls = []
+        if in_text is not None:
+            rest = in_text.finish()
+            if rest:
+                yield TextDelta(rest)
+            text_calls = in_text.calls
         for index in sorted(calls):
             part = calls[index]
             yield ToolCallChunk(whole_call(part.id or f"call_{index}", part.name, part.arguments, self.provider))
+        for call in text_calls:
+            yield ToolCallChunk(call)
         if usage is not None:
             yield usage
-        yield Finish("tool_calls" if calls and finish in (None, "end") else (finish or "end"))
+        called = bool(calls or text_calls)
+        yield Finish("tool_calls" if called and finish in (None, "end") else (finish or "end"))
 
 
 def _usage(u: dict[str, Any], model: str) -> UsageChunk:

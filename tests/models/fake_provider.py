@@ -36,6 +36,9 @@ class Reply:
     delay_headers: float = 0.0
     delay_events: float = 0.0
     done: bool = True  # send "data: [DONE]" at the end (OpenAI style)
+    content_type: str = "text/event-stream"  # of a 200 answer (a web page or proxy sends something else)
+    stall_after: int | None = None  # after that many events, go quiet for ``stall`` seconds (a hung server)
+    stall: float = 0.0
 
 
 @dataclass
@@ -101,7 +104,7 @@ class FakeProvider:
                 else json.dumps({"error": {"message": f"scripted {reply.status}"}}),
                 content_type="application/json",
             )
-        resp = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream", **reply.headers})
+        resp = web.StreamResponse(status=200, headers={"Content-Type": reply.content_type, **reply.headers})
         await resp.prepare(request)
         for i, ev in enumerate(reply.events):
             if reply.cut_after is not None and i >= reply.cut_after:
@@ -109,6 +112,8 @@ class FakeProvider:
                 return resp
             if reply.delay_events:
                 await asyncio.sleep(reply.delay_events)
+            if reply.stall_after is not None and i == reply.stall_after:
+                await asyncio.sleep(reply.stall)
             await resp.write(_sse(ev))
         if reply.cut_after is not None and reply.cut_after >= len(reply.events):
             await _cut(request)
