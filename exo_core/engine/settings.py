@@ -155,6 +155,7 @@ class RuntimeSettings:
         def apply() -> None:
             if applies == "now":  # _value found the summary-tree engine, which reads its config on each use
                 context = self._core.context
+                # _value found the summary-tree engine; the ContextEngine seam does not declare its config.
                 context.config = replace(context.config, **{name: body.value})  # type: ignore[attr-defined]
 
         await self._persist(

@@ -92,7 +92,7 @@ def verify_ledger(
     pinned = None if pins is None else frozenset(pins)
 
     def bad(reason: str, **where: object) -> bool:
-        problems.append(Problem(reason, **where))  # type: ignore[arg-type]
+        problems.append(Problem(reason, **where))  # type: ignore[arg-type]  # where: n/seg/pos/id locators only
         return len(problems) >= max_problems
 
     def holds(size: int, head: str) -> bool:  # is ``head`` on some chain at height ``size`` (genesis at 0)?

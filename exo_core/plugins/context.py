@@ -63,7 +63,7 @@ class PluginContext:
             name,
             description or (handler.__doc__ or name).strip(),
             schema,
-            risk,  # type: ignore[arg-type]
+            risk,  # type: ignore[arg-type]  # checked against the three risks just above
             toolset or self.owner,
             tuple(effects),
         )

@@ -63,7 +63,8 @@ class TypeRegistry:
             )
         if not dataclasses.is_dataclass(cls):
             raise RegistryFullError(f"{self.kind} body for {name!r} must be a dataclass")
-        if not cls.__dataclass_params__.frozen or not hasattr(cls, "__slots__"):  # type: ignore[attr-defined]
+        params = cls.__dataclass_params__  # type: ignore[attr-defined]  # set by @dataclass; typeshed omits it
+        if not params.frozen or not hasattr(cls, "__slots__"):
             raise RegistryFullError(f"{self.kind} body for {name!r} must be frozen and slotted")
         self._types[name] = cls
 
