@@ -1,6 +1,16 @@
-"""Tool decisions of the local base model with exod's real tool list and narrower offers, same run.
+"""Tool decisions of a local model with exod's real tool list and narrower offers, same run.
 
-    python benchmarks/bench_exod_tools.py [--json]
+    python benchmarks/bench_exod_tools.py [--json] [--model NAME] [--dev]
+
+``--model`` picks the manifest (default the Gemma 3 270M base model;
+``qwen2.5-coder-0.5b-instruct`` is the chat-template model, whose tools go in
+its own ``<tool_call>`` format and whose proposed calls the core judges,
+:mod:`exo_core.agent.grounding`). For a chat model each row records the
+call-opening token's probability, the call the model proposed and the judge's
+verdict instead of the raw heads. ``--dev`` adds the **dev** part: requests
+written while choosing the chat path's rules (:data:`DEV_REQUESTS`); the
+**exod** requests are held out, never tuned on. Results go to
+benchmarks/results/exod_tools.json (Gemma) or exod_tools_<model>.json.
 
 The agent loop offers the local model every built-in tool plus ``ask_person``
 (nine tools), under exod's system prompt (``BASE_PROMPT`` and the store
@@ -44,6 +54,7 @@ from bench_models import NO_TOOL, PERSON, TOOL_REQUESTS, TOOLS  # noqa: E402
 
 from exo_core.agent.loop import BASE_PROMPT  # noqa: E402
 from exo_core.agent.model import ChatMessage  # noqa: E402
+from exo_core.retrieval.memory import PACK_HEADING  # noqa: E402
 
 PACK = ROOT / "store_template" / "pack.md"
 INTENT_TOKENS = 16
@@ -65,6 +76,24 @@ EXOD_REQUESTS: list[tuple[str, str | None]] = [
     ("Who wrote Hamlet?", None),
 ]
 
+
+# Development requests for the chat path (text vs call), kept apart from EXOD_REQUESTS, which measure it.
+DEV_REQUESTS: list[tuple[str, str | None]] = [
+    ("Open shopping.md and show me what it says.", "read_file"),
+    ("What's in the file config.toml?", "read_file"),
+    ("Run git status.", "bash"),
+    ("List the files here with ls -la.", "bash"),
+    ("Save 'call mum' into reminders.txt.", "write_file"),
+    ("Remove the file draft.tmp.", "delete_file"),
+    ("What is the boiling point of water?", None),
+    ("Translate 'good morning' into Spanish.", None),
+    ("Who painted the Mona Lisa?", None),
+    ("What is 12 times 3?", None),
+    ("Give me one tip for sleeping better.", None),
+    ("What can you help me with?", None),
+    ("Hello!", None),
+    ("Explain what a file system is.", None),
+]
 
 OFFERS: dict[str, tuple[str, ...] | None] = {"all": None, "core+shell": ("core", "shell"), "shell": ("shell",)}
 
@@ -97,15 +126,24 @@ async def part(
     rows, right, any_call, stayed = [], 0, 0, 0
     for q, want in requests:
         messages = (ChatMessage("system", system), ChatMessage("user", q))
-        prompt = render_completion(messages, fmt, tools)
-        head = await transport.run_exclusive(lambda llm: head_text(llm, prompt, _DECIDE_TOKENS))
-        # longer, still without a grammar: the tool name the model means, offered or not
-        intent = await transport.run_exclusive(lambda llm: head_text(llm, prompt, INTENT_TOKENS))
+        row: dict[str, Any] = {"q": q, "want": want}
+        if fmt.format == "completion":
+            prompt = render_completion(messages, fmt, tools)
+            row["head"] = await transport.run_exclusive(lambda llm: head_text(llm, prompt, _DECIDE_TOKENS))
+            # longer, still without a grammar: the tool name the model means, offered or not
+            row["intent"] = await transport.run_exclusive(lambda llm: head_text(llm, prompt, INTENT_TOKENS))
         text, calls, _ = await ask(transport, fmt, messages, tools, 48)
+        decision = transport.last_decision if fmt.format == "chat" else None
+        if decision is not None:
+            proposed = decision.proposed
+            row["call_share"] = None if decision.call_share is None else round(decision.call_share, 4)
+            row["proposed"] = None if proposed is None else {"name": proposed.name, "arguments": proposed.arguments}
+            row["verdict"] = decision.verdict
+            row["head"] = f"p(call)={row['call_share']} {row['proposed'] or ''}"
         right += want is not None and calls[:1] == [want]
         any_call += want is not None and bool(calls)
         stayed += want is None and not calls
-        rows.append({"q": q, "want": want, "head": head, "intent": intent, "calls": calls, "text": text.strip()})
+        rows.append(row | {"calls": calls, "text": text.strip()})
     acts = sum(w is not None for _, w in requests)
     return {
         "right_call": right,
@@ -117,18 +155,19 @@ async def part(
     }
 
 
-async def run() -> dict[str, Any]:
+async def run(model: str = "gemma-3-270m", dev: bool = False, threads: int = 2) -> dict[str, Any]:
     from exo_edge.llama_transport import LlamaSettings, LlamaTransport
     from exo_edge.manifest import find_manifest
     from exo_edge.paths import locate_model_file
 
-    manifest = find_manifest("gemma-3-270m")
+    manifest = find_manifest(model)
     path = locate_model_file(manifest.primary_file.name)
     if path is None or manifest.prompt is None:
-        raise SystemExit("model not fetched: run `exo models fetch` first")
+        raise SystemExit(f"model not fetched: run `exo models fetch {model}` first")
     fmt = manifest.prompt
-    transport = LlamaTransport(LlamaSettings(model_path=path, prompt=manifest.prompt, n_threads=2, name=manifest.name))
-    system = BASE_PROMPT + "\n\n" + PACK.read_text().strip()
+    settings = LlamaSettings(model_path=path, prompt=manifest.prompt, n_threads=threads, n_ctx=4096, name=manifest.name)
+    transport = LlamaTransport(settings)
+    system = BASE_PROMPT + "\n\n" + PACK_HEADING + "\n" + PACK.read_text().strip()  # as StoreMemory writes it
     bench_requests = [*TOOL_REQUESTS, *((q, None) for q in NO_TOOL)]
     t0 = time.perf_counter()
     out: dict[str, Any] = {
@@ -139,6 +178,9 @@ async def run() -> dict[str, Any]:
         },
         "parts": {},
     }
+    out["model"] = model
+    if dev:
+        out["parts"]["dev"] = await part(transport, fmt, system, exod_tools(), DEV_REQUESTS)
     for label, toolsets in OFFERS.items():
         out["parts"][f"exod {label}"] = await part(transport, fmt, system, exod_tools(toolsets), EXOD_REQUESTS)
     out["parts"]["bench"] = await part(transport, fmt, PERSON, TOOLS, bench_requests)
@@ -149,11 +191,15 @@ async def run() -> dict[str, Any]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--json", action="store_true", help="write benchmarks/results/exod_tools.json")
+    ap.add_argument("--json", action="store_true", help="write benchmarks/results/exod_tools[_MODEL].json")
+    ap.add_argument("--model", default="gemma-3-270m", help="manifest name (default gemma-3-270m)")
+    ap.add_argument("--dev", action="store_true", help="also run the development requests (DEV_REQUESTS)")
+    ap.add_argument("--threads", type=int, default=2, help="llama.cpp threads (default 2)")
     args = ap.parse_args()
-    out = asyncio.run(run())
+    out = asyncio.run(run(args.model, args.dev, args.threads))
+    flags = "" if args.model == "gemma-3-270m" else f" --model {args.model}"
     out = {
-        "command": "python benchmarks/bench_exod_tools.py --json",
+        "command": f"python benchmarks/bench_exod_tools.py --json{flags}{' --dev' if args.dev else ''}",
         "machine": {"cpus": os.cpu_count(), "loadavg_1m": round(os.getloadavg()[0], 2)},
         **out,
     }
@@ -164,11 +210,12 @@ def main() -> int:
         )
         for row in r["rows"]:
             print(
-                f"    {row['q'][:44]:44} want {str(row['want']):10} head {row['head']!r:28} "
+                f"    {row['q'][:44]:44} want {str(row['want']):10} head {row.get('head', '')!r:28} "
                 f"-> {row['calls'] or row['text'][:30]!r}"
             )
     print(f"{out['seconds']} s")
-    written = write_results("exod_tools", out, out=None, quick=not args.json)
+    name = "exod_tools" if args.model == "gemma-3-270m" else f"exod_tools_{args.model}"
+    written = write_results(name, out, out=None, quick=not args.json)
     if written is not None:
         print(f"wrote {written.relative_to(ROOT)}")
     return 0

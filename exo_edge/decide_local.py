@@ -32,12 +32,13 @@ import math
 import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from exo_core.decisions.question import BadProviderOutput, Question
 from exo_core.home import ExoHome
 from exo_edge.grammar_decode import common_prefix
-from exo_edge.llama_transport import LlamaTransport
+from exo_edge.llama_transport import LlamaSettings, LlamaTransport
 
 __all__ = [
     "STYLES",
@@ -47,10 +48,12 @@ __all__ = [
     "render_prompt",
     "answer_words",
     "local_decision_provider",
+    "transport_for_file",
+    "chat_messages",
 ]
 
 LETTERS = string.ascii_uppercase
-STYLES = ("words", "letters")
+STYLES = ("words", "letters", "chat")
 # One plain word per option where the option's label is not one (what the base model reads best).
 WORDS = {"core": "files", "neither": "other", "session_tree": "history", "file_preview": "file"}
 
@@ -59,13 +62,17 @@ def answer_words(question: Question, style: str = "words") -> list[str]:
     """What each option is called in the prompt's answers: its letter, or one word."""
     if style == "letters":
         return list(LETTERS[: len(question.options)])
+    # "chat" answers with the same words as "words": an instruction-tuned model reads them best too.
     return [WORDS.get(o, o.replace("_", " ").split()[0]) for o in question.options]
 
 
 def render_prompt(question: Question, state: str, style: str = "words") -> tuple[str, str]:
-    """The prompt as (head, tail): the head is the same for every call of ``question``."""
-    if style not in STYLES:
-        raise ValueError(f"style must be one of {', '.join(STYLES)}")
+    """The completion prompt as (head, tail): the head is the same for every call of ``question``.
+
+    For ``style="chat"`` see :func:`chat_messages` (the model's own template renders them).
+    """
+    if style not in ("words", "letters"):
+        raise ValueError("style must be words or letters for a completion prompt")
     names = answer_words(question, style)
     if style == "letters":
         listed = [f"{n}. {o.replace('_', ' ')}: {question.describe(o)}" for n, o in zip(names, question.options)]
@@ -79,8 +86,32 @@ def render_prompt(question: Question, state: str, style: str = "words") -> tuple
     return head, f"\n\nMessage: {_one_line(state)}\nAnswer:"
 
 
+def chat_messages(question: Question, state: str) -> list[dict[str, str]]:
+    """The decision as chat turns for an instruction-tuned model: the options in the system turn,
+    each worked example as a user turn answered by one word, then ``state`` as the last user turn."""
+    names = answer_words(question, "chat")
+    listed = "\n".join(f"- {n}: {question.describe(o)}" for n, o in zip(names, question.options))
+    system = (
+        f"You sort the messages a person sends to their assistant after it answered. {question.text}\n"
+        f"Answer with exactly one word from this list:\n{listed}"
+    )
+    messages = [{"role": "system", "content": system}]
+    for text, label in question.examples:
+        messages.append({"role": "user", "content": "Message: " + _one_line(text)})
+        messages.append({"role": "assistant", "content": names[question.options.index(label)]})
+    messages.append({"role": "user", "content": "Message: " + _one_line(state)})
+    return messages
+
+
+# Stands for the message while the chat template renders, so the prompt can be cut around it.
+_SENTINEL = "\u2063EXO-MESSAGE\u2063"
+
+
 def _one_line(text: str) -> str:
-    return " ".join(text.split())[:600]
+    """One line of at most 600 characters; lone surrogates (undecodable bytes from argv) become U+FFFD,
+    so the text always encodes to UTF-8 for the tokenizer."""
+    line = " ".join(text.split())[:600]
+    return line.encode("utf-8", "replace").decode("utf-8")
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +155,7 @@ class LocalDecisionProvider:
         self.last: ForwardPass | None = None
         self._heads: dict[str, _Head] = {}
         self._ids: dict[str, tuple[int, ...]] = {}
+        self._chats: dict[str, tuple[str, str]] = {}
 
     async def load(self) -> None:
         """Load the model now (so the first decision is not spent loading it)."""
@@ -131,26 +163,75 @@ class LocalDecisionProvider:
 
     async def warm(self, question: Question) -> None:
         """Evaluate and keep ``question``'s head now, so its first decision costs what the others do."""
+        if self.style == "chat":
+            await self.transport.run_exclusive(lambda llm: self._head(llm, self._chat_parts(llm, question)[0], True))
+            return
         head, _ = render_prompt(question, "", self.style)
-        await self.transport.run_exclusive(lambda llm: self._head(llm, head))
+        await self.transport.run_exclusive(lambda llm: self._head(llm, head, False))
 
     async def probabilities(self, question: Question, state: str) -> Mapping[str, float]:
         """One forward pass; each option's share of the next-token distribution."""
-        head, tail = render_prompt(question, state, self.style)
         names = answer_words(question, self.style)
-        shares = await self.transport.run_exclusive(lambda llm: self._forward(llm, head, tail, names))
+        if self.style == "chat":
+            shares = await self.transport.run_exclusive(lambda llm: self._chat_forward(llm, question, state, names))
+        else:
+            head, tail = render_prompt(question, state, self.style)
+            parts = ((tail, False),)
+            shares = await self.transport.run_exclusive(lambda llm: self._forward(llm, head, False, parts, names))
         return dict(zip(question.options, shares))
 
-    def _forward(self, llm: Any, head: str, tail: str, names: Sequence[str]) -> list[float]:
-        """In the model's worker: restore or evaluate the head, evaluate the tail, read the last logits."""
+    def _chat_forward(self, llm: Any, question: Question, state: str, names: Sequence[str]) -> list[float]:
+        """The chat style: the template's head, then the message (never read as special tokens: a person
+        typing ``<|im_end|>`` stays text), then the template's end of turn and the assistant's start."""
+        head, after = self._chat_parts(llm, question)
+        return self._forward(llm, head, True, ((_one_line(state), False), (after, True)), names)
+
+    def _chat_parts(self, llm: Any, question: Question) -> tuple[str, str]:
+        """The model's chat template rendered around the message: (head, after). Kept per question."""
+        key = question.mechanism + "\0" + question.text + "\0" + "\0".join(question.options)
+        found = self._chats.get(key)
+        if found is not None:
+            return found
+        template = llm.metadata.get("tokenizer.chat_template")
+        if not template:
+            raise BadProviderOutput(f"{self.transport.name} has no chat template; use the words style")
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        def token_text(token: int) -> str:
+            if token < 0:
+                return ""
+            return llm.detokenize([token], special=True).decode("utf-8", errors="replace")
+
+        formatter = Jinja2ChatFormatter(
+            template=template,
+            eos_token=token_text(llm.token_eos()),
+            bos_token=token_text(llm.token_bos()),
+            add_generation_prompt=True,
+        )
+        prompt = formatter(messages=chat_messages(question, _SENTINEL)).prompt
+        if prompt.count(_SENTINEL) != 1:
+            raise BadProviderOutput(f"{self.transport.name}'s chat template did not render the message once")
+        head, after = prompt.split(_SENTINEL)
+        self._chats[key] = (head, after)
+        return head, after
+
+    def _forward(
+        self, llm: Any, head: str, special: bool, tail: Sequence[tuple[str, bool]], names: Sequence[str]
+    ) -> list[float]:
+        """In the model's worker: restore or evaluate the head, evaluate the tail, read the last logits.
+
+        ``tail`` is text pieces, each with whether its special tokens are read as such.
+        """
         import numpy as np
 
         groups = [self._token_ids(llm, n) for n in names]
         if len({g[0] for g in groups}) < len(groups):
             raise BadProviderOutput(f"two options start with the same token ({', '.join(names)}); use letters")
         fresh = head not in self._heads
-        head_tokens = self._head(llm, head)
-        tokens = list(head_tokens.tokens) + llm.tokenize(tail.encode("utf-8"), add_bos=False, special=False)
+        head_tokens = self._head(llm, head, special)
+        tokens = list(head_tokens.tokens)
+        for text, piece_special in tail:
+            tokens += llm.tokenize(text.encode("utf-8"), add_bos=False, special=piece_special)
         if len(tokens) >= llm.n_ctx():
             raise BadProviderOutput(f"the decision prompt has {len(tokens)} tokens; n_ctx is {llm.n_ctx()}")
         # The tail is always evaluated whole from the end of the head: the same batch from the same
@@ -172,14 +253,14 @@ class LocalDecisionProvider:
         shares = [math.exp(lp - best) for lp in logps]
         return [s / sum(shares) for s in shares]
 
-    def _head(self, llm: Any, head: str) -> _Head:
+    def _head(self, llm: Any, head: str, special: bool) -> _Head:
         """The head's tokens and KV state, evaluated and saved the first time it is seen."""
         found = self._heads.get(head)
         if found is not None:
             return found
         import llama_cpp
 
-        tokens = llm.tokenize(head.encode("utf-8"), add_bos=True, special=False)
+        tokens = llm.tokenize(head.encode("utf-8"), add_bos=True, special=special)
         reused = min(common_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens), len(tokens) - 1)
         llm.n_tokens = reused
         llm.eval(tokens[reused:])
@@ -196,7 +277,12 @@ class LocalDecisionProvider:
     def _token_ids(self, llm: Any, name: str) -> tuple[int, ...]:
         """The first token of `` name`` (and of ``name`` / `` Name``): where the answer's mass is read."""
         if name not in self._ids:
-            spellings = (f" {name}", name) if len(name) == 1 else (f" {name}", f" {name.capitalize()}")
+            if self.style == "chat":  # the assistant's turn starts a line: the word has no space before it
+                spellings = (name, name.capitalize())
+            elif len(name) == 1:
+                spellings = (f" {name}", name)
+            else:
+                spellings = (f" {name}", f" {name.capitalize()}")
             ids = [llm.tokenize(s.encode("utf-8"), add_bos=False, special=False)[0] for s in spellings]
             self._ids[name] = tuple(dict.fromkeys(ids))
         return self._ids[name]
@@ -214,17 +300,45 @@ def _restore(llm: Any, head: _Head) -> None:
     llm.n_tokens = len(head.tokens)
 
 
+def transport_for_file(path: Path, *, name: str = "", threads: int = 1, n_ctx: int = 2048) -> LlamaTransport:
+    """A transport of its own over a GGUF file given by path (a model without a manifest yet, or a
+    larger model loaded on this machine for a benchmark). Its own prompt format is the model's chat
+    template, which is what the ``chat`` style reads."""
+    return LlamaTransport(
+        LlamaSettings(model_path=Path(path), n_ctx=n_ctx, n_threads=threads, name=name or Path(path).stem)
+    )
+
+
 def local_decision_provider(
     home: ExoHome,
     *,
     name: str = "gemma-3-270m",
     timeout: float = 0.5,
     transport: LlamaTransport | None = None,
-    style: str = "words",
+    style: str | None = None,
+    model_file: str = "",
 ) -> LocalDecisionProvider:
-    """The provider over ``transport`` (the one answering turns), else a transport of its own for ``name``."""
+    """The provider over ``transport`` (the one answering turns), else a transport of its own.
+
+    Its own transport is ``model_file`` (a GGUF in the models folder, or a path) when given, loaded by
+    path with the model's own chat template; else the manifest ``name``. ``style`` defaults to
+    ``chat`` for a model prompted through its chat template and ``words`` for a base model.
+    """
+    if transport is None and model_file:
+        from exo_core.errors import NotFoundError
+        from exo_edge.paths import locate_model_file
+
+        path = Path(model_file).expanduser() if "/" in model_file else locate_model_file(model_file, home)
+        if path is None or not path.is_file():
+            raise NotFoundError(
+                f"the decision model file {model_file} is not in the models folder; "
+                "fetch it or set [decisions] local_file to a GGUF path"
+            )
+        transport = transport_for_file(path)
     if transport is None:
         from exo_edge.local import local_factory
 
         transport = local_factory(home)(name)
+    if style is None:
+        style = "chat" if transport.settings.prompt.format == "chat" else "words"
     return LocalDecisionProvider(transport, timeout=timeout, style=style)

@@ -44,9 +44,12 @@ from exo_core.agent.model import (
     ToolCallChunk,
     UsageChunk,
 )
+from exo_core.agent.grounding import call_grounding
 from exo_core.errors import ClosedResourceError
 from exo_core.models.failures import FailureKind, ProviderError
 from exo_edge.answer_tidy import AnswerTidy
+from exo_edge.chat_run import CallJudge, ChatDecision, call_openers, run_chat
+from exo_edge.chat_template import ChatTemplate
 from exo_edge.manifest import PromptFormat
 from exo_edge.grammar_decode import common_prefix, greedy_under_grammar
 from exo_edge.llama_window import WHERE, LlamaCounter, guard_request, llama_window
@@ -132,9 +135,13 @@ _DECIDE_TOKENS = 4  # greedy tokens that decide between a tool call and text
 class LlamaTransport:
     """A :class:`~exo_core.agent.model.ModelTransport` for one local GGUF model."""
 
-    def __init__(self, settings: LlamaSettings) -> None:
+    def __init__(self, settings: LlamaSettings, *, judge: CallJudge = call_grounding) -> None:
         self.settings = settings
+        self.judge = judge
         self._llm: Any = None
+        self._template: ChatTemplate | None = None
+        self._openers: frozenset[int] | None = None
+        self.last_decision: ChatDecision | None = None
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="exo-llama")
         self._locks: dict[int, asyncio.Lock] = {}
         self._closed = False
@@ -423,6 +430,23 @@ class LlamaTransport:
             "interrupted": result["interrupted"],
         }
 
+    def _chat_template(self, llm: Any) -> ChatTemplate | None:
+        """The GGUF's chat template (read once per load)."""
+        if self._template is None:
+            bos, eos = llm.token_bos(), llm.token_eos()
+            text = {
+                "bos": llm.detokenize([bos], special=True).decode("utf-8", "replace") if bos >= 0 else "",
+                "eos": llm.detokenize([eos], special=True).decode("utf-8", "replace") if eos >= 0 else "",
+            }
+            self._template = ChatTemplate.from_metadata(llm.metadata, text)
+        return self._template
+
+    def _call_openers(self, llm: Any) -> frozenset[int]:
+        """The model's call-opening tokens (one vocabulary scan per transport)."""
+        if self._openers is None:
+            self._openers = call_openers(llm)
+        return self._openers
+
     def _run_chat(
         self,
         llm: Any,
@@ -433,7 +457,54 @@ class LlamaTransport:
         stop: list[str],
         start: float,
     ) -> dict[str, Any]:
-        """A model with its own chat template: tools, when offered, in one constrained pass."""
+        """A model with its own chat template (:mod:`exo_edge.chat_run`): native tool calls, judged by the core.
+
+        A template that cannot render tool calls natively gets the older path: the
+        tools under one text-or-``CALL`` grammar (:meth:`_run_chat_grammar`).
+        """
+        template = self._chat_template(llm)
+        if template is None or (use_tools and not template.native):
+            return self._run_chat_grammar(llm, request, emit, cancel, use_tools, stop, start)
+        try:
+            result, decision = run_chat(
+                llm,
+                template,
+                request,
+                n_ctx=self.settings.n_ctx,
+                seed=self.settings.seed,
+                stop=stop,
+                openers=self._call_openers(llm),
+                judge=self.judge,
+                emit=emit,
+                cancel=cancel,
+            )
+        finally:
+            _trim_heap()
+        self.last_decision = decision
+        end = time.perf_counter()
+        text = result["text"]
+        out_tokens = len(llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)) if text else 0
+        self.last = CallStats(
+            result["prompt_tokens"],
+            result["reused"],
+            out_tokens,
+            (result["first_at"] or end) - start,
+            end - start,
+            result["interrupted"],
+        )
+        return {**result, "output_tokens": out_tokens}
+
+    def _run_chat_grammar(
+        self,
+        llm: Any,
+        request: ModelRequest,
+        emit: Any,
+        cancel: threading.Event,
+        use_tools: bool,
+        stop: list[str],
+        start: float,
+    ) -> dict[str, Any]:
+        """A chat template without native tool calls: tools, when offered, in one constrained pass."""
         grammar = None
         if use_tools:
             import llama_cpp
@@ -514,8 +585,9 @@ class LlamaTransport:
                     kind=FailureKind.SERVER,
                     provider="local",
                 )
+            native = summary.get("call")
             try:
-                call = parse_tool_call(CALL_PREFIX + text)
+                call = native if native is not None else parse_tool_call(CALL_PREFIX + text)
             except (ValueError, KeyError) as exc:
                 raise ProviderError(
                     f"the local model's tool call did not parse: {text[:120]!r}",

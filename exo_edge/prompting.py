@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from exo_core.agent.model import INTERRUPTED_MARK, ChatMessage, ToolCall
@@ -45,6 +45,7 @@ __all__ = [
     "call_grammar",
     "parse_tool_call",
     "chat_messages",
+    "call_schema",
 ]
 
 CALL_PREFIX = "CALL "
@@ -144,7 +145,8 @@ def render_completion(messages: Sequence[ChatMessage], fmt: PromptFormat, tools:
     return sep.join(head + turns)
 
 
-def _call_schema(tools: Sequence[dict[str, Any]], only: str | None) -> dict[str, Any]:
+def call_schema(tools: Sequence[Mapping[str, Any]], only: str | None) -> dict[str, Any]:
+    """JSON Schema of one call ``{"name": ..., "arguments": ...}`` to an offered tool (or only to ``only``)."""
     alts = []
     for t in tools:
         if only is not None and t["name"] != only:
@@ -170,7 +172,7 @@ def tool_grammar(tools: Sequence[dict[str, Any]], choice: str = "auto") -> str:
     from llama_cpp.llama_grammar import json_schema_to_gbnf  # lazy: heavy
 
     only = None if choice in ("auto", "required") else choice
-    gbnf = json_schema_to_gbnf(json.dumps(_call_schema(tools, only)))
+    gbnf = json_schema_to_gbnf(json.dumps(call_schema(tools, only)))
     gbnf = re.sub(r"^root ::=", "call-json ::=", gbnf, count=1, flags=re.MULTILINE)
     if choice == "auto":
         root = 'root ::= " " ( "CALL " call-json | answer-text )\nanswer-text ::= [^C\\n] [^\\n]*\n'
@@ -191,7 +193,7 @@ def call_grammar(tools: Sequence[dict[str, Any]], choice: str = "required") -> s
     from llama_cpp.llama_grammar import json_schema_to_gbnf  # lazy: heavy
 
     only = None if choice in ("auto", "required") else choice
-    gbnf = json_schema_to_gbnf(json.dumps(_call_schema(tools, only)))
+    gbnf = json_schema_to_gbnf(json.dumps(call_schema(tools, only)))
     return 'root ::= " " call-json\n' + re.sub(r"^root ::=", "call-json ::=", gbnf, count=1, flags=re.MULTILINE)
 
 

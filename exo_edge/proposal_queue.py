@@ -22,6 +22,7 @@ unfinished jobs stay queued.
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 import re
 import sqlite3
@@ -45,7 +46,7 @@ CREATE TABLE IF NOT EXISTS jobs(
   created REAL NOT NULL, done_at REAL, result TEXT, cost REAL NOT NULL DEFAULT 0, error TEXT);
 CREATE TABLE IF NOT EXISTS spend(month TEXT PRIMARY KEY, cost REAL NOT NULL);
 """
-KINDS = ("reflect", "judge")
+KINDS = ("reflect", "judge", "decide")
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +161,10 @@ def prompt_for(job: Job) -> ModelRequest:
         user = f"Current wording: {i['claim']}\nEvidence:\n" + "\n".join(
             f"- {e.get('verdict')}: draft {e.get('draft', '')!r} -> {e.get('text', '')!r}" for e in i["evidence"]
         )
+    elif job.kind == "decide":  # an abstained decision (exo_core/decisions/escalation.py)
+        listed = "\n".join(f"- {o}: {d}" for o, d in zip(i["options"], i["descriptions"]))
+        system = f"{i['question']}\nAnswer with exactly one word from this list:\n{listed}"
+        user = f"Message: {i['state']}"
     else:
         system = "Score how well the reply meets the criterion, from 0 to 1. Answer with the number only."
         user = f"Criterion: {i['criterion']}\nReply: {i['reply']}"
@@ -188,6 +193,8 @@ def _record(ledger: Ledger, job: Job, text: str) -> str:
             "by": "reflection",
         }
         return ledger.append("proposal", body, refs=(job.inputs["proposal"],), idem=idem).id
+    if job.kind == "decide":
+        return _record_decide(ledger, job, text, idem)
     found = re.search(r"[01](?:\.\d+)?", text)
     score = min(1.0, float(found.group())) if found else 0.0
     body = {
@@ -197,6 +204,28 @@ def _record(ledger: Ledger, job: Job, text: str) -> str:
         "score": score,
     }
     return ledger.append("decision", body, idem=idem).id
+
+
+def _record_decide(ledger: Ledger, job: Job, text: str, idem: str) -> str:
+    """The larger model's answer to a queued decision: a ``decision`` entry referring to the device's one.
+
+    Hashes and labels only, as every decision entry (docs/decisions.md §5); an answer that names no
+    option is recorded as an abstention (``chosen`` null)."""
+    i = job.inputs
+    words = re.findall(r"[a-z_]+", text.lower())
+    chosen = next((w for w in words if w in i["options"]), None)
+    body = {
+        "decider": str(i["mechanism"]),
+        "question": "choice",
+        "state": hashlib.sha256(str(i["state"]).encode("utf-8", "surrogatepass")).hexdigest(),
+        "options": list(i["options"]),
+        "provider": "queue",
+        "via": "provider",
+        "chosen": chosen,
+        "applied": chosen,
+    }
+    refs = (str(i["entry"]),) if i.get("entry") else ()
+    return ledger.append("decision", body, refs=refs, idem=idem).id
 
 
 async def drain(

@@ -1,8 +1,9 @@
 """``exo bench NAME``: run one benchmark.
 
 ``exo bench retrieval --locomo F --longmemeval F --json``,
-``exo bench footprint [--json]``, ``exo bench stress [--kill-cycles N ...]`` and
-``exo bench laptop [--json] [--quick]`` (their own arguments follow the name). Only argparse loads here.
+``exo bench footprint [--json]``, ``exo bench stress [--kill-cycles N ...]``,
+``exo bench laptop [--json] [--quick]``, ``exo bench generation [--json]`` and
+``exo bench decisions [--markdown ...]`` (their own arguments follow the name). Only argparse loads here.
 """
 
 from __future__ import annotations
@@ -36,11 +37,23 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     stress.add_argument("args", nargs=argparse.REMAINDER, help="benchmarks/bench_stress.py's own arguments")
     stress.set_defaults(handler=_stress, passthrough="stress")
+    decisions = names.add_parser(
+        "decisions", help="the signal decision: rules, local model, laptop model (issue 21)", add_help=False
+    )
+    decisions.add_argument("args", nargs=argparse.REMAINDER, help="bench_decisions_signal.py's own arguments")
+    decisions.set_defaults(handler=_decisions, passthrough="decisions")
     laptop = names.add_parser(
         "laptop", help="the laptop engine: speed and answers of the 1.5B and 0.5B on llama_cpp.server", add_help=False
     )
     laptop.add_argument("args", nargs=argparse.REMAINDER, help="bench_laptop.py's own arguments (e.g. --json)")
     laptop.set_defaults(handler=_laptop, passthrough="laptop")
+    gen = names.add_parser(
+        "generation",
+        help="time to first token and tokens/s through exod against direct llama-cpp-python",
+        add_help=False,
+    )
+    gen.add_argument("args", nargs=argparse.REMAINDER, help="the benchmark's own arguments (e.g. --json)")
+    gen.set_defaults(handler=_generation, passthrough="generation")
 
 
 def _footprint(args: argparse.Namespace) -> int:
@@ -67,32 +80,38 @@ def _no_dataset_message() -> str:
     return usage + "; found here: " + "; ".join(found)
 
 
-def _stress(args: argparse.Namespace) -> int:
-    """Run benchmarks/bench_stress.py of this source checkout (docs/security.md, issue 19)."""
+def _run_script(script_name: str, args: argparse.Namespace) -> int:
+    """Run ``benchmarks/<script_name>`` of this source checkout with the remaining arguments."""
     import subprocess
     import sys
     from pathlib import Path
 
-    from exo_core.errors import ConfigError
+    from exo_core.errors import NotFoundError
 
-    script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_stress.py"
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / script_name
     if not script.is_file():
-        raise ConfigError(f"the stress benchmark needs a source checkout; {script} is missing")
-    return subprocess.run([sys.executable, str(script), *args.args], check=False).returncode
+        raise NotFoundError(f"{script} is missing: this benchmark runs from a source checkout")
+    return subprocess.call([sys.executable, str(script), *args.args])
+
+
+def _stress(args: argparse.Namespace) -> int:
+    """SIGKILL cycles, fuzzed commands and idle floods (docs/security.md, docs/benchmarks.md)."""
+    return _run_script("bench_stress.py", args)
+
+
+def _generation(args: argparse.Namespace) -> int:
+    """First token and tokens/s through exod against direct llama-cpp-python (docs/benchmarks.md)."""
+    return _run_script("bench_generation.py", args)
+
+
+def _decisions(args: argparse.Namespace) -> int:
+    """Accuracy, calibration and latency of the signal decision (docs/benchmarks.md §7b, issue 21)."""
+    return _run_script("bench_decisions_signal.py", args)
 
 
 def _laptop(args: argparse.Namespace) -> int:
-    """Run benchmarks/bench_laptop.py of this source checkout (docs/benchmarks.md §12)."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    from exo_core.errors import ConfigError
-
-    script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_laptop.py"
-    if not script.is_file():
-        raise ConfigError(f"the laptop benchmark needs a source checkout; {script} is missing")
-    return subprocess.run([sys.executable, str(script), *args.args], check=False).returncode
+    """The laptop engine: the 1.5B and 0.5B on llama_cpp.server (docs/benchmarks.md)."""
+    return _run_script("bench_laptop.py", args)
 
 
 def _retrieval(args: argparse.Namespace) -> int:

@@ -34,6 +34,34 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--record", action="store_true", help="append the decision to the store's ledger")
 
 
+# A decision reads one message (docs/decisions.md §1); a longer text is not a message but a document.
+MAX_STATE = 4000
+
+
+def state_problem(text: str) -> str | None:
+    """Why ``text`` cannot be decided on (and what to pass instead), or ``None`` when it can."""
+    if not text.strip():
+        return "give the text to decide about, e.g. exo decide signal 'No, I said Tuesday.'"
+    if len(text) > MAX_STATE:
+        return (
+            f"a decision reads one message of at most {MAX_STATE} characters; this text has {len(text)}: "
+            "pass the person's message itself"
+        )
+    unreadable = sum(1 for ch in text if _unreadable(ch))
+    if unreadable * 4 > len(text):  # more than a quarter: binary data, not a message
+        return (
+            f"the text is not readable ({unreadable} of {len(text)} characters are control characters or "
+            "bytes that are not UTF-8); pass the person's message as text"
+        )
+    return None
+
+
+def _unreadable(ch: str) -> bool:
+    if "\udc80" <= ch <= "\udcff":  # a byte that was not UTF-8 (Python's surrogateescape)
+        return True
+    return ch < " " and ch not in "\t\n\r" or ch == "\x7f" or ch == "\ufffd"
+
+
 def _decide(args: argparse.Namespace) -> int:
     import asyncio
 
@@ -44,8 +72,9 @@ def _decide(args: argparse.Namespace) -> int:
 
     home = home_of(args)
     store = home.store_path(args.store)
-    if not args.text.strip():
-        raise UsageError("give the text to decide about, e.g. exo decide signal 'No, I said Tuesday.'")
+    problem = state_problem(args.text)
+    if problem is not None:
+        raise UsageError(problem)
     providers = [p.strip() for p in args.providers.split(",") if p.strip()] if args.providers else None
     recorder = None
     if args.record:

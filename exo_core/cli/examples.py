@@ -64,6 +64,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "bench footprint": ("exo bench footprint --json",),
     "bench stress": ("exo bench stress --kill-cycles 40 --fuzz 20000 --idle 2000",),
     "bench laptop": ("exo bench laptop --json", "exo bench laptop --quick"),
+    "bench generation": ("exo bench generation --json",),
+    "bench decisions": ("exo bench decisions",),
     "learn": ("exo learn review", "exo learn metrics"),
     "learn review": ("exo learn review",),
     "learn queue": ("exo learn queue",),

@@ -43,7 +43,7 @@ def decision_body(question: Question, state: str, decision: Decision) -> dict[st
     return {
         "decider": question.mechanism,
         "question": question.kind,
-        "state": hashlib.sha256(state.encode("utf-8")).hexdigest(),
+        "state": hashlib.sha256(state.encode("utf-8", "surrogatepass")).hexdigest(),  # argv may carry lone surrogates
         "options": list(question.options),
         "provider": decision.provider,
         "via": decision.via,

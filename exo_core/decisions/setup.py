@@ -56,6 +56,9 @@ class DecisionSettings:
     hosted_timeout: float = 2.0
     toolsets: bool = False
     local_model: str = "gemma-3-270m"
+    # A GGUF file (in the models folder, or a path) to decide with instead of the manifest
+    # ``local_model``: for a model whose manifest is not installed (docs/decisions.md §8).
+    local_file: str = ""
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> "DecisionSettings":
@@ -76,7 +79,10 @@ class DecisionSettings:
             "providers": tuple(providers),
             "toolsets": table.get("toolsets", False),
             "local_model": table.get("local_model", defaults.local_model),
+            "local_file": table.get("local_file", defaults.local_file),
         }
+        if not isinstance(out["local_file"], str):
+            raise ConfigError("config.toml: decisions.local_file must be a GGUF file name or path")
         if not isinstance(out["toolsets"], bool):
             raise ConfigError("config.toml: decisions.toolsets must be true or false")
         if not isinstance(out["local_model"], str) or not out["local_model"]:
@@ -110,10 +116,16 @@ def build_providers(
                 log.warning("the local decision model needs exo_edge and llama-cpp-python; skipping it")
                 continue
             factory = getattr(model, "local", None)
-            shared = factory(settings.local_model) if callable(factory) else None
+            shared = None
+            if callable(factory) and not settings.local_file:
+                shared = factory(settings.local_model)
             out.append(
                 local_decision_provider(
-                    home, name=settings.local_model, transport=shared, timeout=settings.local_timeout
+                    home,
+                    name=settings.local_model,
+                    transport=shared,
+                    timeout=settings.local_timeout,
+                    model_file=settings.local_file,
                 )
             )
     return out

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 
 from exo_core.decisions.decider import Decider
 from exo_core.decisions.question import Decision, Question, Rule
+from exo_core.decisions.signal_rules import SIGNAL_CUES, SIGNAL_RULES
 
 __all__ = [
     "SIGNAL",
@@ -39,54 +40,14 @@ SIGNAL = Question(
     "Is this message a correction, a rule, or neither?",
     ("correction", "rule", "neither"),
     (
-        "it says the assistant's last answer or action was wrong and fixes it",
-        "it gives a standing instruction for the future",
-        "a question, a request or small talk",
+        "the person says the assistant's last answer or action was wrong, or how it should have been",
+        "a standing instruction or preference for all future tasks, not only this one",
+        "anything else: a new one-off request, a question, thanks or small talk",
     ),
     threshold=0.6,
     fallback="main",
-    rules=(
-        Rule("starts-with-no", r"^\s*(no|nope|wrong|incorrect)\s*[,.!:;-]", "correction"),
-        Rule(
-            "says-wrong",
-            r"\b(that'?s|that is|this is|it'?s) (wrong|incorrect|not (right|correct|what i "
-            r"(asked|meant|wanted)))\b",
-            "correction",
-        ),
-        Rule("from-now-on", r"\b(from now on|going forward|from here on|in (the )?future,)", "rule"),
-        Rule("imperative-always", r"^\s*(please\s+)?(always|never|don'?t ever|do not ever)\b", "rule"),
-        Rule("plain-question", r"^\s*(what|when|where|who|how|why|which|can you|could you)\b[^.!]*\?\s*$", "neither"),
-    ),
-    cues={
-        "correction": (
-            "not",
-            "meant",
-            "actually",
-            "instead",
-            "should be",
-            "i said",
-            "mistake",
-            "wrong",
-            "rather",
-            "typo",
-            "fix",
-            "i asked",
-        ),
-        "rule": (
-            "always",
-            "never",
-            "every time",
-            "whenever",
-            "prefer",
-            "remember",
-            "by default",
-            "don't",
-            "do not",
-            "stop",
-            "make sure",
-        ),
-        "neither": ("?", "thanks", "thank you", "can you", "please", "what", "how", "hello", "great"),
-    },
+    rules=SIGNAL_RULES,
+    cues=SIGNAL_CUES,
     examples=(
         ("No, the meeting is on Tuesday, not Thursday.", "correction"),
         ("From now on, write dates as YYYY-MM-DD.", "rule"),
@@ -94,6 +55,9 @@ SIGNAL = Question(
         ("You used the old address, it's 12 Rua Nova now.", "correction"),
         ("I never want flights that leave before 8am.", "rule"),
         ("Draft a reply to the landlord.", "neither"),
+        ("That's the wrong file, I meant the budget one.", "correction"),
+        ("Sign my work emails with just my first name.", "rule"),
+        ("Thanks, that looks good.", "neither"),
     ),
 )
 

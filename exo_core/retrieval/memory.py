@@ -21,10 +21,11 @@ from exo_core.retrieval.pipeline import Retriever
 if TYPE_CHECKING:
     from exo_core.home import ExoHome
 
-__all__ = ["StoreMemory", "RECALL_HEADING", "open_store_memory"]
+__all__ = ["StoreMemory", "PACK_HEADING", "RECALL_HEADING", "open_store_memory"]
 
 _log = logging.getLogger(__name__)
-RECALL_HEADING = "## Recalled for this message (ids in brackets; ask for a node by id to see it whole)"
+PACK_HEADING = "## About the person: their pack (the page they keep; [[links]] name notes in their store)"
+RECALL_HEADING = "## Notes recalled for this message (each starts with its id in brackets; answer from them)"
 
 
 class StoreMemory:
@@ -35,21 +36,28 @@ class StoreMemory:
         self.scope = scope
 
     async def system_block(self, session_id: str, text: str) -> str:
-        """The pack page, then what the pipeline retrieves for ``text`` (the current session excluded)."""
+        """The pack page, then what the pipeline retrieves for ``text`` (the current session excluded).
+
+        Each part under a heading that says what it is and how to use it: a
+        chat model answers "Where does my sister live?" from the recalled note
+        that says so, and reads the pack as background, never as an answer to
+        copy (docs/retrieval.md, "In the prompt").
+        """
         parts = await self.system_parts(session_id, text)
         block = "\n".join(parts.recalled)
         return parts.pack.rstrip() + (f"\n\n{parts.heading}\n{block}" if block else "") + "\n"
 
     async def system_parts(self, session_id: str, text: str) -> MemoryParts:
-        """The pack page and the retrieved blocks (best first) apart, for fitting to a small window."""
+        """The pack page (under its heading) and the retrieved blocks (best first) apart, for fitting to a small window."""
         pack_text = await asyncio.to_thread(self.retriever.store.pack_text)
+        pack = f"{PACK_HEADING}\n{pack_text.strip()}"
         try:
             recalled = await asyncio.to_thread(self.retriever.retrieve, text, scope=self.scope, session_id=session_id)
         except ExoError as exc:  # a broken index or store file must not cost the person their answer
             _log.warning("retrieval failed, answering with the pack only: %s", exc.message)
-            return MemoryParts(pack=pack_text)
+            return MemoryParts(pack=pack)
         blocks = tuple(b.text for b in recalled.packed.blocks if b.text)
-        return MemoryParts(pack=pack_text, recalled=blocks, heading=RECALL_HEADING)
+        return MemoryParts(pack=pack, recalled=blocks, heading=RECALL_HEADING)
 
     async def on_exchange(self, session_id: str, user_text: str, answer: str) -> None:
         """A finished exchange is a new past turn: re-check the sources before the next query."""

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from exo_core.ledger import Ledger, Signer, create_signing_key
 from exo_core.retrieval import DocIndex, Doc, RetrievalSettings, Retriever, StoreMemory
+from exo_core.retrieval.memory import PACK_HEADING, RECALL_HEADING
 from exo_core.retrieval.rank import RRF_K
 from exo_core.retrieval.lexical import match_expression
 from exo_core.store import Store
@@ -151,8 +152,8 @@ def test_a_retrieval_ledger_entry_names_the_ids_and_token_count(store: Store, si
 def test_memory_provider_puts_the_pack_first_then_the_recalled_blocks(store: Store, sessions: Path) -> None:
     memory = StoreMemory(_retriever(store, sessions))
     block = asyncio.run(memory.system_block("now", "tell me about vim"))
-    assert block.startswith(store.pack_text().rstrip())
-    assert "[work/editor]" in block
+    assert block.startswith(PACK_HEADING + "\n" + store.pack_text().strip())
+    assert block.index(RECALL_HEADING) < block.index("[work/editor]")
     recalled = asyncio.run(memory.recall("vim", limit=1))
     assert recalled.count("\n[") == 0 and recalled.startswith("[")
     asyncio.run(memory.on_exchange("now", "q", "a"))
@@ -197,7 +198,7 @@ def test_a_broken_store_file_leaves_the_pack_and_no_recall(store: Store, tmp_pat
     memory = StoreMemory(_retriever(store))
     (store.root / "work" / "broken.md").write_text("---\nid: [not closed\n", encoding="utf-8")
     block = asyncio.run(memory.system_block("now", "vim"))
-    assert block == store.pack_text().rstrip() + "\n"
+    assert block == PACK_HEADING + "\n" + store.pack_text().strip() + "\n"
     memory.close()
 
 

@@ -1,0 +1,358 @@
+"""The signal decision on a person's messages (issue 21): rules, the local model, the laptop's model.
+
+``exo bench decisions`` runs this. Two sets, reported separately:
+
+* the labelled set's signal cases (``benchmarks/data/decisions.jsonl``), split **by time** over the
+  whole set as ``bench_decisions.py`` does: calibrations are fitted on the oldest 60 % (*fit*),
+  scores are on the newest 40 % (*test*);
+* the held-out messages (``benchmarks/data/decisions_heldout.jsonl``, 72 messages written and labelled
+  by someone who never saw the rules or prompts; provenance in ``decisions_heldout.README.md``). They
+  were copied in after the rules and prompts were committed and nothing was tuned on them.
+
+Systems (every model probability calibrated on the fit part, Platt with per-option offsets):
+
+* ``rules-only``: the rules in code, then the cue-word provider;
+* ``local model``: Qwen2.5-Coder 0.5B Instruct alone (the standard device profile's model), one
+  forward pass over its chat template; ``gemma model``: the Gemma 3 270M base model alone, few-shot
+  words prompt (the provider before issue 21), for comparison;
+* ``rules + local`` / ``rules + gemma`` / ``rules + laptop``: the rules first, then that model
+  (calibrated on the fit cases the rules left to it). ``laptop`` is Qwen2.5-Coder 1.5B Instruct,
+  loaded on this machine from its GGUF file (no server needed), with the same prompt;
+* ``rules + local, then laptop``: what exod does with both: the local model's abstentions go to the
+  laptop's model (``exo_core/decisions/escalation.py``).
+
+Per system and set: accuracy with abstentions counted wrong (below the question's threshold, 0.6),
+the expected calibration error (10 bins, on the probability of the most probable option), the
+abstention rate, and the accuracy of the most probable option. Latency on the device profile: each
+decision of the local model, against one generation step (one token decoded after a prompt) on the
+same model in the same run.
+
+    python benchmarks/bench_decisions_signal.py              # full run (about 20 minutes on 1 busy core)
+    python benchmarks/bench_decisions_signal.py --markdown   # tables from the saved results
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import _common  # noqa: E402
+from _common import REPO, machine_info, print_table, ratio, write_results  # noqa: E402
+from bench_decisions import load_cases, split_by_time  # noqa: E402
+
+from exo_core.decisions import Decider, expected_calibration_error, fit  # noqa: E402
+from exo_core.decisions.calibration import Calibration  # noqa: E402
+from exo_core.decisions.providers import RulesOnlyProvider  # noqa: E402
+from exo_core.decisions.uses import SIGNAL  # noqa: E402
+
+HELDOUT = REPO / "benchmarks" / "data" / "decisions_heldout.jsonl"
+MODELS = {
+    "local": ("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", "chat"),
+    "gemma": ("gemma-3-270m-q4_k_m.gguf", "words"),
+    "laptop": ("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", "chat"),
+}
+SYSTEMS = (
+    "rules-only",
+    "local model",
+    "gemma model",
+    "rules + local",
+    "rules + gemma",
+    "rules + laptop",
+    "rules + local, then laptop",
+)
+Probs = dict[str, float]
+
+
+def load_sets() -> dict[str, list[dict[str, Any]]]:
+    """``fit``, ``test`` (the labelled set's signal cases, split by time) and ``heldout`` (when present)."""
+    fit_part, test_part = split_by_time(load_cases())
+    sets = {
+        "fit": [c for c in fit_part if c["use"] == "signal"],
+        "test": [c for c in test_part if c["use"] == "signal"],
+    }
+    if HELDOUT.is_file():
+        lines = HELDOUT.read_text(encoding="utf-8").splitlines()
+        sets["heldout"] = [json.loads(line) for line in lines if line.strip()]
+    return sets
+
+
+def rule_answer(text: str) -> str | None:
+    """The option the rules settle ``text`` on, as the decider does (every firing rule agrees)."""
+    fired = {rule.option for rule in SIGNAL.rules if rule.matches(text)}
+    if len(fired) == 1:
+        return next(iter(fired))
+    return None
+
+
+async def model_raws(which: str, texts: dict[str, str], threads: int) -> tuple[dict[str, Probs], dict[str, Any]]:
+    """One model's raw probabilities per case id; for ``local`` also the latency against generation steps."""
+    from exo_edge.decide_local import LocalDecisionProvider, transport_for_file
+    from exo_edge.paths import locate_model_file
+
+    file_name, style = MODELS[which]
+    path = locate_model_file(file_name)
+    if path is None:
+        return {}, {"skipped": f"{file_name} is not in the models folder"}
+    transport = transport_for_file(path, threads=threads)
+    provider = LocalDecisionProvider(transport, timeout=120.0, style=style)
+    out: dict[str, Probs] = {}
+    decisions: list[float] = []
+    steps: list[float] = []
+    heads: dict[str, int] = {}
+    try:
+        await provider.warm(SIGNAL)
+        for i, (case_id, text) in enumerate(texts.items()):
+            if which == "local" and i % 10 == 0:  # a turn's generation between decisions replaces the cache
+                steps.extend(await transport.run_exclusive(_generation_steps))
+            started = time.perf_counter()
+            out[case_id] = dict(await provider.probabilities(SIGNAL, text))
+            decisions.append(time.perf_counter() - started)
+            if provider.last is not None:
+                heads[provider.last.head] = heads.get(provider.last.head, 0) + 1
+    finally:
+        await transport.aclose()
+    info: dict[str, Any] = {"file": file_name, "style": style, "threads": threads, "heads": heads}
+    if which == "local" and decisions and steps:
+        step = statistics.median(steps)
+        info["latency"] = {
+            "decision_median_ms": statistics.median(decisions) * 1000,
+            "decision_p95_ms": _p95(decisions) * 1000,
+            "generation_step_median_ms": step * 1000,
+            "generation_step_p95_ms": _p95(steps) * 1000,
+            "median_over_step": ratio(statistics.median(decisions), step),
+            "p95_over_step": ratio(_p95(decisions), step),
+            "n_decisions": len(decisions),
+            "n_steps": len(steps),
+        }
+    return out, info
+
+
+def _generation_steps(llm: Any) -> list[float]:
+    """In the model's worker: a short prompt, then 8 greedy tokens decoded one at a time (seconds each)."""
+    import numpy as np
+
+    prompt = "<|im_start|>user\nTell me a short story about a lighthouse keeper.<|im_end|>\n<|im_start|>assistant\n"
+    tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
+    llm.n_tokens = 0
+    llm.eval(tokens)
+    out = []
+    for _ in range(8):
+        logits = np.ctypeslib.as_array(llm._ctx.get_logits_ith(-1), shape=(llm.n_vocab(),))
+        started = time.perf_counter()
+        llm.eval([int(logits.argmax())])
+        out.append(time.perf_counter() - started)
+    return out
+
+
+def _p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
+
+
+def calibrate(rows: list[tuple[Probs, str]]) -> Calibration | None:
+    """Platt scaling with per-option offsets on ``rows`` (None when there are too few)."""
+    return fit(SIGNAL.options, rows)
+
+
+def _apply(calibration: Calibration | None, raw: Probs) -> Probs:
+    if calibration is None:
+        return raw
+    return dict(calibration.apply(raw))
+
+
+def score(rows: list[tuple[Probs, str]]) -> dict[str, Any]:
+    """Accuracy (abstentions wrong), ECE, abstention rate and top-option accuracy."""
+    if not rows:
+        return {"n": 0}
+    picks = [max(SIGNAL.options, key=lambda o: p[o]) for p, _ in rows]
+    top = [p[pick] for pick, (p, _) in zip(picks, rows)]
+    right = [pick == label for pick, (_, label) in zip(picks, rows)]
+    acted = [c >= SIGNAL.threshold for c in top]
+    return {
+        "n": len(rows),
+        "accuracy": sum(r and a for r, a in zip(right, acted)) / len(rows),
+        "ece": expected_calibration_error(top, right),
+        "abstention": 1 - sum(acted) / len(rows),
+        "top_accuracy": sum(right) / len(rows),
+    }
+
+
+async def run(threads: int, raws_file: Path | None) -> dict[str, Any]:
+    """Every system on the test part and the held-out messages."""
+    sets = load_sets()
+    cases = [c for part in sets.values() for c in part]
+    settled = {c["id"]: rule_answer(c["text"]) for c in cases}
+    cue = Decider([RulesOnlyProvider()])
+    cues = {}
+    for case in cases:
+        cues[case["id"]] = dict((await cue.decide(SIGNAL, case["text"], record=False)).raw)
+    saved: dict[str, Any] = {}
+    if raws_file is not None and raws_file.is_file():
+        saved = json.loads(raws_file.read_text())
+    raws: dict[str, dict[str, Probs]] = {}
+    models: dict[str, Any] = {}
+    for which in MODELS:
+        if which in saved.get("raws", {}):
+            raws[which], models[which] = saved["raws"][which], saved["models"][which]
+            continue
+        # The laptop's model only ever sees what the rules leave (it is slow on this machine).
+        wanted = {c["id"]: c["text"] for c in cases if which != "laptop" or settled[c["id"]] is None}
+        raws[which], models[which] = await model_raws(which, wanted, threads)
+        if raws_file is not None:  # after each model: a later failure does not lose its minutes
+            raws_file.write_text(json.dumps({"raws": raws, "models": models}))
+
+    def rows(source: dict[str, Probs], part: str, *, left_only: bool) -> list[tuple[Probs, str]]:
+        return [
+            (source[c["id"]], c["label"])
+            for c in sets[part]
+            if c["id"] in source and (not left_only or settled[c["id"]] is None)
+        ]
+
+    alone = {w: calibrate(rows(raws[w], "fit", left_only=False)) for w in MODELS if raws[w]}
+    after_rules = {w: calibrate(rows(raws[w], "fit", left_only=True)) for w in MODELS if raws[w]}
+    after_rules["cues"] = calibrate(rows(cues, "fit", left_only=True))
+
+    def system(name: str, case: dict[str, Any]) -> Probs | None:
+        rule = settled[case["id"]]
+        onehot = {o: float(o == rule) for o in SIGNAL.options}
+        if name == "local model" or name == "gemma model":
+            which = name.split()[0]
+            if case["id"] not in raws[which]:
+                return None
+            return _apply(alone[which], raws[which][case["id"]])
+        if rule is not None:
+            return onehot
+        if name == "rules-only":
+            return _apply(after_rules["cues"], cues[case["id"]])
+        if name == "rules + local, then laptop":
+            if case["id"] not in raws["local"] or case["id"] not in raws["laptop"]:
+                return None
+            first = _apply(after_rules["local"], raws["local"][case["id"]])
+            if max(first.values()) >= SIGNAL.threshold:
+                return first
+            return _apply(after_rules["laptop"], raws["laptop"][case["id"]])
+        which = name.split()[-1]
+        if case["id"] not in raws[which]:
+            return None
+        return _apply(after_rules[which], raws[which][case["id"]])
+
+    scores: dict[str, dict[str, Any]] = {}
+    per_case: dict[str, dict[str, Any]] = {}
+    for name in SYSTEMS:
+        scores[name] = {}
+        for part in ("test", "heldout"):
+            got = [(system(name, c), c["label"]) for c in sets.get(part, [])]
+            if got and all(p is not None for p, _ in got):
+                scores[name][part] = score([(p, label) for p, label in got if p is not None])
+    for part in ("test", "heldout"):
+        for c in sets.get(part, []):
+            per_case[c["id"]] = {"part": part, "label": c["label"], "rule": settled[c["id"]]}
+            for which in MODELS:
+                if c["id"] in raws[which]:
+                    per_case[c["id"]][which] = {o: round(p, 4) for o, p in raws[which][c["id"]].items()}
+    return {
+        "benchmark": "decisions_signal",
+        "machine": machine_info(),
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+        "cases": {part: len(found) for part, found in sets.items()},
+        "rules_settled": {
+            part: sum(1 for c in found if settled[c["id"]] is not None) / len(found) for part, found in sets.items()
+        },
+        "rules_right_when_settled": {
+            part: _right_when_settled(found, settled) for part, found in sets.items() if part != "fit"
+        },
+        "models": models,
+        "scores": scores,
+        "per_case": per_case,
+    }
+
+
+def _right_when_settled(cases: list[dict[str, Any]], settled: dict[str, str | None]) -> float | None:
+    hits = [settled[c["id"]] == c["label"] for c in cases if settled[c["id"]] is not None]
+    return sum(hits) / len(hits) if hits else None
+
+
+def print_results(results: dict[str, Any]) -> None:
+    """The tables for docs/benchmarks.md."""
+    cases = results["cases"]
+    print(f"\nsignal cases: fit {cases['fit']}, test {cases['test']}, held-out {cases.get('heldout', 0)}")
+    print(f"rules settle: {results['rules_settled']}; right when they do: {results['rules_right_when_settled']}")
+    for part, title in (("test", "labelled set, test part (newest 40 %)"), ("heldout", "held-out new messages")):
+        rows = []
+        for name in SYSTEMS:
+            found = results["scores"].get(name, {}).get(part)
+            if found is None:
+                continue
+            rows.append(
+                [
+                    name,
+                    f"{100 * found['accuracy']:.1f}%",
+                    round(found["ece"], 3),
+                    f"{100 * found['abstention']:.1f}%",
+                    f"{100 * found['top_accuracy']:.1f}%",
+                    found["n"],
+                ]
+            )
+        headers = ["system", "accuracy (abstain = wrong)", "ECE", "abstains", "top option right", "n"]
+        print_table(f"Signal decision, {title}", headers, rows)
+    latency = results["models"].get("local", {}).get("latency")
+    if isinstance(latency, dict):
+        print_table(
+            f"Latency on the device profile's model (Qwen2.5-Coder 0.5B, {results['models']['local']['threads']} thread)",
+            ["what", "median ms", "p95 ms", "median / one step", "p95 / one step", "n"],
+            [
+                [
+                    "one signal decision",
+                    round(latency["decision_median_ms"], 1),
+                    round(latency["decision_p95_ms"], 1),
+                    round(latency["median_over_step"], 2),
+                    round(latency["p95_over_step"], 2),
+                    latency["n_decisions"],
+                ],
+                [
+                    "one generation step (1 token)",
+                    round(latency["generation_step_median_ms"], 1),
+                    round(latency["generation_step_p95_ms"], 1),
+                    1.0,
+                    "-",
+                    latency["n_steps"],
+                ],
+            ],
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark (or print the saved results)."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--json", action="store_true", help="print the results JSON instead of tables")
+    ap.add_argument("--markdown", action="store_true", help="print Markdown tables of the saved results")
+    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--raws", type=Path, default=None, help="reuse (or save) the models' raw probabilities here")
+    args = ap.parse_args(argv)
+    if args.markdown:
+        _common.MARKDOWN = True
+        print_results(json.loads((args.out or _common.RESULTS_DIR / "decisions_signal.json").read_text()))
+        return 0
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    results = asyncio.run(run(args.threads, args.raws))
+    write_results("decisions_signal", results, out=args.out, quick=False)
+    if args.json:
+        print(json.dumps(results, indent=2, sort_keys=True))
+    else:
+        print_results(results)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,172 @@
+"""Where an abstention goes (issue 21; docs/decisions.md §7, "Escalation").
+
+A decision that abstains with ``escalate`` set is not dropped:
+
+1. **the larger model decides** when one is reachable (the laptop's model over the LAN, or a hosted
+   model the person allowed): it is one more provider, run through its own :class:`Decider` so it
+   is calibrated, thresholded and recorded like any other;
+2. otherwise, when the **person is waiting** on the answer (a turn needs it now) and a session is
+   there to ask in, the question is put to them (``question.asked`` through the
+   :class:`~exo_core.agent.questions.QuestionBroker`); their answer labels the first decision in the
+   ledger (``record_label(..., "person")``), so it also calibrates the providers;
+3. otherwise, when the **learning loop** needs it, it is queued for the larger model (the proposal
+   queue, ``exo_edge/proposal_queue.py``, kind ``decide``), keyed by the decision's ledger entry so it
+   is queued once;
+4. otherwise it stays an abstention (``route == "unsettled"``), and the caller applies the safe default.
+
+Nothing here can loosen the gate: decisions only ever tighten (docs/decisions.md §6).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from exo_core.decisions.decider import Decider
+from exo_core.decisions.question import Decision, DecisionProvider, Question
+from exo_core.decisions.record import record_label
+from exo_core.errors import ExoError
+
+__all__ = ["ROUTES", "DecisionQueue", "PersonAsker", "PersonAnswer", "Settled", "Escalation", "queue_key"]
+
+log = logging.getLogger(__name__)
+ROUTES = ("decided", "larger", "asked", "queued", "unsettled")
+MAX_QUEUED_STATE = 4000  # characters of the message kept in the queue: a decision reads one message
+
+
+class PersonAnswer(Protocol):
+    """What the question broker returns: a 1-based ``option`` and/or free ``text``."""
+
+    option: int | None
+    text: str | None
+
+
+class PersonAsker(Protocol):
+    """The question broker's ``ask`` (``exo_core.agent.questions.QuestionBroker``)."""
+
+    async def ask(
+        self,
+        session_id: str,
+        text: str,
+        options: Sequence[str] = (),
+        *,
+        allow_text: bool = False,
+        timeout: float | None = None,
+    ) -> PersonAnswer:
+        """Emit ``question.asked`` and wait for the first answer."""
+        ...
+
+
+class DecisionQueue(Protocol):
+    """The proposal queue's ``put`` (``exo_edge.proposal_queue.ProposalQueue``)."""
+
+    def put(self, kind: str, inputs: dict[str, Any], *, key: str) -> bool:
+        """Queue a job once per ``key``."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """The outcome of an escalated decision.
+
+    ``decision`` is what to act on (the larger model's, the person's answer, or the abstention);
+    ``first`` is the decision the device made (its ledger entry is the one labels refer to);
+    ``route`` is one of :data:`ROUTES`.
+    """
+
+    decision: Decision
+    first: Decision
+    route: str
+
+
+def queue_key(question: Question, state: str, decision: Decision) -> str:
+    """The queue key: the decision's ledger entry, else a hash of the question and the state."""
+    if decision.entry_id is not None:
+        return f"decide:{decision.entry_id}"
+    digest = hashlib.sha256(f"{question.mechanism}\0{state}".encode("utf-8", "surrogatepass")).hexdigest()
+    return f"decide:{digest[:32]}"
+
+
+class Escalation:
+    """Runs a decision, and sends an abstention to the larger model, the person, or the queue."""
+
+    def __init__(
+        self,
+        decider: Decider,
+        *,
+        larger: DecisionProvider | None = None,
+        queue: DecisionQueue | None = None,
+        asker: PersonAsker | None = None,
+        ask_timeout: float = 120.0,
+    ) -> None:
+        self.decider = decider
+        self.queue = queue
+        self.asker = asker
+        self.ask_timeout = ask_timeout
+        self._larger = None
+        if larger is not None:
+            self._larger = Decider(
+                [larger], calibration=decider.calibration, recorder=decider.recorder, clock=decider.clock
+            )
+
+    async def decide(
+        self, question: Question, state: str, *, waiting: bool = False, session_id: str | None = None
+    ) -> Settled:
+        """Decide ``question`` about ``state``; ``waiting``: the person waits on it (ask them, do not queue)."""
+        first = await self.decider.decide(question, state)
+        if first.chosen is not None or first.escalate is None:
+            return Settled(first, first, "decided")
+        if self._larger is not None:
+            second = await self._larger.decide(question, state)
+            if second.chosen is not None:
+                return Settled(second, first, "larger")
+        if waiting and self.asker is not None and session_id is not None:
+            answered = await self._ask(question, session_id, first)
+            if answered is not None:
+                return Settled(answered, first, "asked")
+        if not waiting and self.queue is not None:
+            self._enqueue(question, state, first)
+            return Settled(first, first, "queued")
+        return Settled(first, first, "unsettled")
+
+    async def _ask(self, question: Question, session_id: str, first: Decision) -> Decision | None:
+        """Put the question to the person; their option, or ``None`` (no answer, or not an option)."""
+        assert self.asker is not None
+        shown = [question.describe(option) for option in question.options]
+        try:
+            answer = await self.asker.ask(session_id, question.text, shown, timeout=self.ask_timeout)
+        except (TimeoutError, ExoError) as exc:  # asyncio.TimeoutError is TimeoutError (3.11+)
+            log.info("the %s question went unanswered: %s", question.mechanism, exc)
+            return None
+        if answer.option is None or not 1 <= answer.option <= len(question.options):
+            return None
+        label = question.options[answer.option - 1]
+        if first.entry_id is not None and self.decider.recorder is not None:
+            try:
+                await asyncio.to_thread(record_label, self.decider.recorder, first, "person", label=label)
+            except ExoError:
+                log.exception("could not record the person's answer to a %s decision", question.mechanism)
+        certain: Mapping[str, float] = {o: float(o == label) for o in question.options}
+        return replace(
+            first, probabilities=certain, chosen=label, applied=label, provider="person", via="person", escalate=None
+        )
+
+    def _enqueue(self, question: Question, state: str, first: Decision) -> None:
+        assert self.queue is not None
+        inputs = {
+            "mechanism": question.mechanism,
+            "question": question.text,
+            "options": list(question.options),
+            "descriptions": [question.describe(option) for option in question.options],
+            "state": state[:MAX_QUEUED_STATE],
+            "entry": first.entry_id,
+            "role": "decision",
+        }
+        try:
+            self.queue.put("decide", inputs, key=queue_key(question, state, first))
+        except ExoError:
+            log.exception("could not queue a %s decision for the larger model", question.mechanism)

@@ -1,0 +1,201 @@
+"""The signal question's rules in code and cue words (docs/decisions.md §7, issue 21).
+
+Written from how people phrase each kind of message, not from the labelled set's sentences
+(the set's older part was read to check them, its newer part and the held-out messages were not):
+
+* a **correction** says the assistant's last answer or action was wrong: it opens with "no," or
+  "wrong", names what the assistant did ("you forgot ...", "you booked ..."), what the person said
+  ("I said ...", "I asked for ..."), or judges the result ("that's not what I asked", "too long");
+* a **rule** is a standing instruction: a scope in time ("from now on", "next time", "whenever you
+  ...") or over a class of things ("any e-mail about ...", "always use ..."), or "stop doing ...";
+* **neither**: questions, thanks and greetings, one-off requests.
+
+A rule settles a case only when no rule of another option fires too (``decider.py``), so each
+stays precise and a model decides the rest. The patterns have no nested quantifiers: they run on
+whatever the person typed (``tests/decisions/test_signal_input.py`` feeds them 100 KB).
+"""
+
+from __future__ import annotations
+
+from exo_core.decisions.question import Rule
+
+__all__ = ["SIGNAL_RULES", "SIGNAL_CUES"]
+
+_NOT_A_QUESTION = r"(?![^?]*\?\s*$)"
+_SENTENCE = r"(?:^|[.;!]\s+|,\s*(?:and|but|so)?\s*)"
+_ASSISTANT_DID = (
+    r"forgot|missed|left (?:out|off)|used|wrote|put|got|gave|booked|sent|replied|added|mixed up|confused|"
+    r"misspell?ed|misspelt|misunderstood|misread|spelled|spelt|called|picked|chose|scheduled|deleted|removed|"
+    r"changed|ignored|skipped|dropped|swapped|translated|set|invited|copied|cc'?d|attached|made|said|typed|"
+    r"listed|ordered|added"
+)
+_STANDING_VERBS = (
+    r"use|put|send|write|ask|include|add|book|schedule|copy|cc|sign|call|reply|address|mention|share|suggest|"
+    r"check|keep|give|start|end|open|round|spell|format|double-check|remind|tell|let|make|leave|list|sort|save|"
+    r"file|answer|respond|translate|show|read|order|pick|choose|go|be|say|refer|greet"
+)
+SIGNAL_RULES = (
+    Rule(
+        "starts-with-no",
+        r"^\s*(?:no+[\s,]+)?(?:no+|nope|nah|wrong|incorrect|not quite|not right|not really|oops|that'?s not it)\s*[,.!:;-]+"
+        r"(?!\s*(?:thanks|thank you|thx|worries|problem|need|that'?s (?:all|fine|ok)|it'?s (?:fine|ok)|"
+        r"all good)\b)",
+        "correction",
+    ),
+    Rule(
+        "says-wrong",
+        r"\b(?:that'?s|that is|this is|it'?s|it is|you'?re|you are|these are|those are|this was|that was)\s+"
+        r"(?:wrong|incorrect|mistaken|not (?:right|correct|it|true|what i (?:asked|meant|wanted|said|need)))\b",
+        "correction",
+    ),
+    Rule(
+        "i-said",
+        r"\bi (?:said|asked(?: you)?(?: for)?|told you|meant|wanted|specified|didn'?t (?:say|ask|want|mean)|"
+        r"did not (?:say|ask|want|mean)|never (?:said|asked))\b" + _NOT_A_QUESTION,
+        "correction",
+    ),
+    Rule(
+        "you-did",
+        _SENTENCE + r"(?:but |and |sorry,? )?you(?:'ve| have)? (?:" + _ASSISTANT_DID + r")\b" + _NOT_A_QUESTION,
+        "correction",
+    ),
+    Rule(
+        "wrong-thing",
+        r"^\s*wrong\b|\b(?:typo|misspell?ed|misspelt|spelled wrong|spelt wrong)\b|"
+        r"\b(?:you|it|that|this) (?:got|has|had|have|used|picked|is) (?:the |a )?wrong\b|"
+        r"\bshould(?:'ve| have) (?:been|said|used|put|written|sent|booked)\b",
+        "correction",
+    ),
+    Rule(
+        "the-thing-you-did",
+        r"\b(?:the|that|this) \w+ you (?:used|wrote|put|gave|picked|sent|booked|added|chose|suggested|found|got|"
+        r"made|typed|listed|attached)\b(?! (?:yesterday|earlier|last week)\b)" + _NOT_A_QUESTION,
+        "correction",
+    ),
+    Rule(
+        "too-much",
+        r"^\s*(?:(?:no|hmm+|ugh),?\s*)?(?:(?:way |much |far |a bit |slightly )?too (?:long|short|formal|casual|"
+        r"wordy|much|many|few|stiff|vague|blunt|cold|informal|late|early|expensive|cheesy|pushy|polite)|"
+        r"(?:make it |a bit |bit )?(?:shorter|longer|simpler|briefer|warmer|friendlier)|try again|redo (?:it|that)|"
+        r"do (?:it|that) again)\b" + _NOT_A_QUESTION,
+        "correction",
+    ),
+    Rule(
+        "from-now-on",
+        r"\b(?:from now on|from here on|going forward|henceforth|in (?:the )?future\b|from today on|"
+        r"starting (?:now|today),|for future reference|as a (?:general )?rule|by default|"
+        r"unless i (?:say|tell you|ask) otherwise|every time (?:you|i|we|there|someone|anyone|it)|"
+        r"each time (?:you|i|we)|whenever (?:you|i|we|someone|anyone|there|it)|next time(?:,| you)|"
+        r"any ?time (?:you|i|we|someone|anyone))\b",
+        "rule",
+    ),
+    Rule(
+        "imperative-always",
+        _SENTENCE + r"(?:please\s+)?(?:always|never|don'?t ever|do not ever|never ever)\b(?! mind)" + _NOT_A_QUESTION,
+        "rule",
+    ),
+    Rule(
+        "always-does",
+        r"\b(?:always|never)\s+(?:" + _STANDING_VERBS + r")\b" + _NOT_A_QUESTION,
+        "rule",
+    ),
+    Rule(
+        "stop-doing",
+        r"^\s*(?:please\s+)?(?:stop|quit) (?:adding|using|putting|sending|calling|writing|suggesting|booking|"
+        r"including|cc'?ing|copying|signing|asking|saying|starting|ending|making|giving|scheduling|mentioning|"
+        r"apologi[sz]ing|being|replying|adding|recommending|offering|opening|closing)\b",
+        "rule",
+    ),
+    Rule(
+        "keep-in-mind",
+        r"^\s*(?:please\s+)?(?:remember|keep in mind|bear in mind|note|take note|for the record)(?: that|,|:)",
+        "rule",
+    ),
+    Rule(
+        "whenever-you",
+        r"^\s*(?:when|if|once)\s+(?:you|i)\s+(?:ever\s+)?(?:write|draft|send|reply|book|schedule|summari[sz]e|"
+        r"plan|suggest|answer|make|create|add|set|email|message|text|order|buy|pick|choose|translate|share|"
+        r"prepare|list|sort|save|file|forward|respond|recommend|get (?:an?|any))\b" + _NOT_A_QUESTION,
+        "rule",
+    ),
+    Rule(
+        "any-kind",
+        r"^\s*(?:any|all|every|each)(?:thing| \w+| \w+ \w+) (?:about|from|for|to|with|related|involving|that|"
+        r"should|must|goes|go|gets|get|needs?|has to|have to|in)\b" + _NOT_A_QUESTION,
+        "rule",
+    ),
+    Rule(
+        "plain-question",
+        r"^\s*(?:what|when|where|who|how|which|why(?! (?:did|would|have|are|is|do|does) you)|is|are|can|could|"
+        r"would|will|do|does|should|may|have|has)\b"
+        r"(?!.*\b(?:always|never|from now on|in future|anymore|any more|stop|wrong|instead|not what)\b)[^.!]*\?\s*$",
+        "neither",
+    ),
+    Rule(
+        "thanks-or-greeting",
+        r"^\s*(?:thanks|thank you|thx|cheers|great|perfect|awesome|nice|cool|lovely|brilliant|ok|okay|sounds good|"
+        r"good (?:morning|night|evening|afternoon)|hi|hello|hey|bye|goodbye|see you|never ?mind|no worries|"
+        r"no thanks|got it|all good|looks good|that'?s (?:great|perfect|fine|all|lovely|good))\b[\w ,'!.]{0,40}$",
+        "neither",
+    ),
+)
+
+# For the rules-only provider (a board with no model): words that lean one way without settling it.
+SIGNAL_CUES = {
+    "correction": (
+        " not ",
+        "n't",
+        "meant",
+        "actually",
+        "instead",
+        "should be",
+        "mistake",
+        "wrong",
+        "rather",
+        "typo",
+        "fix",
+        "you ",
+        "again",
+        "still",
+        "the other",
+        "supposed to",
+    ),
+    "rule": (
+        "always",
+        "never",
+        "every",
+        "whenever",
+        "prefer",
+        "remember",
+        "by default",
+        "don't",
+        "do not",
+        "stop",
+        "make sure",
+        "keep",
+        "any ",
+        "all ",
+        "when you",
+        "unless",
+        "i like",
+        "i want",
+        "i hate",
+        "my ",
+    ),
+    "neither": (
+        "?",
+        "thanks",
+        "thank you",
+        "can you",
+        "please",
+        "what",
+        "how",
+        "hello",
+        "great",
+        "today",
+        "tonight",
+        "tomorrow",
+        "this ",
+        "a ",
+    ),
+}

@@ -1,0 +1,331 @@
+"""One generation for a chat-template model, with its native tool calls and the core's say on them.
+
+Run in :class:`~exo_edge.llama_transport.LlamaTransport`'s worker. With tools
+offered and ``tool_choice="auto"``:
+
+1. The prompt is the model's own template with the tools (:mod:`exo_edge.chat_template`),
+   evaluated once (the prefix the last call left in the KV cache is reused).
+2. **Does the model mean to call?** The next-token distribution after the
+   assistant's header gives the probability that the answer opens a call
+   (:func:`call_openers`: ``<tool_call>``, or the bare ``{`` or ```` ``` ````
+   fence Qwen2.5-Coder 0.5B actually writes). Below :data:`CALL_SHARE` the
+   answer is text.
+3. **What call?** The offered tools are ranked by how likely the model is
+   to name each one after ``<tool_call>\n{"name": "`` (one evaluation). For
+   the likeliest (and up to :data:`CANDIDATES` in all, each with at least
+   :data:`CANDIDATE_SHARE` of the offered names' mass), the call's JSON is generated greedily under a
+   grammar built from that tool's schema, so it always parses
+   (:func:`~exo_edge.grammar_decode.greedy_under_grammar`).
+4. **Is the call grounded?** The core's judge
+   (:func:`exo_core.agent.grounding.call_grounding`) checks each candidate
+   against the person's words; the first it accepts is the answer. When it
+   accepts none, the answer is generated as text from the same evaluated
+   prompt.
+5. **Text** is sampled with the call openers banned at its first position and
+   streamed piece by piece from its first token: once the answer is text it
+   stays text.
+
+``required`` or a tool name goes straight to step 3 (no judge: the caller
+asked for a call). Without tools the template is rendered without them and
+the answer streams.
+
+:class:`ChatDecision` records steps 2-4 (``transport.last_decision``) for the
+benchmarks and the log.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from exo_core.agent.grounding import Grounding, call_grounding
+from exo_core.agent.model import ChatMessage, ModelRequest, TextDelta, ToolCall
+from exo_core.models.failures import FailureKind, ProviderError
+from exo_edge.chat_template import CALL_OPEN, ChatTemplate, MalformedToolCall, native_call_grammar, parse_native_calls
+from exo_edge.grammar_decode import common_prefix, greedy_under_grammar
+
+__all__ = ["CALL_SHARE", "ChatDecision", "CallJudge", "call_openers", "run_chat"]
+
+# The probability of opening a call at the first position from which the model's call is
+# generated and put to the judge (chosen on the development requests, docs/models.md).
+CALL_SHARE = 0.25
+_OPENINGS = (CALL_OPEN, "{", "```")
+# How many of the model's likeliest tools are tried, and the share a runner-up needs to be tried.
+CANDIDATES = 3
+CANDIDATE_SHARE = 0.05
+
+CallJudge = Callable[[ToolCall, Sequence[ChatMessage], Sequence[Mapping[str, Any]]], Grounding]
+
+
+@dataclass(frozen=True, slots=True)
+class ChatDecision:
+    """How the last chat call chose between text and a tool call.
+
+    ``call_share`` is the probability of the call-opening token at the first
+    position (``None`` when the choice was not the model's: no tools, or a
+    call was required); ``proposed`` the call the model wrote, if any;
+    ``verdict`` the judge's reason for keeping or dropping it; ``mode`` what
+    was answered (``text`` or ``call``).
+    """
+
+    mode: str
+    call_share: float | None
+    proposed: ToolCall | None
+    verdict: str
+
+
+def call_openers(llm: Any) -> frozenset[int]:
+    """The tokens an answer that is a call starts with: the call tag, ``{`` or a code fence.
+
+    Qwen2.5-Coder 0.5B, offered tools in its template, almost never writes
+    ``<tool_call>`` (its probability at the first position was below 0.001 on
+    every development request): it writes the call's JSON bare (``{"``) or in
+    a ````json`` fence. Any token whose text starts so counts. One scan of the
+    vocabulary per load (151,936 tokens for Qwen: well under a second).
+    """
+    out = set()
+    for token in range(llm.n_vocab()):
+        text = llm.detokenize([token], special=True).decode("utf-8", "replace").lstrip()
+        if text.startswith(_OPENINGS):
+            out.add(token)
+    return frozenset(out)
+
+
+def _eval_prompt(llm: Any, tokens: list[int]) -> int:
+    """Evaluate ``tokens`` after the prefix already cached; returns how many were reused."""
+    reused = min(common_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens), len(tokens) - 1)
+    llm.n_tokens = reused  # eval() drops the KV cache past this point
+    llm.eval(tokens[reused:])
+    return reused
+
+
+def _share(llm: Any, tokens: frozenset[int]) -> float:
+    """The probability that the next token is one of ``tokens`` (softmax of the last logits)."""
+    import llama_cpp
+    import numpy as np
+
+    logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(llm.n_vocab(),))
+    weights = np.exp(logits - logits.max())
+    ids = np.fromiter(tokens, dtype=np.int64, count=len(tokens))
+    return float(weights[ids].sum() / weights.sum())
+
+
+def _call(llm: Any, tokens: list[int], request: ModelRequest, choice: str, cancel: threading.Event) -> dict[str, Any]:
+    """The call's JSON, greedily under the grammar of ``choice`` (a tool name, or any), after the opening tag."""
+    head = llm.tokenize((CALL_OPEN + "\n").encode("utf-8"), add_bos=False, special=True)
+    return greedy_under_grammar(
+        llm,
+        tokens + head,
+        native_call_grammar(request.tools, choice),
+        max_tokens=request.max_tokens,
+        cancel=cancel,
+    )
+
+
+def _ranked_tools(llm: Any, tokens: list[int], tools: Sequence[Mapping[str, Any]]) -> list[tuple[str, float]]:
+    """The offered tools, likeliest first, as the model would name them in a call.
+
+    The prompt, the opening tag and ``{"name": "`` are evaluated once; each
+    tool is scored by the probability of the first token where its name's
+    tokens part from the others' common head (names sharing that token tie
+    and keep their offered order), as a share of the mass on all offered names.
+    """
+    head = CALL_OPEN + '\n{"name": "'
+    spelled = {
+        str(t["name"]): llm.tokenize((head + str(t["name"])).encode("utf-8"), add_bos=False, special=True)
+        for t in tools
+    }
+    shared = min(common_prefix(a, b) for a in spelled.values() for b in spelled.values())
+    first = next(iter(spelled.values()))[:shared]
+    _eval_prompt(llm, tokens + first)
+    import llama_cpp
+    import numpy as np
+
+    logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(llm.n_vocab(),))
+    weights = np.exp(logits - logits.max())
+    scored = [(name, float(weights[ids[shared]]) if len(ids) > shared else 0.0) for name, ids in spelled.items()]
+    # shares among the offered names: the model's mass on names it invents ("save_note") is left out
+    total = sum(w for _, w in scored) or 1.0
+    return sorted(((name, w / total) for name, w in scored), key=lambda item: -item[1])
+
+
+def _grounded_call(
+    llm: Any,
+    tokens: list[int],
+    request: ModelRequest,
+    judge: CallJudge,
+    cancel: threading.Event,
+) -> tuple[dict[str, Any] | None, ToolCall | None, ToolCall | None, str]:
+    """The likeliest call the judge accepts among the model's top :data:`CANDIDATES` tools.
+
+    Returns the accepted generation's summary and call (both ``None`` when
+    every candidate was turned down; the summary alone when interrupted),
+    the first proposal, and the verdicts.
+    """
+    first: ToolCall | None = None
+    verdicts = []
+    ranked = _ranked_tools(llm, tokens, request.tools)
+    for rank, (name, share) in enumerate(ranked[:CANDIDATES]):
+        if rank > 0 and share < CANDIDATE_SHARE:
+            break
+        result = _call(llm, tokens, request, name, cancel)
+        if result["interrupted"]:
+            return result, None, first, "interrupted"
+        try:
+            call = _parsed(result, request)
+        except MalformedToolCall as exc:  # a candidate cut at max_tokens is one the person never sees
+            verdicts.append(f"{name}: {exc.message}")
+            continue
+        first = first or call
+        grounding = judge(call, request.messages, request.tools)
+        verdicts.append(grounding.reason)
+        if grounding.grounded:
+            return result, call, first, grounding.reason
+    return None, None, first, "; ".join(verdicts)
+
+
+def _parsed(result: dict[str, Any], request: ModelRequest) -> ToolCall:
+    """The one call in a constrained generation, or a :class:`MalformedToolCall`."""
+    if result["finish"] == "length":
+        raise MalformedToolCall(
+            f"the local model's tool call was cut at max_tokens {request.max_tokens}; raise max_tokens",
+            text=result["text"],
+        )
+    calls = parse_native_calls(CALL_OPEN + result["text"], request.tools)
+    if not calls:
+        raise MalformedToolCall(f"the local model's tool call did not parse: {result['text'][:120]!r}", text="")
+    return calls[0]
+
+
+def _text(
+    llm: Any,
+    tokens: list[int],
+    request: ModelRequest,
+    *,
+    stop: list[str],
+    seed: int,
+    banned: frozenset[int],
+    emit: Callable[[Any], None],
+    cancel: threading.Event,
+) -> dict[str, Any]:
+    """Sample the answer as text and emit each piece as it comes.
+
+    ``banned`` tokens may not open the answer (the call openers: the answer is
+    text); later, a code block or a brace is the answer's own business.
+    """
+    processors = None
+    if banned:
+        import numpy as np
+
+        ids = np.fromiter(banned, dtype=np.int64, count=len(banned))
+        first = len(tokens)
+
+        def ban(input_ids: Any, scores: Any) -> Any:
+            if len(input_ids) == first:
+                scores[ids] = -math.inf
+            return scores
+
+        processors = [ban]
+    stream = llm.create_completion(
+        tokens,
+        max_tokens=request.max_tokens,
+        temperature=request.temperature,
+        stop=stop or None,
+        stream=True,
+        seed=seed,
+        logits_processor=processors,
+    )
+    pieces: list[str] = []
+    finish, interrupted, first_at = "end", False, None
+    try:
+        for chunk in stream:
+            if cancel.is_set():
+                interrupted = True
+                break
+            choice = chunk["choices"][0]
+            if choice.get("finish_reason") == "length":
+                finish = "length"
+            piece = choice.get("text")
+            if not piece:
+                continue
+            if first_at is None:
+                first_at = time.perf_counter()
+            pieces.append(piece)
+            emit(TextDelta(piece))
+    finally:
+        stream.close()
+    return {"text": "".join(pieces), "finish": finish, "interrupted": interrupted, "first_at": first_at}
+
+
+def run_chat(
+    llm: Any,
+    template: ChatTemplate,
+    request: ModelRequest,
+    *,
+    n_ctx: int,
+    seed: int,
+    stop: list[str],
+    openers: frozenset[int],
+    judge: CallJudge = call_grounding,
+    emit: Callable[[Any], None],
+    cancel: threading.Event,
+) -> tuple[dict[str, Any], ChatDecision]:
+    """One call; returns the transport's summary and the decision (see the module docstring).
+
+    ``openers`` are the model's call-opening tokens (:func:`call_openers`).
+    """
+    use_tools = bool(request.tools) and request.tool_choice != "none" and template.native
+    prompt = template.render(request.messages, request.tools if use_tools else ())
+    tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+    limit = n_ctx - request.max_tokens
+    if len(tokens) > limit:
+        raise ProviderError(
+            f"the prompt has {len(tokens)} tokens but only {limit} fit in n_ctx {n_ctx} with max_tokens "
+            f"{request.max_tokens}; shorten the context or raise n_ctx",
+            kind=FailureKind.BAD_REQUEST,
+            provider="local",
+        )
+    banned = openers if use_tools else frozenset()
+    reused = common_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens)
+    share: float | None = None
+    want_call = use_tools and request.tool_choice != "auto"
+    if use_tools and request.tool_choice == "auto" and openers:
+        reused = _eval_prompt(llm, tokens)
+        share = _share(llm, openers)
+        want_call = share >= CALL_SHARE
+    proposed: ToolCall | None = None
+    verdict = "no tools offered" if not use_tools else "the model answered in words"
+    if want_call and request.tool_choice != "auto":
+        result = _call(llm, tokens, request, request.tool_choice, cancel)
+        if result["interrupted"]:
+            return _summary("text", result, tokens, reused), ChatDecision("text", share, None, "interrupted")
+        proposed = _parsed(result, request)
+        verdict = f"a call ({request.tool_choice}) was required"
+        return _summary("call", result, tokens, reused, proposed), ChatDecision("call", share, proposed, verdict)
+    if want_call:
+        found, accepted, proposed, verdict = _grounded_call(llm, tokens, request, judge, cancel)
+        if found is not None and accepted is None:  # interrupted while writing a candidate
+            return _summary("text", found, tokens, reused), ChatDecision("text", share, proposed, verdict)
+        if found is not None:
+            return _summary("call", found, tokens, reused, accepted), ChatDecision("call", share, accepted, verdict)
+    result = _text(llm, tokens, request, stop=stop, seed=seed, banned=banned, emit=emit, cancel=cancel)
+    return _summary("text", result, tokens, reused), ChatDecision("text", share, proposed, verdict)
+
+
+def _summary(
+    mode: str, result: dict[str, Any], tokens: list[int], reused: int, call: ToolCall | None = None
+) -> dict[str, Any]:
+    return {
+        "mode": mode,
+        "text": result["text"],
+        "call": call,
+        "finish": result["finish"],
+        "interrupted": result["interrupted"],
+        "first_at": result["first_at"],
+        "prompt_tokens": len(tokens),
+        "reused": reused,
+    }

@@ -1,0 +1,196 @@
+"""A chat-template model's own prompt format, tools included, and its tool calls read back.
+
+A model with a chat template (Qwen2.5, Qwen3, ...) was trained on one way of
+being offered tools and of calling them. Qwen's template lists the tools as
+JSON inside ``<tools></tools>`` in the system turn and expects a call as::
+
+    <tool_call>
+    {"name": "read_file", "arguments": {"path": "todo.txt"}}
+    </tool_call>
+
+:class:`ChatTemplate` renders the GGUF's own Jinja template (llama-cpp-python's
+``Jinja2ChatFormatter``, the sandboxed renderer ``create_chat_completion``
+uses) with the offered tools, the earlier calls as the assistant's
+``tool_calls`` and the results as the template's ``tool`` role, so the model
+sees exactly what it was trained on. A template that renders the tools but
+not a ``<tool_call>`` block is not *native*: the transport then keeps the
+``CALL`` grammar of :mod:`exo_edge.prompting`.
+
+:func:`parse_native_calls` reads the calls out of generated text: JSON
+objects inside the call tags (the closing tag may be missing at the end),
+``arguments`` as an object or as a JSON string; anything else is a
+:class:`MalformedToolCall` that quotes what the model wrote.
+:func:`native_call_grammar` is the GBNF for one call's JSON (after the
+opening tag), built from the offered tools' schemas.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from exo_core.agent.model import ChatMessage, ToolCall
+from exo_core.models.failures import FailureKind, ProviderError
+from exo_edge.prompting import call_schema
+
+__all__ = [
+    "CALL_OPEN",
+    "CALL_CLOSE",
+    "MalformedToolCall",
+    "ChatTemplate",
+    "template_messages",
+    "template_tools",
+    "parse_native_calls",
+    "native_call_grammar",
+]
+
+CALL_OPEN = "<tool_call>"
+CALL_CLOSE = "</tool_call>"
+_CALL_BLOCK = re.compile(re.escape(CALL_OPEN) + r"(.*?)(?:" + re.escape(CALL_CLOSE) + r"|$)", re.DOTALL)
+_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
+
+
+class MalformedToolCall(ProviderError):
+    """The model opened a tool call but what followed is not a call to an offered tool."""
+
+    code = "bad_tool_call"
+
+    def __init__(self, message: str, *, text: str) -> None:
+        super().__init__(message, kind=FailureKind.SERVER, provider="local")
+        self.text = text
+
+
+@dataclass(frozen=True, slots=True)
+class ChatTemplate:
+    """A GGUF's chat template, ready to render messages and tools.
+
+    ``native`` says the template writes calls in ``<tool_call>`` tags (the
+    Hermes style Qwen uses); only then are tools passed to it.
+    """
+
+    source: str
+    bos_token: str
+    eos_token: str
+    native: bool
+
+    @classmethod
+    def from_metadata(cls, metadata: Mapping[str, str], token_text: Mapping[str, str]) -> "ChatTemplate | None":
+        """The template in a GGUF's metadata (``None`` when the file has none).
+
+        ``token_text`` holds the text of the ``bos`` and ``eos`` tokens, which
+        some templates write themselves.
+        """
+        source = metadata.get("tokenizer.chat_template")
+        if not source:
+            return None
+        native = "tools" in source and CALL_OPEN in source
+        return cls(source, token_text.get("bos", ""), token_text.get("eos", ""), native)
+
+    def render(self, messages: Sequence[ChatMessage], tools: Sequence[Mapping[str, Any]] = ()) -> str:
+        """The prompt text for ``messages``, ending where the assistant answers.
+
+        ``tools`` are given to the template only when it is native; a template
+        error (one that refuses a role order, say) is a :class:`ProviderError`.
+        """
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter  # lazy: the runtime is heavy
+
+        formatter = Jinja2ChatFormatter(self.source, eos_token=self.eos_token, bos_token=self.bos_token)
+        offered = template_tools(tools) if (tools and self.native) else None
+        try:
+            return formatter(messages=template_messages(messages), tools=offered).prompt  # type: ignore[arg-type]  # plain dicts, as the template reads them
+        except Exception as exc:  # noqa: BLE001 - jinja2 raises many kinds; all mean the template refused
+            raise ProviderError(
+                f"the model's chat template could not render this conversation ({type(exc).__name__}: {exc}); "
+                "register the model with a completion [prompt] format instead",
+                kind=FailureKind.BAD_REQUEST,
+                provider="local",
+            ) from exc
+
+
+def template_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Tool descriptions as chat templates expect them: OpenAI's ``{"type": "function", "function": ...}``."""
+    out = []
+    for tool in tools:
+        function = {
+            "name": tool["name"],
+            "description": str(tool.get("description", "")).strip(),
+            "parameters": tool.get("parameters") or {"type": "object", "properties": {}},
+        }
+        out.append({"type": "function", "function": function})
+    return out
+
+
+def template_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
+    """Messages as a chat template reads them: calls as ``tool_calls``, results in the ``tool`` role.
+
+    Arguments stay objects (Qwen's template writes them with ``tojson``).
+    Consecutive system messages are merged into the first turn: several
+    templates take only ``messages[0]`` as the system turn.
+    """
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role == "system" and out and out[-1]["role"] == "system":
+            out[-1]["content"] = out[-1]["content"].rstrip() + "\n\n" + m.content.strip()
+        elif m.role == "tool":
+            out.append({"role": "tool", "content": m.content, "tool_call_id": m.tool_call_id or ""})
+        elif m.role == "assistant" and m.tool_calls:
+            calls = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": dict(c.arguments)}}
+                for c in m.tool_calls
+            ]
+            out.append({"role": "assistant", "content": m.content, "tool_calls": calls})
+        else:
+            out.append({"role": m.role, "content": m.content})
+    return out
+
+
+def _one_call(body: str, index: int, names: set[str]) -> ToolCall:
+    text = _FENCE.sub("", body.strip())
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise MalformedToolCall(f"the model's tool call is not JSON: {text[:120]!r}", text=body) from exc
+    if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+        raise MalformedToolCall(f"the model's tool call names no tool: {text[:120]!r}", text=body)
+    name = data["name"]
+    if names and name not in names:
+        raise MalformedToolCall(
+            f"the model called {name!r}, which is not among the offered tools ({', '.join(sorted(names))})",
+            text=body,
+        )
+    arguments = data.get("arguments", data.get("parameters", {}))
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise MalformedToolCall(f"the arguments of {name} are not JSON: {arguments[:120]!r}", text=body) from exc
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise MalformedToolCall(f"the arguments of {name} are not an object: {arguments!r:.120}", text=body)
+    return ToolCall(id=f"call_{index}", name=name, arguments=arguments)
+
+
+def parse_native_calls(text: str, tools: Sequence[Mapping[str, Any]] = ()) -> tuple[ToolCall, ...]:
+    """Every ``<tool_call>`` block in ``text`` as a :class:`ToolCall` (none: plain text).
+
+    ``tools`` (when given) limits the names a call may use.
+    """
+    names = {str(t["name"]) for t in tools}
+    blocks = [m.group(1) for m in _CALL_BLOCK.finditer(text)]
+    return tuple(_one_call(body, i, names) for i, body in enumerate(blocks))
+
+
+def native_call_grammar(tools: Sequence[Mapping[str, Any]], choice: str = "auto") -> str:
+    """GBNF for the JSON of one call, ``{"name": ..., "arguments": {...}}``, to an offered tool.
+
+    It follows the opening tag and its newline; ``choice`` names a tool to
+    force it (``auto``/``required``: any offered tool).
+    """
+    from llama_cpp.llama_grammar import json_schema_to_gbnf  # lazy: heavy
+
+    only = None if choice in ("auto", "required") else choice
+    return json_schema_to_gbnf(json.dumps(call_schema(tools, only)))

@@ -1,0 +1,112 @@
+"""The core's judge of a proposed tool call: grounded in the person's words, or answered in words."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from exo_core.agent.grounding import call_grounding, grounding_sources
+from exo_core.agent.model import ChatMessage, ToolCall
+
+
+def _judge(said: str, name: str, **arguments: object) -> bool:
+    messages = [ChatMessage("system", "You are Exo. Notes: the person keeps diary.md"), ChatMessage("user", said)]
+    return call_grounding(ToolCall("c", name, dict(arguments)), messages).grounded
+
+
+@pytest.mark.parametrize(
+    ("said", "name", "arguments"),
+    [
+        ("Open shopping.md for me", "read_file", {"path": "shopping.md"}),
+        ("Open shopping.md for me", "read_file", {"path": "./lists/shopping.md", "start": 1}),
+        ("Run git status", "bash", {"command": "git status"}),
+        ("Save 'call mum' into reminders.txt", "write_file", {"path": "reminders.txt", "content": "call mum"}),
+        ("Save a long poem into poem.txt", "write_file", {"path": "poem.txt", "content": "word " * 60}),
+    ],
+)
+def test_a_call_on_what_the_person_named_is_grounded(said: str, name: str, arguments: dict) -> None:
+    assert _judge(said, name, **arguments)
+
+
+@pytest.mark.parametrize(
+    ("said", "name", "arguments", "why"),
+    [
+        ("Who painted the Mona Lisa?", "read_file", {"path": "mona_lisa.txt"}, "not in the person's words"),
+        ("Who painted the Mona Lisa?", "ask_person", {"question": "Who painted the Mona Lisa?"}, "restates"),
+        ("Who painted the Mona Lisa?", "recall", {"query": "painted Mona Lisa"}, "restates"),
+        ("Tell me a tip for sleeping", "bash", {"command": "echo sleep more"}, "refers to anything"),
+        ("Hello!", "bash", {"command": "date"}, "not in the person's words"),
+        ("What is the boiling point of water?", "bash", {"command": "curl example.com/water"}, "file"),
+        ("What is the boiling point of water?", "ui", {}, "refers to anything"),
+        ("Open my diary", "read_file", {"path": "diary.md"}, "not in the person's words"),  # only the notes said it
+    ],
+)
+def test_a_call_on_nothing_the_person_said_is_not_grounded(said: str, name: str, arguments: dict, why: str) -> None:
+    messages = [ChatMessage("system", "Notes: the person keeps diary.md"), ChatMessage("user", said)]
+    verdict = call_grounding(ToolCall("c", name, arguments), messages)
+    assert not verdict.grounded and why in verdict.reason
+
+
+def test_a_name_must_be_a_whole_word_of_what_was_said() -> None:
+    assert not _judge("Which tools do you have?", "bash", command="ls")  # "ls" inside "tools"
+    assert _judge("Run ls please", "bash", command="ls")
+
+
+def test_what_a_tool_returned_in_this_turn_grounds_the_next_call() -> None:
+    listing = ToolCall("c0", "bash", {"command": "ls"})
+    messages = [
+        ChatMessage("user", "Run ls and read the newest note"),
+        ChatMessage("assistant", "", tool_calls=(listing,)),
+        ChatMessage("tool", "a.txt\nnote-2026.md", tool_call_id="c0"),
+    ]
+    assert call_grounding(ToolCall("c1", "read_file", {"path": "note-2026.md"}), messages).grounded
+    assert not call_grounding(ToolCall("c1", "read_file", {"path": "other.md"}), messages).grounded
+    # an earlier turn's words do not ground this turn's call
+    later = [*messages, ChatMessage("assistant", "Done."), ChatMessage("user", "What is the capital of France?")]
+    assert "note-2026.md" not in grounding_sources(later)
+    assert not call_grounding(ToolCall("c2", "read_file", {"path": "note-2026.md"}), later).grounded
+
+
+def test_without_a_message_from_the_person_nothing_is_grounded() -> None:
+    verdict = call_grounding(ToolCall("c", "bash", {"command": "ls"}), [ChatMessage("system", "ls")])
+    assert not verdict.grounded and "no message" in verdict.reason
+
+
+_VALUES = st.one_of(st.text(max_size=60), st.integers(), st.none(), st.lists(st.text(max_size=10), max_size=3))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200), st.dictionaries(st.text(max_size=10), _VALUES, max_size=4))
+def test_any_message_and_arguments_get_a_verdict_with_a_reason(said: str, arguments: dict) -> None:
+    verdict = call_grounding(ToolCall("c", "tool", arguments), [ChatMessage("user", said)])
+    assert isinstance(verdict.grounded, bool) and verdict.reason
+
+
+def test_a_number_the_person_said_anchors_a_call_and_an_unsaid_one_does_not_spoil_it() -> None:
+    assert _judge("Set a timer for 5 minutes", "set_timer", minutes=5)
+    assert not _judge("Set a timer", "set_timer", minutes=5)
+    assert _judge("Read notes.txt", "read_file", path="notes.txt", start=1, end=40)
+
+
+def test_a_tool_that_works_on_files_must_name_one() -> None:
+    patch = {"name": "apply_patch", "description": "Apply a unified diff to files in the workspace."}
+    said = [ChatMessage("user", "Translate 'good morning' into Spanish.")]
+    verdict = call_grounding(ToolCall("c", "apply_patch", {"patch": "good morning"}), said, [patch])
+    assert not verdict.grounded and "names none" in verdict.reason
+    fix = [ChatMessage("user", "Fix the typo in notes.md")]
+    diff = "--- a/notes.md\n+++ b/notes.md\n@@ -1 +1 @@\n-teh\n+the\n"
+    assert call_grounding(ToolCall("c", "apply_patch", {"patch": diff}), fix, [patch]).grounded
+
+
+def test_after_a_result_the_reason_to_act_must_still_come_from_the_person() -> None:
+    read = ToolCall("c0", "read_file", {"path": "todo.txt"})
+    turn = [
+        ChatMessage("user", "Read the file todo.txt"),
+        ChatMessage("assistant", "", tool_calls=(read,)),
+        ChatMessage("tool", "buy milk\ncall the plumber", tool_call_id="c0"),
+    ]
+    echo = call_grounding(ToolCall("c1", "bash", {"command": "echo 'buy milk' && call the plumber"}), turn)
+    assert not echo.grounded and "refers to anything" in echo.reason
+    again = call_grounding(ToolCall("c1", "read_file", {"path": "todo.txt"}), turn)
+    assert not again.grounded and "already made" in again.reason
