@@ -153,10 +153,10 @@ class RuntimeSettings:
             raise BadBodyError(f"{body.key}: {exc.message}", field="value") from None
 
         def apply() -> None:
-            if applies == "now":  # _value found the summary-tree engine, which reads its config on each use
-                context = self._core.context
-                # _value found the summary-tree engine; the ContextEngine seam does not declare its config.
-                context.config = replace(context.config, **{name: body.value})  # type: ignore[attr-defined]
+            context = self._core.context
+            # "now": _value found the summary-tree engine, which reads its config on each use.
+            if applies == "now" and isinstance(context, SummaryTreeContext):
+                context.config = replace(context.config, **{name: body.value})
 
         await self._persist(
             table, name, body.value, apply, f"setting {body.key} is now {json.dumps(body.value)} (applies {applies})"

@@ -15,12 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 from exo_core.errors import ConfigError, ConflictError
 from exo_core.tools.function import FunctionTool
-from exo_core.tools.spec import ToolSpec
+from exo_core.tools.spec import Risk, ToolSpec
 
 if TYPE_CHECKING:
     from exo_core.plugins.host import PluginHost
 
 __all__ = ["PluginContext", "PluginCommand", "SLOTS"]
+
+# A plugin names a tool's risk as text; each accepted one as the tool spec's literal type.
+_RISKS: dict[str, Risk] = {"low": "low", "medium": "medium", "high": "high"}
 
 SLOTS = ("memory_provider", "context_engine")
 
@@ -57,13 +60,13 @@ class PluginContext:
         check: Callable[[], bool] | None = None,
     ) -> None:
         """Offer a tool to the model; ``schema`` is the JSON Schema of its arguments."""
-        if risk not in ("low", "medium", "high"):
+        if risk not in _RISKS:
             raise ConfigError(f"tool {name!r}: risk must be low, medium or high")
         spec = ToolSpec(
             name,
             description or (handler.__doc__ or name).strip(),
             schema,
-            risk,  # type: ignore[arg-type]  # checked against the three risks just above
+            _RISKS[risk],
             toolset or self.owner,
             tuple(effects),
         )
