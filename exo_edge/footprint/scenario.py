@@ -111,8 +111,8 @@ def detect_parts(home: Path, want_model: str, want_device: str) -> Parts:
         reason = "exo_edge.local (the local model provider) is not in this tree"
     else:
         from exo_core.home import ExoHome
-        from exo_edge.manifest import find_manifest  # type: ignore[import-not-found]
-        from exo_edge.paths import locate_model_file  # type: ignore[import-not-found]
+        from exo_edge.manifest import find_manifest
+        from exo_edge.paths import locate_model_file
 
         model_file = locate_model_file(find_manifest("gemma-3-270m").primary_file.name, ExoHome(home))
         reason = "" if model_file else "the local model is not fetched (exo models fetch)"
@@ -190,7 +190,7 @@ async def client_conversation(run: Run, sock: Path, turn_timeout: float) -> dict
             turn = (await client.request("turn.send", {"session": session_id, "text": question}))["turn_id"]
             text: list[str] = []
 
-            async def follow() -> dict[str, Any]:
+            async def follow(turn: str, text: list[str]) -> dict[str, Any]:
                 async for event in client.events(session=session_id):
                     if event.type == "message.delta":
                         text.append(str(event.body.get("text", "")))
@@ -208,7 +208,7 @@ async def client_conversation(run: Run, sock: Path, turn_timeout: float) -> dict
                         return dict(event.body)
                 raise RuntimeError("the event stream ended before turn.completed")
 
-            done = await asyncio.wait_for(follow(), turn_timeout)
+            done = await asyncio.wait_for(follow(turn, text), turn_timeout)
             answer = "".join(text).strip()
             seen["answers"].append(answer[:200])
             run.step(
@@ -346,9 +346,7 @@ def device_conversation(run: Run, turn_timeout: float, scripted: bool) -> dict[s
         )
     elif not out["approvals"]:
         out["approval_note"] = "the local model answered without asking to act: no approval was exercised"
-    dead = [
-        {"cmd": " ".join(map(str, p.args))[-60:], "status": p.returncode} for p in run.procs if p.poll() is not None
-    ]
+    dead = [{"cmd": _command_line(p)[-60:], "status": p.returncode} for p in run.procs if p.poll() is not None]
     if dead:
         run.step("every process alive at the end", False, exited=dead)
     out["device_peak_kb"] = run.sampler.peaks_kb.get(proc.pid)
@@ -361,3 +359,11 @@ def device_conversation(run: Run, turn_timeout: float, scripted: bool) -> dict[s
     err.close()
     out["device_exit"] = proc.returncode
     return out
+
+
+def _command_line(proc: subprocess.Popen[Any]) -> str:
+    """The command ``proc`` runs, as one line (a run starts each with a list of arguments)."""
+    args = proc.args
+    if isinstance(args, str | bytes | os.PathLike):
+        return str(args)
+    return " ".join(str(arg) for arg in args)
