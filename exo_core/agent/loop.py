@@ -48,6 +48,7 @@ from exo_core.agent.recorder import NullRecorder, TurnRecorder
 from exo_core.agent.redaction import Redactor, SecretRedactor
 from exo_core.agent.seams import (
     ContextEngine,
+    FactTaker,
     Gate,
     HistoryView,
     MemoryParts,
@@ -126,6 +127,8 @@ class LoopDeps:
     toolsets: ToolsetChooser | None = None
     # Secrets out of every tool result, before the model, an event or the ledger sees it (docs/security.md).
     redactor: Redactor = field(default_factory=SecretRedactor)
+    # Facts the person states ("Remember that ...") become store beliefs before the model runs (issue 22).
+    facts: FactTaker | None = None
 
 
 async def run_turn(
@@ -152,6 +155,10 @@ async def run_turn(
         await deps.hub.emit(
             session_id, "turn.started", ev.TurnStarted(turn_id=turn.id, mode=turn.mode, resumed=resumed)
         )
+        if not resumed and deps.facts is not None:
+            saved = await deps.facts.take(session_id, turn.text)
+            if saved is not None:
+                return await _answer_directly(deps, session_id, turn, saved, state)
         memory = await _memory_parts(deps, session_id, turn.text)
         system = _system_text(deps.settings.base_prompt, memory)
         toolsets = await _chosen_toolsets(deps, turn.text)
@@ -454,6 +461,14 @@ async def _close_interrupted(deps: LoopDeps, session_id: str, turn_id: str, stat
             deps, session_id, turn_id, call, ToolResult.error(INTERRUPTED_RESULT), time.monotonic()
         )
     state.calls = []
+
+
+async def _answer_directly(deps: LoopDeps, session_id: str, turn: TurnRecord, text: str, state: _TurnState) -> str:
+    """End the turn with ``text`` as the reply, no model call (a stated fact was stored)."""
+    reply = await deps.worker.run(lambda: deps.store.add_message(session_id, "assistant", text, turn_id=turn.id))
+    await _emit_message(deps, reply)
+    state.answer = text
+    return await _finish(deps, session_id, turn, "end", state)
 
 
 async def _finish(

@@ -16,6 +16,7 @@ from exo_core.sessions.store import MessageRecord
 from exo_core.tools.spec import ToolSpec
 
 __all__ = [
+    "FactTaker",
     "MemoryProvider",
     "MemoryParts",
     "PartedMemory",
@@ -166,6 +167,14 @@ class Gate(Protocol):
 
     def allow_always(self, rule_key: str) -> None:
         """Stop asking for calls with ``rule_key`` for the rest of this run."""
+        ...
+
+
+class FactTaker(Protocol):
+    """Reads a person message for a fact they state and stores it (exo_core.learning.facts)."""
+
+    async def take(self, session_id: str, text: str) -> str | None:
+        """What the person hears when ``text`` stated a fact that was handled; None when it stated none."""
         ...
 
 

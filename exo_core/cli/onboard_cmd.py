@@ -11,8 +11,12 @@ with no model: the interview needs none.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING, Any
 
 from exo_core.cli.args import add_command, home_of
+
+if TYPE_CHECKING:
+    import asyncio
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,11 +36,10 @@ def _onboard(args: argparse.Namespace) -> int:
 
 async def _interview(args: argparse.Namespace) -> int:
     import asyncio
-    import sys
 
     from exo_core.cli.spawn import local_core
     from exo_core.client import ExoClient
-    from exo_core.errors import BadBodyError, BrokenResourceError, ConflictError, NotFoundError, UsageError
+    from exo_core.errors import BrokenResourceError
 
     home = home_of(args)
     async with (
@@ -46,36 +49,111 @@ async def _interview(args: argparse.Namespace) -> int:
         session = await client.open_session(title="Onboarding")
         started = await client.request("store.onboard", {"session": session, "force": args.force})
         print(f"Onboarding {started['store']}: answer with a number or type your answer.")
-        # The interview lives in exod's memory: if exod goes away it is lost, so stop instead of reconnecting.
-        async for event in client.events(session=session, reconnect=False):
-            body = event.body
-            if event.type == "notice":
-                print(f"  {body.get('text', '')}")
-            elif event.type == "ui.panel" and body.get("kind") == "onboarding":
-                data = body.get("data") or {}
-                if not data.get("ok"):
-                    print(f"onboarding stopped: {data.get('error')}", file=sys.stderr)
-                    return 1
-                print(f"\nwrote {len(data.get('written', []))} files into {data.get('store')}")
-                return 0
-            elif event.type == "question.asked":
-                options = body.get("options") or []
-                print(f"\n{body.get('text', '')}")
-                for number, option in enumerate(options, start=1):
-                    print(f"  {number}. {option}")
-                while True:
-                    line = await asyncio.to_thread(sys.stdin.readline)
-                    if not line:
-                        raise UsageError("input ended before the interview finished; nothing was written")
-                    reply = line.strip()
-                    pick = {"option": int(reply)} if reply.isdigit() and options else {"text": reply}
-                    try:
-                        await client.request("question.answer", {"question_id": body["question_id"], **pick})
-                        break
-                    except BadBodyError as exc:
-                        hint = f"choose 1 to {len(options)}" if options else "type an answer"
-                        print(f"  {exc.message} ({hint})")
-                    except (ConflictError, NotFoundError):
-                        print("  (answered elsewhere)")
-                        break
+        # Events and typed lines arrive on one queue: a question answered on another screen is dropped
+        # here at once, instead of waiting for a line typed for it (docs/store.md, onboarding).
+        inbox: asyncio.Queue[tuple[str, Any]] = asyncio.Queue(maxsize=256)
+        _read_lines_into(inbox, asyncio.get_running_loop())
+        follower = asyncio.create_task(_follow(client, session, inbox))
+        try:
+            return await _converse(client, inbox)
+        finally:
+            follower.cancel()
+            await asyncio.gather(follower, return_exceptions=True)
     raise BrokenResourceError("exod stopped during the interview; nothing was written. Run 'exo onboard' again")
+
+
+def _read_lines_into(inbox: asyncio.Queue[tuple[str, Any]], loop: asyncio.AbstractEventLoop) -> None:
+    """Read stdin in a daemon thread (a blocked read never holds the exit), each line into ``inbox``."""
+    import sys
+    import threading
+
+    def pump() -> None:
+        while True:
+            line = sys.stdin.readline()
+            loop.call_soon_threadsafe(inbox.put_nowait, ("line", line))
+            if not line:
+                return
+
+    threading.Thread(target=pump, name="exo-onboard-stdin", daemon=True).start()
+
+
+async def _follow(client: Any, session: str, inbox: asyncio.Queue[tuple[str, Any]]) -> None:
+    """The session's events into ``inbox``; then ``gone`` (the interview lives in exod: no reconnecting)."""
+    from exo_core.errors import ExoError
+
+    try:
+        async for event in client.events(session=session, reconnect=False):
+            await inbox.put(("event", event))
+    except ExoError:
+        pass  # the link broke: reported as "gone" below
+    await inbox.put(("gone", None))
+
+
+async def _converse(client: Any, inbox: asyncio.Queue[tuple[str, Any]]) -> int:
+    """Print questions and answer the open one with the next typed line; drop one answered elsewhere.
+
+    Lines typed before a question is asked (or piped in) wait for the next question, in order.
+    """
+    import collections
+    import sys
+
+    from exo_core.errors import BrokenResourceError, UsageError
+
+    open_question: dict[str, Any] | None = None
+    answered_here: set[str] = set()
+    typed: collections.deque[str] = collections.deque()
+    ended = False
+    while True:
+        kind, item = await inbox.get()
+        if kind == "gone":
+            raise BrokenResourceError("exod stopped during the interview; nothing was written. Run 'exo onboard' again")
+        if kind == "line":
+            if item:
+                typed.append(item)
+            else:
+                ended = True
+        elif item.type == "notice":
+            print(f"  {item.body.get('text', '')}")
+        elif item.type == "ui.panel" and item.body.get("kind") == "onboarding":
+            data = item.body.get("data") or {}
+            if not data.get("ok"):
+                print(f"onboarding stopped: {data.get('error')}", file=sys.stderr)
+                return 1
+            print(f"\nwrote {len(data.get('written', []))} files into {data.get('store')}")
+            return 0
+        elif item.type == "question.asked":
+            open_question = item.body
+            print(f"\n{open_question.get('text', '')}")
+            for number, option in enumerate(open_question.get("options") or [], start=1):
+                print(f"  {number}. {option}")
+        elif item.type == "question.answered":
+            question_id = item.body.get("question_id")
+            is_open = open_question is not None and open_question.get("question_id") == question_id
+            if is_open and question_id not in answered_here:
+                shown = item.body.get("option") or item.body.get("text") or ""
+                print(f"  (answered on another screen: {shown})")
+                open_question = None
+        while open_question is not None and typed:
+            if await _answer(client, open_question, typed.popleft()):
+                answered_here.add(open_question["question_id"])
+                open_question = None
+        if open_question is not None and ended:
+            raise UsageError("input ended before the interview finished; nothing was written")
+
+
+async def _answer(client: Any, question: dict[str, Any], line: str) -> bool:
+    """Answer ``question`` with one typed line; False when it was refused and the question stays open."""
+    from exo_core.errors import BadBodyError, ConflictError, NotFoundError
+
+    reply = line.strip()
+    options = question.get("options") or []
+    pick = {"option": int(reply)} if reply.isdigit() and options else {"text": reply}
+    try:
+        await client.request("question.answer", {"question_id": question["question_id"], **pick})
+    except BadBodyError as exc:
+        hint = f"choose 1 to {len(options)}" if options else "type an answer"
+        print(f"  {exc.message} ({hint})")
+        return False
+    except (ConflictError, NotFoundError):
+        print("  (already answered on another screen)")
+    return True

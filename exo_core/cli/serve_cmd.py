@@ -105,6 +105,8 @@ def _serve(args: argparse.Namespace) -> int:
         plugin_dirs=(home.root / "plugins",),
         entry_point_plugins=True,
     )
+    if ledger is not None:  # facts the person states become beliefs in the store (issue 22)
+        options.facts = _stated_facts(store)
     if memory is not None:  # the store's retrieval is the default memory provider and the recall tool
         options.memory, options.tools = memory, builtin_tools(memory)
     settings = DaemonSettings(
@@ -131,6 +133,15 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _stated_facts(store: Path) -> Any:
+    """The loop's facts seam over the store, asking through the core's question broker."""
+    from exo_core.learning.facts import StatedFacts
+    from exo_core.store import Store
+
+    opened = Store.open(store)
+    return lambda questions: StatedFacts(opened, questions)
+
+
 def _learning_services(home: ExoHome, store: Path, ledger: LedgerRecorder) -> tuple[Any, ...]:
     """The learning reviewer over the store's ledger."""
     from exo_core.learning.learner import Learner
@@ -143,4 +154,21 @@ def _learning_services(home: ExoHome, store: Path, ledger: LedgerRecorder) -> tu
 
         queue = ProposalQueue(home.root / "learning" / "queue.sqlite")
     learner = Learner(Store.open(store), ledger.ledger, queue=queue)
-    return (lambda core: ReviewService(core.hub, learner, core.questions),)
+    return (lambda core: ReviewService(core.hub, learner, core.questions), _chat_signals(home, store, ledger))
+
+
+def _chat_signals(home: ExoHome, store: Path, ledger: LedgerRecorder) -> Any:
+    """Drafts and person messages as learning signals, read by the signal decision (issue 22 item 1)."""
+    from exo_core.decisions.setup import build_decider
+    from exo_core.decisions.uses import signal
+    from exo_core.learning.chat_signals import ChatSignals
+
+    def make(core: Any) -> ChatSignals:
+        decider = build_decider(home, store=store, recorder=ledger, model=core.model)
+
+        async def decide(text: str) -> Any:
+            return await signal(decider, text)
+
+        return ChatSignals(core.hub, ledger, decide)
+
+    return make

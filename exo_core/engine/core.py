@@ -20,7 +20,7 @@ from exo_core.agent.questions import AskPersonTool, QuestionBroker
 from exo_core.agent.recorder import NullRecorder, TurnRecorder
 from exo_core.agent.redaction import Redactor, SecretRedactor
 from exo_core.agent.runner import TurnRunner
-from exo_core.agent.seams import ContextEngine, Gate, MemoryProvider, NullMemory, ToolsetChooser
+from exo_core.agent.seams import ContextEngine, FactTaker, Gate, MemoryProvider, NullMemory, ToolsetChooser
 from exo_core.clock import Clock, SystemClock
 from exo_core.context.config import ContextConfig
 from exo_core.context.engine import SummaryTreeContext  # exo_core.engine.settings imports it anyway
@@ -73,6 +73,8 @@ class CoreOptions:
     stores: tuple[Path, ...] = ()
     # None: redact the leak shapes and this home's own secrets (seed, token) from tool results.
     redactor: Redactor | None = None
+    # Stated facts into the store (exo_core.learning.facts), built over this core's question broker.
+    facts: Callable[[QuestionBroker], FactTaker] | None = None
 
 
 class Core:
@@ -128,6 +130,7 @@ class Core:
             workspace=options.workspace,
             toolsets=options.toolsets,
             redactor=options.redactor or SecretRedactor.for_home(home.root),
+            facts=options.facts(self.questions) if options.facts is not None else None,
         )
         self.runner = TurnRunner(self.deps)
         self.engine = Engine(

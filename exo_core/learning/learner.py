@@ -21,7 +21,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from exo_core.errors import StorageError
+from exo_core.errors import NotFoundError, StorageError, UsageError
 from exo_core.learning.features import features_in
 from exo_core.learning.lessons import LessonBook, judged_text
 from exo_core.learning.pack import enforced, lesson_node, render_learned, shown, sync_nodes, taste_rows, write_pack
@@ -128,8 +128,13 @@ class Learner:
         for old_id, target in supersede:
             lesson = book.lessons[target]
             self.store.supersede(old_id, lesson_node(lesson, book.last_ts, lesson.promoted_ts))
+        # A rule aimed at a promoted lesson (the person reworded it) rewrites its node too, so the node's
+        # summary is the learner's "claim. Because ..." and never the bare line the pack shows.
+        ruled = {found for found in (self._ruled(e) for e in pending) if found}
         self._publish(
-            set(promoted) | {lesson.target for lesson in book.lessons.values() if lesson.rejected_at >= since_ts}
+            set(promoted)
+            | ruled
+            | {lesson.target for lesson in book.lessons.values() if lesson.rejected_at >= since_ts}
         )
         queued = self._enqueue(new_targets)
         self.cursor = book.last_n
@@ -174,6 +179,16 @@ class Learner:
             tuple(e.id for e in stored if e.kind == "proposal"),
             supersede,
         )
+
+    def _ruled(self, entry: StoredEntry) -> str:
+        """The promoted lesson a ``rule`` entry rewords ("" when none)."""
+        target = entry.body.get("target") if entry.kind == "rule" else None
+        if not isinstance(target, str):
+            return ""
+        lesson = self.book.lesson_for(target)
+        if lesson is None or not lesson.promoted_by:
+            return ""
+        return lesson.target
 
     def _enqueue(self, targets: list[str]) -> int:
         if self.queue is None:
@@ -249,12 +264,31 @@ class Learner:
         return lesson.target if (lesson := self.book.lesson_for(ref)) else None
 
     def reject(self, target: str, reason: str) -> StoredEntry:
-        """The person says "that's wrong": a rejection; the lesson leaves the pack on this render."""
+        """The person says "that's wrong": a rejection; the lesson leaves the pack on this render.
+
+        ``target`` must name a lesson (its target, node id or a proposal id) or a node of the store;
+        anything else is :class:`NotFoundError` and nothing is appended (the ledger is append-only, so
+        a typo would stay in it for good). The rejected lesson's node is retired and the belief it
+        superseded comes back (:func:`.pack.sync_nodes`).
+        """
         with self._lock:
+            found = self.find(target)
+            if found is None and not self._is_node(target):
+                raise NotFoundError(
+                    f"nothing to reject: {target!r} is no lesson, proposal or node; "
+                    "`exo learn review --json` and taste.list show what there is"
+                )
             entry = self.ledger.append("rejection", {"target": target, "reason": reason})
             found = self.find(target)
             self._publish({found} if found else set())
             return entry
+
+    def _is_node(self, node_id: str) -> bool:
+        try:
+            path = self.store.node_path(node_id)
+        except UsageError:  # not shaped like a node id at all
+            return False
+        return path.is_file()
 
     def _publish(self, only: set[str]) -> None:
         """Rewrite the nodes of the lessons in ``only`` and the pack's learned section."""

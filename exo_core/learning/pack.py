@@ -36,6 +36,7 @@ __all__ = [
     "write_pack",
     "lesson_node",
     "sync_nodes",
+    "restore_superseded",
     "taste_rows",
     "TasteView",
     "TastePackView",
@@ -166,7 +167,27 @@ def sync_nodes(store: Store, book: LessonBook, only: Collection[str] | None = No
         elif lesson.rejected_at >= 0 and old is not None and "learned" in old.tags and old.valid_until is None:
             store.write_node(dataclasses.replace(old, valid_until=max(old.valid_from, day_of(lesson.rejected_at))))
             changed.append(node_id)
+            changed += restore_superseded(store, old)
     return changed
+
+
+def restore_superseded(store: Store, retired: Node) -> list[str]:
+    """Bring back the beliefs a rejected learned node had superseded (issue 22: the person's tone row
+    stays). A belief another current node still supersedes stays retired. Returns restored ids."""
+    current = [n for n in store.nodes() if n.valid_until is None and n.id != retired.id]
+    still = {ln.target for n in current for ln in n.links if ln.type == "supersedes"}
+    restored = []
+    for link in retired.links:
+        if link.type != "supersedes" or link.target in still:
+            continue
+        try:
+            old = store.read_node(link.target)
+        except NotFoundError:
+            continue  # removed by hand: nothing to bring back
+        if old.valid_until is not None:
+            store.write_node(dataclasses.replace(old, valid_until=None))
+            restored.append(old.id)
+    return restored
 
 
 def taste_rows(book: LessonBook, now_ms: int | None = None) -> list[dict[str, Any]]:

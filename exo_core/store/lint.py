@@ -219,7 +219,10 @@ class _Linter:
                     f"{link.type} link to {link.target!r}, which does not exist in this store",
                 )
                 continue
-            if link.type == "supersedes" and target is not None and target.valid_until is None:
+            # A retired node's supersedes link is history: rejecting a learned lesson retires its node
+            # and brings the belief it superseded back (docs/learning.md), both rightly valid again.
+            replacing = node.valid_until is None
+            if link.type == "supersedes" and replacing and target is not None and target.valid_until is None:
                 self.add(
                     node.path,
                     line,
@@ -312,6 +315,11 @@ class _Linter:
                     "a count written in prose drifts; link the node or data that holds it",
                 )
         for node in nodes.values():
+            if node.valid_until is not None:
+                # A retired belief is history and never changes, so a line that says the same words
+                # cannot drift from it (the learner's line for a lesson that superseded the row the
+                # person reworded does exactly that: issue 22).
+                continue
             if len(summary := node.summary.strip()) >= _MIN_COPY and summary in text:
                 self.add(
                     path,

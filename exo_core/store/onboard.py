@@ -43,6 +43,7 @@ __all__ = [
     "QUESTIONS",
     "Onboarding",
     "next_question",
+    "confirm_text",
     "answer",
     "plan",
     "check_fillable",
@@ -117,6 +118,30 @@ _APPROVAL = {
     1: "anything that sends, posts, pays, pushes or deletes",
     2: "anything that sends, posts, pays, pushes or deletes, and every change to my files",
 }
+
+
+_SUMMARY_LABELS = {
+    "name": "name",
+    "focus": "mostly for",
+    "length": "answers",
+    "tone": "tone",
+    "approval": "always ask before",
+    "rule": "standing rule",
+    "languages": "languages",
+}
+
+
+def confirm_text(state: InterviewState) -> str:
+    """The confirm step's question with what will be written: each answer, in the person's words."""
+    lines = [_BY_STEP["confirm"].text, "It will write:"]
+    for step, label in _SUMMARY_LABELS.items():
+        value = _choice(state, step)
+        if step == "approval":
+            option, _ = state.value(step)
+            value = _APPROVAL.get(option or 0, value)
+        if value:
+            lines.append(f"- {label}: {value}")
+    return "\n".join(lines)
 
 
 def next_question(state: InterviewState) -> Question | None:
@@ -309,9 +334,9 @@ class Onboarding:
         hub, state = self._core.hub, InterviewState()
         try:
             while (question := next_question(state)) is not None:
-                reply = await self._core.questions.ask(
-                    session, question.text, question.options, allow_text=question.allow_text
-                )
+                # The last step shows what will be written, so a misheard name is caught before it is stored.
+                text = confirm_text(state) if question.step == "confirm" else question.text
+                reply = await self._core.questions.ask(session, text, question.options, allow_text=question.allow_text)
                 try:
                     state = answer(state, reply.option, None if reply.option is not None else reply.text)
                 except BadBodyError as exc:

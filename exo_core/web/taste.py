@@ -9,8 +9,10 @@ runs a learner and the node is one of its lessons (``weight_source:
 from the node's ``confidence`` (high 0.9, medium 0.6, low 0.3;
 ``weight_source: "confidence"``).
 
-* An edit rewrites the node's summary through :meth:`Store.write_node`
-  (atomic, validated) and mirrors the person's words into the ledger as a
+* An edit rewrites the node's summary and its body (:func:`edited_body`: the
+  body never keeps saying the old text) through :meth:`Store.write_node`
+  (atomic, validated; a missing node is ``not_found`` and nothing is
+  recorded) and mirrors the person's words into the ledger as a
   ``rule`` entry.
 * A delete never removes the file: the node gets ``valid_until`` (today), so
   it leaves the rows and the pack but stays as history, and the ledger gets a
@@ -37,7 +39,7 @@ from exo_core.server.hub import Hub
 from exo_core.store.node import Node
 from exo_core.store.store import Store
 
-__all__ = ["TasteRows", "WEIGHT_OF_CONFIDENCE", "row_of", "open_store"]
+__all__ = ["TasteRows", "WEIGHT_OF_CONFIDENCE", "row_of", "open_store", "edited_body"]
 
 log = logging.getLogger(__name__)
 
@@ -119,10 +121,23 @@ class TasteRows:
     def _apply(self, node_id: str, text: str, delete: bool) -> tuple[Node, str]:
         store = open_store(self._root)
         node = store.read_node(node_id)
+        # Retired, never removed: the file stays as history.
+        today = _dt.date.today().isoformat()
         if delete:
-            # Retired, never removed: the file stays as history.
-            node = dataclasses.replace(node, valid_until=max(_dt.date.today().isoformat(), node.valid_from))
+            node = dataclasses.replace(node, valid_until=max(today, node.valid_from))
         else:
-            node = dataclasses.replace(node, summary=text)
+            node = dataclasses.replace(node, summary=text, body=edited_body(node, text, today))
         store.write_node(node)
         return node, "deleted" if delete else "edited"
+
+
+def edited_body(node: Node, text: str, today: str) -> str:
+    """The body of a node the person just reworded: their words, never the old ones (issue 22).
+
+    A hand-written node's body restated its old summary, so it is rewritten whole; a learned
+    node's body holds only provenance (proposal and evidence ids), which stays below.
+    """
+    body = f"\n# {node.title}\n\n{text}\n\nReworded by the person on {today}.\n"
+    if "learned" in node.tags:
+        return body + "\n" + node.body.strip() + "\n"
+    return body

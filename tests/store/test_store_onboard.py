@@ -120,7 +120,10 @@ async def _answer_interview(url: str, replies: dict[str, Any]) -> tuple[dict[str
                 return event.body["data"], seen
             if event.type != "question.asked":
                 continue
-            text, qid = event.body["text"], event.body["question_id"]
+            # The confirm step lists what will be written below its first line: key by that line.
+            text, qid = event.body["text"].split("\n")[0], event.body["question_id"]
+            if text.startswith("Write this"):
+                assert "- name: Sam" in event.body["text"] and "standing rule: Always show me" in event.body["text"]
             seen.append(text)
             if text.startswith("What should"):  # a wrong button press is refused, the question stays open
                 with pytest.raises(BadBodyError):
@@ -248,3 +251,53 @@ def test_exo_onboard_stops_with_a_clear_error_when_exod_dies_mid_interview(
     assert proc.returncode != 0
     assert "error [broken]" in err and "exod" in err, err
     assert (store_root / "pack.md").read_bytes() == pack_before
+
+
+def test_exo_onboard_drops_a_question_another_screen_answered(tmp_path: Path) -> None:
+    """A question answered elsewhere is dropped at once; the next typed line answers the next question."""
+    import threading
+    import time
+
+    home = tmp_path / "home"
+    store_root = _init_home(home)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "EXO_HOME": str(home)}
+    env.pop("EXO_MODEL", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "exo_core.cli", "onboard"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + 120
+        while not any("What should Exo call you?" in line for line in lines):
+            assert proc.poll() is None and time.monotonic() < deadline, "".join(lines) + proc.stderr.read()
+            time.sleep(0.05)
+
+        async def answer_elsewhere() -> None:
+            async with ExoClient(f"unix://{home / 'run' / 'exod.sock'}") as client:
+                page = await client.request("events.subscribe", {"since": 0, "limit": 1000})
+                asked = [e for e in page["events"] if e["type"] == "question.asked"]
+                await client.request(
+                    "question.answer", {"question_id": asked[-1]["body"]["question_id"], "text": "Alex"}
+                )
+
+        asyncio.run(answer_elsewhere())
+        while not any("answered on another screen: Alex" in line for line in lines):
+            assert proc.poll() is None and time.monotonic() < deadline, "".join(lines)
+            time.sleep(0.05)
+        proc.stdin.write("1\n1\n1\n1\n1\n1\n1\n")
+        proc.stdin.close()
+        proc.wait(120)
+        err = proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, "".join(lines) + err
+    assert "Name: Alex" in (store_root / "pack.md").read_text()

@@ -1,0 +1,126 @@
+"""Every person message after a draft is a signal (issue 22 item 1; docs/learning.md §1).
+
+:class:`ChatSignals` follows exod's live events. Each finished reply of the
+assistant (``message.completed``, role ``assistant``, complete, no tool
+calls) is recorded as a draft: an ``action`` entry ``{"tool": "reply",
+"outcome": "log", "session", "text"}``. Each person message
+(``message.completed``, role ``user``) goes through the signal decision
+(:func:`exo_core.decisions.uses.signal`: correction / rule / neither, with its
+probability):
+
+* a **correction** of the session's last draft becomes a ``verdict``
+  (``reject``, ``judged`` = the draft's entry id, ``reason`` = the person's
+  words, ``probability``), so the reviewer reads it like a web edit;
+* a **rule** becomes a stated ``rule`` entry (the person's words);
+* *neither* (or an abstaining decision) records nothing more: the message is
+  already an ``utterance`` of the turn, weak evidence as before.
+
+A draft is answered once; the map of open drafts is bounded
+(:data:`MAX_OPEN_DRAFTS` sessions, oldest dropped). Writes run in a worker
+thread; a failed write is logged and the stream goes on (the turn itself is
+recorded by the loop regardless).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Protocol
+
+from exo_core.errors import ClosedResourceError, ExoError
+
+__all__ = ["ChatSignals", "MAX_OPEN_DRAFTS", "Recorder"]
+
+log = logging.getLogger(__name__)
+
+MAX_OPEN_DRAFTS = 256
+
+
+class Recorder(Protocol):
+    """The ledger recorder exod turns are recorded with."""
+
+    def record(self, kind: str, body: Mapping[str, Any], *, refs: tuple[str, ...] = ()) -> str | None:
+        """Append one entry; its id."""
+        ...
+
+
+class ChatSignals:
+    """Records drafts and reads person messages as signals (``decide``: text -> a signal Decision)."""
+
+    def __init__(self, hub: Any, recorder: Recorder, decide: Callable[[str], Awaitable[Any]]) -> None:
+        self.hub = hub
+        self.recorder = recorder
+        self.decide = decide
+        self._drafts: OrderedDict[str, str] = OrderedDict()
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Begin following events."""
+        self._task = asyncio.create_task(self._watch(), name="learning-chat-signals")
+
+    async def _watch(self) -> None:
+        try:
+            async with self.hub.subscribe(since=self.hub.last_seq) as sub:
+                while True:
+                    item = await sub.next()
+                    if item is None:
+                        continue
+                    event = json.loads(item.data)
+                    if event.get("type") != "message.completed" or not event.get("session"):
+                        continue
+                    try:
+                        await self.on_message(event["session"], event["body"])
+                    except ExoError:
+                        log.exception("a chat signal was not recorded; the turn itself is")
+        except ClosedResourceError:
+            return
+
+    async def on_message(self, session: str, body: Mapping[str, Any]) -> str | None:
+        """Handle one stored message; returns the kind of entry recorded for it, if any."""
+        text = str(body.get("content") or "").strip()
+        if not text:
+            return None
+        if body.get("role") == "assistant":
+            if body.get("tool_calls") or body.get("status", "complete") != "complete":
+                return None
+            draft = await asyncio.to_thread(
+                self.recorder.record, "action", {"tool": "reply", "outcome": "log", "session": session, "text": text}
+            )
+            if draft:
+                self._drafts[session] = draft
+                self._drafts.move_to_end(session)
+                while len(self._drafts) > MAX_OPEN_DRAFTS:
+                    self._drafts.popitem(last=False)
+            return "action"
+        if body.get("role") != "user":
+            return None
+        decision = await self.decide(text)
+        said = decision.applied
+        probability = float(decision.probabilities.get(said, 0.0)) if said else 0.0
+        draft = self._drafts.pop(session, None)
+        if said == "correction" and draft is not None:
+            verdict = {
+                "verdict": "reject",
+                "judged": draft,
+                "session": session,
+                "reason": text,
+                "probability": probability,
+            }
+            await asyncio.to_thread(self.recorder.record, "verdict", verdict, refs=(draft,))
+            return "verdict"
+        if said == "rule":
+            rule = {"text": text, "session": session, "probability": probability}
+            await asyncio.to_thread(self.recorder.record, "rule", rule)
+            return "rule"
+        return None
+
+    async def aclose(self) -> None:
+        """Stop following events."""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task

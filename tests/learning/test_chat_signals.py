@@ -1,0 +1,81 @@
+"""Issue 22 item 1: person messages after a draft become verdicts and rules, through a real exod and `exo`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from exo_core.client import ExoClient
+from exo_core.ledger import Ledger
+from exo_testkit import ROOT, write_script
+
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+ENV.pop("EXO_HOME", None)
+DRAFT = "Great news!!! The note for Sam is ready!"
+CORRECTION = "No, that's wrong: no exclamation marks, keep it calm."
+RULE = "From now on, never use exclamation marks."
+
+
+def exo(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "exo_core.cli", *args, "--home", str(home)],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        cwd=ROOT,
+    )
+
+
+async def chat(url: str, texts: list[str]) -> None:
+    async with ExoClient(url, client_name="test") as client:
+        await client.hello()
+        session = (await client.request("session.create", {"title": "signals"}))["session"]["id"]
+        for text in texts:
+            since = (await client.request("events.subscribe", {"since": 0, "limit": 1}))["head"]
+            await client.request("turn.send", {"session": session, "text": text})
+
+            async def watch() -> None:
+                async for event in client.events(since=since):
+                    if event.type == "turn.completed":
+                        return
+
+            await asyncio.wait_for(watch(), 30)
+
+
+def test_a_correction_becomes_a_verdict_on_the_draft_and_a_rule_a_stated_rule(
+    tmp_path: Path, exod_factory: Any
+) -> None:
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    ws.mkdir()
+    assert exo(home, "init").returncode == 0
+    script = write_script(tmp_path / "s.json", [{"text": DRAFT}] + [{"text": "Understood."}] * 20)
+    exod = exod_factory(home, script, ws)
+    asyncio.run(chat(exod.url, ["Write a note to Sam about the move.", CORRECTION, RULE, "What time is it?"]))
+    assert exod.stop() == 0
+    with Ledger.open_store(home / "store") as ledger:
+        entries = list(ledger.entries())
+        assert ledger.verify().ok
+    drafts = {e.id: e for e in entries if e.kind == "action" and e.body.get("tool") == "reply"}
+    verdicts = [e for e in entries if e.kind == "verdict"]
+    rules = [e for e in entries if e.kind == "rule"]
+    assert len(verdicts) == 1, "one correction, one verdict; the question after a draft is no verdict"
+    judged = drafts[verdicts[0].body["judged"]]
+    assert judged.body["text"] == DRAFT and verdicts[0].refs == (judged.id,)
+    assert verdicts[0].body["reason"] == CORRECTION and verdicts[0].body["verdict"] == "reject"
+    assert 0.0 < verdicts[0].body["probability"] <= 1.0
+    assert [r.body["text"] for r in rules] == [RULE]
+    metrics = json.loads(exo(home, "learn", "metrics", "--json").stdout)
+    assert metrics["windows"][0]["verdicts"] == {"reject": 1}
+    # The reviewer inside exod read both as it reads the web editor's edits: the rule promoted the lesson.
+    promotions = [e for e in entries if e.kind == "promotion"]
+    assert [(p.body["target"], p.body["by"]) for p in promotions] == [("taste/exclamation", "person")]
+    proposals = [e for e in entries if e.kind == "proposal"]
+    assert any(verdicts[0].id in p.refs for p in proposals), "the correction is cited as evidence"
+    assert "[[taste/exclamation]]" in (home / "store" / "pack.md").read_text()
+    review = exo(home, "learn", "review", "--json")
+    assert review.returncode == 0 and json.loads(review.stdout)["proposals"] == 0, "nothing left unread"
