@@ -90,6 +90,11 @@ def test_concurrent_appends_survive_sigkill(tmp_path: Path) -> None:
         writers.append(Writer(db, keys, f"w{slot}g{generation}", acks))
         generation += 1
     hot_journal_kills = 0
+    # The kills start once the writers append: on a busy machine a Python start-up alone outlasts the
+    # 0.02-0.2 s between kills, and a run of kills before any append would test nothing.
+    started = time.monotonic()
+    while len(acks) < WRITERS and time.monotonic() - started < 120:
+        time.sleep(0.05)
     try:
         for _cycle in range(CYCLES):
             time.sleep(rng.uniform(0.02, 0.2))
