@@ -3,7 +3,8 @@
 ``exo bench retrieval --locomo F --longmemeval F --json``,
 ``exo bench footprint [--json]``, ``exo bench stress [--kill-cycles N ...]``,
 ``exo bench laptop [--json] [--quick]``, ``exo bench generation [--json]`` and
-``exo bench decisions [--markdown ...]`` (their own arguments follow the name). Only argparse loads here.
+``exo bench decisions [--markdown ...]`` and ``exo bench answers [--board B --json]`` (their own
+arguments follow the name). Only argparse loads here.
 """
 
 from __future__ import annotations
@@ -47,6 +48,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     laptop.add_argument("args", nargs=argparse.REMAINDER, help="bench_laptop.py's own arguments (e.g. --json)")
     laptop.set_defaults(handler=_laptop, passthrough="laptop")
+    answers = names.add_parser(
+        "answers", help="questions from the store, general and with a file tool, through exo chat", add_help=False
+    )
+    answers.add_argument("args", nargs=argparse.REMAINDER, help="benchmarks/bench_store_answers.py's own arguments")
+    answers.set_defaults(handler=_answers, passthrough="answers")
     gen = names.add_parser(
         "generation",
         help="time to first token and tokens/s through exod against direct llama-cpp-python",
@@ -97,6 +103,11 @@ def _run_script(script_name: str, args: argparse.Namespace) -> int:
 def _stress(args: argparse.Namespace) -> int:
     """SIGKILL cycles, fuzzed commands and idle floods (docs/security.md, docs/benchmarks.md)."""
     return _run_script("bench_stress.py", args)
+
+
+def _answers(args: argparse.Namespace) -> int:
+    """Answers from the store, general and with a file tool, through exo chat (docs/benchmarks.md §15, issue 18)."""
+    return _run_script("bench_store_answers.py", args)
 
 
 def _generation(args: argparse.Namespace) -> int:

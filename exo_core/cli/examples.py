@@ -62,6 +62,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "bench": ("exo bench retrieval --json", "exo bench footprint"),
     "bench retrieval": ("exo bench retrieval --locomo locomo10.json --longmemeval longmemeval_s.json --json",),
     "bench footprint": ("exo bench footprint --json",),
+    "bench answers": ("exo bench answers --board standard --json",),
     "bench stress": ("exo bench stress --kill-cycles 40 --fuzz 20000 --idle 2000",),
     "bench laptop": ("exo bench laptop --json", "exo bench laptop --quick"),
     "bench generation": ("exo bench generation --json",),

@@ -10,27 +10,68 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from exo_edge.footprint.run import IDLE_BUDGET_MB, PEAK_BUDGET_MB, run_footprint
+from exo_edge.footprint.budgets import BUDGETS
+from exo_edge.footprint.run import run_footprint
 from exo_edge.footprint.scenario import REPO
 
 __all__ = ["report", "build_parser", "main"]
 
-DESCRIPTION = "The footprint audit (exo bench footprint): does Exo fit the small board?"
+DESCRIPTION = "The footprint audit (exo bench footprint): does the whole device stack fit the board's budget?"
+
+
+def _against(budget: float | None, ok: bool | None, what: str = "budget") -> str:
+    """The 'against' cell: the budget, flagged when the figure is over it."""
+    if budget is None:
+        return "-"
+    if ok is False:
+        return f"**OVER** {what} {budget:.0f}"
+    return f"{what} {budget:.0f}"
+
+
+def _thrash_note(thrash: bool | None) -> str:
+    if thrash is None:
+        return "thrashing unknown"
+    if thrash:
+        return "**THRASHING**"
+    return "no thrashing"
 
 
 def report(data: dict[str, Any]) -> str:
     """The result as a short Markdown report (what docs/benchmarks.md shows)."""
     lim, model, dev = data["limit"], data.get("model", {}), data.get("device", {})
+    budgets, ok = data.get("budgets", {}), data.get("within_budgets", {})
+    peak_budget, idle_budget = budgets.get("peak_mb"), budgets.get("idle_rss_mb")
+    faults = data.get("page_faults", {})
     rows = [
+        ("board profile", data.get("board", "-"), f"model {model.get('spec')}: {model.get('file') or ''}"),
         ("completed", data["completed"], "the whole conversation under the limit"),
         ("start-up (s)", data["startup_s"], "exo serve to a healthy /health"),
-        ("idle RSS, exod (MB)", data["idle_rss_mb"], f"budget {IDLE_BUDGET_MB:.0f}"),
-        ("peak RSS, processes alive together (MB)", data["peak_rss_mb"], f"budget {PEAK_BUDGET_MB:.0f}"),
+        ("idle RSS, exod (MB)", data["idle_rss_mb"], _against(idle_budget, ok.get("idle"))),
+        ("peak RSS, processes alive together (MB)", data["peak_rss_mb"], _against(peak_budget, ok.get("peak"))),
         ("peak RSS, sum of every process's peak (MB)", data.get("peak_rss_sum_mb"), "counts sequential children too"),
-        ("peak RSS, concurrent sample (MB)", data.get("peak_rss_concurrent_mb"), "sampled every 50 ms"),
-        ("cgroup peak incl. page cache (MB)", data.get("cgroup_peak_mb"), lim["method"]),
+        (
+            "peak RSS, concurrent sample (MB)",
+            data.get("peak_rss_concurrent_mb"),
+            _against(peak_budget, ok.get("concurrent_rss")) + " (sampled every 50 ms)",
+        ),
+        (
+            "cgroup peak incl. page cache (MB)",
+            data.get("cgroup_peak_mb"),
+            _against(peak_budget, ok.get("cgroup_peak")) + f" ({lim['method']}, limit {lim['memory_mb']})",
+        ),
         ("OOM kills / limit reached", f"{data.get('oom_kills')} / {data.get('limit_hits')}", "kills fail the run"),
+        (
+            "exod major page faults after warm-up",
+            faults.get("exod_after_warmup"),
+            f"per answer {faults.get('exod_per_answer_after_warmup', '-')}; {_thrash_note(faults.get('thrashing'))}",
+        ),
+        ("cgroup major page faults after warm-up", faults.get("cgroup_after_warmup"), "every process of the stack"),
         ("model loaded", data["model_loaded"], model.get("why_not_local") or model.get("file") or ""),
+        (
+            "model read through the run's cgroup",
+            "private copy" if model.get("private_copy") else "shared file, evicted first",
+            (model.get("private_copy") or {}).get("why", "its pages are charged to the run"),
+        ),
         ("device client", dev.get("included"), dev.get("why_not") or ""),
     ]
     store, disk = data.get("store_disk"), data.get("install_disk", {})
@@ -82,7 +123,20 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="auto: run the device client when this tree and machine have it",
     )
-    parser.add_argument("--memory-mb", type=int, default=512, help="memory limit for every process (default 512)")
+    parser.add_argument(
+        "--board",
+        choices=tuple(BUDGETS),
+        default="standard",
+        help="board profile: the home's model (exo init --board) and the budgets (default standard)",
+    )
+    parser.add_argument(
+        "--memory-mb",
+        type=int,
+        default=None,
+        help="memory limit for every process together (default: the board's peak budget, "
+        + ", ".join(f"{b.board} {b.peak_mb:.0f}" for b in BUDGETS.values())
+        + ")",
+    )
     parser.add_argument("--limit", choices=("auto", "systemd-run", "cgroup", "prlimit"), default="auto")
     parser.add_argument("--cpu", type=int, default=0, help="the one core to run on (default 0)")
     parser.add_argument("--nodes", type=int, default=10_000, help="nodes in the store whose disk use is measured")
@@ -91,7 +145,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--start-timeout", type=float, default=120.0)
     parser.add_argument("--quick", action="store_true", help="500 nodes, short idle; writes no results file")
     parser.add_argument(
-        "--out", type=Path, default=None, help="results file (default benchmarks/results/footprint.json in a checkout)"
+        "--out",
+        type=Path,
+        default=None,
+        help="results file (default benchmarks/results/footprint_<board>.json in a checkout)",
     )
     parser.add_argument("--tmp", type=Path, default=None, help="folder for the temporary home (keep the path short)")
     return parser
@@ -116,7 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     data = result.as_json()
     out = args.out
     if out is None and not args.quick and (REPO / "benchmarks" / "results").is_dir():
-        out = REPO / "benchmarks" / "results" / "footprint.json"
+        out = REPO / "benchmarks" / "results" / f"footprint_{args.board}.json"
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")

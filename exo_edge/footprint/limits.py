@@ -55,6 +55,20 @@ class Limit:
             return None
         return 0
 
+    def major_faults(self) -> int | None:
+        """Major page faults of every process in the cgroup so far (``memory.stat``; None without a cgroup)."""
+        if self.cgroup is None:
+            return None
+        wanted = "pgmajfault" if self.cgroup_version == 2 else "total_pgmajfault"
+        try:
+            for line in (self.cgroup / "memory.stat").read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == wanted:
+                    return int(value)
+        except (OSError, ValueError):
+            return None
+        return None
+
     def limit_hits(self) -> int | None:
         """Times usage reached the limit and the kernel had to reclaim (cgroup v1 ``failcnt``; v2 ``max``)."""
         if self.cgroup is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import shutil
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from exo_edge.footprint.budgets import budget_for, cached_mb, thrashing
 from exo_edge.footprint.limits import MB, choose_limit, pin_prefix
 from exo_edge.footprint.sampling import status_kb
 from exo_edge.footprint.scenario import (
@@ -31,18 +33,14 @@ from exo_edge.footprint.scenario import (
 )
 
 __all__ = [
-    "IDLE_BUDGET_MB",
-    "PEAK_BUDGET_MB",
     "FootprintResult",
     "run_footprint",
     "store_with_nodes",
     "install_disk",
     "machine_facts",
     "evict_model_files",
+    "private_model_copy",
 ]
-
-IDLE_BUDGET_MB = 80.0
-PEAK_BUDGET_MB = 512.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +127,39 @@ def install_disk(model_file: Path | None) -> dict[str, Any]:
     return out
 
 
+def private_model_copy(model_file: Path | None, page_cache: dict[str, Any], folder: Path) -> dict[str, Any] | None:
+    """Copy the model into the home's models folder when eviction left it cached; what was done (None: no copy).
+
+    A memory cgroup is charged for a file page by whoever first reads it; a GGUF that another
+    process on the machine maps stays in the page cache whatever this run does, so the run would
+    be measured without its model. A fresh copy (written, synced and dropped from the cache) has
+    no pages until exod reads them, inside the cgroup. ``exo_edge.paths.locate_model_file`` looks
+    in the home's models folder first.
+    """
+    if model_file is None:
+        return None
+    cached = [e for e in page_cache.get("evicted", []) if e["file"] == model_file.name]
+    still = cached[0]["still_cached_mb"] if cached else None
+    if still is not None and still < 1.0:
+        return None
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / model_file.name
+    shutil.copyfile(model_file, target)
+    fd = os.open(target, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        left = cached_mb(fd, os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
+    return {
+        "why": f"{model_file.name} stayed cached ({still} MB) after eviction: another process maps it",
+        "source": str(model_file),
+        "copy": str(target),
+        "copy_cached_mb": left,
+    }
+
+
 def evict_model_files(model_file: Path | None, device: bool) -> dict[str, Any]:
     """Drop the model files' clean pages from the page cache before the run (``POSIX_FADV_DONTNEED``).
 
@@ -156,7 +187,7 @@ def evict_model_files(model_file: Path | None, device: bool) -> dict[str, Any]:
         try:
             os.fdatasync(fd)
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            evicted.append({"file": path.name, "still_cached_mb": _cached_mb(fd, path.stat().st_size)})
+            evicted.append({"file": path.name, "still_cached_mb": cached_mb(fd, path.stat().st_size)})
         except OSError as exc:
             kept.append(f"{path.name}: {exc.strerror}")
         finally:
@@ -169,41 +200,19 @@ def evict_model_files(model_file: Path | None, device: bool) -> dict[str, Any]:
     }
 
 
-def _cached_mb(fd: int, size: int) -> float | None:
-    """How much of the file is in the page cache (``mincore`` over a read-only mapping)."""
-    import ctypes
-    import mmap
-
-    if size == 0:
-        return 0.0
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        # a private mapping: from_buffer needs a writable one, and nothing is written or read
-        with mmap.mmap(fd, size, access=mmap.ACCESS_COPY) as mapped:
-            pages = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
-            vec = (ctypes.c_ubyte * pages)()
-            anchor = (ctypes.c_char * 1).from_buffer(mapped)
-            try:
-                failed = libc.mincore(ctypes.c_void_p(ctypes.addressof(anchor)), ctypes.c_size_t(size), vec)
-            finally:
-                del anchor  # the mapping can close only once no buffer points into it
-            if failed:
-                return None
-            return round(sum(b & 1 for b in vec) * mmap.PAGESIZE / (1024 * 1024), 1)
-    except (OSError, ValueError, BufferError):
-        return None
-
-
 def run_footprint(args: argparse.Namespace, log: Callable[[str], None]) -> FootprintResult:
     """One audit run (see the module docstring)."""
+    budget = budget_for(args.board)
+    memory_mb = args.memory_mb if args.memory_mb is not None else int(budget.peak_mb)
     tmp = Path(tempfile.mkdtemp(prefix="exo-fp-", dir=args.tmp))
-    limit = choose_limit(args.memory_mb, args.limit)
+    limit = choose_limit(memory_mb, args.limit)
     pin, pin_note = pin_prefix(args.cpu)
     run = Run(tmp, limit, pin, args.cpu, log)
     details: dict[str, Any] = {
         "limit": {"method": limit.method, "memory_mb": limit.memory_mb, "note": limit.note},
         "cpu": {"pinned": args.cpu, "how": pin_note},
-        "budgets": {"idle_rss_mb": IDLE_BUDGET_MB, "peak_rss_mb": PEAK_BUDGET_MB},
+        "board": args.board,
+        "budgets": {"board": args.board, "idle_rss_mb": budget.idle_mb, "peak_mb": budget.peak_mb},
     }
     completed = False
     idle = peak = startup = None
@@ -211,10 +220,10 @@ def run_footprint(args: argparse.Namespace, log: Callable[[str], None]) -> Footp
     try:
         run.workspace.mkdir()
         (run.workspace / NOTES).write_text("old notes\n")
-        # The board whose model detect_parts looks for (Gemma 3 270M, the budgets below were set for it):
-        # without --board, exo init would pick by this machine's memory (a laptop here).
+        # The board (--board) whose model, n_ctx and threads exo init writes, and whose budget applies:
+        # without it, exo init would pick by this machine's memory (a laptop here).
         subprocess.run(
-            [sys.executable, "-m", "exo_core.cli", "init", "--home", str(run.home), "--board", "small"],
+            [sys.executable, "-m", "exo_core.cli", "init", "--home", str(run.home), "--board", args.board],
             env=child_env(),
             check=True,
             capture_output=True,
@@ -236,6 +245,13 @@ def run_footprint(args: argparse.Namespace, log: Callable[[str], None]) -> Footp
         script.write_text(json.dumps({"replies": SCRIPT}))
         spec = "local" if parts.model_spec == "local" else f"scripted:{script}"
         details["page_cache"] = evict_model_files(parts.model_file, parts.device)
+        copied = private_model_copy(parts.model_file, details["page_cache"], run.home / "models")
+        if copied is not None:
+            # The shared file stays cached by another process: its pages would not be charged to this
+            # run's cgroup (nor faulted back in), so exod reads a copy only this run has touched.
+            parts = detect_parts(run.home, args.model, args.device)
+            details["model"]["file"] = str(parts.model_file)
+            details["model"]["private_copy"] = copied
         run.sampler.start()
         sock = run.home / "run" / "exod.sock"
         exod_err = open(tmp / "exod.err", "wb")
@@ -268,9 +284,12 @@ def run_footprint(args: argparse.Namespace, log: Callable[[str], None]) -> Footp
         startup = round(time.perf_counter() - t0, 3)
         if parts.model_file is not None:
             run.sampler.watch = (exod.pid, parts.model_file.name)
+        run.exod_pid = exod.pid
+        run.model_file = parts.model_file
         time.sleep(args.idle)
         idle_kb = status_kb(exod.pid).get("VmRSS")
         idle = round(idle_kb / 1024, 1) if idle_kb else None
+        run.mark("idle")
         if parts.device:
             details.update(device_conversation(run, args.turn_timeout, parts.model_spec == "scripted"))
         else:
@@ -307,6 +326,7 @@ def run_footprint(args: argparse.Namespace, log: Callable[[str], None]) -> Footp
         details["oom_kills"] = oom
         details["cgroup_peak_mb"] = round(cg_peak, 1) if cg_peak is not None else None
         details["steps"] = run.steps
+        details["page_faults"] = page_faults(run.marks, parts_model_file(details))
         details["processes"] = [
             {
                 "pid": pid,
@@ -328,15 +348,67 @@ def run_footprint(args: argparse.Namespace, log: Callable[[str], None]) -> Footp
     if args.nodes:
         with tempfile.TemporaryDirectory(prefix="exo-fp-store-", dir=args.tmp) as store_tmp:
             details["store_disk"] = store_with_nodes(Path(store_tmp), args.nodes)
-    details["install_disk"] = install_disk(
-        Path(details["model"]["file"]) if details.get("model", {}).get("file") else None
-    )
-    details["within_budgets"] = {
-        "idle": idle is not None and idle < IDLE_BUDGET_MB,
-        "peak": peak is not None and peak < PEAK_BUDGET_MB,
-    }
+    details["install_disk"] = install_disk(installed_model_file(details))
+    details["within_budgets"] = within_budgets(details, idle, peak, budget.peak_mb, budget.idle_mb)
+    details["over_budget"] = [name for name, ok in details["within_budgets"].items() if ok is False]
     details["machine"] = machine_facts()
     return FootprintResult(completed, idle, peak, startup, model_loaded, details)
+
+
+def installed_model_file(details: dict[str, Any]) -> Path | None:
+    """The model file as installed (the shared one, not the run's private copy), for disk use."""
+    model = details.get("model", {})
+    source = (model.get("private_copy") or {}).get("source") or model.get("file")
+    return Path(source) if source else None
+
+
+def parts_model_file(details: dict[str, Any]) -> Path | None:
+    """The model file the run used, from its details (None with the scripted model)."""
+    name = details.get("model", {}).get("file")
+    return Path(name) if name else None
+
+
+def page_faults(marks: list[dict[str, Any]], model_file: Path | None) -> dict[str, Any]:
+    """Major page faults after warm-up (the first answer), per answer, and whether they are thrashing.
+
+    ``marks`` are :meth:`Run.mark`'s notes: after idle, then after each answer.
+    """
+    out: dict[str, Any] = {"marks": marks}
+    answers = [m for m in marks if m["after"].startswith("answer")]
+    if len(answers) < 2 or answers[0]["exod_major_faults"] is None or answers[-1]["exod_major_faults"] is None:
+        out["exod_after_warmup"] = None
+        out["note"] = "fewer than two answers were marked: no faults after warm-up to count"
+        out["thrashing"] = None
+        return out
+    warm, last = answers[0], answers[-1]
+    out["exod_after_warmup"] = last["exod_major_faults"] - warm["exod_major_faults"]
+    out["exod_per_answer_after_warmup"] = [
+        b["exod_major_faults"] - a["exod_major_faults"]
+        for a, b in itertools.pairwise(answers)
+        if a["exod_major_faults"] is not None and b["exod_major_faults"] is not None
+    ]
+    if warm["cgroup_major_faults"] is not None and last["cgroup_major_faults"] is not None:
+        out["cgroup_after_warmup"] = last["cgroup_major_faults"] - warm["cgroup_major_faults"]
+    out["thrashing"] = thrashing(out["exod_after_warmup"], model_file)
+    out["rule"] = "thrashing: exod's major faults after the first answer exceed 10 % of the model file's pages"
+    return out
+
+
+def within_budgets(
+    details: dict[str, Any], idle: float | None, peak: float | None, peak_budget: float, idle_budget: float
+) -> dict[str, bool | None]:
+    """Each figure against its budget: ``True`` within, ``False`` over, ``None`` not measured."""
+    cg_peak = details.get("cgroup_peak_mb")
+    thrash = details.get("page_faults", {}).get("thrashing")
+    oom = details.get("oom_kills")
+    return {
+        "idle": None if idle is None else idle <= idle_budget,
+        "peak": None if peak is None else peak <= peak_budget,
+        "cgroup_peak": None if cg_peak is None else cg_peak <= peak_budget,
+        "concurrent_rss": details.get("peak_rss_concurrent_mb", 0.0) <= peak_budget,
+        "no_oom_kill": None if oom is None else oom == 0,
+        "no_thrashing": None if thrash is None else not thrash,
+    }
 
 
 def machine_facts() -> dict[str, Any]:

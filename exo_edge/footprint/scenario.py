@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from exo_edge.footprint.budgets import file_cached_mb, major_faults
 from exo_edge.footprint.limits import Limit
 from exo_edge.footprint.sampling import MemorySampler
 
@@ -34,6 +35,7 @@ __all__ = [
     "NOTES",
     "Parts",
     "detect_parts",
+    "home_model_name",
     "child_env",
     "health",
     "Run",
@@ -110,12 +112,7 @@ def detect_parts(home: Path, want_model: str, want_device: str) -> Parts:
     elif importlib.util.find_spec("exo_edge.local") is None:
         reason = "exo_edge.local (the local model provider) is not in this tree"
     else:
-        from exo_core.home import ExoHome
-        from exo_edge.manifest import find_manifest
-        from exo_edge.paths import locate_model_file
-
-        model_file = locate_model_file(find_manifest("gemma-3-270m").primary_file.name, ExoHome(home))
-        reason = "" if model_file else "the local model is not fetched (exo models fetch)"
+        model_file, reason = _home_model_file(home)
     if want_model == "local" and model_file is None:
         raise SystemExit(f"footprint: --model local, but {reason}")
     spec = "local" if model_file is not None else "scripted"
@@ -139,6 +136,41 @@ def detect_parts(home: Path, want_model: str, want_device: str) -> Parts:
     return Parts(spec, model_file, reason, not device_reason, device_reason)
 
 
+def home_model_name(home: Path) -> str | None:
+    """The local model the home's ``main`` role answers with (``[models.roles] main``, its first ``local:``)."""
+    from exo_core.home import ExoHome
+
+    models = ExoHome(home).config().get("models", {})
+    roles = models.get("roles", {}) if isinstance(models, dict) else {}
+    routes = roles.get("main", []) if isinstance(roles, dict) else []
+    if isinstance(routes, str):
+        routes = [routes]
+    for route in routes:
+        if isinstance(route, str) and route.startswith("local:"):
+            return route.partition(":")[2]
+    return None
+
+
+def _home_model_file(home: Path) -> tuple[Path | None, str]:
+    """The GGUF file of the home's local ``main`` model, or why there is none."""
+    from exo_core.errors import NotFoundError
+    from exo_core.home import ExoHome
+    from exo_edge.manifest import find_manifest
+    from exo_edge.paths import locate_model_file
+
+    name = home_model_name(home)
+    if name is None:
+        return None, "the home's [models.roles] main names no local: model (exo init --board)"
+    try:
+        manifest = find_manifest(name)
+    except NotFoundError:
+        return None, f"no manifest for the home's local model {name!r} in models/"
+    found = locate_model_file(manifest.primary_file.name, ExoHome(home))
+    if found is None:
+        return None, f"the local model {name} is not fetched (exo models fetch)"
+    return found, ""
+
+
 class Run:
     """State of one audit run: processes, the sampler, the steps done."""
 
@@ -153,6 +185,20 @@ class Run:
         self.sampler = MemorySampler()
         self.procs: list[subprocess.Popen[Any]] = []
         self.steps: list[dict[str, Any]] = []
+        self.exod_pid: int | None = None  # set once exod runs: whose major faults are counted
+        self.model_file: Path | None = None  # the GGUF whose page-cache residency is read at each mark
+        self.marks: list[dict[str, Any]] = []  # major faults and residency after idle and after each answer
+
+    def mark(self, after: str) -> None:
+        """Note exod's and the cgroup's major faults and the model's cached size (after idle, each answer)."""
+        self.marks.append(
+            {
+                "after": after,
+                "exod_major_faults": major_faults(self.exod_pid) if self.exod_pid is not None else None,
+                "cgroup_major_faults": self.limit.major_faults(),
+                "model_cached_mb": file_cached_mb(self.model_file),
+            }
+        )
 
     def spawn(self, cmd: list[str], **kwargs: Any) -> subprocess.Popen[Any]:
         full = [*self.limit.prefix, *self.pin, *cmd]
@@ -217,6 +263,7 @@ async def client_conversation(run: Run, sock: Path, turn_timeout: float) -> dict
                 stop=done.get("stop_reason"),
                 answer=answer[:80],
             )
+            run.mark(f"answer {len(seen['answers'])}")
     return seen
 
 
@@ -225,7 +272,7 @@ def device_conversation(run: Run, turn_timeout: float, scripted: bool) -> dict[s
     voice = run.tmp / "voice"
     voice.mkdir()
     wavs = []
-    for i, question in enumerate(QUESTIONS[:2]):
+    for i, question in enumerate(QUESTIONS):
         wav = voice / f"q{i + 1}.wav"
         subprocess.run(
             ["espeak-ng", "-v", "en-us", "-s", "150", "-w", str(wav), question.lower().rstrip("?.")],
@@ -339,6 +386,7 @@ def device_conversation(run: Run, turn_timeout: float, scripted: bool) -> dict[s
         run.step(f"device: answer {i + 1} shown", answered is not None, text=((answered or {}).get("text") or "")[:80])
         spoken = wait(lambda r: r.get("ev") == "spoken", m, turn_timeout)
         run.step(f"device: answer {i + 1} spoken", spoken is not None)
+        run.mark(f"answer {i + 1}")
     if scripted:
         run.step(
             "device: approval card allowed, file deleted",

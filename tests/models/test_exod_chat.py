@@ -54,7 +54,8 @@ async def _ask(client: Any, session: str, text: str, timeout: float = 900.0) -> 
 def _init_home(home: Path, root: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("EXO_HOME", "EXO_MODEL")} | {"PYTHONPATH": str(root)}
     subprocess.run(
-        [sys.executable, "-m", "exo_core.cli", "init", "--home", str(home)],
+        # The standard board: main = local Qwen 0.5B, n_ctx 4096, one thread fewer than the cores.
+        [sys.executable, "-m", "exo_core.cli", "init", "--home", str(home), "--board", "standard"],
         env=env,
         check=True,
         capture_output=True,
@@ -97,8 +98,7 @@ async def test_qwen_through_exod_answers_in_words_calls_the_named_file_and_answe
     (ws / "todo.txt").write_text("buy milk\ncall the plumber\n", encoding="utf-8")
     _init_home(home, ROOT)
     node_id = _write_sister(home / "store")
-    with open(home / "config.toml", "a", encoding="utf-8") as fh:
-        fh.write(f'\n[models.roles]\nmain = ["local:{MODEL}"]\n\n[models.local]\nn_ctx = 4096\nn_threads = 1\n')
+    assert f'main = ["local:{MODEL}"]' in (home / "config.toml").read_text()
     unused = write_script(tmp_path / "unused.json", [])
     exod = Exod(home, unused, ws, extra=["--model", "local"], env={"OMP_WAIT_POLICY": "PASSIVE"}).start(timeout=120)
     try:
