@@ -28,10 +28,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from exo_core.client import ExoClient
-from exo_core.errors import ExoError
-from exo_core.protocol import Event
-
 from device.answers import parse_option
 from device.audio import to_16k, trim_silence
 from device.buttons import ButtonBoard, Edge, Gesture, GestureDecoder
@@ -44,6 +40,9 @@ from device.speech import SentenceSplitter, Speaker
 from device.state import Notice, ScreenState, apply_event, layout_of
 from device.stt import SpeechToText
 from device.tts import AudioOutput, TextToSpeech
+from exo_core.client import ExoClient
+from exo_core.errors import ExoError
+from exo_core.protocol import Event
 
 __all__ = ["DeviceApp", "capabilities_for"]
 

@@ -41,7 +41,7 @@ class Audio:
         return self.samples.astype(np.float32) / 32768.0
 
     @classmethod
-    def silence(cls, seconds: float = 0.0, rate: int = STT_RATE) -> "Audio":
+    def silence(cls, seconds: float = 0.0, rate: int = STT_RATE) -> Audio:
         """Silence of ``seconds``."""
         return cls(np.zeros(int(seconds * rate), dtype=np.int16), rate)
 
@@ -51,7 +51,7 @@ def read_wav(source: Path | bytes) -> Audio:
     try:
         handle = wave.open(io.BytesIO(source) if isinstance(source, bytes) else str(source), "rb")
     except FileNotFoundError as exc:
-        raise StorageError(f"no WAV file at {source}") from exc
+        raise StorageError(f"no WAV file at {exc.filename}") from exc
     except (wave.Error, EOFError) as exc:
         raise MalformedMessageError(f"not a PCM WAV file: {exc}") from exc
     with handle:
@@ -99,7 +99,7 @@ def to_16k(audio: Audio) -> Audio:
     if audio.rate > STT_RATE:
         taps = max(1, int(round(audio.rate / STT_RATE)))
         if taps > 1:
-            x = np.convolve(x, np.ones(taps, dtype=np.float32) / taps, mode="same")
+            x = np.convolve(x, np.ones(taps, dtype=np.float32) / taps, mode="same").astype(np.float32, copy=False)
     n_out = int(round(len(x) * STT_RATE / audio.rate))
     positions = np.linspace(0, len(x) - 1, n_out, dtype=np.float64)
     y = np.interp(positions, np.arange(len(x)), x)

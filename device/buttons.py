@@ -28,9 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from exo_core.errors import ConfigError, UnsupportedError
-
 from device.config import BUTTONS, DeviceConfig
+from exo_core.errors import ConfigError, UnsupportedError
 
 __all__ = ["Edge", "Gesture", "ButtonBoard", "GestureDecoder", "mock_factory"]
 
@@ -70,7 +69,7 @@ class ButtonBoard:
         self,
         config: DeviceConfig,
         loop: asyncio.AbstractEventLoop,
-        queue: "asyncio.Queue[Edge]",
+        queue: asyncio.Queue[Edge],
         *,
         factory: Any = None,
     ) -> None:

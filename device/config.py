@@ -90,7 +90,7 @@ class DeviceConfig:
             return self.width * self.height <= 128 * 64
         return False
 
-    def replace(self, **changes: Any) -> "DeviceConfig":
+    def replace(self, **changes: Any) -> DeviceConfig:
         """A copy with ``changes`` applied (validated like the file)."""
         return config_from_mapping({**_as_mapping(self), **changes})
 

@@ -101,11 +101,13 @@ def theme_for(spec: ScreenSpec) -> Theme:
     from PIL import ImageFont
 
     if spec.mono:
-        font = ImageFont.load_default_imagefont()
+        bitmap = ImageFont.load_default_imagefont()
         return Theme(
-            font=font, bold=font, line=11, status=11, pad=1, fg=1, bg=0, band_fg=0, band_bg=1, offline_bg=1, dim=1
+            font=bitmap, bold=bitmap, line=11, status=11, pad=1, fg=1, bg=0, band_fg=0, band_bg=1, offline_bg=1, dim=1
         )
     size = max(12, min(spec.width, spec.height) // 15)
+    font: ImageFont.FreeTypeFont | ImageFont.ImageFont  # the bitmap default when DejaVu is not installed
+    bold: ImageFont.FreeTypeFont | ImageFont.ImageFont
     if _DEJAVU.is_file():
         font = ImageFont.truetype(str(_DEJAVU), size)
         bold = ImageFont.truetype(str(_DEJAVU_BOLD if _DEJAVU_BOLD.is_file() else _DEJAVU), size)
@@ -162,7 +164,7 @@ def wrap(text: str, font: Any, width: int) -> list[str]:
     return lines
 
 
-def render(state: ScreenState, spec: ScreenSpec) -> "Image.Image":
+def render(state: ScreenState, spec: ScreenSpec) -> Image.Image:
     """Draw ``state`` at ``spec``; returns a new PIL image."""
     from PIL import Image, ImageDraw
 

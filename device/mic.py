@@ -21,9 +21,8 @@ from typing import Protocol
 
 import numpy as np
 
-from exo_core.errors import UnsupportedError
-
 from device.audio import STT_RATE, Audio, read_wav
+from exo_core.errors import UnsupportedError
 
 __all__ = ["Microphone", "AlsaMicrophone", "FileMicrophone"]
 

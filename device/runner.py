@@ -19,10 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from exo_core.client import ExoClient
-from exo_core.errors import ConfigError
-from exo_core.home import ExoHome
-
 from device.app import DeviceApp, capabilities_for
 from device.buttons import mock_factory
 from device.config import DeviceConfig, config_from_mapping
@@ -32,6 +28,9 @@ from device.mock import MockControl
 from device.screen import open_screen
 from device.stt import open_stt
 from device.tts import AplayOutput, AudioOutput, FileOutput, open_tts
+from exo_core.client import ExoClient
+from exo_core.errors import ConfigError
+from exo_core.home import ExoHome
 
 __all__ = ["DeviceOptions", "load_config", "build_device", "run_device", "JsonJournal"]
 
@@ -161,7 +160,11 @@ def run_device(options: DeviceOptions, stdin: TextIO | None = None, stdout: Text
             loop.add_signal_handler(sig, stop.set)
         app, control, client = build_device(options, journal)
         if control is not None:
-            control._on_quit = lambda: loop.call_soon_threadsafe(stop.set)
+
+            def quit_soon() -> None:  # called from the control thread
+                loop.call_soon_threadsafe(stop.set)
+
+            control._on_quit = quit_soon
         async with client:
             if control is not None:
                 # Commands start once the buttons exist (the app creates them as it starts).

@@ -19,10 +19,9 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from exo_core.errors import ConfigError, StorageError, UnsupportedError
-
 from device.config import DeviceConfig
 from device.layouts import ScreenSpec
+from exo_core.errors import ConfigError, StorageError, UnsupportedError
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -35,7 +34,7 @@ class Screen(Protocol):
 
     spec: ScreenSpec
 
-    def show(self, image: "Image.Image", *, layout: str = "", meta: dict[str, Any] | None = None) -> None:
+    def show(self, image: Image.Image, *, layout: str = "", meta: dict[str, Any] | None = None) -> None:
         """Put ``image`` (already ``spec``-sized, in ``spec.mode``) on the screen."""
         ...
 
@@ -59,7 +58,7 @@ class VirtualScreen:
             raise StorageError(f"cannot create the frame folder {folder}: {exc.strerror}") from exc
         self._index = folder / "frames.jsonl"
 
-    def show(self, image: "Image.Image", *, layout: str = "", meta: dict[str, Any] | None = None) -> None:
+    def show(self, image: Image.Image, *, layout: str = "", meta: dict[str, Any] | None = None) -> None:
         raw = image.tobytes()
         if raw == self._last:
             return
@@ -110,14 +109,14 @@ class LumaScreen:
             raise ConfigError(f"cannot open the {config.screen} display: {exc}") from exc
 
     @classmethod
-    def on_device(cls, device: Any, spec: ScreenSpec) -> "LumaScreen":
+    def on_device(cls, device: Any, spec: ScreenSpec) -> LumaScreen:
         """A screen around an already opened luma device (e.g. luma's ``dummy`` for tests)."""
         screen = cls.__new__(cls)
         screen.spec = spec
         screen._device = device
         return screen
 
-    def show(self, image: "Image.Image", *, layout: str = "", meta: dict[str, Any] | None = None) -> None:
+    def show(self, image: Image.Image, *, layout: str = "", meta: dict[str, Any] | None = None) -> None:
         self._device.display(image.convert(self._device.mode))
 
     def close(self) -> None:

@@ -16,9 +16,8 @@ import re
 import time
 from collections.abc import Callable
 
-from exo_core.errors import ExoError
-
 from device.tts import AudioOutput, TextToSpeech
+from exo_core.errors import ExoError
 
 __all__ = ["SentenceSplitter", "Speaker", "speakable"]
 

@@ -106,7 +106,7 @@ class ScreenState:
         """The question on top (oldest first)."""
         return self.questions[0] if self.questions else None
 
-    def with_(self, **changes: Any) -> "ScreenState":
+    def with_(self, **changes: Any) -> ScreenState:
         """A copy with ``changes``."""
         return replace(self, **changes)
 
@@ -237,7 +237,8 @@ def apply_event(state: ScreenState, event: Event, session: str | None) -> Screen
         return state.with_(notice=Notice(str(body.get("text", "")), "taste", title))
     if kind == "ui.panel":
         # The core shapes a panel for this device into a card: {"form": "card", "lines": [title, summary]}.
-        data = body.get("data") if isinstance(body.get("data"), dict) else {}
+        raw = body.get("data")
+        data = raw if isinstance(raw, dict) else {}
         lines = [str(x) for x in data.get("lines", [])] if data.get("form") == "card" else []
         title = lines[0] if lines else str(body.get("title") or body.get("kind") or "Panel")
         text = " ".join(lines[1:]) or "Open it on a larger screen."

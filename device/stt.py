@@ -28,9 +28,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from exo_core.errors import ConfigError, UnsupportedError
-
 from device.audio import Audio, to_16k
+from exo_core.errors import ConfigError, UnsupportedError
 
 __all__ = ["Transcript", "SpeechToText", "WhisperSTT", "PocketSphinxSTT", "NoSTT", "open_stt", "stt_available"]
 

@@ -34,9 +34,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from exo_core.errors import UnsupportedError
-
 from device.audio import Audio, to_16k
+from exo_core.errors import UnsupportedError
 
 __all__ = ["WhisperProcessSTT", "worker_main"]
 

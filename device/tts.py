@@ -18,9 +18,8 @@ import subprocess
 from pathlib import Path
 from typing import Protocol
 
-from exo_core.errors import ConfigError, StorageError, UnsupportedError
-
 from device.audio import Audio, read_wav, wav_bytes, write_wav
+from exo_core.errors import ConfigError, StorageError, UnsupportedError
 
 __all__ = ["TextToSpeech", "EspeakTTS", "SilentTTS", "AudioOutput", "AplayOutput", "FileOutput", "open_tts"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Protocol
 
 __all__ = ["Clock", "SystemClock", "iso_utc"]
@@ -45,5 +45,5 @@ class SystemClock:
 
 def iso_utc(epoch_seconds: float) -> str:
     """``2026-11-30T06:29:58.123Z`` for an epoch time (milliseconds, UTC)."""
-    stamp = datetime.fromtimestamp(epoch_seconds, tz=timezone.utc)
+    stamp = datetime.fromtimestamp(epoch_seconds, tz=UTC)
     return stamp.strftime("%Y-%m-%dT%H:%M:%S.") + f"{stamp.microsecond // 1000:03d}Z"

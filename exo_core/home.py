@@ -41,7 +41,7 @@ class _Under:
     def __init__(self, *parts: str) -> None:
         self.parts = parts
 
-    def __get__(self, home: "ExoHome", owner: type | None = None) -> Path:
+    def __get__(self, home: ExoHome, owner: type | None = None) -> Path:
         return home.root.joinpath(*self.parts)
 
 
@@ -52,7 +52,7 @@ class ExoHome:
     root: Path
 
     @classmethod
-    def from_env(cls, override: str | os.PathLike[str] | None = None) -> "ExoHome":
+    def from_env(cls, override: str | os.PathLike[str] | None = None) -> ExoHome:
         """The home named by ``override``, else ``$EXO_HOME``, else ``~/.exo``."""
         root = Path(override).expanduser() if override else default_home_path()
         return cls(root.resolve())

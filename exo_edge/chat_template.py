@@ -30,11 +30,14 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from exo_core.agent.model import ChatMessage, ToolCall
 from exo_core.models.failures import FailureKind, ProviderError
 from exo_edge.prompting import call_schema
+
+if TYPE_CHECKING:
+    from llama_cpp.llama_types import ChatCompletionRequestMessage, ChatCompletionTool
 
 __all__ = [
     "CALL_OPEN",
@@ -77,7 +80,7 @@ class ChatTemplate:
     native: bool
 
     @classmethod
-    def from_metadata(cls, metadata: Mapping[str, str], token_text: Mapping[str, str]) -> "ChatTemplate | None":
+    def from_metadata(cls, metadata: Mapping[str, str], token_text: Mapping[str, str]) -> ChatTemplate | None:
         """The template in a GGUF's metadata (``None`` when the file has none).
 
         ``token_text`` holds the text of the ``bos`` and ``eos`` tokens, which
@@ -99,9 +102,12 @@ class ChatTemplate:
 
         formatter = Jinja2ChatFormatter(self.source, eos_token=self.eos_token, bos_token=self.bos_token)
         offered = template_tools(tools) if (tools and self.native) else None
+        # llama_cpp declares its own TypedDicts for these; ours are plain dicts with the keys the template reads.
+        llama_messages = cast("list[ChatCompletionRequestMessage]", template_messages(messages))
+        llama_tools = cast("list[ChatCompletionTool] | None", offered)
         try:
-            return formatter(messages=template_messages(messages), tools=offered).prompt  # type: ignore[arg-type]  # plain dicts, as the template reads them
-        except Exception as exc:  # noqa: BLE001 - jinja2 raises many kinds; all mean the template refused
+            return formatter(messages=llama_messages, tools=llama_tools).prompt
+        except Exception as exc:  # jinja2 raises many kinds; all mean the template refused
             raise ProviderError(
                 f"the model's chat template could not render this conversation ({type(exc).__name__}: {exc}); "
                 "register the model with a completion [prompt] format instead",

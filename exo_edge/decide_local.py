@@ -33,12 +33,15 @@ import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from exo_core.decisions.question import BadProviderOutput, Question
 from exo_core.home import ExoHome
 from exo_edge.grammar_decode import common_prefix
 from exo_edge.llama_transport import LlamaSettings, LlamaTransport
+
+if TYPE_CHECKING:
+    from llama_cpp.llama_types import ChatCompletionRequestMessage
 
 __all__ = [
     "STYLES",
@@ -75,9 +78,11 @@ def render_prompt(question: Question, state: str, style: str = "words") -> tuple
         raise ValueError("style must be words or letters for a completion prompt")
     names = answer_words(question, style)
     if style == "letters":
-        listed = [f"{n}. {o.replace('_', ' ')}: {question.describe(o)}" for n, o in zip(names, question.options)]
+        listed = [
+            f"{n}. {o.replace('_', ' ')}: {question.describe(o)}" for n, o in zip(names, question.options, strict=True)
+        ]
     else:
-        listed = [f"- {n}: {question.describe(o)}" for n, o in zip(names, question.options)]
+        listed = [f"- {n}: {question.describe(o)}" for n, o in zip(names, question.options, strict=True)]
     head = question.text + "\n" + "\n".join(listed)
     for text, label in question.examples:
         head += f"\n\nMessage: {_one_line(text)}\nAnswer: {names[question.options.index(label)]}"
@@ -90,7 +95,7 @@ def chat_messages(question: Question, state: str) -> list[dict[str, str]]:
     """The decision as chat turns for an instruction-tuned model: the options in the system turn,
     each worked example as a user turn answered by one word, then ``state`` as the last user turn."""
     names = answer_words(question, "chat")
-    listed = "\n".join(f"- {n}: {question.describe(o)}" for n, o in zip(names, question.options))
+    listed = "\n".join(f"- {n}: {question.describe(o)}" for n, o in zip(names, question.options, strict=True))
     system = (
         f"You sort the messages a person sends to their assistant after it answered. {question.text}\n"
         f"Answer with exactly one word from this list:\n{listed}"
@@ -178,7 +183,7 @@ class LocalDecisionProvider:
             head, tail = render_prompt(question, state, self.style)
             parts = ((tail, False),)
             shares = await self.transport.run_exclusive(lambda llm: self._forward(llm, head, False, parts, names))
-        return dict(zip(question.options, shares))
+        return dict(zip(question.options, shares, strict=True))
 
     def _chat_forward(self, llm: Any, question: Question, state: str, names: Sequence[str]) -> list[float]:
         """The chat style: the template's head, then the message (never read as special tokens: a person
@@ -208,7 +213,9 @@ class LocalDecisionProvider:
             bos_token=token_text(llm.token_bos()),
             add_generation_prompt=True,
         )
-        prompt = formatter(messages=chat_messages(question, _SENTINEL)).prompt
+        # llama_cpp declares its own TypedDicts for messages; ours are plain dicts with the keys the template reads.
+        messages = cast("list[ChatCompletionRequestMessage]", chat_messages(question, _SENTINEL))
+        prompt = formatter(messages=messages).prompt
         if prompt.count(_SENTINEL) != 1:
             raise BadProviderOutput(f"{self.transport.name}'s chat template did not render the message once")
         head, after = prompt.split(_SENTINEL)

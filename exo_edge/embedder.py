@@ -42,7 +42,7 @@ _OUTPUT = "461"
 _DIMS = 384
 
 
-def quantize_rows(vectors: "np.ndarray") -> "np.ndarray":
+def quantize_rows(vectors: np.ndarray) -> np.ndarray:
     """Unit vectors as int8: each row scaled so its largest component is ±127.
 
     The per-row scale is not stored; search divides by the int8 row's own
@@ -82,8 +82,8 @@ class OnnxEmbedder:
 
     @classmethod
     def from_home(
-        cls, home: "ExoHome | None" = None, *, precision: str = "int8", threads: int | None = None
-    ) -> "OnnxEmbedder | None":
+        cls, home: ExoHome | None = None, *, precision: str = "int8", threads: int | None = None
+    ) -> OnnxEmbedder | None:
         """The embedder whose files ``exo models fetch`` placed, or ``None`` when absent
         (or when onnxruntime/tokenizers are not installed): the core then runs BM25 only."""
         import importlib.util
@@ -135,7 +135,7 @@ class OnnxEmbedder:
             tokenizer.enable_padding()
             self._tokenizer, self._session = tokenizer, session
 
-    def _run(self, texts: Sequence[str]) -> "np.ndarray":
+    def _run(self, texts: Sequence[str]) -> np.ndarray:
         import numpy as np
 
         encoded = self._tokenizer.encode_batch(list(texts))
@@ -143,7 +143,7 @@ class OnnxEmbedder:
         mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
         return self._session.run([_OUTPUT], {"input_ids": ids, "attention_mask": mask})[0]
 
-    def embed(self, texts: Sequence[str], *, batch: int = 32) -> "np.ndarray":
+    def embed(self, texts: Sequence[str], *, batch: int = 32) -> np.ndarray:
         """Unit float32 vectors, one row per text (shape ``(len(texts), 384)``)."""
         import numpy as np
 
@@ -158,7 +158,7 @@ class OnnxEmbedder:
             out: list[Any] = [None] * len(clean)
             for start in range(0, len(order), batch):
                 chunk = order[start : start + batch]
-                for i, row in zip(chunk, self._run([clean[i] for i in chunk])):
+                for i, row in zip(chunk, self._run([clean[i] for i in chunk]), strict=True):
                     out[i] = row
             rows = out
         matrix = np.asarray(rows, dtype=np.float32)
@@ -166,10 +166,10 @@ class OnnxEmbedder:
         norms[norms == 0] = 1.0
         return matrix / norms
 
-    def embed_int8(self, texts: Sequence[str]) -> "np.ndarray":
+    def embed_int8(self, texts: Sequence[str]) -> np.ndarray:
         """The vectors as stored: int8 rows (see :func:`quantize_rows`)."""
         return quantize_rows(self.embed(texts))
 
-    async def aembed(self, texts: Sequence[str]) -> "np.ndarray":
+    async def aembed(self, texts: Sequence[str]) -> np.ndarray:
         """:meth:`embed` in a worker thread, off the event loop."""
         return await asyncio.to_thread(self.embed, texts)

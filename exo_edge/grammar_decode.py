@@ -40,7 +40,7 @@ def _token_data_dtype() -> Any:
 def common_prefix(a: list[int], b: list[int]) -> int:
     """How many leading tokens ``a`` and ``b`` share (the KV-cache prefix a prompt can reuse)."""
     n = 0
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):  # the shorter list ends the shared prefix
         if x != y:
             break
         n += 1

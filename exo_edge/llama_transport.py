@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from exo_core.agent.grounding import call_grounding
 from exo_core.agent.model import (
     ContextWindow,
     Finish,
@@ -44,15 +45,14 @@ from exo_core.agent.model import (
     ToolCallChunk,
     UsageChunk,
 )
-from exo_core.agent.grounding import call_grounding
 from exo_core.errors import ClosedResourceError
 from exo_core.models.failures import FailureKind, ProviderError
 from exo_edge.answer_tidy import AnswerTidy
 from exo_edge.chat_run import CallJudge, ChatDecision, call_openers, run_chat
 from exo_edge.chat_template import ChatTemplate
-from exo_edge.manifest import PromptFormat
 from exo_edge.grammar_decode import common_prefix, greedy_under_grammar
 from exo_edge.llama_window import WHERE, LlamaCounter, guard_request, llama_window
+from exo_edge.manifest import PromptFormat
 from exo_edge.prompting import (
     CALL_PREFIX,
     call_grammar,

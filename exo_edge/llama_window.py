@@ -112,7 +112,7 @@ class LlamaCounter:
         missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
         if missing:
             found = await self._worker(lambda llm: [_tokens(llm, t) for t in missing])
-            for text, n in zip(missing, found):
+            for text, n in zip(missing, found, strict=True):
                 self._cache[text] = n
         out = []
         for text in texts:

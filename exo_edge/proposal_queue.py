@@ -34,8 +34,8 @@ from typing import Any
 
 from exo_core.agent.model import ChatMessage, ModelRequest, ModelTransport, TextDelta, UsageChunk
 from exo_core.errors import BadBodyError, ModelError, StorageError
-from exo_core.ledger.ledger import Ledger
 from exo_core.learning.reviewer import LEARNING_SOURCE
+from exo_core.ledger.ledger import Ledger
 
 __all__ = ["Job", "ProposalQueue", "DrainReport", "drain", "prompt_for"]
 
@@ -132,7 +132,7 @@ class ProposalQueue:
 
     def month(self) -> str:
         """This month as ``YYYY-MM`` (UTC)."""
-        return _dt.datetime.fromtimestamp(self.clock(), tz=_dt.timezone.utc).strftime("%Y-%m")
+        return _dt.datetime.fromtimestamp(self.clock(), tz=_dt.UTC).strftime("%Y-%m")
 
     def spent(self, month: str | None = None) -> float:
         """Cost spent in ``month`` (default this month)."""
@@ -162,7 +162,7 @@ def prompt_for(job: Job) -> ModelRequest:
             f"- {e.get('verdict')}: draft {e.get('draft', '')!r} -> {e.get('text', '')!r}" for e in i["evidence"]
         )
     elif job.kind == "decide":  # an abstained decision (exo_core/decisions/escalation.py)
-        listed = "\n".join(f"- {o}: {d}" for o, d in zip(i["options"], i["descriptions"]))
+        listed = "\n".join(f"- {o}: {d}" for o, d in zip(i["options"], i["descriptions"], strict=True))
         system = f"{i['question']}\nAnswer with exactly one word from this list:\n{listed}"
         user = f"Message: {i['state']}"
     else:

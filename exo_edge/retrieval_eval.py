@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from exo_core.errors import UsageError
-from exo_core.retrieval import DocIndex, Doc, RetrievalSettings
+from exo_core.retrieval import Doc, DocIndex, RetrievalSettings
 from exo_core.retrieval.pipeline import OVERFETCH
 from exo_core.retrieval.rank import context, fuse, ranked
 
@@ -133,7 +133,7 @@ def load_longmemeval(path: Path, which: str = "all") -> tuple[dict[str, list[Tur
     if isinstance(data, list):  # the original per-question layout: sessions inline
         sessions: dict[str, Any] = {}
         for q in data:
-            sessions.update(zip(q["haystack_session_ids"], q["haystack_sessions"]))
+            sessions.update(zip(q["haystack_session_ids"], q["haystack_sessions"], strict=True))
         data = {"sessions": sessions, "questions": data}
     questions = [q for q in data["questions"] if not q["question_id"].endswith("_abs")]
     keep = split([q["question_id"] for q in questions], which)
@@ -177,7 +177,7 @@ class Ranker:
         self._index.sync(Doc(id=t.id, kind="turn", body=t.text, session=t.session) for t in turns)
         if self.vectors is not None:
             hashes = [_hash(t.text) for t in turns]
-            self.vectors.sync([(h, h, t.text) for h, t in zip(hashes, turns)], prune=False)
+            self.vectors.sync([(h, h, t.text) for h, t in zip(hashes, turns, strict=True)], prune=False)
             mat = self.vectors.vectors(hashes)
             norms = np.linalg.norm(mat.astype(np.float32), axis=1)
             norms[norms == 0] = 1.0
@@ -201,7 +201,9 @@ class Ranker:
             q = self.vectors.embedder.embed([question])[0]
             lists["embed"] = units(top_k([t.id for t in self._stack], self._matrix[0], self._matrix[1], q, depth))
             pool = self.settings.depth * OVERFETCH  # what the pipeline reads; a list no longer than that ended
-            heads = [lists[n][:pool] if w else [] for n, w in zip(("bm25", "embed"), self.settings.weights)]
+            heads = [
+                lists[n][:pool] if w else [] for n, w in zip(("bm25", "embed"), self.settings.weights, strict=True)
+            ]
             fused = fuse(
                 heads,
                 weights=self.settings.weights,

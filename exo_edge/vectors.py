@@ -50,7 +50,7 @@ class TextEmbedder(Protocol):
     @property
     def model_id(self) -> str: ...
 
-    def embed(self, texts: Sequence[str]) -> "np.ndarray": ...
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +127,7 @@ class VectorIndex:
             for start in range(0, len(order), batch):
                 chunk = order[start : start + batch]
                 vecs = _quantize(self.embedder.embed([texts[h] for h in chunk]))
-                done.update((h, np.ascontiguousarray(v).tobytes()) for h, v in zip(chunk, vecs))
+                done.update((h, np.ascontiguousarray(v).tobytes()) for h, v in zip(chunk, vecs, strict=True))
             rows = list(reused) + [(i, h, done[h]) for i, h, _ in fresh]
             removed = [i for i in have if i not in wanted] if prune else []
             self.conn.execute("BEGIN IMMEDIATE")
@@ -158,7 +158,7 @@ class VectorIndex:
                 self._matrix = (ids, mat, norms)
             return self._matrix
 
-    def vectors(self, ids: Sequence[str]) -> "np.ndarray":
+    def vectors(self, ids: Sequence[str]) -> np.ndarray:
         """The stored int8 rows for ``ids`` (ids without a row are skipped)."""
         import numpy as np
 
@@ -178,14 +178,14 @@ class VectorIndex:
         return top_k(ids, mat, norms, qvec, limit)
 
 
-def _quantize(vectors: "np.ndarray") -> "np.ndarray":
+def _quantize(vectors: np.ndarray) -> np.ndarray:
     from exo_edge.embedder import quantize_rows
 
     return quantize_rows(vectors)
 
 
 def top_k(
-    ids: Sequence[str], mat: "np.ndarray", norms: "np.ndarray", qvec: "np.ndarray", limit: int
+    ids: Sequence[str], mat: np.ndarray, norms: np.ndarray, qvec: np.ndarray, limit: int
 ) -> list[tuple[str, float]]:
     """Cosine of every int8 row with the unit query ``qvec``; the best ``limit``, ties by id."""
     import numpy as np

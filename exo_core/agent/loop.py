@@ -21,6 +21,7 @@ call a result; any unexpected error ends the turn with ``error`` and a clean
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections import deque
@@ -30,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 from exo_core.agent.approvals import ApprovalBroker
-from exo_core.agent.outcome import explain_turn_end
 from exo_core.agent.model import (
     ContextWindow,
     Finish,
@@ -43,6 +43,7 @@ from exo_core.agent.model import (
     UsageChunk,
     WindowedTransport,
 )
+from exo_core.agent.outcome import explain_turn_end
 from exo_core.agent.recorder import NullRecorder, TurnRecorder
 from exo_core.agent.redaction import Redactor, SecretRedactor
 from exo_core.agent.seams import (
@@ -68,11 +69,11 @@ from exo_core.clock import Clock, SystemClock
 from exo_core.context.fit import Draft, render
 from exo_core.context.window import Fitted, fit_input, fit_request
 from exo_core.errors import ExoError, ModelError, RetryableModelError
+from exo_core.hooks import HookRegistry
 from exo_core.protocol import events as ev
 from exo_core.server.hub import Hub
 from exo_core.sessions.store import MessageRecord, SessionStore, TurnRecord
 from exo_core.sessions.worker import DbWorker
-from exo_core.hooks import HookRegistry
 from exo_core.tools.registry import ToolRegistry
 from exo_core.tools.spec import ToolResult, ToolSpec
 
@@ -175,8 +176,10 @@ async def run_turn(
             request = await _sized_request(deps, session_id, turn.id, base, system, memory, history, request, state)
             text, calls = await _call_model(deps, session_id, turn.id, request, state)
             state.partial, state.calls = "", []
+            # partial binds this round's text and calls now (B023); db() runs it before the round goes on.
             reply = await db(
-                lambda: deps.store.add_message(
+                functools.partial(
+                    deps.store.add_message,
                     session_id,
                     "assistant",
                     text,
@@ -192,7 +195,7 @@ async def run_turn(
             await _run_calls(deps, session_id, turn.id, calls, state)
             while steer:
                 note = steer.popleft()
-                steered = await db(lambda: deps.store.add_message(session_id, "user", note, turn_id=turn.id))
+                steered = await db(functools.partial(deps.store.add_message, session_id, "user", note, turn_id=turn.id))
                 await _emit_message(deps, steered)
                 await _record(deps, "utterance", {"session": session_id, "turn": turn.id, "text": note, "steer": True})
         else:
@@ -210,7 +213,7 @@ async def run_turn(
     except ExoError as exc:
         log.warning("turn %s failed: %s", turn.id, exc)
         reason, error = "error", f"{exc.code}: {exc.message}"
-    except Exception as exc:  # noqa: BLE001 - fail soft: a bug ends the turn, never hangs the session
+    except Exception as exc:  # fail soft: a bug ends the turn, never hangs the session
         log.exception("turn %s crashed", turn.id)
         reason, error = "error", f"internal: {type(exc).__name__}: {exc}"
     await _close_interrupted(deps, session_id, turn.id, state)
@@ -249,7 +252,7 @@ async def _memory_parts(deps: LoopDeps, session_id: str, text: str) -> MemoryPar
         if isinstance(deps.memory, PartedMemory):
             return await deps.memory.system_parts(session_id, text)
         return MemoryParts(pack=await deps.memory.system_block(session_id, text))
-    except Exception:  # noqa: BLE001 - fail soft: a broken memory provider is skipped for this call
+    except Exception:  # fail soft: a broken memory provider is skipped for this call
         log.exception("memory provider failed; continuing without it")
         return MemoryParts()
 
@@ -290,7 +293,7 @@ async def _chosen_toolsets(deps: LoopDeps, text: str) -> frozenset[str] | None:
 async def _build_context(deps: LoopDeps, session_id: str, system: str, history: list[MessageRecord]) -> list[Any]:
     try:
         return await deps.context.build(session_id, system, history)
-    except Exception:  # noqa: BLE001 - fail soft: fall back to the verbatim conversation
+    except Exception:  # fail soft: fall back to the verbatim conversation
         log.exception("context engine failed; sending the conversation verbatim")
         return await VerbatimContext().build(session_id, system, history)
 
@@ -304,7 +307,7 @@ async def _sized_request(
     memory: MemoryParts,
     history: list[MessageRecord],
     request: ModelRequest,
-    state: "_TurnState",
+    state: _TurnState,
 ) -> ModelRequest:
     """``request`` with this call's input, fitted to the model's window when the model declares one.
 
@@ -320,7 +323,7 @@ async def _sized_request(
         return await fit_request(window, replace(request, messages=tuple(built)))
     try:
         view = await deps.context.history_view(session_id, system, history)
-    except Exception:  # noqa: BLE001 - fail soft: fall back to the verbatim conversation
+    except Exception:  # fail soft: fall back to the verbatim conversation
         log.exception("context engine failed; sending the conversation verbatim, fitted to the window")
         view = HistoryView()
     tail = history[view.tail_start :]
@@ -367,7 +370,7 @@ def _current_index(history: Sequence[MessageRecord], tail_start: int, turn_id: s
     return users[-1] - tail_start if users else len(history) - tail_start
 
 
-async def _report_trim(deps: LoopDeps, session_id: str, fitted: Fitted, state: "_TurnState") -> None:
+async def _report_trim(deps: LoopDeps, session_id: str, fitted: Fitted, state: _TurnState) -> None:
     """Once per turn: ``context.compacted`` when the input was trimmed, a notice when the pack or message was."""
     trimmed = fitted.trimmed
     if trimmed.any and not state.trim_reported:
@@ -386,19 +389,20 @@ async def _call_model(
     deps: LoopDeps, session_id: str, turn_id: str, request: ModelRequest, state: _TurnState
 ) -> tuple[str, list[ToolCall]]:
     attempt = 0
+    # Deltas are queued without waiting for the disk so a burst shares one commit;
+    # at most _DELTA_WINDOW are in flight, and all are saved before the call returns
+    # or is retried (so each attempt starts with none in flight).
+    in_flight: deque[asyncio.Future[Any]] = deque()
+
+    async def delta(event_type: str, body: Any) -> None:
+        in_flight.append(deps.hub.emit_nowait(session_id, event_type, body))
+        while len(in_flight) > _DELTA_WINDOW:
+            await in_flight.popleft()
+
     while True:
         shown = False
         text: list[str] = []
         calls: list[ToolCall] = []
-        # Deltas are queued without waiting for the disk so a burst shares one commit;
-        # at most _DELTA_WINDOW are in flight, and all are saved before the call returns.
-        in_flight: deque[asyncio.Future[Any]] = deque()
-
-        async def delta(event_type: str, body: Any) -> None:
-            in_flight.append(deps.hub.emit_nowait(session_id, event_type, body))
-            while len(in_flight) > _DELTA_WINDOW:
-                await in_flight.popleft()
-
         try:
             async for chunk in deps.model.stream(request):
                 if isinstance(chunk, TextDelta) and chunk.text:
@@ -417,7 +421,9 @@ async def _call_model(
                     state.input_tokens += chunk.input_tokens
                     state.output_tokens += chunk.output_tokens
                     state.cost += chunk.cost
-                    session = await deps.worker.run(lambda: deps.store.touch(session_id, add_cost=chunk.cost))
+                    session = await deps.worker.run(
+                        functools.partial(deps.store.touch, session_id, add_cost=chunk.cost)
+                    )
                     await deps.hub.emit(
                         session_id,
                         "usage.updated",
@@ -450,7 +456,7 @@ async def _call_model(
             raise
 
 
-async def _settle(in_flight: "deque[asyncio.Future[Any]]") -> None:
+async def _settle(in_flight: deque[asyncio.Future[Any]]) -> None:
     while in_flight:
         await in_flight.popleft()
 
@@ -495,7 +501,7 @@ async def _finish(
     if reason == "end":
         try:
             await deps.memory.on_exchange(session_id, turn.text, state.answer)
-        except Exception:  # noqa: BLE001 - fail soft: memory is told best-effort
+        except Exception:  # fail soft: memory is told best-effort
             log.exception("memory provider failed in on_exchange")
     session = await deps.worker.run(lambda: deps.store.touch(session_id))
     count = len(await deps.worker.run(lambda: deps.store.messages(session_id)))

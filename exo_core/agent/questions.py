@@ -65,7 +65,7 @@ class _Open:
     session_id: str
     options: tuple[str, ...]
     allow_text: bool
-    future: "asyncio.Future[Answer]"
+    future: asyncio.Future[Answer]
 
 
 class QuestionBroker:

@@ -64,7 +64,7 @@ class SecretRedactor:
         self._values: tuple[str, ...] = _forms(self._fixed)
 
     @classmethod
-    def for_home(cls, home: Path) -> "SecretRedactor":
+    def for_home(cls, home: Path) -> SecretRedactor:
         """A redactor that knows the secrets in the Exo home ``home`` (re-read when its files change)."""
         return cls(home=Path(home))
 
@@ -82,7 +82,7 @@ class SecretRedactor:
         """``value`` (strings, lists, mappings, as JSON holds them) with every string redacted."""
         return redact_data(self, value)
 
-    def stream(self) -> "StreamRedactor":
+    def stream(self) -> StreamRedactor:
         """A redactor for one stream of output chunks."""
         return StreamRedactor(self)
 

@@ -189,7 +189,7 @@ class TurnRunner:
             return
         try:
             await hook(session_id)
-        except Exception:  # noqa: BLE001 - fail soft: the next turn's build retries the summaries anyway
+        except Exception:  # fail soft: the next turn's build retries the summaries anyway
             log.exception("context engine could not resume %s", session_id)
 
     async def _repair(self, session_id: str, dangling: list[tuple[MessageRecord, dict[str, Any]]]) -> int:

@@ -73,7 +73,7 @@ class ScriptedModel:
         self.requests: list[ModelRequest] = []
 
     @classmethod
-    def from_file(cls, path: Path) -> "ScriptedModel":
+    def from_file(cls, path: Path) -> ScriptedModel:
         """Load a script file."""
         try:
             data = json.loads(path.read_text(encoding="utf-8"))

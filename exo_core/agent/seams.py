@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from exo_core.agent.model import INTERRUPTED_MARK, ChatMessage, ToolCall
+from exo_core.agent.model import INTERRUPTED_MARK, ChatMessage, Role, ToolCall
 from exo_core.sessions.store import MessageRecord
 from exo_core.tools.spec import ToolSpec
 
@@ -77,13 +77,18 @@ class NullMemory:
         return None
 
 
+# A stored message's role (text) as the model seam's literal type.
+_ROLES: dict[str, Role] = {"system": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
+
+
 def to_chat_messages(messages: Sequence[MessageRecord]) -> list[ChatMessage]:
     """Stored messages as model messages (tool calls and results kept paired)."""
     out = []
     for m in messages:
         calls = tuple(ToolCall(c["id"], c["name"], c.get("arguments", {})) for c in m.tool_calls)
         content = m.content + (INTERRUPTED_MARK if m.status == "interrupted" and m.role == "assistant" else "")
-        out.append(ChatMessage(role=m.role, content=content, tool_calls=calls, tool_call_id=m.tool_call_id))  # type: ignore[arg-type]
+        role = _ROLES[m.role]  # the store keeps the role as text
+        out.append(ChatMessage(role=role, content=content, tool_calls=calls, tool_call_id=m.tool_call_id))
     return out
 
 

@@ -46,7 +46,7 @@ __all__ = ["run_tool_call", "store_tool_result", "emit_message", "record"]
 log = logging.getLogger(__name__)
 
 
-async def run_tool_call(deps: "LoopDeps", session_id: str, turn_id: str, call: ToolCall) -> None:
+async def run_tool_call(deps: LoopDeps, session_id: str, turn_id: str, call: ToolCall) -> None:
     """Gate, approve, run and record one tool call; never raises for a tool's failure."""
     tool = deps.tools.get(call.name)
     risk = tool.spec.risk if tool else "low"
@@ -118,10 +118,10 @@ async def run_tool_call(deps: "LoopDeps", session_id: str, turn_id: str, call: T
     )
 
 
-def _check(deps: "LoopDeps", tool: Any, call: ToolCall) -> GateOutcome:
+def _check(deps: LoopDeps, tool: Any, call: ToolCall) -> GateOutcome:
     try:
         return deps.gate.check(tool.spec, call.arguments)
-    except Exception as exc:  # noqa: BLE001 - a gate bug must fail closed (ask), never open and never end the turn
+    except Exception as exc:  # a gate bug must fail closed (ask), never open and never end the turn
         log.exception("the gate failed on %s; asking the person instead", call.name)
         return GateOutcome(
             "ask",
@@ -133,7 +133,7 @@ def _check(deps: "LoopDeps", tool: Any, call: ToolCall) -> GateOutcome:
 
 
 async def _ask(
-    deps: "LoopDeps",
+    deps: LoopDeps,
     session_id: str,
     turn_id: str,
     call: ToolCall,
@@ -185,7 +185,7 @@ async def _ask(
     return answer.decision, ((entry,) if entry else ())
 
 
-async def _execute(deps: "LoopDeps", session_id: str, call: ToolCall, targets: tuple[str, ...] | None) -> ToolResult:
+async def _execute(deps: LoopDeps, session_id: str, call: ToolCall, targets: tuple[str, ...] | None) -> ToolResult:
     # Streamed output is redacted too: whole lines at a time, a private key block held until it closes.
     streams: dict[str, StreamRedactor] = {}
 
@@ -224,7 +224,7 @@ async def _execute(deps: "LoopDeps", session_id: str, call: ToolCall, targets: t
 
 
 async def store_tool_result(
-    deps: "LoopDeps", session_id: str, turn_id: str, call: ToolCall, result: ToolResult, started: float
+    deps: LoopDeps, session_id: str, turn_id: str, call: ToolCall, result: ToolResult, started: float
 ) -> None:
     """Store a call's result as a tool message and emit ``tool.completed`` then ``message.completed``."""
     msg = await deps.worker.run(
@@ -252,7 +252,7 @@ async def store_tool_result(
     await emit_message(deps, msg)
 
 
-async def emit_message(deps: "LoopDeps", msg: MessageRecord) -> None:
+async def emit_message(deps: LoopDeps, msg: MessageRecord) -> None:
     """Emit ``message.completed`` for a stored message."""
     await deps.hub.emit(
         msg.session_id,
@@ -269,7 +269,7 @@ async def emit_message(deps: "LoopDeps", msg: MessageRecord) -> None:
     )
 
 
-async def record(deps: "LoopDeps", kind: str, body: dict[str, Any], *, refs: tuple[str, ...] = ()) -> str | None:
+async def record(deps: LoopDeps, kind: str, body: dict[str, Any], *, refs: tuple[str, ...] = ()) -> str | None:
     """Mirror one entry into the ledger through the recorder seam; returns its id (``None`` if not kept)."""
     try:
         return await asyncio.to_thread(deps.recorder.record, kind, body, refs=refs)

@@ -35,7 +35,7 @@ def add_group(sub: Any, name: str, help: str, *, metavar: str = "ACTION") -> Any
     return actions
 
 
-def home_of(args: argparse.Namespace) -> "ExoHome":
+def home_of(args: argparse.Namespace) -> ExoHome:
     """The Exo home ``--home`` names (else $EXO_HOME or ~/.exo)."""
     from exo_core.home import ExoHome
 

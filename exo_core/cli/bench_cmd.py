@@ -14,7 +14,7 @@ import argparse
 from exo_core.cli.args import add_command, add_group
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     """Add ``exo bench`` and its benchmarks."""
     names = add_group(sub, "bench", "run one benchmark", metavar="NAME")
     ret = add_command(names, "retrieval", _retrieval, "retrieval quality on LoCoMo / LongMemEval format files")

@@ -12,7 +12,7 @@ import argparse
 from exo_core.cli.args import add_command, home_of
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     """Add ``exo chat``."""
     parser = add_command(sub, "chat", _chat, "chat with the core (terminal client; line client when piped)", home=True)
     parser.add_argument("--connect", default=None, metavar="URL", help="remote core: http://HOST:PORT")

@@ -16,7 +16,7 @@ from exo_core.cli.args import add_command, emit, home_of
 USES = ("signal", "toolset", "panel")
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     """Add ``exo decide``."""
     parser = add_command(
         sub, "decide", _decide, "run one decision (signal, toolset, panel) and show its probabilities", home=True

@@ -11,7 +11,7 @@ import argparse
 from exo_core.cli.args import add_command
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     """Add ``exo device``."""
     parser = add_command(sub, "device", _device, "run the device client (buttons, screen, voice)", home=True)
     parser.add_argument(

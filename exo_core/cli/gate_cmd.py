@@ -17,7 +17,7 @@ import argparse
 from exo_core.cli.args import add_command, add_group, home_of
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     """Add ``exo gate check``."""
     check = add_command(
         add_group(sub, "gate", "audit the consequence gate"),

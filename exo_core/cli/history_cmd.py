@@ -21,13 +21,13 @@ from exo_core.cli.args import add_command, add_group, emit, home_of
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-    from exo_core.context.engine import SummaryTreeContext
     from exo_core.context.config import ContextConfig
+    from exo_core.context.engine import SummaryTreeContext
     from exo_core.home import ExoHome
     from exo_core.sessions import DbWorker
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     """Add ``exo history``."""
     actions = add_group(sub, "history", "import past conversations; summary status")
     imp = add_command(
@@ -128,8 +128,8 @@ def _status(args: argparse.Namespace) -> int:
 
 @contextlib.asynccontextmanager
 async def _parts(
-    home: "ExoHome", args: argparse.Namespace, *, with_engine: bool
-) -> "AsyncIterator[tuple[DbWorker, SummaryTreeContext | None, ContextConfig]]":
+    home: ExoHome, args: argparse.Namespace, *, with_engine: bool
+) -> AsyncIterator[tuple[DbWorker, SummaryTreeContext | None, ContextConfig]]:
     """The database (and, to summarize here, a context engine) for one command."""
     from exo_core.context.config import ContextConfig
     from exo_core.sessions import DbWorker

@@ -8,7 +8,6 @@ the machine's memory (:mod:`exo_core.models.boards`).
 from __future__ import annotations
 
 import argparse
-
 from typing import TYPE_CHECKING
 
 from exo_core.cli.args import add_command, home_of
@@ -17,7 +16,7 @@ if TYPE_CHECKING:
     from exo_core.home import ExoHome
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     """Add ``exo init``."""
     parser = add_command(sub, "init", _init, "create an Exo home and a new store from the template", home=True)
     parser.add_argument("--store", default=None, help="store folder (default <home>/store)")
@@ -45,7 +44,7 @@ def _init(args: argparse.Namespace) -> int:
     return 0
 
 
-def _pin_owner(home: "ExoHome", *, created: bool) -> str:
+def _pin_owner(home: ExoHome, *, created: bool) -> str:
     """Pin the store's owner key outside the store; one line saying what was done.
 
     See docs/security.md, "The ledger's trust anchor".

@@ -47,11 +47,11 @@ def register(subparsers: Any) -> None:
 
 class _Ctx:
     def __init__(self, args: argparse.Namespace) -> None:
-        from exo_edge.proposal_queue import ProposalQueue
         from exo_core.learning import Learner
         from exo_core.learning.service import LearningSettings
         from exo_core.ledger import HomeWitness, Ledger, load_signing_key
         from exo_core.store import Store
+        from exo_edge.proposal_queue import ProposalQueue
 
         self.home = home_of(args)
         self.settings = LearningSettings.from_config(self.home.config())
@@ -62,7 +62,7 @@ class _Ctx:
         self.queue = ProposalQueue(self.home.root / "learning" / "queue.sqlite")
         self.learner = Learner(self.store, self.ledger, queue=self.queue if self.settings.route else None)
 
-    def __enter__(self) -> "_Ctx":
+    def __enter__(self) -> _Ctx:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -97,8 +97,8 @@ def _drain(args: argparse.Namespace) -> int:
     import asyncio
 
     from exo_core.errors import ConfigError
-    from exo_edge.proposal_queue import drain
     from exo_core.models import build_router
+    from exo_edge.proposal_queue import drain
 
     with _Ctx(args) as ctx:
         route = args.route or ctx.settings.route
@@ -143,7 +143,7 @@ def _window_label(start_ms: int, days: int) -> str:
     """A window as dates a person reads (``2026-11-24 .. 2026-11-30``), not an epoch in milliseconds."""
     import datetime
 
-    start = datetime.datetime.fromtimestamp(start_ms / 1000, tz=datetime.timezone.utc).date()
+    start = datetime.datetime.fromtimestamp(start_ms / 1000, tz=datetime.UTC).date()
     end = start + datetime.timedelta(days=days - 1)
     if end == start:
         return start.isoformat()
@@ -158,13 +158,13 @@ def _climb(args: argparse.Namespace) -> int:
     with _Ctx(args) as ctx:
         ctx.learner.refresh()
         book = ctx.learner.book
-        incumbent = frozenset(l.feature for l in enforced(book, book.last_ts) if l.feature)
+        incumbent = frozenset(lesson.feature for lesson in enforced(book, book.last_ts) if lesson.feature)
         candidates = [
-            Candidate(incumbent | {l.feature}, l.target)
-            for l in hints(book, book.last_ts)
-            if l.feature and l.feature not in incumbent
+            Candidate(incumbent | {lesson.feature}, lesson.target)
+            for lesson in hints(book, book.last_ts)
+            if lesson.feature and lesson.feature not in incumbent
         ]
-        said = frozenset(l.target for l in book.lessons.values() if l.person_said)
+        said = frozenset(lesson.target for lesson in book.lessons.values() if lesson.person_said)
         final, decisions = climb(
             incumbent,
             candidates,

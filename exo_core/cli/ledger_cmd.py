@@ -12,6 +12,7 @@ Exit status: 0 when the command succeeded (``verify``: the ledger is sound);
 from __future__ import annotations
 
 import argparse
+from datetime import UTC
 from typing import Any
 
 from exo_core.cli.args import add_command, add_group
@@ -169,7 +170,7 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _parse_time(value: str | None, flag: str) -> int | None:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from exo_core.errors import UsageError
 
@@ -180,14 +181,14 @@ def _parse_time(value: str | None, flag: str) -> int | None:
     except ValueError as exc:
         raise UsageError(f"{flag} {value!r} is not an ISO 8601 date or time", field=flag) from exc
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
     return int(moment.timestamp() * 1000)
 
 
 def _log(args: argparse.Namespace) -> int:
     import collections
     import json
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from exo_core.errors import BadBodyError, UsageError
     from exo_core.ledger.kinds import validate_kind, validate_scope
@@ -215,7 +216,7 @@ def _log(args: argparse.Namespace) -> int:
             if args.json:
                 print(json.dumps(entry.to_json(), ensure_ascii=False, sort_keys=True))
                 continue
-            when = datetime.fromtimestamp(entry.ts / 1000, tz=timezone.utc).isoformat(timespec="milliseconds")
+            when = datetime.fromtimestamp(entry.ts / 1000, tz=UTC).isoformat(timespec="milliseconds")
             body = json.dumps(entry.body, ensure_ascii=False, sort_keys=True)
             print(
                 f"{entry.n:>6} {entry.id[:12]} {when.replace('+00:00', 'Z')} s{entry.seg}:{entry.pos} "
@@ -235,8 +236,8 @@ def _show(args: argparse.Namespace) -> int:
 
 def _rebuild(args: argparse.Namespace) -> int:
     from exo_core.errors import CorruptDataError
-    from exo_core.ledger.views import DEFAULT_VIEWS, rebuild_views, views_dir
     from exo_core.learning.pack import register_views
+    from exo_core.ledger.views import DEFAULT_VIEWS, rebuild_views, views_dir
 
     register_views(DEFAULT_VIEWS)  # the learning loop's taste weights and pack section
     with _open(args) as ledger:

@@ -96,7 +96,10 @@ def _fetch(args: argparse.Namespace) -> int:
         manifests = list(load_manifests())
     else:
         manifests = [find_manifest(n) for n in _profile_names(home, args.board)]
-    log = lambda msg: print(f"exo models: {msg}", file=sys.stderr)
+
+    def log(msg: str) -> None:
+        print(f"exo models: {msg}", file=sys.stderr)
+
     fetcher = ModelFetcher(models_dir_for(home), index_url=args.index_url, log=log)
     results: list[dict[str, Any]] = []
     for manifest in manifests:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     import asyncio
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     """Add ``exo onboard``."""
     parser = add_command(
         sub, "onboard", _onboard, "an interview that writes a new person's pack and first nodes", home=True
@@ -62,7 +62,7 @@ async def _interview(args: argparse.Namespace) -> int:
     raise BrokenResourceError("exod stopped during the interview; nothing was written. Run 'exo onboard' again")
 
 
-def _read_lines_into(inbox: "asyncio.Queue[tuple[str, Any]]", loop: "asyncio.AbstractEventLoop") -> None:
+def _read_lines_into(inbox: asyncio.Queue[tuple[str, Any]], loop: asyncio.AbstractEventLoop) -> None:
     """Read stdin in a daemon thread (a blocked read never holds the exit), each line into ``inbox``."""
     import sys
     import threading
@@ -77,7 +77,7 @@ def _read_lines_into(inbox: "asyncio.Queue[tuple[str, Any]]", loop: "asyncio.Abs
     threading.Thread(target=pump, name="exo-onboard-stdin", daemon=True).start()
 
 
-async def _follow(client: Any, session: str, inbox: "asyncio.Queue[tuple[str, Any]]") -> None:
+async def _follow(client: Any, session: str, inbox: asyncio.Queue[tuple[str, Any]]) -> None:
     """The session's events into ``inbox``; then ``gone`` (the interview lives in exod: no reconnecting)."""
     from exo_core.errors import ExoError
 
@@ -89,7 +89,7 @@ async def _follow(client: Any, session: str, inbox: "asyncio.Queue[tuple[str, An
     await inbox.put(("gone", None))
 
 
-async def _converse(client: Any, inbox: "asyncio.Queue[tuple[str, Any]]") -> int:
+async def _converse(client: Any, inbox: asyncio.Queue[tuple[str, Any]]) -> int:
     """Print questions and answer the open one with the next typed line; drop one answered elsewhere.
 
     Lines typed before a question is asked (or piped in) wait for the next question, in order.

@@ -26,7 +26,7 @@ def saved_token_path(url: str) -> Path:
     return base / name
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     """Add ``exo pair``."""
     parser = add_command(sub, "pair", _pair, "pair a laptop: show a code (device) or redeem one (laptop)", home=True)
     parser.add_argument("--connect", default=None, metavar="URL", help="on the laptop: the core's http://HOST:PORT")

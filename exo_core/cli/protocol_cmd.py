@@ -7,7 +7,7 @@ import argparse
 from exo_core.cli.args import add_command, add_group
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     """Add ``exo protocol``."""
     export = add_command(
         add_group(sub, "protocol", "protocol tools"), "export", _export, "write JSON Schema and TypeScript types"

@@ -7,7 +7,7 @@ import argparse
 from exo_core.cli.args import add_command, home_of
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     """Add ``exo recall``."""
     parser = add_command(sub, "recall", _recall, "what the store retrieves for a query (the §20 pipeline)", home=True)
     parser.add_argument("query", nargs="+")
@@ -46,7 +46,7 @@ def _recall(args: argparse.Namespace) -> int:
                     "budget": packed.budget,
                     "embeddings": retriever.dense is not None,
                     "pinned": list(recalled.pinned),
-                    "blocks": [dict(r, text=b.text) for r, b in zip(records(recalled), packed.blocks)],
+                    "blocks": [dict(r, text=b.text) for r, b in zip(records(recalled), packed.blocks, strict=True)],
                 },
                 ensure_ascii=False,
             )

@@ -7,7 +7,7 @@ import argparse
 from exo_core.cli.args import add_command, emit, home_of
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     """Add ``exo search``."""
     parser = add_command(sub, "search", _search, "search past sessions' messages, tool calls and results", home=True)
     parser.add_argument("query", nargs="+")

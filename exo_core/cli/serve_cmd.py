@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from exo_core.ledger import LedgerRecorder
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     """Add ``exo serve``."""
     parser = add_command(sub, "serve", _serve, "run the core daemon exod", home=True)
     parser.add_argument("--store", default=None, help="store folder (default from config.toml)")
@@ -92,7 +92,7 @@ def _serve(args: argparse.Namespace) -> int:
     memory = open_store_memory(home, args.store, log=ledger.record if ledger is not None else None)
     toolsets = None
     if DecisionSettings.from_config(home.config()).toolsets:  # [decisions] toolsets = true in config.toml
-        decider = build_decider(home, store=store, recorder=recorder, model=model)  # type: ignore[arg-type]
+        decider = build_decider(home, store=store, recorder=recorder, model=model)
         toolsets = ToolsetNarrowing(decider)
     options = CoreOptions(
         services=_learning_services(home, store, ledger) if ledger is not None else (),
@@ -133,7 +133,7 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _stated_facts(store: "Path") -> Any:
+def _stated_facts(store: Path) -> Any:
     """The loop's facts seam over the store, asking through the core's question broker."""
     from exo_core.learning.facts import StatedFacts
     from exo_core.store import Store
@@ -142,7 +142,7 @@ def _stated_facts(store: "Path") -> Any:
     return lambda questions: StatedFacts(opened, questions)
 
 
-def _learning_services(home: "ExoHome", store: "Path", ledger: "LedgerRecorder") -> tuple[Any, ...]:
+def _learning_services(home: ExoHome, store: Path, ledger: LedgerRecorder) -> tuple[Any, ...]:
     """The learning reviewer over the store's ledger."""
     from exo_core.learning.learner import Learner
     from exo_core.learning.service import LearningSettings, ReviewService
@@ -157,7 +157,7 @@ def _learning_services(home: "ExoHome", store: "Path", ledger: "LedgerRecorder")
     return (lambda core: ReviewService(core.hub, learner, core.questions), _chat_signals(home, store, ledger))
 
 
-def _chat_signals(home: "ExoHome", store: "Path", ledger: "LedgerRecorder") -> Any:
+def _chat_signals(home: ExoHome, store: Path, ledger: LedgerRecorder) -> Any:
     """Drafts and person messages as learning signals, read by the signal decision (issue 22 item 1)."""
     from exo_core.decisions.setup import build_decider
     from exo_core.decisions.uses import signal

@@ -9,7 +9,7 @@ code (docs/security.md, "The ledger's trust anchor").
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, overload
 
 from exo_core.cli.args import HOME_HELP, add_command, home_of
 
@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # annotations only: the CLI imports nothing heavy at start
     from exo_core.ledger import MachineTrust, Signer
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     """Add ``exo store`` and its subcommands."""
     parser = sub.add_parser("store", help="check, copy, verify and sync the store folder")
     parser.add_argument("--home", default=None, help=HOME_HELP)
@@ -72,7 +72,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     add_command(actions, "rebuild-items", _rebuild, "recreate items.sqlite from the ledger")
 
 
-def _store_dir(args: argparse.Namespace, explicit: str | None = None) -> "Path":
+def _store_dir(args: argparse.Namespace, explicit: str | None = None) -> Path:
     from pathlib import Path
 
     if explicit:
@@ -80,7 +80,12 @@ def _store_dir(args: argparse.Namespace, explicit: str | None = None) -> "Path":
     return home_of(args).store_path(args.store)
 
 
-def _signer(args: argparse.Namespace, *, required: bool) -> "Signer | None":
+@overload
+def _signer(args: argparse.Namespace, *, required: Literal[True]) -> Signer: ...
+@overload
+def _signer(args: argparse.Namespace, *, required: bool) -> Signer | None: ...
+def _signer(args: argparse.Namespace, *, required: bool) -> Signer | None:
+    """This machine's ledger key; ``required`` raises when there is none, else ``None``."""
     from exo_core.errors import NotFoundError
     from exo_core.ledger import load_signing_key
 
@@ -93,7 +98,7 @@ def _signer(args: argparse.Namespace, *, required: bool) -> "Signer | None":
         return None
 
 
-def _trust(args: argparse.Namespace, signer: "Signer | None") -> "MachineTrust":
+def _trust(args: argparse.Namespace, signer: Signer | None) -> MachineTrust:
     from exo_core.ledger import MachineTrust
 
     return MachineTrust(home_of(args).root, machine_key=signer.key_id if signer is not None else None)
@@ -111,10 +116,9 @@ def _lint(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     from exo_core.ledger import CheckpointBook
+    from exo_core.store.config import read_config
     from exo_core.store.ledger_bridge import checkpoint_hook
     from exo_core.store.transfer import export_store
-
-    from exo_core.store.config import read_config
 
     signer = _signer(args, required=False)
     home = home_of(args)
@@ -183,9 +187,8 @@ def _sync(args: argparse.Namespace) -> int:
     import contextlib
 
     from exo_core.ledger import CheckpointBook
-    from exo_core.store.sync import sync_stores
-
     from exo_core.private_files import private_dir
+    from exo_core.store.sync import sync_stores
 
     signer = _signer(args, required=True)
     home = home_of(args)

@@ -85,11 +85,11 @@ class ExoClient:
             raise errors.ConfigError(f"cannot connect to {url!r}: use unix:///path/exod.sock or http://host:port")
 
     @classmethod
-    def for_socket(cls, path: Path, **kwargs: Any) -> "ExoClient":
+    def for_socket(cls, path: Path, **kwargs: Any) -> ExoClient:
         """A client for a Unix socket path."""
         return cls(f"unix://{os.fspath(path)}", **kwargs)
 
-    async def __aenter__(self) -> "ExoClient":
+    async def __aenter__(self) -> ExoClient:
         # force_close: a pooled keep-alive connection to a core that has since restarted would fail
         # the next command with a broken pipe, and a command cannot be retried blindly (it may
         # have run). A fresh connection per command costs little on a socket or a LAN.
@@ -130,7 +130,7 @@ class ExoClient:
                 self._base + path, json=payload, timeout=aiohttp.ClientTimeout(total=60)
             ) as resp:
                 text = await resp.text()
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise BrokenResourceError(f"cannot reach exod at {self.url}: {exc}") from exc
         try:
             data = json.loads(text)
@@ -166,7 +166,7 @@ class ExoClient:
         try:
             async with self._session().get(self._base + "/health", timeout=aiohttp.ClientTimeout(total=10)) as resp:
                 return await resp.json()
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise BrokenResourceError(f"cannot reach exod at {self.url}: {exc}") from exc
 
     async def events(
@@ -194,7 +194,7 @@ class ExoClient:
                     yield item
                 if not reconnect:
                     return
-            except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+            except (TimeoutError, aiohttp.ClientError, OSError) as exc:
                 if not reconnect:
                     raise BrokenResourceError(f"event stream from {self.url} broke: {exc}") from exc
             except BrokenResourceError:

@@ -22,7 +22,7 @@ from exo_core.protocol import Event
 __all__ = ["LineChat", "stdin_lines"]
 
 
-def stdin_lines(loop: asyncio.AbstractEventLoop, queue: "asyncio.Queue[str | None]", stream: TextIO) -> None:
+def stdin_lines(loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[str | None], stream: TextIO) -> None:
     """Feed lines of ``stream`` into ``queue`` from a thread (``None`` at end of input)."""
 
     def pump() -> None:
@@ -129,7 +129,7 @@ class LineChat:
             return str(turn_id)
         return None
 
-    async def wait_turn(self, turn_id: str, lines: "asyncio.Queue[str | None]") -> None:
+    async def wait_turn(self, turn_id: str, lines: asyncio.Queue[str | None]) -> None:
         """Wait for a turn to end, answering approvals from input (or by policy) meanwhile."""
         done = self._done.setdefault(turn_id, asyncio.Event())
         while not done.is_set():
@@ -139,7 +139,7 @@ class LineChat:
             self._wake.clear()
             await self._wake.wait()
 
-    async def _answer_approval(self, request: dict[str, Any], lines: "asyncio.Queue[str | None]") -> None:
+    async def _answer_approval(self, request: dict[str, Any], lines: asyncio.Queue[str | None]) -> None:
         decision = self.approve
         if decision == "ask":
             answer = await lines.get()
@@ -169,7 +169,7 @@ class LineChat:
             self._print(f"error [{exc.code}]: {exc.message}")
         return True
 
-    async def run(self, lines: "asyncio.Queue[str | None]") -> None:
+    async def run(self, lines: asyncio.Queue[str | None]) -> None:
         """Read lines until end of input or ``/quit``."""
         follower = asyncio.create_task(self.follow())
         try:

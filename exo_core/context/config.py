@@ -86,7 +86,7 @@ class ContextConfig:
         return self.summary_tokens * 4
 
     @classmethod
-    def from_mapping(cls, table: Mapping[str, Any]) -> "ContextConfig":
+    def from_mapping(cls, table: Mapping[str, Any]) -> ContextConfig:
         """A config from a ``[context]`` table; unknown keys are a :class:`ConfigError`."""
         if not isinstance(table, Mapping):
             raise ConfigError("config.toml: [context] must be a table")
@@ -98,7 +98,7 @@ class ContextConfig:
         return replace(cls(), **dict(table))
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any]) -> "ContextConfig":
+    def from_config(cls, config: Mapping[str, Any]) -> ContextConfig:
         """The ``[context]`` table of a parsed ``config.toml`` (defaults when absent)."""
         table = config.get("context", {})
         return cls.from_mapping(table if table is not None else {})

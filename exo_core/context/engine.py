@@ -37,8 +37,8 @@ from exo_core.context.config import ContextConfig
 from exo_core.context.lanes import Job, LaneSet
 from exo_core.context.prompt import finish_summary, leaf_footer, leaf_request, merge_footer, merge_request
 from exo_core.context.tree import NodeKey, Plan, SummaryNode, choose_merge, node_positions, plan_view
-from exo_core.context.window import fit_request
 from exo_core.context.view import history_elements, input_tokens, render_view
+from exo_core.context.window import fit_request
 from exo_core.errors import ExoError
 from exo_core.protocol import events as ev
 from exo_core.server.hub import Hub
@@ -193,7 +193,7 @@ class SummaryTreeContext:
                 footer = merge_footer(*texts)
             raw = await asyncio.wait_for(self._summarize(lane, request), self.config.job_timeout)
             text = finish_summary(raw, footer, config=self.config)
-        except Exception as exc:  # noqa: BLE001 - a summarizer bug must not stop the lane; recorded and retried later
+        except Exception as exc:  # a summarizer bug must not stop the lane; recorded and retried later
             if isinstance(exc, (ExoError, TimeoutError)):
                 log.warning("summary %s failed (%s); it is retried when the session is next touched", job.key, exc)
             else:

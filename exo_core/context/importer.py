@@ -231,7 +231,7 @@ async def import_conversations(
     worker: DbWorker,
     conversations: Iterable[Conversation],
     *,
-    engine: "SummaryTreeContext | None" = None,
+    engine: SummaryTreeContext | None = None,
     config: ContextConfig | None = None,
     clock: Clock | None = None,
 ) -> ImportReport:

@@ -235,7 +235,7 @@ class LaneSet:
                 if job.key not in self._where and len(lane.queue) < lane.queue_limit:
                     lane.queue.append(job)
                     self._track(job, lane.name)
-        except Exception:  # noqa: BLE001 - a failed refill is retried on the next kick; log it loudly
+        except Exception:  # a failed refill is retried on the next kick; log it loudly
             log.exception("could not load pending %s summaries", lane.name)
             lane.overflowed = False
         finally:

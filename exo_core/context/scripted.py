@@ -52,7 +52,7 @@ class ScriptedSummarizer:
         self.requests: list[ModelRequest] = []
 
     @classmethod
-    def from_spec(cls, spec: str) -> "ScriptedSummarizer":
+    def from_spec(cls, spec: str) -> ScriptedSummarizer:
         """Parse ``scripted-summary[:key=value,...]``."""
         if not spec.startswith(SPEC_PREFIX):
             raise ConfigError(f"not a scripted summarizer spec: {spec!r}")
@@ -65,7 +65,7 @@ class ScriptedSummarizer:
                 options[key] = _OPTIONS[key](value)
             except ValueError as exc:
                 raise ConfigError(f"bad value for scripted summarizer option {key!r}: {value!r}") from exc
-        return cls(**options)  # type: ignore[arg-type]
+        return cls(**options)  # type: ignore[arg-type]  # each value was converted by its own option's parser
 
     def summarize(self, text: str) -> str:
         """The summary this transport gives for a request whose user text is ``text``."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Literal
 
 from exo_core.context.config import ContextConfig, estimate_tokens
@@ -177,7 +178,7 @@ def choose_merge(plan: Plan, nodes: Mapping[NodeKey, SummaryNode], config: Conte
                 # An older leaf is still coming: merge nothing newer yet, so the
                 # oldest material is always the most compressed.
                 break
-    for left, right in zip(summaries, summaries[1:]):
+    for left, right in pairwise(summaries):
         if left.level != right.level or left.idx % 2 or right.idx != left.idx + 1:
             continue
         parent = (left.level + 1, left.idx // 2)

@@ -110,7 +110,7 @@ async def fit_input(window: ContextWindow, draft: Draft, request: ModelRequest) 
     empty = replace(request, messages=(ChatMessage(role="system", content=""),), max_tokens=answer)
     reserve = await window.counter.measure(empty)
     texts = list(dict.fromkeys(t for t in draft_texts(draft) if t))
-    counts = dict(zip(texts, await window.counter.count(texts)))
+    counts = dict(zip(texts, await window.counter.count(texts), strict=True))
     room = limit - reserve
     if room <= window.message_overhead * 2:
         raise ContextWindowTooSmallError(

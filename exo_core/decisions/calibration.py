@@ -47,7 +47,10 @@ class Calibration:
     def apply(self, raw: Mapping[str, float]) -> dict[str, float]:
         """Calibrated probabilities for ``raw`` (a probability per option)."""
         return softmax(
-            {o: self.slope * math.log(max(raw.get(o, 0.0), _FLOOR)) + b for o, b in zip(self.options, self.offsets)}
+            {
+                o: self.slope * math.log(max(raw.get(o, 0.0), _FLOOR)) + b
+                for o, b in zip(self.options, self.offsets, strict=True)
+            }
         )
 
     def to_json(self) -> dict[str, object]:
@@ -55,7 +58,7 @@ class Calibration:
         return {
             "slope": round(self.slope, 4),
             "samples": self.samples,
-            "offsets": {o: round(b, 4) for o, b in zip(self.options, self.offsets)},
+            "offsets": {o: round(b, 4) for o, b in zip(self.options, self.offsets, strict=True)},
         }
 
 
@@ -84,7 +87,7 @@ def fit(
     theta = np.concatenate([[1.0], np.zeros(k)])  # slope, offsets
     prior = theta.copy()
 
-    def loss(t: "np.ndarray") -> float:
+    def loss(t: np.ndarray) -> float:
         z = t[0] * x + t[1:]
         z = z - z.max(axis=1, keepdims=True)
         logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
@@ -153,7 +156,7 @@ class CalibrationBook:
         samples: Mapping[tuple[str, str], tuple[Sequence[str], Sequence[Sample]]],
         *,
         min_samples: int = MIN_SAMPLES,
-    ) -> "CalibrationBook":
+    ) -> CalibrationBook:
         """Fit each ``(provider, mechanism) -> (options, samples)`` that has enough labels."""
         fitted = {key: fit(options, rows, min_samples=min_samples) for key, (options, rows) in samples.items()}
         return cls({key: found for key, found in fitted.items() if found is not None})

@@ -22,6 +22,7 @@ import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 from exo_core.clock import Clock, SystemClock
 from exo_core.decisions.calibration import CalibrationBook
@@ -169,7 +170,7 @@ def _fallback(
     )
 
 
-def _consume(task: "asyncio.Future[object]") -> None:
+def _consume(task: asyncio.Future[Any]) -> None:
     """Retrieve a late provider's outcome so it is not reported as never retrieved."""
     if not task.cancelled():
         task.exception()

@@ -61,7 +61,7 @@ class DecisionSettings:
     local_file: str = ""
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any]) -> "DecisionSettings":
+    def from_config(cls, config: Mapping[str, Any]) -> DecisionSettings:
         """Read and check ``config["decisions"]``; defaults when absent."""
         table = config.get("decisions", {})
         defaults = cls()
@@ -111,7 +111,7 @@ def build_providers(
             out.append(HostedProvider(model, timeout=settings.hosted_timeout))
         else:
             try:
-                from exo_edge.decide_local import local_decision_provider  # type: ignore[import-not-found]
+                from exo_edge.decide_local import local_decision_provider
             except ImportError:
                 log.warning("the local decision model needs exo_edge and llama-cpp-python; skipping it")
                 continue

@@ -37,7 +37,8 @@ _STANDING_VERBS = (
 SIGNAL_RULES = (
     Rule(
         "starts-with-no",
-        r"^\s*(?:no+[\s,]+)?(?:no+|nope|nah|wrong|incorrect|not quite|not right|not really|oops|that'?s not it)\s*[,.!:;-]+"
+        r"^\s*(?:no+[\s,]+)?(?:no+|nope|nah|wrong|incorrect|not quite|not right|not really|oops|that'?s not it)"
+        r"\s*[,.!:;-]+"
         r"(?!\s*(?:thanks|thank you|thx|worries|problem|need|that'?s (?:all|fine|ok)|it'?s (?:fine|ok)|"
         r"all good)\b)",
         "correction",

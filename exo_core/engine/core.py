@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from exo_core.agent.approvals import ApprovalBroker
-from exo_core.agent.questions import AskPersonTool, QuestionBroker
 from exo_core.agent.loop import LoopDeps, LoopSettings
 from exo_core.agent.model import ModelTransport
+from exo_core.agent.questions import AskPersonTool, QuestionBroker
 from exo_core.agent.recorder import NullRecorder, TurnRecorder
 from exo_core.agent.redaction import Redactor, SecretRedactor
 from exo_core.agent.runner import TurnRunner
@@ -26,12 +26,12 @@ from exo_core.context.config import ContextConfig
 from exo_core.context.engine import SummaryTreeContext  # exo_core.engine.settings imports it anyway
 from exo_core.engine.dispatch import Engine
 from exo_core.engine.settings import RuntimeSettings
-from exo_core.gate import ConsequenceGate, Policy
 from exo_core.errors import ConfigError
+from exo_core.gate import ConsequenceGate, Policy
 from exo_core.home import ExoHome
 from exo_core.hooks import HookRegistry
-from exo_core.plugins import PluginHost
 from exo_core.ids import IdFactory, RandomIds
+from exo_core.plugins import PluginHost
 from exo_core.server.hub import Hub
 from exo_core.sessions.store import SessionStore
 from exo_core.sessions.worker import DbWorker
@@ -66,7 +66,7 @@ class CoreOptions:
     queue_limit: int = 1024
     # Background services started with the core and closed before it: each factory takes the Core and
     # returns an object with ``async start()`` and ``async aclose()`` (exod's learning reviewer is one).
-    services: tuple[Callable[["Core"], Any], ...] = ()
+    services: tuple[Callable[[Core], Any], ...] = ()
     # The toolset decision (exo_core.decisions); None offers every tool each turn.
     toolsets: ToolsetChooser | None = None
     # Store folders the file tools may not touch the private files of (default: the home's store).
@@ -140,11 +140,11 @@ class Core:
         RuntimeSettings(self)
 
     @classmethod
-    def open(cls, home: ExoHome, *, model: ModelTransport, options: CoreOptions | None = None) -> "Core":
+    def open(cls, home: ExoHome, *, model: ModelTransport, options: CoreOptions | None = None) -> Core:
         """A core for ``home``; use it as an async context manager."""
         return cls(home, model, options or CoreOptions())
 
-    async def __aenter__(self) -> "Core":
+    async def __aenter__(self) -> Core:
         self.home.root.mkdir(parents=True, exist_ok=True)
         await self.worker.__aenter__()
         await self.hub.start()

@@ -89,7 +89,7 @@ class Engine:
             result = await handler(body)
         except ExoError as exc:
             return Response.failure(command_id, ErrorInfo(exc.code, exc.message, exc.field))
-        except Exception as exc:  # noqa: BLE001 - an engine bug becomes 'internal'; the connection stays up
+        except Exception as exc:  # an engine bug becomes 'internal'; the connection stays up
             log.exception("command %s failed", command_type)
             return Response.failure(command_id, ErrorInfo("internal", f"internal error: {type(exc).__name__}"))
         return Response.success(command_id, result)

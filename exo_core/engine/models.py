@@ -50,7 +50,7 @@ def resolve_model(home: ExoHome, spec: str) -> ModelTransport:
         return ScriptedModel.from_file(Path(spec[len("scripted:") :]).expanduser())
     if spec == "local":
         try:
-            from exo_edge.local import local_transport  # type: ignore[import-not-found]
+            from exo_edge.local import local_transport
         except ImportError as exc:
             raise ConfigError(
                 "the local model runtime is not installed; run the README's set-up command (it installs "

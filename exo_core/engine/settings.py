@@ -30,7 +30,8 @@ from exo_core.decisions.setup import DecisionSettings
 from exo_core.errors import BadBodyError, ConfigError, NotFoundError, UnsupportedError
 from exo_core.models.catalog import ROLES, parse_route
 from exo_core.models.router import ModelRouter
-from exo_core.protocol import commands as cmd, events as ev
+from exo_core.protocol import commands as cmd
+from exo_core.protocol import events as ev
 from exo_core.store.atomic import atomic_write_text
 
 if TYPE_CHECKING:
@@ -62,13 +63,16 @@ def set_toml_value(text: str, table: str, key: str, value: Any) -> str:
     else:
         end = next((i for i in range(header + 1, len(lines)) if lines[i].lstrip().startswith("[")), len(lines))
         at = next((i for i in range(header + 1, end) if re.match(rf"\s*{re.escape(key)}\s*=", lines[i])), None)
-        stop = at
-        while at is not None and stop < end:  # a value may span lines (a long array)
-            stop += 1
-            with contextlib.suppress(tomllib.TOMLDecodeError):
-                tomllib.loads("\n".join(lines[at:stop]))
-                break
-        lines[header + 1 if at is None else at : header + 1 if stop is None else stop] = [line]
+        if at is None:
+            lines[header + 1 : header + 1] = [line]
+        else:
+            stop = at
+            while stop < end:  # a value may span lines (a long array)
+                stop += 1
+                with contextlib.suppress(tomllib.TOMLDecodeError):
+                    tomllib.loads("\n".join(lines[at:stop]))
+                    break
+            lines[at:stop] = [line]
     out = "\n".join(lines).lstrip("\n") + "\n"
     with contextlib.suppress(tomllib.TOMLDecodeError, KeyError, TypeError):
         if functools.reduce(lambda d, k: d[k], (*table.split("."), key), tomllib.loads(out)) == value:
@@ -82,15 +86,12 @@ def set_toml_value(text: str, table: str, key: str, value: Any) -> str:
 class RuntimeSettings:
     """The three handlers over one core; making one registers them on the core's engine."""
 
-    def __init__(self, core: "Core") -> None:
+    def __init__(self, core: Core) -> None:
         self._core = core
         self._lock = asyncio.Lock()  # one read-modify-write of config.toml at a time
-        for name, handler in {
-            "models.set": self.models_set,
-            "config.get": self.config_get,
-            "config.set": self.config_set,
-        }.items():
-            core.engine.add_handler(name, handler)
+        core.engine.add_handler("models.set", self.models_set)
+        core.engine.add_handler("config.get", self.config_get)
+        core.engine.add_handler("config.set", self.config_set)
 
     async def _persist(self, table: str, key: str, value: Any, apply: Callable[[], None], note: str) -> None:
         path = self._core.home.config_path
@@ -140,7 +141,7 @@ class RuntimeSettings:
     async def config_get(self, body: cmd.ConfigGet) -> dict[str, Any]:
         """One setting, or all of them: ``{settings: {key: {value, applies}}}``."""
         keys = [body.key] if body.key else list(SETTINGS)
-        return {"settings": {key: dict(zip(("value", "applies"), self._value(key))) for key in keys}}
+        return {"settings": {key: dict(zip(("value", "applies"), self._value(key), strict=True)) for key in keys}}
 
     async def config_set(self, body: cmd.ConfigSet) -> dict[str, Any]:
         """Check, persist and (for ``now`` keys) apply one setting."""
@@ -152,9 +153,10 @@ class RuntimeSettings:
             raise BadBodyError(f"{body.key}: {exc.message}", field="value") from None
 
         def apply() -> None:
-            if applies == "now":  # _value found the summary-tree engine, which reads its config on each use
-                context = self._core.context
-                context.config = replace(context.config, **{name: body.value})  # type: ignore[attr-defined]
+            context = self._core.context
+            # "now": _value found the summary-tree engine, which reads its config on each use.
+            if applies == "now" and isinstance(context, SummaryTreeContext):
+                context.config = replace(context.config, **{name: body.value})
 
         await self._persist(
             table, name, body.value, apply, f"setting {body.key} is now {json.dumps(body.value)} (applies {applies})"

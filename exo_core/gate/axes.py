@@ -63,11 +63,11 @@ class Axes:
             if value not in scale:
                 raise ConfigError(f"{name} must be one of {', '.join(scale)}, not {value!r}")
 
-    def worst(self, other: "Axes") -> "Axes":
+    def worst(self, other: Axes) -> Axes:
         """The per-axis maximum of ``self`` and ``other``."""
         return Axes(**{name: max(getattr(self, name), getattr(other, name), key=AXES[name].index) for name in AXES})
 
-    def at_least(self, **floor: str) -> "Axes":
+    def at_least(self, **floor: str) -> Axes:
         """``self`` raised to at least the given values (``at_least(reversibility='recoverable')``)."""
         return self.worst(Axes(**floor))
 

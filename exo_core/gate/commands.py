@@ -403,7 +403,7 @@ def _runs_string(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]
             else [exec_finding("trap of text made at run time")]
         )
     if name == "watch":
-        rest = [a for i, a in enumerate(argv) if i and not a.startswith("-") and not argv[i - 1] in ("-n", "-d")]
+        rest = [a for i, a in enumerate(argv) if i and not a.startswith("-") and argv[i - 1] not in ("-n", "-d")]
         return shell_script(" ".join(rest), ctx, "watch") if rest else [finding("shell.read", "watch")]
     for flag in ("-c", "--command"):
         if flag in argv and argv.index(flag) + 1 < len(argv):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from exo_core.agent.seams import GateOutcome
 from exo_core.errors import ExoError
@@ -27,6 +27,14 @@ from exo_core.tools.spec import ToolSpec
 __all__ = ["ConsequenceGate", "Advisor", "evaluate"]
 
 log = logging.getLogger(__name__)
+
+# Each outcome the policy computes (one of axes.OUTCOMES) as the seam's literal type.
+_ACTIONS: dict[str, Literal["allow", "log", "ask", "deny"]] = {
+    "allow": "allow",
+    "log": "log",
+    "ask": "ask",
+    "deny": "deny",
+}
 
 
 class Advisor(Protocol):
@@ -91,11 +99,11 @@ class ConsequenceGate:
                 outcome, reason = tightened, f"{reason}; a decision model asked to tighten it to {tightened}"
         # No floor step here: decide() already raised the outcome to the floor, and tighten() only raises.
         return GateOutcome(
-            outcome,
+            _ACTIONS[outcome],
             decision.summary,
             spec.risk,
             reason,
-            decision.rule_key,  # type: ignore[arg-type]
+            decision.rule_key,
             axes=decision.classification.axes.as_dict(),
             keys=tuple(sorted({p.finding.key for p in decision.parts})),
             targets=decision.classification.targets,

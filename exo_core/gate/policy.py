@@ -76,7 +76,7 @@ class Policy:
     posting_denied: frozenset[str] = frozenset()
 
     @classmethod
-    def load(cls, path: Path, *, workspace: Path | None = None) -> "Policy":
+    def load(cls, path: Path, *, workspace: Path | None = None) -> Policy:
         """Read a TOML policy file; a missing file is the default policy."""
         if not path.exists():
             return cls(scope=Scope.from_mapping({}, workspace=workspace))
@@ -87,7 +87,7 @@ class Policy:
         return cls.from_mapping(data, workspace=workspace)
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any], *, workspace: Path | None = None) -> "Policy":
+    def from_mapping(cls, data: Mapping[str, Any], *, workspace: Path | None = None) -> Policy:
         """A policy from parsed TOML/JSON; unknown keys and bad outcomes are :class:`ConfigError`."""
         unknown = set(data) - _TOP_KEYS
         if unknown:
@@ -118,11 +118,11 @@ class Policy:
             budget=float(max_amount) if max_amount is not None else None,
         )
 
-    def with_workspace(self, workspace: Path) -> "Policy":
+    def with_workspace(self, workspace: Path) -> Policy:
         """This policy with ``workspace`` added to its scope."""
         return dataclasses.replace(self, scope=self.scope.with_workspace(workspace))
 
-    def with_exo(self, home: Path | None, stores: tuple[Path, ...] = ()) -> "Policy":
+    def with_exo(self, home: Path | None, stores: tuple[Path, ...] = ()) -> Policy:
         """This policy guarding the Exo home and the stores from the file tools (exo_core.gate.paths)."""
         return dataclasses.replace(self, scope=self.scope.with_exo(home, stores))
 
@@ -166,7 +166,7 @@ class Decision:
         """As plain data (``exo gate check`` prints this)."""
         out = self.classification.as_dict()
         out.update(outcome=self.outcome, summary=self.summary, rule_key=self.rule_key)
-        for part, wire in zip(self.parts, out["parts"]):
+        for part, wire in zip(self.parts, out["parts"], strict=True):
             wire["outcome"] = part.outcome
             wire["why"] = list(part.why)
         if self.floor:

@@ -38,7 +38,7 @@ class Scope:
     stores: tuple[Path, ...] = ()
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any], *, workspace: Path | None = None) -> "Scope":
+    def from_mapping(cls, data: Mapping[str, Any], *, workspace: Path | None = None) -> Scope:
         """A scope from a policy's ``[scopes]`` table, plus the session's workspace."""
         unknown = sorted(set(data) - {"workspace", "local_hosts", "private_remotes"})
         if unknown:
@@ -51,11 +51,11 @@ class Scope:
             private_remotes=frozenset(_strings(data, "private_remotes")),
         )
 
-    def with_workspace(self, workspace: Path) -> "Scope":
+    def with_workspace(self, workspace: Path) -> Scope:
         """This scope with ``workspace`` as its first root."""
         return dataclasses.replace(self, workspace=(_real(workspace), *self.workspace))
 
-    def with_exo(self, home: Path | None, stores: tuple[Path, ...] = ()) -> "Scope":
+    def with_exo(self, home: Path | None, stores: tuple[Path, ...] = ()) -> Scope:
         """This scope guarding the Exo home ``home`` and the store folders ``stores`` (for file paths)."""
         return dataclasses.replace(
             self,

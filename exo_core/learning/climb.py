@@ -25,8 +25,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from exo_core.errors import ConfigError
-from exo_core.ledger.ledger import Ledger
 from exo_core.learning.evalset import EvalItem, Scorer, Split
+from exo_core.ledger.ledger import Ledger
 
 __all__ = ["Candidate", "Decision", "climb", "judge_scorer", "MAX_CANDIDATES", "JUDGE_SAMPLES"]
 

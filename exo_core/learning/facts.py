@@ -188,7 +188,8 @@ class StatedFacts:
         private = is_private(fact)
         if private or domain in GUARDED_DOMAINS:
             if private:  # the question goes to every client: it never carries the secret
-                question = f"That looks private (a password or a secret). Save it as a private note: {_hidden(fact.claim, fact.value)}?"
+                hidden = _hidden(fact.claim, fact.value)
+                question = f"That looks private (a password or a secret). Save it as a private note: {hidden}?"
             else:
                 question = f"That is about your {domain}. Save it as a belief: {fact.claim}?"
             if not await self._allowed(session_id, question):

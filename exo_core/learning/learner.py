@@ -22,8 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from exo_core.errors import NotFoundError, StorageError, UsageError
-from exo_core.ledger.entry import NewEntry, StoredEntry
-from exo_core.ledger.ledger import Ledger
 from exo_core.learning.features import features_in
 from exo_core.learning.lessons import LessonBook, judged_text
 from exo_core.learning.pack import enforced, lesson_node, render_learned, shown, sync_nodes, taste_rows, write_pack
@@ -37,6 +35,8 @@ from exo_core.learning.reviewer import (
     question_for,
     reflect,
 )
+from exo_core.ledger.entry import NewEntry, StoredEntry
+from exo_core.ledger.ledger import Ledger
 from exo_core.protocol import events as ev
 from exo_core.store.atomic import atomic_write_text
 from exo_core.store.store import Store
@@ -131,7 +131,11 @@ class Learner:
         # A rule aimed at a promoted lesson (the person reworded it) rewrites its node too, so the node's
         # summary is the learner's "claim. Because ..." and never the bare line the pack shows.
         ruled = {found for found in (self._ruled(e) for e in pending) if found}
-        self._publish(set(promoted) | ruled | {l.target for l in book.lessons.values() if l.rejected_at >= since_ts})
+        self._publish(
+            set(promoted)
+            | ruled
+            | {lesson.target for lesson in book.lessons.values() if lesson.rejected_at >= since_ts}
+        )
         queued = self._enqueue(new_targets)
         self.cursor = book.last_n
         self._cursor_path.parent.mkdir(parents=True, exist_ok=True)
@@ -213,13 +217,13 @@ class Learner:
     def _events(self, before: set[str], promoted: tuple[str, ...], questions: tuple[str, ...]) -> list[tuple[str, Any]]:
         book, now = self.book, self.book.last_ts
         moved = [(book.lessons[t].node or t, book.lessons[t], "promoted") for t in promoted]
-        for node in sorted(before - {l.node or l.target for l in enforced(book, now)}):
+        for node in sorted(before - {lesson.node or lesson.target for lesson in enforced(book, now)}):
             lesson = book.lesson_for(node)
             if lesson is not None:  # gone from the enforced list: rejected, or faded below high
                 moved.append((node, lesson, "deleted" if lesson.rejected_at >= 0 else "demoted"))
         out: list[tuple[str, Any]] = [
-            ("taste.updated", ev.TasteUpdated(id=node, text=l.claim, weight=l.weight(now), change=change))
-            for node, l, change in moved
+            ("taste.updated", ev.TasteUpdated(id=node, text=lesson.claim, weight=lesson.weight(now), change=change))
+            for node, lesson, change in moved
         ]
         asked = {qid: book.index[qid].body for qid in questions}
         return out + [

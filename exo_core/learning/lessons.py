@@ -19,10 +19,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from exo_core.ledger.entry import StoredEntry
 from exo_core.learning.features import Feature, action_text, feature, match_words, stance
 from exo_core.learning.signals import STRENGTHS, category_of, signed_strength
 from exo_core.learning.weights import Evidence, weight
+from exo_core.ledger.entry import StoredEntry
 
 __all__ = ["Lesson", "LessonBook", "judged_text", "slug", "valid_claim"]
 
@@ -121,6 +121,7 @@ class LessonBook:
         self.last_n = max(self.last_n, entry.n)
         if entry.kind in _INDEXED:
             self.index[entry.id] = entry
+        lesson: Lesson | None  # the branches below find the entry's lesson by target, node or proposal
         if entry.kind == "utterance" and isinstance(entry.body.get("answer_to"), str):
             for lesson in (lesson for lesson in self.lessons.values() if entry.body["answer_to"] in lesson.proposals):
                 lesson.answered = True
@@ -179,7 +180,7 @@ class LessonBook:
     def lesson_for(self, ref: str) -> Lesson | None:
         """The lesson named by ``ref``: its target, its node id, or one of its proposal ids."""
         return self.lessons.get(ref) or next(
-            (l for l in self.lessons.values() if ref == l.node or ref in l.proposals), None
+            (lesson for lesson in self.lessons.values() if ref == lesson.node or ref in lesson.proposals), None
         )
 
     def picked(self, answer: StoredEntry) -> tuple[str, str] | None:

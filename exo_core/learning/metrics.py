@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
-from exo_core.ledger.ledger import Ledger
 from exo_core.learning.signals import category_of
 from exo_core.learning.weights import DAY_MS
+from exo_core.ledger.ledger import Ledger
 
 __all__ = ["Window", "Metrics", "metrics", "stale"]
 
@@ -80,9 +81,9 @@ def stale(windows: Sequence[Window], span: int = 3) -> bool:
     scored = [w for w in windows if w.eval_score is not None][-span:]
     if len(scored) < 2:
         return False
-    rising = all(b.corrections_per_accept > a.corrections_per_accept for a, b in zip(scored, scored[1:]))
+    rising = all(b.corrections_per_accept > a.corrections_per_accept for a, b in pairwise(scored))
     scores = [w.eval_score or 0.0 for w in scored]
-    return rising and all(b > a for a, b in zip(scores, scores[1:]))
+    return rising and all(b > a for a, b in pairwise(scores))
 
 
 def metrics(ledger: Ledger, *, days: int = 7, spent: float = 0.0) -> Metrics:

@@ -22,11 +22,11 @@ from collections.abc import Collection
 from typing import Any
 
 from exo_core.errors import NotFoundError
+from exo_core.learning.lessons import Lesson, LessonBook
+from exo_core.learning.weights import HIGH, MEDIUM, label
 from exo_core.ledger.canonical import canonical_json
 from exo_core.ledger.entry import StoredEntry
 from exo_core.ledger.views import DEFAULT_VIEWS, ViewRegistry
-from exo_core.learning.lessons import Lesson, LessonBook
-from exo_core.learning.weights import HIGH, MEDIUM, label
 from exo_core.store.atomic import atomic_write_text
 from exo_core.store.node import Link, Node
 from exo_core.store.store import Store
@@ -56,24 +56,26 @@ _SECTION = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)  # the fi
 
 def day_of(ts_ms: int) -> str:
     """The UTC date of a ledger timestamp."""
-    return _dt.datetime.fromtimestamp(ts_ms / 1000, tz=_dt.timezone.utc).date().isoformat()
+    return _dt.datetime.fromtimestamp(ts_ms / 1000, tz=_dt.UTC).date().isoformat()
 
 
 def enforced(book: LessonBook, now_ms: int) -> list[Lesson]:
     """Promoted, unrejected lessons of high weight, by target."""
-    return [l for _, l in sorted(book.lessons.items()) if l.promoted_by and l.weight(now_ms) >= HIGH]
+    return [
+        lesson for _, lesson in sorted(book.lessons.items()) if lesson.promoted_by and lesson.weight(now_ms) >= HIGH
+    ]
 
 
 def hints(book: LessonBook, now_ms: int) -> list[Lesson]:
     """Unguarded pack lessons of medium weight, or high but not (yet) promoted."""
-    weights = {t: l.weight(now_ms) for t, l in book.lessons.items()}
+    weights = {t: lesson.weight(now_ms) for t, lesson in book.lessons.items()}
     return [
-        l
-        for t, l in sorted(book.lessons.items())
-        if l.home == "pack"
-        and (l.promoted_by or not l.guarded)
+        lesson
+        for t, lesson in sorted(book.lessons.items())
+        if lesson.home == "pack"
+        and (lesson.promoted_by or not lesson.guarded)
         and MEDIUM <= weights[t]
-        and not (l.promoted_by and weights[t] >= HIGH)
+        and not (lesson.promoted_by and weights[t] >= HIGH)
     ]
 
 
@@ -86,11 +88,14 @@ def render_learned(book: LessonBook, now_ms: int | None = None) -> str:
     if strong:
         lines += (
             ["Enforced:", ""]
-            + [f"- {l.claim} [[{l.node or l.target}]] (proposal {l.proposals[0][:12]})" for l in strong]
+            + [
+                f"- {lesson.claim} [[{lesson.node or lesson.target}]] (proposal {lesson.proposals[0][:12]})"
+                for lesson in strong
+            ]
             + [""]
         )
     if soft:
-        lines += ["Hints:", ""] + [f"- {l.claim} (proposal {l.proposals[0][:12]})" for l in soft] + [""]
+        lines += ["Hints:", ""] + [f"- {lesson.claim} (proposal {lesson.proposals[0][:12]})" for lesson in soft] + [""]
     if not strong and not soft:
         lines += ["Nothing learned yet.", ""]
     return "\n".join(lines + [END])
@@ -190,17 +195,17 @@ def taste_rows(book: LessonBook, now_ms: int | None = None) -> list[dict[str, An
     now = book.last_ts if now_ms is None else now_ms
     return [
         {
-            "id": l.node or l.target,
-            "text": l.claim,
-            "weight": l.weight(now),
-            "confidence": label(l.weight(now)),
+            "id": lesson.node or lesson.target,
+            "text": lesson.claim,
+            "weight": lesson.weight(now),
+            "confidence": label(lesson.weight(now)),
             "status": status,
-            "evidence": sorted(l.evidence),
-            "proposal": l.proposals[0],
-            "path": f"{l.node or l.target}.md" if l.promoted_by else None,
+            "evidence": sorted(lesson.evidence),
+            "proposal": lesson.proposals[0],
+            "path": f"{lesson.node or lesson.target}.md" if lesson.promoted_by else None,
         }
         for status, lessons in (("enforced", enforced(book, now)), ("hint", hints(book, now)))
-        for l in lessons
+        for lesson in lessons
     ]
 
 
@@ -219,7 +224,7 @@ class TasteView:
 
     def render(self, state: LessonBook) -> bytes:
         """Canonical JSON of every lesson plus a newline."""
-        lessons = {t: l.to_json(state.last_ts) for t, l in sorted(state.lessons.items())}
+        lessons = {t: lesson.to_json(state.last_ts) for t, lesson in sorted(state.lessons.items())}
         return canonical_json({"view": self.name, "now": state.last_ts, "lessons": lessons}, field=self.name) + b"\n"
 
 

@@ -20,11 +20,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from exo_core.ledger.entry import NewEntry, StoredEntry
 from exo_core.learning.features import CATALOG, Feature, action_text, feature, features_in, match_words, stance
 from exo_core.learning.lessons import LessonBook, judged_text, slug
 from exo_core.learning.promotion import Existing
 from exo_core.learning.signals import category_of
+from exo_core.ledger.entry import NewEntry, StoredEntry
 
 __all__ = [
     "Finding",
@@ -122,11 +122,11 @@ def classify(entry: StoredEntry, book: LessonBook) -> list[Finding]:
         found.append(Finding(entry.id, str(body["target"]), "new", "", " ".join(str(body["text"]).split())))
     elif category == "answer" and (picked := book.picked(entry)) is not None:
         chosen = picked[0]
-        feat = next((f for f in CATALOG if f.target == chosen), None)
+        chosen_feature = next((f for f in CATALOG if f.target == chosen), None)
         if chosen in book.lessons:
             found.append(Finding(entry.id, chosen, "agrees"))
-        elif feat is not None:
-            found.append(Finding(entry.id, chosen, "new", feat.key, feat.claim))
+        elif chosen_feature is not None:
+            found.append(Finding(entry.id, chosen, "new", chosen_feature.key, chosen_feature.claim))
     elif category in ("deny", "allow"):
         text = book.denied_actions.get(entry.id, "") + " " + action_text(body)
         found += [
@@ -208,8 +208,8 @@ def question_for(
     :data:`QUESTION_STALE_MS`), and a lesson is asked about once.
     """
     if any(
-        l.home == "question" and not l.answered and book.last_ts - l.first_ts < QUESTION_STALE_MS
-        for l in book.lessons.values()
+        lesson.home == "question" and not lesson.answered and book.last_ts - lesson.first_ts < QUESTION_STALE_MS
+        for lesson in book.lessons.values()
     ):
         return None
     if candidates:

@@ -47,7 +47,7 @@ class LearningSettings:
     batch: int = 8
 
     @classmethod
-    def from_config(cls, config: dict[str, Any]) -> "LearningSettings":
+    def from_config(cls, config: dict[str, Any]) -> LearningSettings:
         """Read and check the ``[learning]`` table."""
         raw = config.get("learning", {})
         if not isinstance(raw, dict):

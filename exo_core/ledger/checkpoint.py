@@ -104,7 +104,7 @@ class Checkpoint:
         }
 
     @classmethod
-    def from_json(cls, doc: object) -> "Checkpoint":
+    def from_json(cls, doc: object) -> Checkpoint:
         """Strictly decode :meth:`to_json` output; :class:`CorruptDataError` names the bad field."""
         if not isinstance(doc, dict) or set(doc) != {"ledger", "size", "head", "ts", "signer", "sig"}:
             raise CorruptDataError("checkpoint: expected an object with ledger, size, head, ts, signer, sig")
@@ -134,7 +134,7 @@ def make_checkpoint(ledger: Ledger, signer: Signer) -> Checkpoint:
     return dataclasses.replace(unsigned, sig=signer.sign(_DOMAIN + unsigned.statement()))
 
 
-def record_checkpoint(ledger: Ledger, *, book: "CheckpointBook | None" = None) -> tuple[StoredEntry, Checkpoint]:
+def record_checkpoint(ledger: Ledger, *, book: CheckpointBook | None = None) -> tuple[StoredEntry, Checkpoint]:
     """Write a ``checkpoint`` entry and return it with a signed checkpoint *after* it.
 
     The entry's body records the state before it (``size``, ``head``); the
@@ -184,7 +184,7 @@ class CheckpointBook(Guarded):
             )
 
     @classmethod
-    def for_home(cls, home_root: str | Path) -> "CheckpointBook":
+    def for_home(cls, home_root: str | Path) -> CheckpointBook:
         """The book of the Exo home at ``home_root``."""
         return cls(Path(home_root) / BOOK_FILE_NAME)
 

@@ -72,14 +72,14 @@ class Signer:
         self.key_id: str = key_id_of(key.verify_key)
 
     @classmethod
-    def from_seed(cls, seed: bytes) -> "Signer":
+    def from_seed(cls, seed: bytes) -> Signer:
         """A signer from a 32-byte seed (tests and key files)."""
         if len(seed) != 32:
             raise CorruptDataError(f"an Ed25519 seed is 32 bytes, found {len(seed)}")
         return cls(nacl.signing.SigningKey(seed))
 
     @classmethod
-    def generate(cls) -> "Signer":
+    def generate(cls) -> Signer:
         """A fresh random signer (not saved anywhere)."""
         return cls(nacl.signing.SigningKey.generate())
 

@@ -76,7 +76,7 @@ class HeadWitness(Protocol):
     ``verify`` fails a copy that lost entries this machine wrote, even after the last checkpoint.
     """
 
-    def saw(self, ledger: "Ledger") -> None:
+    def saw(self, ledger: Ledger) -> None:
         """Record ``ledger``'s current main-chain head (called after a commit, under its lock)."""
         ...
 
@@ -148,7 +148,7 @@ class Ledger(Guarded):
         scope: str = "person",
         clock: Callable[[], float] = time.time,
         witness: HeadWitness | None = None,
-    ) -> "Ledger":
+    ) -> Ledger:
         """Open (``create=True``: create if missing) the ledger file at ``path``.
 
         ``ledger_id`` names a new ledger (default: a random UUID); for an existing
@@ -170,7 +170,7 @@ class Ledger(Guarded):
         return cls(conn, path, stored, signer=signer, scope=scope, clock=clock, witness=witness)
 
     @classmethod
-    def open_store(cls, store_dir: str | Path, **kwargs: Any) -> "Ledger":
+    def open_store(cls, store_dir: str | Path, **kwargs: Any) -> Ledger:
         """Open ``<store_dir>/ledger.sqlite``; keyword arguments as :meth:`open`."""
         return cls.open(Path(store_dir) / LEDGER_FILE_NAME, **kwargs)
 
@@ -226,7 +226,7 @@ class Ledger(Guarded):
         if self.witness is not None:
             self.witness.close()
 
-    def __enter__(self) -> "Ledger":
+    def __enter__(self) -> Ledger:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -416,7 +416,7 @@ class Ledger(Guarded):
             if len(rows) < page:
                 return
 
-    def verify(self, **kwargs: Any) -> "VerifyReport":
+    def verify(self, **kwargs: Any) -> VerifyReport:
         """Check the whole ledger; see :func:`exo_core.ledger.verify.verify_ledger` for arguments."""
         from exo_core.ledger.verify import verify_ledger  # verify imports this module
 

@@ -54,7 +54,7 @@ class LedgerRecorder:
         scope: str = "person",
         clock: Callable[[], float] = time.time,
         witness: HeadWitness | None = None,
-    ) -> "LedgerRecorder":
+    ) -> LedgerRecorder:
         """Open (creating if needed) ``<store_dir>/ledger.sqlite`` for recording as ``scope``.
 
         ``witness`` (the Exo home's :class:`~exo_core.ledger.checkpoint.HomeWitness`) keeps a

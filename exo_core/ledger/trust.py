@@ -62,7 +62,7 @@ class Anchor:
         return doc
 
     @classmethod
-    def from_json(cls, doc: object, *, where: Path) -> "Anchor":
+    def from_json(cls, doc: object, *, where: Path) -> Anchor:
         """Strictly decode :meth:`to_json`; :class:`CorruptDataError` names the file and field."""
         if not isinstance(doc, dict) or doc.get("v") != 1:
             raise CorruptDataError(f"{where}: not a trust anchor (expected a JSON object with v = 1)")

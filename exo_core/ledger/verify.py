@@ -92,7 +92,7 @@ def verify_ledger(
     pinned = None if pins is None else frozenset(pins)
 
     def bad(reason: str, **where: object) -> bool:
-        problems.append(Problem(reason, **where))  # type: ignore[arg-type]
+        problems.append(Problem(reason, **where))  # type: ignore[arg-type]  # where: n/seg/pos/id locators only
         return len(problems) >= max_problems
 
     def holds(size: int, head: str) -> bool:  # is ``head`` on some chain at height ``size`` (genesis at 0)?
@@ -115,7 +115,8 @@ def verify_ledger(
     expected_n = 1
     count = 0
     # Undecoded rows: verify must see every defect itself, and entries() raises on the first bad row.
-    for count, row in enumerate(ledger.raw_rows(), 1):
+    for row in ledger.raw_rows():
+        count += 1
         n = row[0] if isinstance(row[0], int) else None
         if n != expected_n:
             if bad(

@@ -146,9 +146,9 @@ def render_views(
     builders = registry.select(only)
     states = [builder.fresh() for builder in builders]
     for entry in ledger.entries():
-        for builder, state in zip(builders, states):
+        for builder, state in zip(builders, states, strict=True):
             builder.apply(state, entry)
-    return {builder.name: builder.render(state) for builder, state in zip(builders, states)}
+    return {builder.name: builder.render(state) for builder, state in zip(builders, states, strict=True)}
 
 
 def rebuild_views(

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Protocol
 
 from exo_core.agent.model import (
@@ -129,7 +129,7 @@ class ModelRouter:
     def _hosted(self, route: Route) -> HostedFactory:
         if self.hosted is None:
             try:
-                from exo_edge.hosted import HostedTransports  # type: ignore[import-not-found]
+                from exo_edge.hosted import HostedTransports
             except ImportError as exc:
                 raise ProviderError(
                     f"{route}: the hosted-provider transports (exo_edge.hosted) are not installed in this core",

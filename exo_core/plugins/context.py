@@ -8,18 +8,22 @@ backwards: tools, hooks, commands, channels, skills and slot claims all go.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from exo_core.errors import ConfigError, ConflictError
 from exo_core.tools.function import FunctionTool
-from exo_core.tools.spec import ToolSpec
+from exo_core.tools.spec import Risk, ToolSpec
 
 if TYPE_CHECKING:
     from exo_core.plugins.host import PluginHost
 
 __all__ = ["PluginContext", "PluginCommand", "SLOTS"]
+
+# A plugin names a tool's risk as text; each accepted one as the tool spec's literal type.
+_RISKS: dict[str, Risk] = {"low": "low", "medium": "medium", "high": "high"}
 
 SLOTS = ("memory_provider", "context_engine")
 
@@ -37,11 +41,11 @@ class PluginCommand:
 class PluginContext:
     """The object passed to ``register(ctx)``; records every registration for rollback."""
 
-    def __init__(self, host: "PluginHost", owner: str) -> None:
+    def __init__(self, host: PluginHost, owner: str) -> None:
         self._host = host
         self.owner = owner
         self.registered: list[str] = []
-        self._undo: list[Callable[[], None]] = []
+        self._undo: list[Callable[[], object]] = []
 
     def register_tool(
         self,
@@ -56,13 +60,13 @@ class PluginContext:
         check: Callable[[], bool] | None = None,
     ) -> None:
         """Offer a tool to the model; ``schema`` is the JSON Schema of its arguments."""
-        if risk not in ("low", "medium", "high"):
+        if risk not in _RISKS:
             raise ConfigError(f"tool {name!r}: risk must be low, medium or high")
         spec = ToolSpec(
             name,
             description or (handler.__doc__ or name).strip(),
             schema,
-            risk,  # type: ignore[arg-type]
+            _RISKS[risk],
             toolset or self.owner,
             tuple(effects),
         )
@@ -105,7 +109,7 @@ class PluginContext:
         tools = getattr(provider, "tools", None)
         for tool in tools() if callable(tools) else []:
             self._host.tools.add(tool)
-            self._did(f"tool:{tool.spec.name}", lambda n=tool.spec.name: self._host.tools.remove(n))
+            self._did(f"tool:{tool.spec.name}", functools.partial(self._host.tools.remove, tool.spec.name))
 
     def register_context_engine(self, engine: Any) -> None:
         """Take the context engine slot (exclusive)."""
@@ -120,7 +124,7 @@ class PluginContext:
         self._host.slots[slot] = (self.owner, value)
         self._did(f"slot:{slot}", lambda: self._host.slots.pop(slot, None))
 
-    def _did(self, what: str, undo: Callable[[], None]) -> None:
+    def _did(self, what: str, undo: Callable[[], object]) -> None:  # what undo returns is not used
         self.registered.append(what)
         self._undo.append(undo)
 

@@ -18,6 +18,7 @@ retrieval, when configured) stays.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib.util
 import logging
 import sys
@@ -33,6 +34,8 @@ from exo_core.plugins.manifest import read_manifest
 from exo_core.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
     from exo_core.engine.core import CoreOptions
 
 __all__ = ["PluginHost", "PluginRecord", "ENTRY_POINT_GROUP"]
@@ -110,7 +113,7 @@ class PluginHost:
         from importlib.metadata import entry_points  # scanning installed packages: only when asked
 
         return [
-            self._load(ep.name, f"entry point {ep.value}", lambda ep=ep: _register_of(ep.load(), ep.value))
+            self._load(ep.name, f"entry point {ep.value}", functools.partial(_register_of_entry_point, ep))
             for ep in entry_points(group=ENTRY_POINT_GROUP)
         ]
 
@@ -140,7 +143,7 @@ class PluginHost:
         self.records[name] = record
         return record
 
-    def apply(self, options: "CoreOptions") -> "CoreOptions":
+    def apply(self, options: CoreOptions) -> CoreOptions:
         """``options`` with the slots the plugins took (tools and hooks are already in its registries)."""
         changes = {
             option: self.slots[slot][1]
@@ -151,8 +154,8 @@ class PluginHost:
 
     @classmethod
     def for_options(
-        cls, options: "CoreOptions", folders: Iterable[Path] = (), *, entry_points: bool = False
-    ) -> "PluginHost":
+        cls, options: CoreOptions, folders: Iterable[Path] = (), *, entry_points: bool = False
+    ) -> PluginHost:
         """A host loading into ``options``' tools and hooks from ``folders`` (and entry points)."""
         host = cls(options.tools, options.hooks)
         for folder in folders:
@@ -160,6 +163,11 @@ class PluginHost:
         if entry_points:
             host.load_entry_points()
         return host
+
+
+def _register_of_entry_point(ep: EntryPoint) -> Callable[[PluginContext], Any]:
+    """The ``register`` function of an installed package's entry point (loaded when called)."""
+    return _register_of(ep.load(), ep.value)
 
 
 def _register_of(obj: Any, where: str) -> Callable[[PluginContext], Any]:

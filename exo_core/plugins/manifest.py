@@ -22,6 +22,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,7 @@ class PluginManifest:
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_mapping(cls, data: dict[str, Any], where: str) -> "PluginManifest":
+    def from_mapping(cls, data: dict[str, Any], where: str) -> PluginManifest:
         """Validate a parsed manifest; :class:`ConfigError` names the file and field."""
         name = data.get("name")
         if not isinstance(name, str) or not _NAME.match(name):
@@ -162,4 +163,4 @@ def _flow_list(value: str, where: str, number: int) -> list[Any]:
     if any(ch in "[]{}" for _, ch in outside):
         raise ConfigError(f"{where}:{number}: nested lists or mappings are not supported")
     cuts = [-1, *(i for i, ch in outside if ch == ","), len(body)]
-    return [_scalar(body[a + 1 : b].strip(), where, number) for a, b in zip(cuts, cuts[1:])]
+    return [_scalar(body[a + 1 : b].strip(), where, number) for a, b in pairwise(cuts)]

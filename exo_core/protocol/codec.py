@@ -154,6 +154,9 @@ def _convert(value: Any, hint: Any, where: str, strict: bool) -> Any:
     accepted, wanted = _SCALARS[hint]
     if not isinstance(value, accepted) or isinstance(value, bool) and hint is not bool:
         raise BadBodyError(f"field {where!r} must be {wanted}, not {json_kind(value)}", field=where)
-    if hint is int and abs(value) > 2**53:
+    # The isinstance checks repeat what the accepted types above guarantee, for the type checker.
+    if hint is int and isinstance(value, int) and abs(value) > 2**53:
         raise BadBodyError(f"field {where!r} is out of range", field=where)
-    return float(value) if hint is float else value
+    if hint is float and isinstance(value, int | float):
+        return float(value)
+    return value

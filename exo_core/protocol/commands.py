@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from exo_core.protocol.registry import COMMANDS
+from exo_core.protocol.registry import command_type
 
 __all__ = [
     "Capabilities",
@@ -54,7 +54,7 @@ class Capabilities:
     buttons: list[str] = field(default_factory=list)
 
 
-@COMMANDS.register("hello")
+@command_type("hello")
 class Hello:
     """Handshake: the client's protocol version, name and capabilities."""
 
@@ -63,7 +63,7 @@ class Hello:
     capabilities: Capabilities = field(default_factory=Capabilities)
 
 
-@COMMANDS.register("session.create")
+@command_type("session.create")
 class SessionCreate:
     """Start a new session; ``workspace`` is the folder file tools work in."""
 
@@ -71,14 +71,14 @@ class SessionCreate:
     workspace: str | None = None
 
 
-@COMMANDS.register("session.list")
+@command_type("session.list")
 class SessionList:
     """List sessions, newest first."""
 
     limit: int = 50
 
 
-@COMMANDS.register("session.get")
+@command_type("session.get")
 class SessionGet:
     """One session's record and (optionally) its messages."""
 
@@ -86,7 +86,7 @@ class SessionGet:
     messages: bool = True
 
 
-@COMMANDS.register("session.fork")
+@command_type("session.fork")
 class SessionFork:
     """Copy a session up to ``message_id`` (default: all) into a new session."""
 
@@ -95,14 +95,14 @@ class SessionFork:
     title: str = ""
 
 
-@COMMANDS.register("session.resume")
+@command_type("session.resume")
 class SessionResume:
     """Reattach after a restart: repair a half-finished tool round, restart pending work."""
 
     session: str
 
 
-@COMMANDS.register("session.undo")
+@command_type("session.undo")
 class SessionUndo:
     """Remove the last ``turns`` turns from the conversation (files on disk are not rolled back)."""
 
@@ -110,7 +110,7 @@ class SessionUndo:
     turns: int = 1
 
 
-@COMMANDS.register("turn.send")
+@command_type("turn.send")
 class TurnSend:
     """Send the person's message. ``steer`` slips it in between tool rounds of
     the running turn; ``queue`` runs it after the running turn ends."""
@@ -120,14 +120,14 @@ class TurnSend:
     mode: Literal["send", "steer", "queue"] = "send"
 
 
-@COMMANDS.register("turn.interrupt")
+@command_type("turn.interrupt")
 class TurnInterrupt:
     """Stop the running turn; partial text is kept and marked interrupted."""
 
     session: str
 
 
-@COMMANDS.register("approval.respond")
+@command_type("approval.respond")
 class ApprovalRespond:
     """Answer an open approval request; the first answer wins."""
 
@@ -136,7 +136,7 @@ class ApprovalRespond:
     reason: str = ""
 
 
-@COMMANDS.register("question.answer")
+@command_type("question.answer")
 class QuestionAnswer:
     """Answer a ``question.asked``: a 1-based ``option`` number or free ``text``."""
 
@@ -145,7 +145,7 @@ class QuestionAnswer:
     text: str | None = None
 
 
-@COMMANDS.register("events.subscribe")
+@command_type("events.subscribe")
 class EventsSubscribe:
     """Events numbered above ``since``. Over stdio this starts a live stream;
     over HTTP it returns one page (use ``GET /events`` for a live stream)."""
@@ -155,7 +155,7 @@ class EventsSubscribe:
     limit: int = 1000
 
 
-@COMMANDS.register("search")
+@command_type("search")
 class Search:
     """Full-text search over message text, tool calls and tool results. Any text is safe."""
 
@@ -164,7 +164,7 @@ class Search:
     session: str | None = None
 
 
-@COMMANDS.register("models.set")
+@command_type("models.set")
 class ModelsSet:
     """Set the ordered ``provider:model`` routes of a role (main, aux, decision)."""
 
@@ -172,14 +172,14 @@ class ModelsSet:
     routes: list[str]
 
 
-@COMMANDS.register("config.get")
+@command_type("config.get")
 class ConfigGet:
     """Read one run-time setting, or all of them when ``key`` is omitted."""
 
     key: str | None = None
 
 
-@COMMANDS.register("config.set")
+@command_type("config.set")
 class ConfigSet:
     """Change one run-time setting."""
 
@@ -187,14 +187,14 @@ class ConfigSet:
     value: Any = None
 
 
-@COMMANDS.register("taste.list")
+@command_type("taste.list")
 class TasteList:
     """Learned taste rows, optionally of one domain."""
 
     domain: str | None = None
 
 
-@COMMANDS.register("taste.edit")
+@command_type("taste.edit")
 class TasteEdit:
     """Edit (``text``) or delete (``delete``) one learned taste row."""
 
@@ -203,7 +203,7 @@ class TasteEdit:
     delete: bool = False
 
 
-@COMMANDS.register("store.onboard")
+@command_type("store.onboard")
 class StoreOnboard:
     """Run the onboarding interview in ``session``: each step is a ``question.asked``,
     the final ``ui.panel`` (kind ``onboarding``) says what was written. ``force``

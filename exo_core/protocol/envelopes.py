@@ -70,11 +70,11 @@ class Response(_Envelope):
     error: ErrorInfo | None = None
 
     @classmethod
-    def success(cls, command_id: str | None, result: dict[str, Any] | None = None) -> "Response":
+    def success(cls, command_id: str | None, result: dict[str, Any] | None = None) -> Response:
         return cls(id=command_id, ok=True, result=result or {})
 
     @classmethod
-    def failure(cls, command_id: str | None, error: ErrorInfo) -> "Response":
+    def failure(cls, command_id: str | None, error: ErrorInfo) -> Response:
         return cls(id=command_id, ok=False, error=error)
 
     def to_wire(self) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import field
 from typing import Any
 
-from exo_core.protocol.registry import EVENTS
+from exo_core.protocol.registry import event_type
 
 __all__ = [
     "MessageDelta",
@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 
-@EVENTS.register("message.delta")
+@event_type("message.delta")
 class MessageDelta:
     """A piece of the assistant's answer text."""
 
@@ -43,7 +43,7 @@ class MessageDelta:
     text: str
 
 
-@EVENTS.register("reasoning.delta")
+@event_type("reasoning.delta")
 class ReasoningDelta:
     """A piece of the model's reasoning text."""
 
@@ -51,7 +51,7 @@ class ReasoningDelta:
     text: str
 
 
-@EVENTS.register("message.completed")
+@event_type("message.completed")
 class MessageCompleted:
     """A message was stored. ``status`` is ``complete``, ``interrupted`` or ``error``."""
 
@@ -64,7 +64,7 @@ class MessageCompleted:
     status: str = "complete"
 
 
-@EVENTS.register("turn.started")
+@event_type("turn.started")
 class TurnStarted:
     """A turn began (``resumed`` when continuing one cut off by a restart)."""
 
@@ -73,7 +73,7 @@ class TurnStarted:
     resumed: bool = False
 
 
-@EVENTS.register("turn.completed")
+@event_type("turn.completed")
 class TurnCompleted:
     """A turn ended. ``stop_reason``: end, interrupted, error, iteration_cap, crashed."""
 
@@ -85,7 +85,7 @@ class TurnCompleted:
     hint: str | None = None
 
 
-@EVENTS.register("tool.started")
+@event_type("tool.started")
 class ToolStarted:
     """A tool call began."""
 
@@ -96,7 +96,7 @@ class ToolStarted:
     risk: str = "low"
 
 
-@EVENTS.register("tool.output")
+@event_type("tool.output")
 class ToolOutput:
     """Streamed output of a running tool (``stream``: stdout or stderr)."""
 
@@ -105,7 +105,7 @@ class ToolOutput:
     stream: str = "stdout"
 
 
-@EVENTS.register("tool.completed")
+@event_type("tool.completed")
 class ToolCompleted:
     """A tool call ended; ``result`` is what the model sees (cut at 100,000 characters)."""
 
@@ -117,7 +117,7 @@ class ToolCompleted:
     truncated: bool = False
 
 
-@EVENTS.register("usage.updated")
+@event_type("usage.updated")
 class UsageUpdated:
     """Token use and cost of one model call, with the session's running total."""
 
@@ -129,7 +129,7 @@ class UsageUpdated:
     model: str = ""
 
 
-@EVENTS.register("approval.requested")
+@event_type("approval.requested")
 class ApprovalRequested:
     """The agent wants to do something consequential; any client may answer."""
 
@@ -142,7 +142,7 @@ class ApprovalRequested:
     call_id: str | None = None
 
 
-@EVENTS.register("approval.resolved")
+@event_type("approval.resolved")
 class ApprovalResolved:
     """An approval request was answered (or expired); the first answer won."""
 
@@ -151,7 +151,7 @@ class ApprovalResolved:
     reason: str = ""
 
 
-@EVENTS.register("question.asked")
+@event_type("question.asked")
 class QuestionAsked:
     """The core asks the person something, with numbered options."""
 
@@ -163,7 +163,7 @@ class QuestionAsked:
     expires_at: str | None = None
 
 
-@EVENTS.register("question.answered")
+@event_type("question.answered")
 class QuestionAnswered:
     """A question was answered; the first answer won."""
 
@@ -172,7 +172,7 @@ class QuestionAnswered:
     text: str | None = None
 
 
-@EVENTS.register("session.updated")
+@event_type("session.updated")
 class SessionUpdated:
     """A session's record changed (created, titled, forked, undone, resumed)."""
 
@@ -182,7 +182,7 @@ class SessionUpdated:
     reason: str = ""
 
 
-@EVENTS.register("context.compacted")
+@event_type("context.compacted")
 class ContextCompacted:
     """Older history was summarized; token estimates before and after."""
 
@@ -190,7 +190,7 @@ class ContextCompacted:
     tokens_after: int
 
 
-@EVENTS.register("decision.queued")
+@event_type("decision.queued")
 class DecisionQueued:
     """A decision or proposal waits for a larger model."""
 
@@ -198,7 +198,7 @@ class DecisionQueued:
     kind: str
 
 
-@EVENTS.register("taste.updated")
+@event_type("taste.updated")
 class TasteUpdated:
     """A learned taste row was promoted, edited or deleted."""
 
@@ -208,7 +208,7 @@ class TasteUpdated:
     change: str = "promoted"
 
 
-@EVENTS.register("ui.panel")
+@event_type("ui.panel")
 class UiPanel:
     """A panel the model opened (diff, approval, taste, session tree, file preview)."""
 
@@ -217,7 +217,7 @@ class UiPanel:
     data: dict[str, Any] = field(default_factory=dict)
 
 
-@EVENTS.register("notice")
+@event_type("notice")
 class Notice:
     """Something the person should know (``level``: info, warning, error)."""
 

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from exo_core.errors import ExoError
 
-__all__ = ["TypeRegistry", "RegistryFullError", "MAX_TYPES", "COMMANDS", "EVENTS"]
+__all__ = ["TypeRegistry", "RegistryFullError", "MAX_TYPES", "COMMANDS", "EVENTS", "command_type", "event_type"]
 
 MAX_TYPES = 30
 
@@ -63,7 +63,8 @@ class TypeRegistry:
             )
         if not dataclasses.is_dataclass(cls):
             raise RegistryFullError(f"{self.kind} body for {name!r} must be a dataclass")
-        if not cls.__dataclass_params__.frozen or not hasattr(cls, "__slots__"):  # type: ignore[attr-defined]
+        params = cls.__dataclass_params__  # type: ignore[attr-defined]  # set by @dataclass; typeshed omits it
+        if not params.frozen or not hasattr(cls, "__slots__"):
             raise RegistryFullError(f"{self.kind} body for {name!r} must be frozen and slotted")
         self._types[name] = cls
 
@@ -87,3 +88,17 @@ class TypeRegistry:
 
 COMMANDS = TypeRegistry("command")
 EVENTS = TypeRegistry("event")
+
+
+# Module-level decorators for the two registries: type checkers read ``dataclass_transform`` on a
+# function (mypy does not on a bound method), so the bodies' fields are known where they are built.
+@typing.dataclass_transform(frozen_default=True)
+def command_type(name: str) -> Callable[[type[T]], type[T]]:
+    """Class decorator: a frozen, slotted dataclass registered as the body of command ``name``."""
+    return COMMANDS.register(name)
+
+
+@typing.dataclass_transform(frozen_default=True)
+def event_type(name: str) -> Callable[[type[T]], type[T]]:
+    """Class decorator: a frozen, slotted dataclass registered as the body of event ``name``."""
+    return EVENTS.register(name)

@@ -67,7 +67,7 @@ class Doc:
         return " ".join(p for p in (self.title, self.summary, self.body) if p).strip() or self.id
 
 
-def node_docs(store: "Store") -> Iterator[Doc]:
+def node_docs(store: Store) -> Iterator[Doc]:
     """The store's visible nodes (its own and its ancestors' non-private ones)."""
     for node in store.visible_nodes():
         yield Doc(

@@ -19,6 +19,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from itertools import groupby
 from pathlib import Path
+from typing import Any
 
 from exo_core.errors import StorageError
 from exo_core.retrieval.docs import Doc
@@ -127,10 +128,7 @@ class DocIndex:
                 f"FROM docs d JOIN fts f ON f.rowid = d.rowid WHERE id IN ({_marks(ids)})",
                 list(ids),
             ).fetchall()
-        return {
-            row[0]: Doc(*row[:8], private=bool(row[8]), valid_until=row[9], links=_links(row[10]), session=row[11])
-            for row in rows
-        }
+        return {row[0]: _doc_of(row) for row in rows}
 
     def session_turns(self, ids: Sequence[str]) -> dict[str, list[str]]:
         """Every turn of the sessions the turns among ``ids`` belong to, by session, in message order."""
@@ -156,3 +154,22 @@ def _links(raw: str) -> tuple[tuple[str, str], ...]:
 
 def _marks(values: Sequence[str]) -> str:
     return ",".join("?" * len(values))  # SQLite takes an empty ``IN ()``: no row
+
+
+def _doc_of(row: tuple[Any, ...]) -> Doc:
+    """A :class:`Doc` from a row of the columns :meth:`DocIndex.get` selects, in that order."""
+    doc_id, kind, title, summary, load_when, tags, body, url, private, valid_until, links, session = row
+    return Doc(
+        doc_id,
+        kind,
+        title,
+        summary,
+        load_when,
+        tags,
+        body,
+        url,
+        private=bool(private),
+        valid_until=valid_until,
+        links=_links(links),
+        session=session,
+    )

@@ -48,7 +48,10 @@ class StoreMemory:
         return parts.pack.rstrip() + (f"\n\n{parts.heading}\n{block}" if block else "") + "\n"
 
     async def system_parts(self, session_id: str, text: str) -> MemoryParts:
-        """The pack page (under its heading) and the retrieved blocks (best first) apart, for fitting to a small window."""
+        """The pack page (under its heading) and the retrieved blocks (best first) apart.
+
+        Kept apart so each can be fitted to a small window.
+        """
         pack_text = await asyncio.to_thread(self.retriever.store.pack_text)
         pack = f"{PACK_HEADING}\n{pack_text.strip()}"
         try:
@@ -74,7 +77,7 @@ class StoreMemory:
 
 
 def open_store_memory(
-    home: "ExoHome", store_override: str | None = None, *, log: Callable[..., Any] | None = None
+    home: ExoHome, store_override: str | None = None, *, log: Callable[..., Any] | None = None
 ) -> StoreMemory | None:
     """exod's default memory provider: retrieval over the person's store (``None`` when there is no store).
 

@@ -67,11 +67,11 @@ class DenseIndex(Protocol):
     def close(self) -> None: ...
 
 
-def open_dense(index_dir: Path, home: "ExoHome | None" = None) -> DenseIndex | None:
+def open_dense(index_dir: Path, home: ExoHome | None = None) -> DenseIndex | None:
     """The vector index over the int8 embedder, or ``None`` when the edge runtime or its files are absent."""
     try:
-        from exo_edge.embedder import OnnxEmbedder  # type: ignore[import-not-found]
-        from exo_edge.vectors import VectorIndex  # type: ignore[import-not-found]
+        from exo_edge.embedder import OnnxEmbedder
+        from exo_edge.vectors import VectorIndex
     except ImportError:
         return None
     embedder = OnnxEmbedder.from_home(home)
@@ -109,7 +109,7 @@ class Retriever:
 
     def __init__(
         self,
-        store: "Store",
+        store: Store,
         *,
         sessions_db: Path | None = None,
         dense: DenseIndex | None = None,
@@ -131,13 +131,13 @@ class Retriever:
     @classmethod
     def open(
         cls,
-        store: "Store",
+        store: Store,
         *,
-        home: "ExoHome | None" = None,
+        home: ExoHome | None = None,
         embeddings: bool = True,
         log: Callable[..., Any] | None = None,
         settings: RetrievalSettings = RetrievalSettings(),
-    ) -> "Retriever":
+    ) -> Retriever:
         """A retriever with the home's sessions as past turns and the edge embedder when present."""
         dense = open_dense(store.root / layout.INDEXES_DIR, home) if embeddings else None
         return cls(store, sessions_db=home.sessions_db if home else None, dense=dense, log=log, settings=settings)
@@ -151,7 +151,7 @@ class Retriever:
     # -- keeping the views current ----------------------------------------
     def _current_signature(self) -> object:
         files: list[tuple[str, int]] = []
-        store: "Store | None" = self.store
+        store: Store | None = self.store
         while store is not None:  # the store's own nodes and its ancestors'
             files += [(str(p), p.stat().st_mtime_ns) for p in layout.node_files(store.root)]
             store = store.parent

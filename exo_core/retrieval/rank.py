@@ -78,7 +78,7 @@ def fuse(
     With ``k``: reciprocal rank fusion over the top ``depth`` of each list.
     """
     scores = dict.fromkeys((i for ranked_list in lists for i, _ in ranked_list[:depth]), 0.0)
-    for ranked_list, weight, end in zip(lists, weights, ended or [False] * len(lists)):
+    for ranked_list, weight, end in zip(lists, weights, ended or [False] * len(lists), strict=True):
         head = ranked_list[:depth] if k is not None else ranked_list
         if not head or (k is None and head[0][1] <= 0):
             continue  # an empty list, or one with no positive score, has no evidence to add

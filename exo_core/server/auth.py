@@ -42,10 +42,12 @@ def load_or_create_token(token_path: Path, *, env: dict[str, str] | None = None)
     except FileExistsError:
         mode = stat.S_IMODE(token_path.stat().st_mode)
         if mode & 0o077:
-            raise ConfigError(f"{token_path} has mode {mode:o}; other users could read it. Run: chmod 600 {token_path}")
+            raise ConfigError(
+                f"{token_path} has mode {mode:o}; other users could read it. Run: chmod 600 {token_path}"
+            ) from None
         token = token_path.read_text(encoding="ascii").strip()
         if len(token) < _MIN_TOKEN_CHARS:
-            raise ConfigError(f"{token_path} holds no usable token; delete it and a new one is made")
+            raise ConfigError(f"{token_path} holds no usable token; delete it and a new one is made") from None
         return token
     token = secrets.token_urlsafe(32)
     with os.fdopen(fd, "w", encoding="ascii") as fh:

@@ -176,7 +176,7 @@ def _lan_names() -> tuple[str, ...]:
     return tuple(dict.fromkeys(n for n in found if n and not n.startswith("127.")))
 
 
-def _announce(addresses: tuple[str, ...], codes: "PairingCodes", *, to: TextIO) -> None:
+def _announce(addresses: tuple[str, ...], codes: PairingCodes, *, to: TextIO) -> None:
     """Print where exod listens and how to pair (a first code, valid a few minutes)."""
     issued = codes.issue()
     lines = [

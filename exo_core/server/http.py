@@ -76,7 +76,7 @@ class HttpSettings:
     host_policy: HostPolicy | None = None
     check_peer_uid: bool = False
     keepalive: float = 15.0
-    web: "WebAuth | None" = None
+    web: WebAuth | None = None
     limits: ConnectionLimits = ConnectionLimits()
     gate: ConnectionGate | None = None
 
@@ -154,8 +154,9 @@ def build_app(
                         continue
                     # Batch whatever else is already queued into the same write: one
                     # syscall per burst instead of one per event.
-                    frames = [_frame(item, profile)]
-                    sub.drain_ready(lambda more: frames.append(_frame(more, profile)))
+                    ready = [item]
+                    sub.drain_ready(ready.append)
+                    frames = [_frame(event, profile) for event in ready]
                     await response.write("".join(frames).encode("utf-8"))
         return response
 

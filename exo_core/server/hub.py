@@ -130,7 +130,7 @@ class Hub:
         """Number, save and deliver one event; returns it once saved and delivered."""
         return await asyncio.shield(self.emit_nowait(session, event_type, body))
 
-    def emit_nowait(self, session: str | None, event_type: str, body: Any) -> "asyncio.Future[Event]":
+    def emit_nowait(self, session: str | None, event_type: str, body: Any) -> asyncio.Future[Event]:
         """Queue one event without waiting for the disk; the future resolves once saved and delivered.
 
         Events keep the order of the calls. Streaming text uses this so a burst of
@@ -165,7 +165,7 @@ class Hub:
                 await self._worker.run(
                     self._insert, [(e.seq, e.id, e.session, e.type, e.ts, raw) for e, raw, _ in rows]
                 )
-            except BaseException as exc:  # noqa: BLE001 - every waiter must hear of the failure
+            except BaseException as exc:  # every waiter must hear of the failure
                 for _, _, future in rows:
                     if not future.done():
                         future.set_exception(
@@ -218,7 +218,7 @@ class Hub:
         rows = conn.execute(f"SELECT seq, session, data FROM events WHERE {where}seq > ? ORDER BY seq LIMIT ?", args)
         return [StoredEvent(r[0], r[1], r[2]) for r in rows]
 
-    def subscribe(self, since: int = 0, session: str | None = None) -> "Subscription":
+    def subscribe(self, since: int = 0, session: str | None = None) -> Subscription:
         """A subscription replaying events above ``since`` then following live."""
         if self._closed:
             raise ClosedResourceError("the hub is closed")
@@ -250,7 +250,7 @@ class Subscription:
         # Register before the first database read: see the module docstring.
         self._live: _Live | None = hub._register(session)
 
-    async def __aenter__(self) -> "Subscription":
+    async def __aenter__(self) -> Subscription:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -320,11 +320,11 @@ class Subscription:
                 count += 1
         while self._live is not None and not self._replaying and count < limit:
             try:
-                item = self._live.queue.get_nowait()
+                queued = self._live.queue.get_nowait()
             except asyncio.QueueEmpty:
                 break
-            if item is not None and self._is_new(item):  # None: the shutdown wake-up; next() raises
-                fn(item)
+            if queued is not None and self._is_new(queued):  # None: the shutdown wake-up; next() raises
+                fn(queued)
                 count += 1
         return count
 

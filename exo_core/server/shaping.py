@@ -45,7 +45,10 @@ class ClientProfile:
 
 
 def profile_for(name: str, caps: Capabilities) -> ClientProfile:
-    """The profile that fits ``caps``; the id is a hash of it, so a client saying hello again after a restart keeps its id."""
+    """The profile that fits ``caps``.
+
+    The id is a hash of it, so a client saying hello again after a restart keeps its id.
+    """
     columns = caps.screen_columns or 0
     rows = caps.screen_rows or 0
     form = (
@@ -115,7 +118,8 @@ def shape_data(data: str, profile: ClientProfile | None) -> str:
     body = event.get("body") or {}
     kind = str(body.get("kind", "panel"))
     title = str(body.get("title", ""))
-    summary = panel_summary(kind, body.get("data") if isinstance(body.get("data"), dict) else {})
+    raw = body.get("data")
+    summary = panel_summary(kind, raw if isinstance(raw, dict) else {})
     if profile.form == "card":
         lines = [_cut(title or kind, profile.columns), _cut(summary, profile.columns)]
         shaped: dict[str, Any] = {"form": "card", "lines": [ln for ln in lines if ln][: max(1, profile.rows)]}

@@ -12,7 +12,7 @@ import json
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from exo_core.clock import Clock, SystemClock, iso_utc
 from exo_core.errors import BadBodyError, ConflictError, NotFoundError
@@ -21,9 +21,12 @@ from exo_core.protocol.envelopes import shallow_dict
 from exo_core.sessions.db import write_transaction
 from exo_core.sessions.worker import DbWorker
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance  # typeshed's name for 'a dataclass'; no run-time module
+
 __all__ = ["SessionStore", "SessionRecord", "MessageRecord", "TurnRecord", "ApprovalRecord", "SearchHit"]
 
-_R = TypeVar("_R")
+_R = TypeVar("_R", bound="DataclassInstance")
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +108,7 @@ class SessionStore:
     """Typed access to the session tables over one writer connection."""
 
     def __init__(
-        self, conn: "sqlite3.Connection | DbWorker", *, clock: Clock | None = None, ids: IdFactory | None = None
+        self, conn: sqlite3.Connection | DbWorker, *, clock: Clock | None = None, ids: IdFactory | None = None
     ) -> None:
         # A DbWorker is resolved on each use: the store may be built before the worker opens.
         self._source = conn
@@ -378,4 +381,4 @@ def _approval(row: sqlite3.Row) -> ApprovalRecord:
 
 def _record(cls: type[_R], row: sqlite3.Row, **decoded: Any) -> _R:
     """A record dataclass from the row's columns of the same names; ``decoded`` replaces JSON columns."""
-    return cls(**{**{f.name: row[f.name] for f in fields(cls)}, **decoded})  # type: ignore[call-arg]
+    return cls(**{**{f.name: row[f.name] for f in fields(cls)}, **decoded})

@@ -35,7 +35,7 @@ class DbWorker:
         self._executor: ThreadPoolExecutor | None = None
         self._conn: sqlite3.Connection | None = None
 
-    async def __aenter__(self) -> "DbWorker":
+    async def __aenter__(self) -> DbWorker:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="exo-db")
         self._conn = await self.run(lambda: open_writer(self.path, synchronous=self._synchronous))
         return self

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,7 +96,7 @@ def format_scalar(text: str) -> str:
     return _ESCAPED.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(text, ensure_ascii=False))
 
 
-def dump_frontmatter(values: dict[str, FrontValue | bool]) -> str:
+def dump_frontmatter(values: Mapping[str, FrontValue | bool]) -> str:
     """Render ``values`` (in their order) as a ``---`` block, lists in block style.
 
     A ``bool`` is written as plain ``true``/``false`` (a YAML boolean, an

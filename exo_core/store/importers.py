@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from exo_core.errors import UsageError
 from exo_core.store.errors import ImportFormatError, StoreFormatError
 from exo_core.store.frontmatter import parse_document
-from exo_core.errors import UsageError
 from exo_core.store.items import Item, ItemStore, normalize_url
 from exo_core.store.leaks import redact
 from exo_core.store.ledger_bridge import LedgerWriter
@@ -93,7 +93,7 @@ def _epoch_date(value: str | None, path: Path, line: int) -> str | None:
         seconds = int(value)
         if seconds > 10**11:  # some browsers write microseconds or milliseconds
             seconds //= 1000 if seconds < 10**14 else 1_000_000
-        return _dt.datetime.fromtimestamp(seconds, _dt.timezone.utc).date().isoformat()
+        return _dt.datetime.fromtimestamp(seconds, _dt.UTC).date().isoformat()
     except (ValueError, OverflowError, OSError) as exc:
         raise ImportFormatError(f"ADD_DATE {value!r} is not a Unix time", path=path, line=line) from exc
 
@@ -224,7 +224,8 @@ def parse_notes(folder: Path) -> list[tuple[str, str, str, tuple[str, ...], list
         if any(part in _NOTE_SKIP or part.startswith(".") for part in rel.parts):
             continue
         text = _read_text(path)
-        title, tags, warnings, body = rel.stem, (), [], text
+        tags: tuple[str, ...] = ()
+        title, warnings, body = rel.stem, [], text
         if text.startswith("---"):
             try:
                 doc = parse_document(text, path=path)

@@ -21,6 +21,7 @@ import urllib.parse
 from collections.abc import Iterable
 from dataclasses import asdict, astuple, dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from exo_core.errors import StorageError, UsageError
 from exo_core.private_files import private_file
@@ -75,7 +76,7 @@ _COLUMNS = (
 
 def item_id(source_kind: str, source_ref: str) -> str:
     """The deterministic id of the item a source names."""
-    return "itm_" + hashlib.sha256(f"{source_kind}\0{source_ref}".encode("utf-8")).hexdigest()[:24]
+    return "itm_" + hashlib.sha256(f"{source_kind}\0{source_ref}".encode()).hexdigest()[:24]
 
 
 def content_hash(text: str) -> str:
@@ -145,7 +146,7 @@ class Item:
         tier: str = "curated",
         tags: Iterable[str] = (),
         added: str | None = None,
-    ) -> "Item":
+    ) -> Item:
         """Build an item with its derived id, normalized URL and content hash."""
         if tier not in TIERS:
             raise UsageError(f"tier must be one of {', '.join(TIERS)}")
@@ -169,9 +170,40 @@ class Item:
         )
 
 
-def _from_row(row: tuple[object, ...]) -> Item:
+def _from_row(row: tuple[Any, ...]) -> Item:
     # Columns in _COLUMNS order: tags are stored as a JSON list, truncated as 0 or 1.
-    return Item(*row[:11], tuple(json.loads(str(row[11]))), row[12], bool(row[13]))  # type: ignore[arg-type]
+    (
+        id_,
+        scope,
+        source_kind,
+        source_ref,
+        url,
+        url_norm,
+        title,
+        body,
+        content_hash,
+        tier,
+        review,
+        tags,
+        added,
+        truncated,
+    ) = row
+    return Item(
+        id_,
+        scope,
+        source_kind,
+        source_ref,
+        url,
+        url_norm,
+        title,
+        body,
+        content_hash,
+        tier,
+        review,
+        tuple(json.loads(str(tags))),
+        added,
+        bool(truncated),
+    )
 
 
 class ItemStore:
@@ -200,7 +232,7 @@ class ItemStore:
         """Close the database connection."""
         self.conn.close()
 
-    def __enter__(self) -> "ItemStore":
+    def __enter__(self) -> ItemStore:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -276,7 +308,7 @@ class ItemStore:
             self.conn.execute("ROLLBACK")
             raise StorageError(f"{self.path}: cannot write item {item.id} ({exc})") from exc
 
-    def apply_entry(self, scope: str, entry_id: str, body: dict[str, object]) -> None:
+    def apply_entry(self, scope: str, entry_id: str, body: dict[str, Any]) -> None:
         """Apply one ledger ``item`` entry to the table (used by rebuild)."""
         if body.get("op", "put") == "review":
             self.conn.execute(
@@ -284,8 +316,8 @@ class ItemStore:
             )
             return
         fields = {k: v for k, v in body.items() if k not in ("op", "item_id")}
-        fields["tags"] = tuple(fields.get("tags", ()))  # type: ignore[arg-type]
-        self._write_row(Item(id=str(body["item_id"]), scope=scope, **fields), entry_id)  # type: ignore[arg-type]
+        fields["tags"] = tuple(fields.get("tags", ()))
+        self._write_row(Item(id=str(body["item_id"]), scope=scope, **fields), entry_id)
 
 
 def rebuild_items(path: Path, ledger: LedgerReader) -> int:

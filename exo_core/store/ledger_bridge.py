@@ -78,7 +78,7 @@ def create_ledger(store_root: Path, store_id: str) -> None:
     Ledger.open(Path(store_root) / layout.LEDGER, create=True, ledger_id=store_id).close()
 
 
-def open_ledger(store_root: Path, *, signer: "Signer | None" = None, witness: "HeadWitness | None" = None) -> "Ledger":
+def open_ledger(store_root: Path, *, signer: Signer | None = None, witness: HeadWitness | None = None) -> Ledger:
     """Open the ledger of the (top) store at ``store_root``; writable only with a ``signer``.
 
     ``witness`` (the home's) records each head this machine commits there."""
@@ -89,10 +89,10 @@ def open_ledger(store_root: Path, *, signer: "Signer | None" = None, witness: "H
 
 def verify_ledger(
     path: Path,
-    pins: "Collection[str] | None",
+    pins: Collection[str] | None,
     *,
-    checkpoints: Iterable["Checkpoint"] = (),
-    seen_heads: Iterable["Checkpoint"] = (),
+    checkpoints: Iterable[Checkpoint] = (),
+    seen_heads: Iterable[Checkpoint] = (),
 ) -> tuple[list[str], list[str]]:
     """``(errors, notes)`` from the ledger's own verify.
 
@@ -123,7 +123,7 @@ def verify_ledger(
 
 
 def checkpoint_hook(
-    signer: "Signer | None", book: "CheckpointBook | None" = None, *, witness: "HeadWitness | None" = None
+    signer: Signer | None, book: CheckpointBook | None = None, *, witness: HeadWitness | None = None
 ) -> Callable[[Path], dict[str, Any]]:
     """A ``ledger_hook`` for :func:`export_store`: write a signed checkpoint entry first.
 

@@ -230,11 +230,15 @@ class _Linter:
                     "warning",
                     f"supersedes {link.target!r}, which has no valid_until; give it one",
                 )
-        for target, number in ((t, n) for t, n in wikilinks(node.body) if not self.exists(t, targets)):
+        for dangling, number in ((t, n) for t, n in wikilinks(node.body) if not self.exists(t, targets)):
             # The body is the file's tail, so the lines before it are the file's newlines less the body's.
             before_body = node.path.read_text(encoding="utf-8").count("\n") - node.body.count("\n")
             self.add(
-                node.path, before_body + number, "dangling-link", "error", f"[[{target}]] does not exist in this store"
+                node.path,
+                before_body + number,
+                "dangling-link",
+                "error",
+                f"[[{dangling}]] does not exist in this store",
             )
         for parent in parent_nodes.values():
             if parent.summary.strip() == node.summary.strip() and parent.id not in own:
@@ -274,10 +278,10 @@ class _Linter:
                 except StoreFormatError as exc:
                     self.from_error(exc, path)
                 else:
-                    for rule, target in ((r, t) for r in parsed.rules for t in r.targets if t not in targets):
+                    for load_rule, target in ((r, t) for r in parsed.rules for t in r.targets if t not in targets):
                         self.add(
                             path,
-                            rule.line,
+                            load_rule.line,
                             "dangling-link",
                             "error",
                             f"load rule pins [[{target}]], which does not exist",

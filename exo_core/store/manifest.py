@@ -155,7 +155,10 @@ def build_manifest(
     signer: ManifestSigner | None = None,
 ) -> bytes:
     """Hash every copied file under ``root`` and return the manifest bytes, signed when ``signer`` is given."""
-    files = {rel.as_posix(): dict(zip(("sha256", "size"), hash_file(root / rel))) for rel in copy_candidates(root)}
+    files = {
+        rel.as_posix(): dict(zip(("sha256", "size"), hash_file(root / rel), strict=True))
+        for rel in copy_candidates(root)
+    }
     doc: dict[str, Any] = {
         "manifest": MANIFEST_FORMAT,
         "export_id": export_id,

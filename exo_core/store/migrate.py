@@ -27,6 +27,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from exo_core.store import layout
 from exo_core.store.atomic import atomic_write_text, fsync_dir
@@ -46,14 +47,14 @@ class MigrationStep:
 
     source: int
     name: str
-    run: Callable[[Path, dict[str, object], StepHook], None]
+    run: Callable[[Path, dict[str, Any], StepHook], None]
 
 
 def _journal_path(root: Path) -> Path:
     return root / layout.STATE_DIR / JOURNAL
 
 
-def _read_journal(root: Path) -> dict[str, object] | None:
+def _read_journal(root: Path) -> dict[str, Any] | None:
     path = _journal_path(root)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -75,7 +76,7 @@ def _read_journal(root: Path) -> dict[str, object] | None:
 _V1_LINK = re.compile(r"(?P<type>[a-z-]+):(?P<target>[A-Za-z0-9][A-Za-z0-9/_-]*)")
 
 
-def _backup_v1(root: Path, journal: dict[str, object], tick: StepHook) -> None:
+def _backup_v1(root: Path, journal: dict[str, Any], tick: StepHook) -> None:
     backup = root / layout.STATE_DIR / "backup-format-1"
     if backup.is_dir():
         return
@@ -104,7 +105,7 @@ def _link_1_to_2(item: str, path: Path, line: int | None) -> str:
     return f"{match['type']} [[{match['target']}]]"
 
 
-def _node_1_to_2(root: Path, journal: dict[str, object], tick: StepHook) -> None:
+def _node_1_to_2(root: Path, journal: dict[str, Any], tick: StepHook) -> None:
     for path in layout.node_files(root):
         doc = parse_document(path.read_text(encoding="utf-8"), path=path)
         values = doc.values
@@ -125,7 +126,7 @@ def _node_1_to_2(root: Path, journal: dict[str, object], tick: StepHook) -> None
         tick(f"node:{path.relative_to(root).as_posix()}")
 
 
-def _config_1_to_2(root: Path, journal: dict[str, object], tick: StepHook) -> None:
+def _config_1_to_2(root: Path, journal: dict[str, Any], tick: StepHook) -> None:
     config = read_config(root)
     if config.format < 2:  # the journal holds the id chosen before the first step, so a rerun picks the same
         write_config(root, replace(config, format=2, kind="person", store_id=str(journal["store_id"])))
@@ -142,9 +143,9 @@ def no_step(name: str) -> None:
     """The default step hook: nothing to observe."""
 
 
-def _run(root: Path, journal: dict[str, object], tick: StepHook) -> None:
+def _run(root: Path, journal: dict[str, Any], tick: StepHook) -> None:
     for step in STEPS:
-        if step.source >= journal["from"]:  # type: ignore[operator]
+        if step.source >= journal["from"]:
             tick(f"{step.source}:{step.name}:before")
             step.run(root, journal, tick)
             tick(f"{step.source}:{step.name}:after")
@@ -164,7 +165,7 @@ def migrate_store(root: Path, *, on_step: StepHook | None = None) -> int:
     journal = _read_journal(root)
     if journal is not None:
         _run(root, journal, tick)
-        return int(journal["from"])  # type: ignore[call-overload]
+        return int(journal["from"])
     config = read_config(root)
     if config.format > CURRENT_FORMAT:
         raise StoreVersionError(

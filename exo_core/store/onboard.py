@@ -314,12 +314,12 @@ def apply_plan(store: Store, onboard: OnboardPlan, *, force: bool = False) -> li
 class Onboarding:
     """The interview inside exod: the ``store.onboard`` handler, one interview at a time."""
 
-    def __init__(self, store_root: Path, core: "Core") -> None:
+    def __init__(self, store_root: Path, core: Core) -> None:
         self._root = store_root
         self._core = core
         self._task: asyncio.Task[None] | None = None
 
-    async def start(self, body: "StoreOnboard") -> dict[str, Any]:
+    async def start(self, body: StoreOnboard) -> dict[str, Any]:
         """Start the interview in ``body.session``; refused at once when it could not write."""
         if self._task is not None and not self._task.done():
             raise ConflictError("an onboarding interview is already running; answer or interrupt it first")

@@ -66,7 +66,7 @@ def _uncommented(text: str) -> str:
 
 def wikilinks(text: str) -> list[tuple[str, int]]:
     """Every ``[[target]]`` in ``text`` with its 1-based line, skipping HTML comments and code."""
-    found = []
+    found: list[tuple[str, int]] = []
     in_fence = False
     for number, line in enumerate(_uncommented(text).split("\n"), start=1):
         if line.lstrip().startswith("```"):

@@ -47,10 +47,10 @@ class Store:
     root: Path
     config: StoreConfig
     scope: str = PERSON_SCOPE
-    parent: "Store | None" = None
+    parent: Store | None = None
 
     @classmethod
-    def open(cls, root: Path | str) -> "Store":
+    def open(cls, root: Path | str) -> Store:
         """Open the store at ``root``, migrating an older format first (finishing one a crash interrupted).
 
         Raises :class:`StoreVersionError` for a format newer than this code,
@@ -69,7 +69,7 @@ class Store:
 
     # -- where things are -------------------------------------------------
     @property
-    def top(self) -> "Store":
+    def top(self) -> Store:
         """The person store at the top of the nesting (itself when not nested)."""
         return self if self.parent is None else self.parent.top
 
@@ -84,7 +84,7 @@ class Store:
         return self.top.root / layout.ITEMS
 
     # -- nesting ----------------------------------------------------------
-    def nested(self) -> list["Store"]:
+    def nested(self) -> list[Store]:
         """The agent and group stores directly inside this one."""
         found = []
         for kind, folder in layout.nested_store_dirs(self.root):
@@ -98,7 +98,7 @@ class Store:
             found.append(Store(folder, config, f"{kind}:{folder.name}", self))
         return found
 
-    def add_nested(self, kind: str, name: str) -> "Store":
+    def add_nested(self, kind: str, name: str) -> Store:
         """Create ``agents/<name>`` or ``groups/<name>`` with its own pack and router."""
         if kind not in ("agent", "group"):
             raise UsageError(f"nested stores are 'agent' or 'group', not {kind!r}")

@@ -54,7 +54,7 @@ class StoreSyncReport:
     """What a store sync did; ``ledger`` is the ledger's own report."""
 
     sync_id: str
-    ledger: "SyncReport"
+    ledger: SyncReport
     items: tuple[int, int] = (0, 0)
     copied: list[str] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)
@@ -158,9 +158,9 @@ def sync_stores(
     a: Path | str,
     b: Path | str,
     *,
-    signer: "Signer",
-    book: "CheckpointBook | None" = None,
-    trust: "MachineTrust | None" = None,
+    signer: Signer,
+    book: CheckpointBook | None = None,
+    trust: MachineTrust | None = None,
 ) -> StoreSyncReport:
     """Sync the two copies ``a`` and ``b`` of one store (see module doc).
 
@@ -192,7 +192,7 @@ def sync_stores(
     else:
         pins = {*store_a.config.owner_keys, *store_b.config.owner_keys, signer.key_id}
     witness = trust.witness() if trust is not None else None
-    sync_id = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+    sync_id = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
     with (
         open_ledger(store_a.root, signer=signer, witness=witness) as la,
         open_ledger(store_b.root, signer=signer, witness=witness) as lb,

@@ -120,7 +120,8 @@ def _new_staging(dest: Path, export_id: str) -> Path:
 
 def _copy_tree(src: Path, staging: Path, *, manifest: dict[str, Any] | None, tick: StepHook) -> int:
     count = 0  # stays 0 for a tree with nothing to copy
-    for count, rel in enumerate(copy_candidates(src), start=1):
+    for rel in copy_candidates(src):
+        count += 1
         target = staging / rel
         private_dir(target.parent)
         if rel.as_posix() in layout.SQLITE_FILES:
@@ -188,7 +189,7 @@ def export_store(
     staging = _new_staging(dest, export_id)
     manifest = {
         "export_id": export_id,
-        "exported_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "exported_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "store_id": store.config.store_id,
         "store_format": store.config.format,
         "ledger": ledger_info,
@@ -216,7 +217,7 @@ def import_store(
     *,
     owner_key_id: str | None = None,
     on_step: StepHook | None = None,
-    trust: "MachineTrust | None" = None,
+    trust: MachineTrust | None = None,
     expect_owner: str | None = None,
 ) -> Path:
     """Make the verified export at ``src`` the live store at ``dest``.
@@ -268,7 +269,7 @@ def import_store(
     return dest
 
 
-def _pin_imported(trust: "MachineTrust", manifest: Manifest, expect_owner: str | None, dest: Path) -> "Anchor":
+def _pin_imported(trust: MachineTrust, manifest: Manifest, expect_owner: str | None, dest: Path) -> Anchor:
     anchor = trust.anchor(manifest.store_id)
     owner = anchor.owner if anchor is not None else (expect_owner or manifest.owner or manifest.signer)
     trust.forget_head(dest / layout.LEDGER)

@@ -38,7 +38,7 @@ class StoreTrust:
     pins: frozenset[str] | None  # None: any valid signature is accepted
     owner: str | None  # the owner key the pins rest on (None: STORE.toml only)
     anchored: bool  # True when the pins come from an anchor this machine holds
-    seen_heads: tuple["Checkpoint", ...] = ()
+    seen_heads: tuple[Checkpoint, ...] = ()
     notes: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()
 
@@ -69,7 +69,7 @@ def store_trust(
     *,
     store_id: str,
     listed_keys: tuple[str, ...],
-    trust: "MachineTrust | None",
+    trust: MachineTrust | None,
     owner: str | None = None,
     manifest: Manifest | None = None,
 ) -> StoreTrust:
@@ -150,7 +150,7 @@ def manifest_signature_problems(
     return [], [f"{name} signed by a trusted key ({manifest.signer[:24]}…)"]
 
 
-def pin_home_store(trust: "MachineTrust", store_root: Path, *, created: bool) -> str:
+def pin_home_store(trust: MachineTrust, store_root: Path, *, created: bool) -> str:
     """Pin the owner of the home's store at ``exo init``; one line saying what was done.
 
     A store this machine just made is owned by this machine's key, and any

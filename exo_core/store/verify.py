@@ -107,7 +107,7 @@ def sqlite_problems(path: Path) -> list[str]:
     return [] if rows == ["ok"] else [f"{path.name}: {row}" for row in rows[:5]]
 
 
-def verify_store(root: Path | str, *, trust: "MachineTrust | None" = None, owner: str | None = None) -> VerifyReport:
+def verify_store(root: Path | str, *, trust: MachineTrust | None = None, owner: str | None = None) -> VerifyReport:
     """Verify the store folder at ``root`` without changing it.
 
     ``trust`` is this machine's (the CLI passes the Exo home's): with it, authors

@@ -83,6 +83,7 @@ class Transcript:
         """Fold one event into the transcript."""
         b, kind = event.body, event.type
         turn_id = b.get("turn_id")
+        block: Block | None  # the block the event changes; the keyed kinds look it up and may not find it
         if kind == "message.completed":
             turn = self._turn(turn_id)
             if b.get("role") == "user":

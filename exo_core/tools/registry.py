@@ -28,7 +28,7 @@ def _available(tool: Tool) -> bool:
         return True
     try:
         return bool(check())
-    except Exception:  # noqa: BLE001 - a broken availability check hides the tool instead of failing the turn
+    except Exception:  # a broken availability check hides the tool instead of failing the turn
         log.exception("availability check of tool %s failed; treating it as unavailable", tool.spec.name)
         return False
 
@@ -59,7 +59,7 @@ class ToolRegistry:
         if self._tools.pop(name, None) is None:
             raise NotFoundError(f"no tool named {name!r} is registered")
 
-    def view(self, toolsets: Iterable[str]) -> "ToolRegistry":
+    def view(self, toolsets: Iterable[str]) -> ToolRegistry:
         """A registry that sees only ``toolsets`` (for a session or a subagent); tools are shared."""
         return ToolRegistry(toolsets=toolsets, _shared=self._tools)
 
@@ -94,7 +94,7 @@ class ToolRegistry:
             raise
         except ExoError as exc:
             return ToolResult.error(exc.message)
-        except Exception as exc:  # noqa: BLE001 - a tool bug must not end the turn
+        except Exception as exc:  # a tool bug must not end the turn
             log.exception("tool %s failed", name)
             return ToolResult.error(f"{type(exc).__name__}: {exc}")
         if not isinstance(result, ToolResult):

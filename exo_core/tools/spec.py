@@ -52,10 +52,10 @@ class ToolResult:
     truncated: bool = False
 
     @classmethod
-    def error(cls, message: str) -> "ToolResult":
+    def error(cls, message: str) -> ToolResult:
         return cls(content=f"error: {message}", is_error=True)
 
-    def cut(self, limit: int = MAX_RESULT_CHARS) -> "ToolResult":
+    def cut(self, limit: int = MAX_RESULT_CHARS) -> ToolResult:
         """This result cut to ``limit`` characters, marked when it was cut."""
         if len(self.content) <= limit:
             return self

@@ -93,7 +93,10 @@ class PairingCodes:
         return IssuedCode(f"{raw[:4]}-{raw[4:]}", self.ttl)
 
     def redeem(self, offered: str, *, source: str = "") -> None:
-        """Use up ``offered`` sent from ``source``; raise :class:`PairingRefusedError` or :class:`PairingLockedError`."""
+        """Use up ``offered`` sent from ``source``.
+
+        Raises :class:`PairingRefusedError` or :class:`PairingLockedError`.
+        """
         now = self._clock()
         locked_until = self._locked_until.get(source, 0.0)
         if now < locked_until:

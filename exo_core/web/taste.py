@@ -36,8 +36,8 @@ from exo_core.learning.learner import Learner
 from exo_core.protocol import commands as cmd
 from exo_core.protocol import events as ev
 from exo_core.server.hub import Hub
-from exo_core.store.store import Store
 from exo_core.store.node import Node
+from exo_core.store.store import Store
 
 __all__ = ["TasteRows", "WEIGHT_OF_CONFIDENCE", "row_of", "open_store", "edited_body"]
 

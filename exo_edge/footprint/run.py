@@ -313,7 +313,7 @@ def run_footprint(args: argparse.Namespace, log: Callable[[str], None]) -> Footp
         if parts.model_spec == "local" and not model_loaded:
             run.step("local model mapped into exod", False)
             completed = False
-    except (OSError, subprocess.SubprocessError, RuntimeError, asyncio.TimeoutError) as exc:
+    except (TimeoutError, OSError, subprocess.SubprocessError, RuntimeError) as exc:
         run.step("run", False, error=f"{type(exc).__name__}: {exc}")
     finally:
         run.sampler.sample()

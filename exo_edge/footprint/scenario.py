@@ -236,7 +236,7 @@ async def client_conversation(run: Run, sock: Path, turn_timeout: float) -> dict
             turn = (await client.request("turn.send", {"session": session_id, "text": question}))["turn_id"]
             text: list[str] = []
 
-            async def follow() -> dict[str, Any]:
+            async def follow(turn: str, text: list[str]) -> dict[str, Any]:
                 async for event in client.events(session=session_id):
                     if event.type == "message.delta":
                         text.append(str(event.body.get("text", "")))
@@ -254,7 +254,7 @@ async def client_conversation(run: Run, sock: Path, turn_timeout: float) -> dict
                         return dict(event.body)
                 raise RuntimeError("the event stream ended before turn.completed")
 
-            done = await asyncio.wait_for(follow(), turn_timeout)
+            done = await asyncio.wait_for(follow(turn, text), turn_timeout)
             answer = "".join(text).strip()
             seen["answers"].append(answer[:200])
             run.step(
@@ -394,9 +394,7 @@ def device_conversation(run: Run, turn_timeout: float, scripted: bool) -> dict[s
         )
     elif not out["approvals"]:
         out["approval_note"] = "the local model answered without asking to act: no approval was exercised"
-    dead = [
-        {"cmd": " ".join(map(str, p.args))[-60:], "status": p.returncode} for p in run.procs if p.poll() is not None
-    ]
+    dead = [{"cmd": _command_line(p)[-60:], "status": p.returncode} for p in run.procs if p.poll() is not None]
     if dead:
         run.step("every process alive at the end", False, exited=dead)
     out["device_peak_kb"] = run.sampler.peaks_kb.get(proc.pid)
@@ -409,3 +407,11 @@ def device_conversation(run: Run, turn_timeout: float, scripted: bool) -> dict[s
     err.close()
     out["device_exit"] = proc.returncode
     return out
+
+
+def _command_line(proc: subprocess.Popen[Any]) -> str:
+    """The command ``proc`` runs, as one line (a run starts each with a list of arguments)."""
+    args = proc.args
+    if isinstance(args, str | bytes | os.PathLike):
+        return str(args)
+    return " ".join(str(arg) for arg in args)

@@ -167,9 +167,9 @@ class AnthropicTransport(HostedTransport):
                     elif delta.get("type") == "input_json_delta":
                         block.json_parts.append(delta.get("partial_json", ""))
                 elif kind == "content_block_stop":
-                    block = blocks.get(int(obj.get("index", 0)))
-                    if block is not None and block.kind == "tool_use":
-                        calls.append(whole_call(block.id, block.name, block.json_parts, self.provider))
+                    ended = blocks.get(int(obj.get("index", 0)))
+                    if ended is not None and ended.kind == "tool_use":
+                        calls.append(whole_call(ended.id, ended.name, ended.json_parts, self.provider))
                 elif kind == "message_delta":
                     reason = (obj.get("delta") or {}).get("stop_reason")
                     if reason:

@@ -10,7 +10,7 @@ import asyncio
 import email.utils
 import json
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -125,7 +125,7 @@ class HttpClient:
         try:
             ctx = session.post(url, json=body, headers=dict(headers))
             resp = await asyncio.wait_for(ctx.__aenter__(), self.timeouts.first_byte)
-        except asyncio.TimeoutError as exc:
+        except TimeoutError as exc:
             raise RetryableProviderError(
                 f"{provider}: no response within {self.timeouts.first_byte:g} s from {url}",
                 kind=FailureKind.NETWORK,
@@ -142,7 +142,7 @@ class HttpClient:
             if resp.status >= 400:
                 try:
                     raw = await resp.content.read(_MAX_ERROR_BODY)
-                except (aiohttp.ClientError, asyncio.TimeoutError):
+                except (TimeoutError, aiohttp.ClientError):
                     raw = b""
                 raise error_for_status(
                     resp.status,
@@ -196,7 +196,7 @@ async def sse_events(resp: aiohttp.ClientResponse, *, provider: str) -> AsyncIte
                 data.append(value)
         if data:
             yield event, "\n".join(data)
-    except asyncio.TimeoutError as exc:
+    except TimeoutError as exc:
         raise RetryableProviderError(
             f"{provider}: the stream stalled (no data for a while)", kind=FailureKind.NETWORK, provider=provider
         ) from exc
@@ -250,7 +250,7 @@ class HostedTransport:
         """The request headers (content type, the credential)."""
         raise NotImplementedError
 
-    async def events(self, request: ModelRequest) -> AsyncIterator[tuple[str, Any]]:
+    async def events(self, request: ModelRequest) -> AsyncGenerator[tuple[str, Any], None]:
         """``(event, parsed JSON data)`` for each SSE event of one call (``None`` for :attr:`DONE`)."""
         async with self.client.post_stream(
             self.url, headers=self.headers(), body=self.body(request), provider=self.provider
