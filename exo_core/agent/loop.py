@@ -75,7 +75,7 @@ from exo_core.server.hub import Hub
 from exo_core.sessions.store import MessageRecord, SessionStore, TurnRecord
 from exo_core.sessions.worker import DbWorker
 from exo_core.tools.registry import ToolRegistry
-from exo_core.tools.spec import ToolResult, ToolSpec
+from exo_core.tools.spec import ToolResult
 
 __all__ = ["LoopDeps", "LoopSettings", "run_turn", "INTERRUPTED_RESULT", "BASE_PROMPT"]
 
@@ -160,10 +160,9 @@ async def run_turn(
             if saved is not None:
                 return await _answer_directly(deps, session_id, turn, saved, state)
         memory = await _memory_parts(deps, session_id, turn.text)
+        system = _system_text(deps.settings.base_prompt, memory)
         toolsets = await _chosen_toolsets(deps, turn.text)
         offered = deps.tools if toolsets is None else deps.tools.view(toolsets)  # availability: per round
-        base = _with_capabilities(deps.settings.base_prompt, offered.specs())
-        system = _system_text(base, memory)
         await _run_calls(deps, session_id, turn.id, pending, state)
         reason = "iteration_cap"
         for _round in range(deps.settings.max_iterations):
@@ -173,7 +172,7 @@ async def run_turn(
                 tools=tuple(s.to_model() for s in offered.specs()),
                 max_tokens=deps.settings.max_tokens,
             )
-            request = await _sized_request(deps, session_id, turn.id, base, system, memory, history, request, state)
+            request = await _sized_request(deps, session_id, turn.id, system, memory, history, request, state)
             text, calls = await _call_model(deps, session_id, turn.id, request, state)
             state.partial, state.calls = "", []
             # partial binds this round's text and calls now (B023); db() runs it before the round goes on.
@@ -257,19 +256,6 @@ async def _memory_parts(deps: LoopDeps, session_id: str, text: str) -> MemoryPar
         return MemoryParts()
 
 
-def _with_capabilities(base: str, specs: Sequence[ToolSpec]) -> str:
-    """The base prompt and one sentence of what the offered tools let the assistant do.
-
-    Made from the tools' own descriptions (their first sentence), so asked what it can do the
-    assistant can say it from what is really offered, and a tool a plugin adds is named too.
-    """
-    phrases = [spec.description.split(". ")[0].strip().rstrip(".") for spec in specs if spec.description.strip()]
-    if not phrases:
-        return base
-    listed = "; ".join(phrase[0].lower() + phrase[1:] for phrase in phrases)
-    return f"{base} With your tools you can: {listed}."
-
-
 def _system_text(base: str, memory: MemoryParts) -> str:
     """The system prompt as one text: the base prompt, then the pack and the recalled blocks."""
     block = memory.pack.rstrip()
@@ -302,7 +288,6 @@ async def _sized_request(
     deps: LoopDeps,
     session_id: str,
     turn_id: str,
-    base: str,
     system: str,
     memory: MemoryParts,
     history: list[MessageRecord],
@@ -328,7 +313,7 @@ async def _sized_request(
         view = HistoryView()
     tail = history[view.tail_start :]
     draft = Draft(
-        base=base,
+        base=deps.settings.base_prompt,
         pack=memory.pack,
         recalled=memory.recalled,
         recall_heading=memory.heading,
