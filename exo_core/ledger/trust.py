@@ -64,7 +64,10 @@ class Anchor:
     @classmethod
     def from_json(cls, doc: object, *, where: Path) -> Anchor:
         """Strictly decode :meth:`to_json`; :class:`CorruptDataError` names the file and field."""
-        if not isinstance(doc, dict) or doc.get("v") != 1:
+        # The version's type first: a value that is not an int (a bool, a signalling-NaN Decimal)
+        # must be refused, never compared (entry.py decodes its own version the same way).
+        version = doc.get("v") if isinstance(doc, dict) else None
+        if not isinstance(doc, dict) or type(version) is not int or version != 1:
             raise CorruptDataError(f"{where}: not a trust anchor (expected a JSON object with v = 1)")
         ledger_id, owner, machine, how = doc.get("ledger"), doc.get("owner"), doc.get("machine"), doc.get("how", "")
         if not isinstance(ledger_id, str) or not _SAFE_ID.fullmatch(ledger_id):
