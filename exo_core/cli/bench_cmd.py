@@ -10,6 +10,7 @@ arguments follow the name). Only argparse loads here.
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from exo_core.cli.args import add_command, add_group
 
@@ -28,38 +29,55 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     ret.add_argument("--home", default=None, help="Exo home whose model files to use")
     ret.add_argument("--json", action="store_true", help="print the metrics as JSON")
-    foot = names.add_parser(
-        "footprint", help="the scripted device conversation under the memory and core budget", add_help=False
+    _passthrough(
+        names,
+        "footprint",
+        _footprint,
+        "the scripted device conversation under the memory and core budget",
+        "the footprint audit's own arguments (e.g. --json)",
     )
-    foot.add_argument("args", nargs=argparse.REMAINDER, help="the footprint audit's own arguments (e.g. --json)")
-    foot.set_defaults(handler=_footprint, passthrough="footprint")
-    stress = names.add_parser(
-        "stress", help="SIGKILL cycles, fuzzed commands and connection floods against exod", add_help=False
+    _passthrough(
+        names,
+        "stress",
+        _stress,
+        "SIGKILL cycles, fuzzed commands and connection floods against exod",
+        "benchmarks/bench_stress.py's own arguments",
     )
-    stress.add_argument("args", nargs=argparse.REMAINDER, help="benchmarks/bench_stress.py's own arguments")
-    stress.set_defaults(handler=_stress, passthrough="stress")
-    decisions = names.add_parser(
-        "decisions", help="the signal decision: rules, local model, laptop model (issue 21)", add_help=False
+    _passthrough(
+        names,
+        "decisions",
+        _decisions,
+        "the signal decision: rules, local model, laptop model (issue 21)",
+        "bench_decisions_signal.py's own arguments",
     )
-    decisions.add_argument("args", nargs=argparse.REMAINDER, help="bench_decisions_signal.py's own arguments")
-    decisions.set_defaults(handler=_decisions, passthrough="decisions")
-    laptop = names.add_parser(
-        "laptop", help="the laptop engine: speed and answers of the 1.5B and 0.5B on llama_cpp.server", add_help=False
+    _passthrough(
+        names,
+        "laptop",
+        _laptop,
+        "the laptop engine: speed and answers of the 1.5B and 0.5B on llama_cpp.server",
+        "bench_laptop.py's own arguments (e.g. --json)",
     )
-    laptop.add_argument("args", nargs=argparse.REMAINDER, help="bench_laptop.py's own arguments (e.g. --json)")
-    laptop.set_defaults(handler=_laptop, passthrough="laptop")
-    answers = names.add_parser(
-        "answers", help="questions from the store, general and with a file tool, through exo chat", add_help=False
+    _passthrough(
+        names,
+        "answers",
+        _answers,
+        "questions from the store, general and with a file tool, through exo chat",
+        "benchmarks/bench_store_answers.py's own arguments",
     )
-    answers.add_argument("args", nargs=argparse.REMAINDER, help="benchmarks/bench_store_answers.py's own arguments")
-    answers.set_defaults(handler=_answers, passthrough="answers")
-    gen = names.add_parser(
+    _passthrough(
+        names,
         "generation",
-        help="time to first token and tokens/s through exod against direct llama-cpp-python",
-        add_help=False,
+        _generation,
+        "time to first token and tokens/s through exod against direct llama-cpp-python",
+        "the benchmark's own arguments (e.g. --json)",
     )
-    gen.add_argument("args", nargs=argparse.REMAINDER, help="the benchmark's own arguments (e.g. --json)")
-    gen.set_defaults(handler=_generation, passthrough="generation")
+
+
+def _passthrough(names: Any, name: str, handler: Any, help_text: str, args_help: str) -> None:
+    """A benchmark whose own arguments follow its name, handed over untouched (``exo bench stress --json``)."""
+    parser = names.add_parser(name, help=help_text, add_help=False)
+    parser.add_argument("args", nargs=argparse.REMAINDER, help=args_help)
+    parser.set_defaults(handler=handler, passthrough=name)
 
 
 def _footprint(args: argparse.Namespace) -> int:
