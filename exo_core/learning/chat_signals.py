@@ -15,6 +15,11 @@ probability):
 * *neither* (or an abstaining decision) records nothing more: the message is
   already an ``utterance`` of the turn, weak evidence as before.
 
+A message the loop's facts seam reads as a stated fact (:func:`exo_core.learning.facts.detect`)
+is not a signal at all: it became a belief or was asked about, so "Remember that my wifi
+password is ..." never turns into a rule whose words reach the pack. Nor is a rule that carries
+a secret shape (:func:`exo_core.store.leaks.find_leaks`) recorded.
+
 A draft is answered once; the map of open drafts is bounded
 (:data:`MAX_OPEN_DRAFTS` sessions, oldest dropped). Writes run in a worker
 thread; a failed write is logged and the stream goes on (the turn itself is
@@ -32,6 +37,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 from exo_core.errors import ClosedResourceError, ExoError
+from exo_core.learning.facts import FactTooLongError, detect
+from exo_core.store.leaks import find_leaks
 
 __all__ = ["ChatSignals", "MAX_OPEN_DRAFTS", "Recorder"]
 
@@ -98,6 +105,11 @@ class ChatSignals:
             return "action"
         if body.get("role") != "user":
             return None
+        if _is_stated_fact(text):
+            # The loop's facts seam owns it ("Remember that my wifi password is ..."): a belief, or asked
+            # about, never a stated rule whose words would reach the pack.
+            self._drafts.pop(session, None)
+            return None
         decision = await self.decide(text)
         said = decision.applied
         probability = float(decision.probabilities.get(said, 0.0)) if said else 0.0
@@ -113,6 +125,9 @@ class ChatSignals:
             await asyncio.to_thread(self.recorder.record, "verdict", verdict, refs=(draft,))
             return "verdict"
         if said == "rule":
+            if find_leaks(text):
+                log.warning("a stated rule that carries a secret was not recorded (it would reach the pack)")
+                return None
             rule = {"text": text, "session": session, "probability": probability}
             await asyncio.to_thread(self.recorder.record, "rule", rule)
             return "rule"
@@ -124,3 +139,11 @@ class ChatSignals:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+
+
+def _is_stated_fact(text: str) -> bool:
+    """Whether the facts seam reads ``text`` as a fact (a too-long "remember" counts: it was refused as one)."""
+    try:
+        return detect(text) is not None
+    except FactTooLongError:
+        return True

@@ -10,7 +10,11 @@ theirs that changed. The patterns, in order:
 3. ``my S is now V`` / ``my S's V is now W``             -> "your S is V"
 4. ``my S is V`` (only after ``remember``)               -> "your S is V"
 
-A question (``?`` at the end) is never a fact. ``S`` is one to four words.
+A question (``?`` at the end) is never a fact, and neither is a ``remember`` whose
+``X`` is an instruction or a preference ("remember to cc Ana", "remember that I prefer
+short replies") or a standing rule by the signal rules ("remember: always ask before
+pushing"): that is a stated rule for the learner (:mod:`.chat_signals`).
+``S`` is one to four words.
 
 :class:`StatedFacts` runs inside exod on every person message (the loop's
 ``facts`` seam): it writes a ``fact`` node named for the subject in the right
@@ -36,6 +40,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from exo_core.decisions.signal_rules import SIGNAL_RULES
 from exo_core.errors import NotFoundError, UsageError
 from exo_core.store.leaks import find_leaks, redact
 from exo_core.store.node import Node
@@ -84,6 +89,9 @@ DOMAIN_WORDS: dict[str, tuple[str, ...]] = {
     "health": ("dentist", "doctor", "gp", "therapist", "physio", "allergy", "medication", "pharmacy", "vet"),
     "rules": ("rule", "approval"),
 }
+_INSTRUCTION = re.compile(
+    r"^(?:to\s|i\s+(?:prefer|like|want|hate|dislike|don'?t\s+like|would\s+rather|'?d\s+rather)\b)", re.I
+)
 _REMEMBER = re.compile(r"^(?:please\s+)?(?:remember|note)(?:\s+that|\s*:)?\s+(?P<fact>.+)$", re.I | re.S)
 _MOVED = re.compile(r"^my\s+(?P<subject>[a-z][a-z' -]{0,40}?)\s+(?:has\s+)?moved\s+to\s+(?P<value>.+)$", re.I)
 _IS_NOW = re.compile(r"^my\s+(?P<subject>[a-z][a-z' -]{0,40}?)\s+(?:is|are)\s+now\s+(?P<value>.+)$", re.I)
@@ -132,6 +140,9 @@ def detect(text: str) -> StatedFact | None:
         return None
     told = _REMEMBER.match(words)
     body = _clean(told.group("fact")) if told else _clean(words)
+    if told and (_INSTRUCTION.match(body) or is_standing_rule(body)):
+        # "Remember to cc Ana", "remember that I prefer short replies": rules for the learner, not beliefs.
+        return None
     if len(words) > MAX_FACT_CHARS:
         if told:
             raise FactTooLongError(
@@ -154,6 +165,16 @@ def detect(text: str) -> StatedFact | None:
         key = _subject_key(" ".join(body.split()[:4]))
         return StatedFact(key or "note", body, body, body, words) if key else None
     return None
+
+
+def is_standing_rule(text: str) -> bool:
+    """Whether ``text`` reads as a standing instruction by the signal rules (not counting "remember ...")."""
+    for rule in SIGNAL_RULES:
+        if rule.option != "rule" or rule.name == "keep-in-mind":
+            continue
+        if rule.matches(text):
+            return True
+    return False
 
 
 def domain_of(fact: StatedFact) -> str:

@@ -79,3 +79,29 @@ def test_a_correction_becomes_a_verdict_on_the_draft_and_a_rule_a_stated_rule(
     assert "[[taste/exclamation]]" in (home / "store" / "pack.md").read_text()
     review = exo(home, "learn", "review", "--json")
     assert review.returncode == 0 and json.loads(review.stdout)["proposals"] == 0, "nothing left unread"
+
+
+def test_a_stated_fact_is_no_rule_and_a_rule_with_a_secret_is_not_recorded(tmp_path: Path, exod_factory: Any) -> None:
+    """The CI failure of session 4: "Remember that my wifi password is ..." became a stated rule and reached the pack.
+
+    The facts seam owns a stated fact; "remember" over an instruction or a preference stays a rule;
+    a rule that carries a secret shape is never recorded (its words would become a pack line).
+    """
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    ws.mkdir()
+    assert exo(home, "init").returncode == 0
+    script = write_script(tmp_path / "s.json", [{"text": "Understood."}] * 20)
+    exod = exod_factory(home, script, ws)
+    token = "ghp_" + "A1b2C3d4" * 5
+    fact = "Remember that my sister moved to Porto."
+    preference = "Remember that I prefer short replies."
+    leaky = f"From now on, always sign my pull requests with {token}."
+    asyncio.run(chat(exod.url, [fact, preference, leaky]))
+    assert exod.stop() == 0
+    with Ledger.open_store(home / "store") as ledger:
+        entries = list(ledger.entries())
+    rules = [e.body["text"] for e in entries if e.kind == "rule"]
+    assert rules == [preference], rules
+    assert token not in json.dumps([e.body for e in entries if e.kind != "utterance"])
+    assert token not in (home / "store" / "pack.md").read_text()
+    assert "Porto" in (home / "store" / "people" / "sister.md").read_text()
