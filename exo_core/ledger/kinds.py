@@ -6,7 +6,7 @@ they pin the fields that later views and the learning loop read, and leave
 the rest free. Validation runs at append (our own writes) and again in
 ``verify()`` (anyone's writes), so a view never meets a body it cannot read.
 
-Kinds (DESIGN.md §3, paper §19):
+Kinds (docs/ledger.md §2):
 
 =============  ==========================================================
 utterance      the person's own words: ``text``. Never tool/web/file text.
