@@ -206,7 +206,9 @@ class LaneSet:
             return
         live = self.lanes["live"]
         # Judged lane by lane: the live lane, first, may just have become busy.
-        for lane in (ln for ln in self.lanes.values() if ln.name == "live" or not (self._import_yields and live.busy)):
+        for lane in self.lanes.values():
+            if lane.name != "live" and self._import_yields and live.busy:
+                continue  # the import lane yields to a busy live lane
             while lane.queue and lane.running < lane.limit and not lane.paused:
                 job = lane.queue.popleft()
                 lane.running += 1
