@@ -245,8 +245,13 @@ class Retriever:
             if record and self.log is not None:
                 self.log(
                     "retrieval",
-                    {f"{kind}_ids": packed.ids(kind) for kind in ("node", "item", "turn")}
-                    | {"tokens": packed.tokens, "pinned": [d.id for d in pinned]},
+                    {
+                        "node_ids": packed.ids("node"),
+                        "item_ids": packed.ids("item"),
+                        "turn_ids": packed.ids("turn"),
+                        "tokens": packed.tokens,
+                        "pinned": [d.id for d in pinned],
+                    },
                 )
             return Recalled(query, packed, tuple(d.id for d in pinned), tuple(ranking))
 
