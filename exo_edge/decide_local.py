@@ -254,7 +254,12 @@ class LocalDecisionProvider:
         top = float(logits.max())
         log_total = top + math.log(float(np.exp(logits - top).sum()))
         logps = [float(np.logaddexp.reduce([logits[i] - log_total for i in group])) for group in groups]
-        where = "evaluated" if fresh else "restored" if restored else "cached"
+        if fresh:
+            where = "evaluated"
+        elif restored:
+            where = "restored"
+        else:
+            where = "cached"
         self.last = ForwardPass(len(tokens) - reused, reused, where, sum(math.exp(lp) for lp in logps))
         best = max(logps)
         shares = [math.exp(lp - best) for lp in logps]

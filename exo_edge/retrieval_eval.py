@@ -254,7 +254,9 @@ def _run(
     rows: dict[str, dict[str, list[dict[str, float]]]] = {}
     for group in stacks:
         ranker.load(stacks[group])
-        for case in (c for c in cases if c.group == group):
+        for case in cases:
+            if case.group != group:
+                continue
             for system, ids in ranker.rank(case.question, depth, unit).items():
                 rows.setdefault(system, {}).setdefault(case.label, []).append(score(case, ids))
     return rows
