@@ -159,7 +159,11 @@ def rules_score(setup: frozenset[str], item: EvalItem, sample: int = 0) -> float
     if item.part == "pair":
         bad_rejected = sum(breaks(r, d["rejected"]) for r in setup)
         bad_chosen = sum(breaks(r, d["chosen"]) for r in setup)
-        return 1.0 if bad_chosen < bad_rejected else 0.5 if bad_chosen == bad_rejected else 0.0
+        if bad_chosen < bad_rejected:
+            return 1.0
+        if bad_chosen == bad_rejected:
+            return 0.5
+        return 0.0
     if item.part == "replay":
         predicted = "correct" if any(breaks(r, d["reply"]) for r in setup) else "accept"
         return 1.0 if predicted == d["target"] else 0.0
