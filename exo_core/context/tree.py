@@ -134,7 +134,8 @@ def plan_view(nodes: Mapping[NodeKey, SummaryNode], messages: Sequence[MessageRe
         for level in range(leaves.bit_length(), -1, -1):
             if p % (1 << level) or p + (1 << level) > leaves:  # no node of this level starts at p
                 continue
-            if (node := nodes.get((level, p >> level))) is not None and node.done:
+            node = nodes.get((level, p >> level))
+            if node is not None and node.done:
                 chosen = node
                 break
         if chosen is None:
@@ -146,7 +147,8 @@ def plan_view(nodes: Mapping[NodeKey, SummaryNode], messages: Sequence[MessageRe
         elements.append(Element("summary", first, last, chosen))
         tokens += estimate_tokens(chosen.text or "")
         p += 1 << chosen.level
-    if (partial := leaves * config.leaf_size) < start:
+    partial = leaves * config.leaf_size
+    if partial < start:
         elements.append(Element("verbatim", partial, start - 1))
     if start < len(messages):
         elements.append(Element("tail", start, len(messages) - 1))
