@@ -146,7 +146,9 @@ def parse_node(text: str, *, path: Path | str | None = None) -> Node:
             raise bad(key, f"{key!r} must be a list, e.g. '{key}: []'")
         lists[key] = tuple(value or ())
     text_of: dict[str, str] = {}
-    for key in (key for key in REQUIRED_KEYS if key not in _LIST_KEYS):
+    for key in REQUIRED_KEYS:
+        if key in _LIST_KEYS:
+            continue
         value = "" if key == "load_when" and values[key] is None else values[key]
         if not isinstance(value, str):
             raise bad(key, f"{key!r} must be text, not {'a list' if isinstance(value, list) else 'empty'}")
