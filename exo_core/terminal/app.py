@@ -310,7 +310,9 @@ class TerminalChat:
             self.note(problem, "notice")
         text += "".join(self.attachments)
         self.attachments = []
-        mode = self.mode if self.mode != "auto" else ("queue" if self.transcript.running else "send")
+        mode = self.mode
+        if mode == "auto":
+            mode = "queue" if self.transcript.running else "send"
         if self.conn != "live" or self.outbox:
             self._keep(text, mode)
             return
