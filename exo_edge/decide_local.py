@@ -1,4 +1,4 @@
-"""The local decision provider: one forward pass of the local GGUF model (§13.5).
+"""The local decision provider: one forward pass of the local GGUF model (docs/decisions.md).
 
 The device needs no second model. The question becomes a few-shot
 *completion* prompt, which suits a base model such as Gemma 3 270M, and the

@@ -1,4 +1,4 @@
-"""History import: past conversations from a chat export become sessions (§16.3).
+"""History import: past conversations from a chat export become sessions (docs/context.md).
 
 Two shapes are read:
 

@@ -1,4 +1,4 @@
-"""Two job lanes with separate limits, bounded queues, pausing, and settling (§16.3).
+"""Two job lanes with separate limits, bounded queues, pausing, and settling (docs/context.md).
 
 * ``live`` (default 8 at once) summarizes the conversations people are having;
   ``import`` (default 2 at once) summarizes imported history. Each lane has its

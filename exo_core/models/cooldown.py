@@ -1,4 +1,4 @@
-"""Credential cooldowns (design paper §12.4), on an injectable clock.
+"""Credential cooldowns (docs/models.md §3), on an injectable clock.
 
 A failed credential is set aside for a time that depends on the failure kind
 (:data:`COOLDOWN_SECONDS`). A rate limit with a stated ``retry_after`` is

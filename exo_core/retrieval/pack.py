@@ -1,4 +1,4 @@
-"""Packing under a token budget (§20 stage 6): pinned first, then ~70% nodes, ~30% items.
+"""Packing under a token budget (docs/retrieval.md, stage 6): pinned first, then ~70% nodes, ~30% items.
 
 Every block starts with its id in brackets, so the model can ask for the
 whole node. Each kind has forms from full to small and takes the largest

@@ -1,4 +1,4 @@
-"""Capability shaping: each client gets output it can show (§22).
+"""Capability shaping: each client gets output it can show (docs/web.md).
 
 A client announces what it can draw in ``hello``; the engine remembers a
 :class:`ClientProfile` under a ``client_id`` it returns, and an event stream

@@ -309,7 +309,7 @@ class _Linter:
 
     def lint_copies(self, path: Path, text: str, nodes: dict[str, Node]) -> None:
         # Hot-path files hold pointers, never copies, and cite counts rather
-        # than restate them (§18.2).
+        # than restate them (docs/store.md).
         for number, line in enumerate(text.split("\n"), start=1):
             if _COUNT.search(line) and "[[" not in line:
                 self.add(

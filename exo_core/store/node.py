@@ -1,4 +1,4 @@
-"""Belief nodes: one Markdown file per belief, with required frontmatter (§18.3).
+"""Belief nodes: one Markdown file per belief, with required frontmatter (docs/store.md).
 
 A node lives at ``<domain>/<name>.md`` and its id is ``<domain>/<name>``; the
 id in the frontmatter must match the path, so a moved file is caught by lint

@@ -149,7 +149,7 @@ class Store:
     def visible_nodes(self) -> list[Node]:
         """The nodes this scope may see: its own, plus its ancestors' non-private nodes.
 
-        Private nodes never reach an agent or group scope (§18.1).
+        Private nodes never reach an agent or group scope (docs/store.md).
         """
         own = self.nodes()
         if self.parent is None:

@@ -1,4 +1,4 @@
-"""The terminal client (§22): a prompt and a transcript over the protocol.
+"""The terminal client (docs/web.md): a prompt and a transcript over the protocol.
 
 ``/`` runs a command, ``@file[:a-b]`` attaches a file or line range, ``!cmd``
 runs a shell command here, ctrl+p opens a fuzzy palette of everything else,
