@@ -9,7 +9,7 @@
     toolsets = false                       # narrow each turn's tools with the toolset decision
     larger = ""                            # where an abstention goes first: "" = the first `main` route
                                            # off the device (the laptop's engine), "none", or a route
-    larger_timeout = 10.0                  # seconds for the larger model's answer
+    larger_timeout = 10.0                  # seconds for the larger model's answer (at most 300: no reply waits on it)
     ask_person = true                      # a signal on a reply to a draft may be asked (question.asked)
     ask_timeout = 120.0                    # seconds the question stays open before it is queued instead
 
@@ -104,7 +104,12 @@ class DecisionSettings:
             raise ConfigError("config.toml: decisions.toolsets must be true or false")
         if not isinstance(out["local_model"], str) or not out["local_model"]:
             raise ConfigError("config.toml: decisions.local_model must name a model manifest")
-        for key, most in (("local_timeout", 30), ("hosted_timeout", 30), ("larger_timeout", 30), ("ask_timeout", 3600)):
+        for key, most in (
+            ("local_timeout", 30),
+            ("hosted_timeout", 30),
+            ("larger_timeout", 300),
+            ("ask_timeout", 3600),
+        ):
             value = table.get(key, getattr(defaults, key))
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= most:
                 raise ConfigError(f"config.toml: decisions.{key} must be a number of seconds in (0, {most}]")

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from exo_testkit import ROOT, write_script
+from models.fake_provider import FakeProvider, Reply, openai_chunks
 
 from exo_core.client import ExoClient
 from exo_core.ledger import Ledger
-from exo_testkit import ROOT, write_script
-from models.fake_provider import FakeProvider, Reply, openai_chunks
 
 DRAFT = "Great news!!! The note for Sam is ready, and it is a long one!"
 TOO_LONG = "Too long. Make it shorter, and no exclamation marks."
@@ -59,7 +59,7 @@ def _home(tmp_path: Path, base_url: str, decisions: str = "") -> Path:
         "[models.roles]\n"
         f'main = ["laptop:{ALIAS}"]\n\n'
         "[models.timeouts]\n"
-        "connect = 2.0\nfirst_byte = 120.0\nidle = 60.0\n\n"
+        "connect = 2.0\nfirst_byte = 300.0\nidle = 60.0\n\n"
         "[decisions]\n" + decisions,
         encoding="utf-8",
     )
@@ -149,7 +149,7 @@ def test_with_the_laptop_away_corrections_still_teach_an_unsure_reply_is_asked_t
             await server.stop()
 
     asyncio.run(scenario())
-    home, (first, second) = seen["home"], seen["sessions"]
+    home, second = seen["home"], seen["sessions"][1]
     assert seen["exod"].stop() == 0
     entries = _entries(home)
     drafts = [e for e in entries if e.kind == "action" and e.body.get("tool") == "reply"]
@@ -213,7 +213,7 @@ def test_the_laptop_engine_on_a_real_llama_cpp_server_decides_an_abstention(tmp_
 
     engine = EngineProcess(need_engine(), free_port(), tmp_path / "engine.log").start()
     try:
-        home = _home(tmp_path, engine.base_url, "larger_timeout = 30\n")
+        home = _home(tmp_path, engine.base_url, "larger_timeout = 240\n")
         exod = exod_factory(home, write_script(tmp_path / "s.json", [{"text": "Understood."}] * 5), tmp_path)
 
         async def chat() -> None:
@@ -223,13 +223,13 @@ def test_the_laptop_engine_on_a_real_llama_cpp_server_decides_an_abstention(tmp_
                 await _say(client, session, UNSURE)
 
         asyncio.run(chat())
-        _wait_for(lambda: _count(home, "decision") >= 2 or _queued(home), "the larger model's decision", 300)
+        _wait_for(lambda: _count(home, "decision") >= 2 or _queued(home), "the larger model's decision", 420)
         assert exod.stop() == 0
     finally:
         engine.stop()
     decisions = [e.body for e in _entries(home) if e.kind == "decision"]
     assert decisions[0]["chosen"] is None and decisions[0]["escalate"] == "main"
     # The 0.5B on the laptop's engine answered with an option letter: it decided, nothing was queued.
-    assert [(d["provider"], d["via"]) for d in decisions[1:]] == [(f"laptop:{ALIAS}", "provider")]
+    assert [(d["provider"], d["via"]) for d in decisions[1:]] == [(f"laptop:{ALIAS}", "provider")], decisions
     assert decisions[1]["chosen"] in ("correction", "rule", "neither")
     assert _queued(home) == []
