@@ -171,7 +171,9 @@ def _chat_signals(home: ExoHome, store: Path, ledger: LedgerRecorder) -> Any:
     try:
         from exo_edge.proposal_queue import ProposalQueue  # the edge package holds the queue (DESIGN.md §4)
     except ImportError:
-        logging.getLogger("exo_core.serve").warning("no proposal queue (exo_edge): undecided signals are dropped")
+        logging.getLogger("exo_core.serve").warning(
+            "no proposal queue (exo_edge is not installed): an unsure signal nobody settles is not kept"
+        )
     else:
         queue = ProposalQueue(home.root / "learning" / "queue.sqlite")
 

@@ -57,7 +57,7 @@ class Recorder(Protocol):
 
 
 class ChatSignals:
-    """Records drafts and reads person messages as signals (``decide``: text -> a signal Decision)."""
+    """Records drafts and reads person messages as signals (``decide``: text, session, draft -> a Decision)."""
 
     def __init__(
         self,
