@@ -195,7 +195,7 @@ class Escalation:
     ) -> None:
         # A single-row insert, synchronous as the queue's put is; exod's queue takes calls from one thread.
         assert self.queue is not None
-        inputs = {
+        inputs: dict[str, Any] = {
             "mechanism": question.mechanism,
             "question": question.text,
             "options": list(question.options),

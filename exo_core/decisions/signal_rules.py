@@ -120,7 +120,8 @@ SIGNAL_RULES = (
     Rule(
         "i-prefer",
         # "I'd rather you kept it shorter" points back at the draft: a correction, left to a model.
-        r"^(?!.*\b(?:it|that|this|shorter|longer|instead)\b)\s*i(?: really)?(?: prefer|'d prefer| would prefer|'d rather| would rather| like my| hate it when|"
+        r"^(?!.*\b(?:it|that|this|shorter|longer|instead)\b)\s*i(?: really)?"
+        r"(?: prefer|'d prefer| would prefer|'d rather| would rather| like my| hate it when|"
         r" don'?t like it when| can'?t stand it when| want all| want my \w+s)\b" + _NOT_A_QUESTION,
         "rule",
     ),

@@ -116,7 +116,7 @@ def test_exo_decide_with_the_local_model(tmp_path) -> None:  # type: ignore[no-u
             "exo_core.cli",
             "decide",
             "signal",
-            "I'd rather you kept replies short",
+            "Hmm, that one felt a bit stiff",  # the rules abstain on it: the model decides
             "--json",
             "--providers",
             "local",
