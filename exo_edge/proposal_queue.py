@@ -26,6 +26,7 @@ import hashlib
 import json
 import re
 import sqlite3
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -67,9 +68,11 @@ class ProposalQueue:
     def __init__(self, path: str | Path, *, clock: Callable[[], float] = time.time) -> None:
         self.path = Path(path)
         self.clock = clock
+        self._lock = threading.Lock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=10)
+            # exod's reviewer puts from a worker thread: the connection may cross threads, one call at a time.
+            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=10, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(_SCHEMA)
@@ -82,7 +85,8 @@ class ProposalQueue:
 
     def _run(self, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
         try:
-            return self._db.execute(sql, args).fetchall()
+            with self._lock:
+                return self._db.execute(sql, args).fetchall()
         except sqlite3.Error as exc:
             raise StorageError(f"proposal queue {self.path}: {exc}") from exc
 
@@ -108,7 +112,7 @@ class ProposalQueue:
         """Mark ``job`` done with its ledger entry id, and add its cost to this month's spend."""
         month = self.month()
         try:
-            with self._db:
+            with self._lock, self._db:
                 self._db.execute("BEGIN IMMEDIATE")
                 self._db.execute(
                     "UPDATE jobs SET state='done', done_at=?, result=?, cost=? WHERE id=?",
