@@ -12,12 +12,12 @@ import time
 from pathlib import Path
 
 import pytest
+from exo_testkit import Exod, write_script
 
-from exo_core.ledger import Ledger, create_signing_key
 from exo_core.learning import Learner
+from exo_core.ledger import Ledger, create_signing_key
 from exo_core.store import init_store
 from exo_edge.proposal_queue import ProposalQueue
-from exo_testkit import Exod, write_script
 
 from .laptop_kit import EngineProcess, free_port, need_engine, write_home_config
 
