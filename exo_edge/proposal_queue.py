@@ -35,6 +35,7 @@ from typing import Any
 
 from exo_core.agent.model import ChatMessage, ModelRequest, ModelTransport, TextDelta, UsageChunk
 from exo_core.errors import BadBodyError, ModelError, StorageError
+from exo_core.learning.reflected import EXPLAIN, explain_prompt, parse_reflection, reflected_proposal, usable
 from exo_core.learning.reviewer import LEARNING_SOURCE
 from exo_core.ledger.ledger import Ledger
 
@@ -157,7 +158,9 @@ class DrainReport:
 def prompt_for(job: Job) -> ModelRequest:
     """The larger model's request for ``job``."""
     i = job.inputs
-    if job.kind == "reflect":
+    if job.kind == "reflect" and EXPLAIN in i:  # an edit the catalog cannot explain (exo_core/learning/reflected.py)
+        system, user = explain_prompt(i)
+    elif job.kind == "reflect":
         system = (
             "You write one lesson about a person's taste as a single positive sentence: "
             "'Wants Y, not X, because Z.' Use only the evidence given. One line, no preamble."
@@ -187,6 +190,8 @@ def _done_in_ledger(ledger: Ledger, key: str) -> str | None:
 
 def _record(ledger: Ledger, job: Job, text: str) -> str:
     idem = f"queue:{job.key}"
+    if job.kind == "reflect" and EXPLAIN in job.inputs:
+        return _record_explained(ledger, job, text, idem)
     if job.kind == "reflect":
         claim = text.strip().splitlines()[0].strip() if text.strip() else ""
         body = {
@@ -208,6 +213,23 @@ def _record(ledger: Ledger, job: Job, text: str) -> str:
         "score": score,
     }
     return ledger.append("decision", body, idem=idem).id
+
+
+def _record_explained(ledger: Ledger, job: Job, text: str, idem: str) -> str:
+    """The larger model's lesson for an unexplained edit: a proposal citing the person's edit, or, when its
+    answer is unusable (not the two lines, or a marker the edit does not remove), a ``decision`` whose
+    ``reason`` label says why (decision entries hold labels, never raw text).
+
+    Never a lesson on the model's word alone: the proposal's only evidence is the person's edit, and the
+    lesson book recomputes its stance from the texts (docs/learning.md §6)."""
+    verdict = str(job.inputs[EXPLAIN])
+    parsed = parse_reflection(text)
+    why = "not_lesson_and_avoid_lines" if parsed is None else usable(parsed[1], job.inputs)
+    if parsed is None or why:
+        body = {"decider": "reflection", "item": verdict, "kept": "no", "reason": why, "source": LEARNING_SOURCE}
+        return ledger.append("decision", body, refs=(verdict,), idem=idem).id
+    claim, marker = parsed
+    return ledger.append("proposal", reflected_proposal(claim, marker, verdict), refs=(verdict,), idem=idem).id
 
 
 def _record_decide(ledger: Ledger, job: Job, text: str, idem: str) -> str:
