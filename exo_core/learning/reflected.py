@@ -58,13 +58,20 @@ def removed_lines(before: str, after: str) -> list[str]:
 
 
 def unexplained_lines(before: str, after: str, markers: Iterable[str]) -> list[str]:
-    """Removed lines that no catalog feature and no known marker accounts for."""
+    """Removed lines that no catalog feature and no known marker accounts for.
+
+    A line is the catalog's when a feature is in it, or when taking that line alone out of the draft
+    takes a feature out (a bullet of a comparison, the filler that made a draft long).
+    """
     known = [m.lower() for m in markers if m]
+    had = features_in(before)
+    lines = before.splitlines()
     out = []
     for line in removed_lines(before, after):
-        if features_in(line):
-            continue  # a catalog feature is in the line: the catalog explains its change
-        if any(m in line.lower() for m in known):
+        if features_in(line) or any(m in line.lower() for m in known):
+            continue
+        without = "\n".join(kept for kept in lines if kept.strip() != line)
+        if any(not f.present(without) for f in had):
             continue
         out.append(line)
     return out

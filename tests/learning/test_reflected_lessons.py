@@ -9,14 +9,14 @@ from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
+from larger_model import StandIn
+from learnkit import DAY, Env, make_env
 
 from exo_core.agent.scripted import ScriptedModel
 from exo_core.learning.lessons import valid_claim
 from exo_core.learning.reflected import MAX_MARKER, parse_reflection
 from exo_core.learning.weights import HIGH
 from exo_edge.proposal_queue import ProposalQueue, drain
-from larger_model import StandIn
-from learnkit import DAY, Env, make_env
 
 TLDR = "TL;DR: the details follow below."
 POST = "I will post this summary to the team channel."
