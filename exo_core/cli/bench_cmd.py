@@ -66,6 +66,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     _passthrough(
         names,
+        "learning",
+        _learning,
+        "the simulated person through exod: taste learned inside and outside the feature catalog",
+        "bench_learning.py's own arguments (e.g. --seeds 7,8,9 --json)",
+    )
+    _passthrough(
+        names,
         "generation",
         _generation,
         "time to first token and tokens/s through exod against direct llama-cpp-python",
@@ -131,6 +138,11 @@ def _answers(args: argparse.Namespace) -> int:
 def _generation(args: argparse.Namespace) -> int:
     """First token and tokens/s through exod against direct llama-cpp-python (docs/benchmarks.md)."""
     return _run_script("bench_generation.py", args)
+
+
+def _learning(args: argparse.Namespace) -> int:
+    """The simulated person through exod, catalog and non-catalog rules (docs/benchmarks.md, issue 22)."""
+    return _run_script("bench_learning.py", args)
 
 
 def _decisions(args: argparse.Namespace) -> int:

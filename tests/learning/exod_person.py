@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+from simperson import HIDDEN, TASKS, render
 
 from exo_core.client import ExoClient
 from exo_core.learning.features import feature
 from exo_core.learning.weights import HIGH
-from simperson import HIDDEN, TASKS, render
 
 __all__ = ["NONCATALOG", "GUARDED", "CORRECTIONS", "Assistant", "Person", "measure", "write_config"]
 
@@ -278,12 +278,12 @@ async def _serve(app: web.Application) -> tuple[web.AppRunner, int]:
 async def run(root: Path, *, sessions: int, drafts: int, seed: int = 7) -> dict[str, Any]:
     """The whole simulation under ``root``; :func:`measure`'s numbers plus the run's counts."""
     import larger_model
+    from exo_testkit import Exod, write_script
 
-    from exo_core.ledger import Ledger, create_signing_key, load_signing_key
     from exo_core.learning import Learner
+    from exo_core.ledger import Ledger, create_signing_key, load_signing_key
     from exo_core.store import Store, init_store
     from exo_edge.proposal_queue import ProposalQueue
-    from exo_testkit import Exod, write_script
 
     home, ws = root / "home", root / "ws"
     ws.mkdir(parents=True, exist_ok=True)
