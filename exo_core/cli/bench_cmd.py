@@ -3,7 +3,8 @@
 ``exo bench retrieval --locomo F --longmemeval F --json``,
 ``exo bench footprint [--json]``, ``exo bench stress [--kill-cycles N ...]``,
 ``exo bench laptop [--json] [--quick]``, ``exo bench generation [--json]`` and
-``exo bench decisions [--markdown ...]`` and ``exo bench answers [--board B --json]`` (their own
+``exo bench decisions [--markdown ...]``, ``exo bench learning [--seeds ...]`` and
+``exo bench answers [--board B --json]`` (their own
 arguments follow the name). Only argparse loads here.
 """
 
