@@ -152,17 +152,18 @@ def _window_label(start_ms: int, days: int) -> str:
 
 def _climb(args: argparse.Namespace) -> int:
     from exo_core.learning.climb import Candidate, climb
-    from exo_core.learning.evalset import items_from, rules_score, split
+    from exo_core.learning.evalset import checkable, items_from, rules_score, split
     from exo_core.learning.pack import enforced, hints
 
     with _Ctx(args) as ctx:
         ctx.learner.refresh()
         book = ctx.learner.book
-        incumbent = frozenset(lesson.feature for lesson in enforced(book, book.last_ts) if lesson.feature)
+        # Catalog lessons by their feature, lessons outside the catalog by their marker (docs/learning.md §6).
+        incumbent = frozenset(checkable(lesson) for lesson in enforced(book, book.last_ts) if checkable(lesson))
         candidates = [
-            Candidate(incumbent | {lesson.feature}, lesson.target)
+            Candidate(incumbent | {checkable(lesson)}, lesson.target)
             for lesson in hints(book, book.last_ts)
-            if lesson.feature and lesson.feature not in incumbent
+            if checkable(lesson) and checkable(lesson) not in incumbent
         ]
         said = frozenset(lesson.target for lesson in book.lessons.values() if lesson.person_said)
         final, decisions = climb(

@@ -26,9 +26,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from exo_core.learning.features import feature
-from exo_core.learning.lessons import LessonBook, judged_text
+from exo_core.learning.lessons import Lesson, LessonBook, judged_text
 
-__all__ = ["EvalItem", "Split", "split", "items_from", "breaks", "rules_score", "Scorer", "HELD_OUT_SHARE"]
+__all__ = [
+    "EvalItem",
+    "Split",
+    "split",
+    "items_from",
+    "breaks",
+    "checkable",
+    "rules_score",
+    "Scorer",
+    "HELD_OUT_SHARE",
+]
 
 HELD_OUT_SHARE = 0.2
 
@@ -80,6 +90,16 @@ def breaks(rule: str, text: str) -> bool:
         return re.search(rule[3:], text, re.I) is not None
     feat = feature(rule)
     return feat is not None and feat.present(text)
+
+
+def checkable(lesson: Lesson) -> str:
+    """The rule the exam checks ``lesson`` by: its catalog feature key, or ``re:`` and its marker for a
+    lesson outside the catalog (:mod:`.reflected`); "" for a lesson no rule checks."""
+    if lesson.feature:
+        return lesson.feature
+    if lesson.marker:
+        return "re:" + re.escape(lesson.marker)
+    return ""
 
 
 def items_from(book: LessonBook) -> list[EvalItem]:

@@ -13,6 +13,8 @@ from larger_model import StandIn
 from learnkit import DAY, Env, make_env
 
 from exo_core.agent.scripted import ScriptedModel
+from exo_core.learning.climb import Candidate, Decision, climb
+from exo_core.learning.evalset import breaks, checkable, items_from, rules_score, split
 from exo_core.learning.lessons import valid_claim
 from exo_core.learning.reflected import MAX_MARKER, parse_reflection
 from exo_core.learning.weights import HIGH
@@ -127,6 +129,37 @@ def test_a_catalog_correction_is_not_sent_to_the_larger_model(tmp_path: Path) ->
     assert "explain" not in queue.pending()[0].inputs, "only the catalog lesson's wording is queued"
     queue.close()
     env.close()
+
+
+def test_a_lesson_outside_the_catalog_passes_the_same_held_out_gate(tmp_path: Path) -> None:
+    env, queue = _setup(tmp_path)
+    for n in range(12):
+        judged = _draft(env, "s1", TLDR if n % 2 == 0 else "Run make clean.")
+        if n % 2 == 0:
+            env.verdict(judged, "reject", "s1", reason="Drop the TL;DR line, please.")
+        else:
+            env.verdict(judged, "accept", "s1")
+        env.clock.advance(600)
+        env.learner.review()
+        _drain(env, queue, StandIn())
+    env.learner.refresh()
+    book = env.learner.book
+    lesson = book.lessons["taste/avoid-tl-dr"]
+    assert not lesson.promoted_by, "one session: rule 4 waits"
+    rule = checkable(lesson)
+    assert rule == "re:TL;DR" and breaks(rule, TLDR) and not breaks(rule, "Run make clean.")
+    final, decisions = climb(
+        frozenset(), [Candidate(frozenset({rule}), lesson.target)], split(items_from(book)), rules_score
+    )
+    assert [(d.change, d.kept) for d in decisions] == [(lesson.target, True)] and d_held(decisions) is not None
+    assert final == frozenset({rule})
+    queue.close()
+    env.close()
+
+
+def d_held(decisions: list[Decision]) -> float | None:
+    """The held-out score of the only decision (None when the gate never opened the held-out set)."""
+    return decisions[0].held_out
 
 
 @given(st.text(max_size=400))
