@@ -79,10 +79,14 @@ def unexplained_lines(before: str, after: str, markers: Iterable[str]) -> list[s
 
 def explain_prompt(inputs: dict[str, Any]) -> tuple[str, str]:
     """The larger model's system and user text for an unexplained edit or rejection."""
+    # A worked example, not a template: small models copy a template's placeholders verbatim.
     system = (
-        "A person corrected an assistant's draft. Write the lesson about their taste. Answer exactly two "
-        "lines:\nLESSON: Wants Y, not X.\nAVOID: <a few words copied exactly from the draft, the part they "
-        "do not want>"
+        "A person corrected an assistant's draft. Name the lesson about their taste and the exact words "
+        "of the draft they do not want. Answer in exactly two lines, like this example:\n"
+        "LESSON: Wants answers without trivia asides.\n"
+        "AVOID: Fun fact\n"
+        "(for a draft line 'Fun fact: octopuses have three hearts.' that the person objected to). "
+        "The AVOID words must be copied exactly from the draft."
     )
     lines = "\n".join(f"- {line}" for line in inputs["removed"])
     if inputs.get("after"):
