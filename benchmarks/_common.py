@@ -1,7 +1,7 @@
 """Shared helpers for the benchmarks: memory of a process, timing, machine facts, results.
 
 Benchmarks never decide pass or fail: they measure a thing and its baseline in
-the same run and report the ratio (DESIGN.md §7). Results go to
+the same run and report the ratio (docs/benchmarks.md). Results go to
 ``benchmarks/results/<name>.json`` (full mode) and a table is printed.
 """
 

@@ -3,7 +3,7 @@
 Every line of the attack table (``tests/gate/attack_table.py``: benign forms and attacks) is judged by
 the gate (``evaluate``: parse, classify with realpath and secret checks, decide) and, as the baseline,
 only read (``parse_shell``). Reported: the median time per line of each over several rounds, and the
-ratio gate / read. No pass or fail (DESIGN.md §7): a tool call costs a model turn, which is thousands
+ratio gate / read. No pass or fail (docs/benchmarks.md): a tool call costs a model turn, which is thousands
 of times longer, so this number says whether the gate is ever noticeable.
 
     python benchmarks/bench_gate.py            # 7 rounds, writes benchmarks/results/gate.json

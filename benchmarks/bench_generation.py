@@ -16,7 +16,7 @@ other, each question once:
 Time to first token is from the call (``turn.send``) to the first piece of
 text; tokens/s is the decode rate after it: ``(output tokens - 1) /
 (last piece - first piece)``. The ratio exod/direct is the number that
-matters (DESIGN.md §7: same-run ratios only). A warm-up question (not
+matters (docs/benchmarks.md: same-run ratios only). A warm-up question (not
 counted) loads the model and caches the prompt's shared head in both.
 
 With ``--omp`` the direct runs are repeated with ``OMP_WAIT_POLICY=ACTIVE``

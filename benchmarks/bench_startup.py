@@ -16,7 +16,7 @@ baseline from the same run:
 * **Idle memory.** After healthy, exod idles ``--idle`` seconds (default 2);
   then ``VmRSS`` and ``VmHWM`` (peak) from ``/proc/<pid>/status``. Baseline: an
   idle bare interpreter (``python -c`` that blocks on stdin) measured the same
-  way. DESIGN.md §7 budget: idle exod without models under 80 MB RSS.
+  way. The budget (docs/benchmarks.md, "Budgets at a glance"): idle exod without models under 80 MB RSS.
 * **Import and CLI cost.** ``python -X importtime -c "import exo_core.cli.main"``
   and ``... "import exo_core.server.daemon"`` (cumulative microseconds of the
   top module, plus the heaviest imports), and the wall time of ``python -m
@@ -280,7 +280,7 @@ def report(data: dict[str, Any]) -> None:
         ],
     )
     print_table(
-        f"Idle memory after healthy + {data['idle_s']} s (DESIGN.md §7 budget: {e['budget_mb']:.0f} MB RSS)",
+        f"Idle memory after healthy + {data['idle_s']} s (budget: {e['budget_mb']:.0f} MB RSS)",
         ["process", "VmRSS MB", "VmHWM MB", "x python", "of budget"],
         [
             ["idle python (baseline)", b["python_idle_vmrss_kb"] / 1024, b["python_idle_vmhwm_kb"] / 1024, 1.0, "-"],

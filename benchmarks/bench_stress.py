@@ -1,6 +1,6 @@
 """Stress target of issue 19: crashes, hostile input and connection floods against real exod processes.
 
-    python benchmarks/bench_stress.py [--kill-cycles N] [--fuzz N] [--idle N] [--stall N] [--json] [--out F]
+    python benchmarks/bench_stress.py [--kill-cycles N] [--fuzz N] [--idle N] [--stall N] [--progress N] [--json] [--out F]
 
 Parts (each skipped with a count of 0):
 
@@ -146,8 +146,11 @@ def _stored_events(home: Path) -> dict[int, str]:
         conn.close()
 
 
-def run_kill(cycles: int, base: Path, seed: int) -> dict[str, Any]:
-    """SIGKILL exod ``cycles`` times mid-stream; count acknowledged events and ledger entries lost or changed."""
+def run_kill(cycles: int, base: Path, seed: int, *, progress: int = 0) -> dict[str, Any]:
+    """SIGKILL exod ``cycles`` times mid-stream; count acknowledged events and ledger entries lost or changed.
+
+    With ``progress`` N, every N cycles the counts so far (all checked against a restarted exod) go to stderr.
+    """
     from exo_core.bootstrap import init_home
     from exo_core.home import ExoHome
 
@@ -160,7 +163,7 @@ def run_kill(cycles: int, base: Path, seed: int) -> dict[str, Any]:
     acked_ledger: dict[int, bytes] = {}
     lost = changed = ledger_lost = ledger_changed = holes = 0
     started = time.perf_counter()
-    for _ in range(cycles):
+    for cycle in range(cycles):
         d = _exod(home, script, ws)
         stored = _stored_events(home)
         lost += sum(1 for seq in acked_events if seq not in stored)
@@ -169,6 +172,21 @@ def run_kill(cycles: int, base: Path, seed: int) -> dict[str, Any]:
         rows = _ledger_rows(home / "store")
         ledger_lost += sum(1 for n in acked_ledger if n not in rows)
         ledger_changed += sum(1 for n, row in acked_ledger.items() if n in rows and rows[n] != row)
+        if progress and cycle and cycle % progress == 0:
+            # Everything acknowledged before this start has just been checked: a valid partial result
+            # if the run is stopped before its count (one JSON line on stderr).
+            checked = {
+                "cycles_checked": cycle,
+                "acknowledged_events": len(acked_events),
+                "events_lost": lost,
+                "events_changed": changed,
+                "seq_holes": holes,
+                "ledger_entries_seen": len(acked_ledger),
+                "ledger_lost": ledger_lost,
+                "ledger_changed": ledger_changed,
+                "seconds": round(time.perf_counter() - started, 1),
+            }
+            print(json.dumps({"kill_progress": checked}), file=sys.stderr, flush=True)
         follower = _Follower(d.socket, max(acked_events, default=0))
         follower.start()
         deadline = time.monotonic() + rng.uniform(0.3, 2.0)
@@ -471,6 +489,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--idle", type=int, default=2000)
     parser.add_argument("--stall", type=int, default=3)
     parser.add_argument("--seed", type=int, default=19)
+    parser.add_argument(
+        "--progress", type=int, default=50, help="kill counts so far to stderr every N cycles (0: none)"
+    )
     parser.add_argument("--base", type=Path, default=None, help="work folder (default: a fresh temporary one)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--out", type=Path, default=None)
@@ -482,7 +503,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {"machine": machine_info(base)}
     try:
         if args.kill_cycles:
-            results["kill"] = run_kill(args.kill_cycles, base, args.seed)
+            results["kill"] = run_kill(args.kill_cycles, base, args.seed, progress=args.progress)
         if args.fuzz:
             results["fuzz"] = run_fuzz(args.fuzz, base, args.seed)
         if args.idle:

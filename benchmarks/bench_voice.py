@@ -36,7 +36,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -47,6 +46,9 @@ import numpy as np  # noqa: E402
 
 import benchmarks._common as common  # noqa: E402
 from benchmarks._common import REPO, child_env, machine_info, median, print_table, write_results  # noqa: E402
+
+sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "device")]
+from devicekit import DeviceProc  # noqa: E402  (the device tests' runner: one journal reader)
 
 QUESTIONS = [
     "what is the weather like tomorrow",
@@ -195,73 +197,6 @@ def bench_stt(items: list[dict[str, Any]], engines: list[str]) -> dict[str, Any]
     return results
 
 
-class _Device:
-    def __init__(self, home: Path, out: Path, engine: str) -> None:
-        self.journal: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
-        cmd = [
-            sys.executable,
-            "-m",
-            "exo_core.cli",
-            "device",
-            "--home",
-            str(home),
-            "--mock",
-            "--stt",
-            engine,
-            "--frames",
-            str(out / "frames"),
-            "--audio-out",
-            str(out / "spoken"),
-            "--playback-speed",
-            "8",
-        ]
-        self.proc = subprocess.Popen(
-            cmd,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            bufsize=1,
-            env=child_env(),
-            cwd=str(out),
-        )
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            with self._lock:
-                self.journal.append(record)
-
-    def send(self, line: str) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
-
-    def wait(self, since: int, pred: Any, timeout: float = 60.0) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with self._lock:
-                for record in self.journal[since:]:
-                    if pred(record):
-                        return record
-            time.sleep(0.005)
-        raise RuntimeError(f"device timed out: {self.journal[-5:]}")
-
-    def close(self) -> None:
-        try:
-            self.send("quit")
-            self.proc.wait(20)
-        except (OSError, subprocess.TimeoutExpired):
-            self.proc.kill()
-            self.proc.wait(10)
-
-
 def bench_stages(items: list[dict[str, Any]], turns: int, engine: str, tmp: Path) -> dict[str, Any]:
     from device.tts import EspeakTTS
 
@@ -296,20 +231,24 @@ def bench_stages(items: list[dict[str, Any]], turns: int, engine: str, tmp: Path
         deadline = time.monotonic() + 30
         while not (home / "run" / "exod.sock").exists() and time.monotonic() < deadline:
             time.sleep(0.05)
-        device = _Device(home, out, engine)
-        device.wait(0, lambda r: r.get("ev") == "link" and r.get("state") == "online")
+        device = DeviceProc(home, out, size=None, extra=["--stt", engine], playback_speed=8)
+        device.wait(lambda r: r.get("ev") == "link" and r.get("state") == "online")
         time.sleep(3)  # let the recogniser load before the first press
         for n in range(turns):
-            mark = len(device.journal)
+            mark = device.mark()
             device.send(f"talk {items[n]['path']} 1.0")
-            release = device.wait(mark, lambda r: r.get("ev") == "button" and r.get("kind") == "release")
-            heard = device.wait(mark, lambda r: r.get("ev") == "heard")
-            sent = device.wait(mark, lambda r: r.get("ev") == "sent")
-            delta = device.wait(
-                mark, lambda r: r.get("ev") == "event" and r.get("type") == "message.delta" and r.get("mine")
+            release = device.wait(
+                timeout=60, since=mark, predicate=lambda r: r.get("ev") == "button" and r.get("kind") == "release"
             )
-            spoken = device.wait(mark, lambda r: r.get("ev") == "spoken")
-            device.wait(mark, lambda r: r.get("ev") == "answered")
+            heard = device.wait(timeout=60, since=mark, predicate=lambda r: r.get("ev") == "heard")
+            sent = device.wait(timeout=60, since=mark, predicate=lambda r: r.get("ev") == "sent")
+            delta = device.wait(
+                timeout=60,
+                since=mark,
+                predicate=lambda r: r.get("ev") == "event" and r.get("type") == "message.delta" and r.get("mine"),
+            )
+            spoken = device.wait(timeout=60, since=mark, predicate=lambda r: r.get("ev") == "spoken")
+            device.wait(timeout=60, since=mark, predicate=lambda r: r.get("ev") == "answered")
             rows.append(
                 {
                     "stt_seconds": heard["seconds"],
@@ -322,7 +261,7 @@ def bench_stages(items: list[dict[str, Any]], turns: int, engine: str, tmp: Path
             time.sleep(1.5)
     finally:
         if device is not None:
-            device.close()
+            device.quit()
         exod.terminate()
         exod.wait(20)
     tts = EspeakTTS()

@@ -3,7 +3,7 @@
 :class:`DeviceApp` owns the screen state and reacts to three sources, all on
 the event loop: events from the core (through :class:`~device.link.Link`),
 button gestures (from gpiozero threads via :class:`~device.buttons.ButtonBoard`)
-and finished recordings. The flows (DESIGN.md §3):
+and finished recordings. The flows (docs/architecture.md, "The flows"; docs/device.md, "Flows"):
 
 1. *Ask*: hold talk, speak, release. The recording is trimmed to the voiced
    part, transcribed off the loop, and sent as ``turn.send``; the answer

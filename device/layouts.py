@@ -135,7 +135,15 @@ def clean(text: str, mono: bool) -> str:
     if not mono:
         return text
     text = unicodedata.normalize("NFKD", text.translate(_ASCII))
-    return "".join(c if 32 <= ord(c) < 127 else ("" if unicodedata.combining(c) else "?") for c in text)
+    return "".join(_printable(c) for c in text)
+
+
+def _printable(c: str) -> str:
+    if 32 <= ord(c) < 127:
+        return c
+    if unicodedata.combining(c):
+        return ""  # an accent NFKD split off its letter: the letter stays
+    return "?"
 
 
 def wrap(text: str, font: Any, width: int) -> list[str]:

@@ -112,7 +112,11 @@ def build_device(options: DeviceOptions, journal: Any = None) -> tuple[DeviceApp
     home = ExoHome.from_env(options.home)
     config = load_config(home, options)
     url, token = _url_and_token(home, options)
-    frames = Path(options.frames) if options.frames else (home.root / "device" / "frames" if options.mock else None)
+    frames: Path | None = None
+    if options.frames:
+        frames = Path(options.frames)
+    elif options.mock:
+        frames = home.root / "device" / "frames"
     screen = open_screen(config, frames)
     spec: ScreenSpec = screen.spec
     if options.mock:

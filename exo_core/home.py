@@ -1,6 +1,6 @@
 """The Exo home: the machine-local folder beside the person's store.
 
-Layout (DESIGN.md §4)::
+Layout (docs/architecture.md; the store folder: docs/store.md)::
 
     $EXO_HOME (default ~/.exo)
       config.toml        machine settings; ``store = "<path>"`` points at the store folder

@@ -1,4 +1,4 @@
-"""The local decision provider: one forward pass of the local GGUF model (§13.5).
+"""The local decision provider: one forward pass of the local GGUF model (docs/decisions.md).
 
 The device needs no second model. The question becomes a few-shot
 *completion* prompt, which suits a base model such as Gemma 3 270M, and the
@@ -254,7 +254,12 @@ class LocalDecisionProvider:
         top = float(logits.max())
         log_total = top + math.log(float(np.exp(logits - top).sum()))
         logps = [float(np.logaddexp.reduce([logits[i] - log_total for i in group])) for group in groups]
-        where = "evaluated" if fresh else "restored" if restored else "cached"
+        if fresh:
+            where = "evaluated"
+        elif restored:
+            where = "restored"
+        else:
+            where = "cached"
         self.last = ForwardPass(len(tokens) - reused, reused, where, sum(math.exp(lp) for lp in logps))
         best = max(logps)
         shares = [math.exp(lp - best) for lp in logps]

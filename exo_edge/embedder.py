@@ -1,4 +1,4 @@
-"""The int8 ONNX sentence embedder (§20.1): onnxruntime + tokenizers, loaded lazily.
+"""The int8 ONNX sentence embedder (docs/retrieval.md): onnxruntime + tokenizers, loaded lazily.
 
 The model is paraphrase-MiniLM-L3-v2, built by ``exo models fetch`` into
 ``$EXO_HOME/models`` (fp32 ``.onnx`` and its int8 build, plus a BERT-uncased

@@ -1,6 +1,6 @@
 """The laptop's model engine: llama-cpp-python's own OpenAI-compatible server, started for the person.
 
-A laptop (the ``laptop`` board profile, DESIGN.md §5) serves a larger GGUF
+A laptop (the ``laptop`` board profile, docs/models.md "Board profiles") serves a larger GGUF
 than the device can hold; the device's router sends its ``main`` role there
 when it answers and falls back to its local model when it does not
 (docs/models.md §3, "The laptop's model"). The engine is an existing one:
@@ -52,7 +52,8 @@ __all__ = [
 
 # What ``python -m llama_cpp.server`` imports beyond llama-cpp-python itself (its ``[server]`` extra).
 SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings", "yaml")
-# The ``laptop`` profile's model, and the ``standard`` profile's as the device's local fallback (DESIGN.md §5).
+# The ``laptop`` profile's model, and the ``standard`` profile's as the device's local fallback
+# (docs/models.md, "Board profiles").
 DEFAULT_MODEL = "qwen2.5-coder-1.5b-instruct"
 FALLBACK_MODEL = "qwen2.5-coder-0.5b-instruct"
 

@@ -1,7 +1,7 @@
 """The proposal queue: work that needs a larger model waits here, durably, until one is reachable.
 
-It lives in ``exo_edge`` (DESIGN.md §4: the edge package holds "the proposal
-queue drainer"); the core's learner only calls ``put`` on whatever queue it
+It lives in ``exo_edge`` (docs/architecture.md: the edge package holds the proposal
+queue and its drainer); the core's learner only calls ``put`` on whatever queue it
 is given, and ``[learning]`` settings are read by
 :class:`exo_core.learning.service.LearningSettings`.
 

@@ -1,7 +1,7 @@
 """Scoring retrieval on LoCoMo and LongMemEval files (``exo bench retrieval``).
 
 The three systems share the pipeline's own parts: ``bm25`` is
-:class:`exo_core.retrieval.DocIndex` (FTS5, the §20 column weights, an index
+:class:`exo_core.retrieval.DocIndex` (FTS5, the docs/retrieval.md column weights, an index
 per conversation or per question), ``embed`` the int8 embedder and the flat
 int8 scan of :mod:`exo_edge.vectors`, and ``fused`` their fusion
 (:func:`exo_core.retrieval.rank.fuse`) with the settings of
@@ -254,7 +254,9 @@ def _run(
     rows: dict[str, dict[str, list[dict[str, float]]]] = {}
     for group in stacks:
         ranker.load(stacks[group])
-        for case in (c for c in cases if c.group == group):
+        for case in cases:
+            if case.group != group:
+                continue
             for system, ids in ranker.rank(case.question, depth, unit).items():
                 rows.setdefault(system, {}).setdefault(case.label, []).append(score(case, ids))
     return rows

@@ -1,4 +1,4 @@
-"""The vector index (§20.1): int8 rows in SQLite, searched by a flat numpy scan.
+"""The vector index (docs/retrieval.md): int8 rows in SQLite, searched by a flat numpy scan.
 
 One row per document: ``id``, the ``hash`` of the text that was embedded,
 the embedder's ``model`` id, ``dims`` and the int8 ``vec``. :meth:`sync`

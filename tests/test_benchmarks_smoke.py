@@ -1,6 +1,6 @@
 """The benchmarks run: each in its tiny ``--quick`` mode, results have the expected shape.
 
-No timing is asserted here (DESIGN.md §7: speed is measured in benchmarks, never
+No timing is asserted here (docs/benchmarks.md: speed is measured in benchmarks, never
 asserted in a test); only that every number a benchmark reports is there and
 positive. Both benchmarks run at once to keep this test short.
 """

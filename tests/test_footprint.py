@@ -1,4 +1,4 @@
-"""Small board first: what the CLI imports at start (the old line budget is retired: DESIGN §7)."""
+"""Small board first: what the CLI imports at start (the old line budget is retired: docs/architecture.md, "Checks")."""
 
 from __future__ import annotations
 

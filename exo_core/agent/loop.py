@@ -1,4 +1,4 @@
-"""The agent loop: one turn as a short series of steps (§15).
+"""The agent loop: one turn as a short series of steps (docs/architecture.md).
 
 1. (the runner) close any tool call left dangling by a crash;
 2. store the person's message, emit ``message.completed`` then ``turn.started``;

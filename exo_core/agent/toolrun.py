@@ -1,4 +1,4 @@
-"""One tool call inside a turn: gate, hooks, approval, run, record (§14, §26 steps 6–9).
+"""One tool call inside a turn: gate, hooks, approval, run, record (docs/gate.md; docs/architecture.md, "One turn").
 
 Order for each call:
 

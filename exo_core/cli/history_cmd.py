@@ -66,11 +66,12 @@ def _import(args: argparse.Namespace) -> int:
                         await client.request("session.resume", {"session": session_id})
             if engine is not None:
                 await engine.lanes.wait_all_idle("import")
-        where = (
-            "exod is summarizing them"
-            if running
-            else ("summarized" if summarize_here else "summaries left for exod's next start")
-        )
+        if running:
+            where, summaries = "exod is summarizing them", "exod"
+        elif summarize_here:
+            where, summaries = "summarized", "done"
+        else:
+            where, summaries = "summaries left for exod's next start", "pending"
         return emit(
             args,
             {
@@ -79,7 +80,7 @@ def _import(args: argparse.Namespace) -> int:
                 "skipped": report.skipped,
                 "messages": report.messages,
                 "sessions": list(report.session_ids),
-                "summaries": "exod" if running else ("done" if summarize_here else "pending"),
+                "summaries": summaries,
             },
             f"imported {report.imported} conversation(s), {report.messages} message(s); "
             f"{report.skipped} already imported; {where}",

@@ -152,18 +152,20 @@ def _window_label(start_ms: int, days: int) -> str:
 
 def _climb(args: argparse.Namespace) -> int:
     from exo_core.learning.climb import Candidate, climb
-    from exo_core.learning.evalset import checkable, items_from, rules_score, split
+    from exo_core.learning.evalset import items_from, rule_of, rules_score, split
     from exo_core.learning.pack import enforced, hints
 
     with _Ctx(args) as ctx:
         ctx.learner.refresh()
         book = ctx.learner.book
-        # Catalog lessons by their feature, lessons outside the catalog by their marker (docs/learning.md §6).
-        incumbent = frozenset(checkable(lesson) for lesson in enforced(book, book.last_ts) if checkable(lesson))
+        # Lessons a text check grades: catalog ones by their feature, ones the larger model named by their
+        # marker (docs/learning.md §6).
+        graded = [lesson for lesson in enforced(book, book.last_ts) if lesson.feature or lesson.marker]
+        incumbent = frozenset(rule_of(lesson) for lesson in graded)
         candidates = [
-            Candidate(incumbent | {checkable(lesson)}, lesson.target)
+            Candidate(incumbent | {rule_of(lesson)}, lesson.target)
             for lesson in hints(book, book.last_ts)
-            if checkable(lesson) and checkable(lesson) not in incumbent
+            if (lesson.feature or lesson.marker) and rule_of(lesson) not in incumbent
         ]
         said = frozenset(lesson.target for lesson in book.lessons.values() if lesson.person_said)
         final, decisions = climb(

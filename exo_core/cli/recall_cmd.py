@@ -9,7 +9,9 @@ from exo_core.cli.args import add_command, home_of
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``exo recall``."""
-    parser = add_command(sub, "recall", _recall, "what the store retrieves for a query (the §20 pipeline)", home=True)
+    parser = add_command(
+        sub, "recall", _recall, "what the store retrieves for a query (the retrieval pipeline)", home=True
+    )
     parser.add_argument("query", nargs="+")
     parser.add_argument("--store", default=None, help="store folder (default from config.toml)")
     parser.add_argument("--budget", type=int, default=None, help="token budget (default 1200)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 from typing import TYPE_CHECKING, Any
 
 from exo_core.cli.args import add_command, home_of
@@ -162,17 +163,33 @@ def _learning_services(home: ExoHome, store: Path, ledger: LedgerRecorder) -> tu
 
 
 def _chat_signals(home: ExoHome, store: Path, ledger: LedgerRecorder) -> Any:
-    """Drafts and person messages as learning signals, read by the signal decision (issue 22 item 1)."""
+    """Drafts and person messages as learning signals, read by the signal decision (issue 22 item 1).
+
+    An abstaining decision goes to the larger model, the person or the proposal queue (issue 21).
+    """
     from exo_core.decisions.setup import build_decider
-    from exo_core.decisions.uses import signal
+    from exo_core.decisions.signal_escalation import build_signal_settler
     from exo_core.learning.chat_signals import ChatSignals
+
+    queue = None
+    try:
+        from exo_edge.proposal_queue import ProposalQueue  # the edge package holds the queue (DESIGN.md §4)
+    except ImportError:
+        logging.getLogger("exo_core.serve").warning(
+            "no proposal queue (exo_edge is not installed): an unsure signal nobody settles is not kept"
+        )
+    else:
+        queue = ProposalQueue(home.root / "learning" / "queue.sqlite")
 
     def make(core: Any) -> ChatSignals:
         decider = build_decider(home, store=store, recorder=ledger, model=core.model)
+        settler = build_signal_settler(home, decider, queue=queue, asker=core.questions)
 
-        async def decide(text: str) -> Any:
-            return await signal(decider, text)
+        async def closing() -> None:
+            await settler.aclose()
+            if queue is not None:
+                queue.close()
 
-        return ChatSignals(core.hub, ledger, decide)
+        return ChatSignals(core.hub, ledger, settler.decide, closing=closing)
 
     return make

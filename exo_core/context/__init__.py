@@ -1,4 +1,4 @@
-"""The context engine: a fresh, complete and bounded model input on every turn (§16).
+"""The context engine: a fresh, complete and bounded model input on every turn (docs/context.md).
 
 * :mod:`.config` — the tunables, with the design's defaults; the token estimate.
 * :mod:`.tree` — addresses, the tail, the view plan and the merge rule (pure).

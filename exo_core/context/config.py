@@ -1,4 +1,4 @@
-"""Configuration of the context engine, with the design's defaults (§16.2, §16.3).
+"""Configuration of the context engine, with the design's defaults (docs/context.md).
 
 Every number the summary tree, the lanes and settling use lives here, in one
 frozen dataclass, so tests and ``config.toml`` change them in one place::

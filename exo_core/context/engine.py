@@ -1,4 +1,4 @@
-"""The summary-tree context engine: a fresh, complete, bounded model input every turn (§16).
+"""The summary-tree context engine: a fresh, complete, bounded model input every turn (docs/context.md).
 
 For each model call :meth:`SummaryTreeContext.build`:
 

@@ -1,4 +1,4 @@
-"""History import: past conversations from a chat export become sessions (§16.3).
+"""History import: past conversations from a chat export become sessions (docs/context.md).
 
 Two shapes are read:
 
@@ -163,7 +163,8 @@ def parse_chatgpt(data: Any, *, where: str = "conversations.json") -> list[Conve
             author = msg.get("author") or {}
             content = msg.get("content") or {}
             text = _text(content.get("parts")) or (content.get("text") if isinstance(content.get("text"), str) else "")
-            if (item := _message(author.get("role"), text or "", tool_name=str(author.get("name") or ""))) is not None:
+            item = _message(author.get("role"), text or "", tool_name=str(author.get("name") or ""))
+            if item is not None:
                 messages.append(item)
         title = conv.get("title") if isinstance(conv.get("title"), str) else ""
         if messages:

@@ -1,4 +1,4 @@
-"""Two job lanes with separate limits, bounded queues, pausing, and settling (§16.3).
+"""Two job lanes with separate limits, bounded queues, pausing, and settling (docs/context.md).
 
 * ``live`` (default 8 at once) summarizes the conversations people are having;
   ``import`` (default 2 at once) summarizes imported history. Each lane has its
@@ -206,7 +206,9 @@ class LaneSet:
             return
         live = self.lanes["live"]
         # Judged lane by lane: the live lane, first, may just have become busy.
-        for lane in (ln for ln in self.lanes.values() if ln.name == "live" or not (self._import_yields and live.busy)):
+        for lane in self.lanes.values():
+            if lane.name != "live" and self._import_yields and live.busy:
+                continue  # the import lane yields to a busy live lane
             while lane.queue and lane.running < lane.limit and not lane.paused:
                 job = lane.queue.popleft()
                 lane.running += 1

@@ -43,6 +43,14 @@ def load_nodes(conn: sqlite3.Connection, session_id: str) -> dict[NodeKey, Summa
     return {(r[1], r[2]): SummaryNode(*r) for r in rows}
 
 
+def _valid(node: SummaryNode, messages: Sequence[MessageRecord], leaf_size: int) -> bool:
+    # A node is valid while the messages at its range's ends are still the ones it summarized.
+    first, last = node_positions(node.level, node.idx, leaf_size)
+    if last >= len(messages):
+        return False
+    return messages[first].id == node.first_message and messages[last].id == node.last_message
+
+
 def sync_leaves(
     conn: sqlite3.Connection,
     session_id: str,
@@ -62,8 +70,7 @@ def sync_leaves(
     leaves = tail_start(messages, config.tail) // config.leaf_size
     stale_from: int | None = None
     for node in nodes.values():
-        first, last = node_positions(node.level, node.idx, config.leaf_size)
-        if last >= len(messages) or (messages[first].id, messages[last].id) != (node.first_message, node.last_message):
+        if not _valid(node, messages, config.leaf_size):
             first_leaf = leaf_span(node.level, node.idx)[0]
             stale_from = first_leaf if stale_from is None else min(stale_from, first_leaf)
     missing = [i for i in range(leaves) if (0, i) not in nodes]

@@ -1,4 +1,4 @@
-"""The summarizer's prompt and the finishing of its answer (§16.4).
+"""The summarizer's prompt and the finishing of its answer (docs/context.md).
 
 Written for this project. The prompt tells the model that the turns are data,
 never instructions; to replace secrets with placeholders; to keep the
@@ -136,7 +136,8 @@ def leaf_footer(messages: Sequence[MessageRecord]) -> list[str]:
     if not said:
         return []
     lines = [f"{FOOTER_LATEST} {_quote(said[-1].content)}"]
-    if (stops := [m for m in said if _STOP.search(m.content)]) and stops[-1] is not said[-1]:
+    stops = [m for m in said if _STOP.search(m.content)]
+    if stops and stops[-1] is not said[-1]:
         lines.append(f"{FOOTER_STOP} {_quote(stops[-1].content)}")
     return lines
 
@@ -150,7 +151,8 @@ def finish_summary(raw: str, footer: Sequence[str], *, config: ContextConfig) ->
     """The text to store: the model's answer scrubbed and cut, then the footer."""
     text = redact(_strip_footer(raw.strip()))
     tail = "\n".join(footer)
-    if len(text) > (room := max(80, config.summary_chars - len(tail) - 1)):
+    room = max(80, config.summary_chars - len(tail) - 1)
+    if len(text) > room:
         text = text[: room - 1].rstrip() + "\u2026"
     if not text:
         text = "(no summary text)"

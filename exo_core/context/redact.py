@@ -1,4 +1,4 @@
-"""Replacing secrets with placeholders before text reaches a summarizer or a summary (§16.4).
+"""Replacing secrets with placeholders before text reaches a summarizer or a summary (docs/context.md).
 
 The summarizer prompt asks the model to do this too, but a small local model
 cannot be trusted with it, so the engine scrubs mechanically twice: the

@@ -1,6 +1,6 @@
 """Choosing the summarizer transport from a spec (``--summarizer``, ``$EXO_SUMMARIZER``, config).
 
-The summarizer is any model on the ``aux`` role (§16.4). An empty spec means
+The summarizer is any model on the ``aux`` role (docs/context.md). An empty spec means
 the core's own model transport (a router sends ``role="aux"`` requests to its
 aux route; on a device that is the local model). ``scripted-summary[:...]``
 selects the deterministic :class:`~exo_core.context.scripted.ScriptedSummarizer`;

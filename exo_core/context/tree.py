@@ -1,4 +1,4 @@
-"""The summary tree as pure functions: addresses, the tail, the view plan, merges (§16.2).
+"""The summary tree as pure functions: addresses, the tail, the view plan, merges (docs/context.md).
 
 Positions are 0-based indexes into a session's current (non-undone) message
 list. Messages before the *tail* (the last ``tail`` messages) are cut into
@@ -134,7 +134,8 @@ def plan_view(nodes: Mapping[NodeKey, SummaryNode], messages: Sequence[MessageRe
         for level in range(leaves.bit_length(), -1, -1):
             if p % (1 << level) or p + (1 << level) > leaves:  # no node of this level starts at p
                 continue
-            if (node := nodes.get((level, p >> level))) is not None and node.done:
+            node = nodes.get((level, p >> level))
+            if node is not None and node.done:
                 chosen = node
                 break
         if chosen is None:
@@ -146,7 +147,8 @@ def plan_view(nodes: Mapping[NodeKey, SummaryNode], messages: Sequence[MessageRe
         elements.append(Element("summary", first, last, chosen))
         tokens += estimate_tokens(chosen.text or "")
         p += 1 << chosen.level
-    if (partial := leaves * config.leaf_size) < start:
+    partial = leaves * config.leaf_size
+    if partial < start:
         elements.append(Element("verbatim", partial, start - 1))
     if start < len(messages):
         elements.append(Element("tail", start, len(messages) - 1))
@@ -156,7 +158,7 @@ def plan_view(nodes: Mapping[NodeKey, SummaryNode], messages: Sequence[MessageRe
 def choose_merge(plan: Plan, nodes: Mapping[NodeKey, SummaryNode], config: ContextConfig) -> NodeKey | None:
     """The parent to create when the view is over budget, or ``None``.
 
-    Rule (§16.2): when the summaries in the view exceed the budget, the oldest
+    Rule (docs/context.md): when the summaries in the view exceed the budget, the oldest
     adjacent pair of finished nodes at the same level merges into its parent.
     Only siblings ``(L, 2i)``, ``(L, 2i+1)`` can merge (the address scheme);
     one merge runs per session at a time, so each merge sees the view the

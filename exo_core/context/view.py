@@ -2,7 +2,7 @@
 
 The history view goes into the system message, after the system prompt and
 inside clear markers, introduced as background rather than instructions
-(§16.2). One system message, because several providers and chat templates
+(docs/context.md). One system message, because several providers and chat templates
 accept only one; the unchanging system prompt stays first so a provider's
 prompt cache still covers it. Its header asks the model to say in its reply
 anything it learned that will matter later, since summaries keep little tool

@@ -8,10 +8,12 @@ A decision that abstains with ``escalate`` set is not dropped:
 2. otherwise, when the **person is waiting** on the answer (a turn needs it now) and a session is
    there to ask in, the question is put to them (``question.asked`` through the
    :class:`~exo_core.agent.questions.QuestionBroker`); their answer labels the first decision in the
-   ledger (``record_label(..., "person")``), so it also calibrates the providers;
-3. otherwise, when the **learning loop** needs it, it is queued for the larger model (the proposal
-   queue, ``exo_edge/proposal_queue.py``, kind ``decide``), keyed by the decision's ledger entry so it
-   is queued once;
+   ledger (``record_label(..., "person")``), so it also calibrates the providers. ``asked`` words the
+   question for the person (the question's own text and option lines are written for a model);
+3. otherwise, when the **learning loop** needs it, or the person left the question unanswered, it is
+   queued for the larger model (the proposal queue, ``exo_edge/proposal_queue.py``, kind ``decide``),
+   keyed by the decision's ledger entry so it is queued once; ``context`` rides along in the job
+   (for a signal: the session and the draft it answers) so the answer can be acted on later;
 4. otherwise it stays an abstention (``route == "unsettled"``), and the caller applies the safe default.
 
 Nothing here can loosen the gate: decisions only ever tighten (docs/decisions.md §6).
@@ -31,7 +33,16 @@ from exo_core.decisions.question import Decision, DecisionProvider, Question
 from exo_core.decisions.record import record_label
 from exo_core.errors import ExoError
 
-__all__ = ["ROUTES", "DecisionQueue", "PersonAsker", "PersonAnswer", "Settled", "Escalation", "queue_key"]
+__all__ = [
+    "ROUTES",
+    "DecisionQueue",
+    "PersonAsker",
+    "PersonAnswer",
+    "PersonWording",
+    "Settled",
+    "Escalation",
+    "queue_key",
+]
 
 log = logging.getLogger(__name__)
 ROUTES = ("decided", "larger", "asked", "queued", "unsettled")
@@ -67,6 +78,14 @@ class DecisionQueue(Protocol):
     def put(self, kind: str, inputs: dict[str, Any], *, key: str) -> bool:
         """Queue a job once per ``key``."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class PersonWording:
+    """How a question is put to the person: its ``text`` and one line per option, in the question's order."""
+
+    text: str
+    options: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,9 +133,20 @@ class Escalation:
             )
 
     async def decide(
-        self, question: Question, state: str, *, waiting: bool = False, session_id: str | None = None
+        self,
+        question: Question,
+        state: str,
+        *,
+        waiting: bool = False,
+        session_id: str | None = None,
+        asked: PersonWording | None = None,
+        context: Mapping[str, Any] | None = None,
     ) -> Settled:
-        """Decide ``question`` about ``state``; ``waiting``: the person waits on it (ask them, do not queue)."""
+        """Decide ``question`` about ``state``.
+
+        ``waiting``: the person waits on it, so ask them (in ``session_id``, worded as ``asked``) before
+        queueing; an unanswered question is still queued, since the learning loop can use the answer later.
+        """
         first = await self.decider.decide(question, state)
         if first.chosen is not None or first.escalate is None:
             return Settled(first, first, "decided")
@@ -125,20 +155,25 @@ class Escalation:
             if second.chosen is not None:
                 return Settled(second, first, "larger")
         if waiting and self.asker is not None and session_id is not None:
-            answered = await self._ask(question, session_id, first)
+            answered = await self._ask(question, session_id, first, asked)
             if answered is not None:
                 return Settled(answered, first, "asked")
-        if not waiting and self.queue is not None:
-            self._enqueue(question, state, first)
+        if self.queue is not None:
+            self._enqueue(question, state, first, context)
             return Settled(first, first, "queued")
         return Settled(first, first, "unsettled")
 
-    async def _ask(self, question: Question, session_id: str, first: Decision) -> Decision | None:
+    async def _ask(
+        self, question: Question, session_id: str, first: Decision, asked: PersonWording | None
+    ) -> Decision | None:
         """Put the question to the person; their option, or ``None`` (no answer, or not an option)."""
         assert self.asker is not None
+        text = question.text
         shown = [question.describe(option) for option in question.options]
+        if asked is not None and len(asked.options) == len(question.options):
+            text, shown = asked.text, list(asked.options)
         try:
-            answer = await self.asker.ask(session_id, question.text, shown, timeout=self.ask_timeout)
+            answer = await self.asker.ask(session_id, text, shown, timeout=self.ask_timeout)
         except (TimeoutError, ExoError) as exc:  # asyncio.TimeoutError is TimeoutError (3.11+)
             log.info("the %s question went unanswered: %s", question.mechanism, exc)
             return None
@@ -155,7 +190,10 @@ class Escalation:
             first, probabilities=certain, chosen=label, applied=label, provider="person", via="person", escalate=None
         )
 
-    def _enqueue(self, question: Question, state: str, first: Decision) -> None:
+    def _enqueue(
+        self, question: Question, state: str, first: Decision, context: Mapping[str, Any] | None = None
+    ) -> None:
+        # A single-row insert, synchronous as the queue's put is; exod's queue takes calls from one thread.
         assert self.queue is not None
         inputs = {
             "mechanism": question.mechanism,
@@ -166,6 +204,8 @@ class Escalation:
             "entry": first.entry_id,
             "role": "decision",
         }
+        if context:
+            inputs["context"] = dict(context)
         try:
             self.queue.put("decide", inputs, key=queue_key(question, state, first))
         except ExoError:

@@ -80,8 +80,9 @@ class Question:
             raise ConfigError(f"{self.mechanism}: a question needs at least two distinct options")
         if self.kind == "predicate" and self.options != ("yes", "no"):
             raise ConfigError(f"{self.mechanism}: a predicate's options are ('yes', 'no')")
-        for bad in (o for o in self.options if not _LABEL.fullmatch(o)):
-            raise ConfigError(f"{self.mechanism}: option {bad!r} is not a label (lower-case, no spaces)")
+        for option in self.options:
+            if not _LABEL.fullmatch(option):
+                raise ConfigError(f"{self.mechanism}: option {option!r} is not a label (lower-case, no spaces)")
         if self.descriptions and len(self.descriptions) != len(self.options):
             raise ConfigError(f"{self.mechanism}: give one description per option or none")
         if not 0.0 < self.threshold <= 1.0:
@@ -89,8 +90,9 @@ class Question:
         if self.fallback not in FALLBACKS:
             raise ConfigError(f"{self.mechanism}: fallback must be one of {', '.join(FALLBACKS)}")
         named = [self.default, *(r.option for r in self.rules), *self.cues, *(e[1] for e in self.examples)]
-        for option in (o for o in named if o is not None and o not in self.options):
-            raise ConfigError(f"{self.mechanism}: {option!r} is not one of the options")
+        for name in named:
+            if name is not None and name not in self.options:
+                raise ConfigError(f"{self.mechanism}: {name!r} is not one of the options")
 
     def describe(self, option: str) -> str:
         """The one-line description of ``option`` (its name when there is none)."""

@@ -7,6 +7,11 @@
     local_timeout = 0.5                    # seconds
     hosted_timeout = 2.0
     toolsets = false                       # narrow each turn's tools with the toolset decision
+    larger = ""                            # where an abstention goes first: "" = the first `main` route
+                                           # off the device (the laptop's engine), "none", or a route
+    larger_timeout = 10.0                  # seconds for the larger model's answer (at most 300: no reply waits on it)
+    ask_person = true                      # a signal on a reply to a draft may be asked (question.asked)
+    ask_timeout = 120.0                    # seconds the question stays open before it is queued instead
 
 ``local`` is the local GGUF model (``exo_edge``; skipped with a warning when
 the runtime is not installed), ``hosted`` the router's ``decision`` role,
@@ -59,6 +64,12 @@ class DecisionSettings:
     # A GGUF file (in the models folder, or a path) to decide with instead of the manifest
     # ``local_model``: for a model whose manifest is not installed (docs/decisions.md §8).
     local_file: str = ""
+    # Where an abstention goes (docs/decisions.md §7a): "" is the first route of the `main` role that is
+    # not on this device (the laptop's engine, `main = ["laptop:...", "local:..."]`); "none" turns it off.
+    larger: str = ""
+    larger_timeout: float = 10.0
+    ask_person: bool = True
+    ask_timeout: float = 120.0
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> DecisionSettings:
@@ -80,17 +91,28 @@ class DecisionSettings:
             "toolsets": table.get("toolsets", False),
             "local_model": table.get("local_model", defaults.local_model),
             "local_file": table.get("local_file", defaults.local_file),
+            "larger": table.get("larger", defaults.larger),
+            "ask_person": table.get("ask_person", defaults.ask_person),
         }
+        if not isinstance(out["larger"], str):
+            raise ConfigError('config.toml: decisions.larger must be a route "provider:model", "none" or ""')
+        if not isinstance(out["ask_person"], bool):
+            raise ConfigError("config.toml: decisions.ask_person must be true or false")
         if not isinstance(out["local_file"], str):
             raise ConfigError("config.toml: decisions.local_file must be a GGUF file name or path")
         if not isinstance(out["toolsets"], bool):
             raise ConfigError("config.toml: decisions.toolsets must be true or false")
         if not isinstance(out["local_model"], str) or not out["local_model"]:
             raise ConfigError("config.toml: decisions.local_model must name a model manifest")
-        for key in ("local_timeout", "hosted_timeout"):
+        for key, most in (
+            ("local_timeout", 30),
+            ("hosted_timeout", 30),
+            ("larger_timeout", 300),
+            ("ask_timeout", 3600),
+        ):
             value = table.get(key, getattr(defaults, key))
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 30:
-                raise ConfigError(f"config.toml: decisions.{key} must be a number of seconds in (0, 30]")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= most:
+                raise ConfigError(f"config.toml: decisions.{key} must be a number of seconds in (0, {most}]")
             out[key] = float(value)
         return cls(**out)
 

@@ -82,6 +82,62 @@ SIGNAL_RULES = (
         "correction",
     ),
     Rule(
+        "make-it-er",
+        # "Keep it shorter.", "Make that a bit warmer": a comparative is relative to the draft just shown.
+        _SENTENCE + r"(?:please\s+)?(?:make|keep|get) (?:it|this|that|them|the \w+) (?:a (?:bit|little|lot) |much |"
+        r"way |even |far )?(?:shorter|longer|simpler|briefer|warmer|friendlier|clearer|tighter|punchier|softer|"
+        r"firmer|calmer|plainer|less \w+|more (?:formal|casual|polite|direct|concise|specific|detailed))\b"
+        + _NOT_A_QUESTION,
+        "correction",
+    ),
+    Rule(
+        "is-x-not-y",
+        # "Her surname is Costa, not Correia.", "It should be 'Dear Dr. Lopes', not 'Hi Lopes'": a fact set right.
+        r"\b(?:is|was|are|were|should be|ends in|ends with|starts with|it'?s|that'?s)\s[^,.!?;]{1,60},\s*not\s"
+        r"(?!only\b|just\b|too\b|before\b|after\b|later\b|earlier\b)" + _NOT_A_QUESTION,
+        "correction",
+    ),
+    Rule(
+        "when-you-do",
+        # "Use 24-hour time when you tell me the time.": a condition on what the assistant does, any time.
+        r"\b(?:when|whenever|if) you (?:tell|write|send|reply|book|schedule|give|suggest|make|draft|answer|"
+        r"list|show|read|mention|summari[sz]e|plan|quote|translate|email|text|message)\b" + _NOT_A_QUESTION,
+        "rule",
+    ),
+    Rule(
+        "in-any-message",
+        r"\b(?:in|for|on|to) (?:any|every|all|each)(?: of)?(?: my| the| future)? (?:message|e-?mail|mail|letter|"
+        r"note|reply|replies|text|document|invite|invitation|meeting|event|list|report|draft|answer|summary|"
+        r"summaries|booking|calendar entr(?:y|ies)|contract|invoice)s?\b",
+        "rule",
+    ),
+    Rule(
+        "every-thing-you",
+        r"\b(?:every|each|any|all(?: the)?) \w+s? (?:you|i) (?:send|write|draft|book|make|schedule|add|save|"
+        r"create|file|get|receive|forward)\b" + _NOT_A_QUESTION,
+        "rule",
+    ),
+    Rule(
+        "i-prefer",
+        # "I'd rather you kept it shorter" points back at the draft: a correction, left to a model.
+        r"^(?!.*\b(?:it|that|this|shorter|longer|instead)\b)\s*i(?: really)?(?: prefer|'d prefer| would prefer|'d rather| would rather| like my| hate it when|"
+        r" don'?t like it when| can'?t stand it when| want all| want my \w+s)\b" + _NOT_A_QUESTION,
+        "rule",
+    ),
+    Rule(
+        "dont-do-kind",
+        # "Don't suggest restaurants that need a car", "..., so don't book calls before noon": a class of things.
+        _SENTENCE + r"(?:so\s+)?(?:please\s+)?(?:don'?t|do not) (?:" + _STANDING_VERBS + r"|suggest|recommend|"
+        r"book|schedule|accept) (?:me )?(?:any )?(?:\w+ )?\w+s (?:that|which|who|before|after|on|at|during|"
+        r"unless|without|with|from|longer|shorter|more|over|under)\b" + _NOT_A_QUESTION,
+        "rule",
+    ),
+    Rule(
+        "keep-my-things",
+        r"^\s*(?:please\s+)?keep (?:my \w+(?: \w+)?s|all (?:my )?\w+|a copy of (?:every|each|all|any))\b",
+        "rule",
+    ),
+    Rule(
         "from-now-on",
         r"\b(?:from now on|from here on|going forward|henceforth|in (?:the )?future\b|from today on|"
         r"starting (?:now|today),|for future reference|as a (?:general )?rule|by default|"
@@ -130,6 +186,26 @@ SIGNAL_RULES = (
         r"^\s*(?:what|when|where|who|how|which|why(?! (?:did|would|have|are|is|do|does) you)|is|are|can|could|"
         r"would|will|do|does|should|may|have|has)\b"
         r"(?!.*\b(?:always|never|from now on|in future|anymore|any more|stop|wrong|instead|not what)\b)[^.!]*\?\s*$",
+        "neither",
+    ),
+    Rule(
+        "question-at-the-end",
+        # "I always forget, what's the wifi password?": a question after a lead-in is still a question.
+        r"^(?!.{0,400}\b(?:from now on|in future|anymore|any more|wrong|instead|not what)\b)"
+        r"[^?]{0,200}[,;:]\s*(?:what|when|where|who|how|which)\b[^.!?]{0,200}\?\s*$",
+        "neither",
+    ),
+    Rule(
+        "one-off-request",
+        # "Book a table for two at 8 tonight.", "Tell me a joke.": a request about one specific thing, with
+        # nothing that scopes it over time or points back at the draft (those words keep it open).
+        r"^\s*(?:please\s+)?(?:can you\s+|could you\s+)?(?:play|add|translate|send|help|summari[sz]e|look up|"
+        r"find|search|tell|convert|write|draft|read|book|order|remind|show|check|create|plan|call|set|cancel|buy|"
+        r"get|open|give|compose|prepare|calculate|turn|start|put|make)\b"
+        r"(?: (?:me|us|up|on|off|out))? (?:a|an|the|some|more|something|\d+|\"|milk|\w+ and \w+ to the)\b"
+        r"(?!.*\b(?:always|never|every|each|any|all|whenever|when you|if you|from now|in future|future|"
+        r"default|instead|not|\w+n'?t|wrong|again|rather|should|make sure|unless|prefer|other|still|"
+        r"shorter|longer|simpler|less|fewer|too|actually|meant|said|asked|keep)\b)",
         "neither",
     ),
     Rule(

@@ -141,7 +141,11 @@ class RuntimeSettings:
     async def config_get(self, body: cmd.ConfigGet) -> dict[str, Any]:
         """One setting, or all of them: ``{settings: {key: {value, applies}}}``."""
         keys = [body.key] if body.key else list(SETTINGS)
-        return {"settings": {key: dict(zip(("value", "applies"), self._value(key), strict=True)) for key in keys}}
+        settings: dict[str, dict[str, Any]] = {}
+        for key in keys:
+            value, applies = self._value(key)
+            settings[key] = {"value": value, "applies": applies}
+        return {"settings": settings}
 
     async def config_set(self, body: cmd.ConfigSet) -> dict[str, Any]:
         """Check, persist and (for ``now`` keys) apply one setting."""

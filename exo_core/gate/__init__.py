@@ -1,4 +1,4 @@
-"""The consequence gate (§14.4): classify an action on four axes, decide it under a policy.
+"""The consequence gate (docs/gate.md): classify an action on four axes, decide it under a policy.
 
 Standard library only. ``classify`` and ``decide`` are pure; the operator
 floor (:mod:`exo_core.gate.floor`) sits under every policy; the

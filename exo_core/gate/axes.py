@@ -77,7 +77,7 @@ class Axes:
 
     @property
     def guarded(self) -> bool:
-        """Irreversible, public, paid or third-party: never decided by a model (§13.3)."""
+        """Irreversible, public, paid or third-party: never decided by a model (docs/decisions.md)."""
         return (
             self.reversibility == "irreversible"
             or self.exposure == "public"

@@ -15,7 +15,7 @@ keys) asks.
 
 A command the gate does not know is ``recoverable`` and ``private`` (it runs and
 is logged): asking about every unknown program would train the person to approve
-by reflex (§7). But one handed code (``-c``, ``-e``, a heredoc), one named by a
+by reflex (docs/gate.md). But one handed code (``-c``, ``-e``, a heredoc), one named by a
 path outside the system's folders, or one whose name is decided at run time asks.
 """
 

@@ -2,12 +2,12 @@
 
 Amplifying a person is neutral; it would amplify a bad actor too. So the
 rules that protect *other* people sit here, outside the person's policy
-(§14.4, §24): an irreversible public act that touches a third party always
+(docs/gate.md, docs/security.md): an irreversible public act that touches a third party always
 asks. The floor only ever raises an outcome (``deny`` stays ``deny``).
 
 :func:`tighten` is the one way a decision model's opinion enters the gate:
 it may move an outcome toward ``ask`` or ``deny``, never toward ``allow``
-(§13.3).
+(docs/decisions.md).
 """
 
 from __future__ import annotations

@@ -91,7 +91,7 @@ class ConsequenceGate:
             try:
                 proposed = self._advisor.advise(decision.classification, arguments)
             except ExoError as exc:
-                # A decision model that fails abstains (§13.4): the turn never blocks on it.
+                # A decision model that fails abstains (docs/decisions.md): the turn never blocks on it.
                 log.warning("decision model failed; the gate decides alone: %s", exc)
                 proposed = None
             tightened = tighten(outcome, proposed if proposed in OUTCOMES else None)

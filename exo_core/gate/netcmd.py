@@ -88,8 +88,12 @@ def _http(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]:
     while i < len(argv):
         a = argv[i]
         key, has_eq, value = a.partition("=")
-        nxt = value if has_eq and key.startswith("--") else (argv[i + 1] if i + 1 < len(argv) else "")
-        step = 1 if has_eq and key.startswith("--") else 2
+        if has_eq and key.startswith("--"):
+            nxt, step = value, 1
+        elif i + 1 < len(argv):
+            nxt, step = argv[i + 1], 2
+        else:
+            nxt, step = "", 2
         if key in ("-X", "--request", "--method"):
             method = nxt.upper()
         elif key in ("-K", "--config", "-e", "--execute", "--use-askpass") and name in ("curl", "wget"):
@@ -168,7 +172,12 @@ _SSH_EXEC = re.compile(
 
 def _ssh_options_run_code(argv: list[str]) -> bool:
     for i, a in enumerate(argv):
-        value = a[2:] if a.startswith("-o") and len(a) > 2 else (argv[i + 1] if a == "-o" and i + 1 < len(argv) else "")
+        if a.startswith("-o") and len(a) > 2:
+            value = a[2:]
+        elif a == "-o" and i + 1 < len(argv):
+            value = argv[i + 1]
+        else:
+            value = ""
         if value and _SSH_EXEC.match(value.replace(" ", "=")):
             return True
         if a == "-F" or a.startswith("-F") and len(a) > 2:
@@ -221,8 +230,11 @@ def _remote_copy(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]
         a = argv[i]
         key, eq, value = a.partition("=")
         if key in ("-e", "--rsh"):
-            shell = value if eq else (argv[i + 1] if i + 1 < len(argv) else "")
-            i += 0 if eq else 1
+            if eq:
+                shell = value
+            else:
+                shell = argv[i + 1] if i + 1 < len(argv) else ""
+                i += 1
             words = shlex.split(shell) if shell.count("'") % 2 == 0 and shell.count('"') % 2 == 0 else []
             if not words or words[0].rsplit("/", 1)[-1] != "ssh" or _ssh_options_run_code(words):
                 out.append(exec_finding(f"{name} -e {shell}: runs a local program"))

@@ -162,7 +162,12 @@ def unwrap(argv: tuple[str, ...] | list[str]) -> tuple[list[str], list[str]]:
             if name in _TAKES_ASSIGNMENTS and not opt.startswith("-"):
                 prefixes.append("env:" + opt)
             elif name == "env" and (opt in ("-S", "--split-string") or opt.startswith("--split-string=")):
-                text = opt.split("=", 1)[1] if "=" in opt else (words.pop(0) if words else "")
+                if "=" in opt:
+                    text = opt.split("=", 1)[1]
+                elif words:
+                    text = words.pop(0)
+                else:
+                    text = ""
                 words = [*split_words(text), *words]
             elif opt in with_arg and words:
                 value = words.pop(0)

@@ -62,7 +62,12 @@ def _sed(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]:
         if a.startswith("--expression="):
             scripts.append(a.split("=", 1)[1])
         elif a in ("-f", "--file") or a.startswith("--file=") or a.startswith("-") and a.endswith("f") and a != "-f":
-            path = a.split("=", 1)[1] if "=" in a else (argv[i + 1] if i + 1 < len(argv) else "")
+            if "=" in a:
+                path = a.split("=", 1)[1]
+            elif i + 1 < len(argv):
+                path = argv[i + 1]
+            else:
+                path = ""
             return [script_file(path, ctx, False, "sed -f")]
         elif a in ("-l", "--line-length"):
             i += 1

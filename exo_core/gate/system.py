@@ -103,7 +103,12 @@ _SYSTEMCTL_SOFT = frozenset(
 
 def _systemctl(argv: list[str], cmd: SimpleCommand, ctx: Ctx) -> list[Finding]:
     verbs = [a for a in argv[1:] if not a.startswith("-")]
-    verb = verbs[0] if argv[0] == "systemctl" else (verbs[1] if len(verbs) > 1 else "")
+    if argv[0] == "systemctl":
+        verb = verbs[0] if verbs else ""
+    elif len(verbs) > 1:
+        verb = verbs[1]
+    else:
+        verb = ""
     if argv[0] == "systemctl" and not verbs or verb in _SYSTEMCTL_READ:
         return [finding("shell.read", f"{argv[0]} {verb}".strip())]
     if verb in _SYSTEMCTL_SOFT:

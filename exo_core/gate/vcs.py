@@ -126,14 +126,26 @@ def classify_git(argv: Sequence[str], scope: Scope, *, ctx: Any = None) -> list[
         opt = args.pop(0)
         key, eq, value = opt.partition("=")
         if key == "-c" or opt.startswith("-c") and len(opt) > 2:
-            setting = value if eq and key == "-c" else (opt[2:] if opt != "-c" else (args.pop(0) if args else ""))
+            if eq and key == "-c":
+                setting = value
+            elif opt != "-c":
+                setting = opt[2:]
+            elif args:
+                setting = args.pop(0)
+            else:
+                setting = ""
             hidden += _risky_setting(*setting.partition("=")[::2], how="git -c")
         elif key == "--config-env":
             hidden.append(_exec(f"git --config-env {value}", "a setting taken from the environment"))
         elif key == "--exec-path" and eq:
             hidden.append(_exec("git --exec-path: git programs from another folder", "runs programs from that folder"))
         elif key in ("-C", "--git-dir", "--work-tree"):
-            where.append(value if eq else (args.pop(0) if args else ""))
+            if eq:
+                where.append(value)
+            elif args:
+                where.append(args.pop(0))
+            else:
+                where.append("")
         elif opt in _GIT_GLOBAL_WITH_ARG and args:
             args.pop(0)
     if not args:
@@ -220,7 +232,10 @@ def _git_sub(sub: str, rest: list[str], scope: Scope, ctx: Any) -> list[Finding]
             return [finding("git.read", "git config get")]
         if words[:1] in (["set"],):
             words = words[1:]
-        risky = _risky_setting(words[0], words[1] if len(words) > 1 else "", how="git config") if words else []
+        risky: list[Finding] = []
+        if words:
+            setting_value = words[1] if len(words) > 1 else ""
+            risky = _risky_setting(words[0], setting_value, how="git config")
         return risky or [finding("git.config", "change git settings", "recoverable")]
     if sub == "config":
         return [finding("git.read", "read git settings")]

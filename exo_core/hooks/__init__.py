@@ -1,4 +1,4 @@
-"""Hooks (§14.2): named points where plugins watch and steer tool calls."""
+"""Hooks (docs/plugins.md): named points where plugins watch and steer tool calls."""
 
 from exo_core.hooks.registry import FIRED_HOOKS, HOOK_NAMES, RESERVED_HOOKS, HookRegistry, HookVerdict
 

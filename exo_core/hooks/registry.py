@@ -135,7 +135,7 @@ class HookRegistry:
             result = entry.callback(**fields)
             if inspect.isawaitable(result):
                 result = await result
-        except Exception:  # a failing hook is logged and skipped (§14.2)
+        except Exception:  # a failing hook is logged and skipped (docs/plugins.md)
             log.exception("hook %s of %s failed; skipped", entry.name, entry.owner or "core")
             return False, None
         return True, result

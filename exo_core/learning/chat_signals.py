@@ -5,8 +5,9 @@ assistant (``message.completed``, role ``assistant``, complete, no tool
 calls) is recorded as a draft: an ``action`` entry ``{"tool": "reply",
 "outcome": "log", "session", "text"}``. Each person message
 (``message.completed``, role ``user``) goes through the signal decision
-(:func:`exo_core.decisions.uses.signal`: correction / rule / neither, with its
-probability):
+(correction / rule / neither, with its probability; exod decides it with
+:class:`exo_core.decisions.signal_escalation.SignalSettler`, which sends an abstention to
+the larger model, the person or the proposal queue):
 
 * a **correction** of the session's last draft becomes a ``verdict``
   (``reject``, ``judged`` = the draft's entry id, ``reason`` = the person's
@@ -56,12 +57,22 @@ class Recorder(Protocol):
 
 
 class ChatSignals:
-    """Records drafts and reads person messages as signals (``decide``: text -> a signal Decision)."""
+    """Records drafts and reads person messages as signals (``decide``: text, session, draft -> a Decision)."""
 
-    def __init__(self, hub: Any, recorder: Recorder, decide: Callable[[str], Awaitable[Any]]) -> None:
+    def __init__(
+        self,
+        hub: Any,
+        recorder: Recorder,
+        decide: Callable[[str, str, str | None], Awaitable[Any]],
+        *,
+        closing: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        """``decide(text, session, draft)``: the draft is the ledger id of the one the message answers, if any;
+        ``closing`` is awaited once the stream stops (what the decision holds open)."""
         self.hub = hub
         self.recorder = recorder
         self.decide = decide
+        self.closing = closing
         self._drafts: OrderedDict[str, str] = OrderedDict()
         self._task: asyncio.Task[None] | None = None
 
@@ -110,7 +121,7 @@ class ChatSignals:
             # about, never a stated rule whose words would reach the pack.
             self._drafts.pop(session, None)
             return None
-        decision = await self.decide(text)
+        decision = await self.decide(text, session, self._drafts.get(session))
         said = decision.applied
         probability = float(decision.probabilities.get(said, 0.0)) if said else 0.0
         draft = self._drafts.pop(session, None)
@@ -139,6 +150,8 @@ class ChatSignals:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        if self.closing is not None:
+            await self.closing()
 
 
 def _is_stated_fact(text: str) -> bool:

@@ -126,15 +126,14 @@ def climb(
         inc_held, cand_held = _avg(scorer, incumbent, held, samples), _avg(scorer, cand.setup, held, samples)
         drops = {d: inc_dom[d] - cand_dom.get(d, 0.0) for d in inc_dom}
         pinned_fail = [i.id for i in held if i.pinned and scorer(cand.setup, i, 0) < 1.0]
-        reason = (
-            "held-out dropped"
-            if cand_held < inc_held
-            else "a domain dropped"
-            if any(v > (0.0 if d in GUARDED_DOMAINS else domain_drop) for d, v in drops.items())
-            else "a pinned item failed"
-            if pinned_fail
-            else ""
-        )
+        if cand_held < inc_held:
+            reason = "held-out dropped"
+        elif any(v > (0.0 if d in GUARDED_DOMAINS else domain_drop) for d, v in drops.items()):
+            reason = "a domain dropped"
+        elif pinned_fail:
+            reason = "a pinned item failed"
+        else:
+            reason = ""
         kept = not reason or ruled
         if ruled and reason:
             reason = f"kept because the person ruled it; {reason}: those items may be stale"

@@ -14,7 +14,10 @@ final gate calls, so the loop that proposes candidates never reads it.
 
 A *setup* is a set of checkable rules: catalog feature keys, or ``re:PATTERN``
 for a rule the person wrote that a pattern checks. The rules-only scorer is
-exact: a reply breaks a rule or it does not.
+exact: a reply breaks a rule or it does not. A lesson outside the catalog is
+learnable too (docs/learning.md, "The exam and the climb"): its rule is its
+target (:func:`rule_of`), which no text breaks, so the rules-only scorer grades
+it on the person's answers (qa) alone.
 """
 
 from __future__ import annotations
@@ -28,17 +31,7 @@ from typing import Any
 from exo_core.learning.features import feature
 from exo_core.learning.lessons import Lesson, LessonBook, judged_text
 
-__all__ = [
-    "EvalItem",
-    "Split",
-    "split",
-    "items_from",
-    "breaks",
-    "checkable",
-    "rules_score",
-    "Scorer",
-    "HELD_OUT_SHARE",
-]
+__all__ = ["EvalItem", "Split", "split", "items_from", "breaks", "rules_score", "rule_of", "Scorer", "HELD_OUT_SHARE"]
 
 HELD_OUT_SHARE = 0.2
 
@@ -92,14 +85,27 @@ def breaks(rule: str, text: str) -> bool:
     return feat is not None and feat.present(text)
 
 
-def checkable(lesson: Lesson) -> str:
-    """The rule the exam checks ``lesson`` by: its catalog feature key, or ``re:`` and its marker for a
-    lesson outside the catalog (:mod:`.reflected`); "" for a lesson no rule checks."""
+def rule_of(lesson: Lesson) -> str:
+    """The rule that stands for ``lesson`` in a setup: its catalog feature key; for a lesson outside the
+    catalog that the larger model named, ``re:`` and its marker (:mod:`.reflected`), which the exact
+    scorer checks in text like a feature; else its target."""
     if lesson.feature:
         return lesson.feature
     if lesson.marker:
         return "re:" + re.escape(lesson.marker)
-    return ""
+    return lesson.target
+
+
+def _qa_domain(lesson: Lesson) -> str:
+    # A catalog lesson is in its feature's domain. One outside the catalog (a rule said in words, a
+    # larger model's proposal) is in "actions" when it guards something, so the climb lets it drop
+    # by nothing (climb.GUARDED_DOMAINS, as the catalog's guarded features), else in "writing".
+    feat = feature(lesson.feature)
+    if feat is not None:
+        return feat.domain
+    if lesson.guarded:
+        return "actions"
+    return "writing"
 
 
 def items_from(book: LessonBook) -> list[EvalItem]:
@@ -130,19 +136,23 @@ def items_from(book: LessonBook) -> list[EvalItem]:
                         {"rejected": reply, "chosen": body["text"]},
                     )
                 )
-        elif entry.kind == "utterance" and (picked := book.picked(entry)) is not None:
-            lesson = book.lessons.get(picked[0])
-            feat = feature(lesson.feature) if lesson is not None else None  # a lesson's feature is a catalog key
-            if lesson is not None and feat is not None:
-                out.append(
-                    EvalItem(
-                        f"qa:{entry.id[:16]}",
-                        "qa",
-                        entry.ts,
-                        feat.domain,
-                        {"rule": lesson.feature, "answer": picked[1]},
-                    )
+        elif entry.kind == "utterance":
+            picked = book.picked(entry)
+            if picked is None:
+                continue
+            target, answer = picked
+            lesson = book.lessons.get(target)
+            if lesson is None:
+                continue  # "none of these" (an empty target) or a lesson this book does not hold
+            out.append(
+                EvalItem(
+                    f"qa:{entry.id[:16]}",
+                    "qa",
+                    entry.ts,
+                    _qa_domain(lesson),
+                    {"rule": rule_of(lesson), "answer": answer},
                 )
+            )
     return out
 
 
@@ -155,7 +165,11 @@ def rules_score(setup: frozenset[str], item: EvalItem, sample: int = 0) -> float
     if item.part == "pair":
         bad_rejected = sum(breaks(r, d["rejected"]) for r in setup)
         bad_chosen = sum(breaks(r, d["chosen"]) for r in setup)
-        return 1.0 if bad_chosen < bad_rejected else 0.5 if bad_chosen == bad_rejected else 0.0
+        if bad_chosen < bad_rejected:
+            return 1.0
+        if bad_chosen == bad_rejected:
+            return 0.5
+        return 0.0
     if item.part == "replay":
         predicted = "correct" if any(breaks(r, d["reply"]) for r in setup) else "accept"
         return 1.0 if predicted == d["target"] else 0.0

@@ -204,7 +204,9 @@ def stance(feat: Feature, verdict: str, before: str, after: str | None, reason: 
     if verdict in ("edit", "should_have_been"):
         if after is None:
             return None
-        return -1 if feat.present(after) else (+1 if had else None)
+        if feat.present(after):
+            return -1
+        return +1 if had else None
     if verdict == "accept":
         return -1 if had else None
     if verdict in ("reject", "deny"):

@@ -114,14 +114,20 @@ class Learner:
         }
         high = {n.id: n.confidence == "high" for n in nodes}
         drafts = [argue_against(d, book, existing, high) for d in reflect(findings, book)]
-        for f in (f for f in findings if f.relation == "question"):
+        for f in findings:
+            if f.relation != "question":
+                continue
             judged = book.index[book.index[f.entry_id].body["judged"]]
             seen = [
                 x
                 for x in features_in(judged_text(judged.body))
                 if not (x.target in book.lessons and book.lessons[x.target].promoted_by)
             ]
-            drafts += [q] if seen and (q := question_for(book, refs=(f.entry_id,), candidates=seen)) else []
+            if not seen:
+                continue
+            question = question_for(book, refs=(f.entry_id,), candidates=seen)
+            if question is not None:
+                drafts.append(question)
         new_targets = [d.target for d in drafts if d.target not in book.lessons and d.body["home"] != "question"]
         stored = self._append([d.entry() for d in drafts])
         promoted, asked_now, supersede = self._promote(existing)
@@ -175,7 +181,9 @@ class Learner:
                 if step.supersedes:
                     supersede.append((step.supersedes, target))
             elif step.action == "ask" and not asks:
-                asks += [q] if (q := question_for(book, target=target)) else []
+                question = question_for(book, target=target)
+                if question is not None:
+                    asks.append(question)
         stored = self._append(entries + [q.entry() for q in asks])
         return (
             tuple(e.body["target"] for e in stored if e.kind == "promotion"),
@@ -288,7 +296,10 @@ class Learner:
     def find(self, ref: str) -> str | None:
         """The target of the lesson named by ``ref`` (its target, node id or a proposal id)."""
         self.refresh()
-        return lesson.target if (lesson := self.book.lesson_for(ref)) else None
+        lesson = self.book.lesson_for(ref)
+        if lesson is None:
+            return None
+        return lesson.target
 
     def reject(self, target: str, reason: str) -> StoredEntry:
         """The person says "that's wrong": a rejection; the lesson leaves the pack on this render.

@@ -125,8 +125,9 @@ class LessonBook:
             self.index[entry.id] = entry
         lesson: Lesson | None  # the branches below find the entry's lesson by target, node or proposal
         if entry.kind == "utterance" and isinstance(entry.body.get("answer_to"), str):
-            for lesson in (lesson for lesson in self.lessons.values() if entry.body["answer_to"] in lesson.proposals):
-                lesson.answered = True
+            for lesson in self.lessons.values():
+                if entry.body["answer_to"] in lesson.proposals:
+                    lesson.answered = True
         if entry.kind == "action":
             for ref in entry.refs:  # an approval answered for this action: check features on the call
                 self.denied_actions[ref] = action_text(entry.body)
@@ -136,10 +137,8 @@ class LessonBook:
             lesson = self.lessons[entry.body["target"]]
             lesson.promoted_by, lesson.promotion = str(entry.body.get("by", "evidence")), entry.id
             lesson.node, lesson.promoted_ts = str(entry.body.get("node", lesson.target)), entry.ts
-        elif entry.kind == "rejection" and (lesson := self.lesson_for(entry.body["target"])) is not None:
-            lesson.rejected_at = entry.ts
-            lesson.evidence.clear()
-            lesson.promoted_by = lesson.promotion = lesson.person_said = ""
+        elif entry.kind == "rejection":
+            self._rejection(entry)
         elif entry.kind == "rule" and isinstance(entry.body.get("target"), str):
             lesson = self.lesson_for(entry.body["target"])
             if lesson is not None and category_of(entry) == "rule":
@@ -175,7 +174,8 @@ class LessonBook:
         if isinstance(body.get("objection"), str):  # each second pass replaces the last one's objection
             lesson.objection = body["objection"]
         for ref in entry.refs:
-            if (cited := self.index.get(ref)) is None:
+            cited = self.index.get(ref)
+            if cited is None:
                 lesson.ignored.append(ref)
             else:
                 self._cite(lesson, cited)
@@ -198,6 +198,16 @@ class LessonBook:
         if not isinstance(options, list) or not isinstance(pick, int) or not 1 <= pick <= len(options):
             return None
         return options[pick - 1][0], options[pick - 1][1]
+
+    def _rejection(self, entry: StoredEntry) -> None:
+        # The person said the lesson is wrong: its evidence and promotion are dropped, and only
+        # evidence newer than the rejection counts again (``_cite``).
+        lesson = self.lesson_for(entry.body["target"])
+        if lesson is None:
+            return
+        lesson.rejected_at = entry.ts
+        lesson.evidence.clear()
+        lesson.promoted_by = lesson.promotion = lesson.person_said = ""
 
     def _cite(self, lesson: Lesson, cited: StoredEntry) -> None:
         ev = self.resolve(lesson, cited)
@@ -230,14 +240,21 @@ class LessonBook:
         if category == "rule":
             if isinstance(body.get("target"), str) and self.lesson_for(body["target"]) is lesson:
                 return +1
-            named = match_words(str(body["text"]))
-            return +1 if (feat in named if feat else slug(str(body["text"])) == lesson.target.split("/")[-1]) else None
+            if feat is not None:
+                names_it = feat in match_words(str(body["text"]))
+            else:
+                names_it = slug(str(body["text"])) == lesson.target.split("/")[-1]
+            return +1 if names_it else None
         if category == "answer":
             picked = self.picked(cited)
-            return None if picked is None or picked[0] != lesson.target else (+1 if picked[1] == "yes" else -1)
+            if picked is None or picked[0] != lesson.target:
+                return None
+            return +1 if picked[1] == "yes" else -1
         if category in ("deny", "allow"):
+            if feat is None:
+                return None
             text = self.denied_actions.get(cited.id, "") + " " + action_text(body)
-            return stance(feat, "deny" if category == "deny" else "allow", text, None) if feat else None
+            return stance(feat, category, text, None)
         if cited.kind == "verdict":
             judged = self.index.get(body["judged"])
             if judged is None:

@@ -153,7 +153,9 @@ def sync_nodes(store: Store, book: LessonBook, only: Collection[str] | None = No
     passes None and rewrites every one from the ledger.
     """
     changed = []
-    for lesson in (lesson for lesson in book.lessons.values() if only is None or lesson.target in only):
+    for lesson in book.lessons.values():
+        if only is not None and lesson.target not in only:
+            continue
         node_id = lesson.node or lesson.target
         try:
             old: Node | None = store.read_node(node_id)

@@ -56,8 +56,10 @@ class Step:
 def decide(lesson: Lesson, now_ms: int, existing: Mapping[str, Existing]) -> Step:
     """The step for ``lesson`` now, given the store's nodes (``existing``: node id -> what it is)."""
     t = lesson.target
-    if lesson.promoted_by or lesson.home == "question":
-        return Step(t, "wait", 6, reason="already promoted" if lesson.promoted_by else "a question")
+    if lesson.promoted_by:
+        return Step(t, "wait", 6, reason="already promoted")
+    if lesson.home == "question":
+        return Step(t, "wait", 6, reason="a question")
     old = existing.get(t)
     conflict = old is not None and not old.learned
     if lesson.person_said:
@@ -80,7 +82,9 @@ def decide(lesson: Lesson, now_ms: int, existing: Mapping[str, Existing]) -> Ste
     if conflict and old is not None:
         if old.guards:
             return Step(t, "ask" if ready else "wait", 3, reason="the older belief guards something")
-        return Step(t, "promote", 3, by="evidence", supersedes=t, reason="newer wins") if ready else Step(t, "wait", 6)
+        if not ready:
+            return Step(t, "wait", 6)
+        return Step(t, "promote", 3, by="evidence", supersedes=t, reason="newer wins")
     if ready:
         return Step(t, "promote", 4, by="evidence")
     return Step(t, "wait", 6, reason=lesson.objection or "not enough evidence yet")

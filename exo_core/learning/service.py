@@ -90,7 +90,8 @@ class ReviewService:
                     item = await sub.next()
                     if item is None:
                         continue
-                    if (kind := json.loads(item.data).get("type")) == "turn.started" and self._running():
+                    kind = json.loads(item.data).get("type")
+                    if kind == "turn.started" and self._running():
                         self._cancel.set()
                     elif kind == "turn.completed":
                         self._start_review()

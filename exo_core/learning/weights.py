@@ -74,4 +74,8 @@ def weight(evidence: Iterable[Evidence], now_ms: int, half_life_days: float = HA
 
 def label(w: float) -> str:
     """``high`` (>= 0.75), ``medium`` (>= 0.45) or ``low``."""
-    return "high" if w >= HIGH else "medium" if w >= MEDIUM else "low"
+    if w >= HIGH:
+        return "high"
+    if w >= MEDIUM:
+        return "medium"
+    return "low"

@@ -1,4 +1,4 @@
-"""The signed, hash-chained, append-only ledger (DESIGN.md §3-§4, paper §19).
+"""The signed, hash-chained, append-only ledger (docs/ledger.md).
 
 Everything Exo knows about a person is a view computed from this record. The
 public API, one concept per module:

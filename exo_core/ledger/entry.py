@@ -204,8 +204,9 @@ def decode_row(row: Sequence[object]) -> StoredEntry:
     ts_col = _int(row[10], "ts")
     idem_col = None if row[11] is None else _text(row[11], "idem")
     content = row[12]
-    for name in (n for n, value in (("id", entry_id), ("prev", prev), ("chain", chain)) if not is_entry_id(value)):
-        raise CorruptDataError(f"column {name} is not 64 lower-case hex digits")
+    for name, value in (("id", entry_id), ("prev", prev), ("chain", chain)):
+        if not is_entry_id(value):
+            raise CorruptDataError(f"column {name} is not 64 lower-case hex digits")
     if not isinstance(sig, bytes) or len(sig) != 64:
         raise CorruptDataError("column sig is not a 64-byte signature")
     if not isinstance(content, bytes):

@@ -6,7 +6,7 @@ they pin the fields that later views and the learning loop read, and leave
 the rest free. Validation runs at append (our own writes) and again in
 ``verify()`` (anyone's writes), so a view never meets a body it cannot read.
 
-Kinds (DESIGN.md §3, paper §19):
+Kinds (docs/ledger.md §2):
 
 =============  ==========================================================
 utterance      the person's own words: ``text``. Never tool/web/file text.
@@ -20,7 +20,7 @@ outcome        what came of something: ``status``.
 proposal       a proposed change to a belief/skill: ``target``.
 promotion      a proposal promoted: ``target``.
 rejection      a proposal rejected: ``target``.
-item           a saved item (§18.4): ``item_id``.
+item           a saved item (docs/store.md): ``item_id``.
 retrieval      ids that went into a prompt: ``node_ids``, ``item_ids``.
 decision       a decision model's record: hashes, labels and numbers only
                (no raw text: every string is at most 128 characters with no

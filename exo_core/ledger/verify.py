@@ -50,8 +50,12 @@ class Problem:
         """One line naming the entry (if any) and why it is bad."""
         if self.n is None:
             return self.reason
-        where = f"entry n={self.n}" + (f" (segment {self.seg}, height {self.pos})" if self.seg is not None else "")
-        return f"{where}{f' id {self.id[:16]}' if self.id else ''}: {self.reason}"
+        where = f"entry n={self.n}"
+        if self.seg is not None:
+            where += f" (segment {self.seg}, height {self.pos})"
+        if self.id:
+            where += f" id {self.id[:16]}"
+        return f"{where}: {self.reason}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,10 +105,12 @@ def verify_ledger(
     triggers = {r[0] for r in ledger.query("SELECT name FROM sqlite_master WHERE type='trigger'")}
     seg_rows = ledger.query("SELECT seg, base_seg, base_pos FROM segments ORDER BY seg")
     integrity = ledger.query("PRAGMA integrity_check") if deep else [("ok",)]
-    for name in (n for n in TRIGGER_NAMES if n not in triggers):
-        bad(f"append-only trigger {name} is missing: the ledger may have been edited")
+    for name in TRIGGER_NAMES:
+        if name not in triggers:
+            bad(f"append-only trigger {name} is missing: the ledger may have been edited")
     if [tuple(r) for r in integrity] != [("ok",)]:
-        bad(f"SQLite integrity_check: {'; '.join(str(r[0]) for r in integrity[:5])}")
+        first_five = "; ".join(str(r[0]) for r in integrity[:5])
+        bad(f"SQLite integrity_check: {first_five}")
     bases: dict[int, tuple[int | None, int]] = {seg: (base_seg, base_pos) for seg, base_seg, base_pos in seg_rows}
     if bases.get(0) != (None, 0):
         bad("segment 0 (main) is missing or does not start at genesis")

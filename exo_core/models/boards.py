@@ -3,9 +3,9 @@
 ``exo init`` picks a profile from the machine's memory (``MemTotal`` in
 ``/proc/meminfo``), or takes ``--board NAME`` / ``$EXO_BOARD``, and writes
 what the profile needs into ``config.toml`` (:func:`profile_config`). The
-table is data here so ``exo_core`` needs nothing from ``exo_edge``; DESIGN.md
-§5 has the board classes and their memory budgets, docs/models.md ("Board
-profiles") the reasons for each number.
+table is data here so ``exo_core`` needs nothing from ``exo_edge``; docs/models.md
+("Board profiles") has the board classes, their memory budgets and the
+reasons for each number.
 
 Memory thresholds are on ``MemTotal``, which is below the board's nominal
 size (the kernel and firmware keep some): a 1 GB Pi 3 reports about
@@ -52,8 +52,8 @@ class BoardProfile:
     ``max_threads`` caps decode threads; :func:`profile_threads` leaves one
     core free for exod, the speech recogniser and the device client (on a busy
     2-core machine llama.cpp with 2 threads decoded 8-25x slower than with 1:
-    DESIGN.md §5). ``fetch`` lists the manifests ``exo models fetch`` gets for
-    this profile.
+    docs/models.md, "Facts measured on the development machines"). ``fetch`` lists the
+    manifests ``exo models fetch`` gets for this profile.
     """
 
     name: str

@@ -232,6 +232,7 @@ def load_catalog(
         **{k: _float(t[k], f"models.timeouts.{k}") for k in ("connect", "first_byte", "idle") if k in t}
     )
     catalog = Catalog(providers, roles, timeouts)
-    for route in (route for routes in roles.values() for route in routes):
-        catalog.check_route(route)
+    for routes in roles.values():
+        for route in routes:
+            catalog.check_route(route)
     return catalog

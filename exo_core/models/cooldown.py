@@ -1,4 +1,4 @@
-"""Credential cooldowns (design paper §12.4), on an injectable clock.
+"""Credential cooldowns (docs/models.md §3), on an injectable clock.
 
 A failed credential is set aside for a time that depends on the failure kind
 (:data:`COOLDOWN_SECONDS`). A rate limit with a stated ``retry_after`` is
@@ -98,7 +98,12 @@ class CooldownBook:
             reset_at = now + retry_after
         elif kind is FailureKind.RATE_LIMIT and stated is not None and stated > now:
             reset_at = stated  # a failed probe without a new statement
-        wait = COOLDOWN_SECONDS[kind] if reset_at is None else (probe_delay(reset_at - now) if lone else reset_at - now)
+        if reset_at is None:
+            wait = COOLDOWN_SECONDS[kind]
+        elif lone:
+            wait = probe_delay(reset_at - now)
+        else:
+            wait = reset_at - now
         record = Cooldown(credential, kind, now + wait, reset_at, failures, detail)
         if wait > 0:
             self._rest[credential] = record

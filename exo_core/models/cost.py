@@ -1,4 +1,4 @@
-"""Cost (design paper §12.5): price usage from the catalog.
+"""Cost (docs/models.md §3): price usage from the catalog.
 
 When a provider reports token usage without a cost, the router prices it from
 the catalog's list prices: uncached input, cache reads and cache writes each at

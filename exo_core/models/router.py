@@ -1,4 +1,4 @@
-"""The model router (design paper §12): roles, fallback, credential cooldowns, cost.
+"""The model router (docs/models.md §3): roles, fallback, credential cooldowns, cost.
 
 Code asks for a *role* (``main``, ``aux``, ``decision``), never a model. A
 role is an ordered list of ``provider:model`` routes, continued by its

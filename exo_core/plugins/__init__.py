@@ -1,4 +1,4 @@
-"""Plugins and slots (§17): folders with ``plugin.yaml`` or ``exo.plugins`` entry points."""
+"""Plugins and slots (docs/plugins.md): folders with ``plugin.yaml`` or ``exo.plugins`` entry points."""
 
 from exo_core.plugins.context import SLOTS, PluginCommand, PluginContext
 from exo_core.plugins.host import ENTRY_POINT_GROUP, PluginHost, PluginRecord

@@ -1,6 +1,6 @@
 """The plugin host: finds plugins, calls their ``register(ctx)``, keeps a record of each.
 
-Two sources (§17):
+Two sources (docs/plugins.md):
 
 * folders holding ``plugin.yaml`` (or ``plugin.json``) and a Python file with
   ``register(ctx)`` — by default ``$EXO_HOME/plugins/<name>/``;
@@ -128,7 +128,7 @@ class PluginHost:
         try:
             register = load()
             register(context)
-        except Exception as exc:  # noqa: BLE001 - one bad plugin never stops the core (§17); it is rolled back
+        except Exception as exc:  # noqa: BLE001 - one bad plugin never stops the core (docs/plugins.md); it is rolled back
             context.rollback()
             return self._failed(name, source, exc)
         record = PluginRecord(name, source, "loaded", tuple(context.registered))

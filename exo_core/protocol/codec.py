@@ -129,7 +129,9 @@ def _convert(value: Any, hint: Any, where: str, strict: bool) -> Any:
         if value is None and type(None) in options:
             return None
         last: BadBodyError | None = None
-        for option in (o for o in options if o is not type(None)):
+        for option in options:
+            if option is type(None):
+                continue
             try:
                 return _convert(value, option, where, strict)
             except BadBodyError as exc:

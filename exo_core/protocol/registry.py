@@ -1,6 +1,6 @@
 """Registries of command and event types, each capped at 30 types.
 
-The cap keeps the surface small on purpose (§11.2): a feature that needs more
+The cap keeps the surface small on purpose (docs/protocol.md): a feature that needs more
 adds fields or reuses a type rather than inventing one-off methods. Registering
 a 31st type raises :class:`RegistryFullError` at import time, so the mistake
 cannot ship.

@@ -1,4 +1,4 @@
-"""Retrieval (§20): hybrid BM25 + embeddings, fused, filtered, graph-expanded, packed under a budget.
+"""Retrieval (docs/retrieval.md): hybrid BM25 + embeddings, fused, filtered, graph-expanded, packed under a budget.
 
 One concept per module:
 

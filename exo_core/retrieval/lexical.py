@@ -1,6 +1,6 @@
 """The document index: a ``docs`` table and its SQLite FTS5 full-text twin, ranked by BM25.
 
-Columns are weighted as §20 plans: title 3, summary 2, load_when 2, tags 1,
+Columns are weighted as docs/retrieval.md says: title 3, summary 2, load_when 2, tags 1,
 body 1 (FTS5's ``bm25()`` with per-column weights; the Porter stemmer over
 ``unicode61``). The file lives in ``<store>/indexes/`` and is a view: rows
 are keyed by document id and content hash, :meth:`DocIndex.sync` touches

@@ -1,4 +1,4 @@
-"""Packing under a token budget (§20 stage 6): pinned first, then ~70% nodes, ~30% items.
+"""Packing under a token budget (docs/retrieval.md, stage 6): pinned first, then ~70% nodes, ~30% items.
 
 Every block starts with its id in brackets, so the model can ask for the
 whole node. Each kind has forms from full to small and takes the largest
@@ -120,16 +120,23 @@ def pack(
         used += block.tokens
         return block.tokens
 
+    # Phase 1: the pinned documents, each in the largest form that fits the whole budget.
     for doc in pinned:
         add(doc, 0.0, budget, True)
     rest = budget - used
     nodes = [(d, s) for d, s in ranked if d.kind == "node"]
     others = [(d, s) for d, s in ranked if d.kind != "node"]
+    # Phase 2: nodes, within their share of what the pinned left.
     node_room = int(rest * node_share)
     for doc, score in nodes:
         node_room -= add(doc, score, node_room)
-    for doc, score in others + nodes:  # what nodes left goes to items and turns, what those left back to nodes
-        add(doc, score, budget)  # ``add`` caps every block at what is left of the budget
+    # Phase 3: items and turns, within everything the nodes left unused.
+    other_room = budget - used
+    for doc, score in others:
+        other_room -= add(doc, score, other_room)
+    # Phase 4: what items and turns left goes back to the nodes that did not fit.
+    for doc, score in nodes:
+        add(doc, score, budget - used)
     order = {id(b): i for i, b in enumerate(blocks)}
     blocks.sort(key=lambda b: (not b.pinned, -b.score, order[id(b)]))
     return Packed(tuple(blocks), used, budget)

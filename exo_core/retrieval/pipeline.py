@@ -1,9 +1,9 @@
-"""The staged retrieval pipeline of §20, over one store, its past sessions and its indexes.
+"""The staged retrieval pipeline of docs/retrieval.md, over one store, its past sessions and its indexes.
 
 :meth:`Retriever.retrieve` runs: router pins → two candidate lists (weighted
 BM25 over FTS5, and embedding similarity when the edge embedder is present)
-→ filters → fusion (weighted, score- and confidence-aware by default; §20's
-reciprocal rank fusion with ``rrf_k``) → neighbouring turns borrow from
+→ filters → fusion (weighted, score- and confidence-aware by default; plain
+reciprocal rank fusion with ``rrf_k``: docs/retrieval.md) → neighbouring turns borrow from
 each fused turn (``context``) → the node prior → one-hop graph expansion →
 packing under the budget → a ``retrieval`` ledger entry with the ids and
 token count. The pack page itself is added by the memory provider
@@ -85,7 +85,7 @@ class RetrievalSettings:
     depth: int = 10  # candidates taken from each list into the fusion
     budget: int = 1200
     weights: tuple[float, float] = (0.225, 0.775)  # BM25, embeddings, before each list's confidence
-    rrf_k: int | None = None  # None: score-aware fusion; rank.RRF_K: §20's reciprocal rank fusion
+    rrf_k: int | None = None  # None: score-aware fusion; rank.RRF_K: plain reciprocal rank fusion (docs/retrieval.md)
     context: tuple[float, ...] = rank.CONTEXT  # shares lent to turns 1, 2, … places away; () turns it off
     embed_batch: int | None = 256  # texts embedded per refresh (the rest wait for the next one); None: all
 
@@ -245,8 +245,13 @@ class Retriever:
             if record and self.log is not None:
                 self.log(
                     "retrieval",
-                    {f"{kind}_ids": packed.ids(kind) for kind in ("node", "item", "turn")}
-                    | {"tokens": packed.tokens, "pinned": [d.id for d in pinned]},
+                    {
+                        "node_ids": packed.ids("node"),
+                        "item_ids": packed.ids("item"),
+                        "turn_ids": packed.ids("turn"),
+                        "tokens": packed.tokens,
+                        "pinned": [d.id for d in pinned],
+                    },
                 )
             return Recalled(query, packed, tuple(d.id for d in pinned), tuple(ranking))
 

@@ -1,11 +1,11 @@
-"""Fusion, filters and graph expansion (§20 stages 3 to 5), as pure functions.
+"""Fusion, filters and graph expansion (docs/retrieval.md, stages 3 to 5), as pure functions.
 
 * :func:`fuse` — the two candidate lists made one. By default score-aware:
   each list's scores divided by its own top score, so no BM25 value is ever
   compared with a cosine, and a weighted sum (BM25 0.225, embeddings 0.775,
   chosen on the development halves; docs/benchmarks.md §5) in which each
   list's weight is scaled by its confidence: how far its top stands above
-  what a document it does not hold can score. With ``k`` it is §20's
+  what a document it does not hold can score. With ``k`` it is the plain
   reciprocal rank fusion, ``weight / (k + rank)`` with k = :data:`RRF_K`.
   :data:`KIND_PRIOR` then gives nodes 1.5 times the weight of items and turns.
 * :func:`context` — each fused turn lends a share of its score to the turns

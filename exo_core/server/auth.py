@@ -61,7 +61,8 @@ def check_bearer(header: str | None, token: str) -> None:
     """Raise :class:`AccessDeniedError` unless ``header`` is ``Bearer <token>`` (constant time)."""
     if not header or not header.startswith("Bearer "):
         raise AccessDeniedError("missing bearer token: send 'Authorization: Bearer <token>' (see $EXO_HOME/token)")
-    if not hmac.compare_digest(header[len("Bearer ") :].strip().encode("utf-8", "replace"), token.encode("utf-8")):
+    offered = header[len("Bearer ") :].strip().encode("utf-8", "replace")
+    if not hmac.compare_digest(offered, token.encode("utf-8")):
         raise AccessDeniedError("wrong bearer token")
 
 

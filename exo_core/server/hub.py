@@ -1,6 +1,6 @@
 """The hub: numbers every event, saves it, and only then hands it to subscribers.
 
-Properties (§11.3):
+Properties (docs/protocol.md):
 
 1. ``seq`` is dense and strictly rising across the whole stream and across
    restarts (it continues from ``MAX(seq)`` of the events table, whose rows are

@@ -1,4 +1,4 @@
-"""Capability shaping: each client gets output it can show (§22).
+"""Capability shaping: each client gets output it can show (docs/web.md).
 
 A client announces what it can draw in ``hello``; the engine remembers a
 :class:`ClientProfile` under a ``client_id`` it returns, and an event stream
@@ -51,15 +51,14 @@ def profile_for(name: str, caps: Capabilities) -> ClientProfile:
     """
     columns = caps.screen_columns or 0
     rows = caps.screen_rows or 0
-    form = (
-        "panel"
-        if caps.can_draw
-        else "card"
-        if columns and caps.buttons and rows and rows <= 8
-        else "spoken"
-        if caps.voice_out and not columns
-        else "line"
-    )
+    if caps.can_draw:
+        form = "panel"
+    elif columns and caps.buttons and rows and rows <= 8:
+        form = "card"
+    elif caps.voice_out and not columns:
+        form = "spoken"
+    else:
+        form = "line"
     key = canonical_json({"name": name, "form": form, "columns": columns, "rows": rows})
     client_id = "cl_" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
     return ClientProfile(client_id, name, form, columns or 80, rows or 2)

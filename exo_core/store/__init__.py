@@ -1,4 +1,4 @@
-"""The principal store: one portable folder that is the person (DESIGN.md §4, paper §18).
+"""The principal store: one portable folder that is the person (docs/store.md).
 
 Public API, one concept per module:
 

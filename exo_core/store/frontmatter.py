@@ -159,7 +159,8 @@ class _Reader:
             if rest.strip(" "):
                 raise self.fail(line, f"unexpected text after the closing quote: {rest.strip()!r}")
             return value
-        if (reason := _plain_ok(text, flow=flow)) is not None:
+        reason = _plain_ok(text, flow=flow)
+        if reason is not None:
             raise self.fail(line, f"{reason}; put the value in double quotes")
         return text
 

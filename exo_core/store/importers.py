@@ -68,7 +68,8 @@ class ImportReport:
 
 def _read_text(path: Path) -> str:
     try:
-        if (size := path.stat().st_size) > MAX_IMPORT_BYTES:
+        size = path.stat().st_size
+        if size > MAX_IMPORT_BYTES:
             raise ImportFormatError(
                 f"{size} bytes is larger than the {MAX_IMPORT_BYTES}-byte import limit; split it", path=path
             )
@@ -238,7 +239,12 @@ def parse_notes(folder: Path) -> list[tuple[str, str, str, tuple[str, ...], list
                 fm_title = doc.values.get("title")
                 title = fm_title.strip() if isinstance(fm_title, str) and fm_title.strip() else title
                 raw_tags = doc.values.get("tags")
-                tags = tuple(raw_tags) if isinstance(raw_tags, list) else (raw_tags,) if raw_tags else ()
+                if isinstance(raw_tags, list):
+                    tags = tuple(raw_tags)
+                elif raw_tags:
+                    tags = (raw_tags,)
+                else:
+                    tags = ()
         if title == rel.stem:  # no title in the frontmatter: the first heading, if any
             title = next((line[2:].strip() for line in body.split("\n") if line.startswith("# ")), "") or title
         notes.append((rel.as_posix(), title, body, tags, warnings))
@@ -283,7 +289,8 @@ def _text_of(content: Any) -> str | None:
     if isinstance(content, str):
         return content
     if isinstance(content, dict):  # ChatGPT: {"content_type": "text", "parts": [...]}
-        if isinstance(parts := content.get("parts"), list):
+        parts = content.get("parts")
+        if isinstance(parts, list):
             return "\n".join(p for p in parts if isinstance(p, str))
         if isinstance(content.get("text"), str):
             return content["text"]

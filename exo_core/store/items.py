@@ -1,4 +1,4 @@
-"""Items (§18.4): things the person saved, kept in ``items.sqlite``.
+"""Items (docs/store.md): things the person saved, kept in ``items.sqlite``.
 
 Items are evidence, not beliefs. Each row has a deterministic id computed
 from its source (``itm_`` + 24 hex of sha256 over source kind and source

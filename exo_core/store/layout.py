@@ -2,7 +2,7 @@
 
 Curated files (pack, routers, nodes, STORE.toml) may go into the store's own
 git repository and are linted for leaks. Private files never are: the ledger,
-the items table, the raw corpus and derived indexes (§24). Nested agent and
+the items table, the raw corpus and derived indexes (docs/security.md). Nested agent and
 group stores live under ``agents/<name>/`` and ``groups/<name>/`` and share
 the top store's ledger and items.
 """

@@ -230,7 +230,9 @@ class _Linter:
                     "warning",
                     f"supersedes {link.target!r}, which has no valid_until; give it one",
                 )
-        for dangling, number in ((t, n) for t, n in wikilinks(node.body) if not self.exists(t, targets)):
+        for dangling, number in wikilinks(node.body):
+            if self.exists(dangling, targets):
+                continue
             # The body is the file's tail, so the lines before it are the file's newlines less the body's.
             before_body = node.path.read_text(encoding="utf-8").count("\n") - node.body.count("\n")
             self.add(
@@ -278,14 +280,17 @@ class _Linter:
                 except StoreFormatError as exc:
                     self.from_error(exc, path)
                 else:
-                    for load_rule, target in ((r, t) for r in parsed.rules for t in r.targets if t not in targets):
-                        self.add(
-                            path,
-                            load_rule.line,
-                            "dangling-link",
-                            "error",
-                            f"load rule pins [[{target}]], which does not exist",
-                        )
+                    for load_rule in parsed.rules:
+                        for pinned in load_rule.targets:
+                            if pinned in targets:
+                                continue
+                            self.add(
+                                path,
+                                load_rule.line,
+                                "dangling-link",
+                                "error",
+                                f"load rule pins [[{pinned}]], which does not exist",
+                            )
             for target, number in wikilinks(text):
                 if path == router:
                     root_links.add(target)
@@ -304,7 +309,7 @@ class _Linter:
 
     def lint_copies(self, path: Path, text: str, nodes: dict[str, Node]) -> None:
         # Hot-path files hold pointers, never copies, and cite counts rather
-        # than restate them (§18.2).
+        # than restate them (docs/store.md).
         for number, line in enumerate(text.split("\n"), start=1):
             if _COUNT.search(line) and "[[" not in line:
                 self.add(
@@ -320,7 +325,8 @@ class _Linter:
                 # cannot drift from it (the learner's line for a lesson that superseded the row the
                 # person reworded does exactly that: issue 22).
                 continue
-            if len(summary := node.summary.strip()) >= _MIN_COPY and summary in text:
+            summary = node.summary.strip()
+            if len(summary) >= _MIN_COPY and summary in text:
                 self.add(
                     path,
                     text[: text.index(summary)].count("\n") + 1,
@@ -330,7 +336,9 @@ class _Linter:
                 )
 
     def lint_leaks(self, root: Path) -> None:
-        for path in (p for p in layout.curated_files(root) if p.suffix.lower() in _TEXT_SUFFIXES):
+        for path in layout.curated_files(root):
+            if path.suffix.lower() not in _TEXT_SUFFIXES:
+                continue
             text = self.read_text(path)
             if text is None:
                 continue

@@ -1,4 +1,4 @@
-"""Belief nodes: one Markdown file per belief, with required frontmatter (§18.3).
+"""Belief nodes: one Markdown file per belief, with required frontmatter (docs/store.md).
 
 A node lives at ``<domain>/<name>.md`` and its id is ``<domain>/<name>``; the
 id in the frontmatter must match the path, so a moved file is caught by lint
@@ -146,7 +146,9 @@ def parse_node(text: str, *, path: Path | str | None = None) -> Node:
             raise bad(key, f"{key!r} must be a list, e.g. '{key}: []'")
         lists[key] = tuple(value or ())
     text_of: dict[str, str] = {}
-    for key in (key for key in REQUIRED_KEYS if key not in _LIST_KEYS):
+    for key in REQUIRED_KEYS:
+        if key in _LIST_KEYS:
+            continue
         value = "" if key == "load_when" and values[key] is None else values[key]
         if not isinstance(value, str):
             raise bad(key, f"{key!r} must be text, not {'a list' if isinstance(value, list) else 'empty'}")

@@ -304,7 +304,8 @@ def apply_plan(store: Store, onboard: OnboardPlan, *, force: bool = False) -> li
     written = [store.write_node(node) for node in onboard.nodes]
     for domain, rule in onboard.load_rules:
         index = store.root / domain / layout.ROUTER
-        if rule not in (text := index.read_text(encoding="utf-8")):
+        text = index.read_text(encoding="utf-8")
+        if rule not in text:
             heading = "" if "## Load rules" in text else "\n## Load rules\n\n"
             atomic_write_text(index, text.rstrip("\n") + "\n" + heading + rule + "\n")
     atomic_write_text(store.root / layout.PACK, onboard.pack)

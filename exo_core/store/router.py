@@ -10,7 +10,7 @@ rule is one list item under a ``## Load rules`` heading::
 
 Left of ``->`` is the trigger text: alternatives separated by ``|``; an
 alternative matches a request that contains all of its words. Right of it are
-the node ids it pins. The router holds pointers, never copies (§18.2).
+the node ids it pins. The router holds pointers, never copies (docs/store.md).
 """
 
 from __future__ import annotations

@@ -149,7 +149,7 @@ class Store:
     def visible_nodes(self) -> list[Node]:
         """The nodes this scope may see: its own, plus its ancestors' non-private nodes.
 
-        Private nodes never reach an agent or group scope (§18.1).
+        Private nodes never reach an agent or group scope (docs/store.md).
         """
         own = self.nodes()
         if self.parent is None:
@@ -174,7 +174,8 @@ class Store:
         folder = self.root / domain
         if domain in layout.RESERVED_DIRS or domain.startswith("."):
             raise UsageError(f"{domain!r} is a reserved folder name, not a domain")
-        if not (index := folder / layout.ROUTER).is_file():
+        index = folder / layout.ROUTER
+        if not index.is_file():
             private_dir(folder)
             atomic_write_text(
                 index, f"# {domain.title()}\n\nNodes of the {domain} domain, one belief a file.\n\n## Load rules\n\n"
@@ -203,7 +204,8 @@ class Store:
         a crash between the two writes leaves both beliefs and the link."""
         old = self.read_node(old_id)
         day = on or _today()
-        if (link := Link("supersedes", old_id)) not in new.links:
+        link = Link("supersedes", old_id)
+        if link not in new.links:
             new = dataclasses.replace(new, links=new.links + (link,))
         path = self.write_node(new)
         if old.valid_until is None or old.valid_until > day:

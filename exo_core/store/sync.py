@@ -130,8 +130,10 @@ def _apply(src: Path, dest: Path, rel: str) -> str:
 
 def _sync_files(a: Path, b: Path, sync_id: str, report: StoreSyncReport) -> None:
     ha, hb, ra, rb = _hashes(a), _hashes(b), _record(a), _record(b)
-    for rel in (rel for rel in sorted(set(ha) | set(hb)) if ha.get(rel) != hb.get(rel)):
+    for rel in sorted(set(ha) | set(hb)):
         sa, sb = ha.get(rel), hb.get(rel)
+        if sa == sb:
+            continue
         # A side's state wins only when the other still holds exactly what that side held
         # before (its record): then the other's content is what this side knowingly replaced
         # or deleted, and applying the change loses nothing.
@@ -140,7 +142,9 @@ def _sync_files(a: Path, b: Path, sync_id: str, report: StoreSyncReport) -> None
             src, dest, labels = (a, b, ("A", "B")) if a_moved else (b, a, ("B", "A"))
             report.copied.append(f"{rel} {_apply(src, dest, rel)} {labels[0]} -> {labels[1]}")
             continue
-        for own, other, label in ((o, t, lb) for o, t, lb in ((a, b, "B"), (b, a, "A")) if (t / rel).is_file()):
+        for own, other, label in ((a, b, "B"), (b, a, "A")):
+            if not (other / rel).is_file():
+                continue  # deleted on that side: there is no version to keep
             keep = own / layout.STATE_DIR / "conflicts" / sync_id / label / rel
             private_dir(keep.parent)
             shutil.copyfile(other / rel, private_file(keep))

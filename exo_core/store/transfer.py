@@ -254,8 +254,10 @@ def import_store(
     staging = _new_staging(dest, secrets.token_hex(8))
     try:
         _copy_tree(src_path, staging, manifest=None, tick=on_step or no_step)
-        if owner_key_id is not None and owner_key_id not in (config := read_config(staging)).owner_keys:
-            write_config(staging, replace(config, owner_keys=config.owner_keys + (owner_key_id,)))
+        if owner_key_id is not None:
+            config = read_config(staging)
+            if owner_key_id not in config.owner_keys:
+                write_config(staging, replace(config, owner_keys=config.owner_keys + (owner_key_id,)))
         # Keep the export's manifest as machine state: it is the common base
         # a later 'exo store sync' with the source compares curated files to.
         private_dir(staging / layout.STATE_DIR, parents=False)

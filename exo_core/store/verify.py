@@ -130,7 +130,8 @@ def verify_store(root: Path | str, *, trust: MachineTrust | None = None, owner: 
     with contextlib.suppress(StoreFormatError):  # reported in errors above
         manifest = read_manifest(root)
     for name in layout.SQLITE_FILES:
-        if (path := root / name).is_file():
+        path = root / name
+        if path.is_file():
             errors.extend(sqlite_problems(path))
     trusted = store_trust(
         root,

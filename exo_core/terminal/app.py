@@ -1,4 +1,4 @@
-"""The terminal client (§22): a prompt and a transcript over the protocol.
+"""The terminal client (docs/web.md): a prompt and a transcript over the protocol.
 
 ``/`` runs a command, ``@file[:a-b]`` attaches a file or line range, ``!cmd``
 runs a shell command here, ctrl+p opens a fuzzy palette of everything else,
@@ -310,7 +310,9 @@ class TerminalChat:
             self.note(problem, "notice")
         text += "".join(self.attachments)
         self.attachments = []
-        mode = self.mode if self.mode != "auto" else ("queue" if self.transcript.running else "send")
+        mode = self.mode
+        if mode == "auto":
+            mode = "queue" if self.transcript.running else "send"
         if self.conn != "live" or self.outbox:
             self._keep(text, mode)
             return

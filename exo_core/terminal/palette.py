@@ -42,7 +42,11 @@ class Palette:
 
     def matches(self, limit: int = 8) -> list[Entry]:
         """The best entries for the query, best first."""
-        scored = [(s, i, e) for i, e in enumerate(self.entries) if (s := fuzzy_score(self.query, e.label)) is not None]
+        scored: list[tuple[int, int, Entry]] = []
+        for i, e in enumerate(self.entries):
+            s = fuzzy_score(self.query, e.label)
+            if s is not None:
+                scored.append((s, i, e))
         scored.sort(key=lambda item: (-item[0], item[1]))
         return [e for _s, _i, e in scored[:limit]]
 

@@ -108,12 +108,16 @@ class Transcript:
             self._keyed(
                 turn_id, Block("tool", args, title=str(b.get("name", "")), key=str(b.get("call_id")), state="running")
             )
-        elif kind == "tool.output" and (block := self._by_key.get(str(b.get("call_id")))):
-            block.output += str(b.get("text", ""))
-        elif kind == "tool.completed" and (block := self._by_key.get(str(b.get("call_id")))):
-            block.state = "ok" if b.get("ok") else "failed"
-            block.output = block.output or str(b.get("result", ""))
-            block.title += f" ({b.get('duration_ms', 0)} ms)"
+        elif kind == "tool.output":
+            block = self._by_key.get(str(b.get("call_id")))
+            if block:
+                block.output += str(b.get("text", ""))
+        elif kind == "tool.completed":
+            block = self._by_key.get(str(b.get("call_id")))
+            if block:
+                block.state = "ok" if b.get("ok") else "failed"
+                block.output = block.output or str(b.get("result", ""))
+                block.title += f" ({b.get('duration_ms', 0)} ms)"
         elif kind == "approval.requested":
             self.approvals.append(b)
             self._keyed(
@@ -170,13 +174,12 @@ class Transcript:
             folded = {"tool call": 0, "approval": 0, "question": 0}
             for block in turn.blocks:
                 if not full and (block.kind == "tool" or (block.kind == "ask" and block.state != "open")):
-                    folded[
-                        "tool call"
-                        if block.kind == "tool"
-                        else "approval"
-                        if block.text.startswith("approve")
-                        else "question"
-                    ] += 1
+                    if block.kind == "tool":
+                        folded["tool call"] += 1
+                    elif block.text.startswith("approve"):
+                        folded["approval"] += 1
+                    else:
+                        folded["question"] += 1
                     continue
                 if not full and block.kind == "assistant" and block is not _last_answer(turn):
                     continue
@@ -223,11 +226,12 @@ def _draw(block: Block, width: int, prefs: TerminalPrefs, expanded: bool) -> lis
             lines += _wrap("    │ " + line, width, prefs, "tool", indent="    │ ")
         return lines
     if block.kind == "ask":
-        state = (
-            "  — y allow · n deny · a always"
-            if block.state == "open" and block.text.startswith("approve")
-            else ("" if block.state == "open" else f"  → {block.state}")
-        )
+        if block.state != "open":
+            state = f"  → {block.state}"
+        elif block.text.startswith("approve"):
+            state = "  — y allow · n deny · a always"
+        else:
+            state = ""
         return _wrap(f"  ? {block.text}{state}", width, prefs, "ask")
     if block.kind == "panel":
         return _wrap(f"  ▣ {block.text}", width, prefs, "panel")

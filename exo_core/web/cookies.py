@@ -58,8 +58,9 @@ class WebAuth:
     @staticmethod
     def is_public(method: str, path: str) -> bool:
         """The page, its static files and the pairing exchange need no session."""
-        safe = method in _SAFE_METHODS
-        return (path in _PUBLIC_GET or path.startswith("/static/")) if safe else (method == "POST" and path == "/pair")
+        if method in _SAFE_METHODS:
+            return path in _PUBLIC_GET or path.startswith("/static/")
+        return method == "POST" and path == "/pair"
 
     def _mac(self, message: str) -> str:
         digest = hmac.new(self._key, message.encode("utf-8"), hashlib.sha256).digest()
@@ -69,7 +70,8 @@ class WebAuth:
         """A new session: ``(cookie value, csrf token)``."""
         sid = secrets.token_urlsafe(16)
         body = f"{sid}.{int(self._clock()) + self.max_age}"
-        return f"{body}.{self._mac(f'cookie|{self.port}|{body}')}", self.csrf_for(sid)
+        mac = self._mac(f"cookie|{self.port}|{body}")
+        return f"{body}.{mac}", self.csrf_for(sid)
 
     def csrf_for(self, sid: str) -> str:
         """The CSRF token of session ``sid``."""

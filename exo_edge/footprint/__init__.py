@@ -2,7 +2,7 @@
 
 exod (and the device client, when this tree has it) run a scripted conversation
 — a voice question, an approval by button, an answer spoken — under a memory
-limit (512 MB by default) and pinned to one core. Reported against DESIGN.md §7:
+limit (512 MB by default) and pinned to one core. Reported against docs/benchmarks.md ("Budgets at a glance"):
 
 * ``startup_s``: ``exo serve`` start to a healthy ``GET /health`` (under the limit).
 * ``idle_rss_mb``: exod's RSS after it has idled (no turn yet; models load lazily).

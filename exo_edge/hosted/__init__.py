@@ -3,7 +3,7 @@
 They implement the core's model-transport seam (:class:`exo_core.agent.model.ModelTransport`)
 over HTTP; :class:`exo_core.models.ModelRouter` imports :class:`HostedTransports`
 lazily, the way it takes the local GGUF transport from :mod:`exo_edge.local`,
-so the core imports none of its transports (DESIGN.md §4).
+so the core imports none of its transports (docs/architecture.md, "Seams").
 """
 
 from __future__ import annotations

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from corekit import CoreHarness
 
 from exo_core.agent.loop import LoopSettings
 from exo_core.agent.model import Finish, ModelRequest, TextDelta
@@ -38,56 +38,11 @@ class FakeClock:
         self.slept.append(seconds)
 
 
-class Harness:
-    def __init__(self, core: Core) -> None:
-        self.core = core
-        self.events: list[Any] = []
-        self._sub = core.hub.subscribe(0)
-        self._task = asyncio.create_task(self._collect())
-
-    async def _collect(self) -> None:
-        import json
-
-        while True:
-            item = await self._sub.next(timeout=None)
-            if item is not None:
-                self.events.append(json.loads(item.data))
-
-    async def cmd(self, type_: str, **body: Any) -> dict[str, Any]:
-        response = await self.core.engine.handle_raw({"id": "t", "type": type_, "body": body})
-        return response.to_wire()
-
-    async def ok(self, type_: str, **body: Any) -> dict[str, Any]:
-        wire = await self.cmd(type_, **body)
-        assert wire["ok"], wire
-        return wire["result"]
-
-    async def wait(self, predicate, timeout: float = 90.0) -> dict[str, Any]:
-        async def poll() -> dict[str, Any]:
-            while True:
-                for e in self.events:
-                    if predicate(e):
-                        return e
-                await asyncio.sleep(0.01)
-
-        return await asyncio.wait_for(poll(), timeout)
-
-    async def turn_done(self, turn_id: str) -> dict[str, Any]:
-        return await self.wait(lambda e: e["type"] == "turn.completed" and e["body"]["turn_id"] == turn_id)
-
-    def of(self, type_: str) -> list[dict[str, Any]]:
-        return [e for e in self.events if e["type"] == type_]
-
-    async def close(self) -> None:
-        self._task.cancel()
-        self._sub.close()
-
-
 @pytest.fixture
 async def make(tmp_path: Path):
-    opened: list[tuple[Core, Harness]] = []
+    opened: list[tuple[Core, CoreHarness]] = []
 
-    async def factory(model: Any, **opts: Any) -> Harness:
+    async def factory(model: Any, **opts: Any) -> CoreHarness:
         ws = tmp_path / "ws"
         ws.mkdir(exist_ok=True)
         core = Core.open(
@@ -96,7 +51,7 @@ async def make(tmp_path: Path):
             options=CoreOptions(workspace=ws, synchronous="NORMAL", **opts),
         )
         await core.__aenter__()
-        h = Harness(core)
+        h = CoreHarness(core)
         opened.append((core, h))
         return h
 
@@ -106,7 +61,7 @@ async def make(tmp_path: Path):
         await core.__aexit__(None, None, None)
 
 
-async def new_session(h: Harness) -> str:
+async def new_session(h: CoreHarness) -> str:
     return (await h.ok("session.create", title="t"))["session"]["id"]
 
 

@@ -1,4 +1,4 @@
-"""bench_context runs in its quick mode and reports every number (no timing is asserted, DESIGN.md §7)."""
+"""bench_context runs in its quick mode and reports every number (no timing is asserted: docs/benchmarks.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Running ``exo device --mock`` as a real subprocess and reading its journal and frames."""
+"""Running ``exo device --mock`` as a real subprocess and reading its journal and frames.
+
+Shared by the device tests and ``benchmarks/bench_voice.py`` (one journal reader, issue 20 item 6).
+"""
 
 from __future__ import annotations
 
@@ -20,7 +23,15 @@ from device.state import ScreenState
 class DeviceProc:
     """``python -m exo_core.cli device --mock`` with stdin commands and a JSON-lines journal on stdout."""
 
-    def __init__(self, home: Path, out: Path, size: str = "128x64", extra: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        home: Path,
+        out: Path,
+        size: str | None = "128x64",
+        extra: list[str] | None = None,
+        *,
+        playback_speed: int = 6,
+    ) -> None:
         self.frames = out / "frames"
         self.spoken = out / "spoken"
         self.journal: list[dict[str, Any]] = []
@@ -35,16 +46,16 @@ class DeviceProc:
             "--home",
             str(home),
             "--mock",
-            "--size",
-            size,
             "--frames",
             str(self.frames),
             "--audio-out",
             str(self.spoken),
             "--playback-speed",
-            "6",
+            str(playback_speed),
             *(extra or []),
         ]
+        if size is not None:
+            cmd += ["--size", size]
         self.stderr = open(out / "device.err", "wb")
         self.proc = subprocess.Popen(
             cmd,

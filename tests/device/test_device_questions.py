@@ -2,58 +2,22 @@
 
 from __future__ import annotations
 
-import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from corekit import CoreHarness
 
 from exo_core.agent.scripted import ScriptedModel
 from exo_core.engine.core import Core, CoreOptions
 from exo_core.home import ExoHome
 
 
-class Harness:
-    def __init__(self, core: Core) -> None:
-        self.core = core
-        self.events: list[dict[str, Any]] = []
-        self._sub = core.hub.subscribe(0)
-        self._task = asyncio.create_task(self._collect())
-
-    async def _collect(self) -> None:
-        while True:
-            item = await self._sub.next(timeout=None)
-            if item is not None:
-                self.events.append(json.loads(item.data))
-
-    async def cmd(self, type_: str, **body: Any) -> dict[str, Any]:
-        return (await self.core.engine.handle_raw({"id": "t", "type": type_, "body": body})).to_wire()
-
-    async def ok(self, type_: str, **body: Any) -> dict[str, Any]:
-        wire = await self.cmd(type_, **body)
-        assert wire["ok"], wire
-        return wire["result"]
-
-    async def wait(self, predicate: Any, timeout: float = 20.0) -> dict[str, Any]:
-        async def poll() -> dict[str, Any]:
-            while True:
-                for e in self.events:
-                    if predicate(e):
-                        return e
-                await asyncio.sleep(0.01)
-
-        return await asyncio.wait_for(poll(), timeout)
-
-    def of(self, type_: str) -> list[dict[str, Any]]:
-        return [e for e in self.events if e["type"] == type_]
-
-
 @pytest.fixture
 async def harness(tmp_path: Path):
-    opened: list[tuple[Core, Harness]] = []
+    opened: list[tuple[Core, CoreHarness]] = []
 
-    async def make(replies: list[dict[str, Any]]) -> Harness:
+    async def make(replies: list[dict[str, Any]]) -> CoreHarness:
         ws = tmp_path / "ws"
         ws.mkdir(exist_ok=True)
         core = Core.open(
@@ -62,14 +26,13 @@ async def harness(tmp_path: Path):
             options=CoreOptions(workspace=ws, synchronous="NORMAL"),
         )
         await core.__aenter__()
-        h = Harness(core)
+        h = CoreHarness(core, timeout=20.0)
         opened.append((core, h))
         return h
 
     yield make
     for core, h in opened:
-        h._task.cancel()
-        h._sub.close()
+        await h.close()
         await core.__aexit__(None, None, None)
 
 
@@ -79,7 +42,7 @@ ASK = {
 }
 
 
-async def start_turn(h: Harness) -> tuple[str, str]:
+async def start_turn(h: CoreHarness) -> tuple[str, str]:
     session = (await h.ok("session.create", title="q"))["session"]["id"]
     turn = (await h.ok("turn.send", session=session, text="book it"))["turn_id"]
     return session, turn

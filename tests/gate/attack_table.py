@@ -51,6 +51,8 @@ ROWS: list[tuple[str, str, str, dict[str, str]]] = [
     ("benign", "alias", "allow", {}),
     ("benign", "crontab -l", "allow", {}),
     ("benign", "systemctl status nginx", "allow", {}),
+    ("benign", "systemctl", "allow", {}),  # lists the units; raised IndexError before
+    ("benign", "systemctl --user", "allow", {}),
     ("benign", "docker ps", "allow", {}),
     ("benign", "git -c color.ui=always log -1", "allow", {}),
     ("benign", "cat <<'EOF'\ngit push\nEOF", "allow", {}),

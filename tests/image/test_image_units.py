@@ -71,7 +71,7 @@ def test_long_running_units_restart_are_limited_and_hardened(name: str, writable
 
 
 def test_exod_budget_is_the_design_budget() -> None:
-    """DESIGN.md section 7: core + local model + embedder under 512 MB."""
+    """The budget of docs/benchmarks.md ("Budgets at a glance"): core + local model + embedder under 512 MB."""
     assert unit_settings(IMAGE / "systemd" / "exod.service")["Service.MemoryMax"] == ["512M"]
 
 

@@ -11,6 +11,7 @@ import pytest
 from exo_core.errors import ConfigError
 from exo_core.learning.climb import Candidate, climb, judge_scorer
 from exo_core.learning.evalset import EvalItem, Split, items_from, rules_score, split
+from exo_core.learning.reviewer import LEARNING_SOURCE, question_for
 from learnkit import Env, make_env
 from simperson import Simulation
 
@@ -122,6 +123,42 @@ def test_eval_items_come_from_the_persons_own_verdicts(tmp_path: Path) -> None:
     dev_learned = sum(rules_score(learned, i) for i in data.dev)
     dev_empty = sum(rules_score(frozenset(), i) for i in data.dev)
     assert dev_learned > dev_empty, "the learned taste predicts the person better than no taste"
+    env.close()
+
+
+def test_the_persons_answers_about_lessons_outside_the_catalog_are_exam_items(tmp_path: Path) -> None:
+    """Lessons outside the feature catalog must be learnable (issue 22 item 4), so the person's answer about
+    one is a qa item like any other: its rule is the lesson's target, its domain "actions" when it guards
+    something (it may drop by nothing) and "writing" otherwise. Commit e4cc419 had skipped them."""
+    env: Env = make_env(tmp_path)
+    lessons = {
+        "taste/sign-with-initials": ("Signs messages with initials only.", {}),
+        "rules/ask-before-mailing-the-club": ("Asks before mailing the club list.", {"guarded": "third-party"}),
+    }
+    for target, (claim, extra) in lessons.items():  # as a larger model's reflection proposes them
+        env.ledger.append(
+            "proposal",
+            {"target": target, "source": LEARNING_SOURCE, "home": "pack", "claim": claim, "domain": "taste", **extra},
+        )
+    answers = {"taste/sign-with-initials": 1, "rules/ask-before-mailing-the-club": 2}  # option 1 "Yes", 2 "No"
+    for target, option in answers.items():
+        env.learner.refresh()
+        assert env.learner.book.lessons[target].feature == "", "the lesson is outside the catalog"
+        question = question_for(env.learner.book, target=target)
+        assert question is not None
+        asked = env.ledger.append("proposal", question.body, refs=question.refs)
+        env.ledger.append(
+            "utterance", {"text": "ok", "answer_to": asked.id, "option": option, "session": "s1"}, refs=(asked.id,)
+        )
+    env.learner.refresh()
+    qa = {i.data["rule"]: i for i in items_from(env.learner.book) if i.part == "qa"}
+    assert set(qa) == set(answers)
+    signed, guarded = qa["taste/sign-with-initials"], qa["rules/ask-before-mailing-the-club"]
+    assert (signed.domain, signed.data["answer"]) == ("writing", "yes")
+    assert (guarded.domain, guarded.data["answer"]) == ("actions", "no")
+    with_it = frozenset({"taste/sign-with-initials"})
+    assert rules_score(with_it, signed) == 1.0 and rules_score(frozenset(), signed) == 0.0
+    assert rules_score(frozenset(), guarded) == 1.0, "the person said no: a setup without it predicts them"
     env.close()
 
 

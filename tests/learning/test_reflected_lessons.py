@@ -14,7 +14,7 @@ from learnkit import DAY, Env, make_env
 
 from exo_core.agent.scripted import ScriptedModel
 from exo_core.learning.climb import Candidate, Decision, climb
-from exo_core.learning.evalset import breaks, checkable, items_from, rules_score, split
+from exo_core.learning.evalset import breaks, items_from, rule_of, rules_score, split
 from exo_core.learning.lessons import valid_claim
 from exo_core.learning.reflected import MAX_MARKER, parse_reflection
 from exo_core.learning.weights import HIGH
@@ -146,7 +146,7 @@ def test_a_lesson_outside_the_catalog_passes_the_same_held_out_gate(tmp_path: Pa
     book = env.learner.book
     lesson = book.lessons["taste/avoid-tl-dr"]
     assert not lesson.promoted_by, "one session: rule 4 waits"
-    rule = checkable(lesson)
+    rule = rule_of(lesson)
     assert rule == "re:TL;DR" and breaks(rule, TLDR) and not breaks(rule, "Run make clean.")
     final, decisions = climb(
         frozenset(), [Candidate(frozenset({rule}), lesson.target)], split(items_from(book)), rules_score

@@ -1,0 +1,59 @@
+"""The signal rules on ordinary wording (issue 21 item 1; issue 22's chat corrections).
+
+These sentences were written for this test from how people phrase corrections and standing rules;
+none is from the labelled set or the held-out messages. A rule settles a message only when every
+rule that fires agrees (``Decider._by_rule``), so a message that mixes kinds stays open for a model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from exo_core.decisions import Decider
+from exo_core.decisions.uses import SIGNAL
+
+
+def _settled(text: str) -> str | None:
+    decision = asyncio.run(Decider([]).decide(SIGNAL, text, record=False))
+    if decision.via != "rule":
+        return None
+    return decision.chosen
+
+
+@pytest.mark.parametrize(
+    ("text", "label"),
+    [
+        # issue 22: typed in chat after drafts, they must teach without any model
+        ("Too long. Make it shorter, and no exclamation marks.", "correction"),
+        ("No exclamation marks. Keep it shorter.", "correction"),
+        ("From now on, never use exclamation marks", "rule"),
+        ("Make that a bit warmer.", "correction"),
+        ("The date is the 14th, not the 15th.", "correction"),
+        ("Use metric units when you give me distances.", "rule"),
+        ("Put a disclaimer in every report you send.", "rule"),
+        ("Sign off with 'Best' in any email to clients.", "rule"),
+        ("I'd rather have bullet points than paragraphs.", "rule"),
+        ("Don't schedule meetings before 10.", "rule"),
+        ("Keep my notes sorted by date.", "rule"),
+        ("By the way, when does the train leave?", "neither"),
+        ("Tell me a story about a dragon.", "neither"),
+        ("Send the slides to Ana.", "neither"),
+    ],
+)
+def test_ordinary_wording_is_settled_by_the_rules(text: str, label: str) -> None:
+    assert _settled(text) == label
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Tell me the joke again, but shorter.",  # points back at the draft: not a fresh one-off request
+        "Write a summary, and always put the date first.",  # a request carrying a rule
+        "Book the other table, not this one.",
+        "The slides are fine, not too long.",  # not a fact set right
+    ],
+)
+def test_a_request_that_points_back_or_carries_a_rule_is_not_called_one_off(text: str) -> None:
+    assert _settled(text) != "neither"
