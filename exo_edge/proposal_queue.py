@@ -26,6 +26,7 @@ import hashlib
 import json
 import re
 import sqlite3
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from typing import Any
 
 from exo_core.agent.model import ChatMessage, ModelRequest, ModelTransport, TextDelta, UsageChunk
 from exo_core.errors import BadBodyError, ModelError, StorageError
+from exo_core.learning.reflected import EXPLAIN, explain_prompt, parse_reflection, reflected_proposal, usable
 from exo_core.learning.reviewer import LEARNING_SOURCE
 from exo_core.ledger.ledger import Ledger
 
@@ -67,9 +69,11 @@ class ProposalQueue:
     def __init__(self, path: str | Path, *, clock: Callable[[], float] = time.time) -> None:
         self.path = Path(path)
         self.clock = clock
+        self._lock = threading.Lock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=10)
+            # exod's reviewer puts from a worker thread: the connection may cross threads, one call at a time.
+            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=10, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(_SCHEMA)
@@ -82,7 +86,8 @@ class ProposalQueue:
 
     def _run(self, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
         try:
-            return self._db.execute(sql, args).fetchall()
+            with self._lock:
+                return self._db.execute(sql, args).fetchall()
         except sqlite3.Error as exc:
             raise StorageError(f"proposal queue {self.path}: {exc}") from exc
 
@@ -108,7 +113,7 @@ class ProposalQueue:
         """Mark ``job`` done with its ledger entry id, and add its cost to this month's spend."""
         month = self.month()
         try:
-            with self._db:
+            with self._lock, self._db:
                 self._db.execute("BEGIN IMMEDIATE")
                 self._db.execute(
                     "UPDATE jobs SET state='done', done_at=?, result=?, cost=? WHERE id=?",
@@ -153,7 +158,9 @@ class DrainReport:
 def prompt_for(job: Job) -> ModelRequest:
     """The larger model's request for ``job``."""
     i = job.inputs
-    if job.kind == "reflect":
+    if job.kind == "reflect" and EXPLAIN in i:  # an edit the catalog cannot explain (exo_core/learning/reflected.py)
+        system, user = explain_prompt(i)
+    elif job.kind == "reflect":
         system = (
             "You write one lesson about a person's taste as a single positive sentence: "
             "'Wants Y, not X, because Z.' Use only the evidence given. One line, no preamble."
@@ -183,6 +190,8 @@ def _done_in_ledger(ledger: Ledger, key: str) -> str | None:
 
 def _record(ledger: Ledger, job: Job, text: str) -> str:
     idem = f"queue:{job.key}"
+    if job.kind == "reflect" and EXPLAIN in job.inputs:
+        return _record_explained(ledger, job, text, idem)
     if job.kind == "reflect":
         claim = text.strip().splitlines()[0].strip() if text.strip() else ""
         body = {
@@ -204,6 +213,23 @@ def _record(ledger: Ledger, job: Job, text: str) -> str:
         "score": score,
     }
     return ledger.append("decision", body, idem=idem).id
+
+
+def _record_explained(ledger: Ledger, job: Job, text: str, idem: str) -> str:
+    """The larger model's lesson for an unexplained edit: a proposal citing the person's edit, or, when its
+    answer is unusable (not the two lines, or a marker the edit does not remove), a ``decision`` whose
+    ``reason`` label says why (decision entries hold labels, never raw text).
+
+    Never a lesson on the model's word alone: the proposal's only evidence is the person's edit, and the
+    lesson book recomputes its stance from the texts (docs/learning.md §6)."""
+    verdict = str(job.inputs[EXPLAIN])
+    parsed = parse_reflection(text)
+    why = "not_lesson_and_avoid_lines" if parsed is None else usable(parsed[1], job.inputs)
+    if parsed is None or why:
+        body = {"decider": "reflection", "item": verdict, "kept": "no", "reason": why, "source": LEARNING_SOURCE}
+        return ledger.append("decision", body, refs=(verdict,), idem=idem).id
+    claim, marker = parsed
+    return ledger.append("proposal", reflected_proposal(claim, marker, verdict), refs=(verdict,), idem=idem).id
 
 
 def _record_decide(ledger: Ledger, job: Job, text: str, idem: str) -> str:

@@ -3,7 +3,8 @@
 ``exo bench retrieval --locomo F --longmemeval F --json``,
 ``exo bench footprint [--json]``, ``exo bench stress [--kill-cycles N ...]``,
 ``exo bench laptop [--json] [--quick]``, ``exo bench generation [--json]`` and
-``exo bench decisions [--markdown ...]`` and ``exo bench answers [--board B --json]`` (their own
+``exo bench decisions [--markdown ...]``, ``exo bench learning [--seeds ...]`` and
+``exo bench answers [--board B --json]`` (their own
 arguments follow the name). Only argparse loads here.
 """
 
@@ -63,6 +64,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         _answers,
         "questions from the store, general and with a file tool, through exo chat",
         "benchmarks/bench_store_answers.py's own arguments",
+    )
+    _passthrough(
+        names,
+        "learning",
+        _learning,
+        "the simulated person through exod: taste learned inside and outside the feature catalog",
+        "bench_learning.py's own arguments (e.g. --seeds 7,8,9 --json)",
     )
     _passthrough(
         names,
@@ -131,6 +139,11 @@ def _answers(args: argparse.Namespace) -> int:
 def _generation(args: argparse.Namespace) -> int:
     """First token and tokens/s through exod against direct llama-cpp-python (docs/benchmarks.md)."""
     return _run_script("bench_generation.py", args)
+
+
+def _learning(args: argparse.Namespace) -> int:
+    """The simulated person through exod, catalog and non-catalog rules (docs/benchmarks.md, issue 22)."""
+    return _run_script("bench_learning.py", args)
 
 
 def _decisions(args: argparse.Namespace) -> int:

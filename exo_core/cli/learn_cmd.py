@@ -152,17 +152,20 @@ def _window_label(start_ms: int, days: int) -> str:
 
 def _climb(args: argparse.Namespace) -> int:
     from exo_core.learning.climb import Candidate, climb
-    from exo_core.learning.evalset import items_from, rules_score, split
+    from exo_core.learning.evalset import items_from, rule_of, rules_score, split
     from exo_core.learning.pack import enforced, hints
 
     with _Ctx(args) as ctx:
         ctx.learner.refresh()
         book = ctx.learner.book
-        incumbent = frozenset(lesson.feature for lesson in enforced(book, book.last_ts) if lesson.feature)
+        # Lessons a text check grades: catalog ones by their feature, ones the larger model named by their
+        # marker (docs/learning.md §6).
+        graded = [lesson for lesson in enforced(book, book.last_ts) if lesson.feature or lesson.marker]
+        incumbent = frozenset(rule_of(lesson) for lesson in graded)
         candidates = [
-            Candidate(incumbent | {lesson.feature}, lesson.target)
+            Candidate(incumbent | {rule_of(lesson)}, lesson.target)
             for lesson in hints(book, book.last_ts)
-            if lesson.feature and lesson.feature not in incumbent
+            if (lesson.feature or lesson.marker) and rule_of(lesson) not in incumbent
         ]
         said = frozenset(lesson.target for lesson in book.lessons.values() if lesson.person_said)
         final, decisions = climb(

@@ -150,12 +150,16 @@ def _learning_services(home: ExoHome, store: Path, ledger: LedgerRecorder) -> tu
     from exo_core.store import Store
 
     queue = None
-    if LearningSettings.from_config(home.config()).route:
+    drainer: tuple[Any, ...] = ()
+    settings = LearningSettings.from_config(home.config())
+    if settings.route:
         from exo_edge.proposal_queue import ProposalQueue  # the edge package holds the queue (DESIGN.md §4)
+        from exo_edge.queue_drainer import drainer_service
 
         queue = ProposalQueue(home.root / "learning" / "queue.sqlite")
+        drainer = (drainer_service(home, store, settings),)  # exod drains the queue to the larger model
     learner = Learner(Store.open(store), ledger.ledger, queue=queue)
-    return (lambda core: ReviewService(core.hub, learner, core.questions), _chat_signals(home, store, ledger))
+    return (lambda core: ReviewService(core.hub, learner, core.questions), _chat_signals(home, store, ledger), *drainer)
 
 
 def _chat_signals(home: ExoHome, store: Path, ledger: LedgerRecorder) -> Any:

@@ -86,8 +86,14 @@ def breaks(rule: str, text: str) -> bool:
 
 
 def rule_of(lesson: Lesson) -> str:
-    """The rule that stands for ``lesson`` in a setup: its catalog feature key, else its target."""
-    return lesson.feature or lesson.target
+    """The rule that stands for ``lesson`` in a setup: its catalog feature key; for a lesson outside the
+    catalog that the larger model named, ``re:`` and its marker (:mod:`.reflected`), which the exact
+    scorer checks in text like a feature; else its target."""
+    if lesson.feature:
+        return lesson.feature
+    if lesson.marker:
+        return "re:" + re.escape(lesson.marker)
+    return lesson.target
 
 
 def _qa_domain(lesson: Lesson) -> str:

@@ -22,7 +22,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Feature", "CATALOG", "feature", "features_in", "stance", "match_words", "action_text"]
+__all__ = [
+    "Feature",
+    "CATALOG",
+    "feature",
+    "features_in",
+    "stance",
+    "marker_stance",
+    "marker_words",
+    "match_words",
+    "action_text",
+]
 
 _MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
 _EMOJI = re.compile("[\U0001f300-\U0001faff\u2600-\u27bf]")
@@ -202,4 +212,35 @@ def stance(feat: Feature, verdict: str, before: str, after: str | None, reason: 
     if verdict in ("reject", "deny"):
         named = feat in match_words(reason) if reason else feat.action
         return +1 if had and named else None
+    return None
+
+
+_STOP = frozenset(
+    "a an and are as at be but by do for from i in is it me my no not of on or please so that the this to we "
+    "with you your".split()
+)
+
+
+def marker_words(text: str) -> set[str]:
+    """The content words of ``text`` (lower case, letters and digits), without the commonest ones."""
+    return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _STOP}
+
+
+def marker_stance(marker: str, verdict: str, before: str, after: str | None, reason: str = "") -> int | None:
+    """How a verdict bears on "avoid ``marker``", as :func:`stance` does for a catalog feature.
+
+    A marker is the words a lesson outside the catalog avoids (:mod:`.reflected`), matched ignoring
+    case. A rejection supports only when the draft had the marker and the person's reason shares one
+    of its content words ("Drop the TL;DR line" and ``TL;DR``).
+    """
+    needle = marker.lower()
+    had = needle in before.lower()
+    if verdict in ("edit", "should_have_been"):
+        if after is None or not had:
+            return None
+        return -1 if needle in after.lower() else +1
+    if verdict == "accept":
+        return -1 if had else None
+    if verdict == "reject":
+        return +1 if had and reason and marker_words(marker) & marker_words(reason) else None
     return None

@@ -26,6 +26,7 @@ from exo_core.learning.features import features_in
 from exo_core.learning.lessons import LessonBook, judged_text
 from exo_core.learning.pack import enforced, lesson_node, render_learned, shown, sync_nodes, taste_rows, write_pack
 from exo_core.learning.promotion import Existing, decide
+from exo_core.learning.reflected import EXPLAIN, unexplained_lines
 from exo_core.learning.reviewer import (
     LEARNING_SOURCE,
     Draft,
@@ -142,7 +143,9 @@ class Learner:
             | ruled
             | {lesson.target for lesson in book.lessons.values() if lesson.rejected_at >= since_ts}
         )
-        queued = self._enqueue(new_targets)
+        queued = self._enqueue(new_targets) + self._explain(
+            [f.entry_id for f in findings if f.relation == "unexplained"]
+        )
         self.cursor = book.last_n
         self._cursor_path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(self._cursor_path, json.dumps({"n": self.cursor}) + "\n")
@@ -221,6 +224,30 @@ class Learner:
                 key=f"reflect:{lesson.proposals[0]}",
             )
         return len(lessons)
+
+    def _explain(self, verdict_ids: list[str]) -> int:
+        """Queue each unexplained edit for the larger model's reflection (issue 22 item 4, :mod:`.reflected`)."""
+        if self.queue is None:
+            return 0
+        book = self.book
+        queued = 0
+        for vid in dict.fromkeys(verdict_ids):
+            verdict = book.index[vid]
+            judged = book.index[verdict.body["judged"]]
+            draft, after = judged_text(judged.body), str(verdict.body.get("text", ""))
+            removed = unexplained_lines(draft, after, [lesson.marker for lesson in book.marked()])
+            if not removed:
+                continue  # a lesson the larger model named since explains it now
+            inputs = {
+                EXPLAIN: vid,
+                "verdict": str(verdict.body.get("verdict", "")),
+                "draft": draft[:1200],
+                "after": after[:1200],
+                "removed": [line[:300] for line in removed[:6]],
+                "reason": str(verdict.body.get("reason", ""))[:300],
+            }
+            queued += int(self.queue.put("reflect", inputs, key=f"explain:{vid}"))
+        return queued
 
     def _events(self, before: set[str], promoted: tuple[str, ...], questions: tuple[str, ...]) -> list[tuple[str, Any]]:
         book, now = self.book, self.book.last_ts

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from exo_core.learning.features import Feature, action_text, feature, match_words, stance
+from exo_core.learning.features import Feature, action_text, feature, marker_stance, match_words, stance
 from exo_core.learning.signals import STRENGTHS, category_of, signed_strength
 from exo_core.learning.weights import Evidence, weight
 from exo_core.ledger.entry import StoredEntry
@@ -61,6 +61,7 @@ class Lesson:
     feature: str = ""
     guarded: str = ""
     because: str = ""
+    marker: str = ""  # the words a lesson outside the catalog avoids (exo_core.learning.reflected)
     proposals: list[str] = field(default_factory=list)
     evidence: dict[str, Evidence] = field(default_factory=dict)
     ignored: list[str] = field(default_factory=list)
@@ -92,6 +93,7 @@ class Lesson:
             "domain": self.domain,
             "feature": self.feature,
             "guarded": self.guarded,
+            "marker": self.marker,
             "weight": self.weight(now_ms),
             "promoted_by": self.promoted_by,
             "node": self.node,
@@ -157,6 +159,7 @@ class LessonBook:
                 domain=str(body.get("domain", "taste")),
                 feature=feat.key if feat else "",
                 guarded=feat.guarded if feat else str(body.get("guarded", "")),
+                marker=str(body.get("marker", "")) if body.get("by") == "reflection" else "",
                 first_ts=entry.ts,
             )
             self.lessons[target] = lesson
@@ -176,6 +179,10 @@ class LessonBook:
                 lesson.ignored.append(ref)
             else:
                 self._cite(lesson, cited)
+
+    def marked(self) -> list[Lesson]:
+        """The lessons outside the catalog, each with the marker the larger model named."""
+        return [lesson for lesson in self.lessons.values() if lesson.marker]
 
     def lesson_for(self, ref: str) -> Lesson | None:
         """The lesson named by ``ref``: its target, its node id, or one of its proposal ids."""
@@ -254,6 +261,8 @@ class LessonBook:
                 return None
             before = judged_text(judged.body) if not (feat and feat.action) else action_text(judged.body)
             after = body.get("text") if isinstance(body.get("text"), str) else None
+            if lesson.marker:  # a lesson outside the catalog: its marker is checked like a feature
+                return marker_stance(lesson.marker, category, before, after, str(body.get("reason", "")))
             if feat is None:
                 return +1 if category in ("edit", "should_have_been", "reject") else None
             return stance(feat, category, before, after, str(body.get("reason", "")))

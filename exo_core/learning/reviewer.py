@@ -20,9 +20,19 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from exo_core.learning.features import CATALOG, Feature, action_text, feature, features_in, match_words, stance
+from exo_core.learning.features import (
+    CATALOG,
+    Feature,
+    action_text,
+    feature,
+    features_in,
+    marker_stance,
+    match_words,
+    stance,
+)
 from exo_core.learning.lessons import LessonBook, judged_text, slug
 from exo_core.learning.promotion import Existing
+from exo_core.learning.reflected import unexplained_lines
 from exo_core.learning.signals import category_of
 from exo_core.ledger.entry import NewEntry, StoredEntry
 
@@ -47,7 +57,11 @@ _GUARD_WORDS = ("push", "post", "publish", "pay", "send", "delete", "transfer")
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """Stage 1's verdict on one entry for one lesson: ``relation`` is new, agrees or conflicts."""
+    """Stage 1's verdict on one entry for one lesson: ``relation`` is new, agrees or conflicts.
+
+    ``unexplained`` (no target): an edit no catalog feature or known lesson accounts for, which the
+    learner queues for the larger model's reflection (:mod:`.reflected`).
+    """
 
     entry_id: str
     target: str
@@ -109,6 +123,10 @@ def classify(entry: StoredEntry, book: LessonBook) -> list[Finding]:
             sign = stance(feat, category, action_text(judged.body) if feat.action else before, after, reason)
             if sign is not None:
                 found.append(_finding(book, entry.id, feat, sign, category))
+        found += _marked(book, entry.id, category, before, after, reason)
+        if _unexplained(book, category, before, after, reason, found):
+            # Nothing the catalog or a known lesson accounts for: the larger model is asked (.reflected).
+            found.append(Finding(entry.id, "", "unexplained"))
         if category == "reject" and not reason and after is None and not any(found):
             return [Finding(entry.id, "", "question")]
     elif category == "rule" and not isinstance(body.get("target"), str):
@@ -133,6 +151,33 @@ def classify(entry: StoredEntry, book: LessonBook) -> list[Finding]:
             _finding(book, entry.id, f, +1, category) for f in features_in(text, action=True) if category == "deny"
         ]
     return [f for f in found if f is not None]
+
+
+def _unexplained(
+    book: LessonBook, category: str, before: str, after: str | None, reason: str, found: list[Finding | None]
+) -> bool:
+    """An edit that removed lines nothing accounts for, or a rejection with a reason nothing explains."""
+    markers = [lesson.marker for lesson in book.marked()]
+    if category in ("edit", "should_have_been") and after is not None:
+        return bool(unexplained_lines(before, after, markers))
+    if category == "reject" and reason:
+        explained = any(f is not None and f.relation in ("new", "agrees") for f in found)
+        return not explained and bool(unexplained_lines(before, "", markers))
+    return False
+
+
+def _marked(
+    book: LessonBook, entry_id: str, category: str, before: str, after: str | None, reason: str
+) -> list[Finding]:
+    """Findings on the lessons outside the catalog: their markers are checked like catalog features."""
+    out = []
+    for lesson in book.marked():
+        if entry_id in lesson.evidence or entry_id in lesson.ignored:
+            continue
+        sign = marker_stance(lesson.marker, category, before, after, reason)
+        if sign is not None:
+            out.append(Finding(entry_id, lesson.target, "agrees" if sign > 0 else "conflicts"))
+    return out
 
 
 def _because(book: LessonBook, target: str, cites: Iterable[str]) -> str:

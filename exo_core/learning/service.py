@@ -39,12 +39,14 @@ log = logging.getLogger(__name__)
 class LearningSettings:
     """``[learning]`` of config.toml: the larger model's route, the monthly ceiling, the batch size.
 
-    With no ``route`` nothing is queued: every stage runs rules-only.
+    With no ``route`` nothing is queued: every stage runs rules-only. With one, exod drains the
+    queue to it (``exo_edge.queue_drainer``), looking every ``drain_every`` seconds.
     """
 
     route: str | None = None
     ceiling: float = 1.0
     batch: int = 8
+    drain_every: float = 60.0
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> LearningSettings:
@@ -53,13 +55,16 @@ class LearningSettings:
         if not isinstance(raw, dict):
             raise ConfigError("[learning] must be a table")
         route, ceiling, batch = raw.get("route"), raw.get("ceiling", 1.0), raw.get("batch", 8)
+        every = raw.get("drain_every", 60.0)
         if route is not None and (not isinstance(route, str) or ":" not in route):
             raise ConfigError("[learning] route must be 'provider:model', e.g. \"laptop:qwen2.5-7b\"")
         if not isinstance(ceiling, (int, float)) or isinstance(ceiling, bool) or ceiling < 0:
             raise ConfigError("[learning] ceiling must be a non-negative number (dollars a month)")
         if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
             raise ConfigError("[learning] batch must be a positive integer")
-        return cls(route, float(ceiling), batch)
+        if not isinstance(every, (int, float)) or isinstance(every, bool) or not 0.1 <= every <= 86_400:
+            raise ConfigError("[learning] drain_every must be a number of seconds from 0.1 to 86400")
+        return cls(route, float(ceiling), batch, float(every))
 
 
 class ReviewService:
