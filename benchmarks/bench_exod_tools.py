@@ -227,7 +227,7 @@ def main() -> int:
     name = "exod_tools" if args.model == "gemma-3-270m" else f"exod_tools_{args.model}"
     written = write_results(name, out, out=args.out, quick=not args.json)
     if written is not None:
-        print(f"wrote {written.relative_to(ROOT)}")
+        print(f"wrote {written}")
     return 0
 
 

@@ -18,8 +18,7 @@ offered and ``tool_choice="auto"``:
    (:func:`~exo_edge.grammar_decode.greedy_under_grammar`).
 4. **Is the call grounded?** The core's judge
    (:func:`exo_core.agent.grounding.call_grounding`) checks each candidate
-   against the person's words; of those it accepts, the call whose whole
-   text the model gives the highest probability is the answer. When it
+   against the person's words; the first it accepts is the answer. When it
    accepts none, the answer is generated as text from the same evaluated
    prompt.
 5. **Text** is sampled with the call openers banned at its first position and
@@ -58,9 +57,6 @@ _OPENINGS = (CALL_OPEN, "{", "```")
 # How many of the model's likeliest tools are tried, and the share a runner-up needs to be tried.
 CANDIDATES = 3
 CANDIDATE_SHARE = 0.05
-# Among the grounded candidates, answer with the call whose whole text the model is surest of (True),
-# or with the first in the order of the name's first token (False: the rule before 2026-12-02).
-RANK_BY_WHOLE_CALL = True
 
 CallJudge = Callable[[ToolCall, Sequence[ChatMessage], Sequence[Mapping[str, Any]]], Grounding]
 
@@ -164,21 +160,15 @@ def _grounded_call(
     judge: CallJudge,
     cancel: threading.Event,
 ) -> tuple[dict[str, Any] | None, ToolCall | None, ToolCall | None, str]:
-    """Of the model's top :data:`CANDIDATES` tools, the grounded call the model is surest of.
+    """The likeliest call the judge accepts among the model's top :data:`CANDIDATES` tools.
 
-    Each candidate's call is written under its tool's grammar and put to the
-    judge; among the calls the judge accepts, the one whose whole text (name
-    and arguments) has the highest log-probability under the model's own
-    distribution wins (:data:`RANK_BY_WHOLE_CALL`). The name's first token
-    alone ranked "Write 'buy milk' to the file todo.txt." as ``edit_file``,
-    whose ``old`` and ``new`` the model then had to invent; the whole call
-    weighs that in. Returns the winner's summary and call (both ``None`` when
-    every candidate was turned down; the summary alone when interrupted), the
-    first proposal, and the verdicts.
+    Returns the accepted generation's summary and call (both ``None`` when
+    every candidate was turned down; the summary alone when interrupted),
+    the first proposal, and the verdicts (each with the candidate's whole-call
+    log-probability, for the benchmarks: docs/benchmarks.md §13).
     """
     first: ToolCall | None = None
     verdicts = []
-    best: tuple[float, dict[str, Any], ToolCall, str] | None = None
     ranked = _ranked_tools(llm, tokens, request.tools)
     for rank, (name, share) in enumerate(ranked[:CANDIDATES]):
         if rank > 0 and share < CANDIDATE_SHARE:
@@ -194,16 +184,9 @@ def _grounded_call(
         first = first or call
         grounding = judge(call, request.messages, request.tools)
         verdicts.append(f"{grounding.reason} (log p {result['logprob']:.2f})")
-        if not grounding.grounded:
-            continue
-        if not RANK_BY_WHOLE_CALL:
+        if grounding.grounded:
             return result, call, first, grounding.reason
-        if best is None or result["logprob"] > best[0]:
-            best = (result["logprob"], result, call, grounding.reason)
-    if best is None:
-        return None, None, first, "; ".join(verdicts)
-    _, result, call, _ = best
-    return result, call, first, "; ".join(verdicts)
+    return None, None, first, "; ".join(verdicts)
 
 
 def _parsed(result: dict[str, Any], request: ModelRequest) -> ToolCall:

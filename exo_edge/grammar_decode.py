@@ -56,7 +56,7 @@ def greedy_under_grammar(
     ``text``, ``finish`` (``end`` or ``length``), ``interrupted``, ``first_at``,
     and ``logprob``: the sum over the emitted tokens of their log-probability
     under the model's own (unconstrained) distribution, how sure the model is of
-    the whole text (``exo_edge.chat_run`` ranks candidate calls by it).
+    the whole text (``exo_edge.chat_run`` reports it with each candidate call).
     The prefix already in ``llm``'s KV cache is reused, as a completion would.
     """
     import llama_cpp
