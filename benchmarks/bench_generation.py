@@ -278,6 +278,8 @@ def run_matrix(args: argparse.Namespace) -> dict[str, Any]:
             ok = row[key] and baseline[key]
             row[f"{key}_x_baseline"] = round(row[key] / baseline[key], 3) if ok else None
         out["runs"].append(row)
+        if args.json:  # each configuration as it is measured: a run cut short keeps what it measured
+            write_results("generation_matrix", out | {"complete": False}, out=None, quick=False)
         print(
             f"threads {threads} {omp:7} batch {batch:4}: {d['tokens_per_s']} tok/s "
             f"({row['tokens_per_s_x_baseline']}x), first token {d['first_token_s']} s "
@@ -285,6 +287,7 @@ def run_matrix(args: argparse.Namespace) -> dict[str, Any]:
             flush=True,
         )
     out["loadavg_end"] = list(os.getloadavg())
+    out["complete"] = True
     return out
 
 

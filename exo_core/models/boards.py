@@ -52,7 +52,7 @@ class BoardProfile:
     ``max_threads`` caps decode threads; :func:`profile_threads` leaves one
     core free for exod, the speech recogniser and the device client, except on
     a 2-core machine, where 2 threads with ``OMP_WAIT_POLICY=PASSIVE`` (what
-    exod sets) decoded 3.4-4.1x faster than 1 even at a load average of 11-14
+    exod sets) decoded 2.9-3.4x faster than 1 even at a load average of 11-14
     (docs/benchmarks.md §14; the 8-25x slowdown of DESIGN.md §5 is the ACTIVE
     policy's). ``fetch`` lists the manifests ``exo models fetch`` gets for
     this profile.
