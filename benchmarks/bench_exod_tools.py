@@ -155,7 +155,13 @@ async def part(
     }
 
 
-async def run(model: str = "gemma-3-270m", dev: bool = False, threads: int = 2) -> dict[str, Any]:
+async def run(
+    model: str = "gemma-3-270m",
+    dev: bool = False,
+    threads: int = 2,
+    offers: tuple[str, ...] = tuple(OFFERS),
+    bench_part: bool = True,
+) -> dict[str, Any]:
     from exo_edge.llama_transport import LlamaSettings, LlamaTransport
     from exo_edge.manifest import find_manifest
     from exo_edge.paths import locate_model_file
@@ -181,9 +187,10 @@ async def run(model: str = "gemma-3-270m", dev: bool = False, threads: int = 2) 
     out["model"] = model
     if dev:
         out["parts"]["dev"] = await part(transport, fmt, system, exod_tools(), DEV_REQUESTS)
-    for label, toolsets in OFFERS.items():
-        out["parts"][f"exod {label}"] = await part(transport, fmt, system, exod_tools(toolsets), EXOD_REQUESTS)
-    out["parts"]["bench"] = await part(transport, fmt, PERSON, TOOLS, bench_requests)
+    for label in offers:
+        out["parts"][f"exod {label}"] = await part(transport, fmt, system, exod_tools(OFFERS[label]), EXOD_REQUESTS)
+    if bench_part:
+        out["parts"]["bench"] = await part(transport, fmt, PERSON, TOOLS, bench_requests)
     out["seconds"] = round(time.perf_counter() - t0, 1)
     await transport.aclose()
     return out
@@ -195,8 +202,11 @@ def main() -> int:
     ap.add_argument("--model", default="gemma-3-270m", help="manifest name (default gemma-3-270m)")
     ap.add_argument("--dev", action="store_true", help="also run the development requests (DEV_REQUESTS)")
     ap.add_argument("--threads", type=int, default=2, help="llama.cpp threads (default 2)")
+    ap.add_argument("--offers", nargs="+", choices=tuple(OFFERS), default=list(OFFERS), help="tool offers to run")
+    ap.add_argument("--no-bench-part", action="store_true", help="leave out the bench_models part")
+    ap.add_argument("--out", type=Path, default=None, help="write the results here instead")
     args = ap.parse_args()
-    out = asyncio.run(run(args.model, args.dev, args.threads))
+    out = asyncio.run(run(args.model, args.dev, args.threads, tuple(args.offers), not args.no_bench_part))
     flags = "" if args.model == "gemma-3-270m" else f" --model {args.model}"
     out = {
         "command": f"python benchmarks/bench_exod_tools.py --json{flags}{' --dev' if args.dev else ''}",
@@ -215,9 +225,9 @@ def main() -> int:
             )
     print(f"{out['seconds']} s")
     name = "exod_tools" if args.model == "gemma-3-270m" else f"exod_tools_{args.model}"
-    written = write_results(name, out, out=None, quick=not args.json)
+    written = write_results(name, out, out=args.out, quick=not args.json)
     if written is not None:
-        print(f"wrote {written.relative_to(ROOT)}")
+        print(f"wrote {written}")
     return 0
 
 

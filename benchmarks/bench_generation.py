@@ -24,6 +24,20 @@ With ``--omp`` the direct runs are repeated with ``OMP_WAIT_POLICY=ACTIVE``
 (``exo_edge/__init__.py``) buys on a busy machine; ``--batch`` repeats them
 with other ``n_batch`` values (prompt processing).
 Results go to benchmarks/results/generation.json with --json.
+
+``--matrix`` measures the settings a small board's profile chooses (issue 18
+item 6), direct only: every thread count x ``OMP_WAIT_POLICY`` (PASSIVE,
+ACTIVE) x ``--batch`` value (``n_batch`` = ``n_ubatch``), each in a fresh
+process, the configurations in one interleaved order and the baseline (1
+thread, PASSIVE, the first batch) run first and again last to show the
+machine's drift. Every question's prompt is evaluated **cold** (the KV cache
+dropped), so the first token's time is the whole prompt's evaluation, which is
+what the batch size changes. The prompt is exod's system prompt with the store
+template's pack and no tools (~260 tokens: the 1,049-token prompt with tools
+took 136 s to evaluate at a load average of 10-16, too long for twelve
+configurations); ``--max-tokens`` (default 32 in the matrix)
+bounds the decode. Each row has its ratios to the first baseline row. Results
+go to benchmarks/results/generation_matrix.json with --json.
 """
 
 from __future__ import annotations
@@ -91,7 +105,7 @@ def direct_child(args: argparse.Namespace) -> dict[str, Any]:
         n_threads=args.threads,
         n_threads_batch=args.threads,
         n_batch=args.batch,
-        n_ubatch=min(args.batch, 256),
+        n_ubatch=args.ubatch or min(args.batch, 256),
         swa_full=True,
         seed=0,
         verbose=False,
@@ -100,14 +114,23 @@ def direct_child(args: argparse.Namespace) -> dict[str, Any]:
     template = ChatTemplate.from_metadata(llm.metadata, {"eos": eos})
     assert template is not None, "the model has no chat template"
     tools = _exod_tools()
+    system = BASE_PROMPT
+    if args.cold:  # the matrix: exod's system prompt with the store template's pack, no tools (~260 tokens)
+        from exo_core.retrieval.memory import PACK_HEADING
+
+        tools = ()
+        system = BASE_PROMPT + "\n\n" + PACK_HEADING + "\n" + (ROOT / "store_template" / "pack.md").read_text().strip()
     rows = []
     for q in [WARMUP, *QUESTIONS[: args.questions]]:
-        prompt = template.render((ChatMessage("system", BASE_PROMPT), ChatMessage("user", q)), tools)
+        prompt = template.render((ChatMessage("system", system), ChatMessage("user", q)), tools)
         tokens = llm.tokenize(prompt.encode(), add_bos=False, special=True)
+        if args.cold:
+            llm.reset()  # the whole prompt is evaluated again: what n_batch and the threads change
         start = time.perf_counter()
         stamps: list[float] = []
         text = []
-        for chunk in llm.create_completion(tokens, max_tokens=MAX_TOKENS, temperature=0.7, seed=0, stream=True):
+        stream = llm.create_completion(tokens, max_tokens=args.max_tokens, temperature=0.7, seed=0, stream=True)
+        for chunk in stream:
             piece = chunk["choices"][0].get("text")
             if piece:
                 stamps.append(time.perf_counter())
@@ -130,10 +153,14 @@ def _row(q: str, start: float, stamps: list[float], out_tokens: int, prompt_toke
     }
 
 
-def run_direct(model: str, threads: int, batch: int, questions: int, omp: str) -> dict[str, Any]:
+def run_direct(
+    model: str, threads: int, batch: int, questions: int, omp: str, *, cold: bool = False, max_tokens: int = MAX_TOKENS
+) -> dict[str, Any]:
     env = child_env() | {"OMP_WAIT_POLICY": omp}
     cmd = [sys.executable, __file__, "--child", "--model", model, "--threads", str(threads), "--batch", str(batch)]
-    cmd += ["--questions", str(questions)]
+    cmd += ["--questions", str(questions), "--max-tokens", str(max_tokens)]
+    if cold:
+        cmd += ["--cold", "--ubatch", str(batch)]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3600, check=False)
     if out.returncode != 0:
         raise SystemExit(f"direct run failed:\n{out.stderr[-2000:]}")
@@ -212,6 +239,58 @@ def _summary(part: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def matrix_configs(threads: list[int], batches: list[int]) -> list[tuple[int, str, int]]:
+    """Every (threads, OMP policy, batch), interleaved so no setting runs all in one stretch; the
+    baseline (first thread count, PASSIVE, first batch) first and again last."""
+    base = (threads[0], "PASSIVE", batches[0])
+    rest = []
+    for b in batches:
+        for omp in ("PASSIVE", "ACTIVE"):
+            for t in threads:  # the thread counts alternate: a load spike costs both
+                if (t, omp, b) != base:
+                    rest.append((t, omp, b))
+    return [base, *rest, base]
+
+
+def run_matrix(args: argparse.Namespace) -> dict[str, Any]:
+    """The threads x OMP policy x batch matrix (see the module docstring)."""
+    max_tokens = args.max_tokens if args.max_tokens != MAX_TOKENS else 32
+    out: dict[str, Any] = {
+        "command": "python benchmarks/bench_generation.py --matrix --json",
+        "model": args.model,
+        "max_tokens": max_tokens,
+        "questions": args.questions,
+        "cold_prompt": True,
+        "machine": machine_info(),
+        "loadavg_start": list(os.getloadavg()),
+        "runs": [],
+    }
+    baseline: dict[str, Any] | None = None
+    for threads, omp, batch in matrix_configs(args.threads, args.batch):
+        load = os.getloadavg()[0]
+        direct = run_direct(args.model, threads, batch, args.questions, omp, cold=True, max_tokens=max_tokens)
+        d = _summary(direct)
+        row = {"threads": threads, "omp": omp, "n_batch": batch, "n_ubatch": batch, "loadavg_1m": load} | d
+        row["rows"] = direct["rows"]
+        if baseline is None:
+            baseline = row
+        for key in ("tokens_per_s", "first_token_s"):
+            ok = row[key] and baseline[key]
+            row[f"{key}_x_baseline"] = round(row[key] / baseline[key], 3) if ok else None
+        out["runs"].append(row)
+        if args.json:  # each configuration as it is measured: a run cut short keeps what it measured
+            write_results("generation_matrix", out | {"complete": False}, out=None, quick=False)
+        print(
+            f"threads {threads} {omp:7} batch {batch:4}: {d['tokens_per_s']} tok/s "
+            f"({row['tokens_per_s_x_baseline']}x), first token {d['first_token_s']} s "
+            f"({row['first_token_s_x_baseline']}x), load {load:.1f}",
+            flush=True,
+        )
+    out["loadavg_end"] = list(os.getloadavg())
+    out["complete"] = True
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--json", action="store_true", help="write benchmarks/results/generation.json")
@@ -220,13 +299,27 @@ def main() -> int:
     ap.add_argument("--questions", type=int, default=3, help=f"questions per run (at most {len(QUESTIONS)})")
     ap.add_argument("--batch", type=int, nargs="+", default=[256], help="n_batch values (the first for exod)")
     ap.add_argument("--omp", action="store_true", help="also run direct with OMP_WAIT_POLICY=ACTIVE")
+    ap.add_argument(
+        "--matrix", action="store_true", help="threads x OMP policy x --batch, direct, cold prompts (issue 18 item 6)"
+    )
+    ap.add_argument("--max-tokens", type=int, default=MAX_TOKENS, help="tokens per answer (matrix default 32)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--cold", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--ubatch", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         args.threads, args.batch = args.threads[0], args.batch[0]
         print(json.dumps(direct_child(args)))
         return 0
     _model_path(args.model)
+    if args.matrix:
+        t0 = time.perf_counter()
+        result = run_matrix(args)
+        result["seconds"] = round(time.perf_counter() - t0, 1)
+        written = write_results("generation_matrix", result, out=None, quick=not args.json)
+        if written is not None:
+            print(f"wrote {written.relative_to(ROOT)}")
+        return 0
     t0 = time.perf_counter()
     out: dict[str, Any] = {
         "command": "python benchmarks/bench_generation.py --json",

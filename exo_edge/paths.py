@@ -12,9 +12,19 @@ import os
 from pathlib import Path
 
 from exo_core.home import ExoHome
-from exo_edge.fetch import shared_models_dir
 
-__all__ = ["models_dir_for", "locate_model_file"]
+__all__ = ["cache_root", "shared_models_dir", "models_dir_for", "locate_model_file"]
+
+
+def cache_root() -> Path:
+    """``$EXO_CACHE_DIR`` if set, else ``~/.cache/exo``."""
+    env = os.environ.get("EXO_CACHE_DIR")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "exo"
+
+
+def shared_models_dir() -> Path:
+    """Where fetch keeps built model files shared by every Exo home on this machine."""
+    return cache_root() / "models"
 
 
 def models_dir_for(home: ExoHome) -> Path:

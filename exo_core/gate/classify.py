@@ -7,6 +7,11 @@ outside it, a credentials file, or exod's own files); other tools by what their 
 declares (``ToolSpec.effects``), then by their name (``send_email`` sends
 mail, ``post_*`` publishes, ``pay`` spends), then by their risk hint. The
 action's cell is the per-axis maximum over its parts.
+
+The shell rules (:mod:`exo_core.gate.commands` and the tables under it, ~1 MB
+of compiled patterns) are imported with the first shell command, not with
+exod: the gate is built at start-up, and idle exod has a 50 MB budget
+(docs/benchmarks.md §2; ``tests/models/test_lazy_imports.py``).
 """
 
 from __future__ import annotations
@@ -18,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from exo_core.gate.axes import AXES, Axes, Finding
-from exo_core.gate.commands import classify_line
 from exo_core.gate.paths import place
 from exo_core.gate.scope import Scope
 from exo_core.gate.vcs import finding
@@ -132,6 +136,8 @@ def classify(
 def _shell(command: Any, scope: Scope) -> tuple[list[Finding], str]:
     if not isinstance(command, str) or not command.strip():
         return [finding("shell.read", "empty command")], ""
+    from exo_core.gate.commands import classify_line  # on first use: see the module docstring
+
     return classify_line(command, scope)
 
 

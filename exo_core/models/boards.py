@@ -50,10 +50,12 @@ class BoardProfile:
     """One board class: the ``main`` role's local model, its window and decode threads.
 
     ``max_threads`` caps decode threads; :func:`profile_threads` leaves one
-    core free for exod, the speech recogniser and the device client (on a busy
-    2-core machine llama.cpp with 2 threads decoded 8-25x slower than with 1:
-    docs/models.md, "Facts measured on the development machines"). ``fetch`` lists the
-    manifests ``exo models fetch`` gets for this profile.
+    core free for exod, the speech recogniser and the device client, except on
+    a 2-core machine, where 2 threads with ``OMP_WAIT_POLICY=PASSIVE`` (what
+    exod sets) decoded 2.9-3.4x faster than 1 even at a load average of 11-14
+    (docs/benchmarks.md §14; the 8-25x slowdown in docs/models.md, "Facts measured on
+    the development machines", is the ACTIVE policy's). ``fetch`` lists the manifests ``exo models fetch`` gets for
+    this profile.
     """
 
     name: str
@@ -160,9 +162,12 @@ def detect_board(
 
 
 def profile_threads(profile: BoardProfile, cpu_count: int | None) -> int:
-    """Decode threads: the cores less one (for the rest of the stack), at least 1, at most the cap."""
+    """Decode threads: the cores less one (for the rest of the stack), but both cores of a 2-core
+    machine (measured faster with the PASSIVE wait policy: docs/benchmarks.md §14); at most the cap."""
     cores = cpu_count or 1
-    return max(1, min(profile.max_threads, cores - 1))
+    spare_one = cores - 1
+    both_of_two = min(cores, 2)
+    return max(1, min(profile.max_threads, max(spare_one, both_of_two)))
 
 
 def profile_config(profile: BoardProfile, *, cpu_count: int | None = None) -> tuple[str, str]:

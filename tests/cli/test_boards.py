@@ -125,9 +125,9 @@ def test_read_memtotal(tmp_path: Path, text: str, mib: int | None) -> None:
     assert read_memtotal_mib(tmp_path / "absent") is None
 
 
-def test_threads_leave_a_core_for_the_rest_and_respect_the_cap() -> None:
+def test_threads_leave_a_core_for_the_rest_except_on_two_cores_and_respect_the_cap() -> None:
     standard = BOARDS["standard"]
-    assert [profile_threads(standard, n) for n in (None, 1, 2, 4, 16)] == [1, 1, 1, 3, 4]
+    assert [profile_threads(standard, n) for n in (None, 1, 2, 3, 4, 16)] == [1, 1, 2, 2, 3, 4]
     assert profile_threads(BOARDS["laptop"], 16) == 8
 
 

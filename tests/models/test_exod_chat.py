@@ -54,7 +54,7 @@ async def _ask(client: Any, session: str, text: str, timeout: float = 900.0) -> 
 def _init_home(home: Path, root: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("EXO_HOME", "EXO_MODEL")} | {"PYTHONPATH": str(root)}
     subprocess.run(
-        # The standard board: main = local Qwen 0.5B, n_ctx 4096, one thread fewer than the cores.
+        # The standard board: main = local Qwen 0.5B, n_ctx 4096.
         [sys.executable, "-m", "exo_core.cli", "init", "--home", str(home), "--board", "standard"],
         env=env,
         check=True,
@@ -62,6 +62,11 @@ def _init_home(home: Path, root: Path) -> None:
         text=True,
         timeout=120,
     )
+    # One thread, whatever the profile gives this machine: the suite shares 2 busy cores.
+    config = home / "config.toml"
+    lines = config.read_text(encoding="utf-8").splitlines()
+    kept = [line if not line.startswith("n_threads =") else "n_threads = 1" for line in lines]
+    config.write_text("\n".join(kept) + "\n", encoding="utf-8")
 
 
 def _write_sister(store: Path) -> str:
