@@ -464,7 +464,12 @@ async def _close_interrupted(deps: LoopDeps, session_id: str, turn_id: str, stat
 
 
 async def _answer_directly(deps: LoopDeps, session_id: str, turn: TurnRecord, text: str, state: _TurnState) -> str:
-    """End the turn with ``text`` as the reply, no model call (a stated fact was stored)."""
+    """End the turn with ``text`` as the reply, no model call (a stated fact was stored).
+
+    The reply goes out as one ``message.delta`` too: streaming clients (the line client, the
+    terminal) print deltas, so without it a piped ``exo chat`` showed nothing for a saved fact.
+    """
+    await deps.hub.emit(session_id, "message.delta", ev.MessageDelta(turn_id=turn.id, text=text))
     reply = await deps.worker.run(lambda: deps.store.add_message(session_id, "assistant", text, turn_id=turn.id))
     await _emit_message(deps, reply)
     state.answer = text
