@@ -19,7 +19,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from e2e_kit import Home, drafts_of, need_model, write_belief
 
 ASK = "Write a one-line cheerful birthday wish for my friend Sam."
@@ -107,6 +106,7 @@ def test_five_stated_facts_are_answered_in_the_next_session_and_replaced_beliefs
     assert len(sessions) == 1, "the store's confirmations are no drafts; the answers are"
     answers = sessions[0]
     assert len(answers) == len(QUESTIONS), answers
+    assert all(answer.split()[0] in asked for answer in answers if answer.split()), asked
     wrong = [(q, a) for (q, want), a in zip(QUESTIONS, answers, strict=True) if want not in a.lower()]
     assert not wrong, f"{len(QUESTIONS) - len(wrong)}/{len(QUESTIONS)} right; missed: {wrong}"
     store = Store.open(home.store)
