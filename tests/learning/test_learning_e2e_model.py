@@ -22,7 +22,7 @@ import pytest
 from e2e_kit import Home, drafts_of, need_model, write_belief
 
 ASK = "Write a one-line cheerful birthday wish for my friend Sam."
-CORRECTION = "Too much. No exclamation marks, keep it calm."
+CORRECTION = "Too long. Make it shorter, and no exclamation marks."  # the issue's own words
 RULE = "From now on, never use exclamation marks."
 ASK_AGAIN = "Write a one-line cheerful birthday wish for my friend Ana."
 
