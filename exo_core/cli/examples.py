@@ -66,6 +66,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "bench stress": ("exo bench stress --kill-cycles 40 --fuzz 20000 --idle 2000",),
     "bench laptop": ("exo bench laptop --json", "exo bench laptop --quick"),
     "bench generation": ("exo bench generation --json",),
+    "bench learning-e2e": ("exo bench learning-e2e --only taste --asks 2", "exo bench learning-e2e --json"),
     "bench decisions": ("exo bench decisions",),
     "learn": ("exo learn review", "exo learn metrics"),
     "learn review": ("exo learn review",),
