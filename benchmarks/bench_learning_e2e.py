@@ -147,7 +147,7 @@ def _memory(tmp: Path) -> dict[str, Any]:
             out[name]["history_kept"] = all(
                 store.read_node(old).valid_until is not None for old in ("people/sister", "health/dentist")
             )
-            out[name]["lint_exit"] = home.exo("store", "lint").returncode
+            out[name]["lint_exit"] = home.lint().returncode
     return out
 
 

@@ -107,6 +107,17 @@ class Home:
             assert self.exod.stop() == 0, self.exod.log.read_text()[-4000:]
             self.exod = None
 
+    def lint(self) -> subprocess.CompletedProcess[str]:
+        """``exo store lint --strict STORE`` (it names the store folder, it takes no ``--home``)."""
+        return subprocess.run(
+            [sys.executable, "-m", "exo_core.cli", "store", "lint", "--strict", str(self.store)],
+            capture_output=True,
+            text=True,
+            env=_env(),
+            cwd=str(self.workspace),
+            timeout=600,
+        )
+
     def chat(self, lines: list[str]) -> str:
         """One session: ``lines`` typed into a piped ``exo chat``; what it printed."""
         done = self.exo("chat", "--no-spawn", stdin="\n".join(lines) + "\n")

@@ -117,5 +117,5 @@ def test_five_stated_facts_are_answered_in_the_next_session_and_replaced_beliefs
         old, new = store.read_node(old_id), store.read_node(new_id)
         assert old.valid_until is not None and old_word in old.summary, old
         assert any(link.target == old_id for link in new.links), new.links
-    lint = home.exo("store", "lint")
+    lint = home.lint()
     assert lint.returncode == 0, lint.stdout + lint.stderr
