@@ -48,6 +48,7 @@ from exo_core.agent.recorder import NullRecorder, TurnRecorder
 from exo_core.agent.redaction import Redactor, SecretRedactor
 from exo_core.agent.seams import (
     ContextEngine,
+    DraftStyle,
     FactTaker,
     Gate,
     HistoryView,
@@ -56,6 +57,7 @@ from exo_core.agent.seams import (
     NullMemory,
     PartedMemory,
     RiskGate,
+    TextFix,
     ToolsetChooser,
     VerbatimContext,
     ViewingContextEngine,
@@ -129,6 +131,8 @@ class LoopDeps:
     redactor: Redactor = field(default_factory=SecretRedactor)
     # Facts the person states ("Remember that ...") become store beliefs before the model runs (issue 22).
     facts: FactTaker | None = None
+    # The person's enforced taste applied to each reply as it streams (issue 22; exo_core.learning.enforce).
+    style: DraftStyle | None = None
 
 
 async def run_turn(
@@ -388,13 +392,17 @@ async def _call_model(
         shown = False
         text: list[str] = []
         calls: list[ToolCall] = []
+        fix = await _style_fix(deps)
         try:
             async for chunk in deps.model.stream(request):
                 if isinstance(chunk, TextDelta) and chunk.text:
                     shown = True
-                    text.append(chunk.text)
+                    piece = fix.feed(chunk.text) if fix is not None else chunk.text
+                    if not piece:
+                        continue
+                    text.append(piece)
                     state.partial = "".join(text)
-                    await delta("message.delta", ev.MessageDelta(turn_id=turn_id, text=chunk.text))
+                    await delta("message.delta", ev.MessageDelta(turn_id=turn_id, text=piece))
                 elif isinstance(chunk, ReasoningDelta) and chunk.text:
                     shown = True
                     await delta("reasoning.delta", ev.ReasoningDelta(turn_id=turn_id, text=chunk.text))
@@ -423,6 +431,10 @@ async def _call_model(
                     )
                 elif isinstance(chunk, Finish):
                     break
+            held = fix.flush() if fix is not None else ""
+            if held:
+                text.append(held)
+                await delta("message.delta", ev.MessageDelta(turn_id=turn_id, text=held))
             await _settle(in_flight)
             return "".join(text), calls
         except RetryableModelError as exc:
@@ -463,8 +475,24 @@ async def _close_interrupted(deps: LoopDeps, session_id: str, turn_id: str, stat
     state.calls = []
 
 
+async def _style_fix(deps: LoopDeps) -> TextFix | None:
+    """The style seam's fixer for one model call; a failing seam leaves the text as written."""
+    if deps.style is None:
+        return None
+    try:
+        return await deps.style.fix()
+    except ExoError as exc:
+        log.warning("the enforced taste could not be read; the reply is left as written: %s", exc)
+        return None
+
+
 async def _answer_directly(deps: LoopDeps, session_id: str, turn: TurnRecord, text: str, state: _TurnState) -> str:
-    """End the turn with ``text`` as the reply, no model call (a stated fact was stored)."""
+    """End the turn with ``text`` as the reply, no model call (a stated fact was stored).
+
+    The reply goes out as one ``message.delta`` too: streaming clients (the line client, the
+    terminal) print deltas, so without it a piped ``exo chat`` showed nothing for a saved fact.
+    """
+    await deps.hub.emit(session_id, "message.delta", ev.MessageDelta(turn_id=turn.id, text=text))
     reply = await deps.worker.run(lambda: deps.store.add_message(session_id, "assistant", text, turn_id=turn.id))
     await _emit_message(deps, reply)
     state.answer = text

@@ -16,6 +16,8 @@ from exo_core.sessions.store import MessageRecord
 from exo_core.tools.spec import ToolSpec
 
 __all__ = [
+    "DraftStyle",
+    "TextFix",
     "FactTaker",
     "MemoryProvider",
     "MemoryParts",
@@ -175,6 +177,26 @@ class FactTaker(Protocol):
 
     async def take(self, session_id: str, text: str) -> str | None:
         """What the person hears when ``text`` stated a fact that was handled; None when it stated none."""
+        ...
+
+
+class TextFix(Protocol):
+    """Rewrites a reply as it streams: ``feed`` each piece (what may be shown now), then ``flush``."""
+
+    def feed(self, piece: str) -> str:
+        """The rewritten text that can be shown now."""
+        ...
+
+    def flush(self) -> str:
+        """What is still held back at the end of the reply."""
+        ...
+
+
+class DraftStyle(Protocol):
+    """The person's enforced taste applied to each model reply (exo_core.learning.enforce)."""
+
+    async def fix(self) -> TextFix | None:
+        """A fixer for one model call's text; None leaves the text as the model wrote it."""
         ...
 
 

@@ -2,9 +2,9 @@
 
 ``exo bench retrieval --locomo F --longmemeval F --json``,
 ``exo bench footprint [--json]``, ``exo bench stress [--kill-cycles N ...]``,
-``exo bench laptop [--json] [--quick]``, ``exo bench generation [--json]`` and
-``exo bench decisions [--markdown ...]``, ``exo bench learning [--seeds ...]`` and
-``exo bench answers [--board B --json]`` (their own
+``exo bench laptop [--json] [--quick]``, ``exo bench generation [--json]``,
+``exo bench decisions [--markdown ...]``, ``exo bench learning [--seeds ...]``,
+``exo bench learning-e2e [--json]`` and ``exo bench answers [--board B --json]`` (their own
 arguments follow the name). Only argparse loads here.
 """
 
@@ -74,6 +74,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     _passthrough(
         names,
+        "learning-e2e",
+        _learning_e2e,
+        "taste and stated facts learned from piped exo chat sessions with the local model (issue 22)",
+        "benchmarks/bench_learning_e2e.py's own arguments (e.g. --json --asks 3)",
+    )
+    _passthrough(
+        names,
         "generation",
         _generation,
         "time to first token and tokens/s through exod against direct llama-cpp-python",
@@ -134,6 +141,11 @@ def _stress(args: argparse.Namespace) -> int:
 def _answers(args: argparse.Namespace) -> int:
     """Answers from the store, general and with a file tool, through exo chat (docs/benchmarks.md §15, issue 18)."""
     return _run_script("bench_store_answers.py", args)
+
+
+def _learning_e2e(args: argparse.Namespace) -> int:
+    """Taste and stated facts learned through exod and piped exo chat, with the local model (issue 22)."""
+    return _run_script("bench_learning_e2e.py", args)
 
 
 def _generation(args: argparse.Namespace) -> int:

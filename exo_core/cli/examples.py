@@ -67,6 +67,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "bench laptop": ("exo bench laptop --json", "exo bench laptop --quick"),
     "bench learning": ("exo bench learning --json", "exo bench learning --sessions 6 --drafts 6 --seeds 7"),
     "bench generation": ("exo bench generation --json",),
+    "bench learning-e2e": ("exo bench learning-e2e --only taste --asks 2", "exo bench learning-e2e --json"),
     "bench decisions": ("exo bench decisions",),
     "learn": ("exo learn review", "exo learn metrics"),
     "learn review": ("exo learn review",),

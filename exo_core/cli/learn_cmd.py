@@ -71,15 +71,39 @@ class _Ctx:
 
 
 def _review(args: argparse.Namespace) -> int:
+    from exo_core.learning.weights import label
+
     with _Ctx(args) as ctx:
         r = ctx.learner.review(asked=True)
-    data = {"proposals": r.proposals, "promoted": list(r.promoted), "questions": list(r.questions), "queued": r.queued}
-    return emit(
-        args,
-        data,
+        lessons = _lessons(ctx.learner.book)
+    data = {
+        "proposals": r.proposals,
+        "promoted": list(r.promoted),
+        "questions": list(r.questions),
+        "queued": r.queued,
+        "lessons": lessons,
+    }
+    lines = [
         f"{r.proposals} proposals, promoted: {', '.join(r.promoted) or 'none'}, "
-        f"{len(r.questions)} questions, {r.queued} queued for a larger model",
-    )
+        f"{len(r.questions)} questions, {r.queued} queued for a larger model"
+    ]
+    # exod's reviewer reads a chat as it happens, so by the time the person asks, the proposals a session made
+    # are usually already reviewed (0 new): list every open lesson, or "review" would show nothing learned.
+    for lesson in lessons:
+        state = f"promoted by {lesson['promoted_by']}" if lesson["promoted_by"] else "proposed"
+        proposal = lesson["proposals"][0][:12] if lesson["proposals"] else "-"
+        lines.append(
+            f"  {lesson['target']}  {state}, weight {lesson['weight']:.2f} ({label(lesson['weight'])}), "
+            f"proposal {proposal}: {lesson['claim']}"
+        )
+    return emit(args, data, "\n".join(lines))
+
+
+def _lessons(book: Any) -> list[dict[str, Any]]:
+    """The book's lessons not rejected, as the CLI shows them (strongest first)."""
+    rows = [lesson.to_json(book.last_ts) for lesson in book.lessons.values()]
+    kept = [row for row in rows if not row["rejected"]]
+    return sorted(kept, key=lambda row: (-row["weight"], row["target"]))
 
 
 def _queue(args: argparse.Namespace) -> int:

@@ -108,6 +108,7 @@ def _serve(args: argparse.Namespace) -> int:
     )
     if ledger is not None:  # facts the person states become beliefs in the store (issue 22)
         options.facts = _stated_facts(store)
+        options.style = _enforced_taste(store)
     if memory is not None:  # the store's retrieval is the default memory provider and the recall tool
         options.memory, options.tools = memory, builtin_tools(memory)
     settings = DaemonSettings(
@@ -141,6 +142,14 @@ def _stated_facts(store: Path) -> Any:
 
     opened = Store.open(store)
     return lambda questions: StatedFacts(opened, questions)
+
+
+def _enforced_taste(store: Path) -> Any:
+    """The pack's enforced taste with a mechanical fix, applied to each reply (exo_core.learning.enforce)."""
+    from exo_core.learning.enforce import TasteStyle
+    from exo_core.store import Store
+
+    return TasteStyle(Store.open(store))
 
 
 def _learning_services(home: ExoHome, store: Path, ledger: LedgerRecorder) -> tuple[Any, ...]:

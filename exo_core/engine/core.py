@@ -20,7 +20,15 @@ from exo_core.agent.questions import AskPersonTool, QuestionBroker
 from exo_core.agent.recorder import NullRecorder, TurnRecorder
 from exo_core.agent.redaction import Redactor, SecretRedactor
 from exo_core.agent.runner import TurnRunner
-from exo_core.agent.seams import ContextEngine, FactTaker, Gate, MemoryProvider, NullMemory, ToolsetChooser
+from exo_core.agent.seams import (
+    ContextEngine,
+    DraftStyle,
+    FactTaker,
+    Gate,
+    MemoryProvider,
+    NullMemory,
+    ToolsetChooser,
+)
 from exo_core.clock import Clock, SystemClock
 from exo_core.context.config import ContextConfig
 from exo_core.context.engine import SummaryTreeContext  # exo_core.engine.settings imports it anyway
@@ -75,6 +83,8 @@ class CoreOptions:
     redactor: Redactor | None = None
     # Stated facts into the store (exo_core.learning.facts), built over this core's question broker.
     facts: Callable[[QuestionBroker], FactTaker] | None = None
+    # The person's enforced taste applied to each reply (exo_core.learning.enforce); None: as written.
+    style: DraftStyle | None = None
 
 
 class Core:
@@ -131,6 +141,7 @@ class Core:
             toolsets=options.toolsets,
             redactor=options.redactor or SecretRedactor.for_home(home.root),
             facts=options.facts(self.questions) if options.facts is not None else None,
+            style=options.style,
         )
         self.runner = TurnRunner(self.deps)
         self.engine = Engine(

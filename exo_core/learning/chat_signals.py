@@ -21,6 +21,10 @@ is not a signal at all: it became a belief or was asked about, so "Remember that
 password is ..." never turns into a rule whose words reach the pack. Nor is a rule that carries
 a secret shape (:func:`exo_core.store.leaks.find_leaks`) recorded.
 
+The reply to a stated fact ("Saved: your sister lives in Porto.") is no draft either: it is the
+store's confirmation, not the assistant's writing, so a "no, that's wrong" after it is no verdict on
+the person's taste (the turns of stated facts are remembered, bounded like the drafts).
+
 A draft is answered once; the map of open drafts is bounded
 (:data:`MAX_OPEN_DRAFTS` sessions, oldest dropped). Writes run in a worker
 thread; a failed write is logged and the stream goes on (the turn itself is
@@ -74,6 +78,7 @@ class ChatSignals:
         self.decide = decide
         self.closing = closing
         self._drafts: OrderedDict[str, str] = OrderedDict()
+        self._fact_turns: OrderedDict[str, None] = OrderedDict()
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -105,6 +110,10 @@ class ChatSignals:
         if body.get("role") == "assistant":
             if body.get("tool_calls") or body.get("status", "complete") != "complete":
                 return None
+            turn = str(body.get("turn_id") or "")
+            if turn and turn in self._fact_turns:
+                del self._fact_turns[turn]
+                return None  # the facts seam's confirmation of a stated fact, not a draft
             draft = await asyncio.to_thread(
                 self.recorder.record, "action", {"tool": "reply", "outcome": "log", "session": session, "text": text}
             )
@@ -120,6 +129,11 @@ class ChatSignals:
             # The loop's facts seam owns it ("Remember that my wifi password is ..."): a belief, or asked
             # about, never a stated rule whose words would reach the pack.
             self._drafts.pop(session, None)
+            turn = str(body.get("turn_id") or "")
+            if turn:
+                self._fact_turns[turn] = None
+            while len(self._fact_turns) > MAX_OPEN_DRAFTS:
+                self._fact_turns.popitem(last=False)
             return None
         decision = await self.decide(text, session, self._drafts.get(session))
         said = decision.applied

@@ -96,12 +96,16 @@ def test_a_stated_fact_is_no_rule_and_a_rule_with_a_secret_is_not_recorded(tmp_p
     fact = "Remember that my sister moved to Porto."
     preference = "Remember that I prefer short replies."
     leaky = f"From now on, always sign my pull requests with {token}."
-    asyncio.run(chat(exod.url, [fact, preference, leaky]))
+    asyncio.run(chat(exod.url, [fact, "No, that's wrong.", preference, leaky]))
     assert exod.stop() == 0
     with Ledger.open_store(home / "store") as ledger:
         entries = list(ledger.entries())
     rules = [e.body["text"] for e in entries if e.kind == "rule"]
     assert rules == [preference], rules
+    # The store's "Saved: ..." confirmation is no draft, so the "no" after it is no verdict on taste.
+    replies = [e.body["text"] for e in entries if e.kind == "action" and e.body.get("tool") == "reply"]
+    assert not [r for r in replies if r.startswith("Saved:")], replies
+    assert not [e for e in entries if e.kind == "verdict"]
     assert token not in json.dumps([e.body for e in entries if e.kind != "utterance"])
     assert token not in (home / "store" / "pack.md").read_text()
     assert "Porto" in (home / "store" / "people" / "sister.md").read_text()
