@@ -144,15 +144,14 @@ def _stated_facts(store: Path) -> Any:
 
 def _learning_services(home: ExoHome, store: Path, ledger: LedgerRecorder) -> tuple[Any, ...]:
     """The learning reviewer over the store's ledger."""
+    from exo_core.edge import open_proposal_queue
     from exo_core.learning.learner import Learner
     from exo_core.learning.service import LearningSettings, ReviewService
     from exo_core.store import Store
 
     queue = None
     if LearningSettings.from_config(home.config()).route:
-        from exo_edge.proposal_queue import ProposalQueue  # the edge package holds the queue (DESIGN.md §4)
-
-        queue = ProposalQueue(home.root / "learning" / "queue.sqlite")
+        queue = open_proposal_queue(home.root / "learning" / "queue.sqlite")  # the edge holds the queue
     learner = Learner(Store.open(store), ledger.ledger, queue=queue)
     return (lambda core: ReviewService(core.hub, learner, core.questions), _chat_signals(home, store, ledger))
 

@@ -20,7 +20,16 @@ from exo_core.agent.questions import AskPersonTool, QuestionBroker
 from exo_core.agent.recorder import NullRecorder, TurnRecorder
 from exo_core.agent.redaction import Redactor, SecretRedactor
 from exo_core.agent.runner import TurnRunner
-from exo_core.agent.seams import ContextEngine, FactTaker, Gate, MemoryProvider, NullMemory, ToolsetChooser
+from exo_core.agent.seams import (
+    ClosingContextEngine,
+    ContextEngine,
+    FactTaker,
+    Gate,
+    MemoryProvider,
+    NullMemory,
+    StartingContextEngine,
+    ToolsetChooser,
+)
 from exo_core.clock import Clock, SystemClock
 from exo_core.context.config import ContextConfig
 from exo_core.context.engine import SummaryTreeContext  # exo_core.engine.settings imports it anyway
@@ -148,11 +157,10 @@ class Core:
         self.home.root.mkdir(parents=True, exist_ok=True)
         await self.worker.__aenter__()
         await self.hub.start()
-        # Optional engine hooks (a plugin's engine may have neither): restart
+        # Optional engine capabilities (a plugin's engine may have neither): restart
         # summaries a crash left pending, and stop them before the database closes.
-        start = getattr(self.context, "start", None)
-        if start is not None:
-            await start()
+        if isinstance(self.context, StartingContextEngine):
+            await self.context.start()
         self.services = [make(self) for make in self.options.services]
         for service in self.services:
             await service.start()
@@ -162,9 +170,8 @@ class Core:
         for service in reversed(self.services):
             await service.aclose()
         await self.runner.close()
-        close = getattr(self.context, "close", None)
-        if close is not None:
-            await close()
+        if isinstance(self.context, ClosingContextEngine):
+            await self.context.close()
         await self.hub.close()
         await self.worker.close()
 
