@@ -20,22 +20,70 @@ from __future__ import annotations
 import functools
 import importlib
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+
+from exo_core.agent.model import ModelTransport
 
 if TYPE_CHECKING:
     from exo_core.decisions.question import DecisionProvider
     from exo_core.home import ExoHome
     from exo_core.models.catalog import Timeouts
-    from exo_core.models.router import HostedFactory, LocalFactory
-    from exo_core.retrieval.pipeline import DenseIndex
 
-__all__ = ["EdgeKit", "ProposalStore", "EDGE_MODULE", "installed_edge", "edge_or_installed", "open_proposal_queue"]
+__all__ = [
+    "LocalFactory",
+    "HostedFactory",
+    "DenseIndex",
+    "DenseSync",
+    "EdgeKit",
+    "ProposalStore",
+    "EDGE_MODULE",
+    "installed_edge",
+    "edge_or_installed",
+    "open_proposal_queue",
+]
 
 # The edge package's kit module; the one place the core names it, as a setting rather than an import.
 EDGE_MODULE = "exo_edge.kit"
+
+
+# Makes the transport of a local route from its model name (exo_edge provides one).
+LocalFactory = Callable[[str], ModelTransport]
+
+
+class HostedFactory(Protocol):
+    """Makes hosted-provider transports and closes what they share (the edge's ``HostedTransports``)."""
+
+    def transport(self, kind: str, *, base_url: str, model: str, api_key: str | None, provider: str) -> ModelTransport:
+        """The transport of one route and credential of a provider of ``kind``."""
+        ...
+
+    async def aclose(self) -> None:
+        """Close what the transports share (an HTTP session)."""
+        ...
+
+
+class DenseSync(Protocol):
+    """What one :meth:`DenseIndex.sync` did, as far as the pipeline cares."""
+
+    @property
+    def pending(self) -> int:
+        """Documents left to embed at the next refresh (``max_new`` was reached)."""
+        ...
+
+
+class DenseIndex(Protocol):
+    """The embedding side (the edge's ``VectorIndex`` implements it)."""
+
+    def sync(
+        self, docs: Iterable[tuple[str, str, str]], *, prune: bool = True, max_new: int | None = None
+    ) -> DenseSync: ...
+
+    def search(self, query: str, limit: int) -> list[tuple[str, float]]: ...
+
+    def close(self) -> None: ...
 
 
 class ProposalStore(Protocol):

@@ -10,14 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from exo_core.edge import EdgeKit
+from exo_core.edge import DenseIndex, EdgeKit, HostedFactory, LocalFactory
 
 if TYPE_CHECKING:
     from exo_core.decisions.question import DecisionProvider
     from exo_core.home import ExoHome
     from exo_core.models.catalog import Timeouts
-    from exo_core.models.router import HostedFactory, LocalFactory
-    from exo_core.retrieval.pipeline import DenseIndex
     from exo_edge.proposal_queue import ProposalQueue
 
 __all__ = ["edge_kit"]

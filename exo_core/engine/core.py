@@ -33,15 +33,15 @@ from exo_core.agent.seams import (
 from exo_core.clock import Clock, SystemClock
 from exo_core.context.config import ContextConfig
 from exo_core.context.engine import SummaryTreeContext  # exo_core.engine.settings imports it anyway
+from exo_core.engine.commands import core_handlers
 from exo_core.engine.dispatch import Engine
-from exo_core.engine.settings import RuntimeSettings
 from exo_core.errors import ConfigError
+from exo_core.events.hub import Hub
 from exo_core.gate import ConsequenceGate, Policy
 from exo_core.home import ExoHome
 from exo_core.hooks import HookRegistry
 from exo_core.ids import IdFactory, RandomIds
 from exo_core.plugins import PluginHost
-from exo_core.server.hub import Hub
 from exo_core.sessions.store import SessionStore
 from exo_core.sessions.worker import DbWorker
 from exo_core.tools import ToolRegistry, builtin_tools
@@ -145,8 +145,7 @@ class Core:
         self.engine = Engine(
             hub=self.hub, worker=self.worker, store=self.store, runner=self.runner, approvals=self.approvals
         )
-        self.engine.add_handler("question.answer", self.questions.handle_answer)
-        RuntimeSettings(self)
+        self.engine.serve(core_handlers(self))
 
     @classmethod
     def open(cls, home: ExoHome, *, model: ModelTransport, options: CoreOptions | None = None) -> Core:

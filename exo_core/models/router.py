@@ -23,9 +23,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
-from typing import Protocol
 
 from exo_core.agent.model import (
     ClosableTransport,
@@ -42,7 +41,7 @@ from exo_core.agent.model import (
 )
 from exo_core.agent.scripted import ScriptedModel
 from exo_core.context.window import estimated_window, fit_request
-from exo_core.edge import EdgeKit, edge_or_installed
+from exo_core.edge import EdgeKit, HostedFactory, LocalFactory, edge_or_installed
 from exo_core.errors import ConfigError, ModelError
 from exo_core.home import ExoHome
 from exo_core.models.catalog import (
@@ -64,22 +63,6 @@ __all__ = ["ModelRouter", "LocalFactory", "HostedFactory", "build_router", "DEFA
 # The window assumed for a hosted route whose provider sets no context_window (tokens): small enough
 # for any current hosted chat model, so an unknown window never overflows.
 DEFAULT_HOSTED_WINDOW = 8192
-
-# Makes the transport of a local route from its model name (exo_edge provides one).
-LocalFactory = Callable[[str], ModelTransport]
-
-
-class HostedFactory(Protocol):
-    """Makes hosted-provider transports and closes what they share (the edge's ``HostedTransports``)."""
-
-    def transport(self, kind: str, *, base_url: str, model: str, api_key: str | None, provider: str) -> ModelTransport:
-        """The transport of one route and credential of a provider of ``kind``."""
-        ...
-
-    async def aclose(self) -> None:
-        """Close what the transports share (an HTTP session)."""
-        ...
-
 
 _OUTPUT = (TextDelta, ReasoningDelta, ToolCallChunk)
 

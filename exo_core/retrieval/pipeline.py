@@ -23,12 +23,12 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from exo_core.edge import EdgeKit, edge_or_installed
+from exo_core.edge import DenseIndex, DenseSync, EdgeKit, edge_or_installed
 from exo_core.errors import NotFoundError
 from exo_core.retrieval import rank
 from exo_core.retrieval.docs import Doc, item_docs, node_docs, read_rows, turn_docs
@@ -56,27 +56,6 @@ __all__ = [
 INDEX_FILE = "retrieval.sqlite"
 OVERFETCH = 4  # each list is read this many times deeper than ``depth``, to fill it after filtering
 VECTOR_FILE = "vectors.sqlite"
-
-
-class DenseSync(Protocol):
-    """What one :meth:`DenseIndex.sync` did, as far as the pipeline cares."""
-
-    @property
-    def pending(self) -> int:
-        """Documents left to embed at the next refresh (``max_new`` was reached)."""
-        ...
-
-
-class DenseIndex(Protocol):
-    """The embedding side (the edge's ``VectorIndex`` implements it)."""
-
-    def sync(
-        self, docs: Iterable[tuple[str, str, str]], *, prune: bool = True, max_new: int | None = None
-    ) -> DenseSync: ...
-
-    def search(self, query: str, limit: int) -> list[tuple[str, float]]: ...
-
-    def close(self) -> None: ...
 
 
 def open_dense(index_dir: Path, home: ExoHome | None = None, *, edge: EdgeKit | None = None) -> DenseIndex | None:

@@ -46,9 +46,9 @@ from exo_core.errors import (
     PayloadTooLargeError,
     UnknownCommandError,
 )
+from exo_core.events.hub import Hub, StoredEvent
 from exo_core.protocol import MAX_BODY_BYTES, PROTOCOL_VERSION, ErrorInfo, Response
 from exo_core.server.auth import HostPolicy, check_bearer, peer_uid
-from exo_core.server.hub import Hub, StoredEvent
 from exo_core.server.intake import answer_bytes, response_bytes
 from exo_core.server.limits import ConnectionGate, ConnectionLimits, SlowClientError, read_body
 from exo_core.server.shaping import ClientProfile, shape_data
