@@ -15,7 +15,8 @@ carries a stable wire ``code`` that the protocol sends in an error response::
     │   ├── ConflictError            conflict      state does not allow it now
     │   ├── ConfigError              bad_config
     │   └── UnsupportedError         unsupported   not built in this core
-    ├── AccessDeniedError            unauthorized  missing/wrong token, foreign Host/Origin
+    ├── AccessDeniedError            unauthorized  foreign Host/Origin, another uid (HTTP 403)
+    │   └── BearerTokenError         unauthorized  missing/wrong bearer token (HTTP 401)
     ├── ResourceError                unavailable   the environment's
     │   ├── ClosedResourceError      closed        *we* closed it; using it is a bug
     │   ├── BrokenResourceError      broken        the peer or the disk broke it
@@ -24,6 +25,8 @@ carries a stable wire ``code`` that the protocol sends in an error response::
     ├── ModelError                   model_error   a model provider failed
     │   └── RetryableModelError      model_retry   rate limit, 5xx, network: try again
     └── InternalError                internal      ours: a bug, reported, connection kept
+
+Each class also carries the ``http_status`` an HTTP front end answers it with.
 
 Other libraries' errors are translated at the boundary with ``raise ... from``
 so the original stays on ``__cause__``. Messages say what was wrong and how to
@@ -45,6 +48,7 @@ __all__ = [
     "ConfigError",
     "UnsupportedError",
     "AccessDeniedError",
+    "BearerTokenError",
     "ResourceError",
     "ClosedResourceError",
     "BrokenResourceError",
@@ -64,6 +68,9 @@ class ExoError(Exception):
     """
 
     code: str = "error"
+    # The HTTP status an HTTP front end answers this error with when it is raised there
+    # (exo_core/server/http.py, exo_core/web/routes.py): the caller's fault unless a class says otherwise.
+    http_status: int = 400
 
     def __init__(self, message: str, *, field: str | None = None) -> None:
         super().__init__(message)
@@ -103,12 +110,14 @@ class PayloadTooLargeError(ProtocolError):
     """A request body exceeds the size limit."""
 
     code = "too_large"
+    http_status = 413
 
 
 class NotFoundError(UsageError):
     """A named thing (session, message, node, file) does not exist."""
 
     code = "not_found"
+    http_status = 404
 
 
 class ConflictError(UsageError):
@@ -130,9 +139,16 @@ class UnsupportedError(UsageError):
 
 
 class AccessDeniedError(ExoError):
-    """The caller is not allowed: no or wrong token, foreign Host or Origin, other uid."""
+    """The caller is not allowed: foreign Host or Origin, other uid (HTTP 403); see also :class:`BearerTokenError`."""
 
     code = "unauthorized"
+    http_status = 403
+
+
+class BearerTokenError(AccessDeniedError):
+    """No or a wrong bearer token: the caller must authenticate (HTTP 401)."""
+
+    http_status = 401
 
 
 class ResourceError(ExoError):
@@ -166,9 +182,15 @@ class CorruptDataError(StorageError):
 
 
 class ModelError(ExoError):
-    """A model provider failed in a way retrying will not fix."""
+    """A model provider failed in a way retrying will not fix.
+
+    ``status`` is the provider's HTTP status and ``retry_after`` the seconds it asked to wait, when
+    the failure came with them (the router's cooldowns read both; ``None`` otherwise).
+    """
 
     code = "model_error"
+    status: int | None = None
+    retry_after: float | None = None
 
 
 class RetryableModelError(ModelError):
@@ -185,3 +207,4 @@ class InternalError(ExoError):
     """A bug inside Exo. Reported as ``internal``; the connection stays up."""
 
     code = "internal"
+    http_status = 500

@@ -35,7 +35,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from exo_core.agent.model import INTERRUPTED_MARK, ChatMessage, ToolCall
-from exo_core.gate.classify import classify
 from exo_edge.manifest import PromptFormat
 
 __all__ = [
@@ -85,10 +84,10 @@ def _tools_block(tools: Sequence[dict[str, Any]], fmt: PromptFormat) -> str:
         params = t.get("parameters", {}).get("properties", {})
         args = ", ".join(f"{k}: {v.get('type', 'any')}" for k, v in params.items())
         lines.append(f"- {t['name']}({args}): {t.get('description', '').strip()}")
-    # One worked example per tool, a few at most. A small base model copies these examples, so a tool the
-    # gate judges irreversible whatever its arguments (``delete_file``) gets none: a copied example must
-    # never propose an act that cannot be undone. Measured: benchmarks/bench_exod_tools.py.
-    safe = [t for t in tools if classify(t["name"], {}).axes.reversibility != "irreversible"]
+    # One worked example per tool, a few at most. A small base model copies these examples, so a tool whose
+    # spec says it is irreversible whatever its arguments (``delete_file``; ToolSpec.irreversible) gets none:
+    # a copied example must never propose an act that cannot be undone. Measured: benchmarks/bench_exod_tools.py.
+    safe = [t for t in tools if not t.get("irreversible")]
     for t in safe[:4]:
         example = {"name": t["name"], "arguments": _example_arguments(t.get("parameters") or {})}
         ask = (t.get("description") or f"Use {t['name']}").strip().rstrip(".")

@@ -49,6 +49,7 @@ __all__ = [
     "Turn",
     "Case",
     "bench_ranker",
+    "run_benchmarks",
     "embedding_cache",
     "load_locomo",
     "load_longmemeval",
@@ -297,4 +298,18 @@ def score_longmemeval(stacks: dict[str, list[Turn]], cases: list[Case], ranker: 
     for system, by in rows.items():
         every = [r for rs in by.values() for r in rs]
         out[system] = {m: _mean([r[m] for r in every]) for m in metrics}
+    return out
+
+
+def run_benchmarks(home: Any, *, locomo: Path | None, longmemeval: Path | None, which: str) -> dict[str, Any]:
+    """``exo bench retrieval``: each given data set's ``which`` half, scored with the home's ranker.
+
+    The halves and the metrics are docs/retrieval.md's.
+    """
+    ranker = bench_ranker(home)
+    out: dict[str, Any] = {}
+    if locomo is not None:
+        out["locomo"] = score_locomo(*load_locomo(locomo, which), ranker)
+    if longmemeval is not None:
+        out["longmemeval"] = score_longmemeval(*load_longmemeval(longmemeval, which), ranker)
     return out

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from exo_core.errors import ConflictError
+from exo_core.events.hub import Hub
 from exo_core.protocol.events import ApprovalRequested, ApprovalResolved
-from exo_core.server.hub import Hub
 from exo_core.sessions.store import ApprovalRecord, SessionStore
 from exo_core.sessions.worker import DbWorker
 

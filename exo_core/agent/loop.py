@@ -71,9 +71,9 @@ from exo_core.clock import Clock, SystemClock
 from exo_core.context.fit import Draft, render
 from exo_core.context.window import Fitted, fit_input, fit_request
 from exo_core.errors import ExoError, ModelError, RetryableModelError
+from exo_core.events.hub import Hub
 from exo_core.hooks import HookRegistry
 from exo_core.protocol import events as ev
-from exo_core.server.hub import Hub
 from exo_core.sessions.store import MessageRecord, SessionStore, TurnRecord
 from exo_core.sessions.worker import DbWorker
 from exo_core.tools.registry import ToolRegistry

@@ -29,6 +29,7 @@ __all__ = [
     "Finish",
     "ModelChunk",
     "ModelTransport",
+    "ClosableTransport",
     "TokenCounter",
     "ContextWindow",
     "WindowedTransport",
@@ -171,6 +172,19 @@ class ContextWindow:
     exact: bool = False
     model: str = ""
     where: str = ""
+
+
+@runtime_checkable
+class ClosableTransport(Protocol):
+    """An optional capability of a :class:`ModelTransport` (or of one stream): resources to release.
+
+    The router closes its transports' streams and, at shutdown, the transports themselves
+    when they declare it (a llama.cpp model, an HTTP session).
+    """
+
+    async def aclose(self) -> None:
+        """Release what the transport or stream holds."""
+        ...
 
 
 @runtime_checkable

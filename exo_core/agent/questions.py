@@ -23,10 +23,10 @@ from typing import Any
 
 from exo_core.clock import Clock, SystemClock, iso_utc
 from exo_core.errors import BadBodyError, ConflictError, NotFoundError
+from exo_core.events.hub import Hub
 from exo_core.ids import IdFactory, RandomIds
 from exo_core.protocol import commands as cmd
 from exo_core.protocol.events import QuestionAnswered, QuestionAsked
-from exo_core.server.hub import Hub
 from exo_core.tools.spec import ToolContext, ToolResult, ToolSpec, object_schema
 
 __all__ = ["Answer", "QuestionBroker", "AskPersonTool", "MAX_OPTIONS", "placeholder"]

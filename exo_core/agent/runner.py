@@ -22,6 +22,7 @@ from typing import Any
 
 from exo_core.agent.loop import INTERRUPTED_RESULT, LoopDeps, run_turn
 from exo_core.agent.model import ToolCall
+from exo_core.agent.seams import ResumingContextEngine
 from exo_core.agent.toolrun import emit_message
 from exo_core.errors import ConflictError
 from exo_core.protocol import events as ev
@@ -184,11 +185,11 @@ class TurnRunner:
 
     async def _resume_context(self, session_id: str) -> None:
         """Restart the session's pending and failed summaries (engines without the hook skip it)."""
-        hook = getattr(self._deps.context, "on_resume", None)
-        if hook is None:
+        context = self._deps.context
+        if not isinstance(context, ResumingContextEngine):
             return
         try:
-            await hook(session_id)
+            await context.on_resume(session_id)
         except Exception:  # fail soft: the next turn's build retries the summaries anyway
             log.exception("context engine could not resume %s", session_id)
 

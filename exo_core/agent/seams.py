@@ -13,7 +13,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from exo_core.agent.model import INTERRUPTED_MARK, ChatMessage, Role, ToolCall
 from exo_core.sessions.store import MessageRecord
-from exo_core.tools.spec import ToolSpec
+from exo_core.tools.spec import Tool, ToolSpec
 
 __all__ = [
     "DraftStyle",
@@ -26,6 +26,10 @@ __all__ = [
     "ContextEngine",
     "HistoryView",
     "ViewingContextEngine",
+    "StartingContextEngine",
+    "ClosingContextEngine",
+    "ResumingContextEngine",
+    "ToolingMemory",
     "VerbatimContext",
     "to_chat_messages",
     "GateOutcome",
@@ -125,6 +129,45 @@ class ViewingContextEngine(Protocol):
 
     async def history_view(self, session_id: str, system_prompt: str, messages: Sequence[MessageRecord]) -> HistoryView:
         """The history elements and where the verbatim tail starts, for one model call."""
+        ...
+
+
+@runtime_checkable
+class StartingContextEngine(Protocol):
+    """An optional capability of a :class:`ContextEngine`: work to start with the core.
+
+    The summary-tree engine restarts the summaries a crash left pending (docs/context.md).
+    """
+
+    async def start(self) -> None:
+        """Start the engine's background work."""
+        ...
+
+
+@runtime_checkable
+class ClosingContextEngine(Protocol):
+    """An optional capability of a :class:`ContextEngine`: work to stop before the database closes."""
+
+    async def close(self) -> None:
+        """Stop the engine's background work."""
+        ...
+
+
+@runtime_checkable
+class ResumingContextEngine(Protocol):
+    """An optional capability of a :class:`ContextEngine`: restart a session's summaries when it resumes."""
+
+    async def on_resume(self, session_id: str) -> None:
+        """Restart ``session_id``'s pending and failed summaries."""
+        ...
+
+
+@runtime_checkable
+class ToolingMemory(Protocol):
+    """An optional capability of a :class:`MemoryProvider`: tools of its own, registered with it."""
+
+    def tools(self) -> Sequence[Tool]:
+        """The provider's tools (a plugin's memory provider registers them with its slot)."""
         ...
 
 

@@ -96,9 +96,13 @@ def _passthrough(names: Any, name: str, handler: Any, help_text: str, args_help:
 
 
 def _footprint(args: argparse.Namespace) -> int:
-    from exo_edge.footprint import main
+    from exo_core.edge import installed_edge
+    from exo_core.errors import ConfigError
 
-    return int(main(args.args))
+    run = installed_edge().footprint
+    if run is None:
+        raise ConfigError("the footprint audit is part of exo_edge, which is not installed in this core")
+    return run(args.args)
 
 
 # Where the benchmark's data sets usually are: a checkout's sibling shared/ folder (docs/benchmarks.md).
@@ -172,21 +176,21 @@ def _retrieval(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
+    from exo_core.edge import installed_edge
     from exo_core.errors import ConfigError, UsageError
     from exo_core.home import ExoHome
 
     if not args.locomo and not args.longmemeval:
         raise UsageError(_no_dataset_message())
+    bench = installed_edge().retrieval_bench
+    if bench is None:
+        raise ConfigError("the retrieval benchmark needs exo_edge and numpy installed")
+    locomo = Path(args.locomo) if args.locomo else None
+    longmemeval = Path(args.longmemeval) if args.longmemeval else None
     try:
-        from exo_edge.retrieval_eval import bench_ranker, load_locomo, load_longmemeval, score_locomo, score_longmemeval
+        out = bench(ExoHome.from_env(args.home), locomo=locomo, longmemeval=longmemeval, which=args.split)
     except ImportError as exc:
         raise ConfigError("the retrieval benchmark needs exo_edge and numpy installed") from exc
-    ranker = bench_ranker(ExoHome.from_env(args.home))
-    out = {}
-    if args.locomo:
-        out["locomo"] = score_locomo(*load_locomo(Path(args.locomo), args.split), ranker)
-    if args.longmemeval:
-        out["longmemeval"] = score_longmemeval(*load_longmemeval(Path(args.longmemeval), args.split), ranker)
     if args.json:
         print(json.dumps(out, indent=2))
         return 0

@@ -66,6 +66,7 @@ def _decide(args: argparse.Namespace) -> int:
     import asyncio
 
     from exo_core.decisions import uses
+    from exo_core.decisions.question import ClosingProvider, WarmingProvider
     from exo_core.decisions.setup import build_decider
     from exo_core.errors import NotFoundError, UsageError
     from exo_core.ledger import HomeWitness, LedgerRecorder, load_signing_key
@@ -85,14 +86,12 @@ def _decide(args: argparse.Namespace) -> int:
 
     async def run() -> dict[str, object]:
         for provider in decider.providers:
-            warm = getattr(provider, "warm", None)
-            if warm is not None:  # loading the model and reading the question's head are once a process
-                await warm(uses.USES[args.use])
+            if isinstance(provider, WarmingProvider):  # loading the model and reading the head are once a process
+                await provider.warm(uses.USES[args.use])
         decision = await getattr(uses, args.use)(decider, args.text)
         for provider in decider.providers:
-            transport = getattr(provider, "transport", None)
-            if transport is not None and hasattr(transport, "aclose"):
-                await transport.aclose()
+            if isinstance(provider, ClosingProvider):
+                await provider.aclose()
         return decision.to_json()
 
     try:

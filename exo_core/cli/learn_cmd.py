@@ -47,11 +47,11 @@ def register(subparsers: Any) -> None:
 
 class _Ctx:
     def __init__(self, args: argparse.Namespace) -> None:
+        from exo_core.edge import open_proposal_queue
         from exo_core.learning import Learner
         from exo_core.learning.service import LearningSettings
         from exo_core.ledger import HomeWitness, Ledger, load_signing_key
         from exo_core.store import Store
-        from exo_edge.proposal_queue import ProposalQueue
 
         self.home = home_of(args)
         self.settings = LearningSettings.from_config(self.home.config())
@@ -59,7 +59,7 @@ class _Ctx:
         self.ledger = Ledger.open_store(
             self.store.root, signer=load_signing_key(self.home.keys_dir), witness=HomeWitness(self.home.root)
         )
-        self.queue = ProposalQueue(self.home.root / "learning" / "queue.sqlite")
+        self.queue = open_proposal_queue(self.home.root / "learning" / "queue.sqlite")
         self.learner = Learner(self.store, self.ledger, queue=self.queue if self.settings.route else None)
 
     def __enter__(self) -> _Ctx:
@@ -120,14 +120,17 @@ def _queue(args: argparse.Namespace) -> int:
 def _drain(args: argparse.Namespace) -> int:
     import asyncio
 
+    from exo_core.edge import installed_edge
     from exo_core.errors import ConfigError
     from exo_core.models import build_router
-    from exo_edge.proposal_queue import drain
 
+    drain = installed_edge().drain
     with _Ctx(args) as ctx:
         route = args.route or ctx.settings.route
         if not route:
             raise ConfigError("no route to a larger model: set [learning] route in config.toml or pass --route")
+        if drain is None:
+            raise ConfigError("draining the proposal queue needs exo_edge, which is not installed in this core")
         router = build_router(ctx.home)
         router.set_role("main", [route])  # this process only: the learning route and nothing after it
 

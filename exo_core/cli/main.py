@@ -3,7 +3,8 @@
 Each subcommand lives in its own module under :mod:`exo_core.cli` and exposes
 ``register(subparsers)``. Those modules import only argparse at module level so
 ``exo --help`` stays fast on a small board; the work is imported inside each
-handler.
+handler. The installed edge (:mod:`exo_core.edge`) adds its own subcommands
+(``exo models``) the same way, from modules of its own.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from exo_core.cli.examples import add_examples
+from exo_core.edge import EdgeKit, edge_or_installed
 from exo_core.errors import ExoError
 from exo_core.private_files import restrict_umask
 
@@ -33,7 +35,6 @@ COMMAND_MODULES: tuple[str, ...] = (
     "onboard_cmd",
     "ledger_cmd",
     "gate_cmd",
-    "models_cmd",
     "device_cmd",
     "recall_cmd",
     "bench_cmd",
@@ -42,24 +43,26 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser with every registered subcommand."""
+def build_parser(*, edge: EdgeKit | None = None) -> argparse.ArgumentParser:
+    """The full argument parser with every registered subcommand, the edge's (default: the installed one) last."""
     parser = argparse.ArgumentParser(prog="exo", description="Exo: a personal assistant core.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name in COMMAND_MODULES:
-        module = importlib.import_module(f"exo_core.cli.{name}")
+    core_modules = [f"exo_core.cli.{name}" for name in COMMAND_MODULES]
+    edge_modules = list(edge_or_installed(edge).commands)
+    for module_name in core_modules + edge_modules:
+        module = importlib.import_module(module_name)
         module.register(sub)
     add_examples(parser)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, edge: EdgeKit | None = None) -> int:
     """Run ``exo``; returns the process exit status."""
     # Everything exo and exod create is the person's alone, whatever the shell's umask
     # (docs/security.md, "Private files"): SQLite side files and library temp files included.
     restrict_umask()
-    parser = build_parser()
+    parser = build_parser(edge=edge)
     # Commands that hand their remaining arguments to another program (``exo bench footprint --json``)
     # set ``passthrough``; argparse alone would refuse options it does not know.
     raw = list(sys.argv[1:] if argv is None else argv)

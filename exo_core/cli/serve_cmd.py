@@ -154,6 +154,7 @@ def _enforced_taste(store: Path) -> Any:
 
 def _learning_services(home: ExoHome, store: Path, ledger: LedgerRecorder) -> tuple[Any, ...]:
     """The learning reviewer over the store's ledger."""
+    from exo_core.edge import open_proposal_queue, queue_drainer_service
     from exo_core.learning.learner import Learner
     from exo_core.learning.service import LearningSettings, ReviewService
     from exo_core.store import Store
@@ -162,11 +163,8 @@ def _learning_services(home: ExoHome, store: Path, ledger: LedgerRecorder) -> tu
     drainer: tuple[Any, ...] = ()
     settings = LearningSettings.from_config(home.config())
     if settings.route:
-        from exo_edge.proposal_queue import ProposalQueue  # the edge package holds the queue (DESIGN.md §4)
-        from exo_edge.queue_drainer import drainer_service
-
-        queue = ProposalQueue(home.root / "learning" / "queue.sqlite")
-        drainer = (drainer_service(home, store, settings),)  # exod drains the queue to the larger model
+        queue = open_proposal_queue(home.root / "learning" / "queue.sqlite")  # the edge holds the queue
+        drainer = (queue_drainer_service(home, store, settings),)  # exod drains the queue to the larger model
     learner = Learner(Store.open(store), ledger.ledger, queue=queue)
     return (lambda core: ReviewService(core.hub, learner, core.questions), _chat_signals(home, store, ledger), *drainer)
 
@@ -178,17 +176,16 @@ def _chat_signals(home: ExoHome, store: Path, ledger: LedgerRecorder) -> Any:
     """
     from exo_core.decisions.setup import build_decider
     from exo_core.decisions.signal_escalation import build_signal_settler
+    from exo_core.edge import installed_edge, open_proposal_queue
     from exo_core.learning.chat_signals import ChatSignals
 
     queue = None
-    try:
-        from exo_edge.proposal_queue import ProposalQueue  # the edge package holds the queue (DESIGN.md §4)
-    except ImportError:
+    if installed_edge().proposal_queue is None:
         logging.getLogger("exo_core.serve").warning(
             "no proposal queue (exo_edge is not installed): an unsure signal nobody settles is not kept"
         )
     else:
-        queue = ProposalQueue(home.root / "learning" / "queue.sqlite")
+        queue = open_proposal_queue(home.root / "learning" / "queue.sqlite")  # the edge holds the queue
 
     def make(core: Any) -> ChatSignals:
         decider = build_decider(home, store=store, recorder=ledger, model=core.model)

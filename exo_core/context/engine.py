@@ -40,8 +40,8 @@ from exo_core.context.tree import NodeKey, Plan, SummaryNode, choose_merge, node
 from exo_core.context.view import history_elements, input_tokens, render_view
 from exo_core.context.window import fit_request
 from exo_core.errors import ExoError
+from exo_core.events.hub import Hub
 from exo_core.protocol import events as ev
-from exo_core.server.hub import Hub
 from exo_core.sessions.store import MessageRecord, SessionStore
 from exo_core.sessions.worker import DbWorker
 

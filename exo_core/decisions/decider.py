@@ -29,6 +29,7 @@ from exo_core.decisions.calibration import CalibrationBook
 from exo_core.decisions.question import Decision, DecisionProvider, Question, normalise
 from exo_core.decisions.record import Recorder, decision_body
 from exo_core.errors import ExoError
+from exo_core.models.failures import PROVIDER_FAILURES
 
 __all__ = ["Decider", "failure_reason"]
 
@@ -39,11 +40,11 @@ def failure_reason(exc: BaseException) -> str:
     """A one-word reason for the ledger: ``timeout``, a provider failure kind, or the error code."""
     if isinstance(exc, TimeoutError):
         return "timeout"
-    kind = getattr(exc, "kind", None)
-    value = getattr(kind, "value", kind)
-    if isinstance(value, str) and value:
-        return value
-    return getattr(exc, "code", type(exc).__name__)
+    if isinstance(exc, PROVIDER_FAILURES):
+        return exc.kind.value
+    if isinstance(exc, ExoError):
+        return exc.code
+    return type(exc).__name__
 
 
 class Decider:

@@ -18,7 +18,7 @@ import re
 import string
 from collections.abc import Mapping
 
-from exo_core.agent.model import ChatMessage, ModelRequest, ModelTransport, TextDelta
+from exo_core.agent.model import ChatMessage, ClosableTransport, ModelRequest, ModelTransport, TextDelta
 from exo_core.decisions.calibration import softmax
 from exo_core.decisions.question import BadProviderOutput, Question
 
@@ -94,6 +94,11 @@ class HostedProvider:
             temperature=0.0,
             role=self.role,
         )
+
+    async def aclose(self) -> None:
+        """Close the transport when it holds anything (the router's HTTP session)."""
+        if isinstance(self.transport, ClosableTransport):
+            await self.transport.aclose()
 
     async def probabilities(self, question: Question, state: str) -> Mapping[str, float]:
         """The picked option at ``confidence``, the rest shared; :class:`BadProviderOutput` if no letter."""

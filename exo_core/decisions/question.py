@@ -17,11 +17,22 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from exo_core.errors import ConfigError, ModelError
 
-__all__ = ["KINDS", "FALLBACKS", "Rule", "Question", "Decision", "DecisionProvider", "BadProviderOutput", "normalise"]
+__all__ = [
+    "KINDS",
+    "FALLBACKS",
+    "Rule",
+    "Question",
+    "Decision",
+    "DecisionProvider",
+    "WarmingProvider",
+    "ClosingProvider",
+    "BadProviderOutput",
+    "normalise",
+]
 
 KINDS = ("choice", "score", "predicate")
 # Below the threshold: a safe default, or escalate to the main model or the person (§13.4).
@@ -162,6 +173,24 @@ class DecisionProvider(Protocol):
 
     async def probabilities(self, question: Question, state: str) -> Mapping[str, float]:
         """A probability for each of ``question.options`` given ``state``."""
+        ...
+
+
+@runtime_checkable
+class WarmingProvider(Protocol):
+    """An optional capability of a :class:`DecisionProvider`: load its model and read a question's head ahead."""
+
+    async def warm(self, question: Question) -> None:
+        """Do once per process what every later call for ``question`` would otherwise wait for."""
+        ...
+
+
+@runtime_checkable
+class ClosingProvider(Protocol):
+    """An optional capability of a :class:`DecisionProvider`: resources to release when done (an HTTP session)."""
+
+    async def aclose(self) -> None:
+        """Release what the provider holds."""
         ...
 
 

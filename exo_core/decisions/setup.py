@@ -13,7 +13,7 @@
     ask_person = true                      # a signal on a reply to a draft may be asked (question.asked)
     ask_timeout = 120.0                    # seconds the question stays open before it is queued instead
 
-``local`` is the local GGUF model (``exo_edge``; skipped with a warning when
+``local`` is the local GGUF model (the edge's, :mod:`exo_core.edge`; skipped with a warning when
 the runtime is not installed), ``hosted`` the router's ``decision`` role,
 ``rules-only`` the cue-word provider. Calibration is rebuilt from the store's
 ledger: its decisions and their labels.
@@ -35,6 +35,7 @@ from exo_core.decisions.providers import HostedProvider, RulesOnlyProvider
 from exo_core.decisions.question import DecisionProvider
 from exo_core.decisions.record import Recorder, labelled_samples
 from exo_core.decisions.uses import chosen_toolsets, toolset
+from exo_core.edge import EdgeKit, edge_or_installed
 from exo_core.errors import ConfigError
 from exo_core.home import ExoHome
 
@@ -118,38 +119,40 @@ class DecisionSettings:
 
 
 def build_providers(
-    home: ExoHome, settings: DecisionSettings, *, model: ModelTransport | None = None
+    home: ExoHome, settings: DecisionSettings, *, model: ModelTransport | None = None, edge: EdgeKit | None = None
 ) -> list[DecisionProvider]:
-    """The providers in the configured order. ``model`` is the router exod answers with, when it has one."""
+    """The providers in the configured order. ``model`` is the router exod answers with, when it has one;
+    ``edge`` makes the local decision model (default: the installed edge's)."""
+    from exo_core.models.router import ModelRouter, build_router  # the catalog loads only when decisions are built
+
     out: list[DecisionProvider] = []
     for kind in settings.providers:
         if kind == "rules-only":
             out.append(RulesOnlyProvider())
         elif kind == "hosted":
-            if model is None or not hasattr(model, "chain"):  # not the router: make one
-                from exo_core.models import build_router
-
-                model = build_router(home)
+            if not isinstance(model, ModelRouter):  # not the router: make one
+                model = build_router(home, edge=edge)
             out.append(HostedProvider(model, timeout=settings.hosted_timeout))
         else:
-            try:
-                from exo_edge.decide_local import local_decision_provider
-            except ImportError:
+            local_decider = edge_or_installed(edge).local_decider
+            if local_decider is None:
                 log.warning("the local decision model needs exo_edge and llama-cpp-python; skipping it")
                 continue
-            factory = getattr(model, "local", None)
             shared = None
-            if callable(factory) and not settings.local_file:
-                shared = factory(settings.local_model)
-            out.append(
-                local_decision_provider(
+            if isinstance(model, ModelRouter) and model.local is not None and not settings.local_file:
+                shared = model.local(settings.local_model)
+            try:
+                provider = local_decider(
                     home,
                     name=settings.local_model,
                     transport=shared,
                     timeout=settings.local_timeout,
                     model_file=settings.local_file,
                 )
-            )
+            except ImportError:
+                log.warning("the local decision model needs exo_edge and llama-cpp-python; skipping it")
+                continue
+            out.append(provider)
     return out
 
 

@@ -21,26 +21,28 @@ from exo_core.agent.recorder import NullRecorder, TurnRecorder
 from exo_core.agent.redaction import Redactor, SecretRedactor
 from exo_core.agent.runner import TurnRunner
 from exo_core.agent.seams import (
+    ClosingContextEngine,
     ContextEngine,
     DraftStyle,
     FactTaker,
     Gate,
     MemoryProvider,
     NullMemory,
+    StartingContextEngine,
     ToolsetChooser,
 )
 from exo_core.clock import Clock, SystemClock
 from exo_core.context.config import ContextConfig
 from exo_core.context.engine import SummaryTreeContext  # exo_core.engine.settings imports it anyway
+from exo_core.engine.commands import core_handlers
 from exo_core.engine.dispatch import Engine
-from exo_core.engine.settings import RuntimeSettings
 from exo_core.errors import ConfigError
+from exo_core.events.hub import Hub
 from exo_core.gate import ConsequenceGate, Policy
 from exo_core.home import ExoHome
 from exo_core.hooks import HookRegistry
 from exo_core.ids import IdFactory, RandomIds
 from exo_core.plugins import PluginHost
-from exo_core.server.hub import Hub
 from exo_core.sessions.store import SessionStore
 from exo_core.sessions.worker import DbWorker
 from exo_core.tools import ToolRegistry, builtin_tools
@@ -147,8 +149,7 @@ class Core:
         self.engine = Engine(
             hub=self.hub, worker=self.worker, store=self.store, runner=self.runner, approvals=self.approvals
         )
-        self.engine.add_handler("question.answer", self.questions.handle_answer)
-        RuntimeSettings(self)
+        self.engine.serve(core_handlers(self))
 
     @classmethod
     def open(cls, home: ExoHome, *, model: ModelTransport, options: CoreOptions | None = None) -> Core:
@@ -159,11 +160,10 @@ class Core:
         self.home.root.mkdir(parents=True, exist_ok=True)
         await self.worker.__aenter__()
         await self.hub.start()
-        # Optional engine hooks (a plugin's engine may have neither): restart
+        # Optional engine capabilities (a plugin's engine may have neither): restart
         # summaries a crash left pending, and stop them before the database closes.
-        start = getattr(self.context, "start", None)
-        if start is not None:
-            await start()
+        if isinstance(self.context, StartingContextEngine):
+            await self.context.start()
         self.services = [make(self) for make in self.options.services]
         for service in self.services:
             await service.start()
@@ -173,9 +173,8 @@ class Core:
         for service in reversed(self.services):
             await service.aclose()
         await self.runner.close()
-        close = getattr(self.context, "close", None)
-        if close is not None:
-            await close()
+        if isinstance(self.context, ClosingContextEngine):
+            await self.context.close()
         await self.hub.close()
         await self.worker.close()
 

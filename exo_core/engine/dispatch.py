@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from exo_core import __version__
 from exo_core.agent.approvals import ApprovalBroker
 from exo_core.agent.runner import TurnRunner
 from exo_core.errors import BadBodyError, ConflictError, ExoError, UnsupportedError
+from exo_core.events.hub import Hub
 from exo_core.protocol import COMMANDS, EVENTS, PROTOCOL_VERSION, ErrorInfo, Response, decode_command
 from exo_core.protocol import commands as cmd
 from exo_core.protocol import events as ev
-from exo_core.server.hub import Hub
 from exo_core.server.shaping import ClientRegistry
 from exo_core.sessions.store import SessionStore
 from exo_core.sessions.worker import DbWorker
@@ -36,8 +36,9 @@ Handler = Callable[[Any], Awaitable[dict[str, Any]]]
 class Engine:
     """Dispatches decoded commands to their handlers.
 
-    Subsystems that land later (questions, config, taste, models) register
-    their handlers with :meth:`add_handler`; until then those commands answer
+    Its own handlers (sessions, turns, approvals, events, search) are the public
+    ``async`` methods below; which handler serves which command type is set in one
+    place, :mod:`exo_core.engine.commands`. A command type with no handler answers
     with a typed ``unsupported`` error.
     """
 
@@ -50,23 +51,15 @@ class Engine:
         self._runner = runner
         self._approvals = approvals
         self.clients = ClientRegistry()
-        self._handlers: dict[str, Handler] = {
-            "hello": self._hello,
-            "session.create": self._session_create,
-            "session.list": self._session_list,
-            "session.get": self._session_get,
-            "session.fork": self._session_fork,
-            "session.resume": self._session_resume,
-            "session.undo": self._session_undo,
-            "turn.send": self._turn_send,
-            "turn.interrupt": self._turn_interrupt,
-            "approval.respond": self._approval_respond,
-            "events.subscribe": self._events_page,
-            "search": self._search,
-        }
+        self._handlers: dict[str, Handler] = {}
+
+    def serve(self, handlers: Mapping[str, Handler]) -> None:
+        """Serve each command type with its handler (the tables of exo_core/engine/commands.py)."""
+        for command_type, handler in handlers.items():
+            self.add_handler(command_type, handler)
 
     def add_handler(self, command_type: str, handler: Handler) -> None:
-        """Serve ``command_type`` with ``handler`` (a subsystem plugging in)."""
+        """Serve ``command_type`` with ``handler`` (one line of a table; tests replace one)."""
         if command_type not in COMMANDS:
             raise ConflictError(f"{command_type!r} is not a registered command type")
         self._handlers[command_type] = handler
@@ -94,9 +87,10 @@ class Engine:
             return Response.failure(command_id, ErrorInfo("internal", f"internal error: {type(exc).__name__}"))
         return Response.success(command_id, result)
 
-    # -- handlers ----------------------------------------------------------
+    # -- handlers (served by exo_core/engine/commands.py) -------------------
 
-    async def _hello(self, body: cmd.Hello) -> dict[str, Any]:
+    async def hello(self, body: cmd.Hello) -> dict[str, Any]:
+        """``hello``: the client's capabilities remembered; what this core speaks."""
         if body.protocol != PROTOCOL_VERSION:
             raise UnsupportedError(f"this core speaks protocol {PROTOCOL_VERSION}, not {body.protocol}")
         # Remember what this client can show; its event stream (?client=<client_id>) is shaped to match.
@@ -112,18 +106,21 @@ class Engine:
             "events": list(EVENTS),
         }
 
-    async def _session_create(self, body: cmd.SessionCreate) -> dict[str, Any]:
+    async def session_create(self, body: cmd.SessionCreate) -> dict[str, Any]:
+        """``session.create``."""
         record = await self._worker.run(lambda: self._store.create_session(title=body.title, workspace=body.workspace))
         await self.hub.emit(
             record.id, "session.updated", ev.SessionUpdated(session_id=record.id, title=record.title, reason="created")
         )
         return {"session": record.to_wire()}
 
-    async def _session_list(self, body: cmd.SessionList) -> dict[str, Any]:
+    async def session_list(self, body: cmd.SessionList) -> dict[str, Any]:
+        """``session.list``."""
         records = await self._worker.run(lambda: self._store.list_sessions(body.limit))
         return {"sessions": [r.to_wire() for r in records]}
 
-    async def _session_get(self, body: cmd.SessionGet) -> dict[str, Any]:
+    async def session_get(self, body: cmd.SessionGet) -> dict[str, Any]:
+        """``session.get``: the session, its open approvals and, if asked, its messages."""
         record = await self._worker.run(lambda: self._store.get_session(body.session))
         result: dict[str, Any] = {"session": record.to_wire(), "running": self._runner.busy(body.session)}
         if body.messages:
@@ -135,7 +132,8 @@ class Engine:
         ]
         return result
 
-    async def _session_fork(self, body: cmd.SessionFork) -> dict[str, Any]:
+    async def session_fork(self, body: cmd.SessionFork) -> dict[str, Any]:
+        """``session.fork``."""
         child = await self._worker.run(
             lambda: self._store.fork(body.session, message_id=body.message_id, title=body.title)
         )
@@ -146,10 +144,12 @@ class Engine:
         )
         return {"session": child.to_wire()}
 
-    async def _session_resume(self, body: cmd.SessionResume) -> dict[str, Any]:
+    async def session_resume(self, body: cmd.SessionResume) -> dict[str, Any]:
+        """``session.resume``: repair and continue a cut-off turn."""
         return await self._runner.resume(body.session)
 
-    async def _session_undo(self, body: cmd.SessionUndo) -> dict[str, Any]:
+    async def session_undo(self, body: cmd.SessionUndo) -> dict[str, Any]:
+        """``session.undo``: drop the last turns (not while one runs)."""
         if self._runner.busy(body.session):
             raise ConflictError("a turn is running; interrupt it before undoing")
         undone = await self._worker.run(lambda: self._store.undo(body.session, body.turns))
@@ -161,21 +161,25 @@ class Engine:
         )
         return {"undone_turns": undone}
 
-    async def _turn_send(self, body: cmd.TurnSend) -> dict[str, Any]:
+    async def turn_send(self, body: cmd.TurnSend) -> dict[str, Any]:
+        """``turn.send``: start (or steer, or queue) a turn; answers at once."""
         if not body.text.strip():
             raise BadBodyError("'text' must not be empty", field="text")
         outcome = await self._runner.send(body.session, body.text, body.mode)
         return {"accepted": True, "turn_id": outcome.turn_id, "disposition": outcome.disposition}
 
-    async def _turn_interrupt(self, body: cmd.TurnInterrupt) -> dict[str, Any]:
+    async def turn_interrupt(self, body: cmd.TurnInterrupt) -> dict[str, Any]:
+        """``turn.interrupt``."""
         turn_id = await self._runner.interrupt(body.session)
         return {"interrupted": turn_id is not None, "turn_id": turn_id}
 
-    async def _approval_respond(self, body: cmd.ApprovalRespond) -> dict[str, Any]:
+    async def approval_respond(self, body: cmd.ApprovalRespond) -> dict[str, Any]:
+        """``approval.respond``: the first answer wins."""
         record = await self._approvals.respond(body.request_id, body.decision, body.reason)
         return {"request_id": record.id, "decision": record.status}
 
-    async def _events_page(self, body: cmd.EventsSubscribe) -> dict[str, Any]:
+    async def events_page(self, body: cmd.EventsSubscribe) -> dict[str, Any]:
+        """``events.subscribe`` over a request/response transport: one page of stored events."""
         page = await self.hub.read_page(body.since, body.session, body.limit)
         return {
             "events": [json.loads(item.data) for item in page],
@@ -183,6 +187,7 @@ class Engine:
             "head": self.hub.last_seq,
         }
 
-    async def _search(self, body: cmd.Search) -> dict[str, Any]:
+    async def search(self, body: cmd.Search) -> dict[str, Any]:
+        """``search``: full-text over the sessions."""
         hits = await self._worker.run(lambda: self._store.search(body.query, limit=body.limit, session_id=body.session))
         return {"hits": [h.to_wire() for h in hits]}

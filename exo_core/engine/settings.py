@@ -84,14 +84,14 @@ def set_toml_value(text: str, table: str, key: str, value: Any) -> str:
 
 
 class RuntimeSettings:
-    """The three handlers over one core; making one registers them on the core's engine."""
+    """The three handlers over one core (``models.set``, ``config.get``, ``config.set``).
+
+    They are served from the one table, :mod:`exo_core.engine.commands`.
+    """
 
     def __init__(self, core: Core) -> None:
         self._core = core
         self._lock = asyncio.Lock()  # one read-modify-write of config.toml at a time
-        core.engine.add_handler("models.set", self.models_set)
-        core.engine.add_handler("config.get", self.config_get)
-        core.engine.add_handler("config.set", self.config_set)
 
     async def _persist(self, table: str, key: str, value: Any, apply: Callable[[], None], note: str) -> None:
         path = self._core.home.config_path

@@ -1,13 +1,16 @@
 """Model routing for Exo: catalog, router with fallback and cooldown, cost.
 
 The transports are implementations of the model seam and live outside the
-core: the local GGUF one in ``exo_edge.local``, the hosted ones (OpenAI-compatible,
-Anthropic) in ``exo_edge.hosted``, which the router imports on first use.
+core: the local GGUF one and the hosted ones (OpenAI-compatible, Anthropic)
+come from the edge (:class:`exo_core.edge.EdgeKit`), the hosted ones made on
+first use.
 
-The lead's wiring::
+The wiring (what ``resolve_model(home, "local")`` does)::
 
+    from exo_core.edge import installed_edge
     from exo_core.models import build_router
-    router = build_router(home, local=exo_edge.local_factory(home))
+    edge = installed_edge()
+    router = build_router(home, local=edge.local_factory(home), edge=edge)
     async for chunk in router.stream(ModelRequest(messages=..., role="main")): ...
 
 See docs/models.md.

@@ -29,14 +29,19 @@ __all__ = [
     "Catalog",
     "parse_route",
     "load_catalog",
+    "HOSTED_KINDS",
+    "PROVIDER_KINDS",
     "default_catalog_path",
 ]
 
 ROLES = ("main", "aux", "decision")
 # Where a role's chain continues when its own routes are empty or exhausted.
 ROLE_FALLBACK: Mapping[str, tuple[str, ...]] = {"main": (), "aux": ("main",), "decision": ("aux", "main")}
+# The one list of provider kinds (docs/models.md). Hosted kinds are reached over HTTP at a provider's
+# base_url, through the edge's hosted transports (one per kind); ``local`` is the edge's GGUF runtime;
 # ``scripted``: the model part of a route is the path of a scripted-model file (tests and demos).
-PROVIDER_KINDS = ("openai", "anthropic", "local", "scripted")
+HOSTED_KINDS = ("openai", "anthropic")
+PROVIDER_KINDS = (*HOSTED_KINDS, "local", "scripted")
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,9 +182,7 @@ def _provider(name: str, data: Any, where: str) -> ProviderSpec:
     if kind not in PROVIDER_KINDS:
         raise ConfigError(f"{where}.kind must be one of {PROVIDER_KINDS}, not {kind!r}")
     base_url = data.get("base_url", "")
-    if not isinstance(base_url, str) or (
-        kind in ("openai", "anthropic") and not base_url.startswith(("http://", "https://"))
-    ):
+    if not isinstance(base_url, str) or (kind in HOSTED_KINDS and not base_url.startswith(("http://", "https://"))):
         raise ConfigError(f"{where}.base_url must be an http(s) URL")
     key_env = [data["key_env"]] if isinstance(data.get("key_env"), str) else data.get("key_env", [])
     if not isinstance(key_env, list) or not all(isinstance(k, str) and k for k in key_env):

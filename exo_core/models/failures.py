@@ -20,6 +20,7 @@ __all__ = [
     "RoutesExhaustedError",
     "NoUsableRouteError",
     "classify",
+    "PROVIDER_FAILURES",
 ]
 
 
@@ -89,9 +90,14 @@ class NoUsableRouteError(ModelError):
         self.reasons = reasons
 
 
+# The model errors that carry their own :class:`FailureKind` (``kind``): a provider's, classified where it failed.
+PROVIDER_FAILURES = (ProviderError, RetryableProviderError)
+
+
 def classify(exc: ModelError) -> FailureKind:
     """The failure kind of any model error (transport-specific or generic)."""
-    kind = getattr(exc, "kind", None)
-    if isinstance(kind, FailureKind):
-        return kind
-    return FailureKind.NETWORK if isinstance(exc, RetryableModelError) else FailureKind.UNAVAILABLE
+    if isinstance(exc, PROVIDER_FAILURES):
+        return exc.kind
+    if isinstance(exc, RetryableModelError):
+        return FailureKind.NETWORK
+    return FailureKind.UNAVAILABLE

@@ -13,20 +13,21 @@ tries each credential that is not cooling down, in order, and streams.
 
 The router is itself a :class:`~exo_core.agent.model.ModelTransport`. It
 imports none of its transports: ``local`` routes come from the ``local``
-factory it is given (``exo_edge.local``), hosted ones from
-``exo_edge.hosted``, imported on first use; without it those routes fail
-with a clear reason and the router falls back as for any failed route.
+factory it is given, hosted ones from the ``hosted`` factory it is given,
+else from the edge's (:class:`exo_core.edge.EdgeKit`), made on first use;
+without one those routes fail with a clear reason and the router falls back
+as for any failed route.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
-from typing import Protocol
 
 from exo_core.agent.model import (
+    ClosableTransport,
     ContextWindow,
     Finish,
     ModelChunk,
@@ -40,9 +41,19 @@ from exo_core.agent.model import (
 )
 from exo_core.agent.scripted import ScriptedModel
 from exo_core.context.window import estimated_window, fit_request
+from exo_core.edge import EdgeKit, HostedFactory, LocalFactory, edge_or_installed
 from exo_core.errors import ConfigError, ModelError
 from exo_core.home import ExoHome
-from exo_core.models.catalog import ROLE_FALLBACK, ROLES, Catalog, Credential, Route, load_catalog, parse_route
+from exo_core.models.catalog import (
+    HOSTED_KINDS,
+    ROLE_FALLBACK,
+    ROLES,
+    Catalog,
+    Credential,
+    Route,
+    load_catalog,
+    parse_route,
+)
 from exo_core.models.cooldown import Clock, CooldownBook
 from exo_core.models.cost import priced
 from exo_core.models.failures import FailureKind, NoUsableRouteError, ProviderError, RoutesExhaustedError, classify
@@ -52,22 +63,6 @@ __all__ = ["ModelRouter", "LocalFactory", "HostedFactory", "build_router", "DEFA
 # The window assumed for a hosted route whose provider sets no context_window (tokens): small enough
 # for any current hosted chat model, so an unknown window never overflows.
 DEFAULT_HOSTED_WINDOW = 8192
-
-# Makes the transport of a local route from its model name (exo_edge provides one).
-LocalFactory = Callable[[str], ModelTransport]
-
-
-class HostedFactory(Protocol):
-    """Makes hosted-provider transports and closes what they share (``exo_edge.hosted`` implements it)."""
-
-    def transport(self, kind: str, *, base_url: str, model: str, api_key: str | None, provider: str) -> ModelTransport:
-        """The transport of one route and credential of a provider of ``kind``."""
-        ...
-
-    async def aclose(self) -> None:
-        """Close what the transports share (an HTTP session)."""
-        ...
-
 
 _OUTPUT = (TextDelta, ReasoningDelta, ToolCallChunk)
 
@@ -83,12 +78,14 @@ class ModelRouter:
         clock: Clock = time.monotonic,
         local: LocalFactory | None = None,
         hosted: HostedFactory | None = None,
+        edge: EdgeKit | None = None,
     ) -> None:
         self.catalog = catalog
         self.env = dict(os.environ if env is None else env)
         self.cooldowns = CooldownBook(clock)
         self.local = local
         self.hosted = hosted
+        self.edge = edge  # makes the hosted transports when ``hosted`` is not given (default: the installed edge)
         self._roles: dict[str, tuple[Route, ...]] = dict(catalog.roles)
         self._transports: dict[tuple[str, str], ModelTransport] = {}
 
@@ -127,16 +124,16 @@ class ModelRouter:
         return transport
 
     def _hosted(self, route: Route) -> HostedFactory:
-        if self.hosted is None:
-            try:
-                from exo_edge.hosted import HostedTransports
-            except ImportError as exc:
-                raise ProviderError(
-                    f"{route}: the hosted-provider transports (exo_edge.hosted) are not installed in this core",
-                    kind=FailureKind.UNAVAILABLE,
-                    provider=route.provider,
-                ) from exc
-            self.hosted = HostedTransports(self.catalog.timeouts)
+        if self.hosted is not None:
+            return self.hosted
+        make = edge_or_installed(self.edge).hosted
+        missing = f"{route}: the hosted-provider transports (exo_edge.hosted) are not installed in this core"
+        if make is None:
+            raise ProviderError(missing, kind=FailureKind.UNAVAILABLE, provider=route.provider)
+        try:
+            self.hosted = make(self.catalog.timeouts)
+        except ImportError as exc:
+            raise ProviderError(missing, kind=FailureKind.UNAVAILABLE, provider=route.provider) from exc
         return self.hosted
 
     # -- the window -----------------------------------------------------------------
@@ -169,7 +166,7 @@ class ModelRouter:
         where = f"[models.providers.{route.provider}] context_window in config.toml"
         if spec.context_window:
             return estimated_window(spec.context_window, model=str(route), where=where)
-        if spec.kind in ("openai", "anthropic"):
+        if spec.kind in HOSTED_KINDS:
             return estimated_window(DEFAULT_HOSTED_WINDOW, model=str(route), where=where)
         return None
 
@@ -219,11 +216,11 @@ class ModelRouter:
                         await _aclose(agen)
                 except ModelError as exc:
                     kind = classify(exc)
-                    status = getattr(exc, "status", None)
+                    status = exc.status
                     rest = self.cooldowns.fail(
                         cred.id,
                         kind,
-                        retry_after=getattr(exc, "retry_after", None),
+                        retry_after=exc.retry_after,
                         lone=len(creds) == 1,
                         detail=kind.value + (f" (HTTP {status})" if status else ""),
                     )
@@ -270,10 +267,9 @@ def _role(role: str) -> str:
 
 
 async def _aclose(closable: object) -> None:
-    """Close a stream or a transport that can be closed (the model seam does not require it)."""
-    close = getattr(closable, "aclose", None)
-    if close is not None:
-        await close()
+    """Close a stream or a transport that can be closed (an optional capability of the model seam)."""
+    if isinstance(closable, ClosableTransport):
+        await closable.aclose()
 
 
 def build_router(
@@ -282,6 +278,7 @@ def build_router(
     local: LocalFactory | None = None,
     env: Mapping[str, str] | None = None,
     clock: Clock = time.monotonic,
+    edge: EdgeKit | None = None,
 ) -> ModelRouter:
-    """The router for an Exo home: catalog + ``[models]`` of its config.toml."""
-    return ModelRouter(load_catalog(home.config(), env=env), env=env, clock=clock, local=local)
+    """The router for an Exo home: catalog + ``[models]`` of its config.toml; hosted routes from ``edge``."""
+    return ModelRouter(load_catalog(home.config(), env=env), env=env, clock=clock, local=local, edge=edge)

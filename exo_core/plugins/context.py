@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from exo_core.agent.seams import ToolingMemory
 from exo_core.errors import ConfigError, ConflictError
 from exo_core.tools.function import FunctionTool
 from exo_core.tools.spec import Risk, ToolSpec
@@ -106,8 +107,8 @@ class PluginContext:
     def register_memory_provider(self, provider: Any) -> None:
         """Take the memory provider slot (exclusive); a provider's ``tools()`` are registered too."""
         self._claim("memory_provider", provider)
-        tools = getattr(provider, "tools", None)
-        for tool in tools() if callable(tools) else []:
+        tools = provider.tools() if isinstance(provider, ToolingMemory) else ()
+        for tool in tools:
             self._host.tools.add(tool)
             self._did(f"tool:{tool.spec.name}", functools.partial(self._host.tools.remove, tool.spec.name))
 

@@ -10,12 +10,12 @@ token count. The pack page itself is added by the memory provider
 (:mod:`exo_core.retrieval.memory`), first and outside the budget.
 
 Indexes live in ``<store>/indexes/`` (``retrieval.sqlite``, and
-``vectors.sqlite`` from ``exo_edge``) and are views: :meth:`Retriever.refresh`
+``vectors.sqlite`` from the edge's embedder) and are views: :meth:`Retriever.refresh`
 brings them up to date from the store, ``items.sqlite`` and
 ``sessions.sqlite`` when any of them changed, touching only changed
 documents; deleting the folder and refreshing gives the same rankings.
-Without ``exo_edge`` (or without fetched model files) the dense list is
-empty and the pipeline is BM25 only.
+Without the edge's embedder (:mod:`exo_core.edge`; or without fetched model
+files) the dense list is empty and the pipeline is BM25 only.
 """
 
 from __future__ import annotations
@@ -23,11 +23,12 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
+from exo_core.edge import DenseIndex, DenseSync, EdgeKit, edge_or_installed
 from exo_core.errors import NotFoundError
 from exo_core.retrieval import rank
 from exo_core.retrieval.docs import Doc, item_docs, node_docs, read_rows, turn_docs
@@ -44,9 +45,11 @@ __all__ = [
     "Recalled",
     "RetrievalSettings",
     "DenseIndex",
+    "DenseSync",
     "open_dense",
     "records",
     "INDEX_FILE",
+    "VECTOR_FILE",
     "OVERFETCH",
 ]
 
@@ -55,27 +58,15 @@ OVERFETCH = 4  # each list is read this many times deeper than ``depth``, to fil
 VECTOR_FILE = "vectors.sqlite"
 
 
-class DenseIndex(Protocol):
-    """The embedding side (``exo_edge.vectors.VectorIndex`` implements it)."""
+def open_dense(index_dir: Path, home: ExoHome | None = None, *, edge: EdgeKit | None = None) -> DenseIndex | None:
+    """The edge's vector index over the int8 embedder (default: the installed edge's).
 
-    def sync(
-        self, docs: Iterable[tuple[str, str, str]], *, prune: bool = True, max_new: int | None = None
-    ) -> object: ...
-
-    def search(self, query: str, limit: int) -> list[tuple[str, float]]: ...
-
-    def close(self) -> None: ...
-
-
-def open_dense(index_dir: Path, home: ExoHome | None = None) -> DenseIndex | None:
-    """The vector index over the int8 embedder, or ``None`` when the edge runtime or its files are absent."""
-    try:
-        from exo_edge.embedder import OnnxEmbedder
-        from exo_edge.vectors import VectorIndex
-    except ImportError:
+    ``None`` when there is no edge, or its runtime or model files are absent: retrieval is then BM25 only.
+    """
+    opener = edge_or_installed(edge).dense
+    if opener is None:
         return None
-    embedder = OnnxEmbedder.from_home(home)
-    return VectorIndex(index_dir / VECTOR_FILE, embedder) if embedder is not None else None
+    return opener(index_dir, home)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,9 +128,10 @@ class Retriever:
         embeddings: bool = True,
         log: Callable[..., Any] | None = None,
         settings: RetrievalSettings = RetrievalSettings(),
+        edge: EdgeKit | None = None,
     ) -> Retriever:
-        """A retriever with the home's sessions as past turns and the edge embedder when present."""
-        dense = open_dense(store.root / layout.INDEXES_DIR, home) if embeddings else None
+        """A retriever with the home's sessions as past turns and ``edge``'s embedder when present."""
+        dense = open_dense(store.root / layout.INDEXES_DIR, home, edge=edge) if embeddings else None
         return cls(store, sessions_db=home.sessions_db if home else None, dense=dense, log=log, settings=settings)
 
     def close(self) -> None:
@@ -178,7 +170,7 @@ class Retriever:
             self.lexical.sync(docs)
             if self.dense is not None:
                 counts = self.dense.sync([(d.id, d.hash, d.text()) for d in docs], max_new=self.settings.embed_batch)
-                if getattr(counts, "pending", 0):
+                if counts.pending:
                     signature = None  # more to embed: continue at the next refresh
             self._links = self.lexical.node_links()
             self._signature = signature

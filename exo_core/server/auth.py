@@ -22,7 +22,7 @@ import struct
 from collections.abc import Iterable
 from pathlib import Path
 
-from exo_core.errors import AccessDeniedError, ConfigError
+from exo_core.errors import AccessDeniedError, BearerTokenError, ConfigError
 
 __all__ = ["load_or_create_token", "check_bearer", "HostPolicy", "peer_uid"]
 
@@ -58,12 +58,12 @@ def load_or_create_token(token_path: Path, *, env: dict[str, str] | None = None)
 
 
 def check_bearer(header: str | None, token: str) -> None:
-    """Raise :class:`AccessDeniedError` unless ``header`` is ``Bearer <token>`` (constant time)."""
+    """Raise :class:`BearerTokenError` unless ``header`` is ``Bearer <token>`` (constant time)."""
     if not header or not header.startswith("Bearer "):
-        raise AccessDeniedError("missing bearer token: send 'Authorization: Bearer <token>' (see $EXO_HOME/token)")
+        raise BearerTokenError("missing bearer token: send 'Authorization: Bearer <token>' (see $EXO_HOME/token)")
     offered = header[len("Bearer ") :].strip().encode("utf-8", "replace")
     if not hmac.compare_digest(offered, token.encode("utf-8")):
-        raise AccessDeniedError("wrong bearer token")
+        raise BearerTokenError("wrong bearer token")
 
 
 class HostPolicy:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, TextIO
 from aiohttp import web
 
 from exo_core.agent.model import ModelTransport
+from exo_core.engine.commands import store_handlers
 from exo_core.engine.core import Core, CoreOptions
 from exo_core.home import ExoHome
 from exo_core.learning.service import ReviewService
@@ -89,10 +90,8 @@ async def run_daemon(
         store_root = settings.store or home.store_path()
         learner = next((s.learner for s in core.services if isinstance(s, ReviewService)), None)
         taste = TasteRows(store_root, core.hub, core.options.recorder, learner)
-        core.engine.add_handler("taste.list", taste.list)
-        core.engine.add_handler("taste.edit", taste.edit)
         onboarding = Onboarding(store_root, core)
-        core.engine.add_handler("store.onboard", onboarding.start)
+        core.engine.serve(store_handlers(taste, onboarding))
         try:
             # TCP first: the Unix socket accepting connections is the signal that exod is up.
             if settings.tcp is not None:

@@ -35,12 +35,22 @@ from typing import TYPE_CHECKING
 from aiohttp import web, web_response
 
 from exo_core.engine.dispatch import Engine
-from exo_core.errors import AccessDeniedError, ClosedResourceError, ExoError
+from exo_core.errors import (
+    AccessDeniedError,
+    BadBodyError,
+    BearerTokenError,
+    ClosedResourceError,
+    ExoError,
+    InternalError,
+    MalformedMessageError,
+    PayloadTooLargeError,
+    UnknownCommandError,
+)
+from exo_core.events.hub import Hub, StoredEvent
 from exo_core.protocol import MAX_BODY_BYTES, PROTOCOL_VERSION, ErrorInfo, Response
 from exo_core.server.auth import HostPolicy, check_bearer, peer_uid
-from exo_core.server.hub import Hub, StoredEvent
 from exo_core.server.intake import answer_bytes, response_bytes
-from exo_core.server.limits import ConnectionGate, ConnectionLimits, read_body
+from exo_core.server.limits import ConnectionGate, ConnectionLimits, SlowClientError, read_body
 from exo_core.server.shaping import ClientProfile, shape_data
 
 if TYPE_CHECKING:
@@ -54,15 +64,18 @@ SERVER_NAME = "exod"
 # SQLite's INTEGER range: a larger 'since' once broke the event stream (issue 19, item 6).
 _MAX_SEQ = 2**63 - 1
 
-_STATUS = {
-    "unauthorized": 401,
-    "timeout": 408,
-    "too_large": 413,
-    "malformed": 400,
-    "unknown_command": 400,
-    "bad_body": 400,
-    "internal": 500,
-}
+# A command's error answer goes out as 200 (the exchange worked; the error is in the body) unless the
+# request itself failed: then the HTTP status is that error class's own.
+_REQUEST_FAILURES: tuple[type[ExoError], ...] = (
+    BearerTokenError,
+    SlowClientError,
+    PayloadTooLargeError,
+    MalformedMessageError,
+    UnknownCommandError,
+    BadBodyError,
+    InternalError,
+)
+_STATUS = {failure.code: failure.http_status for failure in _REQUEST_FAILURES}
 
 # Extra routes (the web page, later issues) register here: (method, path, handler).
 RouteAdder = Callable[[web.Application], None]
@@ -114,15 +127,14 @@ def build_app(
             if settings.token is not None:
                 _authenticate(request, settings)
         except AccessDeniedError as exc:
-            status = getattr(exc, "http_status", None) or (401 if "token" in exc.message else 403)
-            return _error(status, exc.code, exc.message)
+            return _error(exc.http_status, exc.code, exc.message)
         return await handler(request)
 
     async def command(request: web.Request) -> web.Response:
         try:
             data = await read_body(request, limit=MAX_BODY_BYTES, timeout=settings.limits.body_timeout)
         except ExoError as exc:
-            return _error(_STATUS.get(exc.code, 400), exc.code, exc.message)
+            return _error(exc.http_status, exc.code, exc.message)
         if not data:
             return _error(400, "malformed", "empty body: POST one JSON command object")
         response = await answer_bytes(engine, data)

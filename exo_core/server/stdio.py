@@ -22,9 +22,9 @@ from typing import IO
 
 from exo_core.engine.dispatch import Engine
 from exo_core.errors import ClosedResourceError, PayloadTooLargeError
+from exo_core.events.hub import Hub
 from exo_core.protocol import MAX_BODY_BYTES, Response
 from exo_core.protocol.commands import EventsSubscribe
-from exo_core.server.hub import Hub
 from exo_core.server.intake import decode_untrusted, failure_for, response_bytes
 
 __all__ = ["read_lines", "serve_stdio"]

@@ -1,7 +1,7 @@
 """Sessions, messages, turns and approvals in ``sessions.sqlite``.
 
 :class:`SessionStore` is synchronous and owns no thread: the daemon calls it on
-its single database thread (see :class:`exo_core.server.hub.Hub`), so every
+its single database thread (see :class:`exo_core.events.hub.Hub`), so every
 write is serialized without locks and never blocks the event loop.
 """
 

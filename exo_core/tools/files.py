@@ -157,6 +157,7 @@ class DeleteFileTool(_FileTool):
         description="Delete a file.",
         risk="high",
         parameters=object_schema(("path",), path="string"),
+        effects=("irreversible",),  # what the gate judges every call (file.delete); the prompt reads it here
     )
 
     def on_disk(self, path: Path, arguments: dict[str, Any]) -> ToolResult:

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from exo_core.errors import ConflictError, ExoError, NotFoundError
-from exo_core.tools.spec import Tool, ToolContext, ToolResult, ToolSpec
+from exo_core.tools.spec import CheckedTool, Tool, ToolContext, ToolResult, ToolSpec
 
 __all__ = ["ToolRegistry"]
 
@@ -23,11 +23,10 @@ log = logging.getLogger(__name__)
 
 
 def _available(tool: Tool) -> bool:
-    check = getattr(tool, "available", None)
-    if check is None:
+    if not isinstance(tool, CheckedTool):
         return True
     try:
-        return bool(check())
+        return bool(tool.available())
     except Exception:  # a broken availability check hides the tool instead of failing the turn
         log.exception("availability check of tool %s failed; treating it as unavailable", tool.spec.name)
         return False

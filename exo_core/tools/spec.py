@@ -10,9 +10,18 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
-__all__ = ["Risk", "ToolSpec", "ToolResult", "ToolContext", "Tool", "MAX_RESULT_CHARS", "object_schema"]
+__all__ = [
+    "Risk",
+    "ToolSpec",
+    "ToolResult",
+    "ToolContext",
+    "Tool",
+    "CheckedTool",
+    "MAX_RESULT_CHARS",
+    "object_schema",
+]
 
 MAX_RESULT_CHARS = 100_000
 
@@ -34,13 +43,28 @@ class ToolSpec:
     parameters: dict[str, Any]
     risk: Risk = "low"
     toolset: str = "core"
-    # What the tool does on the gate's axes, when its name does not say it:
-    # e.g. ("irreversible", "public", "affects") for a tool that posts.
+    # What the tool does on the gate's axes: e.g. ("irreversible", "public", "affects") for a tool that
+    # posts. The gate reads it for a tool its rules do not know; "irreversible" is also the prompt's fact.
     effects: tuple[str, ...] = ()
 
+    @property
+    def irreversible(self) -> bool:
+        """Whether every call undoes nothing once done (``delete_file``), whatever its arguments.
+
+        A local model's prompt shows no worked example of such a tool: a small model copies examples
+        (docs/gate.md; exo_edge/prompting.py).
+        """
+        return "irreversible" in self.effects
+
     def to_model(self) -> dict[str, Any]:
-        """The description sent to a model (OpenAI function shape)."""
-        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+        """The description sent to a model (OpenAI function shape); ``irreversible`` only when it is.
+
+        Transports send the model only the name, description and parameters; the mark is for the prompt code.
+        """
+        described: dict[str, Any] = {"name": self.name, "description": self.description, "parameters": self.parameters}
+        if self.irreversible:
+            described["irreversible"] = True
+        return described
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,4 +107,16 @@ class Tool(Protocol):
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         """Do the work; return a result (raise only for bugs — the registry turns them into results)."""
+        ...
+
+
+@runtime_checkable
+class CheckedTool(Protocol):
+    """An optional capability of a :class:`Tool`: whether it can run here now (the shell tool needs bash).
+
+    The registry offers a tool that declares it only while ``available()`` is true.
+    """
+
+    def available(self) -> bool:
+        """``True`` when the tool can run on this machine now."""
         ...

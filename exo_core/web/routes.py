@@ -56,11 +56,8 @@ def _bad(message: str, status: int = 400, code: str = "bad_request") -> web.Resp
     return web.json_response({"ok": False, "error": {"code": code, "message": message}}, status=status)
 
 
-_STATUS = {"not_found": 404, "too_large": 413}
-
-
 def _fail(exc: ExoError) -> web.Response:
-    return _bad(exc.message, getattr(exc, "http_status", None) or _STATUS.get(exc.code, 400), exc.code)
+    return _bad(exc.message, exc.http_status, exc.code)
 
 
 def tcp_routes(

@@ -32,10 +32,10 @@ from typing import Any
 
 from exo_core.agent.recorder import TurnRecorder
 from exo_core.errors import BadBodyError, ExoError, NotFoundError
+from exo_core.events.hub import Hub
 from exo_core.learning.learner import Learner
 from exo_core.protocol import commands as cmd
 from exo_core.protocol import events as ev
-from exo_core.server.hub import Hub
 from exo_core.store.node import Node
 from exo_core.store.store import Store
 

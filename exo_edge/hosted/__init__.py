@@ -14,7 +14,14 @@ from exo_edge.hosted.anthropic import AnthropicTransport
 from exo_edge.hosted.http import HttpClient
 from exo_edge.hosted.openai_compat import OpenAICompatTransport
 
-__all__ = ["HostedTransports", "HttpClient", "OpenAICompatTransport", "AnthropicTransport"]
+__all__ = ["HostedTransports", "TRANSPORTS", "HttpClient", "OpenAICompatTransport", "AnthropicTransport"]
+
+
+# The transport of each of the catalog's hosted kinds (exo_core.models.catalog.HOSTED_KINDS).
+TRANSPORTS: dict[str, type[AnthropicTransport] | type[OpenAICompatTransport]] = {
+    "openai": OpenAICompatTransport,
+    "anthropic": AnthropicTransport,
+}
 
 
 class HostedTransports:
@@ -24,8 +31,8 @@ class HostedTransports:
         self.client = HttpClient(timeouts)
 
     def transport(self, kind: str, *, base_url: str, model: str, api_key: str | None, provider: str) -> ModelTransport:
-        """The transport for a provider of ``kind`` (``anthropic``, else OpenAI-compatible)."""
-        cls = AnthropicTransport if kind == "anthropic" else OpenAICompatTransport
+        """The transport for a provider of ``kind``, one of the catalog's ``HOSTED_KINDS``."""
+        cls = TRANSPORTS[kind]
         return cls(self.client, base_url=base_url, model=model, api_key=api_key, provider=provider)
 
     async def aclose(self) -> None:

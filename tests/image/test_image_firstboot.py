@@ -93,7 +93,7 @@ def test_a_failed_model_fetch_is_retried_next_boot(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert (state / "store" / "STORE.toml").is_file()
-    if importlib.util.find_spec("exo_core.cli.models_cmd") is None:
+    if importlib.util.find_spec("exo_edge.models_cmd") is None:
         assert "models unavailable" in (state / ".firstboot-done").read_text()
     else:
         assert "model fetch failed" in done.stderr

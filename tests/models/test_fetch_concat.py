@@ -270,7 +270,7 @@ def test_default_fetch_follows_the_home_board(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], trap: Path
 ) -> None:
     """``exo models fetch`` with no names gets the board's model and the embedder; --all gets everything."""
-    from exo_core.cli import models_cmd
+    from exo_edge import models_cmd
 
     manifests = tmp_path / "manifests"
     _one_part_manifests(tmp_path, manifests)

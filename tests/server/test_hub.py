@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from exo_core.protocol.events import Notice
-from exo_core.server.hub import Hub
+from exo_core.events.hub import Hub
 from exo_core.sessions.worker import DbWorker
 
 

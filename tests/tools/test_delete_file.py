@@ -45,6 +45,15 @@ def test_the_gate_judges_every_delete_file_call_irreversible() -> None:
     assert "delete_file" in [s.name for s in builtin_tools().specs()]
 
 
+def test_each_builtin_spec_says_irreversible_exactly_when_the_gate_judges_it_so() -> None:
+    """The prompt reads the fact from the spec; the spec and the gate must agree on it."""
+    specs = builtin_tools().specs()
+    judged = {s.name for s in specs if classify(s.name, {}).axes.reversibility == "irreversible"}
+    declared = {s.name for s in specs if s.irreversible}
+    assert declared == judged == {"delete_file"}
+    assert [s.to_model().get("irreversible") for s in specs if s.name == "delete_file"] == [True]
+
+
 def test_worked_examples_never_show_an_irreversible_tool() -> None:
     fmt = PromptFormat(format="completion", preamble="An assistant.", stop=("\nQuestion:",))
     tools = [s.to_model() for s in builtin_tools().specs()]
