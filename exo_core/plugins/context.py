@@ -58,13 +58,8 @@ class PluginContext:
         toolset: str | None = None,
         effects: tuple[str, ...] = (),
         check: Callable[[], bool] | None = None,
-        ability: str = "",
     ) -> None:
-        """Offer a tool to the model; ``schema`` is the JSON Schema of its arguments.
-
-        ``ability`` says in a few words what the tool lets the assistant do ("book tables"); the
-        system prompt names it (docs/models.md, "The base prompt").
-        """
+        """Offer a tool to the model; ``schema`` is the JSON Schema of its arguments."""
         if risk not in _RISKS:
             raise ConfigError(f"tool {name!r}: risk must be low, medium or high")
         spec = ToolSpec(
@@ -74,7 +69,6 @@ class PluginContext:
             _RISKS[risk],
             toolset or self.owner,
             tuple(effects),
-            ability=ability,
         )
         self._host.tools.add(FunctionTool(spec, handler, available=check))
         self._did(f"tool:{name}", lambda: self._host.tools.remove(name))
