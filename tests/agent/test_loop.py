@@ -282,33 +282,3 @@ async def test_undo_fork_and_search(make) -> None:
     assert (await h.ok("search", query="beta", session=s))["hits"] == []
     missing = await h.cmd("session.get", session="ses_nope")
     assert missing["error"]["code"] == "not_found"
-
-
-async def test_the_system_prompt_names_what_the_offered_tools_let_the_model_do(make) -> None:
-    model = ScriptedModel([{"text": "I can read and write your files."}])
-    h = await make(model)
-    s = await new_session(h)
-    t = (await h.ok("turn.send", session=s, text="Hello! What can you help me with?"))["turn_id"]
-    assert (await h.turn_done(t))["body"]["stop_reason"] == "end"
-    system = model.requests[-1].messages[0]
-    assert system.role == "system" and system.content.startswith(h.core.deps.settings.base_prompt)
-    offered = {tool["name"] for tool in model.requests[-1].tools}
-    # each offered tool's declared ability is named once; a tool that declares none (ask_person) is not
-    for spec in h.core.deps.tools.specs():
-        if spec.ability:
-            assert spec.name in offered and system.content.count(spec.ability) == 1, spec.ability
-    assert "read files" in system.content and "run commands" in system.content
-
-
-def test_abilities_are_named_in_order_and_none_leaves_the_base_prompt_alone() -> None:
-    from exo_core.agent.loop import with_abilities
-    from exo_core.tools.spec import ToolSpec, object_schema
-
-    def spec(name: str, ability: str) -> ToolSpec:
-        return ToolSpec(name, "d", object_schema(()), ability=ability)
-
-    assert with_abilities("Base.", []) == "Base."
-    assert with_abilities("Base.", [spec("a", "")]) == "Base."
-    assert with_abilities("Base.", [spec("a", "read files")]) == "Base. Your tools here let you read files."
-    both = [spec("a", "read files"), spec("b", "run commands"), spec("c", "read files")]
-    assert with_abilities("Base.", both) == "Base. Your tools here let you read files and run commands."
