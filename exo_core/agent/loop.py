@@ -75,9 +75,9 @@ from exo_core.server.hub import Hub
 from exo_core.sessions.store import MessageRecord, SessionStore, TurnRecord
 from exo_core.sessions.worker import DbWorker
 from exo_core.tools.registry import ToolRegistry
-from exo_core.tools.spec import ToolResult, ToolSpec
+from exo_core.tools.spec import ToolResult
 
-__all__ = ["LoopDeps", "LoopSettings", "run_turn", "INTERRUPTED_RESULT", "BASE_PROMPT", "with_abilities"]
+__all__ = ["LoopDeps", "LoopSettings", "run_turn", "INTERRUPTED_RESULT", "BASE_PROMPT"]
 
 log = logging.getLogger(__name__)
 
@@ -160,9 +160,9 @@ async def run_turn(
             if saved is not None:
                 return await _answer_directly(deps, session_id, turn, saved, state)
         memory = await _memory_parts(deps, session_id, turn.text)
+        system = _system_text(deps.settings.base_prompt, memory)
         toolsets = await _chosen_toolsets(deps, turn.text)
         offered = deps.tools if toolsets is None else deps.tools.view(toolsets)  # availability: per round
-        base = with_abilities(deps.settings.base_prompt, offered.specs())
         await _run_calls(deps, session_id, turn.id, pending, state)
         reason = "iteration_cap"
         for _round in range(deps.settings.max_iterations):
@@ -172,7 +172,7 @@ async def run_turn(
                 tools=tuple(s.to_model() for s in offered.specs()),
                 max_tokens=deps.settings.max_tokens,
             )
-            request = await _sized_request(deps, session_id, turn.id, base, memory, history, request, state)
+            request = await _sized_request(deps, session_id, turn.id, system, memory, history, request, state)
             text, calls = await _call_model(deps, session_id, turn.id, request, state)
             state.partial, state.calls = "", []
             # partial binds this round's text and calls now (B023); db() runs it before the round goes on.
@@ -256,21 +256,6 @@ async def _memory_parts(deps: LoopDeps, session_id: str, text: str) -> MemoryPar
         return MemoryParts()
 
 
-def with_abilities(base: str, specs: Sequence[ToolSpec]) -> str:
-    """The base prompt and one sentence naming what the offered tools let the model do.
-
-    A model asked "What can you help me with?" answers from this sentence and
-    the person's pack, rather than with a question back (docs/models.md, "The
-    base prompt"). Tools that declare no ``ability`` are left out; with none,
-    the base prompt is unchanged.
-    """
-    abilities = list(dict.fromkeys(s.ability for s in specs if s.ability))
-    if not abilities:
-        return base
-    listed = ", ".join(abilities[:-1]) + (" and " if len(abilities) > 1 else "") + abilities[-1]
-    return f"{base} Your tools here let you {listed}."
-
-
 def _system_text(base: str, memory: MemoryParts) -> str:
     """The system prompt as one text: the base prompt, then the pack and the recalled blocks."""
     block = memory.pack.rstrip()
@@ -303,7 +288,7 @@ async def _sized_request(
     deps: LoopDeps,
     session_id: str,
     turn_id: str,
-    base: str,
+    system: str,
     memory: MemoryParts,
     history: list[MessageRecord],
     request: ModelRequest,
@@ -315,7 +300,6 @@ async def _sized_request(
     (docs/context.md, "Sized to the model"); without one the input is the
     engine's, unbudgeted.
     """
-    system = _system_text(base, memory)
     window = await _window(deps, request.role)
     if window is None:
         return replace(request, messages=tuple(await _build_context(deps, session_id, system, history)))
@@ -329,7 +313,7 @@ async def _sized_request(
         view = HistoryView()
     tail = history[view.tail_start :]
     draft = Draft(
-        base=base,
+        base=deps.settings.base_prompt,
         pack=memory.pack,
         recalled=memory.recalled,
         recall_heading=memory.heading,

@@ -130,7 +130,6 @@ class ApplyPatchTool:
 
     spec = ToolSpec(
         name="apply_patch",
-        ability="apply patches",
         description="Apply a unified diff ('patch', as git diff writes it) to files "
         "in the workspace. All hunks apply or none do.",
         risk="medium",

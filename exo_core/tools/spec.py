@@ -37,9 +37,6 @@ class ToolSpec:
     # What the tool does on the gate's axes, when its name does not say it:
     # e.g. ("irreversible", "public", "affects") for a tool that posts.
     effects: tuple[str, ...] = ()
-    # What the tool lets the assistant do, in a few words ("read files"): the system prompt names the
-    # offered tools' abilities so a model can say what it can do (docs/models.md, "The base prompt").
-    ability: str = ""
 
     def to_model(self) -> dict[str, Any]:
         """The description sent to a model (OpenAI function shape)."""
