@@ -28,7 +28,17 @@ A call is *grounded* when
 4. a tool whose description says it works on **files** names one: a call
    to apply a "patch" of ``good morning`` to no file acts on nothing;
 5. it is not a **repeat** of a call already made since the person's message
-   (its result is already there to answer from).
+   (its result is already there to answer from);
+6. a call that **changes** something (the gate's own classification,
+   :func:`exo_core.gate.classify.classify`, places it off the lowest cell:
+   a write, an edit, a deletion, a command that is not a plain read) is
+   **asked for**: a word of the person's message is the tool's own verb (in
+   its name or description and in no offered read-only tool's), or reaches
+   the call's arguments without having been used by the turn already (an
+   earlier call's arguments, a tool's result). Reading ``todo.txt`` to answer
+   "what is the first item?" uses the file name; an edit of that file then
+   carries nothing the person asked for, only the file's own lines, and the
+   answer is given in words (docs/models.md, "Text or a tool call").
 
 These are rules about the person's words, not about any tool's name, so a
 plugin's tools are judged the same way.
@@ -42,6 +52,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from exo_core.agent.model import ChatMessage, ToolCall
+from exo_core.gate.axes import Axes
+from exo_core.gate.classify import classify
 
 __all__ = ["Grounding", "call_grounding", "grounding_sources", "LONG_TEXT"]
 
@@ -159,7 +171,53 @@ def call_grounding(
         anchored = anchored or bool(_words(text) & source_words)
     if not anchored:
         return Grounding(False, f"{call.name}: none of its arguments refers to anything the person said")
+    if _changes(call.name, call.arguments) and not _asked_for(call, messages, tools, source_words):
+        return Grounding(False, f"{call.name}: it changes something, and the person asked for no change")
     return Grounding(True, f"{call.name}: its arguments come from the person's words")
+
+
+def _changes(name: str, arguments: Mapping[str, Any]) -> bool:
+    """Whether the gate places calling ``name`` with ``arguments`` above a plain private read (rule 6)."""
+    return classify(name, arguments).axes != Axes()
+
+
+def _asked_for(
+    call: ToolCall, messages: Sequence[ChatMessage], tools: Sequence[Mapping[str, Any]], asked: set[str]
+) -> bool:
+    """Whether the person's message asks for the change ``call`` makes (rule 6).
+
+    Either one of their words is the tool's own (name or description) and no
+    read-only offered tool's, or one of their words is in the call's
+    arguments and not yet in anything the turn did since their message.
+    """
+    readers: set[str] = set()
+    own: set[str] = set()
+    for tool in tools:
+        name = str(tool.get("name", ""))
+        words = _words(name.replace("_", " ") + " " + str(tool.get("description", "")))
+        if name == call.name:
+            own |= words
+        elif not _changes(name, {}):
+            readers |= words
+    if (own - readers) & asked:
+        return True
+    used = _words(_since_message(messages))
+    given = set()
+    for value in call.arguments.values():
+        for text in _strings(value):
+            given |= _words(text)
+        given |= {str(n) for n in _numbers(value)}
+    return bool((given & asked) - used)
+
+
+def _since_message(messages: Sequence[ChatMessage]) -> str:
+    """What the turn did after the person's last message: the calls' arguments and the tools' results."""
+    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
+    parts = []
+    for m in messages[last_user + 1 :]:
+        parts.append(m.content)
+        parts.extend(s for c in m.tool_calls for v in c.arguments.values() for s in _strings(v))
+    return "\n".join(parts)
 
 
 def _repeats(call: ToolCall, messages: Sequence[ChatMessage]) -> bool:

@@ -110,3 +110,70 @@ def test_after_a_result_the_reason_to_act_must_still_come_from_the_person() -> N
     assert not echo.grounded and "refers to anything" in echo.reason
     again = call_grounding(ToolCall("c1", "read_file", {"path": "todo.txt"}), turn)
     assert not again.grounded and "already made" in again.reason
+
+
+def _exod_tools() -> list[dict]:
+    from exo_core.tools import builtin_tools
+
+    return [spec.to_model() for spec in builtin_tools().specs()]
+
+
+def _after_reading(said: str, content: str) -> list[ChatMessage]:
+    read = ToolCall("c0", "read_file", {"path": "todo.txt"})
+    return [
+        ChatMessage("user", said),
+        ChatMessage("assistant", "", tool_calls=(read,)),
+        ChatMessage("tool", content, tool_call_id="c0"),
+    ]
+
+
+TODO = "buy oat milk\ncall the plumber\nreturn the library books\n"
+
+
+@pytest.mark.parametrize(
+    ("said", "old", "new"),
+    [
+        ("Read the file todo.txt and tell me the first item on it.", "buy oat milk", "buy oat milk (done)"),
+        ("Open todo.txt: what should I return?", "return the library books", "returned the library books"),
+    ],
+)
+def test_a_question_about_a_file_read_is_answered_not_turned_into_an_edit(said: str, old: str, new: str) -> None:
+    edit = ToolCall("c1", "edit_file", {"path": "todo.txt", "old": old, "new": new})
+    verdict = call_grounding(edit, _after_reading(said, TODO), _exod_tools())
+    assert not verdict.grounded and "asked for no change" in verdict.reason
+
+
+@pytest.mark.parametrize(
+    ("said", "call"),
+    [
+        (
+            "Open todo.txt and add 'water the plants' to it.",
+            ToolCall("c1", "write_file", {"path": "todo.txt", "content": TODO + "water the plants\n"}),
+        ),
+        (
+            "Read todo.txt, then replace oat milk with soy milk.",
+            ToolCall("c1", "edit_file", {"path": "todo.txt", "old": "oat milk", "new": "soy milk"}),
+        ),
+        ("Read todo.txt and delete it.", ToolCall("c1", "delete_file", {"path": "todo.txt"})),
+    ],
+)
+def test_a_change_the_person_asked_for_after_a_read_is_grounded(said: str, call: ToolCall) -> None:
+    assert call_grounding(call, _after_reading(said, TODO), _exod_tools()).grounded
+
+
+@pytest.mark.parametrize(
+    ("said", "call"),
+    [
+        ("Please delete my notes file, notes.txt.", ToolCall("c", "delete_file", {"path": "notes.txt"})),
+        ("Delete the file old.log.", ToolCall("c", "delete_file", {"path": "old.log"})),
+        ("Run the tests with pytest.", ToolCall("c", "bash", {"command": "pytest"})),
+        (
+            "Write 'buy milk' to the file todo.txt.",
+            ToolCall("c", "write_file", {"path": "todo.txt", "content": "buy milk"}),
+        ),
+        ("Create a file hello.txt that says hi.", ToolCall("c", "write_file", {"path": "hello.txt", "content": "hi"})),
+    ],
+)
+def test_a_change_asked_for_in_the_first_round_is_grounded(said: str, call: ToolCall) -> None:
+    # the exod tool benchmark's requests that should act (benchmarks/bench_exod_tools.py), with exod's real tools
+    assert call_grounding(call, [ChatMessage("user", said)], _exod_tools()).grounded
