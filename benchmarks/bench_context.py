@@ -120,14 +120,14 @@ async def run(messages: int, repeat: int, tmp: Path) -> dict[str, Any]:
     from exo_core.context.engine import SummaryTreeContext
     from exo_core.context.scripted import ScriptedSummarizer
     from exo_core.context.view import input_tokens
-    from exo_core.sessions import DbWorker, SessionStore
+    from exo_core.sessions import AsyncSessions, DbWorker
 
     rng = random.Random(1234)
     words = _WORDS
     cfg = ContextConfig()
     async with DbWorker(tmp / "sessions.sqlite", synchronous="NORMAL") as worker:
-        store = SessionStore(worker)
-        session = (await worker.run(lambda: store.create_session(title="bench"))).id
+        sessions = AsyncSessions(worker)
+        session = (await sessions.create_session(title="bench")).id
         summarizer = ScriptedSummarizer()
         tree = SummaryTreeContext(worker=worker, summarizer=summarizer, config=cfg)
         verbatim = VerbatimContext()
@@ -137,9 +137,9 @@ async def run(messages: int, repeat: int, tmp: Path) -> dict[str, Any]:
         turn = 0
         while count < messages:
             text = _text(rng, 40, 240, words)
-            await worker.run(lambda: store.add_message(session, "user", text))
+            await sessions.add_message(session, "user", text)
             count += 1
-            history = await worker.run(lambda: store.messages(session))
+            history = await sessions.messages(session)
             t0 = time.perf_counter()
             sent = await tree.build(session, system, history)
             t1 = time.perf_counter()
@@ -159,14 +159,14 @@ async def run(messages: int, repeat: int, tmp: Path) -> dict[str, Any]:
                 call = {"id": f"call_{turn}", "name": "bash", "arguments": {"command": "make test"}}
                 reply = _text(rng, 40, 160, words)
                 output = _text(rng, 600, 2400, words)
-                await worker.run(lambda: store.add_message(session, "assistant", reply, tool_calls=[call]))
-                await worker.run(lambda: store.add_message(session, "tool", output, tool_call_id=call["id"]))
+                await sessions.add_message(session, "assistant", reply, tool_calls=[call])
+                await sessions.add_message(session, "tool", output, tool_call_id=call["id"])
                 count += 2
             if count < messages:
                 answer = _text(rng, 200, 900, words)
-                await worker.run(lambda: store.add_message(session, "assistant", answer))
+                await sessions.add_message(session, "assistant", answer)
                 count += 1
-        history = await worker.run(lambda: store.messages(session))
+        history = await sessions.messages(session)
         steady_tree: list[float] = []
         steady_full: list[float] = []
         for _ in range(repeat):
@@ -360,11 +360,11 @@ async def run_window(turns: int, n_ctx: int, model_path: Path, tmp: Path) -> dic
     )
     settings = LoopSettings()
     async with Core.open(ExoHome(tmp / "home"), model=model, options=options) as core:
-        session = (await core.worker.run(lambda: core.store.create_session(title="bench"))).id
+        session = (await core.sessions.create_session(title="bench")).id
         tools = tuple(s.to_model() for s in core.deps.tools.specs())
 
         async def baseline() -> int:
-            history = await core.worker.run(lambda: core.store.messages(session))
+            history = await core.sessions.messages(session)
             block = await memory.system_block(session, history[-1].content if history else "")
             built = await core.context.build(session, settings.base_prompt + "\n\n" + block, history)
             return await llama.counter.measure(ModelRequest(messages=tuple(built), tools=tools))

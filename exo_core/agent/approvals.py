@@ -22,8 +22,8 @@ from typing import Any
 from exo_core.errors import ConflictError
 from exo_core.events.hub import Hub
 from exo_core.protocol.events import ApprovalRequested, ApprovalResolved
+from exo_core.sessions.facade import AsyncSessions
 from exo_core.sessions.store import ApprovalRecord, SessionStore
-from exo_core.sessions.worker import DbWorker
 
 __all__ = ["ApprovalBroker", "ApprovalAnswer"]
 
@@ -40,10 +40,9 @@ class ApprovalAnswer:
 class ApprovalBroker:
     """Opens approval requests, waits for answers and resolves them."""
 
-    def __init__(self, hub: Hub, worker: DbWorker, store: SessionStore) -> None:
+    def __init__(self, hub: Hub, sessions: AsyncSessions) -> None:
         self._hub = hub
-        self._worker = worker
-        self._store = store
+        self._sessions = sessions
         self._waiting: dict[str, asyncio.Future[ApprovalAnswer]] = {}
         # Answers that arrived while no turn waited (after a restart, before resume): kept for the resumed turn.
         self._unclaimed: dict[str, ApprovalAnswer] = {}
@@ -70,16 +69,14 @@ class ApprovalBroker:
         record = (
             existing
             if existing is not None and existing.status == "open"
-            else await self._worker.run(
-                lambda: self._store.add_approval(
-                    session_id,
-                    turn_id=turn_id,
-                    call_id=call_id,
-                    tool=tool,
-                    summary=summary,
-                    risk=risk,
-                    arguments=arguments,
-                )
+            else await self._sessions.add_approval(
+                session_id,
+                turn_id=turn_id,
+                call_id=call_id,
+                tool=tool,
+                summary=summary,
+                risk=risk,
+                arguments=arguments,
             )
         )
         future: asyncio.Future[ApprovalAnswer] = asyncio.get_running_loop().create_future()
@@ -108,7 +105,7 @@ class ApprovalBroker:
     async def respond(self, request_id: str, decision: str, reason: str = "") -> ApprovalRecord:
         """Answer a request (``decision`` as the protocol's ``approval.respond`` allows it); a late second answer
         raises :class:`ConflictError`."""
-        record = await self._worker.run(lambda: self._store.resolve_approval(request_id, decision, reason))
+        record = await self._sessions.resolve_approval(request_id, decision, reason)
         await self._hub.emit(
             record.session_id,
             "approval.resolved",
@@ -125,38 +122,32 @@ class ApprovalBroker:
     async def reusable(self, session_id: str) -> dict[str, ApprovalRecord]:
         """Requests a resumed turn can pick up again, by call id: open ones and unclaimed answers."""
 
-        def load() -> dict[str, ApprovalRecord]:
-            unclaimed = [self._store.get_approval(request_id) for request_id in list(self._unclaimed)]
+        # One job: the open requests and the unclaimed answers are read with no write between them.
+        def load(store: SessionStore) -> dict[str, ApprovalRecord]:
+            unclaimed = [store.get_approval(request_id) for request_id in list(self._unclaimed)]
             return {
                 a.call_id: a
-                for a in [*self._store.open_approvals(session_id), *unclaimed]
+                for a in [*store.open_approvals(session_id), *unclaimed]
                 if a.call_id and a.session_id == session_id
             }
 
-        return await self._worker.run(load)
+        return await self._sessions.call(load)
 
     async def expire_open(self, session_id: str, reason: str, *, keep: frozenset[str] = frozenset()) -> int:
         """Expire requests of ``session_id`` nobody waits for any more, except those in ``keep`` (ids)."""
-        stale = [
-            a
-            for a in await self._worker.run(lambda: self._store.open_approvals(session_id))
-            if a.id not in self._waiting and a.id not in keep
-        ]
+        requests = await self._sessions.open_approvals(session_id)
+        stale = [a for a in requests if a.id not in self._waiting and a.id not in keep]
         for a in stale:
             await self._expire(a.id, session_id, reason)
         return len(stale)
 
     async def _expire(self, request_id: str, session_id: str, reason: str) -> None:
-        def resolve() -> bool:
-            try:
-                self._store.resolve_approval(request_id, "expired", reason)
-            except ConflictError:  # already answered: nothing to expire
-                return False
-            return True
-
-        if await self._worker.run(resolve):
-            await self._hub.emit(
-                session_id,
-                "approval.resolved",
-                ApprovalResolved(request_id=request_id, decision="expired", reason=reason),
-            )
+        try:
+            await self._sessions.resolve_approval(request_id, "expired", reason)
+        except ConflictError:  # already answered: nothing to expire
+            return
+        await self._hub.emit(
+            session_id,
+            "approval.resolved",
+            ApprovalResolved(request_id=request_id, decision="expired", reason=reason),
+        )

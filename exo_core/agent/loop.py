@@ -21,7 +21,6 @@ call a result; any unexpected error ends the turn with ``error`` and a clean
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import time
 from collections import deque
@@ -74,8 +73,8 @@ from exo_core.errors import ExoError, ModelError, RetryableModelError
 from exo_core.events.hub import Hub
 from exo_core.hooks import HookRegistry
 from exo_core.protocol import events as ev
-from exo_core.sessions.store import MessageRecord, SessionStore, TurnRecord
-from exo_core.sessions.worker import DbWorker
+from exo_core.sessions.facade import AsyncSessions
+from exo_core.sessions.store import MessageRecord, TurnRecord
 from exo_core.tools.registry import ToolRegistry
 from exo_core.tools.spec import ToolResult
 
@@ -112,8 +111,8 @@ class LoopDeps:
     """Everything a turn needs, injected."""
 
     hub: Hub
-    worker: DbWorker
-    store: SessionStore
+    # The sessions store, each call one job on the database thread (exo_core.sessions.facade).
+    sessions: AsyncSessions
     model: ModelTransport
     tools: ToolRegistry
     approvals: ApprovalBroker
@@ -150,10 +149,9 @@ async def run_turn(
     approval when the core stopped; they run (re-using that request) first.
     """
     state = _TurnState()
-    db = deps.worker.run
     try:
         if not resumed:
-            msg = await db(lambda: deps.store.add_message(session_id, "user", turn.text, turn_id=turn.id))
+            msg = await deps.sessions.add_message(session_id, "user", turn.text, turn_id=turn.id)
             await _emit_message(deps, msg)
             await _record(deps, "utterance", {"session": session_id, "turn": turn.id, "text": turn.text})
         await deps.hub.emit(
@@ -170,7 +168,7 @@ async def run_turn(
         await _run_calls(deps, session_id, turn.id, pending, state)
         reason = "iteration_cap"
         for _round in range(deps.settings.max_iterations):
-            history = await db(lambda: deps.store.messages(session_id))
+            history = await deps.sessions.messages(session_id)
             request = ModelRequest(
                 messages=(),
                 tools=tuple(s.to_model() for s in offered.specs()),
@@ -179,16 +177,12 @@ async def run_turn(
             request = await _sized_request(deps, session_id, turn.id, system, memory, history, request, state)
             text, calls = await _call_model(deps, session_id, turn.id, request, state)
             state.partial, state.calls = "", []
-            # partial binds this round's text and calls now (B023); db() runs it before the round goes on.
-            reply = await db(
-                functools.partial(
-                    deps.store.add_message,
-                    session_id,
-                    "assistant",
-                    text,
-                    turn_id=turn.id,
-                    tool_calls=[{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls],
-                )
+            reply = await deps.sessions.add_message(
+                session_id,
+                "assistant",
+                text,
+                turn_id=turn.id,
+                tool_calls=[{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls],
             )
             await _emit_message(deps, reply)
             if not calls:
@@ -198,7 +192,7 @@ async def run_turn(
             await _run_calls(deps, session_id, turn.id, calls, state)
             while steer:
                 note = steer.popleft()
-                steered = await db(functools.partial(deps.store.add_message, session_id, "user", note, turn_id=turn.id))
+                steered = await deps.sessions.add_message(session_id, "user", note, turn_id=turn.id)
                 await _emit_message(deps, steered)
                 await _record(deps, "utterance", {"session": session_id, "turn": turn.id, "text": note, "steer": True})
         else:
@@ -414,9 +408,7 @@ async def _call_model(
                     state.input_tokens += chunk.input_tokens
                     state.output_tokens += chunk.output_tokens
                     state.cost += chunk.cost
-                    session = await deps.worker.run(
-                        functools.partial(deps.store.touch, session_id, add_cost=chunk.cost)
-                    )
+                    session = await deps.sessions.touch(session_id, add_cost=chunk.cost)
                     await deps.hub.emit(
                         session_id,
                         "usage.updated",
@@ -461,10 +453,8 @@ async def _settle(in_flight: deque[asyncio.Future[Any]]) -> None:
 async def _close_interrupted(deps: LoopDeps, session_id: str, turn_id: str, state: _TurnState) -> None:
     """Keep partial text (marked) and give every unanswered tool call a result."""
     if state.partial:
-        msg = await deps.worker.run(
-            lambda: deps.store.add_message(
-                session_id, "assistant", state.partial, turn_id=turn_id, status="interrupted"
-            )
+        msg = await deps.sessions.add_message(
+            session_id, "assistant", state.partial, turn_id=turn_id, status="interrupted"
         )
         await _emit_message(deps, msg)
         state.partial = ""
@@ -493,7 +483,7 @@ async def _answer_directly(deps: LoopDeps, session_id: str, turn: TurnRecord, te
     terminal) print deltas, so without it a piped ``exo chat`` showed nothing for a saved fact.
     """
     await deps.hub.emit(session_id, "message.delta", ev.MessageDelta(turn_id=turn.id, text=text))
-    reply = await deps.worker.run(lambda: deps.store.add_message(session_id, "assistant", text, turn_id=turn.id))
+    reply = await deps.sessions.add_message(session_id, "assistant", text, turn_id=turn.id)
     await _emit_message(deps, reply)
     state.answer = text
     return await _finish(deps, session_id, turn, "end", state)
@@ -503,7 +493,7 @@ async def _finish(
     deps: LoopDeps, session_id: str, turn: TurnRecord, reason: str, state: _TurnState, *, error: str | None = None
 ) -> str:
     status = {"end": "completed", "iteration_cap": "completed", "interrupted": "interrupted"}.get(reason, "error")
-    await deps.worker.run(lambda: deps.store.set_turn_status(turn.id, status, reason))
+    await deps.sessions.set_turn_status(turn.id, status, reason)
     usage = {"input_tokens": state.input_tokens, "output_tokens": state.output_tokens, "cost": round(state.cost, 8)}
     hint = explain_turn_end(reason, error, answer=state.answer, acted=state.acted)
     await deps.hub.emit(
@@ -516,8 +506,8 @@ async def _finish(
             await deps.memory.on_exchange(session_id, turn.text, state.answer)
         except Exception:  # fail soft: memory is told best-effort
             log.exception("memory provider failed in on_exchange")
-    session = await deps.worker.run(lambda: deps.store.touch(session_id))
-    count = len(await deps.worker.run(lambda: deps.store.messages(session_id)))
+    session = await deps.sessions.touch(session_id)
+    count = len(await deps.sessions.messages(session_id))
     await deps.hub.emit(
         session_id,
         "session.updated",

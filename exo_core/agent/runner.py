@@ -68,7 +68,7 @@ class TurnRunner:
 
     async def send(self, session_id: str, text: str, mode: str) -> SendOutcome:
         """Handle ``turn.send``; returns at once, the turn runs in the background."""
-        await self._deps.worker.run(lambda: self._deps.store.get_session(session_id))
+        await self._deps.sessions.get_session(session_id)
         state = self._state(session_id)
         await self._settle_finished(session_id)
         if self.busy(session_id):
@@ -78,16 +78,16 @@ class TurnRunner:
                 state.steer.append(text)
                 return SendOutcome(state.turn_id, "steered")
             if mode == "queue":
-                queued = await self._deps.worker.run(lambda: self._deps.store.turns(session_id, status="queued"))
+                queued = await self._deps.sessions.turns(session_id, status="queued")
                 if len(queued) >= QUEUE_LIMIT:
                     raise ConflictError(f"{QUEUE_LIMIT} turns are already queued; wait for them to run")
-                turn = await self._deps.worker.run(lambda: self._deps.store.add_turn(session_id, text, mode))
+                turn = await self._deps.sessions.add_turn(session_id, text, mode)
                 return SendOutcome(turn.id, "queued")
             raise ConflictError(
                 "a turn is already running in this session; send with mode 'steer' or 'queue', or interrupt it first",
                 field="mode",
             )
-        turn = await self._deps.worker.run(lambda: self._deps.store.add_turn(session_id, text, mode, status="running"))
+        turn = await self._deps.sessions.add_turn(session_id, text, mode, status="running")
         self._start(session_id, turn, resumed=False)
         return SendOutcome(turn.id, "started")
 
@@ -101,7 +101,7 @@ class TurnRunner:
         task, turn_id = state.task, state.turn_id  # captured: the turn may clear them meanwhile
         if not self.busy(session_id) or task is None or turn_id is None:
             return
-        running = await self._deps.worker.run(lambda: self._deps.store.turns(session_id, status="running"))
+        running = await self._deps.sessions.turns(session_id, status="running")
         if all(t.id != turn_id for t in running):
             await asyncio.shield(task)
 
@@ -119,10 +119,10 @@ class TurnRunner:
         state.steer.clear()
         # Steering text that arrived after the last tool round becomes the next turn, not lost.
         for text in leftover:
-            await self._deps.worker.run(lambda t=text: self._deps.store.add_turn(session_id, t, "steer"))
-        queued = await self._deps.worker.run(lambda: self._deps.store.turns(session_id, status="queued"))
+            await self._deps.sessions.add_turn(session_id, text, "steer")
+        queued = await self._deps.sessions.turns(session_id, status="queued")
         if queued:
-            await self._deps.worker.run(lambda: self._deps.store.set_turn_status(queued[0].id, "running"))
+            await self._deps.sessions.set_turn_status(queued[0].id, "running")
             self._start(session_id, queued[0], resumed=False)
         else:
             state.task, state.turn_id = None, None
@@ -145,31 +145,31 @@ class TurnRunner:
     async def resume(self, session_id: str) -> dict[str, object]:
         """Repair a half-finished tool round and restart pending work after a restart."""
         deps = self._deps
-        await deps.worker.run(lambda: deps.store.get_session(session_id))
+        await deps.sessions.get_session(session_id)
         await self._settle_finished(session_id)
         if self.busy(session_id):
             return {"repaired": 0, "resumed_turn": self._state(session_id).turn_id, "queued": 0}
-        running = await deps.worker.run(lambda: deps.store.turns(session_id, status="running"))
-        dangling = await deps.worker.run(lambda: deps.store.dangling_tool_calls(session_id))
+        running = await deps.sessions.turns(session_id, status="running")
+        dangling = await deps.sessions.dangling_tool_calls(session_id)
         reusable = await deps.approvals.reusable(session_id)
         pending = _awaiting_approval(dangling, reusable, running[-1].id) if running else ()
         kept = frozenset(reusable[c.id].id for c in pending if c.id in reusable)
         expired = await deps.approvals.expire_open(session_id, "the core restarted", keep=kept)
         waiting = {c.id for c in pending}
         repaired = await self._repair(session_id, [(m, c) for m, c in dangling if c["id"] not in waiting])
-        queued = await deps.worker.run(lambda: deps.store.turns(session_id, status="queued"))
+        queued = await deps.sessions.turns(session_id, status="queued")
         resumed_turn = None
         if running:
             # Only the latest can really have been running; older ones are closed as crashed.
             for stale in running[:-1]:
-                await deps.worker.run(lambda s=stale: deps.store.set_turn_status(s.id, "error", "crashed"))
+                await deps.sessions.set_turn_status(stale.id, "error", "crashed")
             resumed_turn = running[-1].id
             self._start(session_id, running[-1], resumed=True, pending=pending)
         elif queued:
-            await deps.worker.run(lambda: deps.store.set_turn_status(queued[0].id, "running"))
+            await deps.sessions.set_turn_status(queued[0].id, "running")
             self._start(session_id, queued[0], resumed=False)
         await self._resume_context(session_id)
-        session = await deps.worker.run(lambda: deps.store.get_session(session_id))
+        session = await deps.sessions.get_session(session_id)
         await deps.hub.emit(
             session_id,
             "session.updated",
@@ -197,15 +197,13 @@ class TurnRunner:
         """Give each of the ``dangling`` calls an error result (the crash interrupted them)."""
         deps = self._deps
         for message, call in dangling:
-            msg = await deps.worker.run(
-                lambda m=message, c=call: deps.store.add_message(
-                    session_id,
-                    "tool",
-                    f"error: {INTERRUPTED_RESULT}",
-                    turn_id=m.turn_id,
-                    tool_call_id=c["id"],
-                    status="error",
-                )
+            msg = await deps.sessions.add_message(
+                session_id,
+                "tool",
+                f"error: {INTERRUPTED_RESULT}",
+                turn_id=message.turn_id,
+                tool_call_id=call["id"],
+                status="error",
             )
             await deps.hub.emit(
                 session_id,

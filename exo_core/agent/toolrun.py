@@ -202,7 +202,8 @@ async def _execute(deps: LoopDeps, session_id: str, call: ToolCall, targets: tup
         )
 
     async def session_search(query: str, limit: int) -> list[dict[str, Any]]:
-        return [h.to_wire() for h in await deps.worker.run(lambda: deps.store.search(query, limit=limit))]
+        hits = await deps.sessions.search(query, limit=limit)
+        return [h.to_wire() for h in hits]
 
     context = ToolContext(
         workspace=deps.workspace,
@@ -227,15 +228,13 @@ async def store_tool_result(
     deps: LoopDeps, session_id: str, turn_id: str, call: ToolCall, result: ToolResult, started: float
 ) -> None:
     """Store a call's result as a tool message and emit ``tool.completed`` then ``message.completed``."""
-    msg = await deps.worker.run(
-        lambda: deps.store.add_message(
-            session_id,
-            "tool",
-            result.content,
-            turn_id=turn_id,
-            tool_call_id=call.id,
-            status="error" if result.is_error else "complete",
-        )
+    msg = await deps.sessions.add_message(
+        session_id,
+        "tool",
+        result.content,
+        turn_id=turn_id,
+        tool_call_id=call.id,
+        status="error" if result.is_error else "complete",
     )
     await deps.hub.emit(
         session_id,

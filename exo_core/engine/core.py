@@ -43,6 +43,7 @@ from exo_core.home import ExoHome
 from exo_core.hooks import HookRegistry
 from exo_core.ids import IdFactory, RandomIds
 from exo_core.plugins import PluginHost
+from exo_core.sessions.facade import AsyncSessions
 from exo_core.sessions.store import SessionStore
 from exo_core.sessions.worker import DbWorker
 from exo_core.tools import ToolRegistry, builtin_tools
@@ -105,8 +106,11 @@ class Core:
         self.options = options
         self.worker = DbWorker(home.sessions_db, synchronous=options.synchronous)
         self.hub = Hub(self.worker, clock=options.clock, ids=options.ids, queue_limit=options.queue_limit)
-        self.store = SessionStore(self.worker, clock=options.clock, ids=options.ids)
-        self.approvals = ApprovalBroker(self.hub, self.worker, self.store)
+        # Every sessions-store call of the agent and the engine goes through this facade, on the worker's thread.
+        self.sessions = AsyncSessions(
+            self.worker, store=SessionStore(self.worker, clock=options.clock, ids=options.ids)
+        )
+        self.approvals = ApprovalBroker(self.hub, self.sessions)
         self.questions = QuestionBroker(self.hub, options.ids, clock=options.clock)
         if options.tools.get("ask_person") is None:
             options.tools.add(AskPersonTool(self.questions))
@@ -119,7 +123,7 @@ class Core:
         )
         self.context: ContextEngine = options.context or SummaryTreeContext(
             worker=self.worker,
-            store=self.store,
+            store=self.sessions.store,
             hub=self.hub,
             clock=options.clock,
             summarizer=options.summarizer or model,
@@ -127,8 +131,7 @@ class Core:
         )
         self.deps = LoopDeps(
             hub=self.hub,
-            worker=self.worker,
-            store=self.store,
+            sessions=self.sessions,
             model=model,
             tools=options.tools,
             approvals=self.approvals,
@@ -146,9 +149,7 @@ class Core:
             style=options.style,
         )
         self.runner = TurnRunner(self.deps)
-        self.engine = Engine(
-            hub=self.hub, worker=self.worker, store=self.store, runner=self.runner, approvals=self.approvals
-        )
+        self.engine = Engine(hub=self.hub, sessions=self.sessions, runner=self.runner, approvals=self.approvals)
         self.engine.serve(core_handlers(self))
 
     @classmethod

@@ -23,8 +23,7 @@ from exo_core.protocol import COMMANDS, EVENTS, PROTOCOL_VERSION, ErrorInfo, Res
 from exo_core.protocol import commands as cmd
 from exo_core.protocol import events as ev
 from exo_core.server.shaping import ClientRegistry
-from exo_core.sessions.store import SessionStore
-from exo_core.sessions.worker import DbWorker
+from exo_core.sessions.facade import AsyncSessions
 
 __all__ = ["Engine", "Handler"]
 
@@ -42,12 +41,9 @@ class Engine:
     with a typed ``unsupported`` error.
     """
 
-    def __init__(
-        self, *, hub: Hub, worker: DbWorker, store: SessionStore, runner: TurnRunner, approvals: ApprovalBroker
-    ) -> None:
+    def __init__(self, *, hub: Hub, sessions: AsyncSessions, runner: TurnRunner, approvals: ApprovalBroker) -> None:
         self.hub = hub
-        self._worker = worker
-        self._store = store
+        self._sessions = sessions
         self._runner = runner
         self._approvals = approvals
         self.clients = ClientRegistry()
@@ -108,7 +104,7 @@ class Engine:
 
     async def session_create(self, body: cmd.SessionCreate) -> dict[str, Any]:
         """``session.create``."""
-        record = await self._worker.run(lambda: self._store.create_session(title=body.title, workspace=body.workspace))
+        record = await self._sessions.create_session(title=body.title, workspace=body.workspace)
         await self.hub.emit(
             record.id, "session.updated", ev.SessionUpdated(session_id=record.id, title=record.title, reason="created")
         )
@@ -116,17 +112,17 @@ class Engine:
 
     async def session_list(self, body: cmd.SessionList) -> dict[str, Any]:
         """``session.list``."""
-        records = await self._worker.run(lambda: self._store.list_sessions(body.limit))
+        records = await self._sessions.list_sessions(body.limit)
         return {"sessions": [r.to_wire() for r in records]}
 
     async def session_get(self, body: cmd.SessionGet) -> dict[str, Any]:
         """``session.get``: the session, its open approvals and, if asked, its messages."""
-        record = await self._worker.run(lambda: self._store.get_session(body.session))
+        record = await self._sessions.get_session(body.session)
         result: dict[str, Any] = {"session": record.to_wire(), "running": self._runner.busy(body.session)}
         if body.messages:
-            messages = await self._worker.run(lambda: self._store.messages(body.session))
+            messages = await self._sessions.messages(body.session)
             result["messages"] = [m.to_wire() for m in messages]
-        approvals = await self._worker.run(lambda: self._store.open_approvals(body.session))
+        approvals = await self._sessions.open_approvals(body.session)
         result["open_approvals"] = [
             {"request_id": a.id, "summary": a.summary, "risk": a.risk, "tool": a.tool} for a in approvals
         ]
@@ -134,9 +130,7 @@ class Engine:
 
     async def session_fork(self, body: cmd.SessionFork) -> dict[str, Any]:
         """``session.fork``."""
-        child = await self._worker.run(
-            lambda: self._store.fork(body.session, message_id=body.message_id, title=body.title)
-        )
+        child = await self._sessions.fork(body.session, message_id=body.message_id, title=body.title)
         await self.hub.emit(
             child.id,
             "session.updated",
@@ -152,8 +146,8 @@ class Engine:
         """``session.undo``: drop the last turns (not while one runs)."""
         if self._runner.busy(body.session):
             raise ConflictError("a turn is running; interrupt it before undoing")
-        undone = await self._worker.run(lambda: self._store.undo(body.session, body.turns))
-        count = len(await self._worker.run(lambda: self._store.messages(body.session)))
+        undone = await self._sessions.undo(body.session, body.turns)
+        count = len(await self._sessions.messages(body.session))
         await self.hub.emit(
             body.session,
             "session.updated",
@@ -189,5 +183,5 @@ class Engine:
 
     async def search(self, body: cmd.Search) -> dict[str, Any]:
         """``search``: full-text over the sessions."""
-        hits = await self._worker.run(lambda: self._store.search(body.query, limit=body.limit, session_id=body.session))
+        hits = await self._sessions.search(body.query, limit=body.limit, session_id=body.session)
         return {"hits": [h.to_wire() for h in hits]}

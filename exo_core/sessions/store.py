@@ -2,7 +2,8 @@
 
 :class:`SessionStore` is synchronous and owns no thread: the daemon calls it on
 its single database thread (see :class:`exo_core.events.hub.Hub`), so every
-write is serialized without locks and never blocks the event loop.
+write is serialized without locks and never blocks the event loop. Async code
+uses it through :class:`exo_core.sessions.facade.AsyncSessions`.
 """
 
 from __future__ import annotations

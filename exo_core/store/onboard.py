@@ -324,7 +324,7 @@ class Onboarding:
         """Start the interview in ``body.session``; refused at once when it could not write."""
         if self._task is not None and not self._task.done():
             raise ConflictError("an onboarding interview is already running; answer or interrupt it first")
-        await self._core.worker.run(lambda: self._core.store.get_session(body.session))  # NotFoundError names it
+        await self._core.sessions.get_session(body.session)  # NotFoundError names it
         store = Store.open(self._root)
         if not body.force:
             check_fillable(store)
