@@ -10,6 +10,7 @@ a quick run only to the file ``--out`` names (issue 20 item 6).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
 import json
 import os
@@ -29,6 +30,7 @@ __all__ = [
     "REPO",
     "RESULTS_DIR",
     "bench_parser",
+    "progress_output",
     "proc_memory_kb",
     "machine_info",
     "child_env",
@@ -199,6 +201,13 @@ def bench_parser(
         help="write the results JSON here (default: benchmarks/results/ on a full run, nowhere on a quick one)",
     )
     return parser
+
+
+def progress_output(json_mode: bool) -> contextlib.AbstractContextManager[Any]:
+    """Where a run's progress lines go: standard error under ``--json``, so standard output is the JSON alone."""
+    if json_mode:
+        return contextlib.redirect_stdout(sys.stderr)
+    return contextlib.nullcontext()
 
 
 def write_results(name: str, data: dict[str, Any], *, out: Path | None, quick: bool) -> Path | None:
