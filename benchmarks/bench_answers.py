@@ -30,7 +30,6 @@ Results go to benchmarks/results/answers.json with --json.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import dataclasses
 import json
@@ -214,7 +213,9 @@ async def interrupted(transport: Any, fmt: Any) -> dict[str, Any]:
 
 
 def main() -> int:
-    ap = bench_parser("answers-base", __doc__.split("\n")[0], quick_help="the tuning set only; writes nothing unless --out")
+    ap = bench_parser(
+        "answers-base", __doc__.split("\n")[0], quick_help="the tuning set only; writes nothing unless --out"
+    )
     ap.add_argument("--sets", default="tuning,heldout", help="question sets, comma-separated")
     args = ap.parse_args()
     sets = args.sets.split(",")

@@ -15,7 +15,6 @@ KV cache, which llama.cpp allocates when the model loads; docs/models.md
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess

@@ -32,7 +32,6 @@ ratio is decision / one step.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import statistics

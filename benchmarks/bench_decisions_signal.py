@@ -33,7 +33,6 @@ same model in the same run.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os

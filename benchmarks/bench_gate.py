@@ -12,7 +12,6 @@ of times longer, so this number says whether the gate is ever noticeable.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time

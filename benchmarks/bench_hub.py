@@ -608,7 +608,9 @@ def main(argv: list[str] | None = None) -> int:
         sock, n, since, ready_seq, final_seq = argv[1:6]
         asyncio.run(_subscribers_main(sock, int(n), int(since), int(ready_seq), int(final_seq)))
         return 0
-    parser = bench_parser("hub", __doc__.split("\n\n")[0], quick_help="tiny sizes: proves the code works, numbers mean little")
+    parser = bench_parser(
+        "hub", __doc__.split("\n\n")[0], quick_help="tiny sizes: proves the code works, numbers mean little"
+    )
     parser.add_argument(
         "--markdown",
         type=Path,

@@ -31,7 +31,6 @@ Results go to benchmarks/results/laptop.json with --json.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -275,7 +274,9 @@ def _table(results: dict[str, Any], threads: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; print a table (or --json); a full run writes benchmarks/results/laptop.json."""
     parser = bench_parser(
-        "laptop", __doc__.splitlines()[0], quick_help="two questions of each set, the 0.5B only; writes nothing unless --out"
+        "laptop",
+        __doc__.splitlines()[0],
+        quick_help="two questions of each set, the 0.5B only; writes nothing unless --out",
     )
     parser.add_argument("--threads", type=int, default=2, help="server threads (default 2)")
     parser.add_argument("--n-ctx", type=int, default=4096, help="server context window (default 4096)")

@@ -23,7 +23,6 @@ prompt (``prompt_for``), and counts the answers the learner would keep (``parse_
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import sys

@@ -25,7 +25,6 @@ No pass/fail: numbers and their same-run baselines (DESIGN.md §7). Results go t
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import tempfile

@@ -22,7 +22,6 @@ Run: ``exo bench ledger [--json] [--quick] [--out FILE]``. A full run writes
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -41,7 +40,6 @@ from benchmarks._common import bench_parser, write_results  # noqa: E402
 from exo_core.ledger import HomeWitness, Ledger, NewEntry, Signer  # noqa: E402
 from exo_core.ledger.keys import verify_key_from_id  # noqa: E402
 from exo_core.ledger.entry import entry_signing_message  # noqa: E402
-
 
 
 def typical(i: int, ids: list[str]) -> NewEntry:
@@ -234,7 +232,9 @@ def run(quick: bool = False) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark, write the results file, print a table or JSON."""
-    parser = bench_parser("ledger", __doc__.splitlines()[0], quick_help="smaller counts (a smoke run); writes nothing unless --out")
+    parser = bench_parser(
+        "ledger", __doc__.splitlines()[0], quick_help="smaller counts (a smoke run); writes nothing unless --out"
+    )
     args = parser.parse_args(argv)
     results = run(quick=args.quick)
     write_results("ledger", results, out=args.out, quick=args.quick)

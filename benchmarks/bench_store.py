@@ -13,7 +13,6 @@ Results go to benchmarks/results/store.json.
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import sqlite3
@@ -26,7 +25,6 @@ from exo_core.ledger import create_signing_key
 from exo_core.store import ItemStore, Link, Node, export_store, init_store, lint_store
 from exo_core.store.importers import import_bookmarks
 from exo_core.store.ledger_bridge import checkpoint_hook, open_ledger
-
 
 
 def _timed(fn) -> float:  # type: ignore[no-untyped-def]

@@ -30,7 +30,6 @@ Results go to benchmarks/results/stress.json with --json.
 
 from __future__ import annotations
 
-import argparse
 import http.client
 import json
 import os

@@ -28,7 +28,6 @@ is the null one), so it is reported as absent rather than invented.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
