@@ -2,7 +2,9 @@
 
 The flags are checked by parsing only: ``exo bench NAME --help`` lists what the benchmark accepts, and
 no benchmark runs. One cheap benchmark (the gate's) then runs quickly to show where a quick run writes:
-only the file ``--out`` names, never ``benchmarks/results/`` (docs/benchmarks.md).
+only the file ``--out`` names, never ``benchmarks/results/`` (docs/benchmarks.md). Last, the
+tables ``benchmarks/render_tables.py`` renders into docs/benchmarks.md match the committed results,
+and follow a results file when it changes.
 """
 
 from __future__ import annotations
@@ -102,3 +104,41 @@ def test_a_quick_run_writes_only_the_out_file(tmp_path: Path) -> None:
     assert bare.returncode == 0, bare.stderr[-3000:]
     assert "gate cost per command line" in bare.stdout
     assert _results_snapshot() == before, "a quick run wrote into benchmarks/results/"
+
+
+def _render(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "benchmarks/render_tables.py", *args],
+        cwd=REPO,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_the_committed_docs_tables_match_the_committed_results() -> None:
+    done = _render("--check")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_tables_follow_the_results_files(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    results.mkdir()
+    ledger = json.loads((RESULTS / "ledger.json").read_text(encoding="utf-8"))
+    ledger["single_append"]["ledger_per_s"] = 4321.5
+    (results / "ledger.json").write_text(json.dumps(ledger), encoding="utf-8")
+    store = json.loads((RESULTS / "store.json").read_text(encoding="utf-8"))
+    store["items_vs_raw_sqlite_full_sync"] = 7.25
+    (results / "store.json").write_text(json.dumps(store), encoding="utf-8")
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text((REPO / "docs" / "benchmarks.md").read_text(encoding="utf-8"), encoding="utf-8")
+
+    stale = _render("--check", "--results", str(results), "--doc", str(doc))
+    assert stale.returncode == 1 and "differ" in stale.stdout
+    rewritten = _render("--results", str(results), "--doc", str(doc))
+    assert rewritten.returncode == 0, rewritten.stderr
+    text = doc.read_text(encoding="utf-8")
+    assert "| 1,000 | 4,321.5 | raw INSERT of the same bytes |" in text
+    assert "`synchronous=FULL` | 7.25 |" in text
+    assert _render("--check", "--results", str(results), "--doc", str(doc)).returncode == 0

@@ -111,6 +111,7 @@ def _no_dataset_message() -> str:
 
 def _script(args: argparse.Namespace) -> int:
     """Run ``benchmarks/<script>`` of this source checkout with the arguments after the name."""
+    import os
     import subprocess
     import sys
     from pathlib import Path
@@ -118,10 +119,14 @@ def _script(args: argparse.Namespace) -> int:
     from exo_core.errors import NotFoundError
 
     script_name, _help = SCRIPTS[args.passthrough]
-    script = Path(__file__).resolve().parents[2] / "benchmarks" / script_name
+    checkout = Path(__file__).resolve().parents[2]
+    script = checkout / "benchmarks" / script_name
     if not script.is_file():
         raise NotFoundError(f"{script} is missing: this benchmark runs from a source checkout")
-    return subprocess.call([sys.executable, str(script), *args.args])
+    # The checkout's code first, so a benchmark measures this tree rather than an installed copy.
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(part for part in (str(checkout), env.get("PYTHONPATH", "")) if part)
+    return subprocess.call([sys.executable, str(script), *args.args], env=env)
 
 
 def _retrieval(args: argparse.Namespace) -> int:
