@@ -1,12 +1,16 @@
 """Shared helpers for the benchmarks: memory of a process, timing, machine facts, results.
 
 Benchmarks never decide pass or fail: they measure a thing and its baseline in
-the same run and report the ratio (docs/benchmarks.md). Results go to
-``benchmarks/results/<name>.json`` (full mode) and a table is printed.
+the same run and report the ratio (docs/benchmarks.md). Every benchmark takes the
+same three flags from :func:`bench_parser` (``--quick``, ``--json``, ``--out FILE``)
+and writes through :func:`write_results`: a full run to ``benchmarks/results/<name>.json``,
+a quick run only to the file ``--out`` names (issue 20 item 6).
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import datetime as _dt
 import json
 import os
@@ -25,6 +29,8 @@ RESULTS_DIR = REPO / "benchmarks" / "results"
 __all__ = [
     "REPO",
     "RESULTS_DIR",
+    "bench_parser",
+    "progress_output",
     "proc_memory_kb",
     "machine_info",
     "child_env",
@@ -169,6 +175,39 @@ def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[Any]
     print("  ".join("-" * w for w in widths), file=file)
     for row in cells:
         print("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))), file=file)
+
+
+def bench_parser(
+    name: str,
+    description: str,
+    *,
+    quick_help: str = "a small run that proves the code works; writes nothing unless --out",
+    json_help: str = "print the results JSON instead of tables",
+    formatter_class: type[argparse.HelpFormatter] = argparse.HelpFormatter,
+) -> argparse.ArgumentParser:
+    """The parser every benchmark starts from: ``--quick``, ``--json`` and ``--out FILE``, the same everywhere.
+
+    ``name`` is the ``exo bench NAME`` the script runs as (its program name in ``--help``). A benchmark
+    adds its own flags after these; ``args.out`` and ``args.quick`` go to :func:`write_results` unchanged.
+    """
+    parser = argparse.ArgumentParser(prog=f"exo bench {name}", description=description, formatter_class=formatter_class)
+    parser.add_argument("--quick", action="store_true", help=quick_help)
+    parser.add_argument("--json", action="store_true", help=json_help)
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write the results JSON here (default: benchmarks/results/ on a full run, nowhere on a quick one)",
+    )
+    return parser
+
+
+def progress_output(json_mode: bool) -> contextlib.AbstractContextManager[Any]:
+    """Where a run's progress lines go: standard error under ``--json``, so standard output is the JSON alone."""
+    if json_mode:
+        return contextlib.redirect_stdout(sys.stderr)
+    return contextlib.nullcontext()
 
 
 def write_results(name: str, data: dict[str, Any], *, out: Path | None, quick: bool) -> Path | None:

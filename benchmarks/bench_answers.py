@@ -30,7 +30,6 @@ Results go to benchmarks/results/answers.json with --json.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import dataclasses
 import json
@@ -44,7 +43,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
-from _common import write_results  # noqa: E402
+from _common import bench_parser, write_results  # noqa: E402
 from bench_models import NO_TOOL, PERSON, QUESTIONS, TOOL_REQUESTS, TOOLS, _score  # noqa: E402
 
 from exo_core.agent.model import (  # noqa: E402
@@ -214,40 +213,47 @@ async def interrupted(transport: Any, fmt: Any) -> dict[str, Any]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--json", action="store_true", help="write benchmarks/results/answers.json")
+    ap = bench_parser(
+        "answers-base", __doc__.split("\n")[0], quick_help="the tuning set only; writes nothing unless --out"
+    )
     ap.add_argument("--sets", default="tuning,heldout", help="question sets, comma-separated")
     args = ap.parse_args()
-    out = asyncio.run(run(args.sets.split(",")))
+    sets = args.sets.split(",")
+    if args.quick:
+        sets = ["tuning"]
+    out = asyncio.run(run(sets))
     out = {
-        "command": "python benchmarks/bench_answers.py --json",
+        "command": "exo bench answers-base",
         "machine": {"cpus": os.cpu_count(), "loadavg_1m": round(os.getloadavg()[0], 2)},
         **out,
     }
-    for set_name, modes in out["sets"].items():
-        for mode, labels in modes.items():
-            for label, s in labels.items():
-                print(
-                    f"{set_name:8} {mode:13} {label:6} correct {s['correct']}/{s['of']}  "
-                    f"flawed {s['flawed']} (stray quote {s['stray_quote']}, of them unmatched "
-                    f"{s['unmatched_quote']}, run-on {s['run_on']}, "
-                    f"cut {s['cut_at_limit']})  tool calls instead of text "
-                    f"{s['tool_calls_instead_of_text']}"
-                )
-    for label, t in out["tools_auto"].items():
-        print(
-            f"tools auto {label:6} right call {t['right_call']}/{t['of_requests']}, "
-            f"stayed text {t['stayed_text']}/{t['of_questions']}"
-        )
-    for mode, r in out.get("interrupted_history", {}).items():
-        print(
-            f"after an interrupted answer, {mode}: correct {r['correct']}/{r['of']}, "
-            f"flawed {r['flawed']}, echoing the cut answer {r['echoes_partial']}"
-        )
-    print(f"{out['seconds']} s")
-    written = write_results("answers", out, out=None, quick=not args.json)
+    if args.json:
+        print(json.dumps(out, indent=2, sort_keys=True))
+    else:
+        for set_name, modes in out["sets"].items():
+            for mode, labels in modes.items():
+                for label, s in labels.items():
+                    print(
+                        f"{set_name:8} {mode:13} {label:6} correct {s['correct']}/{s['of']}  "
+                        f"flawed {s['flawed']} (stray quote {s['stray_quote']}, of them unmatched "
+                        f"{s['unmatched_quote']}, run-on {s['run_on']}, "
+                        f"cut {s['cut_at_limit']})  tool calls instead of text "
+                        f"{s['tool_calls_instead_of_text']}"
+                    )
+        for label, t in out["tools_auto"].items():
+            print(
+                f"tools auto {label:6} right call {t['right_call']}/{t['of_requests']}, "
+                f"stayed text {t['stayed_text']}/{t['of_questions']}"
+            )
+        for mode, r in out.get("interrupted_history", {}).items():
+            print(
+                f"after an interrupted answer, {mode}: correct {r['correct']}/{r['of']}, "
+                f"flawed {r['flawed']}, echoing the cut answer {r['echoes_partial']}"
+            )
+        print(f"{out['seconds']} s")
+    written = write_results("answers", out, out=args.out, quick=args.quick)
     if written is not None:
-        print(f"wrote {written.relative_to(ROOT)}")
+        print(f"wrote {written}", file=sys.stderr)
     return 0
 
 

@@ -15,7 +15,6 @@ KV cache, which llama.cpp allocates when the model loads; docs/models.md
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -26,7 +25,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from exo_edge.manifest import find_manifest  # noqa: E402  (after the path is set)
+from benchmarks._common import bench_parser, write_results  # noqa: E402  (after the path is set)
+from exo_edge.manifest import find_manifest  # noqa: E402
 from exo_edge.paths import locate_model_file  # noqa: E402
 
 CHILD = """
@@ -47,19 +47,22 @@ print(json.dumps({"after_load_mib": loaded["VmRSS"], "after_prompt_mib": rss()["
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(
+        "board-ctx", __doc__.splitlines()[0], quick_help="the smallest window only; writes nothing unless --out"
+    )
     parser.add_argument("model", nargs="?", default="qwen2.5-coder-0.5b-instruct")
     parser.add_argument("--ctx", type=int, nargs="+", default=[2048, 4096, 8192])
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "board_ctx.json")
     args = parser.parse_args()
+    windows = args.ctx
+    if args.quick:
+        windows = [min(args.ctx)]
     path = locate_model_file(find_manifest(args.model).primary_file.name)
     if path is None:
         print(f"{args.model} is not fetched: exo models fetch {args.model}", file=sys.stderr)
         return 1
     env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE")
     rows = []
-    for n_ctx in args.ctx:
+    for n_ctx in windows:
         proc = subprocess.run(
             [sys.executable, "-c", CHILD, str(path), str(n_ctx)], capture_output=True, text=True, env=env, check=True
         )
@@ -70,8 +73,8 @@ def main() -> int:
         )
     data = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "model": args.model, "windows": rows}
     if args.json:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(data, indent=2) + "\n")
+        print(json.dumps(data, indent=2, sort_keys=True))
+    write_results("board_ctx", data, out=args.out, quick=args.quick)
     return 0
 
 

@@ -56,7 +56,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import benchmarks._common as common  # noqa: E402
-from benchmarks._common import RESULTS_DIR, machine_info, median, print_table, ratio, write_results  # noqa: E402
+from benchmarks._common import RESULTS_DIR, bench_parser, machine_info, median, print_table, ratio, write_results  # noqa: E402
 
 NAME = "context"
 WINDOW_NAME = "context_window"
@@ -477,9 +477,9 @@ def report(data: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="200 messages, 3 repeats: proves the code works")
-    parser.add_argument("--json", action="store_true", help="print the results JSON instead of tables")
+    parser = bench_parser(
+        "context", __doc__.split("\n\n")[0], quick_help="200 messages, 3 repeats: proves the code works"
+    )
     parser.add_argument(
         "--markdown",
         type=Path,
@@ -490,12 +490,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--messages", type=int, default=None, help="session length (default 1000; quick 200)")
     parser.add_argument("--repeat", type=int, default=None, help="steady-state builds to time (default 20)")
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        help="results file (default benchmarks/results/context.json; quick runs write only here)",
-    )
     parser.add_argument(
         "--window",
         type=Path,

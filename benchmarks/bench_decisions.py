@@ -32,7 +32,6 @@ ratio is decision / one step.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import statistics
@@ -45,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import _common  # noqa: E402
-from _common import REPO, machine_info, print_table, ratio, write_results  # noqa: E402
+from _common import REPO, bench_parser, machine_info, print_table, ratio, write_results  # noqa: E402
 
 from exo_core.decisions import Decider, expected_calibration_error, fit  # noqa: E402
 from exo_core.decisions.calibration import Calibration  # noqa: E402
@@ -379,11 +378,10 @@ def _pct(value: float) -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="a few cases only; writes nothing unless --out")
-    ap.add_argument("--json", action="store_true", help="print the results JSON instead of tables")
-    ap.add_argument("--markdown", action="store_true", help="print Markdown tables of the saved results")
-    ap.add_argument("--out", type=Path, default=None)
+    ap = bench_parser(
+        "decision-models", __doc__.split("\n")[0], quick_help="a few cases only; writes nothing unless --out"
+    )
+    ap.add_argument("--markdown", action="store_true", help="print Markdown tables of the saved results (or --out)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--no-model", action="store_true", help="rules-only: skip the local model")
     args = ap.parse_args()

@@ -33,7 +33,6 @@ same model in the same run.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -47,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import _common  # noqa: E402
-from _common import REPO, machine_info, print_table, ratio, write_results  # noqa: E402
+from _common import REPO, bench_parser, machine_info, print_table, ratio, write_results  # noqa: E402
 from bench_decisions import load_cases, split_by_time  # noqa: E402
 
 from exo_core.decisions import Decider, expected_calibration_error, fit  # noqa: E402
@@ -333,10 +332,12 @@ def print_results(results: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark (or print the saved results)."""
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--json", action="store_true", help="print the results JSON instead of tables")
-    ap.add_argument("--markdown", action="store_true", help="print Markdown tables of the saved results")
-    ap.add_argument("--out", type=Path, default=None)
+    ap = bench_parser(
+        "decisions",
+        __doc__.split("\n")[0],
+        quick_help="the same cases (there is no smaller set); writes nothing unless --out",
+    )
+    ap.add_argument("--markdown", action="store_true", help="print Markdown tables of the saved results (or --out)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--raws", type=Path, default=None, help="reuse (or save) the models' raw probabilities here")
     args = ap.parse_args(argv)
@@ -346,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     results = asyncio.run(run(args.threads, args.raws))
-    write_results("decisions_signal", results, out=args.out, quick=False)
+    write_results("decisions_signal", results, out=args.out, quick=args.quick)
     if args.json:
         print(json.dumps(results, indent=2, sort_keys=True))
     else:

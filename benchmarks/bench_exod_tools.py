@@ -36,9 +36,9 @@ benchmarks/results/exod_tools.json with --json.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import dataclasses
+import json
 import os
 import sys
 import time
@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 from bench_answers import ask  # noqa: E402
-from _common import write_results  # noqa: E402
+from _common import bench_parser, write_results  # noqa: E402
 from bench_models import NO_TOOL, PERSON, TOOL_REQUESTS, TOOLS  # noqa: E402
 
 from exo_core.agent.loop import BASE_PROMPT  # noqa: E402
@@ -197,37 +197,47 @@ async def run(
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--json", action="store_true", help="write benchmarks/results/exod_tools[_MODEL].json")
+    ap = bench_parser(
+        "exod-tools",
+        __doc__.split("\n")[0],
+        quick_help="the first offer only, without the bench_models part; writes nothing unless --out",
+    )
     ap.add_argument("--model", default="gemma-3-270m", help="manifest name (default gemma-3-270m)")
     ap.add_argument("--dev", action="store_true", help="also run the development requests (DEV_REQUESTS)")
     ap.add_argument("--threads", type=int, default=2, help="llama.cpp threads (default 2)")
     ap.add_argument("--offers", nargs="+", choices=tuple(OFFERS), default=list(OFFERS), help="tool offers to run")
     ap.add_argument("--no-bench-part", action="store_true", help="leave out the bench_models part")
-    ap.add_argument("--out", type=Path, default=None, help="write the results here instead")
     args = ap.parse_args()
-    out = asyncio.run(run(args.model, args.dev, args.threads, tuple(args.offers), not args.no_bench_part))
+    offers = tuple(args.offers)
+    bench_part = not args.no_bench_part
+    if args.quick:
+        offers = offers[:1]
+        bench_part = False
+    out = asyncio.run(run(args.model, args.dev, args.threads, offers, bench_part))
     flags = "" if args.model == "gemma-3-270m" else f" --model {args.model}"
     out = {
-        "command": f"python benchmarks/bench_exod_tools.py --json{flags}{' --dev' if args.dev else ''}",
+        "command": f"exo bench exod-tools{flags}{' --dev' if args.dev else ''}",
         "machine": {"cpus": os.cpu_count(), "loadavg_1m": round(os.getloadavg()[0], 2)},
         **out,
     }
-    for name, r in out["parts"].items():
-        print(
-            f"{name:15} right call {r['right_call']}/{r['of_requests']} "
-            f"(any call {r['any_call']}), stayed text {r['stayed_text']}/{r['of_questions']}"
-        )
-        for row in r["rows"]:
+    if args.json:
+        print(json.dumps(out, indent=2, sort_keys=True))
+    else:
+        for name, r in out["parts"].items():
             print(
-                f"    {row['q'][:44]:44} want {str(row['want']):10} head {row.get('head', '')!r:28} "
-                f"-> {row['calls'] or row['text'][:30]!r}"
+                f"{name:15} right call {r['right_call']}/{r['of_requests']} "
+                f"(any call {r['any_call']}), stayed text {r['stayed_text']}/{r['of_questions']}"
             )
-    print(f"{out['seconds']} s")
+            for row in r["rows"]:
+                print(
+                    f"    {row['q'][:44]:44} want {str(row['want']):10} head {row.get('head', '')!r:28} "
+                    f"-> {row['calls'] or row['text'][:30]!r}"
+                )
+        print(f"{out['seconds']} s")
     name = "exod_tools" if args.model == "gemma-3-270m" else f"exod_tools_{args.model}"
-    written = write_results(name, out, out=args.out, quick=not args.json)
+    written = write_results(name, out, out=args.out, quick=args.quick)
     if written is not None:
-        print(f"wrote {written}")
+        print(f"wrote {written}", file=sys.stderr)
     return 0
 
 

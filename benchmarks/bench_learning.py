@@ -23,7 +23,6 @@ prompt (``prompt_for``), and counts the answers the learner would keep (``parse_
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import sys
@@ -34,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 for extra in (ROOT, ROOT / "tests", ROOT / "tests" / "learning"):
     sys.path.insert(0, str(extra))
 
+from benchmarks._common import bench_parser, write_results  # noqa: E402
 from exod_person import run  # noqa: E402  # the simulation lives with the tests that run its small version
 
 
@@ -88,21 +88,25 @@ def engine_check(name: str) -> dict[str, object]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = bench_parser(
+        "learning", __doc__.split("\n")[0], quick_help="the first seed only; writes nothing unless --out"
+    )
     parser.add_argument("--sessions", type=int, default=12)
     parser.add_argument("--drafts", type=int, default=8)
     parser.add_argument("--seeds", default="7,8,9")
-    parser.add_argument("--json", action="store_true", help="also write benchmarks/results/learning.json")
     parser.add_argument("--engine", default=None, metavar="MODEL", help="only ask a real model the reflections")
     args = parser.parse_args(argv)
     if args.engine:
         checked = engine_check(args.engine)
         if args.json:
-            out = ROOT / "benchmarks" / "results" / f"learning_engine_{checked['model']}.json"
-            out.write_text(json.dumps(checked, indent=1) + "\n")
+            print(json.dumps(checked, indent=2, sort_keys=True))
+        write_results(f"learning_engine_{checked['model']}", checked, out=args.out, quick=args.quick)
         return 0
+    seeds = [int(s) for s in args.seeds.split(",")]
+    if args.quick:
+        seeds = seeds[:1]
     runs = []
-    for seed in (int(s) for s in args.seeds.split(",")):
+    for seed in seeds:
         with tempfile.TemporaryDirectory() as tmp:
             result = asyncio.run(run(Path(tmp), sessions=args.sessions, drafts=args.drafts, seed=seed))
         result.pop("lessons", None)
@@ -128,9 +132,11 @@ def main(argv: list[str] | None = None) -> int:
         f"{pooled['catalog']['recall']:.2f}; non-catalog P {pooled['noncatalog']['precision']:.2f} R "
         f"{pooled['noncatalog']['recall']:.2f}; guarded promoted unasked: {guarded}"
     )
+    settings = {"sessions": args.sessions, "drafts": args.drafts, "seeds": ",".join(str(s) for s in seeds)}
+    data = {"args": settings, "mean": pooled, "runs": runs}
     if args.json:
-        out = ROOT / "benchmarks" / "results" / "learning.json"
-        out.write_text(json.dumps({"args": vars(args), "mean": pooled, "runs": runs}, indent=1) + "\n")
+        print(json.dumps(data, indent=2, sort_keys=True))
+    write_results("learning", data, out=args.out, quick=args.quick)
     goal = all(p["precision"] >= 0.9 and p["recall"] >= 0.8 for p in pooled.values()) and guarded == 0
     return 0 if goal else 1
 

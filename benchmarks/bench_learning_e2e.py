@@ -25,7 +25,6 @@ No pass/fail: numbers and their same-run baselines (DESIGN.md §7). Results go t
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import tempfile
@@ -36,7 +35,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks"), str(ROOT / "tests"), str(ROOT / "tests" / "learning")]
 
-from _common import machine_info, write_results  # noqa: E402 (found through the sys.path line above)
+from _common import bench_parser, machine_info, write_results  # noqa: E402 (found through the sys.path line above)
 from e2e_kit import Home, drafts_of, model_missing, write_belief  # noqa: E402 (the tests' exod kit, shared)
 
 __all__ = ["main", "TEACH", "ASKS", "FACTS", "QUESTIONS"]
@@ -152,9 +151,10 @@ def _memory(tmp: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark; print the table (and write the results with ``--json``)."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", action="store_true", help="write benchmarks/results/learning_e2e.json")
+    """Run the benchmark; print the table (or ``--json``); a full run writes benchmarks/results/learning_e2e.json."""
+    parser = bench_parser(
+        "learning-e2e", __doc__.splitlines()[0], quick_help="one draft request per home; writes nothing unless --out"
+    )
     parser.add_argument("--asks", type=int, default=len(ASKS), help=f"draft requests per home (max {len(ASKS)})")
     parser.add_argument("--only", choices=("taste", "memory"), default=None)
     args = parser.parse_args(argv)
@@ -163,9 +163,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"skipped: {why}", file=sys.stderr)
         return 2
     results: dict[str, Any] = {"machine": machine_info(), "model": "qwen2.5-coder-0.5b-instruct", "board": "standard"}
+    asks = max(1, args.asks)
+    if args.quick:
+        asks = 1
     with tempfile.TemporaryDirectory(prefix="exo-learn-e2e-") as tmp:
         if args.only in (None, "taste"):
-            results["taste"] = _taste(Path(tmp) / "taste", list(ASKS[: max(1, args.asks)]))
+            results["taste"] = _taste(Path(tmp) / "taste", list(ASKS[:asks]))
             taste = results["taste"]
             for name in ("baseline", "learned"):
                 row = taste[name]
@@ -177,7 +180,8 @@ def main(argv: list[str] | None = None) -> int:
             for name, row in results["memory"].items():
                 print(f"memory {name}: {row['right']}/{row['questions']} right, saved {row['saved']}")
     if args.json:
-        write_results("learning_e2e", results, out=None, quick=False)
+        print(json.dumps(results, indent=2, sort_keys=True))
+    write_results("learning_e2e", results, out=args.out, quick=args.quick)
     return 0
 
 

@@ -16,13 +16,12 @@ a ratio to it:
 * bytes on disk per 10,000 typical entries vs the raw table holding the same
   canonical content bytes.
 
-Run: ``python benchmarks/bench_ledger.py [--json] [--quick]``. Results are
-written to ``benchmarks/results/ledger.json``.
+Run: ``exo bench ledger [--json] [--quick] [--out FILE]``. A full run writes
+``benchmarks/results/ledger.json``; a quick one only the file ``--out`` names.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -37,11 +36,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # run from a checkout without installing
 
+from benchmarks._common import bench_parser, write_results  # noqa: E402
 from exo_core.ledger import HomeWitness, Ledger, NewEntry, Signer  # noqa: E402
 from exo_core.ledger.keys import verify_key_from_id  # noqa: E402
 from exo_core.ledger.entry import entry_signing_message  # noqa: E402
-
-RESULTS = ROOT / "benchmarks" / "results" / "ledger.json"
 
 
 def typical(i: int, ids: list[str]) -> NewEntry:
@@ -228,19 +226,18 @@ def run(quick: bool = False) -> dict[str, Any]:
         "journal": "truncate",
         "synchronous": "FULL",
     }
-    out["command"] = "python benchmarks/bench_ledger.py --json" + (" --quick" if quick else "")
+    out["command"] = "exo bench ledger" + (" --quick" if quick else "")
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark, write the results file, print a table or JSON."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", action="store_true", help="print the results as JSON")
-    parser.add_argument("--quick", action="store_true", help="smaller counts (a smoke run)")
+    parser = bench_parser(
+        "ledger", __doc__.splitlines()[0], quick_help="smaller counts (a smoke run); writes nothing unless --out"
+    )
     args = parser.parse_args(argv)
     results = run(quick=args.quick)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    write_results("ledger", results, out=args.out, quick=args.quick)
     if args.json:
         print(json.dumps(results, indent=2, sort_keys=True))
     else:

@@ -37,6 +37,10 @@ from statistics import median
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from benchmarks._common import bench_parser, write_results  # noqa: E402  (after the path is set)
+
 DATA = REPO / "benchmarks" / "data" / "local_model_requests.json"
 CONFIGS = {
     "baseline": {"full_vocab_grammar": True},
@@ -159,17 +163,23 @@ def _child(config: str) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     """Alternate the configurations in fresh processes and summarise."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = bench_parser(
+        "llama-memory",
+        __doc__.split("\n\n")[0],
+        quick_help="one round; writes nothing unless --out",
+        json_help="print the results JSON on one line",
+    )
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "llama_memory.json")
     parser.add_argument("--child", choices=sorted(CONFIGS), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         print(json.dumps(_child(args.child)))
         return 0
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in CONFIGS}
-    for _ in range(args.rounds):
+    rounds = args.rounds
+    if args.quick:
+        rounds = 1
+    for _ in range(rounds):
         for name in CONFIGS:
             done = subprocess.run(
                 [sys.executable, __file__, "--child", name], capture_output=True, text=True, timeout=1800, cwd=REPO
@@ -208,10 +218,10 @@ def main(argv: list[str] | None = None) -> int:
     summary["machine"] = {
         "nproc": os.cpu_count(),
         "loadavg_1_5_15": [round(x, 2) for x in os.getloadavg()],
-        "rounds": args.rounds,
+        "rounds": rounds,
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    args.out.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    write_results("llama_memory", summary, out=args.out, quick=args.quick)
     print(json.dumps(summary, indent=None if args.json else 2))
     return 0
 

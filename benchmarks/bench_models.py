@@ -43,9 +43,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks._common import bench_parser, progress_output, write_results  # noqa: E402
 from exo_core.agent.model import ChatMessage, ModelRequest, TextDelta, ToolCallChunk  # noqa: E402
 
-RESULTS = ROOT / "benchmarks" / "results" / "models.json"
 
 PERSON = """Notes about the person:
 - Name: Marta Silva. Age 34. Lives in Porto, Portugal.
@@ -432,9 +432,7 @@ async def quality(threads: int) -> dict[str, Any]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--json", action="store_true", help="write benchmarks/results/models.json")
-    ap.add_argument("--quick", action="store_true", help="1 repeat, 32 tokens")
+    ap = bench_parser("models", __doc__.split("\n")[0], quick_help="1 repeat, 32 tokens; writes nothing unless --out")
     ap.add_argument("--threads", default="2,1", help="thread counts, comma-separated")
     ap.add_argument("--skip-quality", action="store_true")
     ap.add_argument("--worker", type=int, help=argparse.SUPPRESS)
@@ -447,61 +445,63 @@ def main() -> int:
     if args.quality_worker:
         print(json.dumps(asyncio.run(quality(args.quality_worker))))
         return 0
-    results: dict[str, Any] = {
-        "command": "python benchmarks/bench_models.py --json",
-        "machine": {"cpus": os.cpu_count(), "platform": sys.platform},
-        "runs": [],
-    }
-    extra = ["--quick"] if args.quick else []
-    results["machine"]["loadavg_1m_before"] = round(os.getloadavg()[0], 2)
-    for threads in [int(t) for t in args.threads.split(",")]:
-        proc = subprocess.run(
-            [sys.executable, __file__, "--worker", str(threads), *extra], capture_output=True, text=True, check=True
-        )
-        run = json.loads(proc.stdout.strip().splitlines()[-1])
-        results["runs"].append(run)
-        m, r = run["median"], run["ratio_to_direct"]
-        print(
-            f"threads={threads} load {run['load_s']} s, RSS loaded {run['rss_mb_loaded']} MB, "
-            f"end {run['rss_mb_end']} MB"
-        )
-        for path in ("direct", "transport", "router", "sse"):
-            print(
-                f"  {path:9} {m[path]['tok_s']:7.1f} tok/s  ttft {m[path]['ttft'] * 1000:7.1f} ms"
-                f"   ratio tok/s {r[path]['tok_s']:.3f}  ttft {r[path]['ttft']:.3f}"
+    with progress_output(args.json):
+        results: dict[str, Any] = {
+            "command": "exo bench models",
+            "machine": {"cpus": os.cpu_count(), "platform": sys.platform},
+            "runs": [],
+        }
+        extra = ["--quick"] if args.quick else []
+        results["machine"]["loadavg_1m_before"] = round(os.getloadavg()[0], 2)
+        for threads in [int(t) for t in args.threads.split(",")]:
+            proc = subprocess.run(
+                [sys.executable, __file__, "--worker", str(threads), *extra], capture_output=True, text=True, check=True
             )
-        p = run["prefix_reuse"]
-        print(
-            f"  prefix reuse: cold {p['cold_prompt_s'] * 1000:.1f} ms, warm "
-            f"{p['warm_prompt_s'] * 1000:.1f} ms ({p['reused_tokens']}/{p['prompt_tokens']} "
-            f"tokens reused) speedup x{p['speedup']}"
-        )
-        print(f"  interrupt: {run['interrupt_ms']} ms from aclose() to worker free")
-        print(
-            f"  RSS with the int8 embedder also loaded: {run['rss_mb_with_int8_embedder']} MB; "
-            f"load average after: {run['loadavg_1m_after']}"
-        )
-    if not args.skip_quality:
-        proc = subprocess.run(
-            [sys.executable, __file__, "--quality-worker", "2"], capture_output=True, text=True, check=True
-        )
-        q = json.loads(proc.stdout.strip().splitlines()[-1])
-        results["quality"] = q
-        for label in ("local", "large"):
-            v = q[label]
-            if isinstance(v, dict):
-                t = v["tools_auto"]
+            run = json.loads(proc.stdout.strip().splitlines()[-1])
+            results["runs"].append(run)
+            m, r = run["median"], run["ratio_to_direct"]
+            print(
+                f"threads={threads} load {run['load_s']} s, RSS loaded {run['rss_mb_loaded']} MB, "
+                f"end {run['rss_mb_end']} MB"
+            )
+            for path in ("direct", "transport", "router", "sse"):
                 print(
-                    f"quality {label} ({v['route']}): {v['correct']}/{v['of']} "
-                    f"in {v['seconds']} s; tools auto: right call {t['right_call']}/"
-                    f"{t['of_requests']}, stayed text {t['stayed_text']}/{t['of_questions']}"
+                    f"  {path:9} {m[path]['tok_s']:7.1f} tok/s  ttft {m[path]['ttft'] * 1000:7.1f} ms"
+                    f"   ratio tok/s {r[path]['tok_s']:.3f}  ttft {r[path]['ttft']:.3f}"
                 )
-            else:
-                print(f"quality {label}: {v}")
+            p = run["prefix_reuse"]
+            print(
+                f"  prefix reuse: cold {p['cold_prompt_s'] * 1000:.1f} ms, warm "
+                f"{p['warm_prompt_s'] * 1000:.1f} ms ({p['reused_tokens']}/{p['prompt_tokens']} "
+                f"tokens reused) speedup x{p['speedup']}"
+            )
+            print(f"  interrupt: {run['interrupt_ms']} ms from aclose() to worker free")
+            print(
+                f"  RSS with the int8 embedder also loaded: {run['rss_mb_with_int8_embedder']} MB; "
+                f"load average after: {run['loadavg_1m_after']}"
+            )
+        if not args.skip_quality:
+            proc = subprocess.run(
+                [sys.executable, __file__, "--quality-worker", "2"], capture_output=True, text=True, check=True
+            )
+            q = json.loads(proc.stdout.strip().splitlines()[-1])
+            results["quality"] = q
+            for label in ("local", "large"):
+                v = q[label]
+                if isinstance(v, dict):
+                    t = v["tools_auto"]
+                    print(
+                        f"quality {label} ({v['route']}): {v['correct']}/{v['of']} "
+                        f"in {v['seconds']} s; tools auto: right call {t['right_call']}/"
+                        f"{t['of_requests']}, stayed text {t['stayed_text']}/{t['of_questions']}"
+                    )
+                else:
+                    print(f"quality {label}: {v}")
     if args.json:
-        RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        RESULTS.write_text(json.dumps(results, indent=2) + "\n")
-        print(f"wrote {RESULTS.relative_to(ROOT)}")
+        print(json.dumps(results, indent=2, sort_keys=True))
+    written = write_results("models", results, out=args.out, quick=args.quick)
+    if written is not None:
+        print(f"wrote {written}", file=sys.stderr)
     return 0
 
 

@@ -42,7 +42,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 import _common  # noqa: E402
-from _common import machine_info, print_table, proc_memory_kb, write_results  # noqa: E402
+from _common import bench_parser, machine_info, print_table, proc_memory_kb, write_results  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data"
 LOCOMO = DATA / "locomo" / "locomo-dev.json"
@@ -293,10 +293,14 @@ def render(results: dict[str, Any]) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = bench_parser(
+        "retrieval-scale",
+        __doc__,
+        quick_help="tune half only, small scale; writes nothing unless --out",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--locomo", type=Path, default=LOCOMO)
     parser.add_argument("--longmemeval", type=Path, default=LONGMEMEVAL)
-    parser.add_argument("--quick", action="store_true", help="tune half only, small scale; writes nothing")
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--throughput-texts", type=int, default=400)
@@ -305,10 +309,8 @@ def main() -> int:
         action="store_true",
         help="re-run quality only; scale and throughput are kept from the --out file (dated)",
     )
-    parser.add_argument("--json", action="store_true")
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument("--render", type=Path, default=None, help="print tables of a results file and exit")
-    parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     _common.MARKDOWN = args.markdown
     if args.render:

@@ -51,6 +51,7 @@ from benchmarks._common import (  # noqa: E402
     print_table,
     proc_memory_kb,
     ratio,
+    bench_parser,
     write_results,
 )
 from exo_edge.footprint.scenario import health  # noqa: E402 - the footprint audit's own probe
@@ -312,9 +313,7 @@ def report(data: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="1 repeat, short idle: proves the code works")
-    parser.add_argument("--json", action="store_true", help="print the results JSON instead of tables")
+    parser = bench_parser("startup", __doc__.split("\n\n")[0], quick_help="1 repeat, short idle: proves the code works")
     parser.add_argument(
         "--markdown",
         type=Path,
@@ -326,12 +325,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--repeat", type=int, default=None, help="runs to take the median of (default 5)")
     parser.add_argument("--idle", type=float, default=None, help="seconds exod idles before memory is read (default 2)")
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        help="results file (default benchmarks/results/startup.json; --quick writes nothing unless given)",
-    )
     parser.add_argument("--tmp", type=Path, default=None, help="folder for temporary homes (default: system temp)")
     args = parser.parse_args(argv)
     if args.markdown is not None:

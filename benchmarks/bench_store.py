@@ -13,7 +13,6 @@ Results go to benchmarks/results/store.json.
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import sqlite3
@@ -21,12 +20,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from _common import bench_parser, write_results
 from exo_core.ledger import create_signing_key
 from exo_core.store import ItemStore, Link, Node, export_store, init_store, lint_store
 from exo_core.store.importers import import_bookmarks
 from exo_core.store.ledger_bridge import checkpoint_hook, open_ledger
-
-RESULTS = Path(__file__).resolve().parent / "results" / "store.json"
 
 
 def _timed(fn) -> float:  # type: ignore[no-untyped-def]
@@ -100,16 +98,20 @@ def run(n_nodes: int, n_items: int) -> dict[str, object]:
 
 
 def main() -> None:
-    """Run and write benchmarks/results/store.json."""
-    parser = argparse.ArgumentParser(description=__doc__)
+    """Run; a full run writes benchmarks/results/store.json."""
+    parser = bench_parser("store", __doc__, quick_help="50 nodes, 30 items; writes nothing unless --out")
     parser.add_argument("--nodes", type=int, default=500)
     parser.add_argument("--items", type=int, default=300)
-    parser.add_argument("--json", action="store_true", help="print JSON only")
     args = parser.parse_args()
-    result = run(args.nodes, args.items)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=1) + "\n")
-    print(json.dumps(result) if args.json else "\n".join(f"{k:32} {v}" for k, v in result.items()))
+    nodes, items = args.nodes, args.items
+    if args.quick:
+        nodes, items = 50, 30
+    result = run(nodes, items)
+    write_results("store", result, out=args.out, quick=args.quick)
+    if args.json:
+        print(json.dumps(result, indent=2, sort_keys=True))
+        return
+    print("\n".join(f"{k:32} {v}" for k, v in result.items()))
 
 
 if __name__ == "__main__":

@@ -51,7 +51,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
-from _common import child_env, machine_info, write_results
+from _common import bench_parser, child_env, machine_info, write_results
 
 __all__ = ["DATA", "HELD_OUT", "half_of", "load_questions", "main", "matches", "parse_transcript", "score", "summarize"]
 
@@ -364,9 +364,13 @@ def summarize(rows: list[dict[str, Any]], meta: dict[str, Any]) -> tuple[dict[st
 
 def build_parser() -> argparse.ArgumentParser:
     """Arguments of the benchmark (``exo bench answers`` passes its own through)."""
-    parser = argparse.ArgumentParser(prog="exo bench answers", description=__doc__.split("\n")[0])
+    parser = bench_parser(
+        "answers",
+        __doc__.split("\n")[0],
+        quick_help="the first 2 questions (unless --limit); writes nothing unless --out",
+        json_help="print the results JSON instead of the scores",
+    )
     parser.add_argument("--board", choices=("small", "standard", "laptop"), default="standard")
-    parser.add_argument("--json", action="store_true", help="write benchmarks/results/store_answers_<board>.json")
     parser.add_argument("--only", choices=(OPEN, HELD_OUT), default=None, help="ask one half only")
     parser.add_argument("--limit", type=int, default=0, help="ask only the first N questions (a trial run)")
     parser.add_argument("--turn-timeout", type=float, default=1200.0, help="seconds for one question")
@@ -393,6 +397,8 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(128 + signum)  # unwinds through run()'s clean-up: exod stopped, the home removed
 
     signal.signal(signal.SIGTERM, terminated)
+    if args.quick and not args.limit:
+        args.limit = 2
     if args.from_rows:
         rows = []
         for path in args.from_rows:
@@ -405,25 +411,36 @@ def main(argv: list[str] | None = None) -> int:
         result, heldout_rows = summarize(rows, meta)
         if args.rows is not None:
             args.rows.with_suffix(".meta.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
+    scores = sys.stdout
+    if args.json:  # the JSON alone on standard output, the scores beside it on standard error
+        print(json.dumps(result, indent=2, sort_keys=True))
+        scores = sys.stderr
     for half, s in result["halves"].items():
         print(
             f"{args.board} {half:8} right {s['right']}/{s['of']} ({s['percent']} %): store "
             f"{s['store']['right']}/{s['store']['of']}, general {s['general']['right']}/{s['general']['of']}, "
             f"file {s['file']['right']}/{s['file']['of']}; general with a tool call {s['general_with_tool_call']}, "
-            f"turn errors {s['turn_errors']}"
+            f"turn errors {s['turn_errors']}",
+            file=scores,
         )
     s = result["all"]
-    print(f"{args.board} all      right {s['right']}/{s['of']} ({s['percent']} %)")
-    full = args.json and ((not args.only and not args.limit) or bool(args.from_rows))
-    written = write_results(f"store_answers_{args.board}", result, out=None, quick=not full)
+    summary = f"{args.board} all      right {s['right']}/{s['of']} ({s['percent']} %)"
+    print(summary, file=scores)
+    # a partial run (one half, or the first N questions) is a trial: it writes only where --out says
+    partial = bool(args.only or args.limit) and not args.from_rows
+    quick = args.quick or partial
+    written = write_results(f"store_answers_{args.board}", result, out=args.out, quick=quick)
     if written is not None:
         heldout = {
             "board": args.board,
             "note": "held-out answers: do not read while tuning prompts",
             "rows": heldout_rows,
         }
-        write_results(f"store_answers_{args.board}.heldout", heldout, out=None, quick=False)
-        print(f"wrote {written.relative_to(ROOT)} (held-out answers apart, in store_answers_{args.board}.heldout.json)")
+        heldout_out = None
+        if args.out is not None:
+            heldout_out = args.out.with_suffix(".heldout.json")
+        heldout_written = write_results(f"store_answers_{args.board}.heldout", heldout, out=heldout_out, quick=quick)
+        print(f"wrote {written} (held-out answers apart, in {heldout_written})", file=sys.stderr)
     return 0
 
 

@@ -30,7 +30,6 @@ Results go to benchmarks/results/stress.json with --json.
 
 from __future__ import annotations
 
-import argparse
 import http.client
 import json
 import os
@@ -48,7 +47,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks"), str(ROOT / "tests")]
 
-from _common import machine_info, print_table, write_results
+from _common import bench_parser, machine_info, print_table, write_results
 from exo_testkit import Exod, write_script
 from unixhttp import UnixHTTPConnection
 
@@ -483,7 +482,11 @@ def run_stall(count: int, base: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(
+        "stress",
+        __doc__.splitlines()[0],
+        quick_help="the suite's small counts (2 kills, 150 fuzzed, 60 idle, 1 stall); writes nothing unless --out",
+    )
     parser.add_argument("--kill-cycles", type=int, default=1000)
     parser.add_argument("--fuzz", type=int, default=100_000, help="commands over TCP, and as many over stdio")
     parser.add_argument("--idle", type=int, default=2000)
@@ -493,9 +496,9 @@ def main(argv: list[str] | None = None) -> int:
         "--progress", type=int, default=50, help="kill counts so far to stderr every N cycles (0: none)"
     )
     parser.add_argument("--base", type=Path, default=None, help="work folder (default: a fresh temporary one)")
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
+    if args.quick:
+        args.kill_cycles, args.fuzz, args.idle, args.stall = 2, 150, 60, 1
     import tempfile
 
     base = args.base or Path(tempfile.mkdtemp(prefix="exo-stress-"))
@@ -512,10 +515,13 @@ def main(argv: list[str] | None = None) -> int:
             results["stall"] = run_stall(args.stall, base)
     finally:
         _kill_leftovers()
+    path = write_results("stress", results, out=args.out, quick=args.quick)
+    if args.json:
+        print(json.dumps(results, indent=2, sort_keys=True))
+        return 0
     rows = [[part, key, value] for part, data in results.items() if part != "machine" for key, value in _flat(data)]
     print_table("stress (issue 19)", ["part", "measure", "value"], rows)
-    if args.json or args.out:
-        path = write_results("stress", results, out=args.out, quick=False)
+    if path is not None:
         print(f"\nresults: {path}")
     return 0
 

@@ -33,6 +33,9 @@ from statistics import median
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from benchmarks._common import bench_parser, write_results  # noqa: E402  (after the path is set)
 
 
 def _status() -> dict[str, float]:
@@ -87,16 +90,22 @@ def _child(engine: str, folder: Path, count: int) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run both engines in fresh processes on the same WAVs and compare."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = bench_parser(
+        "stt-memory",
+        __doc__.split("\n\n")[0],
+        quick_help="3 questions; writes nothing unless --out",
+        json_help="print the results JSON on one line",
+    )
     parser.add_argument("--questions", type=int, default=15)
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "stt_memory.json")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--folder", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         print(json.dumps(_child(args.child, args.folder, args.questions)))
         return 0
+    questions = args.questions
+    if args.quick:
+        questions = 3
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="exo-stt-mem-") as tmp:
         for engine in ("resident", "child"):
@@ -111,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
                     "--folder",
                     str(folder),
                     "--questions",
-                    str(args.questions),
+                    str(questions),
                 ],
                 capture_output=True,
                 text=True,
@@ -134,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         "loadavg_1_5_15": [round(x, 2) for x in os.getloadavg()],
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    write_results("stt_memory", results, out=args.out, quick=args.quick)
     print(json.dumps(results, indent=None if args.json else 2))
     return 0
 

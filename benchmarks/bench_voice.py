@@ -28,7 +28,6 @@ is the null one), so it is reported as absent rather than invented.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -45,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np  # noqa: E402
 
 import benchmarks._common as common  # noqa: E402
-from benchmarks._common import REPO, child_env, machine_info, median, print_table, write_results  # noqa: E402
+from benchmarks._common import REPO, bench_parser, child_env, machine_info, median, print_table, write_results  # noqa: E402
 
 sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "device")]
 from devicekit import DeviceProc  # noqa: E402  (the device tests' runner: one journal reader)
@@ -279,11 +278,10 @@ def bench_stages(items: list[dict[str, Any]], turns: int, engine: str, tmp: Path
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser = bench_parser(
+        "voice", __doc__.split("\n\n")[0], quick_help="6 questions, 2 turns; writes nothing unless --out"
+    )
     parser.add_argument("--markdown", action="store_true")
-    parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--engines", default="whisper,pocketsphinx")
     parser.add_argument("--questions", type=int, default=None)
     parser.add_argument("--turns", type=int, default=None)
@@ -302,6 +300,10 @@ def main(argv: list[str] | None = None) -> int:
         chosen = next((e for e in engines if "wer" in stt.get(e, {})), "none")
         stages = bench_stages(items, turns, chosen, tmp / "stages")
     data = {"benchmark": "voice", "quick": args.quick, "machine": machine_info(), "stt": stt, "stages": stages}
+    path = write_results("voice", data, out=args.out, quick=args.quick)
+    if args.json:
+        print(json.dumps(data, indent=2, default=str))
+        return 0
     rows = [
         [
             e,
@@ -335,9 +337,6 @@ def main(argv: list[str] | None = None) -> int:
             ["baseline: espeak-ng one sentence, direct", stages["baseline_espeak_sentence_seconds"]],
         ],
     )
-    path = write_results("voice", data, out=args.out, quick=args.quick)
-    if args.json:
-        print(json.dumps(data, indent=2, default=str))
     if path:
         print(f"\nresults: {path}")
     return 0

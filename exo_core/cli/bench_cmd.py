@@ -1,11 +1,12 @@
 """``exo bench NAME``: run one benchmark.
 
-``exo bench retrieval --locomo F --longmemeval F --json``,
-``exo bench footprint [--json]``, ``exo bench stress [--kill-cycles N ...]``,
-``exo bench laptop [--json] [--quick]``, ``exo bench generation [--json]``,
-``exo bench decisions [--markdown ...]``, ``exo bench learning [--seeds ...]``,
-``exo bench learning-e2e [--json]`` and ``exo bench answers [--board B --json]`` (their own
-arguments follow the name). Only argparse loads here.
+Every benchmark takes the same three flags: ``--quick`` (a small run that writes nothing unless
+``--out``), ``--json`` (print the results JSON instead of tables) and ``--out FILE`` (write the results
+there; a full run's default is ``benchmarks/results/<name>.json``). The scripts in ``benchmarks/`` take
+them from one parser (``benchmarks/_common.py`` ``bench_parser``) and write through one writer
+(``write_results``); their own arguments follow the name (``exo bench stress --kill-cycles 50``).
+``footprint`` is the audit in ``exo_edge`` and ``retrieval`` the quality scorer in the core; both take
+the same three flags (docs/benchmarks.md). Only argparse loads here.
 """
 
 from __future__ import annotations
@@ -14,6 +15,36 @@ import argparse
 from typing import Any
 
 from exo_core.cli.args import add_command, add_group
+
+__all__ = ["SCRIPTS", "register"]
+
+# ``exo bench NAME`` -> (its script in benchmarks/, the one-line help). One table: a new benchmark is
+# one row here and one script that starts from ``bench_parser`` (docs/benchmarks.md).
+SCRIPTS: dict[str, tuple[str, str]] = {
+    "answers": ("bench_store_answers.py", "questions from the store, general and with a file tool, through exo chat"),
+    "answers-base": ("bench_answers.py", "the local base model's answers before and after the clean-up"),
+    "board-ctx": ("bench_board_ctx.py", "what a board profile's context window costs in memory, per model"),
+    "context": ("bench_context.py", "the context engine: tokens sent per turn and the time to build a turn"),
+    "decision-models": ("bench_decisions.py", "decision models: accuracy and calibration, rules and local model"),
+    "decisions": ("bench_decisions_signal.py", "the signal decision: rules, local model, laptop model (issue 21)"),
+    "exod-tools": ("bench_exod_tools.py", "tool decisions of a local model with exod's real tool list"),
+    "fetch": ("bench_fetch.py", "building the concat models from downloaded wheels, reading GGUF headers"),
+    "gate": ("bench_gate.py", "the shell gate's cost per command line against reading it"),
+    "generation": ("bench_generation.py", "time to first token and tokens/s through exod against direct llama-cpp"),
+    "hub": ("bench_hub.py", "the hub: events appended and delivered per second, and replay"),
+    "laptop": ("bench_laptop.py", "the laptop engine: speed and answers of the 1.5B and 0.5B on llama_cpp.server"),
+    "learning": ("bench_learning.py", "the simulated person through exod: taste inside and outside the catalog"),
+    "learning-e2e": ("bench_learning_e2e.py", "taste and stated facts learned from piped exo chat (issue 22)"),
+    "ledger": ("bench_ledger.py", "durable signed ledger appends, verify() speed and size on disk"),
+    "llama-memory": ("bench_llama_memory.py", "the local model's memory, and what the memory settings cost in speed"),
+    "models": ("bench_models.py", "the local model path (direct, transport, router, SSE) against direct calls"),
+    "retrieval-scale": ("bench_retrieval.py", "retrieval quality, latency and memory at scale, embedding throughput"),
+    "startup": ("bench_startup.py", "exod start-up time, idle memory and import cost against a bare Python"),
+    "store": ("bench_store.py", "store lint, export and item import, each against a baseline"),
+    "stress": ("bench_stress.py", "SIGKILL cycles, fuzzed commands and connection floods against exod"),
+    "stt-memory": ("bench_stt_memory.py", "the device client's speech-to-text memory: resident against a child"),
+    "voice": ("bench_voice.py", "speech-to-text accuracy and the latency of each stage of a spoken question"),
+}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,7 +60,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="score every case (default) or one half (docs/retrieval.md)",
     )
     ret.add_argument("--home", default=None, help="Exo home whose model files to use")
+    ret.add_argument("--quick", action="store_true", help="the tune half only (as --split tune)")
     ret.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    ret.add_argument("--out", default=None, metavar="FILE", help="also write the metrics JSON to this file")
     _passthrough(
         names,
         "footprint",
@@ -37,55 +70,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "the scripted device conversation under the memory and core budget",
         "the footprint audit's own arguments (e.g. --json)",
     )
-    _passthrough(
-        names,
-        "stress",
-        _stress,
-        "SIGKILL cycles, fuzzed commands and connection floods against exod",
-        "benchmarks/bench_stress.py's own arguments",
-    )
-    _passthrough(
-        names,
-        "decisions",
-        _decisions,
-        "the signal decision: rules, local model, laptop model (issue 21)",
-        "bench_decisions_signal.py's own arguments",
-    )
-    _passthrough(
-        names,
-        "laptop",
-        _laptop,
-        "the laptop engine: speed and answers of the 1.5B and 0.5B on llama_cpp.server",
-        "bench_laptop.py's own arguments (e.g. --json)",
-    )
-    _passthrough(
-        names,
-        "answers",
-        _answers,
-        "questions from the store, general and with a file tool, through exo chat",
-        "benchmarks/bench_store_answers.py's own arguments",
-    )
-    _passthrough(
-        names,
-        "learning",
-        _learning,
-        "the simulated person through exod: taste learned inside and outside the feature catalog",
-        "bench_learning.py's own arguments (e.g. --seeds 7,8,9 --json)",
-    )
-    _passthrough(
-        names,
-        "learning-e2e",
-        _learning_e2e,
-        "taste and stated facts learned from piped exo chat sessions with the local model (issue 22)",
-        "benchmarks/bench_learning_e2e.py's own arguments (e.g. --json --asks 3)",
-    )
-    _passthrough(
-        names,
-        "generation",
-        _generation,
-        "time to first token and tokens/s through exod against direct llama-cpp-python",
-        "the benchmark's own arguments (e.g. --json)",
-    )
+    for name, (script, help_text) in SCRIPTS.items():
+        _passthrough(names, name, _script, help_text, f"benchmarks/{script}'s own arguments (--help lists them)")
 
 
 def _passthrough(names: Any, name: str, handler: Any, help_text: str, args_help: str) -> None:
@@ -123,56 +109,28 @@ def _no_dataset_message() -> str:
     return usage + "; found here: " + "; ".join(found)
 
 
-def _run_script(script_name: str, args: argparse.Namespace) -> int:
-    """Run ``benchmarks/<script_name>`` of this source checkout with the remaining arguments."""
+def _script(args: argparse.Namespace) -> int:
+    """Run ``benchmarks/<script>`` of this source checkout with the arguments after the name."""
+    import os
     import subprocess
     import sys
     from pathlib import Path
 
     from exo_core.errors import NotFoundError
 
-    script = Path(__file__).resolve().parents[2] / "benchmarks" / script_name
+    script_name, _help = SCRIPTS[args.passthrough]
+    checkout = Path(__file__).resolve().parents[2]
+    script = checkout / "benchmarks" / script_name
     if not script.is_file():
         raise NotFoundError(f"{script} is missing: this benchmark runs from a source checkout")
-    return subprocess.call([sys.executable, str(script), *args.args])
-
-
-def _stress(args: argparse.Namespace) -> int:
-    """SIGKILL cycles, fuzzed commands and idle floods (docs/security.md, docs/benchmarks.md)."""
-    return _run_script("bench_stress.py", args)
-
-
-def _answers(args: argparse.Namespace) -> int:
-    """Answers from the store, general and with a file tool, through exo chat (docs/benchmarks.md §15, issue 18)."""
-    return _run_script("bench_store_answers.py", args)
-
-
-def _learning_e2e(args: argparse.Namespace) -> int:
-    """Taste and stated facts learned through exod and piped exo chat, with the local model (issue 22)."""
-    return _run_script("bench_learning_e2e.py", args)
-
-
-def _generation(args: argparse.Namespace) -> int:
-    """First token and tokens/s through exod against direct llama-cpp-python (docs/benchmarks.md)."""
-    return _run_script("bench_generation.py", args)
-
-
-def _learning(args: argparse.Namespace) -> int:
-    """The simulated person through exod, catalog and non-catalog rules (docs/benchmarks.md, issue 22)."""
-    return _run_script("bench_learning.py", args)
-
-
-def _decisions(args: argparse.Namespace) -> int:
-    """Accuracy, calibration and latency of the signal decision (docs/benchmarks.md §7b, issue 21)."""
-    return _run_script("bench_decisions_signal.py", args)
-
-
-def _laptop(args: argparse.Namespace) -> int:
-    """The laptop engine: the 1.5B and 0.5B on llama_cpp.server (docs/benchmarks.md)."""
-    return _run_script("bench_laptop.py", args)
+    # The checkout's code first, so a benchmark measures this tree rather than an installed copy.
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(part for part in (str(checkout), env.get("PYTHONPATH", "")) if part)
+    return subprocess.call([sys.executable, str(script), *args.args], env=env)
 
 
 def _retrieval(args: argparse.Namespace) -> int:
+    """Score retrieval on LoCoMo / LongMemEval format files (docs/retrieval.md)."""
     import json
     from pathlib import Path
 
@@ -187,10 +145,18 @@ def _retrieval(args: argparse.Namespace) -> int:
         raise ConfigError("the retrieval benchmark needs exo_edge and numpy installed")
     locomo = Path(args.locomo) if args.locomo else None
     longmemeval = Path(args.longmemeval) if args.longmemeval else None
+    which = args.split
+    if args.quick:
+        which = "tune"
     try:
-        out = bench(ExoHome.from_env(args.home), locomo=locomo, longmemeval=longmemeval, which=args.split)
+        out = bench(ExoHome.from_env(args.home), locomo=locomo, longmemeval=longmemeval, which=which)
     except ImportError as exc:
         raise ConfigError("the retrieval benchmark needs exo_edge and numpy installed") from exc
+    if args.out is not None:
+        # The core ships without benchmarks/, so this one write is here rather than in write_results.
+        target = Path(args.out)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(out, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     if args.json:
         print(json.dumps(out, indent=2))
         return 0

@@ -148,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--out",
         type=Path,
         default=None,
+        metavar="FILE",
         help="results file (default benchmarks/results/footprint_<board>.json in a checkout)",
     )
     parser.add_argument("--tmp", type=Path, default=None, help="folder for the temporary home (keep the path short)")

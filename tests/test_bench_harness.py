@@ -1,0 +1,144 @@
+"""One benchmark harness (issue 20 item 6): every ``exo bench NAME`` takes ``--quick``, ``--json`` and ``--out FILE``.
+
+The flags are checked by parsing only: ``exo bench NAME --help`` lists what the benchmark accepts, and
+no benchmark runs. One cheap benchmark (the gate's) then runs quickly to show where a quick run writes:
+only the file ``--out`` names, never ``benchmarks/results/`` (docs/benchmarks.md). Last, the
+tables ``benchmarks/render_tables.py`` renders into docs/benchmarks.md match the committed results,
+and follow a results file when it changes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from exo_core.cli.main import build_parser
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "benchmarks" / "results"
+SHARED_FLAGS = ("--quick", "--json", "--out FILE")
+AT_ONCE = 4  # help runs in flight: the machine has two cores shared with others
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def _exo(*args: str) -> list[str]:
+    return [sys.executable, "-m", "exo_core.cli.main", *args]
+
+
+def _registered_benchmarks() -> list[str]:
+    """The names ``exo bench`` registers, read from the real parser (so a new one is checked too)."""
+    bench = _subcommands(build_parser())["bench"]
+    return sorted(_subcommands(bench))
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """The sub-parsers of a parser, by name (argparse keeps them on its one subparsers action)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    raise AssertionError(f"{parser.prog} has no sub-commands")
+
+
+def _results_snapshot() -> dict[str, int]:
+    """Each results file's name and modification time in nanoseconds."""
+    return {path.name: path.stat().st_mtime_ns for path in RESULTS.iterdir()}
+
+
+def test_every_registered_benchmark_takes_the_shared_flags() -> None:
+    names = _registered_benchmarks()
+    assert {"footprint", "retrieval", "stress", "hub", "ledger", "models", "gate"} <= set(names)
+    missing: dict[str, list[str]] = {}
+    for start in range(0, len(names), AT_ONCE):
+        batch = names[start : start + AT_ONCE]
+        procs = {
+            name: subprocess.Popen(
+                _exo("bench", name, "--help"),
+                cwd=REPO,
+                env=_env(),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for name in batch
+        }
+        for name, proc in procs.items():
+            out, err = proc.communicate(timeout=120)
+            assert proc.returncode == 0, f"exo bench {name} --help failed:\n{err[-2000:]}"
+            lacking = [flag for flag in SHARED_FLAGS if flag.split()[0] not in out]
+            if "--out" in out and "--out FILE" not in out:
+                lacking.append("--out FILE (as the metavar)")
+            if lacking:
+                missing[name] = lacking
+    assert missing == {}, f"benchmarks without the shared flags: {missing}"
+
+
+def test_a_quick_run_writes_only_the_out_file(tmp_path: Path) -> None:
+    before = _results_snapshot()
+    out = tmp_path / "gate.json"
+    run = subprocess.run(
+        _exo("bench", "gate", "--quick", "--json", "--out", str(out)),
+        cwd=REPO,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    printed = json.loads(run.stdout)
+    assert printed == json.loads(out.read_text(encoding="utf-8"))
+    assert printed["lines"] > 0 and printed["gate_us"] > 0 and printed["read_us"] > 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gate.json"], "a temporary file was left beside it"
+
+    bare = subprocess.run(
+        _exo("bench", "gate", "--quick"), cwd=REPO, env=_env(), capture_output=True, text=True, timeout=300
+    )
+    assert bare.returncode == 0, bare.stderr[-3000:]
+    assert "gate cost per command line" in bare.stdout
+    assert _results_snapshot() == before, "a quick run wrote into benchmarks/results/"
+
+
+def _render(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "benchmarks/render_tables.py", *args],
+        cwd=REPO,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_the_committed_docs_tables_match_the_committed_results() -> None:
+    done = _render("--check")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_tables_follow_the_results_files(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    results.mkdir()
+    ledger = json.loads((RESULTS / "ledger.json").read_text(encoding="utf-8"))
+    ledger["single_append"]["ledger_per_s"] = 4321.5
+    (results / "ledger.json").write_text(json.dumps(ledger), encoding="utf-8")
+    store = json.loads((RESULTS / "store.json").read_text(encoding="utf-8"))
+    store["items_vs_raw_sqlite_full_sync"] = 7.25
+    (results / "store.json").write_text(json.dumps(store), encoding="utf-8")
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text((REPO / "docs" / "benchmarks.md").read_text(encoding="utf-8"), encoding="utf-8")
+
+    stale = _render("--check", "--results", str(results), "--doc", str(doc))
+    assert stale.returncode == 1 and "differ" in stale.stdout
+    rewritten = _render("--results", str(results), "--doc", str(doc))
+    assert rewritten.returncode == 0, rewritten.stderr
+    text = doc.read_text(encoding="utf-8")
+    assert "| 1,000 | 4,321.5 | raw INSERT of the same bytes |" in text
+    assert "`synchronous=FULL` | 7.25 |" in text
+    assert _render("--check", "--results", str(results), "--doc", str(doc)).returncode == 0
