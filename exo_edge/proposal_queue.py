@@ -11,6 +11,12 @@ SQLite queue with all its inputs; :func:`drain` sends it in batches to a
 route to a larger model (the laptop's server over the LAN, or a hosted model
 the person allowed) when one answers, under a monthly cost ceiling.
 
+A ``decide`` job (an abstained decision, ``exo_core/decisions/escalation.py``)
+gets a ``decision`` entry; for the signal question it also gets, in the same
+transaction, the verdict or stated rule the answer teaches
+(:func:`exo_core.learning.signal_entry.signal_entry`, the entry exod records
+live), under ``queue:<key>:verdict`` / ``queue:<key>:rule``.
+
 Exactly-once effects: a job's result is appended to the ledger with the
 idempotency key ``queue:<key>``, and the job is marked done only after that.
 A drainer killed between the model's answer and the append asks again; one
@@ -24,6 +30,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
+import logging
 import re
 import sqlite3
 import threading
@@ -34,9 +41,13 @@ from pathlib import Path
 from typing import Any
 
 from exo_core.agent.model import ChatMessage, ModelRequest, ModelTransport, TextDelta, UsageChunk
+from exo_core.decisions.providers import LETTERS, RAW_CONFIDENCE
+from exo_core.decisions.uses import SIGNAL
 from exo_core.errors import BadBodyError, ModelError, StorageError
 from exo_core.learning.reflected import EXPLAIN, explain_prompt, parse_reflection, reflected_proposal, usable
 from exo_core.learning.reviewer import LEARNING_SOURCE
+from exo_core.learning.signal_entry import SignalEntry, signal_entry
+from exo_core.ledger.entry import NewEntry
 from exo_core.ledger.ledger import Ledger
 
 __all__ = ["Job", "ProposalQueue", "DrainReport", "drain", "prompt_for"]
@@ -49,6 +60,8 @@ CREATE TABLE IF NOT EXISTS jobs(
 CREATE TABLE IF NOT EXISTS spend(month TEXT PRIMARY KEY, cost REAL NOT NULL);
 """
 KINDS = ("reflect", "judge", "decide")
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,8 +182,11 @@ def prompt_for(job: Job) -> ModelRequest:
             f"- {e.get('verdict')}: draft {e.get('draft', '')!r} -> {e.get('text', '')!r}" for e in i["evidence"]
         )
     elif job.kind == "decide":  # an abstained decision (exo_core/decisions/escalation.py)
-        listed = "\n".join(f"- {o}: {d}" for o, d in zip(i["options"], i["descriptions"], strict=True))
-        system = f"{i['question']}\nAnswer with exactly one word from this list:\n{listed}"
+        # Lettered as the live larger model is asked (HostedProvider); an option's word is read too.
+        listed = "\n".join(
+            f"{LETTERS[n]}. {o}: {d}" for n, (o, d) in enumerate(zip(i["options"], i["descriptions"], strict=True))
+        )
+        system = f"{i['question']} Answer with the letter of one option and nothing else.\n{listed}"
         user = f"Message: {i['state']}"
     else:
         system = "Score how well the reply meets the criterion, from 0 to 1. Answer with the number only."
@@ -236,22 +252,58 @@ def _record_decide(ledger: Ledger, job: Job, text: str, idem: str) -> str:
     """The larger model's answer to a queued decision: a ``decision`` entry referring to the device's one.
 
     Hashes and labels only, as every decision entry (docs/decisions.md §5); an answer that names no
-    option is recorded as an abstention (``chosen`` null)."""
+    option (by its letter or its word) is recorded as an abstention (``chosen`` null). A signal
+    decision also appends, in the same transaction, the verdict or rule it teaches
+    (:func:`_signal_follow_up`), so a retried drain records it exactly once with the decision."""
     i = job.inputs
-    words = re.findall(r"[a-z_]+", text.lower())
-    chosen = next((w for w in words if w in i["options"]), None)
+    options = [str(o) for o in i["options"]]
+    chosen = _chosen(text, options)
     body = {
         "decider": str(i["mechanism"]),
         "question": "choice",
         "state": hashlib.sha256(str(i["state"]).encode("utf-8", "surrogatepass")).hexdigest(),
-        "options": list(i["options"]),
+        "options": options,
         "provider": "queue",
         "via": "provider",
         "chosen": chosen,
         "applied": chosen,
     }
     refs = (str(i["entry"]),) if i.get("entry") else ()
-    return ledger.append("decision", body, refs=refs, idem=idem).id
+    entries = [NewEntry("decision", body, refs, idem=idem)]
+    follow = _signal_follow_up(ledger, job, chosen)
+    if follow is not None:
+        entries.append(NewEntry(follow.kind, follow.body, follow.refs, idem=f"{idem}:{follow.kind}"))
+    return ledger.append_many(entries)[0].id
+
+
+def _chosen(text: str, options: list[str]) -> str | None:
+    """The option ``text`` names: a leading option letter (``B``, ``(B)``), else the first option word."""
+    found = re.match(r"\s*\(?([A-Z])\b", text)
+    if found is not None:
+        index = LETTERS.index(found.group(1))
+        if index < len(options):
+            return options[index]
+    words = re.findall(r"[a-z_]+", text.lower())
+    return next((w for w in words if w in options), None)
+
+
+def _signal_follow_up(ledger: Ledger, job: Job, chosen: str | None) -> SignalEntry | None:
+    """What a drained signal decision teaches (the same entry exod records live), or ``None``.
+
+    Only for the signal question with the session in its context; a correction's draft must be an
+    entry of this ledger (else the append would fail and the job would block the queue for good)."""
+    i = job.inputs
+    context = i.get("context")
+    if i.get("mechanism") != SIGNAL.mechanism or not isinstance(context, dict) or not context.get("session"):
+        return None
+    draft = context.get("draft")
+    if draft is not None:
+        draft = str(draft)
+        if not ledger.query("SELECT 1 FROM entries WHERE id=?", (draft,)):
+            log.warning("a queued signal's draft %s is not in this ledger; no verdict is recorded for it", draft)
+            draft = None
+    probability = RAW_CONFIDENCE if chosen is not None else 0.0
+    return signal_entry(chosen, str(i["state"]), session=str(context["session"]), draft=draft, probability=probability)
 
 
 async def drain(

@@ -1,7 +1,8 @@
-"""exod's own drainer of the proposal queue: reflect and judge jobs go to the larger model whenever it answers.
+"""exod's own drainer of the proposal queue: queued jobs go to the larger model whenever it answers.
 
-The learner queues work a small device cannot do well (``exo_edge.proposal_queue``);
-``[learning] route`` names the larger model (the laptop's engine, docs/models.md §3).
+The learner and the decisions queue work a small device cannot do well (``exo_edge.proposal_queue``:
+``reflect``, ``judge``, and ``decide``, where a queued signal decision becomes its verdict or rule
+when drained); ``[learning] route`` names the larger model (the laptop's engine, docs/models.md §3).
 :class:`QueueDrainer` runs inside exod as a core service (``CoreOptions.services``):
 it wakes every ``drain_every`` seconds and whenever the reviewer says it queued
 something (``decision.queued``), and drains when there are jobs and the route is

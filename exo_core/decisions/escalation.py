@@ -13,7 +13,8 @@ A decision that abstains with ``escalate`` set is not dropped:
 3. otherwise, when the **learning loop** needs it, or the person left the question unanswered, it is
    queued for the larger model (the proposal queue, ``exo_edge/proposal_queue.py``, kind ``decide``),
    keyed by the decision's ledger entry so it is queued once; ``context`` rides along in the job
-   (for a signal: the session and the draft it answers) so the answer can be acted on later;
+   (for a signal: the session and the draft it answers), so the drained answer is acted on later
+   (a signal's verdict or rule: :mod:`exo_core.learning.signal_entry`);
 4. otherwise it stays an abstention (``route == "unsettled"``), and the caller applies the safe default.
 
 Nothing here can loosen the gate: decisions only ever tighten (docs/decisions.md §6).

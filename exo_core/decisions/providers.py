@@ -22,9 +22,10 @@ from exo_core.agent.model import ChatMessage, ClosableTransport, ModelRequest, M
 from exo_core.decisions.calibration import softmax
 from exo_core.decisions.question import BadProviderOutput, Question
 
-__all__ = ["RulesOnlyProvider", "HostedProvider", "redact", "LETTERS"]
+__all__ = ["RulesOnlyProvider", "HostedProvider", "redact", "LETTERS", "RAW_CONFIDENCE"]
 
 LETTERS = string.ascii_uppercase
+RAW_CONFIDENCE = 0.9  # a larger model's one answer, before calibration (the queue's drain uses it too)
 _REDACTIONS = (
     (re.compile(r"[\w.+-]+@[\w-]+(\.[\w-]+)+"), "[email]"),
     (re.compile(r"https?://\S+"), "[link]"),
@@ -74,7 +75,7 @@ class HostedProvider:
         name: str = "hosted",
         role: str = "decision",
         timeout: float = 2.0,
-        confidence: float = 0.9,
+        confidence: float = RAW_CONFIDENCE,
     ) -> None:
         self.transport = transport
         self.name = name

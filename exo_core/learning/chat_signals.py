@@ -16,7 +16,9 @@ the larger model, the person or the proposal queue):
 * *neither* (or an abstaining decision) records nothing more: the message is
   already an ``utterance`` of the turn, weak evidence as before.
 
-A message the loop's facts seam reads as a stated fact (:func:`exo_core.learning.facts.detect`)
+The entry a decision teaches is :func:`exo_core.learning.signal_entry.signal_entry`'s, the same
+one the proposal queue's drain records for a queued signal the larger model decides later. A
+message the loop's facts seam reads as a stated fact (:func:`exo_core.learning.facts.detect`)
 is not a signal at all: it became a belief or was asked about, so "Remember that my wifi
 password is ..." never turns into a rule whose words reach the pack. Nor is a rule that carries
 a secret shape (:func:`exo_core.store.leaks.find_leaks`) recorded.
@@ -42,8 +44,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 from exo_core.errors import ClosedResourceError, ExoError
-from exo_core.learning.facts import FactTooLongError, detect
-from exo_core.store.leaks import find_leaks
+from exo_core.learning.signal_entry import is_stated_fact, signal_entry
 
 __all__ = ["ChatSignals", "MAX_OPEN_DRAFTS", "Recorder"]
 
@@ -125,7 +126,7 @@ class ChatSignals:
             return "action"
         if body.get("role") != "user":
             return None
-        if _is_stated_fact(text):
+        if is_stated_fact(text):
             # The loop's facts seam owns it ("Remember that my wifi password is ..."): a belief, or asked
             # about, never a stated rule whose words would reach the pack.
             self._drafts.pop(session, None)
@@ -139,24 +140,11 @@ class ChatSignals:
         said = decision.applied
         probability = float(decision.probabilities.get(said, 0.0)) if said else 0.0
         draft = self._drafts.pop(session, None)
-        if said == "correction" and draft is not None:
-            verdict = {
-                "verdict": "reject",
-                "judged": draft,
-                "session": session,
-                "reason": text,
-                "probability": probability,
-            }
-            await asyncio.to_thread(self.recorder.record, "verdict", verdict, refs=(draft,))
-            return "verdict"
-        if said == "rule":
-            if find_leaks(text):
-                log.warning("a stated rule that carries a secret was not recorded (it would reach the pack)")
-                return None
-            rule = {"text": text, "session": session, "probability": probability}
-            await asyncio.to_thread(self.recorder.record, "rule", rule)
-            return "rule"
-        return None
+        entry = signal_entry(said, text, session=session, draft=draft, probability=probability)
+        if entry is None:
+            return None
+        await asyncio.to_thread(self.recorder.record, entry.kind, entry.body, refs=entry.refs)
+        return entry.kind
 
     async def aclose(self) -> None:
         """Stop following events."""
@@ -166,11 +154,3 @@ class ChatSignals:
                 await self._task
         if self.closing is not None:
             await self.closing()
-
-
-def _is_stated_fact(text: str) -> bool:
-    """Whether the facts seam reads ``text`` as a fact (a too-long "remember" counts: it was refused as one)."""
-    try:
-        return detect(text) is not None
-    except FactTooLongError:
-        return True
