@@ -18,7 +18,7 @@ baseline from the same run:
   idle bare interpreter (``python -c`` that blocks on stdin) measured the same
   way. The budget (docs/benchmarks.md, "Budgets at a glance"): idle exod without models under 80 MB RSS.
 * **Import and CLI cost.** ``python -X importtime -c "import exo_core.cli.main"``
-  and ``... "import exo_core.server.daemon"`` (cumulative microseconds of the
+  and ``... "import exo_core.daemon"`` (cumulative microseconds of the
   top module, plus the heaviest imports), and the wall time of ``python -m
   exo_core.cli --help`` (``exo --help``) against ``python -c pass``.
 """
@@ -250,7 +250,7 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             "python_pass_s": median(py_pass_help),
             "help_ratio": ratio(median(help_t), median(py_pass_help)),
         },
-        "imports": [import_time("exo_core.cli.main", env), import_time("exo_core.server.daemon", env)],
+        "imports": [import_time("exo_core.cli.main", env), import_time("exo_core.daemon", env)],
     }
     return data
 

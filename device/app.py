@@ -55,7 +55,7 @@ def capabilities_for(spec: ScreenSpec, *, voice_in: bool, voice_out: bool) -> di
     """The ``hello`` capabilities of a device with screen ``spec``."""
     theme = theme_for(spec)
     # can_draw stays False: the device draws its own layouts but not the model's panels, so the core
-    # sends a ui.panel as a card of at most screen_rows short lines (exo_core.server.shaping).
+    # sends a ui.panel as a card of at most screen_rows short lines (exo_core.engine.shaping).
     return {
         "screen_columns": theme.columns(spec),
         "screen_rows": theme.rows(spec),

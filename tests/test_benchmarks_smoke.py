@@ -123,6 +123,6 @@ def test_benchmarks_quick(tmp_path: Path) -> None:
         _positive(st["exod"][key], f"exod.{key}")
     for key in ("help_s", "python_pass_s", "help_ratio"):
         _positive(st["cli"][key], f"cli.{key}")
-    assert {i["module"] for i in st["imports"]} == {"exo_core.cli.main", "exo_core.server.daemon"}
+    assert {i["module"] for i in st["imports"]} == {"exo_core.cli.main", "exo_core.daemon"}
     for imp in st["imports"]:
         _positive(imp["cumulative_us"], f"imports.{imp['module']}")

@@ -101,6 +101,6 @@ def test_idle_exod_imports_no_model_runtime_and_nothing_it_needs_only_on_first_u
             proc.wait()
     assert out.exists(), f"exod never became healthy (exit {proc.returncode}): {err.decode()[-2000:]}"
     modules = set(json.loads(out.read_text()))
-    assert "exo_core.server.daemon" in modules and "exo_edge.local" in modules  # the board's local route is wired
+    assert "exo_core.daemon" in modules and "exo_edge.local" in modules  # the board's local route is wired
     held = [name for name in _NOT_AT_IDLE if name in modules]
     assert held == [], f"idle exod imported {held}; import them on first use (docs/benchmarks.md §2)"

@@ -111,3 +111,80 @@ def test_every_hosted_provider_kind_has_one_transport() -> None:
 
     assert sorted(TRANSPORTS) == sorted(HOSTED_KINDS)
     assert set(HOSTED_KINDS) < set(PROVIDER_KINDS)
+
+
+def exo_core_imports(source: str) -> list[str]:
+    """Every ``exo_core`` module ``source`` imports, wherever the import sits (functions, ``TYPE_CHECKING``)."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append(node.module)
+    return [name for name in found if name == "exo_core" or name.startswith("exo_core.")]
+
+
+# What a transport may use: the engine's public surface, the hub, the protocol and the low parts under them.
+# The web page's routes are served by the TCP listener, so they sit beside the transports.
+TRANSPORT_MAY_IMPORT = (
+    "exo_core.server",
+    "exo_core.engine.dispatch",
+    "exo_core.engine.shaping",
+    "exo_core.events",
+    "exo_core.protocol",
+    "exo_core.errors",
+    "exo_core.home",
+    "exo_core.store.atomic",
+    "exo_core.web",
+)
+
+
+def _allowed(name: str, prefixes: tuple[str, ...]) -> bool:
+    return any(name == prefix or name.startswith(prefix + ".") for prefix in prefixes)
+
+
+def test_the_transports_know_only_the_engine_surface() -> None:
+    """``exo_core/server`` serves an engine and its hub; building the core is the composition's (exo_core/daemon.py)."""
+    files = sorted((ROOT / "exo_core" / "server").rglob("*.py"))
+    assert len(files) > 5
+    offenders = [
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in files
+        for name in exo_core_imports(path.read_text(encoding="utf-8"))
+        if not _allowed(name, TRANSPORT_MAY_IMPORT)
+    ]
+    assert offenders == [], "a transport assembles nothing; wire it in exo_core/daemon.py:\n" + "\n".join(offenders)
+
+
+def test_only_the_composition_and_the_web_page_import_the_transports() -> None:
+    """Nothing below the transports (engine, agent, hub, ...) imports ``exo_core.server``."""
+    above = ("exo_core/server/", "exo_core/cli/", "exo_core/daemon.py", "exo_core/web/")
+    offenders = [
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in sorted((ROOT / "exo_core").rglob("*.py"))
+        if not path.relative_to(ROOT).as_posix().startswith(above)
+        for name in exo_core_imports(path.read_text(encoding="utf-8"))
+        if _allowed(name, ("exo_core.server",))
+    ]
+    assert offenders == [], "only the composition root and the web page use exo_core.server:\n" + "\n".join(offenders)
+
+
+def test_the_layer_check_reads_every_kind_of_import() -> None:
+    source = (
+        "from exo_core.engine.core import Core\n"
+        "import exo_core.server.http as http\n"
+        "def f():\n"
+        "    from exo_core.learning import service\n"
+        "if TYPE_CHECKING:\n"
+        "    from exo_core.store.onboard import Onboarding\n"
+        "import aiohttp\n"
+    )
+    found = exo_core_imports(source)
+    assert sorted(found) == sorted(
+        ["exo_core.engine.core", "exo_core.server.http", "exo_core.learning", "exo_core.store.onboard"]
+    )
+    assert [name for name in found if not _allowed(name, TRANSPORT_MAY_IMPORT)] == [
+        "exo_core.engine.core",
+        "exo_core.learning",
+        "exo_core.store.onboard",
+    ]

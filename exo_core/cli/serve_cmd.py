@@ -64,14 +64,15 @@ def _serve(args: argparse.Namespace) -> int:
 
     from exo_core.agent.recorder import NullRecorder
     from exo_core.context.summarizer import resolve_summarizer
+    from exo_core.daemon import run_daemon
     from exo_core.decisions.setup import DecisionSettings, ToolsetNarrowing, build_decider
     from exo_core.engine.core import CoreOptions
     from exo_core.engine.models import model_spec, resolve_model
     from exo_core.ledger import HomeWitness, LedgerRecorder, load_signing_key
     from exo_core.retrieval.memory import open_store_memory
-    from exo_core.server.daemon import DaemonSettings, run_daemon
     from exo_core.server.limits import ConnectionLimits
     from exo_core.server.listeners import parse_hostport
+    from exo_core.server.transports import TransportSettings
     from exo_core.tools import builtin_tools
 
     logging.basicConfig(
@@ -111,13 +112,12 @@ def _serve(args: argparse.Namespace) -> int:
         options.style = _enforced_taste(store)
     if memory is not None:  # the store's retrieval is the default memory provider and the recall tool
         options.memory, options.tools = memory, builtin_tools(memory)
-    settings = DaemonSettings(
+    transports = TransportSettings(
         tcp=parse_hostport(args.tcp) if args.tcp else None,
         stdio=args.stdio,
         unix=not args.no_unix,
         allowed_hosts=tuple(args.allow_host),
         keepalive=args.keepalive,
-        store=store,
         limits=ConnectionLimits(
             max_total=args.tcp_max_connections,
             max_per_address=args.tcp_max_per_address,
@@ -126,7 +126,7 @@ def _serve(args: argparse.Namespace) -> int:
         ),
     )
     try:
-        asyncio.run(run_daemon(home, model, settings, options))
+        asyncio.run(run_daemon(home, model, transports, options, store=store))
     finally:
         if memory is not None:
             memory.close()

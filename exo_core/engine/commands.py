@@ -47,5 +47,5 @@ def core_handlers(core: Core) -> dict[str, Handler]:
 
 
 def store_handlers(taste: TasteRows, onboarding: Onboarding) -> dict[str, Handler]:
-    """The commands over the person's store folder, which exod opens the core on (exo_core/server/daemon.py)."""
+    """The commands over the person's store folder, which exod opens the core on (exo_core/daemon.py)."""
     return {"taste.list": taste.list, "taste.edit": taste.edit, "store.onboard": onboarding.start}

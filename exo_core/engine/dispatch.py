@@ -17,12 +17,12 @@ from typing import Any
 from exo_core import __version__
 from exo_core.agent.approvals import ApprovalBroker
 from exo_core.agent.runner import TurnRunner
+from exo_core.engine.shaping import ClientRegistry
 from exo_core.errors import BadBodyError, ConflictError, ExoError, UnsupportedError
 from exo_core.events.hub import Hub
 from exo_core.protocol import COMMANDS, EVENTS, PROTOCOL_VERSION, ErrorInfo, Response, decode_command
 from exo_core.protocol import commands as cmd
 from exo_core.protocol import events as ev
-from exo_core.server.shaping import ClientRegistry
 from exo_core.sessions.facade import AsyncSessions
 
 __all__ = ["Engine", "Handler"]

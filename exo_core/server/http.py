@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web, web_response
 
 from exo_core.engine.dispatch import Engine
+from exo_core.engine.shaping import ClientProfile, shape_data
 from exo_core.errors import (
     AccessDeniedError,
     BadBodyError,
@@ -51,7 +52,6 @@ from exo_core.protocol import MAX_BODY_BYTES, PROTOCOL_VERSION, ErrorInfo, Respo
 from exo_core.server.auth import HostPolicy, check_bearer, peer_uid
 from exo_core.server.intake import answer_bytes, response_bytes
 from exo_core.server.limits import ConnectionGate, ConnectionLimits, SlowClientError, read_body
-from exo_core.server.shaping import ClientProfile, shape_data
 
 if TYPE_CHECKING:
     from exo_core.web.cookies import WebAuth

@@ -152,7 +152,7 @@ def test_a_missing_display_is_a_clear_config_error() -> None:
 def test_events_become_cards_and_notices() -> None:
     from exo_core.protocol import decode_event
     from exo_core.protocol.commands import Capabilities
-    from exo_core.server.shaping import profile_for
+    from exo_core.engine.shaping import profile_for
 
     def event(type_: str, body: dict, session: str = "s1", seq: int = 1):
         return decode_event(

@@ -1,6 +1,6 @@
 """Through exod with the real local model: a streamed answer, an interrupt, a tool call.
 
-Needs the daemon (``exo_core.server``), the test kit (``exo_testkit``), the edge
+Needs the daemon (``exo_core.daemon``), the test kit (``exo_testkit``), the edge
 runtime and the fetched model; skips with the reason otherwise. The agent loop
 offers its own tools (read_file, ...) with ``tool_choice="auto"``; the local
 model decides, and its call's arguments are generated under a grammar.
@@ -21,7 +21,7 @@ from exo_edge.paths import locate_model_file
 
 def _need_everything() -> None:
     for module, why in (
-        ("exo_core.server.daemon", "exod is not in this tree yet"),
+        ("exo_core.daemon", "exod is not in this tree yet"),
         ("exo_core.client.client", "the protocol client is not in this tree yet"),
         ("exo_testkit", "tests/exo_testkit.py is not in this tree yet"),
         ("llama_cpp", "llama-cpp-python is not installed (scripts/install_edge.sh)"),

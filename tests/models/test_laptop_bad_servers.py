@@ -85,7 +85,7 @@ async def test_a_hang_mid_answer_is_a_typed_stall_after_the_shown_text(
 
 
 def _need_exod() -> None:
-    for module in ("exo_core.server.daemon", "exo_core.client.client"):
+    for module in ("exo_core.daemon", "exo_core.client.client"):
         if importlib.util.find_spec(module) is None:
             pytest.skip(f"{module} is not in this tree")
 

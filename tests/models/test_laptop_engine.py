@@ -98,7 +98,7 @@ def test_serve_refuses_bad_input_with_the_reason(tmp_path: Path, args: list[str]
 
 
 def _need_exod() -> None:
-    for module in ("exo_core.server.daemon", "exo_core.client.client", "llama_cpp"):
+    for module in ("exo_core.daemon", "exo_core.client.client", "llama_cpp"):
         if importlib.util.find_spec(module) is None:
             pytest.skip(f"{module} is not installed in this tree")
 

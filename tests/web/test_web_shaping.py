@@ -11,12 +11,12 @@ from aiohttp import web
 from exo_core.agent.scripted import ScriptedModel
 from exo_core.client import ExoClient
 from exo_core.engine.core import Core
+from exo_core.engine.shaping import profile_for, shape_data
 from exo_core.home import ExoHome
 from exo_core.protocol import events as ev
 from exo_core.protocol.commands import Capabilities
 from exo_core.server.http import HttpSettings, build_app
 from exo_core.server.listeners import bind_unix
-from exo_core.server.shaping import profile_for, shape_data
 
 DIFF = "--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-teh\n+the\n"
 CLIENTS = {

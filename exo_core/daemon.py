@@ -1,0 +1,86 @@
+"""exod: the core daemon, assembled. One core over the Unix socket, optionally TCP and stdio.
+
+This module is exod's composition (docs/architecture.md, "Layers"): it opens the
+:class:`~exo_core.engine.core.Core` on the home, serves the commands over the
+person's store folder (taste rows for the web page, the onboarding interview:
+:func:`~exo_core.engine.commands.store_handlers`), and hands the engine and its
+hub to the transports (:func:`~exo_core.server.transports.serve_transports`),
+which know nothing of how the core was built. ``exo serve``
+(:mod:`exo_core.cli.serve_cmd`) builds the core's options and calls
+:func:`run_daemon`.
+
+Shutdown on SIGTERM or SIGINT: listeners stop, running turns are interrupted
+(their partial text kept), pending events are flushed, the database closed.
+A SIGKILL loses nothing that was acknowledged: every event is committed before
+it is sent, and ``session.resume`` repairs the half-finished turn.
+
+``taste.list``/``taste.edit`` are served over the store's taste nodes when a
+store is configured, and ``store.onboard`` runs the onboarding interview
+(:mod:`exo_core.store.onboard`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from exo_core.agent.model import ModelTransport
+from exo_core.engine.commands import store_handlers
+from exo_core.engine.core import Core, CoreOptions
+from exo_core.home import ExoHome
+from exo_core.learning.service import ReviewService
+from exo_core.server.transports import TransportSettings, serve_transports
+from exo_core.store.onboard import Onboarding
+
+if TYPE_CHECKING:
+    from exo_core.learning.learner import Learner
+
+__all__ = ["run_daemon"]
+
+
+async def run_daemon(
+    home: ExoHome,
+    model: ModelTransport,
+    transports: TransportSettings,
+    options: CoreOptions | None = None,
+    *,
+    store: Path | None = None,
+    ready: asyncio.Event | None = None,
+) -> None:
+    """Run exod until SIGTERM/SIGINT (or stdin closes in stdio-only mode).
+
+    ``store`` is the person's store folder (the home's configured one when None);
+    ``ready`` is set once every listener accepts connections.
+    """
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    from exo_core.web import TasteRows
+
+    async with Core.open(home, model=model, options=options) as core:
+        store_root = store or home.store_path()
+        learner = _learner(core)
+        taste = TasteRows(store_root, core.hub, core.options.recorder, learner)
+        onboarding = Onboarding(store_root, core)
+        core.engine.serve(store_handlers(taste, onboarding))
+        await serve_transports(
+            core.engine,
+            core.hub,
+            home,
+            transports,
+            stop=stop,
+            store_root=store_root,
+            ready=ready,
+            closing=(onboarding.aclose,),  # a running interview stops before the streams and listeners do
+        )
+
+
+def _learner(core: Core) -> Learner | None:
+    """The learner of the core's review service, if it runs one (taste edits then teach it)."""
+    for service in core.services:
+        if isinstance(service, ReviewService):
+            return service.learner
+    return None
