@@ -2,8 +2,8 @@
 
 The pack's learned section tells the chat model what the person wants ("Wants a calm tone, not
 exclamation marks."), but the standard board's 0.5B model does not follow it: measured through
-exod, it kept writing "Always stay calm, Sam!" right after the person's correction and rule
-(``benchmarks/bench_learning_e2e.py``, docs/benchmarks.md §16). For the few catalog features
+exod, it kept ending sentences with "!" right after the person's correction and rule
+(``benchmarks/bench_learning_e2e.py``, docs/benchmarks.md §17). For the few catalog features
 whose fix is mechanical and safe, an *enforced* lesson (one the pack links, :func:`.pack.shown`)
 is applied to the reply as it streams:
 
