@@ -19,7 +19,7 @@ The longer version of ``tests/learning/test_learning_e2e_model.py``, on the stan
   questions on a home with only the old beliefs are the baseline. Also: superseded nodes keep their
   history, ``exo store lint``'s exit code.
 
-No pass/fail: numbers and their same-run baselines (DESIGN.md §7). Results go to
+No pass/fail: numbers and their same-run baselines (docs/benchmarks.md, "How to read these numbers"). Results go to
 ``benchmarks/results/learning_e2e.json`` with ``--json``.
 """
 

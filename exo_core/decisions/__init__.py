@@ -1,4 +1,4 @@
-"""Decision models (§13): typed questions answered with probabilities, rules first, tighten only.
+"""Decision models (docs/decisions.md): typed questions answered with probabilities, rules first, tighten only.
 
 One concept per module:
 

@@ -1,4 +1,4 @@
-"""A decision model as the gate's advisor: it may only ever propose "ask" (§13.3).
+"""A decision model as the gate's advisor: it may only ever propose "ask" (docs/decisions.md §6).
 
 :class:`DecisionAdvisor` satisfies :class:`exo_core.gate.Advisor`. It asks
 the predicate :data:`CONFIRM` ("should the person confirm this action?")

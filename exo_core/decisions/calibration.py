@@ -1,4 +1,4 @@
-"""Calibration per provider and per mechanism, fitted on the person's own labels (§13.4).
+"""Calibration per provider and per mechanism, fitted on the person's own labels (docs/decisions.md §4).
 
 The method is Platt scaling in its multi-option form: the calibrated logit of
 option *k* is ``slope · log p_k + offset_k`` (one shared slope fixes over- or

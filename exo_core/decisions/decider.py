@@ -1,4 +1,4 @@
-"""The order of one decision call (§13.4): rules, providers, threshold, fallback, record.
+"""The order of one decision call (docs/decisions.md §2): rules, providers, threshold, fallback, record.
 
 1. **Rules in code.** The question's first matching :class:`~.question.Rule`
    settles it (probability 1 for its option, provider ``rules``).

@@ -1,4 +1,4 @@
-"""Two decision providers the core can run on its own: rules-only and hosted (§13.3, §13.5).
+"""Two decision providers the core can run on its own: rules-only and hosted (docs/decisions.md §3).
 
 * :class:`RulesOnlyProvider` scores each option by the question's cue words:
   for a board with no model at all. Cheap, weak, and calibrated like any

@@ -1,4 +1,4 @@
-"""What a decision is asked and what it answers (§13.1).
+"""What a decision is asked and what it answers (docs/decisions.md §1).
 
 A :class:`Question` is typed: ``choice`` (one of N options), ``score`` (a
 level on an ordered scale) or ``predicate`` (``yes`` or ``no``). A provider
@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 KINDS = ("choice", "score", "predicate")
-# Below the threshold: a safe default, or escalate to the main model or the person (§13.4).
+# Below the threshold: a safe default, or escalate to the main model or the person (docs/decisions.md §2).
 FALLBACKS = ("default", "main", "person")
 _LABEL = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
 

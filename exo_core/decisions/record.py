@@ -1,4 +1,4 @@
-"""Decisions in the ledger: hashes and probabilities only, then labels that refer to them (§13.4).
+"""Decisions in the ledger: hashes and probabilities only, then labels that refer to them (docs/decisions.md §5).
 
 A decision is appended as a ``decision`` entry whose body holds the state's
 SHA-256, the options, the raw and the used probabilities, the outcome and who

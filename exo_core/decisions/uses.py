@@ -1,7 +1,7 @@
-"""The three decisions wired now (§13.2): signal, toolset, panel.
+"""The three decisions wired now (docs/decisions.md §7): signal, toolset, panel.
 
 * :data:`SIGNAL` — is this message of the person's a ``correction``, a
-  ``rule``, or ``neither``? Feeds the learning loop (§21.1); below the
+  ``rule``, or ``neither``? Feeds the learning loop (docs/learning.md §1); below the
   threshold it escalates to the main model (the reviewer), never guesses.
 * :func:`toolset_question` — which toolset does this turn need? Narrows the
   tools the model sees; below the threshold every tool stays offered.

@@ -1,4 +1,4 @@
-"""The learning loop (paper §6, §21): signals to evidence-backed lessons, kept only if they prove themselves.
+"""The learning loop (docs/learning.md): signals to evidence-backed lessons, kept only if they prove themselves.
 
 * :mod:`.signals` — which ledger entries teach, and the strength table;
 * :mod:`.features` — checkable taste features (rules-only classifier, exact graders);

@@ -1,4 +1,4 @@
-"""The greedy, conservative climb with a held-out gate (paper §21.5).
+"""The greedy, conservative climb with a held-out gate (docs/learning.md §5).
 
 1. Score the incumbent on dev several times; the spread is its run-to-run noise.
 2. Score a candidate on dev; drop it unless it beats the incumbent by more

@@ -1,4 +1,4 @@
-"""The personal exam: eval items from the person's own verdicts, split by time (paper §21.5).
+"""The personal exam: eval items from the person's own verdicts, split by time (docs/learning.md §5).
 
 Three parts: ``qa`` (questions about the person with known answers: their
 answers to Exo's questions), ``pair`` (a rejected reply and the chosen one:

@@ -1,4 +1,4 @@
-"""Longitudinal metrics from the ledger (paper §21.5).
+"""Longitudinal metrics from the ledger (docs/learning.md §7).
 
 Per window of ``days``: the verdict mix, corrections (edit, reject,
 should_have_been) per accepted output, questions asked and answered, and the

@@ -2,9 +2,9 @@
 
 High-weight promoted lessons are *enforced* in the pack, medium ones (and
 unguarded high ones still waiting) are *hints*, low ones are not shown
-(§21.3). Every pack line names its proposal, and the node it links to lists
+(docs/learning.md §4). Every pack line names its proposal, and the node it links to lists
 its proposals and evidence ids, so a wrong lesson traces back to the entries
-that caused it (§21.4). The section sits between two markers in ``pack.md``;
+that caused it (docs/learning.md §4). The section sits between two markers in ``pack.md``;
 the rest of the page is the person's.
 
 Both the weights and the pack section are views (``taste``, ``taste_pack``)

@@ -1,4 +1,4 @@
-"""Promotion: the paper's rules 1 to 6, in order (§21.3).
+"""Promotion: the paper's rules 1 to 6, in order (docs/learning.md §4).
 
 1. The person said it (a rule, an answer): promote now.
 2. Guarded (irreversible, public, financial, third-party): never promote
@@ -12,7 +12,7 @@
 5. Skill changes: only through the eval gate (:mod:`.climb`).
 6. Everything else waits; a medium lesson may enter the pack as a hint.
    A lesson the person rejected comes back only when they say so: strong
-   new evidence makes Exo ask, never promote (peer review §11: a blocker is
+   new evidence makes Exo ask, never promote (docs/learning.md §4: a blocker is
    cleared only by a check linked to it).
 
 :func:`decide` is pure: it reads a lesson and what the store holds at its

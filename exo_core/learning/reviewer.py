@@ -1,4 +1,4 @@
-"""The reviewer's two stages and its second pass, rules only (paper §21.2).
+"""The reviewer's two stages and its second pass, rules only (docs/learning.md §3).
 
 Stage 1 (:func:`classify`) looks at each new ledger entry and says what it
 touches: a lesson (new, agreeing or conflicting), a question, or nothing.

@@ -1,4 +1,4 @@
-"""Signals: which ledger entries teach, and how strongly (paper §21.1).
+"""Signals: which ledger entries teach, and how strongly (docs/learning.md §1).
 
 Only the person's own channel teaches. A signal is a ledger entry of the
 person's scope whose category is in :data:`STRENGTHS`; text from tools, web
@@ -11,7 +11,7 @@ rejection or denial disconfirms it; a rule asserts) and a *band* of strengths.
 A model may suggest a score, but the category constrains it: the score is
 clamped into the category's band with the category's sign, so a malformed
 classification ("reject" with score +1) can never invert the learning signal
-(the guard the peer review §11 recommends, kept with its reason).
+(the guard docs/learning.md §1 describes, kept with its reason).
 """
 
 from __future__ import annotations

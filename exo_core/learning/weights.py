@@ -1,4 +1,4 @@
-"""The taste weight: a pure function of resolved evidence (paper §21.3).
+"""The taste weight: a pure function of resolved evidence (docs/learning.md §2).
 
 Each piece of evidence has a signed strength ``s`` and an age. Preferences
 fade with a half-life (30 days); rules and the person's answers never fade.

@@ -78,7 +78,7 @@ def _verdict(body: Mapping[str, Any], refs: tuple[str, ...]) -> None:
         raise BadBodyError("verdict body needs 'judged': the judged entry id", field="body.judged")
     # The judged entry must be a resolvable ref, not just a string in the body:
     # the learning loop counts verdicts as evidence, so an unresolved target
-    # would raise confidence on nothing (peer review §11).
+    # would raise confidence on nothing (docs/learning.md §1).
     if judged not in refs:
         raise BadBodyError("verdict: the judged entry id must also be in refs", field="refs")
 
