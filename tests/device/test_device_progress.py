@@ -59,7 +59,14 @@ def test_progress_card_target_and_long_press_interrupt(tmp_path: Path, exo_home:
     (workspace / "notes.txt").write_text("keep me")
     (workspace / "old.log").write_text("delete me")
     script = [
-        {"text": "", "tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]},
+        # The first words come after a second, so the "thinking" frame is drawn even on a quiet machine
+        # (with no delay the device could go straight to "reading": CI on a quiet machine saw that).
+        {
+            "text": "Looking.",
+            "delay": 1.0,
+            "chunk": 8,
+            "tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}],
+        },
         {"text": "", "tool_calls": [{"name": "delete_file", "arguments": {"path": "old.log"}}]},
         {"text": "Done."},
         {"text": SLOW, "delay": 0.25, "chunk": 4},
