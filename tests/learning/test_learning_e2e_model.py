@@ -7,7 +7,7 @@
   session asks five questions about them and the local model answers each from the store; the two
   replaced nodes keep their history and ``exo store lint`` is clean.
 
-Each takes many minutes on a 2-core machine (17-24 min at load 15), so both are marked ``long``
+Each takes minutes on a 2-core machine (17-24 min at load 15; both together 3 min 46 s idle), so both are marked ``long``
 and left out of the default run (``pytest -m long tests/learning/test_learning_e2e_model.py``
 runs them); ``exo bench learning-e2e`` runs the longer version with a same-run baseline
 (docs/benchmarks.md §17). Skips with the reason
