@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks"), str(ROOT / "tests"), str(ROOT / "tests" / "learning")]
 
 from _common import bench_parser, machine_info, write_results  # noqa: E402 (found through the sys.path line above)
-from e2e_kit import Home, drafts_of, model_missing, write_belief  # noqa: E402 (the tests' exod kit, shared)
+from e2e_kit import FACTS, QUESTIONS, Home, drafts_of, model_missing, write_belief  # noqa: E402 (the tests' exod kit, shared)
 
 __all__ = ["main", "TEACH", "ASKS", "FACTS", "QUESTIONS"]
 
@@ -54,20 +54,6 @@ ASKS = (
     "Write a one-line cheerful thank-you note to Priya for the flowers.",
     "Write a one-line cheerful note telling the team the launch went well.",
     "Write a one-line cheerful good-luck message for Sam's exam.",
-)
-FACTS = (
-    "My sister moved to Porto.",
-    "My dentist is now on Friday.",
-    "Remember that my boss is Maria.",
-    "Remember that my gym is on Elm Street.",
-    "Remember that my cat is called Miso.",
-)
-QUESTIONS = (
-    ("Where does my sister live?", "porto"),
-    ("What day is my dentist?", "friday"),
-    ("Who is my boss?", "maria"),
-    ("Where is my gym?", "elm"),
-    ("What is my cat called?", "miso"),
 )
 
 

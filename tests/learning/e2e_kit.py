@@ -20,6 +20,8 @@ from exo_testkit import ROOT, Exod, write_script
 
 __all__ = [
     "MODEL",
+    "FACTS",
+    "QUESTIONS",
     "Home",
     "need_model",
     "model_missing",
@@ -30,6 +32,23 @@ __all__ = [
 
 MODEL = "qwen2.5-coder-0.5b-instruct"
 _ENV_DROP = ("EXO_HOME", "EXO_MODEL", "EXO_TOKEN")
+
+# The memory scenario: five facts (the first two replace a belief written before the session), and a
+# question with the word its right answer holds for each.
+FACTS = (
+    "My sister moved to Porto.",
+    "My dentist is now on Friday.",
+    "Remember that my boss is Maria.",
+    "Remember that my gym is on Elm Street.",
+    "Remember that my cat is called Miso.",
+)
+QUESTIONS = (
+    ("Where does my sister live?", "porto"),
+    ("What day is my dentist?", "friday"),
+    ("Who is my boss?", "maria"),
+    ("Where is my gym?", "elm"),
+    ("What is my cat called?", "miso"),
+)
 
 
 def model_missing() -> str:

@@ -21,27 +21,12 @@ import json
 from pathlib import Path
 
 import pytest
-from e2e_kit import Home, drafts_of, need_model, write_belief
+from e2e_kit import FACTS, QUESTIONS, Home, drafts_of, need_model, write_belief
 
 ASK = "Write a one-line cheerful birthday wish for my friend Sam."
 CORRECTION = "Too long. Make it shorter, and no exclamation marks."  # the issue's own words
 RULE = "From now on, never use exclamation marks."
 ASK_AGAIN = "Write a one-line cheerful birthday wish for my friend Ana."
-
-FACTS = (
-    "My sister moved to Porto.",
-    "My dentist is now on Friday.",
-    "Remember that my boss is Maria.",
-    "Remember that my gym is on Elm Street.",
-    "Remember that my cat is called Miso.",
-)
-QUESTIONS = (
-    ("Where does my sister live?", "porto"),
-    ("What day is my dentist?", "friday"),
-    ("Who is my boss?", "maria"),
-    ("Where is my gym?", "elm"),
-    ("What is my cat called?", "miso"),
-)
 
 
 async def _taste_rows(url: str) -> list[dict[str, object]]:
