@@ -245,6 +245,8 @@ def run(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, Any]]
     if args.resume and args.rows is not None and args.rows.exists():
         done = {json.loads(line)["id"] for line in args.rows.read_text(encoding="utf-8").splitlines() if line.strip()}
         questions = [q for q in questions if q["id"] not in done]
+    if args.kind:
+        questions = [q for q in questions if q["kind"] == args.kind]
     if args.limit:
         questions = questions[: args.limit]
     tmp = Path(tempfile.mkdtemp(prefix="exo-ans-", dir=args.tmp))
@@ -373,6 +375,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--board", choices=("small", "standard", "laptop"), default="standard")
     parser.add_argument("--only", choices=(OPEN, HELD_OUT), default=None, help="ask one half only")
     parser.add_argument("--limit", type=int, default=0, help="ask only the first N questions (a trial run)")
+    parser.add_argument(
+        "--kind", choices=("store", "general", "file"), default=None, help="ask one kind only (a trial run)"
+    )
     parser.add_argument("--turn-timeout", type=float, default=1200.0, help="seconds for one question")
     parser.add_argument("--tmp", type=Path, default=None, help="folder for the temporary home (a short path)")
     parser.add_argument("--rows", type=Path, default=None, help="append each scored row to this JSON-lines file")
@@ -427,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = f"{args.board} all      right {s['right']}/{s['of']} ({s['percent']} %)"
     print(summary, file=scores)
     # a partial run (one half, or the first N questions) is a trial: it writes only where --out says
-    partial = bool(args.only or args.limit) and not args.from_rows
+    partial = bool(args.only or args.limit or args.kind) and not args.from_rows
     quick = args.quick or partial
     written = write_results(f"store_answers_{args.board}", result, out=args.out, quick=quick)
     if written is not None:

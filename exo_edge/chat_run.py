@@ -24,6 +24,15 @@ offered and ``tool_choice="auto"``:
 5. **Text** is sampled with the call openers banned at its first position and
    streamed piece by piece from its first token: once the answer is text it
    stays text.
+6. **A call written as text.** The ban covers the first token only, and the
+   0.5B, answering after a tool's result, wrote ``({"name": "ask_person", ...})``
+   as its "text" (docs/benchmarks.md §15). So text whose start is call-shaped
+   (:func:`call_shaped`: a ``{`` or ``<tool_call>`` behind brackets, quotes or a
+   fence) is held back, not streamed. When it is over, a call it spells
+   (:func:`written_call`) goes to the judge like any proposal; if the judge
+   accepts it, it is the answer's call. Otherwise the answer is generated
+   again from the prompt rendered without the tools, where the model has no
+   call to write, and streamed.
 
 ``required`` or a tool name goes straight to step 3 (no judge: the caller
 asked for a call). Without tools the template is rendered without them and
@@ -35,7 +44,9 @@ benchmarks and the log.
 
 from __future__ import annotations
 
+import json
 import math
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -45,10 +56,17 @@ from typing import Any
 from exo_core.agent.grounding import Grounding, call_grounding
 from exo_core.agent.model import ChatMessage, ModelRequest, TextDelta, ToolCall
 from exo_core.models.failures import FailureKind, ProviderError
-from exo_edge.chat_template import CALL_OPEN, ChatTemplate, MalformedToolCall, native_call_grammar, parse_native_calls
+from exo_edge.chat_template import (
+    CALL_CLOSE,
+    CALL_OPEN,
+    ChatTemplate,
+    MalformedToolCall,
+    native_call_grammar,
+    parse_native_calls,
+)
 from exo_edge.grammar_decode import common_prefix, greedy_under_grammar
 
-__all__ = ["CALL_SHARE", "ChatDecision", "CallJudge", "call_openers", "run_chat"]
+__all__ = ["CALL_SHARE", "ChatDecision", "CallJudge", "call_openers", "call_shaped", "run_chat", "written_call"]
 
 # The probability of opening a call at the first position from which the model's call is
 # generated and put to the judge (chosen on the development requests, docs/models.md).
@@ -57,6 +75,10 @@ _OPENINGS = (CALL_OPEN, "{", "```")
 # How many of the model's likeliest tools are tried, and the share a runner-up needs to be tried.
 CANDIDATES = 3
 CANDIDATE_SHARE = 0.05
+
+# What a call written as text hides behind: anything but a letter or a digit before its ``{`` or ``<tool_call>``
+# (the 0.5B has written "(", ">" and a fence), and a code fence's language, perhaps cut short ("```js").
+_CALL_WRAPPING = re.compile(r"^(?:[^\w{<]+(?:json|jso|js|j)?)*")
 
 CallJudge = Callable[[ToolCall, Sequence[ChatMessage], Sequence[Mapping[str, Any]]], Grounding]
 
@@ -93,6 +115,50 @@ def call_openers(llm: Any) -> frozenset[int]:
         if text.startswith(_OPENINGS):
             out.add(token)
     return frozenset(out)
+
+
+def call_shaped(text: str) -> bool | None:
+    """Whether an answer that starts with ``text`` is a call written out; ``None`` while it cannot tell yet.
+
+    Call-shaped: after anything but letters and digits (whitespace, brackets,
+    quotes, arrows, a code fence) comes ``{`` or ``<tool_call>``. A prose answer is told apart at its first
+    letter, so only such answers are ever held back.
+    """
+    wrapping = _CALL_WRAPPING.match(text)
+    head = text[wrapping.end() :] if wrapping else text
+    if not head:
+        return None
+    if head.startswith(("{", CALL_OPEN)):
+        return True
+    if CALL_OPEN.startswith(head):
+        return None
+    return False
+
+
+def written_call(text: str, tools: Sequence[Mapping[str, Any]]) -> ToolCall | None:
+    """The call to an offered tool that ``text`` spells out, if it spells one (the first JSON object or tag)."""
+    try:
+        calls = parse_native_calls(text, tools)
+    except MalformedToolCall:
+        return None
+    if calls:
+        return calls[0]
+    start = text.find("{")
+    if start < 0:
+        return None
+    try:
+        data, end = json.JSONDecoder().raw_decode(text, start)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    try:
+        calls = parse_native_calls(CALL_OPEN + text[start:end] + CALL_CLOSE, tools)
+    except MalformedToolCall:
+        return None
+    if not calls:
+        return None
+    return calls[0]
 
 
 def _eval_prompt(llm: Any, tokens: list[int]) -> int:
@@ -212,11 +278,14 @@ def _text(
     banned: frozenset[int],
     emit: Callable[[Any], None],
     cancel: threading.Event,
+    hold: bool = False,
 ) -> dict[str, Any]:
     """Sample the answer as text and emit each piece as it comes.
 
     ``banned`` tokens may not open the answer (the call openers: the answer is
-    text); later, a code block or a brace is the answer's own business.
+    text); later, a code block or a brace is the answer's own business. With
+    ``hold``, pieces wait until :func:`call_shaped` can tell; an answer that is
+    call-shaped is never emitted, and the summary says ``held``.
     """
     processors = None
     if banned:
@@ -242,6 +311,8 @@ def _text(
     )
     pieces: list[str] = []
     finish, interrupted, first_at = "end", False, None
+    # None: still deciding whether the answer is a call written as text; False: streaming; True: held back
+    held: bool | None = None if hold else False
     try:
         for chunk in stream:
             if cancel.is_set():
@@ -256,10 +327,18 @@ def _text(
             if first_at is None:
                 first_at = time.perf_counter()
             pieces.append(piece)
-            emit(TextDelta(piece))
+            if held is None:
+                held = call_shaped("".join(pieces))
+                if held is False:
+                    emit(TextDelta("".join(pieces)))
+            elif held is False:
+                emit(TextDelta(piece))
     finally:
         stream.close()
-    return {"text": "".join(pieces), "finish": finish, "interrupted": interrupted, "first_at": first_at}
+    text = "".join(pieces)
+    if held is None and text:  # the whole answer was too short to tell: it is text
+        emit(TextDelta(text))
+    return {"text": text, "finish": finish, "interrupted": interrupted, "first_at": first_at, "held": held is True}
 
 
 def run_chat(
@@ -313,8 +392,45 @@ def run_chat(
             return _summary("text", found, tokens, reused), ChatDecision("text", share, proposed, verdict)
         if found is not None:
             return _summary("call", found, tokens, reused, accepted), ChatDecision("call", share, accepted, verdict)
-    result = _text(llm, tokens, request, stop=stop, seed=seed, banned=banned, emit=emit, cancel=cancel)
-    return _summary("text", result, tokens, reused), ChatDecision("text", share, proposed, verdict)
+    result = _text(llm, tokens, request, stop=stop, seed=seed, banned=banned, emit=emit, cancel=cancel, hold=use_tools)
+    if not result["held"] or result["interrupted"]:
+        return _summary("text", result, tokens, reused), ChatDecision("text", share, proposed, verdict)
+    evaluated = (tokens, reused)
+    return _written_out(
+        llm, template, request, result, evaluated, share, stop=stop, seed=seed, judge=judge, emit=emit, cancel=cancel
+    )
+
+
+def _written_out(
+    llm: Any,
+    template: ChatTemplate,
+    request: ModelRequest,
+    held: dict[str, Any],
+    evaluated: tuple[list[int], int],
+    share: float | None,
+    *,
+    stop: list[str],
+    seed: int,
+    judge: CallJudge,
+    emit: Callable[[Any], None],
+    cancel: threading.Event,
+) -> tuple[dict[str, Any], ChatDecision]:
+    """A text answer held back as call-shaped: the judge's call, or text from the prompt without tools (step 6)."""
+    written = written_call(held["text"], request.tools)
+    verdict = "the text was call-shaped but spelled no offered call"
+    if written is not None:
+        grounding = judge(written, request.messages, request.tools)
+        if grounding.grounded:
+            tokens, reused = evaluated
+            summary = _summary("call", {**held, "first_at": None}, tokens, reused, written)
+            return summary, ChatDecision("call", share, written, f"a call written as text: {grounding.reason}")
+        verdict = f"a call written as text ({written.name}) turned down: {grounding.reason}"
+    prompt = template.render(request.messages, ())
+    tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+    reused = common_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens)
+    result = _text(llm, tokens, request, stop=stop, seed=seed, banned=frozenset(), emit=emit, cancel=cancel)
+    decision = ChatDecision("text", share, written, verdict + "; answered from the prompt without tools")
+    return _summary("text", result, tokens, reused), decision
 
 
 def _summary(
