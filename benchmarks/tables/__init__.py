@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks.tables import decisions, ledger_store, retrieval, speech, system
+from benchmarks.tables import decisions, footprint, ledger_store, retrieval, speech, system
 
 __all__ = ["RENDERERS", "Table"]
 
@@ -48,6 +48,7 @@ RENDERERS: dict[str, Table] = {
     "retrieval.throughput": _one("retrieval", retrieval.throughput),
     "llama_memory": _one("llama_memory", speech.llama_memory),
     "stt_memory": _one("stt_memory", speech.stt_memory),
+    "footprint.boards": Table(files=("footprint_standard", "footprint_small"), render=footprint.board_profiles),
     "decisions.accuracy": _one("decisions", decisions.decisions_accuracy),
     "decisions.thresholds": _one("decisions", decisions.decisions_thresholds),
     "decisions.latency": _one("decisions", decisions.decisions_latency),
