@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks.tables import decisions, footprint, ledger_store, retrieval, speech, system
+from benchmarks.tables import decisions, footprint, ledger_store, models, people, retrieval, speech, system
 
 __all__ = ["RENDERERS", "Table"]
 
@@ -28,6 +28,8 @@ class Table:
 def _one(file: str, render: Callable[[dict[str, Any]], list[str]]) -> Table:
     return Table(files=(file,), render=render)
 
+
+_QWEN_TOOLS = "exod_tools_qwen2.5-coder-0.5b-instruct"
 
 RENDERERS: dict[str, Table] = {
     "hub.live": _one("hub", system.hub_live),
@@ -57,4 +59,16 @@ RENDERERS: dict[str, Table] = {
     "decisions_signal.latency": _one("decisions_signal", decisions.signal_latency),
     "ledger": _one("ledger", ledger_store.ledger),
     "store": _one("store", ledger_store.store),
+    "models.paths": _one("models", models.models_paths),
+    "models.memory": _one("models", models.models_memory),
+    "answers": _one("answers", models.answers_cleanup),
+    "stress": _one("stress", people.stress),
+    "laptop": _one("laptop", models.laptop_models),
+    "exod_tools_qwen": _one(_QWEN_TOOLS, models.exod_tools_parts),
+    "exod_tools_qwen.rerun": Table(
+        files=(_QWEN_TOOLS, f"{_QWEN_TOOLS}_rank_whole_call"), render=models.exod_tools_rerun
+    ),
+    "generation": _one("generation", models.generation),
+    "generation_matrix": _one("generation_matrix", models.generation_matrix),
+    "learning": _one("learning", people.learning),
 }

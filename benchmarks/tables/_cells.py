@@ -8,9 +8,10 @@ every digit the results file kept, thousands separated (the ledger and store fil
 from __future__ import annotations
 
 from collections.abc import Sequence
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-__all__ = ["fmt", "num", "pct", "fixed", "frac", "md_table", "row", "yes_no"]
+__all__ = ["fmt", "num", "pct", "fixed", "frac", "md_table", "row", "times", "yes_no"]
 
 
 def fmt(value: Any, digits: int = 1) -> str:
@@ -36,8 +37,21 @@ def num(value: float | int) -> str:
 
 
 def fixed(value: float | int, digits: int) -> str:
-    """A fixed number of decimals, thousands separated."""
-    return f"{value:,.{digits}f}"
+    """A fixed number of decimals, thousands separated, halves rounded up as the file's digits read.
+
+    ``1.295`` is ``1.30`` (as a person rounds the number in the file), not ``1.29`` (its binary value).
+    """
+    step = Decimal(1).scaleb(-digits)
+    rounded = Decimal(repr(value)).quantize(step, rounding=ROUND_HALF_UP)
+    return f"{rounded:,.{digits}f}"
+
+
+def times(ratio: float) -> str:
+    """A ratio to a baseline in two significant digits (``0.78``, ``1.5``); the baseline itself is ``1.0``."""
+    shown = f"{ratio:.2g}"
+    if "." not in shown and "e" not in shown:
+        return f"{shown}.0"
+    return shown
 
 
 def pct(share: float | None, digits: int = 1) -> str:
@@ -57,8 +71,9 @@ def yes_no(flag: bool) -> str:
 
 
 def row(cells: Sequence[str]) -> str:
-    """One Markdown table row."""
-    return "| " + " | ".join(cells) + " |"
+    """One Markdown table row (an empty cell is written ``| |``)."""
+    padded = [f" {cell} " if cell else " " for cell in cells]
+    return "|" + "|".join(padded) + "|"
 
 
 def md_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | None = None) -> list[str]:
