@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks.tables import decisions, footprint, ledger_store, models, people, retrieval, speech, system
+from benchmarks.tables import conditions, decisions, footprint, ledger_store, models, people, retrieval, speech, system
 
 __all__ = ["RENDERERS", "Table"]
 
@@ -32,6 +32,7 @@ def _one(file: str, render: Callable[[dict[str, Any]], list[str]]) -> Table:
 _QWEN_TOOLS = "exod_tools_qwen2.5-coder-0.5b-instruct"
 
 RENDERERS: dict[str, Table] = {
+    "conditions": Table(files=tuple(name for _section, name in conditions.FILES), render=conditions.conditions),
     "hub.live": _one("hub", system.hub_live),
     "hub.baseline": _one("hub", system.hub_baseline),
     "hub.replay": _one("hub", system.hub_replay),

@@ -46,16 +46,19 @@ def _fuzz_tcp_row(data: dict[str, Any]) -> list[str]:
 def _fuzz_stdio_row(data: dict[str, Any]) -> list[str]:
     stdio = data["fuzz"]["stdio"]
     topup = data["fuzz_topup"]["stdio"]
-    answered = stdio["sent"] + topup["sent"]
-    skipped = stdio["skipped"] + topup["skipped"]
-    exits = {stdio["exit_code"], topup["exit_code"]}
-    exit_text = f"exit {exits.pop()}" if len(exits) == 1 else f"exits {sorted(exits)}"
-    return [
-        "fuzz over `exo serve --stdio`",
-        f"**{num(answered)} lines answered** ({num(stdio['sent'])} + {num(topup['sent'])}; {num(skipped)} generated "
-        f"lines skipped: blank, or `events.subscribe`, which streams): **{stdio['untyped'] + topup['untyped']} untyped, "
-        f"{stdio['crashes'] + topup['crashes']} crashes**, {exit_text} ({stdio['seconds']:.0f} s + {topup['seconds']:.0f} s)",
-    ]
+    answered = num(stdio["sent"] + topup["sent"])
+    parts = f"{num(stdio['sent'])} + {num(topup['sent'])}"
+    skipped = num(stdio["skipped"] + topup["skipped"])
+    untyped = stdio["untyped"] + topup["untyped"]
+    crashes = stdio["crashes"] + topup["crashes"]
+    exits = sorted({stdio["exit_code"], topup["exit_code"]})
+    exit_text = f"exit {exits[0]}" if len(exits) == 1 else f"exits {exits}"
+    seconds = f"{stdio['seconds']:.0f} s + {topup['seconds']:.0f} s"
+    result = (
+        f"**{answered} lines answered** ({parts}; {skipped} generated lines skipped: blank, or `events.subscribe`, "
+        f"which streams): **{untyped} untyped, {crashes} crashes**, {exit_text} ({seconds})"
+    )
+    return ["fuzz over `exo serve --stdio`", result]
 
 
 def _idle_row(data: dict[str, Any]) -> list[str]:
