@@ -31,7 +31,7 @@ DOC = REPO / "docs" / "benchmarks.md"
 RESULTS_DIR = REPO / "benchmarks" / "results"
 _OPENING = re.compile(r"<!-- results:([a-z0-9_.-]+) -->")  # table names are lower case
 
-__all__ = ["RENDERERS", "render_doc", "main"]
+__all__ = ["RENDERERS", "render_doc", "stale_tables", "main"]
 
 
 def _markers(name: str) -> tuple[str, str]:
@@ -66,6 +66,16 @@ def render_doc(text: str, results_dir: Path) -> str:
     return text
 
 
+def _block(text: str, name: str) -> str:
+    start, end = _markers(name)
+    return text.split(start)[1].split(end)[0]
+
+
+def stale_tables(text: str, rendered: str) -> list[str]:
+    """The names of the tables whose text in the page differs from what their results files render."""
+    return [name for name in RENDERERS if _block(text, name) != _block(rendered, name)]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Rewrite the page's tables, or with ``--check`` report the ones that differ from the results."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -78,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     if rendered == current:
         return 0
     if args.check:
-        print(f"{args.doc}: its results tables differ from {args.results}; run python benchmarks/render_tables.py")
+        names = ", ".join(stale_tables(current, rendered))
+        print(f"{args.doc}: tables that differ from {args.results}: {names}; run python benchmarks/render_tables.py")
         return 1
     args.doc.write_text(rendered, encoding="utf-8")
     print(f"rewrote the results tables in {args.doc}")

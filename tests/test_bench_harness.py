@@ -179,6 +179,7 @@ def test_the_check_fails_on_a_hand_edit_and_on_an_unknown_table(tmp_path: Path) 
     doc.write_text(committed.replace("| 1,000 | 132.1 |", "| 1,000 | 133.1 |"), encoding="utf-8")
     edited = _render("--check", "--doc", str(doc))
     assert edited.returncode == 1 and "differ" in edited.stdout
+    assert "tables that differ" in edited.stdout and ": ledger;" in edited.stdout
 
     unknown = committed + "\n<!-- results:no.such.table -->\n| a |\n<!-- /results:no.such.table -->\n"
     with pytest.raises(ValueError, match="no.such.table"):
