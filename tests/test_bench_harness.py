@@ -4,7 +4,8 @@ The flags are checked by parsing only: ``exo bench NAME --help`` lists what the 
 no benchmark runs. One cheap benchmark (the gate's) then runs quickly to show where a quick run writes:
 only the file ``--out`` names, never ``benchmarks/results/`` (docs/benchmarks.md). Last, the
 tables ``benchmarks/render_tables.py`` renders into docs/benchmarks.md match the committed results,
-and follow a results file when it changes.
+follow a results file when it changes, and a number edited by hand inside any of them is caught.
+Each renderer on a small results file: ``tests/test_render_tables.py``.
 """
 
 from __future__ import annotations
@@ -12,14 +13,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from benchmarks.render_tables import RENDERERS, render_doc
 from exo_core.cli.main import build_parser
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "benchmarks" / "results"
+DOC = REPO / "docs" / "benchmarks.md"
 SHARED_FLAGS = ("--quick", "--json", "--out FILE")
 AT_ONCE = 4  # help runs in flight: the machine has two cores shared with others
 
@@ -124,7 +131,7 @@ def test_the_committed_docs_tables_match_the_committed_results() -> None:
 
 def test_the_tables_follow_the_results_files(tmp_path: Path) -> None:
     results = tmp_path / "results"
-    results.mkdir()
+    shutil.copytree(RESULTS, results)
     ledger = json.loads((RESULTS / "ledger.json").read_text(encoding="utf-8"))
     ledger["single_append"]["ledger_per_s"] = 4321.5
     (results / "ledger.json").write_text(json.dumps(ledger), encoding="utf-8")
@@ -132,7 +139,7 @@ def test_the_tables_follow_the_results_files(tmp_path: Path) -> None:
     store["items_vs_raw_sqlite_full_sync"] = 7.25
     (results / "store.json").write_text(json.dumps(store), encoding="utf-8")
     doc = tmp_path / "benchmarks.md"
-    doc.write_text((REPO / "docs" / "benchmarks.md").read_text(encoding="utf-8"), encoding="utf-8")
+    doc.write_text(DOC.read_text(encoding="utf-8"), encoding="utf-8")
 
     stale = _render("--check", "--results", str(results), "--doc", str(doc))
     assert stale.returncode == 1 and "differ" in stale.stdout
@@ -142,3 +149,41 @@ def test_the_tables_follow_the_results_files(tmp_path: Path) -> None:
     assert "| 1,000 | 4,321.5 | raw INSERT of the same bytes |" in text
     assert "`synchronous=FULL` | 7.25 |" in text
     assert _render("--check", "--results", str(results), "--doc", str(doc)).returncode == 0
+
+
+def _table_block(text: str, name: str) -> tuple[int, int]:
+    """Where the rendered table ``name`` stands in the page: the span between its two markers."""
+    start = text.index(f"<!-- results:{name} -->") + len(f"<!-- results:{name} -->")
+    end = text.index(f"<!-- /results:{name} -->")
+    return start, end
+
+
+@pytest.mark.parametrize("name", sorted(RENDERERS))
+def test_a_number_edited_by_hand_in_a_rendered_table_is_caught(name: str) -> None:
+    """Each registered table is rebuilt from its file: a digit changed inside its markers does not survive."""
+    committed = DOC.read_text(encoding="utf-8")
+    start, end = _table_block(committed, name)
+    block = committed[start:end]
+    digits = [match.start() for match in re.finditer(r"[0-9]", block)]
+    assert digits, f"the {name} table holds no number"
+    at = start + digits[len(digits) // 2]
+    changed_digit = "7" if committed[at] != "7" else "3"
+    edited = committed[:at] + changed_digit + committed[at + 1 :]
+
+    assert render_doc(edited, RESULTS) == committed
+
+
+def test_the_check_fails_on_a_hand_edit_and_on_an_unknown_table(tmp_path: Path) -> None:
+    committed = DOC.read_text(encoding="utf-8")
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text(committed.replace("| 1,000 | 132.1 |", "| 1,000 | 133.1 |"), encoding="utf-8")
+    edited = _render("--check", "--doc", str(doc))
+    assert edited.returncode == 1 and "differ" in edited.stdout
+    assert "tables that differ" in edited.stdout and ": ledger;" in edited.stdout
+
+    unknown = committed + "\n<!-- results:no.such.table -->\n| a |\n<!-- /results:no.such.table -->\n"
+    with pytest.raises(ValueError, match="no.such.table"):
+        render_doc(unknown, RESULTS)
+    start_marker = "<!-- results:hub.replay -->"
+    with pytest.raises(ValueError, match="hub.replay"):
+        render_doc(committed.replace(start_marker, ""), RESULTS)

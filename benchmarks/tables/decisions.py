@@ -1,0 +1,151 @@
+"""§7 and §7b of docs/benchmarks.md: the decision models' accuracy, calibration and latency.
+
+From ``decisions.json`` (``bench_decisions.py``) and ``decisions_signal.json``
+(``bench_decisions_signal.py``), with the columns and digits of each script's own tables
+(``print_results``). Systems are listed in the scripts' ``SYSTEMS`` order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchmarks.tables._cells import md_table, pct
+
+__all__ = [
+    "decisions_accuracy",
+    "decisions_thresholds",
+    "decisions_latency",
+    "signal_test",
+    "signal_heldout",
+    "signal_latency",
+]
+
+_SYSTEMS = (
+    "rules-only raw",
+    "rules-only",
+    "local raw",
+    "local calibrated",
+    "rules + local calibrated",
+    "local raw (letters)",
+    "local calibrated (letters)",
+)
+# The uses and their thresholds, as exo_core/decisions/uses.py defines them (docs/decisions.md).
+_USES = (("signal", 0.6), ("toolset", 0.7), ("panel", 0.7))
+_SIGNAL_SYSTEMS = (
+    "rules-only",
+    "local model",
+    "gemma model",
+    "rules + local",
+    "rules + gemma",
+    "rules + laptop",
+    "rules + local, then laptop",
+)
+
+
+def _listed(scores: dict[str, Any], order: tuple[str, ...]) -> list[tuple[str, dict[str, Any]]]:
+    return [(system, scores[system]) for system in order if system in scores]
+
+
+def decisions_accuracy(data: dict[str, Any]) -> list[str]:
+    """§7: accuracy and calibration error on the test part, overall and per use."""
+    headers = ["system", "acc", "ECE"]
+    for use, _threshold in _USES:
+        headers += [f"{use} acc", f"{use} ECE"]
+    rows = []
+    for system, entry in _listed(data["scores"], _SYSTEMS):
+        cells: list[Any] = [system, pct(entry["all"]["accuracy"]), f"{entry['all']['ece']:.3f}"]
+        for use, _threshold in _USES:
+            cells += [pct(entry[use]["accuracy"]), f"{entry[use]['ece']:.3f}"]
+        rows.append(cells)
+    return md_table(headers, rows)
+
+
+def decisions_thresholds(data: dict[str, Any]) -> list[str]:
+    """§7: at each use's threshold, the share of cases acted on and the accuracy when acting."""
+    headers = ["system"]
+    for use, threshold in _USES:
+        headers += [f"{use} acts @{threshold}", f"{use} right @{threshold}"]
+    rows = []
+    for system, entry in _listed(data["scores"], _SYSTEMS):
+        cells = [system]
+        for use, _threshold in _USES:
+            cells += [pct(entry[use]["coverage"]), pct(entry[use]["accuracy_acting"])]
+        rows.append(cells)
+    return md_table(headers, rows)
+
+
+def decisions_latency(data: dict[str, Any]) -> list[str]:
+    """§7: a decision on the local model against one generation step of the same model."""
+    latency = data["latency"]
+    kinds = (
+        ("cached", "decision, question head in the cache"),
+        ("restored", "decision, head restored (after a generation or another question)"),
+        ("first", "first decision of a question (head evaluated)"),
+    )
+    rows: list[list[Any]] = []
+    for kind, label in kinds:
+        rows.append(
+            [
+                label,
+                round(latency[f"decision_{kind}_ms"], 1),
+                round(latency[f"decision_{kind}_p90_ms"], 1),
+                round(latency[f"{kind}_over_step"], 2),
+                latency[f"n_{kind}"],
+            ]
+        )
+    rows.append(
+        ["one plain generation step (1 token)", round(latency["generation_step_ms"], 1), "-", 1.0, latency["n_steps"]]
+    )
+    return md_table(["what", "median ms", "p90 ms", "x one generation step", "n"], rows)
+
+
+def _signal_part(data: dict[str, Any], part: str) -> list[str]:
+    headers = ["system", "accuracy (abstain = wrong)", "ECE", "abstains", "top option right", "n"]
+    rows = []
+    for system, entry in _listed(data["scores"], _SIGNAL_SYSTEMS):
+        found = entry[part]
+        rows.append(
+            [
+                system,
+                pct(found["accuracy"]),
+                f"{found['ece']:.3f}",
+                pct(found["abstention"]),
+                pct(found["top_accuracy"]),
+                found["n"],
+            ]
+        )
+    return md_table(headers, rows)
+
+
+def signal_test(data: dict[str, Any]) -> list[str]:
+    """§7b: the signal decision on the labelled set's test part (newest 40 %)."""
+    return _signal_part(data, "test")
+
+
+def signal_heldout(data: dict[str, Any]) -> list[str]:
+    """§7b: the signal decision on the held-out messages."""
+    return _signal_part(data, "heldout")
+
+
+def signal_latency(data: dict[str, Any]) -> list[str]:
+    """§7b: one signal decision on the device profile's model against one generation step."""
+    latency = data["models"]["local"]["latency"]
+    rows = [
+        [
+            "one signal decision",
+            round(latency["decision_median_ms"], 1),
+            round(latency["decision_p95_ms"], 1),
+            round(latency["median_over_step"], 2),
+            round(latency["p95_over_step"], 2),
+            latency["n_decisions"],
+        ],
+        [
+            "one generation step (1 token)",
+            round(latency["generation_step_median_ms"], 1),
+            round(latency["generation_step_p95_ms"], 1),
+            1.0,
+            "-",
+            latency["n_steps"],
+        ],
+    ]
+    return md_table(["what", "median ms", "p95 ms", "median / one step", "p95 / one step", "n"], rows)
