@@ -31,8 +31,9 @@ offered and ``tool_choice="auto"``:
    fence) is held back, not streamed. When it is over, a call it spells
    (:func:`written_call`) goes to the judge like any proposal; if the judge
    accepts it, it is the answer's call. Otherwise the answer is generated
-   again from the prompt rendered without the tools, where the model has no
-   call to write, and streamed.
+   again from the prompt rendered without the tools and with the calls told
+   in words (:func:`calls_as_notes`), where the model has no call to write,
+   and streamed.
 
 ``required`` or a tool name goes straight to step 3 (no judge: the caller
 asked for a call). Without tools the template is rendered without them and
@@ -66,7 +67,16 @@ from exo_edge.chat_template import (
 )
 from exo_edge.grammar_decode import common_prefix, greedy_under_grammar
 
-__all__ = ["CALL_SHARE", "ChatDecision", "CallJudge", "call_openers", "call_shaped", "run_chat", "written_call"]
+__all__ = [
+    "CALL_SHARE",
+    "ChatDecision",
+    "CallJudge",
+    "call_openers",
+    "call_shaped",
+    "calls_as_notes",
+    "run_chat",
+    "written_call",
+]
 
 # The probability of opening a call at the first position from which the model's call is
 # generated and put to the judge (chosen on the development requests, docs/models.md).
@@ -159,6 +169,39 @@ def written_call(text: str, tools: Sequence[Mapping[str, Any]]) -> ToolCall | No
     if not calls:
         return None
     return calls[0]
+
+
+def calls_as_notes(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+    """The conversation with its tool calls told in words: for a prompt that offers no tools (step 6).
+
+    Rendered natively, earlier calls are ``<tool_call>`` blocks and the model,
+    even offered no tools, continues the pattern (the 0.5B wrote
+    ``{"name": "buy_oat_milk", ...}``). So a call's turn is left out and its
+    result joins the person's message before it, as what that tool returned.
+    """
+    called: dict[str, ToolCall] = {}
+    out: list[ChatMessage] = []
+    for message in messages:
+        if message.role == "assistant" and message.tool_calls:
+            for made in message.tool_calls:
+                called[made.id] = made
+            if message.content.strip():
+                out.append(ChatMessage("assistant", message.content))
+            continue
+        if message.role != "tool":
+            out.append(message)
+            continue
+        answered = called.get(message.tool_call_id or "")
+        source = "a tool"
+        if answered is not None:
+            shown = ", ".join(f"{key}={value!r}" for key, value in answered.arguments.items())
+            source = f"{answered.name}({shown})"
+        note = f"What {source} returned:\n{message.content}"
+        if out and out[-1].role == "user":
+            out[-1] = ChatMessage("user", out[-1].content.rstrip() + "\n\n" + note)
+        else:
+            out.append(ChatMessage("user", note))
+    return out
 
 
 def _eval_prompt(llm: Any, tokens: list[int]) -> int:
@@ -397,7 +440,18 @@ def run_chat(
         return _summary("text", result, tokens, reused), ChatDecision("text", share, proposed, verdict)
     evaluated = (tokens, reused)
     return _written_out(
-        llm, template, request, result, evaluated, share, stop=stop, seed=seed, judge=judge, emit=emit, cancel=cancel
+        llm,
+        template,
+        request,
+        result,
+        evaluated,
+        share,
+        stop=stop,
+        seed=seed,
+        judge=judge,
+        openers=openers,
+        emit=emit,
+        cancel=cancel,
     )
 
 
@@ -412,6 +466,7 @@ def _written_out(
     stop: list[str],
     seed: int,
     judge: CallJudge,
+    openers: frozenset[int],
     emit: Callable[[Any], None],
     cancel: threading.Event,
 ) -> tuple[dict[str, Any], ChatDecision]:
@@ -425,10 +480,10 @@ def _written_out(
             summary = _summary("call", {**held, "first_at": None}, tokens, reused, written)
             return summary, ChatDecision("call", share, written, f"a call written as text: {grounding.reason}")
         verdict = f"a call written as text ({written.name}) turned down: {grounding.reason}"
-    prompt = template.render(request.messages, ())
+    prompt = template.render(calls_as_notes(request.messages), ())
     tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
     reused = common_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens)
-    result = _text(llm, tokens, request, stop=stop, seed=seed, banned=frozenset(), emit=emit, cancel=cancel)
+    result = _text(llm, tokens, request, stop=stop, seed=seed, banned=openers, emit=emit, cancel=cancel)
     decision = ChatDecision("text", share, written, verdict + "; answered from the prompt without tools")
     return _summary("text", result, tokens, reused), decision
 

@@ -23,6 +23,7 @@ import json
 import random
 import re
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -85,22 +86,36 @@ def _knows(section: str, key: str) -> bool:
 
 
 class Assistant:
-    """The drafting model exod calls: an OpenAI-compatible server that follows the pack it is shown."""
+    """The drafting model exod calls: an OpenAI-compatible server that follows the pack it is shown.
 
-    def __init__(self, rng: random.Random) -> None:
-        self.rng = rng
+    Each draft's dice come from its own generator, seeded by the draft's number, so what one draft
+    contains depends on what had been learned when it was asked, never on how many dice earlier
+    drafts happened to roll (a promotion a moment earlier or later, on a busy machine, would
+    otherwise change every draft after it).
+    """
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+        self.drafts = 0
         self.saw_pack = 0
         self.requests = 0
 
-    def _skips(self, section: str, key: str) -> bool:
+    def _skips(self, section: str, key: str, dice: random.Random) -> bool:
         """An enforced lesson switches its rule off; a hint, half the time (as in :mod:`simperson`)."""
         enforced, _, hinted = section.partition("Hints:")
+        heeds_hint = dice.random() < 0.5
         if _knows(enforced, key):
             return True
-        return _knows(hinted, key) and self.rng.random() < 0.5
+        return _knows(hinted, key) and heeds_hint
 
     def draft(self, task: str, section: str) -> str:
-        keys = [k for k in (*TASKS[task], *_EXTRA) if not self._skips(section, k) and self.rng.random() < 0.35]
+        self.drafts += 1
+        keys = []
+        for key in (*TASKS[task], *_EXTRA):
+            dice = random.Random(f"{self.seed}:{self.drafts}:{key}")
+            shown_now = dice.random() < 0.35
+            if shown_now and not self._skips(section, key, dice):
+                keys.append(key)
         on = frozenset(keys)
         body = render(task, on - {"sign_off"} - set(_EXTRA))
         extras = [_EXTRA[k][0] for k in _EXTRA if k in on]
@@ -164,6 +179,7 @@ class Person:
     """The person: hidden rules over catalog features and lines outside it; talks to exod."""
 
     rng: random.Random
+    seed: int = 0
     corrections: list[int] = field(default_factory=list)
     fine: list[int] = field(default_factory=list)
     drafts: int = 0
@@ -173,14 +189,21 @@ class Person:
         lines = {line.strip() for line in text.splitlines()}
         seen = [k for k in HIDDEN if feature(k) is not None and feature(k).present(text)]  # type: ignore[union-attr]
         seen += [k for k, (line, _) in _EXTRA.items() if line in lines]
-        noticed = [k for k in seen if self.rng.random() > 0.1]
+        # this draft's own dice, as the assistant's (see Assistant): one missed rule does not shift the rest
+        dice = random.Random(f"{self.seed}:person:{self.drafts}")
+        noticed = [k for k in sorted(seen) if dice.random() > 0.1]
         if not noticed:
             return None
-        pick = self.rng.choice(noticed)
+        pick = dice.choice(noticed)
         return _EXTRA[pick][1] if pick in _EXTRA else CORRECTIONS[pick]
 
-    async def session(self, client: ExoClient, n: int, drafts: int) -> None:
-        """One conversation: ``drafts`` drafts asked for and judged."""
+    async def session(self, client: ExoClient, n: int, drafts: int, settle: Callable[[], Awaitable[None]]) -> None:
+        """One conversation: ``drafts`` drafts asked for and judged.
+
+        ``settle`` returns once exod's queued jobs are drained: what the assistant has learned before the
+        next draft is then the same on a busy machine as on a quiet one (the drafts and the person's picks
+        share a seeded random stream, so an earlier or later promotion would change everything after it).
+        """
         session = (await client.request("session.create", {"title": f"sim {n}"}))["session"]["id"]
         self.corrections.append(0)
         self.fine.append(0)
@@ -195,6 +218,7 @@ class Person:
             else:
                 self.corrections[-1] += 1
                 await _turn(client, session, said)
+            await settle()
 
 
 async def _turn(client: ExoClient, session: str, text: str) -> str:
@@ -290,8 +314,8 @@ async def run(root: Path, *, sessions: int, drafts: int, seed: int = 7) -> dict[
     signer = create_signing_key(home / "keys")
     init_store(home / "store", owner_key_ids=[signer.key_id])
     rng = random.Random(seed)
-    assistant = Assistant(random.Random(seed + 1))
-    person = Person(rng)
+    assistant = Assistant(seed + 1)
+    person = Person(rng, seed)
     runners = []
     try:
         runner, assistant_port = await _serve(assistant.app())
@@ -304,11 +328,15 @@ async def run(root: Path, *, sessions: int, drafts: int, seed: int = 7) -> dict[
         started = time.monotonic()
         await asyncio.to_thread(exod.start, 60)
         try:
+            queue = ProposalQueue(home / "learning" / "queue.sqlite")
+
+            async def settle() -> None:
+                await asyncio.to_thread(wait_until, lambda: not queue.pending(1), 60)
+
             async with ExoClient(exod.url, client_name="simulated-person") as client:
                 await client.hello()
                 for n in range(sessions):
-                    await person.session(client, n, drafts)
-            queue = ProposalQueue(home / "learning" / "queue.sqlite")
+                    await person.session(client, n, drafts, settle)
             drained = await asyncio.to_thread(wait_until, lambda: not queue.pending(1), 120)
             jobs = queue.counts()
             queue.close()

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from exo_edge.chat_run import call_shaped, written_call
+from exo_core.agent.model import ChatMessage, ToolCall
+from exo_edge.chat_run import call_shaped, calls_as_notes, written_call
 
 READ = {
     "name": "read_file",
@@ -108,3 +109,23 @@ def test_any_text_is_a_call_or_none_and_never_an_error(text: str) -> None:
     assert shaped in (True, False, None)
     call = written_call(text, TOOLS)
     assert call is None or call.name in ("read_file", "ask_person")
+
+
+def test_calls_are_told_in_words_for_the_prompt_without_tools() -> None:
+    read = ToolCall(id="call_0", name="read_file", arguments={"path": "todo.txt"})
+    messages = [
+        ChatMessage("system", "You are Exo."),
+        ChatMessage("user", "Read the file todo.txt and tell me the first item on it."),
+        ChatMessage("assistant", "", tool_calls=(read,)),
+        ChatMessage("tool", "buy oat milk\ncall the plumber", tool_call_id="call_0"),
+    ]
+    told = calls_as_notes(messages)
+    assert [m.role for m in told] == ["system", "user"]
+    assert not any(m.tool_calls for m in told)
+    assert told[1].content == (
+        "Read the file todo.txt and tell me the first item on it.\n\n"
+        "What read_file(path='todo.txt') returned:\nbuy oat milk\ncall the plumber"
+    )
+    # a result whose call is unknown, after an assistant's words, is still told, as its own message
+    lone = calls_as_notes([ChatMessage("assistant", "Let me look."), ChatMessage("tool", "42", tool_call_id="x")])
+    assert [(m.role, m.content) for m in lone] == [("assistant", "Let me look."), ("user", "What a tool returned:\n42")]
