@@ -14,6 +14,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
+# llama.cpp threads for tests with a real model: the board default on 2 cores. Under OMP_WAIT_POLICY=PASSIVE
+# (exo_edge sets it) two threads decoded 2.9-3.4x faster than one even at load 11-14 (docs/benchmarks.md §14).
+MODEL_THREADS = 2
 
 
 def write_script(path: Path, replies: list[dict]) -> Path:

@@ -2,8 +2,8 @@
 
 Needs llama-cpp-python and the Qwen2.5-Coder 0.5B Instruct GGUF (``exo models
 fetch``, ``$EXO_MODELS_DIR`` or ``~/.cache/exo/models``); skipped with the
-reason when either is missing. One decode thread and a short answer keep the
-30 turns to a few minutes on a busy 2-core machine.
+reason when either is missing. Two decode threads under OMP_WAIT_POLICY=PASSIVE
+(exo_testkit.MODEL_THREADS) and a short answer keep the turns to a few minutes on a busy 2-core machine.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from exo_testkit import MODEL_THREADS
 
 from exo_core.agent.loop import LoopSettings
 from exo_core.agent.model import ChatMessage, ContextWindow, ModelChunk, ModelRequest, WindowedTransport
@@ -55,7 +56,11 @@ def qwen() -> Iterator[Any]:
     from exo_edge.manifest import PromptFormat
 
     settings = LlamaSettings(
-        model_path=_model_path(), prompt=PromptFormat(format="chat"), n_ctx=N_CTX, n_threads=1, name="qwen-0.5b"
+        model_path=_model_path(),
+        prompt=PromptFormat(format="chat"),
+        n_ctx=N_CTX,
+        n_threads=MODEL_THREADS,
+        name="qwen-0.5b",
     )
     transport = LlamaTransport(settings)
     yield transport
@@ -164,7 +169,9 @@ async def test_the_completion_format_is_measured_as_the_transport_renders_it() -
     path = locate_model_file(manifest.primary_file.name)
     if path is None or manifest.prompt is None:
         pytest.skip("the Gemma 270M model is not fetched on this machine (run `exo models fetch`)")
-    settings = LlamaSettings(model_path=path, prompt=manifest.prompt, n_ctx=512, n_threads=1, name=manifest.name)
+    settings = LlamaSettings(
+        model_path=path, prompt=manifest.prompt, n_ctx=512, n_threads=MODEL_THREADS, name=manifest.name
+    )
     gemma = LlamaTransport(settings)
     try:
         window = await gemma.context_window("main")

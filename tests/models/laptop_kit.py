@@ -111,12 +111,21 @@ class EngineProcess:
 
     def start(self, timeout: float = 300.0) -> "EngineProcess":
         from exo_edge.laptop_server import wait_ready
-        from exo_testkit import ROOT
+        from exo_testkit import MODEL_THREADS, ROOT
 
         env = {k: v for k, v in os.environ.items() if k != "EXO_HOME"}
         env["PYTHONPATH"] = str(ROOT)
         command = [sys.executable, "-m", "exo_core.cli", "models", "serve", str(self.model)]
-        command += ["--host", "127.0.0.1", "--port", str(self.port), "--threads", "1", "--n-ctx", str(self.n_ctx)]
+        command += [
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--threads",
+            str(MODEL_THREADS),
+            "--n-ctx",
+            str(self.n_ctx),
+        ]
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=str(ROOT))
         wait_ready(self.base_url, proc=self.proc, timeout=timeout)

@@ -5,7 +5,7 @@ One exod, one model load, three asks: a general question is answered in words
 judge turns it down); a request naming a workspace file calls ``read_file``
 on it; a question about the person is answered from the store node that
 says so, and the ledger's retrieval entry for that turn names the node.
-One thread (a busy 2-core machine), ``OMP_WAIT_POLICY=PASSIVE``. Skips with
+Two threads (``exo_testkit.MODEL_THREADS``), ``OMP_WAIT_POLICY=PASSIVE``. Skips with
 the reason when the runtime or the model file is absent.
 """
 
@@ -34,14 +34,24 @@ def _need_model() -> None:
         pytest.skip(f"{MODEL} is not fetched on this machine (run `exo models fetch {MODEL}`)")
 
 
-async def _ask(client: Any, session: str, text: str, timeout: float = 900.0) -> tuple[str, list[Any], dict[str, Any]]:
-    """Send one turn; the answer text, every event of the turn, and turn.completed's body."""
+async def _ask(
+    client: Any, session: str, text: str, timeout: float = 900.0, *, interrupt_on: str = ""
+) -> tuple[str, list[Any], dict[str, Any]]:
+    """Send one turn; the answer text, every event of the turn, and turn.completed's body.
+
+    ``interrupt_on``: an event type after which the turn is interrupted (what follows is not under test,
+    and the 0.5B's answer after a tool result costs a minute of the suite's time).
+    """
     events: list[Any] = []
     turn = (await client.request("turn.send", {"session": session, "text": text}))["turn_id"]
 
     async def follow() -> dict[str, Any]:
+        interrupted = False
         async for event in client.events(session=session):
             events.append(event)
+            if event.type == interrupt_on and not interrupted:
+                interrupted = True
+                await client.request("turn.interrupt", {"session": session})
             if event.type == "turn.completed" and event.body.get("turn_id", turn) == turn:
                 return dict(event.body)
         raise AssertionError("event stream ended before turn.completed")
@@ -62,10 +72,12 @@ def _init_home(home: Path, root: Path) -> None:
         text=True,
         timeout=120,
     )
-    # One thread, whatever the profile gives this machine: the suite shares 2 busy cores.
+    # The suite's thread count, whatever the profile gives this machine (exo_testkit.MODEL_THREADS).
+    from exo_testkit import MODEL_THREADS
+
     config = home / "config.toml"
     lines = config.read_text(encoding="utf-8").splitlines()
-    kept = [line if not line.startswith("n_threads =") else "n_threads = 1" for line in lines]
+    kept = [line if not line.startswith("n_threads =") else f"n_threads = {MODEL_THREADS}" for line in lines]
     config.write_text("\n".join(kept) + "\n", encoding="utf-8")
 
 
@@ -118,7 +130,9 @@ async def test_qwen_through_exod_answers_in_words_calls_the_named_file_and_answe
             assert not [e for e in events if e.type == "tool.started"], said
             assert "paris" in said.lower(), said
 
-            said, events, done = await _ask(client, await fresh(), "Read the file todo.txt")
+            said, events, done = await _ask(
+                client, await fresh(), "Read the file todo.txt", interrupt_on="tool.started"
+            )
             started = [e for e in events if e.type == "tool.started"]
             assert started, said
             assert started[0].body.get("name") == "read_file", started[0].body
