@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from exo_core.agent.model import ModelRequest, TextDelta
 from exo_core.models.failures import FailureKind, ProviderError
@@ -37,11 +37,28 @@ from exo_edge.llama_load import LlamaSettings, trim_heap
 from exo_edge.llama_window import WHERE
 from exo_edge.prompting import CALL_PREFIX, call_grammar, chat_messages, render_completion, tool_grammar
 
-__all__ = ["DECIDE_TOKENS", "CallStats", "run_chat_grammar", "run_completion"]
+__all__ = ["DECIDE_TOKENS", "CallStats", "CompletionPath", "run_chat_grammar", "run_completion"]
 
 DECIDE_TOKENS = 4  # greedy tokens that decide between a tool call and text
 
 Emit = Callable[[Any], None]
+
+
+class CompletionPath(Protocol):
+    """The shape of :func:`run_completion` and :func:`run_chat_grammar`: one call, its summary and cost."""
+
+    def __call__(
+        self,
+        llm: Any,
+        request: ModelRequest,
+        *,
+        settings: LlamaSettings,
+        emit: Emit,
+        cancel: threading.Event,
+        use_tools: bool,
+        stop: list[str],
+        start: float,
+    ) -> tuple[dict[str, Any], CallStats]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,21 +265,9 @@ def run_completion(
     finally:
         trim_heap()
     end = time.perf_counter()
-    text = result["text"]
-    out_tokens = len(llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)) if text else 0
-    stats = CallStats(
-        len(tokens), reused, out_tokens, (result["first_at"] or end) - start, end - start, result["interrupted"]
+    return _summary(
+        llm, result, mode=mode, text=result["text"], prompt_tokens=len(tokens), reused=reused, span=(start, end)
     )
-    summary = {
-        "mode": mode,
-        "text": text,
-        "finish": result["finish"],
-        "prompt_tokens": len(tokens),
-        "reused": reused,
-        "output_tokens": out_tokens,
-        "interrupted": result["interrupted"],
-    }
-    return summary, stats
 
 
 def run_chat_grammar(
@@ -304,14 +309,30 @@ def run_chat_grammar(
             mode, text = "call", text.strip()[len(CALL_PREFIX) :]
         else:
             emit(TextDelta(text.strip()))
+    return _summary(llm, result, mode=mode, text=text, prompt_tokens=0, reused=0, span=(start, end))
+
+
+def _summary(
+    llm: Any,
+    result: dict[str, Any],
+    *,
+    mode: str,
+    text: str,
+    prompt_tokens: int,
+    reused: int,
+    span: tuple[float, float],
+) -> tuple[dict[str, Any], CallStats]:
+    """The call's summary for the stream and its cost; ``span`` is when the call started and generation ended."""
+    start, end = span
     out_tokens = len(llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)) if text else 0
-    stats = CallStats(0, 0, out_tokens, (result["first_at"] or end) - start, end - start, result["interrupted"])
+    first_at = result["first_at"] or end
+    stats = CallStats(prompt_tokens, reused, out_tokens, first_at - start, end - start, result["interrupted"])
     summary = {
         "mode": mode,
         "text": text,
         "finish": result["finish"],
-        "prompt_tokens": 0,
-        "reused": 0,
+        "prompt_tokens": prompt_tokens,
+        "reused": reused,
         "output_tokens": out_tokens,
         "interrupted": result["interrupted"],
     }

@@ -42,7 +42,7 @@ from exo_core.errors import ClosedResourceError
 from exo_core.models.failures import FailureKind, ProviderError
 from exo_edge.chat_run import CallJudge, ChatDecision, call_openers, run_chat
 from exo_edge.chat_template import ChatTemplate
-from exo_edge.llama_completion import CallStats, run_chat_grammar, run_completion
+from exo_edge.llama_completion import CallStats, CompletionPath, run_chat_grammar, run_completion
 from exo_edge.llama_load import KV_TYPES, LlamaSettings, load_llama, rss_bytes, trim_heap
 from exo_edge.llama_window import LlamaCounter, guard_request, llama_window
 from exo_edge.prompting import CALL_PREFIX, parse_tool_call
@@ -137,7 +137,21 @@ class LlamaTransport:
             finally:
                 trim_heap()
         # run_completion gives the heap back itself, before its timings end
-        summary, self.last = run_completion(
+        return self._run_path(run_completion, llm, request, emit, cancel, use_tools, stop, start)
+
+    def _run_path(
+        self,
+        path: CompletionPath,
+        llm: Any,
+        request: ModelRequest,
+        emit: Callable[[Any], None],
+        cancel: threading.Event,
+        use_tools: bool,
+        stop: list[str],
+        start: float,
+    ) -> dict[str, Any]:
+        """Run one of :mod:`exo_edge.llama_completion`'s paths; keeps its cost as ``last``."""
+        summary, self.last = path(
             llm,
             request,
             settings=self.settings,
@@ -183,17 +197,7 @@ class LlamaTransport:
         """
         template = self._chat_template(llm)
         if template is None or (use_tools and not template.native):
-            summary, self.last = run_chat_grammar(
-                llm,
-                request,
-                settings=self.settings,
-                emit=emit,
-                cancel=cancel,
-                use_tools=use_tools,
-                stop=stop,
-                start=start,
-            )
-            return summary
+            return self._run_path(run_chat_grammar, llm, request, emit, cancel, use_tools, stop, start)
         try:
             result, decision = run_chat(
                 llm,
