@@ -18,7 +18,7 @@ from unixhttp import post_command
 
 from device.layouts import ScreenSpec, render, shorten_middle, theme_for
 from device.state import Approval, ScreenState, apply_event, approval_target
-from devicekit import DeviceProc, reference
+from devicekit import online_device, reference
 
 pytest.importorskip("gpiozero")
 pytest.importorskip("PIL")
@@ -77,10 +77,7 @@ def test_progress_card_target_and_long_press_interrupt(tmp_path: Path, exo_home:
     out.mkdir()
     docs = out / "states"
     docs.mkdir()
-    dev = DeviceProc(exo_home, out, extra=["--session", session])
-    try:
-        dev.ev("link", state="online")
-
+    with online_device(exo_home, out, extra=["--session", session]) as dev:
         # 1. Progress: thinking, then reading while read_file runs, with elapsed seconds.
         mark = dev.mark()
         _command(exod, "turn.send", {"session": session, "text": "Tidy my folder."})
@@ -129,8 +126,6 @@ def test_progress_card_target_and_long_press_interrupt(tmp_path: Path, exo_home:
         assert latency < 1.0, f"the interrupt took {latency:.2f} s"
         idle = dev.wait_frame(lambda e: e["layout"] == "answer" and not e.get("phase"), latest=True)
         assert idle["activity"] in ("idle", "listening", "transcribing")
-    finally:
-        assert dev.quit() == 0
 
 
 def test_phases_follow_the_turn() -> None:
