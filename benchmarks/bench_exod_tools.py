@@ -27,7 +27,7 @@ each tool offer, narrowed as the toolset decision narrows it
 Parts: **exod**, requests that should act (the tool named) and questions that
 should stay text, under exod's system prompt; and **bench**, the tool part of
 ``bench_models`` (its three tools, its person's notes), for comparison. For
-each request: the first ``_DECIDE_TOKENS`` greedy tokens with no stop (the
+each request: the first ``DECIDE_TOKENS`` greedy tokens with no stop (the
 raw call/text head), the first 16 (``intent``: the tool name the model
 writes before the grammar forces an offered one) and what the transport
 returned. Results go to
@@ -120,7 +120,7 @@ async def part(
     transport: Any, fmt: Any, system: str, tools: tuple[dict[str, Any], ...], requests: list[tuple[str, str | None]]
 ) -> dict[str, Any]:
     """One format through one request list: right calls, stayed text, each row."""
-    from exo_edge.llama_transport import _DECIDE_TOKENS
+    from exo_edge.llama_completion import DECIDE_TOKENS
     from exo_edge.prompting import render_completion
 
     rows, right, any_call, stayed = [], 0, 0, 0
@@ -129,7 +129,7 @@ async def part(
         row: dict[str, Any] = {"q": q, "want": want}
         if fmt.format == "completion":
             prompt = render_completion(messages, fmt, tools)
-            row["head"] = await transport.run_exclusive(lambda llm: head_text(llm, prompt, _DECIDE_TOKENS))
+            row["head"] = await transport.run_exclusive(lambda llm: head_text(llm, prompt, DECIDE_TOKENS))
             # longer, still without a grammar: the tool name the model means, offered or not
             row["intent"] = await transport.run_exclusive(lambda llm: head_text(llm, prompt, INTENT_TOKENS))
         text, calls, _ = await ask(transport, fmt, messages, tools, 48)

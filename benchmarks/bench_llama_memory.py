@@ -59,7 +59,7 @@ def _child(config: str) -> dict[str, Any]:
     sys.path.insert(0, str(REPO))
     from exo_core.agent.model import ChatMessage, ModelRequest, TextDelta, ToolCall, ToolCallChunk
     from exo_core.home import ExoHome
-    from exo_edge import llama_transport
+    from exo_edge import llama_completion, llama_transport
     from exo_edge.local import local_settings
 
     def status() -> dict[str, int]:
@@ -95,7 +95,7 @@ def _child(config: str) -> dict[str, Any]:
                 "first_at": first,
             }
 
-        llama_transport.greedy_under_grammar = old_call  # the module-level seam the transport calls
+        llama_completion.greedy_under_grammar = old_call  # the module-level seam the completion path calls
     settings = replace(local_settings(ExoHome.from_env(None), "gemma-3-270m"), n_threads=1, **opts)
     peak = {"anon": 0}
     done = threading.Event()

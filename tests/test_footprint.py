@@ -73,6 +73,7 @@ _NOT_AT_IDLE = (
     "onnxruntime",
     "tokenizers",
     "exo_edge.llama_transport",
+    "exo_edge.llama_completion",
     "exo_edge.chat_run",
     "exo_edge.grammar_decode",
     "exo_edge.fetch",

@@ -18,6 +18,13 @@ from exo_core.cli.args import add_command, home_of
 if TYPE_CHECKING:
     import asyncio
 
+__all__ = ["register", "TYPED_AHEAD"]
+
+# Lines typed (or piped) ahead of the questions they answer, kept until asked. The interview asks a
+# handful of questions and a refused answer keeps its question open, so more lines than this can never
+# all be used: past it the command stops with a UsageError, having written nothing (nothing is dropped).
+TYPED_AHEAD = 256
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``exo onboard``."""
@@ -64,13 +71,20 @@ async def _interview(args: argparse.Namespace) -> int:
 
 def _read_lines_into(inbox: asyncio.Queue[tuple[str, Any]], loop: asyncio.AbstractEventLoop) -> None:
     """Read stdin in a daemon thread (a blocked read never holds the exit), each line into ``inbox``."""
+    import asyncio
+    import concurrent.futures
     import sys
     import threading
 
     def pump() -> None:
         while True:
             line = sys.stdin.readline()
-            loop.call_soon_threadsafe(inbox.put_nowait, ("line", line))
+            # The inbox is bounded: while it is full this thread waits (and a piped writer with it)
+            # instead of a line being dropped; when the command is over, the wait ends with it.
+            try:
+                asyncio.run_coroutine_threadsafe(inbox.put(("line", line)), loop).result()
+            except (RuntimeError, concurrent.futures.CancelledError):
+                return  # the loop closed or cancelled the put: the interview is over, nobody reads
             if not line:
                 return
 
@@ -98,20 +112,26 @@ async def _converse(client: Any, inbox: asyncio.Queue[tuple[str, Any]]) -> int:
     import sys
 
     from exo_core.errors import BrokenResourceError, UsageError
+    from exo_core.store.onboard import QUESTIONS
 
     open_question: dict[str, Any] | None = None
     answered_here: set[str] = set()
-    typed: collections.deque[str] = collections.deque()
+    typed: collections.deque[str] = collections.deque()  # bounded at TYPED_AHEAD: more is refused, not dropped
     ended = False
     while True:
         kind, item = await inbox.get()
         if kind == "gone":
             raise BrokenResourceError("exod stopped during the interview; nothing was written. Run 'exo onboard' again")
         if kind == "line":
-            if item:
-                typed.append(item)
-            else:
+            if not item:
                 ended = True
+            elif len(typed) >= TYPED_AHEAD:
+                raise UsageError(
+                    f"more than {TYPED_AHEAD} lines were typed before the questions they answer; the interview asks "
+                    f"{len(QUESTIONS)} questions, one line each. Nothing was written: run 'exo onboard' again"
+                )
+            else:
+                typed.append(item)
         elif item.type == "notice":
             print(f"  {item.body.get('text', '')}")
         elif item.type == "ui.panel" and item.body.get("kind") == "onboarding":

@@ -5,6 +5,7 @@ Shared by the device tests and ``benchmarks/bench_voice.py`` (one journal reader
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -12,6 +13,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any, Callable
 
 from exo_testkit import ROOT
@@ -159,6 +161,20 @@ class DeviceProc:
                 self.proc.wait(10)
         self.stderr.close()
         return self.proc.returncode
+
+
+@contextlib.contextmanager
+def online_device(
+    home: Path, out: Path, size: str | None = "128x64", extra: list[str] | None = None
+) -> Iterator[DeviceProc]:
+    """A device in ``out`` (made here) whose link to the core is online; quit at the end, its exit code asserted 0."""
+    out.mkdir(exist_ok=True)
+    dev = DeviceProc(home, out, size, extra)
+    try:
+        dev.ev("link", state="online")
+        yield dev
+    finally:
+        assert dev.quit() == 0
 
 
 def reference(state: ScreenState, spec: ScreenSpec, entry: dict[str, Any]):

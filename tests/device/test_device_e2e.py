@@ -15,7 +15,7 @@ from exo_testkit import write_script
 
 from device.layouts import ScreenSpec
 from device.state import Approval, Question, ScreenState, approval_target, local_clock_time
-from devicekit import DeviceProc, reference, same_region
+from devicekit import online_device, reference, same_region
 from voicekit import needs_espeak, needs_sox, sox_stat, speak, wer
 
 pytest.importorskip("gpiozero")
@@ -58,12 +58,7 @@ def test_ask_approve_and_answer_by_voice_on_a_128x64_screen(
     q2 = speak(tmp_path / "q2.wav", "please delete my notes file", voice="en-gb", speed=140)
     q3 = speak(tmp_path / "q3.wav", "book the dentist for next week", voice="en-us", speed=150)
     a3 = speak(tmp_path / "a3.wav", "the second one", voice="en-gb", speed=130)
-    out = tmp_path / "device"
-    out.mkdir()
-    dev = DeviceProc(exo_home, out)
-    try:
-        dev.ev("link", state="online")
-
+    with online_device(exo_home, tmp_path / "device") as dev:
         # 1. Ask by voice: transcribed, answered, shown and spoken.
         mark = dev.mark()
         last = len(dev.frames_index())
@@ -148,8 +143,6 @@ def test_ask_approve_and_answer_by_voice_on_a_128x64_screen(
         answered = dev.wait(lambda r: r.get("type") == "question.answered", mark)
         assert answered["body"]["option"] == 2
         assert dev.ev("answered", mark)["text"] == "Tuesday it is."
-    finally:
-        assert dev.quit() == 0
 
 
 @needs_espeak
@@ -160,11 +153,7 @@ def test_question_answered_with_buttons_on_a_240x240_colour_screen(
     script = [SCRIPT[3], {"text": "Friday it is."}]
     exod_factory(exo_home, write_script(tmp_path / "script.json", script), workspace)
     ask = speak(tmp_path / "ask.wav", "when can I see the dentist", voice="en-us", speed=150)
-    out = tmp_path / "device"
-    out.mkdir()
-    dev = DeviceProc(exo_home, out, size="240x240", extra=["--tts", "none"])
-    try:
-        dev.ev("link", state="online")
+    with online_device(exo_home, tmp_path / "device", size="240x240", extra=["--tts", "none"]) as dev:
         mark = dev.mark()
         dev.send(f"talk {ask}")
         asked = dev.wait(lambda r: r.get("type") == "question.asked", mark)
@@ -190,8 +179,6 @@ def test_question_answered_with_buttons_on_a_240x240_colour_screen(
         dev.send("press allow")
         assert dev.ev("answer", mark)["option"] == 3
         assert dev.ev("answered", mark)["text"] == "Friday it is."
-    finally:
-        assert dev.quit() == 0
 
 
 @needs_espeak
@@ -206,11 +193,7 @@ def test_a_free_text_answer_is_read_back_before_it_is_sent(
     exod_factory(exo_home, write_script(tmp_path / "script.json", [ask, {"text": "Booked."}]), workspace)
     q = speak(tmp_path / "q.wav", "book a hotel for me", voice="en-us", speed=150)
     a = speak(tmp_path / "a.wav", "Lisbon", voice="en-us", speed=130)
-    out = tmp_path / "device"
-    out.mkdir()
-    dev = DeviceProc(exo_home, out, extra=["--tts", "none"])
-    try:
-        dev.ev("link", state="online")
+    with online_device(exo_home, tmp_path / "device", extra=["--tts", "none"]) as dev:
         mark = dev.mark()
         dev.send(f"talk {q}")
         dev.wait(lambda r: r.get("type") == "question.asked", mark)
@@ -223,5 +206,3 @@ def test_a_free_text_answer_is_read_back_before_it_is_sent(
         answered = dev.wait(lambda r: r.get("type") == "question.answered", mark)
         assert answered["body"]["text"] == heard["text"]
         assert dev.ev("answered", mark)["text"] == "Booked."
-    finally:
-        assert dev.quit() == 0

@@ -22,7 +22,7 @@ from exo_testkit import write_script
 
 from device.layouts import ScreenSpec
 from device.state import Approval, Notice, ScreenState, approval_target
-from devicekit import DeviceProc, reference, same_region
+from devicekit import online_device, reference, same_region
 from voicekit import needs_espeak, speak
 
 pytest.importorskip("gpiozero")
@@ -50,11 +50,7 @@ def test_sigkill_shows_offline_then_delivers_or_refuses_visibly(
     exod = exod_factory(exo_home, write_script(tmp_path / "script.json", SCRIPT), workspace)
     q1 = speak(tmp_path / "q1.wav", "please delete my notes file", voice="en-us", speed=150)
     q2 = speak(tmp_path / "q2.wav", "what should I cook tonight", voice="en-gb", speed=150)
-    out = tmp_path / "device"
-    out.mkdir()
-    dev = DeviceProc(exo_home, out, extra=["--tts", "none"])
-    try:
-        dev.ev("link", state="online")
+    with online_device(exo_home, tmp_path / "device", extra=["--tts", "none"]) as dev:
         mark = dev.mark()
         dev.send(f"talk {q1}")
         requested = dev.wait(lambda r: r.get("type") == "approval.requested", mark)["body"]
@@ -121,5 +117,3 @@ def test_sigkill_shows_offline_then_delivers_or_refuses_visibly(
         assert same_region(dev.image(notice), expected, (0, 12, 128, 64))
         seqs = [r["seq"] for r in dev.all("event")]
         assert seqs == sorted(set(seqs))  # nothing repeated across two reconnects
-    finally:
-        assert dev.quit() == 0

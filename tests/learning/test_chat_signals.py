@@ -4,31 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from exo_core.client import ExoClient
 from exo_core.ledger import Ledger
-from exo_testkit import ROOT, write_script
+from exo_testkit import write_script
+from exod_kit import exo, fresh_home, take_turn
 
-ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
-ENV.pop("EXO_HOME", None)
 DRAFT = "Great news!!! The note for Sam is ready!"
 CORRECTION = "No, that's wrong: no exclamation marks, keep it calm."
 RULE = "From now on, never use exclamation marks."
-
-
-def exo(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "exo_core.cli", *args, "--home", str(home)],
-        capture_output=True,
-        text=True,
-        env=ENV,
-        cwd=ROOT,
-    )
 
 
 async def chat(url: str, texts: list[str]) -> None:
@@ -36,23 +22,13 @@ async def chat(url: str, texts: list[str]) -> None:
         await client.hello()
         session = (await client.request("session.create", {"title": "signals"}))["session"]["id"]
         for text in texts:
-            since = (await client.request("events.subscribe", {"since": 0, "limit": 1}))["head"]
-            await client.request("turn.send", {"session": session, "text": text})
-
-            async def watch() -> None:
-                async for event in client.events(since=since):
-                    if event.type == "turn.completed":
-                        return
-
-            await asyncio.wait_for(watch(), 30)
+            await take_turn(client, session, text)
 
 
 def test_a_correction_becomes_a_verdict_on_the_draft_and_a_rule_a_stated_rule(
     tmp_path: Path, exod_factory: Any
 ) -> None:
-    home, ws = tmp_path / "home", tmp_path / "ws"
-    ws.mkdir()
-    assert exo(home, "init").returncode == 0
+    home, ws = fresh_home(tmp_path)
     script = write_script(tmp_path / "s.json", [{"text": DRAFT}] + [{"text": "Understood."}] * 20)
     exod = exod_factory(home, script, ws)
     asyncio.run(chat(exod.url, ["Write a note to Sam about the move.", CORRECTION, RULE, "What time is it?"]))
@@ -87,9 +63,7 @@ def test_a_stated_fact_is_no_rule_and_a_rule_with_a_secret_is_not_recorded(tmp_p
     The facts seam owns a stated fact; "remember" over an instruction or a preference stays a rule;
     a rule that carries a secret shape is never recorded (its words would become a pack line).
     """
-    home, ws = tmp_path / "home", tmp_path / "ws"
-    ws.mkdir()
-    assert exo(home, "init").returncode == 0
+    home, ws = fresh_home(tmp_path)
     script = write_script(tmp_path / "s.json", [{"text": "Understood."}] * 20)
     exod = exod_factory(home, script, ws)
     token = "ghp_" + "A1b2C3d4" * 5

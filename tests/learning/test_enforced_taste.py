@@ -10,9 +10,6 @@ being applied on the next turn.
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,21 +19,10 @@ from hypothesis import strategies as st
 from exo_core.client import ExoClient
 from exo_core.learning.enforce import StreamFix
 from exo_core.ledger import Ledger, load_signing_key
-from exo_testkit import ROOT, write_script
+from exo_testkit import write_script
+from exod_kit import exo, fresh_home
 
-ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
-ENV.pop("EXO_HOME", None)
 LOUD = "Great news!!! Sam's note is ready! Check that a != b."
-
-
-def exo(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "exo_core.cli", *args, "--home", str(home)],
-        capture_output=True,
-        text=True,
-        env=ENV,
-        cwd=ROOT,
-    )
 
 
 def _whole(text: str, keys: frozenset[str]) -> str:
@@ -87,9 +73,7 @@ async def _turn(url: str, text: str) -> tuple[str, str]:
 def test_an_enforced_lesson_is_applied_to_streamed_replies_until_it_is_rejected(
     tmp_path: Path, exod_factory: Any
 ) -> None:
-    home, ws = tmp_path / "home", tmp_path / "ws"
-    ws.mkdir()
-    assert exo(home, "init").returncode == 0
+    home, ws = fresh_home(tmp_path)
     with Ledger.open_store(home / "store", signer=load_signing_key(home / "keys")) as ledger:
         ledger.append("rule", {"text": "From now on, never use exclamation marks.", "session": "s0"})
     assert exo(home, "learn", "review").returncode == 0

@@ -3,27 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from exo_core.client import ExoClient
 from exo_core.ledger import Ledger, load_signing_key
-from exo_testkit import ROOT, write_script
-
-
-def init_home(home: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("EXO_HOME", None)
-    subprocess.run(
-        [sys.executable, "-m", "exo_core.cli", "init", "--home", str(home)],
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
+from exo_testkit import write_script
+from exod_kit import events_head, follow, fresh_home
 
 
 def correct_in_two_sessions(home: Path) -> None:
@@ -43,24 +29,14 @@ async def turn_and_watch(url: str, text: str, want: str | None, seen: list[Any])
     async with ExoClient(url, client_name="test") as client:
         await client.hello()
         session = (await client.request("session.create", {"title": "learn"}))["session"]["id"]
-        since = (await client.request("events.subscribe", {"since": 0, "limit": 1}))["head"]
+        since = await events_head(client)
         await client.request("turn.send", {"session": session, "text": text})
-
-        async def watch() -> None:
-            async for event in client.events(since=since):
-                seen.append(event)
-                if want is None and event.type == "turn.completed":
-                    return
-                if want is not None and event.type == want:
-                    return
-
-        await asyncio.wait_for(watch(), 30)
+        awaited = "turn.completed" if want is None else want
+        await follow(client, since, lambda event, _seen: event.type == awaited, seen=seen)
 
 
 def test_exod_reviews_after_a_turn_and_shows_learned_taste(tmp_path: Path, exod_factory: Any) -> None:
-    home, ws = tmp_path / "home", tmp_path / "ws"
-    ws.mkdir()
-    init_home(home)
+    home, ws = fresh_home(tmp_path)
     script = write_script(tmp_path / "script.json", [{"text": "Noted."}] * 4)
     exod = exod_factory(home, script, ws)
     correct_in_two_sessions(home)
@@ -86,33 +62,24 @@ def test_exod_reviews_after_a_turn_and_shows_learned_taste(tmp_path: Path, exod_
 async def edit_delete_then_turn(url: str) -> tuple[dict[str, Any], list[Any]]:
     async with ExoClient(url, client_name="test") as client:
         await client.hello()
-        since = (await client.request("events.subscribe", {"since": 0, "limit": 1}))["head"]
+        since = await events_head(client)
         listed = await client.request("taste.list", {})
         await client.request("taste.edit", {"id": "taste/em-dash", "text": "Use commas, never em dashes."})
         await client.request("taste.edit", {"id": "taste/em-dash", "delete": True})
         session = (await client.request("session.create", {"title": "after"}))["session"]["id"]
         await client.request("turn.send", {"session": session, "text": "ok"})
-        seen: list[Any] = []
 
-        async def watch() -> None:
-            async for event in client.events(since=since):
-                seen.append(event)
-                if (
-                    event.type == "taste.updated"
-                    and event.body.get("change") == "deleted"
-                    and any(e.type == "turn.completed" for e in seen)
-                ):
-                    return
+        def deleted_after_the_turn(event: Any, seen: list[Any]) -> bool:
+            deleted = event.type == "taste.updated" and event.body.get("change") == "deleted"
+            return deleted and any(e.type == "turn.completed" for e in seen)
 
-        await asyncio.wait_for(watch(), 30)
+        seen = await follow(client, since, deleted_after_the_turn)
         return listed, seen
 
 
 def test_the_person_edits_and_deletes_learned_taste_over_the_protocol(tmp_path: Path, exod_factory: Any) -> None:
     """taste.list/taste.edit are the web's handlers over the taste nodes; the loop reads what they record."""
-    home, ws = tmp_path / "home", tmp_path / "ws"
-    ws.mkdir()
-    init_home(home)
+    home, ws = fresh_home(tmp_path)
     correct_in_two_sessions(home)
     with Ledger.open_store(home / "store", signer=load_signing_key(home / "keys")) as ledger:
         from exo_core.learning import Learner
@@ -138,28 +105,23 @@ def test_the_person_edits_and_deletes_learned_taste_over_the_protocol(tmp_path: 
 async def deny_pushes_then_answer(url: str, home: Path) -> list[Any]:
     async with ExoClient(url, client_name="device") as client:
         await client.hello()
-        since = (await client.request("events.subscribe", {"since": 0, "limit": 1}))["head"]
+        since = await events_head(client)
         session = (await client.request("session.create", {"title": "push"}))["session"]["id"]
         await client.request("turn.send", {"session": session, "text": "ok"})
-        seen: list[Any] = []
 
-        async def watch() -> None:
-            async for event in client.events(since=since):
-                seen.append(event)
-                if event.type == "question.asked":
-                    assert event.body["options"] == ["Yes", "No"]
-                    await client.request("question.answer", {"question_id": event.body["question_id"], "option": 1})
-                if event.type == "taste.updated" and event.body["id"] == "rules/ask-before-push":
-                    return
+        async def answer_yes(event: Any) -> None:
+            if event.type == "question.asked":
+                assert event.body["options"] == ["Yes", "No"]
+                await client.request("question.answer", {"question_id": event.body["question_id"], "option": 1})
 
-        await asyncio.wait_for(watch(), 30)
-        return seen
+        def rule_updated(event: Any, _seen: list[Any]) -> bool:
+            return event.type == "taste.updated" and event.body["id"] == "rules/ask-before-push"
+
+        return await follow(client, since, rule_updated, on_event=answer_yes)
 
 
 def test_a_guarded_lesson_is_asked_and_the_button_answer_promotes_it(tmp_path: Path, exod_factory: Any) -> None:
-    home, ws = tmp_path / "home", tmp_path / "ws"
-    ws.mkdir()
-    init_home(home)
+    home, ws = fresh_home(tmp_path)
     with Ledger.open_store(home / "store", signer=load_signing_key(home / "keys")) as ledger:
         for session in ("p1", "p2", "p3"):
             approval = ledger.append(

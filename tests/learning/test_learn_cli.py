@@ -3,26 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from exo_core.ledger import Ledger, load_signing_key
-from exo_testkit import ROOT
-
-ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
-ENV.pop("EXO_HOME", None)
-
-
-def exo(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "exo_core.cli", *args, "--home", str(home)],
-        capture_output=True,
-        text=True,
-        env=ENV,
-        cwd=ROOT,
-    )
+from exod_kit import exo, store_lint
 
 
 def test_learn_commands(tmp_path: Path) -> None:
@@ -59,11 +43,5 @@ def test_learn_commands(tmp_path: Path) -> None:
     (home / "config.toml").write_text((home / "config.toml").read_text() + '\n[learning]\nroute = "nocolon"\n')
     bad = exo(home, "learn", "queue")
     assert bad.returncode == 2 and "[learning] route" in bad.stderr
-    lint = subprocess.run(
-        [sys.executable, "-m", "exo_core.cli", "store", "lint", str(home / "store")],
-        capture_output=True,
-        text=True,
-        env=ENV,
-        cwd=ROOT,
-    )
+    lint = store_lint(home)
     assert lint.returncode == 0 and "0 error(s), 0 warning(s)" in lint.stdout, lint.stdout

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,21 +16,10 @@ from exo_core.ledger import Ledger
 from exo_core.learning.facts import MAX_FACT_CHARS, FactTooLongError, detect, domain_of
 from exo_core.store import Store
 from exo_core.store.node import Node
-from exo_testkit import ROOT, write_script
+from exo_testkit import write_script
+from exod_kit import exo, fresh_home, store_lint, take_turn
 
-ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
-ENV.pop("EXO_HOME", None)
 SECRET = "hunter2-blue-kite"
-
-
-def exo(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "exo_core.cli", *args, "--home", str(home)],
-        capture_output=True,
-        text=True,
-        env=ENV,
-        cwd=ROOT,
-    )
 
 
 def belief(node_id: str, summary: str) -> Node:
@@ -59,25 +45,21 @@ async def say(url: str, texts: list[str], answers: dict[str, int] | None = None)
         await client.hello()
         session = (await client.request("session.create", {"title": "facts"}))["session"]["id"]
         for text in texts:
-            since = (await client.request("events.subscribe", {"since": 0, "limit": 1}))["head"]
-            await client.request("turn.send", {"session": session, "text": text})
             turn: dict[str, Any] = {"reply": None, "error": None, "asked": []}
 
-            async def watch() -> None:
-                async for event in client.events(since=since):
-                    if event.type == "question.asked":
-                        turn["asked"].append(event.body["text"])
-                        option = (answers or {}).get(text, 2)
-                        await client.request(
-                            "question.answer", {"question_id": event.body["question_id"], "option": option}
-                        )
-                    if event.type == "message.completed" and event.body["role"] == "assistant":
-                        turn["reply"] = event.body["content"]
-                    if event.type == "turn.completed":
-                        turn["error"] = event.body.get("error")
-                        return
+            async def note(event: Any, turn: dict[str, Any] = turn, text: str = text) -> None:
+                if event.type == "question.asked":
+                    turn["asked"].append(event.body["text"])
+                    option = (answers or {}).get(text, 2)
+                    await client.request(
+                        "question.answer", {"question_id": event.body["question_id"], "option": option}
+                    )
+                if event.type == "message.completed" and event.body["role"] == "assistant":
+                    turn["reply"] = event.body["content"]
+                if event.type == "turn.completed":
+                    turn["error"] = event.body.get("error")
 
-            await asyncio.wait_for(watch(), 30)
+            await take_turn(client, session, text, on_event=note)
             out.append(turn)
     return out
 
@@ -88,11 +70,6 @@ def recall(home: Path, query: str) -> list[str]:
     return [block["id"] for block in json.loads(found.stdout)["blocks"]]
 
 
-def lint_store(home: Path) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "exo_core.cli", "store", "lint", str(home / "store")]
-    return subprocess.run(cmd, capture_output=True, text=True, env=ENV, cwd=ROOT)
-
-
 def curated_text(store: Path) -> str:
     return "\n".join(p.read_text(encoding="utf-8") for p in store.rglob("*.md"))
 
@@ -100,9 +77,7 @@ def curated_text(store: Path) -> str:
 def test_five_stated_facts_are_stored_replace_old_beliefs_and_are_recalled_next_session(
     tmp_path: Path, exod_factory: Any
 ) -> None:
-    home, ws = tmp_path / "home", tmp_path / "ws"
-    ws.mkdir()
-    assert exo(home, "init").returncode == 0
+    home, ws = fresh_home(tmp_path)
     store = Store.open(home / "store")
     store.write_node(belief("people/sister", "Your sister lives in Lisbon."))
     store.ensure_domain("health")
@@ -146,14 +121,12 @@ def test_five_stated_facts_are_stored_replace_old_beliefs_and_are_recalled_next_
         ("which tea do I like", "self/favourite-tea"),
     ):
         assert node_id in recall(home, query), query
-    lint = lint_store(home)
+    lint = store_lint(home)
     assert lint.returncode == 0 and "0 error(s), 0 warning(s)" in lint.stdout, lint.stdout
 
 
 def test_a_huge_remember_and_a_secret_are_handled_without_half_writes(tmp_path: Path, exod_factory: Any) -> None:
-    home, ws = tmp_path / "home", tmp_path / "ws"
-    ws.mkdir()
-    assert exo(home, "init").returncode == 0
+    home, ws = fresh_home(tmp_path)
     before = sorted(p.name for p in (home / "store").rglob("*.md"))
     exod = exod_factory(home, write_script(tmp_path / "s.json", []), ws)
     password = f"Remember that my wifi password is {SECRET}."
@@ -172,7 +145,7 @@ def test_a_huge_remember_and_a_secret_are_handled_without_half_writes(tmp_path: 
     assert node.private and SECRET not in curated_text(home / "store")
     with Ledger.open_store(home / "store") as ledger:
         assert ledger.verify().ok
-    lint = lint_store(home)
+    lint = store_lint(home)
     assert lint.returncode == 0 and "0 error(s)" in lint.stdout, lint.stdout
 
 

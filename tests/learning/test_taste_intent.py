@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,21 +13,10 @@ from exo_core.errors import NotFoundError
 from exo_core.ledger import Ledger
 from exo_core.store import Store
 from exo_core.store.onboard import _node as onboarding_node
-from exo_testkit import ROOT, write_script
+from exo_testkit import write_script
+from exod_kit import events_head, exo, follow, fresh_home, store_lint
 
-ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
-ENV.pop("EXO_HOME", None)
 NEW_TONE = "Plain and direct, and no exclamation marks at all."
-
-
-def exo(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "exo_core.cli", *args, "--home", str(home)],
-        capture_output=True,
-        text=True,
-        env=ENV,
-        cwd=ROOT,
-    )
 
 
 def ledger_size(home: Path) -> int:
@@ -39,13 +25,7 @@ def ledger_size(home: Path) -> int:
 
 
 def lint_clean(home: Path) -> str:
-    out = subprocess.run(
-        [sys.executable, "-m", "exo_core.cli", "store", "lint", str(home / "store")],
-        capture_output=True,
-        text=True,
-        env=ENV,
-        cwd=ROOT,
-    )
+    out = store_lint(home)
     assert out.returncode == 0, out.stdout + out.stderr
     return out.stdout
 
@@ -53,31 +33,24 @@ def lint_clean(home: Path) -> str:
 async def edit_tone_then_turn(url: str) -> tuple[int, list[Any]]:
     async with ExoClient(url, client_name="test") as client:
         await client.hello()
-        since = (await client.request("events.subscribe", {"since": 0, "limit": 1}))["head"]
+        since = await events_head(client)
         await client.request("taste.edit", {"id": "taste/tone", "text": NEW_TONE})
-        head = (await client.request("events.subscribe", {"since": 0, "limit": 1}))["head"]
+        head = await events_head(client)
         with pytest.raises(NotFoundError, match="taste/nowhere"):
             await client.request("taste.edit", {"id": "taste/nowhere", "text": "Shorter."})
         session = (await client.request("session.create", {"title": "tone"}))["session"]["id"]
         await client.request("turn.send", {"session": session, "text": "ok"})
-        seen: list[Any] = []
 
-        async def watch() -> None:
-            async for event in client.events(since=since):
-                seen.append(event)
-                if event.type == "taste.updated" and event.body.get("change") == "promoted":
-                    return
+        def promoted(event: Any, _seen: list[Any]) -> bool:
+            return event.type == "taste.updated" and event.body.get("change") == "promoted"
 
-        await asyncio.wait_for(watch(), 30)
-        return head, seen
+        return head, await follow(client, since, promoted)
 
 
 def test_an_edited_tone_row_is_learned_linted_clean_and_comes_back_when_the_lesson_is_rejected(
     tmp_path: Path, exod_factory: Any
 ) -> None:
-    home, ws = tmp_path / "home", tmp_path / "ws"
-    ws.mkdir()
-    assert exo(home, "init").returncode == 0
+    home, ws = fresh_home(tmp_path)
     store = Store.open(home / "store")
     store.write_node(
         onboarding_node("taste/tone", "preference", "Tone", "Preferred tone: Formal.", "reply | draft", "2026-11-01")

@@ -215,6 +215,30 @@ def test_exo_onboard_in_a_terminal_starts_its_own_exod(tmp_path: Path) -> None:
     assert not (home / "run" / "exod.sock").exists()  # the exod it started is stopped again
 
 
+async def test_exo_onboard_holds_lines_typed_ahead_up_to_its_bound_and_refuses_more() -> None:
+    """Lines wait for their questions in a bounded list (``TYPED_AHEAD``): the bound itself is kept, one more is refused.
+
+    At the seam the command reads: its inbox of typed lines and events, with no question open yet.
+    """
+    from exo_core.cli.onboard_cmd import TYPED_AHEAD, _converse
+    from exo_core.errors import UsageError
+    from exo_core.protocol import Event
+
+    done = Event("e1", 1, "s1", "ui.panel", "2026-01-01T00:00:00.000Z", {"kind": "onboarding", "data": {"ok": True}})
+    held: asyncio.Queue[tuple[str, Any]] = asyncio.Queue(maxsize=TYPED_AHEAD + 1)
+    for n in range(TYPED_AHEAD):
+        held.put_nowait(("line", f"answer {n}\n"))
+    held.put_nowait(("event", done))
+    assert await _converse(None, held) == 0  # all TYPED_AHEAD lines were kept until the interview ended
+
+    refused: asyncio.Queue[tuple[str, Any]] = asyncio.Queue(maxsize=TYPED_AHEAD + 1)
+    for n in range(TYPED_AHEAD + 1):
+        refused.put_nowait(("line", f"answer {n}\n"))
+    with pytest.raises(UsageError, match=f"more than {TYPED_AHEAD} lines were typed") as caught:
+        await _converse(None, refused)
+    assert "Nothing was written" in caught.value.message
+
+
 def test_exo_onboard_stops_with_a_clear_error_when_exod_dies_mid_interview(
     tmp_path: Path, exod_factory: Any, workspace: Path
 ) -> None:
