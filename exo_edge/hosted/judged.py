@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any
 
@@ -44,7 +44,7 @@ __all__ = ["judged_stream", "plain_tools", "words_request", "Answer"]
 log = logging.getLogger(__name__)
 
 # One call to the engine: the transport's own stream of seam chunks for a request.
-Answer = Callable[[ModelRequest], AsyncIterator[ModelChunk]]
+Answer = Callable[[ModelRequest], AsyncGenerator[ModelChunk, None]]
 
 
 def plain_tools(tools: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -78,7 +78,7 @@ async def judged_stream(
     judge: CallJudge,
     provider: str,
     decided: Callable[[ChatDecision], None],
-) -> AsyncIterator[ModelChunk]:
+) -> AsyncGenerator[ModelChunk, None]:
     """Stream ``answer(request)`` with its tool calls judged (see the module docstring)."""
     if not request.tools or request.tool_choice != "auto":
         decided(_unjudged(request))
@@ -128,7 +128,7 @@ async def judged_stream(
 
 async def _words(
     answer: Answer, request: ModelRequest, shown: str, *, provider: str, turned_down: str
-) -> AsyncIterator[ModelChunk]:
+) -> AsyncGenerator[ModelChunk, None]:
     """The answer in words after every call was turned down; its failure names the call."""
     # Text the first answer showed stays on the screen; the words start on a new paragraph after it.
     gap = "\n\n" if shown and not shown[-1].isspace() else ""

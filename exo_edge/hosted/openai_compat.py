@@ -17,7 +17,7 @@ again in words (:mod:`exo_edge.hosted.judged`; docs/models.md, "Text or a tool c
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
@@ -176,7 +176,7 @@ class OpenAICompatTransport(HostedTransport):
     def _decided(self, decision: ChatDecision) -> None:
         self.last_decision = decision
 
-    async def _completion(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
+    async def _completion(self, request: ModelRequest) -> AsyncGenerator[ModelChunk, None]:
         """Stream one chat completion as seam chunks, ending with :class:`Finish`."""
         calls: dict[int, _PartialCall] = {}
         finish: str | None = None

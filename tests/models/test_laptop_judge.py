@@ -278,10 +278,11 @@ async def test_through_exod_a_turned_down_call_runs_nothing(provider: FakeProvid
     """A real exod: an ungrounded call's turn is answered in words; a failed retry ends the turn or falls back,
     and no call is run or stored."""
     _need_exod()
+    from exo_testkit import Exod, write_script
+
     from exo_core.client.client import ExoClient
     from exo_core.ledger import Ledger, create_signing_key, load_signing_key
     from exo_core.store import init_store
-    from exo_testkit import Exod, write_script
 
     home, ws = tmp_path / "home", tmp_path / "ws"
     ws.mkdir()
