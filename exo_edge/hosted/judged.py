@@ -66,8 +66,10 @@ def words_request(request: ModelRequest) -> ModelRequest:
 
 def _unjudged(request: ModelRequest) -> ChatDecision:
     """The decision of a request the judge has no say in (no tools, ``none``, or a call asked for)."""
-    if not request.tools or request.tool_choice == "none":
+    if not request.tools:
         return ChatDecision("text", None, None, "no tools offered")
+    if request.tool_choice == "none":
+        return ChatDecision("text", None, None, "no call allowed (tool_choice none)")
     return ChatDecision("call", None, None, f"a call ({request.tool_choice}) was required")
 
 
