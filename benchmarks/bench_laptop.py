@@ -108,7 +108,16 @@ async def ask(router: Any, question: str, tools: tuple[dict[str, Any], ...], max
     }
 
 
-async def bench_model(name: str, base_url: str, general: list[tuple[str, str]], requests: list[Any]) -> dict[str, Any]:
+def _not_judged(call: Any, messages: Any, tools: Any) -> Any:
+    """A judge that accepts every call: ``--no-judge``, the engine's own decisions (the baseline)."""
+    from exo_core.agent.grounding import Grounding
+
+    return Grounding(True, "not judged (--no-judge)")
+
+
+async def bench_model(
+    name: str, base_url: str, general: list[tuple[str, str]], requests: list[Any], *, judged: bool = True
+) -> dict[str, Any]:
     """The general and tool sets against one served model."""
     from exo_core.models import ModelRouter, load_catalog
 
@@ -119,7 +128,15 @@ async def bench_model(name: str, base_url: str, general: list[tuple[str, str]], 
             "timeouts": {"first_byte": 600.0, "idle": 600.0},
         }
     }
-    router = ModelRouter(load_catalog(config, env={}), env={})
+    from exo_edge.hosted import HostedTransports
+
+    catalog = load_catalog(config, env={})
+    # the core's judge on the engine's calls (docs/models.md, "Text or a tool call"), or none for the baseline
+    if judged:
+        hosted = HostedTransports(catalog.timeouts)
+    else:
+        hosted = HostedTransports(catalog.timeouts, judge=_not_judged)
+    router = ModelRouter(catalog, env={}, hosted=hosted)
     tools = exod_tools()
     rows: dict[str, list[dict[str, Any]]] = {"general": [], "tools": []}
     try:
@@ -170,7 +187,9 @@ def score(rows: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     }
 
 
-def run(keys: list[str], threads: int, n_ctx: int, quick: bool, log_dir: Path) -> dict[str, Any]:
+def run(
+    keys: list[str], threads: int, n_ctx: int, quick: bool, log_dir: Path, *, judged: bool = True
+) -> dict[str, Any]:
     """Serve each model in turn and measure it."""
     from exo_edge.laptop_server import ServeSettings, start_server, wait_ready
     from exo_edge.paths import locate_model_file
@@ -193,7 +212,7 @@ def run(keys: list[str], threads: int, n_ctx: int, quick: bool, log_dir: Path) -
             wait_ready(settings.base_url, proc=proc, timeout=600.0)
             load_s = time.perf_counter() - loaded
             print(f"{key}: {alias} served at {settings.base_url} ({load_s:.1f} s to answer)", flush=True)
-            result = asyncio.run(bench_model(alias, settings.base_url, general, requests))
+            result = asyncio.run(bench_model(alias, settings.base_url, general, requests, judged=judged))
             result["server_peak_rss_mb"] = round(proc_memory_kb(proc.pid)["VmHWM"] / 1024, 1)
             result["ready_s"] = round(load_s, 2)
             result["model"] = alias
@@ -281,6 +300,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2, help="server threads (default 2)")
     parser.add_argument("--n-ctx", type=int, default=4096, help="server context window (default 4096)")
     parser.add_argument("--models", default="1.5b,0.5b", help="which of 1.5b,0.5b (default both)")
+    parser.add_argument(
+        "--no-judge", action="store_true", help="run every call the engine proposes (the baseline of the judge)"
+    )
     parser.add_argument("--rescore", type=Path, default=None, metavar="FILE", help="score a saved results file again")
     args = parser.parse_args(argv)
     if args.rescore is not None:
@@ -293,12 +315,13 @@ def main(argv: list[str] | None = None) -> int:
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="bench-laptop-") as tmp:
-        results = run(keys, args.threads, args.n_ctx, args.quick, Path(tmp))
+        results = run(keys, args.threads, args.n_ctx, args.quick, Path(tmp), judged=not args.no_judge)
     data = {
         "benchmark": "laptop",
         "quick": args.quick,
         "threads": args.threads,
         "n_ctx": args.n_ctx,
+        "judged": not args.no_judge,
         "machine": machine_info(),
         "models": results,
     }

@@ -8,8 +8,10 @@ so the core imports none of its transports (docs/architecture.md, "Seams").
 
 from __future__ import annotations
 
+from exo_core.agent.grounding import call_grounding
 from exo_core.agent.model import ModelTransport
 from exo_core.models.catalog import Timeouts
+from exo_edge.chat_run import CallJudge
 from exo_edge.hosted.anthropic import AnthropicTransport
 from exo_edge.hosted.http import HttpClient
 from exo_edge.hosted.openai_compat import OpenAICompatTransport
@@ -25,13 +27,23 @@ TRANSPORTS: dict[str, type[AnthropicTransport] | type[OpenAICompatTransport]] = 
 
 
 class HostedTransports:
-    """Makes the transport of each hosted route; every one shares one HTTP session."""
+    """Makes the transport of each hosted route; every one shares one HTTP session.
 
-    def __init__(self, timeouts: Timeouts = Timeouts()) -> None:
+    ``judge`` rules on the tool calls of OpenAI-compatible engines (the laptop
+    route) before they run, as it does on the local model's (docs/models.md,
+    "Text or a tool call").
+    """
+
+    def __init__(self, timeouts: Timeouts = Timeouts(), *, judge: CallJudge = call_grounding) -> None:
         self.client = HttpClient(timeouts)
+        self.judge = judge
 
     def transport(self, kind: str, *, base_url: str, model: str, api_key: str | None, provider: str) -> ModelTransport:
         """The transport for a provider of ``kind``, one of the catalog's ``HOSTED_KINDS``."""
+        if kind == "openai":
+            return OpenAICompatTransport(
+                self.client, base_url=base_url, model=model, api_key=api_key, provider=provider, judge=self.judge
+            )
         cls = TRANSPORTS[kind]
         return cls(self.client, base_url=base_url, model=model, api_key=api_key, provider=provider)
 

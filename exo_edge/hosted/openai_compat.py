@@ -8,16 +8,21 @@ A stream that ends without a finish reason or ``[DONE]`` was cut: that is a
 retryable network failure. When tools are offered, calls a server leaves in the
 text (``<tool_call>`` blocks: llama-cpp-python's server with a Qwen model) are
 taken out of it by :class:`~exo_edge.hosted.text_calls.TextCallFilter`.
+
+Under ``tool_choice="auto"`` the calls are put to the core's judge before they
+are passed on, and an answer whose calls are all turned down is asked for
+again in words (:mod:`exo_edge.hosted.judged`; docs/models.md, "Text or a tool call").
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
+from exo_core.agent.grounding import call_grounding
 from exo_core.agent.model import (
     ChatMessage,
     Finish,
@@ -29,7 +34,9 @@ from exo_core.agent.model import (
     UsageChunk,
 )
 from exo_core.models.failures import FailureKind, ProviderError, RetryableProviderError
-from exo_edge.hosted.http import HostedTransport, error_for_status, whole_call
+from exo_edge.chat_run import CallJudge, ChatDecision
+from exo_edge.hosted.http import HostedTransport, HttpClient, error_for_status, whole_call
+from exo_edge.hosted.judged import judged_stream
 from exo_edge.hosted.text_calls import TextCallFilter
 
 __all__ = ["OpenAICompatTransport", "openai_messages", "openai_tools"]
@@ -108,10 +115,29 @@ class _PartialCall:
 
 
 class OpenAICompatTransport(HostedTransport):
-    """One route and credential of an OpenAI-compatible provider."""
+    """One route and credential of an OpenAI-compatible provider.
+
+    ``judge`` says whether a call the model proposes under ``tool_choice="auto"``
+    is grounded in the person's words; ``last_decision`` is how the last answer
+    chose between text and a call (as the local transport's).
+    """
 
     PATH = "/chat/completions"
     DONE = "[DONE]"
+
+    def __init__(
+        self,
+        client: HttpClient,
+        *,
+        base_url: str,
+        model: str,
+        api_key: str | None,
+        provider: str,
+        judge: CallJudge = call_grounding,
+    ) -> None:
+        super().__init__(client, base_url=base_url, model=model, api_key=api_key, provider=provider)
+        self.judge = judge
+        self.last_decision: ChatDecision | None = None
 
     def body(self, request: ModelRequest) -> dict[str, Any]:
         """The chat-completions body of ``request`` (streamed, usage included)."""
@@ -139,6 +165,18 @@ class OpenAICompatTransport(HostedTransport):
         return headers
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
+        """Stream one answer as seam chunks, ending with :class:`Finish`; its calls judged (module docstring)."""
+        answer = judged_stream(
+            self._completion, request, judge=self.judge, provider=self.provider, decided=self._decided
+        )
+        async with aclosing(answer) as chunks:
+            async for chunk in chunks:
+                yield chunk
+
+    def _decided(self, decision: ChatDecision) -> None:
+        self.last_decision = decision
+
+    async def _completion(self, request: ModelRequest) -> AsyncGenerator[ModelChunk, None]:
         """Stream one chat completion as seam chunks, ending with :class:`Finish`."""
         calls: dict[int, _PartialCall] = {}
         finish: str | None = None
