@@ -57,8 +57,13 @@ LocalFactory = Callable[[str], ModelTransport]
 class HostedFactory(Protocol):
     """Makes hosted-provider transports and closes what they share (the edge's ``HostedTransports``)."""
 
-    def transport(self, kind: str, *, base_url: str, model: str, api_key: str | None, provider: str) -> ModelTransport:
-        """The transport of one route and credential of a provider of ``kind``."""
+    def transport(
+        self, kind: str, *, base_url: str, model: str, api_key: str | None, provider: str, judge_calls: bool = False
+    ) -> ModelTransport:
+        """The transport of one route and credential of a provider of ``kind``.
+
+        ``judge_calls``: the provider's ``judge_calls`` setting (the core's judge rules on its tool calls).
+        """
         ...
 
     async def aclose(self) -> None:

@@ -168,6 +168,7 @@ def device_config(settings: ServeSettings, *, advertise: str | None = None, fall
         'kind = "openai"\n'
         f'base_url = "http://{host}:{settings.port}/v1"\n'
         f"key_env = {keys}\n"
+        "judge_calls = true\n"
         "\n"
         "[models.roles]\n"
         f'main = ["{route}", "local:{fallback}"]\n'

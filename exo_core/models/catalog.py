@@ -65,6 +65,9 @@ class ProviderSpec:
     models: Mapping[str, ModelPrice] = field(default_factory=dict)
     # The models' window in tokens, for sizing each input (docs/context.md); 0: the router's default.
     context_window: int = 0
+    # Put the model's proposed tool calls to the core's judge before they run (docs/models.md, "Text or a tool
+    # call"): for small models on an engine (the laptop's); off for hosted ones, whose calls it would second-guess.
+    judge_calls: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +194,10 @@ def _provider(name: str, data: Any, where: str) -> ProviderSpec:
     window = data.get("context_window", 0)
     if isinstance(window, bool) or not isinstance(window, int) or window < 0:
         raise ConfigError(f"{where}.context_window must be the model's window in tokens (a positive integer)")
-    return ProviderSpec(name, kind, base_url.rstrip("/"), tuple(key_env), models, window)
+    judge_calls = data.get("judge_calls", False)
+    if not isinstance(judge_calls, bool):
+        raise ConfigError(f"{where}.judge_calls must be true or false")
+    return ProviderSpec(name, kind, base_url.rstrip("/"), tuple(key_env), models, window, judge_calls)
 
 
 def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:

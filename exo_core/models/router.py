@@ -118,7 +118,12 @@ class ModelRouter:
             transport = ScriptedModel.from_file(Path(route.model).expanduser())
         else:
             transport = self._hosted(route).transport(
-                spec.kind, base_url=spec.base_url, model=route.model, api_key=cred.key, provider=route.provider
+                spec.kind,
+                base_url=spec.base_url,
+                model=route.model,
+                api_key=cred.key,
+                provider=route.provider,
+                judge_calls=spec.judge_calls,
             )
         self._transports[key] = transport
         return transport

@@ -38,11 +38,17 @@ class HostedTransports:
         self.client = HttpClient(timeouts)
         self.judge = judge
 
-    def transport(self, kind: str, *, base_url: str, model: str, api_key: str | None, provider: str) -> ModelTransport:
-        """The transport for a provider of ``kind``, one of the catalog's ``HOSTED_KINDS``."""
+    def transport(
+        self, kind: str, *, base_url: str, model: str, api_key: str | None, provider: str, judge_calls: bool = False
+    ) -> ModelTransport:
+        """The transport for a provider of ``kind``, one of the catalog's ``HOSTED_KINDS``.
+
+        ``judge_calls`` (the provider's setting) hands an OpenAI-compatible transport the judge.
+        """
         if kind == "openai":
+            judge = self.judge if judge_calls else None
             return OpenAICompatTransport(
-                self.client, base_url=base_url, model=model, api_key=api_key, provider=provider, judge=self.judge
+                self.client, base_url=base_url, model=model, api_key=api_key, provider=provider, judge=judge
             )
         cls = TRANSPORTS[kind]
         return cls(self.client, base_url=base_url, model=model, api_key=api_key, provider=provider)

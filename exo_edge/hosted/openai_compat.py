@@ -133,7 +133,7 @@ class OpenAICompatTransport(HostedTransport):
         model: str,
         api_key: str | None,
         provider: str,
-        judge: CallJudge = call_grounding,
+        judge: CallJudge | None = call_grounding,
     ) -> None:
         super().__init__(client, base_url=base_url, model=model, api_key=api_key, provider=provider)
         self.judge = judge
@@ -165,10 +165,16 @@ class OpenAICompatTransport(HostedTransport):
         return headers
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
-        """Stream one answer as seam chunks, ending with :class:`Finish`; its calls judged (module docstring)."""
-        answer = judged_stream(
-            self._completion, request, judge=self.judge, provider=self.provider, decided=self._decided
-        )
+        """Stream one answer as seam chunks, ending with :class:`Finish`; its calls judged (module docstring).
+
+        Without a judge (a provider whose ``judge_calls`` is off) the engine's answer passes as it is.
+        """
+        if self.judge is None:
+            answer = self._completion(request)
+        else:
+            answer = judged_stream(
+                self._completion, request, judge=self.judge, provider=self.provider, decided=self._decided
+            )
         async with aclosing(answer) as chunks:
             async for chunk in chunks:
                 yield chunk

@@ -28,7 +28,8 @@ def write_home_config(
         "[models.providers.laptop]\n"
         'kind = "openai"\n'
         f'base_url = "{base_url}"\n'
-        "key_env = []\n\n"
+        "key_env = []\n"
+        "judge_calls = true\n\n"
         "[models.providers.scripted]\n"
         'kind = "scripted"\n\n'
         "[models.roles]\n"

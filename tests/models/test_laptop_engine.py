@@ -55,6 +55,7 @@ def test_serve_prints_the_command_and_a_config_the_router_accepts(tmp_path: Path
     assert (
         catalog.provider("laptop").base_url.endswith(":8081/v1") and config["learning"]["route"] == "laptop:big-model"
     )
+    assert catalog.provider("laptop").judge_calls, "the laptop's small model gets the core's judge of its calls"
 
 
 def test_serve_with_a_key_tells_the_device_which_variable_holds_it(tmp_path: Path) -> None:

@@ -64,7 +64,9 @@ def call_events(name: str, arguments: dict[str, Any], *, pieces: int = 3, before
 
 
 def transport(server: FakeProvider, hosted: HostedTransports) -> OpenAICompatTransport:
-    made = hosted.transport("openai", base_url=server.base_url("laptop"), model="m", api_key=None, provider="laptop")
+    made = hosted.transport(
+        "openai", base_url=server.base_url("laptop"), model="m", api_key=None, provider="laptop", judge_calls=True
+    )
     assert isinstance(made, OpenAICompatTransport)
     return made
 
@@ -238,7 +240,14 @@ async def test_through_the_router_a_failed_retry_before_any_output_names_the_cal
     )
     config = {
         "models": {
-            "providers": {"laptop": {"kind": "openai", "base_url": provider.base_url("laptop"), "key_env": []}},
+            "providers": {
+                "laptop": {
+                    "kind": "openai",
+                    "base_url": provider.base_url("laptop"),
+                    "key_env": [],
+                    "judge_calls": True,
+                }
+            },
             "roles": {"main": ["laptop:m"]},
         }
     }
@@ -292,6 +301,7 @@ async def test_through_exod_a_turned_down_call_runs_nothing(provider: FakeProvid
         (ws / name).write_text("a file the person never named\n", encoding="utf-8")
     fallback = write_script(tmp_path / "fallback.json", [{"text": FALLBACK}] * 5)
     spare = f'\n[models.providers.spare]\nkind = "openai"\nbase_url = "{provider.base_url("spare")}"\nkey_env = []\n'
+    spare += "judge_calls = true\n"
     # With a store, exod puts a message the signal decision is unsure of to the laptop's larger model
     # (docs/decisions.md §7a); off here, so the engine's scripted replies are the turns' own.
     spare += '\n[decisions]\nlarger = "none"\n'
@@ -358,3 +368,30 @@ async def test_through_exod_a_turned_down_call_runs_nothing(provider: FakeProvid
     # the ledger: the person's three messages, and the replies as the only actions (no call was run or asked about)
     assert kinds.count("utterance") == 3 and "approval" not in kinds, kinds
     assert ("reply", "The capital of France is Paris.") in actions and {a[0] for a in actions} == {"reply"}, actions
+
+
+async def test_a_provider_without_judge_calls_passes_its_calls_as_they_are(provider: FakeProvider) -> None:
+    """Hosted providers keep their own say (a big model's calls are not second-guessed): off by default."""
+    provider.script("laptop", Reply(events=call_events("read_file", {"path": "france.txt"})))
+    hosted = HostedTransports()
+    made = hosted.transport("openai", base_url=provider.base_url("laptop"), model="m", api_key=None, provider="laptop")
+    try:
+        chunks = await collect(made, FRANCE)
+    finally:
+        await hosted.aclose()
+    assert calls_of(chunks) == [ToolCall("call_1", "read_file", {"path": "france.txt"})]
+    assert provider.count("laptop") == 1
+
+
+def test_judge_calls_is_read_from_the_provider_and_must_be_a_boolean() -> None:
+    from exo_core.errors import ConfigError
+    from exo_core.models.catalog import load_catalog
+
+    def laptop(**extra: object) -> dict[str, object]:
+        spec = {"kind": "openai", "base_url": "http://127.0.0.1:8081/v1", "key_env": [], **extra}
+        return {"models": {"providers": {"laptop": spec}}}
+
+    assert load_catalog(laptop(judge_calls=True)).provider("laptop").judge_calls is True
+    assert load_catalog(laptop()).provider("laptop").judge_calls is False
+    with pytest.raises(ConfigError, match="judge_calls must be true or false"):
+        load_catalog(laptop(judge_calls="yes"))

@@ -57,7 +57,9 @@ class _Plain:
 
 
 class _Hosted:
-    def transport(self, kind: str, *, base_url: str, model: str, api_key: str | None, provider: str) -> _Plain:
+    def transport(
+        self, kind: str, *, base_url: str, model: str, api_key: str | None, provider: str, judge_calls: bool = False
+    ) -> _Plain:
         return _Plain()
 
     async def aclose(self) -> None:
