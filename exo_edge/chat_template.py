@@ -52,7 +52,8 @@ __all__ = [
 
 CALL_OPEN = "<tool_call>"
 CALL_CLOSE = "</tool_call>"
-_CALL_BLOCK = re.compile(re.escape(CALL_OPEN) + r"(.*?)(?:" + re.escape(CALL_CLOSE) + r"|$)", re.DOTALL)
+# What may stand between the opening tag and the call's JSON: whitespace and a code fence.
+_CALL_LEAD = re.compile(r"\s*(?:```(?:json)?\s*)?")
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
 
 
@@ -186,8 +187,36 @@ def parse_native_calls(text: str, tools: Sequence[Mapping[str, Any]] = ()) -> tu
     ``tools`` (when given) limits the names a call may use.
     """
     names = {str(t["name"]) for t in tools}
-    blocks = [m.group(1) for m in _CALL_BLOCK.finditer(text)]
-    return tuple(_one_call(body, i, names) for i, body in enumerate(blocks))
+    calls: list[ToolCall] = []
+    opening = text.find(CALL_OPEN)
+    while opening >= 0:
+        body, end = _call_body(text, opening + len(CALL_OPEN))
+        calls.append(_one_call(body, len(calls), names))
+        opening = text.find(CALL_OPEN, end)
+    return tuple(calls)
+
+
+def _call_body(text: str, start: int) -> tuple[str, int]:
+    """One call block's text from ``start`` (after the opening tag), and where the block ends.
+
+    The call's JSON object is read whole first: an argument may itself hold
+    ``</tool_call>`` (a file's content, a command's text), so the first closing
+    tag is not the block's end. Text that is no JSON object runs to the
+    closing tag (or the end), for :func:`_one_call` to quote in its error.
+    """
+    lead = _CALL_LEAD.match(text, start)
+    brace = lead.end() if lead else start
+    if text.startswith("{", brace):
+        try:
+            _, end = json.JSONDecoder().raw_decode(text, brace)
+        except json.JSONDecodeError:
+            pass
+        else:
+            return text[start:end], end
+    closing = text.find(CALL_CLOSE, start)
+    if closing < 0:
+        return text[start:], len(text)
+    return text[start:closing], closing + len(CALL_CLOSE)
 
 
 def native_call_grammar(tools: Sequence[Mapping[str, Any]], choice: str = "auto") -> str:

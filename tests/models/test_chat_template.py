@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from exo_core.agent.model import ChatMessage, ToolCall
@@ -171,6 +171,7 @@ _ARGS = st.dictionaries(
 
 @settings(max_examples=150, deadline=None)
 @given(_ARGS)
+@example({"command": "</tool_call>"})  # found by Hypothesis: the first closing tag is not the block's end
 def test_a_rendered_call_parses_back_to_itself(arguments: dict) -> None:
     pytest.importorskip("llama_cpp", reason="llama-cpp-python renders chat templates (scripts/install_edge.sh)")
     call = ToolCall("call_0", "bash", arguments)
@@ -188,3 +189,13 @@ def test_the_call_grammar_compiles_and_names_only_offered_tools() -> None:
     assert '\\"read_file\\"' not in native_call_grammar(TOOLS, "bash")
     with pytest.raises(ValueError, match="not among the offered tools"):
         native_call_grammar(TOOLS, "nosuch")
+
+
+def test_an_argument_holding_the_closing_tag_parses_whole() -> None:
+    """A file's content may say ``</tool_call>``: the call's JSON is read whole, not cut at the first tag."""
+    body = '{"name": "bash", "arguments": {"command": "echo \'</tool_call>\' > tags.txt"}}'
+    calls = parse_native_calls(f"<tool_call>\n{body}\n</tool_call>\n<tool_call>\n{body}\n</tool_call>", TOOLS)
+    assert [c.arguments for c in calls] == [{"command": "echo '</tool_call>' > tags.txt"}] * 2
+    assert [c.id for c in calls] == ["call_0", "call_1"]
+    fenced = parse_native_calls(f"<tool_call>\n```json\n{body}\n```\n</tool_call>", TOOLS)
+    assert fenced[0].arguments == {"command": "echo '</tool_call>' > tags.txt"}
