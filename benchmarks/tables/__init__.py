@@ -69,6 +69,7 @@ RENDERERS: dict[str, Table] = {
     "exod_tools_qwen.rerun": Table(
         files=(_QWEN_TOOLS, f"{_QWEN_TOOLS}_rank_whole_call"), render=models.exod_tools_rerun
     ),
+    "store_answers_standard": _one("store_answers_standard", models.store_answers),
     "generation": _one("generation", models.generation),
     "generation_matrix": _one("generation_matrix", models.generation_matrix),
     "learning": _one("learning", people.learning),

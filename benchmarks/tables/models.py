@@ -254,3 +254,28 @@ def generation_matrix(data: dict[str, Any]) -> list[str]:
             ]
         )
     return md_table(headers, rows, align="rlrrrrrr")
+
+
+def store_answers(data: dict[str, Any]) -> list[str]:
+    """§15: answers from the store through ``exo chat``, per half and in all (``exo bench answers``)."""
+
+    def line(label: str, part: dict[str, Any], strong: bool = False) -> list[str]:
+        cells = [
+            f"{frac(part['right'], part['of'])} ({fixed(part['percent'], 1)} %)",
+            frac(part["store"]["right"], part["store"]["of"]),
+            frac(part["general"]["right"], part["general"]["of"]),
+            frac(part["file"]["right"], part["file"]["of"]),
+        ]
+        if strong:
+            cells = [f"**{cell}**" for cell in cells]
+        return [label, *cells, str(part["general_with_tool_call"]), str(part["turn_errors"])]
+
+    halves = data["halves"]
+    rows = [
+        line(f"open half ({halves['open']['of']})", halves["open"]),
+        line(f"held-out half ({halves['heldout']['of']})", halves["heldout"]),
+        line(f"**all ({data['all']['of']})**", data["all"], strong=True),
+    ]
+    model = "Qwen2.5-Coder 0.5B" if data["board"] == "standard" else data["board"]
+    headers = [f"`{data['board']}` ({model})", "right", "store", "general", "file"]
+    return md_table([*headers, "general with a tool call", "turn errors"], rows)
