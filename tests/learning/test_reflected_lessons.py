@@ -133,7 +133,10 @@ def test_a_catalog_correction_is_not_sent_to_the_larger_model(tmp_path: Path) ->
 
 def test_a_lesson_outside_the_catalog_passes_the_same_held_out_gate(tmp_path: Path) -> None:
     env, queue = _setup(tmp_path)
-    for n in range(12):
+    # 24 drafts, not 12: the held-out part is the newest fifth plus a hash sample of entry ids, and the ids
+    # hash the test's random signing key; with 12 drafts the gate saw too few items and failed ~1 run in 8
+    # (0 of 46 with 24).
+    for n in range(24):
         judged = _draft(env, "s1", TLDR if n % 2 == 0 else "Run make clean.")
         if n % 2 == 0:
             env.verdict(judged, "reject", "s1", reason="Drop the TL;DR line, please.")
