@@ -436,6 +436,9 @@ def run_chat(
         if found is not None:
             return _summary("call", found, tokens, reused, accepted), ChatDecision("call", share, accepted, verdict)
     result = _text(llm, tokens, request, stop=stop, seed=seed, banned=banned, emit=emit, cancel=cancel, hold=use_tools)
+    if result["held"] and result["interrupted"]:
+        # the person never saw it, so none of it is the answer (kept, it would show the model a call next turn)
+        result = {**result, "text": ""}
     if not result["held"] or result["interrupted"]:
         return _summary("text", result, tokens, reused), ChatDecision("text", share, proposed, verdict)
     evaluated = (tokens, reused)
