@@ -262,12 +262,58 @@ def run_completion(
                 max_tokens=request.max_tokens,
                 cancel=cancel,
             )
+            cut = result["finish"] == "length" and not result["interrupted"]
+            if cut and request.tool_choice == "auto":
+                result = _words_instead(
+                    llm, request, fmt=fmt, seed=seed, stop=stop, emit=emit, cancel=cancel, tidy=tidy
+                )
+                mode = "text"
     finally:
         trim_heap()
     end = time.perf_counter()
     return _summary(
         llm, result, mode=mode, text=result["text"], prompt_tokens=len(tokens), reused=reused, span=(start, end)
     )
+
+
+def _words_instead(
+    llm: Any,
+    request: ModelRequest,
+    *,
+    fmt: Any,
+    seed: int,
+    stop: list[str],
+    emit: Emit,
+    cancel: threading.Event,
+    tidy: AnswerTidy,
+) -> dict[str, Any]:
+    """The answer in words, from the prompt without tools, after a call that ran to ``max_tokens``.
+
+    A base model sometimes begins a call and never closes it (Gemma 270M wrote a
+    512-token ``ask_person`` question in the `small` answer benchmark,
+    docs/benchmarks.md §15). Nobody saw that call, and failing the turn would
+    cost the person the answer and the route its health, so the question is
+    answered without the tool list, as the chat path does with a cut candidate
+    (docs/models.md, "Text or a tool call").
+    """
+    prompt = render_completion(request.messages, fmt, ())
+    tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=False)
+    result = _generate(
+        llm,
+        tokens,
+        request,
+        seed=seed,
+        stop=stop,
+        grammar=None,
+        emit=emit,
+        cancel=cancel,
+        watch_call=True,
+        stream_text=True,
+        tidy=tidy,
+    )
+    if result["saw_call"]:
+        return {**result, "text": ""}  # the same call begun again: no words, rather than a call shown as text
+    return result
 
 
 def run_chat_grammar(

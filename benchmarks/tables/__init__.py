@@ -70,6 +70,7 @@ RENDERERS: dict[str, Table] = {
         files=(_QWEN_TOOLS, f"{_QWEN_TOOLS}_rank_whole_call"), render=models.exod_tools_rerun
     ),
     "store_answers_standard": _one("store_answers_standard", models.store_answers),
+    "store_answers_small": _one("store_answers_small", models.store_answers),
     "generation": _one("generation", models.generation),
     "generation_matrix": _one("generation_matrix", models.generation_matrix),
     "learning": _one("learning", people.learning),

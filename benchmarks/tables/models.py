@@ -256,6 +256,10 @@ def generation_matrix(data: dict[str, Any]) -> list[str]:
     return md_table(headers, rows, align="rlrrrrrr")
 
 
+BOARD_MODELS = {"standard": "Qwen2.5-Coder 0.5B", "small": "Gemma 3 270M", "laptop": "Qwen2.5-Coder 1.5B"}
+"""The model each board profile's home runs (DESIGN §5), as the answer tables name it."""
+
+
 def store_answers(data: dict[str, Any]) -> list[str]:
     """§15: answers from the store through ``exo chat``, per half and in all (``exo bench answers``)."""
 
@@ -276,6 +280,6 @@ def store_answers(data: dict[str, Any]) -> list[str]:
         line(f"held-out half ({halves['heldout']['of']})", halves["heldout"]),
         line(f"**all ({data['all']['of']})**", data["all"], strong=True),
     ]
-    model = "Qwen2.5-Coder 0.5B" if data["board"] == "standard" else data["board"]
+    model = BOARD_MODELS.get(data["board"], data["board"])
     headers = [f"`{data['board']}` ({model})", "right", "store", "general", "file"]
     return md_table([*headers, "general with a tool call", "turn errors"], rows)

@@ -213,6 +213,19 @@ async def test_auto_tool_choice_calls_or_answers(transport: LlamaTransport) -> N
 
 
 @pytest.mark.model
+async def test_a_call_cut_at_max_tokens_becomes_words_unless_a_call_was_required(transport: LlamaTransport) -> None:
+    # "Set a timer" opens a call (above); 6 tokens cannot hold its JSON. With the choice left to
+    # the model the person gets words, not a failed turn; when a call was required, a typed error.
+    chunks = [c async for c in transport.stream(ask("Set a timer for 5 minutes.", tools=(TIMER,), max_tokens=6))]
+    assert not [c for c in chunks if isinstance(c, ToolCallChunk)]
+    assert isinstance(chunks[-1], Finish) and chunks[-1].reason != "tool_calls"
+    assert "{" not in text_of(chunks)  # no half-written call shown as text
+    with pytest.raises(ProviderError, match="cut at max_tokens 6"):
+        required = ask("Set a timer for 5 minutes.", tools=(TIMER,), tool_choice="required", max_tokens=6)
+        [c async for c in transport.stream(required)]
+
+
+@pytest.mark.model
 async def test_interrupt_stops_generation(settings: LlamaSettings) -> None:
     # no stop strings: the model would write for max_tokens without the interrupt
     free = dataclasses.replace(settings, prompt=PromptFormat(format="completion", stop=()))
