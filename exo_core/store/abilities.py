@@ -195,8 +195,8 @@ def _write_router(store: Store) -> None:
         private_dir(index.parent)
         atomic_write_text(index, _INDEX + rule + "\n")
     store.ensure_domain(DOMAIN, about=_ABOUT_DOMAIN)  # after the router is written: only the root's line
-    text = index.read_text(encoding="utf-8")
-    if f"[[{ABILITIES_ID}]]" in text:
+    if any(ABILITIES_ID in existing.targets for existing in store.router(DOMAIN).rules):
         return
+    text = index.read_text(encoding="utf-8")
     heading = "" if "## Load rules" in text else "\n## Load rules\n\n"
     atomic_write_text(index, text.rstrip("\n") + "\n" + heading + rule + "\n")
