@@ -14,14 +14,16 @@ import os
 import tomllib
 from pathlib import Path
 
-from exo_core.errors import ConfigError
+from exo_core.errors import ConfigError, ExoError
 from exo_core.home import ExoHome
 from exo_core.ledger import ensure_signing_key
 from exo_core.models.boards import BoardProfile, profile_config
 from exo_core.private_files import private_dir, private_file
-from exo_core.store import init_store
+from exo_core.store import Store, init_store
+from exo_core.store.abilities import Board, refresh_abilities
+from exo_core.tools.spec import ToolSpec, abilities
 
-__all__ = ["init_home"]
+__all__ = ["init_home", "refresh_abilities_note", "default_tool_specs"]
 
 
 def _apply_board(home: ExoHome, profile: BoardProfile, explicit: bool) -> str:
@@ -50,6 +52,33 @@ def _apply_board(home: ExoHome, profile: BoardProfile, explicit: bool) -> str:
     os.chmod(tmp, home.config_path.stat().st_mode & 0o777)
     os.replace(tmp, home.config_path)
     return f"added board {profile.name} to {home.config_path}"
+
+
+def default_tool_specs() -> list[ToolSpec]:
+    """The tools exod offers on a home with no plugins: the built-in ones and ``ask_person`` (engine/core.py)."""
+    from exo_core.agent.questions import ASK_PERSON
+    from exo_core.tools import builtin_tools
+
+    return [*builtin_tools().specs(), ASK_PERSON]
+
+
+def _board(home: ExoHome) -> Board | None:
+    """The home's board profile and its model, when config.toml names a known board."""
+    from exo_core.models.boards import BOARDS
+
+    name = home.config().get("board")
+    profile = BOARDS.get(name) if isinstance(name, str) else None
+    if profile is None:
+        return None
+    return Board(profile.name, profile.model)
+
+
+def refresh_abilities_note(home: ExoHome, store_path: Path, specs: list[ToolSpec]) -> str:
+    """Write or refresh the store's note of what this Exo can do (exo_core/store/abilities.py); what was done.
+
+    ``exo init`` passes :func:`default_tool_specs`; exod passes the tools it offers (plugins included).
+    """
+    return refresh_abilities(Store.open(store_path), abilities(specs), board=_board(home))
 
 
 def init_home(
@@ -97,5 +126,9 @@ def init_home(
     else:
         init_store(store_path, owner_key_ids=[signer.key_id])
         report.append(f"created store {store_path} from store_template/ (owner {signer.key_id})")
+    try:
+        report.append(refresh_abilities_note(home, store_path, default_tool_specs()))
+    except ExoError as exc:  # the home is ready without it; exod tries again when it starts
+        report.append(f"did not write the note of what this Exo can do: {exc.message}")
     report.append(f"Exo home ready at {home.root}")
     return report

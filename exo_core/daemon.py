@@ -22,13 +22,16 @@ store is configured, and ``store.onboard`` runs the onboarding interview
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from exo_core.agent.model import ModelTransport
+from exo_core.bootstrap import refresh_abilities_note
 from exo_core.engine.commands import store_handlers
 from exo_core.engine.core import Core, CoreOptions
+from exo_core.errors import ExoError
 from exo_core.home import ExoHome
 from exo_core.learning.service import ReviewService
 from exo_core.server.transports import TransportSettings, serve_transports
@@ -38,6 +41,8 @@ if TYPE_CHECKING:
     from exo_core.learning.learner import Learner
 
 __all__ = ["run_daemon"]
+
+log = logging.getLogger(__name__)
 
 
 async def run_daemon(
@@ -62,6 +67,7 @@ async def run_daemon(
 
     async with Core.open(home, model=model, options=options) as core:
         store_root = store or home.store_path()
+        await _refresh_abilities(home, store_root, core)
         learner = _learner(core)
         taste = TasteRows(store_root, core.hub, core.options.recorder, learner)
         onboarding = Onboarding(store_root, core)
@@ -76,6 +82,22 @@ async def run_daemon(
             ready=ready,
             closing=(onboarding.aclose,),  # a running interview stops before the streams and listeners do
         )
+
+
+async def _refresh_abilities(home: ExoHome, store_root: Path, core: Core) -> None:
+    """The store's note of what this Exo can do, from the tools this core offers (plugins' included).
+
+    Before the listeners start, so the first question about Exo reads it (exo_core/store/abilities.py).
+    """
+    if not (store_root / "STORE.toml").is_file():
+        return
+    specs = core.options.tools.specs()
+    try:
+        done = await asyncio.to_thread(refresh_abilities_note, home, store_root, specs)
+    except ExoError as exc:  # exod serves without it; the note is an answer's help, not a dependency
+        log.warning("could not write the note of what this Exo can do: %s", exc.message)
+        return
+    log.info("%s", done)
 
 
 def _learner(core: Core) -> Learner | None:

@@ -29,9 +29,22 @@ from exo_core.protocol import commands as cmd
 from exo_core.protocol.events import QuestionAnswered, QuestionAsked
 from exo_core.tools.spec import ToolContext, ToolResult, ToolSpec, object_schema
 
-__all__ = ["Answer", "QuestionBroker", "AskPersonTool", "MAX_OPTIONS", "placeholder"]
+__all__ = ["Answer", "QuestionBroker", "AskPersonTool", "ASK_PERSON", "MAX_OPTIONS", "placeholder"]
 
 MAX_OPTIONS = 9
+# The tool's spec apart from a broker, so ``exo init`` can name what exod will offer (exo_core/engine/core.py).
+ASK_PERSON = ToolSpec(
+    name="ask_person",
+    ability="ask the person questions",
+    description="Ask the person a short question and wait for the answer. "
+    f"Give up to {MAX_OPTIONS} short options when the answer is a choice.",
+    parameters=object_schema(
+        ("question",),
+        question="string",
+        allow_text="boolean",
+        options={"type": "array", "items": {"type": "string"}},
+    ),
+)
 _REMEMBERED = 256
 # Words a small model copies from a tool's schema or examples instead of writing a question: shown to
 # the person they mean nothing, and a turn would wait on them (docs/protocol.md "question.asked").
@@ -169,17 +182,7 @@ class AskPersonTool:
     def __init__(self, broker: QuestionBroker, *, timeout: float = 600.0) -> None:
         self._broker = broker
         self._timeout = timeout
-        self.spec = ToolSpec(
-            name="ask_person",
-            description="Ask the person a short question and wait for the answer. "
-            f"Give up to {MAX_OPTIONS} short options when the answer is a choice.",
-            parameters=object_schema(
-                ("question",),
-                question="string",
-                allow_text="boolean",
-                options={"type": "array", "items": {"type": "string"}},
-            ),
-        )
+        self.spec = ASK_PERSON
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         options = arguments.get("options") or []

@@ -59,8 +59,13 @@ class PluginContext:
         toolset: str | None = None,
         effects: tuple[str, ...] = (),
         check: Callable[[], bool] | None = None,
+        ability: str = "",
     ) -> None:
-        """Offer a tool to the model; ``schema`` is the JSON Schema of its arguments."""
+        """Offer a tool to the model; ``schema`` is the JSON Schema of its arguments.
+
+        ``ability`` says in a few words what the tool lets the assistant do ("book tables"); the
+        store's generated note of what this Exo can do names it (docs/store.md, "What this Exo can do").
+        """
         if risk not in _RISKS:
             raise ConfigError(f"tool {name!r}: risk must be low, medium or high")
         spec = ToolSpec(
@@ -70,6 +75,7 @@ class PluginContext:
             _RISKS[risk],
             toolset or self.owner,
             tuple(effects),
+            ability=ability,
         )
         self._host.tools.add(FunctionTool(spec, handler, available=check))
         self._did(f"tool:{name}", lambda: self._host.tools.remove(name))

@@ -218,9 +218,12 @@ class Retriever:
                     docs[doc_id], today=today, past=past, scope=scope, session=session_id
                 )
 
+            def ranks(doc_id: str) -> bool:  # a pin-only node comes by its load rule alone
+                return ok(doc_id) and not rank.pin_only(docs[doc_id])
+
             # Filter first, then fuse the top ``depth`` that may be shown (so the current
             # session's own turns, or expired beliefs, never take a candidate's place).
-            lists = [[(i, s) for i, s in ranked_list if ok(i)] for ranked_list in (bm25, dense)]
+            lists = [[(i, s) for i, s in ranked_list if ranks(i)] for ranked_list in (bm25, dense)]
             scores = rank.fuse(
                 lists,
                 weights=self.settings.weights,
@@ -229,8 +232,8 @@ class Retriever:
                 ended=[len(bm25) < want, len(dense) < want],
             )
             scores = rank.context(scores, self.lexical.session_turns(sorted(scores)), self.settings.context)
-            fused = {i: s * rank.KIND_PRIOR.get(docs[i].kind, 1.0) for i, s in scores.items() if ok(i)}
-            fused = rank.expand(fused, docs, self._links, ok, past=past)
+            fused = {i: s * rank.KIND_PRIOR.get(docs[i].kind, 1.0) for i, s in scores.items() if ranks(i)}
+            fused = rank.expand(fused, docs, self._links, ranks, past=past)
             pinned = [docs[i] for i in self.pins(query) if ok(i)]
             ranking = rank.ranked(fused)
             packed = pack(pinned, [(docs[i], s) for i, s in ranking], budget or self.settings.budget, limit=limit)

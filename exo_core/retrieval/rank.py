@@ -13,6 +13,8 @@
   sits beside the turn that matched its words (an answer follows its question).
 * :func:`keep` — drop beliefs past ``valid_until`` unless the query is about
   the past, private nodes for agent scopes, and turns of the current session.
+* :func:`pin_only` — a node tagged :data:`PIN_ONLY` comes only when a load
+  rule pins it, never by similarity (the generated ``exo/abilities`` note).
 * :func:`expand` — one hop from the top 8 nodes: a superseded node is swapped
   for its successor, a ``contradicts`` link pulls in the other side, other
   links add their target at the parent's score times :data:`LINK_WEIGHTS`.
@@ -24,6 +26,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 
 from exo_core.retrieval.docs import Doc
+from exo_core.store.node import PIN_ONLY
 
 __all__ = [
     "fuse",
@@ -34,6 +37,8 @@ __all__ = [
     "RRF_K",
     "about_past",
     "keep",
+    "pin_only",
+    "PIN_ONLY",
     "expand",
     "ranked",
 ]
@@ -126,6 +131,16 @@ def keep(doc: Doc, *, today: str, past: bool, scope: str, session: str | None) -
     if doc.kind != "node":
         return doc.kind != "turn" or session is None or doc.session != session
     return not (doc.private and scope != "person") and (past or doc.valid_until is None or today < doc.valid_until)
+
+
+def pin_only(doc: Doc) -> bool:
+    """True for a node that only a load rule brings into a prompt (tagged :data:`PIN_ONLY`).
+
+    The note of what Exo can do is one (exo_core/store/abilities.py): in a small store every node
+    is among the nearest to any question, and read for "Read the file notes.txt." it would change
+    a file request it has nothing to do with (docs/models.md, "The base prompt").
+    """
+    return doc.kind == "node" and PIN_ONLY in doc.tags.split()
 
 
 def expand(

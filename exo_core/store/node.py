@@ -30,6 +30,7 @@ __all__ = [
     "render_node",
     "node_id_for",
     "NODE_ID",
+    "PIN_ONLY",
 ]
 
 NODE_TYPES = frozenset(
@@ -64,6 +65,8 @@ REQUIRED_KEYS = (
     "links",
 )
 OPTIONAL_KEYS = ("valid_until", "tags", "private", "aliases")
+# The tag of a node recalled only when a load rule pins it, never by similarity (docs/retrieval.md, "Pinned only").
+PIN_ONLY = "pin-only"
 _LIST_KEYS = frozenset({"sources", "links", "tags", "aliases"})
 _CHOICES = {"type": tuple(sorted(NODE_TYPES)), "confidence": CONFIDENCE, "stability": STABILITY}
 

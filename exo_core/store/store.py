@@ -169,8 +169,11 @@ class Store:
         atomic_write_text(path, text)
         return path
 
-    def ensure_domain(self, domain: str) -> None:
-        """Create ``<domain>/INDEX.md`` and link it from the root router, if missing."""
+    def ensure_domain(self, domain: str, *, about: str = "") -> None:
+        """Create ``<domain>/INDEX.md`` and link it from the root router, if missing.
+
+        ``about`` says what the domain holds, after its link in the root router (``- [[d/INDEX]]: about``).
+        """
         folder = self.root / domain
         if domain in layout.RESERVED_DIRS or domain.startswith("."):
             raise UsageError(f"{domain!r} is a reserved folder name, not a domain")
@@ -184,7 +187,7 @@ class Store:
         text = root_index.read_text(encoding="utf-8") if root_index.is_file() else "# Index\n"
         if f"[[{domain}/INDEX]]" in text:
             return
-        entry = f"- [[{domain}/INDEX]]"
+        entry = f"- [[{domain}/INDEX]]" + (f": {about}" if about else "")
         lines = text.split("\n")
         heading = next((i for i, line in enumerate(lines) if line.strip().lower() == "## domains"), None)
         if heading is None:

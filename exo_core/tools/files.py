@@ -63,6 +63,7 @@ class ReadFileTool(_FileTool):
 
     spec = ToolSpec(
         name="read_file",
+        ability="read files",
         description="Read a UTF-8 text file. Optional 1-based 'start' and 'end' lines.",
         parameters=object_schema(("path",), path="string", start="integer", end="integer"),
     )
@@ -91,6 +92,7 @@ class WriteFileTool(_FileTool):
 
     spec = ToolSpec(
         name="write_file",
+        ability="write files",
         description="Create or replace a UTF-8 text file with 'content'.",
         parameters=object_schema(("path", "content"), path="string", content="string"),
         risk="medium",
@@ -109,6 +111,7 @@ class EditFileTool(_FileTool):
 
     spec = ToolSpec(
         name="edit_file",
+        ability="edit files",
         description="Replace the text 'old' with 'new' in a file. 'old' must match "
         "exactly one place (whitespace differences are tolerated line by line).",
         risk="medium",
@@ -154,6 +157,7 @@ class DeleteFileTool(_FileTool):
 
     spec = ToolSpec(
         name="delete_file",
+        ability="delete files",
         description="Delete a file.",
         risk="high",
         parameters=object_schema(("path",), path="string"),

@@ -130,6 +130,7 @@ class ApplyPatchTool:
 
     spec = ToolSpec(
         name="apply_patch",
+        ability="apply patches",
         description="Apply a unified diff ('patch', as git diff writes it) to files "
         "in the workspace. All hunks apply or none do.",
         risk="medium",

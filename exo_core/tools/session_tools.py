@@ -45,6 +45,7 @@ class RecallTool:
 
     spec = ToolSpec(
         name="recall",
+        ability="recall what the person's notes say",
         description="Recall what the person's store knows about 'query' (beliefs and saved items, with ids).",
         parameters=object_schema(("query",), query="string", limit="integer"),
         toolset="memory",
@@ -66,6 +67,7 @@ class SearchTool:
 
     spec = ToolSpec(
         name="search",
+        ability="search past conversations",
         description="Search past conversations for 'query'; returns matching snippets with session ids.",
         parameters=object_schema(("query",), query="string", limit="integer"),
         toolset="memory",
@@ -89,6 +91,7 @@ class UiTool:
 
     spec = ToolSpec(
         name="ui",
+        ability="show panels on the screen",
         description="Open a panel on the person's screen: 'kind' ("
         + ", ".join(PANEL_KINDS)
         + "), 'title', and 'data' (an object the panel shows).",

@@ -28,6 +28,7 @@ class BashTool:
 
     spec = ToolSpec(
         name="bash",
+        ability="run commands",
         description="Run a bash command in the workspace. Optional 'timeout' in seconds (default 120).",
         parameters=object_schema(("command",), command="string", timeout="number"),
         risk="high",

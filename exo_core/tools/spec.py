@@ -7,7 +7,7 @@ are cut (and marked) so one tool cannot flood the context.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -21,11 +21,16 @@ __all__ = [
     "CheckedTool",
     "MAX_RESULT_CHARS",
     "object_schema",
+    "abilities",
 ]
 
 MAX_RESULT_CHARS = 100_000
 
 Risk = Literal["low", "medium", "high"]
+_RISK_ORDER = {"low": 0, "medium": 1, "high": 2}
+# Toolsets in the order their abilities are named: what the assistant knows of the person first (what a
+# person asking "what can you help me with?" came for), then files, commands, the screen; plugins' last.
+_TOOLSET_ORDER = ("memory", "core", "shell", "ui")
 
 
 def object_schema(required: tuple[str, ...], **properties: str | dict[str, Any]) -> dict[str, Any]:
@@ -46,6 +51,9 @@ class ToolSpec:
     # What the tool does on the gate's axes: e.g. ("irreversible", "public", "affects") for a tool that
     # posts. The gate reads it for a tool its rules do not know; "irreversible" is also the prompt's fact.
     effects: tuple[str, ...] = ()
+    # What the tool lets the assistant do, in a few words ("read files"): the store's generated
+    # ``exo/abilities`` note names the offered tools' abilities (docs/store.md, "What this Exo can do").
+    ability: str = ""
 
     @property
     def irreversible(self) -> bool:
@@ -56,6 +64,18 @@ class ToolSpec:
         """
         return "irreversible" in self.effects
 
+    def ability_text(self) -> str:
+        """What the tool lets the assistant do, in a few words: ``ability``, else its description's first sentence.
+
+        A plugin's tool that declares no ability is still named, by what its description says it does.
+        """
+        if self.ability.strip():
+            return self.ability.strip()
+        first = self.description.strip().split(". ", 1)[0].rstrip(".").strip()
+        if not first:
+            return ""
+        return first[0].lower() + first[1:]
+
     def to_model(self) -> dict[str, Any]:
         """The description sent to a model (OpenAI function shape); ``irreversible`` only when it is.
 
@@ -65,6 +85,18 @@ class ToolSpec:
         if self.irreversible:
             described["irreversible"] = True
         return described
+
+
+def abilities(specs: Iterable[ToolSpec]) -> list[str]:
+    """What ``specs`` let the assistant do, in a few words each: by toolset, then the safest first, then by name."""
+
+    def place(spec: ToolSpec) -> tuple[int, str, int, str]:
+        known = _TOOLSET_ORDER.index(spec.toolset) if spec.toolset in _TOOLSET_ORDER else len(_TOOLSET_ORDER)
+        return (known, spec.toolset, _RISK_ORDER.get(spec.risk, len(_RISK_ORDER)), spec.name)
+
+    ordered = sorted(specs, key=place)
+    texts = [spec.ability_text() for spec in ordered]
+    return [text for text in texts if text]
 
 
 @dataclass(frozen=True, slots=True)
