@@ -2,8 +2,9 @@
 
 Every node and item block starts with its id in brackets, so the model can ask
 for the whole node; a past turn is told as a quoted note of who said it,
-without its id (the block and the ledger's ``retrieval`` entry keep the id). Each kind has forms from full to small and takes the largest
-that fits what is left:
+without its id (the block and the ledger's ``retrieval`` entry keep the id).
+Each kind has forms from full to small and takes the largest that fits what
+is left:
 
 * node: full (title, summary, body) → its summary line;
 * item: card (title, URL, an excerpt) → title → bare URL;
