@@ -178,6 +178,9 @@ def test_the_prompt_shows_the_persons_past_words_as_quoted_notes_and_never_the_a
     assert "Tomatoes need plenty of sun" not in shown and "Tomatoes need plenty of sun" not in recalled
     assert "turn:" not in shown and "user:" not in shown and "turn:" not in recalled
     assert entry.body["turn_ids"] == ["turn:old:1"]  # the id of what was shown stays in the ledger
+    assert "What about my tomatoes" in recalled  # without a session, every past turn of the person
+    own = asyncio.run(StoreMemory(_retriever(store, sessions)).recall_for("tomatoes garden", limit=5, session_id="now"))
+    assert "What about my tomatoes" not in own and "I planted tomatoes" in own  # the asking session's left out
     everything = _retriever(store, sessions).retrieve("tomatoes garden sun", record=False)
     assert "turn:old:2" in everything.packed.ids("turn")  # other callers (exo recall) still see every role
 
