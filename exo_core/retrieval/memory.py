@@ -25,7 +25,7 @@ __all__ = ["StoreMemory", "PACK_HEADING", "RECALL_HEADING", "SHOWN_TURNS", "open
 
 _log = logging.getLogger(__name__)
 PACK_HEADING = "## About the person: their pack (the page they keep; [[links]] name notes in their store)"
-RECALL_HEADING = "## Notes recalled for this message (each note starts with its id in brackets; answer from them)"
+RECALL_HEADING = "## Notes recalled for this message (each starts with its id in brackets; answer from them)"
 # The roles of past turns shown to the model: the person's own words. The assistant's past answers stay
 # out (the store's beliefs are the source of truth, a past answer may be wrong, and the 0.5B copied them
 # word for word as its answer: docs/retrieval.md, "In the prompt"); ``exo recall`` and ``search`` still find them.
