@@ -1,39 +1,58 @@
-"""Lessons outside the feature catalog: the larger model names them, the person's own edits weigh them.
+"""Lessons outside the feature catalog: the larger model points at the line, the person's words name it.
 
 The catalog (:mod:`.features`) explains only what it knows. When a person's
-edit removes a line no catalog feature accounts for, and no lesson already
-explains it, the reviewer calls the edit *unexplained* and the learner queues
-it (a ``reflect`` job whose inputs carry ``explain``) for the larger model: the
-laptop's engine when it answers (docs/learning.md §6, docs/models.md §3).
+correction removes or rejects a line no catalog feature accounts for, and no
+lesson already explains it, the reviewer calls it *unexplained* and the learner
+queues it (a ``reflect`` job whose inputs carry ``explain``) for the larger
+model: the laptop's engine when it answers (docs/learning.md §6, docs/models.md §3).
 
-The model answers two lines: ``LESSON: Wants Y, not X.`` and ``AVOID: <words
-from the draft>``. The words are the lesson's *marker*, and from then on the
-marker is checked exactly as a catalog feature is: an edit that removes it
-supports the lesson, one that keeps it or an accept of a draft with it opposes
-it. The model's answer is kept only when its marker is in the draft and gone
-from the person's version (:func:`usable`): it cannot invent evidence, and its
-proposal cites the person's edit, never its own words. Promotion is the same as
-for every lesson (:func:`exo_core.learning.promotion.decide`): high weight from
-two sessions for taste, and a lesson whose words name something public or
-irreversible (:func:`guarded_by`) is guarded and is never promoted unless the
-person says so.
+The model is asked to *select*, not to write: the candidate lines are shown
+numbered and it answers which one the person's correction is about (0 for none:
+they ask for something the draft does not have). The request offers one tool,
+:data:`PICK_TOOL`, whose only argument is an enum of those numbers, and requires
+it, so an engine that constrains a forced call to its schema (llama_cpp.server,
+Ollama, vLLM) can only answer a number; a plain-text ``{"line": 2}`` or ``2`` is
+read too (:func:`parse_choice`). The learner then derives the lesson's *marker*
+from the chosen line's own text (:func:`grounded_marker`): the run of its words
+the person's words name, compared by stem (:func:`.features.stems`), or, for a
+line the person deleted, the line itself. So the marker is always words of the
+draft, never the model's, and the claim is written from it ("Wants drafts
+without 'Fun fact'."). From then on the marker is checked exactly as a catalog
+feature is: a correction that removes or names it supports the lesson, one that
+keeps it or an accept of a draft with it opposes it.
+
+The answer is kept only when the person's own correction supports the marker as
+the lesson book will recompute it (:func:`usable`, unchanged by how the marker
+was found): the proposal cites the person's verdict, never the model's words.
+Promotion is the same as for every lesson
+(:func:`exo_core.learning.promotion.decide`): high weight from two sessions for
+taste, and a lesson whose words name something public or irreversible
+(:func:`guarded_by`) is guarded and is never promoted unless the person says so.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
-from exo_core.learning.features import CATALOG, features_in, marker_stance
-from exo_core.learning.lessons import slug, valid_claim
+from exo_core.learning.features import CATALOG, features_in, has_marker, marker_stance, marker_words, stems
+from exo_core.learning.lessons import slug
 
 __all__ = [
     "EXPLAIN",
+    "PICK_TOOL",
+    "MAX_MARKER",
+    "Reflection",
     "removed_lines",
     "unexplained_lines",
     "explain_prompt",
-    "parse_reflection",
+    "explain_tool",
+    "parse_choice",
+    "grounded_marker",
+    "read_reflection",
     "usable",
     "guarded_by",
     "reflected_proposal",
@@ -41,10 +60,24 @@ __all__ = [
 
 # The job input that marks a reflect job as "explain this edit" (its value: the verdict's entry id).
 EXPLAIN = "explain"
+# The one tool a reflection request offers and requires: its argument is the chosen line's number.
+PICK_TOOL = "pick_line"
 MAX_MARKER = 80
+# Unnamed content words a marker may span between two named ones ("drink enough water").
+MAX_GAP = 1
 _GUARDED = re.compile(r"\b(push|post|publish|pay|send|sent|delete|transfer|email)", re.I)
-_LESSON = re.compile(r"^\s*LESSON:\s*(.+)$", re.I | re.M)
-_AVOID = re.compile(r"^\s*AVOID:\s*(.+)$", re.I | re.M)
+_CLAUSE_END = (",", ";", ":", ".", "?", "!")
+_EDGE = " .,;:!?\"'()[]{}"
+
+
+@dataclass(frozen=True, slots=True)
+class Reflection:
+    """What the learner makes of one answer: a claim and marker, or ``why`` (a label) it keeps nothing."""
+
+    claim: str = ""
+    marker: str = ""
+    line: int = 0
+    why: str = ""
 
 
 def _lines(text: str) -> list[str]:
@@ -63,12 +96,12 @@ def unexplained_lines(before: str, after: str, markers: Iterable[str]) -> list[s
     A line is the catalog's when a feature is in it, or when taking that line alone out of the draft
     takes a feature out (a bullet of a comparison, the filler that made a draft long).
     """
-    known = [m.lower() for m in markers if m]
+    known = [m for m in markers if m]
     had = features_in(before)
     lines = before.splitlines()
     out = []
     for line in removed_lines(before, after):
-        if features_in(line) or any(m in line.lower() for m in known):
+        if features_in(line) or any(has_marker(m, line) for m in known):
             continue
         without = "\n".join(kept for kept in lines if kept.strip() != line)
         if any(not f.present(without) for f in had):
@@ -78,45 +111,142 @@ def unexplained_lines(before: str, after: str, markers: Iterable[str]) -> list[s
 
 
 def explain_prompt(inputs: dict[str, Any]) -> tuple[str, str]:
-    """The larger model's system and user text for an unexplained edit or rejection."""
-    # A worked example, not a template: small models copy a template's placeholders verbatim.
-    system = (
-        "A person corrected an assistant's draft. Name the lesson about their taste and the exact words "
-        "of the draft they do not want. Answer in exactly two lines, like this example:\n"
-        "LESSON: Wants answers without trivia asides.\n"
-        "AVOID: Fun fact\n"
-        "(for a draft line 'Fun fact: octopuses have three hearts.' that the person objected to). "
-        "The AVOID words must be copied exactly from the draft."
-    )
-    lines = "\n".join(f"- {line}" for line in inputs["removed"])
+    """The larger model's system and user text: which numbered line the person's correction is about."""
+    listed = "\n".join(f"{n}. {line}" for n, line in enumerate(inputs["removed"], start=1))
+    said = str(inputs.get("reason", "")).strip()
     if inputs.get("after"):
-        user = f"Draft:\n{inputs['draft']}\n\nTheir version:\n{inputs['after']}\n\nRemoved lines:\n{lines}"
+        system = (
+            "A person deleted lines from an assistant's draft. Pick the deleted line that shows what they "
+            "do not want. Answer with its number; 0 if none of them does."
+        )
+        user = f"Deleted lines:\n{listed}"
+        if said:
+            user += f"\n\nThe person said: {said}"
     else:
-        user = f"Draft:\n{inputs['draft']}\n\nThey said: {inputs['reason']}\n\nDraft lines:\n{lines}"
-    if inputs.get("after") and inputs.get("reason"):
-        user += f"\n\nThey said: {inputs['reason']}"
+        system = (
+            "A person objected to an assistant's draft. Pick the line of the draft that their words are "
+            "about. Answer with its number; 0 if they ask for something the draft does not have."
+        )
+        user = f"Draft lines:\n{listed}\n\nThe person said: {said}"
     return system, user
 
 
-def parse_reflection(text: str) -> tuple[str, str] | None:
-    """``(claim, marker)`` from the model's answer; None when it is not the two lines asked for."""
-    lesson, avoid = _LESSON.search(text), _AVOID.search(text)
-    if lesson is None or avoid is None:
+def explain_tool(inputs: dict[str, Any]) -> dict[str, Any]:
+    """The tool a reflection request requires: ``line``, one of 0 and the listed lines' numbers."""
+    numbers = list(range(len(inputs["removed"]) + 1))
+    return {
+        "name": PICK_TOOL,
+        "description": "The number of the line the person's correction is about (0: none of them).",
+        "parameters": {
+            "type": "object",
+            "properties": {"line": {"type": "integer", "enum": numbers}},
+            "required": ["line"],
+        },
+    }
+
+
+def parse_choice(text: str, count: int) -> int | None:
+    """The line number in the model's answer (``{"line": 2}``, or the first number written), None when
+    there is none or it is not 0..``count``."""
+    number: object = None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        number = data.get("line")
+    elif isinstance(data, int):
+        number = data
+    if number is None:
+        found = re.search(r"\d+", text)
+        number = int(found.group()) if found else None
+    if isinstance(number, bool) or not isinstance(number, int) or not 0 <= number <= count:
         return None
-    claim = " ".join(lesson.group(1).split())
-    marker = " ".join(avoid.group(1).split()).strip("\"'`")
-    if not valid_claim(claim) or not 2 <= len(marker) <= MAX_MARKER:
-        return None
-    return claim, marker
+    return number
+
+
+def _named(token: str, named: set[str]) -> bool:
+    return bool(stems(token) & named)
+
+
+def _clip(text: str) -> str:
+    words = text.strip(_EDGE).split()
+    while words and len(" ".join(words)) > MAX_MARKER:
+        words.pop()
+    return " ".join(words).strip(_EDGE)
+
+
+def _named_span(line: str, named: set[str]) -> str:
+    """The run of ``line``'s words with the most words the person named, within one clause, allowing
+    stop words and :data:`MAX_GAP` unnamed words between named ones."""
+    tokens = line.split()
+    best: list[str] = []
+    best_hits = 0
+    start = 0
+    while start < len(tokens):
+        if not _named(tokens[start], named):
+            start += 1
+            continue
+        end, hits, gap, i = start, 1, 0, start
+        while not tokens[i].endswith(_CLAUSE_END) and i + 1 < len(tokens):
+            i += 1
+            if _named(tokens[i], named):
+                end, hits, gap = i, hits + 1, 0
+            elif marker_words(tokens[i]):
+                gap += 1
+                if gap > MAX_GAP:
+                    break
+        if hits > best_hits:
+            best, best_hits = tokens[start : end + 1], hits
+        start = end + 1
+    return _clip(" ".join(best))
+
+
+def grounded_marker(line: str, inputs: dict[str, Any]) -> str:
+    """The marker of the lesson about ``line``, from its own words ("" when the correction names none).
+
+    The words of the line the person's words name (by stem); for a line the person deleted whose words
+    they did not name, the line itself (clipped to :data:`MAX_MARKER` at a word).
+    """
+    named = stems(str(inputs.get("reason", "")))
+    span = _named_span(line, named) if named else ""
+    if span:
+        return span
+    after = str(inputs.get("after", ""))
+    if after and line in removed_lines(str(inputs["draft"]), after):
+        return _clip(line)
+    return ""
+
+
+def read_reflection(text: str, inputs: dict[str, Any]) -> Reflection:
+    """The lesson the learner takes from the model's answer ``text`` to the job ``inputs``, or why none.
+
+    Labels: ``not_a_line_choice`` (no number in range), ``no_line_chosen`` (0),
+    ``line_not_named_by_the_correction`` (no words of the chosen line are the person's), and
+    :func:`usable`'s.
+    """
+    lines = [str(line) for line in inputs["removed"]]
+    chosen = parse_choice(text.strip(), len(lines))
+    if chosen is None:
+        return Reflection(why="not_a_line_choice")
+    if chosen == 0:
+        return Reflection(why="no_line_chosen")
+    marker = grounded_marker(lines[chosen - 1], inputs)
+    if not marker:
+        return Reflection(line=chosen, why="line_not_named_by_the_correction")
+    why = usable(marker, inputs)
+    return Reflection(f"Wants drafts without '{marker}'.", marker, chosen, why)
 
 
 def usable(marker: str, inputs: dict[str, Any]) -> str:
-    """Why the model's marker cannot be a lesson, as a label ("" when it can).
+    """Why ``marker`` cannot be a lesson, as a label ("" when it can).
 
     The person's own correction must support it as the lesson book will recompute it
     (:func:`.features.marker_stance`): in the draft and gone from their version, or in the draft and
     named in their words. A marker a catalog feature already covers is the catalog's.
     """
+    if not 2 <= len(marker) <= MAX_MARKER:
+        return "not_a_marker"
     if any(f.present(marker) for f in CATALOG):
         return "a_catalog_feature"
     after = str(inputs.get("after", "")) or None
