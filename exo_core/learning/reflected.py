@@ -44,10 +44,12 @@ from exo_core.learning.lessons import slug
 __all__ = [
     "EXPLAIN",
     "PICK_TOOL",
+    "WANTS",
     "MAX_MARKER",
     "Reflection",
     "removed_lines",
     "unexplained_lines",
+    "choices",
     "explain_prompt",
     "explain_tool",
     "parse_choice",
@@ -60,8 +62,9 @@ __all__ = [
 
 # The job input that marks a reflect job as "explain this edit" (its value: the verdict's entry id).
 EXPLAIN = "explain"
-# The one tool a reflection request offers and requires: its argument is the chosen line's number.
+# The one tool a reflection request offers and requires: what the person wants and the chosen line's number.
 PICK_TOOL = "pick_line"
+WANTS = ("remove", "add")
 MAX_MARKER = 80
 # Unnamed content words a marker may span between two named ones ("drink enough water").
 MAX_GAP = 1
@@ -110,59 +113,91 @@ def unexplained_lines(before: str, after: str, markers: Iterable[str]) -> list[s
     return out
 
 
-def explain_prompt(inputs: dict[str, Any]) -> tuple[str, str]:
-    """The larger model's system and user text: which numbered line the person's correction is about."""
-    listed = "\n".join(f"{n}. {line}" for n, line in enumerate(inputs["removed"], start=1))
-    said = str(inputs.get("reason", "")).strip()
+def choices(inputs: dict[str, Any]) -> list[str]:
+    """The lines the model may pick: only those a lesson could be kept from (:func:`usable`).
+
+    For an edit, every unexplained line the person deleted; for a rejection, the unexplained lines that
+    share a word stem with the person's words, since a rejection supports a marker only when their words
+    name it (:func:`.features.marker_stance`). Offering a line no answer could be kept from would only let
+    a small model pick it; with no line left there is nothing to ask.
+    """
+    lines = [str(line) for line in inputs["removed"]]
     if inputs.get("after"):
+        return lines
+    named = stems(str(inputs.get("reason", "")))
+    return [line for line in lines if stems(line) & named]
+
+
+def _edit(inputs: dict[str, Any]) -> bool:
+    return bool(inputs.get("after"))
+
+
+def explain_prompt(inputs: dict[str, Any]) -> tuple[str, str]:
+    """The larger model's system and user text: does the person want something removed (which line) or added."""
+    listed = "\n".join(f"{n}. {line}" for n, line in enumerate(choices(inputs), start=1))
+    said = str(inputs.get("reason", "")).strip()
+    if _edit(inputs):
         system = (
-            "A person deleted lines from an assistant's draft. Pick the deleted line that shows what they "
-            "do not want. Answer with its number; 0 if none of them does."
+            "A person deleted lines from an assistant's draft. Pick the deleted line that shows what they do not want."
         )
         user = f"Deleted lines:\n{listed}"
         if said:
             user += f"\n\nThe person said: {said}"
-    else:
-        system = (
-            "A person objected to an assistant's draft. Pick the line of the draft that their words are "
-            "about. Answer with its number; 0 if they ask for something the draft does not have."
-        )
-        user = f"Draft lines:\n{listed}\n\nThe person said: {said}"
-    return system, user
+        return system, user
+    system = (
+        "A person objected to an assistant's draft. Say whether they want something removed from the draft "
+        "or something added that it does not have, and pick the line of the draft their words are about."
+    )
+    return system, f"Lines of the draft:\n{listed}\n\nThe person said: {said}"
 
 
 def explain_tool(inputs: dict[str, Any]) -> dict[str, Any]:
-    """The tool a reflection request requires: ``line``, one of 0 and the listed lines' numbers."""
-    numbers = list(range(len(inputs["removed"]) + 1))
+    """The tool a reflection request requires: ``want`` (remove or add; not asked of an edit, which removed)
+    and ``line``, one of the listed lines' numbers."""
+    properties: dict[str, Any] = {}
+    if not _edit(inputs):
+        properties["want"] = {"type": "string", "enum": list(WANTS)}
+    properties["line"] = {"type": "integer", "enum": list(range(1, len(choices(inputs)) + 1))}
     return {
         "name": PICK_TOOL,
-        "description": "The number of the line the person's correction is about (0: none of them).",
-        "parameters": {
-            "type": "object",
-            "properties": {"line": {"type": "integer", "enum": numbers}},
-            "required": ["line"],
-        },
+        "description": "What the person wants (remove or add) and the number of the line their correction is about.",
+        "parameters": {"type": "object", "properties": properties, "required": list(properties)},
     }
 
 
-def parse_choice(text: str, count: int) -> int | None:
-    """The line number in the model's answer (``{"line": 2}``, or the first number written), None when
-    there is none or it is not 0..``count``."""
-    number: object = None
+def parse_choice(text: str, count: int) -> tuple[str, int] | None:
+    """``(want, line)`` from the model's answer: ``{"want": "remove", "line": 2}``, or text with a number
+    (``want`` then ``remove``) or the word ``add``; None when neither, or the line is not 0..``count``.
+
+    ``want`` is ``add`` (line 0) when the person asks for something the draft lacks, else ``remove``.
+    """
     try:
         data = json.loads(text)
     except ValueError:
         data = None
+    want: object = "remove"
+    number: object = None
     if isinstance(data, dict):
-        number = data.get("line")
+        want, number = data.get("want", "remove"), data.get("line")
     elif isinstance(data, int):
         number = data
-    if number is None:
+    else:
         found = re.search(r"\d+", text)
-        number = int(found.group()) if found else None
-    if isinstance(number, bool) or not isinstance(number, int) or not 0 <= number <= count:
+        if found:
+            number = int(found.group())
+        elif re.search(r"\badd\b", text, re.I):
+            want, number = "add", 0
+    if want not in WANTS:
         return None
-    return number
+    if want == "add":
+        return "add", 0
+    if isinstance(number, bool) or not isinstance(number, int):
+        return None
+    if number == 0:  # "none of these lines" in a plain answer
+        return "add", 0
+    if not 1 <= number <= count:
+        return None
+    return "remove", number
 
 
 def _named(token: str, named: set[str]) -> bool:
@@ -221,21 +256,23 @@ def grounded_marker(line: str, inputs: dict[str, Any]) -> str:
 def read_reflection(text: str, inputs: dict[str, Any]) -> Reflection:
     """The lesson the learner takes from the model's answer ``text`` to the job ``inputs``, or why none.
 
-    Labels: ``not_a_line_choice`` (no number in range), ``no_line_chosen`` (0),
+    Labels: ``not_a_line_choice`` (no usable answer), ``wants_something_added`` (a lesson to require
+    something is not built: its words would be the model's, not the draft's),
     ``line_not_named_by_the_correction`` (no words of the chosen line are the person's), and
     :func:`usable`'s.
     """
-    lines = [str(line) for line in inputs["removed"]]
+    lines = choices(inputs)
     chosen = parse_choice(text.strip(), len(lines))
     if chosen is None:
         return Reflection(why="not_a_line_choice")
-    if chosen == 0:
-        return Reflection(why="no_line_chosen")
-    marker = grounded_marker(lines[chosen - 1], inputs)
+    want, line = chosen
+    if want == "add":
+        return Reflection(why="wants_something_added")
+    marker = grounded_marker(lines[line - 1], inputs)
     if not marker:
-        return Reflection(line=chosen, why="line_not_named_by_the_correction")
+        return Reflection(line=line, why="line_not_named_by_the_correction")
     why = usable(marker, inputs)
-    return Reflection(f"Wants drafts without '{marker}'.", marker, chosen, why)
+    return Reflection(f"Wants drafts without '{marker}'.", marker, line, why)
 
 
 def usable(marker: str, inputs: dict[str, Any]) -> str:

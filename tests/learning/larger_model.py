@@ -4,11 +4,11 @@
 Each request is appended (and fsynced) to LOG *before* the answer, then the
 server waits DELAY seconds, so a test can kill a drainer, or this server,
 while a call is in flight. A reflection prompt ("Current wording: X") is
-answered with one positive claim; an unexplained correction (numbered "Draft lines:" or "Deleted
-lines:") with the number of the line that shares the most word stems with the person's words (the
-first deleted line, or 0, when none does), as a call of the required tool when the request names one
-(as an engine that enforces a forced call answers) and as ``{"line": N}`` text otherwise; a judging
-prompt with a score. Usage carries a cost of 0.01 per call.
+answered with one positive claim; an unexplained correction (numbered "Lines of the draft:" or
+"Deleted lines:") with ``remove`` and the number of the line that shares the most word stems with the
+person's words (the first when none does), as a call of the required tool when the request names
+one (as an engine that enforces a forced call answers) and as ``{"want": "remove", "line": N}`` text
+otherwise; a judging prompt with a score. Usage carries a cost of 0.01 per call.
 """
 
 from __future__ import annotations
@@ -28,16 +28,16 @@ from exo_core.learning.features import stems
 
 def answer_for(prompt: str) -> str:
     said = re.search(r"The person said: (.*)", prompt)
-    listed = re.search(r"(Draft lines|Deleted lines):\n((?:\d+\. .*\n?)+)", prompt)
+    listed = re.search(r"(Lines of the draft|Deleted lines):\n((?:\d+\. .*\n?)+)", prompt)
     if listed:
         # A correction the catalog cannot explain: the line the person's words point at.
         lines = [re.sub(r"^\d+\. ", "", line) for line in listed.group(2).splitlines() if line.strip()]
         named = stems(said.group(1)) if said else set()
         hits = [len(stems(line) & named) for line in lines]
         best = max(range(len(lines)), key=lambda n: hits[n])
-        if hits[best]:
+        if listed.group(1) == "Deleted lines":
             return json.dumps({"line": best + 1})
-        return json.dumps({"line": 1 if listed.group(1) == "Deleted lines" else 0})
+        return json.dumps({"want": "remove", "line": best + 1})
     found = re.search(r"Current wording: (.*)", prompt)
     if found:
         claim = found.group(1).strip().rstrip(".")

@@ -98,10 +98,10 @@ def test_a_guarded_lesson_outside_the_catalog_is_asked_about_never_promoted(tmp_
 @pytest.mark.parametrize(
     ("answer", "why"),
     [
-        ('{"line": 1}', "line_not_named_by_the_correction"),  # the build line: none of the person's words
+        ('{"want": "remove", "line": 2}', "not_a_line_choice"),  # only the TL;DR line is offered
         ("LESSON: Wants no mention of the weather.\nAVOID: sunny weather", "not_a_line_choice"),
-        ('{"line": 7}', "not_a_line_choice"),
-        ('{"line": 0}', "no_line_chosen"),
+        ('{"want": "keep", "line": 1}', "not_a_line_choice"),
+        ('{"want": "add", "line": 1}', "wants_something_added"),
     ],
 )
 def test_an_answer_the_persons_correction_does_not_support_is_recorded_and_dropped(
@@ -177,11 +177,13 @@ def d_held(decisions: list[Decision]) -> float | None:
 @given(st.text(max_size=400), st.integers(min_value=0, max_value=6))
 def test_parse_choice_gives_a_listed_number_or_nothing(text: str, count: int) -> None:
     chosen = parse_choice(text, count)
-    assert chosen is None or 0 <= chosen <= count
+    assert chosen is None or chosen in [("add", 0)] + [("remove", n) for n in range(1, count + 1)]
 
 
 def test_parse_choice_reads_the_tool_arguments_and_plain_numbers() -> None:
-    assert parse_choice('{"line": 2}', 3) == 2 and parse_choice("Line 3.", 3) == 3 and parse_choice("2", 3) == 2
+    assert parse_choice('{"want": "remove", "line": 2}', 3) == ("remove", 2)
+    assert parse_choice('{"line": 2}', 3) == ("remove", 2) and parse_choice("Line 3.", 3) == ("remove", 3)
+    assert parse_choice('{"want": "add", "line": 1}', 3) == ("add", 0) and parse_choice("Add it.", 3) == ("add", 0)
     assert parse_choice('{"line": 4}', 3) is None and parse_choice("none", 3) is None
     assert parse_choice('{"line": true}', 3) is None
 
@@ -201,7 +203,7 @@ def test_the_marker_is_the_lines_words_the_person_named_compared_by_stem() -> No
         "reason": "do not offer to post summaries to the team channel",
         "removed": draft.splitlines(),
     }
-    read = read_reflection('{"line": 2}', inputs)
+    read = read_reflection('{"want": "remove", "line": 1}', inputs)  # the one line their words name
     assert (read.marker, read.why) == ("post this summary to the team channel", "")
     assert valid_claim(read.claim)
     edit = {"verdict": "edit", "draft": "A.\nThis is an automated update.", "after": "A.", "reason": ""}
