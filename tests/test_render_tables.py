@@ -604,6 +604,28 @@ def test_stress_and_learning_tables() -> None:
     assert learning[4] == "| mean | **1.00** | **0.88** | **1.00** | **1.00** | **1** | | |"
 
 
+def test_learning_reflection_table_counts_right_wrong_and_missed_per_split() -> None:
+    def counts(right: int, wrong: int, missed: int, none_right: int) -> dict[str, int]:
+        return {
+            "cases": 9,
+            "lessons_expected": 8,
+            "right": right,
+            "wrong": wrong,
+            "missed": missed,
+            "right_none": none_right,
+            "picked": 0,
+        }
+
+    def model(name: str, right: int) -> dict[str, Any]:
+        summary = {"dev": counts(right, 1, 8 - right - 1, 1), "heldout": counts(right - 1, 2, 8 - right - 1, 0)}
+        return {"model": name, "splits": ["dev", "heldout"], "summary": summary, "rules_only": summary}
+
+    lines = people.learning_reflection(model("big", 6), model("small", 4))
+    assert lines[2] == "| big | dev (9) | 6/8 | 1 | 1 | 1/1 |"
+    assert lines[3] == "| big | held-out (9) | 5/8 | 2 | 1 | 0/1 |"
+    assert lines[6] == "| rules only (no model) | dev (9) | 6/8 | 1 | 1 | 1/1 |" and len(lines) == 8
+
+
 def test_conditions_read_each_files_machine_block() -> None:
     datas = []
     for _section, name in conditions.FILES:
