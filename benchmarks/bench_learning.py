@@ -23,11 +23,14 @@ with --json to benchmarks/results/learning_engine_<model>.json.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import contextlib
 import json
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 for extra in (ROOT, ROOT / "tests", ROOT / "tests" / "learning"):
@@ -35,6 +38,26 @@ for extra in (ROOT, ROOT / "tests", ROOT / "tests" / "learning"):
 
 from benchmarks._common import bench_parser, write_results  # noqa: E402
 from exod_person import run  # noqa: E402  # the simulation lives with the tests that run its small version
+
+
+def _one_seed(args: argparse.Namespace, seed: int, route: tuple[int, str] | None) -> dict[str, Any]:
+    """One seed's simulation in a fresh folder; its line printed."""
+    settle = 900.0 if route is not None else 60.0  # a real model on one shared core answers in minutes
+    with tempfile.TemporaryDirectory() as tmp:
+        result = asyncio.run(
+            run(Path(tmp), sessions=args.sessions, drafts=args.drafts, seed=seed, route=route, settle_s=settle)
+        )
+    result.pop("lessons", None)
+    cat, non = result["catalog"], result["noncatalog"]
+    print(
+        f"seed {seed}: catalog P {cat['precision']:.2f} R {cat['recall']:.2f} | non-catalog P "
+        f"{non['precision']:.2f} R {non['recall']:.2f} (strays {len(non['strays'])}) | guarded promoted "
+        f"unasked {len(result['guarded_promoted_unasked'])} | larger-model calls {result['larger_model_calls']} "
+        f"| corrected share {result['corrected_share_first_third']:.2f} -> "
+        f"{result['corrected_share_last_third']:.2f} | {result['seconds']:.0f} s",
+        flush=True,
+    )
+    return result
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -47,6 +70,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engine", default=None, metavar="MODEL", help="only ask a real model the reflections")
     parser.add_argument(
         "--cases", default="dev,heldout,old", help="with --engine: which reflection cases (dev, heldout, old)"
+    )
+    parser.add_argument(
+        "--route-engine",
+        default=None,
+        metavar="MODEL",
+        help="the simulation with a real model on llama_cpp.server as the [learning] route, not the stand-in",
     )
     args = parser.parse_args(argv)
     if args.engine:
@@ -62,20 +91,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         seeds = seeds[:1]
     runs = []
-    for seed in seeds:
-        with tempfile.TemporaryDirectory() as tmp:
-            result = asyncio.run(run(Path(tmp), sessions=args.sessions, drafts=args.drafts, seed=seed))
-        result.pop("lessons", None)
-        runs.append(result)
-        cat, non = result["catalog"], result["noncatalog"]
-        print(
-            f"seed {seed}: catalog P {cat['precision']:.2f} R {cat['recall']:.2f} | non-catalog P "
-            f"{non['precision']:.2f} R {non['recall']:.2f} (strays {len(non['strays'])}) | guarded promoted "
-            f"unasked {len(result['guarded_promoted_unasked'])} | larger-model calls {result['larger_model_calls']} "
-            f"| corrected share {result['corrected_share_first_third']:.2f} -> "
-            f"{result['corrected_share_last_third']:.2f} | {result['seconds']:.0f} s",
-            flush=True,
-        )
+    with contextlib.ExitStack() as stack:
+        route = None
+        if args.route_engine:
+            from bench_learning_engine import serving
+
+            port, alias, _url = stack.enter_context(serving(args.route_engine))
+            route = (port, alias)
+        for seed in seeds:
+            runs.append(_one_seed(args, seed, route))
     pooled = {}
     for group in ("catalog", "noncatalog"):
         pooled[group] = {
@@ -88,11 +112,19 @@ def main(argv: list[str] | None = None) -> int:
         f"{pooled['catalog']['recall']:.2f}; non-catalog P {pooled['noncatalog']['precision']:.2f} R "
         f"{pooled['noncatalog']['recall']:.2f}; guarded promoted unasked: {guarded}"
     )
-    settings = {"sessions": args.sessions, "drafts": args.drafts, "seeds": ",".join(str(s) for s in seeds)}
+    settings: dict[str, Any] = {
+        "sessions": args.sessions,
+        "drafts": args.drafts,
+        "seeds": ",".join(str(s) for s in seeds),
+    }
     data = {"args": settings, "mean": pooled, "runs": runs}
+    name = "learning"
+    if route is not None:
+        settings["route"] = route[1]
+        name = f"learning_route_{route[1]}"
     if args.json:
         print(json.dumps(data, indent=2, sort_keys=True))
-    write_results("learning", data, out=args.out, quick=args.quick)
+    write_results(name, data, out=args.out, quick=args.quick)
     goal = all(p["precision"] >= 0.9 and p["recall"] >= 0.8 for p in pooled.values()) and guarded == 0
     return 0 if goal else 1
 

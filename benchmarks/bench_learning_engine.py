@@ -26,10 +26,12 @@ needs no model, as the baseline. Results: ``benchmarks/results/learning_engine_<
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +47,17 @@ _OLD_EXPECT = {
     "post": (["post"], True),
 }
 
-__all__ = ["CASES", "SPLITS", "load_cases", "inputs_for", "score", "summarise", "rules_only", "engine_check"]
+__all__ = [
+    "CASES",
+    "SPLITS",
+    "load_cases",
+    "inputs_for",
+    "score",
+    "summarise",
+    "rules_only",
+    "serving",
+    "engine_check",
+]
 
 
 def load_cases(splits: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -205,14 +217,11 @@ async def _ask(router: Any, cases: list[dict[str, Any]]) -> list[dict[str, Any]]
     return rows
 
 
-def engine_check(name: str, splits: tuple[str, ...]) -> dict[str, Any]:
-    """Ask MODEL on llama_cpp.server the reflection of every case of ``splits``; the rules-only baseline too."""
-    from exo_core.models import load_catalog
-    from exo_core.models.router import ModelRouter
+@contextlib.contextmanager
+def serving(name: str) -> Iterator[tuple[int, str, str]]:
+    """``python -m llama_cpp.server`` for MODEL as ``exo models serve`` starts it, 1 thread: (port, alias, base URL)."""
     from exo_edge.laptop_server import ServeSettings, resolve_model, start_server, wait_ready
 
-    cases = load_cases(splits)
-    baseline = rules_only(cases)
     path, alias = resolve_model(name)
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -221,12 +230,23 @@ def engine_check(name: str, splits: tuple[str, ...]) -> dict[str, Any]:
     proc = start_server(settings, log=Path(tempfile.gettempdir()) / f"bench-learning-{alias}.log")
     try:
         wait_ready(settings.base_url, proc=proc, timeout=600)
-        config = {"providers": {"laptop": {"kind": "openai", "base_url": settings.base_url, "key_env": []}}}
-        router = ModelRouter(load_catalog({"models": {**config, "roles": {"main": [f"laptop:{alias}"]}}}, env={}))
-        rows = asyncio.run(_ask(router, cases))
+        yield port, alias, settings.base_url
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def engine_check(name: str, splits: tuple[str, ...]) -> dict[str, Any]:
+    """Ask MODEL on llama_cpp.server the reflection of every case of ``splits``; the rules-only baseline too."""
+    from exo_core.models import load_catalog
+    from exo_core.models.router import ModelRouter
+
+    cases = load_cases(splits)
+    baseline = rules_only(cases)
+    with serving(name) as (_port, alias, base_url):
+        config = {"providers": {"laptop": {"kind": "openai", "base_url": base_url, "key_env": []}}}
+        router = ModelRouter(load_catalog({"models": {**config, "roles": {"main": [f"laptop:{alias}"]}}}, env={}))
+        rows = asyncio.run(_ask(router, cases))
     summary = summarise(rows)
     for split, counts in summary.items():
         print(f"{alias} {split}: {counts}")

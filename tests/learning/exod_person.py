@@ -152,8 +152,8 @@ class Assistant:
         return application
 
 
-def write_config(home: Path, assistant_port: int, laptop_port: int) -> None:
-    """``main`` is the assistant server; ``[learning] route`` is the larger model's server."""
+def write_config(home: Path, assistant_port: int, laptop_port: int, *, route_model: str = "big") -> None:
+    """``main`` is the assistant server; ``[learning] route`` is the larger model's server (``route_model``)."""
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text(
         "[models.providers.sim]\n"
@@ -167,7 +167,7 @@ def write_config(home: Path, assistant_port: int, laptop_port: int) -> None:
         "[models.roles]\n"
         'main = ["sim:assistant"]\n\n'
         "[learning]\n"
-        'route = "laptop:big"\n'
+        f'route = "laptop:{route_model}"\n'
         "drain_every = 0.2\n"
         "batch = 50\n",
         encoding="utf-8",
@@ -299,8 +299,15 @@ async def _serve(app: web.Application) -> tuple[web.AppRunner, int]:
     return runner, int(port)
 
 
-async def run(root: Path, *, sessions: int, drafts: int, seed: int = 7) -> dict[str, Any]:
-    """The whole simulation under ``root``; :func:`measure`'s numbers plus the run's counts."""
+async def run(
+    root: Path, *, sessions: int, drafts: int, seed: int = 7, route: tuple[int, str] | None = None, settle_s: float = 60
+) -> dict[str, Any]:
+    """The whole simulation under ``root``; :func:`measure`'s numbers plus the run's counts.
+
+    ``route`` (port, model) points ``[learning] route`` at a real engine on this machine instead of the
+    stand-in server (``bench_learning.py --route-engine``); ``settle_s`` is how long the person waits for
+    exod's queue to drain before the next draft (a real model answers far slower than the stand-in).
+    """
     import larger_model
     from exo_testkit import Exod, write_script
 
@@ -320,9 +327,15 @@ async def run(root: Path, *, sessions: int, drafts: int, seed: int = 7) -> dict[
     try:
         runner, assistant_port = await _serve(assistant.app())
         runners.append(runner)
-        runner, laptop_port = await _serve(larger_model.app(str(root / "larger.log"), 0.0))
-        runners.append(runner)
-        write_config(home, assistant_port, laptop_port)
+        if route is None:
+            runner, laptop_port = await _serve(larger_model.app(str(root / "larger.log"), 0.0))
+            runners.append(runner)
+            write_config(home, assistant_port, laptop_port)
+        else:
+            write_config(home, assistant_port, route[0], route_model=route[1])
+            with (home / "config.toml").open("a", encoding="utf-8") as config:
+                # a 1.5B on one shared core may think for minutes before its first token
+                config.write("\n[models.timeouts]\nfirst_byte = 900\nidle = 900\n")
         script = write_script(root / "unused.json", [{"text": "unused"}])
         exod = Exod(home, script, ws, extra=["--model", "local"])
         started = time.monotonic()
@@ -331,13 +344,13 @@ async def run(root: Path, *, sessions: int, drafts: int, seed: int = 7) -> dict[
             queue = ProposalQueue(home / "learning" / "queue.sqlite")
 
             async def settle() -> None:
-                await asyncio.to_thread(wait_until, lambda: not queue.pending(1), 60)
+                await asyncio.to_thread(wait_until, lambda: not queue.pending(1), settle_s)
 
             async with ExoClient(exod.url, client_name="simulated-person") as client:
                 await client.hello()
                 for n in range(sessions):
                     await person.session(client, n, drafts, settle)
-            drained = await asyncio.to_thread(wait_until, lambda: not queue.pending(1), 120)
+            drained = await asyncio.to_thread(wait_until, lambda: not queue.pending(1), max(120, 2 * settle_s))
             jobs = queue.counts()
             queue.close()
         finally:
@@ -361,8 +374,16 @@ async def run(root: Path, *, sessions: int, drafts: int, seed: int = 7) -> dict[
         explained = [
             e for e in ledger.entries(kind="proposal") if e.body.get("by") == "reflection" and "marker" in e.body
         ]
+        dropped = sorted(
+            str(e.body.get("reason", ""))
+            for e in ledger.entries(kind="decision")
+            if e.body.get("decider") == "reflection"
+        )
         verified = ledger.verify().ok
-    asked = (root / "larger.log").read_text().count("\n") if (root / "larger.log").exists() else 0
+    if route is None:
+        asked = (root / "larger.log").read_text().count("\n") if (root / "larger.log").exists() else 0
+    else:
+        asked = int(jobs.get("done", 0))  # one call per drained job (a retried one is not counted twice)
     half = max(1, sessions // 3)
     first = sum(person.corrections[:half]) / max(1, sum(person.corrections[:half]) + sum(person.fine[:half]))
     last = sum(person.corrections[-half:]) / max(1, sum(person.corrections[-half:]) + sum(person.fine[-half:]))
@@ -372,6 +393,8 @@ async def run(root: Path, *, sessions: int, drafts: int, seed: int = 7) -> dict[
             "drafts": person.drafts,
             "verdicts": verdicts,
             "reflections_proposed": len(explained),
+            "reflection_markers": sorted(str(e.body.get("marker", "")) for e in explained),
+            "reflections_dropped": dropped,
             "larger_model_calls": asked,
             "queue": jobs,
             "queue_drained": drained,
