@@ -70,7 +70,7 @@ MAX_MARKER = 80
 MAX_GAP = 1
 _GUARDED = re.compile(r"\b(push|post|publish|pay|send|sent|delete|transfer|email)", re.I)
 _CLAUSE_END = (",", ";", ":", ".", "?", "!")
-_EDGE = " .,;:!?\"'()[]{}"
+_EDGE = " \t\n.,;:!?\"'()[]{}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,36 +205,42 @@ def _named(token: str, named: set[str]) -> bool:
 
 
 def _clip(text: str) -> str:
-    words = text.strip(_EDGE).split()
-    while words and len(" ".join(words)) > MAX_MARKER:
-        words.pop()
-    return " ".join(words).strip(_EDGE)
+    """``text`` without edge punctuation, cut at a space to :data:`MAX_MARKER` characters (still a substring;
+    "" when its first word alone is longer)."""
+    text = text.strip(_EDGE)
+    if len(text) <= MAX_MARKER:
+        return text
+    head = text[: MAX_MARKER + 1]
+    cut = max(head.rfind(" "), head.rfind("\t"))
+    if cut <= 0:
+        return ""  # one word longer than a marker: never cut inside a word
+    return head[:cut].strip(_EDGE)
 
 
 def _named_span(line: str, named: set[str]) -> str:
     """The run of ``line``'s words with the most words the person named, within one clause, allowing
-    stop words and :data:`MAX_GAP` unnamed words between named ones."""
-    tokens = line.split()
-    best: list[str] = []
+    stop words and :data:`MAX_GAP` unnamed words between named ones; as the line writes it."""
+    tokens = list(re.finditer(r"\S+", line))
+    best = ""
     best_hits = 0
     start = 0
     while start < len(tokens):
-        if not _named(tokens[start], named):
+        if not _named(tokens[start].group(), named):
             start += 1
             continue
         end, hits, gap, i = start, 1, 0, start
-        while not tokens[i].endswith(_CLAUSE_END) and i + 1 < len(tokens):
+        while not tokens[i].group().endswith(_CLAUSE_END) and i + 1 < len(tokens):
             i += 1
-            if _named(tokens[i], named):
+            if _named(tokens[i].group(), named):
                 end, hits, gap = i, hits + 1, 0
-            elif marker_words(tokens[i]):
+            elif marker_words(tokens[i].group()):
                 gap += 1
                 if gap > MAX_GAP:
                     break
         if hits > best_hits:
-            best, best_hits = tokens[start : end + 1], hits
+            best, best_hits = line[tokens[start].start() : tokens[end].end()], hits
         start = end + 1
-    return _clip(" ".join(best))
+    return _clip(best)
 
 
 def grounded_marker(line: str, inputs: dict[str, Any]) -> str:

@@ -17,7 +17,7 @@ from exo_core.agent.scripted import ScriptedModel
 from exo_core.learning.climb import Candidate, Decision, climb
 from exo_core.learning.evalset import breaks, items_from, rule_of, rules_score, split
 from exo_core.learning.lessons import valid_claim
-from exo_core.learning.reflected import MAX_MARKER, grounded_marker, parse_choice, read_reflection
+from exo_core.learning.reflected import MAX_MARKER, grounded_marker, parse_choice, read_reflection, usable
 from exo_core.learning.weights import HIGH
 from exo_edge.proposal_queue import ProposalQueue, drain
 
@@ -188,10 +188,27 @@ def test_parse_choice_reads_the_tool_arguments_and_plain_numbers() -> None:
     assert parse_choice('{"line": true}', 3) is None
 
 
-@given(st.text(max_size=300), st.text(max_size=120))
-def test_a_derived_marker_is_always_words_of_the_chosen_line(line: str, said: str) -> None:
+_WORDS = st.sampled_from(["Fun", "fact:", "the", "summaries", "summary", "AI", "a", "skipped", "day.", "x" * 90, "é"])
+
+
+@given(
+    st.lists(st.tuples(_WORDS, st.sampled_from([" ", "  ", ", ", "\t", " - "])), max_size=30),
+    st.lists(_WORDS, max_size=6),
+    st.text(max_size=40),
+)
+def test_a_derived_marker_is_always_words_of_the_chosen_line(
+    parts: list[tuple[str, str]], named: list[str], noise: str
+) -> None:
+    line = "".join(word + sep for word, sep in parts).strip()
+    said = " ".join(named) + " " + noise
     marker = grounded_marker(line, {"draft": line, "reason": said})
     assert len(marker) <= MAX_MARKER and (not marker or marker in line)
+    if marker:
+        assert usable(marker, {"verdict": "reject", "draft": line, "after": "", "reason": said}) in (
+            "",
+            "a_catalog_feature",
+            "not_a_marker",
+        ), "a marker from words the person named is supported by their words"
 
 
 def test_the_marker_is_the_lines_words_the_person_named_compared_by_stem() -> None:
