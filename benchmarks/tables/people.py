@@ -11,7 +11,7 @@ from typing import Any
 
 from benchmarks.tables._cells import frac, md_table, num
 
-__all__ = ["stress", "learning", "learning_reflection"]
+__all__ = ["stress", "learning", "learning_route", "learning_reflection"]
 
 
 def _kill_row(data: dict[str, Any]) -> list[str]:
@@ -168,3 +168,41 @@ def learning_reflection(*models: dict[str, Any]) -> list[str]:
     for split in first["splits"]:
         rows.append(_reflection_row("rules only (no model)", split, first["rules_only"][split]))
     return md_table(headers, rows, align="llrrrr")
+
+
+def learning_route(*routes: dict[str, Any]) -> list[str]:
+    """The simulated person with a real model as the learning route: one row per file's seed, the route's
+    model named (``learning_route_<model>.json``, ``bench_learning.py --route-engine``)."""
+    headers = [
+        "route",
+        "seed",
+        "sessions x drafts",
+        "catalog P",
+        "catalog R",
+        "non-catalog P",
+        "non-catalog R",
+        "guarded promoted unasked",
+        "larger-model calls",
+        "reflections dropped",
+        "seconds",
+    ]
+    rows = []
+    for data in routes:
+        args = data["args"]
+        for run in data["runs"]:
+            rows.append(
+                [
+                    args["route"],
+                    run["seed"],
+                    f"{args['sessions']} x {args['drafts']}",
+                    _share(run["catalog"]["precision"]),
+                    _share(run["catalog"]["recall"]),
+                    _share(run["noncatalog"]["precision"]),
+                    _share(run["noncatalog"]["recall"]),
+                    len(run["guarded_promoted_unasked"]),
+                    run["larger_model_calls"],
+                    len(run["reflections_dropped"]),
+                    f"{run['seconds']:,.0f}",
+                ]
+            )
+    return md_table(headers, rows, align="llrrrrrrrrr")
