@@ -6,13 +6,15 @@ lesson already explains it, the reviewer calls it *unexplained* and the learner
 queues it (a ``reflect`` job whose inputs carry ``explain``) for the larger
 model: the laptop's engine when it answers (docs/learning.md §6, docs/models.md §3).
 
-The model is asked to *select*, not to write: the candidate lines are shown
-numbered and it answers which one the person's correction is about (0 for none:
-they ask for something the draft does not have). The request offers one tool,
-:data:`PICK_TOOL`, whose only argument is an enum of those numbers, and requires
-it, so an engine that constrains a forced call to its schema (llama_cpp.server,
-Ollama, vLLM) can only answer a number; a plain-text ``{"line": 2}`` or ``2`` is
-read too (:func:`parse_choice`). The learner then derives the lesson's *marker*
+The model is asked to *select*, not to write: only the lines a lesson could be
+kept from are offered (:func:`choices`), numbered, and it answers whether the
+person wants something removed or added and which line their correction is
+about. The request offers one tool, :data:`PICK_TOOL`, whose arguments are an
+enum of ``remove``/``add`` and an enum of those numbers, and requires it, so an
+engine that constrains a forced call to its schema (llama_cpp.server turns it
+into a grammar) can only answer a choice; an engine that does not force it may
+answer in text, and ``{"line": 2}``, ``2`` or *add* is read too
+(:func:`parse_choice`). The learner then derives the lesson's *marker*
 from the chosen line's own text (:func:`grounded_marker`): the run of its words
 the person's words name, compared by stem (:func:`.features.stems`), or, for a
 line the person deleted, the line itself. So the marker is always words of the
