@@ -42,10 +42,23 @@ from exod_person import run  # noqa: E402  # the simulation lives with the tests
 
 def _one_seed(args: argparse.Namespace, seed: int, route: tuple[int, str] | None) -> dict[str, Any]:
     """One seed's simulation in a fresh folder; its line printed."""
+    from exod_person import _EXTRA, lines_from_cases
+
     settle = 900.0 if route is not None else 60.0  # a real model on one shared core answers in minutes
+    extra = _EXTRA
+    if args.noncatalog != "sim":
+        extra = lines_from_cases(ROOT / "benchmarks" / "data" / "reflection_cases.json", args.noncatalog)
     with tempfile.TemporaryDirectory() as tmp:
         result = asyncio.run(
-            run(Path(tmp), sessions=args.sessions, drafts=args.drafts, seed=seed, route=route, settle_s=settle)
+            run(
+                Path(tmp),
+                sessions=args.sessions,
+                drafts=args.drafts,
+                seed=seed,
+                route=route,
+                settle_s=settle,
+                extra=extra,
+            )
         )
     result.pop("lessons", None)
     cat, non = result["catalog"], result["noncatalog"]
@@ -76,6 +89,12 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         metavar="MODEL",
         help="the simulation with a real model on llama_cpp.server as the [learning] route, not the stand-in",
+    )
+    parser.add_argument(
+        "--noncatalog",
+        choices=("sim", "dev", "heldout"),
+        default="sim",
+        help="the hidden rules outside the catalog: the simulation's five, or the reflection cases' rejections",
     )
     args = parser.parse_args(argv)
     if args.engine:
@@ -122,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     if route is not None:
         settings["route"] = route[1]
         name = f"learning_route_{route[1]}"
+    if args.noncatalog != "sim":
+        settings["noncatalog"] = args.noncatalog
+        name = f"{name}_{args.noncatalog}"
     if args.json:
         print(json.dumps(data, indent=2, sort_keys=True))
     write_results(name, data, out=args.out, quick=args.quick)
