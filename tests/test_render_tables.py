@@ -630,16 +630,16 @@ def test_learning_route_table_names_the_route_of_each_file() -> None:
     run = {
         "seed": 7,
         "catalog": {"precision": 1.0, "recall": 0.875},
-        "noncatalog": {"precision": 1.0, "recall": 0.8},
+        "noncatalog": {"precision": 1.0, "recall": 0.8, "hidden": ["a", "b", "c", "d", "e"]},
         "guarded_promoted_unasked": [],
         "larger_model_calls": 13,
         "reflections_dropped": ["wants_something_added"],
         "seconds": 1349.6,
     }
     data = {"args": {"route": "big", "sessions": 12, "drafts": 8}, "runs": [run]}
-    lines = people.learning_route(data, {**data, "args": {**data["args"], "route": "small"}})
-    assert lines[2] == "| big | 7 | 12 x 8 | 1.00 | 0.88 | 1.00 | 0.80 | 0 | 13 | 1 | 1,350 |"
-    assert lines[3].startswith("| small | 7 |") and len(lines) == 4
+    lines = people.learning_route(data, {**data, "args": {**data["args"], "route": "small", "noncatalog": "heldout"}})
+    assert lines[2] == "| big | the simulation's 5 | 7 | 12 x 8 | 1.00 | 0.88 | 1.00 | 0.80 | 0 | 13 | 1 | 1,350 |"
+    assert lines[3].startswith("| small | 5 from the heldout cases | 7 |") and len(lines) == 4
 
 
 def test_conditions_read_each_files_machine_block() -> None:

@@ -175,6 +175,7 @@ def learning_route(*routes: dict[str, Any]) -> list[str]:
     model named (``learning_route_<model>.json``, ``bench_learning.py --route-engine``)."""
     headers = [
         "route",
+        "rules outside the catalog",
         "seed",
         "sessions x drafts",
         "catalog P",
@@ -190,9 +191,15 @@ def learning_route(*routes: dict[str, Any]) -> list[str]:
     for data in routes:
         args = data["args"]
         for run in data["runs"]:
+            hidden = len(run["noncatalog"]["hidden"])
+            if args.get("noncatalog", "sim") == "sim":
+                rules = f"the simulation's {hidden}"
+            else:
+                rules = f"{hidden} from the {args['noncatalog']} cases"
             rows.append(
                 [
                     args["route"],
+                    rules,
                     run["seed"],
                     f"{args['sessions']} x {args['drafts']}",
                     _share(run["catalog"]["precision"]),
@@ -205,4 +212,4 @@ def learning_route(*routes: dict[str, Any]) -> list[str]:
                     f"{run['seconds']:,.0f}",
                 ]
             )
-    return md_table(headers, rows, align="llrrrrrrrrr")
+    return md_table(headers, rows, align="lllrrrrrrrrr")
