@@ -13,21 +13,24 @@ drainer are exod's own. Reported per seed and pooled: precision and recall of hi
 (weight >= 0.75) for catalog and non-catalog rules separately (goal >= 0.9 / >= 0.8), guarded lessons
 promoted without the person (goal: none). Results go to benchmarks/results/learning.json with --json.
 
-    python benchmarks/bench_learning.py --engine qwen2.5-coder-1.5b-instruct [--json]
+    python benchmarks/bench_learning.py --engine qwen2.5-coder-1.5b-instruct [--cases dev,heldout,old] [--json]
 
-asks a real model on ``python -m llama_cpp.server`` (started as ``exo models serve`` does, 1 thread) the
-reflection question for each of the 5 non-catalog corrections, through the router and the queue's own
-prompt (``prompt_for``), and counts the answers the learner would keep (``parse_reflection`` and
-``usable``); with --json to benchmarks/results/learning_engine_<model>.json.
+asks a real model on ``python -m llama_cpp.server`` (1 thread) which line each correction outside the
+catalog is about, through the queue's own request, and scores the lessons the learner keeps against
+hand-written expected ones (``benchmarks/bench_learning_engine.py``, ``benchmarks/data/reflection_cases.json``);
+with --json to benchmarks/results/learning_engine_<model>.json.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import contextlib
 import json
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 for extra in (ROOT, ROOT / "tests", ROOT / "tests" / "learning"):
@@ -37,54 +40,37 @@ from benchmarks._common import bench_parser, write_results  # noqa: E402
 from exod_person import run  # noqa: E402  # the simulation lives with the tests that run its small version
 
 
-def engine_check(name: str) -> dict[str, object]:
-    """The reflection answers of a real model on its engine for the 5 non-catalog corrections."""
-    import socket
+def _one_seed(args: argparse.Namespace, seed: int, route: tuple[int, str] | None) -> dict[str, Any]:
+    """One seed's simulation in a fresh folder; its line printed."""
+    from exod_person import _EXTRA, lines_from_cases
 
-    from exod_person import GUARDED, NONCATALOG
-    from simperson import render
-
-    from exo_core.agent.model import TextDelta
-    from exo_core.learning.reflected import parse_reflection, unexplained_lines, usable
-    from exo_core.models import load_catalog
-    from exo_core.models.router import ModelRouter
-    from exo_edge.laptop_server import ServeSettings, resolve_model, start_server, wait_ready
-    from exo_edge.proposal_queue import Job, prompt_for
-
-    path, alias = resolve_model(name)
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
-    settings = ServeSettings(path, alias, port=port, threads=1, n_ctx=2048)
-    proc = start_server(settings, log=Path(tempfile.gettempdir()) / f"bench-learning-{alias}.log")
-    rows = []
-    try:
-        wait_ready(settings.base_url, proc=proc, timeout=600)
-        config = {"providers": {"laptop": {"kind": "openai", "base_url": settings.base_url, "key_env": []}}}
-        router = ModelRouter(load_catalog({"models": {**config, "roles": {"main": [f"laptop:{alias}"]}}}, env={}))
-
-        async def ask() -> None:
-            for key, (line, said) in {**NONCATALOG, **GUARDED}.items():
-                draft = render("answer", frozenset({"preamble"})) + "\n\n" + line
-                inputs = {"explain": key, "verdict": "reject", "draft": draft, "after": "", "reason": said}
-                inputs["removed"] = unexplained_lines(draft, "", [])
-                text = ""
-                async for chunk in router.stream(prompt_for(Job(0, key, "reflect", inputs, "queued", 0))):
-                    if isinstance(chunk, TextDelta):
-                        text += chunk.text
-                parsed = parse_reflection(text)
-                why = "unparsed" if parsed is None else (usable(parsed[1], inputs) or "kept")
-                rows.append({"rule": key, "outcome": why, "answer": text[:300]})
-                print(f"{key}: {why} | {text[:120]!r}", flush=True)
-            await router.aclose()
-
-        asyncio.run(ask())
-    finally:
-        proc.terminate()
-        proc.wait(30)
-    kept = sum(1 for r in rows if r["outcome"] == "kept")
-    print(f"{alias}: {kept} of {len(rows)} answers kept")
-    return {"model": alias, "kept": kept, "asked": len(rows), "rows": rows}
+    settle = 900.0 if route is not None else 60.0  # a real model on one shared core answers in minutes
+    extra = _EXTRA
+    if args.noncatalog != "sim":
+        extra = lines_from_cases(ROOT / "benchmarks" / "data" / "reflection_cases.json", args.noncatalog)
+    with tempfile.TemporaryDirectory() as tmp:
+        result = asyncio.run(
+            run(
+                Path(tmp),
+                sessions=args.sessions,
+                drafts=args.drafts,
+                seed=seed,
+                route=route,
+                settle_s=settle,
+                extra=extra,
+            )
+        )
+    result.pop("lessons", None)
+    cat, non = result["catalog"], result["noncatalog"]
+    print(
+        f"seed {seed}: catalog P {cat['precision']:.2f} R {cat['recall']:.2f} | non-catalog P "
+        f"{non['precision']:.2f} R {non['recall']:.2f} (strays {len(non['strays'])}) | guarded promoted "
+        f"unasked {len(result['guarded_promoted_unasked'])} | larger-model calls {result['larger_model_calls']} "
+        f"| corrected share {result['corrected_share_first_third']:.2f} -> "
+        f"{result['corrected_share_last_third']:.2f} | {result['seconds']:.0f} s",
+        flush=True,
+    )
+    return result
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,9 +81,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--drafts", type=int, default=8)
     parser.add_argument("--seeds", default="7,8,9")
     parser.add_argument("--engine", default=None, metavar="MODEL", help="only ask a real model the reflections")
+    parser.add_argument(
+        "--cases", default="dev,heldout,old", help="with --engine: which reflection cases (dev, heldout, old)"
+    )
+    parser.add_argument(
+        "--route-engine",
+        default=None,
+        metavar="MODEL",
+        help="the simulation with a real model on llama_cpp.server as the [learning] route, not the stand-in",
+    )
+    parser.add_argument(
+        "--noncatalog",
+        choices=("sim", "dev", "heldout"),
+        default="sim",
+        help="the hidden rules outside the catalog: the simulation's five, or the reflection cases' rejections",
+    )
     args = parser.parse_args(argv)
     if args.engine:
-        checked = engine_check(args.engine)
+        from bench_learning_engine import SPLITS, engine_check
+
+        splits = tuple(s for s in args.cases.split(",") if s in SPLITS)
+        checked = engine_check(args.engine, splits)
         if args.json:
             print(json.dumps(checked, indent=2, sort_keys=True))
         write_results(f"learning_engine_{checked['model']}", checked, out=args.out, quick=args.quick)
@@ -106,20 +110,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         seeds = seeds[:1]
     runs = []
-    for seed in seeds:
-        with tempfile.TemporaryDirectory() as tmp:
-            result = asyncio.run(run(Path(tmp), sessions=args.sessions, drafts=args.drafts, seed=seed))
-        result.pop("lessons", None)
-        runs.append(result)
-        cat, non = result["catalog"], result["noncatalog"]
-        print(
-            f"seed {seed}: catalog P {cat['precision']:.2f} R {cat['recall']:.2f} | non-catalog P "
-            f"{non['precision']:.2f} R {non['recall']:.2f} (strays {len(non['strays'])}) | guarded promoted "
-            f"unasked {len(result['guarded_promoted_unasked'])} | larger-model calls {result['larger_model_calls']} "
-            f"| corrected share {result['corrected_share_first_third']:.2f} -> "
-            f"{result['corrected_share_last_third']:.2f} | {result['seconds']:.0f} s",
-            flush=True,
-        )
+    with contextlib.ExitStack() as stack:
+        route = None
+        if args.route_engine:
+            from bench_learning_engine import serving
+
+            port, alias, _url = stack.enter_context(serving(args.route_engine))
+            route = (port, alias)
+        for seed in seeds:
+            runs.append(_one_seed(args, seed, route))
     pooled = {}
     for group in ("catalog", "noncatalog"):
         pooled[group] = {
@@ -132,11 +131,22 @@ def main(argv: list[str] | None = None) -> int:
         f"{pooled['catalog']['recall']:.2f}; non-catalog P {pooled['noncatalog']['precision']:.2f} R "
         f"{pooled['noncatalog']['recall']:.2f}; guarded promoted unasked: {guarded}"
     )
-    settings = {"sessions": args.sessions, "drafts": args.drafts, "seeds": ",".join(str(s) for s in seeds)}
+    settings: dict[str, Any] = {
+        "sessions": args.sessions,
+        "drafts": args.drafts,
+        "seeds": ",".join(str(s) for s in seeds),
+    }
     data = {"args": settings, "mean": pooled, "runs": runs}
+    name = "learning"
+    if route is not None:
+        settings["route"] = route[1]
+        name = f"learning_route_{route[1]}"
+    if args.noncatalog != "sim":
+        settings["noncatalog"] = args.noncatalog
+        name = f"{name}_{args.noncatalog}"
     if args.json:
         print(json.dumps(data, indent=2, sort_keys=True))
-    write_results("learning", data, out=args.out, quick=args.quick)
+    write_results(name, data, out=args.out, quick=args.quick)
     goal = all(p["precision"] >= 0.9 and p["recall"] >= 0.8 for p in pooled.values()) and guarded == 0
     return 0 if goal else 1
 

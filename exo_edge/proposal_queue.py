@@ -40,11 +40,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from exo_core.agent.model import ChatMessage, ModelRequest, ModelTransport, TextDelta, UsageChunk
+from exo_core.agent.model import ChatMessage, ModelRequest, ModelTransport, TextDelta, ToolCallChunk, UsageChunk
 from exo_core.decisions.providers import LETTERS, RAW_CONFIDENCE
 from exo_core.decisions.uses import SIGNAL
 from exo_core.errors import BadBodyError, ModelError, StorageError
-from exo_core.learning.reflected import EXPLAIN, explain_prompt, parse_reflection, reflected_proposal, usable
+from exo_core.learning.reflected import (
+    EXPLAIN,
+    PICK_TOOL,
+    explain_prompt,
+    explain_tool,
+    read_reflection,
+    reflected_proposal,
+)
 from exo_core.learning.reviewer import LEARNING_SOURCE
 from exo_core.learning.signal_entry import SignalEntry, signal_entry
 from exo_core.ledger.entry import NewEntry
@@ -172,8 +179,18 @@ def prompt_for(job: Job) -> ModelRequest:
     """The larger model's request for ``job``."""
     i = job.inputs
     if job.kind == "reflect" and EXPLAIN in i:  # an edit the catalog cannot explain (exo_core/learning/reflected.py)
+        # A selection, not a sentence: the line's number through a required tool whose schema an engine
+        # can enforce (llama_cpp.server turns it into a grammar); the learner derives the lesson from it.
         system, user = explain_prompt(i)
-    elif job.kind == "reflect":
+        return ModelRequest(
+            messages=(ChatMessage("system", system), ChatMessage("user", user)),
+            tools=(explain_tool(i),),
+            tool_choice=PICK_TOOL,
+            max_tokens=24,
+            temperature=0.0,
+            role=str(i.get("role", "aux")),
+        )
+    if job.kind == "reflect":
         system = (
             "You write one lesson about a person's taste as a single positive sentence: "
             "'Wants Y, not X, because Z.' Use only the evidence given. One line, no preamble."
@@ -233,19 +250,24 @@ def _record(ledger: Ledger, job: Job, text: str) -> str:
 
 def _record_explained(ledger: Ledger, job: Job, text: str, idem: str) -> str:
     """The larger model's lesson for an unexplained edit: a proposal citing the person's edit, or, when its
-    answer is unusable (not the two lines, or a marker the edit does not remove), a ``decision`` whose
-    ``reason`` label says why (decision entries hold labels, never raw text).
+    answer is unusable (no line chosen, or a line whose marker the correction does not support), a
+    ``decision`` whose ``reason`` label says why (decision entries hold labels, never raw text).
 
     Never a lesson on the model's word alone: the proposal's only evidence is the person's edit, and the
     lesson book recomputes its stance from the texts (docs/learning.md §6)."""
     verdict = str(job.inputs[EXPLAIN])
-    parsed = parse_reflection(text)
-    why = "not_lesson_and_avoid_lines" if parsed is None else usable(parsed[1], job.inputs)
-    if parsed is None or why:
-        body = {"decider": "reflection", "item": verdict, "kept": "no", "reason": why, "source": LEARNING_SOURCE}
+    read = read_reflection(text, job.inputs)
+    if read.why:
+        body = {
+            "decider": "reflection",
+            "item": verdict,
+            "kept": "no",
+            "reason": read.why,
+            "source": LEARNING_SOURCE,
+        }
         return ledger.append("decision", body, refs=(verdict,), idem=idem).id
-    claim, marker = parsed
-    return ledger.append("proposal", reflected_proposal(claim, marker, verdict), refs=(verdict,), idem=idem).id
+    proposal = reflected_proposal(read.claim, read.marker, verdict)
+    return ledger.append("proposal", proposal, refs=(verdict,), idem=idem).id
 
 
 def _record_decide(ledger: Ledger, job: Job, text: str, idem: str) -> str:
@@ -325,6 +347,8 @@ async def drain(
             async for chunk in transport.stream(prompt_for(job)):
                 if isinstance(chunk, TextDelta):
                     text.append(chunk.text)
+                elif isinstance(chunk, ToolCallChunk):  # a required tool's answer (a reflection's line)
+                    text.append(json.dumps(chunk.call.arguments))
                 elif isinstance(chunk, UsageChunk):
                     used = chunk.cost
         except ModelError as exc:

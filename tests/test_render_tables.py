@@ -604,6 +604,44 @@ def test_stress_and_learning_tables() -> None:
     assert learning[4] == "| mean | **1.00** | **0.88** | **1.00** | **1.00** | **1** | | |"
 
 
+def test_learning_reflection_table_counts_right_wrong_and_missed_per_split() -> None:
+    def counts(right: int, wrong: int, missed: int, none_right: int) -> dict[str, int]:
+        return {
+            "cases": 9,
+            "lessons_expected": 8,
+            "right": right,
+            "wrong": wrong,
+            "missed": missed,
+            "right_none": none_right,
+            "picked": 0,
+        }
+
+    def model(name: str, right: int) -> dict[str, Any]:
+        summary = {"dev": counts(right, 1, 8 - right - 1, 1), "heldout": counts(right - 1, 2, 8 - right - 1, 0)}
+        return {"model": name, "splits": ["dev", "heldout"], "summary": summary, "rules_only": summary}
+
+    lines = people.learning_reflection(model("big", 6), model("small", 4))
+    assert lines[2] == "| big | dev (9) | 6/8 | 1 | 1 | 1/1 |"
+    assert lines[3] == "| big | held-out (9) | 5/8 | 2 | 1 | 0/1 |"
+    assert lines[6] == "| rules only (no model) | dev (9) | 6/8 | 1 | 1 | 1/1 |" and len(lines) == 8
+
+
+def test_learning_route_table_names_the_route_of_each_file() -> None:
+    run = {
+        "seed": 7,
+        "catalog": {"precision": 1.0, "recall": 0.875},
+        "noncatalog": {"precision": 1.0, "recall": 0.8, "hidden": ["a", "b", "c", "d", "e"]},
+        "guarded_promoted_unasked": [],
+        "larger_model_calls": 13,
+        "reflections_dropped": ["wants_something_added"],
+        "seconds": 1349.6,
+    }
+    data = {"args": {"route": "big", "sessions": 12, "drafts": 8}, "runs": [run]}
+    lines = people.learning_route(data, {**data, "args": {**data["args"], "route": "small", "noncatalog": "heldout"}})
+    assert lines[2] == "| big | the simulation's 5 | 7 | 12 x 8 | 1.00 | 0.88 | 1.00 | 0.80 | 0 | 13 | 1 | 1,350 |"
+    assert lines[3].startswith("| small | 5 from the heldout cases | 7 |") and len(lines) == 4
+
+
 def test_conditions_read_each_files_machine_block() -> None:
     datas = []
     for _section, name in conditions.FILES:

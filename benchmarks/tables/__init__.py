@@ -74,4 +74,17 @@ RENDERERS: dict[str, Table] = {
     "generation": _one("generation", models.generation),
     "generation_matrix": _one("generation_matrix", models.generation_matrix),
     "learning": _one("learning", people.learning),
+    "learning.route": Table(
+        files=(
+            "learning_route_qwen2.5-coder-1.5b-instruct",
+            "learning_route_qwen2.5-coder-0.5b-instruct",
+            "learning_route_qwen2.5-coder-1.5b-instruct_heldout",
+            "learning_route_qwen2.5-coder-0.5b-instruct_heldout",
+        ),
+        render=people.learning_route,
+    ),
+    "learning.reflection": Table(
+        files=("learning_engine_qwen2.5-coder-1.5b-instruct", "learning_engine_qwen2.5-coder-0.5b-instruct"),
+        render=people.learning_reflection,
+    ),
 }

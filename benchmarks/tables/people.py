@@ -1,16 +1,17 @@
 """§11 and §16 of docs/benchmarks.md: the stress run, and the simulated person through exod.
 
 From ``stress.json`` (``exo bench stress``, the issue's full counts: two SIGKILL runs and a fuzz top-up
-gathered in one file) and ``learning.json`` (``bench_learning.py``).
+gathered in one file), ``learning.json`` (``bench_learning.py``) and the reflection cases asked of real
+models (``learning_engine_<model>.json``, ``bench_learning.py --engine``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from benchmarks.tables._cells import md_table, num
+from benchmarks.tables._cells import frac, md_table, num
 
-__all__ = ["stress", "learning"]
+__all__ = ["stress", "learning", "learning_route", "learning_reflection"]
 
 
 def _kill_row(data: dict[str, Any]) -> list[str]:
@@ -137,3 +138,78 @@ def learning(data: dict[str, Any]) -> list[str]:
         ]
     )
     return md_table(headers, rows, align="lrrrrrrl")
+
+
+_SPLIT_NAMES = {"dev": "dev (9)", "heldout": "held-out (9)", "old": "old 5 (seen before)"}
+
+
+def _reflection_row(who: str, split: str, counts: dict[str, int]) -> list[Any]:
+    lessons = counts["lessons_expected"]
+    nones = counts["cases"] - lessons
+    return [
+        who,
+        _SPLIT_NAMES.get(split, split),
+        frac(counts["right"], lessons),
+        counts["wrong"],
+        counts["missed"],
+        frac(counts["right_none"], nones) if nones else "",
+    ]
+
+
+def learning_reflection(*models: dict[str, Any]) -> list[str]:
+    """The reflection cases per model and split: right lessons, wrong ones kept, misses, and the rules-only
+    stand-in on the same cases (from the first file) as the baseline."""
+    headers = ["answered by", "cases", "right lessons", "wrong lessons kept", "missed", "no lesson when none meant"]
+    rows = []
+    for data in models:
+        for split in data["splits"]:
+            rows.append(_reflection_row(data["model"], split, data["summary"][split]))
+    first = models[0]
+    for split in first["splits"]:
+        rows.append(_reflection_row("rules only (no model)", split, first["rules_only"][split]))
+    return md_table(headers, rows, align="llrrrr")
+
+
+def learning_route(*routes: dict[str, Any]) -> list[str]:
+    """The simulated person with a real model as the learning route: one row per file's seed, the route's
+    model named (``learning_route_<model>.json``, ``bench_learning.py --route-engine``)."""
+    headers = [
+        "route",
+        "rules outside the catalog",
+        "seed",
+        "sessions x drafts",
+        "catalog P",
+        "catalog R",
+        "non-catalog P",
+        "non-catalog R",
+        "guarded promoted unasked",
+        "larger-model calls",
+        "reflections dropped",
+        "seconds",
+    ]
+    rows = []
+    for data in routes:
+        args = data["args"]
+        for run in data["runs"]:
+            hidden = len(run["noncatalog"]["hidden"])
+            if args.get("noncatalog", "sim") == "sim":
+                rules = f"the simulation's {hidden}"
+            else:
+                rules = f"{hidden} from the {args['noncatalog']} cases"
+            rows.append(
+                [
+                    args["route"],
+                    rules,
+                    run["seed"],
+                    f"{args['sessions']} x {args['drafts']}",
+                    _share(run["catalog"]["precision"]),
+                    _share(run["catalog"]["recall"]),
+                    _share(run["noncatalog"]["precision"]),
+                    _share(run["noncatalog"]["recall"]),
+                    len(run["guarded_promoted_unasked"]),
+                    run["larger_model_calls"],
+                    len(run["reflections_dropped"]),
+                    f"{run['seconds']:,.0f}",
+                ]
+            )
+    return md_table(headers, rows, align="lllrrrrrrrrr")

@@ -91,8 +91,8 @@ def rule_of(lesson: Lesson) -> str:
     scorer checks in text like a feature; else its target."""
     if lesson.feature:
         return lesson.feature
-    if lesson.marker:
-        return "re:" + re.escape(lesson.marker)
+    if lesson.marker:  # at a word's start, as features.has_marker matches it
+        return "re:(?<![a-z0-9])" + re.escape(lesson.marker)
     return lesson.target
 
 

@@ -30,6 +30,9 @@ __all__ = [
     "stance",
     "marker_stance",
     "marker_words",
+    "has_marker",
+    "stem",
+    "stems",
     "match_words",
     "action_text",
 ]
@@ -226,21 +229,63 @@ def marker_words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _STOP}
 
 
+def stem(word: str) -> str:
+    """A light stem of one lower-case word, so a person's "summaries" names a draft's "summary".
+
+    Plurals, ``-ing`` and ``-ed`` off, a doubled last consonant undoubled ("skipped", "skip"), a final
+    ``e`` off ("deleted", "delete"). Deliberately small: no derivations ("investment" stays apart from
+    "investing"), so two words meet only when they are the same word inflected.
+    """
+    w = word
+    if len(w) > 4 and w.endswith("ies"):
+        return w[:-3] + "y"
+    if len(w) > 4 and w.endswith(("sses", "xes", "ches", "shes")):
+        w = w[:-2]
+    elif len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+    elif len(w) > 5 and w.endswith("ing"):
+        w = w[:-3]
+    elif len(w) > 4 and w.endswith("ed"):
+        w = w[:-2]
+    if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "lsz":
+        w = w[:-1]
+    if len(w) > 3 and w.endswith("e"):
+        w = w[:-1]
+    return w
+
+
+def stems(text: str) -> set[str]:
+    """The stems of the content words of ``text`` longer than one letter (the "m" of "I'm" names nothing)."""
+    return {stem(w) for w in marker_words(text) if len(w) > 1}
+
+
+def has_marker(marker: str, text: str) -> bool:
+    """Whether ``text`` has ``marker``, ignoring case, starting at a word's start.
+
+    A marker is matched as the beginning of a word, so "AI" is in "an AI tool" but not in "said",
+    and "email" is in "emails" (docs/learning.md §6).
+    """
+    needle = marker.lower().strip()
+    if not needle:
+        return False
+    return re.search(r"(?<![a-z0-9])" + re.escape(needle), text.lower()) is not None
+
+
 def marker_stance(marker: str, verdict: str, before: str, after: str | None, reason: str = "") -> int | None:
     """How a verdict bears on "avoid ``marker``", as :func:`stance` does for a catalog feature.
 
     A marker is the words a lesson outside the catalog avoids (:mod:`.reflected`), matched ignoring
-    case. A rejection supports only when the draft had the marker and the person's reason shares one
-    of its content words ("Drop the TL;DR line" and ``TL;DR``).
+    case at a word's start (:func:`has_marker`). A rejection supports only when the draft had the
+    marker and the person's reason shares the stem of one of its content words ("Drop the TL;DR line"
+    and ``TL;DR``; "summaries" and ``summary``, :func:`stems`).
     """
-    needle = marker.lower()
-    had = needle in before.lower()
+    had = has_marker(marker, before)
     if verdict in ("edit", "should_have_been"):
         if after is None or not had:
             return None
-        return -1 if needle in after.lower() else +1
+        return -1 if has_marker(marker, after) else +1
     if verdict == "accept":
         return -1 if had else None
     if verdict == "reject":
-        return +1 if had and reason and marker_words(marker) & marker_words(reason) else None
+        return +1 if had and reason and stems(marker) & stems(reason) else None
     return None

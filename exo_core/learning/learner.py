@@ -26,7 +26,7 @@ from exo_core.learning.features import features_in
 from exo_core.learning.lessons import LessonBook, judged_text
 from exo_core.learning.pack import enforced, lesson_node, render_learned, shown, sync_nodes, taste_rows, write_pack
 from exo_core.learning.promotion import Existing, decide
-from exo_core.learning.reflected import EXPLAIN, unexplained_lines
+from exo_core.learning.reflected import EXPLAIN, choices, unexplained_lines
 from exo_core.learning.reviewer import (
     LEARNING_SOURCE,
     Draft,
@@ -246,6 +246,8 @@ class Learner:
                 "removed": [line[:300] for line in removed[:6]],
                 "reason": str(verdict.body.get("reason", ""))[:300],
             }
+            if not choices(inputs):
+                continue  # the person's words name no line of the draft: no answer could be kept
             queued += int(self.queue.put("reflect", inputs, key=f"explain:{vid}"))
         return queued
 

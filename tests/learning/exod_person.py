@@ -23,7 +23,7 @@ import json
 import random
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,16 @@ from exo_core.client import ExoClient
 from exo_core.learning.features import feature
 from exo_core.learning.weights import HIGH
 
-__all__ = ["NONCATALOG", "GUARDED", "CORRECTIONS", "Assistant", "Person", "measure", "write_config"]
+__all__ = [
+    "NONCATALOG",
+    "GUARDED",
+    "CORRECTIONS",
+    "Assistant",
+    "Person",
+    "measure",
+    "write_config",
+    "lines_from_cases",
+]
 
 # Lines the catalog cannot explain, each a hidden rule of the person, and how the person says so.
 NONCATALOG = {
@@ -68,15 +77,27 @@ _EXTRA = {**NONCATALOG, **GUARDED}
 _QUOTED = re.compile(r"'([^']{2,80})'")
 
 
+def lines_from_cases(path: Path, split: str) -> dict[str, tuple[str, str]]:
+    """Hidden rules from the reflection cases of ``split`` (``benchmarks/data/reflection_cases.json``): each
+    rejection with an expected lesson gives its line and the person's words, said as a correction."""
+    out = {}
+    for case in json.loads(path.read_text(encoding="utf-8"))["cases"]:
+        line = case["expect"]["line"]
+        if case["split"] != split or case["verdict"] != "reject" or not line:
+            continue
+        out[case["id"]] = (case["draft"][line - 1], f"No, that's wrong: {case['reason']}")
+    return out
+
+
 def _learned_section(system: str) -> str:
     found = re.search(r"<!-- exo:learned:begin -->(.*?)<!-- exo:learned:end -->", system, re.S)
     return found.group(1) if found else ""
 
 
-def _knows(section: str, key: str) -> bool:
+def _knows(section: str, key: str, extra: Mapping[str, tuple[str, str]]) -> bool:
     """Whether the pack's learned section (enforced or hint) covers the rule ``key``."""
-    if key in _EXTRA:
-        line = _EXTRA[key][0].lower()
+    if key in extra:
+        line = extra[key][0].lower()
         return any(m.lower() in line for m in _QUOTED.findall(section))
     feat = feature(key)
     if feat is None:
@@ -94,8 +115,9 @@ class Assistant:
     otherwise change every draft after it).
     """
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, extra: Mapping[str, tuple[str, str]] = _EXTRA) -> None:
         self.seed = seed
+        self.extra = extra
         self.drafts = 0
         self.saw_pack = 0
         self.requests = 0
@@ -104,21 +126,21 @@ class Assistant:
         """An enforced lesson switches its rule off; a hint, half the time (as in :mod:`simperson`)."""
         enforced, _, hinted = section.partition("Hints:")
         heeds_hint = dice.random() < 0.5
-        if _knows(enforced, key):
+        if _knows(enforced, key, self.extra):
             return True
-        return _knows(hinted, key) and heeds_hint
+        return _knows(hinted, key, self.extra) and heeds_hint
 
     def draft(self, task: str, section: str) -> str:
         self.drafts += 1
         keys = []
-        for key in (*TASKS[task], *_EXTRA):
+        for key in (*TASKS[task], *self.extra):
             dice = random.Random(f"{self.seed}:{self.drafts}:{key}")
             shown_now = dice.random() < 0.35
             if shown_now and not self._skips(section, key, dice):
                 keys.append(key)
         on = frozenset(keys)
-        body = render(task, on - {"sign_off"} - set(_EXTRA))
-        extras = [_EXTRA[k][0] for k in _EXTRA if k in on]
+        body = render(task, on - {"sign_off"} - set(self.extra))
+        extras = [self.extra[k][0] for k in self.extra if k in on]
         closing = ["Hope this helps."] if "sign_off" in on else []
         return "\n\n".join([body, *extras, *closing])
 
@@ -152,8 +174,8 @@ class Assistant:
         return application
 
 
-def write_config(home: Path, assistant_port: int, laptop_port: int) -> None:
-    """``main`` is the assistant server; ``[learning] route`` is the larger model's server."""
+def write_config(home: Path, assistant_port: int, laptop_port: int, *, route_model: str = "big") -> None:
+    """``main`` is the assistant server; ``[learning] route`` is the larger model's server (``route_model``)."""
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text(
         "[models.providers.sim]\n"
@@ -167,7 +189,7 @@ def write_config(home: Path, assistant_port: int, laptop_port: int) -> None:
         "[models.roles]\n"
         'main = ["sim:assistant"]\n\n'
         "[learning]\n"
-        'route = "laptop:big"\n'
+        f'route = "laptop:{route_model}"\n'
         "drain_every = 0.2\n"
         "batch = 50\n",
         encoding="utf-8",
@@ -180,6 +202,7 @@ class Person:
 
     rng: random.Random
     seed: int = 0
+    extra: Mapping[str, tuple[str, str]] = field(default_factory=lambda: dict(_EXTRA))
     corrections: list[int] = field(default_factory=list)
     fine: list[int] = field(default_factory=list)
     drafts: int = 0
@@ -188,14 +211,14 @@ class Person:
         """The correction to send for ``text`` (None: it is fine)."""
         lines = {line.strip() for line in text.splitlines()}
         seen = [k for k in HIDDEN if feature(k) is not None and feature(k).present(text)]  # type: ignore[union-attr]
-        seen += [k for k, (line, _) in _EXTRA.items() if line in lines]
+        seen += [k for k, (line, _) in self.extra.items() if line in lines]
         # this draft's own dice, as the assistant's (see Assistant): one missed rule does not shift the rest
         dice = random.Random(f"{self.seed}:person:{self.drafts}")
         noticed = [k for k in sorted(seen) if dice.random() > 0.1]
         if not noticed:
             return None
         pick = dice.choice(noticed)
-        return _EXTRA[pick][1] if pick in _EXTRA else CORRECTIONS[pick]
+        return self.extra[pick][1] if pick in self.extra else CORRECTIONS[pick]
 
     async def session(self, client: ExoClient, n: int, drafts: int, settle: Callable[[], Awaitable[None]]) -> None:
         """One conversation: ``drafts`` drafts asked for and judged.
@@ -238,7 +261,7 @@ async def _turn(client: ExoClient, session: str, text: str) -> str:
     return "".join(answer)
 
 
-def measure(book: Any, now_ms: int) -> dict[str, Any]:
+def measure(book: Any, now_ms: int, extra: Mapping[str, tuple[str, str]] = _EXTRA) -> dict[str, Any]:
     """Precision and recall of high-weight lessons, catalog and non-catalog separately; guarded promotions."""
     high = [lesson for lesson in book.lessons.values() if lesson.home != "question" and lesson.weight(now_ms) >= HIGH]
     cat_hidden = set(HIDDEN)
@@ -247,13 +270,13 @@ def measure(book: Any, now_ms: int) -> dict[str, Any]:
     strays: list[str] = []
     for lesson in (lesson for lesson in high if not lesson.feature):
         rule = next(
-            (k for k, (line, _) in _EXTRA.items() if lesson.marker and lesson.marker.lower() in line.lower()), ""
+            (k for k, (line, _) in extra.items() if lesson.marker and lesson.marker.lower() in line.lower()), ""
         )
         if rule:
             non_high.add(rule)
         else:
             strays.append(lesson.target)
-    non_hidden = set(_EXTRA)
+    non_hidden = set(extra)
     guarded_promoted = [
         lesson.target for lesson in book.lessons.values() if lesson.guarded and lesson.promoted_by not in ("", "person")
     ]
@@ -299,8 +322,23 @@ async def _serve(app: web.Application) -> tuple[web.AppRunner, int]:
     return runner, int(port)
 
 
-async def run(root: Path, *, sessions: int, drafts: int, seed: int = 7) -> dict[str, Any]:
-    """The whole simulation under ``root``; :func:`measure`'s numbers plus the run's counts."""
+async def run(
+    root: Path,
+    *,
+    sessions: int,
+    drafts: int,
+    seed: int = 7,
+    route: tuple[int, str] | None = None,
+    settle_s: float = 60,
+    extra: Mapping[str, tuple[str, str]] = _EXTRA,
+) -> dict[str, Any]:
+    """The whole simulation under ``root``; :func:`measure`'s numbers plus the run's counts.
+
+    ``route`` (port, model) points ``[learning] route`` at a real engine on this machine instead of the
+    stand-in server (``bench_learning.py --route-engine``); ``settle_s`` is how long the person waits for
+    exod's queue to drain before the next draft (a real model answers far slower than the stand-in).
+    ``extra`` are the hidden rules outside the catalog (key: the line, the person's words about it).
+    """
     import larger_model
     from exo_testkit import Exod, write_script
 
@@ -314,15 +352,21 @@ async def run(root: Path, *, sessions: int, drafts: int, seed: int = 7) -> dict[
     signer = create_signing_key(home / "keys")
     init_store(home / "store", owner_key_ids=[signer.key_id])
     rng = random.Random(seed)
-    assistant = Assistant(seed + 1)
-    person = Person(rng, seed)
+    assistant = Assistant(seed + 1, extra)
+    person = Person(rng, seed, extra=extra)
     runners = []
     try:
         runner, assistant_port = await _serve(assistant.app())
         runners.append(runner)
-        runner, laptop_port = await _serve(larger_model.app(str(root / "larger.log"), 0.0))
-        runners.append(runner)
-        write_config(home, assistant_port, laptop_port)
+        if route is None:
+            runner, laptop_port = await _serve(larger_model.app(str(root / "larger.log"), 0.0))
+            runners.append(runner)
+            write_config(home, assistant_port, laptop_port)
+        else:
+            write_config(home, assistant_port, route[0], route_model=route[1])
+            with (home / "config.toml").open("a", encoding="utf-8") as config:
+                # a 1.5B on one shared core may think for minutes before its first token
+                config.write("\n[models.timeouts]\nfirst_byte = 900\nidle = 900\n")
         script = write_script(root / "unused.json", [{"text": "unused"}])
         exod = Exod(home, script, ws, extra=["--model", "local"])
         started = time.monotonic()
@@ -331,13 +375,13 @@ async def run(root: Path, *, sessions: int, drafts: int, seed: int = 7) -> dict[
             queue = ProposalQueue(home / "learning" / "queue.sqlite")
 
             async def settle() -> None:
-                await asyncio.to_thread(wait_until, lambda: not queue.pending(1), 60)
+                await asyncio.to_thread(wait_until, lambda: not queue.pending(1), settle_s)
 
             async with ExoClient(exod.url, client_name="simulated-person") as client:
                 await client.hello()
                 for n in range(sessions):
                     await person.session(client, n, drafts, settle)
-            drained = await asyncio.to_thread(wait_until, lambda: not queue.pending(1), 120)
+            drained = await asyncio.to_thread(wait_until, lambda: not queue.pending(1), max(120, 2 * settle_s))
             jobs = queue.counts()
             queue.close()
         finally:
@@ -351,7 +395,7 @@ async def run(root: Path, *, sessions: int, drafts: int, seed: int = 7) -> dict[
         learner = Learner(store, ledger)
         learner.review(asked=True)  # a last pass, as exod's next turn would, over what the last drain appended
         book = learner.book
-        result = measure(book, book.last_ts)
+        result = measure(book, book.last_ts, extra)
         result["lessons"] = {
             t: [round(lesson.weight(book.last_ts), 2), len(lesson.evidence), len(lesson.sessions())]
             for t, lesson in sorted(book.lessons.items())
@@ -361,8 +405,16 @@ async def run(root: Path, *, sessions: int, drafts: int, seed: int = 7) -> dict[
         explained = [
             e for e in ledger.entries(kind="proposal") if e.body.get("by") == "reflection" and "marker" in e.body
         ]
+        dropped = sorted(
+            str(e.body.get("reason", ""))
+            for e in ledger.entries(kind="decision")
+            if e.body.get("decider") == "reflection"
+        )
         verified = ledger.verify().ok
-    asked = (root / "larger.log").read_text().count("\n") if (root / "larger.log").exists() else 0
+    if route is None:
+        asked = (root / "larger.log").read_text().count("\n") if (root / "larger.log").exists() else 0
+    else:
+        asked = int(jobs.get("done", 0))  # one call per drained job (a retried one is not counted twice)
     half = max(1, sessions // 3)
     first = sum(person.corrections[:half]) / max(1, sum(person.corrections[:half]) + sum(person.fine[:half]))
     last = sum(person.corrections[-half:]) / max(1, sum(person.corrections[-half:]) + sum(person.fine[-half:]))
@@ -372,6 +424,8 @@ async def run(root: Path, *, sessions: int, drafts: int, seed: int = 7) -> dict[
             "drafts": person.drafts,
             "verdicts": verdicts,
             "reflections_proposed": len(explained),
+            "reflection_markers": sorted(str(e.body.get("marker", "")) for e in explained),
+            "reflections_dropped": dropped,
             "larger_model_calls": asked,
             "queue": jobs,
             "queue_drained": drained,

@@ -4,9 +4,11 @@
 Each request is appended (and fsynced) to LOG *before* the answer, then the
 server waits DELAY seconds, so a test can kill a drainer, or this server,
 while a call is in flight. A reflection prompt ("Current wording: X") is
-answered with one positive claim; an unexplained edit ("Removed lines:") with a lesson and the
-words to avoid (the opening words of the first removed line); a judging prompt with a score. Usage
-carries a cost of 0.01 per call.
+answered with one positive claim; an unexplained correction (numbered "Lines of the draft:" or
+"Deleted lines:") with ``remove`` and the number of the line that shares the most word stems with the
+person's words (the first when none does), as a call of the required tool when the request names
+one (as an engine that enforces a forced call answers) and as ``{"want": "remove", "line": N}`` text
+otherwise; a judging prompt with a score. Usage carries a cost of 0.01 per call.
 """
 
 from __future__ import annotations
@@ -21,29 +23,35 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 
 from exo_core.agent.model import Finish, ModelChunk, ModelRequest, TextDelta
-from exo_core.learning.features import marker_words
+from exo_core.learning.features import stems
 
 
 def answer_for(prompt: str) -> str:
-    said = re.search(r"They said: (.*)", prompt)
-    listed = re.search(r"(?:Removed lines|Draft lines):\n((?:- .*\n?)+)", prompt)
+    said = re.search(r"The person said: (.*)", prompt)
+    listed = re.search(r"(Lines of the draft|Deleted lines):\n((?:\d+\. .*\n?)+)", prompt)
     if listed:
-        # A correction the catalog cannot explain: the line the person's words point at (else the first
-        # listed one), and its words they named (else its opening words) as the marker.
-        lines = [line[2:].strip() for line in listed.group(1).splitlines() if line.startswith("- ")]
-        named = marker_words(said.group(1)) if said else set()
-        best = max(lines, key=lambda line: len(marker_words(line) & named))
-        words = best.split()
-        hits = [i for i, w in enumerate(words) if marker_words(w) & named]
-        span = words[hits[0] : hits[-1] + 1] if hits else words[:3]
-        marker = " ".join(span).rstrip(".,:;!?")
-        return f"LESSON: Wants drafts without '{marker}'.\nAVOID: {marker}"
+        # A correction the catalog cannot explain: the line the person's words point at.
+        lines = [re.sub(r"^\d+\. ", "", line) for line in listed.group(2).splitlines() if line.strip()]
+        named = stems(said.group(1)) if said else set()
+        hits = [len(stems(line) & named) for line in lines]
+        best = max(range(len(lines)), key=lambda n: hits[n])
+        if listed.group(1) == "Deleted lines":
+            return json.dumps({"line": best + 1})
+        return json.dumps({"want": "remove", "line": best + 1})
     found = re.search(r"Current wording: (.*)", prompt)
     if found:
         claim = found.group(1).strip().rstrip(".")
         core = claim[len("Wants ") :] if claim.startswith("Wants ") else claim
         return f"Wants {core}, because the person corrected it in their own drafts."
     return "0.8"
+
+
+def _forced_tool(body: dict[str, object]) -> str:
+    """The function a request requires (``tool_choice`` naming one), else ""."""
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict) and isinstance(choice.get("function"), dict):
+        return str(choice["function"].get("name", ""))
+    return ""
 
 
 class StandIn:
@@ -71,12 +79,20 @@ def app(log_path: str, delay: float) -> web.Application:
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
         text = answer_for(prompt)
-        for piece in re.findall(r".{1,24}", text, re.S):
-            chunk = {"model": body["model"], "choices": [{"index": 0, "delta": {"content": piece}}]}
+        tool = _forced_tool(body)
+        if tool:  # the answer as the required call, its arguments streamed in pieces as engines do
+            call = {"index": 0, "id": "call_0", "type": "function", "function": {"name": tool, "arguments": ""}}
+            deltas = [{"tool_calls": [call]}]
+            for piece in re.findall(r".{1,8}", text, re.S):
+                deltas.append({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
+        else:
+            deltas = [{"content": piece} for piece in re.findall(r".{1,24}", text, re.S)]
+        for delta in deltas:
+            chunk = {"model": body["model"], "choices": [{"index": 0, "delta": delta}]}
             await resp.write(f"data: {json.dumps(chunk)}\n\n".encode())
         done = {
             "model": body["model"],
-            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls" if tool else "stop"}],
             "usage": {"prompt_tokens": 50, "completion_tokens": 20, "cost": 0.01},
         }
         await resp.write(f"data: {json.dumps(done)}\n\ndata: [DONE]\n\n".encode())

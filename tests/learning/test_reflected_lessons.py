@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from larger_model import StandIn
@@ -16,7 +17,7 @@ from exo_core.agent.scripted import ScriptedModel
 from exo_core.learning.climb import Candidate, Decision, climb
 from exo_core.learning.evalset import breaks, items_from, rule_of, rules_score, split
 from exo_core.learning.lessons import valid_claim
-from exo_core.learning.reflected import MAX_MARKER, parse_reflection
+from exo_core.learning.reflected import MAX_MARKER, grounded_marker, parse_choice, read_reflection, usable
 from exo_core.learning.weights import HIGH
 from exo_edge.proposal_queue import ProposalQueue, drain
 
@@ -94,19 +95,27 @@ def test_a_guarded_lesson_outside_the_catalog_is_asked_about_never_promoted(tmp_
     env.close()
 
 
-def test_an_answer_the_persons_correction_does_not_support_is_recorded_and_dropped(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("answer", "why"),
+    [
+        ('{"want": "remove", "line": 2}', "not_a_line_choice"),  # only the TL;DR line is offered
+        ("LESSON: Wants no mention of the weather.\nAVOID: sunny weather", "not_a_line_choice"),
+        ('{"want": "keep", "line": 1}', "not_a_line_choice"),
+        ('{"want": "add", "line": 1}', "wants_something_added"),
+    ],
+)
+def test_an_answer_the_persons_correction_does_not_support_is_recorded_and_dropped(
+    tmp_path: Path, answer: str, why: str
+) -> None:
     env, queue = _setup(tmp_path)
     judged = _draft(env, "s1", TLDR)
     env.verdict(judged, "reject", "s1", reason="Drop the TL;DR line, please.")
     env.learner.review()
-    invented = ScriptedModel([{"text": "LESSON: Wants no mention of the weather.\nAVOID: sunny weather"}])
-    _drain(env, queue, invented)
+    _drain(env, queue, ScriptedModel([{"text": answer}]))
     env.learner.refresh()
     assert not env.learner.book.marked()
     dropped = [e.body for e in env.ledger.entries(kind="decision")]
-    assert [d["decider"] for d in dropped] == ["reflection"] and dropped[0][
-        "reason"
-    ] == "not_supported_by_the_correction"
+    assert [(d["decider"], d["reason"]) for d in dropped] == [("reflection", why)]
     queue.close()
     env.close()
 
@@ -150,7 +159,7 @@ def test_a_lesson_outside_the_catalog_passes_the_same_held_out_gate(tmp_path: Pa
     lesson = book.lessons["taste/avoid-tl-dr"]
     assert not lesson.promoted_by, "one session: rule 4 waits"
     rule = rule_of(lesson)
-    assert rule == "re:TL;DR" and breaks(rule, TLDR) and not breaks(rule, "Run make clean.")
+    assert rule == "re:(?<![a-z0-9])TL;DR" and breaks(rule, TLDR) and not breaks(rule, "Run make clean.")
     final, decisions = climb(
         frozenset(), [Candidate(frozenset({rule}), lesson.target)], split(items_from(book)), rules_score
     )
@@ -165,14 +174,55 @@ def d_held(decisions: list[Decision]) -> float | None:
     return decisions[0].held_out
 
 
-@given(st.text(max_size=400))
-def test_parse_reflection_takes_only_the_two_lines_it_asked_for(text: str) -> None:
-    parsed = parse_reflection(text)
-    if parsed is not None:
-        claim, marker = parsed
-        assert valid_claim(claim) and 2 <= len(marker) <= MAX_MARKER
+@given(st.text(max_size=400), st.integers(min_value=0, max_value=6))
+def test_parse_choice_gives_a_listed_number_or_nothing(text: str, count: int) -> None:
+    chosen = parse_choice(text, count)
+    assert chosen is None or chosen in [("add", 0)] + [("remove", n) for n in range(1, count + 1)]
 
 
-def test_parse_reflection_reads_a_well_formed_answer() -> None:
-    assert parse_reflection("LESSON: Wants no TL;DR lines.\nAVOID: TL;DR") == ("Wants no TL;DR lines.", "TL;DR")
-    assert parse_reflection("Wants no TL;DR lines.") is None
+def test_parse_choice_reads_the_tool_arguments_and_plain_numbers() -> None:
+    assert parse_choice('{"want": "remove", "line": 2}', 3) == ("remove", 2)
+    assert parse_choice('{"line": 2}', 3) == ("remove", 2) and parse_choice("Line 3.", 3) == ("remove", 3)
+    assert parse_choice('{"want": "add", "line": 1}', 3) == ("add", 0) and parse_choice("Add it.", 3) == ("add", 0)
+    assert parse_choice('{"line": 4}', 3) is None and parse_choice("none", 3) is None
+    assert parse_choice('{"line": true}', 3) is None
+
+
+_WORDS = st.sampled_from(["Fun", "fact:", "the", "summaries", "summary", "AI", "a", "skipped", "day.", "x" * 90, "é"])
+
+
+@given(
+    st.lists(st.tuples(_WORDS, st.sampled_from([" ", "  ", ", ", "\t", " - "])), max_size=30),
+    st.lists(_WORDS, max_size=6),
+    st.text(max_size=40),
+)
+def test_a_derived_marker_is_always_words_of_the_chosen_line(
+    parts: list[tuple[str, str]], named: list[str], noise: str
+) -> None:
+    line = "".join(word + sep for word, sep in parts).strip()
+    said = " ".join(named) + " " + noise
+    marker = grounded_marker(line, {"draft": line, "reason": said})
+    assert len(marker) <= MAX_MARKER and (not marker or marker in line)
+    if marker:
+        assert usable(marker, {"verdict": "reject", "draft": line, "after": "", "reason": said}) in (
+            "",
+            "a_catalog_feature",
+            "not_a_marker",
+        ), "a marker from words the person named is supported by their words"
+
+
+def test_the_marker_is_the_lines_words_the_person_named_compared_by_stem() -> None:
+    draft = "Your rent went out on the 1st.\nShall I post this summary to the team channel?"
+    inputs = {
+        "verdict": "reject",
+        "draft": draft,
+        "after": "",
+        "reason": "do not offer to post summaries to the team channel",
+        "removed": draft.splitlines(),
+    }
+    read = read_reflection('{"want": "remove", "line": 1}', inputs)  # the one line their words name
+    assert (read.marker, read.why) == ("post this summary to the team channel", "")
+    assert valid_claim(read.claim)
+    edit = {"verdict": "edit", "draft": "A.\nThis is an automated update.", "after": "A.", "reason": ""}
+    edit["removed"] = ["This is an automated update."]
+    assert read_reflection('{"line": 1}', edit).marker == "This is an automated update"
