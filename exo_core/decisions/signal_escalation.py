@@ -86,8 +86,9 @@ class SignalSettler:
         self.ask_person = ask_person
         self._closers = tuple(closers)
 
-    async def decide(self, text: str, session: str, draft: str | None) -> Decision:
-        """The signal of ``text`` in ``session``; ``draft`` is the ledger id of the draft it answers, if any."""
+    async def decide(self, text: str, session: str, draft: str | None, draft_text: str | None = None) -> Decision:
+        """The signal of ``text`` in ``session``; ``draft`` is the ledger id of the draft it answers, if any,
+        and ``draft_text`` its words (shown to the models that read drafts: docs/decisions.md §3)."""
         waiting = self.ask_person and draft is not None
         settled = await self.escalation.decide(
             SIGNAL,
@@ -96,6 +97,7 @@ class SignalSettler:
             session_id=session,
             asked=signal_wording(text),
             context={"session": session, "draft": draft},
+            draft=draft_text,
         )
         if settled.route != "decided":
             log.info("signal decision abstained on the device; %s (by %s)", settled.route, settled.decision.provider)
