@@ -230,7 +230,7 @@ def score(rows: list[tuple[Probs, str]]) -> dict[str, Any]:
     }
 
 
-async def run(threads: int, raws_file: Path | None) -> dict[str, Any]:
+async def run(threads: int, raws_file: Path | None, only: tuple[str, ...] = tuple(MODELS)) -> dict[str, Any]:
     """Every system on the test part and the held-out messages; the draft's effect on the fit set."""
     sets = load_sets()
     cases = [c for part in sets.values() for c in part]
@@ -250,7 +250,7 @@ async def run(threads: int, raws_file: Path | None) -> dict[str, Any]:
             raws_file.write_text(json.dumps({"raws": raws, "models": models}))
 
     ordered = [c for part in (*FIT_POOL, *SCORED) for c in sets.get(part, [])]  # the fit pool first
-    for which in MODELS:
+    for which in only:
         # The laptop's model only ever sees what the rules leave (it is slow on this machine).
         wanted = [c for c in ordered if which != "laptop" or settled[c["id"]] is None]
         jobs = {which: {c["id"]: (c["text"], None) for c in wanted}}
@@ -422,13 +422,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--markdown", action="store_true", help="print Markdown tables of the saved results (or --out)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--raws", type=Path, default=None, help="reuse (or save) the models' raw probabilities here")
+    ap.add_argument(
+        "--models",
+        default=",".join(MODELS),
+        help="score only these models (comma-separated; the others' saved raws are still used)",
+    )
     args = ap.parse_args(argv)
     if args.markdown:
         _common.MARKDOWN = True
         print_results(json.loads((args.out or _common.RESULTS_DIR / "decisions_signal.json").read_text()))
         return 0
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    results = asyncio.run(run(args.threads, args.raws))
+    only = tuple(name for name in args.models.split(",") if name)
+    unknown = sorted(set(only) - set(MODELS))
+    if unknown:
+        ap.error(f"--models: unknown {', '.join(unknown)}; choose from {', '.join(MODELS)}")
+    results = asyncio.run(run(args.threads, args.raws, only))
     write_results("decisions_signal", results, out=args.out, quick=args.quick)
     if args.json:
         print(json.dumps(results, indent=2, sort_keys=True))
