@@ -110,15 +110,16 @@ def rule_answer(text: str) -> str | None:
 
 async def model_raws(
     which: str,
-    jobs: dict[str, dict[str, tuple[str, str | None]]],
+    jobs: list[tuple[str, str, str, str | None]],
     threads: int,
     raws: dict[str, dict[str, Probs]],
     save: Any,
 ) -> dict[str, Any]:
-    """Score ``jobs`` (raws key -> case id -> (text, draft or None)) on one model, into ``raws``.
+    """Score ``jobs`` ((raws key, case id, text, draft or None), in that order) on one model, into ``raws``.
 
     Cases already in ``raws`` are kept; ``save()`` is called every :data:`SAVE_EVERY` cases. For
-    ``local``, the latency of each key's decisions against generation steps in the same run."""
+    ``local``, the latency of its decisions without and with a draft against generation steps in the
+    same run."""
     from exo_edge.decide_local import LocalDecisionProvider, transport_for_file
     from exo_edge.paths import locate_model_file
 
@@ -127,41 +128,37 @@ async def model_raws(
     if path is None:
         return {"skipped": f"{file_name} is not in the models folder"}
     info: dict[str, Any] = {"file": file_name, "style": style, "threads": threads, "heads": {}}
-    missing = {key: {i: job for i, job in cases.items() if i not in raws.get(key, {})} for key, cases in jobs.items()}
-    if not any(missing.values()):
+    missing = [job for job in jobs if job[1] not in raws.get(job[0], {})]
+    if not missing:
         return info
     transport = transport_for_file(path, threads=threads)
     provider = LocalDecisionProvider(transport, timeout=120.0, style=style)
     steps: list[float] = []
-    timings: dict[str, list[float]] = {}
+    timings: dict[str, list[float]] = {"latency": [], "latency_draft": []}
     done = 0
     try:
         await provider.warm(SIGNAL)
-        for key, cases in missing.items():
-            out = raws.setdefault(key, {})
-            timings[key] = []
-            for case_id, (text, draft) in cases.items():
-                if which == "local" and done % 10 == 0:  # a turn's generation between decisions replaces the cache
-                    steps.extend(await transport.run_exclusive(_generation_steps))
-                started = time.perf_counter()
-                if draft is None:
-                    got = await provider.probabilities(SIGNAL, text)
-                else:
-                    got = await provider.probabilities_after(SIGNAL, text, draft)
-                timings[key].append(time.perf_counter() - started)
-                out[case_id] = dict(got)
-                if provider.last is not None:
-                    info["heads"][provider.last.head] = info["heads"].get(provider.last.head, 0) + 1
-                done += 1
-                if done % SAVE_EVERY == 0:
-                    save()
-            save()
+        for key, case_id, text, draft in missing:
+            if which == "local" and done % 10 == 0:  # a turn's generation between decisions replaces the cache
+                steps.extend(await transport.run_exclusive(_generation_steps))
+            started = time.perf_counter()
+            if draft is None:
+                got = await provider.probabilities(SIGNAL, text)
+            else:
+                got = await provider.probabilities_after(SIGNAL, text, draft)
+            timings["latency" if draft is None else "latency_draft"].append(time.perf_counter() - started)
+            raws.setdefault(key, {})[case_id] = dict(got)
+            if provider.last is not None:
+                info["heads"][provider.last.head] = info["heads"].get(provider.last.head, 0) + 1
+            done += 1
+            if done % SAVE_EVERY == 0:
+                save()
+        save()
     finally:
         await transport.aclose()
     if which == "local" and steps:
-        for key, spent in timings.items():
+        for name, spent in timings.items():
             if spent:
-                name = "latency" if key == which else "latency_draft"
                 info[name] = _latency(spent, steps)
     return info
 
@@ -249,14 +246,8 @@ async def run(threads: int, raws_file: Path | None, only: tuple[str, ...] = tupl
         if raws_file is not None:
             raws_file.write_text(json.dumps({"raws": raws, "models": models}))
 
-    ordered = [c for part in (*FIT_POOL, *SCORED) for c in sets.get(part, [])]  # the fit pool first
     for which in only:
-        # The laptop's model only ever sees what the rules leave (it is slow on this machine).
-        wanted = [c for c in ordered if which != "laptop" or settled[c["id"]] is None]
-        jobs = {which: {c["id"]: (c["text"], None) for c in wanted}}
-        if which != "gemma":  # the draft as context: the chat-style models, on the cases that carry one
-            jobs[which + DRAFT] = {c["id"]: (c["text"], c["draft"]) for c in wanted if c.get("draft")}
-        found = await model_raws(which, jobs, threads, raws, save)
+        found = await model_raws(which, _jobs(which, sets, settled), threads, raws, save)
         models[which] = {**models.get(which, {}), **found}
         save()
 
@@ -330,6 +321,23 @@ async def run(threads: int, raws_file: Path | None, only: tuple[str, ...] = tupl
         "scores": scores,
         "per_case": per_case,
     }
+
+
+def _jobs(
+    which: str, sets: dict[str, list[dict[str, Any]]], settled: dict[str, str | None]
+) -> list[tuple[str, str, str, str | None]]:
+    """What ``which`` scores, most needed first: the cases the rules leave (what the model sees in use),
+    fit pool first, without a draft, then the fit set's with its draft (the chat-style models: the
+    draft's effect), then the rest without a draft. The laptop's model only ever sees what the rules
+    leave (it is slow on this machine)."""
+    ordered = [c for part in (*FIT_POOL, *SCORED) for c in sets.get(part, [])]
+    left = [c for c in ordered if settled[c["id"]] is None]
+    jobs: list[tuple[str, str, str, str | None]] = [(which, c["id"], c["text"], None) for c in left]
+    if which != "gemma":
+        jobs += [(which + DRAFT, c["id"], c["text"], c["draft"]) for c in left if c.get("draft")]
+    if which != "laptop":
+        jobs += [(which, c["id"], c["text"], None) for c in ordered if settled[c["id"]] is not None]
+    return jobs
 
 
 def draft_effect(
