@@ -345,17 +345,18 @@ def draft_effect(
 ) -> dict[str, Any]:
     """On the fit set's cases the rules leave: each chat-style model without and with the draft.
 
-    *top option right* is the raw model's; the rest are leave-one-out: each case scored with a
-    calibration fitted on the other cases of the same model and prompt (the fit set is fit data, so
-    this is the fair way to measure on it)."""
-    left = [c for c in extra if settled[c["id"]] is None]
+    Both prompts are scored on the same cases (those the model was run on both ways). *top option
+    right* is the raw model's; the rest are leave-one-out: each case scored with a calibration fitted
+    on the other cases of the same model and prompt (the fit set is fit data, so this is the fair way
+    to measure on it)."""
     out: dict[str, Any] = {}
     for which in MODELS:
-        for key in (which, which + DRAFT):
-            source = raws.get(key, {})
-            if which == "gemma" or not all(c["id"] in source for c in left) or not left:
-                continue
-            rows = [(source[c["id"]], c["label"]) for c in left]
+        plain, shown = raws.get(which, {}), raws.get(which + DRAFT, {})
+        both = [c for c in extra if settled[c["id"]] is None and c["id"] in plain and c["id"] in shown]
+        if which == "gemma" or len(both) < 2:
+            continue
+        for key, source in ((which, plain), (which + DRAFT, shown)):
+            rows = [(source[c["id"]], c["label"]) for c in both]
             held = []
             for i, (raw, label) in enumerate(rows):
                 calibration = calibrate(rows[:i] + rows[i + 1 :])
@@ -374,8 +375,14 @@ def _right_when_settled(cases: list[dict[str, Any]], settled: dict[str, str | No
 def print_results(results: dict[str, Any]) -> None:
     """The tables for docs/benchmarks.md."""
     cases = results["cases"]
-    print(f"\nsignal cases: fit {cases['fit']}, test {cases['test']}, held-out {cases.get('heldout', 0)}")
+    print(
+        f"\nsignal cases: fit {cases['fit']}, fit set with drafts {cases.get('extra', 0)}, test {cases['test']}, "
+        f"held-out {cases.get('heldout', 0)}"
+    )
     print(f"rules settle: {results['rules_settled']}; right when they do: {results['rules_right_when_settled']}")
+    print(
+        f"calibrations after the rules (fitted on the fit pool): {results.get('calibrations', {}).get('after_rules')}"
+    )
     for part, title in (("test", "labelled set, test part (newest 40 %)"), ("heldout", "held-out new messages")):
         rows = []
         for name in SYSTEMS:
@@ -394,7 +401,39 @@ def print_results(results: dict[str, Any]) -> None:
             )
         headers = ["system", "accuracy (abstain = wrong)", "ECE", "abstains", "top option right", "n"]
         print_table(f"Signal decision, {title}", headers, rows)
+    draft_rows = []
+    for key, name in (
+        ("local", "local model, message alone"),
+        ("local" + DRAFT, "local model, shown the draft"),
+        ("laptop", "laptop model, message alone"),
+        ("laptop" + DRAFT, "laptop model, shown the draft"),
+    ):
+        found = results.get("draft", {}).get(key)
+        if found is not None:
+            draft_rows.append(
+                [
+                    name,
+                    f"{100 * found['top_accuracy_raw']:.1f}%",
+                    f"{100 * found['accuracy']:.1f}%",
+                    round(found["ece"], 3),
+                    f"{100 * found['abstention']:.1f}%",
+                    found["n"],
+                ]
+            )
+    if draft_rows:
+        print_table(
+            "The draft as context: the fit set's cases the rules leave (leave-one-out calibration)",
+            ["model and prompt", "top option right (raw)", "accuracy (abstain = wrong)", "ECE", "abstains", "n"],
+            draft_rows,
+        )
     latency = results["models"].get("local", {}).get("latency")
+    with_draft = results["models"].get("local", {}).get("latency_draft")
+    if isinstance(latency, dict) and isinstance(with_draft, dict):
+        print(
+            f"\nshown the draft: one signal decision {with_draft['decision_median_ms']:.0f} ms median "
+            f"({with_draft['median_over_step']:.2f} steps), p95 {with_draft['decision_p95_ms']:.0f} ms, "
+            f"n {with_draft['n_decisions']}"
+        )
     if isinstance(latency, dict):
         print_table(
             f"Latency on the device profile's model (Qwen2.5-Coder 0.5B, {results['models']['local']['threads']} thread)",
