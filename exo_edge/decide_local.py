@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from exo_core.decisions.providers import cut_draft
+from exo_core.decisions.providers import DRAFT_NOTE, cut_draft
 from exo_core.decisions.question import BadProviderOutput, Question
 from exo_core.home import ExoHome
 from exo_edge.grammar_decode import common_prefix
@@ -133,8 +133,6 @@ def chat_messages(question: Question, state: str, draft: str | None = None) -> l
 # Stand for the message and the draft while the chat template renders, so the prompt can be cut around them.
 _SENTINEL = "\u2063EXO-MESSAGE\u2063"
 _DRAFT_SENTINEL = "\u2063EXO-DRAFT\u2063"
-# The line the prompt gains when the message is shown after the draft it answers (docs/decisions.md §3).
-DRAFT_NOTE = "Each message is shown after the assistant's answer it replies to."
 
 
 def _one_line(text: str) -> str:

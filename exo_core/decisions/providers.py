@@ -22,10 +22,26 @@ from exo_core.agent.model import ChatMessage, ClosableTransport, ModelRequest, M
 from exo_core.decisions.calibration import softmax
 from exo_core.decisions.question import BadProviderOutput, Question
 
-__all__ = ["RulesOnlyProvider", "HostedProvider", "redact", "cut_draft", "LETTERS", "MAX_DRAFT", "RAW_CONFIDENCE"]
+__all__ = [
+    "RulesOnlyProvider",
+    "HostedProvider",
+    "redact",
+    "cut_draft",
+    "DRAFT_NOTE",
+    "LETTERS",
+    "MAX_DRAFT",
+    "RAW_CONFIDENCE",
+]
 
 LETTERS = string.ascii_uppercase
 MAX_DRAFT = 400  # characters of the draft a model is shown with the message (docs/decisions.md §3)
+# What a prompt gains when each message is shown after the draft it answers (docs/decisions.md §3). Its
+# second sentence was added after a first version, measured on the fit set, read rules as replies to the draft.
+DRAFT_NOTE = (
+    "Each message is shown after the assistant's answer it replies to. A message that says that answer got "
+    "something wrong, or how it should have been, is a correction, even as a question or a plain statement; "
+    "one that says how things should be done from now on, not only this time, is a rule, even in reply to an answer."
+)
 RAW_CONFIDENCE = 0.9  # a larger model's one answer, before calibration (the queue's drain uses it too)
 _REDACTIONS = (
     (re.compile(r"[\w.+-]+@[\w-]+(\.[\w-]+)+"), "[email]"),
@@ -103,7 +119,7 @@ class HostedProvider:
         lines += [f"{LETTERS[i]}. {o}: {question.describe(o)}" for i, o in enumerate(question.options)]
         with_drafts = draft is not None and len(question.example_drafts) == len(question.examples)
         if with_drafts:
-            lines.insert(1, "Each message answers the assistant's last answer, shown before it.")
+            lines.insert(1, DRAFT_NOTE)
         for i, (text, option) in enumerate(question.examples):
             shown = f"Message: {text}\nAnswer: {LETTERS[question.options.index(option)]}"
             if with_drafts:

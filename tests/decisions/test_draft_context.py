@@ -19,13 +19,13 @@ from models.fake_provider import FakeProvider, Reply, openai_chunks
 
 from exo_core.decisions import SIGNAL, Decider, DraftReadingProvider, Question
 from exo_core.decisions.escalation import Escalation
-from exo_core.decisions.providers import MAX_DRAFT, HostedProvider, cut_draft
+from exo_core.decisions.providers import DRAFT_NOTE, MAX_DRAFT, HostedProvider, cut_draft
 from exo_core.decisions.signal_escalation import SignalSettler
 from exo_core.errors import ConfigError
 from exo_core.home import ExoHome
 from exo_core.learning.chat_signals import ChatSignals
 from exo_core.models import ModelRouter, load_catalog
-from exo_edge.decide_local import DRAFT_NOTE, LocalDecisionProvider, chat_messages, render_prompt
+from exo_edge.decide_local import LocalDecisionProvider, chat_messages, render_prompt
 
 from .conftest import Scripted
 
@@ -138,7 +138,7 @@ async def test_exod_hands_the_open_draft_to_the_device_and_to_the_larger_model(
         await router.aclose()
     assert device.drafts == [DRAFT, None]
     sent = server.seen[0].body["messages"]
-    assert "shown before it" in sent[0]["content"] and "Assistant's answer:" in sent[0]["content"]
+    assert DRAFT_NOTE in sent[0]["content"] and "Assistant's answer:" in sent[0]["content"]
     user = sent[1]["content"]
     assert user.startswith("Assistant's answer: I've booked the 7:40 train") and user.endswith(f"{ASKED}\nAnswer:")
     assert "ana@example.org" not in json.dumps(sent)  # redacted like the message
