@@ -20,7 +20,7 @@ from models.fake_provider import FakeProvider, Reply, openai_chunks
 from exo_core.decisions import SIGNAL, Decider, DraftReadingProvider, Question
 from exo_core.decisions.escalation import Escalation
 from exo_core.decisions.providers import DRAFT_NOTE, MAX_DRAFT, HostedProvider, cut_draft
-from exo_core.decisions.signal_escalation import SignalSettler
+from exo_core.decisions.signal_escalation import SignalSettler, build_signal_settler
 from exo_core.errors import ConfigError
 from exo_core.home import ExoHome
 from exo_core.learning.chat_signals import ChatSignals
@@ -127,7 +127,8 @@ async def test_exod_hands_the_open_draft_to_the_device_and_to_the_larger_model(
     router = _router(server)
     device = Reader("local", UNSURE)  # unsure: the larger model over HTTP decides
     decider = Decider([device], recorder=recorder)
-    settler = SignalSettler(Escalation(decider, larger=HostedProvider(router, name="laptop:big")), ask_person=False)
+    escalation = Escalation(decider, larger=HostedProvider(router, name="laptop:big"))
+    settler = SignalSettler(escalation, ask_person=False, show_draft=True)
     chat = ChatSignals(None, recorder, settler.decide)
     try:
         assert await chat.on_message("s1", {"role": "assistant", "content": DRAFT}) == "action"
@@ -142,6 +143,19 @@ async def test_exod_hands_the_open_draft_to_the_device_and_to_the_larger_model(
     user = sent[1]["content"]
     assert user.startswith("Assistant's answer: I've booked the 7:40 train") and user.endswith(f"{ASKED}\nAnswer:")
     assert "ana@example.org" not in json.dumps(sent)  # redacted like the message
+
+
+async def test_with_show_draft_off_no_model_sees_the_draft(store: tuple[Path, Any], tmp_path: Path) -> None:
+    """exod's default (``[decisions] show_draft = false``): the message is decided alone."""
+    _, recorder = store
+    home = ExoHome(tmp_path / "home")
+    device = Reader("local", {"correction": 0.9})
+    settler = build_signal_settler(home, Decider([device], recorder=recorder))
+    assert settler.show_draft is False
+    chat = ChatSignals(None, recorder, settler.decide)
+    assert await chat.on_message("s1", {"role": "assistant", "content": DRAFT}) == "action"
+    assert await chat.on_message("s1", {"role": "user", "content": ASKED}) == "verdict"
+    assert device.drafts == [None]
 
 
 QWEN = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
