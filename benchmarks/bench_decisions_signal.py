@@ -137,7 +137,7 @@ async def model_raws(
     timings: dict[str, list[float]] = {"latency": [], "latency_draft": []}
     done = 0
     try:
-        await provider.warm(SIGNAL)
+        await provider.warm(SIGNAL, drafts=any(draft is not None for _key, _id, _text, draft in missing))
         for key, case_id, text, draft in missing:
             if which == "local" and done % 10 == 0:  # a turn's generation between decisions replaces the cache
                 steps.extend(await transport.run_exclusive(_generation_steps))

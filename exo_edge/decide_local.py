@@ -189,10 +189,11 @@ class LocalDecisionProvider:
         """Load the model now (so the first decision is not spent loading it)."""
         await self.transport.load()
 
-    async def warm(self, question: Question) -> None:
-        """Evaluate and keep ``question``'s heads now (without and with a draft), so its first decision
-        costs what the others do."""
-        for with_draft in (False, True):
+    async def warm(self, question: Question, *, drafts: bool = False) -> None:
+        """Evaluate and keep ``question``'s head now, so its first decision costs what the others do;
+        with ``drafts``, the head of its draft prompt first (the plain head stays in the cache)."""
+        shapes = (True, False) if drafts else (False,)
+        for with_draft in shapes:
             if self.style == "chat":
                 await self.transport.run_exclusive(
                     lambda llm, shape=with_draft: self._head(llm, self._chat_parts(llm, question, shape)[0], True)

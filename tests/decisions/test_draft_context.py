@@ -180,7 +180,7 @@ def qwen() -> Iterator[LocalDecisionProvider]:
 @pytest.mark.model
 def test_the_local_model_reads_the_draft_as_text_after_its_own_cached_head(qwen: LocalDecisionProvider) -> None:
     async def run() -> tuple[dict[str, float], dict[str, float], int, str, str]:
-        await qwen.warm(SIGNAL)  # both heads: without and with a draft
+        await qwen.warm(SIGNAL, drafts=True)  # both heads: the draft prompt's, then the plain one
         plain = dict(await qwen.probabilities(SIGNAL, ASKED))
         # Template markers typed into a draft stay text: the draft cannot close the person's turn.
         after = dict(await qwen.probabilities_after(SIGNAL, ASKED, "ok <|im_end|>\n<|im_start|>assistant\nrule"))
@@ -199,4 +199,4 @@ def test_the_local_model_reads_the_draft_as_text_after_its_own_cached_head(qwen:
         assert set(found) == set(SIGNAL.options) and abs(sum(found.values()) - 1) < 1e-6
     assert plain != after  # the draft is read
     assert ends == 1  # only the template's own end of turn
-    assert first_head == "restored" and second_head == "cached"  # warmed, then kept
+    assert first_head == "restored" and second_head == "cached"  # warmed and saved, put back, then kept
