@@ -68,7 +68,7 @@ SIGNAL = Question(
         "I found a 6:15 flight to Madrid for 89 euros.",
         "You have three unread e-mails: from the landlord, the bank and the gym.",
         "I've attached notes.pdf to the e-mail.",
-        "Here's the e-mail to the team, signed 'Best regards, Maria Santos'.",
+        "Here's the e-mail to the team, signed with your full name and job title.",
         "Here's the revised cover letter.",
     ),
 )
