@@ -9,7 +9,14 @@
   by someone who never saw the rules or prompts; provenance in ``decisions_heldout.README.md``). They
   were copied in after the rules and prompts were committed and nothing was tuned on them.
 
-Systems (every model probability calibrated on the fit part, Platt with per-option offsets):
+* the fit set written for issue 21's second pass (``benchmarks/data/decisions_signal_fit.jsonl``, 172
+  messages, each with the draft it answers; provenance in ``decisions_signal_fit.README.md``): fit data
+  only. Calibrations are fitted on it together with the labelled set's fit part (the *fit pool*), and
+  it measures what showing the model the draft changes (the test part and the held-out messages carry
+  no draft), by leave-one-out over its cases.
+
+Systems (every model probability calibrated on the fit pool: Platt with per-option offsets, or the slope
+alone on 10-29 cases, ``exo_core/decisions/calibration.py``):
 
 * ``rules-only``: the rules in code, then the cue-word provider;
 * ``local model``: Qwen2.5-Coder 0.5B Instruct alone (the standard device profile's model), one
@@ -27,7 +34,7 @@ abstention rate, and the accuracy of the most probable option. Latency on the de
 decision of the local model, against one generation step (one token decoded after a prompt) on the
 same model in the same run.
 
-    python benchmarks/bench_decisions_signal.py              # full run (about 20 minutes on 1 busy core)
+    python benchmarks/bench_decisions_signal.py              # full run (about an hour on 1 busy core)
     python benchmarks/bench_decisions_signal.py --markdown   # tables from the saved results
 """
 
@@ -55,6 +62,11 @@ from exo_core.decisions.providers import RulesOnlyProvider  # noqa: E402
 from exo_core.decisions.uses import SIGNAL  # noqa: E402
 
 HELDOUT = REPO / "benchmarks" / "data" / "decisions_heldout.jsonl"
+EXTRA = REPO / "benchmarks" / "data" / "decisions_signal_fit.jsonl"
+FIT_POOL = ("fit", "extra")  # the parts calibrations are fitted on; never measured on as held out
+SCORED = ("test", "heldout")
+DRAFT = "+draft"  # the raws of a model shown the draft (a key suffix)
+SAVE_EVERY = 20  # cases between saves of the raws file
 MODELS = {
     "local": ("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", "chat"),
     "gemma": ("gemma-3-270m-q4_k_m.gguf", "words"),
@@ -73,12 +85,15 @@ Probs = dict[str, float]
 
 
 def load_sets() -> dict[str, list[dict[str, Any]]]:
-    """``fit``, ``test`` (the labelled set's signal cases, split by time) and ``heldout`` (when present)."""
+    """``fit``, ``test`` (the labelled set's signal cases, split by time), ``extra`` (the fit set with
+    drafts) and ``heldout`` (when present)."""
     fit_part, test_part = split_by_time(load_cases())
     sets = {
         "fit": [c for c in fit_part if c["use"] == "signal"],
         "test": [c for c in test_part if c["use"] == "signal"],
     }
+    lines = EXTRA.read_text(encoding="utf-8").splitlines()
+    sets["extra"] = [json.loads(line) for line in lines if line.strip()]
     if HELDOUT.is_file():
         lines = HELDOUT.read_text(encoding="utf-8").splitlines()
         sets["heldout"] = [json.loads(line) for line in lines if line.strip()]
@@ -93,47 +108,73 @@ def rule_answer(text: str) -> str | None:
     return None
 
 
-async def model_raws(which: str, texts: dict[str, str], threads: int) -> tuple[dict[str, Probs], dict[str, Any]]:
-    """One model's raw probabilities per case id; for ``local`` also the latency against generation steps."""
+async def model_raws(
+    which: str,
+    jobs: list[tuple[str, str, str, str | None]],
+    threads: int,
+    raws: dict[str, dict[str, Probs]],
+    save: Any,
+) -> dict[str, Any]:
+    """Score ``jobs`` ((raws key, case id, text, draft or None), in that order) on one model, into ``raws``.
+
+    Cases already in ``raws`` are kept; ``save()`` is called every :data:`SAVE_EVERY` cases. For
+    ``local``, the latency of its decisions without and with a draft against generation steps in the
+    same run."""
     from exo_edge.decide_local import LocalDecisionProvider, transport_for_file
     from exo_edge.paths import locate_model_file
 
     file_name, style = MODELS[which]
     path = locate_model_file(file_name)
     if path is None:
-        return {}, {"skipped": f"{file_name} is not in the models folder"}
+        return {"skipped": f"{file_name} is not in the models folder"}
+    info: dict[str, Any] = {"file": file_name, "style": style, "threads": threads, "heads": {}}
+    missing = [job for job in jobs if job[1] not in raws.get(job[0], {})]
+    if not missing:
+        return info
     transport = transport_for_file(path, threads=threads)
     provider = LocalDecisionProvider(transport, timeout=120.0, style=style)
-    out: dict[str, Probs] = {}
-    decisions: list[float] = []
     steps: list[float] = []
-    heads: dict[str, int] = {}
+    timings: dict[str, list[float]] = {"latency": [], "latency_draft": []}
+    done = 0
     try:
-        await provider.warm(SIGNAL)
-        for i, (case_id, text) in enumerate(texts.items()):
-            if which == "local" and i % 10 == 0:  # a turn's generation between decisions replaces the cache
+        await provider.warm(SIGNAL, drafts=any(draft is not None for _key, _id, _text, draft in missing))
+        for key, case_id, text, draft in missing:
+            if which == "local" and done % 10 == 0:  # a turn's generation between decisions replaces the cache
                 steps.extend(await transport.run_exclusive(_generation_steps))
             started = time.perf_counter()
-            out[case_id] = dict(await provider.probabilities(SIGNAL, text))
-            decisions.append(time.perf_counter() - started)
+            if draft is None:
+                got = await provider.probabilities(SIGNAL, text)
+            else:
+                got = await provider.probabilities_after(SIGNAL, text, draft)
+            timings["latency" if draft is None else "latency_draft"].append(time.perf_counter() - started)
+            raws.setdefault(key, {})[case_id] = dict(got)
             if provider.last is not None:
-                heads[provider.last.head] = heads.get(provider.last.head, 0) + 1
+                info["heads"][provider.last.head] = info["heads"].get(provider.last.head, 0) + 1
+            done += 1
+            if done % SAVE_EVERY == 0:
+                save()
+        save()
     finally:
         await transport.aclose()
-    info: dict[str, Any] = {"file": file_name, "style": style, "threads": threads, "heads": heads}
-    if which == "local" and decisions and steps:
-        step = statistics.median(steps)
-        info["latency"] = {
-            "decision_median_ms": statistics.median(decisions) * 1000,
-            "decision_p95_ms": _p95(decisions) * 1000,
-            "generation_step_median_ms": step * 1000,
-            "generation_step_p95_ms": _p95(steps) * 1000,
-            "median_over_step": ratio(statistics.median(decisions), step),
-            "p95_over_step": ratio(_p95(decisions), step),
-            "n_decisions": len(decisions),
-            "n_steps": len(steps),
-        }
-    return out, info
+    if which == "local" and steps:
+        for name, spent in timings.items():
+            if spent:
+                info[name] = _latency(spent, steps)
+    return info
+
+
+def _latency(decisions: list[float], steps: list[float]) -> dict[str, Any]:
+    step = statistics.median(steps)
+    return {
+        "decision_median_ms": statistics.median(decisions) * 1000,
+        "decision_p95_ms": _p95(decisions) * 1000,
+        "generation_step_median_ms": step * 1000,
+        "generation_step_p95_ms": _p95(steps) * 1000,
+        "median_over_step": ratio(statistics.median(decisions), step),
+        "p95_over_step": ratio(_p95(decisions), step),
+        "n_decisions": len(decisions),
+        "n_steps": len(steps),
+    }
 
 
 def _generation_steps(llm: Any) -> list[float]:
@@ -186,8 +227,8 @@ def score(rows: list[tuple[Probs, str]]) -> dict[str, Any]:
     }
 
 
-async def run(threads: int, raws_file: Path | None) -> dict[str, Any]:
-    """Every system on the test part and the held-out messages."""
+async def run(threads: int, raws_file: Path | None, only: tuple[str, ...] = tuple(MODELS)) -> dict[str, Any]:
+    """Every system on the test part and the held-out messages; the draft's effect on the fit set."""
     sets = load_sets()
     cases = [c for part in sets.values() for c in part]
     settled = {c["id"]: rule_answer(c["text"]) for c in cases}
@@ -198,35 +239,37 @@ async def run(threads: int, raws_file: Path | None) -> dict[str, Any]:
     saved: dict[str, Any] = {}
     if raws_file is not None and raws_file.is_file():
         saved = json.loads(raws_file.read_text())
-    raws: dict[str, dict[str, Probs]] = {}
-    models: dict[str, Any] = {}
-    for which in MODELS:
-        if which in saved.get("raws", {}):
-            raws[which], models[which] = saved["raws"][which], saved["models"][which]
-            continue
-        # The laptop's model only ever sees what the rules leave (it is slow on this machine).
-        wanted = {c["id"]: c["text"] for c in cases if which != "laptop" or settled[c["id"]] is None}
-        raws[which], models[which] = await model_raws(which, wanted, threads)
-        if raws_file is not None:  # after each model: a later failure does not lose its minutes
+    raws: dict[str, dict[str, Probs]] = saved.get("raws", {})
+    models: dict[str, Any] = saved.get("models", {})
+
+    def save() -> None:  # a later failure does not lose the minutes spent
+        if raws_file is not None:
             raws_file.write_text(json.dumps({"raws": raws, "models": models}))
 
-    def rows(source: dict[str, Probs], part: str, *, left_only: bool) -> list[tuple[Probs, str]]:
+    for which in only:
+        found = await model_raws(which, _jobs(which, sets, settled), threads, raws, save)
+        models[which] = {**models.get(which, {}), **found}
+        save()
+
+    def rows(source: dict[str, Probs], parts: tuple[str, ...], *, left_only: bool) -> list[tuple[Probs, str]]:
         return [
             (source[c["id"]], c["label"])
-            for c in sets[part]
+            for part in parts
+            for c in sets.get(part, [])
             if c["id"] in source and (not left_only or settled[c["id"]] is None)
         ]
 
-    alone = {w: calibrate(rows(raws[w], "fit", left_only=False)) for w in MODELS if raws[w]}
-    after_rules = {w: calibrate(rows(raws[w], "fit", left_only=True)) for w in MODELS if raws[w]}
-    after_rules["cues"] = calibrate(rows(cues, "fit", left_only=True))
+    present = [w for w in MODELS if raws.get(w)]
+    alone = {w: calibrate(rows(raws[w], FIT_POOL, left_only=False)) for w in present}
+    after_rules = {w: calibrate(rows(raws[w], FIT_POOL, left_only=True)) for w in present}
+    after_rules["cues"] = calibrate(rows(cues, FIT_POOL, left_only=True))
 
     def system(name: str, case: dict[str, Any]) -> Probs | None:
         rule = settled[case["id"]]
         onehot = {o: float(o == rule) for o in SIGNAL.options}
         if name == "local model" or name == "gemma model":
             which = name.split()[0]
-            if case["id"] not in raws[which]:
+            if case["id"] not in raws.get(which, {}):
                 return None
             return _apply(alone[which], raws[which][case["id"]])
         if rule is not None:
@@ -234,14 +277,14 @@ async def run(threads: int, raws_file: Path | None) -> dict[str, Any]:
         if name == "rules-only":
             return _apply(after_rules["cues"], cues[case["id"]])
         if name == "rules + local, then laptop":
-            if case["id"] not in raws["local"] or case["id"] not in raws["laptop"]:
+            if case["id"] not in raws.get("local", {}) or case["id"] not in raws.get("laptop", {}):
                 return None
             first = _apply(after_rules["local"], raws["local"][case["id"]])
             if max(first.values()) >= SIGNAL.threshold:
                 return first
             return _apply(after_rules["laptop"], raws["laptop"][case["id"]])
         which = name.split()[-1]
-        if case["id"] not in raws[which]:
+        if case["id"] not in raws.get(which, {}):
             return None
         return _apply(after_rules[which], raws[which][case["id"]])
 
@@ -249,16 +292,17 @@ async def run(threads: int, raws_file: Path | None) -> dict[str, Any]:
     per_case: dict[str, dict[str, Any]] = {}
     for name in SYSTEMS:
         scores[name] = {}
-        for part in ("test", "heldout"):
+        for part in SCORED:
             got = [(system(name, c), c["label"]) for c in sets.get(part, [])]
             if got and all(p is not None for p, _ in got):
                 scores[name][part] = score([(p, label) for p, label in got if p is not None])
-    for part in ("test", "heldout"):
+    for part in SCORED:
         for c in sets.get(part, []):
             per_case[c["id"]] = {"part": part, "label": c["label"], "rule": settled[c["id"]]}
             for which in MODELS:
-                if c["id"] in raws[which]:
+                if c["id"] in raws.get(which, {}):
                     per_case[c["id"]][which] = {o: round(p, 4) for o, p in raws[which][c["id"]].items()}
+    calibrations = {name: (found.to_json() if found else None) for name, found in after_rules.items()}
     return {
         "benchmark": "decisions_signal",
         "machine": machine_info(),
@@ -267,13 +311,60 @@ async def run(threads: int, raws_file: Path | None) -> dict[str, Any]:
         "rules_settled": {
             part: sum(1 for c in found if settled[c["id"]] is not None) / len(found) for part, found in sets.items()
         },
-        "rules_right_when_settled": {
-            part: _right_when_settled(found, settled) for part, found in sets.items() if part != "fit"
+        "rules_right_when_settled": {part: _right_when_settled(found, settled) for part, found in sets.items()},
+        "calibrations": {
+            "alone": {name: (found.to_json() if found else None) for name, found in alone.items()},
+            "after_rules": calibrations,
         },
+        "draft": draft_effect(sets["extra"], settled, raws),
         "models": models,
         "scores": scores,
         "per_case": per_case,
     }
+
+
+def _jobs(
+    which: str, sets: dict[str, list[dict[str, Any]]], settled: dict[str, str | None]
+) -> list[tuple[str, str, str, str | None]]:
+    """What ``which`` scores, most needed first: the cases the rules leave (what the model sees in use),
+    fit pool first, without a draft, then the fit set's with its draft (the chat-style models: the
+    draft's effect), then the rest without a draft. The laptop's model only ever sees what the rules
+    leave (it is slow on this machine)."""
+    ordered = [c for part in (*FIT_POOL, *SCORED) for c in sets.get(part, [])]
+    left = [c for c in ordered if settled[c["id"]] is None]
+    jobs: list[tuple[str, str, str, str | None]] = [(which, c["id"], c["text"], None) for c in left]
+    if which != "gemma":
+        jobs += [(which + DRAFT, c["id"], c["text"], c["draft"]) for c in left if c.get("draft")]
+    if which != "laptop":
+        jobs += [(which, c["id"], c["text"], None) for c in ordered if settled[c["id"]] is not None]
+    return jobs
+
+
+def draft_effect(
+    extra: list[dict[str, Any]], settled: dict[str, str | None], raws: dict[str, dict[str, Probs]]
+) -> dict[str, Any]:
+    """On the fit set's cases the rules leave: each chat-style model without and with the draft.
+
+    Both prompts are scored on the same cases (those the model was run on both ways). *top option
+    right* is the raw model's; the rest are leave-one-out: each case scored with a calibration fitted
+    on the other cases of the same model and prompt (the fit set is fit data, so this is the fair way
+    to measure on it)."""
+    out: dict[str, Any] = {}
+    for which in MODELS:
+        plain, shown = raws.get(which, {}), raws.get(which + DRAFT, {})
+        both = [c for c in extra if settled[c["id"]] is None and c["id"] in plain and c["id"] in shown]
+        if which == "gemma" or len(both) < 2:
+            continue
+        for key, source in ((which, plain), (which + DRAFT, shown)):
+            rows = [(source[c["id"]], c["label"]) for c in both]
+            held = []
+            for i, (raw, label) in enumerate(rows):
+                calibration = calibrate(rows[:i] + rows[i + 1 :])
+                held.append((_apply(calibration, raw), label))
+            found = score(held)
+            found["top_accuracy_raw"] = score(rows)["top_accuracy"]
+            out[key] = found
+    return out
 
 
 def _right_when_settled(cases: list[dict[str, Any]], settled: dict[str, str | None]) -> float | None:
@@ -284,8 +375,14 @@ def _right_when_settled(cases: list[dict[str, Any]], settled: dict[str, str | No
 def print_results(results: dict[str, Any]) -> None:
     """The tables for docs/benchmarks.md."""
     cases = results["cases"]
-    print(f"\nsignal cases: fit {cases['fit']}, test {cases['test']}, held-out {cases.get('heldout', 0)}")
+    print(
+        f"\nsignal cases: fit {cases['fit']}, fit set with drafts {cases.get('extra', 0)}, test {cases['test']}, "
+        f"held-out {cases.get('heldout', 0)}"
+    )
     print(f"rules settle: {results['rules_settled']}; right when they do: {results['rules_right_when_settled']}")
+    print(
+        f"calibrations after the rules (fitted on the fit pool): {results.get('calibrations', {}).get('after_rules')}"
+    )
     for part, title in (("test", "labelled set, test part (newest 40 %)"), ("heldout", "held-out new messages")):
         rows = []
         for name in SYSTEMS:
@@ -304,7 +401,39 @@ def print_results(results: dict[str, Any]) -> None:
             )
         headers = ["system", "accuracy (abstain = wrong)", "ECE", "abstains", "top option right", "n"]
         print_table(f"Signal decision, {title}", headers, rows)
+    draft_rows = []
+    for key, name in (
+        ("local", "local model, message alone"),
+        ("local" + DRAFT, "local model, shown the draft"),
+        ("laptop", "laptop model, message alone"),
+        ("laptop" + DRAFT, "laptop model, shown the draft"),
+    ):
+        found = results.get("draft", {}).get(key)
+        if found is not None:
+            draft_rows.append(
+                [
+                    name,
+                    f"{100 * found['top_accuracy_raw']:.1f}%",
+                    f"{100 * found['accuracy']:.1f}%",
+                    round(found["ece"], 3),
+                    f"{100 * found['abstention']:.1f}%",
+                    found["n"],
+                ]
+            )
+    if draft_rows:
+        print_table(
+            "The draft as context: the fit set's cases the rules leave (leave-one-out calibration)",
+            ["model and prompt", "top option right (raw)", "accuracy (abstain = wrong)", "ECE", "abstains", "n"],
+            draft_rows,
+        )
     latency = results["models"].get("local", {}).get("latency")
+    with_draft = results["models"].get("local", {}).get("latency_draft")
+    if isinstance(latency, dict) and isinstance(with_draft, dict):
+        print(
+            f"\nshown the draft: one signal decision {with_draft['decision_median_ms']:.0f} ms median "
+            f"({with_draft['median_over_step']:.2f} steps), p95 {with_draft['decision_p95_ms']:.0f} ms, "
+            f"n {with_draft['n_decisions']}"
+        )
     if isinstance(latency, dict):
         print_table(
             f"Latency on the device profile's model (Qwen2.5-Coder 0.5B, {results['models']['local']['threads']} thread)",
@@ -340,13 +469,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--markdown", action="store_true", help="print Markdown tables of the saved results (or --out)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--raws", type=Path, default=None, help="reuse (or save) the models' raw probabilities here")
+    ap.add_argument(
+        "--models",
+        default=",".join(MODELS),
+        help="score only these models (comma-separated; the others' saved raws are still used)",
+    )
     args = ap.parse_args(argv)
     if args.markdown:
         _common.MARKDOWN = True
         print_results(json.loads((args.out or _common.RESULTS_DIR / "decisions_signal.json").read_text()))
         return 0
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    results = asyncio.run(run(args.threads, args.raws))
+    only = tuple(name for name in args.models.split(",") if name)
+    unknown = sorted(set(only) - set(MODELS))
+    if unknown:
+        ap.error(f"--models: unknown {', '.join(unknown)}; choose from {', '.join(MODELS)}")
+    results = asyncio.run(run(args.threads, args.raws, only))
     write_results("decisions_signal", results, out=args.out, quick=args.quick)
     if args.json:
         print(json.dumps(results, indent=2, sort_keys=True))

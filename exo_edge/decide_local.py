@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from exo_core.decisions.providers import DRAFT_NOTE, cut_draft
 from exo_core.decisions.question import BadProviderOutput, Question
 from exo_core.home import ExoHome
 from exo_edge.grammar_decode import common_prefix
@@ -69,9 +70,11 @@ def answer_words(question: Question, style: str = "words") -> list[str]:
     return [WORDS.get(o, o.replace("_", " ").split()[0]) for o in question.options]
 
 
-def render_prompt(question: Question, state: str, style: str = "words") -> tuple[str, str]:
+def render_prompt(question: Question, state: str, style: str = "words", draft: str | None = None) -> tuple[str, str]:
     """The completion prompt as (head, tail): the head is the same for every call of ``question``.
 
+    With ``draft`` (the assistant's text the message answers) each example and the message follow the
+    draft they answer (``Assistant: ...``); the head is then that of the question's draft prompt.
     For ``style="chat"`` see :func:`chat_messages` (the model's own template renders them).
     """
     if style not in ("words", "letters"):
@@ -84,32 +87,52 @@ def render_prompt(question: Question, state: str, style: str = "words") -> tuple
     else:
         listed = [f"- {n}: {question.describe(o)}" for n, o in zip(names, question.options, strict=True)]
     head = question.text + "\n" + "\n".join(listed)
-    for text, label in question.examples:
-        head += f"\n\nMessage: {_one_line(text)}\nAnswer: {names[question.options.index(label)]}"
+    if draft is not None:
+        head += "\n" + DRAFT_NOTE
+    for i, (text, label) in enumerate(question.examples):
+        head += "\n\n" + _example_draft(question, i, draft is not None, "Assistant: ")
+        head += f"Message: {_one_line(text)}\nAnswer: {names[question.options.index(label)]}"
     # The tail starts with the blank line, so head and tail tokenized apart give the same tokens as
     # the whole prompt would ("\n\n" is one token).
+    if draft is not None:
+        return head, f"\n\nAssistant: {cut_draft(draft)}\nMessage: {_one_line(state)}\nAnswer:"
     return head, f"\n\nMessage: {_one_line(state)}\nAnswer:"
 
 
-def chat_messages(question: Question, state: str) -> list[dict[str, str]]:
+def _example_draft(question: Question, index: int, shown: bool, label: str) -> str:
+    """The line with example ``index``'s draft (empty when drafts are not shown or the question has none)."""
+    if not shown or len(question.example_drafts) != len(question.examples):
+        return ""
+    return f"{label}{cut_draft(question.example_drafts[index])}\n"
+
+
+def chat_messages(question: Question, state: str, draft: str | None = None) -> list[dict[str, str]]:
     """The decision as chat turns for an instruction-tuned model: the options in the system turn,
-    each worked example as a user turn answered by one word, then ``state`` as the last user turn."""
+    each worked example as a user turn answered by one word, then ``state`` as the last user turn.
+
+    With ``draft`` each user turn first shows the assistant's answer it replies to
+    (``Assistant's answer: ...``; the examples' from ``question.example_drafts``)."""
     names = answer_words(question, "chat")
     listed = "\n".join(f"- {n}: {question.describe(o)}" for n, o in zip(names, question.options, strict=True))
-    system = (
-        f"You sort the messages a person sends to their assistant after it answered. {question.text}\n"
-        f"Answer with exactly one word from this list:\n{listed}"
-    )
+    system = f"You sort the messages a person sends to their assistant after it answered. {question.text}\n"
+    if draft is not None:
+        system += DRAFT_NOTE + "\n"
+    system += f"Answer with exactly one word from this list:\n{listed}"
     messages = [{"role": "system", "content": system}]
-    for text, label in question.examples:
-        messages.append({"role": "user", "content": "Message: " + _one_line(text)})
+    for i, (text, label) in enumerate(question.examples):
+        shown = _example_draft(question, i, draft is not None, "Assistant's answer: ")
+        messages.append({"role": "user", "content": shown + "Message: " + _one_line(text)})
         messages.append({"role": "assistant", "content": names[question.options.index(label)]})
-    messages.append({"role": "user", "content": "Message: " + _one_line(state)})
+    last = "Message: " + _one_line(state)
+    if draft is not None:
+        last = f"Assistant's answer: {cut_draft(draft)}\n{last}"
+    messages.append({"role": "user", "content": last})
     return messages
 
 
-# Stands for the message while the chat template renders, so the prompt can be cut around it.
+# Stand for the message and the draft while the chat template renders, so the prompt can be cut around them.
 _SENTINEL = "\u2063EXO-MESSAGE\u2063"
+_DRAFT_SENTINEL = "\u2063EXO-DRAFT\u2063"
 
 
 def _one_line(text: str) -> str:
@@ -160,40 +183,62 @@ class LocalDecisionProvider:
         self.last: ForwardPass | None = None
         self._heads: dict[str, _Head] = {}
         self._ids: dict[str, tuple[int, ...]] = {}
-        self._chats: dict[str, tuple[str, str]] = {}
+        self._chats: dict[str, tuple[str, ...]] = {}
 
     async def load(self) -> None:
         """Load the model now (so the first decision is not spent loading it)."""
         await self.transport.load()
 
-    async def warm(self, question: Question) -> None:
-        """Evaluate and keep ``question``'s head now, so its first decision costs what the others do."""
-        if self.style == "chat":
-            await self.transport.run_exclusive(lambda llm: self._head(llm, self._chat_parts(llm, question)[0], True))
-            return
-        head, _ = render_prompt(question, "", self.style)
-        await self.transport.run_exclusive(lambda llm: self._head(llm, head, False))
+    async def warm(self, question: Question, *, drafts: bool = False) -> None:
+        """Evaluate and keep ``question``'s head now, so its first decision costs what the others do;
+        with ``drafts``, the head of its draft prompt first (the plain head stays in the cache)."""
+        shapes = (True, False) if drafts else (False,)
+        for with_draft in shapes:
+            if self.style == "chat":
+                await self.transport.run_exclusive(
+                    lambda llm, shape=with_draft: self._head(llm, self._chat_parts(llm, question, shape)[0], True)
+                )
+                continue
+            head, _ = render_prompt(question, "", self.style, "" if with_draft else None)
+            await self.transport.run_exclusive(lambda llm, text=head: self._head(llm, text, False))
 
     async def probabilities(self, question: Question, state: str) -> Mapping[str, float]:
         """One forward pass; each option's share of the next-token distribution."""
+        return await self._probabilities(question, state, None)
+
+    async def probabilities_after(self, question: Question, state: str, draft: str) -> Mapping[str, float]:
+        """As :meth:`probabilities`, the message shown after the draft it answers (a head of its own)."""
+        return await self._probabilities(question, state, draft)
+
+    async def _probabilities(self, question: Question, state: str, draft: str | None) -> Mapping[str, float]:
         names = answer_words(question, self.style)
         if self.style == "chat":
-            shares = await self.transport.run_exclusive(lambda llm: self._chat_forward(llm, question, state, names))
+            shares = await self.transport.run_exclusive(
+                lambda llm: self._chat_forward(llm, question, state, draft, names)
+            )
         else:
-            head, tail = render_prompt(question, state, self.style)
+            head, tail = render_prompt(question, state, self.style, draft)
             parts = ((tail, False),)
             shares = await self.transport.run_exclusive(lambda llm: self._forward(llm, head, False, parts, names))
         return dict(zip(question.options, shares, strict=True))
 
-    def _chat_forward(self, llm: Any, question: Question, state: str, names: Sequence[str]) -> list[float]:
+    def _chat_forward(
+        self, llm: Any, question: Question, state: str, draft: str | None, names: Sequence[str]
+    ) -> list[float]:
         """The chat style: the template's head, then the message (never read as special tokens: a person
-        typing ``<|im_end|>`` stays text), then the template's end of turn and the assistant's start."""
-        head, after = self._chat_parts(llm, question)
-        return self._forward(llm, head, True, ((_one_line(state), False), (after, True)), names)
+        typing ``<|im_end|>`` stays text), then the template's end of turn and the assistant's start.
+        With a draft, the draft (as text too) and the template's words between it and the message first."""
+        if draft is None:
+            head, after = self._chat_parts(llm, question, False)
+            return self._forward(llm, head, True, ((_one_line(state), False), (after, True)), names)
+        head, between, after = self._chat_parts(llm, question, True)
+        pieces = ((cut_draft(draft), False), (between, True), (_one_line(state), False), (after, True))
+        return self._forward(llm, head, True, pieces, names)
 
-    def _chat_parts(self, llm: Any, question: Question) -> tuple[str, str]:
-        """The model's chat template rendered around the message: (head, after). Kept per question."""
-        key = question.mechanism + "\0" + question.text + "\0" + "\0".join(question.options)
+    def _chat_parts(self, llm: Any, question: Question, with_draft: bool) -> tuple[str, ...]:
+        """The model's chat template rendered around the message: (head, after), or with a draft
+        (head, between the draft and the message, after). Kept per question and shape."""
+        key = question.mechanism + "\0" + question.text + "\0" + "\0".join(question.options) + f"\0{with_draft}"
         found = self._chats.get(key)
         if found is not None:
             return found
@@ -214,13 +259,19 @@ class LocalDecisionProvider:
             add_generation_prompt=True,
         )
         # llama_cpp declares its own TypedDicts for messages; ours are plain dicts with the keys the template reads.
-        messages = cast("list[ChatCompletionRequestMessage]", chat_messages(question, _SENTINEL))
+        draft = _DRAFT_SENTINEL if with_draft else None
+        rendered = chat_messages(question, _SENTINEL, draft)
+        messages = cast("list[ChatCompletionRequestMessage]", rendered)
         prompt = formatter(messages=messages).prompt
-        if prompt.count(_SENTINEL) != 1:
+        if prompt.count(_SENTINEL) != 1 or prompt.count(_DRAFT_SENTINEL) != int(with_draft):
             raise BadProviderOutput(f"{self.transport.name}'s chat template did not render the message once")
-        head, after = prompt.split(_SENTINEL)
-        self._chats[key] = (head, after)
-        return head, after
+        before, after = prompt.split(_SENTINEL)
+        parts: tuple[str, ...] = (before, after)
+        if with_draft:
+            head, between = before.split(_DRAFT_SENTINEL)
+            parts = (head, between, after)
+        self._chats[key] = parts
+        return parts
 
     def _forward(
         self, llm: Any, head: str, special: bool, tail: Sequence[tuple[str, bool]], names: Sequence[str]

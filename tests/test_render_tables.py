@@ -401,6 +401,18 @@ def test_decision_tables() -> None:
         "| one signal decision | 3,600 | 7,391 | 6.3 | 12.9 | 199 |",
         "| one generation step (1 token) | 571.5 | 1,006 | 1.0 | - | 160 |",
     ]
+    local = signal["models"]["local"]
+    local["latency_draft"] = dict(local["latency"], decision_median_ms=5012.4, median_over_step=8.771, n_decisions=109)
+    assert (
+        decisions.signal_latency(signal)[3]
+        == "| one signal decision, shown the draft | 5,012 | 7,391 | 8.8 | 12.9 | 109 |"
+    )
+    draft = {"top_accuracy_raw": 0.6514, "accuracy": 0.5505, "ece": 0.0712, "abstention": 0.2018, "n": 109}
+    signal["draft"] = {"local": draft, "laptop+draft": dict(draft, top_accuracy_raw=0.8)}
+    assert decisions.signal_draft(signal)[2:] == [
+        "| local model, message alone | 65.1% | 55.0% | 0.071 | 20.2% | 109 |",
+        "| laptop model, shown the draft | 80.0% | 55.0% | 0.071 | 20.2% | 109 |",
+    ]
 
 
 def test_ledger_and_store_keep_the_files_digits() -> None:

@@ -58,6 +58,7 @@ RENDERERS: dict[str, Table] = {
     "decisions_signal.test": _one("decisions_signal", decisions.signal_test),
     "decisions_signal.heldout": _one("decisions_signal", decisions.signal_heldout),
     "decisions_signal.latency": _one("decisions_signal", decisions.signal_latency),
+    "decisions_signal.draft": _one("decisions_signal", decisions.signal_draft),
     "ledger": _one("ledger", ledger_store.ledger),
     "store": _one("store", ledger_store.store),
     "models.paths": _one("models", models.models_paths),

@@ -18,6 +18,7 @@ __all__ = [
     "signal_test",
     "signal_heldout",
     "signal_latency",
+    "signal_draft",
 ]
 
 _SYSTEMS = (
@@ -128,17 +129,28 @@ def signal_heldout(data: dict[str, Any]) -> list[str]:
 
 
 def signal_latency(data: dict[str, Any]) -> list[str]:
-    """§7b: one signal decision on the device profile's model against one generation step."""
-    latency = data["models"]["local"]["latency"]
-    rows = [
-        [
-            "one signal decision",
-            round(latency["decision_median_ms"], 1),
-            round(latency["decision_p95_ms"], 1),
-            round(latency["median_over_step"], 2),
-            round(latency["p95_over_step"], 2),
-            latency["n_decisions"],
-        ],
+    """§7b: one signal decision on the device profile's model (without, then with the draft it answers)
+    against one generation step."""
+    local = data["models"]["local"]
+    latency = local["latency"]
+    rows = []
+    for name, found in (
+        ("one signal decision", latency),
+        ("one signal decision, shown the draft", local.get("latency_draft")),
+    ):
+        if found is None:
+            continue
+        rows.append(
+            [
+                name,
+                round(found["decision_median_ms"], 1),
+                round(found["decision_p95_ms"], 1),
+                round(found["median_over_step"], 2),
+                round(found["p95_over_step"], 2),
+                found["n_decisions"],
+            ]
+        )
+    rows += [
         [
             "one generation step (1 token)",
             round(latency["generation_step_median_ms"], 1),
@@ -149,3 +161,33 @@ def signal_latency(data: dict[str, Any]) -> list[str]:
         ],
     ]
     return md_table(["what", "median ms", "p95 ms", "median / one step", "p95 / one step", "n"], rows)
+
+
+# The rows of the draft table: (raws key, what the row says), in the script's order.
+_DRAFT_ROWS = (
+    ("local", "local model, message alone"),
+    ("local+draft", "local model, shown the draft"),
+    ("laptop", "laptop model, message alone"),
+    ("laptop+draft", "laptop model, shown the draft"),
+)
+
+
+def signal_draft(data: dict[str, Any]) -> list[str]:
+    """§7b: the fit set's cases the rules leave, each model without and with the draft (leave-one-out)."""
+    headers = ["model and prompt", "top option right (raw)", "accuracy (abstain = wrong)", "ECE", "abstains", "n"]
+    rows = []
+    for key, name in _DRAFT_ROWS:
+        found = data["draft"].get(key)
+        if found is None:
+            continue
+        rows.append(
+            [
+                name,
+                pct(found["top_accuracy_raw"]),
+                pct(found["accuracy"]),
+                f"{found['ece']:.3f}",
+                pct(found["abstention"]),
+                found["n"],
+            ]
+        )
+    return md_table(headers, rows)

@@ -17,7 +17,15 @@ See ``docs/decisions.md``.
 
 from exo_core.decisions.calibration import MIN_SAMPLES, Calibration, CalibrationBook, expected_calibration_error, fit
 from exo_core.decisions.decider import Decider
-from exo_core.decisions.question import BadProviderOutput, Decision, DecisionProvider, Question, Rule, normalise
+from exo_core.decisions.question import (
+    BadProviderOutput,
+    Decision,
+    DecisionProvider,
+    DraftReadingProvider,
+    Question,
+    Rule,
+    normalise,
+)
 from exo_core.decisions.record import decision_body, labelled_samples, record_label
 from exo_core.decisions.uses import PANEL, SIGNAL, TOOLSET, chosen_toolsets, panel, signal, toolset, toolset_question
 
@@ -26,6 +34,7 @@ __all__ = [
     "Rule",
     "Decision",
     "DecisionProvider",
+    "DraftReadingProvider",
     "BadProviderOutput",
     "normalise",
     "Decider",

@@ -5,9 +5,15 @@ option *k* is ``slope · log p_k + offset_k`` (one shared slope fixes over- or
 under-confidence; one offset per option fixes a provider's bias toward an
 option, such as a small model's liking for the letter A). For a yes/no
 predicate this is exactly Platt scaling. It is fitted by Newton's method on
-the log loss, with a small ridge pulling toward "no change", and only from
-``MIN_SAMPLES`` labelled decisions up: below that the raw numbers are used
-and the decision says it is uncalibrated.
+the log loss, with a small ridge pulling toward "no change". How much is
+fitted depends on how many labelled decisions there are (issue 21: a fit on
+7 cases left the raw numbers in place, which were overconfident):
+
+* from ``MIN_SAMPLES`` (30) up: the slope and the offsets;
+* from ``MIN_TEMPERATURE`` (10) up: the slope alone (temperature scaling: one
+  number, which a few cases can pin down; the offsets stay 0, so the raw
+  ranking of the options is kept);
+* below that the raw numbers are used and the decision says it is uncalibrated.
 
 :func:`expected_calibration_error` is the measure the benchmark reports.
 """
@@ -18,9 +24,19 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["MIN_SAMPLES", "Calibration", "CalibrationBook", "Sample", "fit", "expected_calibration_error", "softmax"]
+__all__ = [
+    "MIN_SAMPLES",
+    "MIN_TEMPERATURE",
+    "Calibration",
+    "CalibrationBook",
+    "Sample",
+    "fit",
+    "expected_calibration_error",
+    "softmax",
+]
 
-MIN_SAMPLES = 30
+MIN_SAMPLES = 30  # from here up, the slope and one offset per option
+MIN_TEMPERATURE = 10  # from here up to MIN_SAMPLES, the slope alone (docs/decisions.md §4)
 _FLOOR = 1e-6  # raw probabilities are clipped here before the log
 
 # One labelled decision: the raw probabilities the provider gave, and the right option.
@@ -67,18 +83,25 @@ def fit(
     samples: Iterable[Sample],
     *,
     min_samples: int = MIN_SAMPLES,
+    min_temperature: int = MIN_TEMPERATURE,
     ridge: float = 1.0,
     iterations: int = 50,
 ) -> Calibration | None:
-    """Fit a :class:`Calibration` on labelled ``samples``; ``None`` when there are fewer than ``min_samples``.
+    """Fit a :class:`Calibration` on labelled ``samples``.
 
-    Samples whose label is not one of ``options`` are skipped.
+    From ``min_samples`` samples up the slope and the offsets are fitted; from ``min_temperature`` up
+    (when fewer than ``min_samples``) the slope alone; below both, ``None``. Samples whose label is
+    not one of ``options`` are skipped.
     """
     import numpy as np
 
     options = tuple(options)
     rows = [(raw, options.index(label)) for raw, label in samples if label in options]
-    if len(rows) < max(1, min_samples):
+    if len(rows) >= max(1, min_samples):
+        free = len(options) + 1
+    elif len(rows) >= max(1, min_temperature):
+        free = 1  # temperature scaling: the slope only
+    else:
         return None
     x = np.log(np.clip(np.array([[raw.get(o, 0.0) for o in options] for raw, _ in rows], dtype=float), _FLOOR, 1.0))
     y = np.zeros_like(x)
@@ -107,7 +130,8 @@ def fit(
         hess[0, 1:] = hess[1:, 0] = (p * x - p * mean_x[:, None]).sum(axis=0)
         hess[1:, 1:] = np.diag(p.sum(axis=0)) - p.T @ p
         hess += 2 * ridge * np.eye(k + 1)
-        step = np.linalg.solve(hess, grad)
+        step = np.zeros(k + 1)
+        step[:free] = np.linalg.solve(hess[:free, :free], grad[:free])  # fixed parameters stay at the prior
         scale = 1.0
         while scale > 1e-4:
             candidate = theta - scale * step

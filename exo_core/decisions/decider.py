@@ -26,7 +26,7 @@ from typing import Any
 
 from exo_core.clock import Clock, SystemClock
 from exo_core.decisions.calibration import CalibrationBook
-from exo_core.decisions.question import Decision, DecisionProvider, Question, normalise
+from exo_core.decisions.question import Decision, DecisionProvider, DraftReadingProvider, Question, normalise
 from exo_core.decisions.record import Recorder, decision_body
 from exo_core.errors import ExoError
 from exo_core.models.failures import PROVIDER_FAILURES
@@ -63,10 +63,16 @@ class Decider:
         self.recorder = recorder
         self.clock = clock or SystemClock()
 
-    async def decide(self, question: Question, state: str, *, record: bool = True) -> Decision:
-        """Answer ``question`` about ``state``; never raises for a provider's failure."""
+    async def decide(
+        self, question: Question, state: str, *, draft: str | None = None, record: bool = True
+    ) -> Decision:
+        """Answer ``question`` about ``state``; never raises for a provider's failure.
+
+        ``draft`` is the assistant's text ``state`` answers, when the caller knows it: a provider that
+        reads drafts (:class:`DraftReadingProvider`) is shown it. Rules read the state alone.
+        """
         start = self.clock.monotonic()
-        decision = self._by_rule(question, state) or await self._by_providers(question, state)
+        decision = self._by_rule(question, state) or await self._by_providers(question, state, draft or None)
         decision = replace(decision, seconds=max(0.0, self.clock.monotonic() - start))
         if record and self.recorder is not None:
             decision = replace(decision, entry_id=await self._record(question, state, decision))
@@ -92,11 +98,11 @@ class Decider:
             rule=rule.name,
         )
 
-    async def _by_providers(self, question: Question, state: str) -> Decision:
+    async def _by_providers(self, question: Question, state: str, draft: str | None) -> Decision:
         failures: list[tuple[str, str]] = []
         for provider in self.providers:
             try:
-                raw = normalise(question, await self._bounded(provider, question, state), provider.name)
+                raw = normalise(question, await self._bounded(provider, question, state, draft), provider.name)
             except (TimeoutError, ExoError) as exc:
                 log.info("decision provider %s failed on %s: %s", provider.name, question.mechanism, exc)
                 failures.append((provider.name, failure_reason(exc)))
@@ -120,9 +126,15 @@ class Decider:
         even = {o: 1.0 / len(question.options) for o in question.options}
         return _fallback(question, even, even, "none", False, failures)
 
-    async def _bounded(self, provider: DecisionProvider, question: Question, state: str) -> Mapping[str, float]:
+    async def _bounded(
+        self, provider: DecisionProvider, question: Question, state: str, draft: str | None
+    ) -> Mapping[str, float]:
         """The provider's answer, or :class:`TimeoutError` once its timeout passes on the clock."""
-        task = asyncio.ensure_future(provider.probabilities(question, state))
+        if draft is not None and isinstance(provider, DraftReadingProvider):
+            call = provider.probabilities_after(question, state, draft)
+        else:
+            call = provider.probabilities(question, state)
+        task = asyncio.ensure_future(call)
         timer = asyncio.ensure_future(self.clock.sleep(provider.timeout))
         try:
             await asyncio.wait({task, timer}, return_when=asyncio.FIRST_COMPLETED)

@@ -142,17 +142,20 @@ class Escalation:
         session_id: str | None = None,
         asked: PersonWording | None = None,
         context: Mapping[str, Any] | None = None,
+        draft: str | None = None,
     ) -> Settled:
         """Decide ``question`` about ``state``.
 
         ``waiting``: the person waits on it, so ask them (in ``session_id``, worded as ``asked``) before
         queueing; an unanswered question is still queued, since the learning loop can use the answer later.
+        ``draft``: the assistant's text ``state`` answers, shown to the providers (and the larger model)
+        that read drafts.
         """
-        first = await self.decider.decide(question, state)
+        first = await self.decider.decide(question, state, draft=draft)
         if first.chosen is not None or first.escalate is None:
             return Settled(first, first, "decided")
         if self._larger is not None:
-            second = await self._larger.decide(question, state)
+            second = await self._larger.decide(question, state, draft=draft)
             if second.chosen is not None:
                 return Settled(second, first, "larger")
         if waiting and self.asker is not None and session_id is not None:

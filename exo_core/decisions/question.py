@@ -28,6 +28,7 @@ __all__ = [
     "Question",
     "Decision",
     "DecisionProvider",
+    "DraftReadingProvider",
     "WarmingProvider",
     "ClosingProvider",
     "BadProviderOutput",
@@ -67,7 +68,8 @@ class Question:
     calibration and the ledger. ``descriptions`` give each option one line for
     a model. ``threshold`` applies to the calibrated probability of the chosen
     option; below it ``fallback`` applies (``default`` takes ``default``, which
-    may be ``None`` for "do nothing special").
+    may be ``None`` for "do nothing special"). ``example_drafts``, when given, is the draft each
+    worked example answers, shown to a provider that reads drafts (:class:`DraftReadingProvider`).
     """
 
     mechanism: str
@@ -81,6 +83,7 @@ class Question:
     rules: tuple[Rule, ...] = ()
     cues: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     examples: tuple[tuple[str, str], ...] = ()
+    example_drafts: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -100,6 +103,8 @@ class Question:
             raise ConfigError(f"{self.mechanism}: threshold must be in (0, 1], not {self.threshold}")
         if self.fallback not in FALLBACKS:
             raise ConfigError(f"{self.mechanism}: fallback must be one of {', '.join(FALLBACKS)}")
+        if self.example_drafts and len(self.example_drafts) != len(self.examples):
+            raise ConfigError(f"{self.mechanism}: give one example draft per example or none")
         named = [self.default, *(r.option for r in self.rules), *self.cues, *(e[1] for e in self.examples)]
         for name in named:
             if name is not None and name not in self.options:
@@ -173,6 +178,20 @@ class DecisionProvider(Protocol):
 
     async def probabilities(self, question: Question, state: str) -> Mapping[str, float]:
         """A probability for each of ``question.options`` given ``state``."""
+        ...
+
+
+@runtime_checkable
+class DraftReadingProvider(Protocol):
+    """An optional capability of a :class:`DecisionProvider`: it reads the draft the message answers.
+
+    A message like "Is that the right date?" is a correction only next to the draft it is about
+    (docs/decisions.md §3, "The draft as context"). The decider calls this instead of
+    ``probabilities`` when the caller knows the draft.
+    """
+
+    async def probabilities_after(self, question: Question, state: str, draft: str) -> Mapping[str, float]:
+        """A probability for each of ``question.options`` given ``state``, which answers ``draft``."""
         ...
 
 

@@ -12,6 +12,7 @@
     larger_timeout = 10.0                  # seconds for the larger model's answer (at most 300: no reply waits on it)
     ask_person = true                      # a signal on a reply to a draft may be asked (question.asked)
     ask_timeout = 120.0                    # seconds the question stays open before it is queued instead
+    show_draft = false                     # show the models the draft a signal answers (off: see the benchmark)
 
 ``local`` is the local GGUF model (the edge's, :mod:`exo_core.edge`; skipped with a warning when
 the runtime is not installed), ``hosted`` the router's ``decision`` role,
@@ -71,6 +72,9 @@ class DecisionSettings:
     larger_timeout: float = 10.0
     ask_person: bool = True
     ask_timeout: float = 120.0
+    # Show the signal decision's models the draft the message answers (docs/decisions.md §3). Off: on the
+    # fit set it did not make either model right more often once calibrated (docs/benchmarks.md §7b).
+    show_draft: bool = False
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> DecisionSettings:
@@ -94,11 +98,14 @@ class DecisionSettings:
             "local_file": table.get("local_file", defaults.local_file),
             "larger": table.get("larger", defaults.larger),
             "ask_person": table.get("ask_person", defaults.ask_person),
+            "show_draft": table.get("show_draft", defaults.show_draft),
         }
         if not isinstance(out["larger"], str):
             raise ConfigError('config.toml: decisions.larger must be a route "provider:model", "none" or ""')
         if not isinstance(out["ask_person"], bool):
             raise ConfigError("config.toml: decisions.ask_person must be true or false")
+        if not isinstance(out["show_draft"], bool):
+            raise ConfigError("config.toml: decisions.show_draft must be true or false")
         if not isinstance(out["local_file"], str):
             raise ConfigError("config.toml: decisions.local_file must be a GGUF file name or path")
         if not isinstance(out["toolsets"], bool):

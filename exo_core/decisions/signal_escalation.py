@@ -80,15 +80,20 @@ class SignalSettler:
         escalation: Escalation,
         *,
         ask_person: bool = True,
+        show_draft: bool = True,
         closers: Sequence[Callable[[], Awaitable[None]]] = (),
     ) -> None:
         self.escalation = escalation
         self.ask_person = ask_person
+        self.show_draft = show_draft
         self._closers = tuple(closers)
 
-    async def decide(self, text: str, session: str, draft: str | None) -> Decision:
-        """The signal of ``text`` in ``session``; ``draft`` is the ledger id of the draft it answers, if any."""
+    async def decide(self, text: str, session: str, draft: str | None, draft_text: str | None = None) -> Decision:
+        """The signal of ``text`` in ``session``; ``draft`` is the ledger id of the draft it answers, if any,
+        and ``draft_text`` its words (shown to the models that read drafts when ``show_draft``, §3 of
+        docs/decisions.md)."""
         waiting = self.ask_person and draft is not None
+        shown = draft_text if self.show_draft else None
         settled = await self.escalation.decide(
             SIGNAL,
             text,
@@ -96,6 +101,7 @@ class SignalSettler:
             session_id=session,
             asked=signal_wording(text),
             context={"session": session, "draft": draft},
+            draft=shown,
         )
         if settled.route != "decided":
             log.info("signal decision abstained on the device; %s (by %s)", settled.route, settled.decision.provider)
@@ -131,4 +137,4 @@ def build_signal_settler(
         larger = HostedProvider(router, name=route, timeout=settings.larger_timeout)
         closers.append(router.aclose)
     escalation = Escalation(decider, larger=larger, queue=queue, asker=asker, ask_timeout=settings.ask_timeout)
-    return SignalSettler(escalation, ask_person=settings.ask_person, closers=closers)
+    return SignalSettler(escalation, ask_person=settings.ask_person, show_draft=settings.show_draft, closers=closers)

@@ -39,7 +39,7 @@ SIGNAL_RULES = (
         "starts-with-no",
         r"^\s*(?:no+[\s,]+)?(?:no+|nope|nah|wrong|incorrect|not quite|not right|not really|oops|that'?s not it)"
         r"\s*[,.!:;-]+"
-        r"(?!\s*(?:thanks|thank you|thx|worries|problem|need|that'?s (?:all|fine|ok)|it'?s (?:fine|ok)|"
+        r"(?!\s*(?:thanks|thank you|thx|worries|problem|need|that'?s (?:all|fine|ok|everything|it)|it'?s (?:fine|ok)|"
         r"all good)\b)",
         "correction",
     ),
@@ -186,7 +186,9 @@ SIGNAL_RULES = (
         "plain-question",
         r"^\s*(?:what|when|where|who|how|which|why(?! (?:did|would|have|are|is|do|does) you)|is|are|can|could|"
         r"would|will|do|does|should|may|have|has)\b"
-        r"(?!.*\b(?:always|never|from now on|in future|anymore|any more|stop|wrong|instead|not what)\b)[^.!]*\?\s*$",
+        # "Where are the eggs I mentioned?" points back at what the person said: a correction, left to a model.
+        r"(?!.*\b(?:always|never|from now on|in future|anymore|any more|stop|wrong|instead|not what|"
+        r"i (?:mentioned|said|asked for|told you|wanted|meant))\b)[^.!]*\?\s*$",
         "neither",
     ),
     Rule(

@@ -59,6 +59,18 @@ SIGNAL = Question(
         ("Sign my work emails with just my first name.", "rule"),
         ("Thanks, that looks good.", "neither"),
     ),
+    # The draft each example answers, for a provider that reads it (docs/decisions.md §3).
+    example_drafts=(
+        "I've put the meeting with the architects in your calendar for Thursday at 10:00.",
+        "Your invoice is due on 14/03/2025.",
+        "I've added croissants and bread to tomorrow's shopping list.",
+        "Here's the delivery form with your address: 4 Avenida Central.",
+        "I found a 6:15 flight to Madrid for 89 euros.",
+        "You have three unread e-mails: from the landlord, the bank and the gym.",
+        "I've attached notes.pdf to the e-mail.",
+        "Here's the e-mail to the team, signed with your full name and job title.",
+        "Here's the revised cover letter.",
+    ),
 )
 
 _TOOLSET_DESCRIPTIONS = {
@@ -184,13 +196,14 @@ TOOLSET = toolset_question()
 USES = {"signal": SIGNAL, "toolset": TOOLSET, "panel": PANEL}
 
 
-async def signal(decider: Decider, text: str) -> Decision:
+async def signal(decider: Decider, text: str, *, draft: str | None = None) -> Decision:
     """Is the person's message ``text`` a correction, a rule, or neither? (for the learning loop)
 
+    ``draft`` is the assistant's text it answers, when known (a model that reads drafts sees it).
     ``applied`` is ``None`` when unsure, with ``escalate == "main"``: queue it
     for the reviewer's larger model instead of guessing.
     """
-    return await decider.decide(SIGNAL, text)
+    return await decider.decide(SIGNAL, text, draft=draft)
 
 
 async def toolset(decider: Decider, text: str, toolsets: Iterable[str] = TOOLSETS[1:]) -> Decision:

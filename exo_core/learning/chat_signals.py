@@ -51,6 +51,8 @@ __all__ = ["ChatSignals", "MAX_OPEN_DRAFTS", "Recorder"]
 log = logging.getLogger(__name__)
 
 MAX_OPEN_DRAFTS = 256
+# Characters of an open draft kept for the signal decision (a model is shown its first 400: docs/decisions.md §3).
+MAX_DRAFT_TEXT = 2000
 
 
 class Recorder(Protocol):
@@ -62,23 +64,25 @@ class Recorder(Protocol):
 
 
 class ChatSignals:
-    """Records drafts and reads person messages as signals (``decide``: text, session, draft -> a Decision)."""
+    """Records drafts and reads person messages as signals (``decide``: text, session, draft, its text)."""
 
     def __init__(
         self,
         hub: Any,
         recorder: Recorder,
-        decide: Callable[[str, str, str | None], Awaitable[Any]],
+        decide: Callable[[str, str, str | None, str | None], Awaitable[Any]],
         *,
         closing: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
-        """``decide(text, session, draft)``: the draft is the ledger id of the one the message answers, if any;
+        """``decide(text, session, draft, draft_text)``: the draft is the ledger id of the one the message
+        answers, if any, and ``draft_text`` its words (the signal decision's models read them);
         ``closing`` is awaited once the stream stops (what the decision holds open)."""
         self.hub = hub
         self.recorder = recorder
         self.decide = decide
         self.closing = closing
         self._drafts: OrderedDict[str, str] = OrderedDict()
+        self._draft_texts: dict[str, str] = {}  # the open draft's words per session (the keys of _drafts)
         self._fact_turns: OrderedDict[str, None] = OrderedDict()
         self._task: asyncio.Task[None] | None = None
 
@@ -120,9 +124,11 @@ class ChatSignals:
             )
             if draft:
                 self._drafts[session] = draft
+                self._draft_texts[session] = text[:MAX_DRAFT_TEXT]
                 self._drafts.move_to_end(session)
                 while len(self._drafts) > MAX_OPEN_DRAFTS:
-                    self._drafts.popitem(last=False)
+                    dropped, _ = self._drafts.popitem(last=False)
+                    self._draft_texts.pop(dropped, None)
             return "action"
         if body.get("role") != "user":
             return None
@@ -130,16 +136,18 @@ class ChatSignals:
             # The loop's facts seam owns it ("Remember that my wifi password is ..."): a belief, or asked
             # about, never a stated rule whose words would reach the pack.
             self._drafts.pop(session, None)
+            self._draft_texts.pop(session, None)
             turn = str(body.get("turn_id") or "")
             if turn:
                 self._fact_turns[turn] = None
             while len(self._fact_turns) > MAX_OPEN_DRAFTS:
                 self._fact_turns.popitem(last=False)
             return None
-        decision = await self.decide(text, session, self._drafts.get(session))
+        decision = await self.decide(text, session, self._drafts.get(session), self._draft_texts.get(session))
         said = decision.applied
         probability = float(decision.probabilities.get(said, 0.0)) if said else 0.0
         draft = self._drafts.pop(session, None)
+        self._draft_texts.pop(session, None)
         entry = signal_entry(said, text, session=session, draft=draft, probability=probability)
         if entry is None:
             return None

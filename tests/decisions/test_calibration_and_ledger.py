@@ -59,9 +59,9 @@ def test_calibration_makes_stated_confidence_match_accuracy() -> None:
 
 
 def test_too_few_labels_means_no_calibration_and_raw_numbers_are_used() -> None:
-    assert fit(OPTIONS, _overconfident(29)) is None
+    assert fit(OPTIONS, _overconfident(9)) is None
     book = CalibrationBook.fitted(
-        {("p", "signal"): (OPTIONS, _overconfident(29)), ("p", "panel"): (OPTIONS, _overconfident(40))}
+        {("p", "signal"): (OPTIONS, _overconfident(9)), ("p", "panel"): (OPTIONS, _overconfident(40))}
     )
     assert set(book.entries) == {("p", "panel")}
     raw = {"correction": 0.9, "rule": 0.05, "neither": 0.05}
@@ -69,6 +69,21 @@ def test_too_few_labels_means_no_calibration_and_raw_numbers_are_used() -> None:
     assert book.apply("q", "panel", raw) == (raw, False)  # per provider
     used, calibrated = book.apply("p", "panel", raw)
     assert calibrated and used != raw
+
+
+def test_a_few_labels_fit_the_slope_alone() -> None:
+    """From 10 to 29 labels only the temperature is fitted (docs/decisions.md §4): one number that a few
+    cases pin down, where 7 cases once left an overconfident provider's raw numbers in place."""
+    few = fit(OPTIONS, _overconfident(29, seed=3))
+    assert few is not None and few.samples == 29
+    assert few.offsets == (0.0, 0.0, 0.0)
+    assert few.slope < 1.0  # an overconfident provider is softened
+    raw = {"correction": 0.9, "rule": 0.05, "neither": 0.05}
+    softened = few.apply(raw)
+    assert softened["correction"] < raw["correction"]
+    assert max(softened, key=softened.__getitem__) == "correction"  # the ranking is kept
+    full = fit(OPTIONS, _overconfident(30, seed=3))
+    assert full is not None and any(offset != 0.0 for offset in full.offsets)
 
 
 def test_ece_of_perfect_and_of_useless_confidence() -> None:
@@ -120,7 +135,8 @@ async def test_labels_refer_to_decisions_and_rebuild_calibration_from_the_ledger
         samples = labelled_samples(ledger.entries())
     options, rows = samples[("p", "panel")]
     assert options == PANEL.options and len(rows) == 24
-    assert calibration_from_store(folder).entries == {}  # 24 < 30: not enough yet
+    only_slope = calibration_from_store(folder).entries[("p", "panel")]  # 24 < 30: the slope alone
+    assert only_slope.offsets == (0.0,) * len(PANEL.options) and only_slope.slope < 1.0
     book = calibration_from_store(folder, min_samples=20)
     used, calibrated = book.apply("p", "panel", decisions[0].raw)
     assert calibrated and used["diff"] < 0.5  # right 8 times in 24: no longer "0.85"

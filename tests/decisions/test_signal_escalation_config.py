@@ -48,6 +48,7 @@ def test_a_larger_route_the_catalog_does_not_know_is_a_config_error_naming_the_k
     [
         ({"larger": 5}, "decisions.larger"),
         ({"ask_person": "yes"}, "decisions.ask_person"),
+        ({"show_draft": 1}, "decisions.show_draft"),
         ({"larger_timeout": 0}, "decisions.larger_timeout"),
         ({"larger_timeout": 301}, "decisions.larger_timeout"),
         ({"ask_timeout": True}, "decisions.ask_timeout"),
@@ -62,7 +63,7 @@ def test_bad_escalation_settings_are_refused_by_name(table: dict[str, Any], key:
 @settings(max_examples=200, deadline=None)
 @given(
     st.dictionaries(
-        st.sampled_from(["larger", "larger_timeout", "ask_person", "ask_timeout"]),
+        st.sampled_from(["larger", "larger_timeout", "ask_person", "ask_timeout", "show_draft"]),
         st.one_of(st.none(), st.booleans(), st.integers(-10, 5000), st.floats(allow_nan=True), st.text(max_size=20)),
     )
 )
@@ -73,6 +74,7 @@ def test_any_escalation_table_is_settings_or_a_config_error(table: dict[str, Any
         return
     assert 0 < found.larger_timeout <= 300 and 0 < found.ask_timeout <= 3600
     assert isinstance(found.larger, str) and isinstance(found.ask_person, bool)
+    assert isinstance(found.show_draft, bool)
 
 
 def test_the_person_is_asked_in_their_own_words_and_one_line_per_option() -> None:
