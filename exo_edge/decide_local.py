@@ -28,6 +28,7 @@ that answers turns: it runs in that model's worker, between calls.
 from __future__ import annotations
 
 import ctypes
+import functools
 import math
 import string
 from collections.abc import Mapping, Sequence
@@ -194,13 +195,14 @@ class LocalDecisionProvider:
         with ``drafts``, the head of its draft prompt first (the plain head stays in the cache)."""
         shapes = (True, False) if drafts else (False,)
         for with_draft in shapes:
-            if self.style == "chat":
-                await self.transport.run_exclusive(
-                    lambda llm, shape=with_draft: self._head(llm, self._chat_parts(llm, question, shape)[0], True)
-                )
-                continue
-            head, _ = render_prompt(question, "", self.style, "" if with_draft else None)
-            await self.transport.run_exclusive(lambda llm, text=head: self._head(llm, text, False))
+            await self.transport.run_exclusive(functools.partial(self._warm_head, question, with_draft))
+
+    def _warm_head(self, question: Question, with_draft: bool, llm: Any) -> _Head:
+        """In the model's worker: evaluate one of ``question``'s prompt heads and keep it cached."""
+        if self.style == "chat":
+            return self._head(llm, self._chat_parts(llm, question, with_draft)[0], True)
+        head, _ = render_prompt(question, "", self.style, "" if with_draft else None)
+        return self._head(llm, head, False)
 
     async def probabilities(self, question: Question, state: str) -> Mapping[str, float]:
         """One forward pass; each option's share of the next-token distribution."""
