@@ -21,15 +21,11 @@ from exo_core.retrieval.pipeline import Retriever
 if TYPE_CHECKING:
     from exo_core.home import ExoHome
 
-__all__ = ["StoreMemory", "PACK_HEADING", "RECALL_HEADING", "SHOWN_TURNS", "open_store_memory"]
+__all__ = ["StoreMemory", "PACK_HEADING", "RECALL_HEADING", "open_store_memory"]
 
 _log = logging.getLogger(__name__)
 PACK_HEADING = "## About the person: their pack (the page they keep; [[links]] name notes in their store)"
 RECALL_HEADING = "## Notes recalled for this message (each starts with its id in brackets; answer from them)"
-# The roles of past turns shown to the model: the person's own words. The assistant's past answers stay
-# out (the store's beliefs are the source of truth, a past answer may be wrong, and the 0.5B copied them
-# word for word as its answer: docs/retrieval.md, "In the prompt"); ``exo recall`` and ``search`` still find them.
-SHOWN_TURNS = frozenset({"user"})
 
 
 class StoreMemory:
@@ -59,9 +55,7 @@ class StoreMemory:
         pack_text = await asyncio.to_thread(self.retriever.store.pack_text)
         pack = f"{PACK_HEADING}\n{pack_text.strip()}"
         try:
-            recalled = await asyncio.to_thread(
-                self.retriever.retrieve, text, scope=self.scope, session_id=session_id, turn_roles=SHOWN_TURNS
-            )
+            recalled = await asyncio.to_thread(self.retriever.retrieve, text, scope=self.scope, session_id=session_id)
         except ExoError as exc:  # a broken index or store file must not cost the person their answer
             _log.warning("retrieval failed, answering with the pack only: %s", exc.message)
             return MemoryParts(pack=pack)
@@ -74,21 +68,7 @@ class StoreMemory:
 
     async def recall(self, query: str, *, limit: int) -> str:
         """The ``recall`` tool: the packed blocks for ``query``, at most ``limit`` of them."""
-        recalled = await asyncio.to_thread(
-            self.retriever.retrieve, query, scope=self.scope, limit=limit, turn_roles=SHOWN_TURNS
-        )
-        return recalled.render()
-
-    async def recall_for(self, query: str, *, limit: int, session_id: str) -> str:
-        """As :meth:`recall`, leaving out the asking session's own turns (its question is no past turn)."""
-        recalled = await asyncio.to_thread(
-            self.retriever.retrieve,
-            query,
-            scope=self.scope,
-            session_id=session_id,
-            limit=limit,
-            turn_roles=SHOWN_TURNS,
-        )
+        recalled = await asyncio.to_thread(self.retriever.retrieve, query, scope=self.scope, limit=limit)
         return recalled.render()
 
     def close(self) -> None:

@@ -1,14 +1,12 @@
 """Packing under a token budget (docs/retrieval.md, stage 6): pinned first, then ~70% nodes, ~30% items.
 
-Every node and item block starts with its id in brackets, so the model can ask
-for the whole node; a past turn is told as a quoted note of who said it,
-without its id (the block and the ledger's ``retrieval`` entry keep the id).
-Each kind has forms from full to small and takes the largest that fits what
-is left:
+Every block starts with its id in brackets, so the model can ask for the
+whole node. Each kind has forms from full to small and takes the largest
+that fits what is left:
 
 * node: full (title, summary, body) → its summary line;
 * item: card (title, URL, an excerpt) → title → bare URL;
-* turn: the utterance (cut at :data:`EXCERPT` characters) → shorter.
+* turn: the utterance (cut at :data:`EXCERPT` characters) → its first line, shorter.
 
 The total never exceeds the budget: a block's cost is
 :func:`estimate_tokens` of its text plus its separating newline, and that sum
@@ -28,12 +26,6 @@ __all__ = ["Block", "Packed", "estimate_tokens", "forms", "pack", "NODE_SHARE"]
 NODE_SHARE = 0.7
 EXCERPT = 600
 _SHORT = 160
-# A past turn is told as a quoted note of who said it, never as a chat line with its id
-# (``[turn:…] assistant: …``): the 0.5B copied such lines as its answer (docs/retrieval.md, "In the prompt").
-_SAID = {
-    "user": "Earlier, in a past conversation, the person said:",
-    "assistant": "Earlier, in a past conversation, the assistant replied:",
-}
 
 
 def estimate_tokens(text: str) -> int:
@@ -63,8 +55,8 @@ def forms(doc: Doc) -> list[tuple[str, str]]:
             ("title", f"{tag} {doc.title}"),
         ]
         return out + ([("url", f"{tag} {doc.url}")] if doc.url else [])
-    said = _SAID.get(doc.tags, "Earlier, in a past conversation:")
-    return [("full", f'{said} "{_cut(doc.body, EXCERPT)}"'), ("short", f'{said} "{_cut(doc.body, _SHORT)}"')]
+    role = f"{doc.tags}: " if doc.tags else ""
+    return [("full", f"{tag} {role}{_cut(doc.body, EXCERPT)}"), ("short", f"{tag} {role}{_cut(doc.body, _SHORT)}")]
 
 
 @dataclass(frozen=True, slots=True)

@@ -200,13 +200,8 @@ class Retriever:
         budget: int | None = None,
         limit: int | None = None,
         record: bool = True,
-        turn_roles: frozenset[str] | None = None,
     ) -> Recalled:
-        """Run the pipeline for ``query``; see the module docstring for the stages.
-
-        ``turn_roles`` keeps only past turns of those roles (``None``: every
-        role); the memory provider shows the person's own (docs/retrieval.md, "In the prompt").
-        """
+        """Run the pipeline for ``query``; see the module docstring for the stages."""
         query = query.encode("utf-8", "replace").decode("utf-8")
         with self._lock:
             self.refresh()
@@ -219,12 +214,9 @@ class Retriever:
             @functools.cache
             def ok(doc_id: str) -> bool:
                 docs.update(self.lexical.get([doc_id]) if doc_id not in docs else {})
-                if doc_id not in docs:
-                    return False
-                doc = docs[doc_id]
-                if turn_roles is not None and doc.kind == "turn" and doc.tags not in turn_roles:
-                    return False
-                return rank.keep(doc, today=today, past=past, scope=scope, session=session_id)
+                return doc_id in docs and rank.keep(
+                    docs[doc_id], today=today, past=past, scope=scope, session=session_id
+                )
 
             def ranks(doc_id: str) -> bool:  # a pin-only node comes by its load rule alone
                 return ok(doc_id) and not rank.pin_only(docs[doc_id])

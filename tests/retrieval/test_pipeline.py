@@ -160,31 +160,6 @@ def test_memory_provider_puts_the_pack_first_then_the_recalled_blocks(store: Sto
     memory.close()
 
 
-def test_the_prompt_shows_the_persons_past_words_as_quoted_notes_and_never_the_assistants_answers(
-    store: Store, sessions: Path, signer: Signer
-) -> None:
-    """The 0.5B copied recalled ``[turn:…] assistant: …`` lines as its answer (docs/retrieval.md, "In the prompt")."""
-    ledger = Ledger.open_store(store.root, signer=signer)
-    memory = StoreMemory(_retriever(store, sessions, log=ledger.append))
-    try:
-        parts = asyncio.run(memory.system_parts("now", "tomatoes garden sun"))
-        entry = list(ledger.entries(kind="retrieval"))[-1]
-        recalled = asyncio.run(memory.recall("tomatoes garden sun", limit=5))
-    finally:
-        memory.close()
-        ledger.close()
-    shown = "\n".join(parts.recalled)
-    assert 'the person said: "I planted tomatoes in the garden last spring"' in shown
-    assert "Tomatoes need plenty of sun" not in shown and "Tomatoes need plenty of sun" not in recalled
-    assert "turn:" not in shown and "user:" not in shown and "turn:" not in recalled
-    assert entry.body["turn_ids"] == ["turn:old:1"]  # the id of what was shown stays in the ledger
-    assert "What about my tomatoes" in recalled  # without a session, every past turn of the person
-    own = asyncio.run(StoreMemory(_retriever(store, sessions)).recall_for("tomatoes garden", limit=5, session_id="now"))
-    assert "What about my tomatoes" not in own and "I planted tomatoes" in own  # the asking session's left out
-    everything = _retriever(store, sessions).retrieve("tomatoes garden sun", record=False)
-    assert "turn:old:2" in everything.packed.ids("turn")  # other callers (exo recall) still see every role
-
-
 _queries = st.one_of(
     st.binary(max_size=200).map(lambda b: b.decode("utf-8", "surrogateescape")),
     st.text(max_size=200),
