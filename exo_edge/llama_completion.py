@@ -237,21 +237,9 @@ def run_completion(
                         "first_at": head["first_at"] or rest["first_at"],
                     }
         elif mode == "text":
-            result = _generate(
-                llm,
-                tokens,
-                request,
-                seed=seed,
-                stop=stop,
-                grammar=None,
-                emit=emit,
-                cancel=cancel,
-                watch_call=after_call,
-                stream_text=True,
-                tidy=tidy,
+            result = _text_answer(
+                llm, tokens, request, watch_call=after_call, seed=seed, stop=stop, emit=emit, cancel=cancel, tidy=tidy
             )
-            if result["saw_call"]:
-                result = {**result, "text": ""}
         if mode == "call" and not result["interrupted"]:
             call_prompt = tokens + llm.tokenize(b" " + CALL_PREFIX.rstrip().encode(), add_bos=False, special=False)
             # arguments greedily: a call is an instruction, not prose to vary
@@ -298,6 +286,25 @@ def _words_instead(
     """
     prompt = render_completion(request.messages, fmt, ())
     tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=False)
+    return _text_answer(
+        llm, tokens, request, watch_call=True, seed=seed, stop=stop, emit=emit, cancel=cancel, tidy=tidy
+    )
+
+
+def _text_answer(
+    llm: Any,
+    tokens: list[int],
+    request: ModelRequest,
+    *,
+    watch_call: bool,
+    seed: int,
+    stop: list[str],
+    emit: Emit,
+    cancel: threading.Event,
+    tidy: AnswerTidy,
+) -> dict[str, Any]:
+    """An answer in words, streamed; with ``watch_call``, one that begins ``CALL`` anyway ends with no text
+    (the model copying a call where none is offered: no words rather than a call shown as text)."""
     result = _generate(
         llm,
         tokens,
@@ -307,12 +314,12 @@ def _words_instead(
         grammar=None,
         emit=emit,
         cancel=cancel,
-        watch_call=True,
+        watch_call=watch_call,
         stream_text=True,
         tidy=tidy,
     )
     if result["saw_call"]:
-        return {**result, "text": ""}  # the same call begun again: no words, rather than a call shown as text
+        return {**result, "text": ""}
     return result
 
 

@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from manual_clock import ManualClock
+from models.fake_provider import FakeProvider
 
 from exo_core.decisions.question import Question
 from exo_core.errors import ExoError
+from exo_core.home import ExoHome
+from exo_core.models import ModelRouter, load_catalog
+
+if TYPE_CHECKING:
+    from exo_edge.decide_local import LocalDecisionProvider
+
+QWEN = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+"""The standard profile's model, which the local decision provider's model tests load by path."""
 
 
 class Scripted:
@@ -55,3 +64,56 @@ def store(tmp_path: Path) -> Iterator[tuple[Path, Any]]:
         yield folder, recorder
     finally:
         recorder.close()
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[FakeProvider]:
+    """An OpenAI-compatible server with scripted replies (a real aiohttp server on loopback)."""
+    fake = FakeProvider()
+    await fake.start()
+    try:
+        yield fake
+    finally:
+        await fake.stop()
+
+
+def hosted_router(
+    server: FakeProvider, provider: str = "cloud", model: str = "m", prices: tuple[float, float] = (1.0, 2.0)
+) -> ModelRouter:
+    """A router whose ``main`` and ``decision`` roles are ``provider:model`` on ``server``."""
+    route = f"{provider}:{model}"
+    providers = {
+        provider: {
+            "kind": "openai",
+            "base_url": server.base_url(provider),
+            "key_env": [],
+            "models": {model: {"input": prices[0], "output": prices[1]}},
+        }
+    }
+    config = {
+        "models": {
+            "providers": providers,
+            "roles": {"main": [route], "aux": [], "decision": [route]},
+            "timeouts": {"first_byte": 10.0, "idle": 10.0},
+        }
+    }
+    return ModelRouter(load_catalog(config, env={}), env={})
+
+
+@pytest.fixture(scope="module")
+def qwen() -> Iterator[LocalDecisionProvider]:
+    """The local decision provider on the real Qwen2.5-Coder 0.5B (skipped when it is not fetched)."""
+    try:
+        import llama_cpp  # noqa: F401  # only whether the edge runtime is installed
+    except ImportError:
+        pytest.skip("llama-cpp-python is not installed (run scripts/install_edge.sh)")
+    from exo_edge.decide_local import local_decision_provider
+    from exo_edge.paths import locate_model_file
+
+    if locate_model_file(QWEN) is None:
+        pytest.skip(f"{QWEN} is not fetched on this machine")
+    # Loaded by path (transport_for_file: 1 thread by default, which the suite's 2 shared cores need).
+    provider = local_decision_provider(ExoHome(Path("/nonexistent-home")), model_file=QWEN, timeout=120.0)
+    assert provider.transport.settings.n_threads == 1
+    yield provider
+    asyncio.run(provider.transport.aclose())

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +24,9 @@ from exo_core.decisions.signal_escalation import SignalSettler, build_signal_set
 from exo_core.errors import ConfigError
 from exo_core.home import ExoHome
 from exo_core.learning.chat_signals import ChatSignals
-from exo_core.models import ModelRouter, load_catalog
 from exo_edge.decide_local import LocalDecisionProvider, chat_messages, render_prompt
 
-from .conftest import Scripted
+from .conftest import Scripted, hosted_router
 
 DRAFT = "I've booked the 7:40 train to Porto for Thursday, seat 42; e-mail sent to ana@example.org."
 ASKED = "Thursday? Sure about that?"  # no rule settles it: a model decides
@@ -90,41 +89,12 @@ def test_the_prompts_show_each_message_after_its_draft_and_keep_the_plain_prompt
     assert len(long) == MAX_DRAFT and long.endswith("...")
 
 
-@pytest.fixture
-async def server() -> AsyncIterator[FakeProvider]:
-    fake = FakeProvider()
-    await fake.start()
-    try:
-        yield fake
-    finally:
-        await fake.stop()
-
-
-def _router(server: FakeProvider) -> ModelRouter:
-    providers = {
-        "laptop": {
-            "kind": "openai",
-            "base_url": server.base_url("laptop"),
-            "key_env": [],
-            "models": {"big": {"input": 0.0, "output": 0.0}},
-        }
-    }
-    config = {
-        "models": {
-            "providers": providers,
-            "roles": {"main": ["laptop:big"], "aux": [], "decision": ["laptop:big"]},
-            "timeouts": {"first_byte": 10.0, "idle": 10.0},
-        }
-    }
-    return ModelRouter(load_catalog(config, env={}), env={})
-
-
 async def test_exod_hands_the_open_draft_to_the_device_and_to_the_larger_model(
     server: FakeProvider, store: tuple[Path, Any]
 ) -> None:
     _, recorder = store
     server.script("laptop", Reply(events=openai_chunks(" A")))
-    router = _router(server)
+    router = hosted_router(server, "laptop", "big", (0.0, 0.0))
     device = Reader("local", UNSURE)  # unsure: the larger model over HTTP decides
     decider = Decider([device], recorder=recorder)
     escalation = Escalation(decider, larger=HostedProvider(router, name="laptop:big"))
@@ -156,25 +126,6 @@ async def test_with_show_draft_off_no_model_sees_the_draft(store: tuple[Path, An
     assert await chat.on_message("s1", {"role": "assistant", "content": DRAFT}) == "action"
     assert await chat.on_message("s1", {"role": "user", "content": ASKED}) == "verdict"
     assert device.drafts == [None]
-
-
-QWEN = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
-
-
-@pytest.fixture(scope="module")
-def qwen() -> Iterator[LocalDecisionProvider]:
-    try:
-        import llama_cpp  # noqa: F401
-    except ImportError:
-        pytest.skip("llama-cpp-python is not installed (run scripts/install_edge.sh)")
-    from exo_edge.decide_local import local_decision_provider
-    from exo_edge.paths import locate_model_file
-
-    if locate_model_file(QWEN) is None:
-        pytest.skip(f"{QWEN} is not fetched on this machine")
-    provider = local_decision_provider(ExoHome(Path("/nonexistent-home")), model_file=QWEN, timeout=120.0)
-    yield provider
-    asyncio.run(provider.transport.aclose())
 
 
 @pytest.mark.model

@@ -4,48 +4,19 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator
 
 import pytest
+from models.fake_provider import FakeProvider, Reply, openai_chunks
 
 from exo_core.decisions import PANEL, SIGNAL, Decider
 from exo_core.decisions.providers import HostedProvider, RulesOnlyProvider, redact
-from exo_core.models import ModelRouter, load_catalog
-from models.fake_provider import FakeProvider, Reply, openai_chunks
 
-
-@pytest.fixture
-async def server() -> AsyncIterator[FakeProvider]:
-    fake = FakeProvider()
-    await fake.start()
-    try:
-        yield fake
-    finally:
-        await fake.stop()
-
-
-def _router(server: FakeProvider) -> ModelRouter:
-    providers = {
-        "cloud": {
-            "kind": "openai",
-            "base_url": server.base_url("cloud"),
-            "key_env": [],
-            "models": {"m": {"input": 1.0, "output": 2.0}},
-        }
-    }
-    config = {
-        "models": {
-            "providers": providers,
-            "roles": {"main": ["cloud:m"], "aux": [], "decision": ["cloud:m"]},
-            "timeouts": {"first_byte": 10.0, "idle": 10.0},
-        }
-    }
-    return ModelRouter(load_catalog(config, env={}), env={})
+from .conftest import hosted_router
 
 
 async def test_one_letter_becomes_probabilities_over_redacted_state(server: FakeProvider) -> None:
     server.script("cloud", Reply(events=openai_chunks(" C")))
-    router = _router(server)
+    router = hosted_router(server)
     try:
         decision = await Decider([HostedProvider(router)]).decide(
             PANEL, "email ana@example.org the figures from https://x.example/a, call +351 912 345 678"
@@ -70,7 +41,7 @@ async def test_one_letter_becomes_probabilities_over_redacted_state(server: Fake
 )
 async def test_errors_and_non_answers_fall_through_to_the_next_provider(server: FakeProvider, reply: Reply) -> None:
     server.script("cloud", reply, Reply(status=500))  # the router's fallback to main meets a 500 too
-    router = _router(server)
+    router = hosted_router(server)
     try:
         decision = await Decider([HostedProvider(router), RulesOnlyProvider()]).decide(
             SIGNAL, "I'd like shorter replies in general"
@@ -83,7 +54,7 @@ async def test_errors_and_non_answers_fall_through_to_the_next_provider(server: 
 
 async def test_a_slow_hosted_provider_times_out_then_the_safe_default_applies(server: FakeProvider) -> None:
     server.script("cloud", Reply(events=openai_chunks("B"), delay_headers=3.0))
-    router = _router(server)
+    router = hosted_router(server)
     try:
         started = time.monotonic()
         decision = await Decider([HostedProvider(router, timeout=0.3)]).decide(PANEL, "hmm")

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,8 +12,6 @@ from exo_core.decisions import SIGNAL
 from exo_core.errors import NotFoundError
 from exo_core.home import ExoHome
 from exo_edge.decide_local import LocalDecisionProvider, chat_messages, local_decision_provider
-
-QWEN = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 
 
 def test_the_chat_turns_list_the_options_and_answer_each_example_with_one_word() -> None:
@@ -29,23 +26,6 @@ def test_the_chat_turns_list_the_options_and_answer_each_example_with_one_word()
 def test_a_missing_model_file_is_a_typed_error_naming_the_setting(tmp_path: Path) -> None:
     with pytest.raises(NotFoundError, match="local_file"):
         local_decision_provider(ExoHome(tmp_path), model_file="no-such-model.gguf")
-
-
-@pytest.fixture(scope="module")
-def qwen() -> Iterator[LocalDecisionProvider]:
-    try:
-        import llama_cpp  # noqa: F401
-    except ImportError:
-        pytest.skip("llama-cpp-python is not installed (run scripts/install_edge.sh)")
-    from exo_edge.paths import locate_model_file
-
-    if locate_model_file(QWEN) is None:
-        pytest.skip(f"{QWEN} is not fetched on this machine")
-    # Loaded by path (transport_for_file: 1 thread by default, which the suite's 2 shared cores need).
-    provider = local_decision_provider(ExoHome(Path("/nonexistent-home")), model_file=QWEN, timeout=120.0)
-    assert provider.transport.settings.n_threads == 1
-    yield provider
-    asyncio.run(provider.transport.aclose())
 
 
 @pytest.mark.model
