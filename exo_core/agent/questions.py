@@ -61,13 +61,16 @@ def placeholder(text: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    """The person's answer: a 1-based ``option`` and/or free ``text``."""
+    """The person's answer: a 1-based ``option`` and/or free ``text``, or ``declined`` (neither)."""
 
     option: int | None
     text: str | None
+    declined: bool = False
 
     def describe(self, options: tuple[str, ...]) -> str:
         """The answer as a sentence the model can read."""
+        if self.declined:
+            return "The person did not answer; go on without their answer."
         if self.option is not None and 1 <= self.option <= len(options):
             return f"The person chose option {self.option}: {options[self.option - 1]}"
         return f"The person answered: {self.text or ''}"
@@ -131,8 +134,10 @@ class QuestionBroker:
             if self._open.pop(question_id, None) is not None:
                 self._remember(question_id, "closed without an answer")
 
-    async def answer(self, question_id: str, option: int | None = None, text: str | None = None) -> Answer:
-        """Answer an open question; a late second answer raises :class:`ConflictError`."""
+    async def answer(
+        self, question_id: str, option: int | None = None, text: str | None = None, *, decline: bool = False
+    ) -> Answer:
+        """Answer (or ``decline``) an open question; a late second answer raises :class:`ConflictError`."""
         entry = self._open.get(question_id)
         if entry is None:
             if question_id in self._closed:
@@ -142,29 +147,41 @@ class QuestionBroker:
             raise NotFoundError(
                 f"no open question {question_id!r} (its turn may have ended or the core restarted)", field="question_id"
             )
+        if decline:
+            if option is not None or (text or "").strip():
+                raise BadBodyError("a declined question takes no option or text", field="decline")
+            return await self._close(question_id, entry, Answer(option=None, text=None, declined=True))
         if option is None and not (text or "").strip():
-            raise BadBodyError("answer with an option number or text", field="option")
+            raise BadBodyError("answer with an option number or text, or decline", field="option")
         if option is not None and not 1 <= option <= len(entry.options):
             raise BadBodyError(f"option must be between 1 and {len(entry.options)}", field="option")
         if option is None and not entry.allow_text:
             raise BadBodyError("this question takes an option number, not free text", field="text")
         answer = Answer(option=option, text=(text.strip() if text else None))
+        return await self._close(question_id, entry, answer)
+
+    async def _close(self, question_id: str, entry: _Open, answer: Answer) -> Answer:
         # Decided before the first await: no second answer can slip in between.
         del self._open[question_id]
-        self._remember(question_id, "answered")
+        self._remember(question_id, "declined" if answer.declined else "answered")
         if not entry.future.done():
             entry.future.set_result(answer)
         await self._hub.emit(
             entry.session_id,
             "question.answered",
-            QuestionAnswered(question_id=question_id, option=answer.option, text=answer.text),
+            QuestionAnswered(question_id=question_id, option=answer.option, text=answer.text, declined=answer.declined),
         )
         return answer
 
     async def handle_answer(self, body: cmd.QuestionAnswer) -> dict[str, Any]:
         """The engine's ``question.answer`` handler."""
-        answer = await self.answer(body.question_id, body.option, body.text)
-        return {"question_id": body.question_id, "option": answer.option, "text": answer.text}
+        answer = await self.answer(body.question_id, body.option, body.text, decline=body.decline)
+        return {
+            "question_id": body.question_id,
+            "option": answer.option,
+            "text": answer.text,
+            "declined": answer.declined,
+        }
 
     def open_questions(self) -> list[str]:
         """Ids of questions waiting for an answer."""

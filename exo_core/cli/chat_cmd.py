@@ -75,7 +75,8 @@ def _chat(args: argparse.Namespace) -> int:
                     event_log=Path(args.event_log) if args.event_log else None,
                 ).run()
         async with ExoClient(url, token=token, client_name="exo-chat") as client:
-            line_chat = LineChat(client, approve=approve, interactive=interactive)
+            # A person at the keyboard answers questions as they answer approvals; piped lines are messages.
+            line_chat = LineChat(client, approve=approve, answer_questions=interactive, interactive=interactive)
             print(f"session {await line_chat.start(args.session)} — /help for commands", flush=True)
             lines: asyncio.Queue[str | None] = asyncio.Queue(maxsize=1000)
             stdin_lines(asyncio.get_running_loop(), lines, sys.stdin)

@@ -1,6 +1,6 @@
 """The line client: a prompt and a transcript over the protocol.
 
-Renders streamed text, tool calls and their output, asks approvals inline, and
+Renders streamed text, tool calls and their output, asks approvals and questions inline, and
 — because it reads events through :class:`ExoClient` — resumes after a dropped
 connection from the last seq it saw. Input lines are turns; lines starting
 with ``/`` are commands (``/help`` lists them).
@@ -42,18 +42,24 @@ class LineChat:
         *,
         out: TextIO | None = None,
         approve: str = "ask",
+        answer_questions: bool = True,
         interactive: bool = True,
         on_event: Callable[[Event], None] | None = None,
     ) -> None:
         self.client = client
         self.out = out or sys.stdout
         self.approve = approve
+        # Whether the person answers ``question.asked`` from the input lines; otherwise (piped input, where
+        # the next line is the next message) each question is declined so the turn goes on at once.
+        self.answer_questions = answer_questions
         self.interactive = interactive
         self.session: str | None = None
         self._on_event = on_event
         self._done: dict[str, asyncio.Event] = {}
         self._pending_approvals: list[dict[str, Any]] = []
-        self._wake = asyncio.Event()  # set when an approval arrives or a turn ends
+        self._pending_questions: list[dict[str, Any]] = []
+        self._input_ended = False  # the end of input was read while answering: no more lines come
+        self._wake = asyncio.Event()  # set when an approval or a question arrives or a turn ends
         self._in_text = False
 
     def _print(self, text: str = "", *, end: str = "\n") -> None:
@@ -106,6 +112,12 @@ class LineChat:
                 self._print(f"    {n}. {option}")
             if body.get("expires_at"):
                 self._print(f"    (waits until {body['expires_at']})")
+            self._pending_questions.append(body)
+            self._wake.set()
+        elif kind == "question.answered":
+            self._pending_questions = [
+                q for q in self._pending_questions if q.get("question_id") != body.get("question_id")
+            ]
         elif kind == "turn.completed":
             reason = body.get("stop_reason")
             if reason != "end":
@@ -136,6 +148,9 @@ class LineChat:
             if self._pending_approvals:
                 await self._answer_approval(self._pending_approvals[0], lines)
                 continue
+            if self._pending_questions:
+                await self._answer_question(self._pending_questions.pop(0), lines)
+                continue
             self._wake.clear()
             await self._wake.wait()
 
@@ -151,6 +166,34 @@ class LineChat:
             await self.client.request("approval.respond", {"request_id": request["request_id"], "decision": decision})
         except ExoError as exc:
             self._print(f"  (approval not sent: {exc.message})")
+
+    async def _answer_question(self, question: dict[str, Any], lines: asyncio.Queue[str | None]) -> None:
+        """Answer from the next input line: a number picks an option, other text is the answer when the
+        question takes text, an empty line or the end of input declines it."""
+        options = question.get("options") or []
+        body: dict[str, Any] = {"question_id": question["question_id"], "decline": True}
+        while self.answer_questions and not self._input_ended:
+            line = await lines.get()
+            if line is None:
+                self._input_ended = True
+                break
+            reply = line.strip()
+            if not reply:
+                break
+            if reply.isdigit() and 1 <= int(reply) <= len(options):
+                body = {"question_id": question["question_id"], "option": int(reply)}
+                break
+            if question.get("allow_text"):
+                body = {"question_id": question["question_id"], "text": reply}
+                break
+            self._print(f"  answer with a number from 1 to {len(options)}, or an empty line to decline")
+        if body.get("decline"):
+            self._print("  (question declined: no answer given)")
+        try:
+            await self.client.request("question.answer", body)
+        except ExoError as exc:
+            # Answered elsewhere first, or its turn ended: the other client's answer stands.
+            self._print(f"  (answer not sent: {exc.message})")
 
     async def command(self, line: str) -> bool:
         """Run a ``/`` command; returns ``False`` for ``/quit``."""
@@ -174,6 +217,8 @@ class LineChat:
         follower = asyncio.create_task(self.follow())
         try:
             while True:
+                if self._input_ended:
+                    break
                 if self.interactive:
                     self._print("> ", end="")
                 line = await lines.get()

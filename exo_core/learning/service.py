@@ -126,6 +126,8 @@ class ReviewService:
         """Ask through the core's question broker (any client answers, first wins); the answer is
         the person's own words in the ledger, and a review follows at once."""
         answer = await self.questions.ask(None, asked.text, asked.options)
+        if answer.declined:
+            return  # no words of the person's to record; the review waits for the next signal
         label = asked.options[answer.option - 1] if answer.option else (answer.text or "")
         await asyncio.to_thread(
             self.learner.ledger.append,

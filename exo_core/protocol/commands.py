@@ -138,11 +138,13 @@ class ApprovalRespond:
 
 @command_type("question.answer")
 class QuestionAnswer:
-    """Answer a ``question.asked``: a 1-based ``option`` number or free ``text``."""
+    """Answer a ``question.asked``: a 1-based ``option`` number or free ``text``; or ``decline`` it
+    (nobody will answer: the asking turn goes on without an answer instead of waiting it out)."""
 
     question_id: str
     option: int | None = None
     text: str | None = None
+    decline: bool = False
 
 
 @command_type("events.subscribe")

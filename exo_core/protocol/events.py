@@ -165,11 +165,12 @@ class QuestionAsked:
 
 @event_type("question.answered")
 class QuestionAnswered:
-    """A question was answered; the first answer won."""
+    """A question was answered (or declined); the first answer won."""
 
     question_id: str
     option: int | None = None
     text: str | None = None
+    declined: bool = False
 
 
 @event_type("session.updated")

@@ -338,6 +338,9 @@ class Onboarding:
                 # The last step shows what will be written, so a misheard name is caught before it is stored.
                 text = confirm_text(state) if question.step == "confirm" else question.text
                 reply = await self._core.questions.ask(session, text, question.options, allow_text=question.allow_text)
+                if reply.declined:
+                    # Asking again would loop on a client that cannot answer; nothing is written.
+                    raise ConflictError("the interview was stopped: a question was declined; run `exo onboard` again")
                 try:
                     state = answer(state, reply.option, None if reply.option is not None else reply.text)
                 except BadBodyError as exc:

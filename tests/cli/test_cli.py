@@ -76,6 +76,51 @@ def test_piped_chat_spawns_exod_runs_the_conversation_and_exits_0(tmp_path: Path
     assert found.returncode == 0 and "[apples]" in found.stdout
 
 
+ASK_DAY = {
+    "text": "",
+    "tool_calls": [{"name": "ask_person", "arguments": {"question": "Which day?", "options": ["Monday", "Tuesday"]}}],
+}
+
+
+def test_piped_chat_declines_a_question_at_once_and_reads_the_next_line_as_the_next_message(tmp_path: Path) -> None:
+    """Piped lines are messages, so nobody can answer ``ask_person``: declined, the turn goes on (it used to wait
+    out the tool's 600 s, docs/protocol.md ``question.answer``)."""
+    home, ws = tmp_path / "h", tmp_path / "ws"
+    ws.mkdir()
+    script = write_script(tmp_path / "s.json", [ASK_DAY, {"text": "Monday, then."}, {"text": "Hello again."}])
+    assert exo("init", home=home).returncode == 0
+    chat = exo("chat", "--model", f"scripted:{script}", home=home, cwd=ws, stdin="book it\nhello\n", timeout=60)
+    assert chat.returncode == 0, chat.stderr
+    out = chat.stdout
+    assert "? Which day?" in out and "question declined" in out
+    assert out.index("Monday, then.") < out.index("> hello") < out.index("Hello again.")
+
+
+async def test_the_line_client_answers_a_question_from_the_next_line(
+    exod_factory, exo_home: Path, workspace: Path, tmp_path: Path
+) -> None:
+    import asyncio
+
+    script = write_script(tmp_path / "s.json", [ASK_DAY, {"text": "Tuesday it is."}])
+    d = exod_factory(exo_home, script, workspace)
+    out = io.StringIO()
+    async with ExoClient(d.url) as client:
+        chat = LineChat(client, out=out, approve="deny", answer_questions=True, interactive=False)
+        session = await chat.start()
+        follower = asyncio.create_task(chat.follow())
+        lines: asyncio.Queue[str | None] = asyncio.Queue()
+        for line in ("Wednesday", "7", "2"):  # not an option, out of range, then the answer
+            lines.put_nowait(line)
+        turn = await chat.send("book it")
+        assert turn
+        await asyncio.wait_for(chat.wait_turn(turn, lines), 30)
+        follower.cancel()
+        got = await client.request("session.get", {"session": session})
+    tool = [m for m in got["messages"] if m["role"] == "tool"][0]
+    assert tool["content"] == "The person chose option 2: Tuesday"
+    assert out.getvalue().count("answer with a number from 1 to 2") == 2 and "Tuesday it is." in out.getvalue()
+
+
 def test_errors_are_typed_and_exit_2(tmp_path: Path) -> None:
     home = tmp_path / "h"
     home.mkdir()

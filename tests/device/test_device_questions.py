@@ -131,3 +131,19 @@ async def test_a_waiting_question_says_until_when(harness) -> None:
     assert len(local_clock_time(expires)) == 5
     assert (await h.cmd("question.answer", question_id=asked["body"]["question_id"], option=1))["ok"]
     await h.wait(lambda e: e["type"] == "turn.completed" and e["body"]["turn_id"] == turn)
+
+
+async def test_a_declined_question_lets_the_turn_go_on_and_cannot_be_answered_after(harness) -> None:
+    h = await harness([ASK, {"text": "I will pick Monday for now."}])
+    session, turn = await start_turn(h)
+    qid = (await h.wait(lambda e: e["type"] == "question.asked"))["body"]["question_id"]
+    assert (await h.cmd("question.answer", question_id=qid, decline=True, option=1))["error"]["code"] == "bad_body"
+    declined = await h.cmd("question.answer", question_id=qid, decline=True)
+    assert declined["ok"] and declined["result"]["declined"] is True and declined["result"]["option"] is None
+    late = await h.cmd("question.answer", question_id=qid, option=1)
+    assert late["error"]["code"] == "conflict" and "declined" in late["error"]["message"]
+    await h.wait(lambda e: e["type"] == "turn.completed" and e["body"]["turn_id"] == turn)
+    answered = h.of("question.answered")
+    assert len(answered) == 1 and answered[0]["body"]["declined"] is True
+    tool = [m for m in (await h.ok("session.get", session=session))["messages"] if m["role"] == "tool"][0]
+    assert tool["content"] == "The person did not answer; go on without their answer."

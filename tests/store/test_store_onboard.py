@@ -325,3 +325,18 @@ def test_exo_onboard_drops_a_question_another_screen_answered(tmp_path: Path) ->
             proc.kill()
     assert proc.returncode == 0, "".join(lines) + err
     assert "Name: Alex" in (store_root / "pack.md").read_text()
+
+
+def test_a_declined_interview_question_stops_the_interview_and_writes_nothing(
+    tmp_path: Path, exod_factory: Any, workspace: Path
+) -> None:
+    """Asked again, a client that cannot answer would decline for ever: the interview stops instead."""
+    home = tmp_path / "home"
+    store_root = _init_home(home)
+    pack_before = (store_root / "pack.md").read_text()
+    exod = exod_factory(home, write_script(tmp_path / "unused.json", []), workspace, ["--model", "none"])
+    q = {q.step: q.text for q in QUESTIONS}
+    data, seen = asyncio.run(_answer_interview(exod.url, {q["name"]: {"text": "Sam"}, q["focus"]: {"decline": True}}))
+    assert data["ok"] is False and "declined" in data["error"] and "exo onboard" in data["error"]
+    assert seen == [q["name"], q["focus"]]
+    assert (store_root / "pack.md").read_text() == pack_before

@@ -63,11 +63,12 @@ export interface ModelsSetBody {
   routes: Array<string>;
 }
 
-/** Answer a ``question.asked``: a 1-based ``option`` number or free ``text``. */
+/** Answer a ``question.asked``: a 1-based ``option`` number or free ``text``; or ``decline`` it (nobody will answer: the asking turn goes on without an answer instead of waiting it out). */
 export interface QuestionAnswerBody {
   question_id: string;
   option?: number | null;
   text?: string | null;
+  decline?: boolean;
 }
 
 /** Full-text search over message text, tool calls and tool results. Any text is safe. */
@@ -195,11 +196,12 @@ export interface NoticeEvent {
   level?: string;
 }
 
-/** A question was answered; the first answer won. */
+/** A question was answered (or declined); the first answer won. */
 export interface QuestionAnsweredEvent {
   question_id: string;
   option?: number | null;
   text?: string | null;
+  declined?: boolean;
 }
 
 /** The core asks the person something, with numbered options. */

@@ -210,7 +210,7 @@ function handle(event) {
     case "approval.requested": return approvalCard(b, event);
     case "approval.resolved": return resolveCard(b.request_id, `${b.decision}${b.reason ? ": " + b.reason : ""}`);
     case "question.asked": return questionCard(b, event);
-    case "question.answered": return resolveCard(b.question_id, `answered ${b.option || b.text || ""}`);
+    case "question.answered": return resolveCard(b.question_id, b.declined ? "declined" : `answered ${b.option || b.text || ""}`);
     case "usage.updated":
       S.usage.input = b.input_tokens; S.usage.output += b.output_tokens;
       S.usage.cost = b.session_cost || S.usage.cost + (b.cost || 0); S.usage.model = b.model || S.usage.model;
