@@ -148,6 +148,7 @@ async def part(
             row["call_share"] = None if decision.call_share is None else round(decision.call_share, 4)
             row["proposed"] = None if proposed is None else {"name": proposed.name, "arguments": proposed.arguments}
             row["verdict"] = decision.verdict
+            row["bidden"] = list(decision.bidden)
             row["head"] = f"p(call)={row['call_share']} {row['proposed'] or ''}"
         right += want is not None and calls[:1] == [want]
         any_call += want is not None and bool(calls)
@@ -217,7 +218,13 @@ def main() -> int:
     ap.add_argument("--model", default="gemma-3-270m", help="manifest name (default gemma-3-270m)")
     ap.add_argument("--dev", action="store_true", help="also run the development requests (DEV_REQUESTS)")
     ap.add_argument("--threads", type=int, default=2, help="llama.cpp threads (default 2)")
-    ap.add_argument("--offers", nargs="+", choices=tuple(OFFERS), default=list(OFFERS), help="tool offers to run")
+    ap.add_argument(
+        "--offers",
+        nargs="*",
+        choices=tuple(OFFERS),
+        default=list(OFFERS),
+        help="tool offers to run (none: no exod part, e.g. --dev alone)",
+    )
     ap.add_argument("--no-bench-part", action="store_true", help="leave out the bench_models part")
     ap.add_argument("--clean", action="store_true", help="also run the clean held-out set (data/exod_tools_clean.json)")
     args = ap.parse_args()
