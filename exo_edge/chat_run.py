@@ -50,6 +50,7 @@ benchmarks and the log.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -482,7 +483,7 @@ def run_chat(
     if not result["held"] or result["interrupted"]:
         return _summary("text", result, tokens, reused), ChatDecision("text", share, proposed, verdict, asked.bidden)
     evaluated = (tokens, reused)
-    return _written_out(
+    summary, decision = _written_out(
         llm,
         template,
         request,
@@ -496,6 +497,7 @@ def run_chat(
         emit=emit,
         cancel=cancel,
     )
+    return summary, dataclasses.replace(decision, bidden=asked.bidden)
 
 
 def _written_out(
