@@ -57,6 +57,7 @@ from exo_core.agent.model import ChatMessage  # noqa: E402
 from exo_core.retrieval.memory import PACK_HEADING  # noqa: E402
 
 PACK = ROOT / "store_template" / "pack.md"
+CLEAN = ROOT / "benchmarks" / "data" / "exod_tools_clean.json"
 INTENT_TOKENS = 16
 # (request, the tool that should answer it; None: it should stay text)
 EXOD_REQUESTS: list[tuple[str, str | None]] = [
@@ -94,6 +95,14 @@ DEV_REQUESTS: list[tuple[str, str | None]] = [
     ("Hello!", None),
     ("Explain what a file system is.", None),
 ]
+
+
+def clean_requests() -> list[tuple[str, str | None]]:
+    """The clean held-out set (benchmarks/data/exod_tools_clean.README.md): written after
+    EXOD_REQUESTS had been studied, before the chat path's candidate and intent rules were changed."""
+    records = json.loads(CLEAN.read_text())
+    return [(r["q"], r["want"]) for r in records]
+
 
 OFFERS: dict[str, tuple[str, ...] | None] = {"all": None, "core+shell": ("core", "shell"), "shell": ("shell",)}
 
@@ -139,6 +148,7 @@ async def part(
             row["call_share"] = None if decision.call_share is None else round(decision.call_share, 4)
             row["proposed"] = None if proposed is None else {"name": proposed.name, "arguments": proposed.arguments}
             row["verdict"] = decision.verdict
+            row["bidden"] = list(decision.bidden)
             row["head"] = f"p(call)={row['call_share']} {row['proposed'] or ''}"
         right += want is not None and calls[:1] == [want]
         any_call += want is not None and bool(calls)
@@ -161,6 +171,7 @@ async def run(
     threads: int = 2,
     offers: tuple[str, ...] = tuple(OFFERS),
     bench_part: bool = True,
+    clean: bool = False,
 ) -> dict[str, Any]:
     from exo_edge.llama_transport import LlamaSettings, LlamaTransport
     from exo_edge.manifest import find_manifest
@@ -187,6 +198,8 @@ async def run(
     out["model"] = model
     if dev:
         out["parts"]["dev"] = await part(transport, fmt, system, exod_tools(), DEV_REQUESTS)
+    if clean:
+        out["parts"]["clean"] = await part(transport, fmt, system, exod_tools(), clean_requests())
     for label in offers:
         out["parts"][f"exod {label}"] = await part(transport, fmt, system, exod_tools(OFFERS[label]), EXOD_REQUESTS)
     if bench_part:
@@ -205,18 +218,25 @@ def main() -> int:
     ap.add_argument("--model", default="gemma-3-270m", help="manifest name (default gemma-3-270m)")
     ap.add_argument("--dev", action="store_true", help="also run the development requests (DEV_REQUESTS)")
     ap.add_argument("--threads", type=int, default=2, help="llama.cpp threads (default 2)")
-    ap.add_argument("--offers", nargs="+", choices=tuple(OFFERS), default=list(OFFERS), help="tool offers to run")
+    ap.add_argument(
+        "--offers",
+        nargs="*",
+        choices=tuple(OFFERS),
+        default=list(OFFERS),
+        help="tool offers to run (none: no exod part, e.g. --dev alone)",
+    )
     ap.add_argument("--no-bench-part", action="store_true", help="leave out the bench_models part")
+    ap.add_argument("--clean", action="store_true", help="also run the clean held-out set (data/exod_tools_clean.json)")
     args = ap.parse_args()
     offers = tuple(args.offers)
     bench_part = not args.no_bench_part
     if args.quick:
         offers = offers[:1]
         bench_part = False
-    out = asyncio.run(run(args.model, args.dev, args.threads, offers, bench_part))
+    out = asyncio.run(run(args.model, args.dev, args.threads, offers, bench_part, args.clean))
     flags = "" if args.model == "gemma-3-270m" else f" --model {args.model}"
     out = {
-        "command": f"exo bench exod-tools{flags}{' --dev' if args.dev else ''}",
+        "command": f"exo bench exod-tools{flags}{' --dev' if args.dev else ''}{' --clean' if args.clean else ''}",
         "machine": {"cpus": os.cpu_count(), "loadavg_1m": round(os.getloadavg()[0], 2)},
         **out,
     }

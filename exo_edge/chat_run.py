@@ -9,11 +9,16 @@ offered and ``tool_choice="auto"``:
    assistant's header gives the probability that the answer opens a call
    (:func:`call_openers`: ``<tool_call>``, or the bare ``{`` or ```` ``` ````
    fence Qwen2.5-Coder 0.5B actually writes). Below :data:`CALL_SHARE` the
-   answer is text.
+   answer is text, unless the person's message opens with an offered tool's
+   verb (:func:`exo_core.agent.asking.asked_tools`, ``bidden``: "Run the
+   tests"): the person's imperative asks for a call whatever the model's mass.
 3. **What call?** The offered tools are ranked by how likely the model is
-   to name each one after ``<tool_call>\n{"name": "`` (one evaluation). For
-   the likeliest (and up to :data:`CANDIDATES` in all, each with at least
-   :data:`CANDIDATE_SHARE` of the offered names' mass), the call's JSON is generated greedily under a
+   to name each one after ``<tool_call>\n{"name": "`` (one evaluation). The
+   candidates (:func:`call_candidates`) are first the tools whose verb the
+   person used (``named``, up to :data:`CANDIDATES`, in the model's order),
+   then the model's likeliest (up to :data:`CANDIDATES`, each after the first
+   with at least :data:`CANDIDATE_SHARE` of the offered names' mass). For each,
+   the call's JSON is generated greedily under a
    grammar built from that tool's schema, so it always parses
    (:func:`~exo_edge.grammar_decode.greedy_under_grammar`).
 4. **Is the call grounded?** The core's judge
@@ -45,6 +50,7 @@ benchmarks and the log.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -54,6 +60,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from exo_core.agent.asking import AskedTools, asked_tools
 from exo_core.agent.grounding import Grounding, call_grounding
 from exo_core.agent.model import ChatMessage, ModelRequest, TextDelta, ToolCall
 from exo_core.models.failures import FailureKind, ProviderError
@@ -69,8 +76,12 @@ from exo_edge.grammar_decode import common_prefix, greedy_under_grammar
 
 __all__ = [
     "CALL_SHARE",
+    "CANDIDATES",
+    "CANDIDATE_SHARE",
+    "AskedReader",
     "ChatDecision",
     "CallJudge",
+    "call_candidates",
     "call_openers",
     "call_shaped",
     "calls_as_notes",
@@ -82,7 +93,8 @@ __all__ = [
 # generated and put to the judge (chosen on the development requests, docs/models.md).
 CALL_SHARE = 0.25
 _OPENINGS = (CALL_OPEN, "{", "```")
-# How many of the model's likeliest tools are tried, and the share a runner-up needs to be tried.
+# How many tools are tried from each source (the person's verbs, the model's likeliest names), and the
+# share of the names' mass a runner-up of the model's needs to be tried.
 CANDIDATES = 3
 CANDIDATE_SHARE = 0.05
 
@@ -91,6 +103,7 @@ CANDIDATE_SHARE = 0.05
 _CALL_WRAPPING = re.compile(r"^(?:[^\w{<]+(?:json|jso|js|j)?)*")
 
 CallJudge = Callable[[ToolCall, Sequence[ChatMessage], Sequence[Mapping[str, Any]]], Grounding]
+AskedReader = Callable[[Sequence[ChatMessage], Sequence[Mapping[str, Any]]], AskedTools]
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,13 +114,15 @@ class ChatDecision:
     position (``None`` when the choice was not the model's: no tools, or a
     call was required); ``proposed`` the call the model wrote, if any;
     ``verdict`` the judge's reason for keeping or dropping it; ``mode`` what
-    was answered (``text`` or ``call``).
+    was answered (``text`` or ``call``); ``bidden`` the tools the person's
+    leading word named (a call was tried for them even below :data:`CALL_SHARE`).
     """
 
     mode: str
     call_share: float | None
     proposed: ToolCall | None
     verdict: str
+    bidden: tuple[str, ...] = ()
 
 
 def call_openers(llm: Any) -> frozenset[int]:
@@ -262,14 +277,36 @@ def _ranked_tools(llm: Any, tokens: list[int], tools: Sequence[Mapping[str, Any]
     return sorted(((name, w / total) for name, w in scored), key=lambda item: -item[1])
 
 
+def call_candidates(ranked: Sequence[tuple[str, float]], named: Sequence[str]) -> list[str]:
+    """The tools to write a call for, in the order they go to the judge.
+
+    ``ranked`` is every offered tool with its share of the model's mass on
+    names, likeliest first; ``named`` the tools whose verb the person used.
+    Those come first (the person's own word is better evidence of the tool
+    than the first token of its name: asked to "Write ... to the file
+    todo.txt", the 0.5B ranked ``write_file`` below three others), up to
+    :data:`CANDIDATES`, in the model's order; then the model's likeliest, up
+    to :data:`CANDIDATES`, a runner-up only with :data:`CANDIDATE_SHARE`.
+    """
+    first = [name for name, _ in ranked if name in named][:CANDIDATES]
+    out = list(first)
+    for rank, (name, share) in enumerate(ranked[:CANDIDATES]):
+        if rank > 0 and share < CANDIDATE_SHARE:
+            break
+        if name not in out:
+            out.append(name)
+    return out
+
+
 def _grounded_call(
     llm: Any,
     tokens: list[int],
     request: ModelRequest,
     judge: CallJudge,
     cancel: threading.Event,
+    named: Sequence[str],
 ) -> tuple[dict[str, Any] | None, ToolCall | None, ToolCall | None, str]:
-    """The likeliest call the judge accepts among the model's top :data:`CANDIDATES` tools.
+    """The first call the judge accepts among :func:`call_candidates`.
 
     Returns the accepted generation's summary and call (both ``None`` when
     every candidate was turned down; the summary alone when interrupted),
@@ -279,9 +316,7 @@ def _grounded_call(
     first: ToolCall | None = None
     verdicts = []
     ranked = _ranked_tools(llm, tokens, request.tools)
-    for rank, (name, share) in enumerate(ranked[:CANDIDATES]):
-        if rank > 0 and share < CANDIDATE_SHARE:
-            break
+    for name in call_candidates(ranked, named):
         result = _call(llm, tokens, request, name, cancel)
         if result["interrupted"]:
             return result, None, first, "interrupted"
@@ -394,12 +429,14 @@ def run_chat(
     stop: list[str],
     openers: frozenset[int],
     judge: CallJudge = call_grounding,
+    asking: AskedReader = asked_tools,
     emit: Callable[[Any], None],
     cancel: threading.Event,
 ) -> tuple[dict[str, Any], ChatDecision]:
     """One call; returns the transport's summary and the decision (see the module docstring).
 
-    ``openers`` are the model's call-opening tokens (:func:`call_openers`).
+    ``openers`` are the model's call-opening tokens (:func:`call_openers`);
+    ``asking`` reads which tools the person's words name (steps 2 and 3).
     """
     use_tools = bool(request.tools) and request.tool_choice != "none" and template.native
     prompt = template.render(request.messages, request.tools if use_tools else ())
@@ -416,10 +453,12 @@ def run_chat(
     reused = common_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens)
     share: float | None = None
     want_call = use_tools and request.tool_choice != "auto"
+    asked = AskedTools()
     if use_tools and request.tool_choice == "auto" and openers:
         reused = _eval_prompt(llm, tokens)
         share = _share(llm, openers)
-        want_call = share >= CALL_SHARE
+        asked = asking(request.messages, request.tools)
+        want_call = share >= CALL_SHARE or bool(asked.bidden)
     proposed: ToolCall | None = None
     verdict = "no tools offered" if not use_tools else "the model answered in words"
     if want_call and request.tool_choice != "auto":
@@ -430,19 +469,21 @@ def run_chat(
         verdict = f"a call ({request.tool_choice}) was required"
         return _summary("call", result, tokens, reused, proposed), ChatDecision("call", share, proposed, verdict)
     if want_call:
-        found, accepted, proposed, verdict = _grounded_call(llm, tokens, request, judge, cancel)
+        found, accepted, proposed, verdict = _grounded_call(llm, tokens, request, judge, cancel, asked.named)
         if found is not None and accepted is None:  # interrupted while writing a candidate
-            return _summary("text", found, tokens, reused), ChatDecision("text", share, proposed, verdict)
+            decision = ChatDecision("text", share, proposed, verdict, asked.bidden)
+            return _summary("text", found, tokens, reused), decision
         if found is not None:
-            return _summary("call", found, tokens, reused, accepted), ChatDecision("call", share, accepted, verdict)
+            decision = ChatDecision("call", share, accepted, verdict, asked.bidden)
+            return _summary("call", found, tokens, reused, accepted), decision
     result = _text(llm, tokens, request, stop=stop, seed=seed, banned=banned, emit=emit, cancel=cancel, hold=use_tools)
     if result["held"] and result["interrupted"]:
         # the person never saw it, so none of it is the answer (kept, it would show the model a call next turn)
         result = {**result, "text": ""}
     if not result["held"] or result["interrupted"]:
-        return _summary("text", result, tokens, reused), ChatDecision("text", share, proposed, verdict)
+        return _summary("text", result, tokens, reused), ChatDecision("text", share, proposed, verdict, asked.bidden)
     evaluated = (tokens, reused)
-    return _written_out(
+    summary, decision = _written_out(
         llm,
         template,
         request,
@@ -456,6 +497,7 @@ def run_chat(
         emit=emit,
         cancel=cancel,
     )
+    return summary, dataclasses.replace(decision, bidden=asked.bidden)
 
 
 def _written_out(

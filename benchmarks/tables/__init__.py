@@ -70,6 +70,10 @@ RENDERERS: dict[str, Table] = {
     "exod_tools_qwen.rerun": Table(
         files=(_QWEN_TOOLS, f"{_QWEN_TOOLS}_rank_whole_call"), render=models.exod_tools_rerun
     ),
+    "exod_tools_qwen.asked": Table(
+        files=(f"{_QWEN_TOOLS}_asked_before", f"{_QWEN_TOOLS}_asked_after_dev", f"{_QWEN_TOOLS}_asked_after"),
+        render=models.exod_tools_asked,
+    ),
     "store_answers_standard": _one("store_answers_standard", models.store_answers),
     "store_answers_small": _one("store_answers_small", models.store_answers),
     "store_answers_standard_named_files": _one("store_answers_standard_named_files", models.store_answers),

@@ -190,6 +190,28 @@ def exod_tools_rerun(before: dict[str, Any], after: dict[str, Any]) -> list[str]
     return md_table(["part", "before (2026-12-01 run above)", "after (whole-call ranking)"], rows)
 
 
+def exod_tools_asked(before: dict[str, Any], after_dev: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """§13: the person's verbs as candidates and intent, against main's code in the same session, per set."""
+    rows = [
+        [
+            "dev (tuning): right call / stayed text",
+            _calls_and_text(before["parts"]["dev"]),
+            _calls_and_text(after_dev["parts"]["dev"]),
+        ],
+        [
+            "**exod all (held out): right call / stayed text**",
+            f"**{_calls_and_text(before['parts']['exod all'])}**",
+            f"**{_calls_and_text(after['parts']['exod all'])}**",
+        ],
+        [
+            "**clean set (new, held out): right call / stayed text**",
+            f"**{_calls_and_text(before['parts']['clean'])}**",
+            f"**{_calls_and_text(after['parts']['clean'])}**",
+        ],
+    ]
+    return md_table(["part", "before (main's code)", "after (the person's verbs)"], rows)
+
+
 def generation(data: dict[str, Any]) -> list[str]:
     """§14: tokens per second through exod against llama-cpp-python directly, per thread count."""
     headers = [

@@ -55,7 +55,15 @@ from exo_core.agent.model import ChatMessage, ToolCall
 from exo_core.gate.axes import Axes
 from exo_core.gate.classify import classify
 
-__all__ = ["Grounding", "call_grounding", "grounding_sources", "LONG_TEXT"]
+__all__ = [
+    "Grounding",
+    "LONG_TEXT",
+    "call_grounding",
+    "content_words",
+    "grounding_sources",
+    "own_words",
+    "read_only_words",
+]
 
 # Longer string arguments are the model's own writing (a file's content), not a reference to anything.
 LONG_TEXT = 120
@@ -80,8 +88,38 @@ class Grounding:
     reason: str
 
 
-def _words(text: str) -> set[str]:
+def content_words(text: str) -> set[str]:
+    """The words of ``text`` that carry meaning: lower-cased, two letters or more, no function words."""
     return {w for w in _WORD.findall(text.lower()) if len(w) > 1 and w not in _STOP}
+
+
+_words = content_words
+
+
+def _tool_words(tool: Mapping[str, Any]) -> set[str]:
+    return content_words(str(tool.get("name", "")).replace("_", " ") + " " + str(tool.get("description", "")))
+
+
+def read_only_words(tools: Sequence[Mapping[str, Any]], *, besides: str) -> set[str]:
+    """The words of every offered tool but ``besides`` that only reads (its name and description).
+
+    A word a read-only tool also has ("file", "text") cannot tell that the
+    person asked for a change, nor which tool they named.
+    """
+    out: set[str] = set()
+    for tool in tools:
+        name = str(tool.get("name", ""))
+        if name != besides and not _changes(name, {}):
+            out |= _tool_words(tool)
+    return out
+
+
+def own_words(name: str, tools: Sequence[Mapping[str, Any]]) -> set[str]:
+    """Tool ``name``'s own words: in its name or description and in no other offered read-only tool's (rule 6)."""
+    spec = next((t for t in tools if t.get("name") == name), None)
+    if spec is None:
+        return set()
+    return _tool_words(spec) - read_only_words(tools, besides=name)
 
 
 def grounding_sources(messages: Sequence[ChatMessage]) -> str:
@@ -190,16 +228,7 @@ def _asked_for(
     read-only offered tool's, or one of their words is in the call's
     arguments and not yet in anything the turn did since their message.
     """
-    readers: set[str] = set()
-    own: set[str] = set()
-    for tool in tools:
-        name = str(tool.get("name", ""))
-        words = _words(name.replace("_", " ") + " " + str(tool.get("description", "")))
-        if name == call.name:
-            own |= words
-        elif not _changes(name, {}):
-            readers |= words
-    if (own - readers) & asked:
+    if own_words(call.name, tools) & asked:
         return True
     used = _words(_since_message(messages))
     given = set()
