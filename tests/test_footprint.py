@@ -105,3 +105,15 @@ def test_idle_exod_imports_no_model_runtime_and_nothing_it_needs_only_on_first_u
     assert "exo_core.daemon" in modules and "exo_edge.local" in modules  # the board's local route is wired
     held = [name for name in _NOT_AT_IDLE if name in modules]
     assert held == [], f"idle exod imported {held}; import them on first use (docs/benchmarks.md §2)"
+
+
+def test_exod_limits_glibc_to_one_malloc_arena_unless_the_person_set_it() -> None:
+    """Idle exod's 50 MB budget (exo_core/heap.py): one arena, the person's MALLOC_ARENA_MAX wins."""
+    code = "from exo_core.heap import one_malloc_arena; print(one_malloc_arena())"
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
+    env["PYTHONPATH"] = str(ROOT)
+    applied = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    kept = subprocess.run(
+        [sys.executable, "-c", code], env={**env, "MALLOC_ARENA_MAX": "4"}, capture_output=True, text=True, check=True
+    )
+    assert applied.stdout.strip() == "True" and kept.stdout.strip() == "False"

@@ -57,6 +57,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from exo_core.heap import one_malloc_arena
+
+    one_malloc_arena()  # before any thread starts: idle exod's budget (exo_core/heap.py)
     import asyncio
     import logging
     import sys
