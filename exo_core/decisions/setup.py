@@ -13,10 +13,14 @@
     ask_person = true                      # a signal on a reply to a draft may be asked (question.asked)
     ask_timeout = 120.0                    # seconds the question stays open before it is queued instead
     show_draft = false                     # show the models the draft a signal answers (off: see the benchmark)
+    signal_examples = ""                   # the local model's signal examples: "" = the nearest of the pool that
+                                           # ships with Exo, a JSON-lines file (relative to the home), or "fixed"
 
 ``local`` is the local GGUF model (the edge's, :mod:`exo_core.edge`; skipped with a warning when
 the runtime is not installed), ``hosted`` the router's ``decision`` role,
-``rules-only`` the cue-word provider. Calibration is rebuilt from the store's
+``rules-only`` the cue-word provider. The local model's signal prompt carries the message's nearest
+examples from ``signal_examples`` (:mod:`exo_core.decisions.neighbours`) when the edge has a sentence
+embedder; without one it keeps the question's fixed examples. Calibration is rebuilt from the store's
 ledger: its decisions and their labels.
 """
 
@@ -32,10 +36,11 @@ from exo_core.agent.model import ModelTransport
 from exo_core.clock import Clock
 from exo_core.decisions.calibration import MIN_SAMPLES, CalibrationBook
 from exo_core.decisions.decider import Decider
+from exo_core.decisions.neighbours import DEFAULT_SIGNAL_POOL, ExamplePool, NeighbourExamples, NeighbourProvider
 from exo_core.decisions.providers import HostedProvider, RulesOnlyProvider
 from exo_core.decisions.question import DecisionProvider
 from exo_core.decisions.record import Recorder, labelled_samples
-from exo_core.decisions.uses import chosen_toolsets, toolset
+from exo_core.decisions.uses import SIGNAL, chosen_toolsets, toolset
 from exo_core.edge import EdgeKit, edge_or_installed
 from exo_core.errors import ConfigError
 from exo_core.home import ExoHome
@@ -44,6 +49,7 @@ __all__ = [
     "PROVIDER_KINDS",
     "DecisionSettings",
     "build_providers",
+    "with_neighbours",
     "calibration_from_store",
     "build_decider",
     "ToolsetNarrowing",
@@ -75,6 +81,20 @@ class DecisionSettings:
     # Show the signal decision's models the draft the message answers (docs/decisions.md §3). Off: on the
     # fit set it did not make either model right more often once calibrated (docs/benchmarks.md §7b).
     show_draft: bool = False
+    # The pool the local model's signal examples are chosen from, nearest to each message
+    # (docs/decisions.md §3): "" is the pool that ships with Exo, "fixed" the question's own examples.
+    signal_examples: str = ""
+
+    def signal_pool(self, home: ExoHome) -> Path | None:
+        """The example pool's file (a relative path is under the home); ``None`` for the fixed examples."""
+        if self.signal_examples == "fixed":
+            return None
+        if not self.signal_examples:
+            return DEFAULT_SIGNAL_POOL
+        path = Path(self.signal_examples).expanduser()
+        if path.is_absolute():
+            return path
+        return home.root / path
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> DecisionSettings:
@@ -99,7 +119,10 @@ class DecisionSettings:
             "larger": table.get("larger", defaults.larger),
             "ask_person": table.get("ask_person", defaults.ask_person),
             "show_draft": table.get("show_draft", defaults.show_draft),
+            "signal_examples": table.get("signal_examples", defaults.signal_examples),
         }
+        if not isinstance(out["signal_examples"], str):
+            raise ConfigError('config.toml: decisions.signal_examples must be a file path, "fixed" or ""')
         if not isinstance(out["larger"], str):
             raise ConfigError('config.toml: decisions.larger must be a route "provider:model", "none" or ""')
         if not isinstance(out["ask_person"], bool):
@@ -159,8 +182,25 @@ def build_providers(
             except ImportError:
                 log.warning("the local decision model needs exo_edge and llama-cpp-python; skipping it")
                 continue
-            out.append(provider)
+            out.append(with_neighbours(provider, home, settings, edge=edge))
     return out
+
+
+def with_neighbours(
+    provider: DecisionProvider, home: ExoHome, settings: DecisionSettings, *, edge: EdgeKit | None = None
+) -> DecisionProvider:
+    """``provider`` shown each signal message's nearest pool examples, when the edge has an embedder and
+    ``signal_examples`` is not "fixed"; ``provider`` itself otherwise. Nothing is read or embedded here:
+    the pool on the first decision (or warm-up), so a bad pool file fails that decision, naming the file."""
+    pool = settings.signal_pool(home)
+    make_embedder = edge_or_installed(edge).embedder
+    if pool is None or make_embedder is None:
+        return provider
+    embedder = make_embedder(home)
+    if embedder is None:
+        log.info("no sentence embedder: the signal decision keeps its fixed examples")
+        return provider
+    return NeighbourProvider(provider, NeighbourExamples(ExamplePool(pool, SIGNAL), embedder=embedder))
 
 
 def calibration_from_store(store: Path | None, *, min_samples: int = MIN_SAMPLES) -> CalibrationBook:
