@@ -27,19 +27,19 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import _common
-from _common import bench_parser, machine_info, print_table, write_results
-from bench_decisions import load_cases, split_by_time
-from bench_decisions_signal import EXTRA, MODELS, calibrate, rule_answer, score
+import _common  # noqa: E402
+from _common import bench_parser, machine_info, print_table, write_results  # noqa: E402
+from bench_decisions import load_cases, split_by_time  # noqa: E402
+from bench_decisions_signal import EXTRA, MODELS, calibrate, rule_answer, score  # noqa: E402
 
-from exo_core.decisions.neighbours import (
+from exo_core.decisions.neighbours import (  # noqa: E402
     DEFAULT_SIGNAL_POOL,
     ExamplePool,
     NeighbourExamples,
     NeighbourVote,
     with_examples,
 )
-from exo_core.decisions.uses import SIGNAL
+from exo_core.decisions.uses import SIGNAL  # noqa: E402
 
 CHAT_MODELS = ("local", "laptop")
 PROMPTS = ("fixed", "nn")

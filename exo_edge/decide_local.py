@@ -335,10 +335,12 @@ class LocalDecisionProvider:
         tokens = llm.tokenize(head.encode("utf-8"), add_bos=True, special=special)
         reused = min(common_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens), len(tokens) - 1)
         # A head that differs per message (its examples chosen for it) shares its start with a saved
-        # one (the question's head without examples): put that back rather than read it again.
+        # one (the question's head without examples): put that back rather than read it again, and
+        # always read on from exactly there, so a message gets the same numbers whatever the cache held.
         base = self._longest_saved(tokens)
-        if base is not None and base[0] > reused:
-            _restore(llm, base[1])
+        if base is not None:
+            if reused < base[0]:
+                _restore(llm, base[1])
             reused = min(base[0], len(tokens) - 1)
         llm.n_tokens = reused
         llm.eval(tokens[reused:])
