@@ -7,6 +7,7 @@ import asyncio
 import json
 import zlib
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -198,3 +199,27 @@ def test_exods_set_up_wraps_the_local_model_only_with_an_embedder(tmp_path: Path
     assert mine.signal_pool(home) == tmp_path / "mine.jsonl"
     with pytest.raises(ConfigError, match="signal_examples"):
         DecisionSettings.from_config({"decisions": {"signal_examples": 3}})
+
+
+@pytest.mark.model
+def test_the_local_chat_model_reads_each_messages_examples_from_the_saved_base_head(qwen: object) -> None:
+    from exo_edge.decide_local import LocalDecisionProvider
+
+    assert isinstance(qwen, LocalDecisionProvider)
+    pool = ExamplePool(DEFAULT_SIGNAL_POOL, SIGNAL).examples()
+    first = with_examples(SIGNAL, pool[:3])
+    second = with_examples(SIGNAL, pool[3:6])
+    message = "No, I said Tuesday, not Thursday."
+
+    async def run() -> tuple[list[dict[str, float]], list[object]]:
+        await qwen.warm(replace(SIGNAL, examples=(), example_drafts=()))
+        found, passes = [], []
+        for question in (first, second, first):
+            found.append(dict(await qwen.probabilities(question, message)))
+            passes.append(qwen.last)
+        return found, passes
+
+    found, passes = asyncio.run(run())
+    assert found[0] != found[1]  # other examples, another prompt
+    assert found[2] == found[0]  # the same examples again: the same numbers, whatever the cache held
+    assert all(p is not None and p.mass > 0.5 for p in passes)  # type: ignore[attr-defined]
