@@ -28,10 +28,11 @@ alone on 10-29 cases, ``exo_core/decisions/calibration.py``):
 * ``rules + local, then laptop``: what exod does with both: the local model's abstentions go to the
   laptop's model (``exo_core/decisions/escalation.py``).
 
-The chat-style models (local, laptop) are shown, by default (``--prompt nn``), the message's nearest
-examples of every option from the shipped pool (``exo_core/decisions/neighbours.py``; the pool is the fit
-pool, so a fit-pool case's own entry is left out of its neighbours); ``--prompt fixed`` shows the
-question's fixed examples, as before issue 21's third pass. ``--no-drafts`` skips the draft prompts.
+The chat-style models named by ``--nn`` (by default the laptop's, the design chosen on the fit pool by
+``bench_decisions_neighbours.py``) are shown the message's nearest examples of every option from the
+shipped pool (``exo_core/decisions/neighbours.py``; the pool is the fit pool, so a fit-pool case's own
+entry is left out of its neighbours); the others the question's fixed examples (``--nn ""``: every model,
+as before issue 21's third pass). ``--no-drafts`` skips the draft prompts.
 
 Per system and set: accuracy with abstentions counted wrong (below the question's threshold, 0.6),
 the expected calibration error (10 bins, on the probability of the most probable option), the
@@ -126,7 +127,7 @@ def neighbour_examples() -> NeighbourExamples:
 
     embedder = OnnxEmbedder.from_home(threads=1)
     if embedder is None:
-        raise SystemExit("--prompt nn needs the MiniLM embedder: exo models fetch")
+        raise SystemExit("--nn needs the MiniLM embedder: exo models fetch")
     return NeighbourExamples(ExamplePool(DEFAULT_SIGNAL_POOL, SIGNAL), embedder=embedder)
 
 
@@ -267,12 +268,12 @@ async def run(
     raws_file: Path | None,
     only: tuple[str, ...] = tuple(MODELS),
     *,
-    prompt: str = "nn",
+    nn: tuple[str, ...] = ("laptop",),
     drafts: bool = True,
 ) -> dict[str, Any]:
     """Every system on the test part and the held-out messages; the draft's effect on the fit set."""
     sets = load_sets()
-    near = neighbour_examples() if prompt == "nn" else None
+    near = neighbour_examples() if nn else None
     pooled = frozenset(c["id"] for part in FIT_POOL for c in sets[part])
     cases = [c for part in sets.values() for c in part]
     settled = {c["id"]: rule_answer(c["text"]) for c in cases}
@@ -292,7 +293,8 @@ async def run(
 
     for which in only:
         jobs = _jobs(which, sets, settled, drafts=drafts)
-        found = await model_raws(which, jobs, threads, raws, save, near=near, pooled=pooled)
+        shown = near if which in nn else None
+        found = await model_raws(which, jobs, threads, raws, save, near=shown, pooled=pooled)
         models[which] = {**models.get(which, {}), **found}
         save()
 
@@ -352,7 +354,7 @@ async def run(
         "benchmark": "decisions_signal",
         "machine": machine_info(),
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
-        "prompt": prompt,
+        "nn": list(nn),
         "cases": {part: len(found) for part, found in sets.items()},
         "rules_settled": {
             part: sum(1 for c in found if settled[c["id"]] is not None) / len(found) for part, found in sets.items()
@@ -521,10 +523,9 @@ def main(argv: list[str] | None = None) -> int:
         help="score only these models (comma-separated; the others' saved raws are still used)",
     )
     ap.add_argument(
-        "--prompt",
-        choices=("nn", "fixed"),
-        default="nn",
-        help="the chat-style models' examples: the message's nearest pool examples, or the fixed ones",
+        "--nn",
+        default="laptop",
+        help="the chat-style models shown the message's nearest pool examples (comma-separated; the rest fixed)",
     )
     ap.add_argument("--no-drafts", action="store_true", help="skip the draft prompts (the draft table)")
     args = ap.parse_args(argv)
@@ -537,7 +538,9 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(only) - set(MODELS))
     if unknown:
         ap.error(f"--models: unknown {', '.join(unknown)}; choose from {', '.join(MODELS)}")
-    results = asyncio.run(run(args.threads, args.raws, only, prompt=args.prompt, drafts=not args.no_drafts))
+    results = asyncio.run(
+        run(args.threads, args.raws, only, nn=tuple(n for n in args.nn.split(",") if n), drafts=not args.no_drafts)
+    )
     write_results("decisions_signal", results, out=args.out, quick=args.quick)
     if args.json:
         print(json.dumps(results, indent=2, sort_keys=True))

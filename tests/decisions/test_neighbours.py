@@ -186,19 +186,21 @@ def test_the_vote_leans_to_the_nearest_labels(tmp_path: Path) -> None:
     assert min(found.values()) > 0
 
 
-def test_exods_set_up_wraps_the_local_model_only_with_an_embedder(tmp_path: Path) -> None:
+def test_exods_set_up_wraps_the_named_models_only_with_an_embedder(tmp_path: Path) -> None:
     home = ExoHome(tmp_path)
     inner = Recording()
-    assert with_neighbours(inner, home, DecisionSettings(), edge=EdgeKit()) is inner  # no embedder: fixed examples
     kit = EdgeKit(embedder=lambda _home: WordEmbedder())
-    wrapped = with_neighbours(inner, home, DecisionSettings(), edge=kit)
+    assert with_neighbours(inner, home, DecisionSettings(), model="local", edge=kit) is inner  # off by default
+    both = DecisionSettings.from_config({"decisions": {"neighbours": ["local", "larger"]}})
+    assert with_neighbours(inner, home, both, model="local", edge=EdgeKit()) is inner  # no embedder: fixed examples
+    wrapped = with_neighbours(inner, home, both, model="larger", edge=kit)
     assert isinstance(wrapped, NeighbourProvider) and wrapped.neighbours.pool.path == DEFAULT_SIGNAL_POOL
-    fixed = DecisionSettings.from_config({"decisions": {"signal_examples": "fixed"}})
-    assert with_neighbours(inner, home, fixed, edge=kit) is inner
-    mine = DecisionSettings.from_config({"decisions": {"signal_examples": "mine.jsonl"}})
+    mine = DecisionSettings.from_config({"decisions": {"neighbours": ["local"], "signal_examples": "mine.jsonl"}})
+    assert with_neighbours(inner, home, mine, model="larger", edge=kit) is inner
     assert mine.signal_pool(home) == tmp_path / "mine.jsonl"
-    with pytest.raises(ConfigError, match="signal_examples"):
-        DecisionSettings.from_config({"decisions": {"signal_examples": 3}})
+    for bad in ({"signal_examples": 3}, {"neighbours": ["gemma"]}, {"neighbours": "local"}):
+        with pytest.raises(ConfigError, match="signal_examples|neighbours"):
+            DecisionSettings.from_config({"decisions": bad})
 
 
 @pytest.mark.model
