@@ -160,10 +160,12 @@ def systems(cases: list[dict[str, Any]], raws: dict[str, Probs], votes: dict[str
                 **score(loo(rows)),
                 "top_accuracy_raw": score(rows)["top_accuracy"],
             }
-    for prompt in ("fixed", "nn", "nn+vote"):
-        first, then = sources.get(f"local:{prompt}"), sources.get(f"laptop:{prompt}")
-        if first is not None and then is not None and all(c["id"] in first and c["id"] in then for c in left):
-            out[f"rules + local:{prompt}, then laptop:{prompt}"] = score(chain(first, then))
+    for local_prompt in ("fixed", "nn", "nn+vote"):
+        for laptop_prompt in ("fixed", "nn", "nn+vote"):
+            first, then = sources.get(f"local:{local_prompt}"), sources.get(f"laptop:{laptop_prompt}")
+            if first is None or then is None or not all(c["id"] in first and c["id"] in then for c in left):
+                continue
+            out[f"rules + local:{local_prompt}, then laptop:{laptop_prompt}"] = score(chain(first, then))
     return out
 
 

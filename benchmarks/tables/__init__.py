@@ -58,7 +58,6 @@ RENDERERS: dict[str, Table] = {
     "decisions_signal.test": _one("decisions_signal", decisions.signal_test),
     "decisions_signal.heldout": _one("decisions_signal", decisions.signal_heldout),
     "decisions_signal.latency": _one("decisions_signal", decisions.signal_latency),
-    "decisions_signal.draft": _one("decisions_signal", decisions.signal_draft),
     "decisions_signal_fixed.test": _one("decisions_signal_fixed", decisions.signal_test),
     "decisions_signal_fixed.heldout": _one("decisions_signal_fixed", decisions.signal_heldout),
     "decisions_signal_fixed.latency": _one("decisions_signal_fixed", decisions.signal_latency),

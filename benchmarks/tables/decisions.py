@@ -106,7 +106,9 @@ def _signal_part(data: dict[str, Any], part: str) -> list[str]:
     headers = ["system", "accuracy (abstain = wrong)", "ECE", "abstains", "top option right", "n"]
     rows = []
     for system, entry in _listed(data["scores"], _SIGNAL_SYSTEMS):
-        found = entry[part]
+        found = entry.get(part)
+        if found is None:  # a system whose model was not run (Gemma in the third pass)
+            continue
         rows.append(
             [
                 system,
