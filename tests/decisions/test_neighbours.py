@@ -57,7 +57,7 @@ POOL = [
 ]
 
 
-def write_pool(tmp_path: Path, rows: list[object], name: str = "pool.jsonl") -> Path:
+def write_pool(tmp_path: Path, rows: Sequence[object], name: str = "pool.jsonl") -> Path:
     path = tmp_path / name
     lines = [row if isinstance(row, str) else json.dumps(row) for row in rows]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -205,7 +205,7 @@ def test_exods_set_up_wraps_the_named_models_only_with_an_embedder(tmp_path: Pat
 
 @pytest.mark.model
 def test_the_local_chat_model_reads_each_messages_examples_from_the_saved_base_head(qwen: object) -> None:
-    from exo_edge.decide_local import LocalDecisionProvider
+    from exo_edge.decide_local import ForwardPass, LocalDecisionProvider
 
     assert isinstance(qwen, LocalDecisionProvider)
     pool = ExamplePool(DEFAULT_SIGNAL_POOL, SIGNAL).examples()
@@ -213,9 +213,10 @@ def test_the_local_chat_model_reads_each_messages_examples_from_the_saved_base_h
     second = with_examples(SIGNAL, pool[3:6])
     message = "No, I said Tuesday, not Thursday."
 
-    async def run() -> tuple[list[dict[str, float]], list[object]]:
+    async def run() -> tuple[list[dict[str, float]], list[ForwardPass | None]]:
         await qwen.warm(replace(SIGNAL, examples=(), example_drafts=()))
-        found, passes = [], []
+        found: list[dict[str, float]] = []
+        passes: list[ForwardPass | None] = []
         for question in (first, second, first):
             found.append(dict(await qwen.probabilities(question, message)))
             passes.append(qwen.last)
@@ -224,4 +225,4 @@ def test_the_local_chat_model_reads_each_messages_examples_from_the_saved_base_h
     found, passes = asyncio.run(run())
     assert found[0] != found[1]  # other examples, another prompt
     assert found[2] == found[0]  # the same examples again: the same numbers, whatever the cache held
-    assert all(p is not None and p.mass > 0.5 for p in passes)  # type: ignore[attr-defined]
+    assert all(p is not None and p.mass > 0.5 for p in passes)  # the option words carry the next token
