@@ -28,6 +28,12 @@ alone on 10-29 cases, ``exo_core/decisions/calibration.py``):
 * ``rules + local, then laptop``: what exod does with both: the local model's abstentions go to the
   laptop's model (``exo_core/decisions/escalation.py``).
 
+The chat-style models named by ``--nn`` (by default the laptop's, the design chosen on the fit pool by
+``bench_decisions_neighbours.py``) are shown the message's nearest examples of every option from the
+shipped pool (``exo_core/decisions/neighbours.py``; the pool is the fit pool, so a fit-pool case's own
+entry is left out of its neighbours); the others the question's fixed examples (``--nn ""``: every model,
+as before issue 21's third pass). ``--no-drafts`` skips the draft prompts.
+
 Per system and set: accuracy with abstentions counted wrong (below the question's threshold, 0.6),
 the expected calibration error (10 bins, on the probability of the most probable option), the
 abstention rate, and the accuracy of the most probable option. Latency on the device profile: each
@@ -46,6 +52,7 @@ import os
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +65,12 @@ from bench_decisions import load_cases, split_by_time  # noqa: E402
 
 from exo_core.decisions import Decider, expected_calibration_error, fit  # noqa: E402
 from exo_core.decisions.calibration import Calibration  # noqa: E402
+from exo_core.decisions.neighbours import (  # noqa: E402
+    DEFAULT_SIGNAL_POOL,
+    ExamplePool,
+    NeighbourExamples,
+    with_examples,
+)
 from exo_core.decisions.providers import RulesOnlyProvider  # noqa: E402
 from exo_core.decisions.uses import SIGNAL  # noqa: E402
 
@@ -108,18 +121,32 @@ def rule_answer(text: str) -> str | None:
     return None
 
 
+def neighbour_examples() -> NeighbourExamples:
+    """The shipped signal pool with the edge's int8 MiniLM embedder (one thread)."""
+    from exo_edge.embedder import OnnxEmbedder
+
+    embedder = OnnxEmbedder.from_home(threads=1)
+    if embedder is None:
+        raise SystemExit("--nn needs the MiniLM embedder: exo models fetch")
+    return NeighbourExamples(ExamplePool(DEFAULT_SIGNAL_POOL, SIGNAL), embedder=embedder)
+
+
 async def model_raws(
     which: str,
     jobs: list[tuple[str, str, str, str | None]],
     threads: int,
     raws: dict[str, dict[str, Probs]],
     save: Any,
+    *,
+    near: NeighbourExamples | None = None,
+    pooled: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """Score ``jobs`` ((raws key, case id, text, draft or None), in that order) on one model, into ``raws``.
 
     Cases already in ``raws`` are kept; ``save()`` is called every :data:`SAVE_EVERY` cases. For
     ``local``, the latency of its decisions without and with a draft against generation steps in the
-    same run."""
+    same run (choosing the neighbours included). With ``near`` a chat-style model is shown each message's
+    nearest pool examples, a case in ``pooled`` (the pool's own ids) never its own entry."""
     from exo_edge.decide_local import LocalDecisionProvider, transport_for_file
     from exo_edge.paths import locate_model_file
 
@@ -127,7 +154,9 @@ async def model_raws(
     path = locate_model_file(file_name)
     if path is None:
         return {"skipped": f"{file_name} is not in the models folder"}
-    info: dict[str, Any] = {"file": file_name, "style": style, "threads": threads, "heads": {}}
+    shown = near is not None and style == "chat"
+    prompt = "nn" if shown else "fixed"
+    info: dict[str, Any] = {"file": file_name, "style": style, "prompt": prompt, "threads": threads, "heads": {}}
     missing = [job for job in jobs if job[1] not in raws.get(job[0], {})]
     if not missing:
         return info
@@ -137,15 +166,22 @@ async def model_raws(
     timings: dict[str, list[float]] = {"latency": [], "latency_draft": []}
     done = 0
     try:
-        await provider.warm(SIGNAL, drafts=any(draft is not None for _key, _id, _text, draft in missing))
+        bare = SIGNAL
+        if shown:  # the part of the prompt before the examples is what stays the same
+            bare = replace(SIGNAL, examples=(), example_drafts=())
+        await provider.warm(bare, drafts=any(draft is not None for _key, _id, _text, draft in missing))
         for key, case_id, text, draft in missing:
             if which == "local" and done % 10 == 0:  # a turn's generation between decisions replaces the cache
                 steps.extend(await transport.run_exclusive(_generation_steps))
             started = time.perf_counter()
+            question = SIGNAL
+            if near is not None and shown:
+                own = case_id if case_id in pooled else None
+                question = with_examples(SIGNAL, near.choose(text, exclude=own))
             if draft is None:
-                got = await provider.probabilities(SIGNAL, text)
+                got = await provider.probabilities(question, text)
             else:
-                got = await provider.probabilities_after(SIGNAL, text, draft)
+                got = await provider.probabilities_after(question, text, draft)
             timings["latency" if draft is None else "latency_draft"].append(time.perf_counter() - started)
             raws.setdefault(key, {})[case_id] = dict(got)
             if provider.last is not None:
@@ -227,9 +263,18 @@ def score(rows: list[tuple[Probs, str]]) -> dict[str, Any]:
     }
 
 
-async def run(threads: int, raws_file: Path | None, only: tuple[str, ...] = tuple(MODELS)) -> dict[str, Any]:
+async def run(
+    threads: int,
+    raws_file: Path | None,
+    only: tuple[str, ...] = tuple(MODELS),
+    *,
+    nn: tuple[str, ...] = ("laptop",),
+    drafts: bool = True,
+) -> dict[str, Any]:
     """Every system on the test part and the held-out messages; the draft's effect on the fit set."""
     sets = load_sets()
+    near = neighbour_examples() if nn else None
+    pooled = frozenset(c["id"] for part in FIT_POOL for c in sets[part])
     cases = [c for part in sets.values() for c in part]
     settled = {c["id"]: rule_answer(c["text"]) for c in cases}
     cue = Decider([RulesOnlyProvider()])
@@ -247,7 +292,9 @@ async def run(threads: int, raws_file: Path | None, only: tuple[str, ...] = tupl
             raws_file.write_text(json.dumps({"raws": raws, "models": models}))
 
     for which in only:
-        found = await model_raws(which, _jobs(which, sets, settled), threads, raws, save)
+        jobs = _jobs(which, sets, settled, drafts=drafts)
+        shown = near if which in nn else None
+        found = await model_raws(which, jobs, threads, raws, save, near=shown, pooled=pooled)
         models[which] = {**models.get(which, {}), **found}
         save()
 
@@ -307,6 +354,7 @@ async def run(threads: int, raws_file: Path | None, only: tuple[str, ...] = tupl
         "benchmark": "decisions_signal",
         "machine": machine_info(),
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+        "nn": list(nn),
         "cases": {part: len(found) for part, found in sets.items()},
         "rules_settled": {
             part: sum(1 for c in found if settled[c["id"]] is not None) / len(found) for part, found in sets.items()
@@ -324,7 +372,7 @@ async def run(threads: int, raws_file: Path | None, only: tuple[str, ...] = tupl
 
 
 def _jobs(
-    which: str, sets: dict[str, list[dict[str, Any]]], settled: dict[str, str | None]
+    which: str, sets: dict[str, list[dict[str, Any]]], settled: dict[str, str | None], *, drafts: bool = True
 ) -> list[tuple[str, str, str, str | None]]:
     """What ``which`` scores, most needed first: the cases the rules leave (what the model sees in use),
     fit pool first, without a draft, then the fit set's with its draft (the chat-style models: the
@@ -333,7 +381,7 @@ def _jobs(
     ordered = [c for part in (*FIT_POOL, *SCORED) for c in sets.get(part, [])]
     left = [c for c in ordered if settled[c["id"]] is None]
     jobs: list[tuple[str, str, str, str | None]] = [(which, c["id"], c["text"], None) for c in left]
-    if which != "gemma":
+    if which != "gemma" and drafts:
         jobs += [(which + DRAFT, c["id"], c["text"], c["draft"]) for c in left if c.get("draft")]
     if which != "laptop":
         jobs += [(which, c["id"], c["text"], None) for c in ordered if settled[c["id"]] is not None]
@@ -474,6 +522,12 @@ def main(argv: list[str] | None = None) -> int:
         default=",".join(MODELS),
         help="score only these models (comma-separated; the others' saved raws are still used)",
     )
+    ap.add_argument(
+        "--nn",
+        default="laptop",
+        help="the chat-style models shown the message's nearest pool examples (comma-separated; the rest fixed)",
+    )
+    ap.add_argument("--no-drafts", action="store_true", help="skip the draft prompts (the draft table)")
     args = ap.parse_args(argv)
     if args.markdown:
         _common.MARKDOWN = True
@@ -484,7 +538,9 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(only) - set(MODELS))
     if unknown:
         ap.error(f"--models: unknown {', '.join(unknown)}; choose from {', '.join(MODELS)}")
-    results = asyncio.run(run(args.threads, args.raws, only))
+    results = asyncio.run(
+        run(args.threads, args.raws, only, nn=tuple(n for n in args.nn.split(",") if n), drafts=not args.no_drafts)
+    )
     write_results("decisions_signal", results, out=args.out, quick=args.quick)
     if args.json:
         print(json.dumps(results, indent=2, sort_keys=True))

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from exo_core.agent.model import ModelTransport
 
 if TYPE_CHECKING:
+    from exo_core.decisions.neighbours import TextEmbedder
     from exo_core.decisions.question import DecisionProvider
     from exo_core.home import ExoHome
     from exo_core.models.catalog import Timeouts
@@ -129,7 +130,9 @@ class EdgeKit:
     embedder's files are absent); ``local_decider`` makes the local decision model's provider;
     ``proposal_queue(path)`` opens the learning queue and ``drain`` sends its jobs to a larger model;
     ``queue_drainer(home, store, settings)`` is exod's service that drains it whenever the route answers;
-    ``commands`` are the modules of the ``exo`` subcommands the edge adds (each has ``register``);
+    ``embedder(home)`` is the sentence embedder (``None`` when its runtime or files are absent), which picks
+    a decision's worked examples for the message (docs/decisions.md §3); ``commands`` are the modules of
+    the ``exo`` subcommands the edge adds (each has ``register``);
     ``footprint(argv)`` runs the footprint audit and ``retrieval_bench`` scores the retrieval benchmark
     (``exo bench footprint``, ``exo bench retrieval``).
     """
@@ -138,6 +141,7 @@ class EdgeKit:
     hosted: Callable[[Timeouts], HostedFactory] | None = None
     dense: Callable[[Path, ExoHome | None], DenseIndex | None] | None = None
     local_decider: LocalDecider | None = None
+    embedder: Callable[[ExoHome | None], TextEmbedder | None] | None = None
     proposal_queue: Callable[[Path], ProposalStore] | None = None
     drain: Callable[..., Any] | None = None
     queue_drainer: Callable[..., Callable[[Any], Any]] | None = None

@@ -134,6 +134,7 @@ def chat_messages(question: Question, state: str, draft: str | None = None) -> l
 # Stand for the message and the draft while the chat template renders, so the prompt can be cut around them.
 _SENTINEL = "\u2063EXO-MESSAGE\u2063"
 _DRAFT_SENTINEL = "\u2063EXO-DRAFT\u2063"
+_KEEP_CHATS = 64  # rendered chat templates kept per provider (one per question, or per message with neighbours)
 
 
 def _one_line(text: str) -> str:
@@ -240,7 +241,10 @@ class LocalDecisionProvider:
     def _chat_parts(self, llm: Any, question: Question, with_draft: bool) -> tuple[str, ...]:
         """The model's chat template rendered around the message: (head, after), or with a draft
         (head, between the draft and the message, after). Kept per question and shape."""
-        key = question.mechanism + "\0" + question.text + "\0" + "\0".join(question.options) + f"\0{with_draft}"
+        # The examples are part of the key: a question whose examples are chosen per message (nearest
+        # neighbours, exo_core.decisions.neighbours) renders a head of its own for each message.
+        shown = (*question.examples, *question.example_drafts)
+        key = "\0".join((question.mechanism, question.text, *question.options, str(with_draft), repr(shown)))
         found = self._chats.get(key)
         if found is not None:
             return found
@@ -272,6 +276,8 @@ class LocalDecisionProvider:
         if with_draft:
             head, between = before.split(_DRAFT_SENTINEL)
             parts = (head, between, after)
+        if len(self._chats) >= _KEEP_CHATS:
+            self._chats.pop(next(iter(self._chats)))
         self._chats[key] = parts
         return parts
 
@@ -320,13 +326,22 @@ class LocalDecisionProvider:
 
     def _head(self, llm: Any, head: str, special: bool) -> _Head:
         """The head's tokens and KV state, evaluated and saved the first time it is seen."""
-        found = self._heads.get(head)
+        found = self._heads.pop(head, None)
         if found is not None:
+            self._heads[head] = found  # most recently used last: the first to go is the least used
             return found
         import llama_cpp
 
         tokens = llm.tokenize(head.encode("utf-8"), add_bos=True, special=special)
         reused = min(common_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens), len(tokens) - 1)
+        # A head that differs per message (its examples chosen for it) shares its start with a saved
+        # one (the question's head without examples): put that back rather than read it again, and
+        # always read on from exactly there, so a message gets the same numbers whatever the cache held.
+        base = self._longest_saved(tokens)
+        if base is not None:
+            if reused < base[0]:
+                _restore(llm, base[1])
+            reused = min(base[0], len(tokens) - 1)
         llm.n_tokens = reused
         llm.eval(tokens[reused:])
         ctx = llm._ctx.ctx
@@ -338,6 +353,15 @@ class LocalDecisionProvider:
             self._heads.pop(next(iter(self._heads)))
         self._heads[head] = _Head(tuple(tokens), buffer)
         return self._heads[head]
+
+    def _longest_saved(self, tokens: Sequence[int]) -> tuple[int, _Head] | None:
+        """The saved head sharing the longest start with ``tokens`` (and that length), if any shares one."""
+        best: tuple[int, _Head] | None = None
+        for saved in self._heads.values():
+            shared = common_prefix(list(saved.tokens), list(tokens))
+            if shared > 0 and (best is None or shared > best[0]):
+                best = (shared, saved)
+        return best
 
     def _token_ids(self, llm: Any, name: str) -> tuple[int, ...]:
         """The first token of `` name`` (and of ``name`` / `` Name``): where the answer's mass is read."""

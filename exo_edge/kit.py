@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from exo_core.decisions.question import DecisionProvider
     from exo_core.home import ExoHome
     from exo_core.models.catalog import Timeouts
+    from exo_edge.embedder import OnnxEmbedder
     from exo_edge.proposal_queue import ProposalQueue
 
 __all__ = ["edge_kit"]
@@ -52,6 +53,13 @@ def _local_decider(home: ExoHome, *, name: str, transport: Any, timeout: float, 
     from exo_edge.decide_local import local_decision_provider
 
     return local_decision_provider(home, name=name, transport=transport, timeout=timeout, model_file=model_file)
+
+
+def _embedder(home: ExoHome | None) -> OnnxEmbedder | None:
+    """The int8 sentence embedder; ``None`` when onnxruntime, tokenizers or the model files are absent."""
+    from exo_edge.embedder import OnnxEmbedder
+
+    return OnnxEmbedder.from_home(home)
 
 
 def _proposal_queue(path: Path) -> ProposalQueue:
@@ -91,6 +99,7 @@ def edge_kit() -> EdgeKit:
         hosted=_hosted,
         dense=_dense,
         local_decider=_local_decider,
+        embedder=_embedder,
         proposal_queue=_proposal_queue,
         drain=_drain,
         queue_drainer=_queue_drainer,

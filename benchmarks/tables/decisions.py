@@ -1,7 +1,8 @@
 """§7 and §7b of docs/benchmarks.md: the decision models' accuracy, calibration and latency.
 
-From ``decisions.json`` (``bench_decisions.py``) and ``decisions_signal.json``
-(``bench_decisions_signal.py``), with the columns and digits of each script's own tables
+From ``decisions.json`` (``bench_decisions.py``), ``decisions_signal.json``
+(``bench_decisions_signal.py``; ``decisions_signal_fixed.json`` is its run with the fixed examples, kept as
+"before") and ``decisions_neighbours.json`` (``bench_decisions_neighbours.py``), with the columns and digits of each script's own tables
 (``print_results``). Systems are listed in the scripts' ``SYSTEMS`` order.
 """
 
@@ -19,6 +20,7 @@ __all__ = [
     "signal_heldout",
     "signal_latency",
     "signal_draft",
+    "neighbours_loo",
 ]
 
 _SYSTEMS = (
@@ -104,7 +106,9 @@ def _signal_part(data: dict[str, Any], part: str) -> list[str]:
     headers = ["system", "accuracy (abstain = wrong)", "ECE", "abstains", "top option right", "n"]
     rows = []
     for system, entry in _listed(data["scores"], _SIGNAL_SYSTEMS):
-        found = entry[part]
+        found = entry.get(part)
+        if found is None:  # a system whose model was not run (Gemma in the third pass)
+            continue
         rows.append(
             [
                 system,
@@ -187,6 +191,28 @@ def signal_draft(data: dict[str, Any]) -> list[str]:
                 pct(found["accuracy"]),
                 f"{found['ece']:.3f}",
                 pct(found["abstention"]),
+                found["n"],
+            ]
+        )
+    return md_table(headers, rows)
+
+
+def neighbours_loo(data: dict[str, Any]) -> list[str]:
+    """§7b: the fit pool, leave-one-out, with the fixed and the chosen examples (the script's order)."""
+    headers = ["system", "accuracy (abstain = wrong)", "ECE", "abstains", "top option right", "raw top right", "n"]
+    rows = []
+    for system, found in data["scores"].items():
+        raw = "-"
+        if "top_accuracy_raw" in found:
+            raw = pct(found["top_accuracy_raw"])
+        rows.append(
+            [
+                system,
+                pct(found["accuracy"]),
+                f"{found['ece']:.3f}",
+                pct(found["abstention"]),
+                pct(found["top_accuracy"]),
+                raw,
                 found["n"],
             ]
         )

@@ -13,10 +13,16 @@
     ask_person = true                      # a signal on a reply to a draft may be asked (question.asked)
     ask_timeout = 120.0                    # seconds the question stays open before it is queued instead
     show_draft = false                     # show the models the draft a signal answers (off: see the benchmark)
+    neighbours = []                        # models shown each signal message's nearest pool examples instead of
+                                           # the fixed ones: "local", "larger" (docs/decisions.md §3)
+    signal_examples = ""                   # that pool: "" = the one that ships with Exo, or a JSON-lines file
+                                           # (a path; relative = under the home)
 
 ``local`` is the local GGUF model (the edge's, :mod:`exo_core.edge`; skipped with a warning when
 the runtime is not installed), ``hosted`` the router's ``decision`` role,
-``rules-only`` the cue-word provider. Calibration is rebuilt from the store's
+``rules-only`` the cue-word provider. The models named in ``neighbours`` are shown each signal message's
+nearest examples from ``signal_examples`` (:mod:`exo_core.decisions.neighbours`) when the edge has a
+sentence embedder; without one they keep the question's fixed examples. Calibration is rebuilt from the store's
 ledger: its decisions and their labels.
 """
 
@@ -32,24 +38,28 @@ from exo_core.agent.model import ModelTransport
 from exo_core.clock import Clock
 from exo_core.decisions.calibration import MIN_SAMPLES, CalibrationBook
 from exo_core.decisions.decider import Decider
+from exo_core.decisions.neighbours import DEFAULT_SIGNAL_POOL, ExamplePool, NeighbourExamples, NeighbourProvider
 from exo_core.decisions.providers import HostedProvider, RulesOnlyProvider
 from exo_core.decisions.question import DecisionProvider
 from exo_core.decisions.record import Recorder, labelled_samples
-from exo_core.decisions.uses import chosen_toolsets, toolset
+from exo_core.decisions.uses import SIGNAL, chosen_toolsets, toolset
 from exo_core.edge import EdgeKit, edge_or_installed
 from exo_core.errors import ConfigError
 from exo_core.home import ExoHome
 
 __all__ = [
     "PROVIDER_KINDS",
+    "NEIGHBOUR_MODELS",
     "DecisionSettings",
     "build_providers",
+    "with_neighbours",
     "calibration_from_store",
     "build_decider",
     "ToolsetNarrowing",
 ]
 
 PROVIDER_KINDS = ("local", "hosted", "rules-only")
+NEIGHBOUR_MODELS = ("local", "larger")  # who may be shown the message's nearest examples
 log = logging.getLogger(__name__)
 
 
@@ -75,6 +85,21 @@ class DecisionSettings:
     # Show the signal decision's models the draft the message answers (docs/decisions.md §3). Off: on the
     # fit set it did not make either model right more often once calibrated (docs/benchmarks.md §7b).
     show_draft: bool = False
+    # Who is shown each signal message's nearest pool examples (docs/decisions.md §3). None by default: on
+    # the fit pool they helped the laptop's 1.5B loaded locally and not the 0.5B, and exod asks the laptop
+    # over HTTP for one letter, a path not measured with them (docs/benchmarks.md §7b).
+    neighbours: tuple[str, ...] = ()
+    # The pool they are chosen from: "" is the pool that ships with Exo.
+    signal_examples: str = ""
+
+    def signal_pool(self, home: ExoHome) -> Path:
+        """The example pool's file (a relative path is under the home)."""
+        if not self.signal_examples:
+            return DEFAULT_SIGNAL_POOL
+        path = Path(self.signal_examples).expanduser()
+        if path.is_absolute():
+            return path
+        return home.root / path
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> DecisionSettings:
@@ -99,7 +124,15 @@ class DecisionSettings:
             "larger": table.get("larger", defaults.larger),
             "ask_person": table.get("ask_person", defaults.ask_person),
             "show_draft": table.get("show_draft", defaults.show_draft),
+            "signal_examples": table.get("signal_examples", defaults.signal_examples),
+            "neighbours": table.get("neighbours", defaults.neighbours),
         }
+        if not isinstance(out["signal_examples"], str):
+            raise ConfigError('config.toml: decisions.signal_examples must be a JSON-lines file path, or ""')
+        shown = out["neighbours"]
+        if not isinstance(shown, (list, tuple)) or any(n not in NEIGHBOUR_MODELS for n in shown):
+            raise ConfigError(f"config.toml: decisions.neighbours must list some of {', '.join(NEIGHBOUR_MODELS)}")
+        out["neighbours"] = tuple(shown)
         if not isinstance(out["larger"], str):
             raise ConfigError('config.toml: decisions.larger must be a route "provider:model", "none" or ""')
         if not isinstance(out["ask_person"], bool):
@@ -159,8 +192,34 @@ def build_providers(
             except ImportError:
                 log.warning("the local decision model needs exo_edge and llama-cpp-python; skipping it")
                 continue
-            out.append(provider)
+            out.append(with_neighbours(provider, home, settings, model="local", edge=edge))
     return out
+
+
+def with_neighbours(
+    provider: DecisionProvider,
+    home: ExoHome,
+    settings: DecisionSettings,
+    *,
+    model: str,
+    edge: EdgeKit | None = None,
+) -> DecisionProvider:
+    """``provider`` (the ``model``: "local" or "larger") shown each signal message's nearest pool examples,
+    when ``neighbours`` names it and the edge has an embedder; ``provider`` itself otherwise. Nothing is
+    read or embedded here: the pool on the first decision (or warm-up), so a bad pool file fails that
+    decision (as a provider failure: the next provider answers), naming the file."""
+    if model not in settings.neighbours:
+        return provider
+    make_embedder = edge_or_installed(edge).embedder
+    if make_embedder is None:
+        log.info("no sentence embedder in this edge: the signal decision keeps its fixed examples")
+        return provider
+    embedder = make_embedder(home)
+    if embedder is None:
+        log.info("no sentence embedder: the signal decision keeps its fixed examples")
+        return provider
+    pool = ExamplePool(settings.signal_pool(home), SIGNAL)
+    return NeighbourProvider(provider, NeighbourExamples(pool, embedder=embedder))
 
 
 def calibration_from_store(store: Path | None, *, min_samples: int = MIN_SAMPLES) -> CalibrationBook:

@@ -27,8 +27,9 @@ from exo_core.decisions.decider import Decider
 from exo_core.decisions.escalation import DecisionQueue, Escalation, PersonAsker, PersonWording
 from exo_core.decisions.providers import HostedProvider
 from exo_core.decisions.question import Decision
-from exo_core.decisions.setup import DecisionSettings
+from exo_core.decisions.setup import DecisionSettings, with_neighbours
 from exo_core.decisions.uses import SIGNAL
+from exo_core.edge import EdgeKit
 from exo_core.errors import ConfigError
 from exo_core.home import ExoHome
 
@@ -120,8 +121,10 @@ def build_signal_settler(
     queue: DecisionQueue | None = None,
     asker: PersonAsker | None = None,
     env: Mapping[str, str] | None = None,
+    edge: EdgeKit | None = None,
 ) -> SignalSettler:
-    """A settler over ``decider`` with the home's ``[decisions]`` escalation settings."""
+    """A settler over ``decider`` with the home's ``[decisions]`` escalation settings (``edge``: whose
+    sentence embedder picks the larger model's examples when ``neighbours`` names it)."""
     from exo_core.models import build_router
     from exo_core.models.catalog import ROLES
 
@@ -134,7 +137,8 @@ def build_signal_settler(
         router = build_router(home, env=env)
         for role in ROLES:  # every role of this router is the one route: no fallback to a smaller model
             router.set_role(role, [route])
-        larger = HostedProvider(router, name=route, timeout=settings.larger_timeout)
+        asked = HostedProvider(router, name=route, timeout=settings.larger_timeout)
+        larger = with_neighbours(asked, home, settings, model="larger", edge=edge)
         closers.append(router.aclose)
     escalation = Escalation(decider, larger=larger, queue=queue, asker=asker, ask_timeout=settings.ask_timeout)
     return SignalSettler(escalation, ask_person=settings.ask_person, show_draft=settings.show_draft, closers=closers)
