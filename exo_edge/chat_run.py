@@ -435,6 +435,8 @@ def run_chat(
             return _summary("text", found, tokens, reused), ChatDecision("text", share, proposed, verdict)
         if found is not None:
             return _summary("call", found, tokens, reused, accepted), ChatDecision("call", share, accepted, verdict)
+    if use_tools and request.tool_choice == "auto" and request.pointed:
+        return _pointed_call(request, tokens, reused, share, proposed, verdict)
     result = _text(llm, tokens, request, stop=stop, seed=seed, banned=banned, emit=emit, cancel=cancel, hold=use_tools)
     if result["held"] and result["interrupted"]:
         # the person never saw it, so none of it is the answer (kept, it would show the model a call next turn)
@@ -456,6 +458,27 @@ def run_chat(
         emit=emit,
         cancel=cancel,
     )
+
+
+def _pointed_call(
+    request: ModelRequest,
+    tokens: list[int],
+    reused: int,
+    share: float | None,
+    proposed: ToolCall | None,
+    verdict: str,
+) -> tuple[dict[str, Any], ChatDecision]:
+    """The first call the person's words point to (a named workspace file's read), made for the model (step 5).
+
+    The model leaned to text, or its own calls were turned down; the core
+    found the call grounded already (:mod:`exo_core.agent.named_files`).
+    """
+    call = request.pointed[0]
+    why = f"the person named the file {call.arguments.get('path')!r}: {call.name}"
+    if proposed is not None:
+        why = f"{verdict}; {why}"
+    result = {"text": "", "finish": "tool_calls", "interrupted": False, "first_at": None}
+    return _summary("call", result, tokens, reused, call), ChatDecision("call", share, call, why)
 
 
 def _written_out(
