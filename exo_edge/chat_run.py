@@ -16,7 +16,9 @@ offered and ``tool_choice="auto"``:
    :data:`CANDIDATE_SHARE` of the offered names' mass), the call's JSON is generated greedily under a
    grammar built from that tool's schema, so it always parses
    (:func:`~exo_edge.grammar_decode.greedy_under_grammar`).
-4. **Is the call grounded?** The core's judge
+4. **Is the call grounded?** A read the person's words point to (they named
+   an existing workspace file: ``request.pointed``) is made first
+   (:func:`_pointed_call`). Otherwise the core's judge
    (:func:`exo_core.agent.grounding.call_grounding`) checks each candidate
    against the person's words; the first it accepts is the answer. When it
    accepts none, the answer is generated as text from the same evaluated
@@ -422,6 +424,8 @@ def run_chat(
         want_call = share >= CALL_SHARE
     proposed: ToolCall | None = None
     verdict = "no tools offered" if not use_tools else "the model answered in words"
+    if use_tools and request.tool_choice == "auto" and request.pointed:
+        return _pointed_call(request, tokens, reused, share)
     if want_call and request.tool_choice != "auto":
         result = _call(llm, tokens, request, request.tool_choice, cancel)
         if result["interrupted"]:
@@ -435,8 +439,6 @@ def run_chat(
             return _summary("text", found, tokens, reused), ChatDecision("text", share, proposed, verdict)
         if found is not None:
             return _summary("call", found, tokens, reused, accepted), ChatDecision("call", share, accepted, verdict)
-    if use_tools and request.tool_choice == "auto" and request.pointed:
-        return _pointed_call(request, tokens, reused, share, proposed, verdict)
     result = _text(llm, tokens, request, stop=stop, seed=seed, banned=banned, emit=emit, cancel=cancel, hold=use_tools)
     if result["held"] and result["interrupted"]:
         # the person never saw it, so none of it is the answer (kept, it would show the model a call next turn)
@@ -461,22 +463,18 @@ def run_chat(
 
 
 def _pointed_call(
-    request: ModelRequest,
-    tokens: list[int],
-    reused: int,
-    share: float | None,
-    proposed: ToolCall | None,
-    verdict: str,
+    request: ModelRequest, tokens: list[int], reused: int, share: float | None
 ) -> tuple[dict[str, Any], ChatDecision]:
-    """The first call the person's words point to (a named workspace file's read), made for the model (step 5).
+    """The first call the person's words point to (a named workspace file's read), made before the model's own.
 
-    The model leaned to text, or its own calls were turned down; the core
-    found the call grounded already (:mod:`exo_core.agent.named_files`).
+    The core found it grounded already (:mod:`exo_core.agent.named_files`):
+    the person named a file that exists while asking about it, so its content
+    comes first, and the model decides the rest with it in front of it. Asked
+    "Open todo.txt: what should I return?", the 0.5B's own call was
+    ``recall {"query": "what should I return?"}`` (docs/benchmarks.md §15).
     """
     call = request.pointed[0]
     why = f"the person named the file {call.arguments.get('path')!r}: {call.name}"
-    if proposed is not None:
-        why = f"{verdict}; {why}"
     result = {"text": "", "finish": "tool_calls", "interrupted": False, "first_at": None}
     return _summary("call", result, tokens, reused, call), ChatDecision("call", share, call, why)
 
