@@ -17,8 +17,11 @@ offered and ``tool_choice="auto"``:
    grammar built from that tool's schema, so it always parses
    (:func:`~exo_edge.grammar_decode.greedy_under_grammar`).
 4. **Is the call grounded?** A read the person's words point to (they named
-   an existing workspace file: ``request.pointed``) is made first
-   (:func:`_pointed_call`). Otherwise the core's judge
+   an existing workspace file: ``request.pointed``) is the answer when the
+   model leans to text (:func:`_pointed_call`) or ranks another tool first;
+   when it ranks the read first it writes the read (a line range, say) and
+   the judge rules, the pointed read standing in if it is turned down.
+   Otherwise the core's judge
    (:func:`exo_core.agent.grounding.call_grounding`) checks each candidate
    against the person's words; the first it accepts is the answer. When it
    accepts none, the answer is generated as text from the same evaluated
@@ -270,6 +273,7 @@ def _grounded_call(
     request: ModelRequest,
     judge: CallJudge,
     cancel: threading.Event,
+    pointed: ToolCall | None = None,
 ) -> tuple[dict[str, Any] | None, ToolCall | None, ToolCall | None, str]:
     """The likeliest call the judge accepts among the model's top :data:`CANDIDATES` tools.
 
@@ -277,10 +281,19 @@ def _grounded_call(
     every candidate was turned down; the summary alone when interrupted),
     the first proposal, and the verdicts (each with the candidate's whole-call
     log-probability, for the benchmarks: docs/benchmarks.md §13).
+
+    With a ``pointed`` call (a read of a file the person named), the model
+    writes its own call only when it ranks that tool first (it may choose a
+    line range); otherwise, or when its call is turned down, the pointed call
+    is the answer. Asked "Open todo.txt: what should I return?", the 0.5B's
+    likeliest call was ``recall {"query": "what should I return?"}``
+    (docs/benchmarks.md §15).
     """
     first: ToolCall | None = None
     verdicts = []
     ranked = _ranked_tools(llm, tokens, request.tools)
+    if pointed is not None:
+        ranked = [item for item in ranked[:1] if item[0] == pointed.name]
     for rank, (name, share) in enumerate(ranked[:CANDIDATES]):
         if rank > 0 and share < CANDIDATE_SHARE:
             break
@@ -297,6 +310,10 @@ def _grounded_call(
         verdicts.append(f"{grounding.reason} (log p {result['logprob']:.2f})")
         if grounding.grounded:
             return result, call, first, grounding.reason
+    if pointed is not None:
+        summary = {"text": "", "finish": "tool_calls", "interrupted": False, "first_at": None}
+        verdicts.append(f"the person named the file {pointed.arguments.get('path')!r}: {pointed.name}")
+        return summary, pointed, first, "; ".join(verdicts)
     return None, None, first, "; ".join(verdicts)
 
 
@@ -424,8 +441,9 @@ def run_chat(
         want_call = share >= CALL_SHARE
     proposed: ToolCall | None = None
     verdict = "no tools offered" if not use_tools else "the model answered in words"
-    if use_tools and request.tool_choice == "auto" and request.pointed:
-        return _pointed_call(request, tokens, reused, share)
+    pointed = request.pointed[0] if use_tools and request.tool_choice == "auto" and request.pointed else None
+    if pointed is not None and not want_call:
+        return _pointed_call(pointed, tokens, reused, share)
     if want_call and request.tool_choice != "auto":
         result = _call(llm, tokens, request, request.tool_choice, cancel)
         if result["interrupted"]:
@@ -434,7 +452,7 @@ def run_chat(
         verdict = f"a call ({request.tool_choice}) was required"
         return _summary("call", result, tokens, reused, proposed), ChatDecision("call", share, proposed, verdict)
     if want_call:
-        found, accepted, proposed, verdict = _grounded_call(llm, tokens, request, judge, cancel)
+        found, accepted, proposed, verdict = _grounded_call(llm, tokens, request, judge, cancel, pointed)
         if found is not None and accepted is None:  # interrupted while writing a candidate
             return _summary("text", found, tokens, reused), ChatDecision("text", share, proposed, verdict)
         if found is not None:
@@ -463,17 +481,14 @@ def run_chat(
 
 
 def _pointed_call(
-    request: ModelRequest, tokens: list[int], reused: int, share: float | None
+    call: ToolCall, tokens: list[int], reused: int, share: float | None
 ) -> tuple[dict[str, Any], ChatDecision]:
-    """The first call the person's words point to (a named workspace file's read), made before the model's own.
+    """The call the person's words point to (a named workspace file's read), made for the model.
 
     The core found it grounded already (:mod:`exo_core.agent.named_files`):
     the person named a file that exists while asking about it, so its content
-    comes first, and the model decides the rest with it in front of it. Asked
-    "Open todo.txt: what should I return?", the 0.5B's own call was
-    ``recall {"query": "what should I return?"}`` (docs/benchmarks.md §15).
+    comes first, and the model decides the rest with it in front of it.
     """
-    call = request.pointed[0]
     why = f"the person named the file {call.arguments.get('path')!r}: {call.name}"
     result = {"text": "", "finish": "tool_calls", "interrupted": False, "first_at": None}
     return _summary("call", result, tokens, reused, call), ChatDecision("call", share, call, why)
