@@ -143,11 +143,15 @@ def test_any_sentence_naming_an_existing_file_finds_it_and_nothing_outside(
     assert name in found
 
 
-@given(st.text(max_size=300))
-def test_any_text_gives_paths_or_none_never_an_error(text: str) -> None:
-    found = named_files(text, Path("/nonexistent-workspace-for-the-test"))
-    assert found == []
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@given(st.text(max_size=300) | st.text("todo.txt/ '\"`.-_~\0TODOmy file", max_size=80))
+def test_any_text_gives_existing_files_inside_or_nothing_never_an_error(ws: Path, text: str) -> None:
+    found = named_files(text, ws)
+    assert len(found) <= 3
+    for path in found:
+        assert (ws / path).is_file() and (ws / path).resolve().is_relative_to(ws.resolve())
     assert isinstance(asks_for_change(text, TOOLS), bool)
+    assert named_files(text, ws.parent / "no-such-workspace") == []
 
 
 async def test_the_loop_offers_the_read_until_the_file_was_read(tmp_path: Path) -> None:
