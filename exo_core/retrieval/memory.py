@@ -71,6 +71,17 @@ class StoreMemory:
         recalled = await asyncio.to_thread(self.retriever.retrieve, query, scope=self.scope, limit=limit)
         return recalled.render()
 
+    async def recall_for(self, query: str, *, limit: int, session_id: str) -> str:
+        """As :meth:`recall`, leaving out the asking session's own turns (its question is no past turn)."""
+        recalled = await asyncio.to_thread(
+            self.retriever.retrieve,
+            query,
+            scope=self.scope,
+            session_id=session_id,
+            limit=limit,
+        )
+        return recalled.render()
+
     def close(self) -> None:
         """Close the retriever's indexes."""
         self.retriever.close()

@@ -160,6 +160,19 @@ def test_memory_provider_puts_the_pack_first_then_the_recalled_blocks(store: Sto
     memory.close()
 
 
+def test_the_recall_tool_leaves_the_asking_sessions_own_turns_out(store: Store, sessions: Path) -> None:
+    """The person's current question came back from ``recall`` as a past turn (docs/benchmarks.md §15)."""
+    memory = StoreMemory(_retriever(store, sessions))
+    try:
+        everyone = asyncio.run(memory.recall("tomatoes garden", limit=5))
+        own_left_out = asyncio.run(memory.recall_for("tomatoes garden", limit=5, session_id="now"))
+    finally:
+        memory.close()
+    assert "What about my tomatoes" in everyone
+    assert "What about my tomatoes" not in own_left_out
+    assert "I planted tomatoes" in own_left_out
+
+
 _queries = st.one_of(
     st.binary(max_size=200).map(lambda b: b.decode("utf-8", "surrogateescape")),
     st.text(max_size=200),
