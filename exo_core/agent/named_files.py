@@ -44,7 +44,7 @@ READ_TOOL = "read_file"
 # At most this many files are pointed at for one message (each read is one more model call).
 MAX_POINTED = 3
 _QUOTED = re.compile(r"[\"'`“‘]([^\"'`”’\n]{1,200})[\"'`”’]")
-_PATH_TOKEN = re.compile(r"(?<![\w/.-])((?:[\w-]+/)*[\w.-]*\w\.[A-Za-z0-9]{1,8})(?![\w/-])")
+_PATH_TOKEN = re.compile(r"(?<![\w/.-])((?:[\w-]+/)*[\w.-]*[\w-]\.[A-Za-z0-9]{1,8})(?![\w/-])")
 _STEM_FILE = re.compile(r"\b(?:my|the|our|this|that)\s+([A-Za-z0-9][\w-]{0,60})\s+file\b", re.IGNORECASE)
 _WORD = re.compile(r"[a-z]+")
 _WH = frozenset("what which who whom whose when where why how".split())
