@@ -21,7 +21,12 @@ offered and ``tool_choice="auto"``:
    the call's JSON is generated greedily under a
    grammar built from that tool's schema, so it always parses
    (:func:`~exo_edge.grammar_decode.greedy_under_grammar`).
-4. **Is the call grounded?** The core's judge
+4. **Is the call grounded?** A read the person's words point to (they named
+   an existing workspace file: ``request.pointed``) is the answer when the
+   model leans to text (:func:`_pointed_call`) or ranks another tool first;
+   when it ranks the read first it writes the read (a line range, say) and
+   the judge rules, the pointed read standing in if it is turned down.
+   Otherwise the core's judge
    (:func:`exo_core.agent.grounding.call_grounding`) checks each candidate
    against the person's words; the first it accepts is the answer. When it
    accepts none, the answer is generated as text from the same evaluated
@@ -305,6 +310,7 @@ def _grounded_call(
     judge: CallJudge,
     cancel: threading.Event,
     named: Sequence[str],
+    pointed: ToolCall | None = None,
 ) -> tuple[dict[str, Any] | None, ToolCall | None, ToolCall | None, str]:
     """The first call the judge accepts among :func:`call_candidates`.
 
@@ -312,11 +318,23 @@ def _grounded_call(
     every candidate was turned down; the summary alone when interrupted),
     the first proposal, and the verdicts (each with the candidate's whole-call
     log-probability, for the benchmarks: docs/benchmarks.md §13).
+
+    With a ``pointed`` call (a read of a file the person named), the model
+    writes its own call only when it ranks that tool first (it may choose a
+    line range); otherwise, or when its call is turned down, the pointed call
+    is the answer. Asked "Open todo.txt: what should I return?", the 0.5B's
+    likeliest call was ``recall {"query": "what should I return?"}``
+    (docs/benchmarks.md §15).
     """
     first: ToolCall | None = None
     verdicts = []
     ranked = _ranked_tools(llm, tokens, request.tools)
-    for name in call_candidates(ranked, named):
+    if pointed is not None:
+        # The model writes the pointed read itself only when it ranks that tool first (a line range, say).
+        candidates = [name for name, _ in ranked[:1] if name == pointed.name]
+    else:
+        candidates = call_candidates(ranked, named)
+    for name in candidates:
         result = _call(llm, tokens, request, name, cancel)
         if result["interrupted"]:
             return result, None, first, "interrupted"
@@ -330,6 +348,10 @@ def _grounded_call(
         verdicts.append(f"{grounding.reason} (log p {result['logprob']:.2f})")
         if grounding.grounded:
             return result, call, first, grounding.reason
+    if pointed is not None:
+        summary = {"text": "", "finish": "tool_calls", "interrupted": False, "first_at": None}
+        verdicts.append(f"the person named the file {pointed.arguments.get('path')!r}: {pointed.name}")
+        return summary, pointed, first, "; ".join(verdicts)
     return None, None, first, "; ".join(verdicts)
 
 
@@ -461,6 +483,9 @@ def run_chat(
         want_call = share >= CALL_SHARE or bool(asked.bidden)
     proposed: ToolCall | None = None
     verdict = "no tools offered" if not use_tools else "the model answered in words"
+    pointed = request.pointed[0] if use_tools and request.tool_choice == "auto" and request.pointed else None
+    if pointed is not None and not want_call:
+        return _pointed_call(pointed, tokens, reused, share)
     if want_call and request.tool_choice != "auto":
         result = _call(llm, tokens, request, request.tool_choice, cancel)
         if result["interrupted"]:
@@ -469,7 +494,7 @@ def run_chat(
         verdict = f"a call ({request.tool_choice}) was required"
         return _summary("call", result, tokens, reused, proposed), ChatDecision("call", share, proposed, verdict)
     if want_call:
-        found, accepted, proposed, verdict = _grounded_call(llm, tokens, request, judge, cancel, asked.named)
+        found, accepted, proposed, verdict = _grounded_call(llm, tokens, request, judge, cancel, asked.named, pointed)
         if found is not None and accepted is None:  # interrupted while writing a candidate
             decision = ChatDecision("text", share, proposed, verdict, asked.bidden)
             return _summary("text", found, tokens, reused), decision
@@ -498,6 +523,20 @@ def run_chat(
         cancel=cancel,
     )
     return summary, dataclasses.replace(decision, bidden=asked.bidden)
+
+
+def _pointed_call(
+    call: ToolCall, tokens: list[int], reused: int, share: float | None
+) -> tuple[dict[str, Any], ChatDecision]:
+    """The call the person's words point to (a named workspace file's read), made for the model.
+
+    The core found it grounded already (:mod:`exo_core.agent.named_files`):
+    the person named a file that exists while asking about it, so its content
+    comes first, and the model decides the rest with it in front of it.
+    """
+    why = f"the person named the file {call.arguments.get('path')!r}: {call.name}"
+    result = {"text": "", "finish": "tool_calls", "interrupted": False, "first_at": None}
+    return _summary("call", result, tokens, reused, call), ChatDecision("call", share, call, why)
 
 
 def _written_out(

@@ -84,6 +84,7 @@ RENDERERS: dict[str, Table] = {
     "store_answers_standard": _one("store_answers_standard", models.store_answers),
     "store_answers_small": _one("store_answers_small", models.store_answers),
     "store_answers_standard_named_files": _one("store_answers_standard_named_files", models.store_answers),
+    "store_answers_standard_named_read": _one("store_answers_standard_named_read", models.store_answers),
     "generation": _one("generation", models.generation),
     "generation_matrix": _one("generation_matrix", models.generation_matrix),
     "learning": _one("learning", people.learning),

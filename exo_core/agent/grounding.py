@@ -24,7 +24,9 @@ A call is *grounded* when
 3. it is not an **echo**: a free-text argument that only restates the
    person's question (asking the person their own question back, or
    searching memory for it, which the memory provider has already done for
-   this message) adds nothing an answer in words would not;
+   this message) adds nothing an answer in words would not; a question
+   made only of the person's words is one, even when it drops part of the
+   message (a file name they gave);
 4. a tool whose description says it works on **files** names one: a call
    to apply a "patch" of ``good morning`` to no file acts on nothing;
 5. it is not a **repeat** of a call already made since the person's message
@@ -274,4 +276,9 @@ def _restates(text: str, messages: Sequence[ChatMessage]) -> bool:
     asked = _words(last)
     if not asked:
         return False
-    return len(_words(text) & asked) >= _ECHO_SHARE * len(asked)
+    said = _words(text)
+    if text.rstrip().endswith("?") and said and said <= asked:
+        # a question back made only of the person's own words ("Open todo.txt: what should I return?" ->
+        # ask "What should I return?"), however much of their message it leaves out
+        return True
+    return len(said & asked) >= _ECHO_SHARE * len(asked)

@@ -42,6 +42,7 @@ from exo_core.agent.model import (
     UsageChunk,
     WindowedTransport,
 )
+from exo_core.agent.named_files import pointed_reads, unread
 from exo_core.agent.outcome import explain_turn_end
 from exo_core.agent.recorder import NullRecorder, TurnRecorder
 from exo_core.agent.redaction import Redactor, SecretRedactor
@@ -165,6 +166,8 @@ async def run_turn(
         system = _system_text(deps.settings.base_prompt, memory)
         toolsets = await _chosen_toolsets(deps, turn.text)
         offered = deps.tools if toolsets is None else deps.tools.view(toolsets)  # availability: per round
+        pointed = await _pointed(deps, turn.text, tuple(s.to_model() for s in offered.specs()))
+        made: list[ToolCall] = list(pending)
         await _run_calls(deps, session_id, turn.id, pending, state)
         reason = "iteration_cap"
         for _round in range(deps.settings.max_iterations):
@@ -173,6 +176,7 @@ async def run_turn(
                 messages=(),
                 tools=tuple(s.to_model() for s in offered.specs()),
                 max_tokens=deps.settings.max_tokens,
+                pointed=unread(pointed, made),
             )
             request = await _sized_request(deps, session_id, turn.id, system, memory, history, request, state)
             text, calls = await _call_model(deps, session_id, turn.id, request, state)
@@ -189,6 +193,7 @@ async def run_turn(
                 reason = "end"
                 state.answer = text
                 break
+            made.extend(calls)
             await _run_calls(deps, session_id, turn.id, calls, state)
             while steer:
                 note = steer.popleft()
@@ -241,6 +246,17 @@ async def _run_calls(
         await _run_tool(deps, session_id, turn_id, call)
         state.calls.remove(call)
         state.acted = True
+
+
+async def _pointed(deps: LoopDeps, text: str, tools: Sequence[dict[str, Any]]) -> tuple[ToolCall, ...]:
+    """The reads of workspace files the person's message names (exo_core.agent.named_files), off the loop."""
+    if not text.strip():
+        return ()
+    try:
+        return await asyncio.to_thread(pointed_reads, text, deps.workspace, tools)
+    except OSError as exc:  # an unreadable workspace points at nothing; the model decides as before
+        log.warning("could not look for the files the message names: %s", exc)
+        return ()
 
 
 async def _memory_parts(deps: LoopDeps, session_id: str, text: str) -> MemoryParts:

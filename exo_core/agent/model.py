@@ -71,6 +71,11 @@ class ModelRequest:
     as JSON Schema). ``role`` names the router role (main, aux, decision).
     ``tool_choice`` is ``auto`` (the model decides), ``required`` (it must call
     one of ``tools``), ``none``, or a tool name (it must call that one).
+    ``pointed`` holds calls the core found the person's words point to (a read
+    of a workspace file they named: :mod:`exo_core.agent.named_files`), already
+    grounded; a transport that decides text vs call itself may make the first
+    when its model leans to text (docs/models.md, "Text or a tool call").
+    Others ignore it.
     """
 
     messages: tuple[ChatMessage, ...]
@@ -80,6 +85,7 @@ class ModelRequest:
     stop: tuple[str, ...] = ()
     role: str = "main"
     tool_choice: str = "auto"
+    pointed: tuple[ToolCall, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

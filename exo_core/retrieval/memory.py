@@ -21,11 +21,15 @@ from exo_core.retrieval.pipeline import Retriever
 if TYPE_CHECKING:
     from exo_core.home import ExoHome
 
-__all__ = ["StoreMemory", "PACK_HEADING", "RECALL_HEADING", "open_store_memory"]
+__all__ = ["StoreMemory", "PACK_HEADING", "RECALL_HEADING", "PROMPT_FLOOR", "open_store_memory"]
 
 _log = logging.getLogger(__name__)
 PACK_HEADING = "## About the person: their pack (the page they keep; [[links]] name notes in their store)"
 RECALL_HEADING = "## Notes recalled for this message (each starts with its id in brackets; answer from them)"
+# In the prompt, a recalled block scoring under half the best one is left out: a small chat model copies
+# what it is shown, and weak matches (other questions' past turns, an unrelated person's note) gave it
+# the wrong answer to copy ("my daughter Mina is in Porto", docs/retrieval.md "In the prompt").
+PROMPT_FLOOR = 0.5
 
 
 class StoreMemory:
@@ -55,7 +59,9 @@ class StoreMemory:
         pack_text = await asyncio.to_thread(self.retriever.store.pack_text)
         pack = f"{PACK_HEADING}\n{pack_text.strip()}"
         try:
-            recalled = await asyncio.to_thread(self.retriever.retrieve, text, scope=self.scope, session_id=session_id)
+            recalled = await asyncio.to_thread(
+                self.retriever.retrieve, text, scope=self.scope, session_id=session_id, floor=PROMPT_FLOOR
+            )
         except ExoError as exc:  # a broken index or store file must not cost the person their answer
             _log.warning("retrieval failed, answering with the pack only: %s", exc.message)
             return MemoryParts(pack=pack)
@@ -69,6 +75,17 @@ class StoreMemory:
     async def recall(self, query: str, *, limit: int) -> str:
         """The ``recall`` tool: the packed blocks for ``query``, at most ``limit`` of them."""
         recalled = await asyncio.to_thread(self.retriever.retrieve, query, scope=self.scope, limit=limit)
+        return recalled.render()
+
+    async def recall_for(self, query: str, *, limit: int, session_id: str) -> str:
+        """As :meth:`recall`, leaving out the asking session's own turns (its question is no past turn)."""
+        recalled = await asyncio.to_thread(
+            self.retriever.retrieve,
+            query,
+            scope=self.scope,
+            session_id=session_id,
+            limit=limit,
+        )
         return recalled.render()
 
     def close(self) -> None:

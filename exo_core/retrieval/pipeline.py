@@ -200,8 +200,13 @@ class Retriever:
         budget: int | None = None,
         limit: int | None = None,
         record: bool = True,
+        floor: float = 0.0,
     ) -> Recalled:
-        """Run the pipeline for ``query``; see the module docstring for the stages."""
+        """Run the pipeline for ``query``; see the module docstring for the stages.
+
+        ``floor`` (0 to 1) leaves out of the pack every ranked block scoring below
+        that share of the best one (pinned blocks stay); the ranking keeps them all.
+        """
         query = query.encode("utf-8", "replace").decode("utf-8")
         with self._lock:
             self.refresh()
@@ -236,7 +241,11 @@ class Retriever:
             fused = rank.expand(fused, docs, self._links, ranks, past=past)
             pinned = [docs[i] for i in self.pins(query) if ok(i)]
             ranking = rank.ranked(fused)
-            packed = pack(pinned, [(docs[i], s) for i, s in ranking], budget or self.settings.budget, limit=limit)
+            shown = ranking
+            if floor > 0 and ranking:
+                least = floor * ranking[0][1]
+                shown = [(i, s) for i, s in ranking if s >= least]
+            packed = pack(pinned, [(docs[i], s) for i, s in shown], budget or self.settings.budget, limit=limit)
             if record and self.log is not None:
                 self.log(
                     "retrieval",

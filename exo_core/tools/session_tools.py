@@ -10,11 +10,11 @@ with an error result that says so.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from exo_core.tools.spec import ToolContext, ToolResult, ToolSpec, object_schema
 
-__all__ = ["Recall", "UnconfiguredRecall", "RecallTool", "SearchTool", "UiTool", "PANEL_KINDS"]
+__all__ = ["Recall", "SessionRecall", "UnconfiguredRecall", "RecallTool", "SearchTool", "UiTool", "PANEL_KINDS"]
 
 PANEL_KINDS = ("diff", "approval", "taste", "session_tree", "file_preview", "table", "text")
 
@@ -24,6 +24,19 @@ class Recall(Protocol):
 
     async def recall(self, query: str, *, limit: int) -> str:
         """Text for the model (each block carrying its id); raise an ``ExoError`` when it cannot."""
+        ...
+
+
+@runtime_checkable
+class SessionRecall(Protocol):
+    """An optional capability of a :class:`Recall`: leave the asking session's own turns out.
+
+    Without it the person's current question came back from ``recall`` as a
+    past turn (issue 18's answer benchmark, docs/benchmarks.md §15).
+    """
+
+    async def recall_for(self, query: str, *, limit: int, session_id: str) -> str:
+        """As :meth:`Recall.recall`, without the turns of ``session_id``."""
         ...
 
 
@@ -59,7 +72,11 @@ class RecallTool:
         if not isinstance(query, str) or not query.strip():
             return ToolResult.error("'query' must be a non-empty string")
         limit = _limit(arguments.get("limit"), 8)
-        return ToolResult(await self.recall.recall(query, limit=limit) or "(nothing recalled)")
+        if isinstance(self.recall, SessionRecall) and context.session_id:
+            text = await self.recall.recall_for(query, limit=limit, session_id=context.session_id)
+        else:
+            text = await self.recall.recall(query, limit=limit)
+        return ToolResult(text or "(nothing recalled)")
 
 
 class SearchTool:

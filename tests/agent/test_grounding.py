@@ -35,6 +35,8 @@ def test_a_call_on_what_the_person_named_is_grounded(said: str, name: str, argum
         ("Who painted the Mona Lisa?", "read_file", {"path": "mona_lisa.txt"}, "not in the person's words"),
         ("Who painted the Mona Lisa?", "ask_person", {"question": "Who painted the Mona Lisa?"}, "restates"),
         ("Who painted the Mona Lisa?", "recall", {"query": "painted Mona Lisa"}, "restates"),
+        # issue 18's answer benchmark (file-02): the 0.5B, after reading the file, asked the question back
+        ("Open todo.txt: what should I return?", "ask_person", {"question": "What should I return? "}, "restates"),
         ("Tell me a tip for sleeping", "bash", {"command": "echo sleep more"}, "refers to anything"),
         ("Hello!", "bash", {"command": "date"}, "not in the person's words"),
         ("What is the boiling point of water?", "bash", {"command": "curl example.com/water"}, "file"),

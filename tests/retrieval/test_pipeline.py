@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from exo_core.ledger import Ledger, Signer, create_signing_key
 from exo_core.retrieval import DocIndex, Doc, RetrievalSettings, Retriever, StoreMemory
-from exo_core.retrieval.memory import PACK_HEADING, RECALL_HEADING
+from exo_core.retrieval.memory import PACK_HEADING, PROMPT_FLOOR, RECALL_HEADING
 from exo_core.retrieval.rank import RRF_K
 from exo_core.retrieval.lexical import match_expression
 from exo_core.store import Store
@@ -158,6 +158,44 @@ def test_memory_provider_puts_the_pack_first_then_the_recalled_blocks(store: Sto
     assert recalled.count("\n[") == 0 and recalled.startswith("[")
     asyncio.run(memory.on_exchange("now", "q", "a"))
     memory.close()
+
+
+def test_the_recall_tool_leaves_the_asking_sessions_own_turns_out(store: Store, sessions: Path) -> None:
+    """The person's current question came back from ``recall`` as a past turn (docs/benchmarks.md §15)."""
+    memory = StoreMemory(_retriever(store, sessions))
+    try:
+        everyone = asyncio.run(memory.recall("tomatoes garden", limit=5))
+        own_left_out = asyncio.run(memory.recall_for("tomatoes garden", limit=5, session_id="now"))
+    finally:
+        memory.close()
+    assert "What about my tomatoes" in everyone
+    assert "What about my tomatoes" not in own_left_out
+    assert "I planted tomatoes" in own_left_out
+
+
+def test_the_prompt_leaves_out_blocks_under_half_the_best_and_the_ledger_lists_only_what_it_showed(
+    store: Store, sessions: Path, signer: Signer
+) -> None:
+    """A small model copies what it is shown: weak matches stay out of the prompt (docs/retrieval.md, "In the prompt")."""
+    everything = _retriever(store, sessions).retrieve("what editor do I use", record=False)
+    scores = {b.id: b.score for b in everything.packed.blocks}
+    best = max(scores.values())
+    strong = {i for i, score in scores.items() if score >= PROMPT_FLOOR * best}
+    weak = set(scores) - strong
+    assert "work/editor" in strong and weak, scores
+    ledger = Ledger.open_store(store.root, signer=signer)
+    memory = StoreMemory(_retriever(store, sessions, log=ledger.append))
+    try:
+        parts = asyncio.run(memory.system_parts("now", "what editor do I use"))
+        recalled = asyncio.run(memory.recall("what editor do I use", limit=5))
+        entries = list(ledger.entries(kind="retrieval"))
+    finally:
+        memory.close()
+        ledger.close()
+    shown = "\n".join(parts.recalled)
+    assert "[work/editor]" in shown and not any(i in shown for i in weak)
+    assert set(entries[0].body["node_ids"] + entries[0].body["item_ids"]) == strong
+    assert all(i in recalled for i in weak)  # the recall tool is a search: it shows every match
 
 
 _queries = st.one_of(
