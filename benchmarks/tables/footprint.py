@@ -63,6 +63,7 @@ def _column(run: dict[str, Any]) -> list[str]:
     within = run["within_budgets"]
     return [
         yes_no(run["completed"]),
+        f"{run['approvals']} / {run['questions']}",
         f"{run['limit']['memory_mb']} MB",
         _cgroup_peak(run),
         str(run["oom_kills"]),
@@ -81,7 +82,8 @@ def _column(run: dict[str, Any]) -> list[str]:
 
 
 _MEASURES = (
-    "completed (3 spoken questions, approval by button, 3 spoken answers)",
+    "completed (3 spoken questions, 3 spoken answers)",
+    "answered by button: approvals / questions (the model chooses which it asks)",
     "limit (the budget)",
     "**cgroup peak, page cache included**",
     "OOM kills",
