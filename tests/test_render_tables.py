@@ -294,6 +294,8 @@ def _board(board: str, limit: int, cgroup_peak: float, idle_within: bool) -> dic
     return {
         "board": board,
         "completed": True,
+        "approvals": 1 if board == "small" else 0,
+        "questions": 1,
         "limit": {"memory_mb": limit},
         "cgroup_peak_mb": cgroup_peak,
         "oom_kills": 0,
@@ -336,6 +338,9 @@ def test_footprint_board_columns_mark_what_is_over_its_budget() -> None:
         "| 863.0: **OVER** 1200 | 863.0: **OVER** 480 |"
     )
     assert by_measure["| sampled simultaneous RSS"].endswith("| 460.4 (within 1200) | 460.4 (within 480) |")
+    assert by_measure["| answered by button: approvals / questions (the model chooses which it asks)"].endswith(
+        "| 0 / 1 | 1 / 1 |"
+    )
 
 
 def _score(accuracy: float, ece: float) -> dict[str, Any]:
