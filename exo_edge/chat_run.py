@@ -37,12 +37,12 @@ offered and ``tool_choice="auto"``:
 6. **A call written as text.** The ban covers the first token only, and the
    0.5B, answering after a tool's result, wrote ``({"name": "ask_person", ...})``
    as its "text" (docs/benchmarks.md §15). So text whose start is call-shaped
-   (:func:`call_shaped`: a ``{`` or ``<tool_call>`` behind brackets, quotes or a
+   (:func:`~exo_edge.written_calls.call_shaped`: a ``{`` or ``<tool_call>`` behind brackets, quotes or a
    fence) is held back, not streamed. When it is over, a call it spells
-   (:func:`written_call`) goes to the judge like any proposal; if the judge
+   (:func:`~exo_edge.written_calls.written_call`) goes to the judge like any proposal; if the judge
    accepts it, it is the answer's call. Otherwise the answer is generated
    again from the prompt rendered without the tools and with the calls told
-   in words (:func:`calls_as_notes`), where the model has no call to write,
+   in words (:func:`~exo_edge.written_calls.calls_as_notes`), where the model has no call to write,
    and streamed.
 
 ``required`` or a tool name goes straight to step 3 (no judge: the caller
@@ -56,9 +56,7 @@ benchmarks and the log.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
-import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -70,7 +68,6 @@ from exo_core.agent.grounding import Grounding, call_grounding
 from exo_core.agent.model import ChatMessage, ModelRequest, TextDelta, ToolCall
 from exo_core.models.failures import FailureKind, ProviderError
 from exo_edge.chat_template import (
-    CALL_CLOSE,
     CALL_OPEN,
     ChatTemplate,
     MalformedToolCall,
@@ -78,6 +75,7 @@ from exo_edge.chat_template import (
     parse_native_calls,
 )
 from exo_edge.grammar_decode import common_prefix, greedy_under_grammar
+from exo_edge.written_calls import call_shaped, calls_as_notes, written_call
 
 __all__ = [
     "CALL_SHARE",
@@ -88,10 +86,7 @@ __all__ = [
     "CallJudge",
     "call_candidates",
     "call_openers",
-    "call_shaped",
-    "calls_as_notes",
     "run_chat",
-    "written_call",
 ]
 
 # The probability of opening a call at the first position from which the model's call is
@@ -102,10 +97,6 @@ _OPENINGS = (CALL_OPEN, "{", "```")
 # share of the names' mass a runner-up of the model's needs to be tried.
 CANDIDATES = 3
 CANDIDATE_SHARE = 0.05
-
-# What a call written as text hides behind: anything but a letter or a digit before its ``{`` or ``<tool_call>``
-# (the 0.5B has written "(", ">" and a fence), and a code fence's language, perhaps cut short ("```js").
-_CALL_WRAPPING = re.compile(r"^(?:[^\w{<]+(?:json|jso|js|j)?)*")
 
 CallJudge = Callable[[ToolCall, Sequence[ChatMessage], Sequence[Mapping[str, Any]]], Grounding]
 AskedReader = Callable[[Sequence[ChatMessage], Sequence[Mapping[str, Any]]], AskedTools]
@@ -145,83 +136,6 @@ def call_openers(llm: Any) -> frozenset[int]:
         if text.startswith(_OPENINGS):
             out.add(token)
     return frozenset(out)
-
-
-def call_shaped(text: str) -> bool | None:
-    """Whether an answer that starts with ``text`` is a call written out; ``None`` while it cannot tell yet.
-
-    Call-shaped: after anything but letters and digits (whitespace, brackets,
-    quotes, arrows, a code fence) comes ``{`` or ``<tool_call>``. A prose answer is told apart at its first
-    letter, so only such answers are ever held back.
-    """
-    wrapping = _CALL_WRAPPING.match(text)
-    head = text[wrapping.end() :] if wrapping else text
-    if not head:
-        return None
-    if head.startswith(("{", CALL_OPEN)):
-        return True
-    if CALL_OPEN.startswith(head):
-        return None
-    return False
-
-
-def written_call(text: str, tools: Sequence[Mapping[str, Any]]) -> ToolCall | None:
-    """The call to an offered tool that ``text`` spells out, if it spells one (the first JSON object or tag)."""
-    try:
-        calls = parse_native_calls(text, tools)
-    except MalformedToolCall:
-        return None
-    if calls:
-        return calls[0]
-    start = text.find("{")
-    if start < 0:
-        return None
-    try:
-        data, end = json.JSONDecoder().raw_decode(text, start)
-    except json.JSONDecodeError:
-        return None
-    if not isinstance(data, dict):
-        return None
-    try:
-        calls = parse_native_calls(CALL_OPEN + text[start:end] + CALL_CLOSE, tools)
-    except MalformedToolCall:
-        return None
-    if not calls:
-        return None
-    return calls[0]
-
-
-def calls_as_notes(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
-    """The conversation with its tool calls told in words: for a prompt that offers no tools (step 6).
-
-    Rendered natively, earlier calls are ``<tool_call>`` blocks and the model,
-    even offered no tools, continues the pattern (the 0.5B wrote
-    ``{"name": "buy_oat_milk", ...}``). So a call's turn is left out and its
-    result joins the person's message before it, as what that tool returned.
-    """
-    called: dict[str, ToolCall] = {}
-    out: list[ChatMessage] = []
-    for message in messages:
-        if message.role == "assistant" and message.tool_calls:
-            for made in message.tool_calls:
-                called[made.id] = made
-            if message.content.strip():
-                out.append(ChatMessage("assistant", message.content))
-            continue
-        if message.role != "tool":
-            out.append(message)
-            continue
-        answered = called.get(message.tool_call_id or "")
-        source = "a tool"
-        if answered is not None:
-            shown = ", ".join(f"{key}={value!r}" for key, value in answered.arguments.items())
-            source = f"{answered.name}({shown})"
-        note = f"What {source} returned:\n{message.content}"
-        if out and out[-1].role == "user":
-            out[-1] = ChatMessage("user", out[-1].content.rstrip() + "\n\n" + note)
-        else:
-            out.append(ChatMessage("user", note))
-    return out
 
 
 def _eval_prompt(llm: Any, tokens: list[int]) -> int:

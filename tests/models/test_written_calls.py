@@ -1,4 +1,4 @@
-"""A call written out as text (docs/models.md, "Text or a tool call"; exo_edge/chat_run.py step 6), without a model.
+"""A call written out as text (docs/models.md, "Text or a tool call"; exo_edge/written_calls.py; exo_edge/chat_run.py step 6), without a model.
 
 Qwen2.5-Coder 0.5B, answering after a tool's result with the call openers
 banned at the first position, wrote ``({"name": "ask_person", ...})`` as its
@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from exo_core.agent.model import ChatMessage, ToolCall
-from exo_edge.chat_run import call_shaped, calls_as_notes, written_call
+from exo_edge.written_calls import call_shaped, calls_as_notes, written_call
 
 READ = {
     "name": "read_file",
