@@ -5,8 +5,9 @@ core), and each arena keeps pages of its own. exod's threads (the event loop,
 ``asyncio.to_thread`` workers for SQLite and the store, the stdin and ledger
 threads) allocate little, so the extra arenas are mostly kept-but-unused pages.
 Measured on a ``standard`` board home, idle exod's VmRSS after start-up was
-50.2-50.5 MB with the default and 49.7-49.8 MB with one arena, against the
-50 MB idle budget (docs/benchmarks.md §2, "Idle exod on a board home"). The
+50.2-50.5 MB with the default and 49.8-49.9 MB with this limit (49.7-49.8 MB
+with ``MALLOC_ARENA_MAX=1`` set before the process starts), against the 50 MB
+idle budget (docs/benchmarks.md §2, "Idle exod again"). The
 model's weights and KV cache are ggml buffers, not malloc arenas, so the
 threads that generate do not contend for this one.
 """
