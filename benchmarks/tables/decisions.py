@@ -102,6 +102,11 @@ def decisions_latency(data: dict[str, Any]) -> list[str]:
     return md_table(["what", "median ms", "p90 ms", "x one generation step", "n"], rows)
 
 
+def _acting(found: dict[str, Any]) -> list[str]:
+    """A system's accuracy (abstentions wrong), ECE and abstention rate: the cells every signal table shows."""
+    return [pct(found["accuracy"]), f"{found['ece']:.3f}", pct(found["abstention"])]
+
+
 def _signal_part(data: dict[str, Any], part: str) -> list[str]:
     headers = ["system", "accuracy (abstain = wrong)", "ECE", "abstains", "top option right", "n"]
     rows = []
@@ -109,16 +114,7 @@ def _signal_part(data: dict[str, Any], part: str) -> list[str]:
         found = entry.get(part)
         if found is None:  # a system whose model was not run (Gemma in the third pass)
             continue
-        rows.append(
-            [
-                system,
-                pct(found["accuracy"]),
-                f"{found['ece']:.3f}",
-                pct(found["abstention"]),
-                pct(found["top_accuracy"]),
-                found["n"],
-            ]
-        )
+        rows.append([system, *_acting(found), pct(found["top_accuracy"]), found["n"]])
     return md_table(headers, rows)
 
 
@@ -184,16 +180,7 @@ def signal_draft(data: dict[str, Any]) -> list[str]:
         found = data["draft"].get(key)
         if found is None:
             continue
-        rows.append(
-            [
-                name,
-                pct(found["top_accuracy_raw"]),
-                pct(found["accuracy"]),
-                f"{found['ece']:.3f}",
-                pct(found["abstention"]),
-                found["n"],
-            ]
-        )
+        rows.append([name, pct(found["top_accuracy_raw"]), *_acting(found), found["n"]])
     return md_table(headers, rows)
 
 
@@ -205,15 +192,5 @@ def neighbours_loo(data: dict[str, Any]) -> list[str]:
         raw = "-"
         if "top_accuracy_raw" in found:
             raw = pct(found["top_accuracy_raw"])
-        rows.append(
-            [
-                system,
-                pct(found["accuracy"]),
-                f"{found['ece']:.3f}",
-                pct(found["abstention"]),
-                pct(found["top_accuracy"]),
-                raw,
-                found["n"],
-            ]
-        )
+        rows.append([system, *_acting(found), pct(found["top_accuracy"]), raw, found["n"]])
     return md_table(headers, rows)
