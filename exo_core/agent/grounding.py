@@ -28,7 +28,10 @@ A call is *grounded* when
    made only of the person's words is one, even when it drops part of the
    message (a file name they gave);
 4. a tool whose description says it works on **files** names one: a call
-   to apply a "patch" of ``good morning`` to no file acts on nothing;
+   to apply a "patch" of ``good morning`` to no file acts on nothing. A
+   file is named by a path or a name with an extension, or by a bare name
+   the person's message calls a file ("delete the file called notes", "my
+   notes file"): a file need not have an extension;
 5. it is not a **repeat** of a call already made since the person's message
    (its result is already there to answer from);
 6. a call that **changes** something (the gate's own classification,
@@ -62,6 +65,7 @@ __all__ = [
     "LONG_TEXT",
     "call_grounding",
     "content_words",
+    "files_called",
     "grounding_sources",
     "own_words",
     "read_only_words",
@@ -74,6 +78,11 @@ _ECHO_SHARE = 0.6
 _WORD = re.compile(r"[a-z0-9]+")
 _FILES = re.compile(r"\bfiles?\b", re.IGNORECASE)
 _FILE_NAME = re.compile(r"[\w.-]*\w\.[a-z0-9]{1,8}\b|[\w.-]*/[\w./-]+")
+# A name the person calls a file, extension or not: "the file called notes", "a file named Makefile", "my notes file".
+_CALLED_FILE = re.compile(
+    r"\bfile\s+(?:called|named)\s+[\"'`]?([\w.-]*\w)|\b(?:my|the|our|this|that)\s+([\w.-]*\w)\s+file\b",
+    re.IGNORECASE,
+)
 _STOP = frozenset(
     "a an the of to in on at for by with from and or but is are was were be been am do does did "
     "what which who whom whose when where why how this that these those it its i me my we our you "
@@ -185,9 +194,9 @@ def call_grounding(
     if _repeats(call, messages):
         return Grounding(False, f"{call.name}: the same call was already made for this message")
     spec = next((t for t in tools if t.get("name") == call.name), None)
-    if spec is not None and _FILES.search(str(spec.get("description", ""))) and not _names_a_file(call):
-        return Grounding(False, f"{call.name} works on files, and the call names none")
     asked = next((m.content for m in reversed(messages) if m.role == "user"), "")
+    if spec is not None and _FILES.search(str(spec.get("description", ""))) and not _names_a_file(call, asked):
+        return Grounding(False, f"{call.name} works on files, and the call names none")
     source_words = _words(asked)
     # a number the person said anchors a call ("a timer for 5 minutes"); one they did not (a default
     # start line) neither anchors nor spoils it
@@ -260,10 +269,20 @@ def _repeats(call: ToolCall, messages: Sequence[ChatMessage]) -> bool:
     return False
 
 
-def _names_a_file(call: ToolCall) -> bool:
-    """Whether any argument is or holds a file name or path (grounded or not: rule 1 checks that)."""
+def files_called(text: str) -> set[str]:
+    """The names ``text`` calls a file ("the file called notes", "my notes file"), lower-cased."""
+    return {(a or b).lower() for a, b in _CALLED_FILE.findall(text)}
+
+
+def _names_a_file(call: ToolCall, asked: str) -> bool:
+    """Whether any argument is or holds a file name or path, or is a name the person called a file (rule 4).
+
+    Grounded or not: rule 1 checks that.
+    """
+    called = files_called(asked)
     for value in (s for v in call.arguments.values() for s in _strings(v)):
-        if _FILE_NAME.search(value.lower()):
+        low = value.lower().strip()
+        if _FILE_NAME.search(low) or low.rstrip("/").rsplit("/", 1)[-1] in called:
             return True
     return False
 
