@@ -66,8 +66,15 @@ sys.exit(main(["serve", "--home", home, "--model", "local", "--workspace", works
 """
 
 # What idle exod must not hold (docs/benchmarks.md §2): the model runtime, the embedder's runtime, the local
-# transport and its chat path, the fetcher, and the gate's shell rules; each is imported on first use.
+# transport and its chat path, the fetcher, and the gate's shell rules; each is imported on first use. Nor the other
+# ``exo`` commands' modules (the CLI registers commands only until the one it runs).
 _NOT_AT_IDLE = (
+    "exo_core.cli.chat_cmd",
+    "exo_core.cli.store_cmd",
+    "exo_core.cli.ledger_cmd",
+    "exo_core.cli.bench_cmd",
+    "exo_core.cli.learn_cmd",
+    "exo_edge.models_cmd",
     "llama_cpp",
     "numpy",
     "onnxruntime",
