@@ -38,9 +38,14 @@ A call is *grounded* when
    :func:`exo_core.gate.classify.classify`, places it off the lowest cell:
    a write, an edit, a deletion, a command that is not a plain read) is
    **asked for**: a word of the person's message is the tool's own verb (in
-   its name or description and in no offered read-only tool's), or reaches
-   the call's arguments without having been used by the turn already (an
-   earlier call's arguments, a tool's result). Reading ``todo.txt`` to answer
+   its name or description and in no offered read-only tool's) and the turn
+   has not called that tool yet, or a word of the message reaches the call's
+   arguments without having been used by the turn already (an earlier call's
+   arguments, a tool's result). The verb asks for one call of its tool: after
+   "Delete the file called notes." deleted ``notes``, a second ``delete_file``
+   of the path its result printed carries nothing the person asked for that
+   the turn has not done, and the answer is given in words; "Delete a.txt and
+   b.txt" still gets its second call, for ``b.txt``. Reading ``todo.txt`` to answer
    "what is the first item?" uses the file name; an edit of that file then
    carries nothing the person asked for, only the file's own lines, and the
    answer is given in words (docs/models.md, "Text or a tool call").
@@ -220,7 +225,7 @@ def call_grounding(
         anchored = anchored or bool(_words(text) & source_words)
     if not anchored:
         return Grounding(False, f"{call.name}: none of its arguments refers to anything the person said")
-    if _changes(call.name, call.arguments) and not _asked_for(call, messages, tools, source_words):
+    if _changes(call.name, call.arguments) and not _asked_for(call, messages, tools, source_words, said=asked):
         return Grounding(False, f"{call.name}: it changes something, and the person asked for no change")
     return Grounding(True, f"{call.name}: its arguments come from the person's words")
 
@@ -231,21 +236,27 @@ def _changes(name: str, arguments: Mapping[str, Any]) -> bool:
 
 
 def _asked_for(
-    call: ToolCall, messages: Sequence[ChatMessage], tools: Sequence[Mapping[str, Any]], asked: set[str]
+    call: ToolCall, messages: Sequence[ChatMessage], tools: Sequence[Mapping[str, Any]], asked: set[str], *, said: str
 ) -> bool:
     """Whether the person's message asks for the change ``call`` makes (rule 6).
 
     Either one of their words is the tool's own (name or description) and no
-    read-only offered tool's, or one of their words is in the call's
-    arguments and not yet in anything the turn did since their message.
+    read-only offered tool's, and the turn has not called that tool since their
+    message, or one of their words is in the call's arguments and not yet in
+    anything the turn did since their message (a name they said, such as
+    ``b.txt``, counts whole: "Delete a.txt and b.txt").
     """
-    if own_words(call.name, tools) & asked:
+    if own_words(call.name, tools) & asked and not _called_since_message(call.name, messages):
         return True
-    used = _words(_since_message(messages))
+    since = _since_message(messages)
+    used = _words(since)
     given = set()
     for value in call.arguments.values():
         for text in _strings(value):
             given |= _words(text)
+            name = text.strip()
+            if name and not re.search(r"\s", name) and _name_appears(name, said) and not _name_appears(name, since):
+                return True
         given |= {str(n) for n in _numbers(value)}
     return bool((given & asked) - used)
 
@@ -258,6 +269,12 @@ def _since_message(messages: Sequence[ChatMessage]) -> str:
         parts.append(m.content)
         parts.extend(s for c in m.tool_calls for v in c.arguments.values() for s in _strings(v))
     return "\n".join(parts)
+
+
+def _called_since_message(name: str, messages: Sequence[ChatMessage]) -> bool:
+    """Whether the turn has called tool ``name`` since the person's last message."""
+    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
+    return any(c.name == name for m in messages[last_user + 1 :] for c in m.tool_calls)
 
 
 def _repeats(call: ToolCall, messages: Sequence[ChatMessage]) -> bool:

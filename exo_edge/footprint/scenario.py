@@ -386,8 +386,12 @@ def device_conversation(run: Run, turn_timeout: float, scripted: bool) -> dict[s
                 send("press allow")
                 run.step(f"device: {got['type']} answered by button", True)
         run.step(f"device: answer {i + 1} shown", answered is not None, text=((answered or {}).get("text") or "")[:80])
-        spoken = wait(lambda r: r.get("ev") == "spoken", m, turn_timeout)
-        run.step(f"device: answer {i + 1} spoken", spoken is not None)
+        if answered is not None and not str(answered.get("text") or "").strip():
+            # nothing to speak: waiting for speech would only run out the turn's timeout
+            run.step(f"device: answer {i + 1} spoken", False, why="the answer was empty")
+        else:
+            spoken = wait(lambda r: r.get("ev") == "spoken", m, turn_timeout)
+            run.step(f"device: answer {i + 1} spoken", spoken is not None)
         run.mark(f"answer {i + 1}")
     if scripted:
         run.step(
