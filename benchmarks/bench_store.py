@@ -21,10 +21,13 @@ import time
 from pathlib import Path
 
 from _common import bench_parser, write_results
+
 from exo_core.ledger import create_signing_key
-from exo_core.store import ItemStore, Link, Node, export_store, init_store, lint_store
+from exo_core.store import ItemStore, Link, Node, init_store
 from exo_core.store.importers import import_bookmarks
 from exo_core.store.ledger_bridge import checkpoint_hook, open_ledger
+from exo_core.store.lint import lint_store
+from exo_core.store.transfer import export_store
 
 
 def _timed(fn) -> float:  # type: ignore[no-untyped-def]

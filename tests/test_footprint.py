@@ -66,8 +66,24 @@ sys.exit(main(["serve", "--home", home, "--model", "local", "--workspace", works
 """
 
 # What idle exod must not hold (docs/benchmarks.md §2): the model runtime, the embedder's runtime, the local
-# transport and its chat path, the fetcher, and the gate's shell rules; each is imported on first use.
+# transport and its chat path, the fetcher, and the gate's shell rules; each is imported on first use. Nor the other
+# ``exo`` commands' modules (the CLI registers commands only until the one it runs), the store's lint, export and
+# import, verify and sync, and difflib (an edit's last resort); nor the signal decision's settler and the proposal
+# queue, made for the first person message after a draft.
 _NOT_AT_IDLE = (
+    "exo_core.decisions.signal_escalation",
+    "exo_edge.proposal_queue",
+    "exo_core.store.lint",
+    "exo_core.store.transfer",
+    "exo_core.store.sync",
+    "exo_core.store.verify",
+    "difflib",
+    "exo_core.cli.chat_cmd",
+    "exo_core.cli.store_cmd",
+    "exo_core.cli.ledger_cmd",
+    "exo_core.cli.bench_cmd",
+    "exo_core.cli.learn_cmd",
+    "exo_edge.models_cmd",
     "llama_cpp",
     "numpy",
     "onnxruntime",

@@ -19,7 +19,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import bench_store_answers as bench
 
-from exo_core.store import Node, init_store, lint_store
+from exo_core.store import Node, init_store
+from exo_core.store.lint import lint_store
 
 
 @pytest.fixture(scope="module")

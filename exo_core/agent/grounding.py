@@ -28,16 +28,24 @@ A call is *grounded* when
    made only of the person's words is one, even when it drops part of the
    message (a file name they gave);
 4. a tool whose description says it works on **files** names one: a call
-   to apply a "patch" of ``good morning`` to no file acts on nothing;
+   to apply a "patch" of ``good morning`` to no file acts on nothing. A
+   file is named by a path or a name with an extension, or by a bare name
+   the person's message calls a file ("delete the file called notes", "my
+   notes file"): a file need not have an extension;
 5. it is not a **repeat** of a call already made since the person's message
    (its result is already there to answer from);
 6. a call that **changes** something (the gate's own classification,
    :func:`exo_core.gate.classify.classify`, places it off the lowest cell:
    a write, an edit, a deletion, a command that is not a plain read) is
    **asked for**: a word of the person's message is the tool's own verb (in
-   its name or description and in no offered read-only tool's), or reaches
-   the call's arguments without having been used by the turn already (an
-   earlier call's arguments, a tool's result). Reading ``todo.txt`` to answer
+   its name or description and in no offered read-only tool's) and the turn
+   has not called that tool yet, or a word of the message reaches the call's
+   arguments without having been used by the turn already (an earlier call's
+   arguments, a tool's result). The verb asks for one call of its tool: after
+   "Delete the file called notes." deleted ``notes``, a second ``delete_file``
+   of the path its result printed carries nothing the person asked for that
+   the turn has not done, and the answer is given in words; "Delete a.txt and
+   b.txt" still gets its second call, for ``b.txt``. Reading ``todo.txt`` to answer
    "what is the first item?" uses the file name; an edit of that file then
    carries nothing the person asked for, only the file's own lines, and the
    answer is given in words (docs/models.md, "Text or a tool call").
@@ -62,6 +70,7 @@ __all__ = [
     "LONG_TEXT",
     "call_grounding",
     "content_words",
+    "files_called",
     "grounding_sources",
     "own_words",
     "read_only_words",
@@ -74,6 +83,11 @@ _ECHO_SHARE = 0.6
 _WORD = re.compile(r"[a-z0-9]+")
 _FILES = re.compile(r"\bfiles?\b", re.IGNORECASE)
 _FILE_NAME = re.compile(r"[\w.-]*\w\.[a-z0-9]{1,8}\b|[\w.-]*/[\w./-]+")
+# A name the person calls a file, extension or not: "the file called notes", "a file named Makefile", "my notes file".
+_CALLED_FILE = re.compile(
+    r"\bfile\s+(?:called|named)\s+[\"'`]?([\w.-]*\w)|\b(?:my|the|our|this|that)\s+([\w.-]*\w)\s+file\b",
+    re.IGNORECASE,
+)
 _STOP = frozenset(
     "a an the of to in on at for by with from and or but is are was were be been am do does did "
     "what which who whom whose when where why how this that these those it its i me my we our you "
@@ -185,9 +199,9 @@ def call_grounding(
     if _repeats(call, messages):
         return Grounding(False, f"{call.name}: the same call was already made for this message")
     spec = next((t for t in tools if t.get("name") == call.name), None)
-    if spec is not None and _FILES.search(str(spec.get("description", ""))) and not _names_a_file(call):
-        return Grounding(False, f"{call.name} works on files, and the call names none")
     asked = next((m.content for m in reversed(messages) if m.role == "user"), "")
+    if spec is not None and _FILES.search(str(spec.get("description", ""))) and not _names_a_file(call, asked):
+        return Grounding(False, f"{call.name} works on files, and the call names none")
     source_words = _words(asked)
     # a number the person said anchors a call ("a timer for 5 minutes"); one they did not (a default
     # start line) neither anchors nor spoils it
@@ -211,7 +225,7 @@ def call_grounding(
         anchored = anchored or bool(_words(text) & source_words)
     if not anchored:
         return Grounding(False, f"{call.name}: none of its arguments refers to anything the person said")
-    if _changes(call.name, call.arguments) and not _asked_for(call, messages, tools, source_words):
+    if _changes(call.name, call.arguments) and not _asked_for(call, messages, tools, source_words, said=asked):
         return Grounding(False, f"{call.name}: it changes something, and the person asked for no change")
     return Grounding(True, f"{call.name}: its arguments come from the person's words")
 
@@ -222,21 +236,27 @@ def _changes(name: str, arguments: Mapping[str, Any]) -> bool:
 
 
 def _asked_for(
-    call: ToolCall, messages: Sequence[ChatMessage], tools: Sequence[Mapping[str, Any]], asked: set[str]
+    call: ToolCall, messages: Sequence[ChatMessage], tools: Sequence[Mapping[str, Any]], asked: set[str], *, said: str
 ) -> bool:
     """Whether the person's message asks for the change ``call`` makes (rule 6).
 
     Either one of their words is the tool's own (name or description) and no
-    read-only offered tool's, or one of their words is in the call's
-    arguments and not yet in anything the turn did since their message.
+    read-only offered tool's, and the turn has not called that tool since their
+    message, or one of their words is in the call's arguments and not yet in
+    anything the turn did since their message (a name they said, such as
+    ``b.txt``, counts whole: "Delete a.txt and b.txt").
     """
-    if own_words(call.name, tools) & asked:
+    if own_words(call.name, tools) & asked and not _called_since_message(call.name, messages):
         return True
-    used = _words(_since_message(messages))
+    since = _since_message(messages)
+    used = _words(since)
     given = set()
     for value in call.arguments.values():
         for text in _strings(value):
             given |= _words(text)
+            name = text.strip()
+            if name and not re.search(r"\s", name) and _name_appears(name, said) and not _name_appears(name, since):
+                return True
         given |= {str(n) for n in _numbers(value)}
     return bool((given & asked) - used)
 
@@ -251,6 +271,12 @@ def _since_message(messages: Sequence[ChatMessage]) -> str:
     return "\n".join(parts)
 
 
+def _called_since_message(name: str, messages: Sequence[ChatMessage]) -> bool:
+    """Whether the turn has called tool ``name`` since the person's last message."""
+    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
+    return any(c.name == name for m in messages[last_user + 1 :] for c in m.tool_calls)
+
+
 def _repeats(call: ToolCall, messages: Sequence[ChatMessage]) -> bool:
     """Whether the same tool was already called with the same arguments since the person's message."""
     last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
@@ -260,10 +286,20 @@ def _repeats(call: ToolCall, messages: Sequence[ChatMessage]) -> bool:
     return False
 
 
-def _names_a_file(call: ToolCall) -> bool:
-    """Whether any argument is or holds a file name or path (grounded or not: rule 1 checks that)."""
+def files_called(text: str) -> set[str]:
+    """The names ``text`` calls a file ("the file called notes", "my notes file"), lower-cased."""
+    return {(a or b).lower() for a, b in _CALLED_FILE.findall(text)}
+
+
+def _names_a_file(call: ToolCall, asked: str) -> bool:
+    """Whether any argument is or holds a file name or path, or is a name the person called a file (rule 4).
+
+    Grounded or not: rule 1 checks that.
+    """
+    called = files_called(asked)
     for value in (s for v in call.arguments.values() for s in _strings(v)):
-        if _FILE_NAME.search(value.lower()):
+        low = value.lower().strip()
+        if _FILE_NAME.search(low) or low.rstrip("/").rsplit("/", 1)[-1] in called:
             return True
     return False
 

@@ -43,8 +43,15 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
-def build_parser(*, edge: EdgeKit | None = None) -> argparse.ArgumentParser:
-    """The full argument parser with every registered subcommand, the edge's (default: the installed one) last."""
+def build_parser(*, edge: EdgeKit | None = None, command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser with every registered subcommand, the edge's (default: the installed one) last.
+
+    With ``command`` (the subcommand about to run), the modules are registered
+    in order only until one of them has added it: ``exo serve`` neither imports
+    nor builds the other commands' parsers, which exod would otherwise hold for
+    its whole life (idle exod's budget, docs/benchmarks.md §2). A name no
+    module adds gets the full parser, and with it argparse's usual error.
+    """
     parser = argparse.ArgumentParser(prog="exo", description="Exo: a personal assistant core.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
@@ -53,6 +60,8 @@ def build_parser(*, edge: EdgeKit | None = None) -> argparse.ArgumentParser:
     for module_name in core_modules + edge_modules:
         module = importlib.import_module(module_name)
         module.register(sub)
+        if command is not None and command in sub.choices:
+            break
     add_examples(parser)
     return parser
 
@@ -62,10 +71,11 @@ def main(argv: Sequence[str] | None = None, *, edge: EdgeKit | None = None) -> i
     # Everything exo and exod create is the person's alone, whatever the shell's umask
     # (docs/security.md, "Private files"): SQLite side files and library temp files included.
     restrict_umask()
-    parser = build_parser(edge=edge)
+    raw = list(sys.argv[1:] if argv is None else argv)
+    # The command is the first argument (``exo`` itself takes no option but --help).
+    parser = build_parser(edge=edge, command=raw[0] if raw and not raw[0].startswith("-") else None)
     # Commands that hand their remaining arguments to another program (``exo bench footprint --json``)
     # set ``passthrough``; argparse alone would refuse options it does not know.
-    raw = list(sys.argv[1:] if argv is None else argv)
     args, extra = parser.parse_known_args(raw)
     token = getattr(args, "passthrough", None)
     if token:

@@ -176,29 +176,49 @@ def _chat_signals(home: ExoHome, store: Path, ledger: LedgerRecorder) -> Any:
     """Drafts and person messages as learning signals, read by the signal decision (issue 22 item 1).
 
     An abstaining decision goes to the larger model, the person or the proposal queue (issue 21).
+    The decider, its settler and the queue are made for the first message that needs a decision,
+    not at start-up: an idle exod does not hold them (docs/benchmarks.md §2, "Idle exod").
     """
-    from exo_core.decisions.setup import build_decider
-    from exo_core.decisions.signal_escalation import build_signal_settler
-    from exo_core.edge import installed_edge, open_proposal_queue
+    from exo_core.edge import installed_edge
     from exo_core.learning.chat_signals import ChatSignals
 
-    queue = None
-    if installed_edge().proposal_queue is None:
+    queued = installed_edge().proposal_queue is not None
+    if not queued:
         logging.getLogger("exo_core.serve").warning(
             "no proposal queue (exo_edge is not installed): an unsure signal nobody settles is not kept"
         )
-    else:
-        queue = open_proposal_queue(home.root / "learning" / "queue.sqlite")  # the edge holds the queue
 
     def make(core: Any) -> ChatSignals:
-        decider = build_decider(home, store=store, recorder=ledger, model=core.model)
-        settler = build_signal_settler(home, decider, queue=queue, asker=core.questions)
+        made: list[Any] = []  # the settler and the queue, once the first decision needs them
+
+        def settler() -> Any:
+            if made:
+                return made[0]
+            from exo_core.decisions.setup import build_decider
+            from exo_core.decisions.signal_escalation import build_signal_settler
+            from exo_core.edge import open_proposal_queue
+
+            decider = build_decider(home, store=store, recorder=ledger, model=core.model)
+            # the edge holds the queue
+            queue = open_proposal_queue(home.root / "learning" / "queue.sqlite") if queued else None
+            try:
+                made.extend((build_signal_settler(home, decider, queue=queue, asker=core.questions), queue))
+            except BaseException:
+                if queue is not None:
+                    queue.close()
+                raise
+            return made[0]
+
+        async def decide(text: str, session: str, draft: str | None, draft_text: str | None) -> Any:
+            return await settler().decide(text, session, draft, draft_text)
 
         async def closing() -> None:
-            await settler.aclose()
-            if queue is not None:
-                queue.close()
+            if not made:
+                return
+            await made[0].aclose()
+            if made[1] is not None:
+                made[1].close()
 
-        return ChatSignals(core.hub, ledger, settler.decide, closing=closing)
+        return ChatSignals(core.hub, ledger, decide, closing=closing)
 
     return make

@@ -17,18 +17,19 @@ Public API, one concept per module:
 * :mod:`.sync`        — ``exo store sync`` of two used copies;
 * :mod:`.migrate`     — format migrations;
 * :mod:`.onboard`     — the onboarding interview: its steps, and the exod flow asking them.
+
+The package exports what opening and reading a store takes. Lint, export and
+import, verify and sync are imported from their modules (``from
+exo_core.store.lint import lint_store``): exod opens its store at start-up and
+would otherwise hold them all, idle (docs/benchmarks.md §2).
 """
 
 from exo_core.store.config import CURRENT_FORMAT, StoreConfig
 from exo_core.store.errors import ImportFormatError, StoreFormatError, StoreVersionError
 from exo_core.store.items import Item, ItemStore, rebuild_items
-from exo_core.store.lint import Finding, LintReport, lint_store
 from exo_core.store.node import Link, Node, parse_node, render_node
 from exo_core.store.router import LoadRule, Router
 from exo_core.store.store import PERSON_SCOPE, Store, init_store, template_path
-from exo_core.store.sync import StoreSyncReport, sync_stores
-from exo_core.store.transfer import ExportResult, export_store, import_store
-from exo_core.store.verify import VerifyReport, verify_store
 
 __all__ = [
     "CURRENT_FORMAT",
@@ -39,9 +40,6 @@ __all__ = [
     "Item",
     "ItemStore",
     "rebuild_items",
-    "Finding",
-    "LintReport",
-    "lint_store",
     "Node",
     "Link",
     "parse_node",
@@ -52,11 +50,4 @@ __all__ = [
     "init_store",
     "template_path",
     "PERSON_SCOPE",
-    "ExportResult",
-    "export_store",
-    "import_store",
-    "StoreSyncReport",
-    "sync_stores",
-    "VerifyReport",
-    "verify_store",
 ]

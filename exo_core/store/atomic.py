@@ -11,8 +11,6 @@ survives a power cut.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import errno
 import os
 import secrets
@@ -87,6 +85,8 @@ def exchange_paths(a: Path, b: Path) -> bool:
     platform or file system does not offer it, so the caller can fall back to
     a journaled two-step swap; raises :class:`StorageError` on a real failure.
     """
+    import ctypes.util  # with tempfile and more under it: not imported by an idle exod (docs/benchmarks.md §2)
+
     try:
         renameat2 = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True).renameat2
     except (OSError, AttributeError):  # not Linux, or a C library without renameat2

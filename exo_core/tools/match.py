@@ -19,7 +19,6 @@ keeps the file's layout.
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass
 
@@ -77,6 +76,8 @@ def find_match(text: str, old: str) -> Match | None:
             return Match(-1, -1, how, count=len(found))
     if len(lines) > _MAX_SIMILARITY_LINES:
         return None  # similarity over every window of a huge file costs too much on a small board
+    import difflib  # the last resort of an edit: not imported by an idle exod (docs/benchmarks.md §2)
+
     target = "\n".join(_norm(w) for w in want)
     scored = sorted(
         (

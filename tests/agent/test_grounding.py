@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exo_core.agent.grounding import call_grounding, grounding_sources
+from exo_core.agent.grounding import call_grounding, files_called, grounding_sources
 from exo_core.agent.model import ChatMessage, ToolCall
 
 
@@ -99,6 +99,50 @@ def test_a_tool_that_works_on_files_must_name_one() -> None:
     fix = [ChatMessage("user", "Fix the typo in notes.md")]
     diff = "--- a/notes.md\n+++ b/notes.md\n@@ -1 +1 @@\n-teh\n+the\n"
     assert call_grounding(ToolCall("c", "apply_patch", {"patch": diff}), fix, [patch]).grounded
+
+
+def test_a_file_without_an_extension_is_named_when_the_person_calls_it_a_file() -> None:
+    # The footprint scenario's workspace holds "notes"; asked to "Delete the file called notes.", the 0.5B
+    # proposed delete_file {"path": "notes"} and rule 4 turned it down: a name without an extension was no file.
+    tools = [spec for spec in _exod_tools() if spec["name"] in ("delete_file", "read_file")]
+    for said in ("Delete the file called notes.", "Please delete my notes file", "Delete a file named 'notes'"):
+        verdict = call_grounding(ToolCall("c", "delete_file", {"path": "notes"}), [ChatMessage("user", said)], tools)
+        assert verdict.grounded, (said, verdict.reason)
+    # the person's word alone, not called a file, still names none
+    france = [ChatMessage("user", "What is the capital of France?")]
+    verdict = call_grounding(ToolCall("c", "read_file", {"path": "France"}), france, tools)
+    assert not verdict.grounded and "names none" in verdict.reason
+    heard = [ChatMessage("user", "Please delete the file call notes.")]  # Whisper's "called": not a file's name
+    verdict = call_grounding(ToolCall("c", "delete_file", {"path": "notes"}), heard, tools)
+    assert not verdict.grounded and "names none" in verdict.reason
+
+
+def test_the_verb_asks_for_one_call_of_its_tool_and_a_second_needs_a_name_not_yet_used() -> None:
+    # The footprint audit, 2026-12-02: after delete_file {"path": "notes"} printed "deleted /tmp/.../ws/notes",
+    # the 0.5B proposed delete_file of that path; the judge took "delete" as asking for it again.
+    tools = _exod_tools()
+    first = ToolCall("c0", "delete_file", {"path": "notes"})
+    turn = [
+        ChatMessage("user", "Delete the file called notes."),
+        ChatMessage("assistant", "", tool_calls=(first,)),
+        ChatMessage("tool", "deleted /tmp/exo-fp/ws/notes", tool_call_id="c0"),
+    ]
+    again = call_grounding(ToolCall("c1", "delete_file", {"path": "/tmp/exo-fp/ws/notes"}), turn, tools)
+    assert not again.grounded and "asked for no change" in again.reason
+    two = [
+        ChatMessage("user", "Delete a.txt and b.txt"),
+        ChatMessage("assistant", "", tool_calls=(ToolCall("c0", "delete_file", {"path": "a.txt"}),)),
+        ChatMessage("tool", "deleted /ws/a.txt", tool_call_id="c0"),
+    ]
+    assert call_grounding(ToolCall("c1", "delete_file", {"path": "b.txt"}), two, tools).grounded
+    assert not call_grounding(ToolCall("c1", "delete_file", {"path": "/ws/a.txt"}), two, tools).grounded
+
+
+def test_files_called_reads_the_names_a_message_calls_files() -> None:
+    assert files_called("Delete the file called notes.") == {"notes"}
+    assert files_called('Open a file named "Makefile" and the todo.txt file') == {"makefile", "todo.txt"}
+    assert files_called("Please file notes on the meeting") == set()
+    assert files_called("Delete the file notes") == set()
 
 
 def test_after_a_result_the_reason_to_act_must_still_come_from_the_person() -> None:

@@ -44,3 +44,14 @@ def test_help_shows_the_example() -> None:
         check=True,
     ).stdout
     assert out.rstrip().endswith("exo ledger verify") and "example:" in out
+
+
+def test_a_named_command_gets_its_parser_without_the_later_commands() -> None:
+    """``exo serve`` builds its own parser, not every command's (idle exod holds what it imported)."""
+    serve = build_parser(command="serve")
+    assert "serve" in command_paths(serve) and "chat" not in command_paths(serve)
+    args = serve.parse_args(["serve", "--home", "h", "--model", "none"])
+    assert args.command == "serve" and args.model == "none"
+    # the edge's command comes after every core one; a name no module adds gets the full parser
+    assert "models fetch" in command_paths(build_parser(command="models"))
+    assert set(command_paths(build_parser(command="nope"))) == set(command_paths(build_parser()))

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from exo_core.store import Link, Node, Store, lint_store, template_path
+from exo_core.store import Link, Node, Store, template_path
+from exo_core.store.lint import lint_store
 from store_fixtures import ledger, signer, store  # noqa: F401  (pytest fixtures)
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from exo_core.store import CURRENT_FORMAT, Link, Store, StoreVersionError, lint_store
+from exo_core.store import CURRENT_FORMAT, Link, Store, StoreVersionError
+from exo_core.store.lint import lint_store
 from exo_core.store.frontmatter import parse_document
 from exo_core.store.migrate import JOURNAL
 

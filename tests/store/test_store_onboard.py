@@ -16,7 +16,9 @@ from hypothesis import strategies as st
 from exo_core.client import ExoClient
 from exo_core.errors import BadBodyError, ConflictError, NotFoundError
 from exo_core.ledger import Ledger
-from exo_core.store import Store, lint_store, verify_store
+from exo_core.store import Store
+from exo_core.store.lint import lint_store
+from exo_core.store.verify import verify_store
 from exo_core.store.onboard import QUESTIONS, InterviewState, answer, apply_plan, next_question, plan
 from exo_testkit import write_script
 from store_fixtures import ledger, signer, store  # noqa: F401  (pytest fixtures)

@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from exo_core.ledger import CheckpointBook, Ledger, Signer, create_signing_key
-from exo_core.store import ItemStore, Link, Node, Store, export_store, import_store, verify_store
+from exo_core.store import ItemStore, Link, Node, Store
+from exo_core.store.transfer import export_store, import_store
+from exo_core.store.verify import verify_store
 from exo_core.store.items import Item
 from exo_core.store.ledger_bridge import checkpoint_hook, open_ledger
 from exo_core.store.sync import sync_stores

@@ -14,7 +14,10 @@ import pytest
 
 from exo_core.errors import ConflictError
 from exo_core.ledger import Ledger, Signer
-from exo_core.store import ItemStore, Link, Node, Store, export_store, import_store, lint_store, verify_store
+from exo_core.store import ItemStore, Link, Node, Store
+from exo_core.store.lint import lint_store
+from exo_core.store.transfer import export_store, import_store
+from exo_core.store.verify import verify_store
 from exo_core.store.ledger_bridge import checkpoint_hook, open_ledger
 from store_fixtures import ledger, signer, store  # noqa: F401  (pytest fixtures)
 
