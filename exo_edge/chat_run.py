@@ -75,6 +75,7 @@ from exo_edge.chat_template import (
     parse_native_calls,
 )
 from exo_edge.grammar_decode import common_prefix, greedy_under_grammar
+from exo_edge.llama_load import Draw
 from exo_edge.written_calls import call_shaped, calls_as_notes, written_call
 
 __all__ = [
@@ -288,7 +289,7 @@ def _text(
     request: ModelRequest,
     *,
     stop: list[str],
-    seed: int,
+    draw: Draw,
     banned: frozenset[int],
     emit: Callable[[Any], None],
     cancel: threading.Event,
@@ -317,10 +318,9 @@ def _text(
     stream = llm.create_completion(
         tokens,
         max_tokens=request.max_tokens,
-        temperature=request.temperature,
         stop=stop or None,
         stream=True,
-        seed=seed,
+        **draw.kwargs(request),
         logits_processor=processors,
     )
     pieces: list[str] = []
@@ -361,7 +361,7 @@ def run_chat(
     request: ModelRequest,
     *,
     n_ctx: int,
-    seed: int,
+    draw: Draw,
     stop: list[str],
     openers: frozenset[int],
     judge: CallJudge = call_grounding,
@@ -415,7 +415,7 @@ def run_chat(
         if found is not None:
             decision = ChatDecision("call", share, accepted, verdict, asked.bidden)
             return _summary("call", found, tokens, reused, accepted), decision
-    result = _text(llm, tokens, request, stop=stop, seed=seed, banned=banned, emit=emit, cancel=cancel, hold=use_tools)
+    result = _text(llm, tokens, request, stop=stop, draw=draw, banned=banned, emit=emit, cancel=cancel, hold=use_tools)
     if result["held"] and result["interrupted"]:
         # the person never saw it, so none of it is the answer (kept, it would show the model a call next turn)
         result = {**result, "text": ""}
@@ -430,7 +430,7 @@ def run_chat(
         evaluated,
         share,
         stop=stop,
-        seed=seed,
+        draw=draw,
         judge=judge,
         openers=openers,
         emit=emit,
@@ -462,7 +462,7 @@ def _written_out(
     share: float | None,
     *,
     stop: list[str],
-    seed: int,
+    draw: Draw,
     judge: CallJudge,
     openers: frozenset[int],
     emit: Callable[[Any], None],
@@ -481,7 +481,7 @@ def _written_out(
     prompt = template.render(calls_as_notes(request.messages), ())
     tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
     reused = common_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens)
-    result = _text(llm, tokens, request, stop=stop, seed=seed, banned=openers, emit=emit, cancel=cancel)
+    result = _text(llm, tokens, request, stop=stop, draw=draw, banned=openers, emit=emit, cancel=cancel)
     decision = ChatDecision("text", share, written, verdict + "; answered from the prompt without tools")
     return _summary("text", result, tokens, reused), decision
 
