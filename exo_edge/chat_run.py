@@ -29,8 +29,10 @@ offered and ``tool_choice="auto"``:
    Otherwise the core's judge
    (:func:`exo_core.agent.grounding.call_grounding`) checks each candidate
    against the person's words; the first it accepts is the answer. When it
-   accepts none, the answer is generated as text from the same evaluated
-   prompt.
+   accepts none, the answer is generated as text from the prompt rendered
+   without the tools and with the calls told in words, as in step 6: text
+   sampled where the model meant to call describes the call instead of
+   answering.
 5. **Text** is sampled with the call openers banned at its first position and
    streamed piece by piece from its first token: once the answer is text it
    stays text.
@@ -75,6 +77,7 @@ from exo_edge.chat_template import (
     parse_native_calls,
 )
 from exo_edge.grammar_decode import common_prefix, greedy_under_grammar
+from exo_edge.llama_load import Draw
 from exo_edge.written_calls import call_shaped, calls_as_notes, written_call
 
 __all__ = [
@@ -288,7 +291,7 @@ def _text(
     request: ModelRequest,
     *,
     stop: list[str],
-    seed: int,
+    draw: Draw,
     banned: frozenset[int],
     emit: Callable[[Any], None],
     cancel: threading.Event,
@@ -317,10 +320,9 @@ def _text(
     stream = llm.create_completion(
         tokens,
         max_tokens=request.max_tokens,
-        temperature=request.temperature,
         stop=stop or None,
         stream=True,
-        seed=seed,
+        **draw.kwargs(request),
         logits_processor=processors,
     )
     pieces: list[str] = []
@@ -361,7 +363,7 @@ def run_chat(
     request: ModelRequest,
     *,
     n_ctx: int,
-    seed: int,
+    draw: Draw,
     stop: list[str],
     openers: frozenset[int],
     judge: CallJudge = call_grounding,
@@ -375,7 +377,10 @@ def run_chat(
     ``asking`` reads which tools the person's words name (steps 2 and 3).
     """
     use_tools = bool(request.tools) and request.tool_choice != "none" and template.native
-    prompt = template.render(request.messages, request.tools if use_tools else ())
+    if use_tools:
+        prompt = template.render(request.messages, request.tools)
+    else:  # earlier calls rendered natively, the model writes more of them even offered no tools (step 6)
+        prompt = template.render(calls_as_notes(request.messages), ())
     tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
     limit = n_ctx - request.max_tokens
     if len(tokens) > limit:
@@ -415,7 +420,21 @@ def run_chat(
         if found is not None:
             decision = ChatDecision("call", share, accepted, verdict, asked.bidden)
             return _summary("call", found, tokens, reused, accepted), decision
-    result = _text(llm, tokens, request, stop=stop, seed=seed, banned=banned, emit=emit, cancel=cancel, hold=use_tools)
+        summary, decision = _words_without_tools(
+            llm,
+            template,
+            request,
+            share,
+            proposed,
+            verdict,
+            stop=stop,
+            draw=draw,
+            openers=openers,
+            emit=emit,
+            cancel=cancel,
+        )
+        return summary, dataclasses.replace(decision, bidden=asked.bidden)
+    result = _text(llm, tokens, request, stop=stop, draw=draw, banned=banned, emit=emit, cancel=cancel, hold=use_tools)
     if result["held"] and result["interrupted"]:
         # the person never saw it, so none of it is the answer (kept, it would show the model a call next turn)
         result = {**result, "text": ""}
@@ -430,7 +449,7 @@ def run_chat(
         evaluated,
         share,
         stop=stop,
-        seed=seed,
+        draw=draw,
         judge=judge,
         openers=openers,
         emit=emit,
@@ -462,7 +481,7 @@ def _written_out(
     share: float | None,
     *,
     stop: list[str],
-    seed: int,
+    draw: Draw,
     judge: CallJudge,
     openers: frozenset[int],
     emit: Callable[[Any], None],
@@ -478,11 +497,38 @@ def _written_out(
             summary = _summary("call", {**held, "first_at": None}, tokens, reused, written)
             return summary, ChatDecision("call", share, written, f"a call written as text: {grounding.reason}")
         verdict = f"a call written as text ({written.name}) turned down: {grounding.reason}"
+    return _words_without_tools(
+        llm, template, request, share, written, verdict, stop=stop, draw=draw, openers=openers, emit=emit, cancel=cancel
+    )
+
+
+def _words_without_tools(
+    llm: Any,
+    template: ChatTemplate,
+    request: ModelRequest,
+    share: float | None,
+    proposed: ToolCall | None,
+    verdict: str,
+    *,
+    stop: list[str],
+    draw: Draw,
+    openers: frozenset[int],
+    emit: Callable[[Any], None],
+    cancel: threading.Event,
+) -> tuple[dict[str, Any], ChatDecision]:
+    """The answer in words from the prompt without tools, the calls made so far told as notes (steps 4 and 6).
+
+    Text sampled from a prompt where the model meant to call describes the call
+    instead of answering: after reading ``todo.txt`` the 0.5B wanted the same read
+    again and, turned down, wrote "To read the file todo.txt ... you can use the
+    `read_file` function"; from this prompt it wrote "The first item ... is `buy
+    oat milk`" (docs/models.md, "Text or a tool call").
+    """
     prompt = template.render(calls_as_notes(request.messages), ())
     tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
     reused = common_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens)
-    result = _text(llm, tokens, request, stop=stop, seed=seed, banned=openers, emit=emit, cancel=cancel)
-    decision = ChatDecision("text", share, written, verdict + "; answered from the prompt without tools")
+    result = _text(llm, tokens, request, stop=stop, draw=draw, banned=openers, emit=emit, cancel=cancel)
+    decision = ChatDecision("text", share, proposed, verdict + "; answered from the prompt without tools")
     return _summary("text", result, tokens, reused), decision
 
 

@@ -33,7 +33,7 @@ from exo_core.agent.model import ModelRequest, TextDelta
 from exo_core.models.failures import FailureKind, ProviderError
 from exo_edge.answer_tidy import AnswerTidy
 from exo_edge.grammar_decode import common_prefix, greedy_under_grammar
-from exo_edge.llama_load import LlamaSettings, trim_heap
+from exo_edge.llama_load import Draw, LlamaSettings, trim_heap
 from exo_edge.llama_window import WHERE
 from exo_edge.prompting import CALL_PREFIX, call_grammar, chat_messages, render_completion, tool_grammar
 
@@ -78,7 +78,7 @@ def _generate(
     prompt: Any,
     request: ModelRequest,
     *,
-    seed: int,
+    draw: Draw,
     stop: list[str],
     grammar: Any,
     emit: Emit,
@@ -99,21 +99,19 @@ def _generate(
         stream = llm.create_chat_completion(
             prompt,
             max_tokens=request.max_tokens,
-            temperature=request.temperature,
             stop=stop or None,
             stream=True,
             grammar=grammar,
-            seed=seed,
+            **draw.kwargs(request),
         )
     else:
         stream = llm.create_completion(
             prompt,
             max_tokens=request.max_tokens,
-            temperature=request.temperature,
             stop=stop,
             stream=True,
             grammar=grammar,
-            seed=seed,
+            **draw.kwargs(request),
         )
     pieces: list[str] = []
     held = watch_call
@@ -195,7 +193,7 @@ def run_completion(
             "first_at": None,
         }
         tidy = AnswerTidy(fmt)
-        seed = settings.seed
+        draw = settings.draw
         if mode == "text" and use_tools:
             # call or text? decided greedily on the first few tokens, whatever the
             # temperature, so sampling noise does not turn a call into prose
@@ -203,7 +201,7 @@ def run_completion(
                 llm,
                 tokens,
                 replace(request, temperature=0.0, max_tokens=DECIDE_TOKENS),
-                seed=seed,
+                draw=draw,
                 stop=stop,
                 grammar=None,
                 emit=emit,
@@ -222,7 +220,7 @@ def run_completion(
                         llm,
                         rest_prompt,
                         replace(request, max_tokens=request.max_tokens - DECIDE_TOKENS),
-                        seed=seed,
+                        draw=draw,
                         stop=stop,
                         grammar=None,
                         emit=emit,
@@ -238,7 +236,7 @@ def run_completion(
                     }
         elif mode == "text":
             result = _text_answer(
-                llm, tokens, request, watch_call=after_call, seed=seed, stop=stop, emit=emit, cancel=cancel, tidy=tidy
+                llm, tokens, request, watch_call=after_call, draw=draw, stop=stop, emit=emit, cancel=cancel, tidy=tidy
             )
         if mode == "call" and not result["interrupted"]:
             call_prompt = tokens + llm.tokenize(b" " + CALL_PREFIX.rstrip().encode(), add_bos=False, special=False)
@@ -253,7 +251,7 @@ def run_completion(
             cut = result["finish"] == "length" and not result["interrupted"]
             if cut and request.tool_choice == "auto":
                 result = _words_instead(
-                    llm, request, fmt=fmt, seed=seed, stop=stop, emit=emit, cancel=cancel, tidy=tidy
+                    llm, request, fmt=fmt, draw=draw, stop=stop, emit=emit, cancel=cancel, tidy=tidy
                 )
                 mode = "text"
     finally:
@@ -269,7 +267,7 @@ def _words_instead(
     request: ModelRequest,
     *,
     fmt: Any,
-    seed: int,
+    draw: Draw,
     stop: list[str],
     emit: Emit,
     cancel: threading.Event,
@@ -287,7 +285,7 @@ def _words_instead(
     prompt = render_completion(request.messages, fmt, ())
     tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=False)
     return _text_answer(
-        llm, tokens, request, watch_call=True, seed=seed, stop=stop, emit=emit, cancel=cancel, tidy=tidy
+        llm, tokens, request, watch_call=True, draw=draw, stop=stop, emit=emit, cancel=cancel, tidy=tidy
     )
 
 
@@ -297,7 +295,7 @@ def _text_answer(
     request: ModelRequest,
     *,
     watch_call: bool,
-    seed: int,
+    draw: Draw,
     stop: list[str],
     emit: Emit,
     cancel: threading.Event,
@@ -309,7 +307,7 @@ def _text_answer(
         llm,
         tokens,
         request,
-        seed=seed,
+        draw=draw,
         stop=stop,
         grammar=None,
         emit=emit,
@@ -345,7 +343,7 @@ def run_chat_grammar(
         llm,
         chat_messages(request.messages),
         request,
-        seed=settings.seed,
+        draw=settings.draw,
         stop=stop,
         grammar=grammar,
         emit=emit,

@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from exo_core.agent.model import ModelRequest
 from exo_core.models.failures import FailureKind, ProviderError
-from exo_edge.manifest import PromptFormat
+from exo_edge.manifest import PromptFormat, Sampling
 
-__all__ = ["KV_TYPES", "LlamaSettings", "load_llama", "rss_bytes", "trim_heap"]
+__all__ = ["KV_TYPES", "Draw", "LlamaSettings", "load_llama", "rss_bytes", "trim_heap"]
 
 
 def rss_bytes() -> int:
@@ -53,12 +54,15 @@ class LlamaSettings:
     f16 stays the default.
     ``swa_full`` keeps a full-length cache for the sliding-window layers,
     which prefix reuse needs (llama.cpp cannot roll a windowed cache back).
+    ``sampling`` is the model maker's recommended sampling (the manifest's
+    ``[sampling]``); a request's own ``temperature`` wins over its temperature.
     ``use_mmap`` maps the GGUF (file-backed pages the kernel can drop and
     re-read under pressure) instead of copying it into anonymous memory.
     """
 
     model_path: Path
     prompt: PromptFormat = field(default_factory=PromptFormat)
+    sampling: Sampling = field(default_factory=Sampling)
     n_ctx: int = 2048
     n_threads: int = 2
     n_batch: int = 256
@@ -69,6 +73,31 @@ class LlamaSettings:
     use_mmap: bool = True
     seed: int = 0
     name: str = ""
+
+    @property
+    def draw(self) -> Draw:
+        """The sampling of this model's generations."""
+        return Draw(seed=self.seed, sampling=self.sampling)
+
+
+@dataclass(frozen=True, slots=True)
+class Draw:
+    """How one generation samples its tokens: the model's recommended sampling and the seed."""
+
+    seed: int = 0
+    sampling: Sampling = field(default_factory=Sampling)
+
+    def kwargs(self, request: ModelRequest) -> dict[str, Any]:
+        """llama-cpp-python's sampling arguments for ``request`` (its own temperature wins)."""
+        sampling = self.sampling
+        return {
+            "temperature": request.temperature_or(sampling.temperature),
+            "top_p": sampling.top_p,
+            "top_k": sampling.top_k,
+            "min_p": sampling.min_p,
+            "repeat_penalty": sampling.repeat_penalty,
+            "seed": self.seed,
+        }
 
 
 def load_llama(settings: LlamaSettings) -> Any:

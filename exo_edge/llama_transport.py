@@ -204,7 +204,7 @@ class LlamaTransport:
                 template,
                 request,
                 n_ctx=self.settings.n_ctx,
-                seed=self.settings.seed,
+                draw=self.settings.draw,
                 stop=stop,
                 openers=self._call_openers(llm),
                 judge=self.judge,

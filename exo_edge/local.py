@@ -38,7 +38,7 @@ from exo_core.models.router import ModelRouter, build_router
 
 if TYPE_CHECKING:
     from exo_edge.llama_transport import LlamaSettings, LlamaTransport
-    from exo_edge.manifest import PromptFormat
+    from exo_edge.manifest import PromptFormat, Sampling
 
 __all__ = ["local_settings", "local_factory", "local_transport"]
 
@@ -74,17 +74,18 @@ def _local_config(config: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _model_source(home: ExoHome, name: str) -> tuple[Path, PromptFormat, int | None]:
-    """The file, prompt format and trained context length of ``name``: a model registered with
-    ``exo models add``, else a shipped manifest (its file wherever fetched)."""
-    from exo_edge.manifest import PromptFormat, find_manifest, load_manifests
+def _model_source(home: ExoHome, name: str) -> tuple[Path, PromptFormat, Sampling, int | None]:
+    """The file, prompt format, sampling and trained context length of ``name``: a model registered
+    with ``exo models add`` (llama-cpp-python's sampling), else a shipped manifest (its file wherever
+    fetched)."""
+    from exo_edge.manifest import PromptFormat, Sampling, find_manifest, load_manifests
     from exo_edge.paths import locate_model_file
     from exo_edge.registered import load_registered
 
     registered = load_registered(home)
     if name in registered:
         entry = registered[name]
-        return entry.checked_path(), entry.prompt, entry.context_length
+        return entry.checked_path(), entry.prompt, Sampling(), entry.context_length
     try:
         manifest = find_manifest(name)
     except NotFoundError as exc:
@@ -99,7 +100,7 @@ def _model_source(home: ExoHome, name: str) -> tuple[Path, PromptFormat, int | N
     context = manifest.extra.get("context_length")
     if isinstance(context, bool) or not isinstance(context, int):
         context = None
-    return Path(path), manifest.prompt or PromptFormat(), context
+    return Path(path), manifest.prompt or PromptFormat(), manifest.sampling, context
 
 
 def local_settings(home: ExoHome, name: str, *, overrides: Mapping[str, Any] | None = None) -> LlamaSettings:
@@ -109,13 +110,13 @@ def local_settings(home: ExoHome, name: str, *, overrides: Mapping[str, Any] | N
     """
     from exo_edge.llama_transport import LlamaSettings
 
-    path, prompt, context = _model_source(home, name)
+    path, prompt, sampling, context = _model_source(home, name)
     cfg = _local_config(home.config())
     cfg.update(overrides or {})
     cfg.setdefault("n_threads", min(2, os.cpu_count() or 1))
     if context is not None and cfg.get("n_ctx", 0) > context:
         cfg["n_ctx"] = context
-    return LlamaSettings(model_path=path, prompt=prompt, name=name, **cfg)
+    return LlamaSettings(model_path=path, prompt=prompt, sampling=sampling, name=name, **cfg)
 
 
 def local_factory(home: ExoHome, *, overrides: Mapping[str, Any] | None = None) -> Callable[[str], LlamaTransport]:

@@ -25,6 +25,7 @@ __all__ = [
     "FilePart",
     "ModelFile",
     "PromptFormat",
+    "Sampling",
     "ModelManifest",
     "manifests_dir",
     "load_manifest",
@@ -120,6 +121,25 @@ class PromptFormat:
 
 
 @dataclass(frozen=True, slots=True)
+class Sampling:
+    """How a model's answers are sampled, from the model maker's own recommendation.
+
+    A manifest's ``[sampling]`` table copies the upstream model's
+    ``generation_config.json`` (docs/models.md, "Sampling"); a model without
+    one (or registered with ``exo models add``) gets llama-cpp-python's own
+    defaults with the temperature Exo always used. A request that names its own
+    ``temperature`` (a decision at 0, a summary at 0.2) keeps it; the other
+    settings apply to every call.
+    """
+
+    temperature: float = 0.7
+    top_p: float = 0.95
+    top_k: int = 40
+    min_p: float = 0.05
+    repeat_penalty: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
 class ModelManifest:
     """A model: its name, kind, licence, source packages and files."""
 
@@ -130,6 +150,7 @@ class ModelManifest:
     files: tuple[ModelFile, ...]
     description: str = ""
     prompt: PromptFormat | None = None
+    sampling: Sampling = field(default_factory=Sampling)
     extra: Mapping[str, Any] = field(default_factory=dict)
     path: Path | None = None
 
@@ -217,6 +238,37 @@ def _parse_prompt(data: Any, where: str) -> PromptFormat:
             )
         kwargs["interrupted"] = data["interrupted"]
     return PromptFormat(format=fmt, stop=tuple(stop), examples=tuple((q, a) for q, a in examples), **kwargs)
+
+
+# each [sampling] key with its type and the smallest and largest value it may take
+_SAMPLING_RANGES: dict[str, tuple[type, float, float]] = {
+    "temperature": (float, 0.0, 2.0),
+    "top_p": (float, 0.0, 1.0),
+    "top_k": (int, 0, 1_000_000),
+    "min_p": (float, 0.0, 1.0),
+    "repeat_penalty": (float, 0.5, 2.0),
+}
+
+
+def _parse_sampling(data: Any, where: str) -> Sampling:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: [sampling] must be a table")
+    kwargs: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in _SAMPLING_RANGES:
+            raise ConfigError(f"{where}: [sampling] has unknown key {key!r}; known: {', '.join(_SAMPLING_RANGES)}")
+        kind, low, high = _SAMPLING_RANGES[key]
+        wanted = f"{where}: sampling.{key} must be a number from {low} to {high}, not {value!r}"
+        if kind is int:
+            wanted = f"{where}: sampling.{key} must be a whole number from {low} to {high}, not {value!r}"
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(wanted)
+        if kind is int and not isinstance(value, int):
+            raise ConfigError(wanted)
+        if not low <= value <= high:
+            raise ConfigError(wanted)
+        kwargs[key] = kind(value)
+    return Sampling(**kwargs)
 
 
 def _parse_parts(data: Any, where: str, packages: set[str]) -> tuple[FilePart, ...]:
@@ -307,7 +359,7 @@ def load_manifest(path: Path) -> ModelManifest:
     files: list[ModelFile] = []
     for f in files_raw:
         files.append(_parse_file(f, where, packages, {x.name for x in files}))
-    known = {"name", "kind", "licence", "description", "sources", "files", "prompt"}
+    known = {"name", "kind", "licence", "description", "sources", "files", "prompt", "sampling"}
     extra = {k: v for k, v in data.items() if k not in known}
     return ModelManifest(
         name=_req_str(data, "name", where),
@@ -317,6 +369,7 @@ def load_manifest(path: Path) -> ModelManifest:
         files=tuple(files),
         description=_opt_str(data, "description", where) or "",
         prompt=_parse_prompt(data["prompt"], where) if "prompt" in data else None,
+        sampling=_parse_sampling(data.get("sampling", {}), where),
         extra=extra,
         path=path,
     )

@@ -19,6 +19,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 __all__ = [
     "INTERRUPTED_MARK",
+    "DEFAULT_TEMPERATURE",
     "ChatMessage",
     "ToolCall",
     "ModelRequest",
@@ -38,6 +39,8 @@ __all__ = [
 Role = Literal["system", "user", "assistant", "tool"]
 # appended to the text of an assistant answer the person interrupted (see to_chat_messages)
 INTERRUPTED_MARK = "\n[interrupted]"
+# the temperature of an answer whose request names none, where the model has no recommended sampling here
+DEFAULT_TEMPERATURE = 0.7
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,11 +84,19 @@ class ModelRequest:
     messages: tuple[ChatMessage, ...]
     tools: tuple[dict[str, Any], ...] = ()
     max_tokens: int = 512
-    temperature: float = 0.7
+    # None: the model's own recommended sampling (a local model's manifest, docs/models.md "Sampling"),
+    # or DEFAULT_TEMPERATURE for an engine or provider that has no such setting here
+    temperature: float | None = None
     stop: tuple[str, ...] = ()
     role: str = "main"
     tool_choice: str = "auto"
     pointed: tuple[ToolCall, ...] = ()
+
+    def temperature_or(self, default: float = DEFAULT_TEMPERATURE) -> float:
+        """The temperature this request names, else ``default`` (the model's recommended one)."""
+        if self.temperature is None:
+            return default
+        return self.temperature
 
 
 @dataclass(frozen=True, slots=True)

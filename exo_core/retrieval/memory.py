@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +22,7 @@ from exo_core.retrieval.pipeline import Retriever
 if TYPE_CHECKING:
     from exo_core.home import ExoHome
 
-__all__ = ["StoreMemory", "PACK_HEADING", "RECALL_HEADING", "PROMPT_FLOOR", "open_store_memory"]
+__all__ = ["StoreMemory", "PACK_HEADING", "RECALL_HEADING", "PROMPT_FLOOR", "open_store_memory", "without_comments"]
 
 _log = logging.getLogger(__name__)
 PACK_HEADING = "## About the person: their pack (the page they keep; [[links]] name notes in their store)"
@@ -30,6 +31,17 @@ RECALL_HEADING = "## Notes recalled for this message (each starts with its id in
 # what it is shown, and weak matches (other questions' past turns, an unrelated person's note) gave it
 # the wrong answer to copy ("my daughter Mina is in Porto", docs/retrieval.md "In the prompt").
 PROMPT_FLOOR = 0.5
+# The pack's HTML comments are notes for the person (the template's guidance, the learned section's
+# markers): a small model copies whatever page text it is shown, so they stay out of the prompt
+# (docs/store.md, "Layers").
+_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
+_BLANK_RUN = re.compile(r"\n[ \t]*(?:\n[ \t]*)+\n")
+
+
+def without_comments(page: str) -> str:
+    """``page`` with its HTML comments taken out and the blank lines they leave closed up."""
+    text = _COMMENT.sub("", page)
+    return _BLANK_RUN.sub("\n\n", text).strip()
 
 
 class StoreMemory:
@@ -57,7 +69,7 @@ class StoreMemory:
         Kept apart so each can be fitted to a small window.
         """
         pack_text = await asyncio.to_thread(self.retriever.store.pack_text)
-        pack = f"{PACK_HEADING}\n{pack_text.strip()}"
+        pack = f"{PACK_HEADING}\n{without_comments(pack_text)}"
         try:
             recalled = await asyncio.to_thread(
                 self.retriever.retrieve, text, scope=self.scope, session_id=session_id, floor=PROMPT_FLOOR

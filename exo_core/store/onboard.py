@@ -275,8 +275,8 @@ def plan(state: InterviewState, *, today: str | None = None) -> OnboardPlan:
         )
         who.append("- Languages: [[self/languages]]")
     pack = (
-        "# Pack\n\nThe one page Exo reads on every request. It points to beliefs and never copies them.\n"
-        f"Written by the onboarding interview on {day}; edit it freely.\n\n"
+        "# Pack\n\n<!-- The one page Exo reads on every request. It points to beliefs and never copies them.\n"
+        f"Written by the onboarding interview on {day}; edit it freely. The model never sees this comment. -->\n\n"
         "## Who I am\n\n" + "\n".join(who) + "\n\n## Standing rules\n\n" + "\n".join(rules) + "\n\n"
         "## Voice and taste\n\n- Answer length: [[taste/answer-length]]\n- Tone: [[taste/tone]]\n\n"
         "## Needs my approval\n\n- See [[rules/approval]]; the operator floor always applies.\n"
@@ -286,11 +286,38 @@ def plan(state: InterviewState, *, today: str | None = None) -> OnboardPlan:
     return OnboardPlan(pack, tuple(nodes), load_rules, said)
 
 
+# The template's pack page as stores made before its guidance became a comment have it: still blank.
+_BLANK_BEFORE_COMMENTS = """# Pack
+
+The one page Exo reads on every request. It holds pointers to beliefs, never
+copies of them: write a line here and link the node that holds the detail,
+like `[[self/INDEX]]`. Counts and dates live in the nodes and the ledger.
+
+`exo onboard` fills this page from a short interview; edit it freely after.
+
+## Who I am
+
+- See [[self/INDEX]].
+
+## Standing rules
+
+- See [[rules/INDEX]].
+
+## Voice and taste
+
+- See [[taste/INDEX]].
+
+## Needs my approval
+
+- Anything that sends, posts, pays, pushes or deletes waits for my answer.
+"""
+
+
 def check_fillable(store: Store, node_ids: tuple[str, ...] = ()) -> None:
     """Raise :class:`ConflictError` when the pack was edited or a node exists: onboarding only fills an empty store."""
     pack = store.root / layout.PACK
     blank = (template_path() / layout.PACK).read_text(encoding="utf-8")
-    if pack.is_file() and pack.read_text(encoding="utf-8") != blank:
+    if pack.is_file() and pack.read_text(encoding="utf-8") not in (blank, _BLANK_BEFORE_COMMENTS):
         raise ConflictError(f"{pack} was already edited; onboarding only fills an empty store (or use force)")
     for node_id in node_ids:
         if store.node_path(node_id).exists():

@@ -107,7 +107,7 @@ class AnthropicTransport(HostedTransport):
             "messages": messages,
             "stream": True,
             "max_tokens": request.max_tokens,
-            "temperature": request.temperature,
+            "temperature": request.temperature_or(),
         }
         if system:
             body["system"] = system

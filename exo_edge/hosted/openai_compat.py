@@ -147,7 +147,7 @@ class OpenAICompatTransport(HostedTransport):
             "stream": True,
             "stream_options": {"include_usage": True},
             "max_tokens": request.max_tokens,
-            "temperature": request.temperature,
+            "temperature": request.temperature_or(),
         }
         if request.stop:
             body["stop"] = list(request.stop)

@@ -90,7 +90,9 @@ def lines_from_cases(path: Path, split: str) -> dict[str, tuple[str, str]]:
 
 
 def _learned_section(system: str) -> str:
-    found = re.search(r"<!-- exo:learned:begin -->(.*?)<!-- exo:learned:end -->", system, re.S)
+    # the prompt shows the pack without its comments, so the section's markers are gone: it runs
+    # from its heading to the next heading (docs/store.md, "Layers")
+    found = re.search(r"^## Learned taste\n(.*?)(?=^## |\Z)", system, re.S | re.M)
     return found.group(1) if found else ""
 
 

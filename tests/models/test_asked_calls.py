@@ -13,7 +13,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from exo_core.agent.model import ChatMessage, ModelRequest, ToolCallChunk
+from exo_core.agent.loop import BASE_PROMPT
+from exo_core.agent.model import ChatMessage, ModelRequest, TextDelta, ToolCall, ToolCallChunk
+from exo_core.tools import builtin_tools
 from exo_edge.chat_run import CANDIDATE_SHARE, CANDIDATES, call_candidates
 from exo_edge.llama_transport import LlamaSettings, LlamaTransport
 from exo_edge.manifest import find_manifest
@@ -83,3 +85,39 @@ async def test_a_plugins_tool_bidden_by_its_verb_is_called_and_a_question_bids_n
     assert [(c.name, c.arguments) for c in calls] == [("water_plants", {"room": "kitchen"})]
     [c async for c in qwen.stream(_ask("How often should ferns get water?"))]
     assert qwen.last_decision is not None and qwen.last_decision.bidden == ()
+
+
+def _after_the_read(tools: tuple[dict[str, object], ...]) -> ModelRequest:
+    read = ToolCall(id="call_0", name="read_file", arguments={"path": "todo.txt", "start": 1, "end": 1})
+    return ModelRequest(
+        messages=(
+            ChatMessage("system", BASE_PROMPT),
+            ChatMessage("user", "Read the file todo.txt and tell me the first item on it."),
+            ChatMessage("assistant", "", tool_calls=(read,)),
+            ChatMessage("tool", "buy oat milk\n", tool_call_id="call_0"),
+        ),
+        tools=tools,
+        temperature=0.0,
+        max_tokens=60,
+    )
+
+
+def _exods_tools() -> tuple[dict[str, object], ...]:
+    return tuple(spec.to_model() for spec in builtin_tools().specs())
+
+
+@pytest.mark.model
+async def test_after_a_read_a_call_turned_down_leaves_an_answer_from_the_result(qwen: LlamaTransport) -> None:
+    # the 0.5B asks for the same read again; the judge turns it down (made already), and the words
+    # come from the prompt without tools: from the tools' prompt it described the read instead
+    chunks = [c async for c in qwen.stream(_after_the_read(_exods_tools()))]
+    decision = qwen.last_decision
+    text = "".join(c.text for c in chunks if isinstance(c, TextDelta))
+    assert decision is not None and decision.mode == "text", decision
+    assert decision.verdict.endswith("answered from the prompt without tools"), decision
+    assert not [c for c in chunks if isinstance(c, ToolCallChunk)]
+    assert "oat milk" in text.lower() and '"name"' not in text and "read_file" not in text, text
+    # offered no tools at all, the earlier call is told in words too, not rendered as a call to copy
+    chunks = [c async for c in qwen.stream(_after_the_read(()))]
+    text = "".join(c.text for c in chunks if isinstance(c, TextDelta))
+    assert "oat milk" in text.lower() and '"name"' not in text, text

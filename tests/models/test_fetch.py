@@ -19,9 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from exo_core.agent.model import DEFAULT_TEMPERATURE, ModelRequest
 from exo_core.errors import ConfigError, CorruptDataError
 from exo_edge.fetch import ModelFetcher, ModelFetchError
-from exo_edge.manifest import load_manifest, load_manifests
+from exo_edge.llama_load import Draw
+from exo_edge.manifest import Sampling, load_manifest, load_manifests
 
 ASSEMBLE_SRC = """
 from importlib.resources import files
@@ -85,7 +87,7 @@ class Index:
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
 
@@ -248,6 +250,48 @@ def test_bad_manifests_are_config_errors(tmp_path: Path, body: str, needle: str)
     with pytest.raises(ConfigError) as info:
         load_manifest(path)
     assert needle in info.value.message
+
+
+_GOOD = (
+    'name="x"\nkind="gguf"\nlicence="l"\n[[sources]]\npackage="p"\nversion="1"\n'
+    '[[files]]\nname="a.gguf"\nbuild="copy"\npackage="p"\nmember="m"\n'
+)
+
+
+@pytest.mark.parametrize(
+    "table,needle",
+    [
+        ("temperature = 3.5", "sampling.temperature must be a number from 0.0 to 2.0, not 3.5"),
+        ("top_k = 20.5", "sampling.top_k must be a whole number"),
+        ("top_p = true", "sampling.top_p must be a number"),
+        ('min_p = "0.1"', "sampling.min_p must be a number"),
+        ("seed = 3", "[sampling] has unknown key 'seed'"),
+    ],
+)
+def test_a_bad_sampling_table_names_the_key(tmp_path: Path, table: str, needle: str) -> None:
+    path = tmp_path / "m.toml"
+    path.write_text(_GOOD + "[sampling]\n" + table + "\n")
+    with pytest.raises(ConfigError) as info:
+        load_manifest(path)
+    assert needle in info.value.message
+
+
+def test_a_sampling_table_overrides_llama_cpps_defaults_key_by_key(tmp_path: Path) -> None:
+    path = tmp_path / "m.toml"
+    path.write_text(_GOOD + "[sampling]\ntemperature = 0\ntop_k = 20\n")
+    sampling = load_manifest(path).sampling
+    assert (sampling.temperature, sampling.top_k, sampling.top_p) == (0.0, 20, 0.95)
+    assert isinstance(sampling.temperature, float)
+    path.write_text(_GOOD)
+    assert load_manifest(path).sampling == Sampling()
+
+
+def test_a_requests_own_temperature_wins_over_the_models(tmp_path: Path) -> None:
+    draw = Draw(seed=3, sampling=Sampling(temperature=0.7, top_k=20))
+    assert draw.kwargs(ModelRequest(messages=()))["temperature"] == 0.7
+    decided = draw.kwargs(ModelRequest(messages=(), temperature=0.0))
+    assert decided["temperature"] == 0.0 and decided["top_k"] == 20 and decided["seed"] == 3
+    assert ModelRequest(messages=()).temperature_or() == DEFAULT_TEMPERATURE
 
 
 def test_shipped_manifests_parse() -> None:

@@ -12,15 +12,15 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from retrieval_kit import HashEmbedder, add_turns, make_store, node
 
 from exo_core.ledger import Ledger, Signer, create_signing_key
-from exo_core.retrieval import DocIndex, Doc, RetrievalSettings, Retriever, StoreMemory
-from exo_core.retrieval.memory import PACK_HEADING, PROMPT_FLOOR, RECALL_HEADING
-from exo_core.retrieval.rank import RRF_K
+from exo_core.retrieval import Doc, DocIndex, RetrievalSettings, Retriever, StoreMemory
 from exo_core.retrieval.lexical import match_expression
+from exo_core.retrieval.memory import PACK_HEADING, PROMPT_FLOOR, RECALL_HEADING, without_comments
+from exo_core.retrieval.rank import RRF_K
 from exo_core.store import Store
 from exo_edge.vectors import VectorIndex
-from retrieval_kit import HashEmbedder, add_turns, make_store, node
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -152,7 +152,7 @@ def test_a_retrieval_ledger_entry_names_the_ids_and_token_count(store: Store, si
 def test_memory_provider_puts_the_pack_first_then_the_recalled_blocks(store: Store, sessions: Path) -> None:
     memory = StoreMemory(_retriever(store, sessions))
     block = asyncio.run(memory.system_block("now", "tell me about vim"))
-    assert block.startswith(PACK_HEADING + "\n" + store.pack_text().strip())
+    assert block.startswith(PACK_HEADING + "\n" + without_comments(store.pack_text()))
     assert block.index(RECALL_HEADING) < block.index("[work/editor]")
     recalled = asyncio.run(memory.recall("vim", limit=1))
     assert recalled.count("\n[") == 0 and recalled.startswith("[")
@@ -232,11 +232,28 @@ def test_exo_recall_prints_ids_kinds_scores_and_tokens(store: Store, tmp_path: P
     assert bad.returncode == 2 and "budget" in bad.stderr
 
 
+def test_the_packs_comments_are_for_the_person_and_stay_out_of_the_prompt(store: Store) -> None:
+    # the template's guidance is a comment: a small model copied such page text as its answer
+    assert "<!--" in store.pack_text() and "reads on every request" in store.pack_text()
+    page = (
+        "# Pack\n\n<!-- a note to myself\nover two lines -->\n\n\n## Who I am\n\n- Name: Sam\n\n"
+        "<!-- exo:learned:begin -->\n## Learned taste\n\n- short answers\n<!-- exo:learned:end -->\n"
+        "<!-- never closed"
+    )
+    (store.root / "pack.md").write_text(page, encoding="utf-8")
+    memory = StoreMemory(_retriever(store))
+    block = asyncio.run(memory.system_block("now", "vim"))
+    memory.close()
+    assert "<!--" not in block and "note to myself" not in block and "never closed" not in block
+    assert "# Pack\n\n## Who I am\n\n- Name: Sam\n\n## Learned taste\n\n- short answers" in block
+    assert without_comments("<!-- only a comment -->") == ""
+
+
 def test_a_broken_store_file_leaves_the_pack_and_no_recall(store: Store, tmp_path: Path) -> None:
     memory = StoreMemory(_retriever(store))
     (store.root / "work" / "broken.md").write_text("---\nid: [not closed\n", encoding="utf-8")
     block = asyncio.run(memory.system_block("now", "vim"))
-    assert block == PACK_HEADING + "\n" + store.pack_text().strip() + "\n"
+    assert block == PACK_HEADING + "\n" + without_comments(store.pack_text()) + "\n"
     memory.close()
 
 

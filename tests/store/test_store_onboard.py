@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from exo_testkit import write_script
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from store_fixtures import ledger, signer, store  # noqa: F401  (pytest fixtures)
 
 from exo_core.client import ExoClient
 from exo_core.errors import BadBodyError, ConflictError, NotFoundError
@@ -20,8 +22,6 @@ from exo_core.store import Store
 from exo_core.store.lint import lint_store
 from exo_core.store.verify import verify_store
 from exo_core.store.onboard import QUESTIONS, InterviewState, answer, apply_plan, next_question, plan
-from exo_testkit import write_script
-from store_fixtures import ledger, signer, store  # noqa: F401  (pytest fixtures)
 
 REPO = Path(__file__).resolve().parents[2]
 FULL: list[tuple[int | None, str | None]] = [
@@ -57,6 +57,18 @@ def test_plan_writes_a_store_that_lints(store: Store) -> None:
     assert store.router("taste").pins("please draft a reply") == ("taste/answer-length", "taste/tone")
     with pytest.raises(ConflictError):
         apply_plan(store, plan(state))  # never over what the person already has
+
+
+def test_a_store_made_with_the_older_blank_pack_can_still_be_onboarded(store: Store) -> None:
+    older = subprocess.run(
+        ["git", "show", "34b65a9:store_template/pack.md"], cwd=REPO, capture_output=True, text=True, check=False
+    )
+    if older.returncode != 0:
+        pytest.skip(f"this checkout has no commit 34b65a9 to read the older template from: {older.stderr.strip()}")
+    (store.root / "pack.md").write_text(older.stdout, encoding="utf-8")
+    written = apply_plan(store, plan(_run(FULL), today="2025-03-01"))
+    assert store.root / "pack.md" in written
+    assert "Name: Sam" in (store.root / "pack.md").read_text()
 
 
 def test_skips_start_over_and_bad_answers() -> None:
