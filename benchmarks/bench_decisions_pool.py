@@ -220,15 +220,16 @@ async def run(threads: int, raws_file: Path | None, jobs: tuple[str, ...]) -> di
 
     everything = [*parts["fit"], *parts["more"], *parts["test"]]
     for job in jobs:
-        which, prompt = job.split(":")
-        if prompt not in PROMPTS or which not in ("local", "laptop"):
-            raise SystemExit(f"--jobs: {job} is not model:prompt with a chat model and one of {', '.join(PROMPTS)}")
-        todo = everything
+        which, _colon, asked = job.partition(":")
+        prompt, _at, only = asked.partition("@")  # "laptop:nn@fit+test": those parts only
+        if prompt not in PROMPTS or which not in ("local", "laptop") or not set(only.split("+")) <= {"", *parts}:
+            raise SystemExit(f"--jobs: {job} is not model:prompt[@part+part] (prompts {', '.join(PROMPTS)})")
+        todo = [c for part in (only.split("+") if only else parts) for c in parts[part]]
         if which == "laptop":
-            todo = [c for c in everything if rule_answer(c["text"]) is None]
+            todo = [c for c in todo if rule_answer(c["text"]) is None]
         found = await model_raws(which, prompt, todo, near, threads, raws, save)
         if found:
-            timings[job] = found
+            timings[f"{which}:{prompt}"] = found
         save()
     cue = RulesOnlyProvider()
     sources: dict[str, dict[str, Probs]] = {"cues": {}}
@@ -286,7 +287,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--raws", type=Path, default=None)
-    ap.add_argument("--jobs", default="local:fixed,laptop:nn,laptop:nn+", help="model:prompt, comma-separated")
+    ap.add_argument(
+        "--jobs",
+        default="local:fixed,laptop:nn+,laptop:nn",
+        help="model:prompt, comma-separated; model:prompt@fit+test runs those parts only (fit, more, test)",
+    )
     args = ap.parse_args(argv)
     if args.markdown:
         _common.MARKDOWN = True
