@@ -167,6 +167,8 @@ def summary(cases: list[dict[str, Any]], paths: dict[str, dict[str, Any]]) -> di
             "top_right_rules_leftovers": sum(tops[c["id"]] == c["label"] for c in cases if c["id"] in left)
             / max(1, len(left)),
             "failed": sum(tops[c["id"]] is None for c in cases),
+            "answered": {option: sum(tops[c["id"]] == option for c in cases) for option in SIGNAL.options},
+            "labels": {option: sum(c["label"] == option for c in cases) for option in SIGNAL.options},
             "seconds": found["seconds"],
         }
     names = list(paths)
