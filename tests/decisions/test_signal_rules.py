@@ -74,31 +74,19 @@ def test_a_request_that_points_back_or_carries_a_rule_is_not_called_one_off(text
 
 
 @pytest.mark.parametrize(
-    "text",
+    ("text", "never"),
     [
-        "No, I'm fine, thanks.",  # declining more is not a correction
-        "Nope, nothing for now.",
-        "Nah, not yet.",
-        "Always happy to help you.",  # a remark, not an instruction
-        "Never thought about it that way.",
-        "Exactly the layout I wanted, thanks.",  # praise, not what the draft missed
-        "Yes, but make it shorter.",  # an acknowledgement qualified by "but" is not settled as neither
-        "Sim, mas mais curto.",
-        "I don't want it anymore, cancel the order.",  # about one thing, not a standing refusal
-        "Rewrite this paragraph for me: the cat sat.",  # "this" may be the person's own text: a new task
+        ("No, I'm fine, thanks.", "correction"),  # declining more is not a correction
+        ("Nope, nothing for now.", "correction"),
+        ("Nah, not yet.", "correction"),
+        ("Always happy to help you.", "rule"),  # a remark, not an instruction
+        ("Never thought about it that way.", "rule"),
+        ("Exactly the layout I wanted, thanks.", "correction"),  # praise, not what the draft missed
+        ("Yes, but make it shorter.", "neither"),  # an acknowledgement qualified by "but" is not settled neither
+        ("Sim, mas mais curto.", "neither"),
+        ("I don't want it anymore, cancel the order.", "rule"),  # about one thing, not a standing refusal
+        ("Rewrite this paragraph for me: the cat sat.", "correction"),  # "this" may be the person's own text
     ],
 )
-def test_look_alikes_are_not_settled_the_wrong_way(text: str) -> None:
-    expected_not = {
-        "No, I'm fine, thanks.": "correction",
-        "Nope, nothing for now.": "correction",
-        "Nah, not yet.": "correction",
-        "Always happy to help you.": "rule",
-        "Never thought about it that way.": "rule",
-        "Exactly the layout I wanted, thanks.": "correction",
-        "Yes, but make it shorter.": "neither",
-        "Sim, mas mais curto.": "neither",
-        "I don't want it anymore, cancel the order.": "rule",
-        "Rewrite this paragraph for me: the cat sat.": "correction",
-    }[text]
-    assert _settled(text) != expected_not
+def test_look_alikes_are_not_settled_the_wrong_way(text: str, never: str) -> None:
+    assert _settled(text) != never
