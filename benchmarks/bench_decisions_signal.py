@@ -13,7 +13,10 @@
   messages, each with the draft it answers; provenance in ``decisions_signal_fit.README.md``): fit data
   only. Calibrations are fitted on it together with the labelled set's fit part (the *fit pool*), and
   it measures what showing the model the draft changes (the test part and the held-out messages carry
-  no draft), by leave-one-out over its cases.
+  no draft), by leave-one-out over its cases;
+* the messages written for issue 21's fourth pass (``benchmarks/data/decisions_signal_more.jsonl``, 191, with
+  drafts; in the shipped example pool too): fit data, in the calibrations unless ``--fit-parts`` leaves
+  them out.
 
 Systems (every model probability calibrated on the fit pool: Platt with per-option offsets, or the slope
 alone on 10-29 cases, ``exo_core/decisions/calibration.py``):
@@ -76,7 +79,8 @@ from exo_core.decisions.uses import SIGNAL  # noqa: E402
 
 HELDOUT = REPO / "benchmarks" / "data" / "decisions_heldout.jsonl"
 EXTRA = REPO / "benchmarks" / "data" / "decisions_signal_fit.jsonl"
-FIT_POOL = ("fit", "extra")  # the parts calibrations are fitted on; never measured on as held out
+MORE = REPO / "benchmarks" / "data" / "decisions_signal_more.jsonl"  # issue 21's fourth pass (in the pool too)
+FIT_POOL = ("fit", "extra", "more")  # the parts calibrations are fitted on; never measured on as held out
 SCORED = ("test", "heldout")
 DRAFT = "+draft"  # the raws of a model shown the draft (a key suffix)
 SAVE_EVERY = 20  # cases between saves of the raws file
@@ -99,7 +103,7 @@ Probs = dict[str, float]
 
 def load_sets() -> dict[str, list[dict[str, Any]]]:
     """``fit``, ``test`` (the labelled set's signal cases, split by time), ``extra`` (the fit set with
-    drafts) and ``heldout`` (when present)."""
+    drafts), ``more`` (the fourth pass's messages, with drafts) and ``heldout`` (when present)."""
     fit_part, test_part = split_by_time(load_cases())
     sets = {
         "fit": [c for c in fit_part if c["use"] == "signal"],
@@ -107,6 +111,8 @@ def load_sets() -> dict[str, list[dict[str, Any]]]:
     }
     lines = EXTRA.read_text(encoding="utf-8").splitlines()
     sets["extra"] = [json.loads(line) for line in lines if line.strip()]
+    lines = MORE.read_text(encoding="utf-8").splitlines()
+    sets["more"] = [json.loads(line) for line in lines if line.strip()]
     if HELDOUT.is_file():
         lines = HELDOUT.read_text(encoding="utf-8").splitlines()
         sets["heldout"] = [json.loads(line) for line in lines if line.strip()]
@@ -270,6 +276,7 @@ async def run(
     *,
     nn: tuple[str, ...] = ("laptop",),
     drafts: bool = True,
+    fit_parts: tuple[str, ...] = FIT_POOL,
 ) -> dict[str, Any]:
     """Every system on the test part and the held-out messages; the draft's effect on the fit set."""
     sets = load_sets()
@@ -307,9 +314,9 @@ async def run(
         ]
 
     present = [w for w in MODELS if raws.get(w)]
-    alone = {w: calibrate(rows(raws[w], FIT_POOL, left_only=False)) for w in present}
-    after_rules = {w: calibrate(rows(raws[w], FIT_POOL, left_only=True)) for w in present}
-    after_rules["cues"] = calibrate(rows(cues, FIT_POOL, left_only=True))
+    alone = {w: calibrate(rows(raws[w], fit_parts, left_only=False)) for w in present}
+    after_rules = {w: calibrate(rows(raws[w], fit_parts, left_only=True)) for w in present}
+    after_rules["cues"] = calibrate(rows(cues, fit_parts, left_only=True))
 
     def system(name: str, case: dict[str, Any]) -> Probs | None:
         rule = settled[case["id"]]
@@ -355,6 +362,7 @@ async def run(
         "machine": machine_info(),
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
         "nn": list(nn),
+        "calibrated_on": list(fit_parts),
         "cases": {part: len(found) for part, found in sets.items()},
         "rules_settled": {
             part: sum(1 for c in found if settled[c["id"]] is not None) / len(found) for part, found in sets.items()
@@ -528,6 +536,11 @@ def main(argv: list[str] | None = None) -> int:
         help="the chat-style models shown the message's nearest pool examples (comma-separated; the rest fixed)",
     )
     ap.add_argument("--no-drafts", action="store_true", help="skip the draft prompts (the draft table)")
+    ap.add_argument(
+        "--fit-parts",
+        default=",".join(FIT_POOL),
+        help="the parts calibrations are fitted on (fit, extra, more; comma-separated)",
+    )
     args = ap.parse_args(argv)
     if args.markdown:
         _common.MARKDOWN = True
@@ -538,8 +551,18 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(only) - set(MODELS))
     if unknown:
         ap.error(f"--models: unknown {', '.join(unknown)}; choose from {', '.join(MODELS)}")
+    fit_parts = tuple(part for part in args.fit_parts.split(",") if part)
+    if not fit_parts or set(fit_parts) - set(FIT_POOL):
+        ap.error(f"--fit-parts: choose from {', '.join(FIT_POOL)}")
     results = asyncio.run(
-        run(args.threads, args.raws, only, nn=tuple(n for n in args.nn.split(",") if n), drafts=not args.no_drafts)
+        run(
+            args.threads,
+            args.raws,
+            only,
+            nn=tuple(n for n in args.nn.split(",") if n),
+            drafts=not args.no_drafts,
+            fit_parts=fit_parts,
+        )
     )
     write_results("decisions_signal", results, out=args.out, quick=args.quick)
     if args.json:

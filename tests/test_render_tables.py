@@ -420,6 +420,26 @@ def test_decision_tables() -> None:
     ]
 
 
+def test_pool_and_http_decision_tables() -> None:
+    part = {"accuracy": 0.9149, "ece": 0.0874, "abstention": 0.0426, "top_accuracy": 0.9362, "n": 47}
+    pool = {"scores": {"test:all": {"rules + laptop:nn+": part, "_rules": {"settled": 0.6}}}}
+    assert decisions.pool_test_all(pool)[2:] == ["| rules + laptop:nn+ | 91.5% | 0.087 | 4.3% | 93.6% | 47 |"]
+    seconds = {"median_s": 6.512, "p95_s": 9.87, "over_timeout": 1, "n": 19}
+    http = {
+        "summary": {
+            "http:nn": {"top_right": 0.7368, "failed": 1, "seconds": seconds},
+            "in-process:nn": {"top_right": 0.8421, "failed": 0, "seconds": seconds},
+            "http:nn = in-process:nn": {"agree": 0.6842},
+            "n": 19,
+        }
+    }
+    assert decisions.http_paths(http)[2:] == [
+        "| in-process:nn | 84.2% | 0 | 6.5 | 9.9 | 1 | 19 |",
+        "| http:nn | 73.7% | 1 | 6.5 | 9.9 | 1 | 19 |",
+    ]
+    assert decisions.http_agree(http)[2:] == ["| http:nn = in-process:nn | 68.4% |", "| n | 19 |"]
+
+
 def test_ledger_and_store_keep_the_files_digits() -> None:
     ledger = {
         "single_append": {

@@ -2,12 +2,15 @@
 
 From ``decisions.json`` (``bench_decisions.py``), ``decisions_signal.json``
 (``bench_decisions_signal.py``; ``decisions_signal_fixed.json`` is its run with the fixed examples, kept as
-"before") and ``decisions_neighbours.json`` (``bench_decisions_neighbours.py``), with the columns and digits of each script's own tables
-(``print_results``). Systems are listed in the scripts' ``SYSTEMS`` order.
+"before"; ``decisions_signal_pool.json`` the fourth pass's scored run), ``decisions_neighbours.json``
+(``bench_decisions_neighbours.py``), ``decisions_pool.json`` (``bench_decisions_pool.py``) and
+``decisions_http.json`` (``bench_decisions_http.py``), with the columns and digits of each script's own
+tables (``print_results``). Systems are listed in the scripts' ``SYSTEMS`` order.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from benchmarks.tables._cells import md_table, pct
@@ -21,6 +24,12 @@ __all__ = [
     "signal_latency",
     "signal_draft",
     "neighbours_loo",
+    "pool_fit",
+    "pool_more",
+    "pool_test_fit",
+    "pool_test_all",
+    "http_paths",
+    "http_agree",
 ]
 
 _SYSTEMS = (
@@ -194,3 +203,57 @@ def neighbours_loo(data: dict[str, Any]) -> list[str]:
             raw = pct(found["top_accuracy_raw"])
         rows.append([system, *_acting(found), pct(found["top_accuracy"]), raw, found["n"]])
     return md_table(headers, rows)
+
+
+def _pool_group(key: str) -> Callable[[dict[str, Any]], list[str]]:
+    """§7b fourth pass: one group of ``bench_decisions_pool.py`` (the script's order)."""
+
+    def render(data: dict[str, Any]) -> list[str]:
+        headers = ["system", "accuracy (abstain = wrong)", "ECE", "abstains", "top option right", "n"]
+        rows = [
+            [system, *_acting(found), pct(found["top_accuracy"]), found["n"]]
+            for system, found in data["scores"][key].items()
+            if not system.startswith("_")
+        ]
+        return md_table(headers, rows)
+
+    return render
+
+
+pool_fit = _pool_group("fit")
+pool_more = _pool_group("more")
+pool_test_fit = _pool_group("test:fit")
+pool_test_all = _pool_group("test:all")
+
+# The paths of bench_decisions_http.py, in its table's order.
+_HTTP_PATHS = ("in-process:nn", "http:nn", "http:fixed")
+
+
+def http_paths(data: dict[str, Any]) -> list[str]:
+    """§7b fourth pass: the laptop's 1.5B over HTTP (exod's settler) against in-process, per path."""
+    found = data["summary"]
+    rows = []
+    for name in _HTTP_PATHS:
+        got = found.get(name)
+        if got is None:
+            continue
+        seconds = got["seconds"]
+        rows.append(
+            [
+                name,
+                pct(got["top_right"]),
+                got["failed"],
+                round(seconds["median_s"], 2),
+                round(seconds["p95_s"], 2),
+                seconds["over_timeout"],
+                seconds["n"],
+            ]
+        )
+    headers = ["path", "right", "not decided", "median s", "p95 s", "over 10 s", "n"]
+    return md_table(headers, rows)
+
+
+def http_agree(data: dict[str, Any]) -> list[str]:
+    """§7b fourth pass: how often two paths name the same option."""
+    rows = [[name, pct(got["agree"])] for name, got in data["summary"].items() if " = " in name]
+    return md_table(["paths", "same option"], rows + [["n", data["summary"]["n"]]])

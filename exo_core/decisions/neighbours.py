@@ -64,12 +64,14 @@ class BadExamplePool(ConfigError):
 
 @dataclass(frozen=True, slots=True)
 class PooledExample:
-    """One labelled message of a pool; ``draft`` is the assistant's text it answered ("" when unknown)."""
+    """One labelled message of a pool; ``draft`` is the assistant's text it answered ("" when unknown);
+    ``source`` names who wrote it when the file says ("" otherwise), so a part can be left out."""
 
     id: str
     text: str
     label: str
     draft: str = ""
+    source: str = ""
 
 
 class TextEmbedder(Protocol):
@@ -81,11 +83,13 @@ class TextEmbedder(Protocol):
 
 
 class ExamplePool:
-    """The labelled messages in ``path`` for ``question``, read on first use."""
+    """The labelled messages in ``path`` for ``question``, read on first use; with ``leave_out``, those whose
+    ``source`` is named there are skipped (the benchmark compares the pool with and without a part)."""
 
-    def __init__(self, path: Path, question: Question) -> None:
+    def __init__(self, path: Path, question: Question, *, leave_out: frozenset[str] = frozenset()) -> None:
         self.path = Path(path)
         self.question = question
+        self.leave_out = leave_out
         self._examples: tuple[PooledExample, ...] | None = None
 
     def examples(self) -> tuple[PooledExample, ...]:
@@ -106,7 +110,9 @@ class ExamplePool:
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
-            found.append(self._example(line, number))
+            example = self._example(line, number)
+            if example.source not in self.leave_out:
+                found.append(example)
         labels = {example.label for example in found}
         missing = [option for option in self.question.options if option not in labels]
         if missing:
@@ -127,13 +133,16 @@ class ExamplePool:
         text = record.get("text")
         label = record.get("label")
         draft = record.get("draft", "")
+        source = record.get("source", "")
         if not isinstance(text, str) or not text.strip():
             raise BadExamplePool(f'{where} has no "text"; give the message as a non-empty string')
         if label not in self.question.options:
             raise BadExamplePool(f'{where}: "label" must be one of {", ".join(self.question.options)}, not {label!r}')
         if not isinstance(draft, str):
             raise BadExamplePool(f'{where}: "draft" must be a string when given')
-        return PooledExample(str(record.get("id", f"line{number}")), text, label, draft)
+        if not isinstance(source, str):
+            raise BadExamplePool(f'{where}: "source" must be a string when given')
+        return PooledExample(str(record.get("id", f"line{number}")), text, label, draft, source)
 
 
 class NeighbourExamples:

@@ -40,18 +40,23 @@ SIGNAL_RULES = (
         r"^\s*(?:no+[\s,]+)?(?:no+|nope|nah|wrong|incorrect|not quite|not right|not really|oops|that'?s not it)"
         r"\s*[,.!:;-]+"
         r"(?!\s*(?:thanks|thank you|thx|worries|problem|need|that'?s (?:all|fine|ok|everything|it)|it'?s (?:fine|ok)|"
-        r"all good)\b)",
+        r"all good|i'?m (?:good|fine|ok|okay|done|all set)|we'?re (?:good|fine|done)|nothing(?: else| more)?|"
+        r"not (?:yet|now|today|for now|right now)|leave it|all set|forget it)\b)",
         "correction",
     ),
     Rule(
         "says-wrong",
         r"\b(?:that'?s|that is|this is|it'?s|it is|you'?re|you are|these are|those are|this was|that was)\s+"
-        r"(?:wrong|incorrect|mistaken|not (?:right|correct|it|true|what i (?:asked|meant|wanted|said|need)))\b",
+        r"(?:wrong|incorrect|mistaken|not (?:right|correct|it|true|what i (?:asked|meant|wanted|said|need)))\b|"
+        r"\b(?:that|this|it|these|those) (?:isn'?t|wasn'?t|aren'?t|weren'?t) (?:right|correct|true|"
+        r"what i (?:asked|meant|wanted|said|need))\b",
         "correction",
     ),
     Rule(
         "i-said",
-        r"\bi (?:said|asked(?: you)?(?: for)?|told you|meant|wanted|specified|didn'?t (?:say|ask|want|mean)|"
+        # "Exactly what I wanted", "just the tone I meant": praise, not what the draft missed.
+        r"^(?![\s\S]*\b(?:exactly|just|precisely) (?:what|how|the \w+) i (?:wanted|meant|asked for|needed)\b)"
+        r"[\s\S]*?\bi (?:said|asked(?: you)?(?: for)?|told you|meant|wanted|specified|didn'?t (?:say|ask|want|mean)|"
         r"did not (?:say|ask|want|mean)|never (?:said|asked))\b" + _NOT_A_QUESTION,
         "correction",
     ),
@@ -76,9 +81,17 @@ SIGNAL_RULES = (
     Rule(
         "too-much",
         r"^\s*(?:(?:no|hmm+|ugh),?\s*)?(?:(?:way |much |far |a bit |slightly )?too (?:long|short|formal|casual|"
-        r"wordy|much|many|few|stiff|vague|blunt|cold|informal|late|early|expensive|cheesy|pushy|polite)|"
+        r"wordy|much|many|few|stiff|vague|blunt|cold|informal|late|early|expensive|cheesy|pushy|polite|chatty|"
+        r"salesy|flowery|harsh|technical|complicated|generic|repetitive|robotic|dry|negative|aggressive|"
+        r"long-winded)|"
         r"(?:make it |a bit |bit )?(?:shorter|longer|simpler|briefer|warmer|friendlier)|try again|redo (?:it|that)|"
-        r"do (?:it|that) again)\b" + _NOT_A_QUESTION,
+        r"do (?:it|that) again|"
+        # "Less formal, it's my brother.": a comparative with nothing before it is about the draft just shown.
+        r"(?:a bit |a little |much |way |far )?(?:less|more) (?:formal|casual|polite|direct|concise|friendly|"
+        r"technical|detailed|personal|professional)|"
+        # "Tone it down.", "Cut it down to three lines.": an edit of the draft itself.
+        r"(?:please\s+)?(?:cut|trim|shorten|tone|simplify|soften|tighten|reword|rephrase|rewrite|redo) "
+        r"(?:it|that)(?: down| up)?)\b" + _NOT_A_QUESTION,
         "correction",
     ),
     Rule(
@@ -141,15 +154,39 @@ SIGNAL_RULES = (
     Rule(
         "from-now-on",
         r"\b(?:from now on|from here on|going forward|henceforth|in (?:the )?future\b|from today on|"
-        r"starting (?:now|today),|for future reference|as a (?:general )?rule|by default|"
+        r"starting (?:now|today),|for future reference|as a (?:general |standing )?(?:rule|thing|habit)|by default|"
+        r"make (?:it|that|this) a (?:rule|habit|standing \w+)|make (?:it )?a habit|"
         r"unless i (?:say|tell you|ask) otherwise|every time (?:you|i|we|there|someone|anyone|it)|"
         r"each time (?:you|i|we)|whenever (?:you|i|we|someone|anyone|there|it)|next time(?:,| you)|"
         r"any ?time (?:you|i|we|someone|anyone))\b",
         "rule",
     ),
     Rule(
+        "from-now-on-elsewhere",
+        # The same scopes in the languages people around here also write in (German, French, Spanish, Portuguese,
+        # Italian): "ab jetzt", "à partir de maintenant", "de ahora en adelante", "sempre que", "d'ora in poi".
+        r"\b(?:ab jetzt|von jetzt an|ab sofort|ab heute|künftig|zukünftig|in zukunft|jedes mal,? wenn|immer wenn|"
+        r"à partir de (?:maintenant|aujourd'hui|demain)|dorénavant|désormais|à l'avenir|chaque fois que|"
+        r"de ahora en adelante|a partir de (?:ahora|hoy|agora|hoje)|de aquí en adelante|siempre que|cada vez que|"
+        r"daqui (?:para a frente|em diante|pra frente)|de agora em diante|sempre que|d'ora in poi|da ora in poi|"
+        r"ogni volta che)\b" + _NOT_A_QUESTION,
+        "rule",
+    ),
+    Rule(
+        "not-anymore",
+        # "I don't want reminders about the gym anymore.", "Don't round numbers, ever.": a standing refusal; "I don't
+        # want it anymore" is about one thing, left open.
+        _SENTENCE + r"(?:please\s+)?(?:i (?:don'?t|do not) want|(?:don'?t|do not) \w+)"
+        r"(?! (?:it|that|this|them|the|those|these|one)\b)[^.?!]{0,80}(?:\b(?:anymore|any more|ever again)|,\s*ever)\b"
+        + _NOT_A_QUESTION,
+        "rule",
+    ),
+    Rule(
         "imperative-always",
-        _SENTENCE + r"(?:please\s+)?(?:always|never|don'?t ever|do not ever|never ever)\b(?! mind)" + _NOT_A_QUESTION,
+        # "Never thought of that", "Always a pleasure": remarks, not instructions.
+        _SENTENCE + r"(?:please\s+)?(?:always|never|don'?t ever|do not ever|never ever)\b"
+        r"(?! (?:mind|thought|knew|heard|seen|been|reali[sz]ed|noticed|(?:an? )?(?:pleasure|joy|treat)|happy|"
+        r"glad|good|nice|great|fun)\b)" + _NOT_A_QUESTION,
         "rule",
     ),
     Rule(
@@ -159,7 +196,8 @@ SIGNAL_RULES = (
     ),
     Rule(
         "stop-doing",
-        r"^\s*(?:please\s+)?(?:stop|quit) (?:adding|using|putting|sending|calling|writing|suggesting|booking|"
+        r"^\s*(?:please\s+)?(?:(?:can|could|would|will) you (?:please )?)?(?:stop|quit) "
+        r"(?:adding|using|putting|sending|calling|writing|suggesting|booking|"
         r"including|cc'?ing|copying|signing|asking|saying|starting|ending|making|giving|scheduling|mentioning|"
         r"apologi[sz]ing|being|replying|adding|recommending|offering|opening|closing)\b",
         "rule",
@@ -188,7 +226,8 @@ SIGNAL_RULES = (
         r"would|will|do|does|should|may|have|has)\b"
         # "Where are the eggs I mentioned?" points back at what the person said: a correction, left to a model.
         r"(?!.*\b(?:always|never|from now on|in future|anymore|any more|stop|wrong|instead|not what|"
-        r"i (?:mentioned|said|asked for|told you|wanted|meant))\b)[^.!]*\?\s*$",
+        r"i (?:mentioned|said|asked for|told you|wanted|meant)|redo|rewrite|reword|rephrase|shorten|simplify|"
+        r"tone \w+ down|shorter|longer|simpler)\b)[^.!]*\?\s*$",
         "neither",
     ),
     Rule(
@@ -208,14 +247,20 @@ SIGNAL_RULES = (
         r"(?: (?:me|us|up|on|off|out))? (?:a|an|the|some|more|something|\d+|\"|milk|\w+ and \w+ to the)\b"
         r"(?!.*\b(?:always|never|every|each|any|all|whenever|when you|if you|from now|in future|future|"
         r"default|instead|not|\w+n'?t|wrong|again|rather|should|make sure|unless|prefer|other|still|"
-        r"shorter|longer|simpler|less|fewer|too|actually|meant|said|asked|keep)\b)",
+        r"shorter|longer|simpler|less|fewer|too|actually|meant|said|asked|keep|habit|rule|routine|standard)\b)",
         "neither",
     ),
     Rule(
         "thanks-or-greeting",
+        # A short acknowledgement, in English or a neighbouring language; "but", "too", "next time" and the like
+        # qualify it ("OK, but shorter"), so they keep it open.
         r"^\s*(?:thanks|thank you|thx|cheers|great|perfect|awesome|nice|cool|lovely|brilliant|ok|okay|sounds good|"
         r"good (?:morning|night|evening|afternoon)|hi|hello|hey|bye|goodbye|see you|never ?mind|no worries|"
-        r"no thanks|got it|all good|looks good|that'?s (?:great|perfect|fine|all|lovely|good))\b[\w ,'!.]{0,40}$",
+        r"no thanks|got it|all good|looks good|that'?s (?:great|perfect|fine|all|lovely|good)|yes|yep|yeah|yup|sure|"
+        r"fine|haha+|wow|love it|go ahead|will do|noted|sounds great|obrigad[oa]|merci|danke|gracias|grazie|"
+        r"perfeito|parfait|perfecto|d'accord|sim|oui|s[ií]|ja|claro|genau|super)\b"
+        r"(?![\w ,'!.]*\b(?:but|though|however|except|instead|not|\w+n'?t|too|shorter|longer|next time|always|never|"
+        r"again|actually|mas|aber|mais|pero)\b)[\w ,'!.]{0,40}$",
         "neither",
     ),
 )

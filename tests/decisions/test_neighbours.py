@@ -123,6 +123,7 @@ def test_with_examples_keeps_drafts_only_when_every_example_has_one(tmp_path: Pa
         ([{"label": "rule"}, *POOL], 'line 1 has no "text"'),
         ([{"text": "x", "label": "maybe"}, *POOL], '"label" must be one of'),
         ([{"text": "x", "label": "rule", "draft": 3}, *POOL], '"draft" must be a string'),
+        ([{"text": "x", "label": "rule", "source": 3}, *POOL], '"source" must be a string'),
         ([row for row in POOL if row["label"] != "rule"], "no example labelled rule"),
     ],
 )
@@ -141,8 +142,23 @@ def test_a_missing_pool_file_is_a_typed_error_naming_it(tmp_path: Path) -> None:
 
 def test_the_shipped_pool_is_valid_and_balanced() -> None:
     examples = ExamplePool(DEFAULT_SIGNAL_POOL, SIGNAL).examples()
-    assert len(examples) >= 200 and len({e.id for e in examples}) == len(examples)
+    assert len(examples) >= 400 and len({e.id for e in examples}) == len(examples)
+    assert len({e.text for e in examples}) == len(examples)
     assert {e.label for e in examples} == set(SIGNAL.options)
+    more = [e for e in examples if e.source == "more"]  # session 9's messages, a part of their own
+    assert len(more) >= 150 and all(e.draft for e in more)
+    assert min(sum(e.label == option for e in more) for option in SIGNAL.options) >= 50
+    older = ExamplePool(DEFAULT_SIGNAL_POOL, SIGNAL, leave_out=frozenset({"more"})).examples()
+    assert len(older) == len(examples) - len(more) and not any(e.source == "more" for e in older)
+
+
+def test_a_source_can_be_left_out_of_the_pool(tmp_path: Path) -> None:
+    rows = [*POOL, {"id": "z", "text": "never book early flights again", "label": "rule", "source": "new"}]
+    path = write_pool(tmp_path, rows)
+    assert [e.id for e in ExamplePool(path, SIGNAL).examples()][-1] == "z"
+    assert ExamplePool(path, SIGNAL).examples()[-1].source == "new"
+    kept = ExamplePool(path, SIGNAL, leave_out=frozenset({"new"})).examples()
+    assert [e.id for e in kept] == [row["id"] for row in POOL]
 
 
 class Recording:

@@ -50,13 +50,26 @@ def test_binary_garbage_is_refused_as_unreadable_even_when_recorded(tmp_path: Pa
 
 
 def test_another_language_is_an_honest_abstention_escalated_to_the_larger_model(tmp_path: Path) -> None:
-    for text in ("Não, a reunião é na terça-feira, não na quinta.", "Ab jetzt bitte immer auf Deutsch antworten."):
+    for text in ("Não, a reunião é na terça-feira, não na quinta.", "Das Datum stimmt nicht, es ist Dienstag."):
         out = _exo(tmp_path, "decide", "signal", text, "--json", "--providers", "rules-only")
         assert out.returncode == 0, out.stderr
         result = json.loads(out.stdout)
-        # The rules and cue words read English: they say they do not know, and hand it on.
+        # The rules and cue words read English (and a few scope words of other languages): they say they do
+        # not know, and hand it on.
         assert (result["chosen"], result["abstained"], result["escalate"]) == (None, True, "main")
         assert max(result["probabilities"].values()) < 0.6
+    # A scope word of another language ("ab jetzt": from now on) is read like its English one.
+    out = _exo(
+        tmp_path,
+        "decide",
+        "signal",
+        "Ab jetzt bitte immer auf Deutsch antworten.",
+        "--json",
+        "--providers",
+        "rules-only",
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["chosen"] == "rule"
 
 
 @settings(max_examples=150, deadline=None)
