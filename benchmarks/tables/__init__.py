@@ -98,6 +98,7 @@ RENDERERS: dict[str, Table] = {
     "store_answers_standard_s8_tools_named": _one("store_answers_standard_s8_tools_named", models.store_answers),
     "store_answers_standard_s8_final": _one("store_answers_standard_s8_final", models.store_answers),
     "store_answers_standard_s9_brain9": _one("store_answers_standard_s9_brain9", models.store_answers),
+    "store_answers_standard_s9_final": _one("store_answers_standard_s9_final", models.store_answers),
     "generation": _one("generation", models.generation),
     "generation_matrix": _one("generation_matrix", models.generation_matrix),
     "learning": _one("learning", people.learning),
