@@ -95,8 +95,10 @@ def direct_child(args: argparse.Namespace) -> dict[str, Any]:
     import llama_cpp
 
     from exo_core.agent.loop import BASE_PROMPT
-    from exo_core.agent.model import ChatMessage
+    from exo_core.agent.model import ChatMessage, ModelRequest
     from exo_edge.chat_template import ChatTemplate
+    from exo_edge.llama_load import Draw
+    from exo_edge.manifest import find_manifest
 
     path = _model_path(args.model)
     llm = llama_cpp.Llama(
@@ -116,10 +118,13 @@ def direct_child(args: argparse.Namespace) -> dict[str, Any]:
     tools = _exod_tools()
     system = BASE_PROMPT
     if args.cold:  # the matrix: exod's system prompt with the store template's pack, no tools (~260 tokens)
-        from exo_core.retrieval.memory import PACK_HEADING
+        from exo_core.retrieval.memory import PACK_HEADING, without_comments
 
         tools = ()
-        system = BASE_PROMPT + "\n\n" + PACK_HEADING + "\n" + (ROOT / "store_template" / "pack.md").read_text().strip()
+        pack = without_comments((ROOT / "store_template" / "pack.md").read_text())
+        system = BASE_PROMPT + "\n\n" + PACK_HEADING + "\n" + pack
+    draw = Draw(seed=0, sampling=find_manifest(args.model).sampling)
+    request = ModelRequest(messages=())
     rows = []
     for q in [WARMUP, *QUESTIONS[: args.questions]]:
         prompt = template.render((ChatMessage("system", system), ChatMessage("user", q)), tools)
@@ -129,7 +134,8 @@ def direct_child(args: argparse.Namespace) -> dict[str, Any]:
         start = time.perf_counter()
         stamps: list[float] = []
         text = []
-        stream = llm.create_completion(tokens, max_tokens=args.max_tokens, temperature=0.7, seed=0, stream=True)
+        # the model's own sampling, as exod draws it (docs/models.md, "Sampling"): the same tokens both ways
+        stream = llm.create_completion(tokens, max_tokens=args.max_tokens, stream=True, **draw.kwargs(request))
         for chunk in stream:
             piece = chunk["choices"][0].get("text")
             if piece:
@@ -211,7 +217,7 @@ def run_exod(model: str, threads: int, batch: int, questions: int, omp: str) -> 
         env = child_env() | {"OMP_WAIT_POLICY": omp}
         cmd = [sys.executable, "-m", "exo_core.cli", "serve", "--home", str(home), "--model", "local"]
         cmd += ["--workspace", str(ws), "--log-level", "WARNING"]
-        log = open(home / "exod.log", "wb")  # noqa: SIM115 - closed after the process ends
+        log = open(home / "exod.log", "wb")
         proc = subprocess.Popen(cmd, env=env, cwd=str(ws), stdout=log, stderr=log)
         sock = home / "run" / "exod.sock"
         try:
