@@ -155,3 +155,16 @@ async def test_a_real_llama_cpp_server_gives_the_option_words_probabilities(tmp_
     rule, question = found.values()
     assert max(rule, key=lambda o: rule[o]) == "rule"
     assert max(question, key=lambda o: question[o]) == "neither"
+
+
+async def test_other_requests_do_not_ask_for_logprobs_and_get_no_top_tokens(server: FakeProvider) -> None:
+    from exo_core.agent.model import ChatMessage, ModelRequest
+
+    server.script("cloud", Reply(events=_logprob_chunks([("Hi", -0.1)])))
+    router = hosted_router(server)
+    try:
+        chunks = [chunk async for chunk in router.stream(ModelRequest(messages=(ChatMessage("user", "hi"),)))]
+    finally:
+        await router.aclose()
+    assert "logprobs" not in server.seen[0].body and "top_logprobs" not in server.seen[0].body
+    assert not [chunk for chunk in chunks if isinstance(chunk, TopTokens)]
