@@ -2,8 +2,9 @@
 
 exod asks the larger model (``[decisions] larger``: the first ``main`` route off the device, the laptop's
 engine) through ``exo_core.decisions.signal_escalation.build_signal_settler``: a router holding only that
-route, ``HostedProvider`` (one option letter, temperature 0, at most two tokens; raw confidence 0.9),
-wrapped in ``NeighbourProvider`` when ``[decisions] neighbours`` names ``"larger"``. This script starts a
+route, ``LogprobProvider`` (the in-process chat turns, one token at temperature 0 with ``top_logprobs``:
+the option words' shares; issue 21's fifth pass; before it, ``HostedProvider``: one option letter at a
+fixed 0.9), wrapped in ``NeighbourProvider`` when ``[decisions] neighbours`` names ``"larger"``. This script starts a
 real ``python -m llama_cpp.server`` on a loopback port serving the 1.5B (one thread, as ``exo models
 serve`` starts it), builds that settler on a scratch home whose config is what ``exo models serve
 --print-config`` prints plus ``neighbours = ["larger"]``, and asks it about a sample of the labelled set's
@@ -13,7 +14,17 @@ message's nearest pool examples) on the same messages. Reported: the top option 
 they agree and are right (aggregate only), and the seconds per decision (median, p95, how many past exod's
 10 s ``larger_timeout``). Never the held-out messages.
 
+With ``--scored RAWS`` (the fifth pass; ``RAWS`` is the raws file of ``bench_decisions_signal.py``, holding
+the in-process models' raw probabilities) the script then asks the same server, as the settler's provider
+does, about every message of the fit data and the held-out messages that the rules leave (a fit-data case
+is never shown its own pool entry), fits the HTTP path's own calibration on the fit data, and scores once:
+rules + laptop over HTTP, rules + local then laptop over HTTP, on the test part and the held-out messages
+(aggregate numbers only), next to the in-process rows from ``RAWS``. Its HTTP raws are kept in
+``--http-raws`` so a cut run goes on where it stopped.
+
     python benchmarks/bench_decisions_http.py --port 18093 --out benchmarks/results/decisions_http.json
+    python benchmarks/bench_decisions_http.py --paths http:nn --scored RAWS --http-raws FILE \
+        --out benchmarks/results/decisions_http_logprobs.json
 """
 
 from __future__ import annotations
@@ -43,6 +54,7 @@ from exo_core.decisions.uses import SIGNAL  # noqa: E402
 from exo_core.errors import ExoError  # noqa: E402
 
 ALIAS = "qwen2.5-coder-1.5b-instruct"
+PATHS = ("http:nn", "http:fixed")  # the settler's larger model with the neighbours, and with the fixed examples
 Probs = dict[str, float]
 
 
@@ -56,34 +68,57 @@ def _top(found: Probs) -> str:
     return max(SIGNAL.options, key=lambda option: found[option])
 
 
-async def ask_all(provider: DecisionProvider, cases: list[dict[str, Any]]) -> tuple[dict[str, str | None], list[float]]:
-    """Each case's top option from ``provider`` (``None`` when it failed) and the seconds each call took."""
-    tops: dict[str, str | None] = {}
+class LargerRaws:
+    """A recorder for the settler's deciders that keeps the raw probabilities of the larger model's decisions."""
+
+    def __init__(self) -> None:
+        self.last: dict[str, Any] | None = None
+
+    def record(self, kind: str, body: Any, *, refs: tuple[str, ...] = ()) -> str | None:
+        """Keep the body of a decision the larger model made (the device's first decision is not kept)."""
+        if kind == "decision" and str(body.get("provider", "")).startswith("laptop:"):
+            self.last = dict(body)
+        return None
+
+
+async def ask_all(
+    provider: DecisionProvider, cases: list[dict[str, Any]]
+) -> tuple[dict[str, Probs | None], list[float]]:
+    """Each case's probabilities from ``provider`` (``None`` when it failed) and the seconds each call took."""
+    raws: dict[str, Probs | None] = {}
     spent: list[float] = []
     for case in cases:
         started = time.perf_counter()
         try:
-            tops[case["id"]] = _top(dict(await provider.probabilities(SIGNAL, case["text"])))
+            raws[case["id"]] = dict(await provider.probabilities(SIGNAL, case["text"]))
         except ExoError as exc:  # a failed call is counted, and the run goes on
             print(f"{provider.name}: {case['id']} failed: {type(exc).__name__}: {exc}", flush=True)
-            tops[case["id"]] = None
+            raws[case["id"]] = None
         spent.append(time.perf_counter() - started)
-    return tops, spent
+    return raws, spent
 
 
-async def settle_all(settler: SignalSettler, cases: list[dict[str, Any]]) -> tuple[dict[str, str | None], list[float]]:
+async def settle_all(
+    settler: SignalSettler, seen: LargerRaws, cases: list[dict[str, Any]]
+) -> tuple[dict[str, Probs | None], dict[str, str | None], list[float]]:
     """Each case through exod's settler (its device decider abstains, so the larger model is asked): the larger
-    model's option (``None`` when it failed or timed out) and the seconds each decision took."""
-    tops: dict[str, str | None] = {}
+    model's raw probabilities (``None`` when it failed or timed out), the option the settler acted on (``None``
+    when the larger model abstained too) and the seconds each decision took."""
+    raws: dict[str, Probs | None] = {}
+    chosen: dict[str, str | None] = {}
     spent: list[float] = []
     for case in cases:
+        seen.last = None
         started = time.perf_counter()
         decision = await settler.decide(case["text"], "bench", None)
         spent.append(time.perf_counter() - started)
-        tops[case["id"]] = decision.chosen if decision.provider.startswith("laptop:") else None
-        if tops[case["id"]] is None:
-            print(f"{case['id']}: not decided by the larger model ({decision.failures})", flush=True)
-    return tops, spent
+        body = seen.last
+        failed = body is None or body.get("failures")
+        raws[case["id"]] = None if failed or body is None else dict(body["raw"])
+        chosen[case["id"]] = decision.chosen if decision.provider.startswith("laptop:") else None
+        if raws[case["id"]] is None:
+            print(f"{case['id']}: the larger model gave no probabilities ({body and body.get('failures')})", flush=True)
+    return raws, chosen, spent
 
 
 def _seconds(spent: list[float], limit: float) -> dict[str, Any]:
@@ -96,8 +131,17 @@ def _seconds(spent: list[float], limit: float) -> dict[str, Any]:
     }
 
 
-async def over_http(port: int, cases: list[dict[str, Any]], home_dir: Path) -> dict[str, Any]:
-    """The settler's larger model, through a real server, with and without the chosen examples."""
+async def over_http(
+    port: int,
+    cases: list[dict[str, Any]],
+    home_dir: Path,
+    *,
+    paths: tuple[str, ...] = PATHS,
+    scored: list[dict[str, Any]] | None = None,
+    http_raws: Path | None = None,
+) -> dict[str, Any]:
+    """The settler's larger model, through a real server, with and without the chosen examples; with
+    ``scored``, that provider's raws on those cases too (each shown its neighbours, never its own entry)."""
     from exo_core.decisions.signal_escalation import build_signal_settler
     from exo_core.home import ExoHome
     from exo_edge.laptop_server import ServeSettings, device_config, start_server, wait_ready
@@ -115,23 +159,70 @@ async def over_http(port: int, cases: list[dict[str, Any]], home_dir: Path) -> d
         started = time.perf_counter()
         wait_ready(settings.base_url, timeout=300.0, proc=proc)
         out["server"]["ready_s"] = time.perf_counter() - started
-        for name, neighbours in (("http:nn", '["larger"]'), ("http:fixed", "[]")):
+        for name in paths:
+            neighbours = '["larger"]' if name == "http:nn" else "[]"
             config = device_config(settings, advertise="127.0.0.1")
             config += f"\n[decisions]\nneighbours = {neighbours}\n"
             (home_dir / "config.toml").write_text(config, encoding="utf-8")
-            settler = build_signal_settler(home, Decider([]))  # no device provider: every leftover escalates
+            seen = LargerRaws()
+            settler = build_signal_settler(home, Decider([], recorder=seen))  # every leftover escalates
             try:
-                await settle_all(settler, cases[:1])  # the first call reads the pool and warms the server
-                tops, spent = await settle_all(settler, cases)
+                await settle_all(settler, seen, cases[:1])  # the first call reads the pool and warms the server
+                raws, chosen, spent = await settle_all(settler, seen, cases)
             finally:
                 await settler.aclose()
-            out[name] = {"provider": f"laptop:{ALIAS}" + (":nn" if name == "http:nn" else ""), "tops": tops}
+            out[name] = {"provider": f"laptop:{ALIAS}:chat" + (":nn" if name == "http:nn" else ""), "raws": raws}
+            out[name]["decided_uncalibrated"] = sum(option is not None for option in chosen.values())
             out[name]["seconds"] = _seconds(spent, 10.0)
             print(f"{name}: {out[name]['seconds']}", flush=True)
+        if scored:
+            out["scored_raws"] = await scored_raws(settings.base_url, scored, http_raws)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
     return out
+
+
+async def scored_raws(base_url: str, cases: list[dict[str, Any]], keep: Path | None) -> dict[str, Probs]:
+    """The settler's provider (``LogprobProvider`` on a router holding the laptop's route alone) on each case,
+    shown its nearest pool examples as ``NeighbourProvider`` would, leaving out a pooled case's own entry."""
+    import json
+
+    from bench_decisions_signal import neighbour_examples
+
+    from exo_core.decisions.logprobs import LogprobProvider
+    from exo_core.decisions.neighbours import with_examples
+    from exo_core.models import ModelRouter, load_catalog
+
+    raws: dict[str, Probs] = {}
+    if keep is not None and keep.is_file():
+        raws = json.loads(keep.read_text())
+    config = {
+        "models": {
+            "providers": {"laptop": {"kind": "openai", "base_url": base_url, "key_env": []}},
+            "roles": {"decision": [f"laptop:{ALIAS}"]},
+            "timeouts": {"first_byte": 120.0, "idle": 60.0},
+        }
+    }
+    router = ModelRouter(load_catalog(config, env={}), env={})
+    provider = LogprobProvider(router, name=f"laptop:{ALIAS}:chat", timeout=120.0)
+    near = neighbour_examples()
+    pooled = {example.id for example in near.pool.examples()}
+    todo = [case for case in cases if case["id"] not in raws]
+    print(f"scored raws: {len(raws)} kept, {len(todo)} to ask", flush=True)
+    try:
+        for done, case in enumerate(todo, start=1):
+            own = case["id"] if case["id"] in pooled else None
+            question = with_examples(SIGNAL, near.choose(case["text"], exclude=own))
+            try:
+                raws[case["id"]] = dict(await provider.probabilities(question, case["text"]))
+            except ExoError as exc:
+                print(f"{case['id']} failed: {type(exc).__name__}", flush=True)
+            if keep is not None and (done % 20 == 0 or done == len(todo)):
+                keep.write_text(json.dumps(raws))
+    finally:
+        await router.aclose()
+    return raws
 
 
 async def in_process(cases: list[dict[str, Any]]) -> dict[str, Any]:
@@ -150,43 +241,112 @@ async def in_process(cases: list[dict[str, Any]]) -> dict[str, Any]:
     provider = NeighbourProvider(inner, NeighbourExamples(ExamplePool(DEFAULT_SIGNAL_POOL, SIGNAL), embedder=embedder))
     try:
         await provider.warm(SIGNAL)
-        tops, spent = await ask_all(provider, cases)
+        raws, spent = await ask_all(provider, cases)
     finally:
         await transport.aclose()
-    return {"provider": provider.name, "tops": tops, "seconds": _seconds(spent, 10.0)}
+    return {"provider": provider.name, "raws": raws, "seconds": _seconds(spent, 10.0)}
+
+
+def _tops(raws: dict[str, Probs | None]) -> dict[str, str | None]:
+    return {case: (None if found is None else _top(found)) for case, found in raws.items()}
 
 
 def summary(cases: list[dict[str, Any]], paths: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Per path: top option right; per pair of paths: agreement (aggregate numbers only)."""
-    left = {c["id"] for c in cases if rule_answer(c["text"]) is None}
+    """Per path: top option right; per pair of paths: agreement of the top option and of the probabilities
+    (aggregate numbers only)."""
     out: dict[str, Any] = {}
     for name, found in paths.items():
-        tops = found["tops"]
+        tops = _tops(found["raws"])
         out[name] = {
             "top_right": sum(tops[c["id"]] == c["label"] for c in cases) / len(cases),
-            "top_right_rules_leftovers": sum(tops[c["id"]] == c["label"] for c in cases if c["id"] in left)
-            / max(1, len(left)),
             "failed": sum(tops[c["id"]] is None for c in cases),
             "answered": {option: sum(tops[c["id"]] == option for c in cases) for option in SIGNAL.options},
             "labels": {option: sum(c["label"] == option for c in cases) for option in SIGNAL.options},
             "seconds": found["seconds"],
         }
+        if "decided_uncalibrated" in found:
+            out[name]["decided_uncalibrated"] = found["decided_uncalibrated"]
     names = list(paths)
     for i, first in enumerate(names):
         for second in names[i + 1 :]:
-            a, b = paths[first]["tops"], paths[second]["tops"]
+            a, b = paths[first]["raws"], paths[second]["raws"]
+            both = [c["id"] for c in cases if a[c["id"]] is not None and b[c["id"]] is not None]
+            gaps = [abs(a[k][o] - b[k][o]) for k in both for o in SIGNAL.options]
             out[f"{first} = {second}"] = {
-                "agree": sum(a[c["id"]] == b[c["id"]] for c in cases) / len(cases),
-                "agree_rules_leftovers": sum(a[c["id"]] == b[c["id"]] for c in cases if c["id"] in left)
-                / max(1, len(left)),
+                "agree": sum(_top(a[k]) == _top(b[k]) for k in both) / len(cases),
+                "mean_abs_diff": sum(gaps) / max(1, len(gaps)),
+                "max_abs_diff": max(gaps, default=0.0),
+                "n": len(both),
             }
     out["n"] = len(cases)
-    out["n_rules_leftovers"] = len(left)
     return out
 
 
+def scored_summary(
+    sets: dict[str, list[dict[str, Any]]], http: dict[str, Probs], saved: dict[str, Any]
+) -> dict[str, Any]:
+    """Rules + laptop over HTTP, and rules + local then laptop over HTTP, on the test part and the held-out
+    messages, each model calibrated on the fit data it was asked about (the rules' leftovers), next to the
+    same systems with the in-process 1.5B (``saved``: the raws file of ``bench_decisions_signal.py``).
+    Aggregate numbers only."""
+    from bench_decisions_signal import FIT_POOL, _apply, calibrate, score
+
+    settled = {c["id"]: rule_answer(c["text"]) for part in sets.values() for c in part}
+    raws = {"local": saved["raws"]["local"], "laptop": saved["raws"]["laptop"], "laptop-http": http}
+
+    def fit_rows(which: str) -> list[tuple[Probs, str]]:
+        source = raws[which]
+        return [
+            (source[c["id"]], c["label"])
+            for part in FIT_POOL
+            for c in sets.get(part, [])
+            if c["id"] in source and settled[c["id"]] is None
+        ]
+
+    calibrations = {which: calibrate(fit_rows(which)) for which in raws}
+
+    def system(name: str, case: dict[str, Any]) -> Probs | None:
+        rule = settled[case["id"]]
+        if rule is not None:
+            return {o: float(o == rule) for o in SIGNAL.options}
+        larger = "laptop-http" if name.endswith("over HTTP") else "laptop"
+        if case["id"] not in raws[larger]:
+            return None
+        if ", then " in name:
+            if case["id"] not in raws["local"]:
+                return None
+            first = _apply(calibrations["local"], raws["local"][case["id"]])
+            if max(first.values()) >= SIGNAL.threshold:
+                return first
+        return _apply(calibrations[larger], raws[larger][case["id"]])
+
+    names = (
+        "rules + laptop in-process",
+        "rules + laptop over HTTP",
+        "rules + local, then laptop in-process",
+        "rules + local, then laptop over HTTP",
+    )
+    scores: dict[str, Any] = {}
+    for name in names:
+        scores[name] = {}
+        for part in ("test", "heldout"):
+            got = [(system(name, c), c["label"]) for c in sets.get(part, [])]
+            missing = sum(p is None for p, _ in got)
+            if got and not missing:
+                scores[name][part] = score([(p, label) for p, label in got if p is not None])
+            else:
+                scores[name][part] = {"missing": missing}
+    return {
+        "calibrated_on": list(FIT_POOL),
+        "fit_rows": {which: len(fit_rows(which)) for which in raws},
+        "calibrations": {which: (found.to_json() if found else None) for which, found in calibrations.items()},
+        "http_asked": {part: sum(1 for c in found if c["id"] in http) for part, found in sets.items()},
+        "scores": scores,
+    }
+
+
 def print_results(results: dict[str, Any]) -> None:
-    """The paths' top options and seconds, then the agreements."""
+    """The paths' top options and seconds, then the agreements, then the scored systems."""
     found = results["summary"]
     rows = []
     for name in ("in-process:nn", "http:nn", "http:fixed"):
@@ -198,7 +358,6 @@ def print_results(results: dict[str, Any]) -> None:
             [
                 name,
                 f"{100 * got['top_right']:.1f}%",
-                f"{100 * got['top_right_rules_leftovers']:.1f}%",
                 got["failed"],
                 round(seconds["median_s"], 2),
                 round(seconds["p95_s"], 2),
@@ -206,40 +365,77 @@ def print_results(results: dict[str, Any]) -> None:
             ]
         )
     print_table(
-        f"The 1.5B for the signal decision: test part, {found['n']} messages "
-        f"({found['n_rules_leftovers']} the rules leave)",
-        ["path", "top option right", "on the rules' leftovers", "failed", "median s", "p95 s", "over 10 s"],
+        f"The 1.5B for the signal decision: the {found['n']} test-part messages the rules leave",
+        ["path", "top option right", "failed", "median s", "p95 s", "over 10 s"],
         rows,
     )
     agree = [
-        [name, f"{100 * got['agree']:.1f}%", f"{100 * got['agree_rules_leftovers']:.1f}%"]
+        [name, f"{100 * got['agree']:.1f}%", round(got["mean_abs_diff"], 4), round(got["max_abs_diff"], 4)]
         for name, got in found.items()
         if " = " in name
     ]
-    print_table("Same top option", ["paths", "all", "on the rules' leftovers"], agree)
+    print_table("Same top option", ["paths", "same top option", "mean |diff|", "max |diff|"], agree)
+    scored = results.get("scored")
+    if scored:
+        for part in ("test", "heldout"):
+            table = []
+            for name, by_part in scored["scores"].items():
+                got = by_part.get(part, {})
+                if "accuracy" not in got:
+                    continue
+                table.append(
+                    [
+                        name,
+                        f"{100 * got['accuracy']:.1f}%",
+                        round(got["ece"], 3),
+                        f"{100 * got['abstention']:.1f}%",
+                        f"{100 * got['top_accuracy']:.1f}%",
+                        got["n"],
+                    ]
+                )
+            headers = ["system", "accuracy (abstain = wrong)", "ECE", "abstains", "top option right", "n"]
+            print_table(f"Signal decision, {part}", headers, table)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run (or print the saved results)."""
+    import json
+
     ap = bench_parser("decisions_http", __doc__.split("\n")[0], quick_help="the first 8 messages; writes nothing")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--port", type=int, default=18093)
+    ap.add_argument("--paths", default=",".join(PATHS), help="the settler's paths to run: http:nn, http:fixed")
+    ap.add_argument("--scored", type=Path, default=None, help="bench_decisions_signal.py's raws file (in-process)")
+    ap.add_argument("--http-raws", type=Path, default=None, help="keep the scored run's HTTP raws here")
     args = ap.parse_args(argv)
     if args.markdown:
         _common.MARKDOWN = True
-        import json
-
         print_results(json.loads((args.out or _common.RESULTS_DIR / "decisions_http.json").read_text()))
         return 0
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     cases = sample()
     if args.quick:
         cases = cases[:8]
+    paths_run = tuple(name for name in args.paths.split(",") if name)
+    scored_cases = None
+    sets: dict[str, list[dict[str, Any]]] = {}
+    if args.scored is not None:
+        from bench_decisions_signal import FIT_POOL, load_sets
+
+        sets = load_sets()
+        scored_cases = [
+            c for part in (*FIT_POOL, "heldout") for c in sets.get(part, []) if rule_answer(c["text"]) is None
+        ]
     with tempfile.TemporaryDirectory(prefix="exo-http-") as scratch:
-        paths = asyncio.run(over_http(args.port, cases, Path(scratch) / "home"))
+        paths = asyncio.run(
+            over_http(
+                args.port, cases, Path(scratch) / "home", paths=paths_run, scored=scored_cases, http_raws=args.http_raws
+            )
+        )
     server = paths.pop("server")
+    http = paths.pop("scored_raws", None)
     paths["in-process:nn"] = asyncio.run(in_process(cases))
-    results = {
+    results: dict[str, Any] = {
         "benchmark": "decisions_http",
         "machine": machine_info(),
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
@@ -247,6 +443,10 @@ def main(argv: list[str] | None = None) -> int:
         "providers": {name: found["provider"] for name, found in paths.items()},
         "summary": summary(cases, paths),
     }
+    if http is not None and args.scored is not None:
+        test_http = paths.get("http:nn", {}).get("raws", {})
+        merged = {**http, **{case: found for case, found in test_http.items() if found is not None}}
+        results["scored"] = scored_summary(sets, merged, json.loads(args.scored.read_text()))
     write_results("decisions_http", results, out=args.out, quick=args.quick)
     print_results(results)
     return 0

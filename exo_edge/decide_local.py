@@ -30,12 +30,12 @@ from __future__ import annotations
 import ctypes
 import functools
 import math
-import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from exo_core.decisions.chat_prompt import WORDS, answer_words, chat_messages, example_draft, one_line
 from exo_core.decisions.providers import DRAFT_NOTE, cut_draft
 from exo_core.decisions.question import BadProviderOutput, Question
 from exo_core.home import ExoHome
@@ -57,18 +57,7 @@ __all__ = [
     "chat_messages",
 ]
 
-LETTERS = string.ascii_uppercase
 STYLES = ("words", "letters", "chat")
-# One plain word per option where the option's label is not one (what the base model reads best).
-WORDS = {"core": "files", "neither": "other", "session_tree": "history", "file_preview": "file"}
-
-
-def answer_words(question: Question, style: str = "words") -> list[str]:
-    """What each option is called in the prompt's answers: its letter, or one word."""
-    if style == "letters":
-        return list(LETTERS[: len(question.options)])
-    # "chat" answers with the same words as "words": an instruction-tuned model reads them best too.
-    return [WORDS.get(o, o.replace("_", " ").split()[0]) for o in question.options]
 
 
 def render_prompt(question: Question, state: str, style: str = "words", draft: str | None = None) -> tuple[str, str]:
@@ -91,57 +80,19 @@ def render_prompt(question: Question, state: str, style: str = "words", draft: s
     if draft is not None:
         head += "\n" + DRAFT_NOTE
     for i, (text, label) in enumerate(question.examples):
-        head += "\n\n" + _example_draft(question, i, draft is not None, "Assistant: ")
-        head += f"Message: {_one_line(text)}\nAnswer: {names[question.options.index(label)]}"
+        head += "\n\n" + example_draft(question, i, draft is not None, "Assistant: ")
+        head += f"Message: {one_line(text)}\nAnswer: {names[question.options.index(label)]}"
     # The tail starts with the blank line, so head and tail tokenized apart give the same tokens as
     # the whole prompt would ("\n\n" is one token).
     if draft is not None:
-        return head, f"\n\nAssistant: {cut_draft(draft)}\nMessage: {_one_line(state)}\nAnswer:"
-    return head, f"\n\nMessage: {_one_line(state)}\nAnswer:"
-
-
-def _example_draft(question: Question, index: int, shown: bool, label: str) -> str:
-    """The line with example ``index``'s draft (empty when drafts are not shown or the question has none)."""
-    if not shown or len(question.example_drafts) != len(question.examples):
-        return ""
-    return f"{label}{cut_draft(question.example_drafts[index])}\n"
-
-
-def chat_messages(question: Question, state: str, draft: str | None = None) -> list[dict[str, str]]:
-    """The decision as chat turns for an instruction-tuned model: the options in the system turn,
-    each worked example as a user turn answered by one word, then ``state`` as the last user turn.
-
-    With ``draft`` each user turn first shows the assistant's answer it replies to
-    (``Assistant's answer: ...``; the examples' from ``question.example_drafts``)."""
-    names = answer_words(question, "chat")
-    listed = "\n".join(f"- {n}: {question.describe(o)}" for n, o in zip(names, question.options, strict=True))
-    system = f"You sort the messages a person sends to their assistant after it answered. {question.text}\n"
-    if draft is not None:
-        system += DRAFT_NOTE + "\n"
-    system += f"Answer with exactly one word from this list:\n{listed}"
-    messages = [{"role": "system", "content": system}]
-    for i, (text, label) in enumerate(question.examples):
-        shown = _example_draft(question, i, draft is not None, "Assistant's answer: ")
-        messages.append({"role": "user", "content": shown + "Message: " + _one_line(text)})
-        messages.append({"role": "assistant", "content": names[question.options.index(label)]})
-    last = "Message: " + _one_line(state)
-    if draft is not None:
-        last = f"Assistant's answer: {cut_draft(draft)}\n{last}"
-    messages.append({"role": "user", "content": last})
-    return messages
+        return head, f"\n\nAssistant: {cut_draft(draft)}\nMessage: {one_line(state)}\nAnswer:"
+    return head, f"\n\nMessage: {one_line(state)}\nAnswer:"
 
 
 # Stand for the message and the draft while the chat template renders, so the prompt can be cut around them.
 _SENTINEL = "\u2063EXO-MESSAGE\u2063"
 _DRAFT_SENTINEL = "\u2063EXO-DRAFT\u2063"
 _KEEP_CHATS = 64  # rendered chat templates kept per provider (one per question, or per message with neighbours)
-
-
-def _one_line(text: str) -> str:
-    """One line of at most 600 characters; lone surrogates (undecodable bytes from argv) become U+FFFD,
-    so the text always encodes to UTF-8 for the tokenizer."""
-    line = " ".join(text.split())[:600]
-    return line.encode("utf-8", "replace").decode("utf-8")
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,9 +184,9 @@ class LocalDecisionProvider:
         With a draft, the draft (as text too) and the template's words between it and the message first."""
         if draft is None:
             head, after = self._chat_parts(llm, question, False)
-            return self._forward(llm, head, True, ((_one_line(state), False), (after, True)), names)
+            return self._forward(llm, head, True, ((one_line(state), False), (after, True)), names)
         head, between, after = self._chat_parts(llm, question, True)
-        pieces = ((cut_draft(draft), False), (between, True), (_one_line(state), False), (after, True))
+        pieces = ((cut_draft(draft), False), (between, True), (one_line(state), False), (after, True))
         return self._forward(llm, head, True, pieces, names)
 
     def _chat_parts(self, llm: Any, question: Question, with_draft: bool) -> tuple[str, ...]:

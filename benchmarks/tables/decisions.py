@@ -4,7 +4,8 @@ From ``decisions.json`` (``bench_decisions.py``), ``decisions_signal.json``
 (``bench_decisions_signal.py``; ``decisions_signal_fixed.json`` is its run with the fixed examples, kept as
 "before"; ``decisions_signal_pool.json`` the fourth pass's scored run), ``decisions_neighbours.json``
 (``bench_decisions_neighbours.py``), ``decisions_pool.json`` (``bench_decisions_pool.py``) and
-``decisions_http.json`` (``bench_decisions_http.py``), with the columns and digits of each script's own
+``decisions_http.json`` (``bench_decisions_http.py``; ``decisions_http_logprobs.json`` its fifth-pass run,
+the larger model read from the engine's ``top_logprobs``), with the columns and digits of each script's own
 tables (``print_results``). Systems are listed in the scripts' ``SYSTEMS`` order.
 """
 
@@ -30,6 +31,10 @@ __all__ = [
     "pool_test_all",
     "http_paths",
     "http_agree",
+    "http_logprob_paths",
+    "http_logprob_agree",
+    "http_scored_test",
+    "http_scored_heldout",
 ]
 
 _SYSTEMS = (
@@ -257,3 +262,66 @@ def http_agree(data: dict[str, Any]) -> list[str]:
     """§7b fourth pass: how often two paths name the same option."""
     rows = [[name, pct(got["agree"])] for name, got in data["summary"].items() if " = " in name]
     return md_table(["paths", "same option"], rows + [["n", data["summary"]["n"]]])
+
+
+def http_logprob_paths(data: dict[str, Any]) -> list[str]:
+    """§7b fifth pass: the settler's larger model read from ``top_logprobs``, against in-process, per path."""
+    found = data["summary"]
+    rows = []
+    for name in _HTTP_PATHS:
+        got = found.get(name)
+        if got is None:
+            continue
+        seconds = got["seconds"]
+        decided = got.get("decided_uncalibrated")
+        rows.append(
+            [
+                name,
+                pct(got["top_right"]),
+                got["failed"],
+                "-" if decided is None else decided,
+                round(seconds["median_s"], 2),
+                round(seconds["p95_s"], 2),
+                seconds["over_timeout"],
+                seconds["n"],
+            ]
+        )
+    headers = ["path", "top option right", "no probabilities", "decided (raw ≥ 0.6)", "median s", "p95 s"]
+    return md_table([*headers, "over 10 s", "n"], rows)
+
+
+def http_logprob_agree(data: dict[str, Any]) -> list[str]:
+    """§7b fifth pass: two paths' top options and probabilities side by side."""
+    rows = [
+        [name, pct(got["agree"]), round(got["mean_abs_diff"], 3), round(got["max_abs_diff"], 3), got["n"]]
+        for name, got in data["summary"].items()
+        if " = " in name
+    ]
+    return md_table(["paths", "same top option", "mean abs. difference of p", "max abs. difference of p", "n"], rows)
+
+
+def _http_scored(part: str) -> Callable[[dict[str, Any]], list[str]]:
+    def render(data: dict[str, Any]) -> list[str]:
+        rows = []
+        for system, by_part in data["scored"]["scores"].items():
+            got = by_part.get(part, {})
+            if "accuracy" not in got:
+                continue
+            rows.append(
+                [
+                    system,
+                    pct(got["accuracy"]),
+                    round(got["ece"], 3),
+                    pct(got["abstention"]),
+                    pct(got["top_accuracy"]),
+                    got["n"],
+                ]
+            )
+        headers = ["system", "accuracy (abstain = wrong)", "ECE", "abstains", "top option right", "n"]
+        return md_table(headers, rows)
+
+    return render
+
+
+http_scored_test = _http_scored("test")
+http_scored_heldout = _http_scored("heldout")

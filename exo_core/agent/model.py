@@ -28,6 +28,7 @@ __all__ = [
     "ToolCallChunk",
     "UsageChunk",
     "Finish",
+    "TopTokens",
     "ModelChunk",
     "ModelTransport",
     "ClosableTransport",
@@ -78,7 +79,9 @@ class ModelRequest:
     of a workspace file they named: :mod:`exo_core.agent.named_files`), already
     grounded; a transport that decides text vs call itself may make the first
     when its model leans to text (docs/models.md, "Text or a tool call").
-    Others ignore it.
+    Others ignore it. ``top_logprobs`` (0: none) asks the engine for the K most likely tokens at each step of
+    the answer, with their log probabilities (:class:`TopTokens`); OpenAI-compatible engines that support
+    it send them, every other transport ignores it (a decision read this way abstains without them).
     """
 
     messages: tuple[ChatMessage, ...]
@@ -91,6 +94,7 @@ class ModelRequest:
     role: str = "main"
     tool_choice: str = "auto"
     pointed: tuple[ToolCall, ...] = ()
+    top_logprobs: int = 0
 
     def temperature_or(self, default: float = DEFAULT_TEMPERATURE) -> float:
         """The temperature this request names, else ``default`` (the model's recommended one)."""
@@ -144,7 +148,15 @@ class Finish:
     reason: str = "end"
 
 
-ModelChunk = TextDelta | ReasoningDelta | ToolCallChunk | UsageChunk | Finish
+@dataclass(frozen=True, slots=True)
+class TopTokens:
+    """The engine's most likely tokens at one step of the answer, as ``(token text, log probability)``,
+    most likely first (sent before that step's text, when the request asked for ``top_logprobs``)."""
+
+    tokens: tuple[tuple[str, float], ...]
+
+
+ModelChunk = TextDelta | ReasoningDelta | ToolCallChunk | UsageChunk | Finish | TopTokens
 
 
 @runtime_checkable

@@ -86,8 +86,9 @@ class DecisionSettings:
     # fit set it did not make either model right more often once calibrated (docs/benchmarks.md §7b).
     show_draft: bool = False
     # Who is shown each signal message's nearest pool examples (docs/decisions.md §3). None by default: on
-    # the fit pool they helped the laptop's 1.5B loaded locally and not the 0.5B, and exod asks the laptop
-    # over HTTP for one letter, a path not measured with them (docs/benchmarks.md §7b).
+    # the fit pool they helped the laptop's 1.5B and not the 0.5B; exod reads the laptop's option words'
+    # probabilities over HTTP since issue 21's fifth pass, measured with them (docs/benchmarks.md §7b), and
+    # the default was left as it was.
     neighbours: tuple[str, ...] = ()
     # The pool they are chosen from: "" is the pool that ships with Exo.
     signal_examples: str = ""

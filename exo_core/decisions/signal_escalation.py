@@ -7,7 +7,9 @@ exod reads every person message with the signal decision (:mod:`exo_core.learnin
 * the **larger model** decides when it is reachable: ``[decisions] larger``, by default the first route
   of the ``main`` role that is off the device (the laptop's engine, ``main = ["laptop:...", "local:..."]``).
   It runs through a router of its own that holds only that route, so while the laptop is away the local
-  model standing in for it in the ``main`` role never answers in the larger model's name;
+  model standing in for it in the ``main`` role never answers in the larger model's name. It is asked
+  as :class:`~exo_core.decisions.logprobs.LogprobProvider` (the option words' probabilities from the
+  engine's ``top_logprobs``, calibrated as ``<route>:chat``); an engine that sends none makes it abstain;
 * without it, a message that **answers a draft** is put to the person (``question.asked``, worded for
   them, when ``ask_person`` is on): they are in the conversation, and their answer labels the decision;
 * anything else, or a question left unanswered, is **queued** for the larger model (the proposal queue,
@@ -25,7 +27,7 @@ from typing import Any
 
 from exo_core.decisions.decider import Decider
 from exo_core.decisions.escalation import DecisionQueue, Escalation, PersonAsker, PersonWording
-from exo_core.decisions.providers import HostedProvider
+from exo_core.decisions.logprobs import LogprobProvider
 from exo_core.decisions.question import Decision
 from exo_core.decisions.setup import DecisionSettings, with_neighbours
 from exo_core.decisions.uses import SIGNAL
@@ -137,7 +139,9 @@ def build_signal_settler(
         router = build_router(home, env=env)
         for role in ROLES:  # every role of this router is the one route: no fallback to a smaller model
             router.set_role(role, [route])
-        asked = HostedProvider(router, name=route, timeout=settings.larger_timeout)
+        # The option words' probabilities from the engine's top_logprobs, as the in-process chat style reads
+        # them (docs/decisions.md §7a); an engine without them makes the decision abstain, never guess.
+        asked = LogprobProvider(router, name=f"{route}:chat", timeout=settings.larger_timeout)
         larger = with_neighbours(asked, home, settings, model="larger", edge=edge)
         closers.append(router.aclose)
     escalation = Escalation(decider, larger=larger, queue=queue, asker=asker, ask_timeout=settings.ask_timeout)

@@ -17,6 +17,7 @@ again in words (:mod:`exo_edge.hosted.judged`; docs/models.md, "Text or a tool c
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from exo_core.agent.model import (
     ReasoningDelta,
     TextDelta,
     ToolCallChunk,
+    TopTokens,
     UsageChunk,
 )
 from exo_core.models.failures import FailureKind, ProviderError, RetryableProviderError
@@ -151,6 +153,9 @@ class OpenAICompatTransport(HostedTransport):
         }
         if request.stop:
             body["stop"] = list(request.stop)
+        if request.top_logprobs > 0:
+            body["logprobs"] = True
+            body["top_logprobs"] = request.top_logprobs
         if request.tools:
             body["tools"] = openai_tools(request.tools)
             if request.tool_choice != "auto":
@@ -201,6 +206,9 @@ class OpenAICompatTransport(HostedTransport):
                 if isinstance(obj.get("usage"), dict):
                     usage = _usage(obj["usage"], obj.get("model") or self.model)
                 for choice in obj.get("choices") or ():
+                    if request.top_logprobs > 0:
+                        for step in _top_tokens(choice.get("logprobs")):
+                            yield step
                     delta = choice.get("delta") or {}
                     reasoning = delta.get("reasoning_content") or delta.get("reasoning")
                     if isinstance(reasoning, str) and reasoning:
@@ -236,6 +244,31 @@ class OpenAICompatTransport(HostedTransport):
             yield usage
         called = bool(calls or text_calls)
         yield Finish("tool_calls" if called and finish in (None, "end") else (finish or "end"))
+
+
+def _top_tokens(logprobs: Any) -> list[TopTokens]:
+    """The steps of a chunk's ``logprobs`` (OpenAI's ``{"content": [{"top_logprobs": [...]}, ...]}``) as
+    :class:`TopTokens`; an entry that is not a token with a finite log probability is left out, and
+    nothing at all when the engine sent none (``null``, or a shape of its own)."""
+    if not isinstance(logprobs, dict) or not isinstance(logprobs.get("content"), list):
+        return []
+    steps = []
+    for step in logprobs["content"]:
+        top = step.get("top_logprobs") if isinstance(step, dict) else None
+        if not isinstance(top, list):
+            continue
+        found = []
+        for entry in top:
+            token = entry.get("token") if isinstance(entry, dict) else None
+            value = entry.get("logprob") if isinstance(entry, dict) else None
+            if isinstance(token, str) and isinstance(value, (int, float)) and _finite(value):
+                found.append((token, float(value)))
+        steps.append(TopTokens(tuple(found)))
+    return steps
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _usage(u: dict[str, Any], model: str) -> UsageChunk:

@@ -174,14 +174,22 @@ def test_with_the_laptop_away_corrections_still_teach_an_unsure_reply_is_asked_t
 
 
 def test_a_reachable_larger_model_decides_and_nothing_is_asked_or_queued(tmp_path: Path, exod_factory: Any) -> None:
-    """Scripted answers from the laptop's route: the letter it answers is the decision exod acts on."""
+    """Scripted answers from the laptop's route: the option words' probabilities in its top_logprobs are the
+    decision exod acts on."""
     server = FakeProvider()
     seen: dict[str, Any] = {}
 
     async def scenario() -> None:
         await server.start()
         try:
-            server.script("laptop", Reply(events=openai_chunks(" B")))  # B: rule
+            top = [
+                {"token": "rule", "logprob": -0.1},
+                {"token": "cor", "logprob": -2.5},
+                {"token": "other", "logprob": -4},
+            ]
+            logprobs = {"content": [{**top[0], "top_logprobs": top}]}
+            answer = {"choices": [{"index": 0, "delta": {"content": "rule"}, "logprobs": logprobs}]}
+            server.script("laptop", Reply(events=[answer, *openai_chunks(finish="length")]))
             home = _home(tmp_path, server.base_url("laptop"))
             seen["home"] = home
             exod = exod_factory(home, write_script(tmp_path / "s.json", [{"text": "Understood."}] * 5), tmp_path)
@@ -200,9 +208,9 @@ def test_a_reachable_larger_model_decides_and_nothing_is_asked_or_queued(tmp_pat
     assert seen["exod"].stop() == 0
     entries = _entries(home)
     decisions = [e.body for e in entries if e.kind == "decision"]
-    assert [(d["provider"], d["chosen"]) for d in decisions] == [("rules-only", None), (f"laptop:{ALIAS}", "rule")]
+    assert [(d["provider"], d["chosen"]) for d in decisions] == [("rules-only", None), (f"laptop:{ALIAS}:chat", "rule")]
     assert [e.body["text"] for e in entries if e.kind == "rule"] == ["Emojis in texts to my brother are fine."]
-    assert len(seen["sent"]) == 1 and seen["sent"][0]["model"] == ALIAS
+    assert len(seen["sent"]) == 1 and seen["sent"][0]["model"] == ALIAS and seen["sent"][0]["top_logprobs"] == 20
     assert _queued(home) == [] and not [e for e in entries if e.kind == "outcome"]
 
 
@@ -229,7 +237,9 @@ def test_the_laptop_engine_on_a_real_llama_cpp_server_decides_an_abstention(tmp_
         engine.stop()
     decisions = [e.body for e in _entries(home) if e.kind == "decision"]
     assert decisions[0]["chosen"] is None and decisions[0]["escalate"] == "main"
-    # The 0.5B on the laptop's engine answered with an option letter: it decided, nothing was queued.
-    assert [(d["provider"], d["via"]) for d in decisions[1:]] == [(f"laptop:{ALIAS}", "provider")], decisions
-    assert decisions[1]["chosen"] in ("correction", "rule", "neither")
-    assert _queued(home) == []
+    # The 0.5B on the laptop's engine gave the option words' probabilities: its decision is recorded with
+    # them (uncalibrated on a fresh home); below the threshold it is queued, above it nothing is.
+    [larger] = decisions[1:]
+    assert larger["provider"] == f"laptop:{ALIAS}:chat" and not larger["failures"], decisions
+    assert sum(larger["raw"].values()) == pytest.approx(1.0, abs=1e-3) and len(set(larger["raw"].values())) == 3
+    assert (larger["chosen"] is None) == bool(_queued(home))

@@ -1,0 +1,124 @@
+"""The larger model's decision over HTTP, read as probabilities (issue 21; docs/decisions.md §3, §7a).
+
+:class:`LogprobProvider` sends an OpenAI-compatible engine (the laptop's ``llama_cpp.server``) the turns the
+in-process chat style reads (:func:`~exo_core.decisions.chat_prompt.chat_messages`: the options as words,
+the worked examples, the redacted message), asks for one token at temperature 0 with ``top_logprobs``, and
+takes each option's share of the engine's most likely first tokens, renormalised over the options. The
+numbers are the model's own, as in-process, so calibration has something to work on; a single answer at a
+fixed confidence (what :class:`~exo_core.decisions.providers.HostedProvider` gives) is right or wrong and
+nothing in between.
+
+A token counts for an option when it is the start of the option's word as the answer's first line writes
+it (``correction``/``Correction``: ``cor``, ``correct``, ``Correction``); one that starts two options'
+words counts for neither. In-process only each spelling's first token is read (``cor``, ``Correction``):
+over HTTP the engine names tokens by their text, not their id, so the two sums differ by the mass on the
+word's other beginnings (``correct``). Measured in docs/benchmarks.md §7b, "Fifth pass".
+
+An engine that sends no log probabilities (one that does not support them, or a route to a kind that
+never does) is not given an invented confidence: :class:`NoLogprobs` is raised, a provider failure, so
+the decision abstains and goes on to the person or the queue (docs/decisions.md §7a).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, cast
+
+from exo_core.agent.model import ChatMessage, ClosableTransport, ModelRequest, ModelTransport, TopTokens
+from exo_core.decisions.chat_prompt import answer_words, chat_messages
+from exo_core.decisions.providers import redact
+from exo_core.decisions.question import BadProviderOutput, Question
+
+if TYPE_CHECKING:
+    from exo_core.agent.model import Role
+
+__all__ = ["TOP_LOGPROBS", "LogprobProvider", "NoLogprobs", "option_shares"]
+
+TOP_LOGPROBS = 20  # the most OpenAI's API accepts; past the 20th a token's mass is negligible here
+
+
+class NoLogprobs(BadProviderOutput):
+    """The engine answered without the log probabilities it was asked for."""
+
+    code = "no_logprobs"
+
+
+def option_shares(question: Question, top: TopTokens, *, provider: str = "provider") -> dict[str, float]:
+    """Each option's share of the mass on the tokens in ``top`` that start its answer word (see the module
+    docstring), renormalised over the options; :class:`BadProviderOutput` when none starts one."""
+    words = answer_words(question, "chat")
+    spellings = [(word, word.capitalize()) for word in words]
+    mass = dict.fromkeys(question.options, 0.0)
+    for token, logprob in top.tokens:
+        starts = [o for o, forms in zip(question.options, spellings, strict=True) if _starts(token, forms)]
+        if len(starts) == 1:
+            mass[starts[0]] += math.exp(logprob)
+    total = sum(mass.values())
+    if total <= 0.0:
+        shown = ", ".join(repr(token) for token, _ in top.tokens[:5]) or "none"
+        raise BadProviderOutput(
+            f"{provider}: none of the engine's {len(top.tokens)} most likely tokens starts an option word "
+            f"({', '.join(words)}); its top: {shown}"
+        )
+    return {option: value / total for option, value in mass.items()}
+
+
+def _starts(token: str, spellings: tuple[str, ...]) -> bool:
+    return bool(token) and any(spelling.startswith(token) for spelling in spellings)
+
+
+class LogprobProvider:
+    """A :class:`~exo_core.decisions.question.DecisionProvider` over an engine's ``top_logprobs`` (module docstring).
+
+    ``transport`` is what answers the role (exod's router holding the larger model's route alone).
+    """
+
+    def __init__(
+        self,
+        transport: ModelTransport,
+        *,
+        name: str = "hosted:chat",
+        role: str = "decision",
+        timeout: float = 2.0,
+        top_logprobs: int = TOP_LOGPROBS,
+    ) -> None:
+        self.transport = transport
+        self.name = name
+        self.role = role
+        self.timeout = timeout
+        self.top_logprobs = top_logprobs
+
+    def request(self, question: Question, state: str, draft: str | None = None) -> ModelRequest:
+        """The request sent: the chat style's turns over the redacted message (and draft), one token."""
+        shown_draft = None if draft is None else redact(draft)
+        turns = chat_messages(question, redact(state), shown_draft)
+        messages = tuple(ChatMessage(cast("Role", turn["role"]), turn["content"]) for turn in turns)
+        return ModelRequest(
+            messages=messages, max_tokens=1, temperature=0.0, role=self.role, top_logprobs=self.top_logprobs
+        )
+
+    async def probabilities(self, question: Question, state: str) -> Mapping[str, float]:
+        """The options' shares of the engine's first token; :class:`NoLogprobs` when it sent none."""
+        return await self._ask(self.request(question, state), question)
+
+    async def probabilities_after(self, question: Question, state: str, draft: str) -> Mapping[str, float]:
+        """As :meth:`probabilities`, with the draft ``state`` answers shown before it."""
+        return await self._ask(self.request(question, state, draft), question)
+
+    async def aclose(self) -> None:
+        """Close the transport when it holds anything (the router's HTTP session)."""
+        if isinstance(self.transport, ClosableTransport):
+            await self.transport.aclose()
+
+    async def _ask(self, request: ModelRequest, question: Question) -> Mapping[str, float]:
+        first: TopTokens | None = None
+        async for chunk in self.transport.stream(request):
+            if isinstance(chunk, TopTokens) and first is None:
+                first = chunk
+        if first is None or not first.tokens:
+            raise NoLogprobs(
+                f"{self.name} answered without log probabilities (top_logprobs); the engine must support "
+                "them for the larger model to decide, so this decision is left to the person or the queue"
+            )
+        return option_shares(question, first, provider=self.name)
