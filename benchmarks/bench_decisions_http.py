@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import _common  # noqa: E402
 from _common import bench_parser, machine_info, print_table, write_results  # noqa: E402
 from bench_decisions import load_cases, split_by_time  # noqa: E402
-from bench_decisions_signal import MODELS, rule_answer  # noqa: E402
+from bench_decisions_signal import MODELS, SCORE_HEADERS, rule_answer, score_row  # noqa: E402
 
 from exo_core.decisions import Decider  # noqa: E402
 from exo_core.decisions.neighbours import DEFAULT_SIGNAL_POOL, ExamplePool, NeighbourExamples  # noqa: E402
@@ -383,18 +383,8 @@ def print_results(results: dict[str, Any]) -> None:
                 got = by_part.get(part, {})
                 if "accuracy" not in got:
                     continue
-                table.append(
-                    [
-                        name,
-                        f"{100 * got['accuracy']:.1f}%",
-                        round(got["ece"], 3),
-                        f"{100 * got['abstention']:.1f}%",
-                        f"{100 * got['top_accuracy']:.1f}%",
-                        got["n"],
-                    ]
-                )
-            headers = ["system", "accuracy (abstain = wrong)", "ECE", "abstains", "top option right", "n"]
-            print_table(f"Signal decision, {part}", headers, table)
+                table.append(score_row(name, got))
+            print_table(f"Signal decision, {part}", SCORE_HEADERS, table)
 
 
 def main(argv: list[str] | None = None) -> int:

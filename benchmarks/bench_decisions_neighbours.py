@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import _common  # noqa: E402
 from _common import bench_parser, machine_info, print_table, write_results  # noqa: E402
 from bench_decisions import load_cases, split_by_time  # noqa: E402
-from bench_decisions_signal import EXTRA, MODELS, calibrate, rule_answer, score  # noqa: E402
+from bench_decisions_signal import EXTRA, MODELS, SCORE_HEADERS, calibrate, rule_answer, score, score_row  # noqa: E402
 
 from exo_core.decisions.neighbours import (  # noqa: E402
     DEFAULT_SIGNAL_POOL,
@@ -212,19 +212,10 @@ def print_results(results: dict[str, Any]) -> None:
     """One table: every system on the fit pool, leave-one-out."""
     rows = []
     for name, found in results["scores"].items():
-        rows.append(
-            [
-                name,
-                f"{100 * found['accuracy']:.1f}%",
-                round(found["ece"], 3),
-                f"{100 * found['abstention']:.1f}%",
-                f"{100 * found['top_accuracy']:.1f}%",
-                found["n"],
-            ]
-        )
+        rows.append(score_row(name, found))
     print_table(
         f"Fit pool, leave-one-out ({results['per_option']} neighbours per option)",
-        ["system", "accuracy (abstain = wrong)", "ECE", "abstains", "top option right", "n"],
+        SCORE_HEADERS,
         rows,
     )
 

@@ -38,7 +38,7 @@ import _common  # noqa: E402
 from _common import REPO, bench_parser, machine_info, print_table, write_results  # noqa: E402
 from bench_decisions import load_cases, split_by_time  # noqa: E402
 from bench_decisions_neighbours import fit_pool  # noqa: E402
-from bench_decisions_signal import MODELS, calibrate, rule_answer, score  # noqa: E402
+from bench_decisions_signal import MODELS, SCORE_HEADERS, calibrate, rule_answer, score, score_row  # noqa: E402
 
 from exo_core.decisions.calibration import Calibration  # noqa: E402
 from exo_core.decisions.neighbours import (  # noqa: E402
@@ -261,22 +261,11 @@ def print_results(results: dict[str, Any]) -> None:
         found = results["scores"].get(key)
         if not found:
             continue
-        rows = [
-            [
-                name,
-                f"{100 * got['accuracy']:.1f}%",
-                round(got["ece"], 3),
-                f"{100 * got['abstention']:.1f}%",
-                f"{100 * got['top_accuracy']:.1f}%",
-                got["n"],
-            ]
-            for name, got in found.items()
-            if not name.startswith("_")
-        ]
+        rows = [score_row(name, got) for name, got in found.items() if not name.startswith("_")]
         rules = found["_rules"]
         print_table(
             f"{title} (rules settle {100 * rules['settled']:.1f}%)",
-            ["system", "accuracy (abstain = wrong)", "ECE", "abstains", "top option right", "n"],
+            SCORE_HEADERS,
             rows,
         )
 

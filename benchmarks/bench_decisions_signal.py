@@ -428,6 +428,17 @@ def _right_when_settled(cases: list[dict[str, Any]], settled: dict[str, str | No
     return sum(hits) / len(hits) if hits else None
 
 
+SCORE_HEADERS = ["system", "accuracy (abstain = wrong)", "ECE", "abstains", "top option right", "n"]
+
+
+def score_row(name: str, got: dict[str, Any]) -> list[Any]:
+    """One system's scores as a console table row, under :data:`SCORE_HEADERS`."""
+    accuracy = f"{100 * got['accuracy']:.1f}%"
+    abstains = f"{100 * got['abstention']:.1f}%"
+    top = f"{100 * got['top_accuracy']:.1f}%"
+    return [name, accuracy, round(got["ece"], 3), abstains, top, got["n"]]
+
+
 def print_results(results: dict[str, Any]) -> None:
     """The tables for docs/benchmarks.md."""
     cases = results["cases"]
@@ -445,18 +456,8 @@ def print_results(results: dict[str, Any]) -> None:
             found = results["scores"].get(name, {}).get(part)
             if found is None:
                 continue
-            rows.append(
-                [
-                    name,
-                    f"{100 * found['accuracy']:.1f}%",
-                    round(found["ece"], 3),
-                    f"{100 * found['abstention']:.1f}%",
-                    f"{100 * found['top_accuracy']:.1f}%",
-                    found["n"],
-                ]
-            )
-        headers = ["system", "accuracy (abstain = wrong)", "ECE", "abstains", "top option right", "n"]
-        print_table(f"Signal decision, {title}", headers, rows)
+            rows.append(score_row(name, found))
+        print_table(f"Signal decision, {title}", SCORE_HEADERS, rows)
     draft_rows = []
     for key, name in (
         ("local", "local model, message alone"),
