@@ -189,36 +189,50 @@ def _chat_signals(home: ExoHome, store: Path, ledger: LedgerRecorder) -> Any:
         )
 
     def make(core: Any) -> ChatSignals:
-        made: list[Any] = []  # the settler and the queue, once the first decision needs them
-
-        def settler() -> Any:
-            if made:
-                return made[0]
-            from exo_core.decisions.setup import build_decider
-            from exo_core.decisions.signal_escalation import build_signal_settler
-            from exo_core.edge import open_proposal_queue
-
-            decider = build_decider(home, store=store, recorder=ledger, model=core.model)
-            # the edge holds the queue
-            queue = open_proposal_queue(home.root / "learning" / "queue.sqlite") if queued else None
-            try:
-                made.extend((build_signal_settler(home, decider, queue=queue, asker=core.questions), queue))
-            except BaseException:
-                if queue is not None:
-                    queue.close()
-                raise
-            return made[0]
+        lazy = _LazySettler(home, store, ledger, core, queued=queued)
 
         async def decide(text: str, session: str, draft: str | None, draft_text: str | None) -> Any:
-            return await settler().decide(text, session, draft, draft_text)
+            return await lazy.settler().decide(text, session, draft, draft_text)
 
-        async def closing() -> None:
-            if not made:
-                return
-            await made[0].aclose()
-            if made[1] is not None:
-                made[1].close()
-
-        return ChatSignals(core.hub, ledger, decide, closing=closing)
+        return ChatSignals(core.hub, ledger, decide, closing=lazy.aclose)
 
     return make
+
+
+class _LazySettler:
+    """The signal decision's settler and its proposal queue, made for the first message that needs them."""
+
+    def __init__(self, home: ExoHome, store: Path, ledger: LedgerRecorder, core: Any, *, queued: bool) -> None:
+        self._home, self._store, self._ledger, self._core = home, store, ledger, core
+        self._queued = queued
+        self._settler: Any = None
+        self._queue: Any = None
+
+    def settler(self) -> Any:
+        """The settler, made (with the decider and the queue) on the first call."""
+        if self._settler is not None:
+            return self._settler
+        from exo_core.decisions.setup import build_decider
+        from exo_core.decisions.signal_escalation import build_signal_settler
+        from exo_core.edge import open_proposal_queue
+
+        decider = build_decider(self._home, store=self._store, recorder=self._ledger, model=self._core.model)
+        queue = None
+        if self._queued:  # the edge holds the queue
+            queue = open_proposal_queue(self._home.root / "learning" / "queue.sqlite")
+        try:
+            self._settler = build_signal_settler(self._home, decider, queue=queue, asker=self._core.questions)
+        except BaseException:
+            if queue is not None:
+                queue.close()
+            raise
+        self._queue = queue
+        return self._settler
+
+    async def aclose(self) -> None:
+        """Close what was made; nothing when no message needed a decision."""
+        if self._settler is None:
+            return
+        await self._settler.aclose()
+        if self._queue is not None:
+            self._queue.close()
