@@ -250,9 +250,11 @@ def run_completion(
             )
             cut = result["finish"] == "length" and not result["interrupted"]
             if cut and request.tool_choice == "auto":
-                result = _words_instead(
-                    llm, request, fmt=fmt, draw=draw, stop=stop, emit=emit, cancel=cancel, tidy=tidy
-                )
+                # the usage counts the prompt the words came from, as the chat path's does
+                words_prompt = render_completion(request.messages, fmt, ())
+                tokens = llm.tokenize(words_prompt.encode("utf-8"), add_bos=True, special=False)
+                reused = common_prefix(list(llm._input_ids), tokens)
+                result = _words_instead(llm, tokens, request, draw=draw, stop=stop, emit=emit, cancel=cancel, tidy=tidy)
                 mode = "text"
     finally:
         trim_heap()
@@ -264,9 +266,9 @@ def run_completion(
 
 def _words_instead(
     llm: Any,
+    tokens: list[int],
     request: ModelRequest,
     *,
-    fmt: Any,
     draw: Draw,
     stop: list[str],
     emit: Emit,
@@ -280,10 +282,8 @@ def _words_instead(
     docs/benchmarks.md §15). Nobody saw that call, and failing the turn would
     cost the person the answer and the route its health, so the question is
     answered without the tool list, as the chat path does with a cut candidate
-    (docs/models.md, "Text or a tool call").
+    (docs/models.md, "Text or a tool call"). ``tokens`` is that prompt.
     """
-    prompt = render_completion(request.messages, fmt, ())
-    tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=False)
     return _text_answer(
         llm, tokens, request, watch_call=True, draw=draw, stop=stop, emit=emit, cancel=cancel, tidy=tidy
     )

@@ -236,8 +236,7 @@ class _Lexer:
                     end += 2 if s[end] == "\\" else 1
                 if end >= len(s):
                     raise _ParseError("unclosed $'...' quote")
-                raw = s[self.i + 2 : end]
-                w.text += raw.encode("latin-1", "backslashreplace").decode("unicode_escape", "replace")
+                w.text += ansi_c_text(s[self.i + 2 : end])
                 self.i = end + 1
             elif c == "$" or c == "`" or s.startswith(("<(", ">("), self.i):
                 self._expansion(w)
@@ -307,6 +306,80 @@ class _Lexer:
             w.text += s[self.i : j]
             self.i = j
         w.dynamic = w.expanded = True
+
+
+_SIMPLE_ESCAPES = {
+    "a": "\a",
+    "b": "\b",
+    "e": "\x1b",
+    "E": "\x1b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+    "v": "\v",
+    "\\": "\\",
+    "'": "'",
+    '"': '"',
+    "?": "?",
+}
+_HEX = frozenset("0123456789abcdefABCDEF")
+_OCTAL = frozenset("01234567")
+_NUMERIC = {"x": 2, "u": 4, "U": 8}  # how many hex digits each takes at most
+
+
+def ansi_c_text(raw: str) -> str:
+    """The word bash makes of the inside of ``$'...'`` (bash(1), "ANSI-C Quoting"), escape by escape.
+
+    The gate must read the same word bash runs: Python's ``unicode_escape`` decoded escapes bash does not
+    have (``\\N{...}``) and kept a NUL that bash ends the word at, so ``$'rm\\0x'`` read as something other
+    than ``rm``. An escape bash does not know keeps its backslash, as bash does."""
+    out: list[str] = []
+    i = 0
+    while i < len(raw):
+        c = raw[i]
+        if c != "\\" or i + 1 >= len(raw):
+            out.append(c)
+            i += 1
+            continue
+        letter = raw[i + 1]
+        if letter in _SIMPLE_ESCAPES:
+            out.append(_SIMPLE_ESCAPES[letter])
+            i += 2
+        elif letter in _OCTAL:
+            end = i + 1
+            while end < len(raw) and end < i + 4 and raw[end] in _OCTAL:
+                end += 1
+            out.append(chr(int(raw[i + 1 : end], 8) & 0xFF))
+            i = end
+        elif letter in _NUMERIC:
+            end = i + 2
+            while end < len(raw) and end < i + 2 + _NUMERIC[letter] and raw[end] in _HEX:
+                end += 1
+            if end == i + 2:
+                out.append(raw[i : i + 2])  # no digits: bash keeps "\\x" as written
+            else:
+                out.append(_code_point(int(raw[i + 2 : end], 16)))
+            i = end
+        elif letter == "c" and i + 2 < len(raw):
+            control = raw[i + 2]
+            used = 3
+            if raw.startswith("\\\\", i + 2):
+                used = 4  # "\\c\\\\": the control character of an escaped backslash
+            out.append("\x7f" if control == "?" else chr(ord(control.upper()) & 0x1F))
+            i += used
+        else:
+            out.append(raw[i : i + 2])
+            i += 2
+    word = "".join(out)
+    # A C string ends at its first NUL: bash passes on only what comes before it.
+    return word.split("\x00", 1)[0]
+
+
+def _code_point(value: int) -> str:
+    if value > 0x10FFFF or 0xD800 <= value <= 0xDFFF:
+        return "\ufffd"  # bash writes bytes no text can hold; no command is named by them
+    return chr(value)
 
 
 def _matching(s: str, open_at: int) -> int:

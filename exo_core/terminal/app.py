@@ -3,7 +3,7 @@
 ``/`` runs a command, ``@file[:a-b]`` attaches a file or line range, ``!cmd``
 runs a shell command here, ctrl+p opens a fuzzy palette of everything else,
 ctrl+o unfolds finished turns, approvals are answered inline (y/n/a) and
-questions by number. A one-line status shows agent, model, mode, context use
+questions by number or typed text, or declined with Esc. A one-line status shows agent, model, mode, context use
 and cost. The event stream resumes from the last seq after a dropped link
 (saying hello again, so a restarted core shapes output for this screen again).
 """
@@ -201,7 +201,7 @@ class TerminalChat:
             text = f"approve [{a.get('risk')}] {a.get('summary')}? y allow · n deny · a always"[: cols - 1]
             return self.prefs.paint("ask", text), len(text)
         if not self.buffer and self.transcript.questions:
-            text = f"answer: 1-{len(self.transcript.questions[0].get('options') or [])} or type, Enter"[: cols - 1]
+            text = _question_prompt(self.transcript.questions[0])[: cols - 1]
             return self.prefs.paint("ask", text), len(text)
         width = cols - 3
         start = max(0, self.cursor - width)
@@ -232,11 +232,7 @@ class TerminalChat:
             request = self.transcript.approvals[0]
             self._spawn(self._respond(str(request["request_id"]), _DECISIONS[key]))
             return
-        if not self.buffer and self.transcript.questions and key.isdigit() and key != "0":
-            question = self.transcript.questions[0]
-            self._spawn(
-                self.client.request("question.answer", {"question_id": question["question_id"], "option": int(key)})
-            )
+        if not self.buffer and self.transcript.questions and self._question_key(key):
             return
         if key == keys["palette"]:
             self.palette = Palette(self._entries())
@@ -253,12 +249,48 @@ class TerminalChat:
             self._quit.set()
         elif key == "enter":
             line, self.buffer, self.cursor = self.buffer, "", 0
+            if line.strip() and self.transcript.questions and self._typed_answer(line.strip()):
+                return
             if line.strip():
                 self.history.append(line)
                 self.history_at = len(self.history)
                 self.submit(line)
         else:
             self._edit(key)
+
+    def _question_key(self, key: str) -> bool:
+        """A key that answers the open question with an empty input line: an option's number picks it,
+        Esc declines it (the asking turn goes on without an answer, docs/protocol.md ``question.answer``).
+        Other keys start a typed line as usual."""
+        question = self.transcript.questions[0]
+        options = question.get("options") or []
+        if key == "esc":
+            self._spawn(self._answer(question, {"decline": True}))
+            return True
+        if key.isdigit() and 1 <= int(key) <= len(options):
+            self._spawn(self._answer(question, {"option": int(key)}))
+            return True
+        return False
+
+    def _typed_answer(self, line: str) -> bool:
+        """A line typed while a question is open answers it when it can: an option's number, or the text
+        itself when the question takes text. Otherwise the line is a message, as any other."""
+        question = self.transcript.questions[0]
+        options = question.get("options") or []
+        if line.isdigit() and 1 <= int(line) <= len(options):
+            self._spawn(self._answer(question, {"option": int(line)}))
+            return True
+        if question.get("allow_text"):
+            self._spawn(self._answer(question, {"text": line}))
+            return True
+        return False
+
+    async def _answer(self, question: dict[str, Any], answer: dict[str, Any]) -> None:
+        try:
+            await self.client.request("question.answer", {"question_id": question["question_id"], **answer})
+        except ExoError as exc:
+            # Answered elsewhere first, or its turn ended: the other answer stands.
+            self.note(f"answer not sent: {exc.message}", "notice")
 
     def _edit(self, key: str) -> None:
         if len(key) == 1 and key.isprintable():
@@ -372,6 +404,7 @@ class TerminalChat:
             self.note(
                 help_text(COMMANDS)
                 + "\n@file[:a-b] attach · !cmd shell here · ctrl+p palette · ctrl+o unfold · y/n/a approvals"
+                + " · Esc declines a question"
             )
         elif name == "mode" and rest in ("auto", "steer", "queue"):
             self.mode = rest
@@ -391,3 +424,15 @@ class TerminalChat:
             if text:
                 self.note(text)
         self.redraw()
+
+
+def _question_prompt(question: dict[str, Any]) -> str:
+    """What the prompt line says while a question waits: how to answer it and how to decline it."""
+    count = len(question.get("options") or [])
+    parts = []
+    if count:
+        parts.append(f"1-{count} picks")
+    if question.get("allow_text"):
+        parts.append("type an answer, Enter")
+    parts.append("Esc declines")
+    return "answer: " + " · ".join(parts)

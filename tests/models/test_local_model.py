@@ -220,6 +220,11 @@ async def test_a_call_cut_at_max_tokens_becomes_words_unless_a_call_was_required
     assert not [c for c in chunks if isinstance(c, ToolCallChunk)]
     assert isinstance(chunks[-1], Finish) and chunks[-1].reason != "tool_calls"
     assert "{" not in text_of(chunks)  # no half-written call shown as text
+    # the usage counts the prompt the words came from (without the tool list), as a plain question's does
+    words_usage = [c for c in chunks if isinstance(c, UsageChunk)]
+    plain = [c async for c in transport.stream(ask("Set a timer for 5 minutes.", max_tokens=6))]
+    plain_usage = [c for c in plain if isinstance(c, UsageChunk)]
+    assert words_usage[-1].input_tokens == plain_usage[-1].input_tokens
     with pytest.raises(ProviderError, match="cut at max_tokens 6"):
         required = ask("Set a timer for 5 minutes.", tools=(TIMER,), tool_choice="required", max_tokens=6)
         [c async for c in transport.stream(required)]
