@@ -220,6 +220,7 @@ ROWS: list[tuple[str, str, str, dict[str, str]]] = [
     ("shell", "\\rm -rf ~", "ask", IRREV),
     ("shell", "r''m -rf ~", "ask", IRREV),
     ("shell", "$'\\x72\\x6d' -rf ~", "ask", IRREV),
+    ("shell", "$'rm\\0x' -rf ~", "ask", IRREV),  # bash ends the word at the NUL: it runs rm
     ("shell", "./ls", "log", {}),
     ("shell", "/tmp/ls -la", "ask", {}),
     ("shell", "env -S 'rm -rf ~'", "ask", IRREV),
