@@ -23,21 +23,32 @@ Each returns the call's summary (what :meth:`LlamaTransport.stream
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from exo_core.agent.model import ModelRequest, TextDelta
+from exo_core.agent.model import ModelRequest, TextDelta, ToolCall
 from exo_core.models.failures import FailureKind, ProviderError
 from exo_edge.answer_tidy import AnswerTidy
+from exo_edge.chat_run import CallJudge
 from exo_edge.grammar_decode import common_prefix, greedy_under_grammar
 from exo_edge.llama_load import Draw, LlamaSettings, trim_heap
 from exo_edge.llama_window import WHERE
-from exo_edge.prompting import CALL_PREFIX, call_grammar, chat_messages, render_completion, tool_grammar
+from exo_edge.prompting import (
+    CALL_PREFIX,
+    call_grammar,
+    chat_messages,
+    parse_tool_call,
+    render_completion,
+    tool_grammar,
+)
 
 __all__ = ["DECIDE_TOKENS", "CallStats", "CompletionPath", "run_chat_grammar", "run_completion"]
+
+_log = logging.getLogger(__name__)
 
 DECIDE_TOKENS = 4  # greedy tokens that decide between a tool call and text
 
@@ -161,8 +172,14 @@ def run_completion(
     use_tools: bool,
     stop: list[str],
     start: float,
+    judge: CallJudge | None = None,
 ) -> tuple[dict[str, Any], CallStats]:
-    """A completion-format call: render, decide text or ``CALL``, generate; the summary and its cost."""
+    """A completion-format call: render, decide text or ``CALL``, generate; the summary and its cost.
+
+    ``judge`` reads a call the model chose (``tool_choice`` auto) against the conversation, as the chat
+    path's judge does (docs/models.md, "Text or a tool call"): a call it turns down gives way to the call
+    the core found the person's words point to (``request.pointed``), else to an answer in words.
+    """
     try:
         fmt = settings.prompt
         after_call = use_tools and request.tool_choice == "auto" and _called_since_question(request)
@@ -194,6 +211,7 @@ def run_completion(
         }
         tidy = AnswerTidy(fmt)
         draw = settings.draw
+        pointed: ToolCall | None = None
         if mode == "text" and use_tools:
             # call or text? decided greedily on the first few tokens, whatever the
             # temperature, so sampling noise does not turn a call into prose
@@ -249,7 +267,15 @@ def run_completion(
                 cancel=cancel,
             )
             cut = result["finish"] == "length" and not result["interrupted"]
-            if cut and request.tool_choice == "auto":
+            turned_down = None
+            if not cut and request.tool_choice == "auto" and judge is not None:
+                turned_down = _turned_down(result["text"], request, judge)
+            if turned_down is not None:
+                _log.info("the local model's call was turned down: %s", turned_down)
+            if turned_down is not None and request.pointed:
+                # the call the core found the person's words point to (docs/models.md, "Text or a tool call")
+                pointed = request.pointed[0]
+            elif (cut or turned_down is not None) and request.tool_choice == "auto":
                 # the usage counts the prompt the words came from, as the chat path's does
                 words_prompt = render_completion(request.messages, fmt, ())
                 tokens = llm.tokenize(words_prompt.encode("utf-8"), add_bos=True, special=False)
@@ -259,9 +285,31 @@ def run_completion(
     finally:
         trim_heap()
     end = time.perf_counter()
-    return _summary(
+    summary, stats = _summary(
         llm, result, mode=mode, text=result["text"], prompt_tokens=len(tokens), reused=reused, span=(start, end)
     )
+    if pointed is not None:
+        summary["call"] = pointed
+    return summary, stats
+
+
+def _turned_down(text: str, request: ModelRequest, judge: CallJudge) -> str | None:
+    """Why ``judge`` turns down the call ``text`` writes, or None when it stands.
+
+    On the ``small`` board Gemma 270M proposed ``delete_file {"path": "text"}``, a file nobody named
+    (docs/benchmarks.md §6); the gate would have asked the person about it. A call that does not
+    parse is left to the transport, which reports it as a typed error.
+    """
+    try:
+        call = parse_tool_call(CALL_PREFIX + text)
+    except (ValueError, KeyError):
+        return None
+    if call is None:
+        return None
+    grounding = judge(call, request.messages, request.tools)
+    if grounding.grounded:
+        return None
+    return grounding.reason
 
 
 def _words_instead(

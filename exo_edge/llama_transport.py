@@ -137,7 +137,8 @@ class LlamaTransport:
             finally:
                 trim_heap()
         # run_completion gives the heap back itself, before its timings end
-        return self._run_path(run_completion, llm, request, emit, cancel, use_tools, stop, start)
+        judged = functools.partial(run_completion, judge=self.judge)
+        return self._run_path(judged, llm, request, emit, cancel, use_tools, stop, start)
 
     def _run_path(
         self,

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,9 +21,11 @@ from exo_core.agent.model import (
     ModelChunk,
     ModelRequest,
     TextDelta,
+    ToolCall,
     ToolCallChunk,
     UsageChunk,
 )
+from exo_core.agent.grounding import Grounding
 from exo_core.errors import ClosedResourceError
 from exo_core.models import FailureKind, ModelRouter, ProviderError, load_catalog
 from exo_edge.answer_tidy import tidy_answer
@@ -210,6 +213,30 @@ async def test_auto_tool_choice_calls_or_answers(transport: LlamaTransport) -> N
     assert not [c for c in text_chunks if isinstance(c, ToolCallChunk)]
     assert text_of(text_chunks).strip()
     assert isinstance(text_chunks[-1], Finish) and text_chunks[-1].reason == "end"
+
+
+@pytest.mark.model
+async def test_a_call_the_judge_turns_down_becomes_words(settings: LlamaSettings) -> None:
+    # The same request as above opens the same call; a judge that turns it down (through the transport's
+    # own seam) leaves the person words from the prompt without tools, as on the chat path.
+    seen: list[ToolCall] = []
+
+    def refuse(call: ToolCall, messages: Sequence[ChatMessage], tools: Sequence[Mapping[str, Any]]) -> Grounding:
+        seen.append(call)
+        return Grounding(False, "turned down for the test")
+
+    judged = LlamaTransport(settings, judge=refuse)
+    try:
+        request = ask("Set a timer for 5 minutes.", tools=(TIMER,), max_tokens=48)
+        chunks = [c async for c in judged.stream(request)]
+        required = [c async for c in judged.stream(dataclasses.replace(request, tool_choice="required"))]
+    finally:
+        await judged.aclose()
+    assert [c.name for c in seen] == ["set_timer"]  # judged once: a required call is not the model's choice
+    assert not [c for c in chunks if isinstance(c, ToolCallChunk)]
+    assert text_of(chunks).strip() and "CALL" not in text_of(chunks)
+    assert isinstance(chunks[-1], Finish) and chunks[-1].reason != "tool_calls"
+    assert [c.call.name for c in required if isinstance(c, ToolCallChunk)] == ["set_timer"]
 
 
 @pytest.mark.model
