@@ -19,17 +19,9 @@ from exo_core.decisions.logprobs import TOP_LOGPROBS, LogprobProvider, option_sh
 from exo_core.decisions.providers import redact
 from exo_core.decisions.question import BadProviderOutput
 
-from .conftest import hosted_router
+from .conftest import hosted_router, logprob_chunks
 
 TEXT = "From now on, mail ana@example.org the figures before noon."
-
-
-def _logprob_chunks(top: list[tuple[str, float]], *, shape: Any = None) -> list[dict[str, Any]]:
-    """One streamed token with its ``top_logprobs`` as llama_cpp.server 0.3 sends them (or ``shape`` instead)."""
-    entries = [{"token": token, "logprob": value, "bytes": None} for token, value in top]
-    logprobs = shape if shape is not None else {"content": [{**entries[0], "top_logprobs": entries}]}
-    first = {"choices": [{"index": 0, "delta": {"content": top[0][0]}, "logprobs": logprobs, "finish_reason": None}]}
-    return [first, {"choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": "length"}]}]
 
 
 def test_each_option_gets_the_mass_on_the_tokens_that_start_its_word() -> None:
@@ -53,7 +45,7 @@ async def test_the_engine_is_sent_the_in_process_chat_turns_and_its_top_logprobs
     server: FakeProvider,
 ) -> None:
     top = [("rule", math.log(0.6)), ("cor", math.log(0.3)), ("other", math.log(0.05)), ("I", math.log(0.05))]
-    server.script("cloud", Reply(events=_logprob_chunks(top)))
+    server.script("cloud", Reply(events=logprob_chunks(top)))
     router = hosted_router(server)
     try:
         decision = await Decider([LogprobProvider(router, name="cloud:m:chat")]).decide(SIGNAL, "hmm, maybe")
@@ -68,7 +60,7 @@ async def test_the_engine_is_sent_the_in_process_chat_turns_and_its_top_logprobs
 
 
 async def test_the_message_and_draft_are_redacted_as_for_any_model_off_the_device(server: FakeProvider) -> None:
-    server.script("cloud", Reply(events=_logprob_chunks([("rule", -0.1)])))
+    server.script("cloud", Reply(events=logprob_chunks([("rule", -0.1)])))
     router = hosted_router(server)
     try:
         provider = LogprobProvider(router)
@@ -93,9 +85,9 @@ class Queue:
     ("reply", "reason"),
     [
         (Reply(events=openai_chunks("rule")), "no_logprobs"),  # an engine that does not support them
-        (Reply(events=_logprob_chunks([("rule", -0.1)], shape={"content": None})), "no_logprobs"),
-        (Reply(events=_logprob_chunks([("rule", -0.1)], shape="rule: 0.9")), "no_logprobs"),
-        (Reply(events=_logprob_chunks([("Sure", -0.1), ("I", -3.0)])), "bad_decision_output"),
+        (Reply(events=logprob_chunks([("rule", -0.1)], shape={"content": None})), "no_logprobs"),
+        (Reply(events=logprob_chunks([("rule", -0.1)], shape="rule: 0.9")), "no_logprobs"),
+        (Reply(events=logprob_chunks([("Sure", -0.1), ("I", -3.0)])), "bad_decision_output"),
         (Reply(events=["{not json"]), "model_retry"),  # the router: every route failed
         (Reply(status=500, body='{"error": {"message": "CUDA out of memory"}}'), "model_retry"),
     ],
@@ -160,7 +152,7 @@ async def test_a_real_llama_cpp_server_gives_the_option_words_probabilities(tmp_
 async def test_other_requests_do_not_ask_for_logprobs_and_get_no_top_tokens(server: FakeProvider) -> None:
     from exo_core.agent.model import ChatMessage, ModelRequest
 
-    server.script("cloud", Reply(events=_logprob_chunks([("Hi", -0.1)])))
+    server.script("cloud", Reply(events=logprob_chunks([("Hi", -0.1)])))
     router = hosted_router(server)
     try:
         chunks = [chunk async for chunk in router.stream(ModelRequest(messages=(ChatMessage("user", "hi"),)))]
