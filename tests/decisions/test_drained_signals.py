@@ -298,3 +298,68 @@ async def test_a_drained_decision_is_calibrated_with_the_live_larger_models_labe
         ledger.close()
         queue.close()
         await server.stop()
+
+
+@pytest.mark.model
+@pytest.mark.slow
+async def test_a_real_llama_cpp_server_answers_the_queue_with_the_live_paths_probabilities(
+    tmp_path: Path, store: tuple[Path, Any]
+) -> None:
+    """The drain against a real ``llama_cpp.server`` serving the 0.5B (one thread): each queued signal decision
+    gets the model's own distribution over the options, the same numbers the live larger model reads for the
+    same message on the same engine, so the two share one calibration."""
+    from dataclasses import replace
+
+    from models.laptop_kit import EngineProcess, free_port, need_engine
+
+    from exo_core.decisions.logprobs import LogprobProvider
+    from exo_core.models import ModelRouter, load_catalog
+    from exo_core.models.catalog import ROLES
+
+    folder, recorder = store
+    texts = ("From now on, always ask me before pushing anything.", "What's on my calendar tomorrow?")
+    queue = ProposalQueue(tmp_path / "queue.sqlite")
+    escalation = Escalation(Decider([Scripted("local", UNSURE)], recorder=recorder), queue=queue)
+    for n, text in enumerate(texts):  # without the rules, which would settle both on the device
+        await escalation.decide(replace(SIGNAL, rules=()), text, context={"session": f"s{n}", "draft": None})
+    assert len(queue.pending()) == 2
+
+    engine = EngineProcess(need_engine(), free_port(), tmp_path / "engine.log", threads=1).start()
+    route = "laptop:qwen2.5-coder-0.5b-instruct"
+    config = {
+        "models": {
+            "providers": {"laptop": {"kind": "openai", "base_url": engine.base_url, "key_env": []}},
+            "roles": {"main": [route]},
+            "timeouts": {"first_byte": 240.0, "idle": 60.0},
+        }
+    }
+    router = ModelRouter(load_catalog(config, env={}), env={})
+    for role in ROLES:
+        router.set_role(role, [route])
+    ledger = Ledger.open_store(folder, signer=ensure_signing_key(tmp_path / "keys"))
+    try:
+        report = await drain(queue, router, ledger, route=route)
+        live = LogprobProvider(router, name=f"{route}:chat", timeout=240.0)
+        read_live = [dict(await live.probabilities(SIGNAL, text)) for text in texts]
+    finally:
+        ledger.close()
+        queue.close()
+        await router.aclose()
+        engine.stop()
+    assert (report.done, report.stopped) == (2, "empty")
+    with Ledger.open_store(folder) as reopened:
+        drained = _drained(reopened)
+        rules = [e.body for e in reopened.entries(kind="rule")]
+    for body, shares in zip(drained, read_live, strict=True):
+        raw = body["raw"]
+        assert body["provider"] == f"{route}:chat" and sum(raw.values()) == pytest.approx(1.0, abs=1e-5)
+        assert all(value > 0.0 for value in raw.values()), raw  # a distribution, not one letter at 0.9
+        assert raw == pytest.approx(shares, abs=0.02)  # what the live path reads for the same message
+        top = max(raw, key=lambda o: raw[o])
+        assert body["chosen"] == (top if raw[top] >= SIGNAL.threshold else None)
+    rule, question = (max(b["raw"], key=lambda o: b["raw"][o]) for b in drained)
+    assert (rule, question) == ("rule", "neither")
+    if drained[0]["chosen"] == "rule":  # taught at the model's own probability
+        assert [r["probability"] for r in rules] == [pytest.approx(drained[0]["raw"]["rule"], abs=1e-5)]
+    else:
+        assert rules == []
