@@ -324,7 +324,8 @@ async def _record_decide(
     decision = replace(decided, seconds=seconds, escalate=None)
     for name, reason in decision.failures:
         log.warning(
-            "queued %s decision %s: %s gave no probabilities (%s); recorded as an abstention",
+            "queued %s decision %s: %s gave no option probabilities (%s), so it is recorded as an abstention; "
+            "a learning route to an engine that returns top_logprobs (llama-cpp-python's server) answers it",
             question.mechanism,
             job.key,
             name,

@@ -133,7 +133,7 @@ def queued_question(inputs: Mapping[str, Any]) -> Question:
             return replace(known, rules=())
         descriptions = tuple(str(d) for d in inputs.get("descriptions") or ())
         threshold = float(inputs.get("threshold", _DEFAULT_THRESHOLD))
-        kind = str(inputs.get("kind", "choice"))
+        kind = str(inputs.get("question_kind", "choice"))
         fallback = str(inputs.get("fallback", "main"))
         return Question(mechanism, kind, str(inputs["question"]), options, descriptions, threshold, fallback)
     except (KeyError, TypeError, ValueError, ConfigError) as exc:
@@ -237,7 +237,7 @@ class Escalation:
             "entry": first.entry_id,
             "role": "decision",
             # What the drain needs to rebuild a question this core does not know (queued_question).
-            "kind": question.kind,
+            "question_kind": question.kind,  # "kind" is the job's (decide)
             "threshold": question.threshold,
             "fallback": question.fallback,
         }
