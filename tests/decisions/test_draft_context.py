@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from models.fake_provider import FakeProvider, Reply, openai_chunks
+from models.fake_provider import FakeProvider, Reply
 
 from exo_core.decisions import SIGNAL, Decider, DraftReadingProvider, Question
 from exo_core.decisions.escalation import Escalation

@@ -363,3 +363,23 @@ async def test_a_real_llama_cpp_server_answers_the_queue_with_the_live_paths_pro
         assert [r["probability"] for r in rules] == [pytest.approx(drained[0]["raw"]["rule"], abs=1e-5)]
     else:
         assert rules == []
+
+
+def test_the_drainers_router_sends_every_role_to_the_learning_route(tmp_path: Path) -> None:
+    """A queued decision asks the ``decision`` role and a reflection ``aux``: with the catalog's routes for
+    them (here the device's own model), the drainer's router must still send both to the learning route alone,
+    or another model would answer, and be recorded and calibrated, in the larger model's name."""
+    from exo_core.home import ExoHome
+    from exo_core.models.catalog import ROLES
+    from exo_edge.queue_drainer import learning_router
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.toml").write_text(
+        '[models.providers.laptop]\nkind = "openai"\nbase_url = "http://127.0.0.1:9/v1"\nkey_env = []\n\n'
+        '[models.roles]\nmain = ["local:qwen2.5-coder-0.5b-instruct"]\ndecision = ["local:gemma-3-270m"]\n'
+        'aux = ["local:gemma-3-270m"]\n',
+        encoding="utf-8",
+    )
+    router = learning_router(ExoHome(home), ROUTE)
+    assert {role: [str(r) for r in router.chain(role)] for role in ROLES} == {role: [ROUTE] for role in ROLES}
