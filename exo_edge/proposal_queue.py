@@ -12,10 +12,19 @@ route to a larger model (the laptop's server over the LAN, or a hosted model
 the person allowed) when one answers, under a monthly cost ceiling.
 
 A ``decide`` job (an abstained decision, ``exo_core/decisions/escalation.py``)
-gets a ``decision`` entry; for the signal question it also gets, in the same
-transaction, the verdict or stated rule the answer teaches
+is asked as exod's live larger model asks (:func:`exo_core.decisions.logprobs.logprob_request`:
+the chat turns, one token, ``top_logprobs``) and read the same way
+(:func:`~exo_core.decisions.logprobs.read_top`), then calibrated with the book
+fitted from the ledger's labels and held to the question's threshold by a
+:class:`~exo_core.decisions.decider.Decider`: its ``decision`` entry has the
+live path's shape, with the option probabilities, and a chosen option only when
+the top one reaches the threshold. An engine that sends no log probabilities
+gets an abstention with the reason (``no_logprobs``), never a made-up number.
+For the signal question a chosen option also gets, in the same transaction,
+the verdict or stated rule it teaches
 (:func:`exo_core.learning.signal_entry.signal_entry`, the entry exod records
-live), under ``queue:<key>:verdict`` / ``queue:<key>:rule``.
+live, at the decision's probability), under ``queue:<key>:verdict`` /
+``queue:<key>:rule``.
 
 Exactly-once effects: a job's result is appended to the ledger with the
 idempotency key ``queue:<key>``, and the job is marked done only after that.
@@ -28,20 +37,33 @@ unfinished jobs stay queued.
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import logging
 import re
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from exo_core.agent.model import ChatMessage, ModelRequest, ModelTransport, TextDelta, ToolCallChunk, UsageChunk
-from exo_core.decisions.providers import LETTERS, RAW_CONFIDENCE
+from exo_core.agent.model import (
+    ChatMessage,
+    ModelRequest,
+    ModelTransport,
+    TextDelta,
+    ToolCallChunk,
+    TopTokens,
+    UsageChunk,
+)
+from exo_core.decisions.calibration import CalibrationBook
+from exo_core.decisions.decider import Decider
+from exo_core.decisions.escalation import queued_question
+from exo_core.decisions.logprobs import logprob_request, read_top
+from exo_core.decisions.question import Decision, Question
+from exo_core.decisions.record import decision_body
+from exo_core.decisions.setup import calibration_from_ledger
 from exo_core.decisions.uses import SIGNAL
 from exo_core.errors import BadBodyError, ModelError, StorageError
 from exo_core.learning.reflected import (
@@ -57,7 +79,7 @@ from exo_core.learning.signal_entry import SignalEntry, signal_entry
 from exo_core.ledger.entry import NewEntry
 from exo_core.ledger.ledger import Ledger
 
-__all__ = ["Job", "ProposalQueue", "DrainReport", "drain", "prompt_for"]
+__all__ = ["Job", "ProposalQueue", "DrainReport", "drain", "drained_provider", "prompt_for"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs(
@@ -199,12 +221,8 @@ def prompt_for(job: Job) -> ModelRequest:
             f"- {e.get('verdict')}: draft {e.get('draft', '')!r} -> {e.get('text', '')!r}" for e in i["evidence"]
         )
     elif job.kind == "decide":  # an abstained decision (exo_core/decisions/escalation.py)
-        # Lettered as the live larger model is asked (HostedProvider); an option's word is read too.
-        listed = "\n".join(
-            f"{LETTERS[n]}. {o}: {d}" for n, (o, d) in enumerate(zip(i["options"], i["descriptions"], strict=True))
-        )
-        system = f"{i['question']} Answer with the letter of one option and nothing else.\n{listed}"
-        user = f"Message: {i['state']}"
+        # As the live larger model is asked: the chat turns over the redacted message, one token, top_logprobs.
+        return logprob_request(queued_question(i), str(i["state"]), role=str(i.get("role", "decision")))
     else:
         system = "Score how well the reply meets the criterion, from 0 to 1. Answer with the number only."
         user = f"Criterion: {i['criterion']}\nReply: {i['reply']}"
@@ -235,8 +253,6 @@ def _record(ledger: Ledger, job: Job, text: str) -> str:
             "by": "reflection",
         }
         return ledger.append("proposal", body, refs=(job.inputs["proposal"],), idem=idem).id
-    if job.kind == "decide":
-        return _record_decide(ledger, job, text, idem)
     found = re.search(r"[01](?:\.\d+)?", text)
     score = min(1.0, float(found.group())) if found else 0.0
     body = {
@@ -270,53 +286,72 @@ def _record_explained(ledger: Ledger, job: Job, text: str, idem: str) -> str:
     return ledger.append("proposal", proposal, refs=(verdict,), idem=idem).id
 
 
-def _record_decide(ledger: Ledger, job: Job, text: str, idem: str) -> str:
+def drained_provider(route: str | None) -> str:
+    """The provider name a drained decision is recorded and calibrated under: ``<route>:chat``, the name exod's
+    live larger model has on the same route (docs/decisions.md §7a: the same request and reading give the same
+    numbers, so one calibration serves both); ``queue:chat`` when the drain is not told its route."""
+    return f"{route or 'queue'}:chat"
+
+
+class _Answered:
+    """The larger model's streamed answer to a queued decision as a provider, so a :class:`Decider` calibrates
+    and thresholds it exactly as a live decision is: the options' shares of its first ``top`` tokens, or
+    :class:`~exo_core.decisions.logprobs.NoLogprobs` when the engine sent none."""
+
+    timeout = 60.0  # never reached: the answer is already here
+
+    def __init__(self, name: str, top: TopTokens | None) -> None:
+        self.name = name
+        self.top = top
+
+    async def probabilities(self, question: Question, state: str) -> Mapping[str, float]:
+        return read_top(question, self.top, provider=self.name)
+
+
+async def _record_decide(
+    ledger: Ledger, job: Job, top: TopTokens | None, *, provider: str, calibration: CalibrationBook, seconds: float
+) -> str:
     """The larger model's answer to a queued decision: a ``decision`` entry referring to the device's one.
 
-    Hashes and labels only, as every decision entry (docs/decisions.md §5); an answer that names no
-    option (by its letter or its word) is recorded as an abstention (``chosen`` null). A signal
-    decision also appends, in the same transaction, the verdict or rule it teaches
+    The body is a live decision's (:func:`~exo_core.decisions.record.decision_body`: the state's hash, the
+    raw and the used probabilities, ``chosen`` only at or above the threshold, the failure when the engine
+    gave no probabilities) plus ``source: queue``; ``escalate`` is null, as the queue was where it went. A
+    signal decision also appends, in the same transaction, the verdict or rule it teaches
     (:func:`_signal_follow_up`), so a retried drain records it exactly once with the decision."""
-    i = job.inputs
-    options = [str(o) for o in i["options"]]
-    chosen = _chosen(text, options)
-    body = {
-        "decider": str(i["mechanism"]),
-        "question": "choice",
-        "state": hashlib.sha256(str(i["state"]).encode("utf-8", "surrogatepass")).hexdigest(),
-        "options": options,
-        "provider": "queue",
-        "via": "provider",
-        "chosen": chosen,
-        "applied": chosen,
-    }
-    refs = (str(i["entry"]),) if i.get("entry") else ()
-    entries = [NewEntry("decision", body, refs, idem=idem)]
-    follow = _signal_follow_up(ledger, job, chosen)
+    question = queued_question(job.inputs)
+    state = str(job.inputs["state"])
+    decided = await Decider([_Answered(provider, top)], calibration=calibration).decide(question, state, record=False)
+    decision = replace(decided, seconds=seconds, escalate=None)
+    for name, reason in decision.failures:
+        log.warning(
+            "queued %s decision %s: %s gave no option probabilities (%s), so it is recorded as an abstention; "
+            "a learning route to an engine that returns top_logprobs (llama-cpp-python's server) answers it",
+            question.mechanism,
+            job.key,
+            name,
+            reason,
+        )
+    body = {**decision_body(question, state, decision), "source": "queue"}
+    refs = (str(job.inputs["entry"]),) if job.inputs.get("entry") else ()
+    entries = [NewEntry("decision", body, refs, idem=f"queue:{job.key}")]
+    follow = _signal_follow_up(ledger, job, decision)
     if follow is not None:
-        entries.append(NewEntry(follow.kind, follow.body, follow.refs, idem=f"{idem}:{follow.kind}"))
+        entries.append(NewEntry(follow.kind, follow.body, follow.refs, idem=f"queue:{job.key}:{follow.kind}"))
     return ledger.append_many(entries)[0].id
 
 
-def _chosen(text: str, options: list[str]) -> str | None:
-    """The option ``text`` names: a leading option letter (``B``, ``(B)``), else the first option word."""
-    found = re.match(r"\s*\(?([A-Z])\b", text)
-    if found is not None:
-        index = LETTERS.index(found.group(1))
-        if index < len(options):
-            return options[index]
-    words = re.findall(r"[a-z_]+", text.lower())
-    return next((w for w in words if w in options), None)
-
-
-def _signal_follow_up(ledger: Ledger, job: Job, chosen: str | None) -> SignalEntry | None:
+def _signal_follow_up(ledger: Ledger, job: Job, decision: Decision) -> SignalEntry | None:
     """What a drained signal decision teaches (the same entry exod records live), or ``None``.
 
-    Only for the signal question with the session in its context; a correction's draft must be an
-    entry of this ledger (else the append would fail and the job would block the queue for good)."""
+    Only for the signal question with the session in its context, and only for a chosen option (at its
+    probability, as the live path records it); a correction's draft must be an entry of this ledger (else
+    the append would fail and the job would block the queue for good)."""
     i = job.inputs
     context = i.get("context")
     if i.get("mechanism") != SIGNAL.mechanism or not isinstance(context, dict) or not context.get("session"):
+        return None
+    chosen = decision.chosen
+    if chosen is None:
         return None
     draft = context.get("draft")
     if draft is not None:
@@ -324,16 +359,30 @@ def _signal_follow_up(ledger: Ledger, job: Job, chosen: str | None) -> SignalEnt
         if not ledger.query("SELECT 1 FROM entries WHERE id=?", (draft,)):
             log.warning("a queued signal's draft %s is not in this ledger; no verdict is recorded for it", draft)
             draft = None
-    probability = RAW_CONFIDENCE if chosen is not None else 0.0
+    probability = float(decision.probabilities[chosen])
     return signal_entry(chosen, str(i["state"]), session=str(context["session"]), draft=draft, probability=probability)
 
 
 async def drain(
-    queue: ProposalQueue, transport: ModelTransport, ledger: Ledger, *, batch: int = 8, ceiling: float = 1.0
+    queue: ProposalQueue,
+    transport: ModelTransport,
+    ledger: Ledger,
+    *,
+    batch: int = 8,
+    ceiling: float = 1.0,
+    route: str | None = None,
+    calibration: CalibrationBook | None = None,
 ) -> DrainReport:
-    """Send up to ``batch`` queued jobs to ``transport``; stop at the first failure or at the ceiling."""
+    """Send up to ``batch`` queued jobs to ``transport``; stop at the first failure or at the ceiling.
+
+    ``route`` is the route ``transport`` answers on (a queued decision is recorded as
+    :func:`drained_provider`'s name for it); ``calibration`` is what a queued decision is calibrated with
+    (default: the book fitted from ``ledger``'s labelled decisions, once per drain, when a ``decide`` job is met).
+    A route that fails (an HTTP error, a 429, a dropped stream) leaves its job queued; an answer without log
+    probabilities is the job's answer: an abstention that says so."""
     done = already = 0
     cost = 0.0
+    book = calibration
     for job in queue.pending(batch):
         found = _done_in_ledger(ledger, job.key)
         if found is not None:
@@ -342,19 +391,31 @@ async def drain(
             continue
         if queue.spent() >= ceiling:
             return DrainReport(done, already, "ceiling", cost)
-        text, used = [], 0.0
+        text, used, top = [], 0.0, None
+        started = time.monotonic()
         try:
             async for chunk in transport.stream(prompt_for(job)):
                 if isinstance(chunk, TextDelta):
                     text.append(chunk.text)
                 elif isinstance(chunk, ToolCallChunk):  # a required tool's answer (a reflection's line)
                     text.append(json.dumps(chunk.call.arguments))
+                elif isinstance(chunk, TopTokens) and top is None:  # a decision's first token (logprob_request)
+                    top = chunk
                 elif isinstance(chunk, UsageChunk):
                     used = chunk.cost
         except ModelError as exc:
             queue.failed_attempt(job, str(exc))
             return DrainReport(done, already, f"route unavailable: {exc}", cost)
-        queue.finish(job, _record(ledger, job, "".join(text)), used)
+        if job.kind == "decide":
+            if book is None:
+                book = calibration_from_ledger(ledger)
+            seconds = time.monotonic() - started
+            result = await _record_decide(
+                ledger, job, top, provider=drained_provider(route), calibration=book, seconds=seconds
+            )
+        else:
+            result = _record(ledger, job, "".join(text))
+        queue.finish(job, result, used)
         done += 1
         cost += used
     return DrainReport(done, already, "empty" if not queue.pending(1) else "batch", cost)

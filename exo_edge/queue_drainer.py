@@ -9,8 +9,11 @@ something (``decision.queued``), and drains when there are jobs and the route is
 not resting.
 
 Probe and cooldown are the router's own (docs/models.md §2): the drainer keeps one
-:class:`~exo_core.models.router.ModelRouter` whose ``main`` role is the learning
-route and nothing after it, so a job never goes to the device's local model. A
+:class:`~exo_core.models.router.ModelRouter` whose every role is the learning
+route and nothing after it, so a job never goes to the device's local model (a
+job's request names a role, ``aux`` or ``decision``, whose configured routes would
+otherwise be tried first). A queued decision is recorded under the route's name
+(``<route>:chat``, as exod's live larger model on that route). A
 failed call sets the route's cooldown; while it rests the drainer asks nothing;
 when it reopens the next job is the probe.
 
@@ -40,10 +43,11 @@ from exo_core.errors import ClosedResourceError, ConfigError, ExoError
 from exo_core.home import ExoHome
 from exo_core.learning.service import LearningSettings
 from exo_core.ledger.ledger import Ledger
+from exo_core.models.catalog import ROLES
 from exo_core.models.router import ModelRouter, build_router
 from exo_edge.proposal_queue import DrainReport, ProposalQueue, drain
 
-__all__ = ["QueueDrainer", "drainer_service"]
+__all__ = ["QueueDrainer", "drainer_service", "learning_router"]
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +131,14 @@ class QueueDrainer:
             return min(every, resting + 0.1)
         self._current = asyncio.current_task()
         try:
-            report = await drain(queue, router, ledger, batch=self.settings.batch, ceiling=self.settings.ceiling)
+            report = await drain(
+                queue,
+                router,
+                ledger,
+                batch=self.settings.batch,
+                ceiling=self.settings.ceiling,
+                route=self.settings.route,
+            )
         except ExoError:
             log.exception("draining the proposal queue failed; the jobs stay queued")
             return every
@@ -175,6 +186,16 @@ def _resting(router: ModelRouter) -> float:
     return min(waits)
 
 
+def learning_router(home: ExoHome, route: str) -> ModelRouter:
+    """A router whose every role is ``route`` and nothing after it: a drained job never goes to another model
+    (a ``decide`` job asks the ``decision`` role, a reflection ``aux``; their configured routes, or the
+    ``main`` role's local model after them, would otherwise answer in the larger model's name)."""
+    router = build_router(home)
+    for role in ROLES:
+        router.set_role(role, [route])
+    return router
+
+
 def drainer_service(home: ExoHome, store: Path, settings: LearningSettings) -> Callable[[Any], QueueDrainer]:
     """The core service factory exod's composition root adds when ``[learning] route`` is set."""
     from exo_core.ledger import HomeWitness, load_signing_key
@@ -187,9 +208,7 @@ def drainer_service(home: ExoHome, store: Path, settings: LearningSettings) -> C
         return Ledger.open_store(store, signer=load_signing_key(home.keys_dir), witness=HomeWitness(home.root))
 
     def make_router() -> ModelRouter:
-        router = build_router(home)
-        router.set_role("main", [route])  # the learning route and nothing after it: never the local model
-        return router
+        return learning_router(home, route)
 
     def make(core: Any) -> QueueDrainer:
         return QueueDrainer(

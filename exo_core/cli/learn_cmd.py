@@ -123,6 +123,7 @@ def _drain(args: argparse.Namespace) -> int:
     from exo_core.edge import installed_edge
     from exo_core.errors import ConfigError
     from exo_core.models import build_router
+    from exo_core.models.catalog import ROLES
 
     drain = installed_edge().drain
     with _Ctx(args) as ctx:
@@ -132,7 +133,8 @@ def _drain(args: argparse.Namespace) -> int:
         if drain is None:
             raise ConfigError("draining the proposal queue needs exo_edge, which is not installed in this core")
         router = build_router(ctx.home)
-        router.set_role("main", [route])  # this process only: the learning route and nothing after it
+        for role in ROLES:  # this process only: every role is the learning route and nothing after it
+            router.set_role(role, [route])
 
         async def run() -> Any:
             try:
@@ -142,6 +144,7 @@ def _drain(args: argparse.Namespace) -> int:
                     ctx.ledger,
                     batch=args.batch or ctx.settings.batch,
                     ceiling=ctx.settings.ceiling if args.ceiling is None else args.ceiling,
+                    route=route,  # a queued decision is recorded as "<route>:chat" (docs/decisions.md §7a)
                 )
             finally:
                 await router.aclose()

@@ -26,13 +26,14 @@ import asyncio
 import hashlib
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any, Protocol
 
 from exo_core.decisions.decider import Decider
 from exo_core.decisions.question import Decision, DecisionProvider, Question
 from exo_core.decisions.record import record_label
-from exo_core.errors import ExoError
+from exo_core.decisions.uses import USES, toolset_question
+from exo_core.errors import BadBodyError, ConfigError, ExoError
 
 __all__ = [
     "ROUTES",
@@ -43,10 +44,12 @@ __all__ = [
     "Settled",
     "Escalation",
     "queue_key",
+    "queued_question",
 ]
 
 log = logging.getLogger(__name__)
 ROUTES = ("decided", "larger", "asked", "queued", "unsettled")
+_DEFAULT_THRESHOLD = next(f.default for f in fields(Question) if f.name == "threshold")
 MAX_QUEUED_STATE = 4000  # characters of the message kept in the queue: a decision reads one message
 
 
@@ -109,6 +112,32 @@ def queue_key(question: Question, state: str, decision: Decision) -> str:
         return f"decide:{decision.entry_id}"
     digest = hashlib.sha256(f"{question.mechanism}\0{state}".encode("utf-8", "surrogatepass")).hexdigest()
     return f"decide:{digest[:32]}"
+
+
+def queued_question(inputs: Mapping[str, Any]) -> Question:
+    """The question a queued ``decide`` job asks (its ``inputs``, as :meth:`Escalation._enqueue` wrote them),
+    without its rules: the device's rules already had their say before it was queued.
+
+    A question this core knows by its mechanism and options (``signal``, ``panel``, a ``toolset`` question
+    over the job's toolsets) is that question, worked examples included, so the larger model is sent the
+    same turns as when it decides live and its numbers are calibrated together (docs/decisions.md §7a).
+    Any other is rebuilt from the job (its text, options, descriptions, threshold; no examples).
+    :class:`BadBodyError` when the inputs do not make a question."""
+    try:
+        mechanism = str(inputs["mechanism"])
+        options = tuple(str(o) for o in inputs["options"])
+        known = USES.get(mechanism)
+        if mechanism == "toolset" and options[:1] == ("none",):
+            known = toolset_question(options[1:])
+        if known is not None and known.options == options:
+            return replace(known, rules=())
+        descriptions = tuple(str(d) for d in inputs.get("descriptions") or ())
+        threshold = float(inputs.get("threshold", _DEFAULT_THRESHOLD))
+        kind = str(inputs.get("question_kind", "choice"))
+        fallback = str(inputs.get("fallback", "main"))
+        return Question(mechanism, kind, str(inputs["question"]), options, descriptions, threshold, fallback)
+    except (KeyError, TypeError, ValueError, ConfigError) as exc:
+        raise BadBodyError(f"a queued decision's inputs do not make a question: {exc}", field="inputs") from exc
 
 
 class Escalation:
@@ -207,6 +236,10 @@ class Escalation:
             "state": state[:MAX_QUEUED_STATE],
             "entry": first.entry_id,
             "role": "decision",
+            # What the drain needs to rebuild a question this core does not know (queued_question).
+            "question_kind": question.kind,  # "kind" is the job's (decide)
+            "threshold": question.threshold,
+            "fallback": question.fallback,
         }
         if context:
             inputs["context"] = dict(context)

@@ -32,20 +32,24 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from exo_core.agent.model import ModelTransport
 from exo_core.clock import Clock
 from exo_core.decisions.calibration import MIN_SAMPLES, CalibrationBook
 from exo_core.decisions.decider import Decider
+from exo_core.decisions.logprobs import HOSTED, LogprobProvider
 from exo_core.decisions.neighbours import DEFAULT_SIGNAL_POOL, ExamplePool, NeighbourExamples, NeighbourProvider
-from exo_core.decisions.providers import HostedProvider, RulesOnlyProvider
+from exo_core.decisions.providers import RulesOnlyProvider
 from exo_core.decisions.question import DecisionProvider
 from exo_core.decisions.record import Recorder, labelled_samples
 from exo_core.decisions.uses import SIGNAL, chosen_toolsets, toolset
 from exo_core.edge import EdgeKit, edge_or_installed
 from exo_core.errors import ConfigError
 from exo_core.home import ExoHome
+
+if TYPE_CHECKING:
+    from exo_core.ledger.ledger import Ledger
 
 __all__ = [
     "PROVIDER_KINDS",
@@ -54,6 +58,7 @@ __all__ = [
     "build_providers",
     "with_neighbours",
     "calibration_from_store",
+    "calibration_from_ledger",
     "build_decider",
     "ToolsetNarrowing",
 ]
@@ -173,7 +178,9 @@ def build_providers(
         elif kind == "hosted":
             if not isinstance(model, ModelRouter):  # not the router: make one
                 model = build_router(home, edge=edge)
-            out.append(HostedProvider(model, timeout=settings.hosted_timeout))
+            # The option words' probabilities from the engine's top_logprobs; an engine that sends none
+            # (Anthropic's API, the local GGUF transport) fails as a provider, and the next one answers.
+            out.append(LogprobProvider(model, name=HOSTED, timeout=settings.hosted_timeout))
         else:
             local_decider = edge_or_installed(edge).local_decider
             if local_decider is None:
@@ -229,8 +236,15 @@ def calibration_from_store(store: Path | None, *, min_samples: int = MIN_SAMPLES
         return CalibrationBook()
     from exo_core.ledger import Ledger
 
-    with Ledger.open_store(store) as ledger:  # decisions first, then their labels in arrival order
-        samples = labelled_samples([*ledger.entries(kind="decision"), *ledger.entries(kind="outcome")])
+    with Ledger.open_store(store) as ledger:
+        return calibration_from_ledger(ledger, min_samples=min_samples)
+
+
+def calibration_from_ledger(ledger: Ledger, *, min_samples: int = MIN_SAMPLES) -> CalibrationBook:
+    """Calibrations fitted on the labelled decisions in an open ``ledger`` (what the proposal queue's drain
+    thresholds a queued decision with: the same book exod's live decisions are calibrated with)."""
+    # Decisions first, then their labels in arrival order.
+    samples = labelled_samples([*ledger.entries(kind="decision"), *ledger.entries(kind="outcome")])
     return CalibrationBook.fitted(samples, min_samples=min_samples)
 
 

@@ -77,6 +77,15 @@ async def server() -> AsyncIterator[FakeProvider]:
         await fake.stop()
 
 
+def logprob_chunks(top: list[tuple[str, float]], *, shape: Any = None) -> list[dict[str, Any]]:
+    """One streamed token with its ``top_logprobs`` as llama_cpp.server 0.3 sends them (or ``shape`` instead of
+    the ``logprobs`` object: ``None`` for an engine that sends ``"logprobs": null``, or garbage)."""
+    entries = [{"token": token, "logprob": value, "bytes": None} for token, value in top]
+    logprobs = shape if shape is not None else {"content": [{**entries[0], "top_logprobs": entries}]}
+    first = {"choices": [{"index": 0, "delta": {"content": top[0][0]}, "logprobs": logprobs, "finish_reason": None}]}
+    return [first, {"choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": "length"}]}]
+
+
 def hosted_router(
     server: FakeProvider, provider: str = "cloud", model: str = "m", prices: tuple[float, float] = (1.0, 2.0)
 ) -> ModelRouter:

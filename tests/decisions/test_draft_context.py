@@ -15,18 +15,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from models.fake_provider import FakeProvider, Reply, openai_chunks
+from models.fake_provider import FakeProvider, Reply
 
 from exo_core.decisions import SIGNAL, Decider, DraftReadingProvider, Question
 from exo_core.decisions.escalation import Escalation
-from exo_core.decisions.providers import DRAFT_NOTE, MAX_DRAFT, HostedProvider, cut_draft
+from exo_core.decisions.logprobs import LogprobProvider
+from exo_core.decisions.providers import DRAFT_NOTE, MAX_DRAFT, cut_draft
 from exo_core.decisions.signal_escalation import SignalSettler, build_signal_settler
 from exo_core.errors import ConfigError
 from exo_core.home import ExoHome
 from exo_core.learning.chat_signals import ChatSignals
 from exo_edge.decide_local import LocalDecisionProvider, chat_messages, render_prompt
 
-from .conftest import Scripted, hosted_router
+from .conftest import Scripted, hosted_router, logprob_chunks
 
 DRAFT = "I've booked the 7:40 train to Porto for Thursday, seat 42; e-mail sent to ana@example.org."
 ASKED = "Thursday? Sure about that?"  # no rule settles it: a model decides
@@ -93,11 +94,11 @@ async def test_exod_hands_the_open_draft_to_the_device_and_to_the_larger_model(
     server: FakeProvider, store: tuple[Path, Any]
 ) -> None:
     _, recorder = store
-    server.script("laptop", Reply(events=openai_chunks(" A")))
+    server.script("laptop", Reply(events=logprob_chunks([("correction", -0.05), ("rule", -3.5)])))
     router = hosted_router(server, "laptop", "big", (0.0, 0.0))
     device = Reader("local", UNSURE)  # unsure: the larger model over HTTP decides
     decider = Decider([device], recorder=recorder)
-    escalation = Escalation(decider, larger=HostedProvider(router, name="laptop:big"))
+    escalation = Escalation(decider, larger=LogprobProvider(router, name="laptop:big:chat"))
     settler = SignalSettler(escalation, ask_person=False, show_draft=True)
     chat = ChatSignals(None, recorder, settler.decide)
     try:
@@ -109,9 +110,9 @@ async def test_exod_hands_the_open_draft_to_the_device_and_to_the_larger_model(
         await router.aclose()
     assert device.drafts == [DRAFT, None]
     sent = server.seen[0].body["messages"]
-    assert DRAFT_NOTE in sent[0]["content"] and "Assistant's answer:" in sent[0]["content"]
-    user = sent[1]["content"]
-    assert user.startswith("Assistant's answer: I've booked the 7:40 train") and user.endswith(f"{ASKED}\nAnswer:")
+    assert DRAFT_NOTE in sent[0]["content"] and "Assistant's answer:" in sent[1]["content"]  # the examples' drafts
+    user = sent[-1]["content"]
+    assert user.startswith("Assistant's answer: I've booked the 7:40 train") and user.endswith(f"Message: {ASKED}")
     assert "ana@example.org" not in json.dumps(sent)  # redacted like the message
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from exo_core.agent.scripted import ScriptedModel
 from exo_core.decisions import Decider
 from exo_core.decisions.escalation import Escalation
+from exo_core.decisions.logprobs import logprob_request
 from exo_core.decisions.uses import SIGNAL
 from exo_core.engine.core import Core, CoreOptions
 from exo_core.home import ExoHome
@@ -66,6 +67,8 @@ async def test_unreachable_or_unsure_larger_model_queues_what_learning_needs_onc
         assert jobs[0].inputs["state"] == TEXT and jobs[0].inputs["options"] == list(SIGNAL.options)
         request = prompt_for(jobs[0])  # what the drainer sends the larger model when it is back
         assert TEXT in request.messages[-1].content and "correction" in request.messages[0].content
+        # ... as the live larger model is asked: the same chat turns, one token, its top log probabilities.
+        assert request == logprob_request(SIGNAL, TEXT) and request.top_logprobs == 20
         unsure = Escalation(Decider([Scripted("local", UNSURE)]), larger=Scripted("laptop", UNSURE), queue=queue)
         again = await unsure.decide(SIGNAL, TEXT)
         assert again.route == "queued" and queue.counts() == {"queued": 2}  # no ledger id: keyed by a hash

@@ -9,27 +9,21 @@ import math
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from models.fake_provider import FakeProvider, Reply, openai_chunks
 
 from exo_core.agent.model import TopTokens
 from exo_core.decisions import SIGNAL, Decider
 from exo_core.decisions.chat_prompt import chat_messages
 from exo_core.decisions.escalation import Escalation
-from exo_core.decisions.logprobs import TOP_LOGPROBS, LogprobProvider, option_shares
+from exo_core.decisions.logprobs import TOP_LOGPROBS, LogprobProvider, NoLogprobs, option_shares, read_top
 from exo_core.decisions.providers import redact
-from exo_core.decisions.question import BadProviderOutput
+from exo_core.decisions.question import BadProviderOutput, normalise
 
-from .conftest import hosted_router
+from .conftest import hosted_router, logprob_chunks
 
 TEXT = "From now on, mail ana@example.org the figures before noon."
-
-
-def _logprob_chunks(top: list[tuple[str, float]], *, shape: Any = None) -> list[dict[str, Any]]:
-    """One streamed token with its ``top_logprobs`` as llama_cpp.server 0.3 sends them (or ``shape`` instead)."""
-    entries = [{"token": token, "logprob": value, "bytes": None} for token, value in top]
-    logprobs = shape if shape is not None else {"content": [{**entries[0], "top_logprobs": entries}]}
-    first = {"choices": [{"index": 0, "delta": {"content": top[0][0]}, "logprobs": logprobs, "finish_reason": None}]}
-    return [first, {"choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": "length"}]}]
 
 
 def test_each_option_gets_the_mass_on_the_tokens_that_start_its_word() -> None:
@@ -53,7 +47,7 @@ async def test_the_engine_is_sent_the_in_process_chat_turns_and_its_top_logprobs
     server: FakeProvider,
 ) -> None:
     top = [("rule", math.log(0.6)), ("cor", math.log(0.3)), ("other", math.log(0.05)), ("I", math.log(0.05))]
-    server.script("cloud", Reply(events=_logprob_chunks(top)))
+    server.script("cloud", Reply(events=logprob_chunks(top)))
     router = hosted_router(server)
     try:
         decision = await Decider([LogprobProvider(router, name="cloud:m:chat")]).decide(SIGNAL, "hmm, maybe")
@@ -68,7 +62,7 @@ async def test_the_engine_is_sent_the_in_process_chat_turns_and_its_top_logprobs
 
 
 async def test_the_message_and_draft_are_redacted_as_for_any_model_off_the_device(server: FakeProvider) -> None:
-    server.script("cloud", Reply(events=_logprob_chunks([("rule", -0.1)])))
+    server.script("cloud", Reply(events=logprob_chunks([("rule", -0.1)])))
     router = hosted_router(server)
     try:
         provider = LogprobProvider(router)
@@ -93,9 +87,9 @@ class Queue:
     ("reply", "reason"),
     [
         (Reply(events=openai_chunks("rule")), "no_logprobs"),  # an engine that does not support them
-        (Reply(events=_logprob_chunks([("rule", -0.1)], shape={"content": None})), "no_logprobs"),
-        (Reply(events=_logprob_chunks([("rule", -0.1)], shape="rule: 0.9")), "no_logprobs"),
-        (Reply(events=_logprob_chunks([("Sure", -0.1), ("I", -3.0)])), "bad_decision_output"),
+        (Reply(events=logprob_chunks([("rule", -0.1)], shape={"content": None})), "no_logprobs"),
+        (Reply(events=logprob_chunks([("rule", -0.1)], shape="rule: 0.9")), "no_logprobs"),
+        (Reply(events=logprob_chunks([("Sure", -0.1), ("I", -3.0)])), "bad_decision_output"),
         (Reply(events=["{not json"]), "model_retry"),  # the router: every route failed
         (Reply(status=500, body='{"error": {"message": "CUDA out of memory"}}'), "model_retry"),
     ],
@@ -160,7 +154,7 @@ async def test_a_real_llama_cpp_server_gives_the_option_words_probabilities(tmp_
 async def test_other_requests_do_not_ask_for_logprobs_and_get_no_top_tokens(server: FakeProvider) -> None:
     from exo_core.agent.model import ChatMessage, ModelRequest
 
-    server.script("cloud", Reply(events=_logprob_chunks([("Hi", -0.1)])))
+    server.script("cloud", Reply(events=logprob_chunks([("Hi", -0.1)])))
     router = hosted_router(server)
     try:
         chunks = [chunk async for chunk in router.stream(ModelRequest(messages=(ChatMessage("user", "hi"),)))]
@@ -168,3 +162,54 @@ async def test_other_requests_do_not_ask_for_logprobs_and_get_no_top_tokens(serv
         await router.aclose()
     assert "logprobs" not in server.seen[0].body and "top_logprobs" not in server.seen[0].body
     assert not [chunk for chunk in chunks if isinstance(chunk, TopTokens)]
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=20,
+)
+_TOKEN = st.sampled_from(["cor", "correct", "Correction", "rule", "Rule", "r", "other", "o", "", " rule", "I", "Sure"])
+_STEP = st.fixed_dictionaries(
+    {"token": _TOKEN | st.text(max_size=8) | _JSON, "logprob": st.floats() | st.integers(-(10**6), 10**6) | _JSON}
+)
+_LOGPROBS = _JSON | st.fixed_dictionaries(
+    {"content": st.lists(st.fixed_dictionaries({"top_logprobs": st.lists(_STEP, max_size=25) | _JSON}), max_size=3)}
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_LOGPROBS)
+def test_any_logprobs_an_engine_sends_reads_as_probabilities_or_a_typed_failure(logprobs: Any) -> None:
+    """Whatever an engine puts in ``logprobs`` (garbage, NaN, infinities, huge or positive log probabilities,
+    tokens that are not strings), the transport's parse never raises, and the reading is a probability per
+    option (finite, summing to 1) or a :class:`BadProviderOutput` (``NoLogprobs`` among them): never a crash
+    the decider would not catch, and never a number the engine did not give."""
+    from exo_edge.hosted.openai_compat import _top_tokens
+
+    steps = _top_tokens(logprobs)
+    assert all(isinstance(t, str) and math.isfinite(v) for step in steps for t, v in step.tokens)
+    first = steps[0] if steps else None
+    try:
+        shares = read_top(SIGNAL, first, provider="fuzz")
+    except NoLogprobs:
+        assert first is None or not first.tokens
+        return
+    except BadProviderOutput as exc:
+        assert "starts an option word" in str(exc)
+        return
+    assert set(shares) == set(SIGNAL.options) and sum(shares.values()) == pytest.approx(1.0)
+    assert all(math.isfinite(p) and 0.0 <= p <= 1.0 for p in shares.values())
+    assert normalise(SIGNAL, shares, "fuzz") == pytest.approx(shares)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_TOKEN | st.text(max_size=6), st.floats(allow_nan=True, allow_infinity=True)), max_size=25))
+def test_option_shares_are_finite_for_any_top_tokens(tokens: list[tuple[str, float]]) -> None:
+    """A log probability above 0 (rounding, or garbage) counts as a probability of 1, and a non-finite one is
+    skipped, so no mass overflows into infinity or NaN."""
+    try:
+        shares = option_shares(SIGNAL, TopTokens(tuple(tokens)))
+    except BadProviderOutput:
+        return
+    assert sum(shares.values()) == pytest.approx(1.0) and all(math.isfinite(p) for p in shares.values())

@@ -102,8 +102,9 @@ def free_port() -> int:
 class EngineProcess:
     """``exo models serve`` as a real process: it execs llama_cpp.server, so its pid is the server's."""
 
-    def __init__(self, model: Path, port: int, log: Path, *, n_ctx: int = 4096) -> None:
+    def __init__(self, model: Path, port: int, log: Path, *, n_ctx: int = 4096, threads: int | None = None) -> None:
         self.model, self.port, self.log, self.n_ctx = model, port, log, n_ctx
+        self.threads = threads  # None: the suite's MODEL_THREADS
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -123,7 +124,7 @@ class EngineProcess:
             "--port",
             str(self.port),
             "--threads",
-            str(MODEL_THREADS),
+            str(self.threads or MODEL_THREADS),
             "--n-ctx",
             str(self.n_ctx),
         ]
