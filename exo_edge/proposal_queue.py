@@ -173,6 +173,11 @@ class ProposalQueue:
         """Count a failed try; the job stays queued."""
         self._run("UPDATE jobs SET attempts = attempts + 1, error=? WHERE id=?", (error[:500], job.id))
 
+    def give_up(self, job: Job, error: str) -> None:
+        """Set ``job`` aside for good (state ``failed``, with why): it can never be asked, so it must not hold
+        up the jobs behind it. ``exo learn status`` counts it; nothing deletes it."""
+        self._run("UPDATE jobs SET state='failed', attempts = attempts + 1, error=? WHERE id=?", (error[:500], job.id))
+
     def counts(self) -> dict[str, int]:
         """Jobs per state."""
         return {r[0]: r[1] for r in self._run("SELECT state, count(*) FROM jobs GROUP BY state")}
@@ -189,12 +194,14 @@ class ProposalQueue:
 
 @dataclass(frozen=True, slots=True)
 class DrainReport:
-    """One drain: jobs done by a model call, jobs found already done, and why it stopped."""
+    """One drain: jobs done by a model call, jobs found already done, why it stopped, what it cost, and jobs
+    set aside because their stored inputs make no request (:meth:`ProposalQueue.give_up`)."""
 
     done: int
     already: int
     stopped: str
     cost: float
+    set_aside: int = 0
 
 
 def prompt_for(job: Job) -> ModelRequest:
@@ -380,7 +387,7 @@ async def drain(
     (default: the book fitted from ``ledger``'s labelled decisions, once per drain, when a ``decide`` job is met).
     A route that fails (an HTTP error, a 429, a dropped stream) leaves its job queued; an answer without log
     probabilities is the job's answer: an abstention that says so."""
-    done = already = 0
+    done = already = set_aside = 0
     cost = 0.0
     book = calibration
     for job in queue.pending(batch):
@@ -390,11 +397,20 @@ async def drain(
             already += 1
             continue
         if queue.spent() >= ceiling:
-            return DrainReport(done, already, "ceiling", cost)
+            return DrainReport(done, already, "ceiling", cost, set_aside)
+        try:
+            request = prompt_for(job)
+        except (KeyError, TypeError, ValueError, BadBodyError) as exc:
+            # a row written by an older version or edited by hand: no answer can ever be asked for it
+            reason = f"its stored inputs make no request ({type(exc).__name__}: {exc})"
+            log.warning("queued %s job %s is set aside: %s", job.kind, job.key, reason)
+            queue.give_up(job, reason)
+            set_aside += 1
+            continue
         text, used, top = [], 0.0, None
         started = time.monotonic()
         try:
-            async for chunk in transport.stream(prompt_for(job)):
+            async for chunk in transport.stream(request):
                 if isinstance(chunk, TextDelta):
                     text.append(chunk.text)
                 elif isinstance(chunk, ToolCallChunk):  # a required tool's answer (a reflection's line)
@@ -405,7 +421,7 @@ async def drain(
                     used = chunk.cost
         except ModelError as exc:
             queue.failed_attempt(job, str(exc))
-            return DrainReport(done, already, f"route unavailable: {exc}", cost)
+            return DrainReport(done, already, f"route unavailable: {exc}", cost, set_aside)
         if job.kind == "decide":
             if book is None:
                 book = calibration_from_ledger(ledger)
@@ -418,4 +434,4 @@ async def drain(
         queue.finish(job, result, used)
         done += 1
         cost += used
-    return DrainReport(done, already, "empty" if not queue.pending(1) else "batch", cost)
+    return DrainReport(done, already, "empty" if not queue.pending(1) else "batch", cost, set_aside)

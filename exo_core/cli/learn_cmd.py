@@ -150,8 +150,17 @@ def _drain(args: argparse.Namespace) -> int:
                 await router.aclose()
 
         report = asyncio.run(run())
-    data = {"done": report.done, "already_done": report.already, "stopped": report.stopped, "cost": report.cost}
-    return emit(args, data, f"drained {report.done} (already done {report.already}); stopped: {report.stopped}")
+    data = {
+        "done": report.done,
+        "already_done": report.already,
+        "set_aside": report.set_aside,
+        "stopped": report.stopped,
+        "cost": report.cost,
+    }
+    said = f"drained {report.done} (already done {report.already}); stopped: {report.stopped}"
+    if report.set_aside:
+        said += f"; {report.set_aside} set aside: their stored inputs make no request (see the log)"
+    return emit(args, data, said)
 
 
 def _metrics(args: argparse.Namespace) -> int:

@@ -246,3 +246,44 @@ def test_a_ceiling_stops_the_drain(tmp_path: Path) -> None:
     assert scores == [0.8, 0.8]
     ledger.close()
     queue.close()
+
+
+def test_a_job_whose_inputs_make_no_request_is_set_aside_and_the_rest_drain(tmp_path: Path) -> None:
+    """A row no request can be made from (written by an older version, or edited by hand) used to raise out of
+    every drain, so nothing queued behind it was ever answered."""
+    import asyncio
+
+    from exo_edge.hosted import HttpClient, OpenAICompatTransport
+    from exo_edge.proposal_queue import drain
+
+    signer = create_signing_key(tmp_path / "keys")
+    store = init_store(tmp_path / "store", owner_key_ids=[signer.key_id])
+    ledger = Ledger.open_store(store.root, signer=signer)
+    queue = ProposalQueue(tmp_path / "queue.sqlite")
+    assert queue.put("judge", {"item": "pair:0", "reply": "ok"}, key="no-criterion")
+    assert queue.put("decide", {"mechanism": "signal", "state": "x"}, key="no-options")
+    assert queue.put("judge", {"item": "pair:1", "criterion": "no em dashes", "reply": "ok"}, key="good")
+    port = free_port()
+    server = Server(port, tmp_path / "log").start(delay=0.0)
+
+    async def run() -> object:
+        client = HttpClient()
+        try:
+            transport = OpenAICompatTransport(
+                client, base_url=f"http://127.0.0.1:{port}/v1", model="big", api_key=None, provider="laptop"
+            )
+            return await drain(queue, transport, ledger)
+        finally:
+            await client.aclose()
+
+    try:
+        report = asyncio.run(run())
+        again = asyncio.run(run())
+    finally:
+        server.kill()
+    assert report.done == 1 and report.set_aside == 2 and report.stopped == "empty"
+    assert again.done == 0 and again.set_aside == 0, "a set-aside job is not tried again"
+    assert queue.counts() == {"done": 1, "failed": 2}
+    assert [e.body["score"] for e in ledger.entries(kind="decision")] == [0.8]
+    ledger.close()
+    queue.close()
