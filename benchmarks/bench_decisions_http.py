@@ -387,7 +387,8 @@ def scored_summary(
 
 
 def print_results(results: dict[str, Any]) -> None:
-    """The paths' top options and seconds, then the agreements, then the scored systems."""
+    """The paths' top options and seconds, then the agreements, then the scored systems (the columns of the
+    page's tables; a results file from before the fifth pass has no "decided" and no differences: ``-``)."""
     found = results["summary"]
     rows = []
     for name in ("in-process:nn", "http:nn", "http:fixed"):
@@ -395,27 +396,45 @@ def print_results(results: dict[str, Any]) -> None:
         if got is None:
             continue
         seconds = got["seconds"]
+        decided = got.get("decided_uncalibrated")
         rows.append(
             [
                 name,
                 f"{100 * got['top_right']:.1f}%",
                 got["failed"],
+                "-" if decided is None else decided,
                 round(seconds["median_s"], 2),
                 round(seconds["p95_s"], 2),
                 seconds["over_timeout"],
+                seconds["n"],
             ]
         )
+    headers = ["path", "top option right", "no probabilities", "decided (raw ≥ 0.6)", "median s", "p95 s"]
     print_table(
         f"The 1.5B for the signal decision: the {found['n']} test-part messages the rules leave",
-        ["path", "top option right", "failed", "median s", "p95 s", "over 10 s"],
+        [*headers, "over 10 s", "n"],
         rows,
     )
-    agree = [
-        [name, f"{100 * got['agree']:.1f}%", round(got["mean_abs_diff"], 4), round(got["max_abs_diff"], 4)]
-        for name, got in found.items()
-        if " = " in name
-    ]
-    print_table("Same top option", ["paths", "same top option", "mean |diff|", "max |diff|"], agree)
+    agree = []
+    for name, got in found.items():
+        if " = " not in name:
+            continue
+        mean, most = got.get("mean_abs_diff"), got.get("max_abs_diff")
+        agree.append(
+            [
+                name,
+                f"{100 * got['agree']:.1f}%",
+                "-" if mean is None else round(mean, 3),
+                "-" if most is None else round(most, 3),
+                got.get("n", found["n"]),
+            ]
+        )
+    # No "|" in a header: it would split the Markdown cell (the table was once printed broken that way).
+    print_table(
+        "Same top option",
+        ["paths", "same top option", "mean abs. difference of p", "max abs. difference of p", "n"],
+        agree,
+    )
     scored = results.get("scored")
     if scored:
         for part in ("test", "heldout"):

@@ -192,6 +192,8 @@ async def larger_jobs(cases: list[Case], store: Store, port: int, prompts: tuple
                 raise SystemExit(f"the settler's larger model is not a LogprobProvider: {inner!r}")
             store.info["larger_provider"] = inner.name
             wrapped = {source: NeighbourProvider(inner, near) for source, near in neighbours_without(embedder).items()}
+            for provider in wrapped.values():  # each pool embedded before any call is timed
+                await asyncio.to_thread(provider.neighbours.load)
             for prompt in prompts:
                 job = f"larger:{prompt}"
 
@@ -243,23 +245,33 @@ async def local_jobs(cases: list[Case], store: Store, prompts: tuple[str, ...], 
 # ---------------------------------------------------------------- scoring (from the raws alone)
 
 
+UNANSWERED = {option: 1 / len(SIGNAL.options) for option in SIGNAL.options}  # a failed call: exod abstains
+
+
 def cross_fitted(raws: dict[str, Probs], cases: list[Case]) -> dict[str, Probs] | None:
-    """Each case's probabilities calibrated on the other sources' cases (``None`` when a case has no raws)."""
-    if any(c["id"] not in raws for c in cases):
+    """Each case's probabilities calibrated on the other sources' cases; a case the model gave no answer for
+    (a failed call) is an even split, an abstention as in exod. ``None`` when the model was not run."""
+    if not raws:
         return None
     out: dict[str, Probs] = {}
     for source in SOURCES:
-        rows = [(raws[c["id"]], c["label"]) for c in cases if c["source"] != source]
+        rows = [(raws[c["id"]], c["label"]) for c in cases if c["source"] != source and c["id"] in raws]
         found: Calibration | None = calibrate(rows)
         for case in cases:
-            if case["source"] == source:
-                raw = raws[case["id"]]
+            if case["source"] != source:
+                continue
+            raw = raws.get(case["id"])
+            if raw is None:
+                out[case["id"]] = dict(UNANSWERED)
+            else:
                 out[case["id"]] = raw if found is None else dict(found.apply(raw))
     return out
 
 
 def _groups(cases: list[Case]) -> list[tuple[str, list[Case]]]:
-    return [*((source, [c for c in cases if c["source"] == source]) for source in SOURCES), ("pooled", cases)]
+    """Each source's cases, then all of them (``pooled``); a source without cases is left out."""
+    groups = [(source, [c for c in cases if c["source"] == source]) for source in SOURCES]
+    return [(name, members) for name, members in (*groups, ("pooled", cases)) if members]
 
 
 def _scored(probs: dict[str, Probs | None], cases: list[Case]) -> dict[str, Any]:
@@ -278,7 +290,9 @@ def summarise(cases: list[Case], raws: dict[str, dict[str, Probs]]) -> dict[str,
         out["leftovers"][job] = {}
         for group, members in _groups(left):
             got = _scored(dict(found), members)
-            got["top_accuracy_raw"] = score([(raws[job][c["id"]], c["label"]) for c in members])["top_accuracy"]
+            raw_rows = [(raws[job].get(c["id"], UNANSWERED), c["label"]) for c in members]
+            got["top_accuracy_raw"] = score(raw_rows)["top_accuracy"]
+            got["failed"] = sum(c["id"] not in raws[job] for c in members)
             got["right"] = round(got["accuracy"] * got["n"])
             out["leftovers"][job][group] = got
 
@@ -489,6 +503,7 @@ def main(argv: list[str] | None = None) -> int:
         await asyncio.gather(*work)  # the server and the local model, one thread each, side by side
 
     started = time.time()
+    store.info.setdefault("load_average_start", os.getloadavg())
     asyncio.run(run())
     store.info["wall_s"] = store.info.get("wall_s", 0.0) + (time.time() - started)
     store.info["load_average_end"] = os.getloadavg()
