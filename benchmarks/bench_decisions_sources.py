@@ -442,15 +442,23 @@ def system_rows(results: dict[str, Any], *, pooled_only: bool = False) -> list[l
     return rows
 
 
+def run_name(results: dict[str, Any]) -> str:
+    """What a run's seconds were measured beside: the whole study (both models at once), or one model alone."""
+    info = results.get("info", {})
+    if not info.get("limit"):
+        return "study (" + " and ".join(info.get("models", ["larger", "local"])) + " at once)"
+    return f"{' and '.join(info.get('models', []))} alone, first {info['limit']}"
+
+
 def latency_rows(results: dict[str, Any]) -> list[list[Any]]:
     """One row per job: seconds per decision."""
     return [
-        [job, round(got["median_s"], 2), round(got["p95_s"], 2), got["over_timeout"], got["n"]]
+        [job, run_name(results), round(got["median_s"], 2), round(got["p95_s"], 2), got["over_timeout"], got["n"]]
         for job, got in results["seconds"].items()
     ]
 
 
-LATENCY_HEADERS = ["model:prompt", "median s", "p95 s", "over 10 s", "n"]
+LATENCY_HEADERS = ["model:prompt", "run", "median s", "p95 s", "over 10 s", "n"]
 
 
 def print_results(results: dict[str, Any]) -> None:
@@ -473,6 +481,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--models", default="larger,local", help="larger (over HTTP), local (in-process)")
     ap.add_argument("--prompts", default=",".join(PROMPTS), help="fixed, nn")
     ap.add_argument("--port", type=int, default=18097)
+    ap.add_argument(
+        "--limit",
+        type=int,
+        default=0,
+        help="only the first N leftovers (a latency run of one model alone; its scores are not the study's)",
+    )
     args = ap.parse_args(argv)
     if args.markdown:
         _common.MARKDOWN = True
@@ -487,6 +501,8 @@ def main(argv: list[str] | None = None) -> int:
     left = [c for c in cases if c["rule"] is None]
     if args.quick:
         left = left[:6]
+    if args.limit > 0:
+        left = left[: args.limit]
     store = Store(args.raws)
     from exo_edge.embedder import OnnxEmbedder
 
@@ -508,8 +524,9 @@ def main(argv: list[str] | None = None) -> int:
     store.info["wall_s"] = store.info.get("wall_s", 0.0) + (time.time() - started)
     store.info["load_average_end"] = os.getloadavg()
     store.save()
-    if args.quick:
+    if args.quick or args.limit > 0:
         cases = [c for c in cases if c["rule"] is not None or c in left]
+    store.info["models"], store.info["prompts"], store.info["limit"] = list(models), list(prompts), args.limit
     results = results_of(cases, store)
     write_results("decisions_sources", results, out=args.out, quick=args.quick)
     print_results(results)

@@ -79,7 +79,9 @@ RENDERERS: dict[str, Table] = {
     "decisions_sources.larger": _one("decisions_sources", decisions.sources_larger),
     "decisions_sources.local": _one("decisions_sources", decisions.sources_local),
     "decisions_sources.systems": _one("decisions_sources", decisions.sources_systems),
-    "decisions_sources.latency": _one("decisions_sources", decisions.sources_latency),
+    "decisions_sources.latency": Table(
+        files=("decisions_sources", "decisions_sources_latency"), render=decisions.sources_latency
+    ),
     "decisions_signal_pool.test": _one("decisions_signal_pool", decisions.signal_test),
     "decisions_signal_pool.heldout": _one("decisions_signal_pool", decisions.signal_heldout),
     "decisions_signal_pool.latency": _one("decisions_signal_pool", decisions.signal_latency),

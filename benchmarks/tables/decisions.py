@@ -384,10 +384,16 @@ def sources_systems(data: dict[str, Any]) -> list[str]:
     return md_table(headers, rows)
 
 
-def sources_latency(data: dict[str, Any]) -> list[str]:
-    """§7b sixth pass: seconds per decision of each model and prompt on the fit leftovers."""
-    rows = [
-        [job, round(got["median_s"], 2), round(got["p95_s"], 2), got["over_timeout"], got["n"]]
-        for job, got in data["seconds"].items()
-    ]
-    return md_table(["model:prompt", "median s", "p95 s", "over 10 s", "n"], rows)
+def sources_latency(study: dict[str, Any], alone: dict[str, Any]) -> list[str]:
+    """§7b sixth pass: seconds per decision of each model and prompt on the fit leftovers, in the study (both
+    models at once) and in a run of the larger model alone (``--models larger --limit N``)."""
+    rows = []
+    for data in (study, alone):
+        info = data.get("info", {})
+        if info.get("limit"):
+            run = f"{' and '.join(info.get('models', []))} alone, first {info['limit']}"
+        else:
+            run = "study (" + " and ".join(info.get("models", ["larger", "local"])) + " at once)"
+        for job, got in data["seconds"].items():
+            rows.append([job, run, round(got["median_s"], 2), round(got["p95_s"], 2), got["over_timeout"], got["n"]])
+    return md_table(["model:prompt", "run", "median s", "p95 s", "over 10 s", "n"], rows)
