@@ -528,7 +528,9 @@ def main(argv: list[str] | None = None) -> int:
         cases = [c for c in cases if c["rule"] is not None or c in left]
     store.info["models"], store.info["prompts"], store.info["limit"] = list(models), list(prompts), args.limit
     results = results_of(cases, store)
-    write_results("decisions_sources", results, out=args.out, quick=args.quick)
+    # A run cut to the first N leftovers is a latency run: it never replaces the study's file.
+    name = "decisions_sources_latency" if args.limit > 0 else "decisions_sources"
+    write_results(name, results, out=args.out, quick=args.quick)
     print_results(results)
     return 0
 
