@@ -129,3 +129,16 @@ def test_the_study_calibrates_each_source_on_the_other_sources_only() -> None:
     assert summary["systems"]["rules + larger:fixed"]["pooled"]["n"] == 60
     choice = study.choose(summary, {"larger:nn": {"p95_s": 5.0}})
     assert choice["neighbours"] == [] and choice["nn_more_right"] == 0  # a tie goes to the fixed examples
+
+
+def test_the_http_benchmark_scores_exods_default_prompt_with_the_studys_fit_raws() -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bench_decisions_http as http
+
+    from exo_core.decisions.setup import DecisionSettings
+
+    assert http.default_prompt() == ("nn" if "larger" in DecisionSettings().neighbours else "fixed")
+    study = ROOT / "benchmarks" / "results" / "decisions_sources.json"
+    for prompt in ("fixed", "nn"):
+        found = http.fit_raws(study, prompt)
+        assert len(found) >= 200 and all(abs(sum(p.values()) - 1) < 1e-3 for p in found.values())
