@@ -15,7 +15,8 @@ labelled messages that were added to the repository *after* it:
   ``PYTHONPATH``, in a subprocess. A message is *settled* when the decision came from the rules (every
   firing rule names the same option), *right* when that option is the message's label.
 
-Neither the labelled set's test part nor the held-out messages are read here.
+The held-out messages are never read here, and the labelled set's test part is not used (the fit check
+keeps the fit part of ``decisions.jsonl`` only).
 
 Poolings of right/settled, reported side by side (``pooled``):
 
@@ -38,6 +39,7 @@ number does to a table; the history above is the evidence.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import os
@@ -52,6 +54,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import _common
 from _common import REPO, bench_parser, machine_info, print_table, write_results
+from bench_decisions import load_cases, split_by_time
+from bench_decisions_signal import calibrate, rule_answer, score
+
+from exo_core.decisions.providers import RulesOnlyProvider
+from exo_core.decisions.uses import SIGNAL
 
 RULES_FILE = "exo_core/decisions/signal_rules.py"
 # The commits that changed the signal rules, oldest first (``git log -- exo_core/decisions/signal_rules.py``).
@@ -143,9 +150,10 @@ def tally(cases: list[dict[str, Any]], answers: dict[str, dict[str, Any]]) -> di
         right = option == case["label"]
         out["settled"] += 1
         out["right"] += int(right)
-        for bucket in [out["by_option"].setdefault(option, {"settled": 0, "right": 0})] + [
-            out["by_rule"].setdefault(name, {"settled": 0, "right": 0}) for name in got["fired"]
-        ]:
+        buckets = [out["by_option"].setdefault(option, {"settled": 0, "right": 0})]
+        for name in got["fired"]:
+            buckets.append(out["by_rule"].setdefault(name, {"settled": 0, "right": 0}))
+        for bucket in buckets:
             bucket["settled"] += 1
             bucket["right"] += int(right)
         if not right:
@@ -229,12 +237,6 @@ def history() -> dict[str, Any]:
 
 def fit_check(confidence: float) -> dict[str, Any]:
     """Rules-only on the fit data with the rules' settlements at 1 and at ``confidence`` (fit data only)."""
-    from bench_decisions import load_cases, split_by_time
-    from bench_decisions_signal import calibrate, rule_answer, score
-
-    from exo_core.decisions.providers import RulesOnlyProvider
-    from exo_core.decisions.uses import SIGNAL
-
     fit_part, _test_part = split_by_time(load_cases())  # the test part is never looked at
     sets = {"fit": [c for c in fit_part if c["use"] == "signal"]}
     for name, path in FILES.items():
@@ -272,8 +274,6 @@ def fit_check(confidence: float) -> dict[str, Any]:
 
 
 def _cues(provider: Any, question: Any, text: str) -> dict[str, float]:
-    import asyncio
-
     return dict(asyncio.run(provider.probabilities(question, text)))
 
 
