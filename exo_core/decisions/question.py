@@ -122,6 +122,8 @@ class Question:
             raise ConfigError(f"{self.mechanism}: rule_confidence must be a number in (0, 1], not {sure!r}")
         if not 0.0 < sure <= 1.0:
             raise ConfigError(f"{self.mechanism}: rule_confidence must be in (0, 1], not {sure}")
+        if not self.rules:  # nothing will settle at it (a queued question is asked without its rules)
+            return
         # A settlement by the rules is a decision like any other: its option must reach the threshold and
         # stay the most probable, or the rule would settle on an option the question itself would not choose.
         if sure < self.threshold:

@@ -10,6 +10,7 @@ samples (rules are not a fitted provider).
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +88,19 @@ def test_a_rule_confidence_a_rule_could_not_decide_with_is_a_config_error() -> N
             Question("confirm", "predicate", "?", ("yes", "no"), threshold=0.5, rule_confidence=bad)
     # At or under an even split the rule's option would not even be the most probable.
     with pytest.raises(ConfigError, match="even split"):
-        Question("pick", "choice", "?", ("a", "b", "c", "d"), threshold=0.2, rule_confidence=0.25)
+        Question(
+            "pick",
+            "choice",
+            "?",
+            ("a", "b", "c", "d"),
+            threshold=0.2,
+            rules=(Rule("x", "x", "a"),),
+            rule_confidence=0.25,
+        )
+    # Without rules nothing settles at it: the signal question asked without its rules may hold a higher bar.
+    assert replace(SIGNAL, rules=(), threshold=0.95).rule_confidence == SIGNAL_RULE_CONFIDENCE
+    with pytest.raises(ConfigError, match="below the threshold"):
+        replace(SIGNAL, threshold=0.95)
     exact = Question("confirm", "predicate", "?", ("yes", "no"), threshold=0.6, rules=rules, rule_confidence=0.6)
     assert exact.rule_probabilities("yes") == pytest.approx({"yes": 0.6, "no": 0.4})
 
