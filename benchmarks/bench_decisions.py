@@ -233,7 +233,7 @@ async def run(quick: bool, threads: int, model: bool = True) -> dict[str, Any]:
                 per_case.get(case["id"], {})[f"local_{style}"] = _r(raw)
                 if style == "words":
                     by_rule = _rule_answer(question, case["text"])
-                    pipeline = {o: float(o == by_rule) for o in question.options} if by_rule else calibrated
+                    pipeline = question.rule_probabilities(by_rule) if by_rule else calibrated
                     per["rules + local calibrated"][case["use"]].append((pipeline, case["label"]))
             results[f"calibrations_{style}"] = {u: c.to_json() for u, c in calibrations.items()}
         step = statistics.median(timings["step"])

@@ -349,7 +349,7 @@ def scored_summary(
     def system(name: str, case: dict[str, Any]) -> Probs | None:
         rule = settled[case["id"]]
         if rule is not None:
-            return {o: float(o == rule) for o in SIGNAL.options}
+            return SIGNAL.rule_probabilities(rule)  # as exod's decider settles it
         larger = "laptop-http" if name.endswith("over HTTP") else "laptop"
         if case["id"] not in raws[larger]:
             return None

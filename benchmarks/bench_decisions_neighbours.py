@@ -136,7 +136,7 @@ def systems(cases: list[dict[str, Any]], raws: dict[str, Probs], votes: dict[str
         for case in cases:
             rule = settled[case["id"]]
             if rule is not None:
-                rows_out.append(({o: float(o == rule) for o in SIGNAL.options}, case["label"]))
+                rows_out.append((SIGNAL.rule_probabilities(rule), case["label"]))
                 continue
             got = calibrated_first[case["id"]]
             if then is not None and max(got.values()) < SIGNAL.threshold:

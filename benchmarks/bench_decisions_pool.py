@@ -166,7 +166,7 @@ def systems(
         for case in scored:
             rule = settled[case["id"]]
             if rule is not None:
-                rows.append(({o: float(o == rule) for o in SIGNAL.options}, case["label"]))
+                rows.append((SIGNAL.rule_probabilities(rule), case["label"]))
                 continue
             got = after[first][case["id"]]
             if then is not None and max(got.values()) < SIGNAL.threshold:

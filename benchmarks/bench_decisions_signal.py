@@ -21,7 +21,8 @@
 Systems (every model probability calibrated on the fit pool: Platt with per-option offsets, or the slope
 alone on 10-29 cases, ``exo_core/decisions/calibration.py``):
 
-* ``rules-only``: the rules in code, then the cue-word provider;
+* ``rules-only``: the rules in code, then the cue-word provider (a rule settlement carries the question's
+  rule probabilities, ``SIGNAL.rule_probabilities``: ``SIGNAL_RULE_CONFIDENCE`` for its option, as in exod);
 * ``local model``: Qwen2.5-Coder 0.5B Instruct alone (the standard device profile's model), one
   forward pass over its chat template; ``gemma model``: the Gemma 3 270M base model alone, few-shot
   words prompt (the provider before issue 21), for comparison;
@@ -320,14 +321,13 @@ async def run(
 
     def system(name: str, case: dict[str, Any]) -> Probs | None:
         rule = settled[case["id"]]
-        onehot = {o: float(o == rule) for o in SIGNAL.options}
         if name == "local model" or name == "gemma model":
             which = name.split()[0]
             if case["id"] not in raws.get(which, {}):
                 return None
             return _apply(alone[which], raws[which][case["id"]])
         if rule is not None:
-            return onehot
+            return SIGNAL.rule_probabilities(rule)  # as the decider settles it (SIGNAL_RULE_CONFIDENCE)
         if name == "rules-only":
             return _apply(after_rules["cues"], cues[case["id"]])
         if name == "rules + local, then laptop":

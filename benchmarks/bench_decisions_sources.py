@@ -22,7 +22,7 @@ with per-option offsets, ``exo_core/decisions/calibration.py`` ``fit``, as exod 
 two sources' leftovers of the same model and prompt, then held to the signal question's threshold (0.6).
 Reported per source and pooled: accuracy with abstentions wrong, ECE (10 bins, on the top option's
 probability), abstentions, the calibrated and the raw top option's accuracy; ``rules + X`` over every fit
-message (the rules settle the rest); the chain ``rules + local:A, then larger:B``; seconds per decision.
+message (the rules settle the rest, at the question's ``rule_probabilities`` as exod's decider does); the chain ``rules + local:A, then larger:B``; seconds per decision.
 
 **The criterion, fixed before the run** (docs/decisions.md §3): exod's default becomes ``neighbours =
 ["larger"]`` only if, pooled over the three sources, the larger model over HTTP with the chosen examples is
@@ -298,7 +298,7 @@ def summarise(cases: list[Case], raws: dict[str, dict[str, Probs]]) -> dict[str,
 
     def rules_then(chain: list[str], case: Case) -> Probs | None:
         if case["rule"] is not None:
-            return {o: float(o == case["rule"]) for o in SIGNAL.options}
+            return SIGNAL.rule_probabilities(case["rule"])  # as exod's decider settles it (the rules' confidence)
         for position, job in enumerate(chain):
             found = calibrated.get(job)
             if found is None:
@@ -519,10 +519,12 @@ def main(argv: list[str] | None = None) -> int:
         await asyncio.gather(*work)  # the server and the local model, one thread each, side by side
 
     started = time.time()
+    before = sum(len(found) for found in store.raws.values())
     store.info.setdefault("load_average_start", os.getloadavg())
     asyncio.run(run())
-    store.info["wall_s"] = store.info.get("wall_s", 0.0) + (time.time() - started)
-    store.info["load_average_end"] = os.getloadavg()
+    if sum(len(found) for found in store.raws.values()) > before:  # a re-score from kept raws changes no conditions
+        store.info["wall_s"] = store.info.get("wall_s", 0.0) + (time.time() - started)
+        store.info["load_average_end"] = os.getloadavg()
     store.save()
     if args.quick or args.limit > 0:
         cases = [c for c in cases if c["rule"] is not None or c in left]

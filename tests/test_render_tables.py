@@ -704,3 +704,33 @@ def test_conditions_read_each_files_machine_block() -> None:
     assert lines[7] == "| 5 | `retrieval.json` | 2026-11-30 13:16 | 4.4 before, 4.3 after |"
     assert lines[3] == "| 2 | `startup.json` | no date in the file | not in the file |"
     assert lines[-1] == "| 10 | `models.json` | no date in the file | 8.6 before, 11.0 / 9.6 after |"
+
+
+def test_rule_history_tables() -> None:
+    counts = {"n": 191, "settled": 65, "right": 56}
+    versions = [
+        {"commit": "e75aa20", "date": "2026-12-02T07:11:55+00:00", "parts": {"more": counts}, "same_as_previous": True}
+    ]
+    pooled = {
+        "newest_without": {"settled": 130, "right": 119, "precision": 119 / 130, "wilson95": [0.8548, 0.9521]},
+        "all_versions": {"settled": 821, "right": 748, "precision": 748 / 821, "wilson95": [0.8897, 0.9287]},
+        "distinct_versions": {"settled": 248, "right": 227, "precision": 227 / 248, "wilson95": [0.874, 0.944]},
+    }
+    part = {"accuracy": 0.6072, "ece": 0.0423, "abstention": 0.345, "n": 443}
+    check = {
+        "confidence": 119 / 130,
+        "scores": {
+            label: {p: part for p in ("all", "fit", "fit172", "more")} for label in ("measured", "probability 1")
+        },
+    }
+    by_rule = {"i-said": {"settled": 19, "right": 19}, "plain-question": {"settled": 28, "right": 25}}
+    data = {"versions": versions, "pooled": pooled, "fit_check": check, "by_rule_newest_without": by_rule}
+    assert (
+        decisions.rule_history_versions(data)[2]
+        == "| e75aa20 | 2026-12-02 07:11 | more | 191 | 65 | 56 | 86.2% | yes |"
+    )
+    assert decisions.rule_history_pooled(data)[2].endswith("| 119/130 | 0.915 | 0.855-0.952 |")
+    assert decisions.rule_history_by_rule(data)[2:] == ["| plain-question | 28 | 25 |", "| i-said | 19 | 19 |"]
+    fit = decisions.rule_history_fit_check(data)
+    assert fit[2] == "| 1 | labelled set, fit part | 60.7% | 0.042 | 34.5% | 443 |"
+    assert fit[-1] == "| 0.915 | all of it | 60.7% | 0.042 | 34.5% | 443 |"

@@ -82,6 +82,10 @@ RENDERERS: dict[str, Table] = {
     "decisions_sources.latency": Table(
         files=("decisions_sources", "decisions_sources_latency"), render=decisions.sources_latency
     ),
+    "decisions_rule_history.versions": _one("decisions_rule_history", decisions.rule_history_versions),
+    "decisions_rule_history.pooled": _one("decisions_rule_history", decisions.rule_history_pooled),
+    "decisions_rule_history.by_rule": _one("decisions_rule_history", decisions.rule_history_by_rule),
+    "decisions_rule_history.fit_check": _one("decisions_rule_history", decisions.rule_history_fit_check),
     "decisions_signal_pool.test": _one("decisions_signal_pool", decisions.signal_test),
     "decisions_signal_pool.heldout": _one("decisions_signal_pool", decisions.signal_heldout),
     "decisions_signal_pool.latency": _one("decisions_signal_pool", decisions.signal_latency),

@@ -5,9 +5,11 @@ From ``decisions.json`` (``bench_decisions.py``), ``decisions_signal.json``
 "before"; ``decisions_signal_pool.json`` the fourth pass's scored run), ``decisions_neighbours.json``
 (``bench_decisions_neighbours.py``), ``decisions_pool.json`` (``bench_decisions_pool.py``) and
 ``decisions_http.json`` (``bench_decisions_http.py``; ``decisions_http_logprobs.json`` its fifth-pass run,
-the larger model read from the engine's ``top_logprobs``) and ``decisions_sources.json``
-(``bench_decisions_sources.py``, the sixth pass's leave-one-source-out study), with the columns and digits of each script's own
-tables (``print_results``). Systems are listed in the scripts' ``SYSTEMS`` order.
+the larger model read from the engine's ``top_logprobs``), ``decisions_rule_history.json``
+(``bench_decisions_rule_history.py``: old versions of the signal rules on messages written after them) and
+``decisions_sources.json`` (``bench_decisions_sources.py``, the sixth pass's leave-one-source-out study), with
+the columns and digits of each script's own tables (``print_results``). Systems are listed in the scripts'
+``SYSTEMS`` order.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from benchmarks.tables._cells import md_table, pct
+from benchmarks.tables._cells import fixed, frac, md_table, pct
 
 __all__ = [
     "decisions_accuracy",
@@ -40,6 +42,10 @@ __all__ = [
     "sources_local",
     "sources_systems",
     "sources_latency",
+    "rule_history_versions",
+    "rule_history_pooled",
+    "rule_history_by_rule",
+    "rule_history_fit_check",
 ]
 
 _SYSTEMS = (
@@ -397,3 +403,68 @@ def sources_latency(study: dict[str, Any], alone: dict[str, Any]) -> list[str]:
         for job, got in data["seconds"].items():
             rows.append([job, run, round(got["median_s"], 2), round(got["p95_s"], 2), got["over_timeout"], got["n"]])
     return md_table(["model:prompt", "run", "median s", "p95 s", "over 10 s", "n"], rows)
+
+
+_POOLINGS = (
+    ("newest_without", "each message once, by the newest rules written without it (used)"),
+    ("all_versions", "every version on every message added after it"),
+    ("distinct_versions", "every version, one that settles as the one before counted once"),
+)
+
+
+# The fit data's parts in the check, in the page's order (the results file sorts its keys).
+_FIT_PARTS = (
+    ("fit", "labelled set, fit part"),
+    ("fit172", "the 172 with drafts"),
+    ("more", "the fourth pass's 191"),
+    ("all", "all of it"),
+)
+
+
+def rule_history_versions(data: dict[str, Any]) -> list[str]:
+    """§7b: each old version of the signal rules on the fit messages added after it."""
+    rows = []
+    for version in data["versions"]:
+        for part, found in version["parts"].items():
+            share = found["right"] / found["settled"] if found["settled"] else None
+            same = "yes" if version["same_as_previous"] else "no"
+            date = version["date"][:16].replace("T", " ")
+            rows.append([version["commit"], date, part, found["n"], found["settled"], found["right"], pct(share), same])
+    headers = ["rules at", "committed", "messages", "n", "settled", "right", "right when settled"]
+    return md_table([*headers, "settles as the version before"], rows, align="lllrrrrl")
+
+
+def rule_history_pooled(data: dict[str, Any]) -> list[str]:
+    """§7b: the rules' precision on later messages, pooled three ways."""
+    rows = []
+    for key, name in _POOLINGS:
+        got = data["pooled"][key]
+        low, high = got["wilson95"]
+        rows.append(
+            [name, frac(got["right"], got["settled"]), fixed(got["precision"], 3), f"{fixed(low, 3)}-{fixed(high, 3)}"]
+        )
+    return md_table(["pooling", "right / settled", "precision", "95 % interval (Wilson)"], rows)
+
+
+def rule_history_by_rule(data: dict[str, Any]) -> list[str]:
+    """§7b: settlements per rule, each message judged once by the newest rules written without it."""
+    found = data["by_rule_newest_without"]
+    ordered = sorted(found.items(), key=lambda item: (-item[1]["settled"], item[0]))
+    rows = [[name, got["settled"], got["right"]] for name, got in ordered]
+    return md_table(["rule (fired in a settlement)", "settled", "right"], rows)
+
+
+def rule_history_fit_check(data: dict[str, Any]) -> list[str]:
+    """§7b: rules-only on the fit data with the rules' settlements at 1 and at the measured confidence."""
+    check = data["fit_check"]
+    rows = []
+    for label, sure in (("probability 1", "1"), ("measured", fixed(check["confidence"], 3))):
+        got = check["scores"][label]
+        for part, name in _FIT_PARTS:
+            found = got[part]
+            rows.append(
+                [sure, name, pct(found["accuracy"]), round(found["ece"], 3), pct(found["abstention"]), found["n"]]
+            )
+    return md_table(
+        ["rules settle at", "fit data", "accuracy (abstain = wrong)", "ECE", "abstains", "n"], rows, "llrrrr"
+    )

@@ -1,7 +1,9 @@
 """The order of one decision call (docs/decisions.md §2): rules, providers, threshold, fallback, record.
 
-1. **Rules in code.** The question's first matching :class:`~.question.Rule`
-   settles it (probability 1 for its option, provider ``rules``).
+1. **Rules in code.** When the rules of the question that match (:class:`~.question.Rule`) all name one
+   option, they settle it (provider ``rules``, ``via: rule``) with the question's rule probabilities
+   (:meth:`~.question.Question.rule_probabilities`: ``rule_confidence`` for that option, how often the
+   rules were right on messages written after them; 1 where that was never measured).
 2. **Providers in the person's order**, each within its own timeout (0.5 s
    local, 2 s hosted by default, measured on the injectable clock). A
    timeout, a rate limit, a network error or an answer that is not a
@@ -81,11 +83,13 @@ class Decider:
     def _by_rule(self, question: Question, state: str) -> Decision | None:
         fired = [rule for rule in question.rules if rule.matches(state)]
         # Rules settle a case only when every rule that fires agrees ("No, from now on ..." is both a
-        # correction and a rule): a certainty of 1 must not depend on the order the rules are listed in.
+        # correction and a rule): a settlement must not depend on the order the rules are listed in.
         if len({rule.option for rule in fired}) != 1:
             return None
         rule = fired[0]
-        probabilities = {o: 1.0 if o == rule.option else 0.0 for o in question.options}
+        # Not 1: the rules are wrong on some messages written after them (docs/decisions.md §2). The same
+        # numbers are the raw ones; rules are not a fitted provider, so nothing calibrates them.
+        probabilities = question.rule_probabilities(rule.option)
         return Decision(
             question.mechanism,
             question.options,

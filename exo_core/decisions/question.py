@@ -70,6 +70,10 @@ class Question:
     option; below it ``fallback`` applies (``default`` takes ``default``, which
     may be ``None`` for "do nothing special"). ``example_drafts``, when given, is the draft each
     worked example answers, shown to a provider that reads drafts (:class:`DraftReadingProvider`).
+    ``rule_confidence`` is the probability a settlement by the rules gives its option
+    (:meth:`rule_probabilities`): how often the rules are right when they settle, measured on messages
+    written after them (the signal question's, docs/benchmarks.md §7b); 1 for a question whose rules'
+    precision was never measured.
     """
 
     mechanism: str
@@ -84,6 +88,7 @@ class Question:
     cues: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     examples: tuple[tuple[str, str], ...] = ()
     example_drafts: tuple[str, ...] = ()
+    rule_confidence: float = 1.0
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -105,14 +110,45 @@ class Question:
             raise ConfigError(f"{self.mechanism}: fallback must be one of {', '.join(FALLBACKS)}")
         if self.example_drafts and len(self.example_drafts) != len(self.examples):
             raise ConfigError(f"{self.mechanism}: give one example draft per example or none")
+        self._check_rule_confidence()
         named = [self.default, *(r.option for r in self.rules), *self.cues, *(e[1] for e in self.examples)]
         for name in named:
             if name is not None and name not in self.options:
                 raise ConfigError(f"{self.mechanism}: {name!r} is not one of the options")
 
+    def _check_rule_confidence(self) -> None:
+        sure = self.rule_confidence
+        if isinstance(sure, bool) or not isinstance(sure, (int, float)) or not math.isfinite(sure):
+            raise ConfigError(f"{self.mechanism}: rule_confidence must be a number in (0, 1], not {sure!r}")
+        if not 0.0 < sure <= 1.0:
+            raise ConfigError(f"{self.mechanism}: rule_confidence must be in (0, 1], not {sure}")
+        if not self.rules:  # nothing will settle at it (a queued question is asked without its rules)
+            return
+        # A settlement by the rules is a decision like any other: its option must reach the threshold and
+        # stay the most probable, or the rule would settle on an option the question itself would not choose.
+        if sure < self.threshold:
+            raise ConfigError(
+                f"{self.mechanism}: rule_confidence {sure} is below the threshold {self.threshold}, so a rule could "
+                "not decide; raise rule_confidence to at least the threshold, or lower the threshold, or drop the "
+                "rules that are right less often than that"
+            )
+        if sure <= 1.0 / len(self.options):
+            raise ConfigError(
+                f"{self.mechanism}: rule_confidence {sure} leaves the rule's option no more probable than the others "
+                f"(an even split is {1.0 / len(self.options):.3f}); raise it above that"
+            )
+
     def describe(self, option: str) -> str:
         """The one-line description of ``option`` (its name when there is none)."""
         return self.descriptions[self.options.index(option)] if self.descriptions else option
+
+    def rule_probabilities(self, option: str) -> dict[str, float]:
+        """The probabilities of a settlement by the rules on ``option``: ``rule_confidence`` for it, the rest
+        split evenly among the other options (the rules say nothing about which of them it would be)."""
+        if option not in self.options:
+            raise ConfigError(f"{self.mechanism}: {option!r} is not one of the options")
+        rest = (1.0 - self.rule_confidence) / (len(self.options) - 1)
+        return {o: self.rule_confidence if o == option else rest for o in self.options}
 
 
 @dataclass(frozen=True, slots=True)

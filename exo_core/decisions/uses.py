@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 
 from exo_core.decisions.decider import Decider
 from exo_core.decisions.question import Decision, Question, Rule
-from exo_core.decisions.signal_rules import SIGNAL_CUES, SIGNAL_RULES
+from exo_core.decisions.signal_rules import SIGNAL_CUES, SIGNAL_RULE_CONFIDENCE, SIGNAL_RULES
 
 __all__ = [
     "SIGNAL",
@@ -48,6 +48,7 @@ SIGNAL = Question(
     fallback="main",
     rules=SIGNAL_RULES,
     cues=SIGNAL_CUES,
+    rule_confidence=SIGNAL_RULE_CONFIDENCE,  # measured on later messages; the toolset and panel rules keep 1
     examples=(
         ("No, the meeting is on Tuesday, not Thursday.", "correction"),
         ("From now on, write dates as YYYY-MM-DD.", "rule"),

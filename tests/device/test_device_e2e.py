@@ -192,7 +192,9 @@ def test_a_free_text_answer_is_read_back_before_it_is_sent(
     }
     exod_factory(exo_home, write_script(tmp_path / "script.json", [ask, {"text": "Booked."}]), workspace)
     q = speak(tmp_path / "q.wav", "book a hotel for me", voice="en-us", speed=150)
-    a = speak(tmp_path / "a.wav", "Lisbon", voice="en-us", speed=130)
+    # Whisper tiny hears espeak's lone "Lisbon" as nothing on some CPUs (2026-12-03: empty at 130 and
+    # "Listen." at 150 wpm); this test is about the read-back, so the answer is a city it does hear.
+    a = speak(tmp_path / "a.wav", "Berlin", voice="en-us", speed=130)
     with online_device(exo_home, tmp_path / "device", extra=["--tts", "none"]) as dev:
         mark = dev.mark()
         dev.send(f"talk {q}")

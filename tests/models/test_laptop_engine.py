@@ -245,7 +245,13 @@ def test_queued_jobs_drain_to_the_engine_exactly_once_after_it_returns(tmp_path:
         second = _exo("learn", "drain", "--json", home=home)
     finally:
         engine.stop()
-    assert json.loads(first.stdout) == {"done": total, "already_done": 0, "stopped": "empty", "cost": 0.0}, first
+    assert json.loads(first.stdout) == {
+        "done": total,
+        "already_done": 0,
+        "set_aside": 0,
+        "stopped": "empty",
+        "cost": 0.0,
+    }, first
     assert json.loads(second.stdout)["done"] == 0 and json.loads(second.stdout)["already_done"] == 0, second
     assert queue.counts() == {"done": total}
     with Ledger.open_store(home / "store") as ledger:
