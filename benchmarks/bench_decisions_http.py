@@ -22,9 +22,19 @@ rules + laptop over HTTP, rules + local then laptop over HTTP, on the test part 
 (aggregate numbers only), next to the in-process rows from ``RAWS``. Its HTTP raws are kept in
 ``--http-raws`` so a cut run goes on where it stopped.
 
+``--prompt`` is the HTTP path that is scored: ``nn`` (each message shown its nearest pool examples,
+``neighbours = ["larger"]``) or ``fixed`` (the question's fixed examples, ``neighbours = []``); by default
+exod's own default (``DecisionSettings().neighbours``). ``--fit-raws`` takes the fit data's HTTP raws of that
+prompt from ``bench_decisions_sources.py``'s results file (issue 21's sixth pass: the chosen examples drawn
+from the other sources of the pool, each source's message never shown its own writer's ones) instead of
+asking the server again, so the calibration is fitted on them and only the held-out messages are asked.
+
     python benchmarks/bench_decisions_http.py --port 18093 --out benchmarks/results/decisions_http.json
     python benchmarks/bench_decisions_http.py --paths http:nn --scored RAWS --http-raws FILE \
         --out benchmarks/results/decisions_http_logprobs.json
+    python benchmarks/bench_decisions_http.py --prompt fixed --scored RAWS \
+        --fit-raws benchmarks/results/decisions_sources.json --out FILE
+    python benchmarks/bench_decisions_http.py --markdown --out benchmarks/results/decisions_http_logprobs.json
 """
 
 from __future__ import annotations
@@ -62,6 +72,23 @@ def sample() -> list[dict[str, Any]]:
     """The labelled set's test part (signal cases) that the rules leave: what exod asks the larger model about."""
     _fit, test = split_by_time(load_cases())
     return [c for c in test if c["use"] == "signal" and rule_answer(c["text"]) is None]
+
+
+def default_prompt() -> str:
+    """The prompt exod's larger model gets by default: ``nn`` when ``[decisions] neighbours`` names it."""
+    from exo_core.decisions.setup import DecisionSettings
+
+    return "nn" if "larger" in DecisionSettings().neighbours else "fixed"
+
+
+def fit_raws(path: Path, prompt: str) -> dict[str, Probs]:
+    """The fit data's HTTP raws of ``prompt`` from ``bench_decisions_sources.py``'s results file."""
+    import json
+
+    found = json.loads(path.read_text()).get("raws", {}).get(f"larger:{prompt}")
+    if not found:
+        raise SystemExit(f"{path} holds no raws of larger:{prompt}: run bench_decisions_sources.py first")
+    return {case: dict(probs) for case, probs in found.items()}
 
 
 def _top(found: Probs) -> str:
@@ -139,9 +166,12 @@ async def over_http(
     paths: tuple[str, ...] = PATHS,
     scored: list[dict[str, Any]] | None = None,
     http_raws: Path | None = None,
+    prompt: str = "nn",
+    preset: dict[str, Probs] | None = None,
 ) -> dict[str, Any]:
     """The settler's larger model, through a real server, with and without the chosen examples; with
-    ``scored``, that provider's raws on those cases too (each shown its neighbours, never its own entry)."""
+    ``scored``, that provider's raws on those cases too, with ``prompt``'s examples (``nn``: each shown its
+    neighbours, never its own entry), ``preset`` the raws already measured (not asked again)."""
     from exo_core.decisions.signal_escalation import build_signal_settler
     from exo_core.home import ExoHome
     from exo_edge.laptop_server import ServeSettings, device_config, start_server, wait_ready
@@ -176,16 +206,24 @@ async def over_http(
             out[name]["seconds"] = _seconds(spent, 10.0)
             print(f"{name}: {out[name]['seconds']}", flush=True)
         if scored:
-            out["scored_raws"] = await scored_raws(settings.base_url, scored, http_raws)
+            out["scored_raws"] = await scored_raws(settings.base_url, scored, http_raws, prompt=prompt, preset=preset)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
     return out
 
 
-async def scored_raws(base_url: str, cases: list[dict[str, Any]], keep: Path | None) -> dict[str, Probs]:
-    """The settler's provider (``LogprobProvider`` on a router holding the laptop's route alone) on each case,
-    shown its nearest pool examples as ``NeighbourProvider`` would, leaving out a pooled case's own entry."""
+async def scored_raws(
+    base_url: str,
+    cases: list[dict[str, Any]],
+    keep: Path | None,
+    *,
+    prompt: str = "nn",
+    preset: dict[str, Probs] | None = None,
+) -> dict[str, Probs]:
+    """The settler's provider (``LogprobProvider`` on a router holding the laptop's route alone) on each case:
+    with ``prompt`` ``nn`` shown its nearest pool examples as ``NeighbourProvider`` would, leaving out a pooled
+    case's own entry; with ``fixed`` the question's own examples. Cases in ``preset`` are not asked."""
     import json
 
     from bench_decisions_signal import neighbour_examples
@@ -197,6 +235,7 @@ async def scored_raws(base_url: str, cases: list[dict[str, Any]], keep: Path | N
     raws: dict[str, Probs] = {}
     if keep is not None and keep.is_file():
         raws = json.loads(keep.read_text())
+    raws.update(preset or {})
     config = {
         "models": {
             "providers": {"laptop": {"kind": "openai", "base_url": base_url, "key_env": []}},
@@ -206,14 +245,16 @@ async def scored_raws(base_url: str, cases: list[dict[str, Any]], keep: Path | N
     }
     router = ModelRouter(load_catalog(config, env={}), env={})
     provider = LogprobProvider(router, name=f"laptop:{ALIAS}:chat", timeout=120.0)
-    near = neighbour_examples()
-    pooled = {example.id for example in near.pool.examples()}
+    near = neighbour_examples() if prompt == "nn" else None
+    pooled = {example.id for example in near.pool.examples()} if near is not None else set()
     todo = [case for case in cases if case["id"] not in raws]
     print(f"scored raws: {len(raws)} kept, {len(todo)} to ask", flush=True)
     try:
         for done, case in enumerate(todo, start=1):
-            own = case["id"] if case["id"] in pooled else None
-            question = with_examples(SIGNAL, near.choose(case["text"], exclude=own))
+            question = SIGNAL
+            if near is not None:
+                own = case["id"] if case["id"] in pooled else None
+                question = with_examples(SIGNAL, near.choose(case["text"], exclude=own))
             try:
                 raws[case["id"]] = dict(await provider.probabilities(question, case["text"]))
             except ExoError as exc:
@@ -346,7 +387,8 @@ def scored_summary(
 
 
 def print_results(results: dict[str, Any]) -> None:
-    """The paths' top options and seconds, then the agreements, then the scored systems."""
+    """The paths' top options and seconds, then the agreements, then the scored systems (the columns of the
+    page's tables; a results file from before the fifth pass has no "decided" and no differences: ``-``)."""
     found = results["summary"]
     rows = []
     for name in ("in-process:nn", "http:nn", "http:fixed"):
@@ -354,27 +396,45 @@ def print_results(results: dict[str, Any]) -> None:
         if got is None:
             continue
         seconds = got["seconds"]
+        decided = got.get("decided_uncalibrated")
         rows.append(
             [
                 name,
                 f"{100 * got['top_right']:.1f}%",
                 got["failed"],
+                "-" if decided is None else decided,
                 round(seconds["median_s"], 2),
                 round(seconds["p95_s"], 2),
                 seconds["over_timeout"],
+                seconds["n"],
             ]
         )
+    headers = ["path", "top option right", "no probabilities", "decided (raw ≥ 0.6)", "median s", "p95 s"]
     print_table(
         f"The 1.5B for the signal decision: the {found['n']} test-part messages the rules leave",
-        ["path", "top option right", "failed", "median s", "p95 s", "over 10 s"],
+        [*headers, "over 10 s", "n"],
         rows,
     )
-    agree = [
-        [name, f"{100 * got['agree']:.1f}%", round(got["mean_abs_diff"], 4), round(got["max_abs_diff"], 4)]
-        for name, got in found.items()
-        if " = " in name
-    ]
-    print_table("Same top option", ["paths", "same top option", "mean |diff|", "max |diff|"], agree)
+    agree = []
+    for name, got in found.items():
+        if " = " not in name:
+            continue
+        mean, most = got.get("mean_abs_diff"), got.get("max_abs_diff")
+        agree.append(
+            [
+                name,
+                f"{100 * got['agree']:.1f}%",
+                "-" if mean is None else round(mean, 3),
+                "-" if most is None else round(most, 3),
+                got.get("n", found["n"]),
+            ]
+        )
+    # No "|" in a header: it would split the Markdown cell (the table was once printed broken that way).
+    print_table(
+        "Same top option",
+        ["paths", "same top option", "mean abs. difference of p", "max abs. difference of p", "n"],
+        agree,
+    )
     scored = results.get("scored")
     if scored:
         for part in ("test", "heldout"):
@@ -397,6 +457,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--paths", default=",".join(PATHS), help="the settler's paths to run: http:nn, http:fixed")
     ap.add_argument("--scored", type=Path, default=None, help="bench_decisions_signal.py's raws file (in-process)")
     ap.add_argument("--http-raws", type=Path, default=None, help="keep the scored run's HTTP raws here")
+    ap.add_argument(
+        "--prompt",
+        choices=("nn", "fixed"),
+        default=default_prompt(),
+        help='the HTTP path scored: nn (neighbours = ["larger"]) or fixed (neighbours = []); default: exod\'s',
+    )
+    ap.add_argument(
+        "--fit-raws",
+        type=Path,
+        default=None,
+        help="bench_decisions_sources.py's results: the fit data's HTTP raws of --prompt (not asked again)",
+    )
     args = ap.parse_args(argv)
     if args.markdown:
         _common.MARKDOWN = True
@@ -407,6 +479,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         cases = cases[:8]
     paths_run = tuple(name for name in args.paths.split(",") if name)
+    unknown = sorted(set(paths_run) - set(PATHS))
+    if unknown:
+        ap.error(f"--paths: unknown {', '.join(unknown)}; choose from {', '.join(PATHS)}")
+    scored_path = f"http:{args.prompt}"
+    if args.scored is not None and scored_path not in paths_run:
+        paths_run = (*paths_run, scored_path)  # the test part's raws of the scored prompt come from its path
+    preset = fit_raws(args.fit_raws, args.prompt) if args.fit_raws is not None else None
     scored_cases = None
     sets: dict[str, list[dict[str, Any]]] = {}
     if args.scored is not None:
@@ -419,7 +498,14 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="exo-http-") as scratch:
         paths = asyncio.run(
             over_http(
-                args.port, cases, Path(scratch) / "home", paths=paths_run, scored=scored_cases, http_raws=args.http_raws
+                args.port,
+                cases,
+                Path(scratch) / "home",
+                paths=paths_run,
+                scored=scored_cases,
+                http_raws=args.http_raws,
+                prompt=args.prompt,
+                preset=preset,
             )
         )
     server = paths.pop("server")
@@ -434,9 +520,11 @@ def main(argv: list[str] | None = None) -> int:
         "summary": summary(cases, paths),
     }
     if http is not None and args.scored is not None:
-        test_http = paths.get("http:nn", {}).get("raws", {})
+        test_http = paths.get(scored_path, {}).get("raws", {})
         merged = {**http, **{case: found for case, found in test_http.items() if found is not None}}
         results["scored"] = scored_summary(sets, merged, json.loads(args.scored.read_text()))
+        results["scored"]["prompt"] = args.prompt
+        results["scored"]["fit_raws"] = str(args.fit_raws) if args.fit_raws is not None else None
     write_results("decisions_http", results, out=args.out, quick=args.quick)
     print_results(results)
     return 0

@@ -76,6 +76,12 @@ RENDERERS: dict[str, Table] = {
     "decisions_http_logprobs.agree": _one("decisions_http_logprobs", decisions.http_logprob_agree),
     "decisions_http_logprobs.test": _one("decisions_http_logprobs", decisions.http_scored_test),
     "decisions_http_logprobs.heldout": _one("decisions_http_logprobs", decisions.http_scored_heldout),
+    "decisions_sources.larger": _one("decisions_sources", decisions.sources_larger),
+    "decisions_sources.local": _one("decisions_sources", decisions.sources_local),
+    "decisions_sources.systems": _one("decisions_sources", decisions.sources_systems),
+    "decisions_sources.latency": Table(
+        files=("decisions_sources", "decisions_sources_latency"), render=decisions.sources_latency
+    ),
     "decisions_rule_history.versions": _one("decisions_rule_history", decisions.rule_history_versions),
     "decisions_rule_history.pooled": _one("decisions_rule_history", decisions.rule_history_pooled),
     "decisions_rule_history.by_rule": _one("decisions_rule_history", decisions.rule_history_by_rule),

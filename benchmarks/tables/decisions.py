@@ -5,8 +5,9 @@ From ``decisions.json`` (``bench_decisions.py``), ``decisions_signal.json``
 "before"; ``decisions_signal_pool.json`` the fourth pass's scored run), ``decisions_neighbours.json``
 (``bench_decisions_neighbours.py``), ``decisions_pool.json`` (``bench_decisions_pool.py``) and
 ``decisions_http.json`` (``bench_decisions_http.py``; ``decisions_http_logprobs.json`` its fifth-pass run,
-the larger model read from the engine's ``top_logprobs``) and ``decisions_rule_history.json``
-(``bench_decisions_rule_history.py``: old versions of the signal rules on messages written after them), with
+the larger model read from the engine's ``top_logprobs``), ``decisions_rule_history.json``
+(``bench_decisions_rule_history.py``: old versions of the signal rules on messages written after them) and
+``decisions_sources.json`` (``bench_decisions_sources.py``, the sixth pass's leave-one-source-out study), with
 the columns and digits of each script's own tables (``print_results``). Systems are listed in the scripts'
 ``SYSTEMS`` order.
 """
@@ -37,6 +38,10 @@ __all__ = [
     "http_logprob_agree",
     "http_scored_test",
     "http_scored_heldout",
+    "sources_larger",
+    "sources_local",
+    "sources_systems",
+    "sources_latency",
     "rule_history_versions",
     "rule_history_pooled",
     "rule_history_by_rule",
@@ -331,6 +336,73 @@ def _http_scored(part: str) -> Callable[[dict[str, Any]], list[str]]:
 
 http_scored_test = _http_scored("test")
 http_scored_heldout = _http_scored("heldout")
+
+
+# ``bench_decisions_sources.py`` (issue 21's sixth pass): the leave-one-source-out study on the fit data.
+_SOURCE_HEADERS = ["prompt", "source", "accuracy (abstain = wrong)", "ECE", "abstains", "top option right"]
+
+
+def _sources_leftovers(model: str) -> Callable[[dict[str, Any]], list[str]]:
+    def render(data: dict[str, Any]) -> list[str]:
+        rows = []
+        for job, groups in data["summary"]["leftovers"].items():
+            if not job.startswith(model + ":"):
+                continue
+            for group, got in groups.items():
+                rows.append(
+                    [
+                        job,
+                        group,
+                        pct(got["accuracy"]),
+                        round(got["ece"], 3),
+                        pct(got["abstention"]),
+                        pct(got["top_accuracy"]),
+                        pct(got["top_accuracy_raw"]),
+                        got["n"],
+                    ]
+                )
+        return md_table([*_SOURCE_HEADERS, "raw top right", "n"], rows)
+
+    return render
+
+
+sources_larger = _sources_leftovers("larger")
+sources_local = _sources_leftovers("local")
+
+
+def sources_systems(data: dict[str, Any]) -> list[str]:
+    """§7b sixth pass: the rules, then the models, over every fit message, per source and pooled."""
+    rows = []
+    for name, groups in data["summary"]["systems"].items():
+        for group, got in groups.items():
+            rows.append(
+                [
+                    name,
+                    group,
+                    pct(got["accuracy"]),
+                    round(got["ece"], 3),
+                    pct(got["abstention"]),
+                    pct(got["top_accuracy"]),
+                    got["n"],
+                ]
+            )
+    headers = ["system", "source", "accuracy (abstain = wrong)", "ECE", "abstains", "top option right", "n"]
+    return md_table(headers, rows)
+
+
+def sources_latency(study: dict[str, Any], alone: dict[str, Any]) -> list[str]:
+    """§7b sixth pass: seconds per decision of each model and prompt on the fit leftovers, in the study (both
+    models at once) and in a run of the larger model alone (``--models larger --limit N``)."""
+    rows = []
+    for data in (study, alone):
+        info = data.get("info", {})
+        if info.get("limit"):
+            run = f"{' and '.join(info.get('models', []))} alone, first {info['limit']}"
+        else:
+            run = "study (" + " and ".join(info.get("models", ["larger", "local"])) + " at once)"
+        for job, got in data["seconds"].items():
+            rows.append([job, run, round(got["median_s"], 2), round(got["p95_s"], 2), got["over_timeout"], got["n"]])
+    return md_table(["model:prompt", "run", "median s", "p95 s", "over 10 s", "n"], rows)
 
 
 _POOLINGS = (

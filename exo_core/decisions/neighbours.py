@@ -2,8 +2,9 @@
 
 A model decides better next to examples that look like the message it reads than next to a fixed
 handful. :class:`ExamplePool` is a file of labelled messages (one JSON object a line: ``text``,
-``label``, optionally ``id`` and ``draft``) that ships with the package or that the person keeps in
-their home; :class:`NeighbourExamples` embeds it once, on first use, and picks for each message the
+``label``, optionally ``id``, ``draft`` and ``source``, who wrote it, so a writer's messages can be left
+out) that ships with the package or that the person keeps in their home; :class:`NeighbourExamples`
+embeds it once, on first use, and picks for each message the
 ``per_option`` nearest examples *of every option* (so the prompt always shows each answer: a
 prompt whose examples all say "rule" pulls a small model towards "rule"); :class:`NeighbourProvider`
 wraps a model provider so each call is made with the question's examples replaced by those.
@@ -51,7 +52,8 @@ __all__ = [
     "with_examples",
 ]
 
-# The signal decision's pool that ships with the package: the benchmark's fit pool (docs/benchmarks.md §7b).
+# The signal decision's pool that ships with the package: the benchmarks' fit data, every entry naming its source
+# ("labelled", "fit172", "more"; docs/benchmarks.md §7b).
 DEFAULT_SIGNAL_POOL = Path(__file__).resolve().parent / "data" / "signal_examples.jsonl"
 PER_OPTION = 2  # nearest examples of each option shown (measured on the fit pool: docs/benchmarks.md §7b)
 
