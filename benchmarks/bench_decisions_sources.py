@@ -31,6 +31,15 @@ difference of 2 messages or fewer is a tie, and a tie goes to the cheaper fixed 
 larger:nn`` pooled over all the fit data has ECE within the goal (≤ 0.08), **and** its p95 seconds over HTTP
 stay under exod's 10 s ``larger_timeout``. Otherwise the default stays ``neighbours = []``.
 
+**The device model defers** (a second criterion, written down at 07:57 UTC on 2026-12-03, after the study's
+raws above were taken and before any deferral was scored; run from the same raws, no new model call): with the
+larger model reachable, the device model's decision stands only at a calibrated probability of at least ``b``;
+below it the message goes to the larger model, and the device model's decision stands if that one abstains
+(``[decisions] defer_below``, ``exo_core/decisions/escalation.py``). ``b`` in 0.6 (no deferral, as before),
+0.7, 0.8, 0.9, scored as ``rules + local:fixed (defers below b), then larger:P`` pooled over every fit message
+for exod's prompt ``P``. The ``b`` with the largest margin on the worse goal, ``min(accuracy - 0.85, 0.08 -
+ECE)``, becomes the default if that margin beats 0.6's by at least 0.01; otherwise nothing defers.
+
 The test part and the held-out messages are never read here. Raws (per-message option probabilities, label,
 source; fit data only) are kept in the results file, so a scored run can fit its calibration from them
 (``bench_decisions_http.py --fit-raws``).
@@ -73,6 +82,9 @@ PROMPTS = ("fixed", "nn")
 ALIAS = "qwen2.5-coder-1.5b-instruct"
 TIMEOUT = 10.0  # exod's larger_timeout
 ECE_GOAL = 0.08
+ACCURACY_GOAL = 0.85
+DEFER_BARS = (0.6, 0.7, 0.8, 0.9)  # the first is no deferral (the threshold); the second criterion
+MARGIN_STEP = 0.01  # how much a bar's margin must beat no deferral's to be chosen
 TIE = 2  # messages: a difference this small or smaller is a tie (the criterion above)
 SAVE_EVERY = 10
 Probs = dict[str, float]
@@ -317,12 +329,64 @@ def summarise(cases: list[Case], raws: dict[str, dict[str, Probs]]) -> dict[str,
         if any(p is None for p in probs.values()):
             continue
         out["systems"][name] = {group: _scored(probs, members) for group, members in _groups(cases)}
+    out["deferring"] = deferring(cases, calibrated)
     out["cases"] = {group: len(members) for group, members in _groups(cases)}
     out["leftover_cases"] = {group: len(members) for group, members in _groups(left)}
     out["rules_right_when_settled"] = sum(c["rule"] == c["label"] for c in cases if c["rule"]) / max(
         1, sum(1 for c in cases if c["rule"])
     )
     return out
+
+
+def deferring(cases: list[Case], calibrated: dict[str, dict[str, Probs] | None]) -> dict[str, Any]:
+    """``rules + local:fixed (defers below b), then larger:P`` for each bar and prompt, pooled over every fit
+    message, with how many leftovers went to the larger model (the module docstring's second criterion)."""
+    local = calibrated.get("local:fixed")
+    out: dict[str, Any] = {}
+    if local is None:
+        return out
+    for prompt in PROMPTS:
+        larger = calibrated.get(f"larger:{prompt}")
+        if larger is None:
+            continue
+        for bar in DEFER_BARS:
+            probs: dict[str, Probs | None] = {}
+            sent = 0
+            for case in cases:
+                if case["rule"] is not None:
+                    probs[case["id"]] = SIGNAL.rule_probabilities(case["rule"])
+                    continue
+                mine = local[case["id"]]
+                if max(mine.values()) >= bar:
+                    probs[case["id"]] = mine
+                    continue
+                sent += 1
+                theirs = larger[case["id"]]
+                # The larger model's answer, unless it abstains where the device model had decided.
+                if max(theirs.values()) < SIGNAL.threshold <= max(mine.values()):
+                    probs[case["id"]] = mine
+                else:
+                    probs[case["id"]] = theirs
+            got = _scored(probs, cases)
+            got["sent_to_larger"] = sent
+            got["margin"] = min(got["accuracy"] - ACCURACY_GOAL, ECE_GOAL - got["ece"])
+            out[f"larger:{prompt} below {bar}"] = got
+    return out
+
+
+def choose_bar(summary: dict[str, Any], prompt: str) -> dict[str, Any]:
+    """The second criterion of the module docstring, for exod's prompt ``prompt``."""
+    found = {bar: summary["deferring"].get(f"larger:{prompt} below {bar}") for bar in DEFER_BARS}
+    if any(got is None for got in found.values()):
+        return {"defer_below": None, "why": "the deferral was not measured for this prompt"}
+    best = max(DEFER_BARS, key=lambda bar: found[bar]["margin"])
+    base = found[DEFER_BARS[0]]["margin"]
+    chosen = best if found[best]["margin"] >= base + MARGIN_STEP else 0.0
+    return {
+        "prompt": prompt,
+        "defer_below": chosen,
+        "margins": {str(b): round(g["margin"], 4) for b, g in found.items()},
+    }
 
 
 def latency(seconds: dict[str, dict[str, float]]) -> dict[str, Any]:
@@ -376,6 +440,7 @@ def results_of(cases: list[Case], store: Store) -> dict[str, Any]:
         "summary": summary,
         "seconds": seconds,
         "choice": choose(summary, seconds),
+        "defer_choice": choose_bar(summary, "fixed"),  # exod's prompt (the choice above: fixed examples)
         "cases": {c["id"]: {"label": c["label"], "source": c["source"], "rule": c["rule"]} for c in cases},
         "raws": {
             job: {k: {o: round(p, 6) for o, p in v.items()} for k, v in found.items()}
@@ -471,6 +536,30 @@ def print_results(results: dict[str, Any]) -> None:
     print_table("Systems over every fit message", SYSTEM_HEADERS, system_rows(results))
     print_table("Seconds per decision", LATENCY_HEADERS, latency_rows(results))
     print(f"\nchoice: {results['choice']}")
+    if results["summary"].get("deferring"):
+        print_table("The device model defers below a bar (every fit message)", DEFER_HEADERS, defer_rows(results))
+        print(f"\ndefer choice: {results.get('defer_choice')}")
+
+
+DEFER_HEADERS = ["system", "accuracy (abstain = wrong)", "ECE", "abstains", "sent to the larger model", "margin", "n"]
+
+
+def defer_rows(results: dict[str, Any]) -> list[list[Any]]:
+    """One row per bar and prompt of the deferral study."""
+    rows = []
+    for name, got in results["summary"].get("deferring", {}).items():
+        rows.append(
+            [
+                f"rules + local:fixed, then {name}",
+                f"{100 * got['accuracy']:.1f}%",
+                round(got["ece"], 3),
+                f"{100 * got['abstention']:.1f}%",
+                got["sent_to_larger"],
+                round(got["margin"], 3),
+                got["n"],
+            ]
+        )
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:

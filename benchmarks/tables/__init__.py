@@ -79,6 +79,7 @@ RENDERERS: dict[str, Table] = {
     "decisions_sources.larger": _one("decisions_sources", decisions.sources_larger),
     "decisions_sources.local": _one("decisions_sources", decisions.sources_local),
     "decisions_sources.systems": _one("decisions_sources", decisions.sources_systems),
+    "decisions_sources.deferring": _one("decisions_sources", decisions.sources_deferring),
     "decisions_sources.latency": Table(
         files=("decisions_sources", "decisions_sources_latency"), render=decisions.sources_latency
     ),

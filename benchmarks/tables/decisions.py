@@ -42,6 +42,7 @@ __all__ = [
     "sources_local",
     "sources_systems",
     "sources_latency",
+    "sources_deferring",
     "rule_history_versions",
     "rule_history_pooled",
     "rule_history_by_rule",
@@ -403,6 +404,25 @@ def sources_latency(study: dict[str, Any], alone: dict[str, Any]) -> list[str]:
         for job, got in data["seconds"].items():
             rows.append([job, run, round(got["median_s"], 2), round(got["p95_s"], 2), got["over_timeout"], got["n"]])
     return md_table(["model:prompt", "run", "median s", "p95 s", "over 10 s", "n"], rows)
+
+
+def sources_deferring(data: dict[str, Any]) -> list[str]:
+    """§7b: the device model defers below a bar to the larger model, over every fit message (pooled)."""
+    rows = []
+    for name, got in data["summary"].get("deferring", {}).items():
+        rows.append(
+            [
+                f"rules + local:fixed, then {name}",
+                pct(got["accuracy"]),
+                round(got["ece"], 3),
+                pct(got["abstention"]),
+                got["sent_to_larger"],
+                round(got["margin"], 3),
+                got["n"],
+            ]
+        )
+    headers = ["system", "accuracy (abstain = wrong)", "ECE", "abstains", "sent to the larger model", "margin", "n"]
+    return md_table(headers, rows)
 
 
 _POOLINGS = (

@@ -4,7 +4,10 @@ A decision that abstains with ``escalate`` set is not dropped:
 
 1. **the larger model decides** when one is reachable (the laptop's model over the LAN, or a hosted
    model the person allowed): it is one more provider, run through its own :class:`Decider` so it
-   is calibrated, thresholded and recorded like any other;
+   is calibrated, thresholded and recorded like any other. It also takes the decisions a device model
+   made below ``defer_below`` (0.9 by default: the device model's answer stands only when it is that
+   sure, measured in docs/benchmarks.md §7b, "The device model defers"); if it abstains or fails
+   there, the device model's decision stands;
 2. otherwise, when the **person is waiting** on the answer (a turn needs it now) and a session is
    there to ask in, the question is put to them (``question.asked`` through the
    :class:`~exo_core.agent.questions.QuestionBroker`); their answer labels the first decision in the
@@ -151,11 +154,13 @@ class Escalation:
         queue: DecisionQueue | None = None,
         asker: PersonAsker | None = None,
         ask_timeout: float = 120.0,
+        defer_below: float = 0.0,
     ) -> None:
         self.decider = decider
         self.queue = queue
         self.asker = asker
         self.ask_timeout = ask_timeout
+        self.defer_below = defer_below
         self._larger = None
         if larger is not None:
             self._larger = Decider(
@@ -181,6 +186,12 @@ class Escalation:
         that read drafts.
         """
         first = await self.decider.decide(question, state, draft=draft)
+        if self._defers(first):
+            assert self._larger is not None  # _defers says so
+            second = await self._larger.decide(question, state, draft=draft)
+            if second.chosen is not None:
+                return Settled(second, first, "larger")
+            return Settled(first, first, "decided")
         if first.chosen is not None or first.escalate is None:
             return Settled(first, first, "decided")
         if self._larger is not None:
@@ -195,6 +206,13 @@ class Escalation:
             self._enqueue(question, state, first, context)
             return Settled(first, first, "queued")
         return Settled(first, first, "unsettled")
+
+    def _defers(self, first: Decision) -> bool:
+        """Whether a device model's decision goes to the larger model: one is reachable, a model (not a rule)
+        chose, and less surely than ``defer_below``."""
+        if self._larger is None or first.chosen is None or first.via != "provider":
+            return False
+        return first.probabilities[first.chosen] < self.defer_below
 
     async def _ask(
         self, question: Question, session_id: str, first: Decision, asked: PersonWording | None

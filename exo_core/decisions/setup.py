@@ -10,6 +10,8 @@
     larger = ""                            # where an abstention goes first: "" = the first `main` route
                                            # off the device (the laptop's engine), "none", or a route
     larger_timeout = 10.0                  # seconds for the larger model's answer (at most 300: no reply waits on it)
+    defer_below = 0.9                      # with the larger model reachable, a device model's decision below this
+                                           # probability goes to it (0 = never; docs/decisions.md §7a)
     ask_person = true                      # a signal on a reply to a draft may be asked (question.asked)
     ask_timeout = 120.0                    # seconds the question stays open before it is queued instead
     show_draft = false                     # show the models the draft a signal answers (off: see the benchmark)
@@ -85,6 +87,10 @@ class DecisionSettings:
     # not on this device (the laptop's engine, `main = ["laptop:...", "local:..."]`); "none" turns it off.
     larger: str = ""
     larger_timeout: float = 10.0
+    # With the larger model reachable, a device model's decision below this probability goes to it; the device's
+    # stands when it abstains (docs/decisions.md §7a). 0.9: chosen on the fit data leaving one source out, by a
+    # criterion fixed before the run (issue 21, docs/benchmarks.md §7b "The device model defers").
+    defer_below: float = 0.9
     ask_person: bool = True
     ask_timeout: float = 120.0
     # Show the signal decision's models the draft the message answers (docs/decisions.md §3). Off: on the
@@ -161,6 +167,10 @@ class DecisionSettings:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= most:
                 raise ConfigError(f"config.toml: decisions.{key} must be a number of seconds in (0, {most}]")
             out[key] = float(value)
+        defer = table.get("defer_below", defaults.defer_below)
+        if isinstance(defer, bool) or not isinstance(defer, (int, float)) or not 0 <= defer <= 1:
+            raise ConfigError("config.toml: decisions.defer_below must be a probability in [0, 1] (0: never defer)")
+        out["defer_below"] = float(defer)
         return cls(**out)
 
 

@@ -9,7 +9,9 @@ exod reads every person message with the signal decision (:mod:`exo_core.learnin
   It runs through a router of its own that holds only that route, so while the laptop is away the local
   model standing in for it in the ``main`` role never answers in the larger model's name. It is asked
   as :class:`~exo_core.decisions.logprobs.LogprobProvider` (the option words' probabilities from the
-  engine's ``top_logprobs``, calibrated as ``<route>:chat``); an engine that sends none makes it abstain;
+  engine's ``top_logprobs``, calibrated as ``<route>:chat``); an engine that sends none makes it abstain.
+  It also takes what a device model decided below ``defer_below`` (0.9), the device's answer standing
+  when it abstains;
 * without it, a message that **answers a draft** is put to the person (``question.asked``, worded for
   them, when ``ask_person`` is on): they are in the conversation, and their answer labels the decision;
 * anything else, or a question left unanswered, is **queued** for the larger model (the proposal queue,
@@ -144,5 +146,12 @@ def build_signal_settler(
         asked = LogprobProvider(router, name=f"{route}:chat", timeout=settings.larger_timeout)
         larger = with_neighbours(asked, home, settings, model="larger", edge=edge)
         closers.append(router.aclose)
-    escalation = Escalation(decider, larger=larger, queue=queue, asker=asker, ask_timeout=settings.ask_timeout)
+    escalation = Escalation(
+        decider,
+        larger=larger,
+        queue=queue,
+        asker=asker,
+        ask_timeout=settings.ask_timeout,
+        defer_below=settings.defer_below,
+    )
     return SignalSettler(escalation, ask_person=settings.ask_person, show_draft=settings.show_draft, closers=closers)

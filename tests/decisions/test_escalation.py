@@ -118,3 +118,43 @@ async def test_a_person_waiting_is_asked_and_their_answer_labels_the_decision(
         [label] = [e for e in ledger.entries(kind="outcome")]
     assert label.body["label"] == "rule" and label.body["signal"] == "person"
     assert label.refs == (settled.first.entry_id,)
+
+
+async def test_a_device_decision_below_defer_below_goes_to_the_larger_model(store: tuple[Path, Any]) -> None:
+    folder, recorder = store
+    sure_enough = {"correction": 0.8, "rule": 0.1, "neither": 0.1}  # above the threshold (0.6), below 0.9
+    larger = Scripted("laptop", {"rule": 0.95, "correction": 0.05})
+    escalation = Escalation(
+        Decider([Scripted("local", sure_enough)], recorder=recorder), larger=larger, defer_below=0.9
+    )
+    settled = await escalation.decide(SIGNAL, TEXT)
+    assert (settled.route, settled.decision.chosen, settled.decision.provider) == ("larger", "rule", "laptop")
+    assert settled.first.chosen == "correction", "the device's own decision is kept as the first (labels refer to it)"
+    with Ledger.open_store(folder) as ledger:
+        providers = [e.body["provider"] for e in ledger.entries(kind="decision")]
+    assert providers == ["local", "laptop"]
+    # At or above the bar the device's decision stands and the larger model is not asked.
+    sure = Escalation(Decider([Scripted("local", {"neither": 0.9})]), larger=larger, defer_below=0.9)
+    assert (await sure.decide(SIGNAL, TEXT)).route == "decided" and larger.calls == 1
+
+
+async def test_a_deferred_decision_stands_when_the_larger_model_abstains_or_fails() -> None:
+    sure_enough = {"correction": 0.7, "rule": 0.2, "neither": 0.1}
+    for larger in (
+        Scripted("laptop", UNSURE),
+        Scripted("laptop", error=ProviderError("connection refused", kind=FailureKind.NETWORK)),
+    ):
+        escalation = Escalation(Decider([Scripted("local", sure_enough)]), larger=larger, defer_below=0.9)
+        settled = await escalation.decide(SIGNAL, TEXT)
+        assert (settled.route, settled.decision.chosen, settled.decision.provider) == ("decided", "correction", "local")
+        assert larger.calls == 1
+
+
+async def test_rules_and_a_zero_bar_never_defer() -> None:
+    larger = Scripted("laptop", {"neither": 1.0})
+    by_rule = await Escalation(Decider([]), larger=larger, defer_below=1.0).decide(SIGNAL, "From now on, sign as J.")
+    assert (by_rule.route, by_rule.decision.via, larger.calls) == ("decided", "rule", 0)
+    never = Escalation(Decider([Scripted("local", {"correction": 0.61})]), larger=larger, defer_below=0.0)
+    assert (await never.decide(SIGNAL, TEXT)).route == "decided" and larger.calls == 0
+    alone = Escalation(Decider([Scripted("local", {"correction": 0.61})]), defer_below=0.9)  # no larger model
+    assert (await alone.decide(SIGNAL, TEXT)).decision.chosen == "correction"

@@ -53,6 +53,11 @@ def test_a_larger_route_the_catalog_does_not_know_is_a_config_error_naming_the_k
         ({"larger_timeout": 301}, "decisions.larger_timeout"),
         ({"ask_timeout": True}, "decisions.ask_timeout"),
         ({"ask_timeout": 3601}, "decisions.ask_timeout"),
+        ({"defer_below": 1.5}, "decisions.defer_below"),
+        ({"defer_below": -0.1}, "decisions.defer_below"),
+        ({"defer_below": True}, "decisions.defer_below"),
+        ({"defer_below": "0.9"}, "decisions.defer_below"),
+        ({"defer_below": float("nan")}, "decisions.defer_below"),
     ],
 )
 def test_bad_escalation_settings_are_refused_by_name(table: dict[str, Any], key: str) -> None:
@@ -63,7 +68,7 @@ def test_bad_escalation_settings_are_refused_by_name(table: dict[str, Any], key:
 @settings(max_examples=200, deadline=None)
 @given(
     st.dictionaries(
-        st.sampled_from(["larger", "larger_timeout", "ask_person", "ask_timeout", "show_draft"]),
+        st.sampled_from(["larger", "larger_timeout", "ask_person", "ask_timeout", "show_draft", "defer_below"]),
         st.one_of(st.none(), st.booleans(), st.integers(-10, 5000), st.floats(allow_nan=True), st.text(max_size=20)),
     )
 )
@@ -75,6 +80,7 @@ def test_any_escalation_table_is_settings_or_a_config_error(table: dict[str, Any
     assert 0 < found.larger_timeout <= 300 and 0 < found.ask_timeout <= 3600
     assert isinstance(found.larger, str) and isinstance(found.ask_person, bool)
     assert isinstance(found.show_draft, bool)
+    assert 0 <= found.defer_below <= 1
 
 
 def test_the_person_is_asked_in_their_own_words_and_one_line_per_option() -> None:
