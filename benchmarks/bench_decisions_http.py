@@ -59,11 +59,14 @@ from bench_decisions_signal import MODELS, SCORE_HEADERS, rule_answer, score_row
 from exo_core.decisions import Decider  # noqa: E402
 from exo_core.decisions.neighbours import DEFAULT_SIGNAL_POOL, ExamplePool, NeighbourExamples  # noqa: E402
 from exo_core.decisions.question import DecisionProvider  # noqa: E402
+from exo_core.decisions.setup import DecisionSettings  # noqa: E402
 from exo_core.decisions.signal_escalation import SignalSettler  # noqa: E402
 from exo_core.decisions.uses import SIGNAL  # noqa: E402
 from exo_core.errors import ExoError  # noqa: E402
 
 ALIAS = "qwen2.5-coder-1.5b-instruct"
+DEFER_BELOW = DecisionSettings().defer_below  # exod's default: below it the device model defers to the larger one
+NO_DEFERRAL = " (no deferral)"  # the chain as before defer_below: the device model decides from the threshold
 PATHS = ("http:nn", "http:fixed")  # the settler's larger model with the neighbours, and with the fixed examples
 Probs = dict[str, float]
 
@@ -333,7 +336,9 @@ def scored_summary(
     from bench_decisions_signal import FIT_POOL, _apply, calibrate, score
 
     settled = {c["id"]: rule_answer(c["text"]) for part in sets.values() for c in part}
-    raws = {"local": saved["raws"]["local"], "laptop": saved["raws"]["laptop"], "laptop-http": http}
+    raws = {"local": saved["raws"]["local"], "laptop-http": http}
+    if saved["raws"].get("laptop"):  # the in-process 1.5B's raws, when RAWS holds them (its rows are missing else)
+        raws["laptop"] = saved["raws"]["laptop"]
 
     def fit_rows(which: str) -> list[tuple[Probs, str]]:
         source = raws[which]
@@ -350,22 +355,31 @@ def scored_summary(
         rule = settled[case["id"]]
         if rule is not None:
             return SIGNAL.rule_probabilities(rule)  # as exod's decider settles it
-        larger = "laptop-http" if name.endswith("over HTTP") else "laptop"
-        if case["id"] not in raws[larger]:
+        larger = "laptop" if "in-process" in name else "laptop-http"
+        if case["id"] not in raws.get(larger, {}):
             return None
-        if ", then " in name:
-            if case["id"] not in raws["local"]:
-                return None
-            first = _apply(calibrations["local"], raws["local"][case["id"]])
-            if max(first.values()) >= SIGNAL.threshold:
-                return first
-        return _apply(calibrations[larger], raws[larger][case["id"]])
+        second = _apply(calibrations[larger], raws[larger][case["id"]])
+        if ", then " not in name:
+            return second
+        if case["id"] not in raws["local"]:
+            return None
+        first = _apply(calibrations["local"], raws["local"][case["id"]])
+        # exod's Escalation: the device model's decision stands at defer_below or above (at the threshold
+        # without deferral); below it the larger model's, unless that one abstains where the device had decided.
+        bar = SIGNAL.threshold if name.endswith(NO_DEFERRAL) else DEFER_BELOW
+        if max(first.values()) >= bar:
+            return first
+        if max(second.values()) < SIGNAL.threshold <= max(first.values()):
+            return first
+        return second
 
     names = (
         "rules + laptop in-process",
         "rules + laptop over HTTP",
         "rules + local, then laptop in-process",
         "rules + local, then laptop over HTTP",
+        "rules + local, then laptop in-process" + NO_DEFERRAL,
+        "rules + local, then laptop over HTTP" + NO_DEFERRAL,
     )
     scores: dict[str, Any] = {}
     for name in names:
