@@ -33,6 +33,7 @@ __all__ = [
     "fit",
     "expected_calibration_error",
     "softmax",
+    "starter_key",
 ]
 
 MIN_SAMPLES = 30  # from here up, the slope and one offset per option
@@ -161,18 +162,40 @@ def expected_calibration_error(confidences: Sequence[float], correct: Sequence[b
     return total / len(confidences)
 
 
+def starter_key(provider: str) -> str:
+    """The part of a provider's name a shipped starter calibration is keyed by: the name without its first part
+    (``laptop:qwen2.5-coder-1.5b-instruct:chat`` -> ``qwen2.5-coder-1.5b-instruct:chat``; docs/decisions.md §4)."""
+    _first, separator, rest = provider.partition(":")
+    if not separator:
+        return provider
+    return rest
+
+
 @dataclass(frozen=True, slots=True)
 class CalibrationBook:
-    """Calibrations by ``(provider, mechanism)``; a missing one means raw numbers are used."""
+    """Calibrations by ``(provider, mechanism)``, fitted on the home's labels; ``starters`` (keyed by
+    ``(starter_key(provider), mechanism)``, :mod:`exo_core.decisions.starters`) stand in for a provider whose
+    own calibration has fewer than :data:`MIN_SAMPLES` labels. Neither: raw numbers are used."""
 
     entries: Mapping[tuple[str, str], Calibration] = field(default_factory=dict)
+    starters: Mapping[tuple[str, str], Calibration] = field(default_factory=dict)
 
     def apply(self, provider: str, mechanism: str, raw: Mapping[str, float]) -> tuple[dict[str, float], bool]:
         """The probabilities to use and whether they are calibrated."""
-        found = self.entries.get((provider, mechanism))
+        found = self._for(provider, mechanism)
         if found is None or set(found.options) != set(raw):
             return dict(raw), False
         return found.apply(raw), True
+
+    def _for(self, provider: str, mechanism: str) -> Calibration | None:
+        own = self.entries.get((provider, mechanism))
+        if own is not None and own.samples >= MIN_SAMPLES:
+            return own
+        # A slope fitted on a few labels would drop a starter's per-option offsets: the starter stays until then.
+        starter = self.starters.get((starter_key(provider), mechanism))
+        if starter is not None:
+            return starter
+        return own
 
     @classmethod
     def fitted(
@@ -180,7 +203,9 @@ class CalibrationBook:
         samples: Mapping[tuple[str, str], tuple[Sequence[str], Sequence[Sample]]],
         *,
         min_samples: int = MIN_SAMPLES,
+        starters: Mapping[tuple[str, str], Calibration] | None = None,
     ) -> CalibrationBook:
-        """Fit each ``(provider, mechanism) -> (options, samples)`` that has enough labels."""
+        """Fit each ``(provider, mechanism) -> (options, samples)`` that has enough labels (``starters``: the
+        shipped calibrations that stand in until then)."""
         fitted = {key: fit(options, rows, min_samples=min_samples) for key, (options, rows) in samples.items()}
-        return cls({key: found for key, found in fitted.items() if found is not None})
+        return cls({key: found for key, found in fitted.items() if found is not None}, starters or {})

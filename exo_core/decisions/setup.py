@@ -45,6 +45,7 @@ from exo_core.decisions.neighbours import DEFAULT_SIGNAL_POOL, ExamplePool, Neig
 from exo_core.decisions.providers import RulesOnlyProvider
 from exo_core.decisions.question import DecisionProvider
 from exo_core.decisions.record import Recorder, labelled_samples
+from exo_core.decisions.starters import load_starters
 from exo_core.decisions.uses import SIGNAL, chosen_toolsets, toolset
 from exo_core.edge import EdgeKit, edge_or_installed
 from exo_core.errors import ConfigError
@@ -241,9 +242,10 @@ def with_neighbours(
 
 
 def calibration_from_store(store: Path | None, *, min_samples: int = MIN_SAMPLES) -> CalibrationBook:
-    """Calibrations fitted on the labelled decisions in ``store``'s ledger (none when there is no ledger)."""
+    """Calibrations fitted on the labelled decisions in ``store``'s ledger, and the shipped starters that stand
+    in until a provider has enough labels (the starters alone when there is no ledger)."""
     if store is None or not (store / "ledger.sqlite").is_file():
-        return CalibrationBook()
+        return CalibrationBook(starters=load_starters())
     from exo_core.ledger import Ledger
 
     with Ledger.open_store(store) as ledger:
@@ -255,7 +257,7 @@ def calibration_from_ledger(ledger: Ledger, *, min_samples: int = MIN_SAMPLES) -
     thresholds a queued decision with: the same book exod's live decisions are calibrated with)."""
     # Decisions first, then their labels in arrival order.
     samples = labelled_samples([*ledger.entries(kind="decision"), *ledger.entries(kind="outcome")])
-    return CalibrationBook.fitted(samples, min_samples=min_samples)
+    return CalibrationBook.fitted(samples, min_samples=min_samples, starters=load_starters())
 
 
 def build_decider(
