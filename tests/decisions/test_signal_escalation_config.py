@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -9,7 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from exo_core.decisions.setup import DecisionSettings
-from exo_core.decisions.signal_escalation import MAX_QUOTED, larger_route, signal_wording
+from exo_core.decisions import Decider
+from exo_core.decisions.signal_escalation import MAX_QUOTED, build_signal_settler, larger_route, signal_wording
+from exo_core.home import ExoHome
 from exo_core.decisions.uses import SIGNAL
 from exo_core.errors import ConfigError
 
@@ -91,3 +94,17 @@ def test_the_person_is_asked_in_their_own_words_and_one_line_per_option() -> Non
     assert signal_wording("No exclamation  marks.\nKeep it shorter.").text == (
         'Should I learn from "No exclamation marks. Keep it shorter."?'
     )
+
+
+async def test_exods_settler_defers_below_the_configured_bar(tmp_path: Path) -> None:
+    """``defer_below`` reaches the settler exod builds: 0.9 by default, the home's own value when it sets one."""
+    fresh = ExoHome(tmp_path / "fresh")
+    settler = build_signal_settler(fresh, Decider([]))
+    assert settler.escalation.defer_below == 0.9
+    await settler.aclose()
+    tuned = ExoHome(tmp_path / "tuned")
+    tuned.root.mkdir(parents=True)
+    (tuned.root / "config.toml").write_text("[decisions]\ndefer_below = 0.75\n", encoding="utf-8")
+    settler = build_signal_settler(tuned, Decider([]))
+    assert settler.escalation.defer_below == 0.75
+    await settler.aclose()
