@@ -332,3 +332,11 @@ def test_quantize_step_on_a_small_onnx_model(tmp_path: Path) -> None:
     y8 = ort.InferenceSession(str(dst)).run(None, {"x": x})[0]
     cos = float((y32 * y8).sum() / (np.linalg.norm(y32) * np.linalg.norm(y8)))
     assert cos > 0.95
+
+
+def test_both_qwen_manifests_sample_with_the_familys_published_settings() -> None:
+    """The 0.5B (standard profile) and the 1.5B (laptop profile) share Qwen2.5-Coder Instruct's settings."""
+    root = Path(__file__).resolve().parents[2] / "models"
+    family = Sampling(temperature=0.7, top_p=0.8, top_k=20, min_p=0.0, repeat_penalty=1.05)
+    for name in ("qwen2.5-coder-0.5b-instruct", "qwen2.5-coder-1.5b-instruct"):
+        assert load_manifest(root / f"{name}.toml").sampling == family, name
