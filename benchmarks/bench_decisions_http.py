@@ -54,7 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import _common  # noqa: E402
 from _common import bench_parser, machine_info, print_table, write_results  # noqa: E402
 from bench_decisions import load_cases, split_by_time  # noqa: E402
-from bench_decisions_signal import MODELS, SCORE_HEADERS, rule_answer, score_row  # noqa: E402
+from bench_decisions_signal import HELDOUT, MODELS, SCORE_HEADERS, rule_answer, score_row  # noqa: E402
 
 from exo_core.decisions import Decider  # noqa: E402
 from exo_core.decisions.neighbours import DEFAULT_SIGNAL_POOL, ExamplePool, NeighbourExamples  # noqa: E402
@@ -483,6 +483,12 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="bench_decisions_sources.py's results: the fit data's HTTP raws of --prompt (not asked again)",
     )
+    ap.add_argument(
+        "--heldout",
+        type=Path,
+        default=HELDOUT,
+        help="with --scored: the held-out messages scored as 'heldout' (a second set: decisions_heldout2.jsonl)",
+    )
     args = ap.parse_args(argv)
     if args.markdown:
         _common.MARKDOWN = True
@@ -505,7 +511,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.scored is not None:
         from bench_decisions_signal import FIT_POOL, load_sets
 
-        sets = load_sets()
+        sets = load_sets(args.heldout)
         scored_cases = [
             c for part in (*FIT_POOL, "heldout") for c in sets.get(part, []) if rule_answer(c["text"]) is None
         ]

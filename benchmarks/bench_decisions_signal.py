@@ -102,9 +102,10 @@ SYSTEMS = (
 Probs = dict[str, float]
 
 
-def load_sets() -> dict[str, list[dict[str, Any]]]:
+def load_sets(heldout: Path = HELDOUT) -> dict[str, list[dict[str, Any]]]:
     """``fit``, ``test`` (the labelled set's signal cases, split by time), ``extra`` (the fit set with
-    drafts), ``more`` (the fourth pass's messages, with drafts) and ``heldout`` (when present)."""
+    drafts), ``more`` (the fourth pass's messages, with drafts) and ``heldout`` (the file ``heldout``, when
+    present: the held-out messages, or a second set of them, ``--heldout``)."""
     fit_part, test_part = split_by_time(load_cases())
     sets = {
         "fit": [c for c in fit_part if c["use"] == "signal"],
@@ -114,8 +115,8 @@ def load_sets() -> dict[str, list[dict[str, Any]]]:
     sets["extra"] = [json.loads(line) for line in lines if line.strip()]
     lines = MORE.read_text(encoding="utf-8").splitlines()
     sets["more"] = [json.loads(line) for line in lines if line.strip()]
-    if HELDOUT.is_file():
-        lines = HELDOUT.read_text(encoding="utf-8").splitlines()
+    if heldout.is_file():
+        lines = heldout.read_text(encoding="utf-8").splitlines()
         sets["heldout"] = [json.loads(line) for line in lines if line.strip()]
     return sets
 
@@ -278,9 +279,10 @@ async def run(
     nn: tuple[str, ...] = ("laptop",),
     drafts: bool = True,
     fit_parts: tuple[str, ...] = FIT_POOL,
+    heldout: Path = HELDOUT,
 ) -> dict[str, Any]:
     """Every system on the test part and the held-out messages; the draft's effect on the fit set."""
-    sets = load_sets()
+    sets = load_sets(heldout)
     near = neighbour_examples() if nn else None
     pooled = frozenset(c["id"] for part in FIT_POOL for c in sets[part])
     cases = [c for part in sets.values() for c in part]
@@ -538,6 +540,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--no-drafts", action="store_true", help="skip the draft prompts (the draft table)")
     ap.add_argument(
+        "--heldout",
+        type=Path,
+        default=HELDOUT,
+        help="the held-out messages scored as 'heldout' (a second set: benchmarks/data/decisions_heldout2.jsonl)",
+    )
+    ap.add_argument(
         "--fit-parts",
         default=",".join(FIT_POOL),
         help="the parts calibrations are fitted on (fit, extra, more; comma-separated)",
@@ -563,6 +571,7 @@ def main(argv: list[str] | None = None) -> int:
             nn=tuple(n for n in args.nn.split(",") if n),
             drafts=not args.no_drafts,
             fit_parts=fit_parts,
+            heldout=args.heldout,
         )
     )
     write_results("decisions_signal", results, out=args.out, quick=args.quick)

@@ -92,6 +92,8 @@ RENDERERS: dict[str, Table] = {
     "decisions_signal_sixth.latency": _one("decisions_signal_sixth", decisions.signal_latency),
     "decisions_http_sixth.test": _one("decisions_http_sixth", decisions.http_scored_test),
     "decisions_http_sixth.heldout": _one("decisions_http_sixth", decisions.http_scored_heldout),
+    "decisions_signal_heldout2.heldout": _one("decisions_signal_heldout2", decisions.signal_heldout),
+    "decisions_http_heldout2.heldout": _one("decisions_http_heldout2", decisions.http_scored_heldout),
     "decisions_signal_pool.test": _one("decisions_signal_pool", decisions.signal_test),
     "decisions_signal_pool.heldout": _one("decisions_signal_pool", decisions.signal_heldout),
     "decisions_signal_pool.latency": _one("decisions_signal_pool", decisions.signal_latency),
