@@ -10,19 +10,33 @@ from typing import Any
 from exo_core.client import ExoClient
 from exo_core.ledger import Ledger
 from exo_testkit import write_script
-from exod_kit import exo, fresh_home, take_turn
+from exod_kit import events_head, exo, follow, fresh_home, take_turn
 
 DRAFT = "Great news!!! The note for Sam is ready!"
 CORRECTION = "No, that's wrong: no exclamation marks, keep it calm."
 RULE = "From now on, never use exclamation marks."
 
 
-async def chat(url: str, texts: list[str]) -> None:
+async def chat(url: str, texts: list[str], *, until_promoted: bool = False) -> None:
+    """The turns, one after another; with ``until_promoted``, then wait for the reviewer's promotion.
+
+    The reviewer runs after each turn in the background and the next turn cancels it, so the last review
+    may still be running when the turns end; exod stopping then would cut it short (seen on a loaded CI
+    machine). Waiting for its ``taste.updated`` (replayed from before the first turn) makes the test
+    about what is learned, not about how fast."""
     async with ExoClient(url, client_name="test") as client:
         await client.hello()
+        since = await events_head(client)
         session = (await client.request("session.create", {"title": "signals"}))["session"]["id"]
         for text in texts:
             await take_turn(client, session, text)
+        if until_promoted:
+            await follow(
+                client,
+                since,
+                lambda event, _seen: event.type == "taste.updated" and event.body.get("change") == "promoted",
+                timeout=120.0,
+            )
 
 
 def test_a_correction_becomes_a_verdict_on_the_draft_and_a_rule_a_stated_rule(
@@ -31,7 +45,11 @@ def test_a_correction_becomes_a_verdict_on_the_draft_and_a_rule_a_stated_rule(
     home, ws = fresh_home(tmp_path)
     script = write_script(tmp_path / "s.json", [{"text": DRAFT}] + [{"text": "Understood."}] * 20)
     exod = exod_factory(home, script, ws)
-    asyncio.run(chat(exod.url, ["Write a note to Sam about the move.", CORRECTION, RULE, "What time is it?"]))
+    asyncio.run(
+        chat(
+            exod.url, ["Write a note to Sam about the move.", CORRECTION, RULE, "What time is it?"], until_promoted=True
+        )
+    )
     assert exod.stop() == 0
     with Ledger.open_store(home / "store") as ledger:
         entries = list(ledger.entries())
