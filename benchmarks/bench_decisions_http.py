@@ -333,7 +333,7 @@ def scored_summary(
     messages, each model calibrated on the fit data it was asked about (the rules' leftovers), next to the
     same systems with the in-process 1.5B (``saved``: the raws file of ``bench_decisions_signal.py``).
     Aggregate numbers only."""
-    from bench_decisions_signal import FIT_POOL, _apply, calibrate, score
+    from bench_decisions_signal import FIT_POOL, _apply, calibrate, escalated, score
 
     settled = {c["id"]: rule_answer(c["text"]) for part in sets.values() for c in part}
     raws = {"local": saved["raws"]["local"], "laptop-http": http}
@@ -364,14 +364,8 @@ def scored_summary(
         if case["id"] not in raws["local"]:
             return None
         first = _apply(calibrations["local"], raws["local"][case["id"]])
-        # exod's Escalation: the device model's decision stands at defer_below or above (at the threshold
-        # without deferral); below it the larger model's, unless that one abstains where the device had decided.
         bar = SIGNAL.threshold if name.endswith(NO_DEFERRAL) else DEFER_BELOW
-        if max(first.values()) >= bar:
-            return first
-        if max(second.values()) < SIGNAL.threshold <= max(first.values()):
-            return first
-        return second
+        return escalated(first, second, bar)
 
     names = (
         "rules + laptop in-process",

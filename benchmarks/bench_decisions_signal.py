@@ -254,6 +254,17 @@ def _apply(calibration: Calibration | None, raw: Probs) -> Probs:
     return dict(calibration.apply(raw))
 
 
+def escalated(first: Probs, second: Probs, bar: float) -> Probs:
+    """What exod's ``Escalation`` acts on when the device model said ``first`` and the larger model would say
+    ``second`` (both calibrated): the device's at ``bar`` or above (``defer_below``; the threshold when nothing
+    defers), else the larger model's, unless that one abstains where the device model had decided."""
+    if max(first.values()) >= bar:
+        return first
+    if max(second.values()) < SIGNAL.threshold <= max(first.values()):
+        return first
+    return second
+
+
 def score(rows: list[tuple[Probs, str]]) -> dict[str, Any]:
     """Accuracy (abstentions wrong), ECE, abstention rate and top-option accuracy."""
     if not rows:

@@ -68,7 +68,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import _common  # noqa: E402
 from _common import REPO, bench_parser, machine_info, write_results  # noqa: E402
 from bench_decisions import load_cases, split_by_time  # noqa: E402
-from bench_decisions_signal import MODELS, calibrate, rule_answer, score  # noqa: E402
+from bench_decisions_signal import MODELS, calibrate, escalated, rule_answer, score  # noqa: E402
 from decisions_sources_tables import print_results  # noqa: E402
 
 from exo_core.decisions.calibration import Calibration  # noqa: E402
@@ -359,16 +359,9 @@ def deferring(cases: list[Case], calibrated: dict[str, dict[str, Probs] | None])
                     probs[case["id"]] = SIGNAL.rule_probabilities(case["rule"])
                     continue
                 mine = local[case["id"]]
-                if max(mine.values()) >= bar:
-                    probs[case["id"]] = mine
-                    continue
-                sent += 1
-                theirs = larger[case["id"]]
-                # The larger model's answer, unless it abstains where the device model had decided.
-                if max(theirs.values()) < SIGNAL.threshold <= max(mine.values()):
-                    probs[case["id"]] = mine
-                else:
-                    probs[case["id"]] = theirs
+                if max(mine.values()) < bar:
+                    sent += 1
+                probs[case["id"]] = escalated(mine, larger[case["id"]], bar)
             got = _scored(probs, cases)
             got["sent_to_larger"] = sent
             got["margin"] = min(got["accuracy"] - ACCURACY_GOAL, ECE_GOAL - got["ece"])

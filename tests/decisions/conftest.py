@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator, Mapping
+import zlib
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pytest
 from manual_clock import ManualClock
 from models.fake_provider import FakeProvider
@@ -21,6 +23,24 @@ if TYPE_CHECKING:
 
 QWEN = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 """The standard profile's model, which the local decision provider's model tests load by path."""
+
+
+class WordEmbedder:
+    """Bag of words hashed into 64 dimensions, unit rows: texts sharing words are near (``calls`` counts
+    the embed calls, so a test can see the pool embedded once)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls += 1
+        rows = np.zeros((len(texts), 64), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in text.lower().split():
+                rows[i, zlib.crc32(word.strip(".,!?").encode()) % 64] += 1.0
+        norms = np.linalg.norm(rows, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return rows / norms
 
 
 class Scripted:

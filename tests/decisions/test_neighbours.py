@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from exo_core.decisions import SIGNAL, Question
@@ -28,23 +26,7 @@ from exo_core.edge import EdgeKit
 from exo_core.errors import ConfigError
 from exo_core.home import ExoHome
 
-
-class WordEmbedder:
-    """Bag of words hashed into 64 dimensions, unit rows: texts sharing words are near."""
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        self.calls += 1
-        rows = np.zeros((len(texts), 64), dtype=np.float32)
-        for i, text in enumerate(texts):
-            for word in text.lower().split():
-                rows[i, zlib.crc32(word.strip(".,!?").encode()) % 64] += 1.0
-        norms = np.linalg.norm(rows, axis=1, keepdims=True)
-        norms[norms == 0] = 1.0
-        return rows / norms
-
+from .conftest import WordEmbedder
 
 POOL = [
     {"id": "a", "text": "the meeting is on tuesday", "label": "correction", "draft": "Thursday it is."},

@@ -6,31 +6,17 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import zlib
-from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
+from exo_testkit import ROOT
 
 from exo_core.decisions import SIGNAL
 from exo_core.decisions.neighbours import DEFAULT_SIGNAL_POOL, ExamplePool, NeighbourExamples
-from exo_testkit import ROOT
+
+from .conftest import WordEmbedder
 
 DATA = ROOT / "benchmarks" / "data"
 SOURCES = ("labelled", "fit172", "more")
-
-
-class WordEmbedder:
-    """Bag of words hashed into 64 dimensions, unit rows: texts sharing words are near."""
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        rows = np.zeros((len(texts), 64), dtype=np.float32)
-        for i, text in enumerate(texts):
-            for word in text.lower().split():
-                rows[i, zlib.crc32(word.strip(".,!?").encode()) % 64] += 1.0
-        norms = np.linalg.norm(rows, axis=1, keepdims=True)
-        norms[norms == 0] = 1.0
-        return rows / norms
 
 
 def _ids(path: Path) -> set[str]:
