@@ -54,6 +54,15 @@ def _settled(text: str) -> str | None:
         ("Yep, looks right.", "neither"),
         ("Merci beaucoup !", "neither"),
         ("Never heard of it, what is it?", "neither"),
+        # session 12: a part of the draft named in a few words, a sentence after a question, the person's own slip
+        ("Make the opening paragraph less stiff.", "correction"),
+        ("Keep the second bullet point more concise.", "correction"),
+        ("Did you get my note? You left out the budget line.", "correction"),
+        ("Oops, wrong tab.", "neither"),
+        ("ignore me, figured it out", "neither"),
+        ("sorry wrong window lol", "neither"),
+        ("nvm, found it", "neither"),
+        ("Wrong restaurant, it was the Italian one.", "correction"),  # what the assistant picked, not a slip
     ],
 )
 def test_ordinary_wording_is_settled_by_the_rules(text: str, label: str) -> None:
@@ -67,6 +76,9 @@ def test_ordinary_wording_is_settled_by_the_rules(text: str, label: str) -> None
         "Write a summary, and always put the date first.",  # a request carrying a rule
         "Book the other table, not this one.",
         "The slides are fine, not too long.",  # not a fact set right
+        "Make the poster more colourful.",  # a comparative is relative to the draft
+        "Could you add the old intro back in?",  # restores what the draft lost
+        "Put the signature back, please.",
     ],
 )
 def test_a_request_that_points_back_or_carries_a_rule_is_not_called_one_off(text: str) -> None:
@@ -86,6 +98,13 @@ def test_a_request_that_points_back_or_carries_a_rule_is_not_called_one_off(text
         ("Sim, mas mais curto.", "neither"),
         ("I don't want it anymore, cancel the order.", "rule"),  # about one thing, not a standing refusal
         ("Rewrite this paragraph for me: the cat sat.", "correction"),  # "this" may be the person's own text
+        ("Wrong chat, sorry!", "correction"),  # the person's own slip, not the assistant's
+        ("No wait, wrong thread.", "correction"),
+        ("Nope, my bad, ignore that.", "correction"),
+        ("Make my e-mails shorter.", "correction"),  # "my e-mails" is a class of things, maybe a standing rule
+        ("Ignore that, I meant the Friday call.", "neither"),  # says what is right: not only taken back
+        ("Oops, wrong tab, it's the 5th not the 6th.", "neither"),
+        ("my bad, you should use the new address", "neither"),
     ],
 )
 def test_look_alikes_are_not_settled_the_wrong_way(text: str, never: str) -> None:
