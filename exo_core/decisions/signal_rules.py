@@ -47,7 +47,11 @@ _ASSISTANT_DID = (
     r"forgot|missed|left (?:out|off)|used|wrote|put|got|gave|booked|sent|replied|added|mixed up|confused|"
     r"misspell?ed|misspelt|misunderstood|misread|spelled|spelt|called|picked|chose|scheduled|deleted|removed|"
     r"changed|ignored|skipped|dropped|swapped|translated|set|invited|copied|cc'?d|attached|made|said|typed|"
-    r"listed|ordered|added"
+    r"listed|ordered|added|addressed|blocked|rounded|counted|assumed|repeated|duplicated|doubled|converted|"
+    r"calculated|formatted|overwrote|"
+    # "You didn't attach anything.": what it left undone ("you didn't have to" is thanks, so no "have").
+    r"(?:didn'?t|did not|haven'?t|have not) (?:attach|include|add|send|book|mention|change|fix|update|use|put|cc|"
+    r"copy|answer|list|remove|delete|save|translate|invite|count|check|sign|spell|follow|read)"
 )
 _STANDING_VERBS = (
     r"use|put|send|write|ask|include|add|book|schedule|copy|cc|sign|call|reply|address|mention|share|suggest|"
@@ -59,7 +63,9 @@ SIGNAL_RULES = (
         "starts-with-no",
         r"^"
         + _NOT_OWN_SLIP
-        + r"\s*(?:no+[\s,]+)?(?:no+|nope|nah|wrong|incorrect|not quite|not right|not really|oops|that'?s not it)"
+        # "Ugh, no." and "hmm no," are still a no; "oh no" is dismay, not a no, so it is not among them.
+        + r"\s*(?:(?:ugh|hm+|uh|um+|erm|eh|meh)[\s,.!]+)?(?:no+[\s,]+)?"
+        r"(?:no+|nope|nah|wrong|incorrect|not quite|not right|not really|oops|that'?s not it)"
         r"\s*[,.!:;-]+"
         r"(?!\s*(?:thanks|thank you|thx|worries|problem|need|that'?s (?:all|fine|ok|everything|it)|it'?s (?:fine|ok)|"
         r"all good|i'?m (?:good|fine|ok|okay|done|all set)|we'?re (?:good|fine|done)|nothing(?: else| more)?|"
@@ -123,14 +129,60 @@ SIGNAL_RULES = (
         _SENTENCE + r"(?:please\s+)?(?:make|keep|get) (?:it|this|that|them|(?:the|this|that|these|those) "
         r"(?:\w+ ){0,2}\w+) (?:a (?:bit|little|lot) |much |way |even |far )?(?:shorter|longer|simpler|briefer|"
         r"warmer|friendlier|clearer|tighter|punchier|softer|firmer|calmer|plainer|less \w+|"
-        r"more (?:formal|casual|polite|direct|concise|specific|detailed))\b" + _NOT_A_QUESTION,
+        r"more (?:formal|casual|polite|direct|concise|specific|detailed)|"
+        # "Keep it under 100 words.": a length for the draft just shown.
+        r"(?:down )?(?:to|under|below|within) (?:\d+|one|two|three|four|five|six|ten) (?:words|lines|sentences|"
+        r"characters|chars|paragraphs|bullets|bullet points|pages))\b" + _NOT_A_QUESTION,
         "correction",
     ),
     Rule(
         "is-x-not-y",
         # "Her surname is Costa, not Correia.", "It should be 'Dear Dr. Lopes', not 'Hi Lopes'": a fact set right.
-        r"\b(?:is|was|are|were|should be|ends in|ends with|starts with|it'?s|that'?s)\s[^,.!?;]{1,60},\s*not\s"
+        # A full stop inside it belongs to a title ("Dr.") or a number ("84.50"), not the end of a sentence.
+        r"\b(?:is|was|are|were|should be|ends in|ends with|starts with|it'?s|that'?s)\s"
+        r"(?:[^,.!?;]|\.(?=\d)|(?<=\b(?:dr|mr|ms|st|jr|sr))\.|(?<=\bmrs)\.){1,60},\s*not\s"
         r"(?!only\b|just\b|too\b|before\b|after\b|later\b|earlier\b)" + _NOT_A_QUESTION,
+        "correction",
+    ),
+    Rule(
+        "is-x-not-y-elsewhere",
+        # "C'est le 12, pas le 21.", "Era para amanhã, não para hoje.": the same in the neighbouring languages,
+        # after their verb "to be" ("pas de problème", "não precisa" decline, so they are left out).
+        r"(?:\b(?:é|era|foi|são|eram|est|était|ist|war|sind|è|sono|es|fue|son)|c'est)\s[^,.!?;]{1,60},\s*"
+        r"(?:pas|não|nicht|non|no)\s(?!(?:de problème|problema|problem|besoin|precisa|nötig|necesario|hace falta|"
+        r"obrigad|gracias|merci|danke|grazie)\b)" + _NOT_A_QUESTION,
+        "correction",
+    ),
+    Rule(
+        "did-i-not-say",
+        # "Didn't I ask for the afternoon?", "Shouldn't that be 'its'?": a question pointing back at what was said.
+        r"^\s*(?:didn'?t (?:i|we) (?:say|ask|tell|mention|agree|decide|want|specify|pick|choose)|"
+        r"shouldn'?t (?:it|that|this|these|those|there) (?:be|say|read)|wasn'?t (?:it|that|this) (?:supposed|meant))\b",
+        "correction",
+    ),
+    Rule(
+        "sounds-like",
+        # "Sounds like a robot wrote it.", "Doesn't sound like me at all.": how the draft reads.
+        r"\b(?:sounds|reads) like (?:a|an|some) (?:\w+ ){0,2}(?:wrote|typed|drafted|made) (?:it|this|that)\b|"
+        r"\b(?:doesn'?t|does not|don'?t) (?:sound|read) like (?:me|i (?:talk|write|speak))\b|"
+        r"\b(?:sounds|reads) nothing like\b",
+        "correction",
+    ),
+    Rule(
+        "than-that",
+        # "Gentler than that.", "Much less formal than this.": a comparative measured against the draft.
+        r"^\s*(?:(?:much|a bit|a little|way|even|far) )?(?:\w+er|more \w+|less \w+) than (?:that|this)\b"
+        + _NOT_A_QUESTION,
+        "correction",
+    ),
+    Rule(
+        "redo-it-please",
+        # "Can you make it shorter?", "Could you redo it as a list?": a request about the draft ("it", "that"; "this"
+        # may be the person's own text).
+        r"^\s*(?:(?:can|could|would|will) (?:you|u)|pls|please) (?:please |pls )?(?:(?:redo|rewrite|reword|"
+        r"rephrase|shorten|simplify|soften|tighten) (?:it|that)|tone (?:it|that) down|(?:make|say|write) (?:it|that) "
+        r"(?:a (?:bit|little|lot) |much |way |even )?(?:shorter|longer|simpler|briefer|warmer|friendlier|clearer|"
+        r"tighter|punchier|softer|firmer|calmer|plainer|more \w+|less \w+))\b",
         "correction",
     ),
     Rule(
@@ -251,7 +303,8 @@ SIGNAL_RULES = (
         # what the draft lost: corrections, left to a model.
         r"(?!.*\b(?:always|never|from now on|in future|anymore|any more|stop|wrong|instead|not what|"
         r"i (?:mentioned|said|asked for|told you|wanted|meant)|redo|rewrite|reword|rephrase|shorten|simplify|"
-        r"tone \w+ down|shorter|longer|simpler|(?:put|add|bring)\b[^.?!]*\bback)\b)[^.!]*\?\s*$",
+        r"tone \w+ down|shorter|longer|simpler|(?:put|add|bring)\b[^.?!]*\bback|"
+        r"(?:make|say|write) (?:it|that) (?:a bit |a little |much |way )?(?:more|less|\w+er))\b)[^.!]*\?\s*$",
         "neither",
     ),
     Rule(

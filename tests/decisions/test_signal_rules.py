@@ -63,6 +63,21 @@ def _settled(text: str) -> str | None:
         ("sorry wrong window lol", "neither"),
         ("nvm, found it", "neither"),
         ("Wrong restaurant, it was the Italian one.", "correction"),  # what the assistant picked, not a slip
+        ("Hmm, no. The other venue.", "correction"),
+        ("The fee should be 12.75, not 1275.", "correction"),
+        ("The letter is for Mrs. Duarte, not her son.", "correction"),
+        ("C'était vendredi, pas samedi.", "correction"),
+        ("Era o Rui, não o Tiago.", "correction"),
+        ("Didn't I say no onions?", "correction"),
+        ("Shouldn't it be 'fewer'?", "correction"),
+        ("Sounds like a textbook wrote it.", "correction"),
+        ("That doesn't sound like me.", "correction"),
+        ("Warmer than that, she's my aunt.", "correction"),
+        ("Could you make it a bit friendlier?", "correction"),
+        ("Can you rephrase that?", "correction"),
+        ("You rounded the prices, keep the cents.", "correction"),
+        ("You didn't include the address.", "correction"),
+        ("Get it down to two sentences.", "correction"),
     ],
 )
 def test_ordinary_wording_is_settled_by_the_rules(text: str, label: str) -> None:
@@ -105,6 +120,13 @@ def test_a_request_that_points_back_or_carries_a_rule_is_not_called_one_off(text
         ("Ignore that, I meant the Friday call.", "neither"),  # says what is right: not only taken back
         ("Oops, wrong tab, it's the 5th not the 6th.", "neither"),
         ("my bad, you should use the new address", "neither"),
+        ("Oh no, that's awful news.", "correction"),  # dismay, not a "no" to the draft
+        ("Non, pas de problème.", "correction"),  # declining in French
+        ("You didn't have to do that, thank you!", "correction"),
+        ("Can you tell me more about it?", "correction"),  # a question, not a request to redo the draft
+        ("Keep it under 50 euros.", "correction"),  # a budget, not a length for the draft
+        ("Didn't you say it might rain?", "correction"),  # asks about what the assistant said
+        ("Can you rewrite this paragraph?", "correction"),  # "this" may be the person's own text
     ],
 )
 def test_look_alikes_are_not_settled_the_wrong_way(text: str, never: str) -> None:
