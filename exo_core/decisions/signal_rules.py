@@ -200,6 +200,12 @@ SIGNAL_RULES = (
         "rule",
     ),
     Rule(
+        "for-anything",
+        # "For anything school-related, cc Rafael.", "aisle on anything under three hours": a class of things.
+        r"\b(?:for|on|in|to) anything\b(?! else\b)" + _NOT_A_QUESTION,
+        "rule",
+    ),
+    Rule(
         "every-thing-you",
         r"\b(?:every|each|any|all(?: the)?) \w+s? (?:you|i) (?:send|write|draft|book|make|schedule|add|save|"
         r"create|file|get|receive|forward)\b" + _NOT_A_QUESTION,
@@ -232,7 +238,10 @@ SIGNAL_RULES = (
         r"starting (?:now|today),|for future reference|as a (?:general |standing )?(?:rule|thing|habit)|by default|"
         r"make (?:it|that|this) a (?:rule|habit|standing \w+)|make (?:it )?a habit|"
         r"unless i (?:say|tell you|ask) otherwise|every time (?:you|i|we|there|someone|anyone|it)|"
-        r"each time (?:you|i|we)|whenever (?:you|i|we|someone|anyone|there|it)|next time(?:,| you)|"
+        r"each time (?:you|i|we)|whenever (?:you|i|we|someone|anyone|there|it)|"
+        # "Next time, ask first" ("next time," never matched: a \b cannot follow the comma); "see you next time" is
+        # a goodbye.
+        r"(?<!see you )next time(?=\s*[,:;]| you\b)|"
         r"any ?time (?:you|i|we|someone|anyone))\b",
         "rule",
     ),
@@ -302,7 +311,9 @@ SIGNAL_RULES = (
         # "Where are the eggs I mentioned?" points back at what the person said, "Can you add the logo back?" at
         # what the draft lost: corrections, left to a model.
         r"(?!.*\b(?:always|never|from now on|in future|anymore|any more|stop|wrong|instead|not what|"
-        r"i (?:mentioned|said|asked for|told you|wanted|meant)|redo|rewrite|reword|rephrase|shorten|simplify|"
+        # "Where's the part about the deposit?" asks what the draft lost.
+        r"i (?:mentioned|said|asked for|told you|wanted|meant)|the (?:part|bit|section|line) (?:about|on)|"
+        r"redo|rewrite|reword|rephrase|shorten|simplify|"
         r"tone \w+ down|shorter|longer|simpler|(?:put|add|bring)\b[^.?!]*\bback|"
         r"(?:make|say|write) (?:it|that) (?:a bit |a little |much |way )?(?:more|less|\w+er))\b)[^.!]*\?\s*$",
         "neither",
@@ -327,6 +338,47 @@ SIGNAL_RULES = (
         r"(?!.*\b(?:always|never|every|each|any|all|whenever|when you|if you|from now|in future|future|"
         r"default|instead|not|\w+n'?t|wrong|again|rather|should|make sure|unless|prefer|other|still|"
         r"shorter|longer|simpler|more|less|fewer|too|actually|meant|said|asked|keep|habit|rule|routine|standard)\b)",
+        "neither",
+    ),
+    Rule(
+        "thanks-then-question",
+        # "Thanks. What's the weather tomorrow?", "Looks good. Can you also book a taxi?": an acknowledgement, then a
+        # new question; words that point back at the draft keep it open, as in plain-question.
+        r"^\s*(?:(?:thanks|thank you|thx|ok|okay|great|nice(?: one)?|cool|got it|looks (?:good|great|fine)|perfect|"
+        r"lovely|awesome|alright|interesting|good (?:morning|afternoon|evening)|hi|hello|hey|lol|haha)[\s,.!]+){1,2}"
+        r"(?:(?:also|and|btw|now|so)[\s,]+)?(?:what|when|where|who|how|which|is|are|can|could|will|would|do|does)\b"
+        r"(?![^?]*\b(?:always|never|from now on|in future|anymore|any more|stop|wrong|instead|not what|redo|rewrite|"
+        r"reword|rephrase|shorten|simplify|shorter|longer|simpler|did you|you forgot|i (?:mentioned|said|asked for|"
+        r"told you|wanted|meant))\b)[^.!?]{0,200}\?\s*$",
+        "neither",
+    ),
+    Rule(
+        "no-thanks",
+        # "No, that's all for today.", "Nope, nothing to add.": declining more, not a correction (starts-with-no
+        # leaves these alone); a "but", "instead" or "as it was" after it keeps it open.
+        r"^\s*(?:(?:no+|nope|nah)[\s,.!]+){1,2}(?:thanks|thank you|thx|that'?s (?:all|fine|it|everything)|"
+        r"i'?m (?:good|fine|ok|okay|all set)|nothing(?: else| more| to (?:add|change))?|not (?:yet|now|today|"
+        r"for now|right now)|all good|leave it(?: as it is)?|we'?re (?:good|done|fine)|it'?s (?:fine|ok|okay|great|"
+        r"good|perfect))\b(?![^\n]*\b(?:but|though|however|instead|actually|meant|wrong|should|again|not what|"
+        r"as it was|before|original|back|always|never|next time|from now on|stop|anymore|any more|every|each|"
+        r"don'?t)\b)",
+        "neither",
+    ),
+    Rule(
+        "send-it",
+        # "Send it.", "Great, post it now.": the draft is approved as it is.
+        r"^\s*(?:(?:ok(?:ay)?|great|good|perfect|looks (?:good|great|fine)|lovely|nice|cool|yes|yep|sure|fine|"
+        r"all good)[\s,.!]+)*(?:please\s+)?(?:send|post|publish|ship|submit) (?:it|that)"
+        r"(?: (?:now|off|out|as is|then|please|to (?:him|her|them|\w+)))*[\s.!]*$",
+        "neither",
+    ),
+    Rule(
+        "get-back-later",
+        # "Hold on, let me check with Ana first.", "I'll think about it and get back to you.": not yet an answer.
+        r"^\s*(?:(?:hold on|wait|hang on|hm+|ok(?:ay)?)[\s,.!]+)?(?:let me (?:think|check|sleep on|read|look)|"
+        r"i'?ll (?:think about it|get back to you|come back to (?:this|it))|i need to check)\b"
+        r"(?![^\n]*\b(?:but|instead|wrong|should|not what|always|never|next time|from now on|you (?:forgot|missed|"
+        r"used|put|got|wrote))\b)",
         "neither",
     ),
     Rule(

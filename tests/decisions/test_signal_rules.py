@@ -78,6 +78,18 @@ def _settled(text: str) -> str | None:
         ("You rounded the prices, keep the cents.", "correction"),
         ("You didn't include the address.", "correction"),
         ("Get it down to two sentences.", "correction"),
+        ("Cool. Where's the nearest pharmacy?", "neither"),
+        ("Thanks! And when does the market close?", "neither"),
+        ("Nope, that's it for now.", "neither"),
+        ("No thanks, I'm all set.", "neither"),
+        ("Perfect, send it.", "neither"),
+        ("Ship it now!", "neither"),
+        ("Hang on, let me look at my calendar.", "neither"),
+        ("I'll get back to you on that.", "neither"),
+        ("On anything medical, check with my doctor's office first.", "rule"),
+        ("Use the blue header for anything that goes to the board.", "rule"),
+        ("Next time, ask before you book.", "rule"),
+        ("Put the summary first next time, not last.", "rule"),
     ],
 )
 def test_ordinary_wording_is_settled_by_the_rules(text: str, label: str) -> None:
@@ -127,6 +139,16 @@ def test_a_request_that_points_back_or_carries_a_rule_is_not_called_one_off(text
         ("Keep it under 50 euros.", "correction"),  # a budget, not a length for the draft
         ("Didn't you say it might rain?", "correction"),  # asks about what the assistant said
         ("Can you rewrite this paragraph?", "correction"),  # "this" may be the person's own text
+        ("Thanks. Can you make it shorter?", "neither"),  # points back at the draft
+        ("OK. Did you forget the attachment?", "neither"),
+        ("Nope, that's fine, but use the old logo.", "neither"),
+        ("No, it's fine as it was before.", "neither"),  # back to the earlier version: a correction
+        ("Send it to Marta instead.", "neither"),
+        ("Hold on, let me check, that date looks wrong.", "neither"),
+        ("See you next time, bye!", "rule"),
+        ("Is there a discount on anything?", "rule"),  # a question
+        ("Let me know if you need anything else.", "rule"),
+        ("Where's the bit about the parking?", "neither"),  # asks what the draft lost
     ],
 )
 def test_look_alikes_are_not_settled_the_wrong_way(text: str, never: str) -> None:
