@@ -1,37 +1,41 @@
-"""How right the signal rules are on messages written after them (issue 21): the rules' confidence.
+"""How right the signal rules are on messages they were not written from (issue 21): the rules' confidence.
 
 A rule in code settles a signal decision outright. How sure that settlement is cannot be read off the
 data the rules were written against: the current rules were changed while looking at the fit data, so
 they look near-perfect on it. The honest estimate is how each *old* version of the rules did on the
-labelled messages that were added to the repository *after* it:
+labelled messages it never saw: those added to the repository *after* it, and those held out of its writing:
 
 * the versions are the commits that changed ``exo_core/decisions/signal_rules.py`` (:data:`VERSIONS`);
 * the messages are the fit data files (:data:`FILES`: the 172-message fit set with drafts and the 191
   messages of the fourth pass), each applied only to the versions older than the commit that added it
   (found with git). A version committed together with a file was changed while looking at it, so the file
   is not "after" it;
+* and the two held-out files (:data:`HELDOUT_FILES`: ``decisions_heldout.jsonl``, held out of rule writing
+  since it was added in 67056d7, and ``decisions_heldout2.jsonl``, added in c59837e after the last version),
+  applied to every version: no version in :data:`VERSIONS` was written looking at them. After they were
+  scored they became fit data, and the rules changed after 4d12265 (session 12) were written looking at
+  them, so those changes are not versions here (they saw every file);
 * each old version runs as it was: its tree is extracted (``git archive``) into a scratch folder and a
   small script runs the old ``Decider`` (no providers) on the old ``SIGNAL`` question under that tree's
   ``PYTHONPATH``, in a subprocess. A message is *settled* when the decision came from the rules (every
   firing rule names the same option), *right* when that option is the message's label.
 
-The held-out messages are never read here, and the labelled set's test part is not used (the fit check
-keeps the fit part of ``decisions.jsonl`` only).
+The labelled set's test part is not used (the fit check keeps the fit part of ``decisions.jsonl`` only).
 
 Poolings of right/settled, reported side by side (``pooled``):
 
 * ``newest_without``: each message once, judged by the newest version written without it (the rules
   closest to today's that never saw it). No settlement is counted twice, so its interval is honest: the
   number ``SIGNAL_RULE_CONFIDENCE`` (``exo_core/decisions/signal_rules.py``) is;
-* ``all_versions``: every (version, later message) pair. The same message counts once per version, and
+* ``all_versions``: every (version, unseen message) pair. The same message counts once per version, and
   a commit that only re-wrapped a line counts as much as one that changed what the rules do;
 * ``distinct_versions``: every pair, but a version that settles every message as the one before does
   counted once.
 
-Last, on the fit data only (``fit_check``): the current rules then the calibrated cue words (``rules-only``,
-each leftover's cue calibration fitted on the other leftovers) with the rules' settlements at probability 1
-and at the measured confidence. The current rules were fitted to this data, so this only shows what the
-number does to a table; the history above is the evidence.
+Last, on the fit data only (``fit_check``; the promoted held-out files are fit data now): the current rules
+then the calibrated cue words (``rules-only``, each leftover's cue calibration fitted on the other leftovers)
+with the rules' settlements at probability 1 and at the measured confidence. The current rules were fitted to
+this data, so this only shows what the number does to a table; the history above is the evidence.
 
     python benchmarks/bench_decisions_rule_history.py            # writes benchmarks/results/decisions_rule_history.json
     python benchmarks/bench_decisions_rule_history.py --markdown # tables from the saved results
@@ -63,13 +67,21 @@ from exo_core.decisions.uses import SIGNAL
 RULES_FILE = "exo_core/decisions/signal_rules.py"
 # The commits that changed the signal rules, oldest first (``git log -- exo_core/decisions/signal_rules.py``).
 # 1d42189 and 04c3879 only re-wrapped a long pattern over two lines; they are run like the others, and
-# ``distinct_versions`` shows what counting them once changes.
-VERSIONS = ("43cb4b3", "1d42189", "851677d", "e2973fb", "20a8ea3", "04c3879", "e75aa20", "9edc618")
+# ``distinct_versions`` shows what counting them once changes. f07fccc only added SIGNAL_RULE_CONFIDENCE; it is
+# the newest version written without the held-out files. The changes after 4d12265 saw every file below.
+VERSIONS = ("43cb4b3", "1d42189", "851677d", "e2973fb", "20a8ea3", "04c3879", "e75aa20", "9edc618", "f07fccc")
 # The labelled fit data added after some of the versions, by part name.
 FILES = {
     "fit172": "benchmarks/data/decisions_signal_fit.jsonl",
     "more": "benchmarks/data/decisions_signal_more.jsonl",
 }
+# The held-out files, promoted to fit data after their scored runs: no version in VERSIONS saw them, so every
+# version judges them (the first was held out of rule writing since 67056d7, the second added in c59837e).
+HELDOUT_FILES = {
+    "heldout": "benchmarks/data/decisions_heldout.jsonl",
+    "heldout2": "benchmarks/data/decisions_heldout2.jsonl",
+}
+ALL_FILES = {**FILES, **HELDOUT_FILES}
 
 # Runs inside an old tree: the old Decider with no providers on the old SIGNAL question.
 _RUNNER = """
@@ -185,13 +197,13 @@ def pooled(pairs: list[tuple[str, str, dict[str, Any]]]) -> dict[str, Any]:
 
 
 def history() -> dict[str, Any]:
-    """Every version on every fit file added after it, and the poolings."""
-    parts = {name: load_part(path) for name, path in FILES.items()}
-    added = {name: added_in(path) for name, path in FILES.items()}
+    """Every version on every file it was written without, and the poolings."""
+    parts = {name: load_part(path) for name, path in ALL_FILES.items()}
+    added = {name: added_in(path) for name, path in ALL_FILES.items()}
     versions: list[dict[str, Any]] = []
     previous: dict[str, dict[str, Any]] | None = None
     for commit in VERSIONS:
-        after = [name for name in FILES if is_before(commit, added[name])]
+        after = [name for name in FILES if is_before(commit, added[name])] + list(HELDOUT_FILES)
         cases = [c for name in after for c in parts[name]]
         answers = run_version(commit, cases) if cases else {}
         # The same settlements as the version before on every message both judged (which rules fired may differ).
@@ -209,7 +221,7 @@ def history() -> dict[str, Any]:
         previous = answers
     pairs = [(v["commit"], part, found) for v in versions for part, found in v["parts"].items()]
     newest: list[tuple[str, str, dict[str, Any]]] = []
-    for part in FILES:
+    for part in ALL_FILES:
         judged = [v for v in versions if part in v["parts"]]
         if judged:
             newest.append((judged[-1]["commit"], part, judged[-1]["parts"][part]))
@@ -239,7 +251,7 @@ def fit_check(confidence: float) -> dict[str, Any]:
     """Rules-only on the fit data with the rules' settlements at 1 and at ``confidence`` (fit data only)."""
     fit_part, _test_part = split_by_time(load_cases())  # the test part is never looked at
     sets = {"fit": [c for c in fit_part if c["use"] == "signal"]}
-    for name, path in FILES.items():
+    for name, path in ALL_FILES.items():
         sets[name] = load_part(path)
     cases = [c for found in sets.values() for c in found]
     cue = RulesOnlyProvider()
@@ -287,7 +299,7 @@ def print_results(results: dict[str, Any]) -> None:
                 [version["commit"], version["date"][:16], part, found["n"], found["settled"], found["right"], share]
             )
     print_table(
-        "Each version of the rules on the fit messages added after it",
+        "Each version of the rules on the messages it was written without",
         ["version", "date", "part", "n", "settled", "right", "right/settled"],
         rows,
     )
