@@ -73,7 +73,7 @@ from decisions_sources_tables import print_results  # noqa: E402
 
 from exo_core.decisions.calibration import Calibration  # noqa: E402
 from exo_core.decisions.neighbours import DEFAULT_SIGNAL_POOL, ExamplePool, NeighbourExamples  # noqa: E402
-from exo_core.decisions.question import DecisionProvider  # noqa: E402
+from exo_core.decisions.question import DecisionProvider, Question  # noqa: E402
 from exo_core.decisions.uses import SIGNAL  # noqa: E402
 from exo_core.errors import ExoError  # noqa: E402
 
@@ -149,8 +149,11 @@ async def ask(
     provider_for: Callable[[Case], DecisionProvider],
     cases: list[Case],
     store: Store,
+    *,
+    question: Question = SIGNAL,
 ) -> None:
-    """``job``'s raws on ``cases`` (those not kept yet), each from ``provider_for(case)``, timed."""
+    """``job``'s raws on ``cases`` (those not kept yet), each from ``provider_for(case)`` asked ``question``
+    (the signal question as exod ships it, unless a study compares another prompt), timed."""
     raws = store.raws.setdefault(job, {})
     seconds = store.seconds.setdefault(job, {})
     todo = [case for case in cases if case["id"] not in raws]
@@ -158,7 +161,7 @@ async def ask(
     for done, case in enumerate(todo, start=1):
         started = time.perf_counter()
         try:
-            found = await provider_for(case).probabilities(SIGNAL, case["text"])
+            found = await provider_for(case).probabilities(question, case["text"])
         except ExoError as exc:  # counted as missing; the run goes on
             print(f"{job}: {case['id']} failed: {type(exc).__name__}: {exc}", flush=True)
             continue

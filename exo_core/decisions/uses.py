@@ -39,10 +39,18 @@ SIGNAL = Question(
     "choice",
     "Is this message a correction, a rule, or neither?",
     ("correction", "rule", "neither"),
+    # Issue 21's seventh pass (docs/benchmarks.md §7b): each line names the forms a new writer's messages took
+    # that the sixth pass's one-liners did not cover: a correction stated as a plain fact or a question, a
+    # preference stated as a fact about the person, a rule that comes with thanks, a "no" that corrects nothing.
     (
-        "the person says the assistant's last answer or action was wrong, or how it should have been",
-        "a standing instruction or preference for all future tasks, not only this one",
-        "anything else: a new one-off request, a question, thanks or small talk",
+        "the person says the assistant's last answer or action was wrong or should be different: a wrong fact, "
+        "name or date, something missing or extra, the wrong tone, length or format (often said as a plain fact "
+        "or a question)",
+        "a standing instruction or preference for later tasks too, not only this one: how things should always "
+        "be done, or a lasting fact about the person or their life to keep in mind (also when it comes with "
+        "thanks or approval)",
+        "anything else: a new one-off request, a question, thanks, praise, agreement or small talk, and a "
+        '"no" that turns down an offer or says nothing needs changing',
     ),
     threshold=0.6,
     fallback="main",
@@ -59,6 +67,12 @@ SIGNAL = Question(
         ("That's the wrong file, I meant the budget one.", "correction"),
         ("Sign my work emails with just my first name.", "rule"),
         ("Thanks, that looks good.", "neither"),
+        ("Hm, Friday is a bank holiday here.", "correction"),
+        ("I don't drink, so skip wine bars when you plan our evenings.", "rule"),
+        ("No, that's fine as it is, nothing else.", "neither"),
+        ("bit stiff for my sister?", "correction"),
+        ("Great, send it. And I like the key point first in anything for my team.", "rule"),
+        ("Nice spot, I'd never have seen that typo.", "neither"),
     ),
     # The draft each example answers, for a provider that reads it (docs/decisions.md §3).
     example_drafts=(
@@ -71,6 +85,12 @@ SIGNAL = Question(
         "I've attached notes.pdf to the e-mail.",
         "Here's the e-mail to the team, signed with your full name and job title.",
         "Here's the revised cover letter.",
+        "I've booked the plumber for Friday at 9:00.",
+        "For Saturday: dinner at 7, then the new wine bar on Rua Augusta.",
+        "I've sent the form. Anything else you'd like me to change?",
+        "Dear Ms. Silva, I write to inform you that the family dinner will take place on Sunday.",
+        "Here's the update for the team: three paragraphs on the quarter, with the decision at the end.",
+        "I found a typo in the contract: 'recieve' in clause 4. I've fixed it.",
     ),
 )
 

@@ -1,0 +1,357 @@
+"""The signal question's prompt, the sixth pass's against the seventh's, on every fit source (issue 21, seventh pass).
+
+**Why.** The sixth pass's design scored 80.6 % and 83.3 % on two held-out sets written by people who never saw
+the project (docs/benchmarks.md §7b): the fit data's choices did not carry over to new writers. Both sets have
+now been scored and read, so from this pass on they are **fit data** (sources ``heldout1`` and ``heldout2``), and
+a third set, written by two more independent helpers *before* anything of this pass was changed, is the
+measure (``bench_decisions_signal.py`` / ``bench_decisions_http.py --heldout``). Reading what the chain got
+wrong on the two promoted sets, the larger model mostly missed four forms the sixth prompt's one-line
+descriptions and nine examples never showed: a correction said as a plain fact or a question ("Hm, Friday is
+a bank holiday here."), a preference said as a fact about the person ("I don't drink, so ..."), a rule that
+comes with approval ("Great, send it. And I like ..."), and a "no" that corrects nothing. The seventh prompt
+(``exo_core/decisions/uses.py`` ``SIGNAL``: longer descriptions, six more examples written for these forms,
+none taken from the data) is the one exod ships if it wins here; the sixth's is kept in this file
+(:data:`SIXTH`) so both are asked in the same run.
+
+**How.** Every message of the five fit sources (``labelled``: the labelled set's older 60 %; ``fit172``;
+``more``; ``heldout1``; ``heldout2``) is asked to
+
+* the **larger model over HTTP** as exod asks it: a real ``python -m llama_cpp.server`` serving the 1.5B with
+  one thread, the ``LogprobProvider`` of the settler ``build_signal_settler`` builds from the config ``exo
+  models serve --print-config`` prints, with each prompt's fixed examples (exod's ``neighbours = []``);
+* the **local 0.5B in-process** (``LocalDecisionProvider``, chat style, one thread), with each prompt,
+
+so a later change of the rules needs no new call (``--raws`` keeps the raws; a run goes on where it stopped).
+Each source's messages are calibrated on the **other four sources' leftovers** (Platt with per-option offsets,
+``calibration.py`` ``fit``), then scored as exod acts: the rules settle at ``SIGNAL.rule_probabilities``, the
+0.5B's decision stands at ``defer_below`` (0.9) or above, else the larger model's, unless that one abstains
+where the 0.5B had decided (``bench_decisions_signal.escalated``).
+
+**The criterion, fixed before the run** (this docstring was committed before any seventh-prompt raw was
+taken): the seventh prompt replaces the sixth only if exod's chain (``rules + local, then larger``, deferring
+below 0.9) with it is right, abstentions wrong, on **at least 3 more** messages pooled over all five sources,
+**and** on the three older sources (whose messages did not prompt the change) it is **not worse by more than 2**
+messages, **and** its pooled ECE is within the goal (≤ 0.08). Otherwise the sixth prompt goes back.
+
+    OMP_WAIT_POLICY=PASSIVE python benchmarks/bench_decisions_prompt.py --raws /tmp/prompt_raws.json
+    python benchmarks/bench_decisions_prompt.py --markdown
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import _common  # noqa: E402 - the benchmarks folder is put on the path first
+from _common import REPO, bench_parser, machine_info, print_table, write_results  # noqa: E402
+from bench_decisions_signal import MODELS, calibrate, escalated, rule_answer, score  # noqa: E402
+from bench_decisions_sources import ALIAS, Store, ask, fit_cases, latency  # noqa: E402
+
+from exo_core.decisions.calibration import Calibration  # noqa: E402
+from exo_core.decisions.question import DecisionProvider, Question  # noqa: E402
+from exo_core.decisions.setup import DecisionSettings  # noqa: E402
+from exo_core.decisions.uses import SIGNAL  # noqa: E402
+
+PROMOTED = {
+    "heldout1": REPO / "benchmarks" / "data" / "decisions_heldout.jsonl",
+    "heldout2": REPO / "benchmarks" / "data" / "decisions_heldout2.jsonl",
+}
+OLDER = ("labelled", "fit172", "more")
+SOURCES = (*OLDER, *PROMOTED)
+GROUPS = {"older": OLDER, "promoted": tuple(PROMOTED), "pooled": SOURCES}
+TIE = 2  # messages: a difference this small or smaller is a tie (the criterion above)
+GAIN = 3  # messages the seventh prompt must gain pooled to replace the sixth
+ECE_GOAL = 0.08
+DEFER_BELOW = DecisionSettings().defer_below
+Probs = dict[str, float]
+Case = dict[str, Any]
+
+# The sixth pass's prompt, as exod shipped it at 4d12265 (the one this pass measures the new one against).
+SIXTH = replace(
+    SIGNAL,
+    descriptions=(
+        "the person says the assistant's last answer or action was wrong, or how it should have been",
+        "a standing instruction or preference for all future tasks, not only this one",
+        "anything else: a new one-off request, a question, thanks or small talk",
+    ),
+    examples=SIGNAL.examples[:9],
+    example_drafts=SIGNAL.example_drafts[:9],
+)
+PROMPTS: dict[str, Question] = {"sixth": SIXTH, "seventh": SIGNAL}
+
+
+def all_cases() -> list[Case]:
+    """The three older fit sources (as the sixth pass's study reads them) and the two promoted held-out sets,
+    each case with its ``source`` and what today's rules settle it on (``rule``)."""
+    cases = fit_cases()
+    for source, path in PROMOTED.items():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            found = json.loads(line)
+            cases.append(
+                {
+                    "id": found["id"],
+                    "text": found["text"],
+                    "label": found["label"],
+                    "source": source,
+                    "rule": rule_answer(found["text"]),
+                }
+            )
+    return cases
+
+
+async def larger_jobs(cases: list[Case], store: Store, port: int) -> None:
+    """The larger model over HTTP through exod's settler, each prompt's calls in a row."""
+    from exo_core.decisions import Decider
+    from exo_core.decisions.logprobs import LogprobProvider
+    from exo_core.decisions.signal_escalation import build_signal_settler
+    from exo_core.home import ExoHome
+    from exo_edge.laptop_server import ServeSettings, device_config, start_server, wait_ready
+    from exo_edge.paths import locate_model_file
+
+    if all(all(c["id"] in store.raws.get(f"larger:{p}", {}) for c in cases) for p in PROMPTS):
+        return
+    path = locate_model_file(MODELS["laptop"][0])
+    if path is None:
+        raise SystemExit(f"{MODELS['laptop'][0]} is not in the models folder: exo models fetch {ALIAS}")
+    settings = ServeSettings(model_path=path, alias=ALIAS, host="127.0.0.1", port=port, threads=1)
+    with tempfile.TemporaryDirectory(prefix="exo-prompt-") as scratch:
+        home_dir = Path(scratch) / "home"
+        home_dir.mkdir()
+        config = device_config(settings, advertise="127.0.0.1") + "\n[decisions]\nneighbours = []\n"
+        (home_dir / "config.toml").write_text(config, encoding="utf-8")
+        proc = start_server(settings, log=home_dir / "server.log", env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"})
+        settler = None
+        try:
+            wait_ready(settings.base_url, timeout=300.0, proc=proc)
+            settler = build_signal_settler(ExoHome(home_dir), Decider([]))
+            larger = settler.escalation._larger  # exod's larger model exactly as the settler holds it
+            inner = larger.providers[0] if larger is not None else None
+            if not isinstance(inner, LogprobProvider):
+                raise SystemExit(f"the settler's larger model is not a LogprobProvider: {inner!r}")
+            store.info["larger_provider"] = inner.name
+            for prompt, question in PROMPTS.items():
+
+                def provider_for(case: Case) -> DecisionProvider:
+                    return inner
+
+                await inner.probabilities(question, cases[0]["text"])  # not timed: the server reads the head
+                await ask(f"larger:{prompt}", provider_for, cases, store, question=question)
+        finally:
+            if settler is not None:
+                await settler.aclose()
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
+async def local_jobs(cases: list[Case], store: Store) -> None:
+    """The local 0.5B in this process (chat style, one thread), each prompt in turn."""
+    from exo_edge.decide_local import LocalDecisionProvider, transport_for_file
+    from exo_edge.paths import locate_model_file
+
+    if all(all(c["id"] in store.raws.get(f"local:{p}", {}) for c in cases) for p in PROMPTS):
+        return
+    path = locate_model_file(MODELS["local"][0])
+    if path is None:
+        raise SystemExit(f"{MODELS['local'][0]} is not in the models folder: exo models fetch")
+    transport = transport_for_file(path, threads=1)
+    inner = LocalDecisionProvider(transport, timeout=120.0, style="chat")
+    try:
+        for prompt, question in PROMPTS.items():
+            await inner.warm(question)
+
+            def provider_for(case: Case) -> DecisionProvider:
+                return inner
+
+            await ask(f"local:{prompt}", provider_for, cases, store, question=question)
+    finally:
+        await transport.aclose()
+
+
+# ---------------------------------------------------------------- scoring (from the raws alone)
+
+
+def cross_fitted(raws: dict[str, Probs], left: list[Case]) -> dict[str, Probs]:
+    """Each leftover's probabilities calibrated on the other sources' leftovers."""
+    out: dict[str, Probs] = {}
+    for source in SOURCES:
+        rows = [(raws[c["id"]], c["label"]) for c in left if c["source"] != source and c["id"] in raws]
+        found: Calibration | None = calibrate(rows)
+        for case in left:
+            if case["source"] != source or case["id"] not in raws:
+                continue
+            raw = raws[case["id"]]
+            out[case["id"]] = raw if found is None else dict(found.apply(raw))
+    return out
+
+
+def systems_of(cases: list[Case], raws: dict[str, dict[str, Probs]], prompt: str) -> dict[str, dict[str, Probs]]:
+    """Per system of ``prompt``: every case's probabilities (a case a model was not asked about is left out)."""
+    left = [c for c in cases if c["rule"] is None]
+    local = cross_fitted(raws.get(f"local:{prompt}", {}), left)
+    larger = cross_fitted(raws.get(f"larger:{prompt}", {}), left)
+    out: dict[str, dict[str, Probs]] = {
+        "local alone (leftovers)": local,
+        "larger alone (leftovers)": larger,
+        "rules + local": {},
+        "rules + larger": {},
+        "chain": {},
+        "chain (no deferral)": {},
+    }
+    for case in cases:
+        key = case["id"]
+        if case["rule"] is not None:
+            settled = SIGNAL.rule_probabilities(case["rule"])
+            for name in ("rules + local", "rules + larger", "chain", "chain (no deferral)"):
+                out[name][key] = settled
+            continue
+        if key in local:
+            out["rules + local"][key] = local[key]
+        if key in larger:
+            out["rules + larger"][key] = larger[key]
+        if key in local and key in larger:
+            out["chain"][key] = escalated(local[key], larger[key], DEFER_BELOW)
+            out["chain (no deferral)"][key] = escalated(local[key], larger[key], SIGNAL.threshold)
+    return out
+
+
+def summarise(cases: list[Case], raws: dict[str, dict[str, Probs]]) -> dict[str, Any]:
+    """Per prompt, system and group (each source, ``older``, ``promoted``, ``pooled``): the scores."""
+    out: dict[str, Any] = {}
+    for prompt in PROMPTS:
+        out[prompt] = {}
+        for name, probs in systems_of(cases, raws, prompt).items():
+            out[prompt][name] = {}
+            for group, members in [*((s, (s,)) for s in SOURCES), *GROUPS.items()]:
+                rows = [(probs[c["id"]], c["label"]) for c in cases if c["source"] in members and c["id"] in probs]
+                got = score(rows)
+                if got["n"]:
+                    got["right"] = round(got["accuracy"] * got["n"])
+                out[prompt][name][group] = got
+    return out
+
+
+def choose(summary: dict[str, Any], cases: list[Case]) -> dict[str, Any]:
+    """The criterion of the module docstring, applied (``None`` when a chain misses a case)."""
+    sixth, seventh = summary["sixth"]["chain"], summary["seventh"]["chain"]
+    for got in (sixth, seventh):
+        if got["pooled"]["n"] != len(cases):
+            return {"prompt": None, "why": "a chain was not asked about every case"}
+    gained = seventh["pooled"]["right"] - sixth["pooled"]["right"]
+    older_change = seventh["older"]["right"] - sixth["older"]["right"]
+    ece = seventh["pooled"]["ece"]
+    wins = gained >= GAIN and older_change >= -TIE and ece <= ECE_GOAL
+    return {
+        "prompt": "seventh" if wins else "sixth",
+        "pooled_more_right": gained,
+        "older_more_right": older_change,
+        "seventh_pooled_ece": ece,
+        "gain_needed": GAIN,
+        "older_tie": TIE,
+        "ece_goal": ECE_GOAL,
+    }
+
+
+def results_of(cases: list[Case], store: Store) -> dict[str, Any]:
+    """The results file: conditions, scores, latencies, the choice, and the raws (fit data only)."""
+    summary = summarise(cases, store.raws)
+    return {
+        "benchmark": "decisions_prompt",
+        "machine": machine_info(),
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+        "info": store.info,
+        "defer_below": DEFER_BELOW,
+        "sources": list(SOURCES),
+        "cases": {group: sum(c["source"] in members for c in cases) for group, members in GROUPS.items()},
+        "rules_settled": sum(c["rule"] is not None for c in cases),
+        "rules_right": sum(c["rule"] == c["label"] for c in cases if c["rule"] is not None),
+        "summary": summary,
+        "seconds": latency(store.seconds),
+        "choice": choose(summary, cases),
+        "raws": {
+            job: {k: {o: round(p, 6) for o, p in v.items()} for k, v in found.items()}
+            for job, found in store.raws.items()
+        },
+    }
+
+
+HEADERS = ["prompt", "system", "group", "accuracy (abstain = wrong)", "ECE", "abstains", "top option right", "n"]
+
+
+def print_results(results: dict[str, Any]) -> None:
+    """The study's tables and its choice."""
+    rows = []
+    for prompt, systems in results["summary"].items():
+        for name, groups in systems.items():
+            for group, got in groups.items():
+                if not got.get("n"):
+                    continue
+                rows.append(
+                    [
+                        prompt,
+                        name,
+                        group,
+                        f"{100 * got['accuracy']:.1f}%",
+                        round(got["ece"], 3),
+                        f"{100 * got['abstention']:.1f}%",
+                        f"{100 * got['top_accuracy']:.1f}%",
+                        got["n"],
+                    ]
+                )
+    print_table("The signal question's two prompts, each source calibrated on the others", HEADERS, rows)
+    print(json.dumps(results["choice"]))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the study (or print the saved results)."""
+    ap = bench_parser("decisions_prompt", __doc__.split("\n")[0], quick_help="the first 6 cases; writes nothing")
+    ap.add_argument("--markdown", action="store_true", help="print Markdown tables of the saved results (or --out)")
+    ap.add_argument("--raws", type=Path, default=None, help="keep (and reuse) the raws so far here")
+    ap.add_argument("--models", default="larger,local", help="larger (over HTTP), local (in-process)")
+    ap.add_argument("--port", type=int, default=18098)
+    args = ap.parse_args(argv)
+    if args.markdown:
+        _common.MARKDOWN = True
+        print_results(json.loads((args.out or _common.RESULTS_DIR / "decisions_prompt.json").read_text()))
+        return 0
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    models = tuple(m for m in args.models.split(",") if m)
+    if set(models) - {"larger", "local"}:
+        ap.error("--models: larger, local")
+    cases = all_cases()
+    asked = cases[:6] if args.quick else cases
+    store = Store(args.raws)
+
+    async def run() -> None:
+        work = []
+        if "larger" in models:
+            work.append(larger_jobs(asked, store, args.port))
+        if "local" in models:
+            work.append(local_jobs(asked, store))
+        await asyncio.gather(*work)  # the server and the local model, one thread each, side by side
+
+    started = time.time()
+    store.info.setdefault("load_average_start", os.getloadavg())
+    asyncio.run(run())
+    store.info["wall_s"] = store.info.get("wall_s", 0.0) + (time.time() - started)
+    store.info["load_average_end"] = os.getloadavg()
+    store.save()
+    results = results_of(asked, store)
+    write_results("decisions_prompt", results, out=args.out, quick=args.quick)
+    print_results(results)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
