@@ -84,13 +84,14 @@ def default_prompt() -> str:
     return "nn" if "larger" in DecisionSettings().neighbours else "fixed"
 
 
-def fit_raws(path: Path, prompt: str) -> dict[str, Probs]:
-    """The fit data's HTTP raws of ``prompt`` from ``bench_decisions_sources.py``'s results file."""
+def fit_raws(path: Path, job: str) -> dict[str, Probs]:
+    """The fit data's HTTP raws of ``job`` (``larger:fixed`` in ``bench_decisions_sources.py``'s results file,
+    ``larger:seventh`` in ``bench_decisions_prompt.py``'s)."""
     import json
 
-    found = json.loads(path.read_text()).get("raws", {}).get(f"larger:{prompt}")
+    found = json.loads(path.read_text()).get("raws", {}).get(job)
     if not found:
-        raise SystemExit(f"{path} holds no raws of larger:{prompt}: run bench_decisions_sources.py first")
+        raise SystemExit(f"{path} holds no raws of {job}: run the study that writes it first")
     return {case: dict(probs) for case, probs in found.items()}
 
 
@@ -475,13 +476,18 @@ def main(argv: list[str] | None = None) -> int:
         "--fit-raws",
         type=Path,
         default=None,
-        help="bench_decisions_sources.py's results: the fit data's HTTP raws of --prompt (not asked again)",
+        help="a study's results file: the fit data's HTTP raws of --fit-job (not asked again)",
+    )
+    ap.add_argument(
+        "--fit-job",
+        default=None,
+        help="the raws in --fit-raws to take: larger:PROMPT by default (bench_decisions_prompt.py: larger:seventh)",
     )
     ap.add_argument(
         "--heldout",
         type=Path,
         default=HELDOUT,
-        help="with --scored: the held-out messages scored as 'heldout' (a second set: decisions_heldout2.jsonl)",
+        help="with --scored: the held-out messages scored as 'heldout' (by default the seventh pass's third set)",
     )
     args = ap.parse_args(argv)
     if args.markdown:
@@ -499,7 +505,9 @@ def main(argv: list[str] | None = None) -> int:
     scored_path = f"http:{args.prompt}"
     if args.scored is not None and scored_path not in paths_run:
         paths_run = (*paths_run, scored_path)  # the test part's raws of the scored prompt come from its path
-    preset = fit_raws(args.fit_raws, args.prompt) if args.fit_raws is not None else None
+    preset = None
+    if args.fit_raws is not None:
+        preset = fit_raws(args.fit_raws, args.fit_job or f"larger:{args.prompt}")
     scored_cases = None
     sets: dict[str, list[dict[str, Any]]] = {}
     if args.scored is not None:
@@ -539,6 +547,7 @@ def main(argv: list[str] | None = None) -> int:
         results["scored"] = scored_summary(sets, merged, json.loads(args.scored.read_text()))
         results["scored"]["prompt"] = args.prompt
         results["scored"]["fit_raws"] = str(args.fit_raws) if args.fit_raws is not None else None
+        results["scored"]["fit_job"] = args.fit_job
     write_results("decisions_http", results, out=args.out, quick=args.quick)
     print_results(results)
     return 0

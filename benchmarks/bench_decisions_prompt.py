@@ -279,6 +279,7 @@ def results_of(cases: list[Case], store: Store) -> dict[str, Any]:
         "summary": summary,
         "seconds": latency(store.seconds),
         "choice": choose(summary, cases),
+        "cases": {c["id"]: {"label": c["label"], "source": c["source"], "rule": c["rule"]} for c in cases},
         "raws": {
             job: {k: {o: round(p, 6) for o, p in v.items()} for k, v in found.items()}
             for job, found in store.raws.items()

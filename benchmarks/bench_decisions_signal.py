@@ -78,10 +78,14 @@ from exo_core.decisions.neighbours import (  # noqa: E402
 from exo_core.decisions.providers import RulesOnlyProvider  # noqa: E402
 from exo_core.decisions.uses import SIGNAL  # noqa: E402
 
-HELDOUT = REPO / "benchmarks" / "data" / "decisions_heldout.jsonl"
-EXTRA = REPO / "benchmarks" / "data" / "decisions_signal_fit.jsonl"
-MORE = REPO / "benchmarks" / "data" / "decisions_signal_more.jsonl"  # issue 21's fourth pass (in the pool too)
-FIT_POOL = ("fit", "extra", "more")  # the parts calibrations are fitted on; never measured on as held out
+DATA = REPO / "benchmarks" / "data"
+HELDOUT = DATA / "decisions_heldout3.jsonl"  # issue 21's seventh pass: two writers, sealed until it was scored
+EXTRA = DATA / "decisions_signal_fit.jsonl"
+MORE = DATA / "decisions_signal_more.jsonl"  # issue 21's fourth pass (in the pool too)
+# The first two held-out sets, scored by the sixth pass and read after it: fit data from the seventh pass on.
+PROMOTED = {"heldout1": DATA / "decisions_heldout.jsonl", "heldout2": DATA / "decisions_heldout2.jsonl"}
+POOL_PARTS = ("fit", "extra", "more")  # the parts in the shipped example pool
+FIT_POOL = (*POOL_PARTS, *PROMOTED)  # the parts calibrations are fitted on; never measured on as held out
 SCORED = ("test", "heldout")
 DRAFT = "+draft"  # the raws of a model shown the draft (a key suffix)
 SAVE_EVERY = 20  # cases between saves of the raws file
@@ -104,8 +108,9 @@ Probs = dict[str, float]
 
 def load_sets(heldout: Path = HELDOUT) -> dict[str, list[dict[str, Any]]]:
     """``fit``, ``test`` (the labelled set's signal cases, split by time), ``extra`` (the fit set with
-    drafts), ``more`` (the fourth pass's messages, with drafts) and ``heldout`` (the file ``heldout``, when
-    present: the held-out messages, or a second set of them, ``--heldout``)."""
+    drafts), ``more`` (the fourth pass's messages, with drafts), ``heldout1`` and ``heldout2`` (the first two
+    held-out sets, fit data since the seventh pass; one that is ``heldout`` itself is left out) and ``heldout``
+    (the file ``heldout``, when present: the held-out messages, ``--heldout``)."""
     fit_part, test_part = split_by_time(load_cases())
     sets = {
         "fit": [c for c in fit_part if c["use"] == "signal"],
@@ -115,6 +120,11 @@ def load_sets(heldout: Path = HELDOUT) -> dict[str, list[dict[str, Any]]]:
     sets["extra"] = [json.loads(line) for line in lines if line.strip()]
     lines = MORE.read_text(encoding="utf-8").splitlines()
     sets["more"] = [json.loads(line) for line in lines if line.strip()]
+    for part, path in PROMOTED.items():
+        if path.resolve() == heldout.resolve():  # re-scoring an old set as held out: it is not fit data then
+            continue
+        lines = path.read_text(encoding="utf-8").splitlines()
+        sets[part] = [json.loads(line) for line in lines if line.strip()]
     if heldout.is_file():
         lines = heldout.read_text(encoding="utf-8").splitlines()
         sets["heldout"] = [json.loads(line) for line in lines if line.strip()]
@@ -295,7 +305,7 @@ async def run(
     """Every system on the test part and the held-out messages; the draft's effect on the fit set."""
     sets = load_sets(heldout)
     near = neighbour_examples() if nn else None
-    pooled = frozenset(c["id"] for part in FIT_POOL for c in sets[part])
+    pooled = frozenset(c["id"] for part in POOL_PARTS for c in sets[part])  # their own pool entries left out
     cases = [c for part in sets.values() for c in part]
     settled = {c["id"]: rule_answer(c["text"]) for c in cases}
     cue = Decider([RulesOnlyProvider()])
@@ -554,7 +564,7 @@ def main(argv: list[str] | None = None) -> int:
         "--heldout",
         type=Path,
         default=HELDOUT,
-        help="the held-out messages scored as 'heldout' (a second set: benchmarks/data/decisions_heldout2.jsonl)",
+        help="the held-out messages scored as 'heldout' (by default the seventh pass's third set; an older one is then not fit data)",
     )
     ap.add_argument(
         "--fit-parts",

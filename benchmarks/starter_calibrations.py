@@ -1,12 +1,18 @@
-"""Fit the calibrations that ship with Exo (``exo_core/decisions/data/starter_calibrations.json``) from the sixth
-pass's fit-data raws, or check the shipped file against them (docs/decisions.md §4).
+"""Fit the calibrations that ship with Exo (``exo_core/decisions/data/starter_calibrations.json``) from the
+fit-data raws of issue 21's studies, or check the shipped file against them (docs/decisions.md §4).
 
-The raws are ``benchmarks/results/decisions_sources.json`` (``bench_decisions_sources.py``): the local 0.5B
-in-process and the laptop's 1.5B over HTTP, each with the fixed examples and with chosen ones, on every
-fit-data signal message the rules leave (the labelled set's fit part, the 172 and the 191; never the test
-part or the held-out messages). Each model and prompt is fitted on all of them at once, with the same ``fit``
-exod fits a home's labels with. The chosen-examples prompts were asked with neighbours from the other sources
-only; exod's chosen examples come from the whole pool, so their starters are a little conservative.
+* **The fixed examples** (style ``chat``, exod's default prompt): ``benchmarks/results/decisions_prompt.json``
+  (``bench_decisions_prompt.py``, the seventh pass): the local 0.5B in-process and the laptop's 1.5B over HTTP
+  with the prompt that study chose (``choice.prompt``), on every message of the five fit sources (the labelled
+  set's fit part, the 172, the 191 and the two promoted held-out sets; never the test part or the third
+  held-out set) that today's rules leave.
+* **The chosen examples** (style ``chat:nn``): ``benchmarks/results/decisions_sources.json``
+  (``bench_decisions_sources.py``, the sixth pass), on the three older sources' leftovers. They were asked with
+  the sixth pass's option descriptions and with neighbours from the other sources only; exod's chosen examples
+  come from the whole pool, so these starters are a little conservative, and they were not refitted for the
+  seventh prompt's descriptions (the chosen examples are not exod's default; docs/benchmarks.md §7b).
+
+Each model and prompt is fitted on all its rows at once, with the same ``fit`` exod fits a home's labels with.
 
     python benchmarks/starter_calibrations.py            # write the file
     python benchmarks/starter_calibrations.py --check    # exit 1 when the shipped file differs
@@ -29,31 +35,48 @@ from exo_core.decisions.calibration import fit  # noqa: E402
 from exo_core.decisions.starters import DEFAULT_STARTERS  # noqa: E402
 from exo_core.decisions.uses import SIGNAL  # noqa: E402
 
-SOURCE = RESULTS_DIR / "decisions_sources.json"
-# The study's jobs, and the model names exod gives them: the local provider is named after the model's
-# manifest, or the GGUF file's stem when it is loaded by file; the laptop's route after the served alias.
-JOBS = {
-    "local:fixed": (["qwen2.5-coder-0.5b-instruct", "qwen2.5-coder-0.5b-instruct-q4_k_m"], "chat"),
-    "local:nn": (["qwen2.5-coder-0.5b-instruct", "qwen2.5-coder-0.5b-instruct-q4_k_m"], "chat:nn"),
-    "larger:fixed": (["qwen2.5-coder-1.5b-instruct"], "chat"),
-    "larger:nn": (["qwen2.5-coder-1.5b-instruct"], "chat:nn"),
-}
+PROMPT_STUDY = RESULTS_DIR / "decisions_prompt.json"
+SOURCES_STUDY = RESULTS_DIR / "decisions_sources.json"
+LOCAL = ["qwen2.5-coder-0.5b-instruct", "qwen2.5-coder-0.5b-instruct-q4_k_m"]
+LARGER = ["qwen2.5-coder-1.5b-instruct"]
+# Each starter: the study's results file, its job (``{prompt}`` is the prompt study's choice), and the model
+# names exod gives it: the local provider is named after the model's manifest, or the GGUF file's stem when it
+# is loaded by file; the laptop's route after the served alias.
+JOBS = (
+    (PROMPT_STUDY, "local:{prompt}", LOCAL, "chat"),
+    (SOURCES_STUDY, "local:nn", LOCAL, "chat:nn"),
+    (PROMPT_STUDY, "larger:{prompt}", LARGER, "chat"),
+    (SOURCES_STUDY, "larger:nn", LARGER, "chat:nn"),
+)
 ABOUT = (
-    "Starter calibrations for the signal decision (docs/decisions.md §4), used until a home has 30 labels of its "
+    "Starter calibrations for the signal decision (docs/decisions.md \u00a74), used until a home has 30 labels of its "
     "own for a provider. Fitted by benchmarks/starter_calibrations.py on the rules' leftovers of the fit data in "
-    "benchmarks/results/decisions_sources.json (never the test part or the held-out messages)."
+    "benchmarks/results/decisions_prompt.json and decisions_sources.json (never the test part or a held-out set "
+    "still held out)."
 )
 
 
-def starters(results: dict[str, Any]) -> dict[str, Any]:
-    """The file's content, fitted from ``results`` (the study's results file)."""
-    labels = {case: found["label"] for case, found in results["cases"].items()}
+def _leftovers(results: dict[str, Any], job: str) -> list[tuple[dict[str, float], str]]:
+    """``job``'s raws on the fit messages the rules left when the study was scored, with their labels."""
+    raws = results["raws"].get(job)
+    if not raws:
+        raise SystemExit(f"the study's results hold no raws of {job}: run it first")
+    rows = []
+    for case, probs in sorted(raws.items()):
+        found = results["cases"].get(case)
+        if found is None or found.get("rule") is not None:
+            continue
+        rows.append((probs, found["label"]))
+    return rows
+
+
+def starters(studies: dict[Path, dict[str, Any]]) -> dict[str, Any]:
+    """The file's content, fitted from ``studies`` (each results file's content, by path)."""
+    prompt = studies[PROMPT_STUDY]["choice"]["prompt"]
     out = []
-    for job, (models, style) in JOBS.items():
-        raws = results["raws"].get(job)
-        if not raws:
-            raise SystemExit(f"{SOURCE} holds no raws of {job}: run bench_decisions_sources.py first")
-        rows = [(probs, labels[case]) for case, probs in sorted(raws.items())]
+    for path, pattern, models, style in JOBS:
+        job = pattern.format(prompt=prompt)
+        rows = _leftovers(studies[path], job)
         found = fit(SIGNAL.options, rows)
         if found is None:
             raise SystemExit(f"{job}: too few rows to fit ({len(rows)})")
@@ -65,7 +88,7 @@ def starters(results: dict[str, Any]) -> dict[str, Any]:
                 "slope": round(found.slope, 6),
                 "offsets": {o: round(b, 6) for o, b in zip(found.options, found.offsets, strict=True)},
                 "samples": found.samples,
-                "fitted_on": f"decisions_sources.json {job}",
+                "fitted_on": f"{path.name} {job}",
             }
         )
     return {"about": ABOUT, "starters": out}
@@ -76,11 +99,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--check", action="store_true", help="exit 1 when the shipped file is not what the raws give")
     args = ap.parse_args(argv)
-    wanted = json.dumps(starters(json.loads(SOURCE.read_text(encoding="utf-8"))), indent=2) + "\n"
+    studies = {path: json.loads(path.read_text(encoding="utf-8")) for path in (PROMPT_STUDY, SOURCES_STUDY)}
+    wanted = json.dumps(starters(studies), indent=2) + "\n"
     if args.check:
         shipped = DEFAULT_STARTERS.read_text(encoding="utf-8") if DEFAULT_STARTERS.is_file() else ""
         if shipped != wanted:
-            print(f"{DEFAULT_STARTERS} is not what {SOURCE} gives: run benchmarks/starter_calibrations.py")
+            print(f"{DEFAULT_STARTERS} is not what the studies' raws give: run benchmarks/starter_calibrations.py")
             return 1
         return 0
     DEFAULT_STARTERS.write_text(wanted, encoding="utf-8")
