@@ -152,6 +152,20 @@ async def settle_all(
     return raws, chosen, spent
 
 
+WARM_TRIES = 6  # calls before the timed ones, at most: a cold server reads the prompt's head in more than 10 s
+
+
+async def warm(settler: SignalSettler, seen: LargerRaws, case: dict[str, Any]) -> int:
+    """Calls before the timed ones until the larger model answers (the pool is read, the server caches the
+    head): at one thread the seventh pass's longer head took the server more than exod's 10 s the first time,
+    so one call timed out and the next, queued behind it, too. Returns how many calls it took."""
+    for tries in range(1, WARM_TRIES + 1):
+        raws, _chosen, _spent = await settle_all(settler, seen, [case])
+        if raws[case["id"]] is not None:
+            return tries
+    raise SystemExit(f"the larger model gave no probabilities in {WARM_TRIES} warm-up calls: see the server log")
+
+
 def _seconds(spent: list[float], limit: float) -> dict[str, Any]:
     ordered = sorted(spent)
     return {
@@ -201,7 +215,7 @@ async def over_http(
             seen = LargerRaws()
             settler = build_signal_settler(home, Decider([], recorder=seen))  # every leftover escalates
             try:
-                await settle_all(settler, seen, cases[:1])  # the first call reads the pool and warms the server
+                await warm(settler, seen, cases[0])
                 raws, chosen, spent = await settle_all(settler, seen, cases)
             finally:
                 await settler.aclose()

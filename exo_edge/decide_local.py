@@ -193,9 +193,11 @@ class LocalDecisionProvider:
         """The model's chat template rendered around the message: (head, after), or with a draft
         (head, between the draft and the message, after). Kept per question and shape."""
         # The examples are part of the key: a question whose examples are chosen per message (nearest
-        # neighbours, exo_core.decisions.neighbours) renders a head of its own for each message.
+        # neighbours, exo_core.decisions.neighbours) renders a head of its own for each message. So are the
+        # descriptions: two prompts that differ only there (a benchmark comparing them) are two heads.
         shown = (*question.examples, *question.example_drafts)
-        key = "\0".join((question.mechanism, question.text, *question.options, str(with_draft), repr(shown)))
+        named = (question.mechanism, question.text, *question.options, *question.descriptions, str(with_draft))
+        key = "\0".join((*named, repr(shown)))
         found = self._chats.get(key)
         if found is not None:
             return found

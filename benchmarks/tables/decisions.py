@@ -47,6 +47,7 @@ __all__ = [
     "rule_history_pooled",
     "rule_history_by_rule",
     "rule_history_fit_check",
+    "prompt_groups",
 ]
 
 _SYSTEMS = (
@@ -427,7 +428,7 @@ def sources_deferring(data: dict[str, Any]) -> list[str]:
 
 _POOLINGS = (
     ("newest_without", "each message once, by the newest rules written without it (used)"),
-    ("all_versions", "every version on every message added after it"),
+    ("all_versions", "every version on every message it never saw"),
     ("distinct_versions", "every version, one that settles as the one before counted once"),
 )
 
@@ -488,3 +489,31 @@ def rule_history_fit_check(data: dict[str, Any]) -> list[str]:
     return md_table(
         ["rules settle at", "fit data", "accuracy (abstain = wrong)", "ECE", "abstains", "n"], rows, "llrrrr"
     )
+
+
+# ``bench_decisions_prompt.py`` (issue 21's seventh pass): the two prompts, each fit source calibrated on the others.
+_PROMPT_SYSTEMS = ("chain", "chain (no deferral)", "rules + larger", "rules + local", "larger alone (leftovers)")
+_PROMPT_GROUPS = ("older", "promoted", "pooled")
+
+
+def prompt_groups(data: dict[str, Any]) -> list[str]:
+    """§7b seventh pass: each prompt's systems on the older sources, the promoted held-out sets, and pooled."""
+    rows = []
+    for system in _PROMPT_SYSTEMS:
+        for prompt, systems in data["summary"].items():
+            for group in _PROMPT_GROUPS:
+                got = systems[system][group]
+                rows.append(
+                    [
+                        system,
+                        prompt,
+                        group,
+                        pct(got["accuracy"]),
+                        round(got["ece"], 3),
+                        pct(got["abstention"]),
+                        pct(got["top_accuracy"]),
+                        got["n"],
+                    ]
+                )
+    headers = ["system", "prompt", "messages", "accuracy (abstain = wrong)", "ECE", "abstains", "top option right"]
+    return md_table([*headers, "n"], rows, align="lllrrrrr")

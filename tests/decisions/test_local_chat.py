@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -51,6 +52,22 @@ def test_one_pass_over_the_chat_template_gives_a_probability_per_option(qwen: Lo
         assert set(found) == set(SIGNAL.options) and abs(sum(found.values()) - 1) < 1e-6
     assert after_first.mass > 0.5  # type: ignore[attr-defined]  # the option words carry the next token
     assert ends == 1 and head == "cached"  # only the template's own end of turn; the head was reused
+
+
+@pytest.mark.model
+def test_a_question_that_differs_only_in_its_descriptions_gets_a_head_of_its_own(qwen: LocalDecisionProvider) -> None:
+    other = replace(SIGNAL, descriptions=("it was wrong", "do this always", "anything else"))
+    text = "hmm, the second one maybe"
+
+    async def run() -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+        shipped = dict(await qwen.probabilities(SIGNAL, text))
+        changed = dict(await qwen.probabilities(other, text))
+        again = dict(await qwen.probabilities(SIGNAL, text))
+        return shipped, changed, again
+
+    shipped, changed, again = asyncio.run(run())
+    assert max(abs(shipped[o] - changed[o]) for o in SIGNAL.options) > 1e-3  # not the shipped prompt's head
+    assert max(abs(shipped[o] - again[o]) for o in SIGNAL.options) < 0.05  # and the shipped one is still there
 
 
 def test_the_style_follows_the_models_prompt_format(tmp_path: Path) -> None:
