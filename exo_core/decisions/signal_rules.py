@@ -75,10 +75,14 @@ SIGNAL_RULES = (
     ),
     Rule(
         "says-wrong",
-        r"\b(?:that'?s|that is|this is|it'?s|it is|you'?re|you are|these are|those are|this was|that was)\s+"
+        # "Not saying it's wrong", "doesn't mean that's wrong", "I'm not sure it's wrong": the judgement is denied.
+        r"^(?![\s\S]*(?:\bnot|n'?t|\bnever) (?:saying|say|sure|think|mean|means|suggesting|claiming|implying)"
+        r"(?: that)? (?:that'?s|that is|this is|it'?s|it is|you'?re|you are|these are|those are|this was|that was) "
+        r"(?:wrong|incorrect|mistaken)\b)[\s\S]*?"
+        r"(?:\b(?:that'?s|that is|this is|it'?s|it is|you'?re|you are|these are|those are|this was|that was)\s+"
         r"(?:wrong|incorrect|mistaken|not (?:right|correct|it|true|what i (?:asked|meant|wanted|said|need)))\b|"
         r"\b(?:that|this|it|these|those) (?:isn'?t|wasn'?t|aren'?t|weren'?t) (?:right|correct|true|"
-        r"what i (?:asked|meant|wanted|said|need))\b",
+        r"what i (?:asked|meant|wanted|said|need))\b)",
         "correction",
     ),
     Rule(
@@ -96,7 +100,10 @@ SIGNAL_RULES = (
     ),
     Rule(
         "wrong-thing",
-        r"^" + _NOT_OWN_SLIP + r"\s*wrong\b|\b(?:typo|misspell?ed|misspelt|spelled wrong|spelt wrong)\b|"
+        r"^" + _NOT_OWN_SLIP + r"\s*wrong\b|"
+        # "I made a typo in my own message", "my typo": the person's own slip, not the assistant's.
+        r"(?<!\bmy )(?<!\bown )(?<!\bi made a )(?<!\bi had a )(?<!\bi made another )\btypo\b(?! (?:in|on) my own\b)|"
+        r"\b(?:misspell?ed|misspelt|spelled wrong|spelt wrong)\b|"
         r"\b(?:you|it|that|this) (?:got|has|had|have|used|picked|is) (?:the |a )?wrong\b|"
         r"\bshould(?:'ve| have) (?:been|said|used|put|written|sent|booked)\b",
         "correction",
@@ -242,7 +249,11 @@ SIGNAL_RULES = (
         r"each time (?:you|i|we)|whenever (?:you|i|we|someone|anyone|there|it)|"
         # "Next time, ask first" ("next time," never matched: a \b cannot follow the comma); "see you next time" is
         # a goodbye.
-        r"(?<!see you )next time(?=\s*[,:;]| you\b)|"
+        r"(?<!see you )(?<!until )(?<!till )(?<!\btil )next time(?=\s*[,:;]| you\b)|"
+        # "next time just send the link", "next time don't ask": an instruction after it; a question ("what do I do
+        # next time?") is not one.
+        r"(?<!see you )next time,? (?:(?:just|please|pls|plz|only|try to) \w+|(?:don'?t|dont|do not|never|always|"
+        r"skip|ask|" + _STANDING_VERBS + r")\b)(?![^?]*\?\s*$)|"
         r"any ?time (?:you|i|we|someone|anyone))\b",
         "rule",
     ),
@@ -264,6 +275,14 @@ SIGNAL_RULES = (
         _SENTENCE + r"(?:please\s+)?(?:i (?:don'?t|do not) want|(?:don'?t|do not) \w+)"
         r"(?! (?:it|that|this|them|the|those|these|one)\b)[^.?!]{0,80}(?:\b(?:anymore|any more|ever again)|,\s*ever)\b"
         + _NOT_A_QUESTION,
+        "rule",
+    ),
+    Rule(
+        "no-x-ever",
+        # "Texts to mum: no emojis ever.", "No jazz in my playlists, ever.": a standing refusal; "no one ever
+        # replies" and "no reply ever came" are remarks (the "ever" must end the clause).
+        r"(?:^|[=:;,.!]\s*)no (?!one\b|body\b|idea\b|way\b|wonder\b|doubt\b)\w+[^.?!=]{0,60}?(?:\s|,\s*)ever\b"
+        r"(?=\s*(?:[.!,;]|$))" + _NOT_A_QUESTION,
         "rule",
     ),
     Rule(
@@ -307,8 +326,9 @@ SIGNAL_RULES = (
     ),
     Rule(
         "plain-question",
-        r"^\s*(?:what|when|where|who|how|which|why(?! (?:did|would|have|are|is|do|does) you)|is|are|can|could|"
-        r"would|will|do|does|should|may|have|has)\b"
+        # "Why is there a retry loop here?" questions what the draft did as often as it asks about the world, so
+        # "why" is left to a model.
+        r"^\s*(?:what|when|where|who|how|which|is|are|can|could|would|will|do|does|should|may|have|has)\b"
         # "Where are the eggs I mentioned?" points back at what the person said, "Can you add the logo back?" at
         # what the draft lost: corrections, left to a model.
         r"(?!.*\b(?:always|never|from now on|in future|anymore|any more|stop|wrong|instead|not what|"

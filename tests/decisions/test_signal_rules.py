@@ -90,6 +90,15 @@ def _settled(text: str) -> str | None:
         ("Use the blue header for anything that goes to the board.", "rule"),
         ("Next time, ask before you book.", "rule"),
         ("Put the summary first next time, not last.", "rule"),
+        # session 14: "next time" before an instruction, a refusal "no ... ever"; a denied judgement and the
+        # person's own typo no longer settle a correction
+        ("fine. next time just send me the pdf, no summary", "rule"),
+        ("Next time don't cc the whole team.", "rule"),
+        ("Next time please add the tracking number.", "rule"),
+        ("Invoices to the landlord: no abbreviations ever.", "rule"),
+        ("No phone calls on Sundays, ever.", "rule"),
+        ("That's wrong, the flight is at 9.", "correction"),
+        ("There's a typo in the heading.", "correction"),
     ],
 )
 def test_ordinary_wording_is_settled_by_the_rules(text: str, label: str) -> None:
@@ -149,6 +158,20 @@ def test_a_request_that_points_back_or_carries_a_rule_is_not_called_one_off(text
         ("Is there a discount on anything?", "rule"),  # a question
         ("Let me know if you need anything else.", "rule"),
         ("Where's the bit about the parking?", "neither"),  # asks what the draft lost
+        # session 14
+        ("Why is the deadline set to Friday?", "neither"),  # "why is ..." questions the draft as often as not
+        ("why are there two greetings??", "neither"),
+        ("I'm not saying that's wrong, but how did you get 40 hours?", "correction"),  # the judgement is denied
+        ("It doesn't mean it's wrong, I just want to understand the total.", "correction"),
+        ("I wouldn't say it's incorrect, only unusual.", "correction"),
+        ("Sorry, I made a typo in my note to the landlord. Can you check the bus times?", "correction"),
+        ("my typo, not yours, carry on", "correction"),
+        ("Until next time, take care!", "rule"),  # a goodbye
+        ("What should I pack next time?", "rule"),  # a question about next time
+        ("next time can you ask before booking?", "neither"),  # a question: left to a model
+        ("Nobody ever answers that phone.", "rule"),  # a remark
+        ("No one ever replies to those e-mails, ever.", "rule"),
+        ("No reply ever came from the council.", "rule"),
     ],
 )
 def test_look_alikes_are_not_settled_the_wrong_way(text: str, never: str) -> None:
