@@ -10,11 +10,13 @@ labelled messages it never saw: those added to the repository *after* it, and th
   messages of the fourth pass), each applied only to the versions older than the commit that added it
   (found with git). A version committed together with a file was changed while looking at it, so the file
   is not "after" it;
-* and the two held-out files (:data:`HELDOUT_FILES`: ``decisions_heldout.jsonl``, held out of rule writing
-  since it was added in 67056d7, and ``decisions_heldout2.jsonl``, added in c59837e after the last version),
-  applied to every version: no version in :data:`VERSIONS` was written looking at them. After they were
-  scored they became fit data, and the rules changed after 4d12265 (session 12) were written looking at
-  them, so those changes are not versions here (they saw every file);
+* and the three held-out files (:data:`HELDOUT_FILES`), each applied to every version up to the newest one
+  written without it (:data:`BLIND_UNTIL`): ``decisions_heldout.jsonl`` (held out of rule writing since it was
+  added in 67056d7) and ``decisions_heldout2.jsonl`` (added in c59837e) to the versions up to f07fccc; after
+  they were scored they became fit data, and the four versions after 4d12265 (session 12, 66fca19 to fa13973)
+  were written looking at them. ``decisions_heldout3.jsonl`` (added in c0d5148, after fa13973) is judged by
+  every version, fa13973 the newest; the changes after it (session 14) were written looking at it, so they are
+  not versions here (they saw every file);
 * each old version runs as it was: its tree is extracted (``git archive``) into a scratch folder and a
   small script runs the old ``Decider`` (no providers) on the old ``SIGNAL`` question under that tree's
   ``PYTHONPATH``, in a subprocess. A message is *settled* when the decision came from the rules (every
@@ -68,19 +70,37 @@ RULES_FILE = "exo_core/decisions/signal_rules.py"
 # The commits that changed the signal rules, oldest first (``git log -- exo_core/decisions/signal_rules.py``).
 # 1d42189 and 04c3879 only re-wrapped a long pattern over two lines; they are run like the others, and
 # ``distinct_versions`` shows what counting them once changes. f07fccc only added SIGNAL_RULE_CONFIDENCE; it is
-# the newest version written without the held-out files. The changes after 4d12265 saw every file below.
-VERSIONS = ("43cb4b3", "1d42189", "851677d", "e2973fb", "20a8ea3", "04c3879", "e75aa20", "9edc618", "f07fccc")
+# the newest version written without the first two held-out files. The four after it (66fca19 to fa13973, session
+# 12) were written looking at every file below except the third held-out file; fa13973 only changed the confidence.
+VERSIONS = (
+    "43cb4b3",
+    "1d42189",
+    "851677d",
+    "e2973fb",
+    "20a8ea3",
+    "04c3879",
+    "e75aa20",
+    "9edc618",
+    "f07fccc",
+    "66fca19",
+    "692ad45",
+    "7f716e2",
+    "fa13973",
+)
 # The labelled fit data added after some of the versions, by part name.
 FILES = {
     "fit172": "benchmarks/data/decisions_signal_fit.jsonl",
     "more": "benchmarks/data/decisions_signal_more.jsonl",
 }
-# The held-out files, promoted to fit data after their scored runs: no version in VERSIONS saw them, so every
-# version judges them (the first was held out of rule writing since 67056d7, the second added in c59837e).
+# The held-out files, promoted to fit data after their scored runs, each with the newest version written without
+# it: every version up to that one judges it (the first was held out of rule writing since 67056d7, the second
+# added in c59837e, both read from 66fca19 on; the third, added before fa13973's pass was scored, read after it).
 HELDOUT_FILES = {
     "heldout": "benchmarks/data/decisions_heldout.jsonl",
     "heldout2": "benchmarks/data/decisions_heldout2.jsonl",
+    "heldout3": "benchmarks/data/decisions_heldout3.jsonl",
 }
+BLIND_UNTIL = {"heldout": "f07fccc", "heldout2": "f07fccc", "heldout3": "fa13973"}
 ALL_FILES = {**FILES, **HELDOUT_FILES}
 
 # Runs inside an old tree: the old Decider with no providers on the old SIGNAL question.
@@ -202,8 +222,9 @@ def history() -> dict[str, Any]:
     added = {name: added_in(path) for name, path in ALL_FILES.items()}
     versions: list[dict[str, Any]] = []
     previous: dict[str, dict[str, Any]] | None = None
-    for commit in VERSIONS:
-        after = [name for name in FILES if is_before(commit, added[name])] + list(HELDOUT_FILES)
+    for index, commit in enumerate(VERSIONS):
+        after = [name for name in FILES if is_before(commit, added[name])]
+        after += [name for name in HELDOUT_FILES if index <= VERSIONS.index(BLIND_UNTIL[name])]
         cases = [c for name in after for c in parts[name]]
         answers = run_version(commit, cases) if cases else {}
         # The same settlements as the version before on every message both judged (which rules fired may differ).

@@ -438,6 +438,9 @@ _FIT_PARTS = (
     ("fit", "labelled set, fit part"),
     ("fit172", "the 172 with drafts"),
     ("more", "the fourth pass's 191"),
+    ("heldout", "first held-out set (promoted)"),
+    ("heldout2", "second held-out set (promoted)"),
+    ("heldout3", "third held-out set (promoted)"),
     ("all", "all of it"),
 )
 
