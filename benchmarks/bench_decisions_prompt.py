@@ -1,20 +1,18 @@
-"""The signal question's prompt, the sixth pass's against the seventh's, on every fit source (issue 21, seventh pass).
+"""The signal question's prompt, the last pass's against a new one, on every fit source (issue 21, seventh pass on).
 
-**Why.** The sixth pass's design scored 80.6 % and 83.3 % on two held-out sets written by people who never saw
-the project (docs/benchmarks.md §7b): the fit data's choices did not carry over to new writers. Both sets have
-now been scored and read, so from this pass on they are **fit data** (sources ``heldout1`` and ``heldout2``), and
-a third set, written by two more independent helpers *before* anything of this pass was changed, is the
-measure (``bench_decisions_signal.py`` / ``bench_decisions_http.py --heldout``). Reading what the chain got
-wrong on the two promoted sets, the larger model mostly missed four forms the sixth prompt's one-line
-descriptions and nine examples never showed: a correction said as a plain fact or a question ("Hm, Friday is
-a bank holiday here."), a preference said as a fact about the person ("I don't drink, so ..."), a rule that
-comes with approval ("Great, send it. And I like ..."), and a "no" that corrects nothing. The seventh prompt
-(``exo_core/decisions/uses.py`` ``SIGNAL``: longer descriptions, six more examples written for these forms,
-none taken from the data) is the one exod ships if it wins here; the sixth's is kept in this file
-(:data:`SIXTH`) so both are asked in the same run.
+**Why.** Each pass scores its design once on a held-out set written by people who never saw the project, then
+that set, scored and read, becomes **fit data** and a new set written before the next pass's changes is the
+measure. The seventh pass (docs/benchmarks.md §7b) promoted the first two held-out sets and changed the prompt
+(this script's run at c0d5148 compared it with the sixth's, ``decisions_prompt_seventh*.json``). It scored
+81.9 % on the third set; reading that set's errors, the larger model mostly called "neither" messages that vent
+about something other than the answer ("my wifi is so trash rn") corrections, and missed a thank-you and a
+rule in other languages. The **eighth prompt** (``exo_core/decisions/uses.py`` ``SIGNAL``) says that a
+correction is about the answer and that complaints or news about the person's own day are "neither", and has
+three more examples written for those forms (18), none taken from the data. The seventh prompt is kept in this
+file (:data:`BASE`) so both are asked in the same run.
 
-**How.** Every message of the five fit sources (``labelled``: the labelled set's older 60 %; ``fit172``;
-``more``; ``heldout1``; ``heldout2``) is asked to
+**How.** Every message of the six fit sources (``labelled``: the labelled set's older 60 %; ``fit172``;
+``more``; ``heldout1``, ``heldout2``, ``heldout3``: the scored held-out sets) is asked to
 
 * the **larger model over HTTP** as exod asks it: a real ``python -m llama_cpp.server`` serving the 1.5B with
   one thread, the ``LogprobProvider`` of the settler ``build_signal_settler`` builds from the config ``exo
@@ -22,16 +20,17 @@ none taken from the data) is the one exod ships if it wins here; the sixth's is 
 * the **local 0.5B in-process** (``LocalDecisionProvider``, chat style, one thread), with each prompt,
 
 so a later change of the rules needs no new call (``--raws`` keeps the raws; a run goes on where it stopped).
-Each source's messages are calibrated on the **other four sources' leftovers** (Platt with per-option offsets,
+Each source's messages are calibrated on the **other sources' leftovers** (Platt with per-option offsets,
 ``calibration.py`` ``fit``), then scored as exod acts: the rules settle at ``SIGNAL.rule_probabilities``, the
 0.5B's decision stands at ``defer_below`` (0.9) or above, else the larger model's, unless that one abstains
 where the 0.5B had decided (``bench_decisions_signal.escalated``).
 
-**The criterion, fixed before the run** (this docstring was committed before any seventh-prompt raw was
-taken): the seventh prompt replaces the sixth only if exod's chain (``rules + local, then larger``, deferring
-below 0.9) with it is right, abstentions wrong, on **at least 3 more** messages pooled over all five sources,
-**and** on the three older sources (whose messages did not prompt the change) it is **not worse by more than 2**
-messages, **and** its pooled ECE is within the goal (≤ 0.08). Otherwise the sixth prompt goes back.
+**The criterion, fixed before the run** (this docstring was committed before any raw of the new prompt was
+taken; the seventh pass's was the same): the new prompt replaces the last one only if exod's chain (``rules +
+local, then larger``, deferring below 0.9) with it is right, abstentions wrong, on **at least 3 more** messages
+pooled over all the sources, **and** on the sources whose messages did not prompt the change (``older``: all but
+the newest promoted set) it is **not worse by more than 2** messages, **and** its pooled ECE is within the goal
+(≤ 0.08). Otherwise the last prompt goes back.
 
     OMP_WAIT_POLICY=PASSIVE python benchmarks/bench_decisions_prompt.py --raws /tmp/prompt_raws.json
     python benchmarks/bench_decisions_prompt.py --markdown
@@ -65,34 +64,42 @@ from exo_core.decisions.uses import SIGNAL  # noqa: E402
 PROMOTED = {
     "heldout1": REPO / "benchmarks" / "data" / "decisions_heldout.jsonl",
     "heldout2": REPO / "benchmarks" / "data" / "decisions_heldout2.jsonl",
+    "heldout3": REPO / "benchmarks" / "data" / "decisions_heldout3.jsonl",
 }
-OLDER = ("labelled", "fit172", "more")
-SOURCES = (*OLDER, *PROMOTED)
-GROUPS = {"older": OLDER, "promoted": tuple(PROMOTED), "pooled": SOURCES}
+NEWEST = ("heldout3",)  # the promoted set whose errors prompted this pass's change
+SOURCES = ("labelled", "fit172", "more", *PROMOTED)
+OLDER = tuple(source for source in SOURCES if source not in NEWEST)
+GROUPS = {"older": OLDER, "newest": NEWEST, "pooled": SOURCES}
 TIE = 2  # messages: a difference this small or smaller is a tie (the criterion above)
-GAIN = 3  # messages the seventh prompt must gain pooled to replace the sixth
+GAIN = 3  # messages the new prompt must gain pooled to replace the last one
 ECE_GOAL = 0.08
 DEFER_BELOW = DecisionSettings().defer_below
 Probs = dict[str, float]
 Case = dict[str, Any]
 
-# The sixth pass's prompt, as exod shipped it at 4d12265 (the one this pass measures the new one against).
-SIXTH = replace(
+# The seventh pass's prompt, as exod shipped it at c0d5148 (the one this pass measures the new one against).
+BASE = replace(
     SIGNAL,
     descriptions=(
-        "the person says the assistant's last answer or action was wrong, or how it should have been",
-        "a standing instruction or preference for all future tasks, not only this one",
-        "anything else: a new one-off request, a question, thanks or small talk",
+        "the person says the assistant's last answer or action was wrong or should be different: a wrong fact, "
+        "name or date, something missing or extra, the wrong tone, length or format (often said as a plain fact "
+        "or a question)",
+        "a standing instruction or preference for later tasks too, not only this one: how things should always "
+        "be done, or a lasting fact about the person or their life to keep in mind (also when it comes with "
+        "thanks or approval)",
+        "anything else: a new one-off request, a question, thanks, praise, agreement or small talk, and a "
+        '"no" that turns down an offer or says nothing needs changing',
     ),
-    examples=SIGNAL.examples[:9],
-    example_drafts=SIGNAL.example_drafts[:9],
+    examples=SIGNAL.examples[:15],
+    example_drafts=SIGNAL.example_drafts[:15],
 )
-PROMPTS: dict[str, Question] = {"sixth": SIXTH, "seventh": SIGNAL}
+PROMPTS: dict[str, Question] = {"seventh": BASE, "eighth": SIGNAL}
+LAST, NEW = PROMPTS
 
 
 def all_cases() -> list[Case]:
-    """The three older fit sources (as the sixth pass's study reads them) and the two promoted held-out sets,
-    each case with its ``source`` and what today's rules settle it on (``rule``)."""
+    """The three older fit sources (as the sixth pass's study reads them) and the scored held-out sets, each
+    case with its ``source`` and what today's rules settle it on (``rule``)."""
     cases = fit_cases()
     for source, path in PROMOTED.items():
         for line in path.read_text(encoding="utf-8").splitlines():
@@ -227,7 +234,7 @@ def systems_of(cases: list[Case], raws: dict[str, dict[str, Probs]], prompt: str
 
 
 def summarise(cases: list[Case], raws: dict[str, dict[str, Probs]]) -> dict[str, Any]:
-    """Per prompt, system and group (each source, ``older``, ``promoted``, ``pooled``): the scores."""
+    """Per prompt, system and group (each source, ``older``, ``newest``, ``pooled``): the scores."""
     out: dict[str, Any] = {}
     for prompt in PROMPTS:
         out[prompt] = {}
@@ -244,19 +251,19 @@ def summarise(cases: list[Case], raws: dict[str, dict[str, Probs]]) -> dict[str,
 
 def choose(summary: dict[str, Any], cases: list[Case]) -> dict[str, Any]:
     """The criterion of the module docstring, applied (``None`` when a chain misses a case)."""
-    sixth, seventh = summary["sixth"]["chain"], summary["seventh"]["chain"]
-    for got in (sixth, seventh):
+    last, new = summary[LAST]["chain"], summary[NEW]["chain"]
+    for got in (last, new):
         if got["pooled"]["n"] != len(cases):
             return {"prompt": None, "why": "a chain was not asked about every case"}
-    gained = seventh["pooled"]["right"] - sixth["pooled"]["right"]
-    older_change = seventh["older"]["right"] - sixth["older"]["right"]
-    ece = seventh["pooled"]["ece"]
+    gained = new["pooled"]["right"] - last["pooled"]["right"]
+    older_change = new["older"]["right"] - last["older"]["right"]
+    ece = new["pooled"]["ece"]
     wins = gained >= GAIN and older_change >= -TIE and ece <= ECE_GOAL
     return {
-        "prompt": "seventh" if wins else "sixth",
+        "prompt": NEW if wins else LAST,
         "pooled_more_right": gained,
         "older_more_right": older_change,
-        "seventh_pooled_ece": ece,
+        "new_pooled_ece": ece,
         "gain_needed": GAIN,
         "older_tie": TIE,
         "ece_goal": ECE_GOAL,

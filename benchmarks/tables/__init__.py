@@ -94,8 +94,10 @@ RENDERERS: dict[str, Table] = {
     "decisions_http_sixth.heldout": _one("decisions_http_sixth", decisions.http_scored_heldout),
     "decisions_signal_heldout2.heldout": _one("decisions_signal_heldout2", decisions.signal_heldout),
     "decisions_http_heldout2.heldout": _one("decisions_http_heldout2", decisions.http_scored_heldout),
-    "decisions_prompt.groups": _one("decisions_prompt", decisions.prompt_groups),
-    "decisions_prompt_first_rules.groups": _one("decisions_prompt_first_rules", decisions.prompt_groups),
+    "decisions_prompt_seventh.groups": _one("decisions_prompt_seventh", decisions.prompt_groups),
+    "decisions_prompt_seventh_first_rules.groups": _one(
+        "decisions_prompt_seventh_first_rules", decisions.prompt_groups
+    ),
     "decisions_signal_seventh.test": _one("decisions_signal_seventh", decisions.signal_test),
     "decisions_signal_seventh.heldout": _one("decisions_signal_seventh", decisions.signal_heldout),
     "decisions_signal_seventh.latency": _one("decisions_signal_seventh", decisions.signal_latency),

@@ -496,16 +496,17 @@ def rule_history_fit_check(data: dict[str, Any]) -> list[str]:
 
 # ``bench_decisions_prompt.py`` (issue 21's seventh pass): the two prompts, each fit source calibrated on the others.
 _PROMPT_SYSTEMS = ("chain", "chain (no deferral)", "rules + larger", "rules + local", "larger alone (leftovers)")
-_PROMPT_GROUPS = ("older", "promoted", "pooled")
 
 
 def prompt_groups(data: dict[str, Any]) -> list[str]:
-    """§7b seventh pass: each prompt's systems on the older sources, the promoted held-out sets, and pooled."""
+    """§7b seventh pass on: each prompt's systems on the groups of sources (the older ones, the newest promoted
+    held-out set or sets, all of them pooled), not on each source."""
     rows = []
     for system in _PROMPT_SYSTEMS:
         for prompt, systems in data["summary"].items():
-            for group in _PROMPT_GROUPS:
-                got = systems[system][group]
+            for group, got in systems[system].items():
+                if group in data["sources"]:
+                    continue
                 rows.append(
                     [
                         system,

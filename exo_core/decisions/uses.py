@@ -42,14 +42,16 @@ SIGNAL = Question(
     # Issue 21's seventh pass (docs/benchmarks.md §7b): each line names the forms a new writer's messages took
     # that the sixth pass's one-liners did not cover: a correction stated as a plain fact or a question, a
     # preference stated as a fact about the person, a rule that comes with thanks, a "no" that corrects nothing.
+    # The eighth pass: a correction is about the answer, so venting about something else is not one.
     (
         "the person says the assistant's last answer or action was wrong or should be different: a wrong fact, "
         "name or date, something missing or extra, the wrong tone, length or format (often said as a plain fact "
-        "or a question)",
+        "or a question about that answer)",
         "a standing instruction or preference for later tasks too, not only this one: how things should always "
         "be done, or a lasting fact about the person or their life to keep in mind (also when it comes with "
         "thanks or approval)",
-        "anything else: a new one-off request, a question, thanks, praise, agreement or small talk, and a "
+        "anything else: a new one-off request, a question, thanks, praise, agreement or small talk (also "
+        "complaints or news about the person's own day, not about the answer), and a "
         '"no" that turns down an offer or says nothing needs changing',
     ),
     threshold=0.6,
@@ -73,6 +75,9 @@ SIGNAL = Question(
         ("bit stiff for my sister?", "correction"),
         ("Great, send it. And I like the key point first in anything for my team.", "rule"),
         ("Nice spot, I'd never have seen that typo.", "neither"),
+        ("ugh, the train is late again and it's pouring", "neither"),
+        ("Schreib meiner Oma immer auf Deutsch, sie liest kein Englisch.", "rule"),
+        ("Merci, tu m'as sauvé la journée !", "neither"),
     ),
     # The draft each example answers, for a provider that reads it (docs/decisions.md §3).
     example_drafts=(
@@ -91,6 +96,9 @@ SIGNAL = Question(
         "Dear Ms. Silva, I write to inform you that the family dinner will take place on Sunday.",
         "Here's the update for the team: three paragraphs on the quarter, with the decision at the end.",
         "I found a typo in the contract: 'recieve' in clause 4. I've fixed it.",
+        "I've moved your 9:00 call to 9:30 so you can make the train.",
+        "Here's the birthday message for your grandmother, in English.",
+        "Ta réservation est faite : table pour deux, vendredi à 20 h.",
     ),
 )
 
