@@ -215,12 +215,13 @@ async def over_http(
             seen = LargerRaws()
             settler = build_signal_settler(home, Decider([], recorder=seen))  # every leftover escalates
             try:
-                await warm(settler, seen, cases[0])
+                warm_calls = await warm(settler, seen, cases[0])
                 raws, chosen, spent = await settle_all(settler, seen, cases)
             finally:
                 await settler.aclose()
             out[name] = {"provider": f"laptop:{ALIAS}:chat" + (":nn" if name == "http:nn" else ""), "raws": raws}
             out[name]["decided_uncalibrated"] = sum(option is not None for option in chosen.values())
+            out[name]["warm_calls"] = warm_calls  # calls until a cold server first answered within exod's 10 s
             out[name]["seconds"] = _seconds(spent, 10.0)
             print(f"{name}: {out[name]['seconds']}", flush=True)
         if scored:

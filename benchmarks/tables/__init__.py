@@ -98,6 +98,13 @@ RENDERERS: dict[str, Table] = {
     "decisions_prompt_seventh_first_rules.groups": _one(
         "decisions_prompt_seventh_first_rules", decisions.prompt_groups
     ),
+    "decisions_prompt.groups": _one("decisions_prompt", decisions.prompt_groups),
+    "decisions_prompt_first_rules.groups": _one("decisions_prompt_first_rules", decisions.prompt_groups),
+    "decisions_signal_eighth.test": _one("decisions_signal_eighth", decisions.signal_test),
+    "decisions_signal_eighth.heldout": _one("decisions_signal_eighth", decisions.signal_heldout),
+    "decisions_signal_eighth.latency": _one("decisions_signal_eighth", decisions.signal_latency),
+    "decisions_http_eighth.test": _one("decisions_http_eighth", decisions.http_scored_test),
+    "decisions_http_eighth.heldout": _one("decisions_http_eighth", decisions.http_scored_heldout),
     "decisions_signal_seventh.test": _one("decisions_signal_seventh", decisions.signal_test),
     "decisions_signal_seventh.heldout": _one("decisions_signal_seventh", decisions.signal_heldout),
     "decisions_signal_seventh.latency": _one("decisions_signal_seventh", decisions.signal_latency),
