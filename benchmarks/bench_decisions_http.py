@@ -502,7 +502,7 @@ def main(argv: list[str] | None = None) -> int:
         "--heldout",
         type=Path,
         default=HELDOUT,
-        help="with --scored: the held-out messages scored as 'heldout' (by default the eighth pass's fourth set)",
+        help="with --scored: the held-out messages scored as 'heldout' (by default the ninth pass's fifth set)",
     )
     args = ap.parse_args(argv)
     if args.markdown:

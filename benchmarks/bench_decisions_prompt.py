@@ -3,16 +3,17 @@
 **Why.** Each pass scores its design once on a held-out set written by people who never saw the project, then
 that set, scored and read, becomes **fit data** and a new set written before the next pass's changes is the
 measure. The seventh pass (docs/benchmarks.md §7b) promoted the first two held-out sets and changed the prompt
-(this script's run at c0d5148 compared it with the sixth's, ``decisions_prompt_seventh*.json``). It scored
-81.9 % on the third set; reading that set's errors, the larger model mostly called "neither" messages that vent
-about something other than the answer ("my wifi is so trash rn") corrections, and missed a thank-you and a
-rule in other languages. The **eighth prompt** (``exo_core/decisions/uses.py`` ``SIGNAL``) says that a
-correction is about the answer and that complaints or news about the person's own day are "neither", and has
-three more examples written for those forms (18), none taken from the data. The seventh prompt is kept in this
-file (:data:`BASE`) so both are asked in the same run.
+(this script's run at c0d5148 compared it with the sixth's, ``decisions_prompt_seventh*.json``); the eighth
+promoted the third and compared a new prompt with the seventh's (at 714cdba, ``decisions_prompt_eighth*.json``).
+The eighth scored 84.0 % on the fourth set; reading that set's errors, the larger model still called messages
+that vent and then ask for something new corrections, and the rules' ``starts-with-no`` settled a "no" that
+answers a question as one (that rule is retired in this pass, ``signal_rules.py`` ``RETIRED``). The **ninth
+prompt** (``exo_core/decisions/uses.py`` ``SIGNAL``) says that venting followed by a new request, and a "no"
+that answers a question, are "neither", and has two more examples written for those forms (20), none taken
+from the data. The eighth prompt is kept in this file (:data:`BASE`) so both are asked in the same run.
 
-**How.** Every message of the six fit sources (``labelled``: the labelled set's older 60 %; ``fit172``;
-``more``; ``heldout1``, ``heldout2``, ``heldout3``: the scored held-out sets) is asked to
+**How.** Every message of the seven fit sources (``labelled``: the labelled set's older 60 %; ``fit172``;
+``more``; ``heldout1`` to ``heldout4``: the scored held-out sets) is asked to
 
 * the **larger model over HTTP** as exod asks it: a real ``python -m llama_cpp.server`` serving the 1.5B with
   one thread, the ``LogprobProvider`` of the settler ``build_signal_settler`` builds from the config ``exo
@@ -65,8 +66,9 @@ PROMOTED = {
     "heldout1": REPO / "benchmarks" / "data" / "decisions_heldout.jsonl",
     "heldout2": REPO / "benchmarks" / "data" / "decisions_heldout2.jsonl",
     "heldout3": REPO / "benchmarks" / "data" / "decisions_heldout3.jsonl",
+    "heldout4": REPO / "benchmarks" / "data" / "decisions_heldout4.jsonl",
 }
-NEWEST = ("heldout3",)  # the promoted set whose errors prompted this pass's change
+NEWEST = ("heldout4",)  # the promoted set whose errors prompted this pass's change
 SOURCES = ("labelled", "fit172", "more", *PROMOTED)
 OLDER = tuple(source for source in SOURCES if source not in NEWEST)
 GROUPS = {"older": OLDER, "newest": NEWEST, "pooled": SOURCES}
@@ -77,23 +79,24 @@ DEFER_BELOW = DecisionSettings().defer_below
 Probs = dict[str, float]
 Case = dict[str, Any]
 
-# The seventh pass's prompt, as exod shipped it at c0d5148 (the one this pass measures the new one against).
+# The eighth pass's prompt, as exod shipped it at 00b8899 (the one this pass measures the new one against).
 BASE = replace(
     SIGNAL,
     descriptions=(
         "the person says the assistant's last answer or action was wrong or should be different: a wrong fact, "
         "name or date, something missing or extra, the wrong tone, length or format (often said as a plain fact "
-        "or a question)",
+        "or a question about that answer)",
         "a standing instruction or preference for later tasks too, not only this one: how things should always "
         "be done, or a lasting fact about the person or their life to keep in mind (also when it comes with "
         "thanks or approval)",
-        "anything else: a new one-off request, a question, thanks, praise, agreement or small talk, and a "
+        "anything else: a new one-off request, a question, thanks, praise, agreement or small talk (also "
+        "complaints or news about the person's own day, not about the answer), and a "
         '"no" that turns down an offer or says nothing needs changing',
     ),
-    examples=SIGNAL.examples[:15],
-    example_drafts=SIGNAL.example_drafts[:15],
+    examples=SIGNAL.examples[:18],
+    example_drafts=SIGNAL.example_drafts[:18],
 )
-PROMPTS: dict[str, Question] = {"seventh": BASE, "eighth": SIGNAL}
+PROMPTS: dict[str, Question] = {"eighth": BASE, "ninth": SIGNAL}
 LAST, NEW = PROMPTS
 
 

@@ -15,8 +15,10 @@ labelled messages it never saw: those added to the repository *after* it, and th
   added in 67056d7) and ``decisions_heldout2.jsonl`` (added in c59837e) to the versions up to f07fccc; after
   they were scored they became fit data, and the four versions after 4d12265 (session 12, 66fca19 to fa13973)
   were written looking at them. ``decisions_heldout3.jsonl`` (added in c0d5148, after fa13973) is judged by
-  every version, fa13973 the newest; the changes after it (session 14) were written looking at it, so they are
-  not versions here (they saw every file);
+  every version up to fa13973; ``decisions_heldout4.jsonl`` (added in 00b8899, after 886a31c) by every
+  version, 886a31c the newest (fc1e4fb and 886a31c were written looking at the first three, so they judge only
+  the fourth); the changes after it (issue 21's ninth pass) were written looking at it, so they are not
+  versions here (they saw every file);
 * each old version runs as it was: its tree is extracted (``git archive``) into a scratch folder and a
   small script runs the old ``Decider`` (no providers) on the old ``SIGNAL`` question under that tree's
   ``PYTHONPATH``, in a subprocess. A message is *settled* when the decision came from the rules (every
@@ -86,6 +88,8 @@ VERSIONS = (
     "692ad45",
     "7f716e2",
     "fa13973",
+    "fc1e4fb",
+    "886a31c",
 )
 # The labelled fit data added after some of the versions, by part name.
 FILES = {
@@ -99,8 +103,9 @@ HELDOUT_FILES = {
     "heldout": "benchmarks/data/decisions_heldout.jsonl",
     "heldout2": "benchmarks/data/decisions_heldout2.jsonl",
     "heldout3": "benchmarks/data/decisions_heldout3.jsonl",
+    "heldout4": "benchmarks/data/decisions_heldout4.jsonl",
 }
-BLIND_UNTIL = {"heldout": "f07fccc", "heldout2": "f07fccc", "heldout3": "fa13973"}
+BLIND_UNTIL = {"heldout": "f07fccc", "heldout2": "f07fccc", "heldout3": "fa13973", "heldout4": "886a31c"}
 ALL_FILES = {**FILES, **HELDOUT_FILES}
 
 # Runs inside an old tree: the old Decider with no providers on the old SIGNAL question.

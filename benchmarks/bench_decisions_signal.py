@@ -79,15 +79,16 @@ from exo_core.decisions.providers import RulesOnlyProvider  # noqa: E402
 from exo_core.decisions.uses import SIGNAL  # noqa: E402
 
 DATA = REPO / "benchmarks" / "data"
-HELDOUT = DATA / "decisions_heldout4.jsonl"  # issue 21's eighth pass: two writers, sealed until it was scored
+HELDOUT = DATA / "decisions_heldout5.jsonl"  # issue 21's ninth pass: two writers, sealed until it was scored
 EXTRA = DATA / "decisions_signal_fit.jsonl"
 MORE = DATA / "decisions_signal_more.jsonl"  # issue 21's fourth pass (in the pool too)
 # The held-out sets already scored and read after it: the first two (the sixth pass) are fit data from the
-# seventh pass on, the third (the seventh pass) from the eighth on.
+# seventh pass on, the third (the seventh pass) from the eighth on, the fourth (the eighth pass) from the ninth on.
 PROMOTED = {
     "heldout1": DATA / "decisions_heldout.jsonl",
     "heldout2": DATA / "decisions_heldout2.jsonl",
     "heldout3": DATA / "decisions_heldout3.jsonl",
+    "heldout4": DATA / "decisions_heldout4.jsonl",
 }
 POOL_PARTS = ("fit", "extra", "more")  # the parts in the shipped example pool
 FIT_POOL = (*POOL_PARTS, *PROMOTED)  # the parts calibrations are fitted on; never measured on as held out
@@ -113,7 +114,7 @@ Probs = dict[str, float]
 
 def load_sets(heldout: Path = HELDOUT) -> dict[str, list[dict[str, Any]]]:
     """``fit``, ``test`` (the labelled set's signal cases, split by time), ``extra`` (the fit set with
-    drafts), ``more`` (the fourth pass's messages, with drafts), ``heldout1``, ``heldout2`` and ``heldout3`` (the
+    drafts), ``more`` (the fourth pass's messages, with drafts), ``heldout1`` to ``heldout4`` (the
     held-out sets already scored, fit data since the pass after; one that is ``heldout`` itself is left out) and ``heldout``
     (the file ``heldout``, when present: the held-out messages, ``--heldout``)."""
     fit_part, test_part = split_by_time(load_cases())
@@ -569,7 +570,7 @@ def main(argv: list[str] | None = None) -> int:
         "--heldout",
         type=Path,
         default=HELDOUT,
-        help="the held-out messages scored as 'heldout' (by default the eighth pass's fourth set; an older one is then not fit data)",
+        help="the held-out messages scored as 'heldout' (by default the ninth pass's fifth set; an older one is then not fit data)",
     )
     ap.add_argument(
         "--fit-parts",

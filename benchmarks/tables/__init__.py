@@ -98,8 +98,8 @@ RENDERERS: dict[str, Table] = {
     "decisions_prompt_seventh_first_rules.groups": _one(
         "decisions_prompt_seventh_first_rules", decisions.prompt_groups
     ),
-    "decisions_prompt.groups": _one("decisions_prompt", decisions.prompt_groups),
-    "decisions_prompt_first_rules.groups": _one("decisions_prompt_first_rules", decisions.prompt_groups),
+    "decisions_prompt_eighth.groups": _one("decisions_prompt_eighth", decisions.prompt_groups),
+    "decisions_prompt_eighth_first_rules.groups": _one("decisions_prompt_eighth_first_rules", decisions.prompt_groups),
     "decisions_signal_eighth.test": _one("decisions_signal_eighth", decisions.signal_test),
     "decisions_signal_eighth.heldout": _one("decisions_signal_eighth", decisions.signal_heldout),
     "decisions_signal_eighth.latency": _one("decisions_signal_eighth", decisions.signal_latency),

@@ -441,6 +441,7 @@ _FIT_PARTS = (
     ("heldout", "first held-out set (promoted)"),
     ("heldout2", "second held-out set (promoted)"),
     ("heldout3", "third held-out set (promoted)"),
+    ("heldout4", "fourth held-out set (promoted)"),
     ("all", "all of it"),
 )
 
