@@ -8,9 +8,10 @@ promoted the third and compared a new prompt with the seventh's (at 714cdba, ``d
 The eighth scored 84.0 % on the fourth set; reading that set's errors, the larger model still called messages
 that vent and then ask for something new corrections, and the rules' ``starts-with-no`` settled a "no" that
 answers a question as one (that rule is retired in this pass, ``signal_rules.py`` ``RETIRED``). The **ninth
-prompt** (``exo_core/decisions/uses.py`` ``SIGNAL``) says that venting followed by a new request, and a "no"
+prompt** (:data:`NINTH`, the eighth one of ``exo_core/decisions/uses.py`` ``SIGNAL`` with more words) says that venting followed by a new request, and a "no"
 that answers a question, are "neither", and has two more examples written for those forms (20), none taken
-from the data. The eighth prompt is kept in this file (:data:`BASE`) so both are asked in the same run.
+from the data. It lost (7 fewer right pooled), so exod kept the eighth prompt and the ninth lives only in this
+file (:data:`NINTH`), so the run can be repeated.
 
 **How.** Every message of the seven fit sources (``labelled``: the labelled set's older 60 %; ``fit172``;
 ``more``; ``heldout1`` to ``heldout4``: the scored held-out sets) is asked to
@@ -79,24 +80,30 @@ DEFER_BELOW = DecisionSettings().defer_below
 Probs = dict[str, float]
 Case = dict[str, Any]
 
-# The eighth pass's prompt, as exod shipped it at 00b8899 (the one this pass measures the new one against).
-BASE = replace(
+# The ninth pass's candidate: the eighth prompt (``SIGNAL`` as exod ships it) with venting before a new request and
+# a "no" that answers a question named as "neither", and two examples for them. It lost this study's criterion
+# (docs/benchmarks.md §7b, ninth pass), so it lives here only, for the run to be repeated.
+NINTH = replace(
     SIGNAL,
     descriptions=(
-        "the person says the assistant's last answer or action was wrong or should be different: a wrong fact, "
-        "name or date, something missing or extra, the wrong tone, length or format (often said as a plain fact "
-        "or a question about that answer)",
-        "a standing instruction or preference for later tasks too, not only this one: how things should always "
-        "be done, or a lasting fact about the person or their life to keep in mind (also when it comes with "
-        "thanks or approval)",
+        SIGNAL.descriptions[0],
+        SIGNAL.descriptions[1],
         "anything else: a new one-off request, a question, thanks, praise, agreement or small talk (also "
-        "complaints or news about the person's own day, not about the answer), and a "
-        '"no" that turns down an offer or says nothing needs changing',
+        "complaints or news about the person's own day, not about the answer, even when a new request "
+        'follows), and a "no" that turns down an offer, answers a question or says nothing needs changing',
     ),
-    examples=SIGNAL.examples[:18],
-    example_drafts=SIGNAL.example_drafts[:18],
+    examples=(
+        *SIGNAL.examples,
+        ("Ugh, the printer jammed again and I'm late. Can you find a print shop near the office?", "neither"),
+        ("No, the landlord hasn't answered yet. I'll tell you when he does.", "neither"),
+    ),
+    example_drafts=(
+        *SIGNAL.example_drafts,
+        "I've added the quarterly report to tomorrow's to-do list.",
+        "Has the landlord confirmed the repair date yet?",
+    ),
 )
-PROMPTS: dict[str, Question] = {"eighth": BASE, "ninth": SIGNAL}
+PROMPTS: dict[str, Question] = {"eighth": SIGNAL, "ninth": NINTH}
 LAST, NEW = PROMPTS
 
 

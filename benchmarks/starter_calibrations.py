@@ -2,15 +2,15 @@
 fit-data raws of issue 21's studies, or check the shipped file against them (docs/decisions.md §4).
 
 * **The fixed examples** (style ``chat``, exod's default prompt): ``benchmarks/results/decisions_prompt.json``
-  (``bench_decisions_prompt.py``, the seventh pass): the local 0.5B in-process and the laptop's 1.5B over HTTP
-  with the prompt that study chose (``choice.prompt``), on every message of the five fit sources (the labelled
-  set's fit part, the 172, the 191 and the two promoted held-out sets; never the test part or the third
-  held-out set) that today's rules leave.
+  (``bench_decisions_prompt.py``, the latest pass's study): the local 0.5B in-process and the laptop's 1.5B over
+  HTTP with the prompt that study chose (``choice.prompt``), on every message of its fit sources (the labelled
+  set's fit part, the 172, the 191 and the held-out sets already scored; never the test part or the held-out
+  set still held out) that the rules of the study's results leave.
 * **The chosen examples** (style ``chat:nn``): ``benchmarks/results/decisions_sources.json``
   (``bench_decisions_sources.py``, the sixth pass), on the three older sources' leftovers. They were asked with
-  the sixth pass's option descriptions and with neighbours from the other sources only; exod's chosen examples
+  the sixth pass's option descriptions and examples and with neighbours from the other sources only; exod's chosen examples
   come from the whole pool, so these starters are a little conservative, and they were not refitted for the
-  seventh prompt's descriptions (the chosen examples are not exod's default; docs/benchmarks.md §7b).
+  later prompts' descriptions (the chosen examples are not exod's default; docs/benchmarks.md §7b).
 
 Each model and prompt is fitted on all its rows at once, with the same ``fit`` exod fits a home's labels with.
 

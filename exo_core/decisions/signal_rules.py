@@ -3,11 +3,13 @@
 Written from how people phrase each kind of message, not from the labelled set's sentences
 (the set's older part was read to check them, its newer part was not; the held-out files were read only once
 they had been scored and became fit data: the first two for the changes after commit 4d12265, the third for
-those after fa13973):
+those after fa13973, the fourth for those after 886a31c):
 
-* a **correction** says the assistant's last answer or action was wrong: it opens with "no," or
-  "wrong", names what the assistant did ("you forgot ...", "you booked ..."), what the person said
-  ("I said ...", "I asked for ..."), or judges the result ("that's not what I asked", "too long");
+* a **correction** says the assistant's last answer or action was wrong: it names what the assistant did
+  ("you forgot ...", "you booked ..."), what the person said
+  ("I said ...", "I asked for ..."), or judges the result ("that's not what I asked", "too long"). A message
+  that opens with "no," or "wrong" is left to a model (the retired rules below: such openings also answer
+  questions and decline);
 * a **rule** is a standing instruction: a scope in time ("from now on", "next time", "whenever you
   ...") or over a class of things ("any e-mail about ...", "always use ..."), or "stop doing ...";
 * **neither**: questions, thanks and greetings, one-off requests, the person taking back their own message
@@ -29,10 +31,11 @@ __all__ = ["RETIRED_SIGNAL_RULES", "SIGNAL_RULES", "SIGNAL_CUES", "SIGNAL_RULE_C
 # version written without it (the rules of 04c3879 on the 172 fit messages: 63 right of 65 settled; those of
 # e75aa20 on the 191 "more" messages: 56 of 65; those of f07fccc, the last before the first two held-out files
 # were read, on those two: 27 of 29 and 18 of 20; those of fa13973, the last before the third was read, on the
-# third: 64 of 68). docs/benchmarks.md §7b, "The rules' confidence" (benchmarks/bench_decisions_rule_history.py,
+# third: 64 of 68; those of 886a31c, the last before the fourth was read, on the fourth: 52 of 58).
+# docs/benchmarks.md §7b, "The rules' confidence" (benchmarks/bench_decisions_rule_history.py,
 # whose results file tests/decisions/test_rule_confidence.py checks this against). One number for all the rules:
 # per rule there are too few settlements (docs/decisions.md §2).
-SIGNAL_RULE_CONFIDENCE = 228 / 247
+SIGNAL_RULE_CONFIDENCE = 280 / 305
 
 _NOT_A_QUESTION = r"(?![^?]*\?\s*$)"
 # "Can you put the cc's back? You dropped Ana.": a sentence after a question is a sentence too.

@@ -42,8 +42,7 @@ SIGNAL = Question(
     # Issue 21's seventh pass (docs/benchmarks.md §7b): each line names the forms a new writer's messages took
     # that the sixth pass's one-liners did not cover: a correction stated as a plain fact or a question, a
     # preference stated as a fact about the person, a rule that comes with thanks, a "no" that corrects nothing.
-    # The eighth pass: a correction is about the answer, so venting about something else is not one. The ninth:
-    # venting that comes before a new request, and a "no" that answers a question, are not corrections either.
+    # The eighth pass: a correction is about the answer, so venting about something else is not one.
     (
         "the person says the assistant's last answer or action was wrong or should be different: a wrong fact, "
         "name or date, something missing or extra, the wrong tone, length or format (often said as a plain fact "
@@ -52,8 +51,8 @@ SIGNAL = Question(
         "be done, or a lasting fact about the person or their life to keep in mind (also when it comes with "
         "thanks or approval)",
         "anything else: a new one-off request, a question, thanks, praise, agreement or small talk (also "
-        "complaints or news about the person's own day, not about the answer, even when a new request "
-        'follows), and a "no" that turns down an offer, answers a question or says nothing needs changing',
+        "complaints or news about the person's own day, not about the answer), and a "
+        '"no" that turns down an offer or says nothing needs changing',
     ),
     threshold=0.6,
     fallback="main",
@@ -79,8 +78,6 @@ SIGNAL = Question(
         ("ugh, the train is late again and it's pouring", "neither"),
         ("Schreib meiner Oma immer auf Deutsch, sie liest kein Englisch.", "rule"),
         ("Merci, tu m'as sauvé la journée !", "neither"),
-        ("Ugh, the printer jammed again and I'm late. Can you find a print shop near the office?", "neither"),
-        ("No, the landlord hasn't answered yet. I'll tell you when he does.", "neither"),
     ),
     # The draft each example answers, for a provider that reads it (docs/decisions.md §3).
     example_drafts=(
@@ -102,8 +99,6 @@ SIGNAL = Question(
         "I've moved your 9:00 call to 9:30 so you can make the train.",
         "Here's the birthday message for your grandmother, in English.",
         "Ta réservation est faite : table pour deux, vendredi à 20 h.",
-        "I've added the quarterly report to tomorrow's to-do list.",
-        "Has the landlord confirmed the repair date yet?",
     ),
 )
 

@@ -49,12 +49,12 @@ def test_questions_are_checked_when_made() -> None:
 
 async def test_a_rule_settles_it_before_any_provider_is_asked() -> None:
     provider = Scripted("p", SURE_RULE)
-    decision = await Decider([provider]).decide(SIGNAL, "No, it was Tuesday.")
+    decision = await Decider([provider]).decide(SIGNAL, "No, I said Tuesday.")
     assert (decision.chosen, decision.provider, decision.via, decision.rule) == (
         "correction",
         "rules",
         "rule",
-        "starts-with-no",
+        "i-said",
     )
     # Not 1 since issue 21: the signal rules were wrong on some messages written after them, so a settlement
     # carries their measured confidence (SIGNAL.rule_confidence), the rest split evenly (test_rule_confidence.py).
@@ -65,14 +65,14 @@ async def test_a_rule_settles_it_before_any_provider_is_asked() -> None:
 
 
 async def test_rules_that_disagree_settle_nothing_and_the_providers_decide() -> None:
-    # "No," fires the correction rule and "from now on" the rule rule: code cannot say which.
+    # "I said" fires a correction rule and "from now on" a rule rule: code cannot say which.
     provider = Scripted("p", SURE_RULE)
-    decision = await Decider([provider]).decide(SIGNAL, "No, from now on write dates as YYYY-MM-DD.")
+    decision = await Decider([provider]).decide(SIGNAL, "I said Tuesday, and from now on write dates as YYYY-MM-DD.")
     assert (decision.chosen, decision.provider, decision.via, decision.rule) == ("rule", "p", "provider", "")
     assert provider.calls == 1
     # Two rules that agree still settle it.
-    agreed = await Decider([provider]).decide(SIGNAL, "No, that's wrong.")
-    assert (agreed.provider, agreed.rule) == ("rules", "starts-with-no") and provider.calls == 1
+    agreed = await Decider([provider]).decide(SIGNAL, "That's wrong, I said Tuesday.")
+    assert (agreed.provider, agreed.rule) == ("rules", "says-wrong") and provider.calls == 1
 
 
 async def test_providers_are_tried_in_order_and_errors_fall_through() -> None:

@@ -53,7 +53,7 @@ async def test_a_rule_settles_at_the_rule_probabilities_in_the_decision_and_its_
     folder, recorder = store
     provider = Scripted("p", {"correction": 0.05, "rule": 0.9, "neither": 0.05})
     decider = Decider([provider], recorder=recorder)
-    decision = await decider.decide(SIGNAL, "No, it was Tuesday.")
+    decision = await decider.decide(SIGNAL, "No, I said Tuesday.")
     expected = SIGNAL.rule_probabilities("correction")
     assert (decision.chosen, decision.applied, decision.provider, decision.via) == (
         "correction",
@@ -71,7 +71,7 @@ async def test_a_rule_settles_at_the_rule_probabilities_in_the_decision_and_its_
     assert (body["via"], body["provider"], body["rule"], body["chosen"]) == (
         "rule",
         "rules",
-        "starts-with-no",
+        "i-said",
         "correction",
     )
     assert body["p"] == pytest.approx(expected, abs=1e-6) and body["raw"] == pytest.approx(expected, abs=1e-6)
@@ -109,7 +109,7 @@ async def test_rule_settlements_are_never_calibration_samples(store: tuple[Path,
     folder, recorder = store
     provider = Scripted("p", {"correction": 0.1, "rule": 0.8, "neither": 0.1})
     decider = Decider([provider], recorder=recorder)
-    by_rule = [await decider.decide(SIGNAL, f"No, it was Tuesday {i}.") for i in range(12)]
+    by_rule = [await decider.decide(SIGNAL, f"No, I said Tuesday {i}.") for i in range(12)]
     by_provider = [await decider.decide(SIGNAL, f"I'd rather you kept it shorter {i}") for i in range(12)]
     assert {d.via for d in by_rule} == {"rule"} and {d.via for d in by_provider} == {"provider"}
     for decision in [*by_rule, *by_provider]:
@@ -120,5 +120,5 @@ async def test_rule_settlements_are_never_calibration_samples(store: tuple[Path,
     book = calibration_from_store(folder)
     assert ("rules", "signal") not in book.entries and ("p", "signal") in book.entries
     # The rules keep their probabilities whatever the labels say: a calibration never reaches them.
-    again = await Decider([provider], calibration=book).decide(SIGNAL, "No, it was Tuesday.")
+    again = await Decider([provider], calibration=book).decide(SIGNAL, "No, I said Tuesday.")
     assert again.probabilities == pytest.approx(SIGNAL.rule_probabilities("correction")) and not again.calibrated

@@ -62,8 +62,6 @@ def _settled(text: str) -> str | None:
         ("ignore me, figured it out", "neither"),
         ("sorry wrong window lol", "neither"),
         ("nvm, found it", "neither"),
-        ("Wrong restaurant, it was the Italian one.", "correction"),  # what the assistant picked, not a slip
-        ("Hmm, no. The other venue.", "correction"),
         ("The fee should be 12.75, not 1275.", "correction"),
         ("The letter is for Mrs. Duarte, not her son.", "correction"),
         ("C'était vendredi, pas samedi.", "correction"),
@@ -98,7 +96,6 @@ def _settled(text: str) -> str | None:
         ("Invoices to the landlord: no abbreviations ever.", "rule"),
         ("No phone calls on Sundays, ever.", "rule"),
         ("That's wrong, the flight is at 9.", "correction"),
-        ("There's a typo in the heading.", "correction"),
     ],
 )
 def test_ordinary_wording_is_settled_by_the_rules(text: str, label: str) -> None:
@@ -176,3 +173,29 @@ def test_a_request_that_points_back_or_carries_a_rule_is_not_called_one_off(text
 )
 def test_look_alikes_are_not_settled_the_wrong_way(text: str, never: str) -> None:
     assert _settled(text) != never
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Wrong restaurant, it was the Italian one.",
+        "Hmm, no. The other venue.",
+        "There's a typo in the heading.",
+        "No, the plumber hasn't called back yet.",  # the kind of "no" the retired rule got wrong
+        "Nope, never been there. Is it far?",
+    ],
+)
+def test_the_retired_rules_leave_their_messages_to_a_model(text: str) -> None:
+    # starts-with-no and wrong-thing were right on 4 of 14 and 7 of 10 messages their versions never saw
+    # (signal_rules.RETIRED, docs/benchmarks.md §7b ninth pass): a model, or the person, decides these now.
+    from exo_core.decisions.signal_rules import RETIRED_SIGNAL_RULES
+
+    assert _settled(text) is None
+    assert {rule.name for rule in RETIRED_SIGNAL_RULES} == {"starts-with-no", "wrong-thing"}
+    assert not {rule.name for rule in SIGNAL.rules} & {"starts-with-no", "wrong-thing"}
+
+
+def test_a_remark_about_the_persons_own_experience_is_not_a_standing_rule() -> None:
+    for text in ("Never really understood how mortgages work.", "Never once tried sushi, funny enough."):
+        assert _settled(text) != "rule", text
+    assert _settled("Never send me read receipts.") == "rule"
