@@ -554,6 +554,7 @@ def main(argv: list[str] | None = None) -> int:
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
         "server": server,
         "providers": {name: found["provider"] for name, found in paths.items()},
+        "warm_calls": {name: found["warm_calls"] for name, found in paths.items() if "warm_calls" in found},
         "summary": summary(cases, paths),
     }
     if http is not None and args.scored is not None:

@@ -486,7 +486,9 @@ def rule_history_fit_check(data: dict[str, Any]) -> list[str]:
     for label, sure in (("probability 1", "1"), ("measured", fixed(check["confidence"], 3))):
         got = check["scores"][label]
         for part, name in _FIT_PARTS:
-            found = got[part]
+            found = got.get(part)
+            if found is None:  # a results file from before that part was fit data
+                continue
             rows.append(
                 [sure, name, pct(found["accuracy"]), round(found["ece"], 3), pct(found["abstention"]), found["n"]]
             )
