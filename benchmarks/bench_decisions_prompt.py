@@ -44,7 +44,6 @@ import asyncio
 import json
 import os
 import sys
-import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -55,8 +54,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import _common  # noqa: E402 - the benchmarks folder is put on the path first
 from _common import REPO, bench_parser, machine_info, print_table, write_results  # noqa: E402
-from bench_decisions_signal import MODELS, calibrate, escalated, rule_answer, score  # noqa: E402
-from bench_decisions_sources import ALIAS, Store, ask, fit_cases, latency  # noqa: E402
+from bench_decisions_signal import MODELS, calibrate, escalated, rule_answer, score, score_row  # noqa: E402
+from bench_decisions_sources import Store, ask, fit_cases, latency, served_larger  # noqa: E402
 
 from exo_core.decisions.calibration import Calibration  # noqa: E402
 from exo_core.decisions.question import DecisionProvider, Question  # noqa: E402
@@ -130,46 +129,16 @@ def all_cases() -> list[Case]:
 
 async def larger_jobs(cases: list[Case], store: Store, port: int) -> None:
     """The larger model over HTTP through exod's settler, each prompt's calls in a row."""
-    from exo_core.decisions import Decider
-    from exo_core.decisions.logprobs import LogprobProvider
-    from exo_core.decisions.signal_escalation import build_signal_settler
-    from exo_core.home import ExoHome
-    from exo_edge.laptop_server import ServeSettings, device_config, start_server, wait_ready
-    from exo_edge.paths import locate_model_file
-
     if all(all(c["id"] in store.raws.get(f"larger:{p}", {}) for c in cases) for p in PROMPTS):
         return
-    path = locate_model_file(MODELS["laptop"][0])
-    if path is None:
-        raise SystemExit(f"{MODELS['laptop'][0]} is not in the models folder: exo models fetch {ALIAS}")
-    settings = ServeSettings(model_path=path, alias=ALIAS, host="127.0.0.1", port=port, threads=1)
-    with tempfile.TemporaryDirectory(prefix="exo-prompt-") as scratch:
-        home_dir = Path(scratch) / "home"
-        home_dir.mkdir()
-        config = device_config(settings, advertise="127.0.0.1") + "\n[decisions]\nneighbours = []\n"
-        (home_dir / "config.toml").write_text(config, encoding="utf-8")
-        proc = start_server(settings, log=home_dir / "server.log", env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"})
-        settler = None
-        try:
-            wait_ready(settings.base_url, timeout=300.0, proc=proc)
-            settler = build_signal_settler(ExoHome(home_dir), Decider([]))
-            larger = settler.escalation._larger  # exod's larger model exactly as the settler holds it
-            inner = larger.providers[0] if larger is not None else None
-            if not isinstance(inner, LogprobProvider):
-                raise SystemExit(f"the settler's larger model is not a LogprobProvider: {inner!r}")
-            store.info["larger_provider"] = inner.name
-            for prompt, question in PROMPTS.items():
+    async with served_larger(port, store) as inner:
+        for prompt, question in PROMPTS.items():
 
-                def provider_for(case: Case) -> DecisionProvider:
-                    return inner
+            def provider_for(case: Case) -> DecisionProvider:
+                return inner
 
-                await inner.probabilities(question, cases[0]["text"])  # not timed: the server reads the head
-                await ask(f"larger:{prompt}", provider_for, cases, store, question=question)
-        finally:
-            if settler is not None:
-                await settler.aclose()
-            proc.terminate()
-            proc.wait(timeout=30)
+            await inner.probabilities(question, cases[0]["text"])  # not timed: the server reads the head
+            await ask(f"larger:{prompt}", provider_for, cases, store, question=question)
 
 
 async def local_jobs(cases: list[Case], store: Store) -> None:
@@ -290,7 +259,7 @@ def results_of(cases: list[Case], store: Store) -> dict[str, Any]:
         "info": store.info,
         "defer_below": DEFER_BELOW,
         "sources": list(SOURCES),
-        "cases": {group: sum(c["source"] in members for c in cases) for group, members in GROUPS.items()},
+        "group_sizes": {group: sum(c["source"] in members for c in cases) for group, members in GROUPS.items()},
         "rules_settled": sum(c["rule"] is not None for c in cases),
         "rules_right": sum(c["rule"] == c["label"] for c in cases if c["rule"] is not None),
         "summary": summary,
@@ -313,20 +282,8 @@ def print_results(results: dict[str, Any]) -> None:
     for prompt, systems in results["summary"].items():
         for name, groups in systems.items():
             for group, got in groups.items():
-                if not got.get("n"):
-                    continue
-                rows.append(
-                    [
-                        prompt,
-                        name,
-                        group,
-                        f"{100 * got['accuracy']:.1f}%",
-                        round(got["ece"], 3),
-                        f"{100 * got['abstention']:.1f}%",
-                        f"{100 * got['top_accuracy']:.1f}%",
-                        got["n"],
-                    ]
-                )
+                if got.get("n"):
+                    rows.append([prompt, name, *score_row(group, got)])
     print_table("The signal question's two prompts, each source calibrated on the others", HEADERS, rows)
     print(json.dumps(results["choice"]))
 

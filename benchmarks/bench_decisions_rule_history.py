@@ -10,7 +10,7 @@ labelled messages it never saw: those added to the repository *after* it, and th
   messages of the fourth pass), each applied only to the versions older than the commit that added it
   (found with git). A version committed together with a file was changed while looking at it, so the file
   is not "after" it;
-* and the three held-out files (:data:`HELDOUT_FILES`), each applied to every version up to the newest one
+* and the four held-out files (:data:`HELDOUT_FILES`), each applied to every version up to the newest one
   written without it (:data:`BLIND_UNTIL`): ``decisions_heldout.jsonl`` (held out of rule writing since it was
   added in 67056d7) and ``decisions_heldout2.jsonl`` (added in c59837e) to the versions up to f07fccc; after
   they were scored they became fit data, and the four versions after 4d12265 (session 12, 66fca19 to fa13973)
@@ -98,7 +98,8 @@ FILES = {
 }
 # The held-out files, promoted to fit data after their scored runs, each with the newest version written without
 # it: every version up to that one judges it (the first was held out of rule writing since 67056d7, the second
-# added in c59837e, both read from 66fca19 on; the third, added before fa13973's pass was scored, read after it).
+# added in c59837e, both read from 66fca19 on; the third, added before fa13973's pass was scored, read after it;
+# the fourth, added after 886a31c, read by the ninth pass).
 HELDOUT_FILES = {
     "heldout": "benchmarks/data/decisions_heldout.jsonl",
     "heldout2": "benchmarks/data/decisions_heldout2.jsonl",

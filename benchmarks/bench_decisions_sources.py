@@ -52,13 +52,14 @@ source; fit data only) are kept in the results file, so a scored run can fit its
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -172,25 +173,23 @@ async def ask(
             print(f"{job}: {done}/{len(todo)}", flush=True)
 
 
-async def larger_jobs(cases: list[Case], store: Store, port: int, prompts: tuple[str, ...], embedder: Any) -> None:
-    """The larger model over HTTP: a real server, exod's settler's provider, each prompt in turn (one prompt's
-    calls in a row, as exod makes them, so the server's prompt cache is what it would be)."""
+@contextlib.asynccontextmanager
+async def served_larger(port: int, store: Store) -> AsyncIterator[DecisionProvider]:
+    """The laptop's 1.5B behind a real ``llama_cpp.server`` (one thread) on a scratch home whose config is what
+    ``exo models serve --print-config`` prints, and the provider exod's settler holds for it: a
+    ``LogprobProvider`` taken from ``build_signal_settler`` itself. The server stops on exit."""
     from exo_core.decisions import Decider
     from exo_core.decisions.logprobs import LogprobProvider
-    from exo_core.decisions.neighbours import NeighbourProvider
     from exo_core.decisions.signal_escalation import build_signal_settler
     from exo_core.home import ExoHome
     from exo_edge.laptop_server import ServeSettings, device_config, start_server, wait_ready
     from exo_edge.paths import locate_model_file
 
-    jobs = [f"larger:{prompt}" for prompt in prompts]
-    if all(all(c["id"] in store.raws.get(job, {}) for c in cases) for job in jobs):
-        return
     path = locate_model_file(MODELS["laptop"][0])
     if path is None:
         raise SystemExit(f"{MODELS['laptop'][0]} is not in the models folder: exo models fetch {ALIAS}")
     settings = ServeSettings(model_path=path, alias=ALIAS, host="127.0.0.1", port=port, threads=1)
-    with tempfile.TemporaryDirectory(prefix="exo-sources-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="exo-larger-") as scratch:
         home_dir = Path(scratch) / "home"
         home_dir.mkdir()
         config = device_config(settings, advertise="127.0.0.1") + "\n[decisions]\nneighbours = []\n"
@@ -208,23 +207,35 @@ async def larger_jobs(cases: list[Case], store: Store, port: int, prompts: tuple
             if not isinstance(inner, LogprobProvider):
                 raise SystemExit(f"the settler's larger model is not a LogprobProvider: {inner!r}")
             store.info["larger_provider"] = inner.name
-            wrapped = {source: NeighbourProvider(inner, near) for source, near in neighbours_without(embedder).items()}
-            for provider in wrapped.values():  # each pool embedded before any call is timed
-                await asyncio.to_thread(provider.neighbours.load)
-            for prompt in prompts:
-                job = f"larger:{prompt}"
-
-                def provider_for(case: Case, prompt: str = prompt) -> DecisionProvider:
-                    return inner if prompt == "fixed" else wrapped[case["source"]]
-
-                # A first call, not timed: the server reads the prompt's head (and the pool is embedded).
-                await provider_for(cases[0]).probabilities(SIGNAL, cases[0]["text"])
-                await ask(job, provider_for, cases, store)
+            yield inner
         finally:
             if settler is not None:
                 await settler.aclose()
             proc.terminate()
             proc.wait(timeout=30)
+
+
+async def larger_jobs(cases: list[Case], store: Store, port: int, prompts: tuple[str, ...], embedder: Any) -> None:
+    """The larger model over HTTP: a real server, exod's settler's provider, each prompt in turn (one prompt's
+    calls in a row, as exod makes them, so the server's prompt cache is what it would be)."""
+    from exo_core.decisions.neighbours import NeighbourProvider
+
+    jobs = [f"larger:{prompt}" for prompt in prompts]
+    if all(all(c["id"] in store.raws.get(job, {}) for c in cases) for job in jobs):
+        return
+    async with served_larger(port, store) as inner:
+        wrapped = {source: NeighbourProvider(inner, near) for source, near in neighbours_without(embedder).items()}
+        for provider in wrapped.values():  # each pool embedded before any call is timed
+            await asyncio.to_thread(provider.neighbours.load)
+        for prompt in prompts:
+            job = f"larger:{prompt}"
+
+            def provider_for(case: Case, prompt: str = prompt) -> DecisionProvider:
+                return inner if prompt == "fixed" else wrapped[case["source"]]
+
+            # A first call, not timed: the server reads the prompt's head (and the pool is embedded).
+            await provider_for(cases[0]).probabilities(SIGNAL, cases[0]["text"])
+            await ask(job, provider_for, cases, store)
 
 
 async def local_jobs(cases: list[Case], store: Store, prompts: tuple[str, ...], embedder: Any) -> None:

@@ -49,7 +49,7 @@ JOBS = (
     (SOURCES_STUDY, "larger:nn", LARGER, "chat:nn"),
 )
 ABOUT = (
-    "Starter calibrations for the signal decision (docs/decisions.md \u00a74), used until a home has 30 labels of its "
+    "Starter calibrations for the signal decision (docs/decisions.md §4), used until a home has 30 labels of its "
     "own for a provider. Fitted by benchmarks/starter_calibrations.py on the rules' leftovers of the fit data in "
     "benchmarks/results/decisions_prompt.json and decisions_sources.json (never the test part or a held-out set "
     "still held out)."

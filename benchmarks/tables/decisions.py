@@ -313,6 +313,14 @@ def http_logprob_agree(data: dict[str, Any]) -> list[str]:
     return md_table(["paths", "same top option", "mean abs. difference of p", "max abs. difference of p", "n"], rows)
 
 
+def _score_cells(got: dict[str, Any]) -> list[Any]:
+    """A system's scores as the cells every decisions table ends with (``_SCORE_HEADERS``)."""
+    return [pct(got["accuracy"]), round(got["ece"], 3), pct(got["abstention"]), pct(got["top_accuracy"]), got["n"]]
+
+
+_SCORE_HEADERS = ["accuracy (abstain = wrong)", "ECE", "abstains", "top option right", "n"]
+
+
 def _http_scored(part: str) -> Callable[[dict[str, Any]], list[str]]:
     def render(data: dict[str, Any]) -> list[str]:
         rows = []
@@ -320,18 +328,8 @@ def _http_scored(part: str) -> Callable[[dict[str, Any]], list[str]]:
             got = by_part.get(part, {})
             if "accuracy" not in got:
                 continue
-            rows.append(
-                [
-                    system,
-                    pct(got["accuracy"]),
-                    round(got["ece"], 3),
-                    pct(got["abstention"]),
-                    pct(got["top_accuracy"]),
-                    got["n"],
-                ]
-            )
-        headers = ["system", "accuracy (abstain = wrong)", "ECE", "abstains", "top option right", "n"]
-        return md_table(headers, rows)
+            rows.append([system, *_score_cells(got)])
+        return md_table(["system", *_SCORE_HEADERS], rows)
 
     return render
 
@@ -377,19 +375,8 @@ def sources_systems(data: dict[str, Any]) -> list[str]:
     rows = []
     for name, groups in data["summary"]["systems"].items():
         for group, got in groups.items():
-            rows.append(
-                [
-                    name,
-                    group,
-                    pct(got["accuracy"]),
-                    round(got["ece"], 3),
-                    pct(got["abstention"]),
-                    pct(got["top_accuracy"]),
-                    got["n"],
-                ]
-            )
-    headers = ["system", "source", "accuracy (abstain = wrong)", "ECE", "abstains", "top option right", "n"]
-    return md_table(headers, rows)
+            rows.append([name, group, *_score_cells(got)])
+    return md_table(["system", "source", *_SCORE_HEADERS], rows)
 
 
 def sources_latency(study: dict[str, Any], alone: dict[str, Any]) -> list[str]:
@@ -510,17 +497,5 @@ def prompt_groups(data: dict[str, Any]) -> list[str]:
             for group, got in systems[system].items():
                 if group in data["sources"]:
                     continue
-                rows.append(
-                    [
-                        system,
-                        prompt,
-                        group,
-                        pct(got["accuracy"]),
-                        round(got["ece"], 3),
-                        pct(got["abstention"]),
-                        pct(got["top_accuracy"]),
-                        got["n"],
-                    ]
-                )
-    headers = ["system", "prompt", "messages", "accuracy (abstain = wrong)", "ECE", "abstains", "top option right"]
-    return md_table([*headers, "n"], rows, align="lllrrrrr")
+                rows.append([system, prompt, group, *_score_cells(got)])
+    return md_table(["system", "prompt", "messages", *_SCORE_HEADERS], rows, align="lllrrrrr")

@@ -88,7 +88,7 @@ def _settled(text: str) -> str | None:
         ("Use the blue header for anything that goes to the board.", "rule"),
         ("Next time, ask before you book.", "rule"),
         ("Put the summary first next time, not last.", "rule"),
-        # session 14: "next time" before an instruction, a refusal "no ... ever"; a denied judgement and the
+        # session 12, ninth pass: "next time" before an instruction, a refusal "no ... ever"; a denied judgement and the
         # person's own typo no longer settle a correction
         ("fine. next time just send me the pdf, no summary", "rule"),
         ("Next time don't cc the whole team.", "rule"),
@@ -155,7 +155,7 @@ def test_a_request_that_points_back_or_carries_a_rule_is_not_called_one_off(text
         ("Is there a discount on anything?", "rule"),  # a question
         ("Let me know if you need anything else.", "rule"),
         ("Where's the bit about the parking?", "neither"),  # asks what the draft lost
-        # session 14
+        # session 12, ninth pass
         ("Why is the deadline set to Friday?", "neither"),  # "why is ..." questions the draft as often as not
         ("why are there two greetings??", "neither"),
         ("I'm not saying that's wrong, but how did you get 40 hours?", "correction"),  # the judgement is denied
