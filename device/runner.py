@@ -30,7 +30,7 @@ from device.stt import open_stt
 from device.tts import AplayOutput, AudioOutput, FileOutput, open_tts
 from exo_core.client import ExoClient
 from exo_core.errors import ConfigError
-from exo_core.home import ExoHome
+from exo_core.seams.home import ExoHome
 
 __all__ = ["DeviceOptions", "load_config", "build_device", "run_device", "JsonJournal"]
 

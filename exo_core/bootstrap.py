@@ -15,10 +15,10 @@ import tomllib
 from pathlib import Path
 
 from exo_core.errors import ConfigError, ExoError
-from exo_core.home import ExoHome
 from exo_core.ledger import ensure_signing_key
 from exo_core.models.boards import BoardProfile, profile_config
 from exo_core.private_files import private_dir, private_file
+from exo_core.seams.home import ExoHome
 from exo_core.store import Store, init_store
 from exo_core.store.abilities import Board, refresh_abilities
 from exo_core.tools.spec import ToolSpec, abilities

@@ -20,26 +20,13 @@ from __future__ import annotations
 import functools
 import importlib
 import os
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
-from exo_core.agent.model import ModelTransport
-
-if TYPE_CHECKING:
-    from exo_core.decisions.neighbours import TextEmbedder
-    from exo_core.decisions.question import DecisionProvider
-    from exo_core.home import ExoHome
-    from exo_core.models.catalog import Timeouts
+from exo_core.seams.edge import EdgeKit, ProposalStore
+from exo_core.seams.home import ExoHome
 
 __all__ = [
-    "LocalFactory",
-    "HostedFactory",
-    "DenseIndex",
-    "DenseSync",
-    "EdgeKit",
-    "ProposalStore",
     "EDGE_MODULE",
     "installed_edge",
     "queue_drainer_service",
@@ -49,105 +36,6 @@ __all__ = [
 
 # The edge package's kit module; the one place the core names it, as a setting rather than an import.
 EDGE_MODULE = "exo_edge.kit"
-
-
-# Makes the transport of a local route from its model name (exo_edge provides one).
-LocalFactory = Callable[[str], ModelTransport]
-
-
-class HostedFactory(Protocol):
-    """Makes hosted-provider transports and closes what they share (the edge's ``HostedTransports``)."""
-
-    def transport(
-        self, kind: str, *, base_url: str, model: str, api_key: str | None, provider: str, judge_calls: bool = False
-    ) -> ModelTransport:
-        """The transport of one route and credential of a provider of ``kind``.
-
-        ``judge_calls``: the provider's ``judge_calls`` setting (the core's judge rules on its tool calls).
-        """
-        ...
-
-    async def aclose(self) -> None:
-        """Close what the transports share (an HTTP session)."""
-        ...
-
-
-class DenseSync(Protocol):
-    """What one :meth:`DenseIndex.sync` did, as far as the pipeline cares."""
-
-    @property
-    def pending(self) -> int:
-        """Documents left to embed at the next refresh (``max_new`` was reached)."""
-        ...
-
-
-class DenseIndex(Protocol):
-    """The embedding side (the edge's ``VectorIndex`` implements it)."""
-
-    def sync(
-        self, docs: Iterable[tuple[str, str, str]], *, prune: bool = True, max_new: int | None = None
-    ) -> DenseSync: ...
-
-    def search(self, query: str, limit: int) -> list[tuple[str, float]]: ...
-
-    def close(self) -> None: ...
-
-
-class ProposalStore(Protocol):
-    """The durable proposal queue for a larger model (``exo_edge.proposal_queue.ProposalQueue``)."""
-
-    def put(self, kind: str, inputs: dict[str, Any], *, key: str) -> bool:
-        """Queue a job once per ``key``; ``False`` when it was already queued."""
-        ...
-
-    def counts(self) -> Mapping[str, int]:
-        """Jobs by state."""
-        ...
-
-    def spent(self) -> float:
-        """Dollars spent on drained jobs this month."""
-        ...
-
-    def close(self) -> None:
-        """Close the queue's database."""
-        ...
-
-
-class LocalDecider(Protocol):
-    """Makes the local decision model's provider (``exo_edge.decide_local.local_decision_provider``)."""
-
-    def __call__(
-        self, home: ExoHome, *, name: str, transport: Any, timeout: float, model_file: str
-    ) -> DecisionProvider: ...
-
-
-@dataclass(frozen=True, slots=True)
-class EdgeKit:
-    """The edge implementations of the core's seams; ``None`` where this core has none.
-
-    ``local_factory(home)`` is the model router's ``local=`` factory; ``hosted(timeouts)`` makes the
-    hosted-provider transports; ``dense(index_dir, home)`` opens the vector index (``None`` when the
-    embedder's files are absent); ``local_decider`` makes the local decision model's provider;
-    ``proposal_queue(path)`` opens the learning queue and ``drain`` sends its jobs to a larger model;
-    ``queue_drainer(home, store, settings)`` is exod's service that drains it whenever the route answers;
-    ``embedder(home)`` is the sentence embedder (``None`` when its runtime or files are absent), which picks
-    a decision's worked examples for the message (docs/decisions.md §3); ``commands`` are the modules of
-    the ``exo`` subcommands the edge adds (each has ``register``);
-    ``footprint(argv)`` runs the footprint audit and ``retrieval_bench`` scores the retrieval benchmark
-    (``exo bench footprint``, ``exo bench retrieval``).
-    """
-
-    local_factory: Callable[[ExoHome], LocalFactory] | None = None
-    hosted: Callable[[Timeouts], HostedFactory] | None = None
-    dense: Callable[[Path, ExoHome | None], DenseIndex | None] | None = None
-    local_decider: LocalDecider | None = None
-    embedder: Callable[[ExoHome | None], TextEmbedder | None] | None = None
-    proposal_queue: Callable[[Path], ProposalStore] | None = None
-    drain: Callable[..., Any] | None = None
-    queue_drainer: Callable[..., Callable[[Any], Any]] | None = None
-    commands: tuple[str, ...] = ()
-    footprint: Callable[[list[str]], int] | None = None
-    retrieval_bench: Callable[..., dict[str, Any]] | None = None
 
 
 @functools.cache

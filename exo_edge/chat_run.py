@@ -67,8 +67,8 @@ from typing import Any
 
 from exo_core.agent.asking import AskedTools, asked_tools
 from exo_core.agent.grounding import Grounding, call_grounding
-from exo_core.agent.model import ChatMessage, ModelRequest, TextDelta, ToolCall
-from exo_core.models.failures import FailureKind, ProviderError
+from exo_core.seams.failures import FailureKind, ProviderError
+from exo_core.seams.model import ChatMessage, ModelRequest, TextDelta, ToolCall
 from exo_edge.chat_template import (
     CALL_OPEN,
     ChatTemplate,

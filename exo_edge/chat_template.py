@@ -32,8 +32,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from exo_core.agent.model import ChatMessage, ToolCall
-from exo_core.models.failures import FailureKind, ProviderError
+from exo_core.seams.failures import FailureKind, ProviderError
+from exo_core.seams.model import ChatMessage, ToolCall
 from exo_edge.prompting import call_schema
 
 if TYPE_CHECKING:

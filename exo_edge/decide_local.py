@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from exo_core.decisions.chat_prompt import WORDS, answer_words, chat_messages, example_draft, one_line
 from exo_core.decisions.providers import DRAFT_NOTE, cut_draft
-from exo_core.decisions.question import BadProviderOutput, Question
-from exo_core.home import ExoHome
+from exo_core.seams.decision import BadProviderOutput, Question
+from exo_core.seams.home import ExoHome
 from exo_edge.grammar_decode import common_prefix
 from exo_edge.llama_transport import LlamaSettings, LlamaTransport
 
@@ -121,7 +121,7 @@ class _Head:
 
 
 class LocalDecisionProvider:
-    """A :class:`~exo_core.decisions.question.DecisionProvider` over the local GGUF model."""
+    """A :class:`~exo_core.seams.decision.DecisionProvider` over the local GGUF model."""
 
     def __init__(
         self, transport: LlamaTransport, *, timeout: float = 0.5, style: str = "words", keep_heads: int = 8

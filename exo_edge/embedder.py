@@ -31,7 +31,7 @@ from exo_core.errors import ConfigError, ModelError
 if TYPE_CHECKING:
     import numpy as np
 
-    from exo_core.home import ExoHome
+    from exo_core.seams.home import ExoHome
 
 __all__ = ["OnnxEmbedder", "MODEL_FILES", "TOKENIZER_FILE", "MODEL_NAME", "quantize_rows"]
 

@@ -24,7 +24,7 @@ import threading
 import time
 from typing import Any
 
-from exo_core.models.failures import FailureKind, ProviderError
+from exo_core.seams.failures import FailureKind, ProviderError
 
 __all__ = ["greedy_under_grammar", "common_prefix"]
 

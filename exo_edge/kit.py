@@ -1,4 +1,4 @@
-"""The edge's implementations of the core's seams, handed over as one :class:`~exo_core.edge.EdgeKit`.
+"""The edge's implementations of the core's seams, handed over as one :class:`~exo_core.seams.edge.EdgeKit`.
 
 The core finds this module by name (:data:`exo_core.edge.EDGE_MODULE`) and never imports the edge
 itself (docs/architecture.md, "Layers"). Importing this module imports nothing heavy: each part
@@ -10,12 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from exo_core.edge import DenseIndex, EdgeKit, HostedFactory, LocalFactory
+from exo_core.seams.edge import EdgeKit, HostedFactory, LocalFactory
+from exo_core.seams.embedding import DenseIndex
 
 if TYPE_CHECKING:
-    from exo_core.decisions.question import DecisionProvider
-    from exo_core.home import ExoHome
-    from exo_core.models.catalog import Timeouts
+    from exo_core.seams.decision import DecisionProvider
+    from exo_core.seams.home import ExoHome
+    from exo_core.seams.model import Timeouts
     from exo_edge.embedder import OnnxEmbedder
     from exo_edge.proposal_queue import ProposalQueue
 
@@ -36,7 +37,7 @@ def _hosted(timeouts: Timeouts) -> HostedFactory:
 
 def _dense(index_dir: Path, home: ExoHome | None) -> DenseIndex | None:
     """The vector index over the int8 embedder; ``None`` when onnxruntime, tokenizers or the files are absent."""
-    from exo_core.retrieval.pipeline import VECTOR_FILE
+    from exo_core.seams.embedding import VECTOR_FILE
 
     try:
         from exo_edge.embedder import OnnxEmbedder

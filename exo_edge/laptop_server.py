@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from exo_core.errors import ConfigError, NotFoundError, ResourceError
-from exo_core.home import ExoHome
+from exo_core.seams.home import ExoHome
 
 __all__ = [
     "SERVER_MODULES",

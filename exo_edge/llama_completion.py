@@ -30,8 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from exo_core.agent.model import ModelRequest, TextDelta, ToolCall
-from exo_core.models.failures import FailureKind, ProviderError
+from exo_core.seams.failures import FailureKind, ProviderError
+from exo_core.seams.model import ModelRequest, TextDelta, ToolCall
 from exo_edge.answer_tidy import AnswerTidy
 from exo_edge.chat_run import CallJudge
 from exo_edge.grammar_decode import common_prefix, greedy_under_grammar

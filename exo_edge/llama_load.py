@@ -3,7 +3,7 @@
 :class:`LlamaSettings` says how to run a model (sized for a small board by
 default); :func:`load_llama` turns them into a llama-cpp-python ``Llama``
 object, translating a missing file, a missing runtime or a file llama.cpp
-cannot read into a :class:`~exo_core.models.failures.ProviderError` that says
+cannot read into a :class:`~exo_core.seams.failures.ProviderError` that says
 how to fix it. :func:`rss_bytes` and :func:`trim_heap` watch and give back the
 process's memory around calls. ``llama_cpp`` is imported on first load, never
 at import (docs/benchmarks.md §2).
@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from exo_core.agent.model import ModelRequest
-from exo_core.models.failures import FailureKind, ProviderError
+from exo_core.seams.failures import FailureKind, ProviderError
+from exo_core.seams.model import ModelRequest
 from exo_edge.manifest import PromptFormat, Sampling
 
 __all__ = ["KV_TYPES", "Draw", "LlamaSettings", "load_llama", "rss_bytes", "trim_heap"]

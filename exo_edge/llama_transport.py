@@ -30,7 +30,9 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
 from exo_core.agent.grounding import call_grounding
-from exo_core.agent.model import (
+from exo_core.errors import ClosedResourceError
+from exo_core.seams.failures import FailureKind, ProviderError
+from exo_core.seams.model import (
     ContextWindow,
     Finish,
     ModelChunk,
@@ -38,8 +40,6 @@ from exo_core.agent.model import (
     ToolCallChunk,
     UsageChunk,
 )
-from exo_core.errors import ClosedResourceError
-from exo_core.models.failures import FailureKind, ProviderError
 from exo_edge.chat_run import CallJudge, ChatDecision, call_openers, run_chat
 from exo_edge.chat_template import ChatTemplate
 from exo_edge.llama_completion import CallStats, CompletionPath, run_chat_grammar, run_completion
@@ -57,7 +57,7 @@ _END = object()
 
 
 class LlamaTransport:
-    """A :class:`~exo_core.agent.model.ModelTransport` for one local GGUF model.
+    """A :class:`~exo_core.seams.model.ModelTransport` for one local GGUF model.
 
     ``stream_limit`` bounds the text pieces that wait between the worker and
     the stream's consumer (:class:`~exo_edge.token_pipe.TokenPipe`).

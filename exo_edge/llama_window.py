@@ -1,6 +1,6 @@
 """The local model's window, counted by llama.cpp's own tokenizer (docs/context.md, "Sized to the model").
 
-:class:`LlamaCounter` is the :class:`~exo_core.agent.model.TokenCounter` of
+:class:`LlamaCounter` is the :class:`~exo_core.seams.model.TokenCounter` of
 a :class:`~exo_edge.llama_transport.LlamaTransport`: texts are tokenized by
 the loaded model's vocabulary, in the transport's worker (the model loads
 lazily on the first count, as it would on the first call), never on the event
@@ -25,8 +25,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from exo_core.agent.model import ContextWindow, ModelRequest
 from exo_core.context.window import fit_request
+from exo_core.seams.model import ContextWindow, ModelRequest
 from exo_edge.manifest import PromptFormat
 from exo_edge.prompting import chat_messages, render_completion
 

@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from exo_core.errors import ConfigError, NotFoundError
-from exo_core.home import ExoHome
 from exo_core.models.router import ModelRouter, build_router
+from exo_core.seams.home import ExoHome
 
 if TYPE_CHECKING:
     from exo_edge.llama_transport import LlamaSettings, LlamaTransport

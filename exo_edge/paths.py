@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from exo_core.home import ExoHome
+from exo_core.seams.home import ExoHome
 
 __all__ = ["cache_root", "shared_models_dir", "models_dir_for", "locate_model_file"]
 

@@ -34,7 +34,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from exo_core.agent.model import INTERRUPTED_MARK, ChatMessage, ToolCall
+from exo_core.seams.model import INTERRUPTED_MARK, ChatMessage, ToolCall
 from exo_edge.manifest import PromptFormat
 
 __all__ = [

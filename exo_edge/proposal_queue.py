@@ -48,20 +48,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from exo_core.agent.model import (
-    ChatMessage,
-    ModelRequest,
-    ModelTransport,
-    TextDelta,
-    ToolCallChunk,
-    TopTokens,
-    UsageChunk,
-)
 from exo_core.decisions.calibration import CalibrationBook
 from exo_core.decisions.decider import Decider
 from exo_core.decisions.escalation import queued_question
 from exo_core.decisions.logprobs import logprob_request, read_top
-from exo_core.decisions.question import Decision, Question
 from exo_core.decisions.record import decision_body
 from exo_core.decisions.setup import calibration_from_ledger
 from exo_core.decisions.uses import SIGNAL
@@ -78,6 +68,16 @@ from exo_core.learning.reviewer import LEARNING_SOURCE
 from exo_core.learning.signal_entry import SignalEntry, signal_entry
 from exo_core.ledger.entry import NewEntry
 from exo_core.ledger.ledger import Ledger
+from exo_core.seams.decision import Decision, Question
+from exo_core.seams.model import (
+    ChatMessage,
+    ModelRequest,
+    ModelTransport,
+    TextDelta,
+    ToolCallChunk,
+    TopTokens,
+    UsageChunk,
+)
 
 __all__ = ["Job", "ProposalQueue", "DrainReport", "drain", "drained_provider", "prompt_for"]
 

@@ -40,11 +40,11 @@ from pathlib import Path
 from typing import Any
 
 from exo_core.errors import ClosedResourceError, ConfigError, ExoError
-from exo_core.home import ExoHome
 from exo_core.learning.service import LearningSettings
 from exo_core.ledger.ledger import Ledger
 from exo_core.models.catalog import ROLES
 from exo_core.models.router import ModelRouter, build_router
+from exo_core.seams.home import ExoHome
 from exo_edge.proposal_queue import DrainReport, ProposalQueue, drain
 
 __all__ = ["QueueDrainer", "drainer_service", "learning_router"]

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from exo_core.errors import ConfigError, ConflictError, UsageError
-from exo_core.home import ExoHome
+from exo_core.seams.home import ExoHome
 from exo_edge.fetch import sha256_file
 from exo_edge.gguf import GGUFHeader, read_gguf_header
 from exo_edge.manifest import PromptFormat, load_manifests

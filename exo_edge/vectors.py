@@ -20,14 +20,15 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from exo_core.errors import StorageError
+from exo_core.seams.embedding import IdentifiedEmbedder
 
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["VectorIndex", "SyncCounts", "TextEmbedder"]
+__all__ = ["VectorIndex", "SyncCounts"]
 
 _BLOCK = 512  # rows per float block: stays in cache (measured: 8192 was ~5x slower)
 _SCHEMA = """
@@ -40,17 +41,6 @@ CREATE TABLE IF NOT EXISTS vectors (
 );
 CREATE INDEX IF NOT EXISTS vectors_hash ON vectors(hash);
 """
-
-
-class TextEmbedder(Protocol):
-    """What the index needs of an embedder (:class:`exo_edge.embedder.OnnxEmbedder`)."""
-
-    dims: int
-
-    @property
-    def model_id(self) -> str: ...
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +57,7 @@ class SyncCounts:
 class VectorIndex:
     """int8 vectors of one store's documents; safe to search from several threads."""
 
-    def __init__(self, path: Path | str, embedder: TextEmbedder) -> None:
+    def __init__(self, path: Path | str, embedder: IdentifiedEmbedder) -> None:
         self.path = Path(path)
         self.embedder = embedder
         self.path.parent.mkdir(parents=True, exist_ok=True)

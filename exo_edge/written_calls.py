@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from exo_core.agent.model import ChatMessage, ToolCall
+from exo_core.seams.model import ChatMessage, ToolCall
 from exo_edge.chat_template import CALL_CLOSE, CALL_OPEN, MalformedToolCall, parse_native_calls
 
 __all__ = ["call_shaped", "calls_as_notes", "written_call"]

@@ -2,7 +2,7 @@
 
 Every module of ``exo_core`` is parsed, and every import in it is read, including those inside
 functions and ``TYPE_CHECKING`` blocks, and every ``import_module``/``__import__`` of a literal name.
-The edge reaches the core only as an :class:`~exo_core.edge.EdgeKit` from the composition root.
+The edge reaches the core only as an :class:`~exo_core.seams.edge.EdgeKit` from the composition root.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from exo_testkit import ROOT
 from exo_core.edge import EdgeKit, installed_edge
 from exo_core.engine.models import resolve_model
 from exo_core.errors import ConfigError
-from exo_core.home import ExoHome
 from exo_core.retrieval.pipeline import open_dense
+from exo_core.seams.home import ExoHome
 
 EDGE = "exo_edge"
 
@@ -133,7 +133,7 @@ TRANSPORT_MAY_IMPORT = (
     "exo_core.events",
     "exo_core.protocol",
     "exo_core.errors",
-    "exo_core.home",
+    "exo_core.seams.home",
     "exo_core.store.atomic",
     "exo_core.web",
 )

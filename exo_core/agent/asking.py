@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from exo_core.agent.grounding import content_words, read_only_words
-from exo_core.agent.model import ChatMessage
+from exo_core.seams.model import ChatMessage
 
 __all__ = ["AskedTools", "asked_tools", "leading_word", "tool_verbs"]
 

@@ -61,9 +61,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from exo_core.agent.model import ChatMessage, ToolCall
 from exo_core.gate.axes import Axes
 from exo_core.gate.classify import classify
+from exo_core.seams.model import ChatMessage, ToolCall
 
 __all__ = [
     "Grounding",

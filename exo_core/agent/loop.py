@@ -30,21 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from exo_core.agent.approvals import ApprovalBroker
-from exo_core.agent.model import (
-    ContextWindow,
-    Finish,
-    ModelRequest,
-    ModelTransport,
-    ReasoningDelta,
-    TextDelta,
-    ToolCall,
-    ToolCallChunk,
-    UsageChunk,
-    WindowedTransport,
-)
 from exo_core.agent.named_files import pointed_reads, unread
 from exo_core.agent.outcome import explain_turn_end
-from exo_core.agent.recorder import NullRecorder, TurnRecorder
 from exo_core.agent.redaction import Redactor, SecretRedactor
 from exo_core.agent.seams import (
     ContextEngine,
@@ -74,6 +61,19 @@ from exo_core.errors import ExoError, ModelError, RetryableModelError
 from exo_core.events.hub import Hub
 from exo_core.hooks import HookRegistry
 from exo_core.protocol import events as ev
+from exo_core.seams.model import (
+    ContextWindow,
+    Finish,
+    ModelRequest,
+    ModelTransport,
+    ReasoningDelta,
+    TextDelta,
+    ToolCall,
+    ToolCallChunk,
+    UsageChunk,
+    WindowedTransport,
+)
+from exo_core.seams.recorder import NullRecorder, Recorder
 from exo_core.sessions.facade import AsyncSessions
 from exo_core.sessions.store import MessageRecord, TurnRecord
 from exo_core.tools.registry import ToolRegistry
@@ -120,7 +120,7 @@ class LoopDeps:
     gate: Gate = field(default_factory=RiskGate)
     memory: MemoryProvider = field(default_factory=NullMemory)
     context: ContextEngine = field(default_factory=VerbatimContext)
-    recorder: TurnRecorder = field(default_factory=NullRecorder)
+    recorder: Recorder = field(default_factory=NullRecorder)
     hooks: HookRegistry = field(default_factory=HookRegistry)
     clock: Clock = field(default_factory=SystemClock)
     settings: LoopSettings = field(default_factory=LoopSettings)

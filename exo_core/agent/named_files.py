@@ -7,7 +7,7 @@ below the call decision's threshold) and invents the answer from the store
 (docs/benchmarks.md §15). A person who names a file that exists in the
 workspace while asking about it is asking the assistant to look at it, so
 the loop offers that read with the model's request
-(:attr:`exo_core.agent.model.ModelRequest.pointed`) and a transport that
+(:attr:`exo_core.seams.model.ModelRequest.pointed`) and a transport that
 decides text vs call makes it when its model leans to text (docs/models.md,
 "Text or a tool call", step 4).
 
@@ -33,9 +33,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from exo_core.agent.model import ToolCall
 from exo_core.gate.axes import Axes
 from exo_core.gate.classify import classify
+from exo_core.seams.model import ToolCall
 
 __all__ = ["READ_TOOL", "MAX_POINTED", "asks_for_change", "named_files", "pointed_reads", "unread"]
 

@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from exo_core.agent.loop import INTERRUPTED_RESULT, LoopDeps, run_turn
-from exo_core.agent.model import ToolCall
 from exo_core.agent.seams import ResumingContextEngine
 from exo_core.agent.toolrun import emit_message
 from exo_core.errors import ConflictError
 from exo_core.protocol import events as ev
+from exo_core.seams.model import ToolCall
 from exo_core.sessions.store import ApprovalRecord, MessageRecord, TurnRecord
 
 __all__ = ["TurnRunner", "SendOutcome", "STEER_LIMIT", "QUEUE_LIMIT"]

@@ -1,6 +1,6 @@
 """A scripted model: replays a file of replies and tool calls, deterministically.
 
-It is a real :class:`~exo_core.agent.model.ModelTransport`, plugged in where a
+It is a real :class:`~exo_core.seams.model.ModelTransport`, plugged in where a
 provider would be. The reply for a call is chosen by how many assistant
 messages the request already holds, so the same conversation gets the same
 reply even after the daemon restarts.
@@ -21,7 +21,7 @@ line (``messages`` and ``tools``), so a test can see what reached the model.
 
 An optional ``"n_ctx": N`` gives the model a window of N tokens (counted by
 estimate, characters / 4): it declares it as a
-:class:`~exo_core.agent.model.WindowedTransport`, and a call whose prompt and
+:class:`~exo_core.seams.model.WindowedTransport`, and a call whose prompt and
 ``max_tokens`` do not fit fails as a local model's would.
 """
 
@@ -33,7 +33,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from exo_core.agent.model import (
+from exo_core.context.window import EstimatedCounter, estimated_window
+from exo_core.errors import ConfigError, ModelError, RetryableModelError
+from exo_core.seams.model import (
     ContextWindow,
     Finish,
     ModelChunk,
@@ -43,8 +45,6 @@ from exo_core.agent.model import (
     ToolCallChunk,
     UsageChunk,
 )
-from exo_core.context.window import EstimatedCounter, estimated_window
-from exo_core.errors import ConfigError, ModelError, RetryableModelError
 
 __all__ = ["ScriptedModel"]
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from exo_core.agent.model import INTERRUPTED_MARK, ChatMessage, Role, ToolCall
+from exo_core.seams.model import INTERRUPTED_MARK, ChatMessage, Role, ToolCall
 from exo_core.sessions.store import MessageRecord
 from exo_core.tools.spec import Tool, ToolSpec
 

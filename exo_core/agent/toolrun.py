@@ -30,11 +30,11 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from exo_core.agent.model import ToolCall
 from exo_core.agent.redaction import StreamRedactor, redact_data
 from exo_core.agent.seams import GateOutcome
 from exo_core.errors import ExoError
 from exo_core.protocol import events as ev
+from exo_core.seams.model import ToolCall
 from exo_core.sessions.store import MessageRecord
 from exo_core.tools.spec import ToolContext, ToolResult
 

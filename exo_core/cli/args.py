@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from exo_core.home import ExoHome
+    from exo_core.seams.home import ExoHome
 
 __all__ = ["add_command", "add_group", "home_of", "emit", "HOME_HELP"]
 
@@ -37,7 +37,7 @@ def add_group(sub: Any, name: str, help: str, *, metavar: str = "ACTION") -> Any
 
 def home_of(args: argparse.Namespace) -> ExoHome:
     """The Exo home ``--home`` names (else $EXO_HOME or ~/.exo)."""
-    from exo_core.home import ExoHome
+    from exo_core.seams.home import ExoHome
 
     return ExoHome.from_env(args.home)
 

@@ -136,7 +136,7 @@ def _retrieval(args: argparse.Namespace) -> int:
 
     from exo_core.edge import installed_edge
     from exo_core.errors import ConfigError, UsageError
-    from exo_core.home import ExoHome
+    from exo_core.seams.home import ExoHome
 
     if not args.locomo and not args.longmemeval:
         raise UsageError(_no_dataset_message())

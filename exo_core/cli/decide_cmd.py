@@ -66,10 +66,10 @@ def _decide(args: argparse.Namespace) -> int:
     import asyncio
 
     from exo_core.decisions import uses
-    from exo_core.decisions.question import ClosingProvider, WarmingProvider
     from exo_core.decisions.setup import build_decider
     from exo_core.errors import NotFoundError, UsageError
     from exo_core.ledger import HomeWitness, LedgerRecorder, load_signing_key
+    from exo_core.seams.decision import ClosingProvider, WarmingProvider
 
     home = home_of(args)
     store = home.store_path(args.store)

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from exo_core.context.config import ContextConfig
     from exo_core.context.engine import SummaryTreeContext
-    from exo_core.home import ExoHome
+    from exo_core.seams.home import ExoHome
     from exo_core.sessions import DbWorker
 
 

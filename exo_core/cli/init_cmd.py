@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from exo_core.cli.args import add_command, home_of
 
 if TYPE_CHECKING:
-    from exo_core.home import ExoHome
+    from exo_core.seams.home import ExoHome
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -67,8 +67,8 @@ def register(subparsers: Any) -> None:
 
 def _open(args: argparse.Namespace) -> Any:
     from exo_core.errors import NotFoundError
-    from exo_core.home import ExoHome
     from exo_core.ledger.ledger import LEDGER_FILE_NAME, Ledger
+    from exo_core.seams.home import ExoHome
 
     store = ExoHome.from_env().store_path(args.store)
     path = store / LEDGER_FILE_NAME
@@ -115,9 +115,9 @@ def _verify(args: argparse.Namespace) -> int:
     import json
 
     from exo_core.errors import UsageError
-    from exo_core.home import ExoHome
     from exo_core.ledger import MachineTrust
     from exo_core.ledger.keys import is_key_id
+    from exo_core.seams.home import ExoHome
 
     for key in args.pin or ():
         if not is_key_id(key):

@@ -15,9 +15,10 @@ import sys
 from collections.abc import Sequence
 
 from exo_core.cli.examples import add_examples
-from exo_core.edge import EdgeKit, edge_or_installed
+from exo_core.edge import edge_or_installed
 from exo_core.errors import ExoError
 from exo_core.private_files import restrict_umask
+from exo_core.seams.edge import EdgeKit
 
 __all__ = ["main", "build_parser"]
 

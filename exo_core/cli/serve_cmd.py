@@ -11,8 +11,8 @@ from exo_core.cli.args import add_command, home_of
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from exo_core.home import ExoHome
     from exo_core.ledger import LedgerRecorder
+    from exo_core.seams.home import ExoHome
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -65,7 +65,6 @@ def _serve(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    from exo_core.agent.recorder import NullRecorder
     from exo_core.context.summarizer import resolve_summarizer
     from exo_core.daemon import run_daemon
     from exo_core.decisions.setup import DecisionSettings, ToolsetNarrowing, build_decider
@@ -73,6 +72,7 @@ def _serve(args: argparse.Namespace) -> int:
     from exo_core.engine.models import model_spec, resolve_model
     from exo_core.ledger import HomeWitness, LedgerRecorder, load_signing_key
     from exo_core.retrieval.memory import open_store_memory
+    from exo_core.seams.recorder import NullRecorder
     from exo_core.server.limits import ConnectionLimits
     from exo_core.server.listeners import parse_hostport
     from exo_core.server.transports import TransportSettings

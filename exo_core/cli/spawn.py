@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 
 from exo_core.client import ExoClient
 from exo_core.errors import BrokenResourceError, ExoError
-from exo_core.home import ExoHome
+from exo_core.seams.home import ExoHome
 
 __all__ = ["local_core", "exod_running"]
 

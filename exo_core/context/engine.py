@@ -29,7 +29,6 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
-from exo_core.agent.model import ChatMessage, ModelRequest, ModelTransport, TextDelta, WindowedTransport
 from exo_core.agent.seams import HistoryView
 from exo_core.clock import Clock, SystemClock, iso_utc
 from exo_core.context import nodes as db
@@ -42,6 +41,7 @@ from exo_core.context.window import fit_request
 from exo_core.errors import ExoError
 from exo_core.events.hub import Hub
 from exo_core.protocol import events as ev
+from exo_core.seams.model import ChatMessage, ModelRequest, ModelTransport, TextDelta, WindowedTransport
 from exo_core.sessions.store import MessageRecord, SessionStore
 from exo_core.sessions.worker import DbWorker
 

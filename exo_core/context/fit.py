@@ -30,10 +30,10 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from exo_core.agent.model import ChatMessage
 from exo_core.context.config import estimate_tokens
 from exo_core.context.view import VIEW_FOOTER, VIEW_HEADER
 from exo_core.errors import ConfigError
+from exo_core.seams.model import ChatMessage
 
 __all__ = [
     "Draft",

@@ -21,9 +21,9 @@ import json
 import re
 from collections.abc import Sequence
 
-from exo_core.agent.model import ChatMessage, ModelRequest
 from exo_core.context.config import ContextConfig
 from exo_core.context.redact import redact
+from exo_core.seams.model import ChatMessage, ModelRequest
 from exo_core.sessions.store import MessageRecord
 
 __all__ = [

@@ -20,8 +20,8 @@ import asyncio
 import re
 from collections.abc import AsyncIterator, Callable
 
-from exo_core.agent.model import Finish, ModelChunk, ModelRequest, TextDelta, UsageChunk
 from exo_core.errors import ConfigError, RetryableModelError
+from exo_core.seams.model import Finish, ModelChunk, ModelRequest, TextDelta, UsageChunk
 
 __all__ = ["ScriptedSummarizer", "SPEC_PREFIX"]
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import os
 
-from exo_core.agent.model import ModelTransport
 from exo_core.context.config import ContextConfig
-from exo_core.home import ExoHome
+from exo_core.seams.home import ExoHome
+from exo_core.seams.model import ModelTransport
 
 __all__ = ["resolve_summarizer"]
 

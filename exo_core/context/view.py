@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from exo_core.agent.model import ChatMessage
 from exo_core.agent.seams import to_chat_messages
 from exo_core.context.prompt import render_transcript
 from exo_core.context.tree import Plan
+from exo_core.seams.model import ChatMessage
 from exo_core.sessions.store import MessageRecord
 
 __all__ = ["VIEW_HEADER", "VIEW_FOOTER", "render_view", "history_block", "history_elements", "input_tokens"]

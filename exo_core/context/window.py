@@ -1,8 +1,8 @@
 """Sizing a model call to its model's window: the answer's room, the reserve, the exact check (docs/context.md).
 
 :func:`fit_input` turns a :class:`~exo_core.context.fit.Draft` into a
-:class:`~exo_core.agent.model.ModelRequest` that fits the
-:class:`~exo_core.agent.model.ContextWindow` of the model that will serve it:
+:class:`~exo_core.seams.model.ModelRequest` that fits the
+:class:`~exo_core.seams.model.ContextWindow` of the model that will serve it:
 
 1. the answer's room is reserved first: the request's ``max_tokens``, at most
    a quarter of the window (a 1,024-token window keeps 768 for the prompt);
@@ -24,9 +24,9 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from exo_core.agent.model import ChatMessage, ContextWindow, ModelRequest
 from exo_core.context.config import estimate_tokens
 from exo_core.context.fit import ContextWindowTooSmallError, Draft, Trimmed, draft_texts, fit, render
+from exo_core.seams.model import ChatMessage, ContextWindow, ModelRequest
 
 __all__ = [
     "ANSWER_SHARE",

@@ -17,7 +17,9 @@ See ``docs/decisions.md``.
 
 from exo_core.decisions.calibration import MIN_SAMPLES, Calibration, CalibrationBook, expected_calibration_error, fit
 from exo_core.decisions.decider import Decider
-from exo_core.decisions.question import (
+from exo_core.decisions.record import decision_body, labelled_samples, record_label
+from exo_core.decisions.uses import PANEL, SIGNAL, TOOLSET, chosen_toolsets, panel, signal, toolset, toolset_question
+from exo_core.seams.decision import (
     BadProviderOutput,
     Decision,
     DecisionProvider,
@@ -26,8 +28,6 @@ from exo_core.decisions.question import (
     Rule,
     normalise,
 )
-from exo_core.decisions.record import decision_body, labelled_samples, record_label
-from exo_core.decisions.uses import PANEL, SIGNAL, TOOLSET, chosen_toolsets, panel, signal, toolset, toolset_question
 
 __all__ = [
     "Question",

@@ -23,8 +23,8 @@ from collections.abc import Coroutine, Mapping
 from typing import Any
 
 from exo_core.decisions.decider import Decider
-from exo_core.decisions.question import Decision, Question
 from exo_core.gate.classify import Classification
+from exo_core.seams.decision import Decision, Question
 
 __all__ = ["CONFIRM", "DecisionAdvisor", "proposal", "action_state"]
 

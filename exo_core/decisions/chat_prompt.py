@@ -12,7 +12,7 @@ from __future__ import annotations
 import string
 
 from exo_core.decisions.providers import DRAFT_NOTE, cut_draft
-from exo_core.decisions.question import Question
+from exo_core.seams.decision import Question
 
 __all__ = ["LETTERS", "WORDS", "answer_words", "chat_messages", "one_line"]
 

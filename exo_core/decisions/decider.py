@@ -28,10 +28,11 @@ from typing import Any
 
 from exo_core.clock import Clock, SystemClock
 from exo_core.decisions.calibration import CalibrationBook
-from exo_core.decisions.question import Decision, DecisionProvider, DraftReadingProvider, Question, normalise
-from exo_core.decisions.record import Recorder, decision_body
+from exo_core.decisions.record import decision_body
 from exo_core.errors import ExoError
-from exo_core.models.failures import PROVIDER_FAILURES
+from exo_core.seams.decision import Decision, DecisionProvider, DraftReadingProvider, Question, normalise
+from exo_core.seams.failures import PROVIDER_FAILURES
+from exo_core.seams.recorder import Recorder
 
 __all__ = ["Decider", "failure_reason"]
 

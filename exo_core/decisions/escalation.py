@@ -33,10 +33,10 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Protocol
 
 from exo_core.decisions.decider import Decider
-from exo_core.decisions.question import Decision, DecisionProvider, Question
 from exo_core.decisions.record import record_label
 from exo_core.decisions.uses import USES, toolset_question
 from exo_core.errors import BadBodyError, ConfigError, ExoError
+from exo_core.seams.decision import Decision, DecisionProvider, Question
 
 __all__ = [
     "ROUTES",

@@ -30,13 +30,13 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, cast
 
-from exo_core.agent.model import ChatMessage, ClosableTransport, ModelRequest, ModelTransport, TopTokens
 from exo_core.decisions.chat_prompt import answer_words, chat_messages
 from exo_core.decisions.providers import redact
-from exo_core.decisions.question import BadProviderOutput, Question
+from exo_core.seams.decision import BadProviderOutput, Question
+from exo_core.seams.model import ChatMessage, ClosableTransport, ModelRequest, ModelTransport, TopTokens
 
 if TYPE_CHECKING:
-    from exo_core.agent.model import Role
+    from exo_core.seams.model import Role
 
 __all__ = ["HOSTED", "TOP_LOGPROBS", "LogprobProvider", "NoLogprobs", "logprob_request", "option_shares", "read_top"]
 
@@ -110,7 +110,7 @@ def _starts(token: str, spellings: tuple[str, ...]) -> bool:
 
 
 class LogprobProvider:
-    """A :class:`~exo_core.decisions.question.DecisionProvider` over an engine's ``top_logprobs`` (module docstring).
+    """A :class:`~exo_core.seams.decision.DecisionProvider` over an engine's ``top_logprobs`` (module docstring).
 
     ``transport`` is what answers the role (exod's router holding the larger model's route alone).
     """

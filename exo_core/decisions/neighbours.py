@@ -26,16 +26,17 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
-from exo_core.decisions.question import (
+from exo_core.errors import ConfigError
+from exo_core.seams.decision import (
     ClosingProvider,
     DecisionProvider,
     DraftReadingProvider,
     Question,
     WarmingProvider,
 )
-from exo_core.errors import ConfigError
+from exo_core.seams.embedding import TextEmbedder
 
 if TYPE_CHECKING:
     import numpy as np
@@ -45,7 +46,6 @@ __all__ = [
     "BadExamplePool",
     "PooledExample",
     "ExamplePool",
-    "TextEmbedder",
     "NeighbourExamples",
     "NeighbourProvider",
     "NeighbourVote",
@@ -74,14 +74,6 @@ class PooledExample:
     label: str
     draft: str = ""
     source: str = ""
-
-
-class TextEmbedder(Protocol):
-    """Unit sentence vectors (the edge's ``OnnxEmbedder``): one row per text."""
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """A ``(len(texts), dims)`` float matrix of unit rows."""
-        ...
 
 
 class ExamplePool:

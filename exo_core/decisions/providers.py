@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 
 from exo_core.decisions.calibration import softmax
-from exo_core.decisions.question import Question
+from exo_core.seams.decision import Question
 
 __all__ = [
     "RulesOnlyProvider",

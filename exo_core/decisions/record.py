@@ -15,23 +15,16 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from exo_core.decisions.calibration import Sample
-from exo_core.decisions.question import Decision, Question
+from exo_core.seams.decision import Decision, Question
+from exo_core.seams.recorder import Recorder
 
-__all__ = ["SIGNALS", "Recorder", "decision_body", "record_label", "labelled_samples"]
+__all__ = ["SIGNALS", "decision_body", "record_label", "labelled_samples"]
 
 # Where a label comes from: the result was kept, the person chose another option, or undid it.
 SIGNALS = ("accepted", "chose", "undone", "person")
-
-
-class Recorder(Protocol):
-    """Appends a ledger entry (``LedgerRecorder`` satisfies it)."""
-
-    def record(self, kind: str, body: Mapping[str, Any], *, refs: tuple[str, ...] = ()) -> str | None:
-        """Append ``body`` as a ``kind`` entry; return its id."""
-        ...
 
 
 def _round(probabilities: Mapping[str, float]) -> dict[str, float]:

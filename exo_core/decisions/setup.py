@@ -36,20 +36,21 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from exo_core.agent.model import ModelTransport
 from exo_core.clock import Clock
 from exo_core.decisions.calibration import MIN_SAMPLES, CalibrationBook
 from exo_core.decisions.decider import Decider
 from exo_core.decisions.logprobs import HOSTED, LogprobProvider
 from exo_core.decisions.neighbours import DEFAULT_SIGNAL_POOL, ExamplePool, NeighbourExamples, NeighbourProvider
 from exo_core.decisions.providers import RulesOnlyProvider
-from exo_core.decisions.question import DecisionProvider
-from exo_core.decisions.record import Recorder, labelled_samples
+from exo_core.decisions.record import labelled_samples
 from exo_core.decisions.starters import load_starters
 from exo_core.decisions.uses import SIGNAL, chosen_toolsets, toolset
 from exo_core.edge import EdgeKit, edge_or_installed
 from exo_core.errors import ConfigError
-from exo_core.home import ExoHome
+from exo_core.seams.decision import DecisionProvider
+from exo_core.seams.home import ExoHome
+from exo_core.seams.model import ModelTransport
+from exo_core.seams.recorder import Recorder
 
 if TYPE_CHECKING:
     from exo_core.ledger.ledger import Ledger

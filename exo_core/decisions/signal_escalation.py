@@ -30,12 +30,12 @@ from typing import Any
 from exo_core.decisions.decider import Decider
 from exo_core.decisions.escalation import DecisionQueue, Escalation, PersonAsker, PersonWording
 from exo_core.decisions.logprobs import LogprobProvider
-from exo_core.decisions.question import Decision
 from exo_core.decisions.setup import DecisionSettings, with_neighbours
 from exo_core.decisions.uses import SIGNAL
 from exo_core.edge import EdgeKit
 from exo_core.errors import ConfigError
-from exo_core.home import ExoHome
+from exo_core.seams.decision import Decision
+from exo_core.seams.home import ExoHome
 
 __all__ = ["OFF_DEVICE_KINDS", "SignalSettler", "build_signal_settler", "larger_route", "signal_wording"]
 

@@ -22,7 +22,7 @@ whatever the person typed (``tests/decisions/test_signal_input.py`` feeds them 1
 
 from __future__ import annotations
 
-from exo_core.decisions.question import Rule
+from exo_core.seams.decision import Rule
 
 __all__ = ["RETIRED_SIGNAL_RULES", "SIGNAL_RULES", "SIGNAL_CUES", "SIGNAL_RULE_CONFIDENCE"]
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from exo_core.decisions.decider import Decider
-from exo_core.decisions.question import Decision, Question, Rule
 from exo_core.decisions.signal_rules import SIGNAL_CUES, SIGNAL_RULE_CONFIDENCE, SIGNAL_RULES
+from exo_core.seams.decision import Decision, Question, Rule
 
 __all__ = [
     "SIGNAL",

@@ -15,9 +15,7 @@ from typing import Any
 
 from exo_core.agent.approvals import ApprovalBroker
 from exo_core.agent.loop import LoopDeps, LoopSettings
-from exo_core.agent.model import ModelTransport
 from exo_core.agent.questions import AskPersonTool, QuestionBroker
-from exo_core.agent.recorder import NullRecorder, TurnRecorder
 from exo_core.agent.redaction import Redactor, SecretRedactor
 from exo_core.agent.runner import TurnRunner
 from exo_core.agent.seams import (
@@ -39,10 +37,12 @@ from exo_core.engine.dispatch import Engine
 from exo_core.errors import ConfigError
 from exo_core.events.hub import Hub
 from exo_core.gate import ConsequenceGate, Policy
-from exo_core.home import ExoHome
 from exo_core.hooks import HookRegistry
 from exo_core.ids import IdFactory, RandomIds
 from exo_core.plugins import PluginHost
+from exo_core.seams.home import ExoHome
+from exo_core.seams.model import ModelTransport
+from exo_core.seams.recorder import NullRecorder, Recorder
 from exo_core.sessions.facade import AsyncSessions
 from exo_core.sessions.store import SessionStore
 from exo_core.sessions.worker import DbWorker
@@ -68,7 +68,7 @@ class CoreOptions:
     context: ContextEngine | None = None
     summarizer: ModelTransport | None = None
     context_config: ContextConfig | None = None
-    recorder: TurnRecorder = field(default_factory=NullRecorder)
+    recorder: Recorder = field(default_factory=NullRecorder)
     clock: Clock = field(default_factory=SystemClock)
     ids: IdFactory = field(default_factory=RandomIds)
     settings: LoopSettings = field(default_factory=LoopSettings)

@@ -16,11 +16,12 @@ import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from exo_core.agent.model import ModelChunk, ModelRequest, ModelTransport
 from exo_core.agent.scripted import ScriptedModel
-from exo_core.edge import EdgeKit, edge_or_installed
+from exo_core.edge import edge_or_installed
 from exo_core.errors import ConfigError, ModelError
-from exo_core.home import ExoHome
+from exo_core.seams.edge import EdgeKit
+from exo_core.seams.home import ExoHome
+from exo_core.seams.model import ModelChunk, ModelRequest, ModelTransport
 
 __all__ = ["model_spec", "resolve_model", "NoModel"]
 

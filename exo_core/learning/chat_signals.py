@@ -41,26 +41,19 @@ import json
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from exo_core.errors import ClosedResourceError, ExoError
 from exo_core.learning.signal_entry import is_stated_fact, signal_entry
+from exo_core.seams.recorder import Recorder
 
-__all__ = ["ChatSignals", "MAX_OPEN_DRAFTS", "Recorder"]
+__all__ = ["ChatSignals", "MAX_OPEN_DRAFTS"]
 
 log = logging.getLogger(__name__)
 
 MAX_OPEN_DRAFTS = 256
 # Characters of an open draft kept for the signal decision (a model is shown its first 400: docs/decisions.md §3).
 MAX_DRAFT_TEXT = 2000
-
-
-class Recorder(Protocol):
-    """The ledger recorder exod turns are recorded with."""
-
-    def record(self, kind: str, body: Mapping[str, Any], *, refs: tuple[str, ...] = ()) -> str | None:
-        """Append one entry; its id."""
-        ...
 
 
 class ChatSignals:

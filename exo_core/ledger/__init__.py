@@ -13,7 +13,7 @@ public API, one concept per module:
 * :mod:`.trust`     — the trust anchor outside the store: pinned owner, enrolled keys;
 * :mod:`.sync`      — syncing two copies; forks kept as explicit segments;
 * :mod:`.views`     — rebuildable views and their registry;
-* :mod:`.recorder`  — :class:`LedgerRecorder`, the agent loop's TurnRecorder.
+* :mod:`.recorder`  — :class:`LedgerRecorder`, the agent loop's Recorder.
 
 See ``docs/ledger.md`` for the formats and the sync/fork model.
 """

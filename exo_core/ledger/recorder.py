@@ -1,4 +1,4 @@
-"""LedgerRecorder: the agent loop's TurnRecorder, backed by the signed ledger.
+"""LedgerRecorder: the agent loop's Recorder, backed by the signed ledger.
 
 The loop calls :meth:`LedgerRecorder.record` from a worker thread for each
 piece of a turn as it happens: the person's message (``utterance``), each
@@ -34,7 +34,7 @@ _TURN_KINDS_REFUSED = frozenset({"checkpoint", "enrol"})
 
 
 class LedgerRecorder:
-    """Satisfies :class:`exo_core.agent.recorder.TurnRecorder` by appending signed entries."""
+    """Satisfies :class:`exo_core.seams.recorder.Recorder` by appending signed entries."""
 
     __slots__ = ("ledger", "scope", "_owns")
 

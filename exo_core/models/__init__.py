@@ -19,14 +19,14 @@ See docs/models.md.
 from exo_core.models.catalog import Catalog, Credential, ModelPrice, Route, load_catalog, parse_route
 from exo_core.models.cooldown import CooldownBook
 from exo_core.models.cost import usage_cost
-from exo_core.models.failures import (
+from exo_core.models.router import LocalFactory, ModelRouter, build_router
+from exo_core.seams.failures import (
     FailureKind,
     NoUsableRouteError,
     ProviderError,
     RetryableProviderError,
     RoutesExhaustedError,
 )
-from exo_core.models.router import LocalFactory, ModelRouter, build_router
 
 __all__ = [
     "Catalog",

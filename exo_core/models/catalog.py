@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from exo_core.errors import ConfigError
+from exo_core.seams.model import Timeouts
 
 __all__ = [
     "ROLES",
@@ -93,15 +94,6 @@ class Credential:
     def id(self) -> str:
         """Stable id used by the cooldown book: ``provider`` or ``provider#VAR``."""
         return self.provider if self.env is None else f"{self.provider}#{self.env}"
-
-
-@dataclass(frozen=True, slots=True)
-class Timeouts:
-    """HTTP timeouts in seconds (see catalog.toml ``[timeouts]``)."""
-
-    connect: float = 5.0
-    first_byte: float = 30.0
-    idle: float = 60.0
 
 
 @dataclass(frozen=True, slots=True)

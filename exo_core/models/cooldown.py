@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from exo_core.models.failures import FailureKind
+from exo_core.seams.failures import FailureKind
 
 __all__ = [
     "Clock",

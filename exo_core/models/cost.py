@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from exo_core.agent.model import UsageChunk
 from exo_core.models.catalog import ModelPrice
+from exo_core.seams.model import UsageChunk
 
 __all__ = ["usage_cost", "priced"]
 

@@ -11,7 +11,7 @@ tries each credential that is not cooling down, in order, and streams.
 * When everything is exhausted it raises one :class:`RoutesExhaustedError`
   saying why for each route and when the next one reopens.
 
-The router is itself a :class:`~exo_core.agent.model.ModelTransport`. It
+The router is itself a :class:`~exo_core.seams.model.ModelTransport`. It
 imports none of its transports: ``local`` routes come from the ``local``
 factory it is given, hosted ones from the ``hosted`` factory it is given,
 else from the edge's (:class:`exo_core.edge.EdgeKit`), made on first use;
@@ -26,24 +26,10 @@ import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 
-from exo_core.agent.model import (
-    ClosableTransport,
-    ContextWindow,
-    Finish,
-    ModelChunk,
-    ModelRequest,
-    ModelTransport,
-    ReasoningDelta,
-    TextDelta,
-    ToolCallChunk,
-    UsageChunk,
-    WindowedTransport,
-)
 from exo_core.agent.scripted import ScriptedModel
 from exo_core.context.window import estimated_window, fit_request
-from exo_core.edge import EdgeKit, HostedFactory, LocalFactory, edge_or_installed
+from exo_core.edge import edge_or_installed
 from exo_core.errors import ConfigError, ModelError
-from exo_core.home import ExoHome
 from exo_core.models.catalog import (
     HOSTED_KINDS,
     ROLE_FALLBACK,
@@ -56,7 +42,22 @@ from exo_core.models.catalog import (
 )
 from exo_core.models.cooldown import Clock, CooldownBook
 from exo_core.models.cost import priced
-from exo_core.models.failures import FailureKind, NoUsableRouteError, ProviderError, RoutesExhaustedError, classify
+from exo_core.seams.edge import EdgeKit, HostedFactory, LocalFactory
+from exo_core.seams.failures import FailureKind, NoUsableRouteError, ProviderError, RoutesExhaustedError, classify
+from exo_core.seams.home import ExoHome
+from exo_core.seams.model import (
+    ClosableTransport,
+    ContextWindow,
+    Finish,
+    ModelChunk,
+    ModelRequest,
+    ModelTransport,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallChunk,
+    UsageChunk,
+    WindowedTransport,
+)
 
 __all__ = ["ModelRouter", "LocalFactory", "HostedFactory", "build_router", "DEFAULT_HOSTED_WINDOW"]
 

@@ -20,7 +20,7 @@ from exo_core.errors import ExoError
 from exo_core.retrieval.pipeline import Retriever
 
 if TYPE_CHECKING:
-    from exo_core.home import ExoHome
+    from exo_core.seams.home import ExoHome
 
 __all__ = ["StoreMemory", "PACK_HEADING", "RECALL_HEADING", "PROMPT_FLOOR", "open_store_memory", "without_comments"]
 

@@ -28,16 +28,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from exo_core.edge import DenseIndex, DenseSync, EdgeKit, edge_or_installed
+from exo_core.edge import edge_or_installed
 from exo_core.errors import NotFoundError
 from exo_core.retrieval import rank
 from exo_core.retrieval.docs import Doc, item_docs, node_docs, read_rows, turn_docs
 from exo_core.retrieval.lexical import DocIndex
 from exo_core.retrieval.pack import Packed, pack
+from exo_core.seams.edge import EdgeKit
+from exo_core.seams.embedding import VECTOR_FILE, DenseIndex, DenseSync
 from exo_core.store import layout
 
 if TYPE_CHECKING:
-    from exo_core.home import ExoHome
+    from exo_core.seams.home import ExoHome
     from exo_core.store import Store
 
 __all__ = [
@@ -55,7 +57,6 @@ __all__ = [
 
 INDEX_FILE = "retrieval.sqlite"
 OVERFETCH = 4  # each list is read this many times deeper than ``depth``, to fill it after filtering
-VECTOR_FILE = "vectors.sqlite"
 
 
 def open_dense(index_dir: Path, home: ExoHome | None = None, *, edge: EdgeKit | None = None) -> DenseIndex | None:

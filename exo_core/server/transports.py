@@ -29,7 +29,7 @@ from aiohttp import web
 
 from exo_core.engine.dispatch import Engine
 from exo_core.events.hub import Hub
-from exo_core.home import ExoHome
+from exo_core.seams.home import ExoHome
 from exo_core.server.auth import HostPolicy, load_or_create_token
 from exo_core.server.http import HttpSettings, build_app
 from exo_core.server.limits import (

@@ -30,12 +30,12 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from exo_core.agent.recorder import TurnRecorder
 from exo_core.errors import BadBodyError, ExoError, NotFoundError
 from exo_core.events.hub import Hub
 from exo_core.learning.learner import Learner
 from exo_core.protocol import commands as cmd
 from exo_core.protocol import events as ev
+from exo_core.seams.recorder import Recorder
 from exo_core.store.node import Node
 from exo_core.store.store import Store
 
@@ -74,7 +74,7 @@ def row_of(node: Node, learned: dict[str, Any] | None = None) -> dict[str, Any]:
 class TasteRows:
     """The taste handlers for one store folder."""
 
-    def __init__(self, store_root: Path, hub: Hub, recorder: TurnRecorder, learner: Learner | None = None) -> None:
+    def __init__(self, store_root: Path, hub: Hub, recorder: Recorder, learner: Learner | None = None) -> None:
         self._root = store_root
         self._hub = hub
         self._recorder = recorder

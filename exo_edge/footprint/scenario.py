@@ -140,7 +140,7 @@ def detect_parts(home: Path, want_model: str, want_device: str) -> Parts:
 
 def home_model_name(home: Path) -> str | None:
     """The local model the home's ``main`` role answers with (``[models.roles] main``, its first ``local:``)."""
-    from exo_core.home import ExoHome
+    from exo_core.seams.home import ExoHome
 
     models = ExoHome(home).config().get("models", {})
     roles = models.get("roles", {}) if isinstance(models, dict) else {}
@@ -156,7 +156,7 @@ def home_model_name(home: Path) -> str | None:
 def _home_model_file(home: Path) -> tuple[Path | None, str]:
     """The GGUF file of the home's local ``main`` model, or why there is none."""
     from exo_core.errors import NotFoundError
-    from exo_core.home import ExoHome
+    from exo_core.seams.home import ExoHome
     from exo_edge.manifest import find_manifest
     from exo_edge.paths import locate_model_file
 

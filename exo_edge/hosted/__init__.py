@@ -1,6 +1,6 @@
 """Hosted-provider transports: OpenAI-compatible servers and the Anthropic Messages API.
 
-They implement the core's model-transport seam (:class:`exo_core.agent.model.ModelTransport`)
+They implement the core's model-transport seam (:class:`exo_core.seams.model.ModelTransport`)
 over HTTP; :class:`exo_core.models.ModelRouter` imports :class:`HostedTransports`
 lazily, the way it takes the local GGUF transport from :mod:`exo_edge.local`,
 so the core imports none of its transports (docs/architecture.md, "Seams").
@@ -9,8 +9,7 @@ so the core imports none of its transports (docs/architecture.md, "Seams").
 from __future__ import annotations
 
 from exo_core.agent.grounding import call_grounding
-from exo_core.agent.model import ModelTransport
-from exo_core.models.catalog import Timeouts
+from exo_core.seams.model import ModelTransport, Timeouts
 from exo_edge.chat_run import CallJudge
 from exo_edge.hosted.anthropic import AnthropicTransport
 from exo_edge.hosted.http import HttpClient

@@ -14,7 +14,8 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
-from exo_core.agent.model import (
+from exo_core.seams.failures import ProviderError, RetryableProviderError
+from exo_core.seams.model import (
     ChatMessage,
     Finish,
     ModelChunk,
@@ -25,7 +26,6 @@ from exo_core.agent.model import (
     ToolCallChunk,
     UsageChunk,
 )
-from exo_core.models.failures import ProviderError, RetryableProviderError
 from exo_edge.hosted.http import HostedTransport, error_for_status, whole_call
 
 __all__ = ["AnthropicTransport", "anthropic_messages", "ANTHROPIC_VERSION"]

@@ -1,7 +1,7 @@
 """HTTP plumbing shared by the hosted transports: one session, SSE, status and error mapping.
 
 aiohttp's errors and HTTP error statuses are translated here, at the
-boundary, into the typed provider errors of :mod:`exo_core.models.failures`.
+boundary, into the typed provider errors of :mod:`exo_core.seams.failures`.
 """
 
 from __future__ import annotations
@@ -16,10 +16,9 @@ from typing import Any
 
 import aiohttp
 
-from exo_core.agent.model import ModelRequest, ToolCall
 from exo_core.errors import ClosedResourceError
-from exo_core.models.catalog import Timeouts
-from exo_core.models.failures import FailureKind, ProviderError, RetryableProviderError
+from exo_core.seams.failures import FailureKind, ProviderError, RetryableProviderError
+from exo_core.seams.model import ModelRequest, Timeouts, ToolCall
 
 __all__ = [
     "HttpClient",

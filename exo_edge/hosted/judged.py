@@ -35,8 +35,8 @@ from contextlib import aclosing
 from typing import Any
 
 from exo_core.agent.grounding import Grounding
-from exo_core.agent.model import Finish, ModelChunk, ModelRequest, TextDelta, ToolCall, ToolCallChunk, UsageChunk
-from exo_core.models.failures import ProviderError, RetryableProviderError
+from exo_core.seams.failures import ProviderError, RetryableProviderError
+from exo_core.seams.model import Finish, ModelChunk, ModelRequest, TextDelta, ToolCall, ToolCallChunk, UsageChunk
 from exo_edge.chat_run import CallJudge, ChatDecision
 
 __all__ = ["judged_stream", "plain_tools", "words_request", "Answer"]

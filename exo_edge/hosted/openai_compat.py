@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from exo_core.agent.grounding import call_grounding
-from exo_core.agent.model import (
+from exo_core.seams.failures import FailureKind, ProviderError, RetryableProviderError
+from exo_core.seams.model import (
     ChatMessage,
     Finish,
     ModelChunk,
@@ -35,7 +36,6 @@ from exo_core.agent.model import (
     TopTokens,
     UsageChunk,
 )
-from exo_core.models.failures import FailureKind, ProviderError, RetryableProviderError
 from exo_edge.chat_run import CallJudge, ChatDecision
 from exo_edge.hosted.http import HostedTransport, HttpClient, error_for_status, whole_call
 from exo_edge.hosted.judged import judged_stream

@@ -28,8 +28,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from exo_core.agent.model import ToolCall
-from exo_core.models.failures import FailureKind, ProviderError
+from exo_core.seams.failures import FailureKind, ProviderError
+from exo_core.seams.model import ToolCall
 
 __all__ = ["TextCallFilter", "OPEN_TAG", "CLOSE_TAG", "BARE_LIMIT"]
 

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from exo_core.agent.asking import AskedTools, asked_tools, leading_word, tool_verbs
-from exo_core.agent.model import ChatMessage, ToolCall
 from exo_core.agent.questions import AskPersonTool
+from exo_core.seams.model import ChatMessage, ToolCall
 from exo_core.tools import builtin_tools
 
 # A plugin's tool: nothing in the core knows its name, only its own words say what it does.

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from exo_core.agent.grounding import call_grounding, files_called, grounding_sources
-from exo_core.agent.model import ChatMessage, ToolCall
+from exo_core.seams.model import ChatMessage, ToolCall
 
 
 def _judge(said: str, name: str, **arguments: object) -> bool:

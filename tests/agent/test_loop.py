@@ -10,12 +10,12 @@ import pytest
 from corekit import CoreHarness
 
 from exo_core.agent.loop import LoopSettings
-from exo_core.agent.model import Finish, ModelRequest, TextDelta
 from exo_core.agent.scripted import ScriptedModel
 from exo_core.agent.seams import RiskGate
 from exo_core.engine.core import Core, CoreOptions
 from exo_core.errors import RetryableModelError
-from exo_core.home import ExoHome
+from exo_core.seams.home import ExoHome
+from exo_core.seams.model import Finish, ModelRequest, TextDelta
 
 
 class FakeClock:

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from exo_core.agent.model import ToolCall
 from exo_core.agent.named_files import asks_for_change, named_files, pointed_reads, unread
 from exo_core.agent.scripted import ScriptedModel
+from exo_core.seams.model import ToolCall
 
 TOOLS = [
     {"name": "read_file", "description": "Read a UTF-8 text file."},
@@ -158,7 +158,7 @@ async def test_the_loop_offers_the_read_until_the_file_was_read(tmp_path: Path) 
     from corekit import CoreHarness
 
     from exo_core.engine.core import Core, CoreOptions
-    from exo_core.home import ExoHome
+    from exo_core.seams.home import ExoHome
 
     ws = tmp_path / "ws"
     ws.mkdir()

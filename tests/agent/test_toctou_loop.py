@@ -16,8 +16,8 @@ from typing import Any
 
 from exo_core.agent.scripted import ScriptedModel
 from exo_core.engine.core import Core, CoreOptions
-from exo_core.home import ExoHome
 from exo_core.hooks import HookRegistry
+from exo_core.seams.home import ExoHome
 
 
 async def test_a_link_swapped_in_after_the_gate_is_refused(tmp_path: Path) -> None:

@@ -13,7 +13,6 @@ from exo_testkit import ROOT
 
 from exo_core.bootstrap import init_home
 from exo_core.errors import ConfigError
-from exo_core.home import ExoHome
 from exo_core.models.boards import (
     BOARDS,
     DEFAULT_BOARD,
@@ -25,6 +24,7 @@ from exo_core.models.boards import (
     read_memtotal_mib,
 )
 from exo_core.models.catalog import default_catalog_path, load_catalog
+from exo_core.seams.home import ExoHome
 
 
 def exo(*args: str, home: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from exo_core.agent.model import ChatMessage, ContextWindow, ModelRequest, ToolCall
 from exo_core.context.fit import ContextWindowTooSmallError, Draft, draft_texts, draft_tokens, fit, render
 from exo_core.context.window import answer_room, fit_input, fit_request
+from exo_core.seams.model import ChatMessage, ContextWindow, ModelRequest, ToolCall
 
 
 def words(text: str) -> int:

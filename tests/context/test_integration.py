@@ -12,7 +12,7 @@ from exo_core.context.config import ContextConfig
 from exo_core.context.engine import SummaryTreeContext
 from exo_core.context.scripted import ScriptedSummarizer
 from exo_core.engine.core import Core, CoreOptions
-from exo_core.home import ExoHome
+from exo_core.seams.home import ExoHome
 
 
 async def wait_for(events: list[dict[str, Any]], predicate, timeout: float = 90.0) -> dict[str, Any]:
@@ -74,7 +74,7 @@ async def test_the_loop_sends_system_history_and_tail_and_reports_compaction(tmp
 async def test_a_plugin_engine_takes_the_slot(tmp_path: Path) -> None:
     class Fixed:
         async def build(self, session_id: str, system_prompt: str, messages: Any) -> list[Any]:
-            from exo_core.agent.model import ChatMessage
+            from exo_core.seams.model import ChatMessage
 
             return [ChatMessage(role="user", content="fixed")]
 

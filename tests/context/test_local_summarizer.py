@@ -3,7 +3,7 @@
 Needs llama-cpp-python and the model file (``exo models fetch`` puts it in the
 Exo home's models folder, ``$EXO_MODELS_DIR`` or ``~/.cache/exo/models``);
 skipped with the reason when either is missing. The transport here is a thin
-:class:`~exo_core.agent.model.ModelTransport` over ``llama_cpp.Llama`` that
+:class:`~exo_core.seams.model.ModelTransport` over ``llama_cpp.Llama`` that
 renders the request as a completion prompt for a base model; it stands in for
 ``exo_edge``'s local transport until that is merged, and exercises the same
 seam.
@@ -25,9 +25,9 @@ from typing import Any
 import pytest
 from ctxutil import Db, dbenv  # noqa: F401 (fixture)
 
-from exo_core.agent.model import Finish, ModelChunk, ModelRequest, TextDelta, UsageChunk
 from exo_core.context.config import ContextConfig
 from exo_core.context.engine import SummaryTreeContext
+from exo_core.seams.model import Finish, ModelChunk, ModelRequest, TextDelta, UsageChunk
 
 MODEL_FILE = "gemma-3-270m-q4_k_m.gguf"
 SECRETS = ("hunter2-Xq9", "sk-live-4f8a9b2c7d1e6f3a5b8c9d0e")

@@ -20,11 +20,11 @@ import pytest
 from exo_testkit import MODEL_THREADS
 
 from exo_core.agent.loop import LoopSettings
-from exo_core.agent.model import ChatMessage, ContextWindow, ModelChunk, ModelRequest, WindowedTransport
 from exo_core.agent.seams import MemoryParts
 from exo_core.context.scripted import ScriptedSummarizer
 from exo_core.engine.core import Core, CoreOptions
-from exo_core.home import ExoHome
+from exo_core.seams.home import ExoHome
+from exo_core.seams.model import ChatMessage, ContextWindow, ModelChunk, ModelRequest, WindowedTransport
 from exo_core.tools.registry import ToolRegistry
 
 MODEL_FILE = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"

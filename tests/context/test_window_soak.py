@@ -1,7 +1,7 @@
 """A long conversation through the real core with a small-window model: no call ever overflows (issue 18, part 5).
 
 The model is a fake that plugs in through the model seam and declares its
-window through :class:`~exo_core.agent.model.WindowedTransport`, counting
+window through :class:`~exo_core.seams.model.WindowedTransport`, counting
 tokens with its own tokenizer (words and punctuation, not characters / 4) and a
 template the parts do not show; it fails a call that does not fit exactly as
 llama.cpp does. The core is real: sessions.sqlite, the hub, the summary-tree
@@ -20,7 +20,12 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from exo_core.agent.model import (
+from exo_core.agent.seams import MemoryParts
+from exo_core.context.scripted import ScriptedSummarizer
+from exo_core.engine.core import Core, CoreOptions
+from exo_core.errors import ModelError
+from exo_core.seams.home import ExoHome
+from exo_core.seams.model import (
     ChatMessage,
     ContextWindow,
     Finish,
@@ -31,11 +36,6 @@ from exo_core.agent.model import (
     ToolCallChunk,
     UsageChunk,
 )
-from exo_core.agent.seams import MemoryParts
-from exo_core.context.scripted import ScriptedSummarizer
-from exo_core.engine.core import Core, CoreOptions
-from exo_core.errors import ModelError
-from exo_core.home import ExoHome
 from exo_core.tools.files import ReadFileTool
 from exo_core.tools.registry import ToolRegistry
 

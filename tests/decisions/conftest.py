@@ -13,10 +13,10 @@ import pytest
 from manual_clock import ManualClock
 from models.fake_provider import FakeProvider
 
-from exo_core.decisions.question import Question
 from exo_core.errors import ExoError
-from exo_core.home import ExoHome
 from exo_core.models import ModelRouter, load_catalog
+from exo_core.seams.decision import Question
+from exo_core.seams.home import ExoHome
 
 if TYPE_CHECKING:
     from exo_edge.decide_local import LocalDecisionProvider

@@ -7,10 +7,10 @@ import asyncio
 import pytest
 
 from exo_core.decisions import PANEL, SIGNAL, Decider, Question, Rule, normalise, toolset_question
-from exo_core.decisions.question import BadProviderOutput
 from exo_core.decisions.providers import RulesOnlyProvider
 from exo_core.errors import ConfigError, RetryableModelError
 from exo_core.models import FailureKind, ProviderError
+from exo_core.seams.decision import BadProviderOutput
 
 from .conftest import ManualClock, Scripted
 

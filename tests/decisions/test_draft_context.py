@@ -23,8 +23,8 @@ from exo_core.decisions.logprobs import LogprobProvider
 from exo_core.decisions.providers import DRAFT_NOTE, MAX_DRAFT, cut_draft
 from exo_core.decisions.signal_escalation import SignalSettler, build_signal_settler
 from exo_core.errors import ConfigError
-from exo_core.home import ExoHome
 from exo_core.learning.chat_signals import ChatSignals
+from exo_core.seams.home import ExoHome
 from exo_edge.decide_local import LocalDecisionProvider, chat_messages, render_prompt
 
 from .conftest import Scripted, hosted_router, logprob_chunks

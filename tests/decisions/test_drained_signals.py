@@ -376,8 +376,8 @@ def test_the_drainers_router_sends_every_role_to_the_learning_route(tmp_path: Pa
     """A queued decision asks the ``decision`` role and a reflection ``aux``: with the catalog's routes for
     them (here the device's own model), the drainer's router must still send both to the learning route alone,
     or another model would answer, and be recorded and calibrated, in the larger model's name."""
-    from exo_core.home import ExoHome
     from exo_core.models.catalog import ROLES
+    from exo_core.seams.home import ExoHome
     from exo_edge.queue_drainer import learning_router
 
     home = tmp_path / "home"

@@ -12,9 +12,9 @@ from exo_core.decisions.escalation import Escalation
 from exo_core.decisions.logprobs import logprob_request
 from exo_core.decisions.uses import SIGNAL
 from exo_core.engine.core import Core, CoreOptions
-from exo_core.home import ExoHome
 from exo_core.ledger import Ledger
-from exo_core.models.failures import FailureKind, ProviderError
+from exo_core.seams.failures import FailureKind, ProviderError
+from exo_core.seams.home import ExoHome
 from exo_edge.proposal_queue import ProposalQueue, prompt_for
 
 from .conftest import Scripted

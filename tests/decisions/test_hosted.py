@@ -16,7 +16,7 @@ from exo_core.decisions import PANEL, SIGNAL, Decider
 from exo_core.decisions.logprobs import HOSTED, LogprobProvider, NoLogprobs
 from exo_core.decisions.providers import RulesOnlyProvider, redact
 from exo_core.decisions.setup import DecisionSettings, build_providers
-from exo_core.home import ExoHome
+from exo_core.seams.home import ExoHome
 
 from .conftest import hosted_router, logprob_chunks
 

@@ -11,7 +11,7 @@ import pytest
 
 from exo_core.decisions import SIGNAL
 from exo_core.errors import NotFoundError
-from exo_core.home import ExoHome
+from exo_core.seams.home import ExoHome
 from exo_edge.decide_local import LocalDecisionProvider, chat_messages, local_decision_provider
 
 

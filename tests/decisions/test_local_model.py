@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from exo_core.agent.model import ChatMessage, ModelRequest, TextDelta
 from exo_core.decisions import PANEL, SIGNAL, Decider
+from exo_core.seams.model import ChatMessage, ModelRequest, TextDelta
 from exo_edge.decide_local import LocalDecisionProvider, answer_words, render_prompt
 
 pytestmark = pytest.mark.model

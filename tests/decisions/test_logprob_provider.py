@@ -13,13 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from models.fake_provider import FakeProvider, Reply, openai_chunks
 
-from exo_core.agent.model import TopTokens
 from exo_core.decisions import SIGNAL, Decider
 from exo_core.decisions.chat_prompt import chat_messages
 from exo_core.decisions.escalation import Escalation
 from exo_core.decisions.logprobs import TOP_LOGPROBS, LogprobProvider, NoLogprobs, option_shares, read_top
 from exo_core.decisions.providers import redact
-from exo_core.decisions.question import BadProviderOutput, normalise
+from exo_core.seams.decision import BadProviderOutput, normalise
+from exo_core.seams.model import TopTokens
 
 from .conftest import hosted_router, logprob_chunks
 
@@ -152,7 +152,7 @@ async def test_a_real_llama_cpp_server_gives_the_option_words_probabilities(tmp_
 
 
 async def test_other_requests_do_not_ask_for_logprobs_and_get_no_top_tokens(server: FakeProvider) -> None:
-    from exo_core.agent.model import ChatMessage, ModelRequest
+    from exo_core.seams.model import ChatMessage, ModelRequest
 
     server.script("cloud", Reply(events=logprob_chunks([("Hi", -0.1)])))
     router = hosted_router(server)

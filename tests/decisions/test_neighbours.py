@@ -22,9 +22,9 @@ from exo_core.decisions.neighbours import (
     with_examples,
 )
 from exo_core.decisions.setup import DecisionSettings, with_neighbours
-from exo_core.edge import EdgeKit
 from exo_core.errors import ConfigError
-from exo_core.home import ExoHome
+from exo_core.seams.edge import EdgeKit
+from exo_core.seams.home import ExoHome
 
 from .conftest import WordEmbedder
 

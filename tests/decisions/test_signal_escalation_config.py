@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exo_core.decisions.setup import DecisionSettings
 from exo_core.decisions import Decider
+from exo_core.decisions.setup import DecisionSettings
 from exo_core.decisions.signal_escalation import MAX_QUOTED, build_signal_settler, larger_route, signal_wording
-from exo_core.home import ExoHome
 from exo_core.decisions.uses import SIGNAL
 from exo_core.errors import ConfigError
+from exo_core.seams.home import ExoHome
 
 LAPTOP = {"kind": "openai", "base_url": "http://127.0.0.1:9/v1", "key_env": []}
 

@@ -10,14 +10,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from exo_testkit import ROOT
 
 from exo_core.agent.scripted import ScriptedModel
 from exo_core.decisions import Decider, signal
 from exo_core.decisions.setup import DecisionSettings, ToolsetNarrowing, build_decider
 from exo_core.engine.core import Core, CoreOptions
 from exo_core.errors import ConfigError, ExoError
-from exo_core.home import ExoHome
-from exo_testkit import ROOT
+from exo_core.seams.home import ExoHome
 
 from .conftest import Scripted
 

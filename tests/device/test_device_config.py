@@ -9,7 +9,7 @@ import pytest
 from device.config import DeviceConfig, PinMap, config_from_mapping
 from device.runner import DeviceOptions, load_config
 from exo_core.errors import ConfigError
-from exo_core.home import ExoHome
+from exo_core.seams.home import ExoHome
 
 
 def test_defaults_and_a_full_table() -> None:

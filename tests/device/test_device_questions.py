@@ -10,7 +10,7 @@ from corekit import CoreHarness
 
 from exo_core.agent.scripted import ScriptedModel
 from exo_core.engine.core import Core, CoreOptions
-from exo_core.home import ExoHome
+from exo_core.seams.home import ExoHome
 
 
 @pytest.fixture

@@ -22,8 +22,8 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
-from exo_core.agent.model import Finish, ModelChunk, ModelRequest, TextDelta
 from exo_core.learning.features import stems
+from exo_core.seams.model import Finish, ModelChunk, ModelRequest, TextDelta
 
 
 def answer_for(prompt: str) -> str:

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from exo_core.errors import ConflictError, CorruptDataError, NotFoundError, StorageError
-from exo_core.home import ExoHome
 from exo_core.ledger import create_signing_key, ensure_signing_key, is_key_id, load_signing_key
 from exo_core.ledger.keys import KEY_FILE_NAME, verify_key_from_id
+from exo_core.seams.home import ExoHome
 
 
 def test_create_and_load(tmp_path: Path) -> None:

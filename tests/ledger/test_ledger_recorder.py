@@ -1,4 +1,4 @@
-"""LedgerRecorder satisfies the agent loop's TurnRecorder seam and works from worker threads."""
+"""LedgerRecorder satisfies the agent loop's Recorder seam and works from worker threads."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from exo_core.agent.recorder import TurnRecorder
 from exo_core.errors import BadBodyError
 from exo_core.ledger import Ledger, LedgerRecorder, Signer
+from exo_core.seams.recorder import Recorder
 
 
 async def test_records_a_turn_from_a_worker_thread(tmp_path: Path, signer: Signer) -> None:
-    recorder: TurnRecorder = LedgerRecorder.for_store(tmp_path, signer, scope="person")
+    recorder: Recorder = LedgerRecorder.for_store(tmp_path, signer, scope="person")
     said = await asyncio.to_thread(recorder.record, "utterance", {"text": "fix the typo and push"})
     assert said is not None
     action = await asyncio.to_thread(

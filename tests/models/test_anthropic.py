@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from exo_core.agent.model import (
+from exo_core.models import FailureKind, ModelRouter, RetryableProviderError, load_catalog
+from exo_core.seams.model import (
     ChatMessage,
     Finish,
     ModelChunk,
@@ -17,7 +18,6 @@ from exo_core.agent.model import (
     ToolCallChunk,
     UsageChunk,
 )
-from exo_core.models import FailureKind, ModelRouter, RetryableProviderError, load_catalog
 from exo_edge.hosted.anthropic import anthropic_messages
 
 from .fake_provider import FakeClock, FakeProvider, Reply, anthropic_events, openai_chunks

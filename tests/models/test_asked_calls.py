@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from exo_core.agent.loop import BASE_PROMPT
-from exo_core.agent.model import ChatMessage, ModelRequest, TextDelta, ToolCall, ToolCallChunk
+from exo_core.seams.model import ChatMessage, ModelRequest, TextDelta, ToolCall, ToolCallChunk
 from exo_core.tools import builtin_tools
 from exo_edge.chat_run import CANDIDATE_SHARE, CANDIDATES, call_candidates
 from exo_edge.llama_transport import LlamaSettings, LlamaTransport

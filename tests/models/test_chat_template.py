@@ -13,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from exo_core.agent.model import ChatMessage, ToolCall
+from exo_core.seams.model import ChatMessage, ToolCall
 from exo_edge.chat_template import (
-    MalformedToolCall,
     ChatTemplate,
+    MalformedToolCall,
     native_call_grammar,
     parse_native_calls,
     template_messages,
@@ -98,7 +98,7 @@ def test_qwen_sees_its_tools_its_calls_and_their_results_in_its_own_format() -> 
 
 def test_a_template_that_refuses_the_conversation_is_a_typed_error() -> None:
     pytest.importorskip("llama_cpp", reason="llama-cpp-python renders chat templates (scripts/install_edge.sh)")
-    from exo_core.models.failures import ProviderError
+    from exo_core.seams.failures import ProviderError
 
     strict = ChatTemplate.from_metadata(
         {"tokenizer.chat_template": "{{ raise_exception('roles must alternate') }}"}, {}

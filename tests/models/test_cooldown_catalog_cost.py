@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from exo_core.agent.model import UsageChunk
 from exo_core.errors import ConfigError
 from exo_core.models import load_catalog, parse_route, usage_cost
 from exo_core.models.catalog import ModelPrice, Route
 from exo_core.models.cooldown import CooldownBook, probe_delay
-from exo_core.models.failures import FailureKind
+from exo_core.seams.failures import FailureKind
+from exo_core.seams.model import UsageChunk
 from exo_edge.hosted.http import kind_for_status, parse_retry_after
 
 from .fake_provider import FakeClock

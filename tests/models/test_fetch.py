@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from exo_core.agent.model import DEFAULT_TEMPERATURE, ModelRequest
 from exo_core.errors import ConfigError, CorruptDataError
+from exo_core.seams.model import DEFAULT_TEMPERATURE, ModelRequest
 from exo_edge.fetch import ModelFetcher, ModelFetchError
 from exo_edge.llama_load import Draw
 from exo_edge.manifest import Sampling, load_manifest, load_manifests

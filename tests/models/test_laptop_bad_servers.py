@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from exo_core.agent.model import ChatMessage, ModelRequest, TextDelta
 from exo_core.models import FailureKind, ModelRouter, RetryableProviderError, RoutesExhaustedError, load_catalog
+from exo_core.seams.model import ChatMessage, ModelRequest, TextDelta
 
 from .fake_provider import FakeClock, FakeProvider, Reply, openai_chunks
 from .laptop_kit import run_turn, turn_rows, write_home_config
@@ -94,8 +94,9 @@ def _need_exod() -> None:
 async def test_through_exod_nothing_is_stored_half(provider: FakeProvider, tmp_path: Path) -> None:
     """A real exod: a cut or garbage after output keeps the shown text as interrupted; before output, the fallback."""
     _need_exod()
-    from exo_core.client.client import ExoClient
     from exo_testkit import Exod, write_script
+
+    from exo_core.client.client import ExoClient
 
     home, ws = tmp_path / "home", tmp_path / "ws"
     ws.mkdir()

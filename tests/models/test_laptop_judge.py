@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 
 from exo_core.agent.grounding import Grounding
-from exo_core.agent.model import (
+from exo_core.models import FailureKind, ModelRouter, RetryableProviderError, RoutesExhaustedError, load_catalog
+from exo_core.seams.model import (
     ChatMessage,
     Finish,
     ModelChunk,
@@ -30,7 +31,6 @@ from exo_core.agent.model import (
     ToolCallChunk,
     UsageChunk,
 )
-from exo_core.models import FailureKind, ModelRouter, RetryableProviderError, RoutesExhaustedError, load_catalog
 from exo_edge.hosted import HostedTransports, OpenAICompatTransport
 
 from .fake_provider import FakeClock, FakeProvider, Reply, openai_chunks

@@ -14,7 +14,10 @@ from typing import Any
 
 import pytest
 
-from exo_core.agent.model import (
+from exo_core.agent.grounding import Grounding
+from exo_core.errors import ClosedResourceError
+from exo_core.models import FailureKind, ModelRouter, ProviderError, load_catalog
+from exo_core.seams.model import (
     INTERRUPTED_MARK,
     ChatMessage,
     Finish,
@@ -25,9 +28,6 @@ from exo_core.agent.model import (
     ToolCallChunk,
     UsageChunk,
 )
-from exo_core.agent.grounding import Grounding
-from exo_core.errors import ClosedResourceError
-from exo_core.models import FailureKind, ModelRouter, ProviderError, load_catalog
 from exo_edge.answer_tidy import tidy_answer
 from exo_edge.hosted import HostedTransports
 from exo_edge.llama_transport import LlamaSettings, LlamaTransport
@@ -317,7 +317,7 @@ async def test_missing_model_file_says_how_to_fix(tmp_path: Path) -> None:
 @pytest.mark.model
 async def test_local_transport_for_exod(tmp_path: Path) -> None:
     _model_path()
-    from exo_core.home import ExoHome
+    from exo_core.seams.home import ExoHome
     from exo_edge.local import local_transport
 
     # this file tests Gemma; the catalog's default main is the standard profile's Qwen

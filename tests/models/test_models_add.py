@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from exo_core.errors import ConflictError, NotFoundError, UsageError
-from exo_core.home import ExoHome
+from exo_core.seams.home import ExoHome
 from exo_edge.gguf import NotGGUFError, TruncatedGGUFError
 from exo_edge.local import local_settings
 from exo_edge.manifest import find_manifest

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from exo_core.agent.model import ChatMessage, ToolCall
 from exo_core.errors import ConfigError
-from exo_core.home import ExoHome
+from exo_core.seams.home import ExoHome
+from exo_core.seams.model import ChatMessage, ToolCall
 from exo_edge.local import local_settings
 from exo_edge.manifest import PromptFormat, find_manifest
 from exo_edge.prompting import parse_tool_call, render_completion, tool_grammar

@@ -8,16 +8,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from exo_testkit import ROOT
 
-from exo_core.agent.model import (
-    ChatMessage,
-    Finish,
-    ModelChunk,
-    ModelRequest,
-    TextDelta,
-    ToolCallChunk,
-    UsageChunk,
-)
 from exo_core.errors import ConfigError, ModelError, RetryableModelError
 from exo_core.models import (
     FailureKind,
@@ -28,8 +20,15 @@ from exo_core.models import (
     RoutesExhaustedError,
     load_catalog,
 )
-
-from exo_testkit import ROOT
+from exo_core.seams.model import (
+    ChatMessage,
+    Finish,
+    ModelChunk,
+    ModelRequest,
+    TextDelta,
+    ToolCallChunk,
+    UsageChunk,
+)
 
 from .fake_provider import FakeClock, FakeProvider, Reply, openai_chunks
 
@@ -407,7 +406,7 @@ async def test_local_route_without_runtime_is_reported(clock: FakeClock) -> None
 _WITHOUT_HOSTED = """
 import asyncio, sys
 sys.modules["exo_edge.hosted"] = None  # a core installed without exo_edge: the import fails
-from exo_core.agent.model import ChatMessage, ModelRequest, TextDelta
+from exo_core.seams.model import ChatMessage, ModelRequest, TextDelta
 from exo_core.agent.scripted import ScriptedModel
 from exo_core.models import ModelRouter, RoutesExhaustedError, load_catalog
 config = {"models": {"providers": {"laptop": {"kind": "openai", "base_url": "http://127.0.0.1:9/v1"}},

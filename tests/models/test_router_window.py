@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from exo_core.agent.model import ChatMessage, ModelChunk, ModelRequest, TextDelta, WindowedTransport
 from exo_core.errors import ConfigError
 from exo_core.models.catalog import load_catalog
 from exo_core.models.router import DEFAULT_HOSTED_WINDOW, ModelRouter
+from exo_core.seams.model import ChatMessage, ModelChunk, ModelRequest, TextDelta, WindowedTransport
 
 
 def script(path: Path, n_ctx: int, replies: list[dict]) -> Path:

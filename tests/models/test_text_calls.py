@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exo_core.models.failures import ProviderError
+from exo_core.seams.failures import ProviderError
 from exo_edge.hosted.text_calls import TextCallFilter
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from exo_core.agent.model import ChatMessage, Finish, ModelChunk, ModelRequest, TextDelta
+from exo_core.seams.model import ChatMessage, Finish, ModelChunk, ModelRequest, TextDelta
 from exo_edge.token_pipe import STREAM_LIMIT, TokenPipe
 
 QWEN = "qwen2.5-coder-0.5b-instruct"

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from exo_core.agent.model import ChatMessage, ToolCall
+from exo_core.seams.model import ChatMessage, ToolCall
 from exo_edge.written_calls import call_shaped, calls_as_notes, written_call
 
 READ = {

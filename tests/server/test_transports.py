@@ -12,10 +12,10 @@ from pathlib import Path
 from exo_testkit import ROOT, write_script
 from unixhttp import UnixHTTPConnection
 
+from exo_core.agent.scripted import ScriptedModel
 from exo_core.client import ExoClient
 from exo_core.engine.core import Core, CoreOptions
-from exo_core.home import ExoHome
-from exo_core.agent.scripted import ScriptedModel
+from exo_core.seams.home import ExoHome
 
 
 def sse_lines(socket_path: Path, path: str, headers: dict[str, str], want_events: int) -> list[str]:

@@ -13,12 +13,12 @@ from pathlib import Path
 from exo_testkit import write_script
 
 from exo_core.bootstrap import default_tool_specs, init_home
-from exo_core.home import ExoHome
 from exo_core.models.boards import BOARDS
 from exo_core.retrieval.pipeline import Retriever
+from exo_core.seams.home import ExoHome
 from exo_core.store import Store
-from exo_core.store.lint import lint_store
 from exo_core.store.abilities import ABILITIES_ID, PIN_ONLY, Board, is_generated, list_abilities, refresh_abilities
+from exo_core.store.lint import lint_store
 from exo_core.store.router import WIKILINK
 from exo_core.tools import ToolSpec
 from exo_core.tools.spec import abilities, object_schema

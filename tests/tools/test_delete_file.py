@@ -11,10 +11,10 @@ from exo_testkit import write_script
 
 from exo_core.client import ExoClient
 from exo_core.gate import classify
+from exo_core.seams.model import ChatMessage
 from exo_core.tools import DeleteFileTool, ToolContext, builtin_tools
 from exo_edge.manifest import PromptFormat
 from exo_edge.prompting import render_completion
-from exo_core.agent.model import ChatMessage
 
 
 async def _no_output(text: str, stream: str) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from exo_core.agent.scripted import ScriptedModel
 from exo_core.engine.core import Core, CoreOptions
-from exo_core.home import ExoHome
+from exo_core.seams.home import ExoHome
 from exo_core.tools import (
     MAX_RESULT_CHARS,
     ApplyPatchTool,

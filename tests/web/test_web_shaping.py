@@ -12,9 +12,9 @@ from exo_core.agent.scripted import ScriptedModel
 from exo_core.client import ExoClient
 from exo_core.engine.core import Core
 from exo_core.engine.shaping import profile_for, shape_data
-from exo_core.home import ExoHome
 from exo_core.protocol import events as ev
 from exo_core.protocol.commands import Capabilities
+from exo_core.seams.home import ExoHome
 from exo_core.server.http import HttpSettings, build_app
 from exo_core.server.listeners import bind_unix
 

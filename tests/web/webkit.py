@@ -11,7 +11,7 @@ from pathlib import Path
 from exo_testkit import ROOT
 
 from exo_core.bootstrap import init_home
-from exo_core.home import ExoHome
+from exo_core.seams.home import ExoHome
 from exo_core.store.node import Link, Node
 from exo_core.store.store import Store
 

@@ -1,6 +1,6 @@
-"""The turn-recorder seam: how the agent loop mirrors a turn into the ledger.
+"""The recorder seam: how a turn, a decision or a chat signal is mirrored into the ledger (``LedgerRecorder``).
 
-The loop calls :meth:`TurnRecorder.record` (in a worker thread; it may block on
+The loop calls :meth:`Recorder.record` (in a worker thread; it may block on
 disk) for the person's message (``utterance``), each tool call and its gate
 outcome (``action``), each approval answer (``approval``) and each verdict.
 Content from tools, files or web pages is recorded as data inside an
@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-__all__ = ["TurnRecorder", "NullRecorder"]
+__all__ = ["Recorder", "NullRecorder"]
 
 
-class TurnRecorder(Protocol):
-    """Appends one ledger entry of ``kind`` and returns its id."""
+class Recorder(Protocol):
+    """Appends one ledger entry of ``kind`` and returns its id (``LedgerRecorder`` satisfies it)."""
 
     def record(self, kind: str, body: Mapping[str, Any], *, refs: tuple[str, ...] = ()) -> str | None:
         """Append ``body`` as a ``kind`` entry referring to ``refs``; return the entry id."""

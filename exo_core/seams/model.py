@@ -35,6 +35,7 @@ __all__ = [
     "TokenCounter",
     "ContextWindow",
     "WindowedTransport",
+    "Timeouts",
 ]
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -228,3 +229,12 @@ class WindowedTransport(Protocol):
     async def context_window(self, role: str) -> ContextWindow | None:
         """The window of the model that would serve a call for ``role`` now (``None``: unknown)."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    """HTTP timeouts in seconds (see catalog.toml ``[timeouts]``)."""
+
+    connect: float = 5.0
+    first_byte: float = 30.0
+    idle: float = 60.0
