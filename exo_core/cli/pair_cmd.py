@@ -62,9 +62,9 @@ async def _issue(args: argparse.Namespace) -> int:
 
 
 async def _redeem(args: argparse.Namespace) -> int:
+    from exo_core.atomic import atomic_write_text
     from exo_core.client import ExoClient
     from exo_core.errors import ConfigError
-    from exo_core.store.atomic import atomic_write_text
 
     url = str(args.connect).rstrip("/")
     if not url.startswith("http://"):

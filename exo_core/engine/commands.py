@@ -9,20 +9,30 @@ names answers ``unsupported``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from exo_core.engine.dispatch import Handler
-from exo_core.engine.settings import RuntimeSettings
+from exo_core.agent.questions import QuestionBroker
+from exo_core.engine.dispatch import Engine, Handler
+from exo_core.engine.settings import RuntimeSettings, SettingsCore
 
 if TYPE_CHECKING:
-    from exo_core.engine.core import Core
-    from exo_core.store.onboard import Onboarding
+    from exo_core.engine.onboarding import Onboarding
     from exo_core.web.taste import TasteRows
 
-__all__ = ["core_handlers", "store_handlers"]
+__all__ = ["ServedCore", "core_handlers", "store_handlers"]
 
 
-def core_handlers(core: Core) -> dict[str, Handler]:
+class ServedCore(SettingsCore, Protocol):
+    """What the command table serves of a core (:class:`~exo_core.engine.core.Core` is one)."""
+
+    @property
+    def engine(self) -> Engine: ...
+
+    @property
+    def questions(self) -> QuestionBroker: ...
+
+
+def core_handlers(core: ServedCore) -> dict[str, Handler]:
     """The commands every core serves, a test core without a store folder included."""
     engine = core.engine
     settings = RuntimeSettings(core)

@@ -8,6 +8,7 @@ provider would use.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,10 +100,10 @@ class Core:
         self.plugins: PluginHost | None = None
         self.services: list[Any] = []
         if options.plugin_dirs or options.entry_point_plugins:
-            self.plugins = PluginHost.for_options(
-                options, options.plugin_dirs, entry_points=options.entry_point_plugins
+            self.plugins = PluginHost.loaded(
+                options.tools, options.hooks, options.plugin_dirs, entry_points=options.entry_point_plugins
             )
-            options = self.plugins.apply(options)
+            options = dataclasses.replace(options, **self.plugins.slot_options())
         self.options = options
         self.worker = DbWorker(home.sessions_db, synchronous=options.synchronous)
         self.hub = Hub(self.worker, clock=options.clock, ids=options.ids, queue_limit=options.queue_limit)

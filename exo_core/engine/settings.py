@@ -22,20 +22,21 @@ import re
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from exo_core.agent.seams import ContextEngine
+from exo_core.atomic import atomic_write_text
 from exo_core.context.config import ContextConfig
 from exo_core.context.engine import SummaryTreeContext
 from exo_core.decisions.setup import DecisionSettings
 from exo_core.errors import BadBodyError, ConfigError, NotFoundError, UnsupportedError
+from exo_core.events.hub import Hub
 from exo_core.models.catalog import ROLES, parse_route
 from exo_core.models.router import ModelRouter
 from exo_core.protocol import commands as cmd
 from exo_core.protocol import events as ev
-from exo_core.store.atomic import atomic_write_text
-
-if TYPE_CHECKING:
-    from exo_core.engine.core import Core
+from exo_core.seams.home import ExoHome
+from exo_core.seams.model import ModelTransport
 
 __all__ = ["RuntimeSettings", "SETTINGS", "set_toml_value"]
 
@@ -83,13 +84,29 @@ def set_toml_value(text: str, table: str, key: str, value: Any) -> str:
     )
 
 
+class SettingsCore(Protocol):
+    """What the runtime settings read of a running core (:class:`~exo_core.engine.core.Core` is one)."""
+
+    @property
+    def home(self) -> ExoHome: ...
+
+    @property
+    def hub(self) -> Hub: ...
+
+    @property
+    def model(self) -> ModelTransport: ...
+
+    @property
+    def context(self) -> ContextEngine: ...
+
+
 class RuntimeSettings:
     """The three handlers over one core (``models.set``, ``config.get``, ``config.set``).
 
     They are served from the one table, :mod:`exo_core.engine.commands`.
     """
 
-    def __init__(self, core: Core) -> None:
+    def __init__(self, core: SettingsCore) -> None:
         self._core = core
         self._lock = asyncio.Lock()  # one read-modify-write of config.toml at a time
 

@@ -21,6 +21,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from exo_core.atomic import atomic_write_text
 from exo_core.errors import NotFoundError, StorageError, UsageError
 from exo_core.learning.features import features_in
 from exo_core.learning.lessons import LessonBook, judged_text
@@ -39,7 +40,6 @@ from exo_core.learning.reviewer import (
 from exo_core.ledger.entry import NewEntry, StoredEntry
 from exo_core.ledger.ledger import Ledger
 from exo_core.protocol import events as ev
-from exo_core.store.atomic import atomic_write_text
 from exo_core.store.store import Store
 
 __all__ = ["Learner", "ReviewReport"]

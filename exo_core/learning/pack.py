@@ -21,13 +21,13 @@ import re
 from collections.abc import Collection
 from typing import Any
 
+from exo_core.atomic import atomic_write_text
 from exo_core.errors import NotFoundError
 from exo_core.learning.lessons import Lesson, LessonBook
 from exo_core.learning.weights import HIGH, MEDIUM, label
 from exo_core.ledger.canonical import canonical_json
 from exo_core.ledger.entry import StoredEntry
 from exo_core.ledger.views import DEFAULT_VIEWS, ViewRegistry
-from exo_core.store.atomic import atomic_write_text
 from exo_core.store.node import Link, Node
 from exo_core.store.store import Store
 

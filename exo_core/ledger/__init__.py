@@ -19,14 +19,7 @@ See ``docs/ledger.md`` for the formats and the sync/fork model.
 """
 
 from exo_core.ledger.canonical import canonical_json, parse_canonical, sha256_hex
-from exo_core.ledger.checkpoint import (
-    Checkpoint,
-    CheckpointBook,
-    HomeWitness,
-    SeenHead,
-    make_checkpoint,
-    record_checkpoint,
-)
+from exo_core.ledger.checkpoint import Checkpoint, CheckpointBook, SeenHead
 from exo_core.ledger.entry import NewEntry, StoredEntry, chain_hash, genesis_hash
 from exo_core.ledger.keys import Signer, create_signing_key, ensure_signing_key, is_key_id, key_id_of, load_signing_key
 from exo_core.ledger.kinds import KINDS, VERDICTS
@@ -45,6 +38,7 @@ from exo_core.ledger.sync import (
 from exo_core.ledger.trust import Anchor, MachineTrust, TrustStore, enrolled_keys, trusted_keys
 from exo_core.ledger.verify import Problem, VerifyReport, verify_ledger
 from exo_core.ledger.views import DEFAULT_VIEWS, ViewBuilder, ViewRegistry, rebuild_views, render_views, views_dir
+from exo_core.ledger.witness import HomeWitness, make_checkpoint, record_checkpoint
 
 __all__ = [
     "canonical_json",

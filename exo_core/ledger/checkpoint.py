@@ -28,30 +28,24 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import nacl.exceptions
 
-from exo_core.errors import CorruptDataError, UsageError
+from exo_core.errors import CorruptDataError
 from exo_core.ledger.canonical import canonical_json, parse_canonical
 from exo_core.ledger.db import Guarded, connect
-from exo_core.ledger.entry import StoredEntry
 from exo_core.ledger.keys import Signer, is_key_id, verify_key_from_id
 from exo_core.ledger.kinds import is_entry_id
-from exo_core.ledger.ledger import Ledger
 
 __all__ = [
     "Checkpoint",
-    "make_checkpoint",
-    "record_checkpoint",
     "CheckpointBook",
     "BOOK_FILE_NAME",
     "checkpoint_from_canonical",
     "SeenHead",
-    "HomeWitness",
 ]
 
 BOOK_FILE_NAME = "ledger-checkpoints.sqlite"
@@ -83,6 +77,10 @@ class Checkpoint:
             },
             field="checkpoint",
         )
+
+    def signed(self, signer: Signer) -> Checkpoint:
+        """This statement signed by ``signer`` (whose key must be the one named in ``signer``)."""
+        return dataclasses.replace(self, sig=signer.sign(_DOMAIN + self.statement()))
 
     def signature_ok(self) -> bool:
         """True when ``sig`` is the signer's signature of :meth:`statement`."""
@@ -125,34 +123,6 @@ class Checkpoint:
         if len(sig_b) != 64:
             raise CorruptDataError("checkpoint.sig is not a 64-byte signature")
         return cls(ledger_id, size, head, ts, signer, sig_b)
-
-
-def make_checkpoint(ledger: Ledger, signer: Signer) -> Checkpoint:
-    """Sign a checkpoint of ``ledger``'s main chain as it is now (writes nothing)."""
-    head = ledger.head(0)
-    unsigned = Checkpoint(ledger.ledger_id, head.size, head.chain, int(ledger.clock() * 1000), signer.key_id, b"")
-    return dataclasses.replace(unsigned, sig=signer.sign(_DOMAIN + unsigned.statement()))
-
-
-def record_checkpoint(ledger: Ledger, *, book: CheckpointBook | None = None) -> tuple[StoredEntry, Checkpoint]:
-    """Write a ``checkpoint`` entry and return it with a signed checkpoint *after* it.
-
-    The entry's body records the state before it (``size``, ``head``); the
-    returned :class:`Checkpoint` covers the ledger including the entry, and is
-    also added to ``book`` when given. Needs a ledger opened with a signer.
-    """
-    signer = ledger.signer
-    if signer is None:
-        raise UsageError(f"ledger {ledger.path} was opened without a signing key; cannot checkpoint")
-    # The head is read and the entry appended in one write transaction, so the
-    # body names exactly the state this entry follows even with other writers.
-    with ledger.write_txn():
-        before = ledger.head(0)
-        entry = ledger.append("checkpoint", {"size": before.size, "head": before.chain})
-        checkpoint = make_checkpoint(ledger, signer)
-    if book is not None:
-        book.add(checkpoint)
-    return entry, checkpoint
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,42 +212,6 @@ class CheckpointBook(Guarded):
 
 def _key(path: str | Path) -> str:
     return str(Path(path).resolve())
-
-
-class HomeWitness:
-    """The :class:`~exo_core.ledger.ledger.HeadWitness` of an Exo home.
-
-    Signs each committed head with the ledger's signer and keeps it in the
-    home's book (``<home>/ledger-checkpoints.sqlite``). The book is opened on
-    the first record and kept open (one connection; several processes share
-    the file through SQLite's locks) until :meth:`close`.
-    """
-
-    __slots__ = ("book_path", "_book", "_lock")
-
-    def __init__(self, home_root: str | Path) -> None:
-        self.book_path = Path(home_root) / BOOK_FILE_NAME
-        self._book: CheckpointBook | None = None
-        self._lock = threading.Lock()
-
-    def saw(self, ledger: Ledger) -> None:
-        """Sign and keep ``ledger``'s main-chain head as seen at its path."""
-        signer = ledger.signer
-        if signer is None:
-            return
-        checkpoint = make_checkpoint(ledger, signer)
-        with self._lock:
-            if self._book is None:
-                self._book = CheckpointBook(self.book_path)
-            book = self._book
-        book.record_head(ledger.path, checkpoint)
-
-    def close(self) -> None:
-        """Close the book if it was opened (idempotent; a later :meth:`saw` opens it again)."""
-        with self._lock:
-            if self._book is not None:
-                self._book.close()
-                self._book = None
 
 
 def checkpoint_from_canonical(data: bytes) -> Checkpoint:

@@ -125,7 +125,7 @@ def create_signing_key(keys_dir: Path, *, name: str = KEY_FILE_NAME) -> Signer:
         raise StorageError(f"cannot write signing key {path}: {exc.strerror}") from exc
     finally:
         os.close(fd)
-    from exo_core.store.atomic import fsync_dir  # the store package imports this one
+    from exo_core.atomic import fsync_dir  # the store package imports this one
 
     fsync_dir(keys_dir)  # a new directory entry is durable only once its directory is synced
     return signer

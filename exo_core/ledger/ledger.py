@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from exo_core.errors import BadBodyError, ConflictError, CorruptDataError, NotFoundError, StorageError, UsageError
 from exo_core.ledger.canonical import normalize_json
@@ -35,9 +35,7 @@ from exo_core.ledger.entry import (
     seal,
 )
 from exo_core.ledger.keys import Signer
-
-if TYPE_CHECKING:
-    from exo_core.ledger.verify import VerifyReport
+from exo_core.ledger.verify import VerifyReport, verify_ledger
 
 __all__ = ["Ledger", "Head", "Segment", "HeadWitness", "LEDGER_FILE_NAME", "insert_entry"]
 
@@ -72,7 +70,7 @@ class Segment:
 class HeadWitness(Protocol):
     """Keeps a signed record of each main-chain head a writer committed (outside the store).
 
-    The Exo home's :class:`~exo_core.ledger.checkpoint.HomeWitness` is the real one: with it,
+    The Exo home's :class:`~exo_core.ledger.witness.HomeWitness` is the real one: with it,
     ``verify`` fails a copy that lost entries this machine wrote, even after the last checkpoint.
     """
 
@@ -418,8 +416,6 @@ class Ledger(Guarded):
 
     def verify(self, **kwargs: Any) -> VerifyReport:
         """Check the whole ledger; see :func:`exo_core.ledger.verify.verify_ledger` for arguments."""
-        from exo_core.ledger.verify import verify_ledger  # verify imports this module
-
         return verify_ledger(self, **kwargs)
 
     def segments(self) -> list[Segment]:

@@ -57,7 +57,7 @@ class LedgerRecorder:
     ) -> LedgerRecorder:
         """Open (creating if needed) ``<store_dir>/ledger.sqlite`` for recording as ``scope``.
 
-        ``witness`` (the Exo home's :class:`~exo_core.ledger.checkpoint.HomeWitness`) keeps a
+        ``witness`` (the Exo home's :class:`~exo_core.ledger.witness.HomeWitness`) keeps a
         signed record of each head this machine wrote, so a later rollback of the file is caught.
         """
         ledger = Ledger.open_store(store_dir, signer=signer, create=True, scope=scope, clock=clock, witness=witness)

@@ -33,9 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from exo_core.errors import ConflictError, CorruptDataError, StorageError, UsageError
-from exo_core.ledger.checkpoint import Checkpoint, CheckpointBook, make_checkpoint, record_checkpoint
+from exo_core.ledger.checkpoint import Checkpoint, CheckpointBook
 from exo_core.ledger.entry import StoredEntry, check_seal, decode_row
 from exo_core.ledger.ledger import Head, Ledger, Segment, insert_entry
+from exo_core.ledger.witness import make_checkpoint, record_checkpoint
 
 __all__ = [
     "ImportResult",

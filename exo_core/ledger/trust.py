@@ -34,9 +34,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from exo_core.errors import ConflictError, CorruptDataError
-from exo_core.ledger.checkpoint import BOOK_FILE_NAME, Checkpoint, CheckpointBook, HomeWitness, SeenHead
+from exo_core.ledger.checkpoint import BOOK_FILE_NAME, Checkpoint, CheckpointBook, SeenHead
 from exo_core.ledger.keys import is_key_id
 from exo_core.ledger.ledger import Ledger
+from exo_core.ledger.witness import HomeWitness
 from exo_core.private_files import private_dir
 
 __all__ = ["Anchor", "TrustStore", "MachineTrust", "enrolled_keys", "trusted_keys", "TRUST_DIR"]
@@ -142,7 +143,7 @@ class TrustStore:
         it was missing); a different owner is a :class:`ConflictError`: a key
         change is never taken from a store or an export.
         """
-        from exo_core.store.atomic import atomic_write_text  # the store package imports the ledger
+        from exo_core.atomic import atomic_write_text  # the store package imports the ledger
 
         if not is_key_id(owner):
             raise CorruptDataError(f"{owner!r} is not a key id ('ed25519:' + 64 hex digits)")

@@ -24,16 +24,37 @@ Memory: two dicts of the ids and chain hashes (about 250 bytes per entry).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from exo_core.errors import CorruptDataError
 from exo_core.ledger.checkpoint import Checkpoint
 from exo_core.ledger.db import TRIGGER_NAMES
 from exo_core.ledger.entry import check_seal, decode_row
-from exo_core.ledger.ledger import Ledger
 
-__all__ = ["Problem", "VerifyReport", "verify_ledger"]
+__all__ = ["Problem", "VerifyReport", "ReadableLedger", "verify_ledger"]
+
+
+class _Height(Protocol):
+    @property
+    def size(self) -> int: ...
+
+
+class ReadableLedger(Protocol):
+    """What :func:`verify_ledger` reads of a ledger (:class:`~exo_core.ledger.ledger.Ledger` is one)."""
+
+    @property
+    def ledger_id(self) -> str: ...
+
+    @property
+    def genesis(self) -> str: ...
+
+    def query(self, sql: str, args: Sequence[object] = ()) -> list[Any]: ...
+
+    def raw_rows(self) -> Iterator[tuple[object, ...]]: ...
+
+    def head(self, seg: int = 0) -> _Height: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +95,7 @@ class VerifyReport:
 
 
 def verify_ledger(
-    ledger: Ledger,
+    ledger: ReadableLedger,
     *,
     pins: Collection[str] | None = None,
     checkpoints: Iterable[Checkpoint] = (),
@@ -87,7 +108,7 @@ def verify_ledger(
     ``pins``: the only key ids trusted as authors and checkpoint signers
     (None: any valid signature is accepted). ``checkpoints``: heads this
     machine saw before; ``seen_heads``: heads this machine itself committed to
-    this very file (its :class:`~exo_core.ledger.checkpoint.HomeWitness` record),
+    this very file (its :class:`~exo_core.ledger.witness.HomeWitness` record),
     reported as a rollback in plainer words. ``deep`` adds ``PRAGMA integrity_check``. Stops
     collecting after ``max_problems``; never raises for a bad ledger, only
     for one it cannot read at all (:class:`StorageError`).

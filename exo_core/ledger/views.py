@@ -155,8 +155,8 @@ def rebuild_views(
     ledger: Ledger, out_dir: str | Path, *, registry: ViewRegistry = DEFAULT_VIEWS, only: Collection[str] | None = None
 ) -> dict[str, Path]:
     """Recompute views from an empty state and write ``<out_dir>/<name>.json``."""
+    from exo_core.atomic import atomic_write_bytes  # the store package imports this one
     from exo_core.private_files import private_dir
-    from exo_core.store.atomic import atomic_write_bytes  # the store package imports this one
 
     out = Path(out_dir)
     rendered = render_views(ledger, registry=registry, only=only)

@@ -11,17 +11,16 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from exo_core.agent.seams import ToolingMemory
 from exo_core.errors import ConfigError, ConflictError
+from exo_core.hooks import HookRegistry
 from exo_core.tools.function import FunctionTool
+from exo_core.tools.registry import ToolRegistry
 from exo_core.tools.spec import Risk, ToolSpec
 
-if TYPE_CHECKING:
-    from exo_core.plugins.host import PluginHost
-
-__all__ = ["PluginContext", "PluginCommand", "SLOTS"]
+__all__ = ["PluginContext", "PluginCommand", "PluginRegistries", "SLOTS"]
 
 # A plugin names a tool's risk as text; each accepted one as the tool spec's literal type.
 _RISKS: dict[str, Risk] = {"low": "low", "medium": "medium", "high": "high"}
@@ -39,10 +38,21 @@ class PluginCommand:
     owner: str
 
 
+class PluginRegistries(Protocol):
+    """Where a plugin's registrations go (the :class:`~exo_core.plugins.host.PluginHost` holds them)."""
+
+    tools: ToolRegistry
+    hooks: HookRegistry
+    slots: dict[str, tuple[str, Any]]
+    commands: dict[str, PluginCommand]
+    channels: dict[str, Any]
+    skills: dict[str, str]
+
+
 class PluginContext:
     """The object passed to ``register(ctx)``; records every registration for rollback."""
 
-    def __init__(self, host: PluginHost, owner: str) -> None:
+    def __init__(self, host: PluginRegistries, owner: str) -> None:
         self._host = host
         self.owner = owner
         self.registered: list[str] = []

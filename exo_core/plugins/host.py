@@ -17,7 +17,6 @@ retrieval, when configured) stays.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import importlib.util
 import logging
@@ -35,8 +34,6 @@ from exo_core.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
-
-    from exo_core.engine.core import CoreOptions
 
 __all__ = ["PluginHost", "PluginRecord", "ENTRY_POINT_GROUP"]
 
@@ -143,21 +140,23 @@ class PluginHost:
         self.records[name] = record
         return record
 
-    def apply(self, options: CoreOptions) -> CoreOptions:
-        """``options`` with the slots the plugins took (tools and hooks are already in its registries)."""
-        changes = {
+    def slot_options(self) -> dict[str, Any]:
+        """The core options the plugins' slots set, by option name (``memory``, ``context``).
+
+        Tools and hooks need none: the plugins registered them straight into the core's registries.
+        """
+        return {
             option: self.slots[slot][1]
             for slot, option in (("memory_provider", "memory"), ("context_engine", "context"))
             if slot in self.slots
         }
-        return dataclasses.replace(options, **changes) if changes else options
 
     @classmethod
-    def for_options(
-        cls, options: CoreOptions, folders: Iterable[Path] = (), *, entry_points: bool = False
+    def loaded(
+        cls, tools: ToolRegistry, hooks: HookRegistry, folders: Iterable[Path] = (), *, entry_points: bool = False
     ) -> PluginHost:
-        """A host loading into ``options``' tools and hooks from ``folders`` (and entry points)."""
-        host = cls(options.tools, options.hooks)
+        """A host loading into ``tools`` and ``hooks`` from ``folders`` (and entry points)."""
+        host = cls(tools, hooks)
         for folder in folders:
             host.load_folders(folder)
         if entry_points:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from aiohttp import web
 
+from exo_core.atomic import atomic_write_text
 from exo_core.engine.dispatch import Engine
 from exo_core.events.hub import Hub
 from exo_core.seams.home import ExoHome
@@ -42,7 +43,6 @@ from exo_core.server.limits import (
 from exo_core.server.listeners import bind_tcp, bind_unix
 from exo_core.server.quietlog import QuietFilter
 from exo_core.server.stdio import serve_stdio
-from exo_core.store.atomic import atomic_write_text
 
 if TYPE_CHECKING:
     from exo_core.web import PairingCodes

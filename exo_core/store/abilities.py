@@ -32,10 +32,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from exo_core.atomic import atomic_write_text
 from exo_core.errors import ExoError
 from exo_core.private_files import private_dir
 from exo_core.store import layout
-from exo_core.store.atomic import atomic_write_text
 from exo_core.store.node import PIN_ONLY, Node
 from exo_core.store.store import Store
 

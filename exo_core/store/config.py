@@ -22,7 +22,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from exo_core.store.atomic import atomic_write_text
+from exo_core.atomic import atomic_write_text
 from exo_core.store.errors import StoreFormatError
 
 __all__ = ["StoreConfig", "read_config", "write_config", "STORE_KINDS", "CURRENT_FORMAT", "CONFIG_NAME", "new_store_id"]

@@ -17,31 +17,24 @@ reported and the same step is asked again.
 
 from __future__ import annotations
 
-import asyncio
 import datetime as _dt
 import logging
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from exo_core.errors import BadBodyError, ConflictError, ExoError
-from exo_core.protocol.events import Notice, UiPanel
+from exo_core.atomic import atomic_write_text
+from exo_core.errors import BadBodyError, ConflictError
 from exo_core.store import layout
-from exo_core.store.atomic import atomic_write_text
 from exo_core.store.leaks import redact
 from exo_core.store.node import Link, Node
 from exo_core.store.store import Store, template_path
-
-if TYPE_CHECKING:
-    from exo_core.engine.core import Core
-    from exo_core.protocol.commands import StoreOnboard
 
 __all__ = [
     "Question",
     "InterviewState",
     "OnboardPlan",
     "QUESTIONS",
-    "Onboarding",
     "next_question",
     "confirm_text",
     "answer",
@@ -337,59 +330,3 @@ def apply_plan(store: Store, onboard: OnboardPlan, *, force: bool = False) -> li
             atomic_write_text(index, text.rstrip("\n") + "\n" + heading + rule + "\n")
     atomic_write_text(store.root / layout.PACK, onboard.pack)
     return [*written, store.root / layout.PACK]
-
-
-class Onboarding:
-    """The interview inside exod: the ``store.onboard`` handler, one interview at a time."""
-
-    def __init__(self, store_root: Path, core: Core) -> None:
-        self._root = store_root
-        self._core = core
-        self._task: asyncio.Task[None] | None = None
-
-    async def start(self, body: StoreOnboard) -> dict[str, Any]:
-        """Start the interview in ``body.session``; refused at once when it could not write."""
-        if self._task is not None and not self._task.done():
-            raise ConflictError("an onboarding interview is already running; answer or interrupt it first")
-        await self._core.sessions.get_session(body.session)  # NotFoundError names it
-        store = Store.open(self._root)
-        if not body.force:
-            check_fillable(store)
-        self._task = asyncio.create_task(self._interview(store, body.session, body.force))
-        return {"accepted": True, "session": body.session, "store": str(store.root)}
-
-    async def _interview(self, store: Store, session: str, force: bool) -> None:
-        hub, state = self._core.hub, InterviewState()
-        try:
-            while (question := next_question(state)) is not None:
-                # The last step shows what will be written, so a misheard name is caught before it is stored.
-                text = confirm_text(state) if question.step == "confirm" else question.text
-                reply = await self._core.questions.ask(session, text, question.options, allow_text=question.allow_text)
-                if reply.declined:
-                    # Asking again would loop on a client that cannot answer; nothing is written.
-                    raise ConflictError("the interview was stopped: a question was declined; run `exo onboard` again")
-                try:
-                    state = answer(state, reply.option, None if reply.option is not None else reply.text)
-                except BadBodyError as exc:
-                    await hub.emit(session, "notice", Notice(text=exc.message, level="warning"))
-            onboard = plan(state)
-            written = await asyncio.to_thread(apply_plan, store, onboard, force=force)
-            for kind, words in onboard.said:
-                await asyncio.to_thread(
-                    self._core.options.recorder.record, kind, {"text": words, "source": "onboarding"}
-                )
-            data: dict[str, Any] = {
-                "ok": True,
-                "store": str(store.root),
-                "written": [p.relative_to(store.root).as_posix() for p in written],
-            }
-        except ExoError as exc:
-            log.warning("onboarding in %s stopped: %s", session, exc.message)
-            data = {"ok": False, "store": str(store.root), "error": exc.message}
-        await hub.emit(session, "ui.panel", UiPanel(kind="onboarding", title="Your store", data=data))
-
-    async def aclose(self) -> None:
-        """Stop a running interview (exod is shutting down); nothing is written then."""
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)

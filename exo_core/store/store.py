@@ -15,10 +15,10 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from exo_core.atomic import atomic_write_text, fsync_dir, fsync_tree
 from exo_core.errors import ConflictError, NotFoundError, UsageError
 from exo_core.private_files import private_dir, privatize_tree
 from exo_core.store import layout
-from exo_core.store.atomic import atomic_write_text, fsync_dir, fsync_tree
 from exo_core.store.config import CURRENT_FORMAT, StoreConfig, new_store_id, read_config, write_config
 from exo_core.store.errors import StoreFormatError
 from exo_core.store.ledger_bridge import create_ledger

@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from exo_core.atomic import atomic_write_bytes, atomic_write_text
 from exo_core.errors import ConflictError, CorruptDataError
 from exo_core.private_files import private_dir, private_file
 from exo_core.store import layout
-from exo_core.store.atomic import atomic_write_bytes, atomic_write_text
 from exo_core.store.items import rebuild_items
 from exo_core.store.manifest import canonical_json, copy_candidates, hash_file
 from exo_core.store.store import Store

@@ -30,10 +30,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from exo_core.atomic import atomic_write_bytes, exchange_paths, fsync_dir, fsync_tree, remove_tree
 from exo_core.errors import ConflictError, NotFoundError, StorageError, UsageError
 from exo_core.private_files import private_dir, private_file
 from exo_core.store import layout
-from exo_core.store.atomic import atomic_write_bytes, exchange_paths, fsync_dir, fsync_tree, remove_tree
 from exo_core.store.config import read_config, write_config
 from exo_core.store.manifest import Manifest, ManifestSigner, build_manifest, copy_candidates, read_manifest
 from exo_core.store.migrate import StepHook, no_step

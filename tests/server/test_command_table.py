@@ -7,10 +7,10 @@ from pathlib import Path
 from exo_core.agent.scripted import ScriptedModel
 from exo_core.engine.commands import core_handlers, store_handlers
 from exo_core.engine.core import Core, CoreOptions
+from exo_core.engine.onboarding import Onboarding
 from exo_core.protocol import COMMANDS
 from exo_core.seams.home import ExoHome
 from exo_core.seams.recorder import NullRecorder
-from exo_core.store.onboard import Onboarding
 from exo_core.web.taste import TasteRows
 
 
