@@ -31,11 +31,11 @@ from typing import Any
 from device.answers import parse_option
 from device.audio import to_16k, trim_silence
 from device.buttons import ButtonBoard, Edge, Gesture, GestureDecoder
-from device.config import BUTTONS, DeviceConfig
 from device.layouts import ScreenSpec, render, theme_for
 from device.link import Link, Pending
 from device.mic import Microphone
 from device.screen import Screen
+from device.settings import BUTTONS, DeviceConfig
 from device.speech import SentenceSplitter, Speaker
 from device.state import Notice, ScreenState, apply_event, layout_of
 from device.stt import SpeechToText

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from device.config import BUTTONS, DeviceConfig
+from device.settings import BUTTONS, DeviceConfig
 from exo_core.errors import ConfigError, UnsupportedError
 
 __all__ = ["Edge", "Gesture", "ButtonBoard", "GestureDecoder", "mock_factory"]

@@ -27,8 +27,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from device.config import BUTTONS, DeviceConfig
 from device.mic import FileMicrophone
+from device.settings import BUTTONS, DeviceConfig
 
 __all__ = ["MockControl"]
 

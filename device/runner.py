@@ -21,11 +21,11 @@ from typing import Any, TextIO
 
 from device.app import DeviceApp, capabilities_for
 from device.buttons import mock_factory
-from device.config import DeviceConfig, config_from_mapping
 from device.layouts import ScreenSpec
 from device.mic import AlsaMicrophone, FileMicrophone, Microphone
 from device.mock import MockControl
 from device.screen import open_screen
+from device.settings import DeviceConfig, config_from_mapping
 from device.stt import open_stt
 from device.tts import AplayOutput, AudioOutput, FileOutput, open_tts
 from exo_core.client import ExoClient

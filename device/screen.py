@@ -19,8 +19,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from device.config import DeviceConfig
 from device.layouts import ScreenSpec
+from device.settings import DeviceConfig
 from exo_core.errors import ConfigError, StorageError, UnsupportedError
 
 if TYPE_CHECKING:

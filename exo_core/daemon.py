@@ -3,7 +3,7 @@
 This module is exod's composition (docs/architecture.md, "Layers"): it opens the
 :class:`~exo_core.engine.core.Core` on the home, serves the commands over the
 person's store folder (taste rows for the web page, the onboarding interview:
-:func:`~exo_core.engine.commands.store_handlers`), and hands the engine and its
+:func:`~exo_core.engine.handlers.store_handlers`), and hands the engine and its
 hub to the transports (:func:`~exo_core.server.transports.serve_transports`),
 which know nothing of how the core was built. ``exo serve``
 (:mod:`exo_core.cli.serve_cmd`) builds the core's options and calls
@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from exo_core.bootstrap import refresh_abilities_note
-from exo_core.engine.commands import store_handlers
 from exo_core.engine.core import Core, CoreOptions
+from exo_core.engine.handlers import store_handlers
 from exo_core.engine.onboarding import Onboarding
 from exo_core.errors import ExoError
 from exo_core.learning.service import ReviewService

@@ -93,7 +93,7 @@ _NOT_AT_IDLE = (
     "exo_edge.chat_run",
     "exo_edge.grammar_decode",
     "exo_edge.fetch",
-    "exo_core.gate.commands",
+    "exo_core.gate.command_line",
 )
 
 

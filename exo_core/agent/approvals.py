@@ -23,7 +23,7 @@ from exo_core.errors import ConflictError
 from exo_core.events.hub import Hub
 from exo_core.protocol.events import ApprovalRequested, ApprovalResolved
 from exo_core.sessions.facade import AsyncSessions
-from exo_core.sessions.store import ApprovalRecord, SessionStore
+from exo_core.sessions.session_store import ApprovalRecord, SessionStore
 
 __all__ = ["ApprovalBroker", "ApprovalAnswer"]
 

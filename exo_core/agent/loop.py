@@ -59,7 +59,7 @@ from exo_core.seams.model import (
     UsageChunk,
     WindowedTransport,
 )
-from exo_core.sessions.store import MessageRecord, TurnRecord
+from exo_core.sessions.session_store import MessageRecord, TurnRecord
 from exo_core.tools.spec import ToolResult
 
 __all__ = ["LoopDeps", "LoopSettings", "run_turn", "INTERRUPTED_RESULT", "BASE_PROMPT"]

@@ -26,7 +26,7 @@ from exo_core.agent.toolrun import emit_message
 from exo_core.errors import ConflictError
 from exo_core.protocol import events as ev
 from exo_core.seams.model import ToolCall
-from exo_core.sessions.store import ApprovalRecord, MessageRecord, TurnRecord
+from exo_core.sessions.session_store import ApprovalRecord, MessageRecord, TurnRecord
 
 __all__ = ["TurnRunner", "SendOutcome", "STEER_LIMIT", "QUEUE_LIMIT"]
 

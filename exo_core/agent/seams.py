@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from exo_core.seams.model import INTERRUPTED_MARK, ChatMessage, Role, ToolCall
-from exo_core.sessions.store import MessageRecord
+from exo_core.sessions.session_store import MessageRecord
 from exo_core.tools.spec import Tool, ToolSpec
 
 __all__ = [

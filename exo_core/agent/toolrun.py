@@ -36,7 +36,7 @@ from exo_core.agent.seams import GateOutcome
 from exo_core.errors import ExoError
 from exo_core.protocol import events as ev
 from exo_core.seams.model import ToolCall
-from exo_core.sessions.store import MessageRecord
+from exo_core.sessions.session_store import MessageRecord
 from exo_core.tools.spec import ToolContext, ToolResult
 
 __all__ = ["run_tool_call", "store_tool_result", "emit_message", "record"]

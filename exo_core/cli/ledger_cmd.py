@@ -87,7 +87,7 @@ def _owner_pins(ledger: Any, trust: Any) -> list[str] | None:
 
     from exo_core.errors import ExoError
     from exo_core.ledger import trusted_keys
-    from exo_core.store.config import CONFIG_NAME, read_config
+    from exo_core.store.store_toml import CONFIG_NAME, read_config
 
     anchor = trust.anchor(ledger.ledger_id)
     if anchor is not None:

@@ -116,8 +116,8 @@ def _lint(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     from exo_core.ledger import CheckpointBook
-    from exo_core.store.config import read_config
     from exo_core.store.ledger_bridge import checkpoint_hook
+    from exo_core.store.store_toml import read_config
     from exo_core.store.transfer import export_store
 
     signer = _signer(args, required=False)
@@ -152,7 +152,7 @@ def _import(args: argparse.Namespace) -> int:
     from exo_core.errors import UsageError
     from exo_core.ledger import ensure_signing_key, is_key_id
     from exo_core.private_files import private_dir
-    from exo_core.store.config import read_config
+    from exo_core.store.store_toml import read_config
     from exo_core.store.transfer import import_store
 
     if args.owner is not None and not is_key_id(args.owner):

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from exo_core.client.client import ExoClient
-from exo_core.client.commands import SESSION_COMMANDS, help_text, session_command
+from exo_core.client.slash import SESSION_COMMANDS, help_text, session_command
 from exo_core.errors import ExoError
 from exo_core.protocol import Event
 

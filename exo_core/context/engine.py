@@ -42,7 +42,7 @@ from exo_core.errors import ExoError
 from exo_core.events.hub import Hub
 from exo_core.protocol import events as ev
 from exo_core.seams.model import ChatMessage, ModelRequest, ModelTransport, TextDelta, WindowedTransport
-from exo_core.sessions.store import MessageRecord, SessionStore
+from exo_core.sessions.session_store import MessageRecord, SessionStore
 from exo_core.sessions.worker import DbWorker
 
 __all__ = ["SummaryTreeContext"]

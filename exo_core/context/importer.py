@@ -38,7 +38,7 @@ from exo_core.clock import Clock, SystemClock, iso_utc
 from exo_core.context import nodes as db
 from exo_core.context.config import ContextConfig
 from exo_core.errors import StorageError, UsageError
-from exo_core.sessions.store import SessionStore
+from exo_core.sessions.session_store import SessionStore
 from exo_core.sessions.worker import DbWorker
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from exo_core.context.config import ContextConfig
 from exo_core.context.tree import NodeKey, SummaryNode, leaf_span, node_positions, tail_start
-from exo_core.sessions.store import MessageRecord
+from exo_core.sessions.session_store import MessageRecord
 
 __all__ = [
     "load_nodes",

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from exo_core.context.config import ContextConfig
 from exo_core.context.redact import redact
 from exo_core.seams.model import ChatMessage, ModelRequest
-from exo_core.sessions.store import MessageRecord
+from exo_core.sessions.session_store import MessageRecord
 
 __all__ = [
     "SUMMARY_RULES",

@@ -22,7 +22,7 @@ from itertools import pairwise
 from typing import Literal
 
 from exo_core.context.config import ContextConfig, estimate_tokens
-from exo_core.sessions.store import MessageRecord
+from exo_core.sessions.session_store import MessageRecord
 
 __all__ = [
     "NodeKey",

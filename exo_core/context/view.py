@@ -18,7 +18,7 @@ from exo_core.agent.seams import to_chat_messages
 from exo_core.context.prompt import render_transcript
 from exo_core.context.tree import Plan
 from exo_core.seams.model import ChatMessage
-from exo_core.sessions.store import MessageRecord
+from exo_core.sessions.session_store import MessageRecord
 
 __all__ = ["VIEW_HEADER", "VIEW_FOOTER", "render_view", "history_block", "history_elements", "input_tokens"]
 

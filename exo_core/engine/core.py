@@ -8,7 +8,6 @@ provider would use.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,8 +32,8 @@ from exo_core.agent.seams import (
 from exo_core.clock import Clock, SystemClock
 from exo_core.context.config import ContextConfig
 from exo_core.context.engine import SummaryTreeContext  # exo_core.engine.settings imports it anyway
-from exo_core.engine.commands import core_handlers
 from exo_core.engine.dispatch import Engine
+from exo_core.engine.handlers import core_handlers
 from exo_core.errors import ConfigError
 from exo_core.events.hub import Hub
 from exo_core.gate import ConsequenceGate, Policy
@@ -45,7 +44,7 @@ from exo_core.seams.home import ExoHome
 from exo_core.seams.model import ModelTransport
 from exo_core.seams.recorder import NullRecorder, Recorder
 from exo_core.sessions.facade import AsyncSessions
-from exo_core.sessions.store import SessionStore
+from exo_core.sessions.session_store import SessionStore
 from exo_core.sessions.worker import DbWorker
 from exo_core.tools import ToolRegistry, builtin_tools
 
@@ -103,7 +102,7 @@ class Core:
             self.plugins = PluginHost.loaded(
                 options.tools, options.hooks, options.plugin_dirs, entry_points=options.entry_point_plugins
             )
-            options = dataclasses.replace(options, **self.plugins.slot_options())
+            options = self.plugins.apply(options)
         self.options = options
         self.worker = DbWorker(home.sessions_db, synchronous=options.synchronous)
         self.hub = Hub(self.worker, clock=options.clock, ids=options.ids, queue_limit=options.queue_limit)

@@ -37,7 +37,7 @@ class Engine:
 
     Its own handlers (sessions, turns, approvals, events, search) are the public
     ``async`` methods below; which handler serves which command type is set in one
-    place, :mod:`exo_core.engine.commands`. A command type with no handler answers
+    place, :mod:`exo_core.engine.handlers`. A command type with no handler answers
     with a typed ``unsupported`` error.
     """
 
@@ -50,7 +50,7 @@ class Engine:
         self._handlers: dict[str, Handler] = {}
 
     def serve(self, handlers: Mapping[str, Handler]) -> None:
-        """Serve each command type with its handler (the tables of exo_core/engine/commands.py)."""
+        """Serve each command type with its handler (the tables of exo_core/engine/handlers.py)."""
         for command_type, handler in handlers.items():
             self.add_handler(command_type, handler)
 
@@ -83,7 +83,7 @@ class Engine:
             return Response.failure(command_id, ErrorInfo("internal", f"internal error: {type(exc).__name__}"))
         return Response.success(command_id, result)
 
-    # -- handlers (served by exo_core/engine/commands.py) -------------------
+    # -- handlers (served by exo_core/engine/handlers.py) -------------------
 
     async def hello(self, body: cmd.Hello) -> dict[str, Any]:
         """``hello``: the client's capabilities remembered; what this core speaks."""

@@ -103,7 +103,7 @@ class SettingsCore(Protocol):
 class RuntimeSettings:
     """The three handlers over one core (``models.set``, ``config.get``, ``config.set``).
 
-    They are served from the one table, :mod:`exo_core.engine.commands`.
+    They are served from the one table, :mod:`exo_core.engine.handlers`.
     """
 
     def __init__(self, core: SettingsCore) -> None:

@@ -136,7 +136,7 @@ def classify(
 def _shell(command: Any, scope: Scope) -> tuple[list[Finding], str]:
     if not isinstance(command, str) or not command.strip():
         return [finding("shell.read", "empty command")], ""
-    from exo_core.gate.commands import classify_line  # on first use: see the module docstring
+    from exo_core.gate.command_line import classify_line  # on first use: see the module docstring
 
     return classify_line(command, scope)
 

@@ -18,14 +18,10 @@ public API, one concept per module:
 See ``docs/ledger.md`` for the formats and the sync/fork model.
 """
 
+from exo_core.ledger.anchor import Anchor, MachineTrust, TrustStore, enrolled_keys, trusted_keys
 from exo_core.ledger.canonical import canonical_json, parse_canonical, sha256_hex
-from exo_core.ledger.checkpoint import Checkpoint, CheckpointBook, SeenHead
-from exo_core.ledger.entry import NewEntry, StoredEntry, chain_hash, genesis_hash
-from exo_core.ledger.keys import Signer, create_signing_key, ensure_signing_key, is_key_id, key_id_of, load_signing_key
-from exo_core.ledger.kinds import KINDS, VERDICTS
-from exo_core.ledger.ledger import LEDGER_FILE_NAME, Head, HeadWitness, Ledger, Segment
-from exo_core.ledger.recorder import LedgerRecorder
-from exo_core.ledger.sync import (
+from exo_core.ledger.chain_check import Problem, VerifyReport, verify_ledger
+from exo_core.ledger.chain_sync import (
     Fork,
     ImportResult,
     SyncReport,
@@ -35,8 +31,12 @@ from exo_core.ledger.sync import (
     snapshot_ledger,
     sync_ledgers,
 )
-from exo_core.ledger.trust import Anchor, MachineTrust, TrustStore, enrolled_keys, trusted_keys
-from exo_core.ledger.verify import Problem, VerifyReport, verify_ledger
+from exo_core.ledger.checkpoint import Checkpoint, CheckpointBook, SeenHead
+from exo_core.ledger.entry import NewEntry, StoredEntry, chain_hash, genesis_hash
+from exo_core.ledger.keys import Signer, create_signing_key, ensure_signing_key, is_key_id, key_id_of, load_signing_key
+from exo_core.ledger.kinds import KINDS, VERDICTS
+from exo_core.ledger.ledger import LEDGER_FILE_NAME, Head, HeadWitness, Ledger, Segment
+from exo_core.ledger.recorder import LedgerRecorder
 from exo_core.ledger.views import DEFAULT_VIEWS, ViewBuilder, ViewRegistry, rebuild_views, render_views, views_dir
 from exo_core.ledger.witness import HomeWitness, make_checkpoint, record_checkpoint
 

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from exo_core.errors import BadBodyError, ConflictError, CorruptDataError, NotFoundError, StorageError, UsageError
 from exo_core.ledger.canonical import normalize_json
+from exo_core.ledger.chain_check import VerifyReport, verify_ledger
 from exo_core.ledger.db import Guarded, connect, create_schema
 from exo_core.ledger.entry import (
     ROW_COLUMNS,
@@ -35,7 +36,6 @@ from exo_core.ledger.entry import (
     seal,
 )
 from exo_core.ledger.keys import Signer
-from exo_core.ledger.verify import VerifyReport, verify_ledger
 
 __all__ = ["Ledger", "Head", "Segment", "HeadWitness", "LEDGER_FILE_NAME", "insert_entry"]
 
@@ -415,7 +415,7 @@ class Ledger(Guarded):
                 return
 
     def verify(self, **kwargs: Any) -> VerifyReport:
-        """Check the whole ledger; see :func:`exo_core.ledger.verify.verify_ledger` for arguments."""
+        """Check the whole ledger; see :func:`exo_core.ledger.chain_check.verify_ledger` for arguments."""
         return verify_ledger(self, **kwargs)
 
     def segments(self) -> list[Segment]:

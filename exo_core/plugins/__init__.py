@@ -2,7 +2,7 @@
 
 from exo_core.plugins.context import SLOTS, PluginCommand, PluginContext
 from exo_core.plugins.host import ENTRY_POINT_GROUP, PluginHost, PluginRecord
-from exo_core.plugins.manifest import PluginManifest, parse_manifest_text, read_manifest
+from exo_core.plugins.plugin_yaml import PluginManifest, parse_manifest_text, read_manifest
 
 __all__ = [
     "PluginHost",

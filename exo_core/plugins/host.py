@@ -17,6 +17,7 @@ retrieval, when configured) stays.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib.util
 import logging
@@ -24,20 +25,25 @@ import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from exo_core.errors import ConfigError, ExoError
 from exo_core.hooks import HookRegistry
 from exo_core.plugins.context import PluginCommand, PluginContext
-from exo_core.plugins.manifest import read_manifest
+from exo_core.plugins.plugin_yaml import read_manifest
 from exo_core.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
 
+    from _typeshed import DataclassInstance
+
 __all__ = ["PluginHost", "PluginRecord", "ENTRY_POINT_GROUP"]
 
 log = logging.getLogger(__name__)
+
+# The core's options, a dataclass with ``memory`` and ``context`` fields (the engine's CoreOptions).
+Options = TypeVar("Options", bound="DataclassInstance")
 
 ENTRY_POINT_GROUP = "exo.plugins"
 
@@ -140,16 +146,14 @@ class PluginHost:
         self.records[name] = record
         return record
 
-    def slot_options(self) -> dict[str, Any]:
-        """The core options the plugins' slots set, by option name (``memory``, ``context``).
-
-        Tools and hooks need none: the plugins registered them straight into the core's registries.
-        """
-        return {
+    def apply(self, options: Options) -> Options:
+        """``options`` (the core's) with the slots the plugins took (tools and hooks are already in its registries)."""
+        changes = {
             option: self.slots[slot][1]
             for slot, option in (("memory_provider", "memory"), ("context_engine", "context"))
             if slot in self.slots
         }
+        return dataclasses.replace(options, **changes) if changes else options
 
     @classmethod
     def loaded(

@@ -2,7 +2,14 @@
 
 from exo_core.sessions.db import SCHEMA_VERSION, open_reader, open_writer
 from exo_core.sessions.facade import AsyncSessions
-from exo_core.sessions.store import ApprovalRecord, MessageRecord, SearchHit, SessionRecord, SessionStore, TurnRecord
+from exo_core.sessions.session_store import (
+    ApprovalRecord,
+    MessageRecord,
+    SearchHit,
+    SessionRecord,
+    SessionStore,
+    TurnRecord,
+)
 from exo_core.sessions.worker import DbWorker
 
 __all__ = [

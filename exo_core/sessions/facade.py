@@ -19,7 +19,14 @@ import functools
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from exo_core.sessions.store import ApprovalRecord, MessageRecord, SearchHit, SessionRecord, SessionStore, TurnRecord
+from exo_core.sessions.session_store import (
+    ApprovalRecord,
+    MessageRecord,
+    SearchHit,
+    SessionRecord,
+    SessionStore,
+    TurnRecord,
+)
 from exo_core.sessions.worker import DbWorker
 
 __all__ = ["AsyncSessions"]
@@ -31,7 +38,7 @@ class AsyncSessions:
     """Async methods over :class:`SessionStore`, each run on the worker's database thread.
 
     The method names, arguments, results and errors are the store's own (see
-    :mod:`exo_core.sessions.store`); only the calling convention differs.
+    :mod:`exo_core.sessions.session_store`); only the calling convention differs.
     """
 
     def __init__(self, worker: DbWorker, *, store: SessionStore | None = None) -> None:

@@ -24,12 +24,12 @@ exo_core.store.lint import lint_store``): exod opens its store at start-up and
 would otherwise hold them all, idle (docs/benchmarks.md §2).
 """
 
-from exo_core.store.config import CURRENT_FORMAT, StoreConfig
 from exo_core.store.errors import ImportFormatError, StoreFormatError, StoreVersionError
 from exo_core.store.items import Item, ItemStore, rebuild_items
+from exo_core.store.load_rules import LoadRule, Router
 from exo_core.store.node import Link, Node, parse_node, render_node
-from exo_core.store.router import LoadRule, Router
 from exo_core.store.store import PERSON_SCOPE, Store, init_store, template_path
+from exo_core.store.store_toml import CURRENT_FORMAT, StoreConfig
 
 __all__ = [
     "CURRENT_FORMAT",

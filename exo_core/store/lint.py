@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from exo_core.store import layout
-from exo_core.store.config import CURRENT_FORMAT, StoreConfig, read_config
 from exo_core.store.errors import StoreFormatError
 from exo_core.store.leaks import find_leaks
+from exo_core.store.load_rules import parse_router, wikilinks
 from exo_core.store.node import Node, node_id_for, parse_node
-from exo_core.store.router import parse_router, wikilinks
+from exo_core.store.store_toml import CURRENT_FORMAT, StoreConfig, read_config
 
 __all__ = ["Finding", "LintReport", "lint_store"]
 

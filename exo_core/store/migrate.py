@@ -31,9 +31,9 @@ from typing import Any
 
 from exo_core.atomic import atomic_write_text, fsync_dir
 from exo_core.store import layout
-from exo_core.store.config import CURRENT_FORMAT, new_store_id, read_config, write_config
 from exo_core.store.errors import StoreFormatError, StoreVersionError
 from exo_core.store.frontmatter import FrontValue, dump_frontmatter, parse_document
+from exo_core.store.store_toml import CURRENT_FORMAT, new_store_id, read_config, write_config
 
 __all__ = ["migrate_store", "MigrationStep", "JOURNAL", "StepHook", "no_step"]
 

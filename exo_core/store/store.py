@@ -19,11 +19,11 @@ from exo_core.atomic import atomic_write_text, fsync_dir, fsync_tree
 from exo_core.errors import ConflictError, NotFoundError, UsageError
 from exo_core.private_files import private_dir, privatize_tree
 from exo_core.store import layout
-from exo_core.store.config import CURRENT_FORMAT, StoreConfig, new_store_id, read_config, write_config
 from exo_core.store.errors import StoreFormatError
 from exo_core.store.ledger_bridge import create_ledger
+from exo_core.store.load_rules import Router, parse_router
 from exo_core.store.node import NODE_ID, Link, Node, parse_node, render_node
-from exo_core.store.router import Router, parse_router
+from exo_core.store.store_toml import CURRENT_FORMAT, StoreConfig, new_store_id, read_config, write_config
 
 __all__ = ["Store", "init_store", "new_store_id", "PERSON_SCOPE", "template_path"]
 

@@ -36,8 +36,8 @@ from exo_core.atomic import atomic_write_bytes, atomic_write_text
 from exo_core.errors import ConflictError, CorruptDataError
 from exo_core.private_files import private_dir, private_file
 from exo_core.store import layout
+from exo_core.store.export_manifest import canonical_json, copy_candidates, hash_file
 from exo_core.store.items import rebuild_items
-from exo_core.store.manifest import canonical_json, copy_candidates, hash_file
 from exo_core.store.store import Store
 
 if TYPE_CHECKING:

@@ -34,10 +34,10 @@ from exo_core.atomic import atomic_write_bytes, exchange_paths, fsync_dir, fsync
 from exo_core.errors import ConflictError, NotFoundError, StorageError, UsageError
 from exo_core.private_files import private_dir, private_file
 from exo_core.store import layout
-from exo_core.store.config import read_config, write_config
-from exo_core.store.manifest import Manifest, ManifestSigner, build_manifest, copy_candidates, read_manifest
+from exo_core.store.export_manifest import Manifest, ManifestSigner, build_manifest, copy_candidates, read_manifest
 from exo_core.store.migrate import StepHook, no_step
 from exo_core.store.store import Store
+from exo_core.store.store_toml import read_config, write_config
 from exo_core.store.sync import IMPORT_MANIFEST, record_state
 from exo_core.store.verify import manifest_problems, verify_store
 

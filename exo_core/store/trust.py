@@ -1,6 +1,6 @@
 """Which keys to trust for a store folder, decided from outside it (docs/security.md, "The ledger's trust anchor").
 
-:func:`store_trust` turns this machine's :class:`~exo_core.ledger.trust.MachineTrust`
+:func:`store_trust` turns this machine's :class:`~exo_core.ledger.anchor.MachineTrust`
 into the pins for one store folder, in this order:
 
 1. an anchor this machine holds for the store: owner ∪ this machine ∪ keys
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from exo_core.errors import ExoError
-from exo_core.store.manifest import Manifest
+from exo_core.store.export_manifest import Manifest
 
 if TYPE_CHECKING:
     from exo_core.ledger import Checkpoint, MachineTrust
@@ -160,7 +160,7 @@ def pin_home_store(trust: MachineTrust, store_root: Path, *, created: bool) -> s
     that made it): trust on first use, said in the line returned.
     """
     from exo_core.store import layout
-    from exo_core.store.config import read_config
+    from exo_core.store.store_toml import read_config
 
     config = read_config(store_root)
     machine = trust.machine_key

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING
 
 from exo_core.errors import ExoError
 from exo_core.store import layout
-from exo_core.store.config import read_config
 from exo_core.store.errors import StoreFormatError
+from exo_core.store.export_manifest import Manifest, copy_candidates, hash_file, read_manifest
 from exo_core.store.ledger_bridge import verify_ledger
 from exo_core.store.lint import lint_store
-from exo_core.store.manifest import Manifest, copy_candidates, hash_file, read_manifest
+from exo_core.store.store_toml import read_config
 from exo_core.store.trust import manifest_signature_problems, store_trust
 
 if TYPE_CHECKING:

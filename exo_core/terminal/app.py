@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from exo_core.client.client import ExoClient
-from exo_core.client.commands import SESSION_COMMANDS, help_text, session_command
+from exo_core.client.slash import SESSION_COMMANDS, help_text, session_command
 from exo_core.errors import BrokenResourceError, ConflictError, ExoError
 from exo_core.protocol import Event
 from exo_core.terminal.attach import attachment, expand_refs, run_shell

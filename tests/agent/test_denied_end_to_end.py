@@ -11,7 +11,7 @@ shell forms; a protocol client denies every approval. Then, from the outside:
   in no event, no ledger entry and no model request (the scripted model
   records what it was sent), although some calls that do run print them.
 
-The shell forms are classified by the shell gate (``exo_core/gate/commands.py`` and its
+The shell forms are classified by the shell gate (``exo_core/gate/command_line.py`` and its
 modules; ``tests/gate/test_attack_table.py`` has the full table).
 """
 

@@ -15,7 +15,7 @@ from manual_clock import ManualClock
 
 from exo_core.context.tree import Plan
 from exo_core.sessions import DbWorker, SessionStore
-from exo_core.sessions.store import MessageRecord
+from exo_core.sessions.session_store import MessageRecord
 
 
 class Db:

@@ -15,7 +15,7 @@ from exo_core.context.prompt import (
     merge_request,
 )
 from exo_core.context.redact import redact
-from exo_core.sessions.store import MessageRecord
+from exo_core.sessions.session_store import MessageRecord
 
 CFG = ContextConfig()
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+from ctxutil import assert_tiles
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxutil import assert_tiles
-
 from exo_core.context.config import ContextConfig, estimate_tokens
 from exo_core.context.tree import SummaryNode, choose_merge, node_positions, plan_view, tail_start
-from exo_core.sessions.store import MessageRecord
+from exo_core.sessions.session_store import MessageRecord
 
 CFG = ContextConfig()
 

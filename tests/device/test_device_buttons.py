@@ -9,7 +9,7 @@ import time
 import pytest
 
 from device.buttons import ButtonBoard, Edge, Gesture, GestureDecoder, mock_factory
-from device.config import DeviceConfig, PinMap
+from device.settings import DeviceConfig, PinMap
 
 pytest.importorskip("gpiozero")
 

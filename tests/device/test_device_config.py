@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from device.config import DeviceConfig, PinMap, config_from_mapping
 from device.runner import DeviceOptions, load_config
+from device.settings import DeviceConfig, PinMap, config_from_mapping
 from exo_core.errors import ConfigError
 from exo_core.seams.home import ExoHome
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from device.app import capabilities_for
 from device.layouts import LAYOUTS, ScreenSpec, clean, render, theme_for, wrap
 from device.screen import LumaScreen, VirtualScreen, open_screen
-from device.config import DeviceConfig
+from device.settings import DeviceConfig
 from device.state import Approval, Notice, Question, ScreenState, apply_event, layout_of
 
 PIL = pytest.importorskip("PIL")
@@ -150,9 +150,9 @@ def test_a_missing_display_is_a_clear_config_error() -> None:
 
 
 def test_events_become_cards_and_notices() -> None:
+    from exo_core.engine.shaping import profile_for
     from exo_core.protocol import decode_event
     from exo_core.protocol.commands import Capabilities
-    from exo_core.engine.shaping import profile_for
 
     def event(type_: str, body: dict, session: str = "s1", seq: int = 1):
         return decode_event(

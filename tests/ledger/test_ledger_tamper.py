@@ -18,12 +18,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from ledger_testkit import STRESS
 
 from exo_core.ledger import CheckpointBook, Ledger, Signer, record_checkpoint
+from exo_core.ledger.chain_check import VerifyReport, verify_ledger
 from exo_core.ledger.db import TRIGGER_NAMES, connect
-from exo_core.ledger.verify import VerifyReport, verify_ledger
-
-from ledger_testkit import STRESS
 
 COLUMNS = ("n", "seg", "pos", "id", "prev", "chain", "author", "sig", "kind", "scope", "ts", "idem", "content")
 MakeLedger = Callable[..., Ledger]

@@ -11,7 +11,7 @@ from exo_core.agent.seams import to_chat_messages
 from exo_core.errors import ConfigError
 from exo_core.seams.model import INTERRUPTED_MARK, ChatMessage
 from exo_core.sessions.db import open_writer
-from exo_core.sessions.store import SessionStore
+from exo_core.sessions.session_store import SessionStore
 from exo_edge.answer_tidy import AnswerTidy, tidy_answer
 from exo_edge.manifest import PromptFormat, find_manifest, load_manifest
 from exo_edge.prompting import render_completion

@@ -1,12 +1,12 @@
-"""Every protocol command type is served from the one table (exo_core/engine/commands.py)."""
+"""Every protocol command type is served from the one table (exo_core/engine/handlers.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from exo_core.agent.scripted import ScriptedModel
-from exo_core.engine.commands import core_handlers, store_handlers
 from exo_core.engine.core import Core, CoreOptions
+from exo_core.engine.handlers import core_handlers, store_handlers
 from exo_core.engine.onboarding import Onboarding
 from exo_core.protocol import COMMANDS
 from exo_core.seams.home import ExoHome

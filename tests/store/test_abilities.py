@@ -19,7 +19,7 @@ from exo_core.seams.home import ExoHome
 from exo_core.store import Store
 from exo_core.store.abilities import ABILITIES_ID, PIN_ONLY, Board, is_generated, list_abilities, refresh_abilities
 from exo_core.store.lint import lint_store
-from exo_core.store.router import WIKILINK
+from exo_core.store.load_rules import WIKILINK
 from exo_core.tools import ToolSpec
 from exo_core.tools.spec import abilities, object_schema
 

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from exo_core.store.config import StoreConfig, parse_config
 from exo_core.store.errors import StoreFormatError
 from exo_core.store.frontmatter import dump_frontmatter, parse_document
+from exo_core.store.load_rules import parse_router
 from exo_core.store.node import Link, Node, parse_node, render_node
-from exo_core.store.router import parse_router
+from exo_core.store.store_toml import StoreConfig, parse_config
 
 KEYS = st.from_regex(r"[a-z][a-z0-9_]{0,10}", fullmatch=True)
 TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from exo_core.errors import ConflictError, CorruptDataError
 from exo_core.ledger import Anchor, Signer, TrustStore
 from exo_core.store.errors import StoreFormatError
-from exo_core.store.manifest import build_manifest, read_manifest
+from exo_core.store.export_manifest import build_manifest, read_manifest
 
 OWNER = Signer.from_seed(bytes(range(32)))
 
