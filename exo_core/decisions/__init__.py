@@ -2,8 +2,8 @@
 
 One concept per module:
 
-* :mod:`.question`    — :class:`Question` (choice, score, predicate), :class:`Rule`,
-  :class:`Decision`, the :class:`DecisionProvider` seam;
+* :mod:`exo_core.seams.decision` — :class:`Question` (choice, score, predicate), :class:`Rule`,
+  :class:`Decision`, the :class:`DecisionProvider` seam (on the seams floor, shared with the edge);
 * :mod:`.decider`     — :class:`Decider`: rules, providers with timeouts, threshold, fallback;
 * :mod:`.calibration` — Platt scaling per provider and mechanism; ECE;
 * :mod:`.record`      — ``decision`` ledger entries (hashes and numbers) and their labels;

@@ -9,9 +9,10 @@ public API, one concept per module:
 * :mod:`.entry`     — entry byte rules: id, chain hash, signature, row decoding;
 * :mod:`.ledger`    — :class:`Ledger`: open, append, read;
 * :mod:`.checkpoint`— signed checkpoints and the machine's checkpoint book;
-* :mod:`.verify`    — ``verify()``: every id, link, chain hash and signature;
-* :mod:`.trust`     — the trust anchor outside the store: pinned owner, enrolled keys;
-* :mod:`.sync`      — syncing two copies; forks kept as explicit segments;
+* :mod:`.witness`   — checkpointing an open ledger; the home's witness of every commit;
+* :mod:`.chain_check` — ``verify()``: every id, link, chain hash and signature;
+* :mod:`.anchor`    — the trust anchor outside the store: pinned owner, enrolled keys;
+* :mod:`.chain_sync` — syncing two copies; forks kept as explicit segments;
 * :mod:`.views`     — rebuildable views and their registry;
 * :mod:`.recorder`  — :class:`LedgerRecorder`, the agent loop's Recorder.
 

@@ -6,7 +6,7 @@ same file at once: each append holds the database write lock
 (``BEGIN IMMEDIATE``) from reading the chain head to commit.
 
 Local appends always extend segment 0, this copy's main chain. Other segments
-exist only after :mod:`.sync` imported a fork from another copy.
+exist only after :mod:`.chain_sync` imported a fork from another copy.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ Public API, one concept per module:
 
 * :mod:`.frontmatter` — the strict YAML subset of node frontmatter;
 * :mod:`.node`        — belief nodes and their schema;
-* :mod:`.config`      — ``STORE.toml``;
-* :mod:`.router`      — ``INDEX.md`` load rules;
+* :mod:`.store_toml`  — ``STORE.toml``;
+* :mod:`.load_rules`  — ``INDEX.md`` load rules;
 * :mod:`.layout`      — where things live; curated versus private files;
 * :mod:`.store`       — :class:`Store` (open, nodes, nesting) and :func:`init_store`;
 * :mod:`.lint`        — ``exo store lint``;
@@ -13,10 +13,10 @@ Public API, one concept per module:
 * :mod:`.ledger_bridge` — the ledger as the store uses it (narrow protocols);
 * :mod:`.items`       — ``items.sqlite``, written through the ledger;
 * :mod:`.importers`   — bookmarks, Markdown notes, chat exports;
-* :mod:`.manifest`, :mod:`.transfer`, :mod:`.verify` — export, import, verify;
+* :mod:`.export_manifest`, :mod:`.transfer`, :mod:`.verify` — export, import, verify;
 * :mod:`.sync`        — ``exo store sync`` of two used copies;
 * :mod:`.migrate`     — format migrations;
-* :mod:`.onboard`     — the onboarding interview: its steps, and the exod flow asking them.
+* :mod:`.onboard`     — the onboarding interview's steps (exod asks them: :mod:`exo_core.engine.onboarding`).
 
 The package exports what opening and reading a store takes. Lint, export and
 import, verify and sync are imported from their modules (``from
