@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from exo_core.agent.seams import MemoryParts
 from exo_core.errors import ExoError
+from exo_core.retrieval.pack import Packed
 from exo_core.retrieval.pipeline import Retriever
+from exo_core.retrieval.second_person import addressed
 
 if TYPE_CHECKING:
     from exo_core.seams.home import ExoHome
@@ -25,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["StoreMemory", "PACK_HEADING", "RECALL_HEADING", "PROMPT_FLOOR", "open_store_memory", "without_comments"]
 
 _log = logging.getLogger(__name__)
-PACK_HEADING = "## About the person: their pack (the page they keep; [[links]] name notes in their store)"
+PACK_HEADING = "## About you: your pack (the page you keep; [[links]] name notes in your store)"
 RECALL_HEADING = "## Notes recalled for this message (each starts with its id in brackets; answer from them)"
 # In the prompt, a recalled block scoring under half the best one is left out: a small chat model copies
 # what it is shown, and weak matches (other questions' past turns, an unrelated person's note) gave it
@@ -42,6 +44,14 @@ def without_comments(page: str) -> str:
     """``page`` with its HTML comments taken out and the blank lines they leave closed up."""
     text = _COMMENT.sub("", page)
     return _BLANK_RUN.sub("\n\n", text).strip()
+
+
+def _as_shown(packed: Packed) -> tuple[str, ...]:
+    """The packed blocks as the model reads them: notes address the person as "you".
+
+    Past turns and saved items keep their words: they are records of what was said or saved.
+    """
+    return tuple(addressed(b.text) if b.kind == "node" else b.text for b in packed.blocks if b.text)
 
 
 class StoreMemory:
@@ -69,7 +79,7 @@ class StoreMemory:
         Kept apart so each can be fitted to a small window.
         """
         pack_text = await asyncio.to_thread(self.retriever.store.pack_text)
-        pack = f"{PACK_HEADING}\n{without_comments(pack_text)}"
+        pack = f"{PACK_HEADING}\n{addressed(without_comments(pack_text))}"
         try:
             recalled = await asyncio.to_thread(
                 self.retriever.retrieve, text, scope=self.scope, session_id=session_id, floor=PROMPT_FLOOR
@@ -77,8 +87,7 @@ class StoreMemory:
         except ExoError as exc:  # a broken index or store file must not cost the person their answer
             _log.warning("retrieval failed, answering with the pack only: %s", exc.message)
             return MemoryParts(pack=pack)
-        blocks = tuple(b.text for b in recalled.packed.blocks if b.text)
-        return MemoryParts(pack=pack, recalled=blocks, heading=RECALL_HEADING)
+        return MemoryParts(pack=pack, recalled=_as_shown(recalled.packed), heading=RECALL_HEADING)
 
     async def on_exchange(self, session_id: str, user_text: str, answer: str) -> None:
         """A finished exchange is a new past turn: re-check the sources before the next query."""
@@ -87,7 +96,7 @@ class StoreMemory:
     async def recall(self, query: str, *, limit: int) -> str:
         """The ``recall`` tool: the packed blocks for ``query``, at most ``limit`` of them."""
         recalled = await asyncio.to_thread(self.retriever.retrieve, query, scope=self.scope, limit=limit)
-        return recalled.render()
+        return "\n".join(_as_shown(recalled.packed))
 
     async def recall_for(self, query: str, *, limit: int, session_id: str) -> str:
         """As :meth:`recall`, leaving out the asking session's own turns (its question is no past turn)."""
@@ -98,7 +107,7 @@ class StoreMemory:
             session_id=session_id,
             limit=limit,
         )
-        return recalled.render()
+        return "\n".join(_as_shown(recalled.packed))
 
     def close(self) -> None:
         """Close the retriever's indexes."""

@@ -4,7 +4,8 @@ One exod, one model load, three asks: a general question is answered in words
 (no tool call, though Qwen offered tools proposes one: the core's grounding
 judge turns it down); a request naming a workspace file calls ``read_file``
 on it; a question about the person is answered from the store node that
-says so, and the ledger's retrieval entry for that turn names the node.
+says so, to the person ("your"), never in their voice, and the ledger's
+retrieval entry for that turn names the node.
 Two threads (``exo_testkit.MODEL_THREADS``), ``OMP_WAIT_POLICY=PASSIVE``. Skips with
 the reason when the runtime or the model file is absent.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -96,8 +98,25 @@ def _write_sister(store: Path) -> str:
         valid_from="2024-01-01",
         body="My sister Ana moved to Porto, in Portugal, three years ago.",
     )
+    manager = Node(
+        id="work/manager",
+        title="Manager",
+        type="fact",
+        domain="work",
+        summary="The person's manager is Dana Whitfield",
+        load_when="",
+        confidence="high",
+        stability="durable",
+        valid_from="2024-01-01",
+        body="The person reports to Dana Whitfield at the studio.",
+    )
     Store.open(store).write_node(node)
+    Store.open(store).write_node(manager)
     return node.id
+
+
+# The answer speaks as the person ("My sister lives in Porto", "I am the person's manager"), not to them.
+_PERSONS_VOICE = re.compile(r"\b(I am|I'm|my|the person)\b", re.I)
 
 
 @pytest.mark.model
@@ -151,6 +170,12 @@ async def test_qwen_through_exod_answers_in_words_calls_the_named_file_and_answe
             said, events, done = await _ask(client, await fresh(), "Where does my sister live?")
             assert done.get("stop_reason") == "end", done
             assert "porto" in said.lower(), said
+            assert not _PERSONS_VOICE.search(said), said
+
+            said, events, done = await _ask(client, await fresh(), "Who is my manager?")
+            assert done.get("stop_reason") == "end", done
+            assert "dana" in said.lower(), said
+            assert not _PERSONS_VOICE.search(said), said
     finally:
         exod.stop()
     with Ledger.open_store(home / "store") as ledger:

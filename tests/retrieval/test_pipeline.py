@@ -18,6 +18,7 @@ from exo_core.ledger import Ledger, Signer, create_signing_key
 from exo_core.retrieval import Doc, DocIndex, RetrievalSettings, Retriever, StoreMemory
 from exo_core.retrieval.lexical import match_expression
 from exo_core.retrieval.memory import PACK_HEADING, PROMPT_FLOOR, RECALL_HEADING, without_comments
+from exo_core.retrieval.second_person import addressed
 from exo_core.retrieval.rank import RRF_K
 from exo_core.store import Store
 from exo_edge.vectors import VectorIndex
@@ -152,7 +153,7 @@ def test_a_retrieval_ledger_entry_names_the_ids_and_token_count(store: Store, si
 def test_memory_provider_puts_the_pack_first_then_the_recalled_blocks(store: Store, sessions: Path) -> None:
     memory = StoreMemory(_retriever(store, sessions))
     block = asyncio.run(memory.system_block("now", "tell me about vim"))
-    assert block.startswith(PACK_HEADING + "\n" + without_comments(store.pack_text()))
+    assert block.startswith(PACK_HEADING + "\n" + addressed(without_comments(store.pack_text())))
     assert block.index(RECALL_HEADING) < block.index("[work/editor]")
     recalled = asyncio.run(memory.recall("vim", limit=1))
     assert recalled.count("\n[") == 0 and recalled.startswith("[")
@@ -245,7 +246,7 @@ def test_the_packs_comments_are_for_the_person_and_stay_out_of_the_prompt(store:
     block = asyncio.run(memory.system_block("now", "vim"))
     memory.close()
     assert "<!--" not in block and "note to myself" not in block and "never closed" not in block
-    assert "# Pack\n\n## Who I am\n\n- Name: Sam\n\n## Learned taste\n\n- short answers" in block
+    assert "# Pack\n\n## Who you are\n\n- Name: Sam\n\n## Learned taste\n\n- short answers" in block
     assert without_comments("<!-- only a comment -->") == ""
 
 
@@ -253,7 +254,7 @@ def test_a_broken_store_file_leaves_the_pack_and_no_recall(store: Store, tmp_pat
     memory = StoreMemory(_retriever(store))
     (store.root / "work" / "broken.md").write_text("---\nid: [not closed\n", encoding="utf-8")
     block = asyncio.run(memory.system_block("now", "vim"))
-    assert block == PACK_HEADING + "\n" + without_comments(store.pack_text()) + "\n"
+    assert block == PACK_HEADING + "\n" + addressed(without_comments(store.pack_text())) + "\n"
     memory.close()
 
 
