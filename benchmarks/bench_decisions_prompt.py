@@ -34,8 +34,8 @@ pooled over all the sources, **and** on the sources whose messages did not promp
 the newest promoted set) it is **not worse by more than 2** messages, **and** its pooled ECE is within the goal
 (≤ 0.08). Otherwise the last prompt goes back.
 
-    OMP_WAIT_POLICY=PASSIVE python benchmarks/bench_decisions_prompt.py --raws /tmp/prompt_raws.json
-    python benchmarks/bench_decisions_prompt.py --markdown
+    OMP_WAIT_POLICY=PASSIVE python -m benchmarks.bench_decisions_prompt --raws /tmp/prompt_raws.json
+    python -m benchmarks.bench_decisions_prompt --markdown
 """
 
 from __future__ import annotations
@@ -43,24 +43,19 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-import _common  # noqa: E402 - the benchmarks folder is put on the path first
-from _common import REPO, bench_parser, machine_info, print_table, write_results  # noqa: E402
-from bench_decisions_signal import MODELS, calibrate, escalated, rule_answer, score, score_row  # noqa: E402
-from bench_decisions_sources import Store, ask, fit_cases, latency, served_larger  # noqa: E402
-
-from exo_core.decisions.calibration import Calibration  # noqa: E402
-from exo_core.decisions.question import DecisionProvider, Question  # noqa: E402
-from exo_core.decisions.setup import DecisionSettings  # noqa: E402
-from exo_core.decisions.uses import SIGNAL  # noqa: E402
+from benchmarks import _common
+from benchmarks._common import REPO, bench_parser, machine_info, print_table, write_results
+from benchmarks.bench_decisions_signal import MODELS, calibrate, escalated, rule_answer, score, score_row
+from benchmarks.bench_decisions_sources import Store, ask, fit_cases, latency, served_larger
+from exo_core.decisions.calibration import Calibration
+from exo_core.decisions.question import DecisionProvider, Question
+from exo_core.decisions.setup import DecisionSettings
+from exo_core.decisions.uses import SIGNAL
 
 PROMOTED = {
     "heldout1": REPO / "benchmarks" / "data" / "decisions_heldout.jsonl",

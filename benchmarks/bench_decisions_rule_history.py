@@ -41,8 +41,8 @@ then the calibrated cue words (``rules-only``, each leftover's cue calibration f
 with the rules' settlements at probability 1 and at the measured confidence. The current rules were fitted to
 this data, so this only shows what the number does to a table; the history above is the evidence.
 
-    python benchmarks/bench_decisions_rule_history.py            # writes benchmarks/results/decisions_rule_history.json
-    python benchmarks/bench_decisions_rule_history.py --markdown # tables from the saved results
+    python -m benchmarks.bench_decisions_rule_history            # writes benchmarks/results/decisions_rule_history.json
+    python -m benchmarks.bench_decisions_rule_history --markdown # tables from the saved results
 """
 
 from __future__ import annotations
@@ -57,14 +57,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-import _common
-from _common import REPO, bench_parser, machine_info, print_table, write_results
-from bench_decisions import load_cases, split_by_time
-from bench_decisions_signal import calibrate, rule_answer, score
-
+from benchmarks import _common
+from benchmarks._common import REPO, bench_parser, machine_info, print_table, write_results
+from benchmarks.bench_decisions import load_cases, split_by_time
+from benchmarks.bench_decisions_signal import calibrate, rule_answer, score
 from exo_core.decisions.providers import RulesOnlyProvider
 from exo_core.decisions.uses import SIGNAL
 

@@ -1,6 +1,6 @@
 """Tool decisions of a local model with exod's real tool list and narrower offers, same run.
 
-    python benchmarks/bench_exod_tools.py [--json] [--model NAME] [--dev]
+    python -m benchmarks.bench_exod_tools [--json] [--model NAME] [--dev]
 
 ``--model`` picks the manifest (default the Gemma 3 270M base model;
 ``qwen2.5-coder-0.5b-instruct`` is the chat-template model, whose tools go in
@@ -45,16 +45,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks._common import bench_parser, write_results
+from benchmarks.bench_answers import ask
+from benchmarks.bench_models import NO_TOOL, PERSON, TOOL_REQUESTS, TOOLS
+from exo_core.agent.loop import BASE_PROMPT
+from exo_core.agent.model import ChatMessage
+from exo_core.retrieval.memory import PACK_HEADING
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
-from bench_answers import ask  # noqa: E402
-from _common import bench_parser, write_results  # noqa: E402
-from bench_models import NO_TOOL, PERSON, TOOL_REQUESTS, TOOLS  # noqa: E402
-
-from exo_core.agent.loop import BASE_PROMPT  # noqa: E402
-from exo_core.agent.model import ChatMessage  # noqa: E402
-from exo_core.retrieval.memory import PACK_HEADING  # noqa: E402
 
 PACK = ROOT / "store_template" / "pack.md"
 CLEAN = ROOT / "benchmarks" / "data" / "exod_tools_clean.json"

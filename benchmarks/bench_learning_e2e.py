@@ -32,11 +32,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks"), str(ROOT / "tests"), str(ROOT / "tests" / "learning")]
+from e2e_kit import FACTS, QUESTIONS, Home, drafts_of, model_missing, write_belief
 
-from _common import bench_parser, machine_info, write_results  # noqa: E402 (found through the sys.path line above)
-from e2e_kit import FACTS, QUESTIONS, Home, drafts_of, model_missing, write_belief  # noqa: E402 (the tests' exod kit, shared)
+from benchmarks._common import bench_parser, machine_info, write_results
+
+ROOT = Path(__file__).resolve().parents[1]
+
 
 __all__ = ["main", "TEACH", "ASKS", "FACTS", "QUESTIONS"]
 

@@ -1,6 +1,6 @@
 """The larger model's reflection on corrections outside the catalog, asked of a real model on its engine.
 
-    python benchmarks/bench_learning.py --engine qwen2.5-coder-1.5b-instruct [--cases dev,heldout,old] [--json]
+    python -m benchmarks.bench_learning --engine qwen2.5-coder-1.5b-instruct [--cases dev,heldout,old] [--json]
     exo bench learning --engine MODEL [same]
 
 Starts ``python -m llama_cpp.server`` for MODEL as ``exo models serve`` does (1 thread,

@@ -1,6 +1,6 @@
 """Store benchmark: lint, export and item import, each against a baseline in the same run.
 
-    python benchmarks/bench_store.py [--nodes N] [--items N] [--json]
+    python -m benchmarks.bench_store [--nodes N] [--items N] [--json]
 
 * lint: nodes linted per second; baseline = reading the same files.
 * export: seconds for ``export_store`` (backup API, fsync, manifest, atomic
@@ -20,8 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import bench_parser, write_results
-
+from benchmarks._common import bench_parser, write_results
 from exo_core.ledger import create_signing_key
 from exo_core.store import ItemStore, Link, Node, init_store
 from exo_core.store.importers import import_bookmarks
