@@ -1,4 +1,4 @@
-"""Where an abstention goes (issue 21; docs/decisions.md §7, "Escalation").
+"""Where an abstention goes (docs/decisions.md §7, "Escalation").
 
 A decision that abstains with ``escalate`` set is not dropped:
 

@@ -1,4 +1,4 @@
-"""The larger model's decision over HTTP, read as probabilities (issue 21; docs/decisions.md §3, §7a).
+"""The larger model's decision over HTTP, read as probabilities (docs/decisions.md §3, §7a).
 
 :class:`LogprobProvider` sends an OpenAI-compatible engine (the laptop's ``llama_cpp.server``) the turns the
 in-process chat style reads (:func:`~exo_core.decisions.chat_prompt.chat_messages`: the options as words,

@@ -1,4 +1,4 @@
-"""The signal question's rules in code and cue words (docs/decisions.md §7, issue 21).
+"""The signal question's rules in code and cue words (docs/decisions.md §7).
 
 Written from how people phrase each kind of message, not from the labelled set's sentences
 (the set's older part was read to check them, its newer part was not; the held-out files were read only once
@@ -22,20 +22,21 @@ whatever the person typed (``tests/decisions/test_signal_input.py`` feeds them 1
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from exo_core.decisions.question import Rule
 
 __all__ = ["RETIRED_SIGNAL_RULES", "SIGNAL_RULES", "SIGNAL_CUES", "SIGNAL_RULE_CONFIDENCE"]
 
 # The probability a settlement by these rules gives its option (``Question.rule_confidence``), instead of 1:
-# how often the rules were right on messages they were not written from. Each message was judged by the newest
-# version written without it (the rules of 04c3879 on the 172 fit messages: 63 right of 65 settled; those of
-# e75aa20 on the 191 "more" messages: 56 of 65; those of f07fccc, the last before the first two held-out files
-# were read, on those two: 27 of 29 and 18 of 20; those of fa13973, the last before the third was read, on the
-# third: 64 of 68; those of 886a31c, the last before the fourth was read, on the fourth: 52 of 58).
-# docs/benchmarks.md §7b, "The rules' confidence" (benchmarks/bench_decisions_rule_history.py,
-# whose results file tests/decisions/test_rule_confidence.py checks this against). One number for all the rules:
-# per rule there are too few settlements (docs/decisions.md §2).
-SIGNAL_RULE_CONFIDENCE = 280 / 305
+# how often the rules were right on messages they were not written from, each message judged by the newest
+# version of the rules written without it. Measured by benchmarks/bench_decisions_rule_history.py, which writes
+# the data file (its header says how to regenerate it; docs/benchmarks.md, "The rules' confidence"). One
+# number for all the rules: per rule there are too few settlements (docs/decisions.md §2).
+RULE_CONFIDENCE_FILE = Path(__file__).resolve().parent / "data" / "signal_rule_confidence.json"
+_MEASURED = json.loads(RULE_CONFIDENCE_FILE.read_text(encoding="utf-8"))
+SIGNAL_RULE_CONFIDENCE = _MEASURED["right"] / _MEASURED["settled"]
 
 _NOT_A_QUESTION = r"(?![^?]*\?\s*$)"
 # "Can you put the cc's back? You dropped Ana.": a sentence after a question is a sentence too.
@@ -434,15 +435,15 @@ _WRITTEN = (
     ),
 )
 
-# Retired (issue 21's ninth pass): rules that stay written but no longer settle. A rule is retired when the upper
+# Retired: rules that stay written but no longer settle. A rule is retired when the upper
 # end of the 95 % Wilson interval of its precision on messages its version never saw (the rule history's
-# ``by_rule_newest_without``, docs/benchmarks.md §7b "The rules' confidence") is below the rules' pooled
+# ``by_rule_newest_without``, docs/benchmarks.md "The rules' confidence") is below the rules' pooled
 # confidence: such a rule is wrong more often than the number every settlement carries says. Measured at
 # 886a31c: starts-with-no 4 of 14 right (a "no" that answers a question or declines: "No, the client has not
 # signed yet."), wrong-thing 7 of 10. Their messages go to the models (without one, they are asked or queued).
 # one-off-request (4 of 7) meets the same test but stays: it settles the plain requests that make up most of
 # what a person types, and without it each one is escalated, and asked about on a board with no model
-# (tests/learning/test_exod_person.py). docs/benchmarks.md §7b, ninth pass.
+# (tests/learning/test_exod_person.py; docs/benchmarks.md §7b, ninth pass).
 RETIRED = frozenset({"starts-with-no", "wrong-thing"})
 RETIRED_SIGNAL_RULES = tuple(rule for rule in _WRITTEN if rule.name in RETIRED)
 SIGNAL_RULES = tuple(rule for rule in _WRITTEN if rule.name not in RETIRED)
