@@ -29,12 +29,11 @@ prompt from ``bench_decisions_sources.py``'s results file (issue 21's sixth pass
 from the other sources of the pool, each source's message never shown its own writer's ones) instead of
 asking the server again, so the calibration is fitted on them and only the held-out messages are asked.
 
-    python -m benchmarks.bench_decisions_http --port 18093 --out benchmarks/results/decisions_http.json
-    python -m benchmarks.bench_decisions_http --paths http:nn --scored RAWS --http-raws FILE \
-        --out benchmarks/results/decisions_http_logprobs.json
-    python -m benchmarks.bench_decisions_http --prompt fixed --scored RAWS \
-        --fit-raws benchmarks/results/decisions_sources.json --out FILE
-    python -m benchmarks.bench_decisions_http --markdown --out benchmarks/results/decisions_http_logprobs.json
+    exo bench decisions-http --port 18093 --out FILE
+    exo bench decisions-http --paths http:nn --scored RAWS --http-raws FILE --out FILE
+    exo bench decisions-http --prompt fixed --scored RAWS --fit-raws benchmarks/results/decisions_prompt.json \
+        --fit-job larger:eighth --update-results        # the current numbers (docs/benchmarks.md §7b)
+    exo bench decisions-http --markdown                 # the committed results as tables
 """
 
 from __future__ import annotations
@@ -469,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run (or print the saved results)."""
     import json
 
-    ap = bench_parser("decisions_http", __doc__.split("\n")[0], quick_help="the first 8 messages; writes nothing")
+    ap = bench_parser("decisions-http", __doc__.split("\n")[0], quick_help="the first 8 messages; writes nothing")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--port", type=int, default=18093)
     ap.add_argument("--paths", default=",".join(PATHS), help="the settler's paths to run: http:nn, http:fixed")

@@ -217,7 +217,7 @@ def print_results(results: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run (or print the saved results)."""
-    ap = bench_parser("decisions_neighbours", __doc__.split("\n")[0], quick_help="the same cases; writes nothing")
+    ap = bench_parser("decisions-neighbours", __doc__.split("\n")[0], quick_help="the same cases; writes nothing")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--raws", type=Path, default=None)

@@ -2,7 +2,7 @@
 
 **Why.** Each pass scores its design once on a held-out set written by people who never saw the project, then
 that set, scored and read, becomes **fit data** and a new set written before the next pass's changes is the
-measure. The seventh pass (docs/benchmarks.md §7b) promoted the first two held-out sets and changed the prompt
+measure. The seventh pass (docs/studies/signal-decisions.md) promoted the first two held-out sets and changed the prompt
 (this script's run at c0d5148 compared it with the sixth's, ``decisions_prompt_seventh*.json``); the eighth
 promoted the third and compared a new prompt with the seventh's (at 714cdba, ``decisions_prompt_eighth*.json``).
 The eighth scored 84.0 % on the fourth set; reading that set's errors, the larger model still called messages
@@ -76,7 +76,7 @@ Case = dict[str, Any]
 
 # The ninth pass's candidate: the eighth prompt (``SIGNAL`` as exod ships it) with venting before a new request and
 # a "no" that answers a question named as "neither", and two examples for them. It lost this study's criterion
-# (docs/benchmarks.md §7b, ninth pass), so it lives here only, for the run to be repeated.
+# (docs/studies/signal-decisions.md, ninth pass), so it lives here only, for the run to be repeated.
 NINTH = replace(
     SIGNAL,
     descriptions=(
@@ -285,7 +285,7 @@ def print_results(results: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the study (or print the saved results)."""
-    ap = bench_parser("decisions_prompt", __doc__.split("\n")[0], quick_help="the first 6 cases; writes nothing")
+    ap = bench_parser("decisions-prompt", __doc__.split("\n")[0], quick_help="the first 6 cases; writes nothing")
     ap.add_argument("--markdown", action="store_true", help="print Markdown tables of the saved results (or --out)")
     ap.add_argument("--raws", type=Path, default=None, help="keep (and reuse) the raws so far here")
     ap.add_argument("--models", default="larger,local", help="larger (over HTTP), local (in-process)")

@@ -455,7 +455,7 @@ def results_of(cases: list[Case], store: Store) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the study (or print the saved results)."""
-    ap = bench_parser("decisions_sources", __doc__.split("\n")[0], quick_help="the first 6 leftovers; writes nothing")
+    ap = bench_parser("decisions-sources", __doc__.split("\n")[0], quick_help="the first 6 leftovers; writes nothing")
     ap.add_argument("--markdown", action="store_true", help="print Markdown tables of the saved results (or --out)")
     ap.add_argument("--raws", type=Path, default=None, help="keep (and reuse) the raws so far here")
     ap.add_argument("--models", default="larger,local", help="larger (over HTTP), local (in-process)")

@@ -10,7 +10,7 @@ fit-data raws of issue 21's studies, or check the shipped file against them (doc
   (``bench_decisions_sources.py``, the sixth pass), on the three older sources' leftovers. They were asked with
   the sixth pass's option descriptions and examples and with neighbours from the other sources only; exod's chosen examples
   come from the whole pool, so these starters are a little conservative, and they were not refitted for the
-  later prompts' descriptions (the chosen examples are not exod's default; docs/benchmarks.md §7b).
+  later prompts' descriptions (the chosen examples are not exod's default; docs/studies/signal-decisions.md).
 
 Each model and prompt is fitted on all its rows at once, with the same ``fit`` exod fits a home's labels with.
 

@@ -29,6 +29,18 @@ SCRIPTS: dict[str, tuple[str, str]] = {
     "context": ("bench_context", "the context engine: tokens sent per turn and the time to build a turn"),
     "decision-models": ("bench_decisions", "decision models: accuracy and calibration, rules and local model"),
     "decisions": ("bench_decisions_signal", "the signal decision: rules, local model, laptop model"),
+    "decisions-http": (
+        "bench_decisions_http",
+        "the laptop's model for the signal decision over HTTP, as exod reaches it",
+    ),
+    "decisions-neighbours": ("bench_decisions_neighbours", "the signal decision's examples chosen for the message"),
+    "decisions-pool": ("bench_decisions_pool", "the signal decision's example pool, bigger against smaller"),
+    "decisions-prompt": ("bench_decisions_prompt", "the signal question's prompt, current against a new one"),
+    "decisions-rule-history": ("bench_decisions_rule_history", "how right the signal rules are on later messages"),
+    "decisions-sources": (
+        "bench_decisions_sources",
+        "fixed or chosen examples, leaving one source of the fit data out",
+    ),
     "exod-tools": ("bench_exod_tools", "tool decisions of a local model with exod's real tool list"),
     "fetch": ("bench_fetch", "building the concat models from downloaded wheels, reading GGUF headers"),
     "gate": ("bench_gate", "the shell gate's cost per command line against reading it"),

@@ -72,7 +72,7 @@ class Question:
     worked example answers, shown to a provider that reads drafts (:class:`DraftReadingProvider`).
     ``rule_confidence`` is the probability a settlement by the rules gives its option
     (:meth:`rule_probabilities`): how often the rules are right when they settle, measured on messages
-    written after them (the signal question's, docs/benchmarks.md §7b); 1 for a question whose rules'
+    written after them (the signal question's, docs/studies/signal-decisions.md); 1 for a question whose rules'
     precision was never measured.
     """
 

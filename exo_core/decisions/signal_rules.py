@@ -443,7 +443,7 @@ _WRITTEN = (
 # signed yet."), wrong-thing 7 of 10. Their messages go to the models (without one, they are asked or queued).
 # one-off-request (4 of 7) meets the same test but stays: it settles the plain requests that make up most of
 # what a person types, and without it each one is escalated, and asked about on a board with no model
-# (tests/learning/test_exod_person.py; docs/benchmarks.md §7b, ninth pass).
+# (tests/learning/test_exod_person.py; docs/studies/signal-decisions.md, ninth pass).
 RETIRED = frozenset({"starts-with-no", "wrong-thing"})
 RETIRED_SIGNAL_RULES = tuple(rule for rule in _WRITTEN if rule.name in RETIRED)
 SIGNAL_RULES = tuple(rule for rule in _WRITTEN if rule.name not in RETIRED)

@@ -75,7 +75,7 @@ def test_the_source_study_tables_print_from_its_results_file() -> None:
 
 
 def test_the_http_benchmark_prints_its_saved_tables() -> None:
-    for name in ("decisions_http.json", "decisions_http_logprobs.json"):
+    for name in ("decisions_http.json",):
         done = subprocess.run(
             [
                 sys.executable,
