@@ -69,22 +69,12 @@ RENDERERS: dict[str, Table] = {
     "stress": _one("stress", people.stress),
     "laptop": _one("laptop", models.laptop_models),
     "exod_tools_qwen": _one(_QWEN_TOOLS, models.exod_tools_parts),
-    "exod_tools_qwen.rerun": Table(
-        files=(_QWEN_TOOLS, f"{_QWEN_TOOLS}_rank_whole_call"), render=models.exod_tools_rerun
-    ),
     "exod_tools_qwen.asked": Table(
         files=(f"{_QWEN_TOOLS}_asked_before", f"{_QWEN_TOOLS}_asked_after_dev", f"{_QWEN_TOOLS}_asked_after"),
         render=models.exod_tools_asked,
     ),
     "store_answers_standard": _one("store_answers_standard", models.store_answers),
     "store_answers_small": _one("store_answers_small", models.store_answers),
-    "store_answers_standard_named_files": _one("store_answers_standard_named_files", models.store_answers),
-    "store_answers_standard_named_read": _one("store_answers_standard_named_read", models.store_answers),
-    "store_answers_standard_s8_tools": _one("store_answers_standard_s8_tools", models.store_answers),
-    "store_answers_standard_s8_tools_named": _one("store_answers_standard_s8_tools_named", models.store_answers),
-    "store_answers_standard_s8_final": _one("store_answers_standard_s8_final", models.store_answers),
-    "store_answers_standard_s9_brain9": _one("store_answers_standard_s9_brain9", models.store_answers),
-    "store_answers_standard_s9_final": _one("store_answers_standard_s9_final", models.store_answers),
     "generation": _one("generation", models.generation),
     "generation_matrix": _one("generation_matrix", models.generation_matrix),
     "learning": _one("learning", people.learning),
