@@ -25,7 +25,7 @@ each held-out notes question asked after an earlier exchange whose answer the
 person interrupted, rendered ``keep`` (partial text plus its mark) and
 ``drop`` (the exchange left out).
 
-Results go to benchmarks/results/answers.json with --json.
+A full run writes $EXO_HOME/bench/answers.json (--update-results: benchmarks/results/).
 """
 
 from __future__ import annotations

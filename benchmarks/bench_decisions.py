@@ -25,7 +25,7 @@ plain generation replaced the cache (cold), and one plain generation step
 (one decoded token, the median per-token time of a 16-token completion). The
 ratio is decision / one step.
 
-    python -m benchmarks.bench_decisions            # full run, writes benchmarks/results/decisions.json
+    python -m benchmarks.bench_decisions            # full run, writes $EXO_HOME/bench/decisions.json
     python -m benchmarks.bench_decisions --quick    # a few cases, rules-only + a few model calls, writes nothing
     python -m benchmarks.bench_decisions --markdown # tables from the saved results
 """

@@ -41,7 +41,7 @@ then the calibrated cue words (``rules-only``, each leftover's cue calibration f
 with the rules' settlements at probability 1 and at the measured confidence. The current rules were fitted to
 this data, so this only shows what the number does to a table; the history above is the evidence.
 
-    python -m benchmarks.bench_decisions_rule_history            # writes benchmarks/results/decisions_rule_history.json
+    python -m benchmarks.bench_decisions_rule_history            # writes $EXO_HOME/bench/decisions_rule_history.json
     python -m benchmarks.bench_decisions_rule_history --markdown # tables from the saved results
 """
 

@@ -10,7 +10,7 @@ call-opening token's probability, the call the model proposed and the judge's
 verdict instead of the raw heads. ``--dev`` adds the **dev** part: requests
 written while choosing the chat path's rules (:data:`DEV_REQUESTS`); the
 **exod** requests are held out, never tuned on. Results go to
-benchmarks/results/exod_tools.json (Gemma) or exod_tools_<model>.json.
+$EXO_HOME/bench/exod_tools.json (Gemma) or exod_tools_<model>.json.
 
 The agent loop offers the local model every built-in tool plus ``ask_person``
 (nine tools), under exod's system prompt (``BASE_PROMPT`` and the store
@@ -31,7 +31,7 @@ each request: the first ``DECIDE_TOKENS`` greedy tokens with no stop (the
 raw call/text head), the first 16 (``intent``: the tool name the model
 writes before the grammar forces an offered one) and what the transport
 returned. Results go to
-benchmarks/results/exod_tools.json with --json.
+$EXO_HOME/bench/exod_tools.json.
 """
 
 from __future__ import annotations

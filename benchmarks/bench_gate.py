@@ -6,7 +6,7 @@ only read (``parse_shell``). Reported: the median time per line of each over sev
 ratio gate / read. No pass or fail (docs/benchmarks.md): a tool call costs a model turn, which is thousands
 of times longer, so this number says whether the gate is ever noticeable.
 
-    python -m benchmarks.bench_gate            # 7 rounds, writes benchmarks/results/gate.json
+    python -m benchmarks.bench_gate            # 7 rounds, writes $EXO_HOME/bench/gate.json
     python -m benchmarks.bench_gate --quick    # 2 rounds, writes nothing
 """
 

@@ -23,7 +23,7 @@ With ``--omp`` the direct runs are repeated with ``OMP_WAIT_POLICY=ACTIVE``
 (llama.cpp's OpenMP default), to show what the PASSIVE policy exod sets
 (``exo_edge/__init__.py``) buys on a busy machine; ``--batch`` repeats them
 with other ``n_batch`` values (prompt processing).
-Results go to benchmarks/results/generation.json with --json.
+A full run writes $EXO_HOME/bench/generation.json (--update-results: benchmarks/results/).
 
 ``--matrix`` measures the settings a small board's profile chooses (issue 18
 item 6), direct only: every thread count x ``OMP_WAIT_POLICY`` (PASSIVE,

@@ -26,7 +26,7 @@ Speed, per model: time to the first streamed piece and the decode rate (completi
 stream's usage when the server sends it, else streamed pieces, one token each on llama_cpp.server,
 over the time from the first piece to the last) on the general questions, medians; the server's
 peak RSS. The 0.5B is the baseline of the ratios. The prompts were not tuned on these questions.
-Results go to benchmarks/results/laptop.json with --json.
+A full run writes $EXO_HOME/bench/laptop.json (--update-results: benchmarks/results/).
 """
 
 from __future__ import annotations
@@ -290,7 +290,7 @@ def _table(results: dict[str, Any], threads: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark; print a table (or --json); a full run writes benchmarks/results/laptop.json."""
+    """Run the benchmark; print a table (or --json); a full run writes $EXO_HOME/bench/laptop.json."""
     parser = bench_parser(
         "laptop",
         __doc__.splitlines()[0],

@@ -11,14 +11,14 @@ TL;DR line."). Hidden rules: 8 catalog features and 5 lines the catalog does not
 offering to post to the team channel). The signal decision, the reviewer, the proposal queue and its
 drainer are exod's own. Reported per seed and pooled: precision and recall of high-weight lessons
 (weight >= 0.75) for catalog and non-catalog rules separately (goal >= 0.9 / >= 0.8), guarded lessons
-promoted without the person (goal: none). Results go to benchmarks/results/learning.json with --json.
+promoted without the person (goal: none). A full run writes $EXO_HOME/bench/learning.json (--update-results: benchmarks/results/).
 
     python -m benchmarks.bench_learning --engine qwen2.5-coder-1.5b-instruct [--cases dev,heldout,old] [--json]
 
 asks a real model on ``python -m llama_cpp.server`` (1 thread) which line each correction outside the
 catalog is about, through the queue's own request, and scores the lessons the learner keeps against
 hand-written expected ones (``benchmarks/bench_learning_engine.py``, ``benchmarks/data/reflection_cases.json``);
-with --json to benchmarks/results/learning_engine_<model>.json.
+to $EXO_HOME/bench/learning_engine_<model>.json.
 """
 
 from __future__ import annotations

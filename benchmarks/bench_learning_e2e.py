@@ -20,7 +20,7 @@ The longer version of ``tests/learning/test_learning_e2e_model.py``, on the stan
   history, ``exo store lint``'s exit code.
 
 No pass/fail: numbers and their same-run baselines (docs/benchmarks.md, "How to read these numbers"). Results go to
-``benchmarks/results/learning_e2e.json`` with ``--json``.
+``$EXO_HOME/bench/learning_e2e.json``.
 """
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ def _memory(tmp: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark; print the table (or ``--json``); a full run writes benchmarks/results/learning_e2e.json."""
+    """Run the benchmark; print the table (or ``--json``); a full run writes $EXO_HOME/bench/learning_e2e.json."""
     parser = bench_parser(
         "learning-e2e", __doc__.splitlines()[0], quick_help="one draft request per home; writes nothing unless --out"
     )

@@ -20,7 +20,7 @@ containing an expected word by stem, guarded as expected), ``wrong`` (kept, anyt
 person did not mean), ``missed`` (dropped though a lesson was expected), ``right_none`` (dropped when the
 person asked for something missing). The same cases are scored for the rules-only stand-in
 (``tests/learning/larger_model.py``: the line sharing the most stems with the person's words), which
-needs no model, as the baseline. Results: ``benchmarks/results/learning_engine_<model>.json``.
+needs no model, as the baseline. Results: ``$EXO_HOME/bench/learning_engine_<model>.json``.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ a ratio to it:
   canonical content bytes.
 
 Run: ``exo bench ledger [--json] [--quick] [--out FILE]``. A full run writes
-``benchmarks/results/ledger.json``; a quick one only the file ``--out`` names.
+``$EXO_HOME/bench/ledger.json``; a quick one only the file ``--out`` names.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ provider:model route of the catalog or config, e.g. a laptop's server) when set;
 and **tool decisions** with ``tool_choice="auto"``: 6 requests that should call
 the right tool, 6 questions that should stay text.
 
-Results go to benchmarks/results/models.json with --json.
+A full run writes $EXO_HOME/bench/models.json (--update-results: benchmarks/results/).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@
 * items: bookmarks imported per second through the ledger (signed, durable
   appends); baseline = plain SQLite inserts with synchronous=FULL.
 
-Results go to benchmarks/results/store.json.
+A full run writes $EXO_HOME/bench/store.json (--update-results: benchmarks/results/).
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def run(n_nodes: int, n_items: int) -> dict[str, object]:
 
 
 def main() -> None:
-    """Run; a full run writes benchmarks/results/store.json."""
+    """Run; a full run writes $EXO_HOME/bench/store.json."""
     parser = bench_parser("store", __doc__, quick_help="50 nodes, 30 items; writes nothing unless --out")
     parser.add_argument("--nodes", type=int, default=500)
     parser.add_argument("--items", type=int, default=300)

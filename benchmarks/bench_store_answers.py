@@ -30,7 +30,7 @@ from 0 in the data file's order; odd numbers are the **held-out** half, even
 numbers the **open** half. Nobody tunes a prompt on the held-out half: its
 answers are written to a separate file (``store_answers_<board>.heldout.json``)
 and the console shows only its scores. Results go to
-``benchmarks/results/store_answers_<board>.json`` with ``--json``.
+``$EXO_HOME/bench/store_answers_<board>.json``.
 """
 
 from __future__ import annotations

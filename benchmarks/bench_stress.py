@@ -25,7 +25,7 @@ Parts (each skipped with a count of 0):
 
 Issue 19's full counts are ``--kill-cycles 1000 --fuzz 100000 --idle 2000``;
 the smoke test (tests/server/test_stress_small.py) runs a handful of each.
-Results go to benchmarks/results/stress.json with --json.
+A full run writes $EXO_HOME/bench/stress.json (--update-results: benchmarks/results/).
 """
 
 from __future__ import annotations

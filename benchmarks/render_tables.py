@@ -1,4 +1,4 @@
-"""Render docs/benchmarks.md's results tables from ``benchmarks/results/<name>.json`` (issue 20 item 6).
+"""Render docs/benchmarks.md's results tables from ``benchmarks/results/<name>.json`` .
 
 A table stands between two marker comments in the page, ``<!-- results:NAME -->`` and
 ``<!-- /results:NAME -->``, and is rebuilt from the results files ``RENDERERS[NAME]`` names, so the
