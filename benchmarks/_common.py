@@ -2,9 +2,10 @@
 
 Benchmarks never decide pass or fail: they measure a thing and its baseline in
 the same run and report the ratio (docs/benchmarks.md). Every benchmark takes the
-same three flags from :func:`bench_parser` (``--quick``, ``--json``, ``--out FILE``)
-and writes through :func:`write_results`: a full run to ``benchmarks/results/<name>.json``,
-a quick run only to the file ``--out`` names (issue 20 item 6).
+same flags from :func:`bench_parser` (``--quick``, ``--json``, ``--out FILE``,
+``--update-results``) and writes through :func:`write_results`: a full run to the person's own
+``$EXO_HOME/bench/<name>.json``, a quick run only to the file ``--out`` names. The project's committed
+``benchmarks/results/<name>.json`` is written only by a developer's full run with ``--update-results``.
 """
 
 from __future__ import annotations
@@ -23,12 +24,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from exo_core.home import default_home_path
+
 REPO = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO / "benchmarks" / "results"
 
 __all__ = [
     "REPO",
     "RESULTS_DIR",
+    "bench_home",
     "bench_parser",
     "progress_output",
     "proc_memory_kb",
@@ -198,7 +202,14 @@ def bench_parser(
         type=Path,
         default=None,
         metavar="FILE",
-        help="write the results JSON here (default: benchmarks/results/ on a full run, nowhere on a quick one)",
+        help="write the results JSON here (default: $EXO_HOME/bench/ on a full run, nowhere on a quick one)",
+    )
+    parser.add_argument(
+        "--update-results",
+        dest="out",
+        action="store_const",
+        const=RESULTS_DIR,
+        help="a developer's full run: replace the project's committed benchmarks/results/ file",
     )
     return parser
 
@@ -210,11 +221,25 @@ def progress_output(json_mode: bool) -> contextlib.AbstractContextManager[Any]:
     return contextlib.nullcontext()
 
 
+def bench_home() -> Path:
+    """Where a person's own full runs write: ``bench/`` in the Exo home (``$EXO_HOME``, else ``~/.exo``)."""
+    return default_home_path() / "bench"
+
+
 def write_results(name: str, data: dict[str, Any], *, out: Path | None, quick: bool) -> Path | None:
-    """Write results JSON. Quick runs write only to an explicit ``out`` path, never to results/."""
+    """Write the results JSON and return where, or None when a quick run was given no ``--out``.
+
+    A full run writes to ``bench_home()/<name>.json`` unless told otherwise; ``out`` equal to
+    ``RESULTS_DIR`` (``--update-results``) writes the committed ``benchmarks/results/<name>.json``, which
+    a quick run never may: its small numbers would replace the documented ones.
+    """
     if out is None:
         if quick:
             return None
+        out = bench_home() / f"{name}.json"
+    elif out == RESULTS_DIR:
+        if quick:
+            raise SystemExit("--update-results takes a full run: a quick run's numbers are not the documented ones")
         out = RESULTS_DIR / f"{name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(out.suffix + ".tmp")

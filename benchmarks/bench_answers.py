@@ -1,6 +1,6 @@
 """What the person sees from the local base model: answers before and after the clean-up, same run.
 
-    python benchmarks/bench_answers.py [--json] [--sets tuning,heldout]
+    python -m benchmarks.bench_answers [--json] [--sets tuning,heldout]
 
 One Gemma 3 270M transport (``models/gemma-3-270m.toml``) answers every
 question twice, once with each prompt format (greedy decoding, so the two
@@ -25,7 +25,7 @@ each held-out notes question asked after an earlier exchange whose answer the
 person interrupted, rendered ``keep`` (partial text plus its mark) and
 ``drop`` (the exchange left out).
 
-Results go to benchmarks/results/answers.json with --json.
+A full run writes $EXO_HOME/bench/answers.json (--update-results: benchmarks/results/).
 """
 
 from __future__ import annotations
@@ -40,13 +40,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
-
-from _common import bench_parser, write_results  # noqa: E402
-from bench_models import NO_TOOL, PERSON, QUESTIONS, TOOL_REQUESTS, TOOLS, _score  # noqa: E402
-
-from exo_core.agent.model import (  # noqa: E402
+from benchmarks._common import bench_parser, write_results
+from benchmarks.bench_models import NO_TOOL, PERSON, QUESTIONS, TOOL_REQUESTS, TOOLS, _score
+from exo_core.agent.model import (
     INTERRUPTED_MARK,
     ChatMessage,
     Finish,
@@ -54,6 +50,9 @@ from exo_core.agent.model import (  # noqa: E402
     TextDelta,
     ToolCallChunk,
 )
+
+ROOT = Path(__file__).resolve().parents[1]
+
 
 HELDOUT = ROOT / "benchmarks" / "data" / "heldout_questions.json"
 BEFORE_STOP = ("\nQuestion:", "\n", "<eos>", "<end_of_turn>")  # the manifest's stop list before

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/bench_board_ctx.py [MODEL] [--ctx 2048 4096 8192] [--json] [--out PATH]
+    python -m benchmarks.bench_board_ctx [MODEL] [--ctx 2048 4096 8192] [--json] [--out PATH]
 
 For each window, a fresh process loads the model's GGUF with llama-cpp-python
 (1 thread, the profile defaults of ``exo_edge.llama_transport.LlamaSettings``
@@ -22,12 +22,12 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from benchmarks._common import bench_parser, write_results
+from exo_edge.manifest import find_manifest
+from exo_edge.paths import locate_model_file
 
-from benchmarks._common import bench_parser, write_results  # noqa: E402  (after the path is set)
-from exo_edge.manifest import find_manifest  # noqa: E402
-from exo_edge.paths import locate_model_file  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
+
 
 CHILD = """
 import json, sys

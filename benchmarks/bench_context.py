@@ -2,8 +2,8 @@
 
 Usage::
 
-    python benchmarks/bench_context.py [--quick] [--json] [--out PATH] [--messages N] [--markdown [PATH]]
-    python benchmarks/bench_context.py --window [GGUF] [--n-ctx N] [--turns N] [--quick] [--json] [--out PATH]
+    python -m benchmarks.bench_context [--quick] [--json] [--out PATH] [--messages N] [--markdown [PATH]]
+    python -m benchmarks.bench_context --window [GGUF] [--n-ctx N] [--turns N] [--quick] [--json] [--out PATH]
 
 ``--window`` (docs/context.md, "Sized to the model") runs a session of
 ``--turns`` turns (default 200) through the real core (loop, summary-tree
@@ -52,11 +52,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-import benchmarks._common as common  # noqa: E402
-from benchmarks._common import RESULTS_DIR, bench_parser, machine_info, median, print_table, ratio, write_results  # noqa: E402
+import benchmarks._common as common
+from benchmarks._common import RESULTS_DIR, bench_parser, machine_info, median, print_table, ratio, write_results
 
 NAME = "context"
 WINDOW_NAME = "context_window"
@@ -332,7 +329,7 @@ async def run_window(turns: int, n_ctx: int, model_path: Path, tmp: Path) -> dic
     import json as _json
 
     from exo_core.agent.loop import LoopSettings
-    from exo_core.agent.model import ChatMessage, ModelRequest
+    from exo_core.agent.model import ModelRequest
     from exo_core.context.scripted import ScriptedSummarizer
     from exo_core.engine.core import Core, CoreOptions
     from exo_core.home import ExoHome

@@ -25,9 +25,9 @@ plain generation replaced the cache (cold), and one plain generation step
 (one decoded token, the median per-token time of a 16-token completion). The
 ratio is decision / one step.
 
-    python benchmarks/bench_decisions.py            # full run, writes benchmarks/results/decisions.json
-    python benchmarks/bench_decisions.py --quick    # a few cases, rules-only + a few model calls, writes nothing
-    python benchmarks/bench_decisions.py --markdown # tables from the saved results
+    python -m benchmarks.bench_decisions            # full run, writes $EXO_HOME/bench/decisions.json
+    python -m benchmarks.bench_decisions --quick    # a few cases, rules-only + a few model calls, writes nothing
+    python -m benchmarks.bench_decisions --markdown # tables from the saved results
 """
 
 from __future__ import annotations
@@ -35,22 +35,17 @@ from __future__ import annotations
 import asyncio
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-import _common  # noqa: E402
-from _common import REPO, bench_parser, machine_info, print_table, ratio, write_results  # noqa: E402
-
-from exo_core.decisions import Decider, expected_calibration_error, fit  # noqa: E402
-from exo_core.decisions.calibration import Calibration  # noqa: E402
-from exo_core.decisions.providers import RulesOnlyProvider  # noqa: E402
-from exo_core.decisions.question import Question  # noqa: E402
-from exo_core.decisions.uses import USES  # noqa: E402
+from benchmarks import _common
+from benchmarks._common import REPO, bench_parser, machine_info, print_table, ratio, write_results
+from exo_core.decisions import Decider, expected_calibration_error, fit
+from exo_core.decisions.calibration import Calibration
+from exo_core.decisions.providers import RulesOnlyProvider
+from exo_core.decisions.question import Question
+from exo_core.decisions.uses import USES
 
 DATA = REPO / "benchmarks" / "data" / "decisions.jsonl"
 FIT_SHARE = 0.6

@@ -29,12 +29,11 @@ prompt from ``bench_decisions_sources.py``'s results file (issue 21's sixth pass
 from the other sources of the pool, each source's message never shown its own writer's ones) instead of
 asking the server again, so the calibration is fitted on them and only the held-out messages are asked.
 
-    python benchmarks/bench_decisions_http.py --port 18093 --out benchmarks/results/decisions_http.json
-    python benchmarks/bench_decisions_http.py --paths http:nn --scored RAWS --http-raws FILE \
-        --out benchmarks/results/decisions_http_logprobs.json
-    python benchmarks/bench_decisions_http.py --prompt fixed --scored RAWS \
-        --fit-raws benchmarks/results/decisions_sources.json --out FILE
-    python benchmarks/bench_decisions_http.py --markdown --out benchmarks/results/decisions_http_logprobs.json
+    exo bench decisions-http --port 18093 --out FILE
+    exo bench decisions-http --paths http:nn --scored RAWS --http-raws FILE --out FILE
+    exo bench decisions-http --prompt fixed --scored RAWS --fit-raws benchmarks/results/decisions_prompt.json \
+        --fit-job larger:eighth --update-results        # the current numbers (docs/benchmarks.md §7b)
+    exo bench decisions-http --markdown                 # the committed results as tables
 """
 
 from __future__ import annotations
@@ -42,27 +41,22 @@ from __future__ import annotations
 import asyncio
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-import _common  # noqa: E402
-from _common import bench_parser, machine_info, print_table, write_results  # noqa: E402
-from bench_decisions import load_cases, split_by_time  # noqa: E402
-from bench_decisions_signal import HELDOUT, MODELS, SCORE_HEADERS, rule_answer, score_row  # noqa: E402
-
-from exo_core.decisions import Decider  # noqa: E402
-from exo_core.decisions.neighbours import DEFAULT_SIGNAL_POOL, ExamplePool, NeighbourExamples  # noqa: E402
-from exo_core.decisions.question import DecisionProvider  # noqa: E402
-from exo_core.decisions.setup import DecisionSettings  # noqa: E402
-from exo_core.decisions.signal_escalation import SignalSettler  # noqa: E402
-from exo_core.decisions.uses import SIGNAL  # noqa: E402
-from exo_core.errors import ExoError  # noqa: E402
+from benchmarks import _common
+from benchmarks._common import bench_parser, machine_info, print_table, write_results
+from benchmarks.bench_decisions import load_cases, split_by_time
+from benchmarks.bench_decisions_signal import HELDOUT, MODELS, SCORE_HEADERS, rule_answer, score_row
+from exo_core.decisions import Decider
+from exo_core.decisions.neighbours import DEFAULT_SIGNAL_POOL, ExamplePool, NeighbourExamples
+from exo_core.decisions.question import DecisionProvider
+from exo_core.decisions.setup import DecisionSettings
+from exo_core.decisions.signal_escalation import SignalSettler
+from exo_core.decisions.uses import SIGNAL
+from exo_core.errors import ExoError
 
 ALIAS = "qwen2.5-coder-1.5b-instruct"
 DEFER_BELOW = DecisionSettings().defer_below  # exod's default: below it the device model defers to the larger one
@@ -245,8 +239,7 @@ async def scored_raws(
     case's own entry; with ``fixed`` the question's own examples. Cases in ``preset`` are not asked."""
     import json
 
-    from bench_decisions_signal import neighbour_examples
-
+    from benchmarks.bench_decisions_signal import neighbour_examples
     from exo_core.decisions.logprobs import LogprobProvider
     from exo_core.decisions.neighbours import with_examples
     from exo_core.models import ModelRouter, load_catalog
@@ -349,7 +342,7 @@ def scored_summary(
     messages, each model calibrated on the fit data it was asked about (the rules' leftovers), next to the
     same systems with the in-process 1.5B (``saved``: the raws file of ``bench_decisions_signal.py``).
     Aggregate numbers only."""
-    from bench_decisions_signal import FIT_POOL, _apply, calibrate, escalated, score
+    from benchmarks.bench_decisions_signal import FIT_POOL, _apply, calibrate, escalated, score
 
     settled = {c["id"]: rule_answer(c["text"]) for part in sets.values() for c in part}
     raws = {"local": saved["raws"]["local"], "laptop-http": http}
@@ -475,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run (or print the saved results)."""
     import json
 
-    ap = bench_parser("decisions_http", __doc__.split("\n")[0], quick_help="the first 8 messages; writes nothing")
+    ap = bench_parser("decisions-http", __doc__.split("\n")[0], quick_help="the first 8 messages; writes nothing")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--port", type=int, default=18093)
     ap.add_argument("--paths", default=",".join(PATHS), help="the settler's paths to run: http:nn, http:fixed")
@@ -526,7 +519,7 @@ def main(argv: list[str] | None = None) -> int:
     scored_cases = None
     sets: dict[str, list[dict[str, Any]]] = {}
     if args.scored is not None:
-        from bench_decisions_signal import FIT_POOL, load_sets
+        from benchmarks.bench_decisions_signal import FIT_POOL, load_sets
 
         sets = load_sets(args.heldout)
         scored_cases = [

@@ -9,8 +9,8 @@ main benchmark fits on the fit pool. Also the neighbours' own weighted vote, alo
 into a model's probabilities. This is where the design was chosen; ``bench_decisions_signal.py``
 then scores the test part and the held-out messages once.
 
-    python benchmarks/bench_decisions_neighbours.py --raws /tmp/nn_raws.json
-    python benchmarks/bench_decisions_neighbours.py --markdown
+    python -m benchmarks.bench_decisions_neighbours --raws /tmp/nn_raws.json
+    python -m benchmarks.bench_decisions_neighbours --markdown
 """
 
 from __future__ import annotations
@@ -18,28 +18,23 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-import _common  # noqa: E402
-from _common import bench_parser, machine_info, print_table, write_results  # noqa: E402
-from bench_decisions import load_cases, split_by_time  # noqa: E402
-from bench_decisions_signal import EXTRA, MODELS, SCORE_HEADERS, calibrate, rule_answer, score, score_row  # noqa: E402
-
-from exo_core.decisions.neighbours import (  # noqa: E402
+from benchmarks import _common
+from benchmarks._common import bench_parser, machine_info, print_table, write_results
+from benchmarks.bench_decisions import load_cases, split_by_time
+from benchmarks.bench_decisions_signal import EXTRA, MODELS, SCORE_HEADERS, calibrate, rule_answer, score, score_row
+from exo_core.decisions.neighbours import (
     DEFAULT_SIGNAL_POOL,
     ExamplePool,
     NeighbourExamples,
     NeighbourVote,
     with_examples,
 )
-from exo_core.decisions.uses import SIGNAL  # noqa: E402
+from exo_core.decisions.uses import SIGNAL
 
 CHAT_MODELS = ("local", "laptop")
 PROMPTS = ("fixed", "nn")
@@ -222,7 +217,7 @@ def print_results(results: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run (or print the saved results)."""
-    ap = bench_parser("decisions_neighbours", __doc__.split("\n")[0], quick_help="the same cases; writes nothing")
+    ap = bench_parser("decisions-neighbours", __doc__.split("\n")[0], quick_help="the same cases; writes nothing")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--raws", type=Path, default=None)

@@ -15,8 +15,8 @@ The held-out messages are never read here: ``bench_decisions_signal.py`` scores 
 chosen from these numbers. Model runs: one thread, ``OMP_WAIT_POLICY=PASSIVE``; the laptop's 1.5B only sees
 the messages the rules leave (it is slow here).
 
-    python benchmarks/bench_decisions_pool.py --raws /tmp/pool_raws.json
-    python benchmarks/bench_decisions_pool.py --markdown
+    python -m benchmarks.bench_decisions_pool --raws /tmp/pool_raws.json
+    python -m benchmarks.bench_decisions_pool --markdown
 """
 
 from __future__ import annotations
@@ -24,31 +24,26 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-import _common  # noqa: E402
-from _common import REPO, bench_parser, machine_info, print_table, write_results  # noqa: E402
-from bench_decisions import load_cases, split_by_time  # noqa: E402
-from bench_decisions_neighbours import fit_pool  # noqa: E402
-from bench_decisions_signal import MODELS, SCORE_HEADERS, calibrate, rule_answer, score, score_row  # noqa: E402
-
-from exo_core.decisions.calibration import Calibration  # noqa: E402
-from exo_core.decisions.neighbours import (  # noqa: E402
+from benchmarks import _common
+from benchmarks._common import REPO, bench_parser, machine_info, print_table, write_results
+from benchmarks.bench_decisions import load_cases, split_by_time
+from benchmarks.bench_decisions_neighbours import fit_pool
+from benchmarks.bench_decisions_signal import MODELS, SCORE_HEADERS, calibrate, rule_answer, score, score_row
+from exo_core.decisions.calibration import Calibration
+from exo_core.decisions.neighbours import (
     DEFAULT_SIGNAL_POOL,
     ExamplePool,
     NeighbourExamples,
     with_examples,
 )
-from exo_core.decisions.providers import RulesOnlyProvider  # noqa: E402
-from exo_core.decisions.uses import SIGNAL  # noqa: E402
+from exo_core.decisions.providers import RulesOnlyProvider
+from exo_core.decisions.uses import SIGNAL
 
 MORE = REPO / "benchmarks" / "data" / "decisions_signal_more.jsonl"
 NEW_SOURCE = "more"  # the new messages' ``source`` in the shipped pool
@@ -272,7 +267,7 @@ def print_results(results: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run (or print the saved results)."""
-    ap = bench_parser("decisions_pool", __doc__.split("\n")[0], quick_help="the same cases; writes nothing")
+    ap = bench_parser("decisions-pool", __doc__.split("\n")[0], quick_help="the same cases; writes nothing")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--raws", type=Path, default=None)

@@ -2,7 +2,7 @@
 
 **Why.** Each pass scores its design once on a held-out set written by people who never saw the project, then
 that set, scored and read, becomes **fit data** and a new set written before the next pass's changes is the
-measure. The seventh pass (docs/benchmarks.md §7b) promoted the first two held-out sets and changed the prompt
+measure. The seventh pass (docs/studies/signal-decisions.md) promoted the first two held-out sets and changed the prompt
 (this script's run at c0d5148 compared it with the sixth's, ``decisions_prompt_seventh*.json``); the eighth
 promoted the third and compared a new prompt with the seventh's (at 714cdba, ``decisions_prompt_eighth*.json``).
 The eighth scored 84.0 % on the fourth set; reading that set's errors, the larger model still called messages
@@ -34,8 +34,8 @@ pooled over all the sources, **and** on the sources whose messages did not promp
 the newest promoted set) it is **not worse by more than 2** messages, **and** its pooled ECE is within the goal
 (≤ 0.08). Otherwise the last prompt goes back.
 
-    OMP_WAIT_POLICY=PASSIVE python benchmarks/bench_decisions_prompt.py --raws /tmp/prompt_raws.json
-    python benchmarks/bench_decisions_prompt.py --markdown
+    OMP_WAIT_POLICY=PASSIVE python -m benchmarks.bench_decisions_prompt --raws /tmp/prompt_raws.json
+    python -m benchmarks.bench_decisions_prompt --markdown
 """
 
 from __future__ import annotations
@@ -43,24 +43,19 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-import _common  # noqa: E402 - the benchmarks folder is put on the path first
-from _common import REPO, bench_parser, machine_info, print_table, write_results  # noqa: E402
-from bench_decisions_signal import MODELS, calibrate, escalated, rule_answer, score, score_row  # noqa: E402
-from bench_decisions_sources import Store, ask, fit_cases, latency, served_larger  # noqa: E402
-
-from exo_core.decisions.calibration import Calibration  # noqa: E402
-from exo_core.decisions.question import DecisionProvider, Question  # noqa: E402
-from exo_core.decisions.setup import DecisionSettings  # noqa: E402
-from exo_core.decisions.uses import SIGNAL  # noqa: E402
+from benchmarks import _common
+from benchmarks._common import REPO, bench_parser, machine_info, print_table, write_results
+from benchmarks.bench_decisions_signal import MODELS, calibrate, escalated, rule_answer, score, score_row
+from benchmarks.bench_decisions_sources import Store, ask, fit_cases, latency, served_larger
+from exo_core.decisions.calibration import Calibration
+from exo_core.decisions.question import DecisionProvider, Question
+from exo_core.decisions.setup import DecisionSettings
+from exo_core.decisions.uses import SIGNAL
 
 PROMOTED = {
     "heldout1": REPO / "benchmarks" / "data" / "decisions_heldout.jsonl",
@@ -81,7 +76,7 @@ Case = dict[str, Any]
 
 # The ninth pass's candidate: the eighth prompt (``SIGNAL`` as exod ships it) with venting before a new request and
 # a "no" that answers a question named as "neither", and two examples for them. It lost this study's criterion
-# (docs/benchmarks.md §7b, ninth pass), so it lives here only, for the run to be repeated.
+# (docs/studies/signal-decisions.md, ninth pass), so it lives here only, for the run to be repeated.
 NINTH = replace(
     SIGNAL,
     descriptions=(
@@ -290,7 +285,7 @@ def print_results(results: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the study (or print the saved results)."""
-    ap = bench_parser("decisions_prompt", __doc__.split("\n")[0], quick_help="the first 6 cases; writes nothing")
+    ap = bench_parser("decisions-prompt", __doc__.split("\n")[0], quick_help="the first 6 cases; writes nothing")
     ap.add_argument("--markdown", action="store_true", help="print Markdown tables of the saved results (or --out)")
     ap.add_argument("--raws", type=Path, default=None, help="keep (and reuse) the raws so far here")
     ap.add_argument("--models", default="larger,local", help="larger (over HTTP), local (in-process)")

@@ -41,8 +41,8 @@ then the calibrated cue words (``rules-only``, each leftover's cue calibration f
 with the rules' settlements at probability 1 and at the measured confidence. The current rules were fitted to
 this data, so this only shows what the number does to a table; the history above is the evidence.
 
-    python benchmarks/bench_decisions_rule_history.py            # writes benchmarks/results/decisions_rule_history.json
-    python benchmarks/bench_decisions_rule_history.py --markdown # tables from the saved results
+    python -m benchmarks.bench_decisions_rule_history            # writes $EXO_HOME/bench/decisions_rule_history.json
+    python -m benchmarks.bench_decisions_rule_history --markdown # tables from the saved results
 """
 
 from __future__ import annotations
@@ -57,14 +57,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-import _common
-from _common import REPO, bench_parser, machine_info, print_table, write_results
-from bench_decisions import load_cases, split_by_time
-from bench_decisions_signal import calibrate, rule_answer, score
-
+from benchmarks import _common
+from benchmarks._common import REPO, bench_parser, machine_info, print_table, write_results
+from benchmarks.bench_decisions import load_cases, split_by_time
+from benchmarks.bench_decisions_signal import calibrate, rule_answer, score
 from exo_core.decisions.providers import RulesOnlyProvider
 from exo_core.decisions.uses import SIGNAL
 
@@ -348,6 +344,21 @@ def print_results(results: dict[str, Any]) -> None:
         )
 
 
+def write_rule_confidence(pooled: dict[str, Any]) -> None:
+    """Write the data file exod reads ``SIGNAL_RULE_CONFIDENCE`` from (a developer's ``--update-results`` run)."""
+    from exo_core.decisions.signal_rules import RULE_CONFIDENCE_FILE
+
+    data = {
+        "_generated": "by `exo bench decisions-rule-history --update-results` (benchmarks/bench_decisions_rule_history.py)"
+        " from benchmarks/results/decisions_rule_history.json; regenerate it that way, never edit it by hand",
+        "judged_by": "each message by the newest version of the signal rules written without it",
+        "pairs": pooled["pairs"],
+        "right": pooled["right"],
+        "settled": pooled["settled"],
+    }
+    RULE_CONFIDENCE_FILE.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark (or print the saved results)."""
     ap = bench_parser(
@@ -363,7 +374,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     results: dict[str, Any] = {"benchmark": "decisions_rule_history", "machine": machine_info(), **history()}
     results["fit_check"] = fit_check(results["pooled"]["newest_without"]["precision"])
+    updating = args.out == _common.RESULTS_DIR
     write_results("decisions_rule_history", results, out=args.out, quick=args.quick)
+    if updating:
+        write_rule_confidence(results["pooled"]["newest_without"])
     if args.json:
         print(json.dumps(results, indent=2, sort_keys=True))
     else:

@@ -44,8 +44,8 @@ abstention rate, and the accuracy of the most probable option. Latency on the de
 decision of the local model, against one generation step (one token decoded after a prompt) on the
 same model in the same run.
 
-    python benchmarks/bench_decisions_signal.py              # full run (about an hour on 1 busy core)
-    python benchmarks/bench_decisions_signal.py --markdown   # tables from the saved results
+    python -m benchmarks.bench_decisions_signal              # full run (about an hour on 1 busy core)
+    python -m benchmarks.bench_decisions_signal --markdown   # tables from the saved results
 """
 
 from __future__ import annotations
@@ -54,29 +54,24 @@ import asyncio
 import json
 import os
 import statistics
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-import _common  # noqa: E402
-from _common import REPO, bench_parser, machine_info, print_table, ratio, write_results  # noqa: E402
-from bench_decisions import load_cases, split_by_time  # noqa: E402
-
-from exo_core.decisions import Decider, expected_calibration_error, fit  # noqa: E402
-from exo_core.decisions.calibration import Calibration  # noqa: E402
-from exo_core.decisions.neighbours import (  # noqa: E402
+from benchmarks import _common
+from benchmarks._common import REPO, bench_parser, machine_info, print_table, ratio, write_results
+from benchmarks.bench_decisions import load_cases, split_by_time
+from exo_core.decisions import Decider, expected_calibration_error, fit
+from exo_core.decisions.calibration import Calibration
+from exo_core.decisions.neighbours import (
     DEFAULT_SIGNAL_POOL,
     ExamplePool,
     NeighbourExamples,
     with_examples,
 )
-from exo_core.decisions.providers import RulesOnlyProvider  # noqa: E402
-from exo_core.decisions.uses import SIGNAL  # noqa: E402
+from exo_core.decisions.providers import RulesOnlyProvider
+from exo_core.decisions.uses import SIGNAL
 
 DATA = REPO / "benchmarks" / "data"
 HELDOUT = DATA / "decisions_heldout5.jsonl"  # issue 21's ninth pass: two writers, sealed until it was scored

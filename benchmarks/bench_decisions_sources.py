@@ -45,8 +45,8 @@ The test part and the held-out messages are never read here. Raws (per-message o
 source; fit data only) are kept in the results file, so a scored run can fit its calibration from them
 (``bench_decisions_http.py --fit-raws``).
 
-    OMP_WAIT_POLICY=PASSIVE python benchmarks/bench_decisions_sources.py --raws /tmp/sources_raws.json
-    python benchmarks/bench_decisions_sources.py --markdown
+    OMP_WAIT_POLICY=PASSIVE python -m benchmarks.bench_decisions_sources --raws /tmp/sources_raws.json
+    python -m benchmarks.bench_decisions_sources --markdown
 """
 
 from __future__ import annotations
@@ -56,27 +56,22 @@ import contextlib
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-import _common  # noqa: E402
-from _common import REPO, bench_parser, machine_info, write_results  # noqa: E402
-from bench_decisions import load_cases, split_by_time  # noqa: E402
-from bench_decisions_signal import MODELS, calibrate, escalated, rule_answer, score  # noqa: E402
-from decisions_sources_tables import print_results  # noqa: E402
-
-from exo_core.decisions.calibration import Calibration  # noqa: E402
-from exo_core.decisions.neighbours import DEFAULT_SIGNAL_POOL, ExamplePool, NeighbourExamples  # noqa: E402
-from exo_core.decisions.question import DecisionProvider, Question  # noqa: E402
-from exo_core.decisions.uses import SIGNAL  # noqa: E402
-from exo_core.errors import ExoError  # noqa: E402
+from benchmarks import _common
+from benchmarks._common import REPO, bench_parser, machine_info, write_results
+from benchmarks.bench_decisions import load_cases, split_by_time
+from benchmarks.bench_decisions_signal import MODELS, calibrate, escalated, rule_answer, score
+from benchmarks.decisions_sources_tables import print_results
+from exo_core.decisions.calibration import Calibration
+from exo_core.decisions.neighbours import DEFAULT_SIGNAL_POOL, ExamplePool, NeighbourExamples
+from exo_core.decisions.question import DecisionProvider, Question
+from exo_core.decisions.uses import SIGNAL
+from exo_core.errors import ExoError
 
 EXTRA = REPO / "benchmarks" / "data" / "decisions_signal_fit.jsonl"
 MORE = REPO / "benchmarks" / "data" / "decisions_signal_more.jsonl"
@@ -460,7 +455,7 @@ def results_of(cases: list[Case], store: Store) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the study (or print the saved results)."""
-    ap = bench_parser("decisions_sources", __doc__.split("\n")[0], quick_help="the first 6 leftovers; writes nothing")
+    ap = bench_parser("decisions-sources", __doc__.split("\n")[0], quick_help="the first 6 leftovers; writes nothing")
     ap.add_argument("--markdown", action="store_true", help="print Markdown tables of the saved results (or --out)")
     ap.add_argument("--raws", type=Path, default=None, help="keep (and reuse) the raws so far here")
     ap.add_argument("--models", default="larger,local", help="larger (over HTTP), local (in-process)")

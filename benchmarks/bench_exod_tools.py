@@ -1,6 +1,6 @@
 """Tool decisions of a local model with exod's real tool list and narrower offers, same run.
 
-    python benchmarks/bench_exod_tools.py [--json] [--model NAME] [--dev]
+    python -m benchmarks.bench_exod_tools [--json] [--model NAME] [--dev]
 
 ``--model`` picks the manifest (default the Gemma 3 270M base model;
 ``qwen2.5-coder-0.5b-instruct`` is the chat-template model, whose tools go in
@@ -10,7 +10,7 @@ call-opening token's probability, the call the model proposed and the judge's
 verdict instead of the raw heads. ``--dev`` adds the **dev** part: requests
 written while choosing the chat path's rules (:data:`DEV_REQUESTS`); the
 **exod** requests are held out, never tuned on. Results go to
-benchmarks/results/exod_tools.json (Gemma) or exod_tools_<model>.json.
+$EXO_HOME/bench/exod_tools.json (Gemma) or exod_tools_<model>.json.
 
 The agent loop offers the local model every built-in tool plus ``ask_person``
 (nine tools), under exod's system prompt (``BASE_PROMPT`` and the store
@@ -31,7 +31,7 @@ each request: the first ``DECIDE_TOKENS`` greedy tokens with no stop (the
 raw call/text head), the first 16 (``intent``: the tool name the model
 writes before the grammar forces an offered one) and what the transport
 returned. Results go to
-benchmarks/results/exod_tools.json with --json.
+$EXO_HOME/bench/exod_tools.json.
 """
 
 from __future__ import annotations
@@ -45,16 +45,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks._common import bench_parser, write_results
+from benchmarks.bench_answers import ask
+from benchmarks.bench_models import NO_TOOL, PERSON, TOOL_REQUESTS, TOOLS
+from exo_core.agent.loop import BASE_PROMPT
+from exo_core.agent.model import ChatMessage
+from exo_core.retrieval.memory import PACK_HEADING
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
-from bench_answers import ask  # noqa: E402
-from _common import bench_parser, write_results  # noqa: E402
-from bench_models import NO_TOOL, PERSON, TOOL_REQUESTS, TOOLS  # noqa: E402
-
-from exo_core.agent.loop import BASE_PROMPT  # noqa: E402
-from exo_core.agent.model import ChatMessage  # noqa: E402
-from exo_core.retrieval.memory import PACK_HEADING  # noqa: E402
 
 PACK = ROOT / "store_template" / "pack.md"
 CLEAN = ROOT / "benchmarks" / "data" / "exod_tools_clean.json"

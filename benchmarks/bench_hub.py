@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/bench_hub.py [--quick] [--json] [--out PATH] [--tmp DIR]
+    python -m benchmarks.bench_hub [--quick] [--json] [--out PATH] [--tmp DIR]
 
 Three parts, each with its baseline measured in the same run:
 
@@ -53,7 +53,6 @@ import contextlib
 import json
 import os
 import shutil
-import sqlite3
 import sys
 import tempfile
 import time
@@ -61,21 +60,18 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmarks import _common  # noqa: E402
-from benchmarks._common import (  # noqa: E402
-    RESULTS_DIR,
+from benchmarks import _common
+from benchmarks._common import (
     REPO,
+    RESULTS_DIR,
     Stopwatch,
+    bench_parser,
     child_env,
-    median,
     machine_info,
+    median,
     print_table,
     proc_memory_kb,
     ratio,
-    bench_parser,
     write_results,
 )
 
@@ -230,7 +226,8 @@ async def hub_run(tmp: Path, durability: str, subscribers: int, mode: str, count
             if subscribers:
                 proc = await asyncio.create_subprocess_exec(
                     sys.executable,
-                    str(Path(__file__).resolve()),
+                    "-m",
+                    "benchmarks.bench_hub",
                     "--_subscribers",
                     str(home.socket_path),
                     str(subscribers),
@@ -522,7 +519,7 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         "benchmark": NAME,
         "quick": args.quick,
         "machine": machine,
-        "command": "python benchmarks/bench_hub.py" + (" --quick" if args.quick else ""),
+        "command": "python -m benchmarks.bench_hub" + (" --quick" if args.quick else ""),
         "live": live,
         "baseline_inserts": baselines,
         "replay": replay,

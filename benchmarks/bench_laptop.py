@@ -1,6 +1,6 @@
 """The laptop's model on its engine: speed and answers of Qwen2.5-Coder 1.5B and 0.5B, same run.
 
-    python benchmarks/bench_laptop.py [--json] [--quick] [--threads 2] [--models 1.5b,0.5b]
+    python -m benchmarks.bench_laptop [--json] [--quick] [--threads 2] [--models 1.5b,0.5b]
     exo bench laptop [same arguments]
 
 For each model, ``python -m llama_cpp.server`` is started the way ``exo models
@@ -26,7 +26,7 @@ Speed, per model: time to the first streamed piece and the decode rate (completi
 stream's usage when the server sends it, else streamed pieces, one token each on llama_cpp.server,
 over the time from the first piece to the last) on the general questions, medians; the server's
 peak RSS. The 0.5B is the baseline of the ratios. The prompts were not tuned on these questions.
-Results go to benchmarks/results/laptop.json with --json.
+A full run writes $EXO_HOME/bench/laptop.json (--update-results: benchmarks/results/).
 """
 
 from __future__ import annotations
@@ -41,14 +41,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks._common import bench_parser, machine_info, print_table, proc_memory_kb, write_results
+from benchmarks.bench_exod_tools import EXOD_REQUESTS, exod_tools
+from exo_core.agent.loop import BASE_PROMPT
+from exo_core.agent.model import ChatMessage, ModelRequest, TextDelta, ToolCallChunk, UsageChunk
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
-from _common import bench_parser, machine_info, print_table, proc_memory_kb, write_results  # noqa: E402
-from bench_exod_tools import EXOD_REQUESTS, exod_tools  # noqa: E402
-
-from exo_core.agent.loop import BASE_PROMPT  # noqa: E402
-from exo_core.agent.model import ChatMessage, ModelRequest, TextDelta, ToolCallChunk, UsageChunk  # noqa: E402
 
 MODELS = {
     "1.5b": ("qwen2.5-coder-1.5b-instruct", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"),
@@ -291,7 +290,7 @@ def _table(results: dict[str, Any], threads: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark; print a table (or --json); a full run writes benchmarks/results/laptop.json."""
+    """Run the benchmark; print a table (or --json); a full run writes $EXO_HOME/bench/laptop.json."""
     parser = bench_parser(
         "laptop",
         __doc__.splitlines()[0],

@@ -1,6 +1,6 @@
 """The simulated person through a real exod, learning taste inside and outside the feature catalog.
 
-    python benchmarks/bench_learning.py [--sessions 12] [--drafts 8] [--seeds 7,8,9] [--json]
+    python -m benchmarks.bench_learning [--sessions 12] [--drafts 8] [--seeds 7,8,9] [--json]
     exo bench learning [same arguments]
 
 Each seed runs ``tests/learning/exod_person.py``: a real exod (``exo serve``) whose ``main`` role is an
@@ -11,14 +11,14 @@ TL;DR line."). Hidden rules: 8 catalog features and 5 lines the catalog does not
 offering to post to the team channel). The signal decision, the reviewer, the proposal queue and its
 drainer are exod's own. Reported per seed and pooled: precision and recall of high-weight lessons
 (weight >= 0.75) for catalog and non-catalog rules separately (goal >= 0.9 / >= 0.8), guarded lessons
-promoted without the person (goal: none). Results go to benchmarks/results/learning.json with --json.
+promoted without the person (goal: none). A full run writes $EXO_HOME/bench/learning.json (--update-results: benchmarks/results/).
 
-    python benchmarks/bench_learning.py --engine qwen2.5-coder-1.5b-instruct [--cases dev,heldout,old] [--json]
+    python -m benchmarks.bench_learning --engine qwen2.5-coder-1.5b-instruct [--cases dev,heldout,old] [--json]
 
 asks a real model on ``python -m llama_cpp.server`` (1 thread) which line each correction outside the
 catalog is about, through the queue's own request, and scores the lessons the learner keeps against
 hand-written expected ones (``benchmarks/bench_learning_engine.py``, ``benchmarks/data/reflection_cases.json``);
-with --json to benchmarks/results/learning_engine_<model>.json.
+to $EXO_HOME/bench/learning_engine_<model>.json.
 """
 
 from __future__ import annotations
@@ -27,17 +27,15 @@ import argparse
 import asyncio
 import contextlib
 import json
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-for extra in (ROOT, ROOT / "tests", ROOT / "tests" / "learning"):
-    sys.path.insert(0, str(extra))
+from exod_person import run
 
-from benchmarks._common import bench_parser, write_results  # noqa: E402
-from exod_person import run  # noqa: E402  # the simulation lives with the tests that run its small version
+from benchmarks._common import bench_parser, write_results
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _one_seed(args: argparse.Namespace, seed: int, route: tuple[int, str] | None) -> dict[str, Any]:
@@ -98,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.engine:
-        from bench_learning_engine import SPLITS, engine_check
+        from benchmarks.bench_learning_engine import SPLITS, engine_check
 
         splits = tuple(s for s in args.cases.split(",") if s in SPLITS)
         checked = engine_check(args.engine, splits)
@@ -113,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     with contextlib.ExitStack() as stack:
         route = None
         if args.route_engine:
-            from bench_learning_engine import serving
+            from benchmarks.bench_learning_engine import serving
 
             port, alias, _url = stack.enter_context(serving(args.route_engine))
             route = (port, alias)

@@ -20,7 +20,7 @@ The longer version of ``tests/learning/test_learning_e2e_model.py``, on the stan
   history, ``exo store lint``'s exit code.
 
 No pass/fail: numbers and their same-run baselines (docs/benchmarks.md, "How to read these numbers"). Results go to
-``benchmarks/results/learning_e2e.json`` with ``--json``.
+``$EXO_HOME/bench/learning_e2e.json``.
 """
 
 from __future__ import annotations
@@ -32,11 +32,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks"), str(ROOT / "tests"), str(ROOT / "tests" / "learning")]
+from e2e_kit import FACTS, QUESTIONS, Home, drafts_of, model_missing, write_belief
 
-from _common import bench_parser, machine_info, write_results  # noqa: E402 (found through the sys.path line above)
-from e2e_kit import FACTS, QUESTIONS, Home, drafts_of, model_missing, write_belief  # noqa: E402 (the tests' exod kit, shared)
+from benchmarks._common import bench_parser, machine_info, write_results
+
+ROOT = Path(__file__).resolve().parents[1]
+
 
 __all__ = ["main", "TEACH", "ASKS", "FACTS", "QUESTIONS"]
 
@@ -137,7 +138,7 @@ def _memory(tmp: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark; print the table (or ``--json``); a full run writes benchmarks/results/learning_e2e.json."""
+    """Run the benchmark; print the table (or ``--json``); a full run writes $EXO_HOME/bench/learning_e2e.json."""
     parser = bench_parser(
         "learning-e2e", __doc__.splitlines()[0], quick_help="one draft request per home; writes nothing unless --out"
     )

@@ -1,6 +1,6 @@
 """The larger model's reflection on corrections outside the catalog, asked of a real model on its engine.
 
-    python benchmarks/bench_learning.py --engine qwen2.5-coder-1.5b-instruct [--cases dev,heldout,old] [--json]
+    python -m benchmarks.bench_learning --engine qwen2.5-coder-1.5b-instruct [--cases dev,heldout,old] [--json]
     exo bench learning --engine MODEL [same]
 
 Starts ``python -m llama_cpp.server`` for MODEL as ``exo models serve`` does (1 thread,
@@ -20,7 +20,7 @@ containing an expected word by stem, guarded as expected), ``wrong`` (kept, anyt
 person did not mean), ``missed`` (dropped though a lesson was expected), ``right_none`` (dropped when the
 person asked for something missing). The same cases are scored for the rules-only stand-in
 (``tests/learning/larger_model.py``: the line sharing the most stems with the person's words), which
-needs no model, as the baseline. Results: ``benchmarks/results/learning_engine_<model>.json``.
+needs no model, as the baseline. Results: ``$EXO_HOME/bench/learning_engine_<model>.json``.
 """
 
 from __future__ import annotations

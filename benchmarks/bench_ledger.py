@@ -17,7 +17,7 @@ a ratio to it:
   canonical content bytes.
 
 Run: ``exo bench ledger [--json] [--quick] [--out FILE]``. A full run writes
-``benchmarks/results/ledger.json``; a quick one only the file ``--out`` names.
+``$EXO_HOME/bench/ledger.json``; a quick one only the file ``--out`` names.
 """
 
 from __future__ import annotations
@@ -26,20 +26,17 @@ import json
 import os
 import platform
 import sqlite3
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))  # run from a checkout without installing
+from benchmarks._common import bench_parser, write_results
+from exo_core.ledger import HomeWitness, Ledger, NewEntry, Signer
+from exo_core.ledger.entry import entry_signing_message
+from exo_core.ledger.keys import verify_key_from_id
 
-from benchmarks._common import bench_parser, write_results  # noqa: E402
-from exo_core.ledger import HomeWitness, Ledger, NewEntry, Signer  # noqa: E402
-from exo_core.ledger.keys import verify_key_from_id  # noqa: E402
-from exo_core.ledger.entry import entry_signing_message  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def typical(i: int, ids: list[str]) -> NewEntry:

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/bench_llama_memory.py [--rounds 3] [--json] [--out PATH]
+    python -m benchmarks.bench_llama_memory [--rounds 3] [--json] [--out PATH]
 
 Two of exod's real model requests (``benchmarks/data/local_model_requests.json``:
 the first turns of the footprint conversation, 9 tools offered, a base-model
@@ -36,10 +36,10 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from benchmarks._common import bench_parser, write_results
 
-from benchmarks._common import bench_parser, write_results  # noqa: E402  (after the path is set)
+REPO = Path(__file__).resolve().parent.parent
+
 
 DATA = REPO / "benchmarks" / "data" / "local_model_requests.json"
 CONFIGS = {
@@ -56,7 +56,6 @@ def _child(config: str) -> dict[str, Any]:
     import threading
     from dataclasses import replace
 
-    sys.path.insert(0, str(REPO))
     from exo_core.agent.model import ChatMessage, ModelRequest, TextDelta, ToolCall, ToolCallChunk
     from exo_core.home import ExoHome
     from exo_edge import llama_completion, llama_transport
@@ -182,7 +181,11 @@ def main(argv: list[str] | None = None) -> int:
     for _ in range(rounds):
         for name in CONFIGS:
             done = subprocess.run(
-                [sys.executable, __file__, "--child", name], capture_output=True, text=True, timeout=1800, cwd=REPO
+                [sys.executable, "-m", "benchmarks.bench_llama_memory", "--child", name],
+                capture_output=True,
+                text=True,
+                timeout=1800,
+                cwd=REPO,
             )
             if done.returncode != 0:
                 print(done.stderr[-2000:], file=sys.stderr)

@@ -1,6 +1,6 @@
 """Benchmarks of the local model path, with their baselines in the same run.
 
-    python benchmarks/bench_models.py [--json] [--quick] [--threads 2,1] [--skip-quality]
+    python -m benchmarks.bench_models [--json] [--quick] [--threads 2,1] [--skip-quality]
 
 For each thread count (2, and 1 standing in for a slow board), in a fresh
 process so RSS is clean:
@@ -24,7 +24,7 @@ provider:model route of the catalog or config, e.g. a laptop's server) when set;
 and **tool decisions** with ``tool_choice="auto"``: 6 requests that should call
 the right tool, 6 questions that should stay text.
 
-Results go to benchmarks/results/models.json with --json.
+A full run writes $EXO_HOME/bench/models.json (--update-results: benchmarks/results/).
 """
 
 from __future__ import annotations
@@ -40,11 +40,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from benchmarks._common import bench_parser, progress_output, write_results
+from exo_core.agent.model import ChatMessage, ModelRequest, TextDelta, ToolCallChunk
 
-from benchmarks._common import bench_parser, progress_output, write_results  # noqa: E402
-from exo_core.agent.model import ChatMessage, ModelRequest, TextDelta, ToolCallChunk  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 PERSON = """Notes about the person:
@@ -455,7 +454,10 @@ def main() -> int:
         results["machine"]["loadavg_1m_before"] = round(os.getloadavg()[0], 2)
         for threads in [int(t) for t in args.threads.split(",")]:
             proc = subprocess.run(
-                [sys.executable, __file__, "--worker", str(threads), *extra], capture_output=True, text=True, check=True
+                [sys.executable, "-m", "benchmarks.bench_models", "--worker", str(threads), *extra],
+                capture_output=True,
+                text=True,
+                check=True,
             )
             run = json.loads(proc.stdout.strip().splitlines()[-1])
             results["runs"].append(run)
@@ -482,7 +484,10 @@ def main() -> int:
             )
         if not args.skip_quality:
             proc = subprocess.run(
-                [sys.executable, __file__, "--quality-worker", "2"], capture_output=True, text=True, check=True
+                [sys.executable, "-m", "benchmarks.bench_models", "--quality-worker", "2"],
+                capture_output=True,
+                text=True,
+                check=True,
             )
             q = json.loads(proc.stdout.strip().splitlines()[-1])
             results["quality"] = q

@@ -37,12 +37,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "benchmarks"))
+from benchmarks import _common
+from benchmarks._common import bench_parser, machine_info, print_table, proc_memory_kb, write_results
 
-import _common  # noqa: E402
-from _common import bench_parser, machine_info, print_table, proc_memory_kb, write_results  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
+
 
 DATA = REPO.parent / "shared" / "data"
 LOCOMO = DATA / "locomo" / "locomo-dev.json"
@@ -112,8 +111,7 @@ def _rss_kb() -> int:
 def scale(sizes: list[int], embedder: Any, cache: Any, n_queries: int) -> list[dict[str, Any]]:
     import numpy as np
 
-    from exo_core.retrieval import Doc, DocIndex
-    from exo_core.retrieval import RetrievalSettings
+    from exo_core.retrieval import Doc, DocIndex, RetrievalSettings
     from exo_core.retrieval.pipeline import OVERFETCH
     from exo_core.retrieval.rank import context, fuse
     from exo_edge.retrieval_eval import _hash, load_longmemeval

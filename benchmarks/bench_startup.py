@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/bench_startup.py [--quick] [--json] [--repeat N] [--idle SECONDS] [--out PATH]
+    python -m benchmarks.bench_startup [--quick] [--json] [--repeat N] [--idle SECONDS] [--out PATH]
 
 Measured ``--repeat`` times (default 5), medians reported, each next to its
 baseline from the same run:
@@ -38,23 +38,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmarks import _common  # noqa: E402
-from benchmarks._common import (  # noqa: E402
-    RESULTS_DIR,
+from benchmarks import _common
+from benchmarks._common import (
     REPO,
+    RESULTS_DIR,
+    bench_parser,
     child_env,
     machine_info,
     median,
     print_table,
     proc_memory_kb,
     ratio,
-    bench_parser,
     write_results,
 )
-from exo_edge.footprint.scenario import health  # noqa: E402 - the footprint audit's own probe
+from exo_edge.footprint.scenario import health
 
 NAME = "startup"
 BUDGET_MB = 80.0
@@ -224,7 +221,7 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         "repeat": args.repeat,
         "idle_s": args.idle,
         "machine": {**machine_info(tmp), "loadavg_before": load_before},
-        "command": f"python benchmarks/bench_startup.py" + (" --quick" if args.quick else ""),
+        "command": f"python -m benchmarks.bench_startup" + (" --quick" if args.quick else ""),
         "baseline": {
             "python_pass_s": base_t,
             "python_pass_maxrss_kb": median(py_maxrss),

@@ -1,6 +1,6 @@
 """Store benchmark: lint, export and item import, each against a baseline in the same run.
 
-    python benchmarks/bench_store.py [--nodes N] [--items N] [--json]
+    python -m benchmarks.bench_store [--nodes N] [--items N] [--json]
 
 * lint: nodes linted per second; baseline = reading the same files.
 * export: seconds for ``export_store`` (backup API, fsync, manifest, atomic
@@ -8,7 +8,7 @@
 * items: bookmarks imported per second through the ledger (signed, durable
   appends); baseline = plain SQLite inserts with synchronous=FULL.
 
-Results go to benchmarks/results/store.json.
+A full run writes $EXO_HOME/bench/store.json (--update-results: benchmarks/results/).
 """
 
 from __future__ import annotations
@@ -20,8 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import bench_parser, write_results
-
+from benchmarks._common import bench_parser, write_results
 from exo_core.ledger import create_signing_key
 from exo_core.store import ItemStore, Link, Node, init_store
 from exo_core.store.importers import import_bookmarks
@@ -101,7 +100,7 @@ def run(n_nodes: int, n_items: int) -> dict[str, object]:
 
 
 def main() -> None:
-    """Run; a full run writes benchmarks/results/store.json."""
+    """Run; a full run writes $EXO_HOME/bench/store.json."""
     parser = bench_parser("store", __doc__, quick_help="50 nodes, 30 items; writes nothing unless --out")
     parser.add_argument("--nodes", type=int, default=500)
     parser.add_argument("--items", type=int, default=300)

@@ -1,6 +1,6 @@
 """Answers through ``exo chat`` on a fresh home: from the store, general knowledge, and with a file tool.
 
-    python benchmarks/bench_store_answers.py --board standard [--json] [--only open|heldout] [--limit N]
+    python -m benchmarks.bench_store_answers --board standard [--json] [--only open|heldout] [--limit N]
     exo bench answers --board standard --json
 
 Issue 18's answer benchmark. For one board profile (``exo init --board``):
@@ -30,7 +30,7 @@ from 0 in the data file's order; odd numbers are the **held-out** half, even
 numbers the **open** half. Nobody tunes a prompt on the held-out half: its
 answers are written to a separate file (``store_answers_<board>.heldout.json``)
 and the console shows only its scores. Results go to
-``benchmarks/results/store_answers_<board>.json`` with ``--json``.
+``$EXO_HOME/bench/store_answers_<board>.json``.
 """
 
 from __future__ import annotations
@@ -48,10 +48,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+from benchmarks._common import bench_parser, child_env, machine_info, write_results
 
-from _common import bench_parser, child_env, machine_info, write_results
+ROOT = Path(__file__).resolve().parents[1]
+
 
 __all__ = ["DATA", "HELD_OUT", "half_of", "load_questions", "main", "matches", "parse_transcript", "score", "summarize"]
 
@@ -342,7 +342,7 @@ def summarize(rows: list[dict[str, Any]], meta: dict[str, Any]) -> tuple[dict[st
     halves = {half: _summary([r for r in rows if r["half"] == half]) for half in (OPEN, HELD_OUT)}
     seconds = sorted(r["seconds"] for r in rows)
     result = {
-        "command": f"python benchmarks/bench_store_answers.py --board {meta['board']} --json",
+        "command": f"python -m benchmarks.bench_store_answers --board {meta['board']} --json",
         **meta,
         "held_out_half": HELD_OUT,
         "halves_rule": "within each kind, questions numbered from 0 in benchmarks/data/store_answers.json; "

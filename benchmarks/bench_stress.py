@@ -1,6 +1,6 @@
 """Stress target of issue 19: crashes, hostile input and connection floods against real exod processes.
 
-    python benchmarks/bench_stress.py [--kill-cycles N] [--fuzz N] [--idle N] [--stall N] [--progress N] [--json] [--out F]
+    python -m benchmarks.bench_stress [--kill-cycles N] [--fuzz N] [--idle N] [--stall N] [--progress N] [--json] [--out F]
 
 Parts (each skipped with a count of 0):
 
@@ -25,7 +25,7 @@ Parts (each skipped with a count of 0):
 
 Issue 19's full counts are ``--kill-cycles 1000 --fuzz 100000 --idle 2000``;
 the smoke test (tests/server/test_stress_small.py) runs a handful of each.
-Results go to benchmarks/results/stress.json with --json.
+A full run writes $EXO_HOME/bench/stress.json (--update-results: benchmarks/results/).
 """
 
 from __future__ import annotations
@@ -44,12 +44,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks"), str(ROOT / "tests")]
-
-from _common import bench_parser, machine_info, print_table, write_results
 from exo_testkit import Exod, write_script
 from unixhttp import UnixHTTPConnection
+
+from benchmarks._common import bench_parser, machine_info, print_table, write_results
+
+ROOT = Path(__file__).resolve().parents[1]
+
 
 TYPED = {
     "malformed",
@@ -317,7 +318,7 @@ def run_fuzz(count: int, base: Path, seed: int) -> dict[str, Any]:
 
 
 def _stdio_exod(cmd: list[str]) -> subprocess.Popen[bytes]:
-    from _common import child_env
+    from benchmarks._common import child_env
 
     return subprocess.Popen(
         cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=child_env()

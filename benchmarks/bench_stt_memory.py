@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/bench_stt_memory.py [--questions 15] [--json] [--out PATH]
+    python -m benchmarks.bench_stt_memory [--questions 15] [--json] [--out PATH]
 
 The same WAVs (``bench_voice.synthesize``: our questions spoken by espeak-ng
 with five voices and three speeds, trimmed by the device's voice-activity
@@ -32,10 +32,9 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from benchmarks._common import bench_parser, write_results
 
-from benchmarks._common import bench_parser, write_results  # noqa: E402  (after the path is set)
+REPO = Path(__file__).resolve().parent.parent
 
 
 def _status() -> dict[str, float]:
@@ -48,9 +47,7 @@ def _status() -> dict[str, float]:
 
 
 def _child(engine: str, folder: Path, count: int) -> dict[str, Any]:
-    sys.path[:0] = [str(REPO), str(REPO / "benchmarks")]
-    from bench_voice import _words, edit_distance, synthesize
-
+    from benchmarks.bench_voice import _words, edit_distance, synthesize
     from device.audio import read_wav, to_16k, trim_silence
     from device.stt import WhisperSTT
     from device.stt_worker import WhisperProcessSTT
@@ -114,7 +111,8 @@ def main(argv: list[str] | None = None) -> int:
             done = subprocess.run(
                 [
                     sys.executable,
-                    __file__,
+                    "-m",
+                    "benchmarks.bench_stt_memory",
                     "--child",
                     engine,
                     "--folder",

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/bench_voice.py [--quick] [--json] [--markdown] [--out PATH] [--engines whisper,pocketsphinx]
+    python -m benchmarks.bench_voice [--quick] [--json] [--markdown] [--out PATH] [--engines whisper,pocketsphinx]
 
 Part 1, **speech to text** (chooses the engine). 50 short questions of our own
 (below) are spoken by espeak-ng with five voices and three speeds, wrapped in
@@ -39,15 +39,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import numpy as np
+from devicekit import DeviceProc
 
-import numpy as np  # noqa: E402
-
-import benchmarks._common as common  # noqa: E402
-from benchmarks._common import REPO, bench_parser, child_env, machine_info, median, print_table, write_results  # noqa: E402
-
-sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "device")]
-from devicekit import DeviceProc  # noqa: E402  (the device tests' runner: one journal reader)
+import benchmarks._common as common
+from benchmarks._common import bench_parser, child_env, machine_info, median, print_table, write_results
 
 QUESTIONS = [
     "what is the weather like tomorrow",

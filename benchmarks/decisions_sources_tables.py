@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from _common import print_table
+from benchmarks._common import print_table
 
 __all__ = ["print_results"]
 

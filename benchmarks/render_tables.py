@@ -1,11 +1,11 @@
-"""Render docs/benchmarks.md's results tables from ``benchmarks/results/<name>.json`` (issue 20 item 6).
+"""Render docs/benchmarks.md's results tables from ``benchmarks/results/<name>.json`` .
 
 A table stands between two marker comments in the page, ``<!-- results:NAME -->`` and
 ``<!-- /results:NAME -->``, and is rebuilt from the results files ``RENDERERS[NAME]`` names, so the
 numbers in the docs are the numbers a run wrote. Run::
 
-    python benchmarks/render_tables.py            # rewrite the tables in docs/benchmarks.md
-    python benchmarks/render_tables.py --check    # exit 1 when a table differs from its results
+    python -m benchmarks.render_tables            # rewrite the tables in docs/benchmarks.md
+    python -m benchmarks.render_tables --check    # exit 1 when a table differs from its results
 
 ``--results DIR`` and ``--doc FILE`` point it at other files (the test does). The renderers are in
 ``benchmarks/tables/``, one function per table, registered in ``RENDERERS``; a table without markers
@@ -21,11 +21,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))  # run as a script: ``benchmarks.tables`` is found from the checkout
+from benchmarks.tables import RENDERERS
 
-from benchmarks.tables import RENDERERS  # noqa: E402 (needs the checkout on sys.path, set just above)
+REPO = Path(__file__).resolve().parent.parent
+
 
 DOC = REPO / "docs" / "benchmarks.md"
 RESULTS_DIR = REPO / "benchmarks" / "results"
@@ -89,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.check:
         names = ", ".join(stale_tables(current, rendered))
-        print(f"{args.doc}: tables that differ from {args.results}: {names}; run python benchmarks/render_tables.py")
+        print(f"{args.doc}: tables that differ from {args.results}: {names}; run python -m benchmarks.render_tables")
         return 1
     args.doc.write_text(rendered, encoding="utf-8")
     print(f"rewrote the results tables in {args.doc}")

@@ -10,30 +10,25 @@ fit-data raws of issue 21's studies, or check the shipped file against them (doc
   (``bench_decisions_sources.py``, the sixth pass), on the three older sources' leftovers. They were asked with
   the sixth pass's option descriptions and examples and with neighbours from the other sources only; exod's chosen examples
   come from the whole pool, so these starters are a little conservative, and they were not refitted for the
-  later prompts' descriptions (the chosen examples are not exod's default; docs/benchmarks.md §7b).
+  later prompts' descriptions (the chosen examples are not exod's default; docs/studies/signal-decisions.md).
 
 Each model and prompt is fitted on all its rows at once, with the same ``fit`` exod fits a home's labels with.
 
-    python benchmarks/starter_calibrations.py            # write the file
-    python benchmarks/starter_calibrations.py --check    # exit 1 when the shipped file differs
+    python -m benchmarks.starter_calibrations            # write the file
+    python -m benchmarks.starter_calibrations --check    # exit 1 when the shipped file differs
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from _common import RESULTS_DIR  # noqa: E402
-
-from exo_core.decisions.calibration import fit  # noqa: E402
-from exo_core.decisions.starters import DEFAULT_STARTERS  # noqa: E402
-from exo_core.decisions.uses import SIGNAL  # noqa: E402
+from benchmarks._common import RESULTS_DIR
+from exo_core.decisions.calibration import fit
+from exo_core.decisions.starters import DEFAULT_STARTERS
+from exo_core.decisions.uses import SIGNAL
 
 PROMPT_STUDY = RESULTS_DIR / "decisions_prompt.json"
 SOURCES_STUDY = RESULTS_DIR / "decisions_sources.json"

@@ -1,8 +1,9 @@
-"""One benchmark harness (issue 20 item 6): every ``exo bench NAME`` takes ``--quick``, ``--json`` and ``--out FILE``.
+"""One benchmark harness: every ``exo bench NAME`` takes ``--quick``, ``--json`` and ``--out FILE``.
 
 The flags are checked by parsing only: ``exo bench NAME --help`` lists what the benchmark accepts, and
 no benchmark runs. One cheap benchmark (the gate's) then runs quickly to show where a quick run writes:
-only the file ``--out`` names, never ``benchmarks/results/`` (docs/benchmarks.md). Last, the
+only the file ``--out`` names; a small full run of the hub's writes to the person's Exo home, and
+neither ever touches the committed ``benchmarks/results/`` (docs/benchmarks.md). Last, the
 tables ``benchmarks/render_tables.py`` renders into docs/benchmarks.md match the committed results,
 follow a results file when it changes, and a number edited by hand inside any of them is caught.
 Each renderer on a small results file: ``tests/test_render_tables.py``.
@@ -31,9 +32,11 @@ SHARED_FLAGS = ("--quick", "--json", "--out FILE")
 AT_ONCE = 4  # help runs in flight: the machine has two cores shared with others
 
 
-def _env() -> dict[str, str]:
+def _env(home: Path | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    if home is not None:
+        env["EXO_HOME"] = str(home)
     return env
 
 
@@ -55,9 +58,9 @@ def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.Argument
     raise AssertionError(f"{parser.prog} has no sub-commands")
 
 
-def _results_snapshot() -> dict[str, int]:
-    """Each results file's name and modification time in nanoseconds."""
-    return {path.name: path.stat().st_mtime_ns for path in RESULTS.iterdir()}
+def _results_snapshot() -> dict[str, bytes]:
+    """Each committed results file's name and bytes."""
+    return {path.name: path.read_bytes() for path in RESULTS.iterdir()}
 
 
 def test_every_registered_benchmark_takes_the_shared_flags() -> None:
@@ -90,11 +93,12 @@ def test_every_registered_benchmark_takes_the_shared_flags() -> None:
 
 def test_a_quick_run_writes_only_the_out_file(tmp_path: Path) -> None:
     before = _results_snapshot()
+    home = tmp_path / "home"
     out = tmp_path / "gate.json"
     run = subprocess.run(
         _exo("bench", "gate", "--quick", "--json", "--out", str(out)),
         cwd=REPO,
-        env=_env(),
+        env=_env(home),
         capture_output=True,
         text=True,
         timeout=300,
@@ -106,16 +110,57 @@ def test_a_quick_run_writes_only_the_out_file(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["gate.json"], "a temporary file was left beside it"
 
     bare = subprocess.run(
-        _exo("bench", "gate", "--quick"), cwd=REPO, env=_env(), capture_output=True, text=True, timeout=300
+        _exo("bench", "gate", "--quick"), cwd=REPO, env=_env(home), capture_output=True, text=True, timeout=300
     )
     assert bare.returncode == 0, bare.stderr[-3000:]
     assert "gate cost per command line" in bare.stdout
+    assert not home.exists(), "a quick run without --out wrote a file"
     assert _results_snapshot() == before, "a quick run wrote into benchmarks/results/"
+
+
+def test_a_persons_full_run_writes_to_their_exo_home_never_the_committed_results(tmp_path: Path) -> None:
+    before = _results_snapshot()
+    home = tmp_path / "home"
+    small = ("--seq-events", "20", "--events", "200", "--batch", "50", "--replay", "500")
+    run = subprocess.run(
+        _exo("bench", "hub", *small), cwd=REPO, env=_env(home), capture_output=True, text=True, timeout=300
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    written = json.loads((home / "bench" / "hub.json").read_text(encoding="utf-8"))
+    assert written["benchmark"] == "hub" and written["quick"] is False
+    assert _results_snapshot() == before, "a person's full run rewrote benchmarks/results/"
+
+    refused = subprocess.run(
+        _exo("bench", "hub", "--quick", "--update-results", *small),
+        cwd=REPO,
+        env=_env(home),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert refused.returncode != 0 and "--update-results takes a full run" in refused.stderr
+    assert _results_snapshot() == before
+
+
+def test_the_footprint_audit_writes_to_the_exo_home_unless_a_developer_updates_the_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from exo_edge.footprint.cli import _results_file, build_parser
+
+    monkeypatch.setenv("EXO_HOME", str(tmp_path))
+    parse = build_parser().parse_args
+    assert _results_file(parse(["--board", "standard"])) == tmp_path / "bench" / "footprint_standard.json"
+    assert _results_file(parse(["--board", "small", "--quick"])) is None
+    assert _results_file(parse(["--out", str(tmp_path / "x.json")])) == tmp_path / "x.json"
+    committed = _results_file(parse(["--board", "standard", "--update-results"]))
+    assert committed == RESULTS / "footprint_standard.json"
+    with pytest.raises(SystemExit, match="--update-results"):
+        _results_file(parse(["--quick", "--update-results"]))
 
 
 def _render(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "benchmarks/render_tables.py", *args],
+        [sys.executable, "-m", "benchmarks.render_tables", *args],
         cwd=REPO,
         env=_env(),
         capture_output=True,

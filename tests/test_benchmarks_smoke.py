@@ -34,7 +34,8 @@ def _run_both(tmp_path: Path) -> dict[str, dict[str, Any]]:
     commands = {
         "hub": [
             sys.executable,
-            "benchmarks/bench_hub.py",
+            "-m",
+            "benchmarks.bench_hub",
             "--quick",
             "--json",
             "--out",
@@ -50,7 +51,8 @@ def _run_both(tmp_path: Path) -> dict[str, dict[str, Any]]:
         ],
         "startup": [
             sys.executable,
-            "benchmarks/bench_startup.py",
+            "-m",
+            "benchmarks.bench_startup",
             "--quick",
             "--json",
             "--out",

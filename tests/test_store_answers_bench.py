@@ -9,16 +9,11 @@ scorer on `exo chat`'s real output format (exo_core/client/linechat.py).
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-import bench_store_answers as bench
-
+from benchmarks import bench_store_answers as bench
 from exo_core.store import Node, init_store
 from exo_core.store.lint import lint_store
 

@@ -79,7 +79,7 @@ class LoopDeps:
     toolsets: ToolsetChooser | None = None
     # Secrets out of every tool result, before the model, an event or the ledger sees it (docs/security.md).
     redactor: Redactor = field(default_factory=SecretRedactor)
-    # Facts the person states ("Remember that ...") become store beliefs before the model runs (issue 22).
+    # Facts the person states ("Remember that ...") become store beliefs before the model runs.
     facts: FactTaker | None = None
-    # The person's enforced taste applied to each reply as it streams (issue 22; exo_core.learning.enforce).
+    # The person's enforced taste applied to each reply as it streams (exo_core.learning.enforce).
     style: DraftStyle | None = None

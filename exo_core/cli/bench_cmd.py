@@ -1,10 +1,12 @@
 """``exo bench NAME``: run one benchmark.
 
-Every benchmark takes the same three flags: ``--quick`` (a small run that writes nothing unless
-``--out``), ``--json`` (print the results JSON instead of tables) and ``--out FILE`` (write the results
-there; a full run's default is ``benchmarks/results/<name>.json``). The scripts in ``benchmarks/`` take
-them from one parser (``benchmarks/_common.py`` ``bench_parser``) and write through one writer
-(``write_results``); their own arguments follow the name (``exo bench stress --kill-cycles 50``).
+Every benchmark takes the same flags: ``--quick`` (a small run that writes nothing unless ``--out``),
+``--json`` (print the results JSON instead of tables), ``--out FILE`` (write the results there; a full
+run's default is ``$EXO_HOME/bench/<name>.json``, the person's own) and ``--update-results`` (a
+developer's run that replaces the project's committed ``benchmarks/results/<name>.json``). The modules
+of the ``benchmarks`` package take them from one parser (``benchmarks/_common.py`` ``bench_parser``)
+and write through one writer (``write_results``); their own arguments follow the name
+(``exo bench stress --kill-cycles 50``).
 ``footprint`` is the audit in ``exo_edge`` and ``retrieval`` the quality scorer in the core; both take
 the same three flags (docs/benchmarks.md). Only argparse loads here.
 """
@@ -16,35 +18,52 @@ from typing import Any
 
 from exo_core.cli.args import add_command, add_group
 
-__all__ = ["SCRIPTS", "register"]
+__all__ = ["KIT_FOLDERS", "SCRIPTS", "register"]
 
-# ``exo bench NAME`` -> (its script in benchmarks/, the one-line help). One table: a new benchmark is
-# one row here and one script that starts from ``bench_parser`` (docs/benchmarks.md).
+# ``exo bench NAME`` -> (its module in the ``benchmarks`` package, the one-line help). One table: a new
+# benchmark is one row here and one module that starts from ``bench_parser`` (docs/benchmarks.md).
 SCRIPTS: dict[str, tuple[str, str]] = {
-    "answers": ("bench_store_answers.py", "questions from the store, general and with a file tool, through exo chat"),
-    "answers-base": ("bench_answers.py", "the local base model's answers before and after the clean-up"),
-    "board-ctx": ("bench_board_ctx.py", "what a board profile's context window costs in memory, per model"),
-    "context": ("bench_context.py", "the context engine: tokens sent per turn and the time to build a turn"),
-    "decision-models": ("bench_decisions.py", "decision models: accuracy and calibration, rules and local model"),
-    "decisions": ("bench_decisions_signal.py", "the signal decision: rules, local model, laptop model (issue 21)"),
-    "exod-tools": ("bench_exod_tools.py", "tool decisions of a local model with exod's real tool list"),
-    "fetch": ("bench_fetch.py", "building the concat models from downloaded wheels, reading GGUF headers"),
-    "gate": ("bench_gate.py", "the shell gate's cost per command line against reading it"),
-    "generation": ("bench_generation.py", "time to first token and tokens/s through exod against direct llama-cpp"),
-    "hub": ("bench_hub.py", "the hub: events appended and delivered per second, and replay"),
-    "laptop": ("bench_laptop.py", "the laptop engine: speed and answers of the 1.5B and 0.5B on llama_cpp.server"),
-    "learning": ("bench_learning.py", "the simulated person through exod: taste inside and outside the catalog"),
-    "learning-e2e": ("bench_learning_e2e.py", "taste and stated facts learned from piped exo chat (issue 22)"),
-    "ledger": ("bench_ledger.py", "durable signed ledger appends, verify() speed and size on disk"),
-    "llama-memory": ("bench_llama_memory.py", "the local model's memory, and what the memory settings cost in speed"),
-    "models": ("bench_models.py", "the local model path (direct, transport, router, SSE) against direct calls"),
-    "retrieval-scale": ("bench_retrieval.py", "retrieval quality, latency and memory at scale, embedding throughput"),
-    "startup": ("bench_startup.py", "exod start-up time, idle memory and import cost against a bare Python"),
-    "store": ("bench_store.py", "store lint, export and item import, each against a baseline"),
-    "stress": ("bench_stress.py", "SIGKILL cycles, fuzzed commands and connection floods against exod"),
-    "stt-memory": ("bench_stt_memory.py", "the device client's speech-to-text memory: resident against a child"),
-    "voice": ("bench_voice.py", "speech-to-text accuracy and the latency of each stage of a spoken question"),
+    "answers": ("bench_store_answers", "questions from the store, general and with a file tool, through exo chat"),
+    "answers-base": ("bench_answers", "the local base model's answers before and after the clean-up"),
+    "board-ctx": ("bench_board_ctx", "what a board profile's context window costs in memory, per model"),
+    "context": ("bench_context", "the context engine: tokens sent per turn and the time to build a turn"),
+    "decision-models": ("bench_decisions", "decision models: accuracy and calibration, rules and local model"),
+    "decisions": ("bench_decisions_signal", "the signal decision: rules, local model, laptop model"),
+    "decisions-http": (
+        "bench_decisions_http",
+        "the laptop's model for the signal decision over HTTP, as exod reaches it",
+    ),
+    "decisions-neighbours": ("bench_decisions_neighbours", "the signal decision's examples chosen for the message"),
+    "decisions-pool": ("bench_decisions_pool", "the signal decision's example pool, bigger against smaller"),
+    "decisions-prompt": ("bench_decisions_prompt", "the signal question's prompt, current against a new one"),
+    "decisions-rule-history": ("bench_decisions_rule_history", "how right the signal rules are on later messages"),
+    "decisions-sources": (
+        "bench_decisions_sources",
+        "fixed or chosen examples, leaving one source of the fit data out",
+    ),
+    "exod-tools": ("bench_exod_tools", "tool decisions of a local model with exod's real tool list"),
+    "fetch": ("bench_fetch", "building the concat models from downloaded wheels, reading GGUF headers"),
+    "gate": ("bench_gate", "the shell gate's cost per command line against reading it"),
+    "generation": ("bench_generation", "time to first token and tokens/s through exod against direct llama-cpp"),
+    "hub": ("bench_hub", "the hub: events appended and delivered per second, and replay"),
+    "laptop": ("bench_laptop", "the laptop engine: speed and answers of the 1.5B and 0.5B on llama_cpp.server"),
+    "learning": ("bench_learning", "the simulated person through exod: taste inside and outside the catalog"),
+    "learning-e2e": ("bench_learning_e2e", "taste and stated facts learned from piped exo chat"),
+    "ledger": ("bench_ledger", "durable signed ledger appends, verify() speed and size on disk"),
+    "llama-memory": ("bench_llama_memory", "the local model's memory, and what the memory settings cost in speed"),
+    "models": ("bench_models", "the local model path (direct, transport, router, SSE) against direct calls"),
+    "retrieval-scale": ("bench_retrieval", "retrieval quality, latency and memory at scale, embedding throughput"),
+    "startup": ("bench_startup", "exod start-up time, idle memory and import cost against a bare Python"),
+    "store": ("bench_store", "store lint, export and item import, each against a baseline"),
+    "stress": ("bench_stress", "SIGKILL cycles, fuzzed commands and connection floods against exod"),
+    "stt-memory": ("bench_stt_memory", "the device client's speech-to-text memory: resident against a child"),
+    "voice": ("bench_voice", "speech-to-text accuracy and the latency of each stage of a spoken question"),
 }
+
+
+# The test kits the benchmarks share with the tests (tests/exo_testkit.py, tests/gate/attack_table.py, ...),
+# relative to the checkout: the folders pytest puts on the import path for them.
+KIT_FOLDERS = ("tests", "tests/learning", "tests/gate", "tests/device")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -110,7 +129,7 @@ def _no_dataset_message() -> str:
 
 
 def _script(args: argparse.Namespace) -> int:
-    """Run ``benchmarks/<script>`` of this source checkout with the arguments after the name."""
+    """Run ``python -m benchmarks.<module>`` of this source checkout with the arguments after the name."""
     import os
     import subprocess
     import sys
@@ -118,15 +137,17 @@ def _script(args: argparse.Namespace) -> int:
 
     from exo_core.errors import NotFoundError
 
-    script_name, _help = SCRIPTS[args.passthrough]
+    module, _help = SCRIPTS[args.passthrough]
     checkout = Path(__file__).resolve().parents[2]
-    script = checkout / "benchmarks" / script_name
-    if not script.is_file():
-        raise NotFoundError(f"{script} is missing: this benchmark runs from a source checkout")
-    # The checkout's code first, so a benchmark measures this tree rather than an installed copy.
+    source = checkout / "benchmarks" / f"{module}.py"
+    if not source.is_file():
+        raise NotFoundError(f"{source} is missing: this benchmark runs from a source checkout")
+    # The checkout's code first, so a benchmark measures this tree rather than an installed copy; then
+    # the test kits a few benchmarks share with the tests, found as pytest finds them.
+    folders = [checkout, *(checkout / kit for kit in KIT_FOLDERS)]
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(part for part in (str(checkout), env.get("PYTHONPATH", "")) if part)
-    return subprocess.call([sys.executable, str(script), *args.args], env=env)
+    env["PYTHONPATH"] = os.pathsep.join([*(str(folder) for folder in folders), *filter(None, [env.get("PYTHONPATH")])])
+    return subprocess.call([sys.executable, "-m", f"benchmarks.{module}", *args.args], env=env)
 
 
 def _retrieval(args: argparse.Namespace) -> int:

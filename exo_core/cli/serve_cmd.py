@@ -110,7 +110,7 @@ def _serve(args: argparse.Namespace) -> int:
         plugin_dirs=(home.root / "plugins",),
         entry_point_plugins=True,
     )
-    if ledger is not None:  # facts the person states become beliefs in the store (issue 22)
+    if ledger is not None:  # facts the person states become beliefs in the store
         options.facts = _stated_facts(store)
         options.style = _enforced_taste(store)
     if memory is not None:  # the store's retrieval is the default memory provider and the recall tool
@@ -173,9 +173,9 @@ def _learning_services(home: ExoHome, store: Path, ledger: LedgerRecorder) -> tu
 
 
 def _chat_signals(home: ExoHome, store: Path, ledger: LedgerRecorder) -> Any:
-    """Drafts and person messages as learning signals, read by the signal decision (issue 22 item 1).
+    """Drafts and person messages as learning signals, read by the signal decision.
 
-    An abstaining decision goes to the larger model, the person or the proposal queue (issue 21).
+    An abstaining decision goes to the larger model, the person or the proposal queue.
     The decider, its settler and the queue are made for the first message that needs a decision,
     not at start-up: an idle exod does not hold them (docs/benchmarks.md §2, "Idle exod").
     """

@@ -6,7 +6,7 @@ under-confidence; one offset per option fixes a provider's bias toward an
 option, such as a small model's liking for the letter A). For a yes/no
 predicate this is exactly Platt scaling. It is fitted by Newton's method on
 the log loss, with a small ridge pulling toward "no change". How much is
-fitted depends on how many labelled decisions there are (issue 21: a fit on
+fitted depends on how many labelled decisions there are (a fit on
 7 cases left the raw numbers in place, which were overconfident):
 
 * from ``MIN_SAMPLES`` (30) up: the slope and the offsets;

@@ -1,4 +1,4 @@
-"""Where an abstention goes (issue 21; docs/decisions.md §7, "Escalation").
+"""Where an abstention goes (docs/decisions.md §7, "Escalation").
 
 A decision that abstains with ``escalate`` set is not dropped:
 
@@ -6,7 +6,7 @@ A decision that abstains with ``escalate`` set is not dropped:
    model the person allowed): it is one more provider, run through its own :class:`Decider` so it
    is calibrated, thresholded and recorded like any other. It also takes the decisions a device model
    made below ``defer_below`` (0.9 by default: the device model's answer stands only when it is that
-   sure, measured in docs/benchmarks.md §7b, "The device model defers"); if it abstains or fails
+   sure, measured in docs/studies/signal-decisions.md, "The device model defers"); if it abstains or fails
    there, the device model's decision stands;
 2. otherwise, when the **person is waiting** on the answer (a turn needs it now) and a session is
    there to ask in, the question is put to them (``question.asked`` through the

@@ -1,4 +1,4 @@
-"""The larger model's decision over HTTP, read as probabilities (issue 21; docs/decisions.md §3, §7a).
+"""The larger model's decision over HTTP, read as probabilities (docs/decisions.md §3, §7a).
 
 :class:`LogprobProvider` sends an OpenAI-compatible engine (the laptop's ``llama_cpp.server``) the turns the
 in-process chat style reads (:func:`~exo_core.decisions.chat_prompt.chat_messages`: the options as words,
@@ -12,7 +12,7 @@ A token counts for an option when it is the start of the option's word as the an
 it (``correction``/``Correction``: ``cor``, ``correct``, ``Correction``); one that starts two options'
 words counts for neither. In-process only each spelling's first token is read (``cor``, ``Correction``):
 over HTTP the engine names tokens by their text, not their id, so the two sums differ by the mass on the
-word's other beginnings (``correct``). Measured in docs/benchmarks.md §7b, "Fifth pass".
+word's other beginnings (``correct``). Measured in docs/studies/signal-decisions.md, "Fifth pass".
 
 An engine that sends no log probabilities (one that does not support them, or a route to a kind that
 never does) is not given an invented confidence: :class:`NoLogprobs` is raised, a provider failure, so

@@ -14,7 +14,7 @@ examples and the wrapper changes nothing. Nothing heavy is imported here; the po
 embedded on the first call (or :meth:`NeighbourProvider.warm`).
 
 :class:`NeighbourVote` is the same neighbours as a provider of its own: a similarity-weighted vote of
-their labels, measured as a feature in docs/benchmarks.md §7b.
+their labels, measured as a feature in docs/studies/signal-decisions.md.
 """
 
 from __future__ import annotations
@@ -53,9 +53,9 @@ __all__ = [
 ]
 
 # The signal decision's pool that ships with the package: the benchmarks' fit data, every entry naming its source
-# ("labelled", "fit172", "more"; docs/benchmarks.md §7b).
+# ("labelled", "fit172", "more"; docs/studies/signal-decisions.md).
 DEFAULT_SIGNAL_POOL = Path(__file__).resolve().parent / "data" / "signal_examples.jsonl"
-PER_OPTION = 2  # nearest examples of each option shown (measured on the fit pool: docs/benchmarks.md §7b)
+PER_OPTION = 2  # nearest examples of each option shown (measured on the fit pool: docs/studies/signal-decisions.md)
 
 
 class BadExamplePool(ConfigError):

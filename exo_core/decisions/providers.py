@@ -9,7 +9,7 @@
 The ``hosted`` provider (``providers = ["hosted"]``: the router's ``decision`` role) is a
 :class:`~exo_core.decisions.logprobs.LogprobProvider` named ``hosted:chat``: the option words'
 probabilities from the engine's ``top_logprobs``; it used to ask for one option letter and record it
-at a fixed 0.9, a number no model gave (issue 21 moved it to log probabilities). The local GGUF
+at a fixed 0.9, a number no model gave. The local GGUF
 provider lives in :mod:`exo_edge.decide_local`.
 """
 

@@ -91,17 +91,17 @@ class DecisionSettings:
     larger_timeout: float = 10.0
     # With the larger model reachable, a device model's decision below this probability goes to it; the device's
     # stands when it abstains (docs/decisions.md §7a). 0.9: chosen on the fit data leaving one source out, by a
-    # criterion fixed before the run (issue 21, docs/benchmarks.md §7b "The device model defers").
+    # criterion fixed before the run (docs/studies/signal-decisions.md, "The device model defers").
     defer_below: float = 0.9
     ask_person: bool = True
     ask_timeout: float = 120.0
     # Show the signal decision's models the draft the message answers (docs/decisions.md §3). Off: on the
-    # fit set it did not make either model right more often once calibrated (docs/benchmarks.md §7b).
+    # fit set it did not make either model right more often once calibrated (docs/studies/signal-decisions.md).
     show_draft: bool = False
     # Who is shown each signal message's nearest pool examples (docs/decisions.md §3). None by default: for the
-    # laptop's 1.5B over HTTP, chosen on the fit data leaving one source out (issue 21's sixth pass,
-    # docs/benchmarks.md §7b), they were right on 172 of 221 leftovers against the fixed examples' 170, a tie,
-    # at 5.7 s a decision against 0.83 s; for the 0.5B they take seconds against a 0.5 s timeout.
+    # laptop's 1.5B over HTTP, chosen on the fit data leaving one source out (docs/studies/signal-decisions.md),
+    # they were right on 172 of 221 leftovers against the fixed examples' 170, a tie, at 5.7 s a decision
+    # against 0.83 s; for the 0.5B they take seconds against a 0.5 s timeout.
     neighbours: tuple[str, ...] = ()
     # The pool they are chosen from: "" is the pool that ships with Exo.
     signal_examples: str = ""

@@ -1,4 +1,4 @@
-"""The signal decision inside exod, with somewhere for an abstention to go (issue 21; docs/decisions.md §7a).
+"""The signal decision inside exod, with somewhere for an abstention to go (docs/decisions.md §7a).
 
 exod reads every person message with the signal decision (:mod:`exo_core.learning.chat_signals`).
 :class:`SignalSettler` runs it: the rules, the configured providers, then

@@ -1,4 +1,4 @@
-"""The signal question's rules in code and cue words (docs/decisions.md §7, issue 21).
+"""The signal question's rules in code and cue words (docs/decisions.md §7).
 
 Written from how people phrase each kind of message, not from the labelled set's sentences
 (the set's older part was read to check them, its newer part was not; the held-out files were read only once
@@ -22,32 +22,25 @@ whatever the person typed (``tests/decisions/test_signal_input.py`` feeds them 1
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from exo_core.seams.decision import Rule
 
-__all__ = ["RETIRED_SIGNAL_RULES", "SIGNAL_RULES", "SIGNAL_CUES", "SIGNAL_RULE_CONFIDENCE"]
+__all__ = ["SIGNAL_RULES", "SIGNAL_CUES", "SIGNAL_RULE_CONFIDENCE"]
 
 # The probability a settlement by these rules gives its option (``Question.rule_confidence``), instead of 1:
-# how often the rules were right on messages they were not written from. Each message was judged by the newest
-# version written without it (the rules of 04c3879 on the 172 fit messages: 63 right of 65 settled; those of
-# e75aa20 on the 191 "more" messages: 56 of 65; those of f07fccc, the last before the first two held-out files
-# were read, on those two: 27 of 29 and 18 of 20; those of fa13973, the last before the third was read, on the
-# third: 64 of 68; those of 886a31c, the last before the fourth was read, on the fourth: 52 of 58).
-# docs/benchmarks.md §7b, "The rules' confidence" (benchmarks/bench_decisions_rule_history.py,
-# whose results file tests/decisions/test_rule_confidence.py checks this against). One number for all the rules:
-# per rule there are too few settlements (docs/decisions.md §2).
-SIGNAL_RULE_CONFIDENCE = 280 / 305
+# how often the rules were right on messages they were not written from, each message judged by the newest
+# version of the rules written without it. Measured by benchmarks/bench_decisions_rule_history.py, which writes
+# the data file (its header says how to regenerate it; docs/benchmarks.md, "The rules' confidence"). One
+# number for all the rules: per rule there are too few settlements (docs/decisions.md §2).
+RULE_CONFIDENCE_FILE = Path(__file__).resolve().parent / "data" / "signal_rule_confidence.json"
+_MEASURED = json.loads(RULE_CONFIDENCE_FILE.read_text(encoding="utf-8"))
+SIGNAL_RULE_CONFIDENCE = _MEASURED["right"] / _MEASURED["settled"]
 
 _NOT_A_QUESTION = r"(?![^?]*\?\s*$)"
 # "Can you put the cc's back? You dropped Ana.": a sentence after a question is a sentence too.
 _SENTENCE = r"(?:^|[.;!?]\s+|,\s*(?:and|but|so)?\s*)"
-# The person's own slip or retraction ("wrong chat, sorry", "ignore that", "nvm", "my bad"): not a correction
-# of the assistant. The nouns are where a message goes or what was pressed, not what the assistant wrote.
-_OWN_SLIP = (
-    r"\b(?:wrong (?:chat|thread|window|tab|button|conversation|channel|group(?: chat)?|app|screen|key)|"
-    r"ignore (?:that|this|me|my (?:last|previous)(?: message| one)?)|disregard (?:that|this|me|my (?:last|previous)"
-    r"(?: message| one)?)|nvm|never ?mind|my bad|(?:sorry|oops),? wrong \w+|wrong \w+,? sorry)\b"
-)
-_NOT_OWN_SLIP = r"(?![\s\S]*" + _OWN_SLIP + r")"
 _ASSISTANT_DID = (
     r"forgot|missed|left (?:out|off)|used|wrote|put|got|gave|booked|sent|replied|added|mixed up|confused|"
     r"misspell?ed|misspelt|misunderstood|misread|spelled|spelt|called|picked|chose|scheduled|deleted|removed|"
@@ -63,20 +56,12 @@ _STANDING_VERBS = (
     r"check|keep|give|start|end|open|round|spell|format|double-check|remind|tell|let|make|leave|list|sort|save|"
     r"file|answer|respond|translate|show|read|order|pick|choose|go|be|say|refer|greet"
 )
-_WRITTEN = (
-    Rule(
-        "starts-with-no",
-        r"^"
-        + _NOT_OWN_SLIP
-        # "Ugh, no." and "hmm no," are still a no; "oh no" is dismay, not a no, so it is not among them.
-        + r"\s*(?:(?:ugh|hm+|uh|um+|erm|eh|meh)[\s,.!]+)?(?:no+[\s,]+)?"
-        r"(?:no+|nope|nah|wrong|incorrect|not quite|not right|not really|oops|that'?s not it)"
-        r"\s*[,.!:;-]+"
-        r"(?!\s*(?:thanks|thank you|thx|worries|problem|need|that'?s (?:all|fine|ok|everything|it)|it'?s (?:fine|ok)|"
-        r"all good|i'?m (?:good|fine|ok|okay|done|all set)|we'?re (?:good|fine|done)|nothing(?: else| more)?|"
-        r"not (?:yet|now|today|for now|right now)|leave it|all set|forget it)\b)",
-        "correction",
-    ),
+# A rule settles only while the upper end of the 95 % Wilson interval of its precision on messages its version
+# never saw (the rule history's ``by_rule_newest_without``) is at least the rules' pooled confidence; a rule below
+# it is wrong more often than every settlement says, and its messages go to the models instead. one-off-request
+# is kept below it: it settles the plain requests that make up most of what a person types, which would otherwise
+# each be escalated, and asked about on a board with no model (docs/studies/signal-decisions.md, ninth pass).
+SIGNAL_RULES = (
     Rule(
         "says-wrong",
         # "Not saying it's wrong", "doesn't mean that's wrong", "I'm not sure it's wrong": the judgement is denied.
@@ -100,16 +85,6 @@ _WRITTEN = (
     Rule(
         "you-did",
         _SENTENCE + r"(?:but |and |sorry,? )?you(?:'ve| have)? (?:" + _ASSISTANT_DID + r")\b" + _NOT_A_QUESTION,
-        "correction",
-    ),
-    Rule(
-        "wrong-thing",
-        r"^" + _NOT_OWN_SLIP + r"\s*wrong\b|"
-        # "I made a typo in my own message", "my typo": the person's own slip, not the assistant's.
-        r"(?<!\bmy )(?<!\bown )(?<!\bi made a )(?<!\bi had a )(?<!\bi made another )\btypo\b(?! (?:in|on) my own\b)|"
-        r"\b(?:misspell?ed|misspelt|spelled wrong|spelt wrong)\b|"
-        r"\b(?:you|it|that|this) (?:got|has|had|have|used|picked|is) (?:the |a )?wrong\b|"
-        r"\bshould(?:'ve| have) (?:been|said|used|put|written|sent|booked)\b",
         "correction",
     ),
     Rule(
@@ -381,8 +356,8 @@ _WRITTEN = (
     ),
     Rule(
         "no-thanks",
-        # "No, that's all for today.", "Nope, nothing to add.": declining more, not a correction (starts-with-no
-        # leaves these alone); a "but", "instead" or "as it was" after it keeps it open.
+        # "No, that's all for today.", "Nope, nothing to add.": declining more, not a correction; a "but",
+        # "instead" or "as it was" after it keeps it open.
         r"^\s*(?:(?:no+|nope|nah)[\s,.!]+){1,2}(?:thanks|thank you|thx|that'?s (?:all|fine|it|everything)|"
         r"i'?m (?:good|fine|ok|okay|all set)|nothing(?: else| more| to (?:add|change))?|not (?:yet|now|today|"
         r"for now|right now)|all good|leave it(?: as it is)?|we'?re (?:good|done|fine)|it'?s (?:fine|ok|okay|great|"
@@ -433,19 +408,6 @@ _WRITTEN = (
         "neither",
     ),
 )
-
-# Retired (issue 21's ninth pass): rules that stay written but no longer settle. A rule is retired when the upper
-# end of the 95 % Wilson interval of its precision on messages its version never saw (the rule history's
-# ``by_rule_newest_without``, docs/benchmarks.md §7b "The rules' confidence") is below the rules' pooled
-# confidence: such a rule is wrong more often than the number every settlement carries says. Measured at
-# 886a31c: starts-with-no 4 of 14 right (a "no" that answers a question or declines: "No, the client has not
-# signed yet."), wrong-thing 7 of 10. Their messages go to the models (without one, they are asked or queued).
-# one-off-request (4 of 7) meets the same test but stays: it settles the plain requests that make up most of
-# what a person types, and without it each one is escalated, and asked about on a board with no model
-# (tests/learning/test_exod_person.py). docs/benchmarks.md §7b, ninth pass.
-RETIRED = frozenset({"starts-with-no", "wrong-thing"})
-RETIRED_SIGNAL_RULES = tuple(rule for rule in _WRITTEN if rule.name in RETIRED)
-SIGNAL_RULES = tuple(rule for rule in _WRITTEN if rule.name not in RETIRED)
 
 # For the rules-only provider (a board with no model): words that lean one way without settling it.
 SIGNAL_CUES = {

@@ -1,7 +1,7 @@
 """Calibrations that ship with Exo, used until a home has labelled enough decisions of its own (docs/decisions.md §4).
 
 A decision model's raw numbers lean: the laptop's 1.5B with the signal question's fixed examples names the
-right option first on 72.9 % of the fit data's leftovers raw and on 86.4 % calibrated (docs/benchmarks.md §7b,
+right option first on 72.9 % of the fit data's leftovers raw and on 86.4 % calibrated (docs/studies/signal-decisions.md,
 sixth pass). A fresh home has no labels, so without these its decisions would use the raw numbers and be
 worse than every number the benchmark reports. The file ``data/starter_calibrations.json`` holds one Platt
 calibration per model, prompt style and mechanism, fitted on the benchmark's fit data (the rules' leftovers of

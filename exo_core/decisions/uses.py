@@ -39,10 +39,11 @@ SIGNAL = Question(
     "choice",
     "Is this message a correction, a rule, or neither?",
     ("correction", "rule", "neither"),
-    # Issue 21's seventh pass (docs/benchmarks.md §7b): each line names the forms a new writer's messages took
-    # that the sixth pass's one-liners did not cover: a correction stated as a plain fact or a question, a
-    # preference stated as a fact about the person, a rule that comes with thanks, a "no" that corrects nothing.
-    # The eighth pass: a correction is about the answer, so venting about something else is not one.
+    # Each line names the forms new writers' messages took that shorter one-liners did not cover
+    # (docs/studies/signal-decisions.md, seventh and eighth passes): a correction stated as a plain fact or a
+    # question, a preference stated as a fact about the person, a rule that comes with thanks, a "no" that
+    # corrects nothing.
+    # A correction is about the answer, so venting about something else is not one.
     (
         "the person says the assistant's last answer or action was wrong or should be different: a wrong fact, "
         "name or date, something missing or extra, the wrong tone, length or format (often said as a plain fact "

@@ -15,7 +15,7 @@ Properties (docs/protocol.md):
 An event is encoded when it is emitted, not when its batch is written: a body
 that cannot be stored (text that is not valid Unicode, a NaN) is refused to
 its caller with a typed error and never joins a batch, so it cannot fail the
-other callers' events (issue 19, item 5).
+other callers' events.
 
 Every client receives the exact stored JSON text, so two clients replaying from
 0 receive byte-identical events.
@@ -333,7 +333,7 @@ def _encodable_json(event_type: str, wire: dict[str, Any], session: str | None) 
     """The body's canonical JSON, checked to encode as UTF-8 (and to SQLite) before it joins a batch.
 
     One caller's unencodable body once failed every event of its group commit,
-    and another session's running turn with it (issue 19, item 5).
+    and another session's running turn with it.
     """
     try:
         text = canonical_json(wire)

@@ -1,4 +1,4 @@
-"""Every person message after a draft is a signal (issue 22 item 1; docs/learning.md §1).
+"""Every person message after a draft is a signal (docs/learning.md §1).
 
 :class:`ChatSignals` follows exod's live events. Each finished reply of the
 assistant (``message.completed``, role ``assistant``, complete, no tool

@@ -1,4 +1,4 @@
-"""Enforced taste that a small model cannot be trusted to follow is applied to its drafts (issue 22).
+"""Enforced taste that a small model cannot be trusted to follow is applied to its drafts.
 
 The pack's learned section tells the chat model what the person wants ("Wants a calm tone, not
 exclamation marks."), but the standard board's 0.5B model does not follow it: measured through

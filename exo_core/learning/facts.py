@@ -1,4 +1,4 @@
-"""Facts the person states become beliefs in the store (issue 22 item 2; docs/learning.md §7).
+"""Facts the person states become beliefs in the store (docs/learning.md §7).
 
 :func:`detect` reads one person message with a small, fixed rule set (no
 model): an explicit ``remember``, or a plain statement about something of

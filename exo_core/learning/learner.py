@@ -226,7 +226,7 @@ class Learner:
         return len(lessons)
 
     def _explain(self, verdict_ids: list[str]) -> int:
-        """Queue each unexplained edit for the larger model's reflection (issue 22 item 4, :mod:`.reflected`)."""
+        """Queue each unexplained edit for the larger model's reflection (:mod:`.reflected`)."""
         if self.queue is None:
             return 0
         book = self.book

@@ -174,8 +174,8 @@ def sync_nodes(store: Store, book: LessonBook, only: Collection[str] | None = No
 
 
 def restore_superseded(store: Store, retired: Node) -> list[str]:
-    """Bring back the beliefs a rejected learned node had superseded (issue 22: the person's tone row
-    stays). A belief another current node still supersedes stays retired. Returns restored ids."""
+    """Bring back the beliefs a rejected learned node had superseded (the person's tone
+    row stays). A belief another current node still supersedes stays retired. Returns restored ids."""
     current = [n for n in store.nodes() if n.valid_until is None and n.id != retired.id]
     still = {ln.target for n in current for ln in n.links if ln.type == "supersedes"}
     restored = []

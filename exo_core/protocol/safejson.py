@@ -2,7 +2,7 @@
 
 Everything that reaches exod from a client passes through :func:`parse_json_object`
 (``POST /command``, stdio lines, ``POST /pair``). Attacking exod on purpose
-(issue 19, items 4 and 6) found inputs that escaped ``json.loads`` as untyped
+found inputs that escaped ``json.loads`` as untyped
 exceptions or stalled the event loop; each is refused here with a typed
 :class:`~exo_core.errors.ProtocolError` that says what was wrong:
 

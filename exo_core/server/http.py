@@ -61,7 +61,7 @@ __all__ = ["HttpSettings", "build_app", "SERVER_NAME"]
 log = logging.getLogger(__name__)
 
 SERVER_NAME = "exod"
-# SQLite's INTEGER range: a larger 'since' once broke the event stream (issue 19, item 6).
+# SQLite's INTEGER range: a larger 'since' once broke the event stream.
 _MAX_SEQ = 2**63 - 1
 
 # A command's error answer goes out as 200 (the exchange worked; the error is in the body) unless the

@@ -5,14 +5,14 @@ Both byte transports (``POST /command`` and stdio lines) go through here:
 * :func:`decode_untrusted` decodes a command; a body over :data:`OFF_LOOP_BYTES`
   is decoded in a worker thread, so the Python part of decoding a large body
   (checking a list of 100,000 values, say) does not hold the event loop that
-  every other client is waiting on (issue 19, item 6).
+  every other client is waiting on.
 * :func:`answer_bytes` decodes and handles one command and never raises: an
   :class:`~exo_core.errors.ExoError` is its typed error, anything else is
   ``internal``, logged through a :class:`~exo_core.server.quietlog.QuietLog` so a
   client that triggers the same bug a million times writes a few log lines.
 * :func:`response_bytes` encodes a response; should a handler's result ever
   hold text that is not valid Unicode, the client gets ``internal`` rather than
-  a broken connection or a dead stdio loop (issue 19, item 4).
+  a broken connection or a dead stdio loop.
 """
 
 from __future__ import annotations

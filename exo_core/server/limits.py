@@ -1,6 +1,6 @@
 """What one peer on the LAN may cost exod: connection caps, idle and body timeouts, file descriptors.
 
-Issue 19, item 3: 1,300 idle unauthenticated TCP connections stayed open for
+Attacked on purpose, 1,300 idle unauthenticated TCP connections stayed open for
 130 s; 300 of them filled the file-descriptor table, after which the owner's
 Unix socket stopped answering and asyncio logged 223,734 ``EMFILE`` tracebacks.
 The TCP listener now goes through a :class:`ConnectionGate`:

@@ -2,7 +2,7 @@
 
 A peer that opens thousands of connections, or a loop that fails the same way
 every millisecond, once wrote 223,734 tracebacks (101 MB in 30 s) into exod's
-log (issue 19, item 3). :class:`QuietLog` logs the first record of each kind,
+log. :class:`QuietLog` logs the first record of each kind,
 counts the repeats for ``interval`` seconds and then logs one summary line with
 the count; the number of kinds it tracks is bounded, so the log stays small and
 so does memory. :class:`QuietFilter` puts the records of the ``asyncio`` and

@@ -5,8 +5,8 @@ Each input line is one command; each output line is either a response (has
 and then streams every event above ``since`` — replayed, then live — as lines,
 until stdin closes.
 
-Every line gets exactly one typed answer and never ends the loop (issue 19,
-item 4): a malformed line is ``malformed``, an unexpected failure ``internal``.
+Every line gets exactly one typed answer and never ends the loop:
+a malformed line is ``malformed``, an unexpected failure ``internal``.
 A line longer than :data:`~exo_core.protocol.MAX_BODY_BYTES` is answered
 ``too_large`` as soon as it passes the limit and then discarded up to its end,
 so its tail can never be read as a second command. Blank lines are skipped.

@@ -20,7 +20,7 @@ asked about itself changes nothing else. So:
   keeps it removed.
 
 No ``[[links]]`` in the text the model reads: the base Gemma model copied the
-pack's ``[[self/INDEX]]`` as its answer to everything (issue 18).
+pack's ``[[self/INDEX]]`` as its answer to everything.
 """
 
 from __future__ import annotations

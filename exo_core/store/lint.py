@@ -323,7 +323,7 @@ class _Linter:
             if node.valid_until is not None:
                 # A retired belief is history and never changes, so a line that says the same words
                 # cannot drift from it (the learner's line for a lesson that superseded the row the
-                # person reworded does exactly that: issue 22).
+                # person reworded does exactly that).
                 continue
             summary = node.summary.strip()
             if len(summary) >= _MIN_COPY and summary in text:

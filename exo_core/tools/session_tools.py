@@ -32,7 +32,7 @@ class SessionRecall(Protocol):
     """An optional capability of a :class:`Recall`: leave the asking session's own turns out.
 
     Without it the person's current question came back from ``recall`` as a
-    past turn (issue 18's answer benchmark, docs/benchmarks.md §15).
+    past turn (the answer benchmark, docs/benchmarks.md).
     """
 
     async def recall_for(self, query: str, *, limit: int, session_id: str) -> str:

@@ -6,8 +6,8 @@ read off a small screen and type (``XXXX-XXXX``, 31 symbols without 0/O, 1/I/L:
 about 40 bits), **single use**, **expires** after a few minutes, and guessing
 is **rate limited per source**: after a handful of wrong tries from one source
 (an IPv4 address or IPv6 /64) that source is locked out for a while. Only that
-source: five wrong codes from anyone once locked the owner out too (issue 19,
-item 10). Codes are kept only as SHA-256 hashes, in memory: a restart of exod
+source: five wrong codes from anyone once locked the owner out
+too. Codes are kept only as SHA-256 hashes, in memory: a restart of exod
 revokes them; the owner issuing a new code at the device lifts every lock.
 
 Guessing budget: a source gets ``max_failures`` guesses per ``lockout``, so

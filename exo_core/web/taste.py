@@ -132,7 +132,7 @@ class TasteRows:
 
 
 def edited_body(node: Node, text: str, today: str) -> str:
-    """The body of a node the person just reworded: their words, never the old ones (issue 22).
+    """The body of a node the person just reworded: their words, never the old ones.
 
     A hand-written node's body restated its old summary, so it is rewritten whole; a learned
     node's body holds only provenance (proposal and evidence ids), which stays below.

@@ -1,6 +1,6 @@
 """The memory budgets of each board profile, and the model's major page faults after warm-up.
 
-docs/models.md ("Board profiles") and issue 18: the whole device stack (exod,
+docs/models.md ("Board profiles"): the whole device stack (exod,
 the local model, the embedder, the device client, the speech recogniser) in
 one memory cgroup peaks at most at ``standard`` 1.2 GB and ``small`` 480 MB;
 idle exod (no model loaded) at most 50 MB. The audit's memory limit defaults

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from exo_core.home import default_home_path
 from exo_edge.footprint.budgets import BUDGETS
 from exo_edge.footprint.run import run_footprint
 from exo_edge.footprint.scenario import REPO
@@ -149,10 +150,28 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         default=None,
         metavar="FILE",
-        help="results file (default benchmarks/results/footprint_<board>.json in a checkout)",
+        help="results file (default $EXO_HOME/bench/footprint_<board>.json)",
+    )
+    parser.add_argument(
+        "--update-results",
+        action="store_true",
+        help="a developer's full run in a checkout: replace the committed benchmarks/results/footprint_<board>.json",
     )
     parser.add_argument("--tmp", type=Path, default=None, help="folder for the temporary home (keep the path short)")
     return parser
+
+
+def _results_file(args: argparse.Namespace) -> Path | None:
+    """Where the run's results go: ``--out``, else the person's Exo home; the project's committed results
+    only under ``--update-results`` (a person's own audit never rewrites them)."""
+    committed = REPO / "benchmarks" / "results"
+    if args.update_results:
+        if args.quick or not committed.is_dir():
+            raise SystemExit("--update-results takes a full run in a source checkout (benchmarks/results/)")
+        return committed / f"footprint_{args.board}.json"
+    if args.out is not None or args.quick:
+        return args.out
+    return default_home_path() / "bench" / f"footprint_{args.board}.json"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -172,9 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, terminated)
     result = run_footprint(args, log)
     data = result.as_json()
-    out = args.out
-    if out is None and not args.quick and (REPO / "benchmarks" / "results").is_dir():
-        out = REPO / "benchmarks" / "results" / f"footprint_{args.board}.json"
+    out = _results_file(args)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")

@@ -18,7 +18,8 @@ def test_bench_context_quick(tmp_path: Path) -> None:
     out = subprocess.run(
         [
             sys.executable,
-            "benchmarks/bench_context.py",
+            "-m",
+            "benchmarks.bench_context",
             "--quick",
             "--json",
             "--messages",
@@ -59,7 +60,7 @@ def test_bench_context_window_quick(tmp_path: Path) -> None:
     env = dict(os.environ, PYTHONPATH=str(REPO), OMP_WAIT_POLICY="PASSIVE")
     args = ["--window", str(model), "--n-ctx", "2048", "--turns", "12", "--quick", "--json"]
     out = subprocess.run(
-        [sys.executable, "benchmarks/bench_context.py", *args, "--out", str(tmp_path / "window.json")],
+        [sys.executable, "-m", "benchmarks.bench_context", *args, "--out", str(tmp_path / "window.json")],
         cwd=REPO,
         env=env,
         capture_output=True,

@@ -31,7 +31,7 @@ def test_the_labelled_set_has_300_cases_across_the_three_uses_in_time_order() ->
 def test_the_benchmark_runs_quick_without_the_model(tmp_path: Path) -> None:
     out = tmp_path / "decisions.json"
     done = subprocess.run(
-        [sys.executable, "benchmarks/bench_decisions.py", "--quick", "--no-model", "--json", "--out", str(out)],
+        [sys.executable, "-m", "benchmarks.bench_decisions", "--quick", "--no-model", "--json", "--out", str(out)],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -64,7 +64,7 @@ def test_the_source_study_tables_print_from_its_results_file() -> None:
     assert all(case["source"] in SOURCES for case in saved["cases"].values())
     assert not set(saved["cases"]) - {e.id for e in ExamplePool(DEFAULT_SIGNAL_POOL, SIGNAL).examples()}  # fit only
     done = subprocess.run(
-        [sys.executable, "benchmarks/bench_decisions_sources.py", "--markdown"],
+        [sys.executable, "-m", "benchmarks.bench_decisions_sources", "--markdown"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -75,9 +75,16 @@ def test_the_source_study_tables_print_from_its_results_file() -> None:
 
 
 def test_the_http_benchmark_prints_its_saved_tables() -> None:
-    for name in ("decisions_http.json", "decisions_http_logprobs.json"):
+    for name in ("decisions_http.json",):
         done = subprocess.run(
-            [sys.executable, "benchmarks/bench_decisions_http.py", "--markdown", "--out", f"benchmarks/results/{name}"],
+            [
+                sys.executable,
+                "-m",
+                "benchmarks.bench_decisions_http",
+                "--markdown",
+                "--out",
+                f"benchmarks/results/{name}",
+            ],
             cwd=ROOT,
             capture_output=True,
             text=True,
@@ -88,8 +95,7 @@ def test_the_http_benchmark_prints_its_saved_tables() -> None:
 
 
 def test_the_study_calibrates_each_source_on_the_other_sources_only() -> None:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import bench_decisions_sources as study
+    from benchmarks import bench_decisions_sources as study
 
     # The same raw numbers everywhere; "labelled" is always a rule, the other two sources always a correction.
     cases = [
@@ -118,9 +124,7 @@ def test_the_study_calibrates_each_source_on_the_other_sources_only() -> None:
 
 
 def test_the_http_benchmark_scores_exods_default_prompt_with_the_studys_fit_raws() -> None:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import bench_decisions_http as http
-
+    from benchmarks import bench_decisions_http as http
     from exo_core.decisions.setup import DecisionSettings
 
     assert http.default_prompt() == ("nn" if "larger" in DecisionSettings().neighbours else "fixed")

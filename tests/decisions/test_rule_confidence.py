@@ -2,7 +2,7 @@
 
 Through the real :class:`Decider` and a real signed ledger file: the signal question's rules settle at
 ``SIGNAL_RULE_CONFIDENCE`` (how often old versions of the rules were right on messages written after them,
-docs/benchmarks.md §7b), the rest split evenly; the toolset and panel questions keep 1; a confidence a rule
+docs/studies/signal-decisions.md), the rest split evenly; the toolset and panel questions keep 1; a confidence a rule
 could not decide with is refused when the question is made; and rule settlements never become calibration
 samples (rules are not a fitted provider).
 """

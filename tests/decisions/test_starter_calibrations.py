@@ -31,7 +31,7 @@ STUDIES = {"decisions_prompt.json", "decisions_sources.json"}  # the fit-data st
 
 def test_the_shipped_file_is_what_the_fit_data_raws_give() -> None:
     found = subprocess.run(
-        [sys.executable, "benchmarks/starter_calibrations.py", "--check"], cwd=REPO, capture_output=True, text=True
+        [sys.executable, "-m", "benchmarks.starter_calibrations", "--check"], cwd=REPO, capture_output=True, text=True
     )
     assert found.returncode == 0, found.stdout + found.stderr
     shipped = json.loads(DEFAULT_STARTERS.read_text(encoding="utf-8"))

@@ -2,7 +2,7 @@
 
 The full counts (1,000 SIGKILL cycles, 100,000 fuzzed commands over TCP and
 stdio, 2,000 idle connections) run outside the suite's time budget:
-``python benchmarks/bench_stress.py``. Here each part runs a few times and its
+``python -m benchmarks.bench_stress``. Here each part runs a few times and its
 zero-loss, zero-5xx, owner-always-answered results must hold. No time is
 asserted (a benchmark reports ratios).
 """
@@ -24,7 +24,19 @@ REPO = Path(__file__).resolve().parents[2]
 def test_stress_target_at_a_small_count(tmp_path: Path) -> None:
     out = tmp_path / "stress.json"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    cmd = [sys.executable, "benchmarks/bench_stress.py", "--kill-cycles", "2", "--fuzz", "150", "--idle", "60"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "exo_core.cli.main",
+        "bench",
+        "stress",
+        "--kill-cycles",
+        "2",
+        "--fuzz",
+        "150",
+        "--idle",
+        "60",
+    ]
     cmd += ["--stall", "1", "--base", str(tmp_path / "work"), "--out", str(out)]
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
