@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from exo_core.home import default_home_path
+from exo_core.seams.home import default_home_path
 from exo_edge.footprint.budgets import BUDGETS
 from exo_edge.footprint.run import run_footprint
 from exo_edge.footprint.scenario import REPO
