@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from exo_core.agent.approvals import ApprovalBroker
+from exo_core.agent.output import OutputLimits
 from exo_core.agent.redaction import Redactor, SecretRedactor
 from exo_core.agent.seams import (
     ContextEngine,
@@ -79,6 +80,8 @@ class LoopDeps:
     toolsets: ToolsetChooser | None = None
     # Secrets out of every tool result, before the model, an event or the ledger sees it (docs/security.md).
     redactor: Redactor = field(default_factory=SecretRedactor)
+    # Caps on what tool output one call and one turn show and store, and on a call's run time.
+    output: OutputLimits = field(default_factory=OutputLimits)
     # Facts the person states ("Remember that ...") become store beliefs before the model runs.
     facts: FactTaker | None = None
     # The person's enforced taste applied to each reply as it streams (exo_core.learning.enforce).

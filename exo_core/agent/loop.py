@@ -31,6 +31,7 @@ from typing import Any
 from exo_core.agent.deps import BASE_PROMPT, LoopDeps, LoopSettings
 from exo_core.agent.named_files import pointed_reads, unread
 from exo_core.agent.outcome import explain_turn_end
+from exo_core.agent.output import TurnOutput
 from exo_core.agent.seams import (
     HistoryView,
     MemoryParts,
@@ -170,6 +171,7 @@ class _TurnState:
     cost: float = 0.0
     trim_reported: bool = False
     trim_noticed: bool = False
+    output: TurnOutput | None = None  # the turn's tool-output budget, made at its first call
 
 
 async def _run_calls(
@@ -177,8 +179,10 @@ async def _run_calls(
 ) -> None:
     """Run ``calls`` in order; the ones not yet run stay in ``state.calls`` for an interrupt to close."""
     state.calls = list(calls)
+    if state.output is None:
+        state.output = TurnOutput(deps.output)
     for call in calls:
-        await _run_tool(deps, session_id, turn_id, call)
+        await _run_tool(deps, session_id, turn_id, call, output=state.output)
         state.calls.remove(call)
         state.acted = True
 

@@ -10,18 +10,20 @@ Two kinds of secret are recognised:
 * by value: this machine's own secrets, which have no telling shape (the
   ledger key's seed is 64 hex digits like any sha256; the TCP token is
   url-safe base64): :meth:`SecretRedactor.for_home` reads them from the Exo
-  home (``keys/*.key``, ``token``, ``$EXO_TOKEN``) and looks for their exact
-  text, hex in either case and base64.
+  home (``keys/*.key``, ``token``, ``$EXO_TOKEN``) and looks for every form
+  :mod:`exo_core.agent.secret_forms` lists: the text, reversed, hex, base32,
+  base64 and URL-encoded, wrapped or spaced by whitespace.
 
-Each becomes ``[redacted:<kind>]``. What this does not stop: a secret in a
-shape none of the patterns knows, or one the agent transforms first
-(reversed, split across lines, encoded otherwise). The gate denying reads of
-exod's own files is the first line; this is the second.
+Each becomes ``[redacted:<kind>]``. :meth:`SecretRedactor.spans` says where,
+so a stream can be redacted in pieces (:mod:`exo_core.agent.redact_stream`).
+What this does not stop: a secret in a shape none of the patterns knows, or a
+known one transformed otherwise (split into pieces with other text between
+them, compressed, enciphered). The OS sandbox keeping tools away from exod's
+files is the first line; this is the second.
 """
 
 from __future__ import annotations
 
-import base64
 import bisect
 import itertools
 import os
@@ -31,37 +33,50 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from exo_core.agent.secret_forms import MIN_SECRET, Form, secret_forms
 from exo_core.store.leaks import LEAK_PATTERNS, LEAK_TRIGGERS
 
-__all__ = ["Redactor", "SecretRedactor", "StreamRedactor", "redact_data"]
+__all__ = ["Redactor", "SecretRedactor", "Span", "apply_spans", "merge_spans", "redact_data"]
 
-_MIN_KNOWN = 16  # shorter values would redact ordinary words
 _KEY_LINE = re.compile(r"exo-ed25519-seed-v\d+\s+([0-9A-Fa-f]{64})")
-# A block that may still be open at the end of a chunk: held back until it closes.
-_OPEN_BLOCK = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?![\s\S]*-----END [A-Z0-9 ]+-----)")
 # Patterns that span lines run over the whole text; the rest only on the lines holding one of their triggers.
 _MULTILINE = frozenset(p for _kind, p in LEAK_PATTERNS if p.flags & re.S)
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)  # triggers are ASCII
-_HOLD_LIMIT = 64 * 1024
-_TAIL = 256  # longest secret a cut in the middle of a line can split
+_WHITESPACE = re.compile(r"\s+")
+_NON_SPACE = re.compile(r"\S")
+# A line-bound shape (``password: …``, a bearer token, an API key) is recognised within this many characters
+# of its trigger; a private key block is longer and is held by the stream until it closes.
+_SHAPE_REACH = 1024
+
+
+Span = tuple[int, int, str]  # start, end, kind
 
 
 class Redactor(Protocol):
-    """Replaces secrets in text (the agent loop's seam; :class:`SecretRedactor` is the default)."""
+    """Finds and replaces secrets in text (the agent loop's seam; :class:`SecretRedactor` is the default)."""
 
     def redact(self, text: str) -> str:
         """``text`` with every secret replaced by a placeholder."""
         ...
 
+    def spans(self, text: str) -> list[Span]:
+        """Where the secrets in ``text`` are: sorted, non-overlapping ``(start, end, kind)``."""
+        ...
+
+    @property
+    def reach(self) -> int:
+        """The longest stretch of text one secret can need to be recognised (a stream holds this much back)."""
+        ...
+
 
 class SecretRedactor:
-    """The leak shapes plus exact known values; ``for_home`` keeps the home's values current."""
+    """The leak shapes plus every form of known values; ``for_home`` keeps the home's values current."""
 
     def __init__(self, *, known: Iterable[str] = (), home: Path | None = None) -> None:
-        self._fixed = tuple(v for v in known if len(v) >= _MIN_KNOWN)
+        self._fixed = tuple(v for v in known if len(v) >= MIN_SECRET)
         self._home = home
         self._stamp: tuple[Any, ...] = ()
-        self._values: tuple[str, ...] = _forms(self._fixed)
+        self._forms: tuple[Form, ...] = secret_forms(self._fixed)
 
     @classmethod
     def for_home(cls, home: Path) -> SecretRedactor:
@@ -72,23 +87,28 @@ class SecretRedactor:
         """``text`` with every recognised secret replaced by ``[redacted:<kind>]``."""
         if not text:
             return text
-        text = _redact_shapes(text)
-        for value in self._known():
-            if value in text:
-                text = text.replace(value, "[redacted:exo-secret]")
-        return text
+        return apply_spans(text, self.spans(text))
+
+    def spans(self, text: str) -> list[Span]:
+        """Where the secrets in ``text`` are: sorted, non-overlapping ``(start, end, kind)``."""
+        if not text:
+            return []
+        return merge_spans(_shape_spans(text) + _value_spans(text, self._known()))
+
+    @property
+    def reach(self) -> int:
+        """Twice the longest known form (spaced or wrapped by whitespace), and never under the shapes' reach."""
+        forms = self._known()
+        longest = len(forms[0].text) + forms[0].before + forms[0].after if forms else 0
+        return max(_SHAPE_REACH, 2 * longest + 64)
 
     def redact_data(self, value: Any) -> Any:
         """``value`` (strings, lists, mappings, as JSON holds them) with every string redacted."""
         return redact_data(self, value)
 
-    def stream(self) -> StreamRedactor:
-        """A redactor for one stream of output chunks."""
-        return StreamRedactor(self)
-
-    def _known(self) -> tuple[str, ...]:
+    def _known(self) -> tuple[Form, ...]:
         if self._home is None:
-            return self._values
+            return self._forms
         files = [self._home / "token"]
         try:
             files += sorted(p for p in (self._home / "keys").iterdir() if p.is_file())
@@ -97,47 +117,63 @@ class SecretRedactor:
         stamp = tuple(_stamp(p) for p in files) + (os.environ.get("EXO_TOKEN", ""),)
         if stamp != self._stamp:
             self._stamp = stamp
-            self._values = _forms((*self._fixed, *_read_secrets(files), os.environ.get("EXO_TOKEN", "")))
-        return self._values
+            self._forms = secret_forms((*self._fixed, *_read_secrets(files), os.environ.get("EXO_TOKEN", "")))
+        return self._forms
 
 
-class StreamRedactor:
-    """Redacts a stream cut into arbitrary chunks: whole lines go out; an open key block is held until it closes."""
-
-    def __init__(self, redactor: Redactor) -> None:
-        self._redactor = redactor
-        self._held = ""
-
-    def feed(self, chunk: str) -> str:
-        """What of ``chunk`` (and what was held) can be shown now, redacted."""
-        text = self._held + chunk
-        if len(text) > _HOLD_LIMIT:
-            # A block that never closes (or one very long line): show it redacted, keep a tail that a cut may split.
-            self._held = "" if _OPEN_BLOCK.search(text) else text[-_TAIL:]
-            return self._redactor.redact(text if not self._held else text[:-_TAIL])
-        block = _OPEN_BLOCK.search(text)
-        cut = block.start() if block else text.rfind("\n") + 1
-        self._held = text[cut:]
-        return self._redactor.redact(text[:cut])
-
-    def flush(self) -> str:
-        """Whatever is still held, redacted (the stream ended)."""
-        text, self._held = self._held, ""
-        return self._redactor.redact(text)
+def apply_spans(text: str, spans: Iterable[Span]) -> str:
+    """``text`` with each span replaced by ``[redacted:<kind>]`` (spans sorted and non-overlapping)."""
+    parts, at = [], 0
+    for start, end, kind in spans:
+        parts += [text[at:start], f"[redacted:{kind}]"]
+        at = end
+    parts.append(text[at:])
+    return "".join(parts)
 
 
-def _redact_shapes(text: str) -> str:
-    """``text`` with the leak shapes replaced; each expression runs only on lines where its trigger occurs."""
+def merge_spans(spans: Iterable[Span]) -> list[Span]:
+    """``spans`` sorted, overlapping or touching ones joined (the first one's kind names the join)."""
+    merged: list[Span] = []
+    for start, end, kind in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end), merged[-1][2])
+        else:
+            merged.append((start, end, kind))
+    return merged
+
+
+def _value_spans(text: str, forms: tuple[Form, ...]) -> list[Span]:
+    """Where the known forms occur, whitespace between their characters allowed (wrapped or spaced encodings)."""
+    if not forms:
+        return []
+    squeezed = _WHITESPACE.sub("", text)
+    present = [form for form in forms if form.text in squeezed]
+    if not present:
+        return []
+    # Offsets in the squeezed text map back to the text through the positions of its non-space characters.
+    where = [m.start() for m in _NON_SPACE.finditer(text)]
+    spans: list[Span] = []
+    for form in present:
+        at = squeezed.find(form.text)
+        while at != -1:
+            first = max(0, at - form.before)
+            last = min(len(where), at + len(form.text) + form.after) - 1
+            spans.append((where[first], where[last] + 1, "exo-secret"))
+            at = squeezed.find(form.text, at + 1)
+    return spans
+
+
+def _shape_spans(text: str) -> list[Span]:
+    """Where the leak shapes are; each line-bound expression runs only on lines where its trigger occurs."""
     lowered = _lower(text)
     live = [(kind, p) for kind, p in LEAK_PATTERNS if any(t in lowered for t in LEAK_TRIGGERS[p])]
-    multi = [(kind, p) for kind, p in live if p in _MULTILINE]
-    for kind, pattern in multi:
-        text = pattern.sub(f"[redacted:{kind}]", text)
+    spans: list[Span] = []
+    for kind, pattern in live:
+        if pattern in _MULTILINE:
+            spans += [(m.start(), m.end(), kind) for m in pattern.finditer(text)]
     per_line = [(kind, p) for kind, p in live if p not in _MULTILINE]
     if not per_line:
-        return text
-    if multi:
-        lowered = _lower(text)
+        return spans
     lines = text.splitlines(keepends=True)
     starts = list(itertools.accumulate((len(line) for line in lines[:-1]), initial=0))
     # A line whose text was joined into the line before it (a value that wrapped) points there.
@@ -152,19 +188,28 @@ def _redact_shapes(text: str) -> str:
         for n in sorted(hit, reverse=True):  # from the end, so a joined pair never hides a later hit
             tail = lines[n].rstrip()
             if not (tail.endswith((":", "=")) or _lower(tail).endswith(LEAK_TRIGGERS[pattern])):
-                lines[n] = pattern.sub(f"[redacted:{kind}]", lines[n])
+                spans += [(starts[n] + m.start(), starts[n] + m.end(), kind) for m in pattern.finditer(lines[n])]
                 continue
             # The line ends where a value would start ("password:", "Bearer"): the value may be on the next one.
             after = n + 1
             while after < len(lines) and owner[after] != after:
                 after += 1  # skip lines already joined into this one
             pair = lines[n] + (lines[after] if after < len(lines) else "")
-            replaced = pattern.sub(f"[redacted:{kind}]", pair)
-            if replaced != pair:
-                lines[n] = replaced
-                if after < len(lines):
-                    lines[after], owner[after] = "", n
-    return "".join(lines)
+            found = [(m.start(), m.end()) for m in pattern.finditer(pair)]
+            for start, end in found:
+                # The pair's second line may not follow the first directly (a joined line between): map it back.
+                spans.append(
+                    (_pair_offset(starts, lines, n, after, start), _pair_offset(starts, lines, n, after, end), kind)
+                )
+            if found and after < len(lines):
+                owner[after] = n
+    return spans
+
+
+def _pair_offset(starts: list[int], lines: list[str], n: int, after: int, offset: int) -> int:
+    if offset <= len(lines[n]):
+        return starts[n] + offset
+    return starts[after] + offset - len(lines[n])
 
 
 def _owner(owner: list[int], n: int) -> int:
@@ -209,19 +254,3 @@ def _read_secrets(files: Iterable[Path]) -> list[str]:
         found = _KEY_LINE.search(text)
         out.append(found.group(1) if found else text)
     return out
-
-
-def _forms(values: Iterable[str]) -> tuple[str, ...]:
-    """Each value, and for hex values also their other case and their bytes in base64; longest first."""
-    forms: set[str] = set()
-    for value in values:
-        if len(value) < _MIN_KNOWN:
-            continue
-        forms.add(value)
-        if re.fullmatch(r"(?:[0-9A-Fa-f]{2})+", value):
-            raw = bytes.fromhex(value)
-            forms.update(
-                {value.lower(), value.upper(), base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode()}
-            )
-            forms.update(f.rstrip("=") for f in list(forms) if f.endswith("="))
-    return tuple(sorted(forms, key=len, reverse=True))

@@ -16,11 +16,14 @@ Order for each call:
    ``post_tool_call`` hooks see it, and an ``action`` ledger entry records
    the call, its cell, the outcome and the answer (referring to the approval).
 
-Secrets (private keys, this machine's ledger seed and token, bearer tokens …)
-are replaced by placeholders (``deps.redactor``) in everything that leaves
-this module: streamed output, the result, the arguments shown in events and
-approval cards, and the ledger entries. A file tool is told the resolved
-paths the gate judged and touches no other (exo_core.tools.safe_fs).
+Secrets (private keys, this machine's ledger seed and token in any of their
+encoded forms, bearer tokens …) are replaced by placeholders (``deps.redactor``)
+in everything that leaves this module: streamed output (redacted as one
+stream, exo_core.agent.redact_stream), the result, the arguments shown in
+events and approval cards, and the ledger entries. Output is bounded per call
+and per turn, and a call runs at most ``[output] timeout_seconds``
+(exo_core.agent.output). A file tool is told the resolved paths the gate
+judged and touches no other (exo_core.tools.safe_fs).
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ import time
 from typing import Any
 
 from exo_core.agent.deps import LoopDeps
-from exo_core.agent.redaction import StreamRedactor, redact_data
+from exo_core.agent.output import CallOutput, TurnOutput, bound_text, stored_size
+from exo_core.agent.redaction import redact_data
 from exo_core.agent.seams import GateOutcome
 from exo_core.errors import ExoError
 from exo_core.protocol import events as ev
@@ -44,8 +48,14 @@ __all__ = ["run_tool_call", "store_tool_result", "emit_message", "record"]
 log = logging.getLogger(__name__)
 
 
-async def run_tool_call(deps: LoopDeps, session_id: str, turn_id: str, call: ToolCall) -> None:
-    """Gate, approve, run and record one tool call; never raises for a tool's failure."""
+async def run_tool_call(
+    deps: LoopDeps, session_id: str, turn_id: str, call: ToolCall, *, output: TurnOutput | None = None
+) -> None:
+    """Gate, approve, run and record one tool call; never raises for a tool's failure.
+
+    ``output``: the turn's output budget, shared by its calls (a fresh one per call when omitted).
+    """
+    output = output or TurnOutput(deps.output)
     tool = deps.tools.get(call.name)
     risk = tool.spec.risk if tool else "low"
     shown = redact_data(deps.redactor, call.arguments)
@@ -72,15 +82,14 @@ async def run_tool_call(deps: LoopDeps, session_id: str, turn_id: str, call: Too
         if action == "ask"
         else (action, ())
     )
+    bounded = output.call(deps.redactor)
     if action == "deny":
         result = ToolResult.error(f"blocked: {reason or 'not allowed'}")
     elif decision == "deny":
         result = ToolResult.error("the person denied this action")
     else:
-        result = await _execute(deps, session_id, call, outcome.targets)
-    # Up to 100k characters: redacted in a worker thread, so a big result never stalls the loop.
-    redacted = await asyncio.to_thread(deps.redactor.redact, result.content)
-    result = ToolResult(redacted, result.is_error, result.truncated)
+        result = await _execute(deps, session_id, call, outcome.targets, bounded)
+    result = await _bounded(deps, result, bounded, output)
     await store_tool_result(deps, session_id, turn_id, call, result, started)
     await deps.hooks.notify(
         "post_tool_call",
@@ -183,15 +192,27 @@ async def _ask(
     return answer.decision, ((entry,) if entry else ())
 
 
-async def _execute(deps: LoopDeps, session_id: str, call: ToolCall, targets: tuple[str, ...] | None) -> ToolResult:
-    # Streamed output is redacted too: whole lines at a time, a private key block held until it closes.
-    streams: dict[str, StreamRedactor] = {}
+async def _bounded(deps: LoopDeps, result: ToolResult, bounded: CallOutput, output: TurnOutput) -> ToolResult:
+    """``result`` redacted, then cut to its share of the call's budget (head and tail kept), the turn charged."""
+    # Up to a few hundred kilobytes: redacted in a worker thread, so a big result never stalls the loop.
+    redacted = await asyncio.to_thread(deps.redactor.redact, result.content)
+    # Even with the turn's budget spent the model reads the start and end of the result (the exit status).
+    text, cut = bound_text(redacted, max(bounded.result_bytes, 1024))
+    # The result is kept four times: the tool message, its search index and two events.
+    output.spend(4 * stored_size(text))
+    return ToolResult(text, result.is_error, result.truncated or cut)
+
+
+async def _execute(
+    deps: LoopDeps, session_id: str, call: ToolCall, targets: tuple[str, ...] | None, bounded: CallOutput
+) -> ToolResult:
+    # Streamed output is redacted as one stream per channel and bounded: head shown, middle counted, tail at the end.
+    async def show(pieces: list[tuple[str, str]]) -> None:
+        for stream, text in pieces:
+            await deps.hub.emit(session_id, "tool.output", ev.ToolOutput(call_id=call.id, text=text, stream=stream))
 
     async def emit_output(text: str, stream: str) -> None:
-        redactor = streams.setdefault(stream, StreamRedactor(deps.redactor))
-        shown = redactor.feed(text)
-        if shown:
-            await deps.hub.emit(session_id, "tool.output", ev.ToolOutput(call_id=call.id, text=shown, stream=stream))
+        await show(bounded.feed(text, stream))
 
     async def emit_panel(kind: str, title: str, data: dict[str, Any]) -> None:
         shown = redact_data(deps.redactor, data)
@@ -211,15 +232,21 @@ async def _execute(deps: LoopDeps, session_id: str, call: ToolCall, targets: tup
         extra={"emit_panel": emit_panel, "session_search": session_search},
         checked_paths=frozenset(targets) if targets is not None else None,
     )
-    result = await deps.tools.run(call.name, call.arguments, context)
-    for stream, redactor in streams.items():
-        rest = redactor.flush()
-        if rest:
-            await deps.hub.emit(session_id, "tool.output", ev.ToolOutput(call_id=call.id, text=rest, stream=stream))
+    limit = deps.output.timeout_seconds
+    try:
+        result = await asyncio.wait_for(deps.tools.run(call.name, call.arguments, context, cut=False), limit)
+    except TimeoutError:
+        result = ToolResult.error(
+            f"stopped after {limit:g} s: the longest a tool call may run here ([output] timeout_seconds "
+            "in config.toml), whatever timeout it asked for; its output so far was shown as it came"
+        )
+    await show(bounded.finish())
+    if bounded.capped:
+        result = ToolResult(f"{bounded.note()}\n{result.content}", result.is_error, True)
     text = await deps.hooks.transform_tool_result(
         result.content, tool_name=call.name, arguments=call.arguments, call_id=call.id, session_id=session_id
     )
-    return result if text == result.content else ToolResult(text, result.is_error, result.truncated).cut()
+    return result if text == result.content else ToolResult(text, result.is_error, result.truncated)
 
 
 async def store_tool_result(

@@ -15,6 +15,7 @@ from typing import Any
 
 from exo_core.agent.approvals import ApprovalBroker
 from exo_core.agent.loop import LoopDeps, LoopSettings
+from exo_core.agent.output import OutputLimits
 from exo_core.agent.questions import AskPersonTool, QuestionBroker
 from exo_core.agent.redaction import Redactor, SecretRedactor
 from exo_core.agent.runner import TurnRunner
@@ -84,6 +85,8 @@ class CoreOptions:
     stores: tuple[Path, ...] = ()
     # None: redact the leak shapes and this home's own secrets (seed, token) from tool results.
     redactor: Redactor | None = None
+    # None: the caps of config.toml's [output] table (the defaults when it has none).
+    output: OutputLimits | None = None
     # Stated facts into the store (exo_core.learning.facts), built over this core's question broker.
     facts: Callable[[QuestionBroker], FactTaker] | None = None
     # The person's enforced taste applied to each reply (exo_core.learning.enforce); None: as written.
@@ -145,6 +148,7 @@ class Core:
             workspace=options.workspace,
             toolsets=options.toolsets,
             redactor=options.redactor or SecretRedactor.for_home(home.root),
+            output=options.output or OutputLimits.from_config(home.config()),
             facts=options.facts(self.questions) if options.facts is not None else None,
             style=options.style,
         )

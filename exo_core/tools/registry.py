@@ -74,8 +74,12 @@ class ToolRegistry:
         tool = self._tools.get(name)
         return tool if tool is not None and self._visible(tool) else None
 
-    async def run(self, name: str, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
-        """Run one call. Unknown or unavailable tools, bad arguments and crashes become error results."""
+    async def run(self, name: str, arguments: dict[str, Any], context: ToolContext, *, cut: bool = True) -> ToolResult:
+        """Run one call. Unknown or unavailable tools, bad arguments and crashes become error results.
+
+        ``cut=False`` leaves a long result whole, for a caller that redacts before it cuts (a cut first could
+        leave half a secret at the cut, where no search recognises it).
+        """
         tool = self.get(name)
         if tool is None:
             known = ", ".join(s.name for s in self.specs()) or "none"
@@ -98,4 +102,4 @@ class ToolRegistry:
             return ToolResult.error(f"{type(exc).__name__}: {exc}")
         if not isinstance(result, ToolResult):
             return ToolResult.error(f"tool {name!r} returned {type(result).__name__}, not a ToolResult (a tool bug)")
-        return result.cut()
+        return result.cut() if cut else result

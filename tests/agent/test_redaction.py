@@ -13,6 +13,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from exo_core.agent.redact_stream import StreamRedactor
 from exo_core.agent.redaction import SecretRedactor
 from exo_core.ledger.keys import create_signing_key
 from exo_core.store.leaks import find_leaks
@@ -79,7 +80,7 @@ def test_a_stream_cut_anywhere_never_shows_a_secret(cuts: list[int]) -> None:
     seed = "5eed" * 16
     redactor = SecretRedactor(known=(seed,))
     text = f"start\nexo-ed25519-seed-v1 {seed}\nmiddle {seed} end\n{PEM}tail line\n"
-    stream = redactor.stream()
+    stream = StreamRedactor(redactor)
     shown, at = [], 0
     for size in cuts:
         shown.append(stream.feed(text[at : at + size]))
