@@ -55,6 +55,7 @@ __all__ = [
     "StorageError",
     "CorruptDataError",
     "ModelError",
+    "MalformedToolCallError",
     "RetryableModelError",
     "InternalError",
 ]
@@ -191,6 +192,10 @@ class ModelError(ExoError):
     code = "model_error"
     status: int | None = None
     retry_after: float | None = None
+
+
+class MalformedToolCallError(ModelError):
+    """The model asked for a tool call exod will not take apart (arguments nested too deep); nothing ran."""
 
 
 class RetryableModelError(ModelError):

@@ -47,8 +47,9 @@ from exo_core.agent.toolrun import run_tool_call as _run_tool
 from exo_core.agent.toolrun import store_tool_result as _store_tool_result
 from exo_core.context.fit import Draft, render
 from exo_core.context.window import Fitted, fit_input, fit_request
-from exo_core.errors import ExoError, ModelError, RetryableModelError
+from exo_core.errors import ExoError, MalformedToolCallError, ModelError, RetryableModelError
 from exo_core.protocol import events as ev
+from exo_core.protocol.safejson import MAX_VALUE_DEPTH, value_too_deep
 from exo_core.seams.model import (
     ContextWindow,
     Finish,
@@ -357,7 +358,7 @@ async def _call_model(
                     await delta("reasoning.delta", ev.ReasoningDelta(turn_id=turn_id, text=chunk.text))
                 elif isinstance(chunk, ToolCallChunk):
                     shown = True
-                    calls.append(chunk.call)
+                    calls.append(_checked_call(chunk.call))
                 elif isinstance(chunk, UsageChunk):
                     await _settle(in_flight)
                     state.input_tokens += chunk.input_tokens
@@ -398,6 +399,16 @@ async def _call_model(
             # Whatever else ends the call (an error, an interrupt), deltas already queued are saved first.
             await asyncio.shield(_settle(in_flight))
             raise
+
+
+def _checked_call(call: ToolCall) -> ToolCall:
+    """``call`` if its arguments can be stored, shown and redacted; nesting past the protocol's depth is refused."""
+    if value_too_deep(call.arguments):
+        raise MalformedToolCallError(
+            f"the model asked for {call.name[:64]!r} with arguments nested deeper than {MAX_VALUE_DEPTH} levels of "
+            "objects and arrays; nothing was run"
+        )
+    return call
 
 
 async def _settle(in_flight: deque[asyncio.Future[Any]]) -> None:

@@ -37,8 +37,9 @@ from exo_core.agent.deps import LoopDeps
 from exo_core.agent.output import CallOutput, TurnOutput, bound_text, stored_size
 from exo_core.agent.redaction import redact_data
 from exo_core.agent.seams import GateOutcome
-from exo_core.errors import ExoError
+from exo_core.errors import BadBodyError, ExoError
 from exo_core.protocol import events as ev
+from exo_core.protocol.safejson import MAX_VALUE_DEPTH, value_too_deep
 from exo_core.seams.model import ToolCall
 from exo_core.sessions.session_store import MessageRecord
 from exo_core.tools.spec import ToolContext, ToolResult
@@ -215,6 +216,8 @@ async def _execute(
         await show(bounded.feed(text, stream))
 
     async def emit_panel(kind: str, title: str, data: dict[str, Any]) -> None:
+        if value_too_deep(data):
+            raise BadBodyError(f"a panel's data may nest at most {MAX_VALUE_DEPTH} levels of objects and arrays")
         shown = redact_data(deps.redactor, data)
         await deps.hub.emit(
             session_id, "ui.panel", ev.UiPanel(kind=kind, title=deps.redactor.redact(title), data=shown)

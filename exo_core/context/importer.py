@@ -38,7 +38,7 @@ from exo_core.clock import Clock, SystemClock, iso_utc
 from exo_core.context import nodes as db
 from exo_core.context.config import ContextConfig
 from exo_core.errors import StorageError, UsageError
-from exo_core.sessions.session_store import SessionStore
+from exo_core.sessions.session_store import MAX_TITLE_CHARS, SessionStore
 from exo_core.sessions.worker import DbWorker
 
 if TYPE_CHECKING:
@@ -249,7 +249,7 @@ async def import_conversations(
             if conn.execute("SELECT 1 FROM imported_conversations WHERE source_key = ?", (c.source_key,)).fetchone():
                 return None
             with store.transaction():
-                session = store.create_session(title=c.title)
+                session = store.create_session(title=c.title[:MAX_TITLE_CHARS])
                 for m in c.messages:
                     store.add_message(session.id, m.role, m.content)
                 conn.execute(

@@ -41,11 +41,16 @@ __all__ = [
     "json_kind",
     "parse_json_object",
     "too_deep",
+    "value_too_deep",
     "without_strings",
+    "MAX_VALUE_DEPTH",
 ]
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
 MAX_DEPTH = 64
+# A value exod puts inside an event (tool call arguments, a panel's data) sits under up to six levels of
+# envelope (event, body, tool_calls, one call, ...): it may nest this deep, so the event still decodes.
+MAX_VALUE_DEPTH = MAX_DEPTH - 8
 MAX_SAFE_INTEGER = 2**53
 MAX_VALUES = 100_000
 # A JSON string literal (escapes included), unrolled so an 8 MB string is one C loop.
@@ -77,6 +82,21 @@ def too_deep(structure: str, limit: int = MAX_DEPTH) -> bool:
             return False
         brackets = brackets.replace("[]", "")
     return bool(brackets)
+
+
+def value_too_deep(value: Any, limit: int = MAX_VALUE_DEPTH) -> bool:
+    """Whether lists and mappings nest more than ``limit`` deep in the decoded ``value``.
+
+    Level by level, without recursion: a value nested thousands deep (a model's tool call
+    arguments) is measured before anything recursive (copying, encoding, redacting) meets it.
+    """
+    level = [value]
+    for _depth in range(limit + 1):
+        containers = [v for v in level if isinstance(v, (dict, list, tuple))]
+        if not containers:
+            return False
+        level = [child for c in containers for child in (c.values() if isinstance(c, dict) else c)]
+    return True  # containers on limit + 1 levels
 
 
 def _check_shape(text: str, what: str) -> None:

@@ -86,6 +86,7 @@ async def serve_transports(
     fd_limit = raise_fd_limit()
     _quiet_library_logs()
     from exo_core.web import PairingCodes, WebAuth, tcp_routes, unix_routes
+    from exo_core.web.sessions import SESSIONS_FILE, WebSessions
 
     codes = PairingCodes()
     addresses: tuple[str, ...] = ()
@@ -98,7 +99,7 @@ async def serve_transports(
             bound_port = sock.getsockname()[1]
             names = _lan_names() if host in ("0.0.0.0", "::", "") else ()
             policy = HostPolicy(host, bound_port, extra_names=(*settings.allowed_hosts, *names))
-            auth = WebAuth(token, bound_port)
+            auth = WebAuth(token, bound_port, sessions=WebSessions(home.root / SESSIONS_FILE))
             limits = settings.limits
             gate = ConnectionGate(limits, total_cap=tcp_connection_cap(limits, fd_limit))
             http_settings = HttpSettings(

@@ -25,9 +25,27 @@ from exo_core.sessions.worker import DbWorker
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance  # typeshed's name for 'a dataclass'; no run-time module
 
-__all__ = ["SessionStore", "SessionRecord", "MessageRecord", "TurnRecord", "ApprovalRecord", "SearchHit"]
+__all__ = [
+    "SessionStore",
+    "SessionRecord",
+    "MessageRecord",
+    "TurnRecord",
+    "ApprovalRecord",
+    "SearchHit",
+    "MAX_TITLE_CHARS",
+]
+
+# A title is a line on every screen (the device's is 20 columns) and goes out in every session.updated event.
+MAX_TITLE_CHARS = 200
 
 _R = TypeVar("_R", bound="DataclassInstance")
+
+
+def _check_title(title: str) -> None:
+    if len(title) > MAX_TITLE_CHARS:
+        raise BadBodyError(
+            f"a session title is at most {MAX_TITLE_CHARS} characters; this one has {len(title):,}", field="title"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +157,8 @@ class SessionStore:
         parent_id: str | None = None,
         fork_message_id: int | None = None,
     ) -> SessionRecord:
-        """Insert a new session."""
+        """Insert a new session; a title over :data:`MAX_TITLE_CHARS` is refused (:class:`BadBodyError`)."""
+        _check_title(title)
         sid = self._ids.new("ses")
         now = self._now()
         self._insert(
@@ -177,6 +196,7 @@ class SessionStore:
 
     def fork(self, session_id: str, *, message_id: int | None = None, title: str = "") -> SessionRecord:
         """Copy messages up to ``message_id`` (inclusive; default all) into a new session."""
+        _check_title(title)
         parent = self.get_session(session_id)
         messages = self.messages(session_id)
         if message_id is not None:
@@ -186,7 +206,7 @@ class SessionStore:
         fork_point = messages[-1].id if messages else None
         with self.transaction():
             child = self.create_session(
-                title=title or (f"{parent.title} (fork)" if parent.title else "fork"),
+                title=title or (f"{parent.title[: MAX_TITLE_CHARS - 7]} (fork)" if parent.title else "fork"),
                 workspace=parent.workspace,
                 parent_id=parent.id,
                 fork_message_id=fork_point,

@@ -3,9 +3,12 @@
 A paired browser holds a cookie ``exo_<port>=<sid>.<expires>.<mac>`` where
 ``mac`` is an HMAC-SHA256 under a key derived from the server's bearer token.
 The cookie is therefore bound to this server (another exod, or this one after
-its token is rotated, refuses it), survives a restart of exod (nothing to
-store), and is ``HttpOnly`` (scripts cannot read it) and ``SameSite=Strict``
-(a browser never sends it on a request started by another site).
+its token is rotated, refuses it), and is ``HttpOnly`` (scripts cannot read
+it) and ``SameSite=Strict`` (a browser never sends it on a request started by
+another site). The session must also be in the server's list of live
+sessions (:class:`~exo_core.web.sessions.WebSessions`, kept in the Exo home so
+it survives a restart): logging out removes it, so a copy of the cookie stops
+working too.
 
 Every request authenticated by the cookie that changes state (any method but
 GET/HEAD) must also carry ``Origin`` naming this server (checked by the Host
@@ -23,6 +26,7 @@ import time
 from collections.abc import Callable, Mapping
 
 from exo_core.errors import AccessDeniedError
+from exo_core.web.sessions import WebSessions
 
 __all__ = ["WebAuth", "CrossSiteError", "NotSignedInError", "CSRF_HEADER"]
 
@@ -47,13 +51,21 @@ class WebAuth:
     """Mints and checks browser session cookies for one TCP listener."""
 
     def __init__(
-        self, token: str, port: int, *, max_age: int = 30 * 24 * 3600, clock: Callable[[], float] = time.time
+        self,
+        token: str,
+        port: int,
+        *,
+        max_age: int = 30 * 24 * 3600,
+        clock: Callable[[], float] = time.time,
+        sessions: WebSessions | None = None,
     ) -> None:
         self._key = hmac.new(token.encode("utf-8"), b"exo-web-session-v1", hashlib.sha256).digest()
         self.port = port
         self.cookie_name = f"exo_{port}"
         self.max_age = max_age
         self._clock = clock
+        # None: a list in memory only (every browser pairs again after a restart).
+        self.sessions = sessions if sessions is not None else WebSessions(clock=clock)
 
     @staticmethod
     def is_public(method: str, path: str) -> bool:
@@ -69,16 +81,22 @@ class WebAuth:
     def mint(self) -> tuple[str, str]:
         """A new session: ``(cookie value, csrf token)``."""
         sid = secrets.token_urlsafe(16)
-        body = f"{sid}.{int(self._clock()) + self.max_age}"
+        expires = int(self._clock()) + self.max_age
+        body = f"{sid}.{expires}"
         mac = self._mac(f"cookie|{self.port}|{body}")
+        self.sessions.add(sid, expires)
         return f"{body}.{mac}", self.csrf_for(sid)
+
+    def revoke(self, sid: str) -> bool:
+        """End session ``sid`` on the server (logout): its cookie, and every copy of it, stops working."""
+        return self.sessions.revoke(sid)
 
     def csrf_for(self, sid: str) -> str:
         """The CSRF token of session ``sid``."""
         return self._mac(f"csrf|{self.port}|{sid}")
 
     def session_of(self, cookies: Mapping[str, str]) -> str | None:
-        """The session id of a valid, unexpired cookie, else ``None``."""
+        """The session id of a valid, unexpired cookie of a live (not logged out) session, else ``None``."""
         value = cookies.get(self.cookie_name)
         # Cookies this server mints are ASCII; anything else (bytes that are not UTF-8 arrive as
         # lone surrogates) is refused before it reaches the MAC, which once answered it with a 500.
@@ -87,7 +105,9 @@ class WebAuth:
         sid, expires, mac = value.split(".")
         expected = self._mac(f"cookie|{self.port}|{sid}.{expires}")
         valid = hmac.compare_digest(mac.encode("ascii", "replace"), expected.encode("ascii"))
-        return sid if valid and expires.isdigit() and int(expires) > self._clock() else None
+        if not (valid and expires.isdigit() and int(expires) > self._clock()):
+            return None
+        return sid if self.sessions.live(sid) else None
 
     def check(self, method: str, cookies: Mapping[str, str], headers: Mapping[str, str]) -> str:
         """Authenticate a request by its cookie; returns the session id or raises."""

@@ -11,7 +11,7 @@ TCP listener (the laptop):
   body is at most ``public_body_bytes`` (4 KB), and wrong codes lock out only
   the source that sent them (:mod:`exo_core.web.pairing`);
 * ``GET /web/session`` — the CSRF token of this browser's session;
-* ``POST /web/logout`` — forget the cookie in this browser;
+* ``POST /web/logout`` — end this browser's session on the server and forget its cookie;
 * ``GET /web/store``, ``GET /web/store/node?id=`` — read-only store browser.
 
 Unix socket (the owner at the device): ``POST /pair/new`` issues a code.
@@ -115,7 +115,10 @@ def tcp_routes(
         )
 
     async def logout(request: web.Request) -> web.Response:
-        return web.json_response({"ok": True}, headers={"Set-Cookie": auth.cookie_header()})
+        # Ended on the server, not only in this browser: a copy of the cookie stops working too.
+        sid = request.get("web_session")
+        revoked = await asyncio.to_thread(auth.revoke, sid) if sid else False
+        return web.json_response({"ok": True, "revoked": revoked}, headers={"Set-Cookie": auth.cookie_header()})
 
     async def store(request: web.Request) -> web.Response:
         # The read-only store browser: the pack and node list, or one node (?id=) and what links to it.
