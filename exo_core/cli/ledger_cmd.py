@@ -130,7 +130,8 @@ def _verify(args: argparse.Namespace) -> int:
         checkpoints = []
         seen_heads = []
         if not args.no_checkpoints:
-            checkpoints = trust.checkpoints(ledger.ledger_id)
+            # This copy's checkpoints: another copy of the store may have grown apart, which is no rollback.
+            checkpoints = trust.checkpoints(ledger.ledger_id, copy=ledger.path)
             seen = trust.seen_head(ledger.path)
             if seen is not None:
                 # The head this machine itself last wrote here: a shorter or older file is a rollback.

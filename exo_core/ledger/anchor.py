@@ -192,13 +192,14 @@ class MachineTrust:
         path = self.home_root / BOOK_FILE_NAME
         return CheckpointBook(path) if path.is_file() else None
 
-    def checkpoints(self, ledger_id: str) -> list[Checkpoint]:
-        """The checkpoints this machine kept for ``ledger_id`` (export and sync)."""
+    def checkpoints(self, ledger_id: str, *, copy: str | Path | None = None) -> list[Checkpoint]:
+        """The checkpoints this machine kept for ``ledger_id`` (export and sync): of the copy whose ledger
+        file is ``copy`` when given (another copy of the same ledger may have grown apart), else of all."""
         book = self._book()
         if book is None:
             return []
         with contextlib.closing(book):
-            return book.for_ledger(ledger_id)
+            return book.for_ledger(ledger_id, copy=copy)
 
     def seen_head(self, ledger_path: str | Path) -> SeenHead | None:
         """The highest head this machine committed to the ledger file at ``ledger_path``."""

@@ -215,8 +215,8 @@ def sync_ledgers(
     mark = local.max_n()
     into_foreign = import_entries(foreign, local.entries(), origin=local_origin, pins=pins)
     if book is not None:
-        book.add(local_cp)
-        book.add(foreign_cp)
+        book.add(local_cp, copy=local.path)
+        book.add(foreign_cp, copy=foreign.path)
     if record:
         # Copy the checkpoint entry and anything appended locally since the
         # import (exod may be writing meanwhile); present entries are skipped.

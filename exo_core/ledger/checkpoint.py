@@ -16,6 +16,14 @@ signature = Ed25519(signer, b"exo-ledger/1 checkpoint\\n" + statement).
 ``size`` is a *height* (the length of the path from genesis to ``head``), so a
 checkpoint stays checkable after sync moves that history into a fork segment.
 
+Copies. One machine may hold several copies of one store (a second working
+copy, a backup being brought up to date). Each checkpoint is kept with the copy
+it was taken of (the ledger file's resolved path), and a copy is checked
+against its own: another copy of the same ledger that was made before a
+checkpoint and grew on its own since does not hold that head, and that is a
+fork for ``exo store sync`` to join, not a rollback. Rows from before copies
+were told apart (no copy named) are checked against every copy.
+
 Seen heads. Besides checkpoints, the book keeps one signed checkpoint per
 ledger *file* (its resolved path): the highest main-chain head this machine
 committed there. :class:`HomeWitness` writes it after every committed append
@@ -146,8 +154,11 @@ class CheckpointBook(Guarded):
         with self.write_txn() as conn:
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS checkpoints (ledger TEXT NOT NULL, size INTEGER NOT NULL, "
-                "head TEXT NOT NULL, doc TEXT NOT NULL, UNIQUE (ledger, size, head, doc))"
+                "head TEXT NOT NULL, doc TEXT NOT NULL, copy TEXT, UNIQUE (ledger, size, head, doc, copy))"
             )
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(checkpoints)")}
+            if "copy" not in columns:  # a book from before copies were told apart: its rows name none
+                conn.execute("ALTER TABLE checkpoints ADD COLUMN copy TEXT")
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS heads (path TEXT PRIMARY KEY, ledger TEXT NOT NULL, "
                 "size INTEGER NOT NULL, doc TEXT NOT NULL)"
@@ -158,20 +169,31 @@ class CheckpointBook(Guarded):
         """The book of the Exo home at ``home_root``."""
         return cls(Path(home_root) / BOOK_FILE_NAME)
 
-    def add(self, checkpoint: Checkpoint) -> None:
-        """Keep ``checkpoint`` (refused with CorruptDataError if its signature fails)."""
+    def add(self, checkpoint: Checkpoint, *, copy: str | Path | None = None) -> None:
+        """Keep ``checkpoint`` of the copy whose ledger file is ``copy`` (refused if its signature fails).
+
+        Without ``copy`` the checkpoint is checked against every copy of its ledger.
+        """
         if not checkpoint.signature_ok():
             raise CorruptDataError(f"checkpoint of {checkpoint.ledger_id} has a bad signature; not kept")
         doc = json.dumps(checkpoint.to_json(), sort_keys=True)
         with self.write_txn() as conn:
             conn.execute(
-                "INSERT OR IGNORE INTO checkpoints(ledger, size, head, doc) VALUES (?, ?, ?, ?)",
-                (checkpoint.ledger_id, checkpoint.size, checkpoint.head, doc),
+                "INSERT OR IGNORE INTO checkpoints(ledger, size, head, doc, copy) VALUES (?, ?, ?, ?, ?)",
+                (checkpoint.ledger_id, checkpoint.size, checkpoint.head, doc, None if copy is None else _key(copy)),
             )
 
-    def for_ledger(self, ledger_id: str) -> list[Checkpoint]:
-        """Every kept checkpoint of ``ledger_id``, highest first."""
-        rows = self.query("SELECT doc FROM checkpoints WHERE ledger=? ORDER BY size DESC, rowid DESC", (ledger_id,))
+    def for_ledger(self, ledger_id: str, *, copy: str | Path | None = None) -> list[Checkpoint]:
+        """The kept checkpoints of ``ledger_id``, highest first: of the copy at ``copy`` (and rows naming no
+        copy) when given, else of every copy."""
+        if copy is None:
+            rows = self.query("SELECT doc FROM checkpoints WHERE ledger=? ORDER BY size DESC, rowid DESC", (ledger_id,))
+        else:
+            rows = self.query(
+                "SELECT doc FROM checkpoints WHERE ledger=? AND (copy IS NULL OR copy=?) "
+                "ORDER BY size DESC, rowid DESC",
+                (ledger_id, _key(copy)),
+            )
         try:
             return [Checkpoint.from_json(json.loads(doc)) for (doc,) in rows]
         except ValueError as exc:

@@ -42,7 +42,7 @@ def record_checkpoint(ledger: Ledger, *, book: CheckpointBook | None = None) -> 
         entry = ledger.append("checkpoint", {"size": before.size, "head": before.chain})
         checkpoint = make_checkpoint(ledger, signer)
     if book is not None:
-        book.add(checkpoint)
+        book.add(checkpoint, copy=ledger.path)
     return entry, checkpoint
 
 
