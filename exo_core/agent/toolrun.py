@@ -35,6 +35,7 @@ from typing import Any
 
 from exo_core.agent.deps import LoopDeps
 from exo_core.agent.output import CallOutput, TurnOutput, bound_text, stored_size
+from exo_core.agent.questions import ASK_PERSON
 from exo_core.agent.redaction import redact_data
 from exo_core.agent.seams import GateOutcome
 from exo_core.errors import BadBodyError, ExoError
@@ -235,7 +236,8 @@ async def _execute(
         extra={"emit_panel": emit_panel, "session_search": session_search},
         checked_paths=frozenset(targets) if targets is not None else None,
     )
-    limit = deps.output.timeout_seconds
+    # Asking the person waits for them, not for a process, and has its own limit (AskPersonTool).
+    limit = None if call.name == ASK_PERSON.name else deps.output.timeout_seconds
     try:
         result = await asyncio.wait_for(deps.tools.run(call.name, call.arguments, context, cut=False), limit)
     except TimeoutError:
