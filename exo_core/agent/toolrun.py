@@ -20,7 +20,9 @@ Secrets (private keys, this machine's ledger seed and token, bearer tokens …)
 are replaced by placeholders (``deps.redactor``) in everything that leaves
 this module: streamed output, the result, the arguments shown in events and
 approval cards, and the ledger entries. A file tool is told the resolved
-paths the gate judged and touches no other (exo_core.tools.safe_fs).
+paths the gate judged and touches no other (exo_core.tools.safe_fs); every
+process a tool starts runs in the OS sandbox (``deps.sandbox``), with the
+network only when the gate's cell for the call says data leaves the machine.
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ async def run_tool_call(deps: LoopDeps, session_id: str, turn_id: str, call: Too
     elif decision == "deny":
         result = ToolResult.error("the person denied this action")
     else:
-        result = await _execute(deps, session_id, call, outcome.targets)
+        result = await _execute(deps, session_id, call, outcome)
     # Up to 100k characters: redacted in a worker thread, so a big result never stalls the loop.
     redacted = await asyncio.to_thread(deps.redactor.redact, result.content)
     result = ToolResult(redacted, result.is_error, result.truncated)
@@ -183,7 +185,7 @@ async def _ask(
     return answer.decision, ((entry,) if entry else ())
 
 
-async def _execute(deps: LoopDeps, session_id: str, call: ToolCall, targets: tuple[str, ...] | None) -> ToolResult:
+async def _execute(deps: LoopDeps, session_id: str, call: ToolCall, outcome: GateOutcome) -> ToolResult:
     # Streamed output is redacted too: whole lines at a time, a private key block held until it closes.
     streams: dict[str, StreamRedactor] = {}
 
@@ -209,7 +211,10 @@ async def _execute(deps: LoopDeps, session_id: str, call: ToolCall, targets: tup
         emit_output=emit_output,
         session_id=session_id,
         extra={"emit_panel": emit_panel, "session_search": session_search},
-        checked_paths=frozenset(targets) if targets is not None else None,
+        checked_paths=frozenset(outcome.targets) if outcome.targets is not None else None,
+        sandbox=deps.sandbox,
+        # The network is the tool's only when the gate judged (and allowed) an effect that leaves this machine.
+        network=outcome.axes.get("exposure", "private") != "private",
     )
     result = await deps.tools.run(call.name, call.arguments, context)
     for stream, redactor in streams.items():

@@ -12,10 +12,10 @@ Four places, strictest first:
 
 * ``protected``: the Exo home's keys, token, sockets and sessions database,
   any file named like a ledger key, the private files of a store (ledger,
-  items, raw corpus, indexes); and, for writes, anything else in the Exo
-  home (its policy, settings and plugins decide what the agent may do),
-  except a workspace inside it and the store's curated files. Denied: no
-  policy lowers it.
+  items, raw corpus, indexes); and anything else in the Exo home (its
+  policy, settings, trust anchors and plugins decide what the agent may do,
+  so they are outside every tool's view), except a workspace inside it and
+  the store's curated files. Denied: no policy lowers it.
 * ``sensitive``: files that usually hold credentials (``.ssh``, ``.gnupg``,
   ``.aws``, ``.netrc``, ``/etc/shadow`` …) and, for writes, files that run
   code later (shell start-up files, ``.git/hooks``): asked even inside the
@@ -128,8 +128,8 @@ def _protected(path: Path, scope: Scope, *, writing: bool) -> str:
                 for form in (root, resolve_target(root))
                 if home in form.parents
             ]
-            if writing and not any(path == root or root in path.parents for root in ours):
-                return "the Exo home: exod's own policy, settings and plugins"
+            if not any(path == root or root in path.parents for root in ours):
+                return "the Exo home: exod's own policy, settings, trust anchors and plugins"
     for store in scope.stores:
         for root in dict.fromkeys((store, resolve_target(store))):
             if root in path.parents and is_private(path.relative_to(root)):

@@ -1,7 +1,12 @@
-"""The ``bash`` tool: a command in its own process group, with a timeout and streamed output.
+"""The ``bash`` tool: a command in the OS sandbox, in its own process group, with a timeout and streamed output.
 
-The whole process group is killed (SIGKILL) on timeout and on interrupt, so a
-command's children never outlive it. Output streams as ``tool.output`` events
+Every command runs in the sandbox (:mod:`exo_core.sandbox`): the workspace
+read-write, the system read-only, nothing of exod's own files, a clean
+environment, no network unless the gate allowed a network effect, CPU time
+no longer than the timeout. Where no sandbox can be set up the tool refuses
+and says why: a command never runs unconfined. The whole process group is
+killed (SIGKILL) on timeout and on interrupt, so a command's children never
+outlive it (the sandbox's processes die with it). Output streams as ``tool.output`` events
 while the command runs; the model gets the combined output (cut at the
 registry's limit) and the exit status.
 """
@@ -10,11 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import shutil
 import signal
 from typing import Any
 
+from exo_core.sandbox import clean_environment
 from exo_core.tools.spec import MAX_RESULT_CHARS, ToolContext, ToolResult, ToolSpec, object_schema
 
 __all__ = ["BashTool"]
@@ -47,20 +54,30 @@ class BashTool:
         if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
             return ToolResult.error("'timeout' must be a positive number of seconds")
         timeout = min(float(timeout), _MAX_TIMEOUT)
+        sandbox = context.confinement()
+        problem = await asyncio.to_thread(sandbox.problem)
+        if problem:
+            return ToolResult.error(f"commands run only in an OS sandbox and none can be set up here: {problem}")
+        why = sandbox.files.why(context.workspace)
+        if why:
+            return ToolResult.error(
+                f"the workspace {context.workspace} is {why}; commands run only in a workspace of the person's "
+                "(exo serve --workspace DIR)"
+            )
+        argv = sandbox.argv(command, context.workspace, network=context.network, cpu_seconds=math.ceil(timeout))
         try:
             # start_new_session: the command gets its own process group, so killpg reaches every child.
             proc = await asyncio.create_subprocess_exec(
-                "bash",
-                "-c",
-                command,
+                *argv,
                 cwd=str(context.workspace),
+                env=clean_environment(context.workspace),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
             )
         except OSError as exc:
-            return ToolResult.error(f"cannot start bash: {exc.strerror}")
+            return ToolResult.error(f"cannot start the sandbox ({argv[0]}): {exc.strerror}")
         collected: list[str] = []
         size = [0]
 
