@@ -2,9 +2,10 @@
 
 A command sees:
 
-* the system read-only (``/`` bound read-only), with empty private ``/tmp``,
-  ``/var/tmp``, ``/run`` and ``/dev/shm``, and the people's homes (``/home``,
-  ``/root``) hidden behind empty folders;
+* the system read-only (``/`` bound read-only, the person's home folder
+  included: the gate asks before credentials there are read), with empty
+  private ``/tmp``, ``/var/tmp`` and ``/run`` (other programs' sockets: the
+  Docker daemon's, D-Bus, agents);
 * the workspace read-write;
 * nothing of exod's own files (:class:`~exo_core.sandbox.exod_files.ExodFiles`):
   the Exo home is an empty read-only folder, a store's private files read as
@@ -12,7 +13,9 @@ A command sees:
 * its own processes only (a new PID namespace and ``/proc``), no network unless
   the gate allowed a network effect (a new network namespace), no capabilities,
   no inherited descriptors, a new session (no terminal injection);
-* an environment made from an allowlist (no ``EXO_*``, no tokens);
+* an environment made from an allowlist (no ``EXO_*``, no tokens): a fixed
+  ``PATH``, the locale, git's author and committer, and ``HOME`` where the
+  person's home is visible (else the sandbox's ``/tmp``);
 * limits on CPU time, file size, processes and open files, set by a bash
   ``ulimit`` that sets the hard limit too, before the command starts.
 
@@ -40,10 +43,22 @@ INSTALL_HINT = (
     "namespaces (sysctl kernel.unprivileged_userns_clone=1; under systemd the unit must not set RestrictNamespaces)"
 )
 # The variables a command may inherit from exod, by name; everything else (EXO_*, tokens, keys) is dropped.
-_PASSED_ON = ("LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TZ")
+_PASSED_ON = (
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_MESSAGES",
+    "TZ",
+    "GIT_AUTHOR_NAME",
+    "GIT_AUTHOR_EMAIL",
+    "GIT_COMMITTER_NAME",
+    "GIT_COMMITTER_EMAIL",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_CONFIG_NOSYSTEM",
+)
 _PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-# Emptied inside the sandbox: shared scratch space and the people's homes.
-_EMPTIED = ("/tmp", "/var/tmp", "/run", "/home", "/root")
+# Emptied inside the sandbox: shared scratch space, and /run with the system's sockets.
+_EMPTIED = ("/tmp", "/var/tmp", "/run", "/dev/shm")
 # Where the resolver's address lives on systemd machines (/etc/resolv.conf links there): kept when network is on.
 _RESOLVER = ("/run/systemd/resolve", "/run/resolvconf", "/run/NetworkManager")
 # bash sets both the soft and the hard limit when given neither -S nor -H: the command cannot raise them.
@@ -60,11 +75,16 @@ class SandboxLimits:
     open_files: int = 1024
 
 
-def clean_environment(workspace: Path) -> dict[str, str]:
-    """The environment a tool process gets: a fixed ``PATH``, ``HOME`` in the sandbox's scratch space, locale."""
+def clean_environment(workspace: Path, files: ExodFiles | None = None) -> dict[str, str]:
+    """The environment a tool process gets: a fixed ``PATH``, the locale, git's identity, and a ``HOME``.
+
+    ``HOME`` is the person's (read-only: their git and ssh settings) unless it is one of ``files``' hidden
+    folders or below one (the device runs exod with ``HOME`` in the Exo home), or under a folder the
+    sandbox empties; then it is the sandbox's own ``/tmp``.
+    """
     env = {
         "PATH": _PATH,
-        "HOME": "/tmp",
+        "HOME": _home_for(files),
         "TMPDIR": "/tmp",
         "PWD": str(workspace),
         "TERM": "dumb",
@@ -77,6 +97,17 @@ def clean_environment(workspace: Path) -> dict[str, str]:
         if value is not None:
             env[name] = value
     return env
+
+
+def _home_for(files: ExodFiles | None) -> str:
+    home = os.environ.get("HOME", "")
+    if not home or not os.path.isabs(home):
+        return "/tmp"
+    real = Path(os.path.realpath(home))
+    hidden = [*_EMPTIED, *(files.hidden_folders() if files is not None else ())]
+    if any(real == Path(folder) or Path(folder) in real.parents for folder in hidden):
+        return "/tmp"
+    return str(real)
 
 
 class Sandbox:
@@ -128,7 +159,7 @@ class Sandbox:
         argv = self._wrap(bwrap, ["/bin/true"], workspace=probe, network=False)
         try:
             done = subprocess.run(
-                argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=30, env=clean_environment(probe)
+                argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=30, env=self.environment(probe)
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"bubblewrap could not start ({exc}): {INSTALL_HINT}"
@@ -136,6 +167,10 @@ class Sandbox:
             said = done.stderr.decode("utf-8", "replace").strip().splitlines()
             return f"bubblewrap cannot set up a sandbox here ({said[-1] if said else done.returncode}): {INSTALL_HINT}"
         return ""
+
+    def environment(self, workspace: Path) -> dict[str, str]:
+        """The clean environment for a command in ``workspace`` (:func:`clean_environment` over these files)."""
+        return clean_environment(workspace, self.files)
 
     def argv(self, command: str, workspace: Path, *, network: bool, cpu_seconds: int | None = None) -> list[str]:
         """The command line running ``command`` with bash in the sandbox, ``workspace`` read-write."""

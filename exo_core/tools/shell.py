@@ -21,7 +21,6 @@ import shutil
 import signal
 from typing import Any
 
-from exo_core.sandbox import clean_environment
 from exo_core.tools.spec import MAX_RESULT_CHARS, ToolContext, ToolResult, ToolSpec, object_schema
 
 __all__ = ["BashTool"]
@@ -70,7 +69,7 @@ class BashTool:
             proc = await asyncio.create_subprocess_exec(
                 *argv,
                 cwd=str(context.workspace),
-                env=clean_environment(context.workspace),
+                env=sandbox.environment(context.workspace),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,

@@ -38,9 +38,7 @@ def _run(
     network: bool = False,
     timeout: float = 30,
 ) -> ToolResult:
-    context = ToolContext(
-        workspace=workspace, call_id="c", emit_output=_no_output, sandbox=sandbox, network=network
-    )
+    context = ToolContext(workspace=workspace, call_id="c", emit_output=_no_output, sandbox=sandbox, network=network)
     return asyncio.run(BashTool().run({"command": command, "timeout": timeout}, context))
 
 
