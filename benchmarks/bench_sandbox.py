@@ -93,14 +93,15 @@ def _walls(root: Path, quick: bool) -> dict[str, object]:
     all_forms = forms(home)
     sample = all_forms[::10] if quick else all_forms
     rows: dict[str, Counter[str]] = {category: Counter() for category in CATEGORIES}
+    in_files: dict[str, int] = {}
+    # The tool inherits what exod.service gives exod: the home's path and a token in the environment.
+    os.environ["EXO_HOME"], os.environ["EXO_TOKEN"] = str(home.root), home.env_token
     for layout, workspace in (("beside", root / "ws"), ("inside", home.root / "workspace")):
         workspace.mkdir()
-        os.environ["EXO_HOME"], os.environ["EXO_TOKEN"] = str(home.root), home.env_token
         read = asyncio.run(_sandboxed(home, workspace, sample))
-        in_files = leaked(home, b"", workspace)
+        in_files[layout] = len(leaked(home, b"", workspace))
         for form, got in zip(sample, read, strict=True):
             rows[form.category][f"sandbox_{layout}"] += int(got)
-        rows["literal path"][f"files_{layout}"] += len(in_files)
         _clear(workspace)
     outside = root / "outside"
     outside.mkdir()
@@ -112,7 +113,7 @@ def _walls(root: Path, quick: bool) -> dict[str, object]:
     totals = Counter[str]()
     for counts in rows.values():
         totals.update(counts)
-    return {"categories": table, "totals": dict(totals)}
+    return {"categories": table, "totals": dict(totals), "secrets_in_workspace_files": in_files}
 
 
 def main() -> int:
