@@ -3,10 +3,11 @@
 No tool can reach ``$EXO_HOME/gate.toml``: the sandbox hides the Exo home from every tool process and
 the file tools refuse it (:mod:`exo_core.sandbox`). The person changes it with ``exo gate set FILE``,
 which checks the new policy, shows what changes, asks on the terminal, writes the file (0600,
-atomically) and appends a ``policy`` entry to the store's signed ledger with the old and new digests
-and the new text. A change made any other way (an editor) is found when exod starts, by its digest
-against the last ``policy`` entry, and recorded then as a change made outside ``exo``: the ledger
-holds every policy exod ever ran under.
+atomically) and appends a ``policy`` entry to the store's signed ledger with the old and new digests.
+A change made any other way (an editor) is found when exod starts, by its digest against the last
+``policy`` entry, and recorded then as a change made outside ``exo``: the ledger holds the digest of
+every policy exod ever ran under. Not its text: the policy belongs to this machine's home, and the
+ledger travels with the store to other machines.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ def set_policy(home: Path, text: str, ledger: Ledger, *, by: str) -> str:
     path = home / POLICY_FILE
     before = policy_digest(path)
     atomic_write_text(path, text, mode=0o600)
-    return _record(ledger, before=before, after=policy_digest(path), text=text, by=by)
+    return _record(ledger, before=before, after=policy_digest(path), by=by)
 
 
 def record_found_change(home: Path, ledger: Ledger) -> str | None:
@@ -80,10 +81,9 @@ def record_found_change(home: Path, ledger: Ledger) -> str | None:
     last = recorded_digest(ledger)
     if now == (last or _DEFAULT):
         return None
-    text = "" if now == _DEFAULT else path.read_text(encoding="utf-8", errors="replace")
-    return _record(ledger, before=last or "", after=now, text=text, by="found changed when exod started")
+    return _record(ledger, before=last or "", after=now, by="found changed when exod started")
 
 
-def _record(ledger: Ledger, *, before: str, after: str, text: str, by: str) -> str:
-    body = {"file": POLICY_FILE, "sha256": after, "previous": before, "by": by, "text": text}
+def _record(ledger: Ledger, *, before: str, after: str, by: str) -> str:
+    body = {"file": POLICY_FILE, "sha256": after, "previous": before, "by": by}
     return ledger.append("policy", body).id

@@ -31,9 +31,9 @@ enrol          the owner enrols another machine's signing key: ``key`` (a
                key id). Counts only when the author is the owner key the
                verifying machine pinned (docs/ledger.md §4).
 policy         the gate's policy exod runs under changed: ``file``,
-               ``sha256`` (and the ``previous`` digest, who changed it, the
-               new ``text``); written by ``exo gate set`` and by exod when it
-               finds the file changed by hand.
+               ``sha256`` (and the ``previous`` digest and who changed it);
+               written by ``exo gate set`` and by exod when it finds the file
+               changed by hand.
 =============  ==========================================================
 """
 

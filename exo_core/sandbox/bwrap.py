@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,15 +155,16 @@ class Sandbox:
         bwrap = self.bwrap
         if bwrap is None:
             return f"bubblewrap (bwrap) is not installed: {INSTALL_HINT}"
-        # The probe binds a folder as a command's workspace is bound: exod's working folder exists.
-        probe = Path(os.path.realpath(Path.cwd()))
-        argv = self._wrap(bwrap, ["/bin/true"], workspace=probe, network=False)
-        try:
-            done = subprocess.run(
-                argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=30, env=self.environment(probe)
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return f"bubblewrap could not start ({exc}): {INSTALL_HINT}"
+        # The probe binds an empty folder as a command's workspace is bound.
+        with tempfile.TemporaryDirectory(prefix="exo-sandbox-probe-") as scratch:
+            probe = Path(os.path.realpath(scratch))
+            argv = self._wrap(bwrap, ["/bin/true"], workspace=probe, network=False)
+            try:
+                done = subprocess.run(
+                    argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=30, env=self.environment(probe)
+                )
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                return f"bubblewrap could not start ({exc}): {INSTALL_HINT}"
         if done.returncode != 0:
             said = done.stderr.decode("utf-8", "replace").strip().splitlines()
             return f"bubblewrap cannot set up a sandbox here ({said[-1] if said else done.returncode}): {INSTALL_HINT}"

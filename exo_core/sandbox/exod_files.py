@@ -29,6 +29,8 @@ _STORE_PRIVATE_FILES = tuple(
 ) + ("MANIFEST.json",)
 # More entries than this in the home is not a home we made: stop counting inodes rather than stall a tool.
 _MAX_HOME_ENTRIES = 20_000
+# Folders of the home that hold no secret, only bulk (model files, caches): hidden, but not searched for links.
+_BULK_DIRS = ("models", "cache")
 
 
 def _real(path: Path) -> Path:
@@ -133,7 +135,7 @@ class ExodFiles:
 
     def _own_files(self) -> Iterator[Path]:
         yield from self.hidden_files()
-        skip = set(self.people_roots())
+        skip = {*self.people_roots(), *(self.home / name for name in _BULK_DIRS)}
         seen = 0
         for folder in self.hidden_folders():
             for root, dirs, files in os.walk(folder):

@@ -53,23 +53,16 @@ class BashTool:
         if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
             return ToolResult.error("'timeout' must be a positive number of seconds")
         timeout = min(float(timeout), _MAX_TIMEOUT)
-        sandbox = context.confinement()
-        problem = await asyncio.to_thread(sandbox.problem)
-        if problem:
-            return ToolResult.error(f"commands run only in an OS sandbox and none can be set up here: {problem}")
-        why = sandbox.files.why(context.workspace)
-        if why:
-            return ToolResult.error(
-                f"the workspace {context.workspace} is {why}; commands run only in a workspace of the person's "
-                "(exo serve --workspace DIR)"
-            )
-        argv = sandbox.argv(command, context.workspace, network=context.network, cpu_seconds=math.ceil(timeout))
+        prepared = await asyncio.to_thread(_confined, command, context, math.ceil(timeout))
+        if isinstance(prepared, ToolResult):
+            return prepared
+        argv, env = prepared
         try:
             # start_new_session: the command gets its own process group, so killpg reaches every child.
             proc = await asyncio.create_subprocess_exec(
                 *argv,
                 cwd=str(context.workspace),
-                env=sandbox.environment(context.workspace),
+                env=env,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
@@ -105,6 +98,25 @@ class BashTool:
             pumps.cancel()
             raise
         return ToolResult("".join(collected) + f"\n[exit status {code}]", is_error=code != 0)
+
+
+def _confined(command: str, context: ToolContext, cpu_seconds: int) -> tuple[list[str], dict[str, str]] | ToolResult:
+    """The sandboxed command line and its environment, or the error result that says why it cannot run."""
+    workspace = context.workspace
+    if not workspace.is_dir():
+        return ToolResult.error(f"the workspace {workspace} is not a folder; nothing was run")
+    sandbox = context.confinement()
+    problem = sandbox.problem()
+    if problem:
+        return ToolResult.error(f"commands run only in an OS sandbox and none can be set up here: {problem}")
+    why = sandbox.files.why(workspace)
+    if why:
+        return ToolResult.error(
+            f"the workspace {workspace} is {why}; commands run only in a workspace of the person's "
+            "(exo serve --workspace DIR)"
+        )
+    argv = sandbox.argv(command, workspace, network=context.network, cpu_seconds=cpu_seconds)
+    return argv, sandbox.environment(workspace)
 
 
 def _kill_group(pid: int) -> None:

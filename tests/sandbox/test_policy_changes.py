@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 import subprocess
@@ -14,6 +15,7 @@ from exo_testkit import ROOT, Exod, write_script
 from exo_core.ledger import Ledger
 
 NEW_POLICY = '# the person\'s choice\ndenied = ["git.push"]\n'
+DIGEST = hashlib.sha256(NEW_POLICY.encode()).hexdigest()
 
 
 def _exo(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -45,7 +47,8 @@ def test_exo_gate_set_writes_the_policy_and_records_it(home: Path, tmp_path: Pat
     assert (home / "gate.toml").read_text() == NEW_POLICY
     assert stat.S_IMODE((home / "gate.toml").stat().st_mode) == 0o600
     [entry] = _policy_entries(home)
-    assert entry["by"] == "exo gate set" and entry["text"] == NEW_POLICY and entry["previous"] == "default"
+    assert entry["by"] == "exo gate set" and entry["sha256"] == DIGEST and entry["previous"] == "default"
+    assert "text" not in entry, "the policy stays in this machine's home; the ledger travels with the store"
     judged = _exo("gate", "check", "--home", str(home), "--", "git", "push", "origin", "main")
     assert '"outcome": "deny"' in judged.stdout
 
@@ -71,7 +74,7 @@ def test_exod_records_a_policy_changed_by_hand_when_it_starts(home: Path, tmp_pa
         exod = Exod(home, script, ws).start()
         assert exod.stop() == 0
     [entry] = _policy_entries(home)
-    assert entry["by"] == "found changed when exod started" and entry["text"] == NEW_POLICY
+    assert entry["by"] == "found changed when exod started" and entry["sha256"] == DIGEST
     (home / "gate.toml").unlink()
     Exod(home, script, ws).start().stop()
     assert [e["sha256"] for e in _policy_entries(home)][-1] == "default"
