@@ -129,8 +129,8 @@ class Sandbox:
 
     @property
     def bwrap(self) -> str | None:
-        """The bubblewrap executable (found on the PATH unless given)."""
-        return self._bwrap or shutil.which("bwrap")
+        """The bubblewrap executable: the one given, else the system's (its fixed ``PATH``, never exod's)."""
+        return self._bwrap or shutil.which("bwrap", path=_PATH)
 
     def problem(self) -> str:
         """Why no command can run confined here ('' when one can); blocking: call it off the event loop.
