@@ -61,6 +61,19 @@ def test_a_hard_link_to_the_token_in_the_workspace_is_refused(tmp_path: Path, ho
     assert (home / "token").read_text() == TOKEN + "\n"
 
 
+def test_the_gate_denies_a_hard_link_to_the_token(tmp_path: Path, home: Path) -> None:
+    """The gate judges the same way, so no approval card is shown for what the tool would refuse."""
+    from exo_core.gate import ConsequenceGate, Policy
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    os.link(home / "token", ws / "notes.txt")
+    (ws / "plain.txt").write_text("hello\n")
+    gate = ConsequenceGate(Policy(), workspace=ws, exo_home=home, stores=(home / "store",))
+    assert gate.check(ReadFileTool.spec, {"path": "notes.txt"}).action == "deny"
+    assert gate.check(ReadFileTool.spec, {"path": "plain.txt"}).action == "allow"
+
+
 def test_the_default_home_is_guarded_without_a_sandbox_given(
     tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
