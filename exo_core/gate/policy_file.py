@@ -62,7 +62,7 @@ def set_policy(home: Path, text: str, ledger: Ledger, *, by: str) -> str:
     """
     import tomllib
 
-    from exo_core.store.atomic import atomic_write_text  # the store package is heavy for `exo gate check`
+    from exo_core.atomic import atomic_write_text
 
     try:
         Policy.from_mapping(tomllib.loads(text))

@@ -149,7 +149,7 @@ class ToolContext:
         """
         if self.sandbox is not None:
             return self.sandbox
-        from exo_core.home import ExoHome  # the default is built only where no core passed its own
+        from exo_core.seams.home import ExoHome  # the default is built only where no core passed its own
 
         home = ExoHome.from_env()
         try:
