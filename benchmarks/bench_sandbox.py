@@ -11,8 +11,8 @@ real token, key, policy files, trust anchor and ledger, once unconfined (the for
 a secret there) and once through the ``bash`` tool (the sandbox: none may), per category. The table in
 docs/security.md ("The sandbox") comes from this file.
 
-    python benchmarks/bench_sandbox.py            # 40 rounds, every form; writes benchmarks/results/sandbox.json
-    python benchmarks/bench_sandbox.py --quick    # 5 rounds, a sample of forms, writes nothing
+    python -m benchmarks.bench_sandbox            # 40 rounds, every form; writes $EXO_HOME/bench/sandbox.json
+    python -m benchmarks.bench_sandbox --quick    # 5 rounds, every tenth form, writes nothing
 """
 
 from __future__ import annotations
@@ -28,19 +28,15 @@ import time
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-
-from _common import bench_parser, machine_info, median, print_table, progress_output, ratio, write_results
 from sandbox_attacks import CATEGORIES, Form, Home, forms, leaked, make_home
 
-from exo_core.sandbox import ExodFiles, Sandbox, clean_environment
+from benchmarks._common import bench_parser, machine_info, median, print_table, progress_output, ratio, write_results
+from exo_core.sandbox import ExodFiles, Sandbox
 from exo_core.tools import BashTool, ToolContext
 
 
 def _start_times(sandbox: Sandbox, workspace: Path, rounds: int) -> tuple[list[float], list[float]]:
-    env = clean_environment(workspace)
+    env = sandbox.environment(workspace)
     confined = sandbox.argv("true", workspace, network=False)
     bare, boxed = [], []
     for _ in range(rounds):
