@@ -122,7 +122,7 @@ FILE_CASES: list[tuple[str, dict[str, Any], str, str]] = [
     ("read_file", {"path": "{home}/token"}, "deny", "the TCP token"),
     ("read_file", {"path": "{home}/run/exod.sock"}, "deny", "the daemon's socket"),
     ("read_file", {"path": "{home}/sessions.sqlite"}, "deny", "every message"),
-    ("read_file", {"path": "{home}/config.toml"}, "ask", "the home's settings: outside"),
+    ("read_file", {"path": "{home}/config.toml"}, "deny", "the home's settings: exod's own, outside every tool's view"),
     ("read_file", {"path": "{store}/ledger.sqlite"}, "deny", "the store's ledger"),
     ("read_file", {"path": "{store}/items.sqlite"}, "deny", "the store's items"),
     ("read_file", {"path": "{store}/pack.md"}, "ask", "a curated store file: outside"),

@@ -1,6 +1,6 @@
 """The walkthrough of §26 as a test: "Fix the typo in README.md and push the branch".
 
-Real parts throughout: a real git repository with a local bare remote, the
+Real parts throughout: a real git repository with a bare remote served by ``git daemon`` on loopback, the
 real exod (a subprocess on a temporary Unix socket, its home made by
 ``exo init`` so turns are mirrored into the store's signed ledger), two real
 protocol clients, and the scripted model. The edit is allowed and logged (the
@@ -18,8 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -71,8 +74,12 @@ def git(*args: str, cwd: Path) -> str:
 
 
 @pytest.fixture
-def repo(tmp_path: Path) -> tuple[Path, Path]:
-    """A working clone with README.md committed and pushed to a local bare remote."""
+def repo(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    """A working clone with README.md committed and pushed to a bare remote served by ``git daemon`` on loopback.
+
+    The remote is reached over the network, as a real one is: the bash tool's sandbox sees nothing
+    outside the workspace, and gets the network only for what the gate judged leaves the machine (a push).
+    """
     remote = tmp_path / "remote.git"
     git("init", "--bare", "-q", "-b", "main", str(remote), cwd=tmp_path)
     work = tmp_path / "work"
@@ -82,7 +89,33 @@ def repo(tmp_path: Path) -> tuple[Path, Path]:
     git("commit", "-qm", "Add README", cwd=work)
     git("remote", "add", "origin", str(remote), cwd=work)
     git("push", "-q", "-u", "origin", "main", cwd=work)
-    return work, remote
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    daemon = subprocess.Popen(
+        [
+            "git",
+            "daemon",
+            "--reuseaddr",
+            "--export-all",
+            "--enable=receive-pack",
+            "--listen=127.0.0.1",
+            f"--port={port}",
+            f"--base-path={tmp_path}",
+            str(tmp_path),
+        ],
+        env={**os.environ, **GIT_ENV},
+    )
+    try:
+        git("remote", "set-url", "origin", f"git://127.0.0.1:{port}/remote.git", cwd=work)
+        deadline = time.monotonic() + 20
+        while subprocess.run(["git", "ls-remote", "origin"], cwd=work, capture_output=True).returncode != 0:
+            assert time.monotonic() < deadline, "git daemon did not start"
+            time.sleep(0.1)
+        yield work, remote
+    finally:
+        daemon.kill()
+        daemon.wait()
 
 
 def init_home(home: Path) -> None:

@@ -37,6 +37,8 @@ RENDERERS: dict[str, Table] = {
     "hub.baseline": _one("hub", system.hub_baseline),
     "hub.replay": _one("hub", system.hub_replay),
     "startup.time": _one("startup", system.startup_time),
+    "sandbox.cost": _one("sandbox", system.sandbox_cost),
+    "sandbox.walls": _one("sandbox", system.sandbox_walls),
     "startup.memory": _one("startup", system.startup_memory),
     "startup.imports": _one("startup", system.startup_imports),
     "context.tokens": _one("context", system.context_tokens),

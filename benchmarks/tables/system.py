@@ -1,4 +1,4 @@
-"""§1-3 of docs/benchmarks.md: the hub, start-up and idle memory, the context engine.
+"""§1-3 and §18 of docs/benchmarks.md: the hub, start-up and idle memory, the context engine, the tool sandbox.
 
 One function per table; each takes the results file's JSON and returns the table's lines. The columns
 and number formats are those the scripts' own ``--markdown`` prints (``bench_hub.py``, ``bench_startup.py``,
@@ -12,6 +12,8 @@ from typing import Any
 from benchmarks.tables._cells import fmt, md_table
 
 __all__ = [
+    "sandbox_cost",
+    "sandbox_walls",
     "hub_live",
     "hub_baseline",
     "hub_replay",
@@ -172,3 +174,39 @@ def context_window(data: dict[str, Any]) -> list[str]:
         ["prompt tokens, last call", tokens["last"], ""],
     ]
     return md_table(["measure", "sized to the window", "unfitted (engine alone)"], rows)
+
+
+def sandbox_cost(data: dict[str, Any]) -> list[str]:
+    """§18: starting a command in the tool sandbox against starting it bare, medians of interleaved rounds."""
+    rows = [
+        ["`bash -c true` (baseline)", data["bare_ms"], 1.0],
+        ["the same in the sandbox", data["sandbox_ms"], data["ratio"]],
+    ]
+    return md_table([f"start to exit ({data['rounds']} rounds, median)", "ms", "x bare"], rows)
+
+
+def sandbox_walls(data: dict[str, Any]) -> list[str]:
+    """§18: the secret-reading forms by category: read unconfined, read through the bash tool in the sandbox."""
+    walls = data["walls"]
+    rows = [
+        [
+            row["category"],
+            row["forms"],
+            row.get("unconfined", 0),
+            row.get("sandbox_beside", 0),
+            row.get("sandbox_inside", 0),
+        ]
+        for row in walls["categories"]
+    ]
+    totals = walls["totals"]
+    rows.append(
+        [
+            "**all**",
+            totals["forms"],
+            totals.get("unconfined", 0),
+            f"**{fmt(totals.get('sandbox_beside', 0))}**",
+            f"**{fmt(totals.get('sandbox_inside', 0))}**",
+        ]
+    )
+    headers = ["category", "forms", "read unconfined", "read in the sandbox (workspace beside the home)", "(inside it)"]
+    return md_table(headers, rows)

@@ -26,6 +26,7 @@ from exo_core.agent.seams import (
 from exo_core.clock import Clock, SystemClock
 from exo_core.events.hub import Hub
 from exo_core.hooks import HookRegistry
+from exo_core.sandbox import Sandbox
 from exo_core.seams.model import ModelTransport
 from exo_core.seams.recorder import NullRecorder, Recorder
 from exo_core.sessions.facade import AsyncSessions
@@ -86,3 +87,5 @@ class LoopDeps:
     facts: FactTaker | None = None
     # The person's enforced taste applied to each reply as it streams (exo_core.learning.enforce).
     style: DraftStyle | None = None
+    # The OS sandbox tool processes run in, over this home's files (None: one over the default Exo home).
+    sandbox: Sandbox | None = None

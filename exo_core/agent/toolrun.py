@@ -23,7 +23,9 @@ stream, exo_core.agent.redact_stream), the result, the arguments shown in
 events and approval cards, and the ledger entries. Output is bounded per call
 and per turn, and a call runs at most ``[output] timeout_seconds``
 (exo_core.agent.output). A file tool is told the resolved paths the gate
-judged and touches no other (exo_core.tools.safe_fs).
+judged and touches no other (exo_core.tools.safe_fs); every process a
+tool starts runs in the OS sandbox (``deps.sandbox``), with the network only
+when the gate's cell for the call says data leaves the machine.
 """
 
 from __future__ import annotations
@@ -90,7 +92,7 @@ async def run_tool_call(
     elif decision == "deny":
         result = ToolResult.error("the person denied this action")
     else:
-        result = await _execute(deps, session_id, call, outcome.targets, bounded)
+        result = await _execute(deps, session_id, call, outcome, bounded)
     result = await _bounded(deps, result, bounded, output)
     await store_tool_result(deps, session_id, turn_id, call, result, started)
     await deps.hooks.notify(
@@ -206,7 +208,7 @@ async def _bounded(deps: LoopDeps, result: ToolResult, bounded: CallOutput, outp
 
 
 async def _execute(
-    deps: LoopDeps, session_id: str, call: ToolCall, targets: tuple[str, ...] | None, bounded: CallOutput
+    deps: LoopDeps, session_id: str, call: ToolCall, outcome: GateOutcome, bounded: CallOutput
 ) -> ToolResult:
     # Streamed output is redacted as one stream per channel and bounded: head shown, middle counted, tail at the end.
     async def show(pieces: list[tuple[str, str]]) -> None:
@@ -234,7 +236,10 @@ async def _execute(
         emit_output=emit_output,
         session_id=session_id,
         extra={"emit_panel": emit_panel, "session_search": session_search},
-        checked_paths=frozenset(targets) if targets is not None else None,
+        checked_paths=frozenset(outcome.targets) if outcome.targets is not None else None,
+        sandbox=deps.sandbox,
+        # The network is the tool's only when the gate judged (and allowed) an effect that leaves this machine.
+        network=outcome.axes.get("exposure", "private") != "private",
     )
     # Asking the person waits for them, not for a process, and has its own limit (AskPersonTool).
     limit = None if call.name == ASK_PERSON.name else deps.output.timeout_seconds

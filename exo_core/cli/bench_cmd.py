@@ -53,6 +53,7 @@ SCRIPTS: dict[str, tuple[str, str]] = {
     "llama-memory": ("bench_llama_memory", "the local model's memory, and what the memory settings cost in speed"),
     "models": ("bench_models", "the local model path (direct, transport, router, SSE) against direct calls"),
     "retrieval-scale": ("bench_retrieval", "retrieval quality, latency and memory at scale, embedding throughput"),
+    "sandbox": ("bench_sandbox", "a command started in the tool sandbox against without, and the forms it holds"),
     "startup": ("bench_startup", "exod start-up time, idle memory and import cost against a bare Python"),
     "store": ("bench_store", "store lint, export and item import, each against a baseline"),
     "stress": ("bench_stress", "SIGKILL cycles, fuzzed commands and connection floods against exod"),

@@ -41,6 +41,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "ledger show": ("exo ledger show 42",),
     "ledger rebuild": ("exo ledger rebuild",),
     "gate": ("exo gate check -- git push origin main",),
+    "gate set": ("exo gate set my-policy.toml", "exo gate set my-policy.toml --yes --home /var/lib/exo/home"),
     "gate check": (
         "exo gate check -- git push origin main",
         'exo gate check --tool write_file --args \'{"path": "/etc/hosts", "content": "x"}\'',
@@ -82,6 +83,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "bench exod-tools": ("exo bench exod-tools --quick --model qwen2.5-coder-0.5b-instruct",),
     "bench fetch": ("exo bench fetch --quick",),
     "bench gate": ("exo bench gate --quick --json",),
+    "bench sandbox": ("exo bench sandbox", "exo bench sandbox --quick --json"),
     "bench hub": ("exo bench hub --quick",),
     "bench ledger": ("exo bench ledger --quick --out /tmp/ledger.json",),
     "bench llama-memory": ("exo bench llama-memory --quick",),

@@ -8,6 +8,11 @@ The policy is the one exod uses, ``$EXO_HOME/gate.toml`` (``--home`` names
 another home; the built-in default when the file is absent), unless
 ``--policy FILE`` names a TOML policy. The output says which policy decided.
 File paths are judged against the Exo home and its store, as exod judges them.
+
+``exo gate set FILE`` changes the policy exod runs under: the person's act,
+never a tool's (no tool process can see the Exo home). It checks the new
+policy, shows the change, asks (``--yes`` answers for a script), writes
+``$EXO_HOME/gate.toml`` and records a ``policy`` entry in the store's ledger.
 """
 
 from __future__ import annotations
@@ -18,9 +23,16 @@ from exo_core.cli.args import add_command, add_group, home_of
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add ``exo gate check``."""
+    """Add ``exo gate check`` and ``exo gate set``."""
+    group = add_group(sub, "gate", "audit the consequence gate, or change its policy")
+    change = add_command(
+        group, "set", _set, "change the policy exod runs under (asks first; recorded in the ledger)", home=True
+    )
+    change.add_argument("file", metavar="FILE", help="the new policy, a TOML file as docs/gate.md describes")
+    change.add_argument("--yes", action="store_true", help="answer yes to the confirmation (for a script)")
+    change.add_argument("--store", default=None, help="the store whose ledger records the change")
     check = add_command(
-        add_group(sub, "gate", "audit the consequence gate"),
+        group,
         "check",
         _check,
         "print the axes and outcome of a command or tool call as JSON",
@@ -77,4 +89,42 @@ def _check(args: argparse.Namespace) -> int:
     out = decision.as_dict()
     out["policy"] = str(policy_path) if policy_path.exists() else "built in (no gate.toml)"
     print(json.dumps(out, indent=2, ensure_ascii=False))
+    return 0
+
+
+def _set(args: argparse.Namespace) -> int:
+    import sys
+    from pathlib import Path
+
+    from exo_core.errors import NotFoundError, UsageError
+    from exo_core.gate.policy_file import POLICY_FILE, policy_diff, set_policy
+    from exo_core.ledger import HomeWitness, LedgerRecorder, load_signing_key
+
+    home = home_of(args)
+    try:
+        text = Path(args.file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read the new policy {args.file}: {exc}") from exc
+    store = home.store_path(args.store)
+    if not (store / "STORE.toml").is_file():
+        raise NotFoundError(f"no store at {store} to record the change in; run `exo init` or pass --store DIR")
+    current = home.root / POLICY_FILE
+    old = current.read_text(encoding="utf-8") if current.exists() else ""
+    change = policy_diff(old, text)
+    if not change:
+        print(f"{current} already holds this policy; nothing to change")
+        return 0
+    print(change, end="" if change.endswith("\n") else "\n")
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise UsageError("changing the gate's policy needs a yes: answer on a terminal, or pass --yes")
+        if input(f"Change the gate's policy in {current}? [y/N] ").strip().lower() not in ("y", "yes"):
+            print("nothing was changed")
+            return 1
+    recorder = LedgerRecorder.for_store(store, load_signing_key(home.keys_dir), witness=HomeWitness(home.root))
+    try:
+        entry = set_policy(home.root, text, recorder.ledger, by="exo gate set")
+    finally:
+        recorder.close()
+    print(f"wrote {current}; recorded as ledger entry {entry}; exod applies it when it next starts")
     return 0

@@ -70,6 +70,7 @@ def _serve(args: argparse.Namespace) -> int:
     from exo_core.decisions.setup import DecisionSettings, ToolsetNarrowing, build_decider
     from exo_core.engine.core import CoreOptions
     from exo_core.engine.models import model_spec, resolve_model
+    from exo_core.gate.policy_file import record_found_change
     from exo_core.ledger import HomeWitness, LedgerRecorder, load_signing_key
     from exo_core.retrieval.memory import open_store_memory
     from exo_core.seams.recorder import NullRecorder
@@ -89,6 +90,8 @@ def _serve(args: argparse.Namespace) -> int:
     if (store / "STORE.toml").is_file():
         # The home's witness signs every head exod commits, so a rolled-back store fails verify.
         ledger = LedgerRecorder.for_store(store, load_signing_key(home.keys_dir), witness=HomeWitness(home.root))
+        # The policy exod runs under is in the ledger; one changed by hand since is recorded now.
+        record_found_change(home.root, ledger.ledger)
     else:
         logging.getLogger("exo_core.serve").warning(
             "no store at %s: turns are not recorded in a ledger; run `exo init` to create one", store

@@ -41,6 +41,7 @@ from exo_core.gate import ConsequenceGate, Policy
 from exo_core.hooks import HookRegistry
 from exo_core.ids import IdFactory, RandomIds
 from exo_core.plugins import PluginHost
+from exo_core.sandbox import ExodFiles, Sandbox
 from exo_core.seams.home import ExoHome
 from exo_core.seams.model import ModelTransport
 from exo_core.seams.recorder import NullRecorder, Recorder
@@ -91,6 +92,8 @@ class CoreOptions:
     facts: Callable[[QuestionBroker], FactTaker] | None = None
     # The person's enforced taste applied to each reply (exo_core.learning.enforce); None: as written.
     style: DraftStyle | None = None
+    # None: bubblewrap over this home, the stores and the workspace (exo_core.sandbox); tools' processes run in it.
+    sandbox: Sandbox | None = None
 
 
 class Core:
@@ -118,12 +121,16 @@ class Core:
         if options.tools.get("ask_person") is None:
             options.tools.add(AskPersonTool(self.questions))
         # The gate keeps the file tools away from this home's keys, token, sockets, policy and store ledgers.
+        stores = options.stores or (_default_store(home),)
         gate = options.gate or ConsequenceGate(
             Policy.load(home.root / "gate.toml"),
             workspace=options.workspace,
             exo_home=home.root,
-            stores=options.stores or (_default_store(home),),
+            stores=stores,
         )
+        # What the gate lets through runs where exod's files are not: the sandbox hides the home and the stores'
+        # private files from every tool process, and the file tools refuse them.
+        sandbox = options.sandbox or Sandbox(ExodFiles.of(home.root, stores=stores, workspaces=(options.workspace,)))
         self.context: ContextEngine = options.context or SummaryTreeContext(
             worker=self.worker,
             store=self.sessions.store,
@@ -151,6 +158,7 @@ class Core:
             output=options.output or OutputLimits.from_config(home.config()),
             facts=options.facts(self.questions) if options.facts is not None else None,
             style=options.style,
+            sandbox=sandbox,
         )
         self.runner = TurnRunner(self.deps)
         self.engine = Engine(hub=self.hub, sessions=self.sessions, runner=self.runner, approvals=self.approvals)

@@ -10,12 +10,13 @@ other (docs/security.md, "Agent tools").
 
 Four places, strictest first:
 
-* ``protected``: the Exo home's keys, token, sockets and sessions database,
+* ``protected``: another name (a hard link) of any file below, judged by its
+  inode; the Exo home's keys, token, sockets and sessions database,
   any file named like a ledger key, the private files of a store (ledger,
-  items, raw corpus, indexes); and, for writes, anything else in the Exo
-  home (its policy, settings and plugins decide what the agent may do),
-  except a workspace inside it and the store's curated files. Denied: no
-  policy lowers it.
+  items, raw corpus, indexes); and anything else in the Exo home (its
+  policy, settings, trust anchors and plugins decide what the agent may do,
+  so they are outside every tool's view), except a workspace inside it and
+  the store's curated files. Denied: no policy lowers it.
 * ``sensitive``: files that usually hold credentials (``.ssh``, ``.gnupg``,
   ``.aws``, ``.netrc``, ``/etc/shadow`` …) and, for writes, files that run
   code later (shell start-up files, ``.git/hooks``): asked even inside the
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Literal
 
 from exo_core.gate.scope import Scope
+from exo_core.sandbox.exod_files import ExodFiles
 from exo_core.tools.safe_fs import resolve_target
 
 __all__ = ["FilePlace", "place", "protected"]
@@ -78,6 +80,9 @@ def place(raw: str, scope: Scope, *, writing: bool, follow: bool = True) -> File
         why = _protected(path, scope, writing=writing)
         if why:
             return FilePlace(target, "protected", why, linked)
+    why = _another_name_of_exods(target, scope, follow=follow)
+    if why:
+        return FilePlace(target, "protected", why, linked)
     why = _sensitive(target, writing=writing) or _sensitive(lexical, writing=writing)
     if why:
         return FilePlace(target, "sensitive", why, linked)
@@ -128,13 +133,27 @@ def _protected(path: Path, scope: Scope, *, writing: bool) -> str:
                 for form in (root, resolve_target(root))
                 if home in form.parents
             ]
-            if writing and not any(path == root or root in path.parents for root in ours):
-                return "the Exo home: exod's own policy, settings and plugins"
+            if not any(path == root or root in path.parents for root in ours):
+                return "the Exo home: exod's own policy, settings, trust anchors and plugins"
     for store in scope.stores:
         for root in dict.fromkeys((store, resolve_target(store))):
             if root in path.parents and is_private(path.relative_to(root)):
                 return "a private file of the store (ledger, items, raw corpus, indexes)"
     return ""
+
+
+def _another_name_of_exods(path: Path, scope: Scope, *, follow: bool) -> str:
+    """Why ``path`` is a hard link to one of exod's own files ('' when it is not): judged by its inode."""
+    if scope.exo_home is None:
+        return ""
+    try:
+        info = os.stat(path, follow_symlinks=follow)
+    except (OSError, ValueError):
+        return ""
+    if info.st_nlink < 2:
+        return ""  # one name only: its place, judged above, is the only way to it
+    files = ExodFiles.of(scope.exo_home, stores=scope.stores, workspaces=scope.workspace)
+    return files.why_inode(info)
 
 
 def _sensitive(path: Path, *, writing: bool) -> str:

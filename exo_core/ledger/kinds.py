@@ -30,6 +30,10 @@ checkpoint     a signed checkpoint of the ledger state before this entry:
 enrol          the owner enrols another machine's signing key: ``key`` (a
                key id). Counts only when the author is the owner key the
                verifying machine pinned (docs/ledger.md §4).
+policy         the gate's policy exod runs under changed: ``file``,
+               ``sha256`` (and the ``previous`` digest and who changed it);
+               written by ``exo gate set`` and by exod when it finds the file
+               changed by hand.
 =============  ==========================================================
 """
 
@@ -141,6 +145,7 @@ KINDS: Mapping[str, Callable[[Mapping[str, Any], tuple[str, ...]], None]] = {
     "decision": _decision,
     "checkpoint": _checkpoint,
     "enrol": _enrol,
+    "policy": _needs("policy", "file", "sha256"),
 }
 
 

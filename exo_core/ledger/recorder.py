@@ -28,9 +28,9 @@ from exo_core.ledger.ledger import HeadWitness, Ledger
 
 __all__ = ["LedgerRecorder"]
 
-# Checkpoints are the ledger's own bookkeeping, written by export and sync, and an
-# enrolment is the owner's deliberate act ('exo store enrol'); a turn never writes either.
-_TURN_KINDS_REFUSED = frozenset({"checkpoint", "enrol"})
+# Checkpoints are the ledger's own bookkeeping, written by export and sync; an enrolment and a
+# policy change are the owner's deliberate acts ('exo store enrol', 'exo gate set'): a turn writes none.
+_TURN_KINDS_REFUSED = frozenset({"checkpoint", "enrol", "policy"})
 
 
 class LedgerRecorder:

@@ -16,6 +16,7 @@ import errno
 from pathlib import Path
 from typing import Any
 
+from exo_core.sandbox import ExodFiles
 from exo_core.tools import safe_fs
 from exo_core.tools.match import find_match, reindent
 from exo_core.tools.spec import ToolContext, ToolResult, ToolSpec, object_schema
@@ -44,17 +45,18 @@ class _FileTool:
             path = resolve_path(context, arguments.get("path"))
         except ValueError as exc:
             return ToolResult.error(str(exc))
-        return await asyncio.to_thread(self._checked, path, arguments, context.checked_paths)
+        return await asyncio.to_thread(self._checked, path, arguments, context)
 
-    def _checked(self, path: Path, arguments: dict[str, Any], checked: frozenset[str] | None) -> ToolResult:
+    def _checked(self, path: Path, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        exod = context.confinement().files
         try:
-            target = safe_fs.check_target(path, checked, follow=self.follow)
+            target = safe_fs.check_target(path, context.checked_paths, follow=self.follow, exod=exod)
         except (OSError, ValueError) as exc:
             return ToolResult.error(_why(path, exc))
-        return self.on_disk(target, arguments)
+        return self.on_disk(target, arguments, exod)
 
-    def on_disk(self, path: Path, arguments: dict[str, Any]) -> ToolResult:
-        """The tool's work on the resolved ``path`` (runs in a worker thread)."""
+    def on_disk(self, path: Path, arguments: dict[str, Any], exod: ExodFiles) -> ToolResult:
+        """The tool's work on the resolved ``path`` (runs in a worker thread); ``exod``'s files are refused."""
         raise NotImplementedError
 
 
@@ -68,11 +70,11 @@ class ReadFileTool(_FileTool):
         parameters=object_schema(("path",), path="string", start="integer", end="integer"),
     )
 
-    def on_disk(self, path: Path, arguments: dict[str, Any]) -> ToolResult:
+    def on_disk(self, path: Path, arguments: dict[str, Any], exod: ExodFiles) -> ToolResult:
         """The file's text, or the lines from ``start`` to ``end``."""
         start, end = arguments.get("start"), arguments.get("end")
         try:
-            text = safe_fs.read_text(path, max_bytes=_MAX_READ_BYTES)
+            text = safe_fs.read_text(path, max_bytes=_MAX_READ_BYTES, exod=exod)
         except UnicodeDecodeError:
             return ToolResult.error(f"{path} is not UTF-8 text")
         except OSError as exc:
@@ -98,7 +100,7 @@ class WriteFileTool(_FileTool):
         risk="medium",
     )
 
-    def on_disk(self, path: Path, arguments: dict[str, Any]) -> ToolResult:
+    def on_disk(self, path: Path, arguments: dict[str, Any], exod: ExodFiles) -> ToolResult:
         """Write ``content`` to the file."""
         content = arguments.get("content")
         if not isinstance(content, str):
@@ -118,13 +120,13 @@ class EditFileTool(_FileTool):
         parameters=object_schema(("path", "old", "new"), path="string", old="string", new="string"),
     )
 
-    def on_disk(self, path: Path, arguments: dict[str, Any]) -> ToolResult:
+    def on_disk(self, path: Path, arguments: dict[str, Any], exod: ExodFiles) -> ToolResult:
         """Replace the one match of ``old`` with ``new``."""
         old, new = arguments.get("old"), arguments.get("new")
         if not isinstance(old, str) or not old or not isinstance(new, str):
             return ToolResult.error("'old' must be a non-empty string and 'new' a string")
         try:
-            text = safe_fs.read_text(path, max_bytes=_MAX_READ_BYTES)
+            text = safe_fs.read_text(path, max_bytes=_MAX_READ_BYTES, exod=exod)
         except UnicodeDecodeError:
             return ToolResult.error(f"{path} is not UTF-8 text")
         except OSError as exc:
@@ -164,7 +166,7 @@ class DeleteFileTool(_FileTool):
         effects=("irreversible",),  # what the gate judges every call (file.delete); the prompt reads it here
     )
 
-    def on_disk(self, path: Path, arguments: dict[str, Any]) -> ToolResult:
+    def on_disk(self, path: Path, arguments: dict[str, Any], exod: ExodFiles) -> ToolResult:
         """Unlink ``path`` if it is a file or a symbolic link."""
         try:
             safe_fs.unlink(path)
@@ -186,7 +188,7 @@ def write_atomic(path: Path, content: str, *, verb: str = "wrote") -> ToolResult
 
 def _why(path: Path, exc: OSError | ValueError, verb: str = "read") -> str:
     """An error result's text: what went wrong with ``path``, never the file's content."""
-    if isinstance(exc, (safe_fs.PathChangedError, safe_fs.NotRegularFileError)):
+    if isinstance(exc, (safe_fs.PathChangedError, safe_fs.NotRegularFileError, safe_fs.ExodFileError)):
         return str(exc.strerror)
     if isinstance(exc, FileNotFoundError):
         return f"no such file: {path}"

@@ -149,10 +149,14 @@ class ApplyPatchTool:
             files = parse_patch(patch)
             plan: list[tuple[Path, str | None]] = []
             checked = context.checked_paths
+            exod = context.confinement().files
             for fp in files:
                 # Each file is touched at the resolved path the gate judged, or not at all (exo_core.tools.safe_fs).
                 target = safe_fs.check_target(
-                    resolve_path(context, fp.new_path or fp.old_path), checked, follow=fp.new_path is not None
+                    resolve_path(context, fp.new_path or fp.old_path),
+                    checked,
+                    follow=fp.new_path is not None,
+                    exod=exod,
                 )
                 if fp.old_path is None:
                     if os.path.lexists(target):
@@ -163,8 +167,8 @@ class ApplyPatchTool:
                 if fp.new_path is None:
                     plan.append((target, None))
                     continue
-                source = safe_fs.check_target(resolve_path(context, fp.old_path), checked)
-                text = safe_fs.read_text(source, max_bytes=_MAX_PATCH_SOURCE)
+                source = safe_fs.check_target(resolve_path(context, fp.old_path), checked, exod=exod)
+                text = safe_fs.read_text(source, max_bytes=_MAX_PATCH_SOURCE, exod=exod)
                 updated = apply_hunks(text, fp.hunks, fp.new_path)
                 ends = text.endswith("\n") and not fp.no_newline_at_end
                 plan.append((target, updated + ("\n" if ends and updated else "")))

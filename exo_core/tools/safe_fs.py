@@ -20,8 +20,13 @@ import os
 import stat
 from collections.abc import Collection
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from exo_core.sandbox import ExodFiles
 
 __all__ = [
+    "ExodFileError",
     "PathChangedError",
     "NotRegularFileError",
     "resolve_target",
@@ -33,6 +38,10 @@ __all__ = [
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+class ExodFileError(PermissionError):
+    """The file is one of exod's own (exo_core.sandbox.ExodFiles): never a tool's to read or change."""
 
 
 class PathChangedError(OSError):
@@ -55,8 +64,13 @@ def resolve_target(path: Path, *, follow: bool = True) -> Path:
     return Path(os.path.realpath(path.parent)) / path.name
 
 
-def check_target(path: Path, checked: Collection[str] | None, *, follow: bool = True) -> Path:
-    """The resolved ``path``; :class:`PathChangedError` when ``checked`` is given and does not hold it."""
+def check_target(
+    path: Path, checked: Collection[str] | None, *, follow: bool = True, exod: ExodFiles | None = None
+) -> Path:
+    """The resolved ``path``; :class:`PathChangedError` when ``checked`` is given and does not hold it.
+
+    :class:`ExodFileError` when it is one of ``exod``'s files, by where it resolves or by its inode.
+    """
     target = resolve_target(path, follow=follow)
     if checked is not None and str(target) not in checked:
         raise PathChangedError(
@@ -64,7 +78,14 @@ def check_target(path: Path, checked: Collection[str] | None, *, follow: bool = 
             f"{path} now leads to {target}, not to what the gate checked (a symbolic link changed since); "
             "nothing was done: make the call again so it is checked afresh",
         )
+    if exod is not None:
+        _refuse(path, exod.why(target, follow=follow))
     return target
+
+
+def _refuse(path: Path, why: str) -> None:
+    if why:
+        raise ExodFileError(errno.EACCES, f"{path} is {why}: exod's own files are never a tool's to read or change")
 
 
 def _open_folder(folder: Path, *, create: bool) -> int:
@@ -94,8 +115,11 @@ def _open_folder(folder: Path, *, create: bool) -> int:
     return fd
 
 
-def read_text(target: Path, *, max_bytes: int) -> str:
-    """The UTF-8 text of the regular file ``target``; refuses links, pipes, devices and files over ``max_bytes``."""
+def read_text(target: Path, *, max_bytes: int, exod: ExodFiles | None = None) -> str:
+    """The UTF-8 text of the regular file ``target``; refuses links, pipes, devices and files over ``max_bytes``.
+
+    With ``exod``, the file opened is checked by its inode too: a name swapped in since cannot reach one of exod's.
+    """
     folder = _open_folder(target.parent, create=False)
     try:
         try:
@@ -115,6 +139,8 @@ def read_text(target: Path, *, max_bytes: int) -> str:
             raise NotRegularFileError(errno.EINVAL, f"{target} is not a regular file")
         if info.st_size > max_bytes:
             raise NotRegularFileError(errno.EFBIG, f"{target} is larger than {max_bytes} bytes")
+        if exod is not None:
+            _refuse(target, exod.why_inode(info))
         data = fh.read(max_bytes + 1)
     return data.decode("utf-8")
 

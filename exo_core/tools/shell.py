@@ -1,7 +1,12 @@
-"""The ``bash`` tool: a command in its own process group, with a timeout and streamed output.
+"""The ``bash`` tool: a command in the OS sandbox, in its own process group, with a timeout and streamed output.
 
-The whole process group is killed (SIGKILL) on timeout and on interrupt, so a
-command's children never outlive it. Output streams as ``tool.output`` events
+Every command runs in the sandbox (:mod:`exo_core.sandbox`): the workspace
+read-write, the system read-only, nothing of exod's own files, a clean
+environment, no network unless the gate allowed a network effect, CPU time
+no longer than the timeout. Where no sandbox can be set up the tool refuses
+and says why: a command never runs unconfined. The whole process group is
+killed (SIGKILL) on timeout and on interrupt, so a command's children never
+outlive it (the sandbox's processes die with it). Output streams as ``tool.output`` events
 while the command runs; the model gets the combined output (cut at the
 registry's limit) and the exit status.
 """
@@ -10,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import shutil
 import signal
@@ -47,20 +53,23 @@ class BashTool:
         if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
             return ToolResult.error("'timeout' must be a positive number of seconds")
         timeout = min(float(timeout), _MAX_TIMEOUT)
+        prepared = await asyncio.to_thread(_confined, command, context, math.ceil(timeout))
+        if isinstance(prepared, ToolResult):
+            return prepared
+        argv, env = prepared
         try:
             # start_new_session: the command gets its own process group, so killpg reaches every child.
             proc = await asyncio.create_subprocess_exec(
-                "bash",
-                "-c",
-                command,
+                *argv,
                 cwd=str(context.workspace),
+                env=env,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
             )
         except OSError as exc:
-            return ToolResult.error(f"cannot start bash: {exc.strerror}")
+            return ToolResult.error(f"cannot start the sandbox ({argv[0]}): {exc.strerror}")
         collected: list[str] = []
         size = [0]
 
@@ -89,6 +98,25 @@ class BashTool:
             pumps.cancel()
             raise
         return ToolResult("".join(collected) + f"\n[exit status {code}]", is_error=code != 0)
+
+
+def _confined(command: str, context: ToolContext, cpu_seconds: int) -> tuple[list[str], dict[str, str]] | ToolResult:
+    """The sandboxed command line and its environment, or the error result that says why it cannot run."""
+    workspace = context.workspace
+    if not workspace.is_dir():
+        return ToolResult.error(f"the workspace {workspace} is not a folder; nothing was run")
+    sandbox = context.confinement()
+    problem = sandbox.problem()
+    if problem:
+        return ToolResult.error(f"commands run only in an OS sandbox and none can be set up here: {problem}")
+    why = sandbox.files.why(workspace)
+    if why:
+        return ToolResult.error(
+            f"the workspace {workspace} is {why}; commands run only in a workspace of the person's "
+            "(exo serve --workspace DIR)"
+        )
+    argv = sandbox.argv(command, workspace, network=context.network, cpu_seconds=cpu_seconds)
+    return argv, sandbox.environment(workspace)
 
 
 def _kill_group(pid: int) -> None:

@@ -7,10 +7,16 @@ are cut (and marked) so one tool cannot flood the context.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+from exo_core.errors import ExoError
+
+if TYPE_CHECKING:
+    from exo_core.sandbox import Sandbox
 
 __all__ = [
     "Risk",
@@ -130,6 +136,35 @@ class ToolContext:
     extra: dict[str, Any] = field(default_factory=dict)
     # The resolved files the gate judged for this call; a file tool touches no other (None: no gate judged paths).
     checked_paths: frozenset[str] | None = None
+    # The OS sandbox a tool's processes run in (None: one over the default Exo home, built by the tool).
+    sandbox: Sandbox | None = None
+    # Whether the gate allowed this call a network effect: its processes get the network only then.
+    network: bool = False
+
+    def confinement(self) -> Sandbox:
+        """The sandbox for this call's processes and file checks: ``sandbox``, else one over the default Exo home.
+
+        Without one given, exod's files are still those of ``$EXO_HOME`` (or ``~/.exo``) and its store:
+        a tool never runs unconfined because nobody said where the home is.
+        """
+        if self.sandbox is not None:
+            return self.sandbox
+        from exo_core.seams.home import ExoHome  # the default is built only where no core passed its own
+
+        home = ExoHome.from_env()
+        try:
+            store = home.store_path()
+        except ExoError:
+            store = home.root / "store"
+        return _default_sandbox(home.root, store, self.workspace)
+
+
+@functools.lru_cache(maxsize=8)
+def _default_sandbox(home: Path, store: Path, workspace: Path) -> Sandbox:
+    # Kept, so the sandbox's one start-up check is made once per home and workspace.
+    from exo_core.sandbox import ExodFiles, Sandbox
+
+    return Sandbox(ExodFiles.of(home, stores=(store,), workspaces=(workspace,)))
 
 
 class Tool(Protocol):

@@ -460,8 +460,8 @@ ROWS: list[tuple[str, str, str, dict[str, str]]] = [
     ("exo", "rm -rf ~/.exo/keys", "deny", {}),
     ("exo", "find / -name ledger-ed25519.key -exec cat {} +", "deny", {}),
     ("exo", "cd ~/.exo && cat token", "deny", {}),
-    ("exo", "ls ~/.exo", "allow", {}),
-    ("exo", "cat ~/.exo/config.toml", "allow", {}),
+    ("exo", "ls ~/.exo", "deny", {}),
+    ("exo", "cat ~/.exo/config.toml", "deny", {}),
     # ---- containers ------------------------------------------------------------------------------
     ("container", "docker run -v /:/h alpine rm -rf /h/etc", "ask", IRREV),
     ("container", "docker run --rm -v ~/.ssh:/k alpine cat /k/id_rsa", "ask", IRREV),

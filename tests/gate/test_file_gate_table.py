@@ -83,7 +83,7 @@ def test_a_workspace_inside_the_exo_home_stays_a_workspace(tmp_path: Path, monke
         ("write_file", {"path": "../gate.toml", "content": "x"}, "deny"),
         ("write_file", {"path": "../plugins/p.py", "content": "x"}, "deny"),
         ("edit_file", {"path": "../config.toml", "old": "a", "new": "b"}, "deny"),
-        ("read_file", {"path": "../config.toml"}, "ask"),
+        ("read_file", {"path": "../config.toml"}, "deny"),
     ]
     wrong = [(t, a, want, gate.check(SPECS[t], a).action) for t, a, want in cases]
     assert [w for w in wrong if w[2] != w[3]] == []

@@ -65,6 +65,7 @@ def test_every_kind_has_a_rule_and_unknown_kinds_are_refused(make_ledger: MakeLe
         "decision",
         "checkpoint",
         "enrol",
+        "policy",
     }
     ledger = make_ledger()
     with pytest.raises(BadBodyError) as info:
@@ -86,6 +87,7 @@ def test_every_kind_has_a_rule_and_unknown_kinds_are_refused(make_ledger: MakeLe
         ("decision", {"decider": "rules", "prompt": "the raw question text"}, "body.prompt"),
         ("checkpoint", {"size": -1, "head": "0" * 64}, "body.size"),
         ("item", {"item_id": 5}, "body.item_id"),
+        ("policy", {"file": "gate.toml"}, "body.sha256"),
         ("utterance", {"text": float("nan")}, "body.text"),
     ],
 )
