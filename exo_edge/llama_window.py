@@ -52,17 +52,17 @@ def _called_since_question(request: ModelRequest) -> bool:
     return False
 
 
-def _template(llm: Any) -> Any:
-    """The model's chat template as llama-cpp-python applies it (None when the GGUF has none)."""
+def chat_formatter(llm: Any) -> Any:
+    """The model's chat template as llama-cpp-python applies it, under limits (None when the GGUF has none)."""
     template = llm.metadata.get("tokenizer.chat_template")
     if not template:
         return None
-    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+    from exo_edge.template_limits import bounded_formatter
 
     vocab = llm._model  # the same tokens llama-cpp-python's own chat handler passes to the template
     eos = vocab.token_get_text(llm.token_eos()) if llm.token_eos() != -1 else ""
     bos = vocab.token_get_text(llm.token_bos()) if llm.token_bos() != -1 else ""
-    return Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
+    return bounded_formatter(template, eos, bos)
 
 
 def _tokens(llm: Any, text: str, *, bos: bool = False, special: bool = False) -> int:
@@ -103,7 +103,7 @@ class LlamaCounter:
     def formatter_for(self, llm: Any) -> Any:
         """The model's chat template, built once (None for the completion format or no template)."""
         if not self._formatter_ready:
-            self._formatter = _template(llm) if self.fmt.format == "chat" else None
+            self._formatter = chat_formatter(llm) if self.fmt.format == "chat" else None
             self._formatter_ready = True
         return self._formatter
 

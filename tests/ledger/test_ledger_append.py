@@ -65,6 +65,7 @@ def test_every_kind_has_a_rule_and_unknown_kinds_are_refused(make_ledger: MakeLe
         "decision",
         "checkpoint",
         "enrol",
+        "resolve",
     }
     ledger = make_ledger()
     with pytest.raises(BadBodyError) as info:
