@@ -7,10 +7,10 @@ with a width of a billion. :class:`BoundedChatFormatter` renders a template the
 way llama-cpp-python's ``Jinja2ChatFormatter`` does (same environment options,
 same variables) but under :class:`TemplateLimits`:
 
-* **steps**: a trace counts every line the compiled template executes (its
-  loops, macros and conditions run as Python lines), so an empty nested loop
-  counts too;
-* **seconds**: checked every few hundred steps;
+* **steps**: the template is compiled so that every block it enters (each
+  iteration of a loop, empty or not, each branch taken, each macro body) and
+  every call it makes is a step;
+* **seconds**: checked at every step;
 * **size**: the text rendered, every string or list a template expression
   yields, and the operands of ``*``, ``**`` and ``%`` (checked *before* the
   operation), the integer arguments of calls and filters, and the widths in
@@ -39,7 +39,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass
-from types import FrameType
 from typing import Any
 
 from exo_core.errors import UsageError
@@ -73,8 +72,8 @@ class TemplateLimits:
 RENDER_LIMITS = TemplateLimits()
 # `exo models add`: sample conversations, a fraction of a real one's work.
 CHECK_LIMITS = TemplateLimits(steps=500_000, seconds=2.0, chars=1_000_000)
-_CHECK_EVERY = 256
-_TEMPLATE_FILE = "<template>"
+_SEQUENCES = (str, bytes, list, tuple)
+_SIZED = (*_SEQUENCES, dict)
 _WIDTH = re.compile(r"\d{7,}")  # a run of 7+ digits in a format string: a width of a million or more
 
 
@@ -96,7 +95,7 @@ class Rendered:
 
 
 class _Budget:
-    """Steps, time and cancel for one render; the trace calls :meth:`line` for each template line."""
+    """Steps, time and cancel for one render; the compiled template calls :meth:`step` (via ``environment.tick``)."""
 
     __slots__ = ("limits", "cancel", "steps", "deadline")
 
@@ -106,10 +105,9 @@ class _Budget:
         self.steps = 0
         self.deadline = time.monotonic() + limits.seconds
 
-    def line(self) -> None:
+    def step(self) -> None:
+        """One step: a block entered (a loop's iteration, a branch, a macro's body) or a call made."""
         self.steps += 1
-        if self.steps % _CHECK_EVERY:
-            return
         if self.steps > self.limits.steps:
             raise TemplateLimitError(
                 f"the model's chat template ran more than {self.limits.steps:,} steps rendering one prompt "
@@ -124,7 +122,7 @@ class _Budget:
             raise TemplateLimitError("the chat template's render was cancelled (the turn was interrupted)")
 
     def size(self, value: Any, what: str) -> Any:
-        if isinstance(value, str | bytes | list | tuple | dict) and len(value) > self.limits.chars:
+        if isinstance(value, _SIZED) and len(value) > self.limits.chars:
             raise TemplateLimitError(
                 f"the model's chat template built {what} of {len(value):,} items (the limit is "
                 f"{self.limits.chars:,}); it was stopped"
@@ -152,9 +150,22 @@ def _budget() -> _Budget:
 def _environment() -> Any:
     """The sandboxed environment, with every size-changing operation checked against the running budget."""
     from jinja2 import BaseLoader
+    from jinja2.compiler import CodeGenerator, CompilerExit
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+    class Counting(CodeGenerator):
+        """Every block of the compiled template (each loop iteration, branch, macro body) begins with a step."""
+
+        def blockvisit(self, nodes: Any, frame: Any) -> None:
+            try:
+                self.writeline("environment.tick()")  # where jinja2 writes "pass"
+                for node in nodes:
+                    self.visit(node, frame)
+            except CompilerExit:
+                pass
+
     class Bounded(ImmutableSandboxedEnvironment):
+        code_generator_class = Counting
         # Intercepted operators are also never folded at compile time, so `'x' * 10**10` cannot run there.
         intercepted_binops = frozenset({"*", "**", "%", "+"})
 
@@ -162,7 +173,7 @@ def _environment() -> Any:
             budget = _budget()
             if op == "*":
                 for count, seq in ((left, right), (right, left)):
-                    if isinstance(count, int) and isinstance(seq, str | bytes | list | tuple):
+                    if isinstance(count, int) and isinstance(seq, _SEQUENCES):
                         budget.integer(count, "'*'")
                         if len(seq) * max(count, 0) > budget.limits.chars:
                             raise TemplateLimitError(
@@ -181,8 +192,12 @@ def _environment() -> Any:
             return budget.size(super().call_binop(context, op, left, right), "a value")
 
         # The dunder names are jinja2's own: a template may pass keyword arguments named context or obj.
+        def tick(self) -> None:
+            _budget().step()
+
         def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
             budget = _budget()
+            budget.step()
             for value in (*args, *kwargs.values()):
                 budget.integer(value, "a call")
             receiver, method = getattr(__obj, "__self__", None), getattr(__obj, "__name__", "")
@@ -322,24 +337,10 @@ def bounded_formatter(template: str, eos_token: str = "", bos_token: str = "") -
 
 
 def _render(compiled: Any, variables: Mapping[str, Any], budget: _Budget) -> str:
-    """Run the compiled template with a line trace on its own frames, on this thread only."""
-
-    def local(frame: FrameType, event: str, arg: Any) -> Any:
-        if event == "line":
-            budget.line()
-        return local
-
-    def calls(frame: FrameType, event: str, arg: Any) -> Any:
-        if event == "call" and frame.f_code.co_filename == _TEMPLATE_FILE:
-            budget.line()
-            return local
-        return None
-
+    """Run the compiled template with ``budget`` active on this thread; the output is capped as it grows."""
     pieces: list[str] = []
     total = 0
-    previous = sys.gettrace()
     _ACTIVE.budget = budget
-    sys.settrace(calls)
     try:
         for piece in compiled.generate(**variables):
             total += len(piece)
@@ -350,7 +351,6 @@ def _render(compiled: Any, variables: Mapping[str, Any], budget: _Budget) -> str
                 )
             pieces.append(piece)
     finally:
-        sys.settrace(previous)
         _ACTIVE.budget = None
     return "".join(pieces)
 
