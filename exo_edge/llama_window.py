@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -69,8 +70,12 @@ def _tokens(llm: Any, text: str, *, bos: bool = False, special: bool = False) ->
     return len(llm.tokenize(text.encode("utf-8"), add_bos=bos, special=special)) if text else 0
 
 
-def prompt_tokens(llm: Any, fmt: PromptFormat, request: ModelRequest, formatter: Any = None) -> int:
-    """Prompt tokens of ``request`` rendered as the transport renders it (call in the model's worker)."""
+def prompt_tokens(
+    llm: Any, fmt: PromptFormat, request: ModelRequest, formatter: Any = None, *, cancel: threading.Event | None = None
+) -> int:
+    """Prompt tokens of ``request`` rendered as the transport renders it (call in the model's worker).
+
+    ``cancel`` stops the chat template's render (exo_edge/template_limits.py)."""
     use_tools = bool(request.tools) and request.tool_choice != "none"
     if fmt.format != "chat":
         if use_tools and request.tool_choice == "auto" and _called_since_question(request):
@@ -83,7 +88,7 @@ def prompt_tokens(llm: Any, fmt: PromptFormat, request: ModelRequest, formatter:
         total = _tokens(llm, text, bos=True) + MESSAGE_OVERHEAD * (len(messages) + 1)
     else:
         tools = [{"type": "function", "function": t} for t in request.tools] if use_tools else None
-        prompt = formatter(messages=messages, tools=tools).prompt
+        prompt = formatter(messages=messages, tools=tools, cancel=cancel).prompt
         total = _tokens(llm, prompt, special=True)
         if use_tools and "tools" not in formatter.template:
             total += _tokens(llm, json.dumps(list(request.tools), ensure_ascii=False))
@@ -93,9 +98,10 @@ def prompt_tokens(llm: Any, fmt: PromptFormat, request: ModelRequest, formatter:
 class LlamaCounter:
     """Token counts by the model's own tokenizer, run through ``worker`` (the transport's model thread)."""
 
-    def __init__(self, worker: Worker, fmt: PromptFormat) -> None:
+    def __init__(self, worker: Worker, fmt: PromptFormat, *, cancel: threading.Event | None = None) -> None:
         self._worker = worker
         self.fmt = fmt
+        self.cancel = cancel  # set when the transport closes: a render under way stops
         self._cache: OrderedDict[str, int] = OrderedDict()
         self._formatter: Any = None
         self._formatter_ready = False
@@ -125,7 +131,9 @@ class LlamaCounter:
 
     async def measure(self, request: ModelRequest) -> int:
         """Prompt tokens of the whole request as the transport will render it."""
-        return await self._worker(lambda llm: prompt_tokens(llm, self.fmt, request, self.formatter_for(llm)))
+        return await self._worker(
+            lambda llm: prompt_tokens(llm, self.fmt, request, self.formatter_for(llm), cancel=self.cancel)
+        )
 
 
 class SyncCounter:
@@ -158,7 +166,15 @@ def llama_window(n_ctx: int, counter: Any, *, model: str) -> ContextWindow:
     )
 
 
-def guard_request(llm: Any, counter: LlamaCounter, request: ModelRequest, *, n_ctx: int, model: str) -> ModelRequest:
+def guard_request(
+    llm: Any,
+    counter: LlamaCounter,
+    request: ModelRequest,
+    *,
+    n_ctx: int,
+    model: str,
+    cancel: threading.Event | None = None,
+) -> ModelRequest:
     """``request`` as it is when it fits ``n_ctx``, else trimmed to fit (call in the model's worker).
 
     Raises :class:`~exo_core.context.fit.ContextWindowTooSmallError` (naming
@@ -166,7 +182,7 @@ def guard_request(llm: Any, counter: LlamaCounter, request: ModelRequest, *, n_c
     """
     fmt = counter.fmt
     formatter = counter.formatter_for(llm)
-    if prompt_tokens(llm, fmt, request, formatter) + request.max_tokens <= n_ctx:
+    if prompt_tokens(llm, fmt, request, formatter, cancel=cancel) + request.max_tokens <= n_ctx:
         return request
     window = llama_window(n_ctx, SyncCounter(llm, fmt, formatter), model=model)
     # The worker thread runs no event loop; the counter's coroutines never wait on anything.
