@@ -151,6 +151,7 @@ def _environment() -> Any:
     """The sandboxed environment, with every size-changing operation checked against the running budget."""
     from jinja2 import BaseLoader
     from jinja2.compiler import CodeGenerator, CompilerExit
+    from jinja2.ext import Extension, loopcontrols
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     class Counting(CodeGenerator):
@@ -217,9 +218,36 @@ def _environment() -> Any:
         def getitem(self, obj: Any, argument: Any) -> Any:
             return _budget().size(super().getitem(obj, argument), "a value")
 
-    env = Bounded(loader=BaseLoader(), trim_blocks=True, lstrip_blocks=True)
+    class IgnoreGenerationTags(Extension):  # llama-cpp-python's pass-through for HuggingFace's {% generation %}
+        tags = {"generation"}
+
+        def parse(self, parser: Any) -> Any:
+            parser.stream.skip(1)
+            return parser.parse_statements(("name:endgeneration",), drop_needle=True)
+
+    # The options llama-cpp-python's Jinja2ChatFormatter uses, so a template renders the same text.
+    env = Bounded(
+        loader=BaseLoader(),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        extensions=[IgnoreGenerationTags, loopcontrols],
+    )
+    env.filters["tojson"] = _tojson
     env.filters = {name: _bounded_filter(name, f) for name, f in env.filters.items()}
     return env
+
+
+def _tojson(
+    value: Any,
+    ensure_ascii: bool = False,
+    indent: int | None = None,
+    separators: tuple[str, str] | None = None,
+    sort_keys: bool = False,
+) -> str:
+    """JSON as Transformers' (and llama-cpp-python's) chat templates write it: keys in order, text as is."""
+    import json
+
+    return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
 
 
 def _sized(budget: _Budget, items: Any) -> Any:
