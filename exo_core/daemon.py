@@ -14,6 +14,9 @@ Shutdown on SIGTERM or SIGINT: listeners stop, running turns are interrupted
 A SIGKILL loses nothing that was acknowledged: every event is committed before
 it is sent, and ``session.resume`` repairs the half-finished turn.
 
+While a sync conflict is open in the store, every screen gets a ``notice``
+naming it and the ``exo store resolve`` command (:class:`~exo_core.store.conflicts.ConflictWatch`).
+
 ``taste.list``/``taste.edit`` are served over the store's taste nodes when a
 store is configured, and ``store.onboard`` runs the onboarding interview
 (:mod:`exo_core.store.onboard`).
@@ -33,9 +36,11 @@ from exo_core.engine.handlers import store_handlers
 from exo_core.engine.onboarding import Onboarding
 from exo_core.errors import ExoError
 from exo_core.learning.service import ReviewService
+from exo_core.protocol.events import Notice
 from exo_core.seams.home import ExoHome
 from exo_core.seams.model import ModelTransport
 from exo_core.server.transports import TransportSettings, serve_transports
+from exo_core.store.conflicts import ConflictWatch
 
 if TYPE_CHECKING:
     from exo_core.learning.learner import Learner
@@ -72,16 +77,30 @@ async def run_daemon(
         taste = TasteRows(store_root, core.hub, core.options.recorder, learner)
         onboarding = Onboarding(store_root, core)
         core.engine.serve(store_handlers(taste, onboarding))
-        await serve_transports(
-            core.engine,
-            core.hub,
-            home,
-            transports,
-            stop=stop,
-            store_root=store_root,
-            ready=ready,
-            closing=(onboarding.aclose,),  # a running interview stops before the streams and listeners do
-        )
+        watch = asyncio.create_task(_watch_conflicts(store_root, core))
+        try:
+            await serve_transports(
+                core.engine,
+                core.hub,
+                home,
+                transports,
+                stop=stop,
+                store_root=store_root,
+                ready=ready,
+                closing=(onboarding.aclose,),  # a running interview stops before the streams and listeners do
+            )
+        finally:
+            watch.cancel()
+            await asyncio.gather(watch, return_exceptions=True)
+
+
+async def _watch_conflicts(store_root: Path, core: Core) -> None:
+    """A notice on every screen while a sync conflict is open in the store (exo_core/store/conflicts.py)."""
+
+    async def tell(text: str) -> None:
+        await core.hub.emit(None, "notice", Notice(text=text, level="warning"))
+
+    await ConflictWatch(store_root, tell).run()
 
 
 async def _refresh_abilities(home: ExoHome, store_root: Path, core: Core) -> None:

@@ -378,9 +378,9 @@ def run_chat(
     """
     use_tools = bool(request.tools) and request.tool_choice != "none" and template.native
     if use_tools:
-        prompt = template.render(request.messages, request.tools)
+        prompt = template.render(request.messages, request.tools, cancel=cancel)
     else:  # earlier calls rendered natively, the model writes more of them even offered no tools (step 6)
-        prompt = template.render(calls_as_notes(request.messages), ())
+        prompt = template.render(calls_as_notes(request.messages), (), cancel=cancel)
     tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
     limit = n_ctx - request.max_tokens
     if len(tokens) > limit:
@@ -524,7 +524,7 @@ def _words_without_tools(
     `read_file` function"; from this prompt it wrote "The first item ... is `buy
     oat milk`" (docs/models.md, "Text or a tool call").
     """
-    prompt = template.render(calls_as_notes(request.messages), ())
+    prompt = template.render(calls_as_notes(request.messages), (), cancel=cancel)
     tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
     reused = common_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens)
     result = _text(llm, tokens, request, stop=stop, draw=draw, banned=openers, emit=emit, cancel=cancel)

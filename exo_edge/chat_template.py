@@ -8,13 +8,12 @@ JSON inside ``<tools></tools>`` in the system turn and expects a call as::
     {"name": "read_file", "arguments": {"path": "todo.txt"}}
     </tool_call>
 
-:class:`ChatTemplate` renders the GGUF's own Jinja template (llama-cpp-python's
-``Jinja2ChatFormatter``, the sandboxed renderer ``create_chat_completion``
-uses) with the offered tools, the earlier calls as the assistant's
-``tool_calls`` and the results as the template's ``tool`` role, so the model
-sees exactly what it was trained on. A template that renders the tools but
-not a ``<tool_call>`` block is not *native*: the transport then keeps the
-``CALL`` grammar of :mod:`exo_edge.prompting`.
+:class:`ChatTemplate` renders the GGUF's own Jinja template (as llama-cpp-python's
+``Jinja2ChatFormatter`` does, but under the limits of :mod:`exo_edge.template_limits`)
+with the offered tools, the earlier calls as the assistant's ``tool_calls`` and
+the results as the template's ``tool`` role, so the model sees exactly what it was
+trained on. A template that renders the tools but not a ``<tool_call>`` block is
+not *native*: the transport then keeps the ``CALL`` grammar of :mod:`exo_edge.prompting`.
 
 :func:`parse_native_calls` reads the calls out of generated text: JSON
 objects inside the call tags (the closing tag may be missing at the end),
@@ -28,16 +27,15 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 from exo_core.seams.failures import FailureKind, ProviderError
 from exo_core.seams.model import ChatMessage, ToolCall
 from exo_edge.prompting import call_schema
-
-if TYPE_CHECKING:
-    from llama_cpp.llama_types import ChatCompletionRequestMessage, ChatCompletionTool
+from exo_edge.template_limits import TemplateLimitError, bounded_formatter
 
 __all__ = [
     "CALL_OPEN",
@@ -93,21 +91,26 @@ class ChatTemplate:
         native = "tools" in source and CALL_OPEN in source
         return cls(source, token_text.get("bos", ""), token_text.get("eos", ""), native)
 
-    def render(self, messages: Sequence[ChatMessage], tools: Sequence[Mapping[str, Any]] = ()) -> str:
+    def render(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[Mapping[str, Any]] = (),
+        *,
+        cancel: threading.Event | None = None,
+    ) -> str:
         """The prompt text for ``messages``, ending where the assistant answers.
 
-        ``tools`` are given to the template only when it is native; a template
-        error (one that refuses a role order, say) is a :class:`ProviderError`.
+        ``tools`` are given to the template only when it is native. The template
+        runs under :data:`~exo_edge.template_limits.RENDER_LIMITS` and stops when
+        ``cancel`` is set (:class:`~exo_edge.template_limits.TemplateLimitError`);
+        a template error (one that refuses a role order, say) is a :class:`ProviderError`.
         """
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter  # lazy: the runtime is heavy
-
-        formatter = Jinja2ChatFormatter(self.source, eos_token=self.eos_token, bos_token=self.bos_token)
+        formatter = bounded_formatter(self.source, self.eos_token, self.bos_token)
         offered = template_tools(tools) if (tools and self.native) else None
-        # llama_cpp declares its own TypedDicts for these; ours are plain dicts with the keys the template reads.
-        llama_messages = cast("list[ChatCompletionRequestMessage]", template_messages(messages))
-        llama_tools = cast("list[ChatCompletionTool] | None", offered)
         try:
-            return formatter(messages=llama_messages, tools=llama_tools).prompt
+            return formatter(messages=template_messages(messages), tools=offered, cancel=cancel).prompt
+        except TemplateLimitError:
+            raise
         except Exception as exc:  # jinja2 raises many kinds; all mean the template refused
             raise ProviderError(
                 f"the model's chat template could not render this conversation ({type(exc).__name__}: {exc}); "

@@ -33,7 +33,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 from exo_core.decisions.chat_prompt import WORDS, answer_words, chat_messages, example_draft, one_line
 from exo_core.decisions.providers import DRAFT_NOTE, cut_draft
@@ -41,9 +41,6 @@ from exo_core.seams.decision import BadProviderOutput, Question
 from exo_core.seams.home import ExoHome
 from exo_edge.grammar_decode import common_prefix
 from exo_edge.llama_transport import LlamaSettings, LlamaTransport
-
-if TYPE_CHECKING:
-    from llama_cpp.llama_types import ChatCompletionRequestMessage
 
 __all__ = [
     "STYLES",
@@ -204,24 +201,21 @@ class LocalDecisionProvider:
         template = llm.metadata.get("tokenizer.chat_template")
         if not template:
             raise BadProviderOutput(f"{self.transport.name} has no chat template; use the words style")
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+        from exo_edge.template_limits import BoundedChatFormatter
 
         def token_text(token: int) -> str:
             if token < 0:
                 return ""
             return llm.detokenize([token], special=True).decode("utf-8", errors="replace")
 
-        formatter = Jinja2ChatFormatter(
-            template=template,
+        formatter = BoundedChatFormatter(
+            template,
             eos_token=token_text(llm.token_eos()),
             bos_token=token_text(llm.token_bos()),
             add_generation_prompt=True,
         )
-        # llama_cpp declares its own TypedDicts for messages; ours are plain dicts with the keys the template reads.
         draft = _DRAFT_SENTINEL if with_draft else None
-        rendered = chat_messages(question, _SENTINEL, draft)
-        messages = cast("list[ChatCompletionRequestMessage]", rendered)
-        prompt = formatter(messages=messages).prompt
+        prompt = formatter(messages=chat_messages(question, _SENTINEL, draft)).prompt
         if prompt.count(_SENTINEL) != 1 or prompt.count(_DRAFT_SENTINEL) != int(with_draft):
             raise BadProviderOutput(f"{self.transport.name}'s chat template did not render the message once")
         before, after = prompt.split(_SENTINEL)

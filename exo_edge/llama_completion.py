@@ -36,7 +36,7 @@ from exo_edge.answer_tidy import AnswerTidy
 from exo_edge.chat_run import CallJudge
 from exo_edge.grammar_decode import common_prefix, greedy_under_grammar
 from exo_edge.llama_load import Draw, LlamaSettings, trim_heap
-from exo_edge.llama_window import WHERE
+from exo_edge.llama_window import WHERE, chat_formatter
 from exo_edge.prompting import (
     CALL_PREFIX,
     call_grammar,
@@ -96,7 +96,6 @@ def _generate(
     cancel: threading.Event,
     watch_call: bool,
     stream_text: bool,
-    chat: bool = False,
     tidy: AnswerTidy | None = None,
 ) -> dict[str, Any]:
     """One llama.cpp generation in the worker.
@@ -106,24 +105,14 @@ def _generate(
     call under a grammar); any other answer is streamed from there on.
     Streamed text goes through ``tidy``, which may end the answer early.
     """
-    if chat:
-        stream = llm.create_chat_completion(
-            prompt,
-            max_tokens=request.max_tokens,
-            stop=stop or None,
-            stream=True,
-            grammar=grammar,
-            **draw.kwargs(request),
-        )
-    else:
-        stream = llm.create_completion(
-            prompt,
-            max_tokens=request.max_tokens,
-            stop=stop,
-            stream=True,
-            grammar=grammar,
-            **draw.kwargs(request),
-        )
+    stream = llm.create_completion(
+        prompt,
+        max_tokens=request.max_tokens,
+        stop=stop,
+        stream=True,
+        grammar=grammar,
+        **draw.kwargs(request),
+    )
     pieces: list[str] = []
     held = watch_call
     saw_call = interrupted = False
@@ -135,7 +124,7 @@ def _generate(
                 interrupted = True
                 break
             choice = chunk["choices"][0]
-            piece = (choice.get("delta") or {}).get("content") if chat else choice.get("text")
+            piece = choice.get("text")
             if choice.get("finish_reason") == "length":
                 finish = "length"
             if not piece:
@@ -387,18 +376,26 @@ def run_chat_grammar(
 
         grammar = llama_cpp.LlamaGrammar.from_string(tool_grammar(request.tools, request.tool_choice), verbose=False)
         stop = [x for x in stop if x != "\n"]
+    # The model's template renders under limits here (never llama-cpp-python's unbounded chat handler).
+    formatter = chat_formatter(llm)
+    if formatter is None:
+        raise ProviderError(
+            "the model has no chat template; register it with a completion format",
+            kind=FailureKind.BAD_REQUEST,
+            provider="local",
+        )
+    rendered = formatter(messages=chat_messages(request.messages), cancel=cancel)
     result = _generate(
         llm,
-        chat_messages(request.messages),
+        llm.tokenize(rendered.prompt.encode("utf-8"), add_bos=False, special=True),
         request,
         draw=settings.draw,
-        stop=stop,
+        stop=[*stop, *rendered.stop],
         grammar=grammar,
         emit=emit,
         cancel=cancel,
         watch_call=False,
         stream_text=grammar is None,
-        chat=True,
     )
     end = time.perf_counter()
     text = result["text"]

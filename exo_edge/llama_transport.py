@@ -71,6 +71,7 @@ class LlamaTransport:
         self.stream_limit = stream_limit
         self._llm: Any = None
         self._template: ChatTemplate | None = None
+        self._stopping = threading.Event()
         self._openers: frozenset[int] | None = None
         self.last_decision: ChatDecision | None = None
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="exo-llama")
@@ -127,7 +128,7 @@ class LlamaTransport:
         """Worker side of one call: render, generate, emit text pieces; returns the summary."""
         llm = self._load_sync()
         fmt = self.settings.prompt
-        request = guard_request(llm, self.counter, request, n_ctx=self.settings.n_ctx, model=self.name)
+        request = guard_request(llm, self.counter, request, n_ctx=self.settings.n_ctx, model=self.name, cancel=cancel)
         use_tools = bool(request.tools) and request.tool_choice != "none"
         stop = list(dict.fromkeys([*fmt.stop, *request.stop]))
         start = time.perf_counter()
@@ -304,6 +305,7 @@ class LlamaTransport:
         if self._closed:
             return
         self._closed = True
+        self._stopping.set()  # a chat template render under way in the worker stops at its next step
         async with self._lock():
             llm, self._llm = self._llm, None
             if llm is not None:
@@ -314,7 +316,7 @@ class LlamaTransport:
     @functools.cached_property
     def counter(self) -> LlamaCounter:
         """Counts tokens with this model's own tokenizer, in its worker (loads the model on first use)."""
-        return LlamaCounter(self.run_exclusive, self.settings.prompt)
+        return LlamaCounter(self.run_exclusive, self.settings.prompt, cancel=self._stopping)
 
     async def context_window(self, role: str) -> ContextWindow | None:
         """This model's window (``[models.local] n_ctx``), counted by its own tokenizer."""

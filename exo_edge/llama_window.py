@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -52,25 +53,29 @@ def _called_since_question(request: ModelRequest) -> bool:
     return False
 
 
-def _template(llm: Any) -> Any:
-    """The model's chat template as llama-cpp-python applies it (None when the GGUF has none)."""
+def chat_formatter(llm: Any) -> Any:
+    """The model's chat template as llama-cpp-python applies it, under limits (None when the GGUF has none)."""
     template = llm.metadata.get("tokenizer.chat_template")
     if not template:
         return None
-    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+    from exo_edge.template_limits import bounded_formatter
 
     vocab = llm._model  # the same tokens llama-cpp-python's own chat handler passes to the template
     eos = vocab.token_get_text(llm.token_eos()) if llm.token_eos() != -1 else ""
     bos = vocab.token_get_text(llm.token_bos()) if llm.token_bos() != -1 else ""
-    return Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
+    return bounded_formatter(template, eos, bos)
 
 
 def _tokens(llm: Any, text: str, *, bos: bool = False, special: bool = False) -> int:
     return len(llm.tokenize(text.encode("utf-8"), add_bos=bos, special=special)) if text else 0
 
 
-def prompt_tokens(llm: Any, fmt: PromptFormat, request: ModelRequest, formatter: Any = None) -> int:
-    """Prompt tokens of ``request`` rendered as the transport renders it (call in the model's worker)."""
+def prompt_tokens(
+    llm: Any, fmt: PromptFormat, request: ModelRequest, formatter: Any = None, *, cancel: threading.Event | None = None
+) -> int:
+    """Prompt tokens of ``request`` rendered as the transport renders it (call in the model's worker).
+
+    ``cancel`` stops the chat template's render (exo_edge/template_limits.py)."""
     use_tools = bool(request.tools) and request.tool_choice != "none"
     if fmt.format != "chat":
         if use_tools and request.tool_choice == "auto" and _called_since_question(request):
@@ -83,7 +88,7 @@ def prompt_tokens(llm: Any, fmt: PromptFormat, request: ModelRequest, formatter:
         total = _tokens(llm, text, bos=True) + MESSAGE_OVERHEAD * (len(messages) + 1)
     else:
         tools = [{"type": "function", "function": t} for t in request.tools] if use_tools else None
-        prompt = formatter(messages=messages, tools=tools).prompt
+        prompt = formatter(messages=messages, tools=tools, cancel=cancel).prompt
         total = _tokens(llm, prompt, special=True)
         if use_tools and "tools" not in formatter.template:
             total += _tokens(llm, json.dumps(list(request.tools), ensure_ascii=False))
@@ -93,9 +98,10 @@ def prompt_tokens(llm: Any, fmt: PromptFormat, request: ModelRequest, formatter:
 class LlamaCounter:
     """Token counts by the model's own tokenizer, run through ``worker`` (the transport's model thread)."""
 
-    def __init__(self, worker: Worker, fmt: PromptFormat) -> None:
+    def __init__(self, worker: Worker, fmt: PromptFormat, *, cancel: threading.Event | None = None) -> None:
         self._worker = worker
         self.fmt = fmt
+        self.cancel = cancel  # set when the transport closes: a render under way stops
         self._cache: OrderedDict[str, int] = OrderedDict()
         self._formatter: Any = None
         self._formatter_ready = False
@@ -103,7 +109,7 @@ class LlamaCounter:
     def formatter_for(self, llm: Any) -> Any:
         """The model's chat template, built once (None for the completion format or no template)."""
         if not self._formatter_ready:
-            self._formatter = _template(llm) if self.fmt.format == "chat" else None
+            self._formatter = chat_formatter(llm) if self.fmt.format == "chat" else None
             self._formatter_ready = True
         return self._formatter
 
@@ -125,7 +131,9 @@ class LlamaCounter:
 
     async def measure(self, request: ModelRequest) -> int:
         """Prompt tokens of the whole request as the transport will render it."""
-        return await self._worker(lambda llm: prompt_tokens(llm, self.fmt, request, self.formatter_for(llm)))
+        return await self._worker(
+            lambda llm: prompt_tokens(llm, self.fmt, request, self.formatter_for(llm), cancel=self.cancel)
+        )
 
 
 class SyncCounter:
@@ -158,7 +166,15 @@ def llama_window(n_ctx: int, counter: Any, *, model: str) -> ContextWindow:
     )
 
 
-def guard_request(llm: Any, counter: LlamaCounter, request: ModelRequest, *, n_ctx: int, model: str) -> ModelRequest:
+def guard_request(
+    llm: Any,
+    counter: LlamaCounter,
+    request: ModelRequest,
+    *,
+    n_ctx: int,
+    model: str,
+    cancel: threading.Event | None = None,
+) -> ModelRequest:
     """``request`` as it is when it fits ``n_ctx``, else trimmed to fit (call in the model's worker).
 
     Raises :class:`~exo_core.context.fit.ContextWindowTooSmallError` (naming
@@ -166,7 +182,7 @@ def guard_request(llm: Any, counter: LlamaCounter, request: ModelRequest, *, n_c
     """
     fmt = counter.fmt
     formatter = counter.formatter_for(llm)
-    if prompt_tokens(llm, fmt, request, formatter) + request.max_tokens <= n_ctx:
+    if prompt_tokens(llm, fmt, request, formatter, cancel=cancel) + request.max_tokens <= n_ctx:
         return request
     window = llama_window(n_ctx, SyncCounter(llm, fmt, formatter), model=model)
     # The worker thread runs no event loop; the counter's coroutines never wait on anything.

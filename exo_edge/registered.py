@@ -29,6 +29,7 @@ from exo_core.seams.home import ExoHome
 from exo_edge.fetch import sha256_file
 from exo_edge.gguf import GGUFHeader, read_gguf_header
 from exo_edge.manifest import PromptFormat, load_manifests
+from exo_edge.template_limits import refuse_unsafe_template
 
 __all__ = [
     "PinMismatchError",
@@ -264,7 +265,8 @@ def register_model(
     """Check ``file`` and record it in ``home``'s registry under ``name`` (default: from its header).
 
     Raises a :class:`~exo_edge.gguf.GGUFError` for a file that is not a
-    usable GGUF, :class:`PinMismatchError` when ``sha256`` is given and
+    usable GGUF, :class:`~exo_edge.template_limits.UnsafeTemplateError` for a
+    chat template that exceeds its limits, :class:`PinMismatchError` when ``sha256`` is given and
     differs, :class:`ConflictError` when the name is a shipped manifest's or
     already registered to another file (unless ``replace``). Nothing is
     written unless every check passed.
@@ -279,6 +281,8 @@ def register_model(
     except UnicodeEncodeError as exc:
         raise UsageError(f"the path {path!r} is not UTF-8; rename the file or its folder") from exc
     header = read_gguf_header(path)
+    if header.chat_template is not None:
+        refuse_unsafe_template(header.chat_template, where=str(path))
     chosen = _choose_name(header, path, name)
     shipped = {m.name for m in load_manifests()}
     if chosen in shipped:

@@ -30,6 +30,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "store import": ("exo store import /media/usb/me",),
     "store verify": ("exo store verify", "exo store verify /media/usb/me"),
     "store sync": ("exo store sync ~/.exo/store /media/usb/me",),
+    "store resolve": ("exo store resolve", "exo store resolve people/sister.md --keep both --current theirs"),
     "store ingest": ("exo store ingest notes ~/notes", "exo store ingest bookmarks bookmarks.html"),
     "store rebuild-items": ("exo store rebuild-items",),
     "store enrol": ("exo store enrol 3f9a1c2b7d4e5f60",),

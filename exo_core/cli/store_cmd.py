@@ -1,4 +1,4 @@
-"""``exo store``: lint, export, import, verify, sync, enrol, trust, ingest and rebuild-items.
+"""``exo store``: lint, export, import, verify, sync, resolve, enrol, trust, ingest and rebuild-items.
 
 Trust comes from the Exo home, never from the store folder: every command
 here passes the home's :class:`~exo_core.ledger.MachineTrust` (the pinned
@@ -64,6 +64,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     sync = add_command(actions, "sync", _sync, "combine two used copies A and B; report any fork")
     sync.add_argument("a")
     sync.add_argument("b")
+
+    resolve = add_command(
+        actions, "resolve", _resolve, "settle a conflict a sync left open: keep this copy's, the other's, or both"
+    )
+    resolve.add_argument("path", nargs="?", default=None, help="the file, as the sync report names it (omit to list)")
+    resolve.add_argument("--keep", choices=("mine", "theirs", "both"), default=None)
+    resolve.add_argument(
+        "--current",
+        choices=("mine", "theirs"),
+        default="mine",
+        help="with --keep both: which version stays current (the other is kept as a superseded belief)",
+    )
 
     ingest = add_command(actions, "ingest", _ingest, "import bookmarks, a notes folder or a chat export")
     ingest.add_argument("kind", choices=("bookmarks", "notes", "chat"))
@@ -178,7 +190,9 @@ def _import(args: argparse.Namespace) -> int:
 def _verify(args: argparse.Namespace) -> int:
     from exo_core.store.verify import verify_store
 
-    report = verify_store(_store_dir(args, args.dir), trust=_trust(args, _signer(args, required=False)))
+    folder = _store_dir(args, args.dir)
+    live = folder == _store_dir(args)  # only this home's own store may lack a manifest
+    report = verify_store(folder, trust=_trust(args, _signer(args, required=False)), live=live)
     print(report.render())
     return 0 if report.ok else 1
 
@@ -194,8 +208,33 @@ def _sync(args: argparse.Namespace) -> int:
     home = home_of(args)
     private_dir(home.root)
     with contextlib.closing(CheckpointBook.for_home(home.root)) as book:
-        report = sync_stores(args.a, args.b, signer=signer, book=book, trust=_trust(args, signer))
+        report = sync_stores(
+            args.a, args.b, signer=signer, book=book, trust=_trust(args, signer), live=(_store_dir(args),)
+        )
     print(report.render())
+    return 0
+
+
+def _resolve(args: argparse.Namespace) -> int:
+    from exo_core.errors import UsageError
+    from exo_core.store.conflicts import open_conflicts, resolve_conflict
+    from exo_core.store.ledger_bridge import open_ledger
+    from exo_core.store.store import Store
+
+    store = Store.open(_store_dir(args))
+    if args.path is None:
+        opened = open_conflicts(store.root)
+        for conflict in opened:
+            theirs = "deleted" if conflict.saved is None else conflict.saved
+            print(f"{conflict.path}: open since sync {conflict.sync_id}; the other copy's version: {theirs}")
+        print(f"{len(opened)} open conflict(s)" + (": settle each with --keep mine|theirs|both" if opened else ""))
+        return 0
+    if args.keep is None:
+        raise UsageError("say which version to keep: --keep mine, --keep theirs or --keep both", field="keep")
+    signer = _signer(args, required=True)
+    with open_ledger(store.root, signer=signer, witness=_trust(args, signer).witness()) as ledger:
+        done = resolve_conflict(store.root, args.path, args.keep, ledger, current=args.current)
+    print(done.render())
     return 0
 
 

@@ -47,6 +47,7 @@ __all__ = [
     "sync_ledgers",
     "forks",
     "snapshot_ledger",
+    "same_entries",
 ]
 
 
@@ -172,6 +173,19 @@ def common_prefix(a: Ledger, b: Ledger) -> Head:
     return Head(shared, a.chain_at(0, shared))
 
 
+def same_entries(a: Ledger, b: Ledger) -> bool:
+    """True when both copies hold exactly the same entries (every chain hash of each in the other)."""
+    if a.count() != b.count():
+        return False
+    chains = {bytes(row[0]) for row in a.query("SELECT CAST(chain AS BLOB) FROM entries")}
+    return all(bytes(row[0]) in chains for row in b.query("SELECT CAST(chain AS BLOB) FROM entries"))
+
+
+def _moved(ledger: Ledger, after_n: int) -> bool:
+    """True when an entry other than a checkpoint arrived in ``ledger`` after ``after_n``."""
+    return any(entry.kind != "checkpoint" for entry in ledger.entries(after_n=after_n))
+
+
 def _on_main(ledger: Ledger, cp: Checkpoint) -> bool:
     return cp.size <= ledger.head(0).size and ledger.chain_at(0, cp.size) == cp.head
 
@@ -193,6 +207,9 @@ def sync_ledgers(
     with ``local``'s signer before anything moves and kept in ``book`` if
     given; with ``record``, a ``checkpoint`` entry is then appended to
     ``local`` and copied into ``foreign`` too, so the sync itself is on record.
+    Copies that already hold the same entries are left as they are: nothing
+    is imported, kept in ``book`` or recorded; when only checkpoint entries
+    moved, no new one is recorded.
     """
     signer = local.signer
     if signer is None:
@@ -209,15 +226,23 @@ def sync_ledgers(
                 f"{name} copy {ledger.path} fails verify, not synced: {report.problems[0].describe()}"
             )
     local_cp, foreign_cp = make_checkpoint(local, signer), make_checkpoint(foreign, signer)
+    if same_entries(local, foreign):
+        # Converged copies: a sync that finds nothing to move writes nothing (no checkpoint either).
+        nothing = ImportResult(0, local.count(), (), ())
+        return SyncReport(local_cp, foreign_cp, None, nothing, nothing)
     diverged = not _on_main(local, foreign_cp) and not _on_main(foreign, local_cp)
     fork = Fork(common_prefix(local, foreign), local_cp, foreign_cp) if diverged else None
+    local_mark, foreign_mark = local.max_n(), foreign.max_n()
     into_local = import_entries(local, foreign.entries(), origin=foreign_origin, pins=pins)
     mark = local.max_n()
     into_foreign = import_entries(foreign, local.entries(), origin=local_origin, pins=pins)
     if book is not None:
         book.add(local_cp, copy=local.path)
         book.add(foreign_cp, copy=foreign.path)
-    if record:
+    # Only checkpoints moved (another sync's record reaching this copy): recording one more would
+    # make the third copy out of date again, and three copies would never converge.
+    news = _moved(local, local_mark) or _moved(foreign, foreign_mark)
+    if record and news:
         # Copy the checkpoint entry and anything appended locally since the
         # import (exod may be writing meanwhile); present entries are skipped.
         record_checkpoint(local, book=book)

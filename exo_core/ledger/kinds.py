@@ -34,6 +34,11 @@ policy         the gate's policy exod runs under changed: ``file``,
                ``sha256`` (and the ``previous`` digest and who changed it);
                written by ``exo gate set`` and by exod when it finds the file
                changed by hand.
+resolve        the person settled a sync conflict over a curated file:
+               ``path``, ``keep`` mine|theirs|both, ``kept`` (the sha256 the
+               file holds now, "" when deleted) and ``superseded`` (the
+               versions it replaces); the next sync applies it to the other
+               copy (docs/store.md, "Resolving a conflict").
 =============  ==========================================================
 """
 
@@ -45,7 +50,7 @@ from typing import Any
 
 from exo_core.errors import BadBodyError
 
-__all__ = ["KINDS", "VERDICTS", "validate_kind", "validate_scope", "validate_body", "is_entry_id"]
+__all__ = ["KINDS", "VERDICTS", "RESOLUTIONS", "validate_kind", "validate_scope", "validate_body", "is_entry_id"]
 
 VERDICTS = ("accept", "edit", "reject", "should_have_been")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
@@ -130,6 +135,27 @@ def _enrol(body: Mapping[str, Any], refs: tuple[str, ...]) -> None:
         raise BadBodyError("enrol body needs 'key': a key id ('ed25519:' + 64 hex digits)", field="body.key")
 
 
+RESOLUTIONS = ("mine", "theirs", "both")
+
+
+def _file_state(value: object) -> bool:
+    return value == "" or is_entry_id(value)
+
+
+def _resolve(body: Mapping[str, Any], refs: tuple[str, ...]) -> None:
+    _needs("resolve", "path")(body, refs)
+    if body.get("keep") not in RESOLUTIONS:
+        raise BadBodyError(f"resolve body needs 'keep' in {', '.join(RESOLUTIONS)}", field="body.keep")
+    if not _file_state(body.get("kept")):
+        raise BadBodyError("resolve body needs 'kept': a sha256, or '' for a deleted file", field="body.kept")
+    superseded = body.get("superseded")
+    if not isinstance(superseded, list) or not superseded or not all(_file_state(v) for v in superseded):
+        raise BadBodyError(
+            "resolve body needs 'superseded': a list of sha256 values ('' for a deleted file)",
+            field="body.superseded",
+        )
+
+
 KINDS: Mapping[str, Callable[[Mapping[str, Any], tuple[str, ...]], None]] = {
     "utterance": _needs("utterance", "text"),
     "rule": _needs("rule", "text"),
@@ -146,6 +172,7 @@ KINDS: Mapping[str, Callable[[Mapping[str, Any], tuple[str, ...]], None]] = {
     "checkpoint": _checkpoint,
     "enrol": _enrol,
     "policy": _needs("policy", "file", "sha256"),
+    "resolve": _resolve,
 }
 
 

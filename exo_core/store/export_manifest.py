@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -153,8 +153,12 @@ def build_manifest(
     ledger: dict[str, Any],
     owner: str | None = None,
     signer: ManifestSigner | None = None,
+    history: Mapping[str, list[str | None]] | None = None,
 ) -> bytes:
-    """Hash every copied file under ``root`` and return the manifest bytes, signed when ``signer`` is given."""
+    """Hash every copied file under ``root`` and return the manifest bytes, signed when ``signer`` is given.
+
+    ``history`` is the copy's record of what it held (:mod:`exo_core.store.history`),
+    signed with the rest so a copy's history cannot be rewritten unnoticed."""
     files = {
         rel.as_posix(): dict(zip(("sha256", "size"), hash_file(root / rel), strict=True))
         for rel in copy_candidates(root)
@@ -170,6 +174,8 @@ def build_manifest(
     }
     if owner is not None:
         doc["owner"] = owner
+    if history is not None:
+        doc["history"] = dict(history)
     doc["digest"] = hashlib.sha256(canonical_json(doc)).hexdigest()
     if signer is not None:
         signature = signer.sign(SIGNATURE_DOMAIN + canonical_json(doc))

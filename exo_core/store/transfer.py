@@ -35,10 +35,10 @@ from exo_core.errors import ConflictError, NotFoundError, StorageError, UsageErr
 from exo_core.private_files import private_dir, private_file
 from exo_core.store import layout
 from exo_core.store.export_manifest import Manifest, ManifestSigner, build_manifest, copy_candidates, read_manifest
+from exo_core.store.history import IMPORT_MANIFEST, Record, curated_hashes, read_record, write_record
 from exo_core.store.migrate import StepHook, no_step
 from exo_core.store.store import Store
 from exo_core.store.store_toml import read_config, write_config
-from exo_core.store.sync import IMPORT_MANIFEST, record_state
 from exo_core.store.verify import manifest_problems, verify_store
 
 if TYPE_CHECKING:
@@ -132,7 +132,9 @@ def _copy_tree(src: Path, staging: Path, *, manifest: dict[str, Any] | None, tic
         tick(f"file:{rel.as_posix()}")
     fsync_tree(staging)
     if manifest is not None:  # written last, and flushed with its folder, so its presence means a whole copy
-        atomic_write_bytes(staging / layout.MANIFEST, build_manifest(staging, **manifest))
+        record: Record = manifest.pop("record")
+        history = record.with_state(curated_hashes(staging)).to_json()
+        atomic_write_bytes(staging / layout.MANIFEST, build_manifest(staging, **manifest, history=history))
         tick("manifest")
     return count
 
@@ -195,6 +197,8 @@ def export_store(
         "ledger": ledger_info,
         "signer": signer,
         "owner": owner if owner is not None or signer is None else signer.key_id,
+        # What the source held at its syncs, exports and imports: the copy inherits it (exo_core.store.history).
+        "record": read_record(store.root),
     }
     try:
         files = _copy_tree(store.root, staging, manifest=manifest, tick=on_step or no_step)
@@ -204,10 +208,8 @@ def export_store(
     _swap_into_place(staging, dest, on_step or no_step)
     # The source held what it exported: the base its next 'exo store sync' with the copy starts from
     # (machine state in .exo/; a source that cannot take it, say read-only, only syncs more cautiously).
-    exported = read_manifest(dest)
     with contextlib.suppress(StorageError, OSError):
-        if exported is not None:
-            record_state(store.root, {rel: e.sha256 for rel, e in exported.files.items()}, f"export {export_id}")
+        write_record(store.root, read_record(dest), f"export {export_id}")
     return ExportResult(dest, export_id, files, ledger_info)
 
 

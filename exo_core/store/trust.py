@@ -72,11 +72,22 @@ def store_trust(
     trust: MachineTrust | None,
     owner: str | None = None,
     manifest: Manifest | None = None,
+    also_enrolled: tuple[Path, ...] = (),
 ) -> StoreTrust:
-    """The pins for the store folder ``root`` (see the module docstring for the order)."""
+    """The pins for the store folder ``root`` (see the module docstring for the order).
+
+    ``also_enrolled``: other ledgers of the same store whose owner-signed
+    enrolments count too (a sync passes the other copy's, which it verifies)."""
     from exo_core.store import layout
 
     ledger_path = root / layout.LEDGER
+
+    def enrolled(owner_key: str) -> frozenset[str]:
+        keys = _enrolled(ledger_path, owner_key)
+        for other in also_enrolled:
+            keys |= _enrolled(other, owner_key)
+        return keys
+
     if trust is None:
         listed = frozenset(listed_keys) or None
         said = ("no machine trust given: authors pinned to STORE.toml's owner keys only",) if listed else ()
@@ -94,7 +105,7 @@ def store_trust(
     if anchor is not None:
         if owner is not None and owner != anchor.owner:
             errors.append(f"this machine pins owner key {anchor.owner[:24]}… for store {ledger_id}, not {owner[:24]}…")
-        pins = frozenset({anchor.owner, *_enrolled(ledger_path, anchor.owner)})
+        pins = frozenset({anchor.owner, *enrolled(anchor.owner)})
         if anchor.machine is not None:
             pins |= {anchor.machine}
         others = len(pins) - 1
@@ -108,7 +119,7 @@ def store_trust(
         return StoreTrust(pins, anchor.owner, True, seen_heads, tuple(notes), tuple(errors))
     claimed = owner or (manifest.owner if manifest is not None and manifest.owner else None)
     if claimed is not None:
-        pins = frozenset({claimed, *_enrolled(ledger_path, claimed)})
+        pins = frozenset({claimed, *enrolled(claimed)})
         source = "--owner" if owner else "the export's manifest (first use: compare it with the old machine)"
         note = f"no trust anchor for store {ledger_id} on this machine: owner key {claimed} taken from {source}"
         return StoreTrust(pins, claimed, False, seen_heads, (note,), tuple(errors))
@@ -142,8 +153,9 @@ def manifest_signature_problems(
         return [f"{name}: the signature does not match its content: the export was altered after it was signed"], []
     if trusted.pins is not None and manifest.signer not in trusted.pins:
         return [
-            f"{name} is signed by key {manifest.signer[:24]}…, which this machine does not trust for this store "
-            "(not the pinned owner's and not enrolled by it)"
+            f"{name} is signed by key {manifest.signer}, which this machine does not trust for this store "
+            "(not the pinned owner's and not enrolled by it). If another machine of yours made this copy, "
+            f"enrol that machine's key first: 'exo store enrol {manifest.signer}' on the owner's machine"
         ], []
     if trusted.pins is None:
         return [], [f"{name} is signed by {manifest.signer[:24]}… (no owner known here to check it against)"]

@@ -107,13 +107,25 @@ def sqlite_problems(path: Path) -> list[str]:
     return [] if rows == ["ok"] else [f"{path.name}: {row}" for row in rows[:5]]
 
 
-def verify_store(root: Path | str, *, trust: MachineTrust | None = None, owner: str | None = None) -> VerifyReport:
+def verify_store(
+    root: Path | str,
+    *,
+    trust: MachineTrust | None = None,
+    owner: str | None = None,
+    live: bool = False,
+    also_enrolled: tuple[Path, ...] = (),
+) -> VerifyReport:
     """Verify the store folder at ``root`` without changing it.
 
     ``trust`` is this machine's (the CLI passes the Exo home's): with it, authors
     and the manifest's signer are pinned by the anchor outside the store, an
     unsigned export is an error, and a ledger that lost heads this machine
     wrote fails. ``owner`` is an owner key the caller requires (``--owner``).
+
+    ``live``: the caller vouches that ``root`` is its home's live store, the
+    one folder that carries no manifest. Any other folder without a
+    ``MANIFEST.json`` fails: nothing would show that its curated files are the
+    ones a trusted machine wrote. ``also_enrolled``: see :func:`store_trust`.
     """
     root = Path(root).resolve()
     if not root.is_dir():
@@ -125,7 +137,14 @@ def verify_store(root: Path | str, *, trust: MachineTrust | None = None, owner: 
     # A malformed MANIFEST.json is manifest_problems' first error, not a live store.
     exported = (root / layout.MANIFEST).exists()
     errors = manifest_problems(root) if exported else []
-    notes = [] if exported else ["no MANIFEST.json: a live store, not an export (files not checked against hashes)"]
+    notes = []
+    if not exported and live:
+        notes.append("no MANIFEST.json: this home's live store, not an export (files not checked against hashes)")
+    elif not exported:
+        errors.append(
+            f"{layout.MANIFEST}: missing, and this folder is not this home's live store: nothing shows its files "
+            "are the ones a trusted machine wrote. Make a copy with 'exo store export' on the machine that uses it"
+        )
     manifest = None
     with contextlib.suppress(StoreFormatError):  # reported in errors above
         manifest = read_manifest(root)
@@ -140,6 +159,7 @@ def verify_store(root: Path | str, *, trust: MachineTrust | None = None, owner: 
         trust=trust,
         owner=owner,
         manifest=manifest,
+        also_enrolled=also_enrolled,
     )
     errors.extend(trusted.errors)
     notes.extend(trusted.notes)

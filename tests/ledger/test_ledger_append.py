@@ -66,6 +66,7 @@ def test_every_kind_has_a_rule_and_unknown_kinds_are_refused(make_ledger: MakeLe
         "checkpoint",
         "enrol",
         "policy",
+        "resolve",
     }
     ledger = make_ledger()
     with pytest.raises(BadBodyError) as info:

@@ -53,7 +53,10 @@ def test_store_commands(tmp_path: Path) -> None:
     assert imported.returncode == 0, imported.stderr
     again = _exo(home2, "store", "import", str(tmp_path / "copy"))
     assert again.returncode == 2 and "sync" in again.stderr
-    synced = _exo(home, "store", "sync", str(store.root), str(home2 / "store"))
+    # Another home's live store carries no manifest: nothing shows who wrote its files.
+    refused = _exo(home, "store", "sync", str(store.root), str(home2 / "store"))
+    assert refused.returncode == 2 and "MANIFEST.json: missing" in refused.stderr, refused.stderr
+    synced = _exo(home, "store", "sync", str(store.root), str(tmp_path / "copy"))
     assert synced.returncode == 0 and "sync " in synced.stdout, synced.stderr
 
     (store.root / "pack.md").write_text("# Pack\n[[missing/node]]\n")

@@ -65,28 +65,34 @@ def test_moved_store_verifies_and_syncs_after_the_owner_enrols_the_new_key(tmp_p
     all_verify(new, new / "store")
     ingest(old, tmp_path, "old-2")
 
-    refused = exo(old, "store", "sync", str(old / "store"), str(new / "store"))
-    assert refused.returncode == 2 and "exo store enrol" in refused.stderr, refused.stderr
+    # The new machine's copy travels as its signed export (docs/operations.md, "Move to a new machine").
+    ok(exo(new, "store", "export", str(tmp_path / "from-new")))
+    refused = exo(old, "store", "sync", str(old / "store"), str(tmp_path / "from-new"))
+    assert refused.returncode == 2 and f"exo store enrol {machine}" in refused.stderr, refused.stderr
     not_owner = exo(new, "store", "enrol", machine)
     assert not_owner.returncode == 2 and "only the owner's key" in not_owner.stderr
     assert "enrolled" in ok(exo(old, "store", "enrol", machine))
 
-    synced = ok(exo(old, "store", "sync", str(old / "store"), str(new / "store")))
+    synced = ok(exo(old, "store", "sync", str(old / "store"), str(tmp_path / "from-new")))
     assert "FORK" in synced  # both wrote after the export: both tails kept
-    all_verify(old, old / "store", new / "store")
-    all_verify(new, new / "store")
+    all_verify(old, old / "store", tmp_path / "from-new")
+    # Another home's live store is no export: verify from this home fails, naming the missing manifest.
+    foreign_live = exo(old, "store", "verify", str(new / "store"))
+    assert foreign_live.returncode == 1 and "MANIFEST.json: missing" in foreign_live.stdout
+    ok(exo(new, "store", "sync", str(new / "store"), str(tmp_path / "from-new")))
+    all_verify(new, new / "store", tmp_path / "from-new")
     ingest(new, tmp_path, "new-2")
     ingest(old, tmp_path, "old-3")
     all_verify(new, new / "store")
     all_verify(old, old / "store")
 
     # The new machine's export is signed by its (enrolled) key and checks out on the owner's machine.
-    ok(exo(new, "store", "export", str(tmp_path / "from-new")))
+    ok(exo(new, "store", "export", str(tmp_path / "from-new"), "--force"))
     manifest = json.loads((tmp_path / "from-new" / "MANIFEST.json").read_text())
     assert manifest["signature"]["key"] == machine and manifest["owner"] == owner
     ok(exo(old, "store", "verify", str(tmp_path / "from-new")))
-    ok(exo(old, "store", "sync", str(old / "store"), str(new / "store")))
-    all_verify(old, old / "store", new / "store")
+    ok(exo(old, "store", "sync", str(old / "store"), str(tmp_path / "from-new")))
+    all_verify(old, old / "store", tmp_path / "from-new")
 
 
 def test_store_toml_cannot_add_a_key_and_a_stranger_cannot_enrol(tmp_path: Path) -> None:

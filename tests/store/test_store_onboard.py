@@ -188,7 +188,7 @@ def test_protocol_client_onboards_through_a_real_exod_with_no_model(
     said = [(e.kind, e.body["text"]) for e in led.entries() if e.body.get("source") == "onboarding"]
     led.close()
     assert said == [("utterance", "Call me Sam."), ("rule", "Always show me the price first.")]
-    assert verify_store(store_root).ok
+    assert verify_store(store_root, live=True).ok
 
     async def again() -> str | None:
         async with ExoClient(exod.url) as client:

@@ -60,7 +60,7 @@ def test_two_used_copies_sync_without_loss(store: Store, ledger: Ledger, signer:
     b.write_node(_node("work/both", "Edited in both copies later, B's way."))
     # A store's STORE.toml gained B's key on import; A must learn it from the sync.
     book = CheckpointBook(tmp_path / "book.sqlite")
-    report = sync_stores(a.root, b.root, signer=signer, book=book)
+    report = sync_stores(a.root, b.root, signer=signer, live=(a.root, b.root), book=book)
     text = report.render()
     assert report.forked, text
     fork = report.ledger.fork
@@ -75,7 +75,7 @@ def test_two_used_copies_sync_without_loss(store: Store, ledger: Ledger, signer:
         led.close()
         with ItemStore(root / "items.sqlite", None) as items:
             assert {i.title for i in items.all()} >= {"from A", "from B"}
-        v = verify_store(root)
+        v = verify_store(root, live=True)
         assert v.ok, v.render()
         assert "fork segments" in v.render()
     # Curated files: one-sided changes travel, two-sided ones are kept and reported.
@@ -89,7 +89,7 @@ def test_two_used_copies_sync_without_loss(store: Store, ledger: Ledger, signer:
     assert signer_b.key_id in Store.open(a.root).config.owner_keys
     assert book.for_ledger(a.config.store_id)
     # Syncing again changes nothing more and finds nothing new.
-    again = sync_stores(a.root, b.root, signer=signer, book=book)
+    again = sync_stores(a.root, b.root, signer=signer, live=(a.root, b.root), book=book)
     assert again.ledger.into_local.imported == 0
     assert again.copied == [] and again.conflicts == [c for c in again.conflicts]
 
@@ -102,7 +102,7 @@ def test_sync_prefix_is_not_a_fork(store: Store, ledger: Ledger, signer: Signer,
     la = open_ledger(store.root, signer=signer)
     la.append("utterance", {"text": "two"})
     la.close()
-    report = sync_stores(store.root, b_root, signer=signer)
+    report = sync_stores(store.root, b_root, signer=signer, live=(store.root, b_root))
     assert not report.forked
     lb = Ledger.open(b_root / "ledger.sqlite")
     assert "two" in {e.body.get("text") for e in lb.entries()}
@@ -123,7 +123,7 @@ def test_deletions_travel_and_never_beat_a_concurrent_edit(
     b.write_node(_node("work/del-a-edit-b", "Refined on B while A deleted it."))
     a.write_node(_node("work/edit-a-del-b", "Refined on A while B deleted it."))
     (b.root / "work" / "edit-a-del-b.md").unlink()
-    report = sync_stores(a.root, b.root, signer=signer)
+    report = sync_stores(a.root, b.root, signer=signer, live=(a.root, b.root))
     for root in (a.root, b.root):  # a one-sided deletion is applied to the other copy
         assert not (root / "work" / "gone-a.md").exists() and not (root / "work" / "gone-b.md").exists()
     assert "work/gone-a.md deleted A -> B" in report.copied and "work/gone-b.md deleted B -> A" in report.copied
@@ -137,16 +137,16 @@ def test_deletions_travel_and_never_beat_a_concurrent_edit(
     assert "Refined on A" in (a.root / "work" / "edit-a-del-b.md").read_text()
     assert any("Refined on A" in p.read_text() for p in (b.root / ".exo" / "conflicts").rglob("edit-a-del-b.md"))
     # Nothing reappears on the next sync; the unresolved conflicts are reported again.
-    again = sync_stores(a.root, b.root, signer=signer)
+    again = sync_stores(a.root, b.root, signer=signer, live=(a.root, b.root))
     assert again.copied == [] and len(again.conflicts) == 2
     assert not (a.root / "work" / "gone-a.md").exists() and not (b.root / "work" / "gone-a.md").exists()
     # After a sync the base is the synced state: a later deletion travels too, and resolving by
     # deleting in both copies ends the conflict.
     (b.root / "work" / "later.md").unlink()
     (b.root / "work" / "del-a-edit-b.md").unlink()
-    third = sync_stores(a.root, b.root, signer=signer)
+    third = sync_stores(a.root, b.root, signer=signer, live=(a.root, b.root))
     assert third.copied == ["work/later.md deleted B -> A"] and len(third.conflicts) == 1
     assert not (a.root / "work" / "later.md").exists()
     for root in (a.root, b.root):
-        v = verify_store(root)
+        v = verify_store(root, live=True)
         assert v.ok, v.render()

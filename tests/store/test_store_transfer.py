@@ -58,7 +58,7 @@ def _populate(store: Store, ledger: Ledger, n_nodes: int = 20, n_entries: int = 
 
 def test_fresh_store_verifies_with_nothing_to_report(store: Store, tmp_path: Path) -> None:
     assert lint_store(store.root).clean
-    report = verify_store(store.root)
+    report = verify_store(store.root, live=True)
     assert report.clean, report.render()
 
 
@@ -74,7 +74,7 @@ def test_export_verify_import_round_trip(store: Store, ledger: Ledger, signer: S
     assert list(copy_ledger.entries())[-1].kind == "checkpoint"
     copy_ledger.close()
     live = import_store(tmp_path / "copy", tmp_path / "machine2" / "store", owner_key_id="ed25519:" + "c" * 64)
-    assert verify_store(live).clean
+    assert verify_store(live, live=True).clean
     assert Store.open(live).config.owner_keys[-1] == "ed25519:" + "c" * 64
     assert not (live / "MANIFEST.json").exists()
     with pytest.raises(ConflictError):
