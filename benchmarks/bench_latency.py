@@ -293,25 +293,25 @@ def _ask(exod: Exod, kind: str, session: str | None, text: str, rnd: int, timeou
     return row
 
 
-def one_round(exod: Exod, rnd: int, timeout: float) -> list[dict[str, Any]]:
-    """The five kinds of turn on one exod (see the module docstring)."""
+def one_round(exod: Exod, rnd: int, timeout: float, keep: Any) -> None:
+    """The five kinds of turn on one exod (see the module docstring); ``keep`` gets each row as it is measured."""
     first, other = TOPICS[rnd % len(TOPICS)]
     nxt_first, _ = TOPICS[(rnd + 3) % len(TOPICS)]
-    rows = []
     a = _ask(exod, "first", None, first, rnd, timeout)
-    rows += [a, _ask(exod, "follow-up", a["session"], FOLLOW_UP, rnd, timeout)]
+    keep(a)
+    keep(_ask(exod, "follow-up", a["session"], FOLLOW_UP, rnd, timeout))
     b = _ask(exod, "first", None, nxt_first, rnd, timeout)
-    rows += [b, _ask(exod, "follow-up, new beliefs", b["session"], other, rnd, timeout)]
+    keep(b)
+    keep(_ask(exod, "follow-up, new beliefs", b["session"], other, rnd, timeout))
     seen = len(exod.heads())
     exod.edit_pack(rnd)
     exod.wait_head(seen)
-    rows.append(_ask(exod, "after a pack edit", None, TOPICS[(rnd + 5) % len(TOPICS)][0], rnd, timeout))
+    keep(_ask(exod, "after a pack edit", None, TOPICS[(rnd + 5) % len(TOPICS)][0], rnd, timeout))
     exod.stop()
     seen = len(exod.heads())
     exod.start()
     exod.wait_head(seen)
-    rows.append(_ask(exod, "after a restart", None, TOPICS[(rnd + 7) % len(TOPICS)][0], rnd, timeout))
-    return rows
+    keep(_ask(exod, "after a restart", None, TOPICS[(rnd + 7) % len(TOPICS)][0], rnd, timeout))
 
 
 def _p90(values: list[float]) -> float:
@@ -388,11 +388,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             }
 
         for rnd in range(args.turns):
-            order = LAYOUTS if rnd % 2 == 0 else LAYOUTS[::-1]
+
+            def keep(row: dict[str, Any], rounds: int = rnd) -> None:
+                rows.append(row)  # each turn as it is measured: a run cut short keeps what it measured
+                write_results("latency", result(None, rounds), out=args.out, quick=args.quick)
+
+            # the reuse layout first in even rounds: a run cut short has both layouts' first turns
+            order = LAYOUTS[::-1] if rnd % 2 == 0 else LAYOUTS
             for layout in order:
-                rows += one_round(exods[layout], rnd, args.turn_timeout)
-            # each round as it ends: a run cut short keeps what it measured
-            write_results("latency", result(None, rnd + 1), out=args.out, quick=args.quick)
+                one_round(exods[layout], rnd, args.turn_timeout, keep)
         final = result(run_fresh(args.threads, n_ctx), args.turns)
     finally:
         for exod in exods.values():
