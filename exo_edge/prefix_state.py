@@ -173,8 +173,8 @@ class PrefixStates:
         if not path.is_file():
             return False
         try:
-            data = self._read(path, key, tokens)
-            _set_state(llm, data, tokens)
+            raw, offset = self._read(path, key, tokens)
+            _set_state(llm, raw, offset, tokens)
         except _BadState as exc:
             _log.warning("discarded the saved prompt state %s: %s; reading the prompt from scratch", path.name, exc)
             with contextlib.suppress(OSError):
@@ -187,8 +187,12 @@ class PrefixStates:
             os.utime(path)  # recently used: kept longest
         return True
 
-    def _read(self, path: Path, key: PrefixKey, tokens: list[int]) -> bytes:
-        raw = path.read_bytes()
+    def _read(self, path: Path, key: PrefixKey, tokens: list[int]) -> tuple[bytearray, int]:
+        """The file's bytes (read once, into one buffer) and where its state begins, once all of it is checked."""
+        raw = bytearray(path.stat().st_size)
+        with open(path, "rb") as fh:
+            got = fh.readinto(raw)
+        del raw[got:]
         if not raw.startswith(MAGIC) or len(raw) < len(MAGIC) + 4:
             raise _BadState("not a prompt state file")
         (size,) = struct.unpack_from("<I", raw, len(MAGIC))
@@ -205,17 +209,18 @@ class PrefixStates:
         for field_name, value in wanted.items():
             if header.get(field_name) != value:
                 raise _BadState(f"its {field_name} is {header.get(field_name)!r}, not {value!r}")
-        body = raw[start + size :]
+        body = start + size
         count = key.n_tokens * 4
-        if len(body) != count + header.get("state_bytes", -1):
-            raise _BadState(f"it holds {len(body)} bytes after its header, not {count + header.get('state_bytes', 0)}")
-        saved = list(struct.unpack(f"<{key.n_tokens}i", body[:count]))
+        if len(raw) - body != count + header.get("state_bytes", -1):
+            held, wanted = len(raw) - body, count + header.get("state_bytes", 0)
+            raise _BadState(f"it holds {held} bytes after its header, not {wanted}")
+        saved = list(struct.unpack_from(f"<{key.n_tokens}i", raw, body))
         if saved != tokens:
             raise _BadState("its tokens are not the prompt's")
-        data = body[count:]
-        if hashlib.sha256(data).hexdigest() != header.get("state_sha256"):
+        offset = body + count
+        if hashlib.sha256(memoryview(raw)[offset:]).hexdigest() != header.get("state_sha256"):
             raise _BadState("its state does not match its checksum")
-        return data
+        return raw, offset
 
     # -- saving -------------------------------------------------------------------------
     def save(self, llm: Any, key: PrefixKey, tokens: list[int]) -> bool:
@@ -259,8 +264,8 @@ def _ctx(llm: Any) -> Any:
     return llm._ctx.ctx  # llama-cpp-python keeps the llama_context here
 
 
-def _get_state(llm: Any) -> bytes:
-    """The KV state of ``llm``'s sequence 0 (llama.cpp's sequence state: the cache, no logits)."""
+def _get_state(llm: Any) -> memoryview:
+    """The KV state of ``llm``'s sequence 0 (llama.cpp's sequence state: the cache, no logits), not copied."""
     import ctypes
 
     import llama_cpp
@@ -268,21 +273,23 @@ def _get_state(llm: Any) -> bytes:
     size = llama_cpp.llama_state_seq_get_size(_ctx(llm), 0)
     buffer = (ctypes.c_uint8 * size)()
     written = llama_cpp.llama_state_seq_get_data(_ctx(llm), buffer, size, 0)
-    return bytes(buffer[:written])
+    return memoryview(buffer).cast("B")[:written]
 
 
-def _set_state(llm: Any, data: bytes, tokens: list[int]) -> None:
-    """Load a sequence state into ``llm`` and make its token record say so."""
+def _set_state(llm: Any, raw: bytearray, offset: int, tokens: list[int]) -> None:
+    """Load the sequence state in ``raw`` from ``offset`` into ``llm`` (no copy) and make its token record say so."""
     import ctypes
 
     import llama_cpp
 
+    size = len(raw) - offset
     llm.n_tokens = 0
     llm._ctx.kv_cache_clear()
-    buffer = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
-    if llama_cpp.llama_state_seq_set_data(_ctx(llm), buffer, len(data), 0) != len(data):
+    buffer = (ctypes.c_uint8 * size).from_buffer(raw, offset)
+    if llama_cpp.llama_state_seq_set_data(_ctx(llm), buffer, size, 0) != size:
         llm._ctx.kv_cache_clear()
         raise _BadState("llama.cpp refused it")
+    del buffer  # the bytearray may be freed once nothing views it
     llm.input_ids[: len(tokens)] = tokens
     llm.n_tokens = len(tokens)
 
