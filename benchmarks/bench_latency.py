@@ -1,7 +1,7 @@
 """Time to the first token for each kind of turn: the prompt laid out for reuse against the earlier layout, same run.
 
     exo bench latency [--turns 10] [--threads 2] [--quick] [--json] [--out FILE]
-    python benchmarks/bench_latency.py ...
+    python -m benchmarks.bench_latency ...
 
 Two real exods answer with the `standard` board's model (Qwen2.5-Coder 0.5B,
 ``OMP_WAIT_POLICY=PASSIVE``), each on its own home holding the same store (the
@@ -54,11 +54,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+from benchmarks._common import bench_parser, child_env, machine_info, median, proc_memory_kb, write_results
+from benchmarks.bench_store_answers import DATA, _healthy, _write_home
 
-from _common import bench_parser, child_env, machine_info, median, proc_memory_kb, write_results  # noqa: E402
-from bench_store_answers import DATA, _healthy, _write_home  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 MODEL = "qwen2.5-coder-0.5b-instruct"
 PI5_PROMPT_TOKENS_PER_S = 290.0  # published: Qwen2.5 0.5B Q4_0, llama.cpp, Raspberry Pi 5, 4 threads
@@ -126,7 +125,8 @@ def fresh_child(threads: int, n_ctx: int) -> dict[str, Any]:
 
 def run_fresh(threads: int, n_ctx: int) -> dict[str, Any]:
     env = child_env() | {"OMP_WAIT_POLICY": "PASSIVE"}
-    cmd = [sys.executable, __file__, "--child-fresh", "--threads", str(threads), "--n-ctx", str(n_ctx)]
+    cmd = [sys.executable, "-m", "benchmarks.bench_latency", "--child-fresh", "--threads", str(threads)]
+    cmd += ["--n-ctx", str(n_ctx)]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800, check=False)
     if out.returncode != 0:
         raise SystemExit(f"the direct reference failed:\n{out.stderr[-2000:]}")
