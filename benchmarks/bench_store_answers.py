@@ -259,6 +259,9 @@ def run(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, Any]]
     started = time.perf_counter()
     try:
         init_out = _write_home(home, workspace, args.board, data, env)
+        if args.layout == "system":  # the earlier layout, for a same-run comparison (docs/context.md)
+            with open(home / "config.toml", "a", encoding="utf-8") as fh:
+                fh.write('\n[context]\nlayout = "system"\n')
         config = (home / "config.toml").read_text(encoding="utf-8")
         if args.rows is not None:  # the run's facts now: a run cut short still has them
             early = {"board": args.board, "home_config": config, "exo_init": init_out}
@@ -329,6 +332,7 @@ def run(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, Any]]
         shutil.rmtree(tmp, ignore_errors=True)
     meta = {
         "board": args.board,
+        "layout": args.layout,
         "home_config": config,
         "exo_init": init_out,
         "seconds": round(time.perf_counter() - started, 1),
@@ -379,6 +383,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--kind", choices=("store", "general", "file"), default=None, help="ask one kind only (a trial run)"
     )
     parser.add_argument("--turn-timeout", type=float, default=1200.0, help="seconds for one question")
+    parser.add_argument(
+        "--layout",
+        choices=("reuse", "system"),
+        default="reuse",
+        help="the prompt's layout ([context] layout): system is the earlier one, for a comparison",
+    )
     parser.add_argument("--tmp", type=Path, default=None, help="folder for the temporary home (a short path)")
     parser.add_argument("--rows", type=Path, default=None, help="append each scored row to this JSON-lines file")
     parser.add_argument("--resume", action="store_true", help="with --rows: skip the questions the file already has")
@@ -434,7 +444,8 @@ def main(argv: list[str] | None = None) -> int:
     # a partial run (one half, or the first N questions) is a trial: it writes only where --out says
     partial = bool(args.only or args.limit or args.kind) and not args.from_rows
     quick = args.quick or partial
-    written = write_results(f"store_answers_{args.board}", result, out=args.out, quick=quick)
+    name = f"store_answers_{args.board}" + ("" if args.layout == "reuse" else f"_{args.layout}")
+    written = write_results(name, result, out=args.out, quick=quick)
     if written is not None:
         heldout = {
             "board": args.board,
@@ -444,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
         heldout_out = None
         if args.out is not None:
             heldout_out = args.out.with_suffix(".heldout.json")
-        heldout_written = write_results(f"store_answers_{args.board}.heldout", heldout, out=heldout_out, quick=quick)
+        heldout_written = write_results(f"{name}.heldout", heldout, out=heldout_out, quick=quick)
         print(f"wrote {written} (held-out answers apart, in {heldout_written})", file=sys.stderr)
     return 0
 

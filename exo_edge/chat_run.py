@@ -87,6 +87,7 @@ __all__ = [
     "AskedReader",
     "ChatDecision",
     "CallJudge",
+    "HeadPrep",
     "call_candidates",
     "call_openers",
     "run_chat",
@@ -102,6 +103,9 @@ CANDIDATES = 3
 CANDIDATE_SHARE = 0.05
 
 CallJudge = Callable[[ToolCall, Sequence[ChatMessage], Sequence[Mapping[str, Any]]], Grounding]
+# Called with the model, the prompt's tokens and the tools the prompt was rendered with, before the prompt
+# is read: the transport puts the state of the prompt's fixed head in place (exo_edge.prefix_state).
+HeadPrep = Callable[[Any, list[int], Sequence[Mapping[str, Any]]], None]
 AskedReader = Callable[[Sequence[ChatMessage], Sequence[Mapping[str, Any]]], AskedTools]
 
 
@@ -370,11 +374,13 @@ def run_chat(
     asking: AskedReader = asked_tools,
     emit: Callable[[Any], None],
     cancel: threading.Event,
+    prepare: HeadPrep | None = None,
 ) -> tuple[dict[str, Any], ChatDecision]:
     """One call; returns the transport's summary and the decision (see the module docstring).
 
     ``openers`` are the model's call-opening tokens (:func:`call_openers`);
-    ``asking`` reads which tools the person's words name (steps 2 and 3).
+    ``asking`` reads which tools the person's words name (steps 2 and 3);
+    ``prepare`` is told the prompt's tokens before any of them is read.
     """
     use_tools = bool(request.tools) and request.tool_choice != "none" and template.native
     if use_tools:
@@ -390,6 +396,8 @@ def run_chat(
             kind=FailureKind.BAD_REQUEST,
             provider="local",
         )
+    if prepare is not None:
+        prepare(llm, tokens, request.tools if use_tools else ())
     banned = openers if use_tools else frozenset()
     reused = common_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens)
     share: float | None = None

@@ -25,6 +25,7 @@ opening tag), built from the offered tools' schemas.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import threading
@@ -71,12 +72,17 @@ class ChatTemplate:
 
     ``native`` says the template writes calls in ``<tool_call>`` tags (the
     Hermes style Qwen uses); only then are tools passed to it.
+    ``later_system`` says it renders a system message after the first one as
+    a turn of its own (Qwen's does): the history view and the beliefs retrieved
+    for the current message then stay where the core put them, after the tools
+    (:func:`template_messages`).
     """
 
     source: str
     bos_token: str
     eos_token: str
     native: bool
+    later_system: bool = False
 
     @classmethod
     def from_metadata(cls, metadata: Mapping[str, str], token_text: Mapping[str, str]) -> ChatTemplate | None:
@@ -89,7 +95,25 @@ class ChatTemplate:
         if not source:
             return None
         native = "tools" in source and CALL_OPEN in source
-        return cls(source, token_text.get("bos", ""), token_text.get("eos", ""), native)
+        template = cls(source, token_text.get("bos", ""), token_text.get("eos", ""), native)
+        return dataclasses.replace(template, later_system=template.renders_later_system())
+
+    def renders_later_system(self) -> bool:
+        """Whether the template renders a system message that is not the first as a turn of its own.
+
+        Tried once on a probe conversation: a template that refuses it, or drops its text, does not.
+        """
+        probe = [
+            ChatMessage("system", "exo-probe-first"),
+            ChatMessage("system", "exo-probe-second"),
+            ChatMessage("user", "exo-probe-question"),
+        ]
+        try:
+            text = self._render_as_is(template_messages(probe, later_system=True), None)
+        except Exception:  # noqa: BLE001 - jinja2 raises many kinds; each means the template refuses the probe
+            return False
+        second, question = text.find("exo-probe-second"), text.find("exo-probe-question")
+        return text.find("exo-probe-first") < second < question and text.count("exo-probe-second") == 1
 
     def render(
         self,
@@ -108,7 +132,8 @@ class ChatTemplate:
         formatter = bounded_formatter(self.source, self.eos_token, self.bos_token)
         offered = template_tools(tools) if (tools and self.native) else None
         try:
-            return formatter(messages=template_messages(messages), tools=offered, cancel=cancel).prompt
+            laid_out = template_messages(messages, later_system=self.later_system)
+            return formatter(messages=laid_out, tools=offered, cancel=cancel).prompt
         except TemplateLimitError:
             raise
         except Exception as exc:  # jinja2 raises many kinds; all mean the template refused
@@ -118,6 +143,10 @@ class ChatTemplate:
                 kind=FailureKind.BAD_REQUEST,
                 provider="local",
             ) from exc
+
+    def _render_as_is(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
+        formatter = bounded_formatter(self.source, self.eos_token, self.bos_token)
+        return formatter(messages=messages, tools=tools).prompt
 
 
 def template_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -133,17 +162,26 @@ def template_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def template_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
+def template_messages(messages: Sequence[ChatMessage], *, later_system: bool = False) -> list[dict[str, Any]]:
     """Messages as a chat template reads them: calls as ``tool_calls``, results in the ``tool`` role.
 
     Arguments stay objects (Qwen's template writes them with ``tojson``).
-    Consecutive system messages are merged into the first turn: several
-    templates take only ``messages[0]`` as the system turn.
+    With ``later_system`` (the template renders them: :attr:`ChatTemplate.later_system`)
+    every system message stays where it is. Otherwise, as several templates take
+    only ``messages[0]`` as the system turn, system messages at the start are
+    merged into the first, and a later one (the beliefs retrieved for the current
+    message) goes at the head of the person's message that follows it.
     """
     out: list[dict[str, Any]] = []
+    notes: list[str] = []  # later system messages waiting for the person's next message
     for m in messages:
-        if m.role == "system" and out and out[-1]["role"] == "system":
+        if m.role == "system" and not later_system and out and out[-1]["role"] != "system":
+            notes.append(m.content.strip())
+        elif m.role == "system" and not later_system and out:
             out[-1]["content"] = out[-1]["content"].rstrip() + "\n\n" + m.content.strip()
+        elif m.role == "user" and notes:
+            out.append({"role": "user", "content": "\n\n".join([*notes, m.content])})
+            notes = []
         elif m.role == "tool":
             out.append({"role": "tool", "content": m.content, "tool_call_id": m.tool_call_id or ""})
         elif m.role == "assistant" and m.tool_calls:
@@ -154,6 +192,8 @@ def template_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
             out.append({"role": "assistant", "content": m.content, "tool_calls": calls})
         else:
             out.append({"role": m.role, "content": m.content})
+    if notes:  # nothing of the person's followed them: they belong to the system turn
+        out[0]["content"] = out[0]["content"].rstrip() + "\n\n" + "\n\n".join(notes)
     return out
 
 

@@ -73,6 +73,8 @@ class LlamaSettings:
     use_mmap: bool = True
     seed: int = 0
     name: str = ""
+    # Where the fixed head's saved states are kept (exo_edge.prefix_state); None keeps none.
+    state_dir: Path | None = None
 
     @property
     def draw(self) -> Draw:

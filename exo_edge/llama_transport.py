@@ -17,6 +17,12 @@
 * **Prefix reuse.** llama-cpp-python keeps the KV cache of the longest common
   token prefix with the previous call on the same object; the usage chunk
   reports those tokens as ``cache_read_tokens``.
+* **The fixed head, once.** The state of the prompt's fixed head (the system
+  message and the tools, as the chat template renders them) is saved in the
+  Exo home and loaded when the model holds another (a new process, a head
+  that changed back): :mod:`exo_edge.prefix_state`. :meth:`LlamaTransport.warm`
+  reads it ahead of the first question, a batch at a time, and gives way to
+  any call that comes meanwhile.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import functools
+import json
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
@@ -33,6 +40,7 @@ from exo_core.agent.grounding import call_grounding
 from exo_core.errors import ClosedResourceError
 from exo_core.seams.failures import FailureKind, ProviderError
 from exo_core.seams.model import (
+    ChatMessage,
     ContextWindow,
     Finish,
     ModelChunk,
@@ -42,9 +50,12 @@ from exo_core.seams.model import (
 )
 from exo_edge.chat_run import CallJudge, ChatDecision, call_openers, run_chat
 from exo_edge.chat_template import ChatTemplate
+from exo_edge.grammar_decode import common_prefix
 from exo_edge.llama_completion import CallStats, CompletionPath, run_chat_grammar, run_completion
 from exo_edge.llama_load import KV_TYPES, LlamaSettings, load_llama, rss_bytes, trim_heap
 from exo_edge.llama_window import LlamaCounter, guard_request, llama_window
+from exo_edge.model_turns import AHEAD, BACKGROUND, LIVE, ModelTurns
+from exo_edge.prefix_state import PrefixStates, evaluate_head, model_digest
 from exo_edge.prompting import CALL_PREFIX, parse_tool_call
 from exo_edge.token_pipe import STREAM_LIMIT, TokenPipe
 
@@ -54,6 +65,10 @@ __all__ = ["KV_TYPES", "LlamaSettings", "CallStats", "LlamaTransport", "rss_byte
 T = TypeVar("T")
 
 _END = object()
+# A fixed head shorter than this is read with the prompt: its state is not worth a file.
+_MIN_HEAD = 32
+# Stands for the person's message when the fixed head is found (exo_edge.llama_transport._head_tokens).
+_PROBE = "\u2063"
 
 
 class LlamaTransport:
@@ -75,25 +90,31 @@ class LlamaTransport:
         self._openers: frozenset[int] | None = None
         self.last_decision: ChatDecision | None = None
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="exo-llama")
-        self._locks: dict[int, asyncio.Lock] = {}
+        self._turns: dict[int, ModelTurns] = {}
         self._closed = False
         self.last: CallStats | None = None
         self.last_stream_peak = 0  # the most text pieces that waited for the consumer in the last call
         self.rss_after_load: int = 0
+        # The fixed head's saved states (None: none are kept) and what the last call did with its head.
+        self.states = PrefixStates(settings.state_dir) if settings.state_dir is not None else None
+        self.last_head = ""
+        self._head_evaluated = 0
+        self._heads: dict[tuple[str, str], list[int]] = {}
+        self._model_sha: str | None = None
 
     @property
     def name(self) -> str:
         """The model name (manifest name, else the file stem)."""
         return self.settings.name or self.settings.model_path.stem
 
-    def _lock(self) -> asyncio.Lock:
-        """One call at a time per model, per event loop (the worker is shared)."""
+    def _lock(self) -> ModelTurns:
+        """One call at a time per model, per event loop (the worker is shared), the person's turn first."""
         loop_id = id(asyncio.get_running_loop())
-        lock = self._locks.get(loop_id)
-        if lock is None:
-            self._locks = {loop_id: asyncio.Lock()}
-            lock = self._locks[loop_id]
-        return lock
+        turns = self._turns.get(loop_id)
+        if turns is None:
+            self._turns = {loop_id: ModelTurns()}
+            turns = self._turns[loop_id]
+        return turns
 
     # -- loading --------------------------------------------------------------------
     def _load_sync(self) -> Any:
@@ -200,6 +221,12 @@ class LlamaTransport:
         template = self._chat_template(llm)
         if template is None or (use_tools and not template.native):
             return self._run_path(run_chat_grammar, llm, request, emit, cancel, use_tools, stop, start)
+        self._head_evaluated, self.last_head = 0, ""
+
+        def prepare(llm: Any, tokens: list[int], tools: Any) -> None:
+            if request.messages and request.messages[0].role == "system":
+                self._prepare_head(llm, tokens, self._head_tokens(llm, template, request.messages[0], tools))
+
         try:
             result, decision = run_chat(
                 llm,
@@ -212,9 +239,12 @@ class LlamaTransport:
                 judge=self.judge,
                 emit=emit,
                 cancel=cancel,
+                prepare=prepare,
             )
         finally:
             trim_heap()
+        # the head read in this call (no saved state) was read for it, not taken from a cache
+        result = {**result, "reused": max(0, result["reused"] - self._head_evaluated)}
         self.last_decision = decision
         end = time.perf_counter()
         text = result["text"]
@@ -228,6 +258,86 @@ class LlamaTransport:
             result["interrupted"],
         )
         return {**result, "output_tokens": out_tokens}
+
+    # -- the fixed head (exo_edge.prefix_state) ----------------------------------------------
+    def _head_tokens(self, llm: Any, template: ChatTemplate, system: ChatMessage, tools: Any) -> list[int]:
+        """The tokens every prompt that opens with ``system`` and offers ``tools`` begins with.
+
+        That is the system turn rendered alone, up to where a following message
+        would begin (found against a probe message); remembered per system text and tools.
+        """
+        memo = (system.content, json.dumps(list(tools), sort_keys=True, default=str))
+        if memo not in self._heads:
+            alone = template.render([system], tools)
+            probed = template.render([system, ChatMessage("user", _PROBE)], tools)
+            a = llm.tokenize(alone.encode("utf-8"), add_bos=False, special=True)
+            b = llm.tokenize(probed.encode("utf-8"), add_bos=False, special=True)
+            self._heads = {memo: a[: common_prefix(a, b)]}  # one system text at a time is in use
+        return self._heads[memo]
+
+    def _digest(self) -> str:
+        if self._model_sha is None:
+            folder = self.settings.state_dir
+            self._model_sha = model_digest(self.settings.model_path, folder)
+        return self._model_sha
+
+    def _prepare_head(self, llm: Any, tokens: list[int], head: list[int], stop: threading.Event | None = None) -> str:
+        """Put the state of ``head`` in the model before ``tokens`` (which begin with it) are read.
+
+        Held already: nothing to do. Saved: loaded. Else read now (a batch at a
+        time, ``stop`` may end it early) and saved. Returns which it was.
+        """
+        if len(head) < _MIN_HEAD or tokens[: len(head)] != head:
+            self.last_head = "none"
+            return self.last_head
+        if common_prefix(llm.input_ids[: llm.n_tokens].tolist(), head) >= len(head):
+            self.last_head = "memory"
+            return self.last_head
+        key = self.states.key(self._digest(), self.settings, head) if self.states is not None else None
+        if self.states is not None and key is not None and self.states.load(llm, key, head):
+            self.last_head = "disk"
+            return self.last_head
+        self._head_evaluated += evaluate_head(llm, head, stop=stop)
+        if llm.n_tokens < len(head):
+            self.last_head = "interrupted"
+            return self.last_head
+        if self.states is not None and key is not None:
+            self.states.save(llm, key, head)
+        self.last_head = "computed"
+        return self.last_head
+
+    def _warm_sync(self, request: ModelRequest, waiting: threading.Event) -> str:
+        llm = self._load_sync()
+        template = self._chat_template(llm) if self.settings.prompt.format == "chat" else None
+        if template is None or not request.messages or request.messages[0].role != "system":
+            return "no chat template or no system message: nothing to read ahead"
+        use_tools = bool(request.tools) and request.tool_choice != "none" and template.native
+        tools = request.tools if use_tools else ()
+        head = self._head_tokens(llm, template, request.messages[0], tools)
+        self._head_evaluated = 0
+        try:
+            outcome = self._prepare_head(llm, head, head, stop=waiting)
+        finally:
+            trim_heap()
+        return f"{outcome} ({len(head)} tokens)"
+
+    async def warm(self, request: ModelRequest) -> str:
+        """Read the fixed head of ``request`` (its system message and tools) ahead of the next call.
+
+        From the saved state when there is one, else a batch at a time, stopping
+        as soon as a call waits for the model (what was read stays for it). The
+        state is saved for the next start. Returns what it did (``memory``,
+        ``disk``, ``computed``, ``interrupted``, ...) and the head's tokens, e.g. ``disk (1093 tokens)``.
+        """
+        if self._closed:
+            raise ClosedResourceError(f"the local model {self.name} was closed; make a new transport")
+        loop = asyncio.get_running_loop()
+        turns = self._lock()
+        await turns.acquire(AHEAD)
+        try:
+            return await loop.run_in_executor(self._executor, self._warm_sync, request, turns.waiting)
+        finally:
+            turns.release()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         """Stream one call; stopping iteration interrupts generation between two tokens."""
@@ -244,7 +354,9 @@ class LlamaTransport:
             finally:
                 pipe.put(_END)
 
-        async with self._lock():
+        lock = self._lock()
+        await lock.acquire(LIVE if request.role == "main" else BACKGROUND)
+        try:
             future = loop.run_in_executor(self._executor, work)
             try:
                 while True:
@@ -261,6 +373,8 @@ class LlamaTransport:
                     await asyncio.wait([future])  # the model is free before the next call
                 if not future.cancelled():
                     future.exception()  # retrieved here when the consumer left early
+        finally:
+            lock.release()
         if summary["mode"] == "call" and not summary["interrupted"]:
             text = summary["text"]
             if summary["finish"] == "length":
@@ -297,8 +411,12 @@ class LlamaTransport:
         if self._closed:
             raise ClosedResourceError(f"the local model {self.name} was closed; make a new transport")
         loop = asyncio.get_running_loop()
-        async with self._lock():
+        lock = self._lock()
+        await lock.acquire(BACKGROUND)
+        try:
             return await loop.run_in_executor(self._executor, lambda: work(self._load_sync()))
+        finally:
+            lock.release()
 
     async def aclose(self) -> None:
         """Free the model and stop the worker thread (idempotent)."""
@@ -306,10 +424,14 @@ class LlamaTransport:
             return
         self._closed = True
         self._stopping.set()  # a chat template render under way in the worker stops at its next step
-        async with self._lock():
+        turns = self._lock()
+        await turns.acquire(LIVE)
+        try:
             llm, self._llm = self._llm, None
             if llm is not None:
                 await asyncio.get_running_loop().run_in_executor(self._executor, llm.close)
+        finally:
+            turns.release()
         self._executor.shutdown(wait=False)
 
     # -- the window (exo_edge.llama_window; docs/context.md, "Sized to the model") ----

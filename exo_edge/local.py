@@ -18,6 +18,7 @@ or a file registered with ``exo models add``) to one shared
     flash_attn = false # a q8_0 KV cache needs it
     swa_full = true   # full-length sliding-window cache: lets a turn reuse the last prompt's prefix
     use_mmap = true   # map the GGUF (file pages the kernel can drop) instead of copying it
+    prefix_cache = true # keep the prompt's fixed head's state in $EXO_HOME/cache/prefix (exo_edge/prefix_state.py)
 
 Nothing is loaded until the first call, and nothing is imported for it either:
 the transport, the manifests and the model-file helpers are imported when a
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 __all__ = ["local_settings", "local_factory", "local_transport"]
 
 _INT_KEYS = ("n_ctx", "n_threads", "n_batch", "n_ubatch", "seed")
-_BOOL_KEYS = ("flash_attn", "swa_full", "use_mmap")
+_BOOL_KEYS = ("flash_attn", "swa_full", "use_mmap", "prefix_cache")
 
 
 def _local_config(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -114,6 +115,8 @@ def local_settings(home: ExoHome, name: str, *, overrides: Mapping[str, Any] | N
     cfg = _local_config(home.config())
     cfg.update(overrides or {})
     cfg.setdefault("n_threads", min(2, os.cpu_count() or 1))
+    if cfg.pop("prefix_cache", True):
+        cfg.setdefault("state_dir", home.root / "cache" / "prefix")
     if context is not None and cfg.get("n_ctx", 0) > context:
         cfg["n_ctx"] = context
     return LlamaSettings(model_path=path, prompt=prompt, sampling=sampling, name=name, **cfg)

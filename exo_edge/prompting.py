@@ -206,13 +206,28 @@ def parse_tool_call(text: str, index: int = 0) -> ToolCall | None:
 
 
 def chat_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
-    """Messages for a model with its own chat template (tool turns as plain text)."""
+    """Messages for a model with its own chat template (tool turns as plain text).
+
+    Many templates refuse a system turn anywhere but first, so system messages at the
+    start are merged into one, and a later one (the beliefs retrieved for the current
+    message) goes at the head of the person's message that follows it.
+    """
     out: list[dict[str, Any]] = []
+    notes: list[str] = []
     for m in messages:
-        if m.role == "tool":
+        if m.role == "system" and out and out[-1]["role"] == "system":
+            out[-1]["content"] = out[-1]["content"].rstrip() + "\n\n" + m.content.strip()
+        elif m.role == "system" and out:
+            notes.append(m.content.strip())
+        elif m.role == "user" and notes:
+            out.append({"role": "user", "content": "\n\n".join([*notes, m.content])})
+            notes = []
+        elif m.role == "tool":
             out.append({"role": "user", "content": f"Tool result: {m.content}"})
         elif m.role == "assistant" and m.tool_calls:
             out.append({"role": "assistant", "content": _assistant_text(m)})
         else:
             out.append({"role": m.role, "content": m.content})
+    if notes:  # nothing of the person's followed them: they belong to the system turn
+        out[0]["content"] = out[0]["content"].rstrip() + "\n\n" + "\n\n".join(notes)
     return out

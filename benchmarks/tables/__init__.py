@@ -75,6 +75,7 @@ RENDERERS: dict[str, Table] = {
         files=(f"{_QWEN_TOOLS}_asked_before", f"{_QWEN_TOOLS}_asked_after_dev", f"{_QWEN_TOOLS}_asked_after"),
         render=models.exod_tools_asked,
     ),
+    "latency": _one("latency", models.latency),
     "store_answers_standard": _one("store_answers_standard", models.store_answers),
     "store_answers_small": _one("store_answers_small", models.store_answers),
     "generation": _one("generation", models.generation),

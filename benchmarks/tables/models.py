@@ -305,3 +305,36 @@ def store_answers(data: dict[str, Any]) -> list[str]:
     model = BOARD_MODELS.get(data["board"], data["board"])
     headers = [f"`{data['board']}` ({model})", "right", "store", "general", "file"]
     return md_table([*headers, "general with a tool call", "turn errors"], rows)
+
+
+def latency(data: dict[str, Any]) -> list[str]:
+    """§18: each kind of turn's tokens evaluated and first token, both layouts (``exo bench latency``)."""
+    fresh = data["fresh_250"]["median_s"]
+    rows = []
+    for line in data["summary"]:
+        n = line["turns"]
+        rows.append(
+            [
+                line["kind"],
+                line["layout"],
+                str(n),
+                f"{line['evaluated_median']:.0f} / {line['evaluated_p90']:.0f}",
+                f"{line['input_median']:.0f}",
+                f"{fixed(line['first_token_median_s'], 2)} / {fixed(line['first_token_p90_s'], 2)}",
+                frac(line["within_tail"], n),
+                frac(line["within_2x_250"], n),
+                fixed(line["pi5_estimate_s"], 2),
+            ]
+        )
+    headers = [
+        "kind of turn",
+        "layout",
+        "turns",
+        "tokens evaluated, median / p90",
+        "prompt tokens, median",
+        "first token s, median / p90",
+        "evaluated ≤ new tail",
+        f"first token ≤ 2 × 250 fresh ({fixed(2 * fresh, 2)} s)",
+        "Pi 5 estimate s (prompt)",
+    ]
+    return md_table(headers, rows, align="llrrrrrrr")

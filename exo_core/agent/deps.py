@@ -57,6 +57,8 @@ class LoopSettings:
     max_retry_wait: float = 30.0
     base_prompt: str = BASE_PROMPT
     max_tokens: int = 512
+    # How the input is laid out (exo_core.context.fit.LAYOUTS; config.toml [context] layout).
+    layout: str = "reuse"
 
 
 @dataclass(slots=True)

@@ -45,7 +45,7 @@ from exo_core.agent.toolrun import emit_message as _emit_message
 from exo_core.agent.toolrun import record as _record
 from exo_core.agent.toolrun import run_tool_call as _run_tool
 from exo_core.agent.toolrun import store_tool_result as _store_tool_result
-from exo_core.context.fit import Draft, render
+from exo_core.context.fit import Draft, recalled_message, render
 from exo_core.context.window import Fitted, fit_input, fit_request
 from exo_core.errors import ExoError, MalformedToolCallError, ModelError, RetryableModelError
 from exo_core.protocol import events as ev
@@ -64,7 +64,7 @@ from exo_core.seams.model import (
 from exo_core.sessions.session_store import MessageRecord, TurnRecord
 from exo_core.tools.spec import ToolResult
 
-__all__ = ["LoopDeps", "LoopSettings", "run_turn", "INTERRUPTED_RESULT", "BASE_PROMPT"]
+__all__ = ["LoopDeps", "LoopSettings", "run_turn", "system_text", "INTERRUPTED_RESULT", "BASE_PROMPT"]
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ async def run_turn(
             if saved is not None:
                 return await _answer_directly(deps, session_id, turn, saved, state)
         memory = await _memory_parts(deps, session_id, turn.text)
-        system = _system_text(deps.settings.base_prompt, memory)
+        system = system_text(deps.settings.base_prompt, memory, deps.settings.layout)
         toolsets = await _chosen_toolsets(deps, turn.text)
         offered = deps.tools if toolsets is None else deps.tools.view(toolsets)  # availability: per round
         pointed = await _pointed(deps, turn.text, tuple(s.to_model() for s in offered.specs()))
@@ -210,13 +210,32 @@ async def _memory_parts(deps: LoopDeps, session_id: str, text: str) -> MemoryPar
         return MemoryParts()
 
 
-def _system_text(base: str, memory: MemoryParts) -> str:
-    """The system prompt as one text: the base prompt, then the pack and the recalled blocks."""
-    block = memory.pack.rstrip()
-    if memory.recalled:
-        block += f"\n\n{memory.heading}\n" + "\n".join(memory.recalled)
-    block = block.strip()
-    return base + ("\n\n" + block + "\n" if block else "")
+def system_text(base: str, memory: MemoryParts, layout: str) -> str:
+    """The system prompt: the base prompt, then the pack. The retrieved beliefs go just before the
+    current turn (:func:`_with_recalled`), so the system prompt is the same on every turn; in the
+    ``system`` layout they follow the pack here instead."""
+    if layout == "system":
+        block = memory.pack.rstrip()
+        if memory.recalled:
+            block += f"\n\n{memory.heading}\n" + "\n".join(memory.recalled)
+        block = block.strip()
+        return base + ("\n\n" + block + "\n" if block else "")
+    pack = memory.pack.strip()
+    return base + ("\n\n" + pack if pack else "")
+
+
+def _with_recalled(
+    built: list[Any], memory: MemoryParts, history: Sequence[MessageRecord], turn_id: str, layout: str
+) -> list[Any]:
+    """``built`` (an engine's input, one message per stored message of its tail) with the beliefs retrieved
+    for this message just before the current turn: the layout of :func:`exo_core.context.fit.render`."""
+    notes = recalled_message(memory.heading, memory.recalled)
+    if notes is None or layout == "system":
+        return built
+    turn_messages = len(history) - _current_index(history, 0, turn_id)
+    first = 1 if built and built[0].role == "system" else 0
+    at = max(first, len(built) - turn_messages)
+    return [*built[:at], notes, *built[at:]]
 
 
 async def _chosen_toolsets(deps: LoopDeps, text: str) -> frozenset[str] | None:
@@ -255,10 +274,11 @@ async def _sized_request(
     engine's, unbudgeted.
     """
     window = await _window(deps, request.role)
-    if window is None:
-        return replace(request, messages=tuple(await _build_context(deps, session_id, system, history)))
-    if not isinstance(deps.context, ViewingContextEngine):
+    if window is None or not isinstance(deps.context, ViewingContextEngine):
         built = await _build_context(deps, session_id, system, history)
+        built = _with_recalled(built, memory, history, turn_id, deps.settings.layout)
+        if window is None:
+            return replace(request, messages=tuple(built))
         return await fit_request(window, replace(request, messages=tuple(built)))
     try:
         view = await deps.context.history_view(session_id, system, history)
@@ -274,6 +294,7 @@ async def _sized_request(
         history=view.elements,
         tail=tuple(to_chat_messages(tail)),
         current=_current_index(history, view.tail_start, turn_id),
+        layout=deps.settings.layout,
     )
     try:
         fitted = await fit_input(window, draft, request)
@@ -375,6 +396,8 @@ async def _call_model(
                             cost=chunk.cost,
                             session_cost=session.cost,
                             model=chunk.model,
+                            cache_read_tokens=chunk.cache_read_tokens,
+                            evaluated_tokens=max(0, chunk.input_tokens - chunk.cache_read_tokens),
                         ),
                     )
                 elif isinstance(chunk, Finish):

@@ -22,6 +22,7 @@ __all__ = [
     "MemoryProvider",
     "MemoryParts",
     "PartedMemory",
+    "PackedMemory",
     "NullMemory",
     "ContextEngine",
     "HistoryView",
@@ -70,6 +71,19 @@ class PartedMemory(Protocol):
 
     async def system_parts(self, session_id: str, text: str) -> MemoryParts:
         """The pack and the blocks retrieved for ``text``, separately."""
+        ...
+
+
+@runtime_checkable
+class PackedMemory(Protocol):
+    """An optional capability of a :class:`MemoryProvider`: the pack alone, with no retrieval.
+
+    The part of :meth:`PartedMemory.system_parts` that is the same for every
+    message: the prompt's fixed head is read ahead from it (exo_core.agent.warmup).
+    """
+
+    async def pack_block(self) -> str:
+        """The pack as :meth:`PartedMemory.system_parts` gives it."""
         ...
 
 

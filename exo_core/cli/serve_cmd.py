@@ -53,6 +53,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="full",
         help="fsync every event commit (full, default) or only checkpoint (normal)",
     )
+    parser.add_argument(
+        "--warm-delay",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="read the prompt's fixed head into the model S seconds after start (negative: never)",
+    )
     parser.add_argument("--log-level", default="INFO")
 
 
@@ -118,6 +125,8 @@ def _serve(args: argparse.Namespace) -> int:
         options.style = _enforced_taste(store)
     if memory is not None:  # the store's retrieval is the default memory provider and the recall tool
         options.memory, options.tools = memory, builtin_tools(memory)
+    if args.warm_delay >= 0:  # the model reads the prompt's fixed head before the first question
+        options.services = (*options.services, _prefix_warmup(args.warm_delay))
     transports = TransportSettings(
         tcp=parse_hostport(args.tcp) if args.tcp else None,
         stdio=args.stdio,
@@ -139,6 +148,13 @@ def _serve(args: argparse.Namespace) -> int:
         if ledger is not None:
             ledger.close()
     return 0
+
+
+def _prefix_warmup(delay: float) -> Any:
+    """The service that has the model read the prompt's fixed head ahead (exo_core.agent.warmup)."""
+    from exo_core.agent.warmup import PrefixWarmup
+
+    return lambda core: PrefixWarmup(core.deps, delay=delay)
 
 
 def _stated_facts(store: Path) -> Any:

@@ -65,8 +65,13 @@ class ContextConfig:
     # Model spec of the summarizer ('' = the core's model on the aux role);
     # e.g. 'scripted-summary' for tests and demos.
     summarizer: str = ""
+    # How each model input is laid out (exo_core.context.fit.LAYOUTS): "reuse" keeps what never changes
+    # first so a prompt cache reuses it; "system" is the earlier layout, for same-run comparisons.
+    layout: str = "reuse"
 
     def __post_init__(self) -> None:
+        if self.layout not in ("reuse", "system"):
+            raise ConfigError(f"context.layout must be 'reuse' or 'system', not {self.layout!r}")
         # Checked by declared type (annotations are strings here), so a new field cannot be left unchecked.
         for f in fields(self):
             value = getattr(self, f.name)

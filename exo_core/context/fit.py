@@ -36,6 +36,7 @@ from exo_core.errors import ConfigError
 from exo_core.seams.model import ChatMessage
 
 __all__ = [
+    "LAYOUTS",
     "Draft",
     "Trimmed",
     "ContextWindowTooSmallError",
@@ -43,9 +44,14 @@ __all__ = [
     "draft_tokens",
     "fit",
     "render",
+    "recalled_message",
     "clip_middle",
 ]
 
+# How render() lays the parts out: "reuse" (what never changes first, what changes every turn last) or
+# "system" (everything but the tail in one system message, retrieved beliefs included: the earlier layout,
+# kept for same-run comparisons).
+LAYOUTS = ("reuse", "system")
 # A tool result may take at most this share of the room before it is cut (step 1).
 TOOL_SHARE = 4
 # What a cut tool result of the current turn keeps at least (step 6), in tokens.
@@ -69,6 +75,7 @@ class Draft:
     history: tuple[str, ...] = ()
     tail: tuple[ChatMessage, ...] = ()
     current: int = 0
+    layout: str = "reuse"  # LAYOUTS: how render() orders the parts
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,11 +179,12 @@ class _Counts:
 def draft_tokens(draft: Draft, counts: Mapping[str, int] | _Counts, *, overhead: int) -> int:
     """The tokens of ``draft`` rendered: its parts, plus ``overhead`` for each message's template."""
     count = counts if isinstance(counts, _Counts) else _Counts(counts)
+    apart = overhead if draft.layout == "reuse" else 0  # each a message of its own (render)
     system = count(draft.base) + count(draft.pack)
     if draft.recalled:
-        system += count(draft.recall_heading) + sum(count(r) + 1 for r in draft.recalled)
+        system += apart + count(draft.recall_heading) + sum(count(r) + 1 for r in draft.recalled)
     if draft.history:
-        system += count(VIEW_HEADER + VIEW_FOOTER) + sum(count(h) + 1 for h in draft.history)
+        system += apart + count(VIEW_HEADER + VIEW_FOOTER) + sum(count(h) + 1 for h in draft.history)
     tail = sum(count(_message_text(m)) + overhead for m in draft.tail)
     return system + overhead + tail
 
@@ -318,7 +326,36 @@ class _Fitting:
 
 
 def render(draft: Draft) -> list[ChatMessage]:
-    """The model input of ``draft``: one system message (base, pack, recalled, history), then the tail."""
+    """The model input of ``draft``, laid out for reuse (docs/context.md, "Laid out for reuse").
+
+    What never changes comes first and what changes every turn last, so an
+    engine that keeps the state of the longest common prefix (llama.cpp, a
+    server's prompt cache) evaluates only the new end of each call:
+
+    1. one system message: the base prompt, then the pack (a chat template puts the tools after it);
+    2. the history view, a system message of its own (it changes only when a span is summarized);
+    3. the tail before the current turn;
+    4. the beliefs retrieved for this message (:func:`recalled_message`), just before it;
+    5. the current turn: the person's message, then any calls and results that followed.
+
+    The ``system`` layout puts 1, 2 and 4 in one system message (see :data:`LAYOUTS`).
+    """
+    if draft.layout == "system":
+        return _render_one_system(draft)
+    system = "\n\n".join(p for p in (draft.base, draft.pack.strip()) if p)
+    head = [ChatMessage(role="system", content=system)] if system else []
+    if draft.history:
+        history = VIEW_HEADER + "\n\n" + "\n\n".join(draft.history) + "\n" + VIEW_FOOTER
+        head.append(ChatMessage(role="system", content=history))
+    tail = list(draft.tail)
+    notes = recalled_message(draft.recall_heading, draft.recalled)
+    if notes is not None:
+        tail.insert(min(draft.current, len(tail)), notes)
+    return head + tail
+
+
+def _render_one_system(draft: Draft) -> list[ChatMessage]:
+    """The ``system`` layout: one system message (base, pack, recalled, history), then the tail."""
     memory = ""
     if draft.pack or draft.recalled:
         memory = draft.pack.rstrip()
@@ -331,3 +368,10 @@ def render(draft: Draft) -> list[ChatMessage]:
     system = "\n\n".join(p for p in (draft.base, memory, history) if p)
     head = [ChatMessage(role="system", content=system)] if system else []
     return head + list(draft.tail)
+
+
+def recalled_message(heading: str, recalled: Sequence[str]) -> ChatMessage | None:
+    """The beliefs retrieved for the current message as the system message that goes just before it."""
+    if not recalled:
+        return None
+    return ChatMessage(role="system", content=(f"{heading}\n" if heading else "") + "\n".join(recalled))

@@ -9,7 +9,7 @@ provider would use.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -131,13 +131,14 @@ class Core:
         # What the gate lets through runs where exod's files are not: the sandbox hides the home and the stores'
         # private files from every tool process, and the file tools refuse them.
         sandbox = options.sandbox or Sandbox(ExodFiles.of(home.root, stores=stores, workspaces=(options.workspace,)))
+        context_config = options.context_config or ContextConfig.from_config(home.config())
         self.context: ContextEngine = options.context or SummaryTreeContext(
             worker=self.worker,
             store=self.sessions.store,
             hub=self.hub,
             clock=options.clock,
             summarizer=options.summarizer or model,
-            config=options.context_config or ContextConfig.from_config(home.config()),
+            config=context_config,
         )
         self.deps = LoopDeps(
             hub=self.hub,
@@ -151,7 +152,7 @@ class Core:
             recorder=options.recorder,
             hooks=options.hooks,
             clock=options.clock,
-            settings=options.settings,
+            settings=replace(options.settings, layout=context_config.layout),
             workspace=options.workspace,
             toolsets=options.toolsets,
             redactor=options.redactor or SecretRedactor.for_home(home.root),

@@ -56,6 +56,7 @@ from exo_core.seams.model import (
     TextDelta,
     ToolCallChunk,
     UsageChunk,
+    WarmingTransport,
     WindowedTransport,
 )
 
@@ -143,6 +144,22 @@ class ModelRouter:
         return self.hosted
 
     # -- the window -----------------------------------------------------------------
+    async def warm(self, request: ModelRequest) -> str:
+        """Have the route that would serve ``request.role`` now read its fixed head (the router's
+        :class:`WarmingTransport`); a route whose transport cannot says so."""
+        for route in self.chain(request.role):
+            for cred in self.catalog.credentials(route.provider, self.env):
+                if self.cooldowns.remaining(cred.id) > 0:
+                    continue
+                try:
+                    transport = self._transport(route, cred)
+                except ModelError:
+                    break
+                if isinstance(transport, WarmingTransport):
+                    return await transport.warm(request)
+                return f"{route} keeps no prompt state"
+        return "no route"
+
     async def context_window(self, role: str) -> ContextWindow | None:
         """The window of the route that would serve ``role`` now (the router's :class:`WindowedTransport`).
 

@@ -119,7 +119,12 @@ class ToolCompleted:
 
 @event_type("usage.updated")
 class UsageUpdated:
-    """Token use and cost of one model call, with the session's running total."""
+    """Token use and cost of one model call, with the session's running total.
+
+    Of the ``input_tokens``, ``cache_read_tokens`` came from the engine's prompt
+    cache (the state of a prefix it had already read) and ``evaluated_tokens``
+    were read anew: the part that costs time before the first token.
+    """
 
     turn_id: str
     input_tokens: int
@@ -127,6 +132,8 @@ class UsageUpdated:
     cost: float = 0.0
     session_cost: float = 0.0
     model: str = ""
+    cache_read_tokens: int = 0
+    evaluated_tokens: int = 0
 
 
 @event_type("approval.requested")

@@ -78,8 +78,7 @@ class StoreMemory:
 
         Kept apart so each can be fitted to a small window.
         """
-        pack_text = await asyncio.to_thread(self.retriever.store.pack_text)
-        pack = f"{PACK_HEADING}\n{addressed(without_comments(pack_text))}"
+        pack = await self.pack_block()
         try:
             recalled = await asyncio.to_thread(
                 self.retriever.retrieve, text, scope=self.scope, session_id=session_id, floor=PROMPT_FLOOR
@@ -88,6 +87,11 @@ class StoreMemory:
             _log.warning("retrieval failed, answering with the pack only: %s", exc.message)
             return MemoryParts(pack=pack)
         return MemoryParts(pack=pack, recalled=_as_shown(recalled.packed), heading=RECALL_HEADING)
+
+    async def pack_block(self) -> str:
+        """The pack page under its heading, as every prompt carries it (no retrieval)."""
+        pack_text = await asyncio.to_thread(self.retriever.store.pack_text)
+        return f"{PACK_HEADING}\n{addressed(without_comments(pack_text))}"
 
     async def on_exchange(self, session_id: str, user_text: str, answer: str) -> None:
         """A finished exchange is a new past turn: re-check the sources before the next query."""

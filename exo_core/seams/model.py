@@ -35,6 +35,7 @@ __all__ = [
     "TokenCounter",
     "ContextWindow",
     "WindowedTransport",
+    "WarmingTransport",
     "Timeouts",
 ]
 
@@ -228,6 +229,21 @@ class WindowedTransport(Protocol):
 
     async def context_window(self, role: str) -> ContextWindow | None:
         """The window of the model that would serve a call for ``role`` now (``None``: unknown)."""
+        ...
+
+
+@runtime_checkable
+class WarmingTransport(Protocol):
+    """An optional capability of a :class:`ModelTransport`: it can read a prompt's fixed head ahead of a call.
+
+    ``request`` holds the head's messages (the system prompt) and the tools a call
+    will offer; the model reads their state in the background, at once or from a
+    saved copy, and gives way to any real call that comes meanwhile. Returns a
+    word for the log: what it did (``memory``, ``disk``, ``computed``, ``interrupted``, ...).
+    """
+
+    async def warm(self, request: ModelRequest) -> str:
+        """Have the state of ``request``'s fixed head ready for the next call."""
         ...
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -287,3 +288,43 @@ def test_a_window_taken_by_the_tools_and_the_answer_says_so() -> None:
     message = info.value.message
     assert "tiny" in message and "(100)" in message and "[models.local] n_ctx in config.toml" in message
     assert "fewer tools" in message
+
+
+def test_the_input_is_laid_out_for_reuse_fixed_head_first_this_turns_notes_last() -> None:
+    call = ToolCall("c0", "read_file", {"path": "todo.txt"})
+    tail = (
+        ChatMessage(role="user", content="earlier question"),
+        ChatMessage(role="assistant", content="earlier answer"),
+        ChatMessage(role="user", content="what is on my list?"),
+        ChatMessage(role="assistant", content="", tool_calls=(call,)),
+        ChatMessage(role="tool", content="buy milk", tool_call_id="c0"),
+    )
+    d = Draft(
+        base="base prompt",
+        pack="the pack",
+        recalled=("[people/sister] lives in Porto",),
+        recall_heading="## Recalled",
+        history=("[summary] they talked",),
+        tail=tail,
+        current=2,
+    )
+    out = render(d)
+    assert out[0] == ChatMessage(role="system", content="base prompt\n\nthe pack")  # the same on every turn
+    assert out[1].role == "system" and "[summary] they talked" in out[1].content
+    assert out[2:4] == list(tail[:2])
+    assert out[4] == ChatMessage(role="system", content="## Recalled\n[people/sister] lives in Porto")
+    assert out[5:] == list(tail[2:])  # the current turn, its call and result after this turn's notes
+    # another message's notes change nothing before the conversation
+    other = render(replace(d, recalled=("[self/pet] a grey cat",)))
+    assert other[:4] == out[:4] and other[4] != out[4]
+    # the earlier layout: everything but the tail in one system message
+    old = render(replace(d, layout="system"))
+    assert old[0].role == "system" and "lives in Porto" in old[0].content and old[1:] == list(tail)
+
+
+def test_the_token_count_follows_the_layout() -> None:
+    d = sample_draft()
+    counted = counts(d)
+    reuse = draft_tokens(d, counted, overhead=4)
+    one_system = draft_tokens(replace(d, layout="system"), counted, overhead=4)
+    assert reuse == one_system + 4 * (bool(d.recalled) + bool(d.history))  # each its own message

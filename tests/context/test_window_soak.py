@@ -172,10 +172,18 @@ async def test_two_hundred_turns_in_a_1024_token_window_never_overflow(tmp_path:
     for request in model.requests:
         users = [m for m in request.messages if m.role == "user"]
         assert users and users[-1].content in said
-    # The pack is always there; earlier exchanges and recalled notes are there when they fit.
+    # The pack is always there, first; earlier exchanges and recalled notes are there when they fit, the
+    # notes just before the person's message (docs/context.md, "Laid out for reuse").
     systems = [r.messages[0].content for r in model.requests]
     assert all("fact 0: the sister lives in town 0" in s for s in systems)
-    assert any("## Recalled" in s for s in systems)
+    assert not any("## Recalled" in s for s in systems)
+    notes = [
+        r.messages[i]
+        for r in model.requests
+        for i in range(1, len(r.messages) - 1)
+        if r.messages[i].content.startswith("## Recalled")
+    ]
+    assert notes and all(m.role == "system" for m in notes)
     assert any(sum(m.role == "user" for m in r.messages) > 1 for r in model.requests)
     # Big tool results were cut with their head and end kept; the history was trimmed and said so.
     results = [m for r in model.requests for m in r.messages if m.role == "tool"]

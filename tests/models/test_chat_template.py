@@ -199,3 +199,54 @@ def test_an_argument_holding_the_closing_tag_parses_whole() -> None:
     assert [c.id for c in calls] == ["call_0", "call_1"]
     fenced = parse_native_calls(f"<tool_call>\n```json\n{body}\n```\n</tool_call>", TOOLS)
     assert fenced[0].arguments == {"command": "echo '</tool_call>' > tags.txt"}
+
+
+def test_a_later_system_message_stays_in_place_for_qwen_and_joins_the_next_question_elsewhere() -> None:
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python renders chat templates (scripts/install_edge.sh)")
+    qwen = _qwen()
+    assert qwen.later_system  # Qwen's template renders a system message after the first as a turn of its own
+    head = ChatMessage("system", "You are Exo.\n\nthe pack")
+    notes = ChatMessage("system", "## Recalled\nthe sister lives in Porto")
+    first = qwen.render([head, notes, ChatMessage("user", "Where does my sister live?")], TOOLS)
+    later = qwen.render(
+        [
+            head,
+            ChatMessage("user", "Where does my sister live?"),
+            ChatMessage("assistant", "In Porto."),
+            ChatMessage("system", "## Recalled\nthe cat is called Pepper"),
+            ChatMessage("user", "And my cat?"),
+        ],
+        TOOLS,
+    )
+    fixed = qwen.render([head], TOOLS).rsplit("<|im_start|>assistant", 1)[0]
+    # the tools come right after the base prompt and pack, so both prompts open with the same head
+    assert first.startswith(fixed) and later.startswith(fixed) and "# Tools" in fixed
+    assert "the sister lives in Porto" not in fixed
+    assert "<|im_start|>system\n## Recalled\nthe cat is called Pepper<|im_end|>\n<|im_start|>user\nAnd my cat?" in later
+    # a template that reads only messages[0]: leading system messages merge, a later one opens the next question
+    plain = ChatTemplate.from_metadata({"tokenizer.chat_template": "{{ messages[0]['content'] }}"}, {})
+    assert plain is not None and not plain.later_system
+    out = template_messages(
+        [head, ChatMessage("user", "hi"), ChatMessage("assistant", "hello"), notes, ChatMessage("user", "sister?")],
+        later_system=False,
+    )
+    assert [m["role"] for m in out] == ["system", "user", "assistant", "user"]
+    assert out[3]["content"] == "## Recalled\nthe sister lives in Porto\n\nsister?"
+
+
+def test_the_grammar_path_folds_system_messages_for_templates_that_take_one() -> None:
+    from exo_edge.prompting import chat_messages
+
+    out = chat_messages(
+        [
+            ChatMessage("system", "base"),
+            ChatMessage("system", "## Recalled\nsister: Porto"),
+            ChatMessage("user", "Where does my sister live?"),
+            ChatMessage("assistant", "In Porto."),
+            ChatMessage("system", "## Recalled\ncat: Pepper"),
+            ChatMessage("user", "And my cat?"),
+        ]
+    )
+    assert [m["role"] for m in out] == ["system", "user", "assistant", "user"]
+    assert out[0]["content"] == "base\n\n## Recalled\nsister: Porto"
+    assert out[3]["content"] == "## Recalled\ncat: Pepper\n\nAnd my cat?"

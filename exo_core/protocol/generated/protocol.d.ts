@@ -284,7 +284,7 @@ export interface UiPanelEvent {
   data?: Record<string, unknown>;
 }
 
-/** Token use and cost of one model call, with the session's running total. */
+/** Token use and cost of one model call, with the session's running total. Of the ``input_tokens``, ``cache_read_tokens`` came from the engine's prompt cache (the state of a prefix it had already read) and ``evaluated_tokens`` were read anew: the part that costs time before the first token. */
 export interface UsageUpdatedEvent {
   turn_id: string;
   input_tokens: number;
@@ -292,6 +292,8 @@ export interface UsageUpdatedEvent {
   cost?: number;
   session_cost?: number;
   model?: string;
+  cache_read_tokens?: number;
+  evaluated_tokens?: number;
 }
 
 export interface CommandBodies {
