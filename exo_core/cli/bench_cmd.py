@@ -47,6 +47,7 @@ SCRIPTS: dict[str, tuple[str, str]] = {
     "generation": ("bench_generation", "time to first token and tokens/s through exod against direct llama-cpp"),
     "hub": ("bench_hub", "the hub: events appended and delivered per second, and replay"),
     "laptop": ("bench_laptop", "the laptop engine: speed and answers of the 1.5B and 0.5B on llama_cpp.server"),
+    "laptop-link": ("bench_laptop_link", "20 questions through exod while the decider and drainer share the engine"),
     "learning": ("bench_learning", "the simulated person through exod: taste inside and outside the catalog"),
     "learning-e2e": ("bench_learning_e2e", "taste and stated facts learned from piped exo chat"),
     "ledger": ("bench_ledger", "durable signed ledger appends, verify() speed and size on disk"),

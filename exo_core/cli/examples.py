@@ -65,6 +65,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "bench answers": ("exo bench answers --board standard --json",),
     "bench stress": ("exo bench stress --kill-cycles 40 --fuzz 20000 --idle 2000",),
     "bench laptop": ("exo bench laptop --json", "exo bench laptop --quick"),
+    "bench laptop-link": ("exo bench laptop-link --json", "exo bench laptop-link --quick --model 0.5b"),
     "bench learning": ("exo bench learning --json", "exo bench learning --sessions 6 --drafts 6 --seeds 7"),
     "bench generation": ("exo bench generation --json",),
     "bench learning-e2e": ("exo bench learning-e2e --only taste --asks 2", "exo bench learning-e2e --json"),
