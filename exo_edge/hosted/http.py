@@ -26,10 +26,10 @@ import aiohttp
 from aiohttp.http_exceptions import HttpProcessingError
 
 from exo_core.errors import ClosedResourceError
-from exo_core.seams.link import pinned_context
-from exo_edge.hosted.engine_gate import EngineGate, EnginePass, EnginePreempted
 from exo_core.seams.failures import FailureKind, ProviderError, RetryableProviderError
+from exo_core.seams.link import pinned_context
 from exo_core.seams.model import ModelRequest, Timeouts, ToolCall
+from exo_edge.hosted.engine_gate import EngineGate, EnginePass, EnginePreempted
 
 __all__ = [
     "HttpClient",
