@@ -317,11 +317,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--threads", type=int, default=1, help="engine threads (default 1)")
     parser.add_argument("--model", default="0.5b", choices=sorted(MODELS), help="the engine's model (default 0.5b)")
+    parser.add_argument("--limit", type=int, default=None, help="ask only the first N questions (a quick run)")
+    parser.add_argument(
+        "--condition", choices=("both", "built", "old"), default="both", help="run one condition only (a quick run)"
+    )
     args = parser.parse_args(argv)
-    questions = QUESTIONS[:5] if args.quick else QUESTIONS
+    questions = QUESTIONS[:5] if args.quick else QUESTIONS[: args.limit]
+    args.quick = args.quick or args.limit is not None or args.condition != "both"
     results: dict[str, Any] = {}
     for name, built in (("as built", True), ("old set-up", False)):
-        if args.quick and not built:
+        if (args.condition == "old" and built) or (args.condition == "built" and not built):
+            continue
+        if args.quick and args.condition == "both" and not built:
             continue
         print(f"{name}:", file=sys.stderr, flush=True)
         results[name] = run_condition(built, args.model, args.threads, questions)
