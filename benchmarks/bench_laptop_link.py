@@ -210,6 +210,16 @@ async def _ask_all(home: Path, questions: list[str]) -> list[dict[str, Any]]:
     return rows
 
 
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL after 60 s (an engine busy with a prompt may not stop at once)."""
+    proc.terminate()
+    try:
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(30)
+
+
 def _source(answer: str, end: dict[str, Any]) -> str:
     if end.get("stop_reason") != "end":
         return "failed"
@@ -255,11 +265,9 @@ def run_condition(built: bool, key: str, threads: int, questions: list[str]) -> 
             elapsed = time.perf_counter() - started
             drained = _drained(home)
         finally:
-            if exod is not None:
-                exod.terminate()
-                exod.wait(60)
-            engine.terminate()
-            engine.wait(60)
+            for proc in (exod, engine):
+                if proc is not None:
+                    _stop(proc)
         requests = log.read_text(errors="replace").count("POST /v1/chat/completions")
     counts = {kind: sum(1 for r in rows if r["from"] == kind) for kind in ("engine", "fallback", "empty", "failed")}
     return {

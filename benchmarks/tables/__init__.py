@@ -68,7 +68,6 @@ RENDERERS: dict[str, Table] = {
     "answers": _one("answers", models.answers_cleanup),
     "stress": _one("stress", people.stress),
     "laptop": _one("laptop", models.laptop_models),
-    "laptop_link": _one("laptop_link", models.laptop_link),
     "exod_tools_qwen": _one(_QWEN_TOOLS, models.exod_tools_parts),
     "exod_tools_qwen.asked": Table(
         files=(f"{_QWEN_TOOLS}_asked_before", f"{_QWEN_TOOLS}_asked_after_dev", f"{_QWEN_TOOLS}_asked_after"),

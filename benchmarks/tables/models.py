@@ -2,7 +2,7 @@
 tool decisions with the chat model, and generation speed.
 
 From ``models.json`` (``bench_models.py``), ``answers.json`` (``bench_answers.py``), ``laptop.json``
-(``bench_laptop.py``), ``laptop_link.json`` (``bench_laptop_link.py``), ``exod_tools_<model>*.json`` (``bench_exod_tools.py``), ``generation.json`` and
+(``bench_laptop.py``), ``exod_tools_<model>*.json`` (``bench_exod_tools.py``), ``generation.json`` and
 ``generation_matrix.json`` (``bench_generation.py``).
 """
 
@@ -17,7 +17,6 @@ __all__ = [
     "models_memory",
     "answers_cleanup",
     "laptop_models",
-    "laptop_link",
     "exod_tools_parts",
     "exod_tools_rerun",
     "generation",
@@ -145,28 +144,6 @@ def laptop_models(data: dict[str, Any]) -> list[str]:
             ]
         )
     return md_table(headers, rows)
-
-
-def laptop_link(data: dict[str, Any]) -> list[str]:
-    """§12b: each condition's turns by who answered, with the background work the engine did meanwhile."""
-    headers = ["condition", "questions", "engine", "fallback (cut)", "empty", "failed", "engine requests"]
-    headers += ["jobs drained", "s per turn, median"]
-    rows = []
-    for name, run in data["conditions"].items():
-        rows.append(
-            [
-                name,
-                str(run["questions"]),
-                str(run["engine"]),
-                str(run["fallback"]),
-                f"**{run['empty']}**",
-                str(run["failed"]),
-                str(run["engine_requests"]),
-                str(run["jobs_drained"]),
-                fixed(run["turn_s_median"], 1),
-            ]
-        )
-    return md_table(headers, rows, align="lrrrrrrrr")
 
 
 _TOOL_PARTS = (
