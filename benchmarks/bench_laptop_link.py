@@ -21,7 +21,7 @@ the proposal queue drainer is on (``[learning] route`` is the engine, ``drain_ev
 Counted per condition: answers from the engine, from the fallback (a cut or empty stream falls back),
 empty answers (a turn ending ``end`` with no words: the bug), failed turns; the requests the engine
 received and the queue jobs drained meanwhile (the background work really ran), and the median seconds
-per turn. Results go to benchmarks/results/laptop_link.json (not with --quick).
+per turn. A full run writes laptop_link.json in the bench home (--update-results: benchmarks/results/).
 """
 
 from __future__ import annotations
@@ -319,7 +319,7 @@ def _table(results: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run both conditions; print a table (or --json); a full run writes benchmarks/results/laptop_link.json."""
+    """Run both conditions; print a table (or --json); a full run writes its results file (write_results)."""
     parser = bench_parser(
         "laptop-link", __doc__.splitlines()[0], quick_help="5 questions, the as-built condition only; writes nothing"
     )
