@@ -127,22 +127,29 @@ async def test_a_cut_or_empty_answer_falls_back_to_the_next_route(
 
 
 @pytest.mark.parametrize(
-    ("reply", "cause", "kind"),
+    ("reply", "cause", "kind", "total"),
     [
         (
             Reply(events=openai_chunks("All", " work"), endless=openai_chunks(" and")[0], delay_events=0.01),
             "still streaming after 1 s",
             FailureKind.SERVER,
+            1.0,
         ),
-        (Reply(events=openai_chunks(*["y" * 100_000] * 90)), "more than 8192 KiB in one answer", FailureKind.SERVER),
+        # the total cap far away, so only the size cap can end it (9 MB take seconds on a loaded machine)
+        (
+            Reply(events=openai_chunks(*["y" * 100_000] * 90)),
+            "more than 8192 KiB in one answer",
+            FailureKind.SERVER,
+            600.0,
+        ),
     ],
     ids=["endless", "oversize"],
 )
 async def test_an_answer_that_never_ends_or_is_too_big_is_cut_off_typed(
-    provider: FakeProvider, clock: FakeClock, reply: Reply, cause: str, kind: FailureKind
+    provider: FakeProvider, clock: FakeClock, reply: Reply, cause: str, kind: FailureKind, total: float
 ) -> None:
     provider.script("laptop", reply)
-    router = _router(provider, clock, total=1.0)
+    router = _router(provider, clock, total=total)
     shown = 0
     try:
         with pytest.raises(RetryableProviderError) as info:
