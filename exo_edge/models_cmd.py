@@ -54,7 +54,15 @@ def register(subparsers: Any) -> None:
     serve.add_argument("--threads", type=int, default=None, help="generation threads (default: the cores, at most 4)")
     serve.add_argument("--advertise", default=None, help="the host name devices use in the printed config")
     serve.add_argument(
-        "--key-env", default=None, metavar="VAR", help="require the bearer key in $VAR (devices set the same variable)"
+        "--key-env",
+        default=None,
+        metavar="VAR",
+        help="require the bearer key in $VAR (default: a key made once in the Exo home's engine/api-key)",
+    )
+    serve.add_argument(
+        "--no-tls",
+        action="store_true",
+        help="plain HTTP beyond loopback (behind your own TLS proxy); devices refuse it unless they opt in",
     )
     serve.add_argument("--print-config", action="store_true", help="print the command and device config; do not start")
     serve.add_argument("--json", action="store_true", help="with --print-config: print it as JSON")
@@ -223,10 +231,13 @@ def _serve(args: argparse.Namespace) -> int:
         ServeSettings,
         check_installed,
         device_config,
+        engine_key,
+        engine_tls,
         exec_server,
+        is_loopback_host,
+        key_from_env,
         resolve_model,
         server_command,
-        server_env,
     )
 
     if not 0 < args.port < 65536:
@@ -236,9 +247,15 @@ def _serve(args: argparse.Namespace) -> int:
     threads = args.threads if args.threads is not None else min(4, os.cpu_count() or 1)
     if threads < 1:
         raise UsageError(f"--threads {threads} must be at least 1")
-    path, alias = resolve_model(args.model or DEFAULT_MODEL, home_of(args))
+    home = home_of(args)
+    path, alias = resolve_model(args.model or DEFAULT_MODEL, home)
+    key = key_from_env(args.key_env) if args.key_env else engine_key(home)
+    tls = None
+    if not is_loopback_host(args.host) and not args.no_tls:
+        names = [name for name in (args.advertise, _lan_name(args.host), "localhost", "127.0.0.1") if name]
+        tls = engine_tls(home, names)
     settings = ServeSettings(
-        path, alias, host=args.host, port=args.port, n_ctx=args.n_ctx, threads=threads, key_env=args.key_env
+        path, alias, host=args.host, port=args.port, n_ctx=args.n_ctx, threads=threads, api_key=key, tls=tls
     )
     config = device_config(settings, advertise=args.advertise)
     command = " ".join(server_command(settings))
@@ -246,14 +263,23 @@ def _serve(args: argparse.Namespace) -> int:
         return emit(
             args,
             {"command": command, "base_url": settings.base_url, "config": config},
-            f"# OMP_WAIT_POLICY=PASSIVE {command}\n{config}",
+            f"# OMP_WAIT_POLICY=PASSIVE API_KEY=<the key below> {command}\n{config}",
         )
     check_installed()
-    server_env(key_env=settings.key_env)  # a --key-env variable that is not set fails here, before anything starts
     # The server replaces this process (exec): Ctrl-C, SIGTERM and a supervisor's SIGKILL reach it directly.
     print(
-        f"exo models: serving {alias} ({path}) at {settings.base_url}; a device's config.toml:\n\n{config}",
+        f"exo models: serving {alias} ({path}) at {settings.base_url}; a device's config.toml "
+        f"(it holds the engine's key: keep it private):\n\n{config}",
         flush=True,
     )
     exec_server(settings)
     return 0  # not reached: exec_server replaces the process
+
+
+def _lan_name(host: str) -> str:
+    """The name a device uses for a wildcard bind (this machine's mDNS name), else the bind address."""
+    import socket
+
+    if host in ("0.0.0.0", "", "::"):
+        return socket.gethostname() + ".local"
+    return host

@@ -190,7 +190,7 @@ def learning_router(home: ExoHome, route: str) -> ModelRouter:
     """A router whose every role is ``route`` and nothing after it: a drained job never goes to another model
     (a ``decide`` job asks the ``decision`` role, a reflection ``aux``; their configured routes, or the
     ``main`` role's local model after them, would otherwise answer in the larger model's name)."""
-    router = build_router(home)
+    router = build_router(home, background=True)
     for role in ROLES:
         router.set_role(role, [route])
     return router

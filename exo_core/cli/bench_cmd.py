@@ -48,6 +48,7 @@ SCRIPTS: dict[str, tuple[str, str]] = {
     "hub": ("bench_hub", "the hub: events appended and delivered per second, and replay"),
     "laptop": ("bench_laptop", "the laptop engine: speed and answers of the 1.5B and 0.5B on llama_cpp.server"),
     "latency": ("bench_latency", "time to first token for each kind of turn, the prompt laid out for reuse or not"),
+    "laptop-link": ("bench_laptop_link", "20 questions through exod while the decider and drainer share the engine"),
     "learning": ("bench_learning", "the simulated person through exod: taste inside and outside the catalog"),
     "learning-e2e": ("bench_learning_e2e", "taste and stated facts learned from piped exo chat"),
     "ledger": ("bench_ledger", "durable signed ledger appends, verify() speed and size on disk"),

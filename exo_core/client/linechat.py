@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 from exo_core.client.client import ExoClient
 from exo_core.client.slash import SESSION_COMMANDS, help_text, session_command
+from exo_core.client.turn_end import turn_end_lines
 from exo_core.errors import ExoError
 from exo_core.protocol import Event
 
@@ -119,10 +120,9 @@ class LineChat:
                 q for q in self._pending_questions if q.get("question_id") != body.get("question_id")
             ]
         elif kind == "turn.completed":
-            reason = body.get("stop_reason")
-            if reason != "end":
-                self._print(f"  [turn {reason}{': ' + str(body['error']) if body.get('error') else ''}]")
-            hint = body.get("hint")
+            stop, hint = turn_end_lines(body)
+            if stop:
+                self._print(f"  {stop}")
             if hint:
                 self._print(f"  ! {hint}")
             done = self._done.get(str(body.get("turn_id")))

@@ -98,11 +98,14 @@ def logprob_request(
     top_logprobs: int = TOP_LOGPROBS,
 ) -> ModelRequest:
     """The request sent: the chat style's turns over the redacted message (and draft), one token at
-    temperature 0 with the ``top_logprobs`` most likely first tokens."""
+    temperature 0 with the ``top_logprobs`` most likely first tokens; background work, so an engine
+    shared with the person's turn answers the turn first."""
     shown_draft = None if draft is None else redact(draft)
     turns = chat_messages(question, redact(state), shown_draft)
     messages = tuple(ChatMessage(cast("Role", turn["role"]), turn["content"]) for turn in turns)
-    return ModelRequest(messages=messages, max_tokens=1, temperature=0.0, role=role, top_logprobs=top_logprobs)
+    return ModelRequest(
+        messages=messages, max_tokens=1, temperature=0.0, role=role, top_logprobs=top_logprobs, background=True
+    )
 
 
 def _starts(token: str, spellings: tuple[str, ...]) -> bool:

@@ -138,7 +138,8 @@ def build_signal_settler(
     larger = None
     closers: list[Callable[[], Awaitable[None]]] = []
     if route is not None:
-        router = build_router(home, env=env)
+        # Background work: the engine answers the person's turn first (docs/models.md, "Concurrency").
+        router = build_router(home, env=env, background=True)
         for role in ROLES:  # every role of this router is the one route: no fallback to a smaller model
             router.set_role(role, [route])
         # The option words' probabilities from the engine's top_logprobs, as the in-process chat style reads

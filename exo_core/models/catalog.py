@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from exo_core.errors import ConfigError
+from exo_core.models.link import check_link
 from exo_core.seams.model import Timeouts
 
 __all__ = [
@@ -69,6 +70,14 @@ class ProviderSpec:
     # Put the model's proposed tool calls to the core's judge before they run (docs/models.md, "Text or a tool
     # call"): for small models on an engine (the laptop's); off for hosted ones, whose calls it would second-guess.
     judge_calls: bool = False
+    # A key written in config.toml itself (the one `exo models serve` prints); never shown in a repr.
+    api_key: str = field(default="", repr=False)
+    # The PEM certificate this provider's TLS must present (a self-signed engine's, pinned); "": the system's CAs.
+    tls_cert: str = ""
+    # Risks of the link the person accepted by name (exo_core.models.link.INSECURE_CHOICES).
+    allow_insecure: tuple[str, ...] = ()
+    # One request at a time from this process, the person's turn first (an engine); false: a hosted service.
+    serial: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,10 +131,13 @@ class Catalog:
     def credentials(self, provider: str, env: Mapping[str, str]) -> tuple[Credential, ...]:
         """Every usable credential of ``provider``: one per set key variable.
 
-        A provider with no ``key_env`` (a local or LAN server) has one keyless
-        credential; one whose variables are all unset has none.
+        A provider with an ``api_key`` in config.toml has that one; one with no
+        ``key_env`` (a local server) has one keyless credential; one whose
+        variables are all unset has none.
         """
         spec = self.provider(provider)
+        if spec.api_key:
+            return (Credential(provider, None, spec.api_key),)
         return (
             tuple(Credential(provider, var, env[var]) for var in spec.key_env if env.get(var))
             if spec.key_env
@@ -189,7 +201,31 @@ def _provider(name: str, data: Any, where: str) -> ProviderSpec:
     judge_calls = data.get("judge_calls", False)
     if not isinstance(judge_calls, bool):
         raise ConfigError(f"{where}.judge_calls must be true or false")
-    return ProviderSpec(name, kind, base_url.rstrip("/"), tuple(key_env), models, window, judge_calls)
+    api_key = data.get("api_key", "")
+    tls_cert = data.get("tls_cert", "")
+    allow = data.get("allow_insecure", [])
+    if not isinstance(api_key, str) or not isinstance(tls_cert, str):
+        raise ConfigError(f"{where}.api_key and {where}.tls_cert must be strings")
+    serial = data.get("serial", True)
+    if not isinstance(serial, bool):
+        raise ConfigError(f"{where}.serial must be true or false")
+    if not isinstance(allow, list) or not all(isinstance(a, str) for a in allow):
+        raise ConfigError(f'{where}.allow_insecure must be a list of names, e.g. ["plain-http"]')
+    if kind in HOSTED_KINDS:
+        check_link(where, base_url, has_key=bool(api_key or key_env), allow=tuple(allow), tls_cert=tls_cert)
+    return ProviderSpec(
+        name,
+        kind,
+        base_url.rstrip("/"),
+        tuple(key_env),
+        models,
+        window,
+        judge_calls,
+        api_key=api_key,
+        tls_cert=tls_cert,
+        allow_insecure=tuple(allow),
+        serial=serial,
+    )
 
 
 def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
@@ -230,7 +266,7 @@ def load_catalog(
         roles["main"] = tuple(parse_route(r.strip()) for r in override.split(",") if r.strip())
     t = _table(merged.get("timeouts", {}), "models.timeouts")
     timeouts = Timeouts(
-        **{k: _float(t[k], f"models.timeouts.{k}") for k in ("connect", "first_byte", "idle") if k in t}
+        **{k: _float(t[k], f"models.timeouts.{k}") for k in ("connect", "first_byte", "idle", "total") if k in t}
     )
     catalog = Catalog(providers, roles, timeouts)
     for routes in roles.values():

@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from exo_core.agent.scripted import ScriptedModel
@@ -81,8 +82,12 @@ class ModelRouter:
         local: LocalFactory | None = None,
         hosted: HostedFactory | None = None,
         edge: EdgeKit | None = None,
+        background: bool = False,
     ) -> None:
         self.catalog = catalog
+        # Every request through this router is background work (a decision, a queued job): an engine
+        # serves the person's turn first and may cut such a request off for it (docs/models.md, "Concurrency").
+        self.background = background
         self.env = dict(os.environ if env is None else env)
         self.cooldowns = CooldownBook(clock)
         self.local = local
@@ -126,6 +131,8 @@ class ModelRouter:
                 api_key=cred.key,
                 provider=route.provider,
                 judge_calls=spec.judge_calls,
+                tls_cert=spec.tls_cert,
+                serial=spec.serial,
             )
         self._transports[key] = transport
         return transport
@@ -205,6 +212,8 @@ class ModelRouter:
     # -- streaming ------------------------------------------------------------------
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         """Stream ``request`` from the first route that works, falling back before output."""
+        if self.background and not request.background:
+            request = replace(request, background=True)
         reasons: list[str] = []
         reopen: list[float] = []  # empty at the end: no credential could even be tried
         for route in self.chain(request.role):
@@ -302,6 +311,9 @@ def build_router(
     env: Mapping[str, str] | None = None,
     clock: Clock = time.monotonic,
     edge: EdgeKit | None = None,
+    background: bool = False,
 ) -> ModelRouter:
-    """The router for an Exo home: catalog + ``[models]`` of its config.toml; hosted routes from ``edge``."""
-    return ModelRouter(load_catalog(home.config(), env=env), env=env, clock=clock, local=local, edge=edge)
+    """The router for an Exo home: catalog + ``[models]`` of its config.toml; hosted routes from ``edge``;
+    ``background``: every request it sends is background work (see :class:`ModelRouter`)."""
+    catalog = load_catalog(home.config(), env=env)
+    return ModelRouter(catalog, env=env, clock=clock, local=local, edge=edge, background=background)

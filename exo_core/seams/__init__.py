@@ -3,10 +3,10 @@
 Everything above imports its vocabulary from here: the model request and its stream
 (:mod:`.model`), the recorder (:mod:`.recorder`), the embedder and the dense index
 (:mod:`.embedding`), decision questions and their providers (:mod:`.decision`), the model
-providers' failures (:mod:`.failures`), the Exo home's layout (:mod:`.home`) and the edge kit
-with its factory Protocols (:mod:`.edge`). This package imports nothing of ``exo_core`` but
-:mod:`exo_core.errors`; ``exo_edge`` and ``device`` reach the core through it (the layer
-contracts in ``pyproject.toml``, docs/architecture.md "Layers").
+providers' failures (:mod:`.failures`), the link to a provider (:mod:`.link`), the Exo home's
+layout (:mod:`.home`) and the edge kit with its factory Protocols (:mod:`.edge`). This package
+imports nothing of ``exo_core`` but :mod:`exo_core.errors`; ``exo_edge`` and ``device`` reach the
+core through it (the layer contracts in ``pyproject.toml``, docs/architecture.md "Layers").
 """
 
 from exo_core.seams.decision import (

@@ -29,11 +29,22 @@ class HostedFactory(Protocol):
     """Makes hosted-provider transports and closes what they share (the edge's ``HostedTransports``)."""
 
     def transport(
-        self, kind: str, *, base_url: str, model: str, api_key: str | None, provider: str, judge_calls: bool = False
+        self,
+        kind: str,
+        *,
+        base_url: str,
+        model: str,
+        api_key: str | None,
+        provider: str,
+        judge_calls: bool = False,
+        tls_cert: str = "",
+        serial: bool = False,
     ) -> ModelTransport:
         """The transport of one route and credential of a provider of ``kind``.
 
-        ``judge_calls``: the provider's ``judge_calls`` setting (the core's judge rules on its tool calls).
+        ``judge_calls``: the provider's ``judge_calls`` setting (the core's judge rules on its tool calls);
+        ``tls_cert``: the PEM certificate its TLS must present ("": the system's CAs); ``serial``: one
+        request at a time to this engine from the whole process, a person's request first.
         """
         ...
 

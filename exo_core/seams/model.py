@@ -84,6 +84,8 @@ class ModelRequest:
     Others ignore it. ``top_logprobs`` (0: none) asks the engine for the K most likely tokens at each step of
     the answer, with their log probabilities (:class:`TopTokens`); OpenAI-compatible engines that support
     it send them, every other transport ignores it (a decision read this way abstains without them).
+    ``background`` marks work the person is not waiting for (a decision, a queued job): an engine shared
+    with the person's turn serves that turn first and may cut a background request off for it.
     """
 
     messages: tuple[ChatMessage, ...]
@@ -97,6 +99,7 @@ class ModelRequest:
     tool_choice: str = "auto"
     pointed: tuple[ToolCall, ...] = ()
     top_logprobs: int = 0
+    background: bool = False
 
     def temperature_or(self, default: float = DEFAULT_TEMPERATURE) -> float:
         """The temperature this request names, else ``default`` (the model's recommended one)."""
@@ -254,3 +257,4 @@ class Timeouts:
     connect: float = 5.0
     first_byte: float = 30.0
     idle: float = 60.0
+    total: float = 600.0  # one whole answer, however steadily it streams

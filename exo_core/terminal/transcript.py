@@ -12,6 +12,7 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
+from exo_core.client.turn_end import turn_end_lines
 from exo_core.protocol import Event
 from exo_core.terminal.prefs import TerminalPrefs
 
@@ -147,11 +148,10 @@ class Transcript:
             self.cost = float(b.get("session_cost") or self.cost + float(b.get("cost") or 0))
         elif kind == "turn.completed":
             turn = self._turn(turn_id)
-            turn.done, turn.stop = True, str(b.get("stop_reason", ""))
-            if b.get("error"):
-                turn.stop += f": {b['error']}"
-            if b.get("hint"):
-                turn.blocks.append(Block("notice", str(b["hint"])))
+            stop, hint = turn_end_lines(b)
+            turn.done, turn.stop = True, stop or ""
+            if hint:
+                turn.blocks.append(Block("notice", hint))
         elif kind == "ui.panel":
             data = b.get("data") or {}
             line = data.get("line") or f"[{b.get('kind')}] {b.get('title', '')}"
@@ -187,8 +187,8 @@ class Transcript:
             if any(folded.values()):
                 what = ", ".join(f"{n} {name}{'s' if n > 1 else ''}" for name, n in folded.items() if n)
                 out += _wrap(f"  · {what} folded — {prefs.keys['expand']} shows them", width, prefs, "dim")
-            if turn.stop and turn.stop != "end":
-                out += _wrap(f"  [turn {turn.stop}]", width, prefs, "notice")
+            if turn.stop:
+                out += _wrap(f"  {turn.stop}", width, prefs, "notice")
         return out
 
 

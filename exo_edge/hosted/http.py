@@ -1,7 +1,14 @@
-"""HTTP plumbing shared by the hosted transports: one session, SSE, status and error mapping.
+"""HTTP plumbing shared by the hosted transports: one session, SSE, status and error mapping, limits.
 
 aiohttp's errors and HTTP error statuses are translated here, at the
 boundary, into the typed provider errors of :mod:`exo_core.seams.failures`.
+
+An engine is not trusted to behave (docs/security.md, "The laptop's engine"): each call waits at
+most ``first_byte`` for the response headers, ``idle`` between two lines of the stream and ``total``
+for the whole answer, and reads at most :data:`MAX_RESPONSE_BYTES`; an engine that hangs, streams
+forever or sends too much is cut off with a typed error. A provider with a pinned ``tls_cert`` is
+reached over TLS that trusts that certificate only; a ``serial`` one through its
+:class:`~exo_edge.hosted.engine_gate.EngineGate` (one request at a time, the person's turn first).
 """
 
 from __future__ import annotations
@@ -9,16 +16,20 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import ssl
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from contextlib import aclosing, asynccontextmanager
 from typing import Any
 
 import aiohttp
+from aiohttp.http_exceptions import HttpProcessingError
 
 from exo_core.errors import ClosedResourceError
 from exo_core.seams.failures import FailureKind, ProviderError, RetryableProviderError
+from exo_core.seams.link import pinned_context
 from exo_core.seams.model import ModelRequest, Timeouts, ToolCall
+from exo_edge.hosted.engine_gate import EngineGate, EnginePass, EnginePreempted
 
 __all__ = [
     "HttpClient",
@@ -28,9 +39,12 @@ __all__ = [
     "error_for_status",
     "parse_retry_after",
     "whole_call",
+    "MAX_RESPONSE_BYTES",
 ]
 
 _MAX_ERROR_BODY = 16 * 1024
+# The most one answer's stream may send (bytes): a long answer with top_logprobs is well under 4 MiB.
+MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 _RETRYABLE = {FailureKind.RATE_LIMIT, FailureKind.SERVER, FailureKind.NETWORK}
 _HINTS = {
     FailureKind.BAD_REQUEST: "the request was rejected as invalid; another route would fail the same way",
@@ -117,30 +131,53 @@ class HttpClient:
 
     @asynccontextmanager
     async def post_stream(
-        self, url: str, *, headers: Mapping[str, str], body: Mapping[str, Any], provider: str
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str],
+        body: Mapping[str, Any],
+        provider: str,
+        tls: ssl.SSLContext | None = None,
+        held: EnginePass | None = None,
     ) -> AsyncIterator[aiohttp.ClientResponse]:
-        """POST ``body`` as JSON and yield the 2xx response; errors become provider errors."""
+        """POST ``body`` as JSON and yield the 2xx response; errors become provider errors.
+
+        ``tls``: the context that checks the server's certificate (None: the system's CAs). ``held``:
+        the request's place at its engine, whose ``abort`` is pointed at this request while it runs.
+        """
         session = self._get_session()
+        pending = asyncio.ensure_future(session.post(url, json=body, headers=dict(headers), ssl=tls or True))
+        if held is not None:
+            held.abort = _canceller(pending)
         try:
-            ctx = session.post(url, json=body, headers=dict(headers))
-            resp = await asyncio.wait_for(ctx.__aenter__(), self.timeouts.first_byte)
-        except TimeoutError as exc:
+            done, _ = await asyncio.wait({pending}, timeout=self.timeouts.first_byte)
+        except BaseException:
+            pending.cancel()
+            raise
+        if not done:
+            pending.cancel()
             raise RetryableProviderError(
                 f"{provider}: no response within {self.timeouts.first_byte:g} s from {url}",
                 kind=FailureKind.NETWORK,
                 provider=provider,
-            ) from exc
-        except aiohttp.ClientError as exc:
+            )
+        if pending.cancelled():  # the engine was taken for the person's turn before it answered
+            raise RetryableProviderError(f"{provider}: preempted", kind=FailureKind.NETWORK, provider=provider)
+        error = pending.exception()
+        if isinstance(error, aiohttp.ClientError | ssl.SSLError | OSError):
             raise RetryableProviderError(
-                f"{provider}: cannot reach {url} ({exc.__class__.__name__}: {exc}); is the "
-                "server running and the base_url right?",
+                f"{provider}: cannot reach {url} ({error.__class__.__name__}: {error}); is the "
+                "server running, the base_url right and its tls_cert the engine's?",
                 kind=FailureKind.NETWORK,
                 provider=provider,
-            ) from exc
+            ) from error
+        resp = pending.result()
+        if held is not None:
+            held.abort = resp.close
         try:
             if resp.status >= 400:
                 try:
-                    raw = await resp.content.read(_MAX_ERROR_BODY)
+                    raw = await asyncio.wait_for(resp.content.read(_MAX_ERROR_BODY), self.timeouts.idle)
                 except (TimeoutError, aiohttp.ClientError):
                     raw = b""
                 raise error_for_status(
@@ -151,7 +188,16 @@ class HttpClient:
                 )
             yield resp
         finally:
-            await ctx.__aexit__(None, None, None)
+            if held is not None:
+                held.abort = None
+            resp.release()
+
+
+def _canceller(pending: asyncio.Future[Any]) -> Callable[[], None]:
+    def cancel() -> None:
+        pending.cancel()
+
+    return cancel
 
 
 def _error_detail(raw: bytes) -> str:
@@ -169,40 +215,67 @@ def _error_detail(raw: bytes) -> str:
     return text
 
 
-async def sse_events(resp: aiohttp.ClientResponse, *, provider: str) -> AsyncIterator[tuple[str, str]]:
-    """``(event, data)`` pairs of a server-sent event stream; network failures typed.
+async def sse_events(
+    resp: aiohttp.ClientResponse, *, provider: str, timeouts: Timeouts = Timeouts(), limit: int = MAX_RESPONSE_BYTES
+) -> AsyncIterator[tuple[str, str]]:
+    """``(event, data)`` pairs of a server-sent event stream; network failures and limits typed.
 
     ``event`` is ``message`` when the server names none. Comments and
-    ``id:``/``retry:`` fields are ignored.
+    ``id:``/``retry:`` fields are ignored. Each line must come within ``timeouts.idle``, the whole
+    stream within ``timeouts.total`` and in at most ``limit`` bytes.
     """
     event = "message"
     data: list[str] = []
-    try:
-        async for raw in resp.content:
-            line = raw.decode("utf-8", "replace").rstrip("\r\n")
-            if not line:
-                if data:
-                    yield event, "\n".join(data)
-                event, data = "message", []
-                continue
-            if line.startswith(":"):
-                continue
-            name, _, value = line.partition(":")
-            value = value[1:] if value.startswith(" ") else value
-            if name == "event":
-                event = value
-            elif name == "data":
-                data.append(value)
-        if data:
-            yield event, "\n".join(data)
-    except TimeoutError as exc:
-        raise RetryableProviderError(
-            f"{provider}: the stream stalled (no data for a while)", kind=FailureKind.NETWORK, provider=provider
-        ) from exc
-    except aiohttp.ClientError as exc:
-        raise RetryableProviderError(
-            f"{provider}: the stream was cut ({exc.__class__.__name__})", kind=FailureKind.NETWORK, provider=provider
-        ) from exc
+    deadline = time.monotonic() + timeouts.total
+    size = 0
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise _too_long(provider, f"was still streaming after {timeouts.total:g} s (the total cap)")
+        try:
+            raw = await asyncio.wait_for(resp.content.readline(), min(timeouts.idle, left))
+        except TimeoutError as exc:
+            if time.monotonic() >= deadline:
+                raise _too_long(provider, f"was still streaming after {timeouts.total:g} s (the total cap)") from exc
+            raise RetryableProviderError(
+                f"{provider}: the stream stalled (nothing for {timeouts.idle:g} s)",
+                kind=FailureKind.NETWORK,
+                provider=provider,
+            ) from exc
+        except (ValueError, HttpProcessingError) as exc:  # aiohttp: a line longer than its buffer
+            raise _too_long(provider, "sent a line longer than the stream's buffer") from exc
+        except aiohttp.ClientError as exc:
+            raise RetryableProviderError(
+                f"{provider}: the stream was cut ({exc.__class__.__name__})",
+                kind=FailureKind.NETWORK,
+                provider=provider,
+            ) from exc
+        if not raw:
+            break
+        size += len(raw)
+        if size > limit:
+            raise _too_long(provider, f"sent more than {limit // 1024} KiB in one answer (the size cap)")
+        line = raw.decode("utf-8", "replace").rstrip("\r\n")
+        if not line:
+            if data:
+                yield event, "\n".join(data)
+            event, data = "message", []
+            continue
+        if line.startswith(":"):
+            continue
+        name, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if name == "event":
+            event = value
+        elif name == "data":
+            data.append(value)
+    if data:
+        yield event, "\n".join(data)
+
+
+def _too_long(provider: str, what: str) -> RetryableProviderError:
+    """The error for an engine cut off by a limit: a server fault, so the route rests and others answer."""
+    return RetryableProviderError(f"{provider}: the engine {what}", kind=FailureKind.SERVER, provider=provider)
 
 
 def whole_call(call_id: str, name: str, parts: list[str], provider: str) -> ToolCall:
@@ -234,12 +307,24 @@ class HostedTransport:
     PATH = ""
     DONE: str | None = None
 
-    def __init__(self, client: HttpClient, *, base_url: str, model: str, api_key: str | None, provider: str) -> None:
+    def __init__(
+        self,
+        client: HttpClient,
+        *,
+        base_url: str,
+        model: str,
+        api_key: str | None,
+        provider: str,
+        tls_cert: str = "",
+        gate: EngineGate | None = None,
+    ) -> None:
         self.client = client
         self.url = base_url.rstrip("/") + self.PATH
         self.model = model
         self.api_key = api_key
         self.provider = provider
+        self.tls = pinned_context(tls_cert) if tls_cert else None
+        self.gate = gate
 
     def body(self, request: ModelRequest) -> dict[str, Any]:
         """The JSON body of ``request`` in the provider's shape."""
@@ -250,9 +335,36 @@ class HostedTransport:
         raise NotImplementedError
 
     async def events(self, request: ModelRequest) -> AsyncGenerator[tuple[str, Any], None]:
-        """``(event, parsed JSON data)`` for each SSE event of one call (``None`` for :attr:`DONE`)."""
+        """``(event, parsed JSON data)`` for each SSE event of one call (``None`` for :attr:`DONE`).
+
+        Through the engine's gate when it has one: a background request preempted before the engine
+        sent anything waits for its next turn and is sent again; one preempted later fails with
+        :class:`EnginePreempted` (its caller asks again later; nothing is spliced).
+        """
+        if self.gate is None:
+            async with aclosing(self._events(request, None)) as events:
+                async for item in events:
+                    yield item
+            return
+        while True:
+            async with self.gate.turn(background=request.background) as held:
+                sent = False
+                try:
+                    async with aclosing(self._events(request, held)) as events:
+                        async for item in events:
+                            sent = True
+                            yield item
+                    if not held.preempted:
+                        return
+                except (RetryableProviderError, ProviderError):
+                    if not held.preempted:
+                        raise
+                if sent:
+                    raise EnginePreempted(self.provider)
+
+    async def _events(self, request: ModelRequest, held: EnginePass | None) -> AsyncGenerator[tuple[str, Any], None]:
         async with self.client.post_stream(
-            self.url, headers=self.headers(), body=self.body(request), provider=self.provider
+            self.url, headers=self.headers(), body=self.body(request), provider=self.provider, tls=self.tls, held=held
         ) as resp:
             if resp.content_type != "text/event-stream":
                 # A web page or a proxy's answer at the base_url, or a server that ignored "stream": true.
@@ -263,7 +375,7 @@ class HostedTransport:
                     status=resp.status,
                     provider=self.provider,
                 )
-            async for event, data in sse_events(resp, provider=self.provider):
+            async for event, data in sse_events(resp, provider=self.provider, timeouts=self.client.timeouts):
                 if self.DONE is not None and data.strip() == self.DONE:
                     yield event, None
                     continue

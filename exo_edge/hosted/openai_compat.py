@@ -4,7 +4,7 @@ Ollama, LM Studio, vLLM, a laptop on the LAN).
 Streams ``POST {base_url}/chat/completions`` and normalises it to the model
 seam: text and reasoning deltas as they come, each tool call once whole (its
 argument fragments assembled and parsed), one usage chunk, then one Finish.
-A stream that ends without a finish reason or ``[DONE]`` was cut: that is a
+A stream that ends without a finish reason (even with ``[DONE]``) was cut: that is a
 retryable network failure. When tools are offered, calls a server leaves in the
 text (``<tool_call>`` blocks: llama-cpp-python's server with a Qwen model) are
 taken out of it by :class:`~exo_edge.hosted.text_calls.TextCallFilter`.
@@ -37,6 +37,7 @@ from exo_core.seams.model import (
     UsageChunk,
 )
 from exo_edge.chat_run import CallJudge, ChatDecision
+from exo_edge.hosted.engine_gate import EngineGate
 from exo_edge.hosted.http import HostedTransport, HttpClient, error_for_status, whole_call
 from exo_edge.hosted.judged import judged_stream
 from exo_edge.hosted.text_calls import TextCallFilter
@@ -136,8 +137,12 @@ class OpenAICompatTransport(HostedTransport):
         api_key: str | None,
         provider: str,
         judge: CallJudge | None = call_grounding,
+        tls_cert: str = "",
+        gate: EngineGate | None = None,
     ) -> None:
-        super().__init__(client, base_url=base_url, model=model, api_key=api_key, provider=provider)
+        super().__init__(
+            client, base_url=base_url, model=model, api_key=api_key, provider=provider, tls_cert=tls_cert, gate=gate
+        )
         self.judge = judge
         self.last_decision: ChatDecision | None = None
 
@@ -194,6 +199,7 @@ class OpenAICompatTransport(HostedTransport):
         usage: UsageChunk | None = None
         done = False
         in_text = TextCallFilter(self.provider, _tool_names(request.tools)) if request.tools else None
+        said = False  # any text, reasoning or top tokens sent on
         async with aclosing(self.events(request)) as events:
             async for _event, obj in events:
                 if obj is None:  # [DONE]
@@ -208,15 +214,18 @@ class OpenAICompatTransport(HostedTransport):
                 for choice in obj.get("choices") or ():
                     if request.top_logprobs > 0:
                         for step in _top_tokens(choice.get("logprobs")):
+                            said = True
                             yield step
                     delta = choice.get("delta") or {}
                     reasoning = delta.get("reasoning_content") or delta.get("reasoning")
                     if isinstance(reasoning, str) and reasoning:
+                        said = True
                         yield ReasoningDelta(reasoning)
                     content = delta.get("content")
                     if isinstance(content, str) and content and in_text is not None:
                         content = in_text.feed(content)
                     if isinstance(content, str) and content:
+                        said = True
                         yield TextDelta(content)
                     for tc in delta.get("tool_calls") or ():
                         part = calls.setdefault(int(tc.get("index", len(calls))), _PartialCall())
@@ -227,14 +236,24 @@ class OpenAICompatTransport(HostedTransport):
                             part.arguments.append(fn["arguments"])
                     if choice.get("finish_reason"):
                         finish = _FINISH.get(choice["finish_reason"], "end")
-        if not done and finish is None:
-            raise self.cut("answer")
+        if finish is None:
+            # Every engine names a finish reason before [DONE]; a bare [DONE] is a stream ended early
+            # (llama-cpp-python's server ends a running answer that way when another request arrives).
+            raise self.cut("answer" if not done else "answer (it sent [DONE] without a finish reason)")
         text_calls = []
         if in_text is not None:
             rest = in_text.finish()
             if rest:
+                said = True
                 yield TextDelta(rest)
             text_calls = in_text.calls
+        if not (said or calls or text_calls):
+            # An engine that answers nothing at all failed; the router falls back to the next route.
+            raise RetryableProviderError(
+                f"{self.provider}: the engine finished ({finish}) without a word or a tool call",
+                kind=FailureKind.SERVER,
+                provider=self.provider,
+            )
         for index in sorted(calls):
             part = calls[index]
             yield ToolCallChunk(whole_call(part.id or f"call_{index}", part.name, part.arguments, self.provider))

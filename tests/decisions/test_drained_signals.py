@@ -330,7 +330,7 @@ async def test_a_real_llama_cpp_server_answers_the_queue_with_the_live_paths_pro
     route = "laptop:qwen2.5-coder-0.5b-instruct"
     config = {
         "models": {
-            "providers": {"laptop": {"kind": "openai", "base_url": engine.base_url, "key_env": []}},
+            "providers": {"laptop": {"kind": "openai", "base_url": engine.base_url, "api_key": engine.key}},
             "roles": {"main": [route]},
             "timeouts": {"first_byte": 240.0, "idle": 60.0},
         }

@@ -46,7 +46,7 @@ def _exo(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _home(tmp_path: Path, base_url: str, decisions: str = "") -> Path:
+def _home(tmp_path: Path, base_url: str, decisions: str = "", *, api_key: str = "") -> Path:
     """A home with a store and ``main = ["laptop:..."]`` at ``base_url`` (exod itself answers from a script)."""
     home = tmp_path / "home"
     assert _exo(home, "init").returncode == 0
@@ -55,7 +55,8 @@ def _home(tmp_path: Path, base_url: str, decisions: str = "") -> Path:
         "[models.providers.laptop]\n"
         'kind = "openai"\n'
         f'base_url = "{base_url}"\n'
-        "key_env = []\n\n"
+        "key_env = []\n"
+        f'api_key = "{api_key}"\n\n'
         "[models.roles]\n"
         f'main = ["laptop:{ALIAS}"]\n\n'
         "[models.timeouts]\n"
@@ -221,7 +222,7 @@ def test_the_laptop_engine_on_a_real_llama_cpp_server_decides_an_abstention(tmp_
 
     engine = EngineProcess(need_engine(), free_port(), tmp_path / "engine.log").start()
     try:
-        home = _home(tmp_path, engine.base_url, "larger_timeout = 240\n")
+        home = _home(tmp_path, engine.base_url, "larger_timeout = 240\n", api_key=engine.key)
         exod = exod_factory(home, write_script(tmp_path / "s.json", [{"text": "Understood."}] * 5), tmp_path)
 
         async def chat() -> None:

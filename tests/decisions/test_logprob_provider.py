@@ -128,7 +128,7 @@ async def test_a_real_llama_cpp_server_gives_the_option_words_probabilities(tmp_
     engine = EngineProcess(need_engine(), free_port(), tmp_path / "engine.log").start()
     config = {
         "models": {
-            "providers": {"laptop": {"kind": "openai", "base_url": engine.base_url, "key_env": []}},
+            "providers": {"laptop": {"kind": "openai", "base_url": engine.base_url, "api_key": engine.key}},
             "roles": {"decision": ["laptop:qwen2.5-coder-0.5b-instruct"]},
             "timeouts": {"first_byte": 240.0, "idle": 60.0},
         }

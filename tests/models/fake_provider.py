@@ -39,6 +39,7 @@ class Reply:
     content_type: str = "text/event-stream"  # of a 200 answer (a web page or proxy sends something else)
     stall_after: int | None = None  # after that many events, go quiet for ``stall`` seconds (a hung server)
     stall: float = 0.0
+    endless: Any = None  # after ``events``, send this payload every ``delay_events`` seconds until cut off
 
 
 @dataclass
@@ -57,6 +58,9 @@ class FakeProvider:
         self.seen: list[Seen] = []
         self.runner: web.AppRunner | None = None
         self.port = 0
+        self.scheme = "http"
+        self.active = 0  # requests being answered now
+        self.most_active = 0  # the most answered at once
 
     def script(self, provider: str, *replies: Reply) -> None:
         """Queue replies for ``provider`` (served in order, one per request)."""
@@ -64,20 +68,22 @@ class FakeProvider:
 
     def base_url(self, provider: str, *, anthropic: bool = False) -> str:
         """The base URL a catalog entry for ``provider`` should use."""
-        root = f"http://127.0.0.1:{self.port}/p/{provider}"
+        root = f"{self.scheme}://127.0.0.1:{self.port}/p/{provider}"
         return root if anthropic else root + "/v1"
 
     def count(self, provider: str) -> int:
         """How many requests ``provider`` received."""
         return sum(1 for s in self.seen if s.provider == provider)
 
-    async def start(self) -> None:
+    async def start(self, *, ssl_context: Any = None) -> None:
+        """Listen on a free loopback port (HTTPS with ``ssl_context``)."""
         app = web.Application()
         app.router.add_post("/p/{provider}/v1/chat/completions", self._handle)
         app.router.add_post("/p/{provider}/v1/messages", self._handle)
         self.runner = web.AppRunner(app, handle_signals=False)
         await self.runner.setup()
-        site = web.TCPSite(self.runner, "127.0.0.1", 0)
+        site = web.TCPSite(self.runner, "127.0.0.1", 0, ssl_context=ssl_context)
+        self.scheme = "http" if ssl_context is None else "https"
         await site.start()
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
 
@@ -86,6 +92,16 @@ class FakeProvider:
             await self.runner.cleanup()
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
+        self.active += 1
+        self.most_active = max(self.most_active, self.active)
+        try:
+            return await self._answer(request)
+        except ConnectionResetError:  # the client went away mid-answer (a preempted or cut-off request)
+            raise web.HTTPBadRequest() from None
+        finally:
+            self.active -= 1
+
+    async def _answer(self, request: web.Request) -> web.StreamResponse:
         provider = request.match_info["provider"]
         body = await request.json()
         self.seen.append(Seen(provider, request.path, dict(request.headers), body))
@@ -118,6 +134,9 @@ class FakeProvider:
         if reply.cut_after is not None and reply.cut_after >= len(reply.events):
             await _cut(request)
             return resp
+        while reply.endless is not None:
+            await asyncio.sleep(reply.delay_events)
+            await resp.write(_sse(reply.endless))
         if reply.done:
             await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()

@@ -19,17 +19,24 @@ __all__ = ["write_home_config", "run_turn", "turn_rows", "need_engine", "free_po
 
 
 def write_home_config(
-    home: Path, base_url: str, routes: list[str], *, first_byte: float = 30.0, idle: float = 60.0, extra: str = ""
+    home: Path,
+    base_url: str,
+    routes: list[str],
+    *,
+    first_byte: float = 30.0,
+    idle: float = 60.0,
+    extra: str = "",
+    api_key: str | None = None,
 ) -> None:
-    """A config.toml with provider ``laptop`` at ``base_url`` and ``main`` = ``routes``."""
+    """A config.toml with provider ``laptop`` at ``base_url`` (with ``api_key``) and ``main`` = ``routes``."""
     home.mkdir(parents=True, exist_ok=True)
     quoted = ", ".join(f'"{r}"' for r in routes)
+    key = f'api_key = "{api_key}"\n' if api_key else ""
     (home / "config.toml").write_text(
         "[models.providers.laptop]\n"
         'kind = "openai"\n'
         f'base_url = "{base_url}"\n'
-        "key_env = []\n"
-        "judge_calls = true\n\n"
+        "key_env = []\n" + key + "judge_calls = true\n\n"
         "[models.providers.scripted]\n"
         'kind = "scripted"\n\n'
         "[models.roles]\n"
@@ -100,12 +107,21 @@ def free_port() -> int:
 
 
 class EngineProcess:
-    """``exo models serve`` as a real process: it execs llama_cpp.server, so its pid is the server's."""
+    """``exo models serve`` as a real process: it execs llama_cpp.server, so its pid is the server's.
+
+    Its Exo home (the laptop's, beside ``log``) holds the engine's key, made here so a test can write
+    the device's config before the engine starts; :attr:`key` is what the device sends.
+    """
 
     def __init__(self, model: Path, port: int, log: Path, *, n_ctx: int = 4096, threads: int | None = None) -> None:
+        from exo_core.seams.home import ExoHome
+        from exo_edge.laptop_server import engine_key
+
         self.model, self.port, self.log, self.n_ctx = model, port, log, n_ctx
         self.threads = threads  # None: the suite's MODEL_THREADS
         self.proc: subprocess.Popen[bytes] | None = None
+        self.home = log.parent / f"laptop-home-{port}"
+        self.key = engine_key(ExoHome(self.home))
 
     @property
     def base_url(self) -> str:
@@ -117,7 +133,7 @@ class EngineProcess:
 
         env = {k: v for k, v in os.environ.items() if k != "EXO_HOME"}
         env["PYTHONPATH"] = str(ROOT)
-        command = [sys.executable, "-m", "exo_core.cli", "models", "serve", str(self.model)]
+        command = [sys.executable, "-m", "exo_core.cli", "models", "serve", str(self.model), "--home", str(self.home)]
         command += [
             "--host",
             "127.0.0.1",
@@ -130,7 +146,7 @@ class EngineProcess:
         ]
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=str(ROOT))
-        wait_ready(self.base_url, proc=self.proc, timeout=timeout)
+        wait_ready(self.base_url, proc=self.proc, timeout=timeout, api_key=self.key)
         return self
 
     def kill(self) -> None:

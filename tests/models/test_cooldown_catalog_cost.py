@@ -116,7 +116,7 @@ def test_user_config_overrides_catalog() -> None:
     config = {
         "models": {
             "providers": {
-                "laptop": {"kind": "openai", "base_url": "http://10.0.0.2:8080/v1/"},
+                "laptop": {"kind": "openai", "base_url": "https://10.0.0.2:8080/v1/", "api_key": "k" * 32},
                 "openai": {"models": {"gpt-4o-mini": {"input": 9.0}}},
             },
             "roles": {"main": ["laptop:qwen", "local:gemma-3-270m"], "aux": "openai:gpt-4o-mini"},
@@ -126,7 +126,7 @@ def test_user_config_overrides_catalog() -> None:
     cat = load_catalog(config, env={})
     assert [str(r) for r in cat.roles["main"]] == ["laptop:qwen", "local:gemma-3-270m"]
     assert [str(r) for r in cat.roles["aux"]] == ["openai:gpt-4o-mini"]
-    assert cat.provider("laptop").base_url == "http://10.0.0.2:8080/v1"
+    assert cat.provider("laptop").base_url == "https://10.0.0.2:8080/v1"
     assert cat.price(Route("openai", "gpt-4o-mini")).input == 9.0  # type: ignore[union-attr]
     assert cat.price(Route("openai", "gpt-4o-mini")).output == 0.60  # type: ignore[union-attr]
     assert cat.timeouts.first_byte == 2.0

@@ -65,6 +65,7 @@ def test_exod_drains_queued_jobs_to_the_engine_exactly_once(tmp_path: Path) -> N
         engine.base_url,
         [f"laptop:{ALIAS}", f"scripted:{fallback}"],
         extra=f'\n[learning]\nroute = "laptop:{ALIAS}"\ndrain_every = 0.5\n',
+        api_key=engine.key,
     )
     _queue_reflect_job(home)
     queue = ProposalQueue(home / "learning" / "queue.sqlite")

@@ -23,15 +23,33 @@ from .laptop_kit import run_turn, turn_rows, write_home_config
 REQ = ModelRequest(messages=(ChatMessage("user", "hi"),))
 
 
-def _router(server: FakeProvider, clock: FakeClock, *, first_byte: float = 5.0, idle: float = 5.0) -> ModelRouter:
+def _router(
+    server: FakeProvider,
+    clock: FakeClock,
+    *,
+    first_byte: float = 5.0,
+    idle: float = 5.0,
+    total: float = 60.0,
+    spare: bool = False,
+) -> ModelRouter:
+    providers = {"laptop": {"kind": "openai", "base_url": server.base_url("laptop"), "key_env": []}}
+    routes = ["laptop:m"]
+    if spare:  # a second route after the laptop (the device's local model, in exod)
+        providers["spare"] = {"kind": "openai", "base_url": server.base_url("spare"), "key_env": []}
+        routes.append("spare:m")
     config = {
         "models": {
-            "providers": {"laptop": {"kind": "openai", "base_url": server.base_url("laptop"), "key_env": []}},
-            "roles": {"main": ["laptop:m"]},
-            "timeouts": {"first_byte": first_byte, "idle": idle},
+            "providers": providers,
+            "roles": {"main": routes},
+            "timeouts": {"first_byte": first_byte, "idle": idle, "total": total},
         }
     }
     return ModelRouter(load_catalog(config, env={}), env={}, clock=clock)
+
+
+_ROLE_ONLY = {"choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]}
+_NOTHING = {"choices": [{"index": 0, "delta": {}, "finish_reason": None}]}
+_HUGE_LINE = {"choices": [{"index": 0, "delta": {"content": "x" * 9_000_000}, "finish_reason": None}]}
 
 
 async def _fails(router: ModelRouter) -> RoutesExhaustedError:
@@ -49,14 +67,19 @@ async def _fails(router: ModelRouter) -> RoutesExhaustedError:
         (Reply(status=500, body='{"error": {"message": "CUDA out of memory"}}'), "HTTP 500: CUDA out of memory", 30),
         (Reply(status=429, headers={"Retry-After": "7"}), "HTTP 429", 7),
         (Reply(events=openai_chunks("hi"), delay_headers=2.0), "no response within 0.5 s", 15),
+        # llama-cpp-python's server cutting a running answer for another request: a bare [DONE]
+        (Reply(events=[_ROLE_ONLY]), "it sent [DONE] without a finish reason", 15),
+        (Reply(events=openai_chunks()), "finished (end) without a word or a tool call", 30),
+        (Reply(events=[_ROLE_ONLY], endless=_NOTHING, delay_events=0.01), "still streaming after 1 s", 30),
+        (Reply(events=[_HUGE_LINE]), "line longer than the stream's buffer", 30),
     ],
-    ids=["garbage", "web-page", "500", "429", "hang"],
+    ids=["garbage", "web-page", "500", "429", "hang", "bare-done", "empty", "endless", "huge-line"],
 )
 async def test_each_failure_before_output_is_typed_and_names_its_cause(
     provider: FakeProvider, clock: FakeClock, reply: Reply, cause: str, cooled: float
 ) -> None:
     provider.script("laptop", reply)
-    router = _router(provider, clock, first_byte=0.5)
+    router = _router(provider, clock, first_byte=0.5, total=1.0)
     try:
         error = await _fails(router)
     finally:
@@ -82,6 +105,61 @@ async def test_a_hang_mid_answer_is_a_typed_stall_after_the_shown_text(
     # after output the router never falls back (one reply never splices two models): the caller gets the stall
     assert info.value.kind is FailureKind.NETWORK and "stalled" in str(info.value)
     assert shown == ["Hel"]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [Reply(events=[_ROLE_ONLY]), Reply(events=openai_chunks()), Reply(events=[_ROLE_ONLY], done=False)],
+    ids=["bare-done", "empty", "cut"],
+)
+async def test_a_cut_or_empty_answer_falls_back_to_the_next_route(
+    provider: FakeProvider, clock: FakeClock, reply: Reply
+) -> None:
+    """Never an empty success: the next route (the device's local model, in exod) answers instead."""
+    provider.script("laptop", reply)
+    provider.script("spare", Reply(events=openai_chunks("Paris.")))
+    router = _router(provider, clock, spare=True)
+    try:
+        said = [c.text async for c in router.stream(REQ) if isinstance(c, TextDelta)]
+    finally:
+        await router.aclose()
+    assert said == ["Paris."] and provider.count("laptop") == 1 and provider.count("spare") == 1
+
+
+@pytest.mark.parametrize(
+    ("reply", "cause", "kind", "total"),
+    [
+        (
+            Reply(events=openai_chunks("All", " work"), endless=openai_chunks(" and")[0], delay_events=0.01),
+            "still streaming after 1 s",
+            FailureKind.SERVER,
+            1.0,
+        ),
+        # the total cap far away, so only the size cap can end it (9 MB take seconds on a loaded machine)
+        (
+            Reply(events=openai_chunks(*["y" * 100_000] * 90)),
+            "more than 8192 KiB in one answer",
+            FailureKind.SERVER,
+            600.0,
+        ),
+    ],
+    ids=["endless", "oversize"],
+)
+async def test_an_answer_that_never_ends_or_is_too_big_is_cut_off_typed(
+    provider: FakeProvider, clock: FakeClock, reply: Reply, cause: str, kind: FailureKind, total: float
+) -> None:
+    provider.script("laptop", reply)
+    router = _router(provider, clock, total=total)
+    shown = 0
+    try:
+        with pytest.raises(RetryableProviderError) as info:
+            async for chunk in router.stream(REQ):
+                if isinstance(chunk, TextDelta):
+                    shown += len(chunk.text)
+    finally:
+        await router.aclose()
+    assert cause in str(info.value) and info.value.kind is kind, info.value
+    assert 0 < shown <= 8 * 1024 * 1024
 
 
 def _need_exod() -> None:

@@ -40,40 +40,74 @@ def _exo(*args: str, home: Path | None = None, extra_path: str = "") -> subproce
 
 
 def test_serve_prints_the_command_and_a_config_the_router_accepts(tmp_path: Path) -> None:
+    import stat
+    import tomllib
+
     model = tmp_path / "big-model-q4_k_m.gguf"
     model.write_bytes(b"GGUF")  # only its path is used: --print-config starts nothing
-    done = _exo("models", "serve", str(model), "--port", "8081", "--threads", "1", "--print-config", "--json")
+    home = tmp_path / "laptop-home"
+    done = _exo(
+        "models", "serve", str(model), "--port", "8081", "--threads", "1", "--print-config", "--json", home=home
+    )
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert "-m llama_cpp.server" in out["command"] and "--n_threads 1" in out["command"]
-    assert "--model_alias big-model" in out["command"] and out["base_url"] == "http://127.0.0.1:8081/v1"
-    import tomllib
-
+    # the engine never cuts a running answer for a new request
+    assert "--interrupt_requests False" in out["command"]
+    # on the LAN (the default 0.0.0.0) it speaks TLS with its own certificate, made once in the laptop's home
+    assert "--ssl_certfile" in out["command"] and out["base_url"] == "https://127.0.0.1:8081/v1"
+    assert "--model_alias big-model" in out["command"]
+    key = (home / "engine" / "api-key").read_text(encoding="ascii").strip()
+    assert len(key) >= 32 and key not in out["command"]  # the key reaches the server by its environment
+    for made in ("api-key", "tls-key.pem"):
+        assert stat.S_IMODE((home / "engine" / made).stat().st_mode) == 0o600
+    assert stat.S_IMODE((home / "engine").stat().st_mode) == 0o700
     config = tomllib.loads(out["config"])
-    catalog = load_catalog(config, env={})
+    laptop = config["models"]["providers"]["laptop"]
+    assert laptop["api_key"] == key and laptop["base_url"].startswith("https://")
+    assert laptop["tls_cert"].strip() == (home / "engine" / "tls-cert.pem").read_text(encoding="ascii").strip()
+    catalog = load_catalog(config, env={})  # the device accepts it: https and a key
     assert [str(r) for r in catalog.roles["main"]] == ["laptop:big-model", "local:qwen2.5-coder-0.5b-instruct"]
-    assert (
-        catalog.provider("laptop").base_url.endswith(":8081/v1") and config["learning"]["route"] == "laptop:big-model"
-    )
+    assert config["learning"]["route"] == "laptop:big-model"
     assert catalog.provider("laptop").judge_calls, "the laptop's small model gets the core's judge of its calls"
+    assert catalog.credentials("laptop", {})[0].key == key
+    # a second serve keeps the key and the certificate (devices pinned them)
+    again = json.loads(_exo("models", "serve", str(model), "--print-config", "--json", home=home).stdout)
+    kept = tomllib.loads(again["config"])["models"]["providers"]["laptop"]
+    assert (kept["api_key"], kept["tls_cert"]) == (laptop["api_key"], laptop["tls_cert"])
 
 
-def test_serve_with_a_key_tells_the_device_which_variable_holds_it(tmp_path: Path) -> None:
+def test_serve_with_a_key_variable_or_without_tls(tmp_path: Path) -> None:
     import tomllib
 
     from exo_edge.laptop_server import ServeSettings, server_command, server_env
 
     model = tmp_path / "m.gguf"
     model.write_bytes(b"GGUF")
-    done = _exo("models", "serve", str(model), "--key-env", "EXO_LAPTOP_KEY", "--print-config", "--json")
+    home = tmp_path / "laptop-home"
+    done = _exo("models", "serve", str(model), "--key-env", "EXO_LAPTOP_KEY", "--print-config", "--json", home=home)
+    assert done.returncode == 2 and "EXO_LAPTOP_KEY" in done.stderr, done.stderr
+    os.environ["EXO_LAPTOP_KEY"] = "k" * 32
+    try:
+        done = _exo("models", "serve", str(model), "--key-env", "EXO_LAPTOP_KEY", "--print-config", "--json", home=home)
+    finally:
+        del os.environ["EXO_LAPTOP_KEY"]
     config = tomllib.loads(json.loads(done.stdout)["config"])
-    assert config["models"]["providers"]["laptop"]["key_env"] == ["EXO_LAPTOP_KEY"]
+    assert config["models"]["providers"]["laptop"]["api_key"] == "k" * 32
     # the key reaches the server through its environment, never its command line
-    settings = ServeSettings(model, "m", key_env="EXO_LAPTOP_KEY")
-    assert server_env({"EXO_LAPTOP_KEY": "k" * 32}, key_env="EXO_LAPTOP_KEY")["API_KEY"] == "k" * 32
+    settings = ServeSettings(model, "m", api_key="k" * 32)
+    assert server_env({}, api_key="k" * 32)["API_KEY"] == "k" * 32
+    assert "API_KEY" not in server_env({"API_KEY": "inherited"})
     assert not any("k" * 32 in part for part in server_command(settings))
-    with pytest.raises(ConfigError, match="EXO_LAPTOP_KEY"):
-        server_env({}, key_env="EXO_LAPTOP_KEY")
+    # --no-tls on the LAN prints plain HTTP, which a device refuses until the person opts in by name
+    plain = _exo("models", "serve", str(model), "--no-tls", "--advertise", "laptop.lan", "--print-config", home=home)
+    assert plain.returncode == 0, plain.stderr
+    text = plain.stdout.split("\n", 1)[1]
+    assert 'base_url = "http://laptop.lan:8080/v1"' in text and 'allow_insecure = ["plain-http"]' in text
+    with pytest.raises(ConfigError, match="plain HTTP"):
+        load_catalog(tomllib.loads(text), env={})
+    opted = text.replace('# allow_insecure = ["plain-http"]', 'allow_insecure = ["plain-http"]')
+    assert load_catalog(tomllib.loads(opted), env={}).provider("laptop").allow_insecure == ("plain-http",)
 
 
 @pytest.mark.parametrize(
@@ -118,7 +152,7 @@ async def test_answers_stream_from_the_engine_and_a_killed_engine_loses_nothing(
     engine = EngineProcess(model, free_port(), tmp_path / "engine.log").start()
     # The fallback route stands in for the device's local model (a real one is tested in test_exod_local.py).
     fallback = write_script(tmp_path / "fallback.json", [{"text": FALLBACK}] * 20)
-    write_home_config(home, engine.base_url, [f"laptop:{ALIAS}", f"scripted:{fallback}"])
+    write_home_config(home, engine.base_url, [f"laptop:{ALIAS}", f"scripted:{fallback}"], api_key=engine.key)
     exod = Exod(home, fallback, ws, extra=["--model", "local"]).start(timeout=60)
     try:
         async with ExoClient(exod.url) as client:
@@ -216,7 +250,11 @@ def test_queued_jobs_drain_to_the_engine_exactly_once_after_it_returns(tmp_path:
     init_store(home / "store", owner_key_ids=[load_signing_key(home / "keys").key_id])
     engine = EngineProcess(model, free_port(), tmp_path / "engine.log")
     write_home_config(
-        home, engine.base_url, [f"laptop:{ALIAS}"], extra=f'\n[learning]\nroute = "laptop:{ALIAS}"\nbatch = 50\n'
+        home,
+        engine.base_url,
+        [f"laptop:{ALIAS}"],
+        extra=f'\n[learning]\nroute = "laptop:{ALIAS}"\nbatch = 50\n',
+        api_key=engine.key,
     )
     learning = str(Path(__file__).resolve().parent.parent / "learning")
     made = subprocess.run(
@@ -260,3 +298,113 @@ def test_queued_jobs_drain_to_the_engine_exactly_once_after_it_returns(tmp_path:
     assert len(idems) == total and len(set(idems)) == total, "each job's result exactly once"
     assert len(judged) == 2 and all(0.0 <= s <= 1.0 for s in judged)
     queue.close()
+
+
+def _status(url: str, *, key: str | None, body: dict[str, Any] | None = None) -> int:
+    """The HTTP status the engine answers ``url`` with (a GET, or a POST of ``body``)."""
+    import urllib.error
+    import urllib.request
+
+    headers = {"Content-Type": "application/json"}
+    if key is not None:
+        headers["Authorization"] = f"Bearer {key}"
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=300) as resp:
+            return int(resp.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_the_engine_refuses_requests_without_its_key(tmp_path: Path) -> None:
+    engine = EngineProcess(need_engine(), free_port(), tmp_path / "engine.log").start()
+    ask = {"model": ALIAS, "messages": [{"role": "user", "content": "Say yes."}], "max_tokens": 2}
+    try:
+        assert _status(engine.base_url + "/models", key=None) == 401
+        assert _status(engine.base_url + "/chat/completions", key=None, body=ask) == 401
+        assert _status(engine.base_url + "/chat/completions", key="x" * 43, body=ask) == 401
+        assert _status(engine.base_url + "/models", key=engine.key) == 200
+        assert _status(engine.base_url + "/chat/completions", key=engine.key, body=ask) == 200
+        # the server (exec'd in place of `exo models serve`) has the key in its environment, not its command
+        # line, which ps shows every local user, and never cuts a running answer
+        assert engine.proc is not None
+        cmdline = Path(f"/proc/{engine.proc.pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        assert "llama_cpp.server" in cmdline and engine.key not in cmdline
+        assert "--interrupt_requests False" in cmdline
+    finally:
+        engine.stop()
+
+
+# Plain questions, and replies to the draft before them the signal rules leave open, so the decider asks
+# the engine while the next turn runs.
+UNDER_LOAD = [
+    "What is the capital of France? One sentence.",
+    "hmm, the second one maybe",
+    "What is 12 times 12?",
+    "not quite what I meant",
+    "Which planet is closest to the sun?",
+    "could be warmer",
+]
+
+
+@pytest.mark.model
+@pytest.mark.long  # 14 min on the loaded 2-core machine: every turn re-reads exod's prompt after a background one
+async def test_no_answer_is_cut_by_exods_own_background_work(tmp_path: Path) -> None:
+    """The set-up as documented: the engine `exo models serve` starts, the config it prints, the signal decider
+    and the queue drainer on the same engine. Every turn is the engine's answer: none empty, none cut to the
+    fallback, while the background work really reaches the engine."""
+    model = need_engine()
+    _need_exod()
+    from exo_core.client.client import ExoClient
+    from exo_edge.proposal_queue import ProposalQueue
+    from exo_testkit import Exod, write_script
+
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    ws.mkdir()
+    init = _exo("init", home=home)
+    assert init.returncode == 0, init.stderr
+    engine = EngineProcess(model, free_port(), tmp_path / "engine.log").start()
+    fallback = write_script(tmp_path / "fallback.json", [{"text": FALLBACK}] * 20)
+    write_home_config(
+        home,
+        engine.base_url,
+        [f"laptop:{ALIAS}", f"scripted:{fallback}"],
+        first_byte=120.0,
+        api_key=engine.key,
+        extra=(
+            f'\n[learning]\nroute = "laptop:{ALIAS}"\ndrain_every = 0.5\nbatch = 2\n\n'
+            "[decisions]\nask_person = false\nlarger_timeout = 120.0\n"
+        ),
+    )
+    config = (home / "config.toml").read_text(encoding="utf-8")
+    (home / "config.toml").write_text(f'store = "{home / "store"}"\n' + config, encoding="utf-8")
+    queue = ProposalQueue(home / "learning" / "queue.sqlite")
+    for n in range(20):
+        inputs = {"criterion": "Leads with the result.", "reply": f"Done: {n} files moved.", "item": f"i{n}"}
+        queue.put("judge", inputs, key=f"judge-{n}")
+    exod = Exod(home, fallback, ws, extra=["--model", "local"]).start(timeout=60)
+    try:
+        async with ExoClient(exod.url) as client:
+            await client.hello()
+            session = (await client.request("session.create", {"title": "under load"}))["session"]["id"]
+            answers = []
+            for question in UNDER_LOAD:
+                deltas, done, _turn = await run_turn(client, session, question)
+                answers.append(("".join(deltas), done["stop_reason"], done.get("hint")))
+        deadline = time.monotonic() + 120
+        while queue.counts().get("done", 0) == 0 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        drained = queue.counts().get("done", 0)
+    finally:
+        exod.stop()
+        engine.stop()
+        queue.close()
+    empty = [a for a in answers if not a[0].strip()]
+    cut = [a for a in answers if a[0].strip() == FALLBACK]
+    assert empty == [] and cut == [], answers
+    assert all(stop == "end" for _text, stop, _hint in answers), answers
+    requests = (tmp_path / "engine.log").read_text(errors="replace").count("POST /v1/chat/completions")
+    assert requests > len(UNDER_LOAD) and drained > 0, (requests, drained)  # the decider and drainer ran

@@ -67,7 +67,9 @@ async def test_the_engine_answers_a_question_in_words_and_still_reads_a_named_fi
     log = tmp_path / "engine.log"
     engine = EngineProcess(model, free_port(), log).start()
     # the engine's requests are the turns' own: no larger-model decisions go to it (docs/decisions.md §7a)
-    write_home_config(home, engine.base_url, [f"laptop:{ALIAS}"], extra='\n[decisions]\nlarger = "none"\n')
+    write_home_config(
+        home, engine.base_url, [f"laptop:{ALIAS}"], extra='\n[decisions]\nlarger = "none"\n', api_key=engine.key
+    )
     unused = write_script(tmp_path / "unused.json", [])
     exod = Exod(home, unused, ws, extra=["--model", "local"]).start(timeout=60)
     try:

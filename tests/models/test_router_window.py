@@ -58,7 +58,16 @@ class _Plain:
 
 class _Hosted:
     def transport(
-        self, kind: str, *, base_url: str, model: str, api_key: str | None, provider: str, judge_calls: bool = False
+        self,
+        kind: str,
+        *,
+        base_url: str,
+        model: str,
+        api_key: str | None,
+        provider: str,
+        judge_calls: bool = False,
+        tls_cert: str = "",
+        serial: bool = False,
     ) -> _Plain:
         return _Plain()
 

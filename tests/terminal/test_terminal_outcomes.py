@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from exo_testkit import write_script
@@ -90,3 +91,47 @@ def test_each_end_gets_its_explanation(reason, error, answer, acted, expected) -
         assert hint is None
     else:
         assert hint is not None and expected in hint, hint
+
+
+CUT = "model_retry: laptop: the stream ended before the answer was finished"
+
+
+@pytest.mark.parametrize(
+    ("error", "shown_once", "stop"),
+    [
+        (CUT, "laptop: the stream ended before the answer was finished", "[turn error]"),
+        # a hint that does not repeat the error: the error's detail stays on the stop line
+        ("model_retry: laptop: cannot reach http://laptop:8080/v1 (refused)", "cannot reach", None),
+    ],
+    ids=["hint-says-it", "hint-differs"],
+)
+def test_a_failed_turn_is_shown_once_in_both_clients(error: str, shown_once: str, stop: str | None) -> None:
+    """A cut laptop stream was printed twice in two formats: the stop line with the error, then the hint."""
+    import asyncio
+    import io
+
+    from exo_core.client.linechat import LineChat
+    from exo_core.protocol import Event
+    from exo_core.terminal.prefs import TerminalPrefs
+    from exo_core.terminal.transcript import Transcript
+
+    hint = explain_turn_end("error", error, answer="Once upon", acted=False)
+    assert hint is not None
+    body = {"turn_id": "t1", "stop_reason": "error", "error": error, "hint": hint, "usage": {}}
+    event = Event(id="e1", seq=1, session="s", type="turn.completed", ts="", body=body)
+
+    out = io.StringIO()
+    asyncio.run(_render_once(LineChat, out, event))
+    printed = out.getvalue()
+    assert printed.count(shown_once) == 1, printed
+    if stop is not None:
+        assert f"  {stop}\n" in printed, printed
+
+    transcript = Transcript()
+    transcript.apply(event)
+    drawn = "\n".join(transcript.render(200, TerminalPrefs(theme="plain"), expanded=True))
+    assert drawn.count(shown_once) == 1, drawn
+
+
+async def _render_once(line_chat: Any, out: Any, event: Any) -> None:
+    line_chat(client=None, out=out).render(event)
