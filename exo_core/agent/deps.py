@@ -29,6 +29,7 @@ from exo_core.seams.model import ModelTransport
 from exo_core.seams.recorder import NullRecorder, Recorder
 from exo_core.sessions.facade import AsyncSessions
 from exo_core.tools.registry import ToolRegistry
+from exo_core.tools.snapshots import FileSnapshots
 
 __all__ = ["LoopDeps", "LoopSettings", "BASE_PROMPT"]
 
@@ -83,3 +84,5 @@ class LoopDeps:
     facts: FactTaker | None = None
     # The person's enforced taste applied to each reply as it streams (exo_core.learning.enforce).
     style: DraftStyle | None = None
+    # What the file tools replace, kept per turn for session.undo (exo_core.tools.snapshots); None keeps nothing.
+    snapshots: FileSnapshots | None = None
