@@ -19,7 +19,8 @@ import re
 __all__ = ["ordinary_turn", "worth_asking"]
 
 _SIGNS = re.compile(
-    r"\b(?:no|nope|nah|not|never|wrong|incorrect|instead|rather|actually|meant|mistake|typo|"
+    # "never mind", "no rush", "no worries": not a no to the draft.
+    r"\b(?:no(?! (?:rush|worries|problem|hurry)\b)|nope|nah|not|never(?! mind\b| thought\b)|wrong|incorrect|instead|rather|actually|meant|mistake|typo|"
     r"should (?:be|have|say|read)|supposed to|too (?:long|short|formal|casual|much|many|late|early|wordy|vague)|"
     r"shorter|longer|less|fewer|again|still|i said|i asked|i told|i wanted|i meant|"
     r"you (?:forgot|missed|left|used|wrote|put|got|gave|sent|added|mixed|confused|misspel\w*|misunderstood|"
@@ -30,9 +31,12 @@ _SIGNS = re.compile(
     re.IGNORECASE,
 )
 _GREETING = re.compile(
-    r"^\s*(?:hi|hello|hey|hiya|yo|good (?:morning|afternoon|evening|night)|morning|evening|thanks|thank you|thx|"
-    r"ta|cheers|great|perfect|brilliant|lovely|nice|cool|awesome|ok(?:ay)?|got it|sounds good|bye|see you|"
-    r"night)\b",
+    r"^\s*(?:hi|hello|hey|hiya|yo|good(?: (?:morning|afternoon|evening|night))?|morning|evening|thanks|thank you|"
+    r"thx|ta|cheers|great|perfect|brilliant|lovely|nice|cool|awesome|ok(?:ay)?|got it|sounds good|bye|see you|"
+    r"night|(?:that )?looks? (?:good|great|fine|perfect|lovely|right)|that'?s (?:the one|it|fine|great|perfect|"
+    r"good|lovely|right)|right|sure|yes|yep|yeah|fine|alright|ah|oh|aww|ha|haha|wow|hm+|never mind|no rush|"
+    r"no worries)\b"
+    r"|^\s*\W{1,4}\s*$",  # an emoji or a mark alone
     re.IGNORECASE,
 )
 _REQUEST = re.compile(
@@ -40,7 +44,7 @@ _REQUEST = re.compile(
     r"help me|let'?s|add|append|insert|put|write|create|make|draft|send|book|remind me|set|schedule|show|tell me|"
     r"give me|list|read|open|search|look up|find|check|summari[sz]e|translate|call|email|text|rename|move|copy|"
     r"save|note|plan|start|run|play|what|what's|when|where|who|whose|how|why|which|is|are|am|was|were|do|does|"
-    r"did|have|has|should|shall|any)\b",
+    r"did|have|has|should|shall|any|now|also|then|and|share|post|i'll|i will|done)\b",
     re.IGNORECASE,
 )
 
