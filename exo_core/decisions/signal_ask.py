@@ -34,9 +34,9 @@ _GREETING = re.compile(
     r"^\s*(?:hi|hello|hey|hiya|yo|good(?: (?:morning|afternoon|evening|night))?|morning|evening|thanks|thank you|"
     r"thx|ta|cheers|great|perfect|brilliant|lovely|nice|cool|awesome|ok(?:ay)?|got it|sounds good|bye|see you|"
     r"night|(?:that )?looks? (?:good|great|fine|perfect|lovely|right)|that'?s (?:the one|it|fine|great|perfect|"
-    r"good|lovely|right)|right|sure|yes|yep|yeah|fine|alright|ah|oh|aww|ha|haha|wow|hm+|never mind|no rush|"
+    r"good|lovely|right)|right|sure|yes|yep|yeah|fine|alright|ah,? ok(?:ay)?|aww|haha|never mind|no rush|"
     r"no worries)\b"
-    r"|^\s*\W{1,4}\s*$",  # an emoji or a mark alone
+    r"|^\s*(?:hm+|ah|oh|wow|\W{1,4})\s*[.!?]*\s*$",  # a sound, an emoji or a mark alone
     re.IGNORECASE,
 )
 _REQUEST = re.compile(
