@@ -65,7 +65,7 @@ def test_the_benchmark_counts_questions_before_and_after(tmp_path: Path) -> None
     out = tmp_path / "signal_asks.json"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run(
-        [sys.executable, "benchmarks/bench_signal_asks.py", "--quick", "--json", "--out", str(out)],
+        [sys.executable, "-m", "benchmarks.bench_signal_asks", "--quick", "--json", "--out", str(out)],
         cwd=REPO,
         env=env,
         capture_output=True,
