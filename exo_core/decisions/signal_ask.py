@@ -20,7 +20,8 @@ __all__ = ["ordinary_turn", "worth_asking"]
 
 _SIGNS = re.compile(
     # "never mind", "no rush", "no worries": not a no to the draft.
-    r"\b(?:no(?! (?:rush|worries|problem|hurry)\b)|nope|nah|not|never(?! mind\b| thought\b)|wrong|incorrect|instead|rather|actually|meant|mistake|typo|"
+    r"\b(?:no(?! (?:rush|worries|problem|hurry)\b)|nope|nah|not|never(?! mind\b| thought\b)|wrong|incorrect|"
+    r"instead|rather|actually|meant|mistake|typo|"
     r"should (?:be|have|say|read)|supposed to|too (?:long|short|formal|casual|much|many|late|early|wordy|vague)|"
     r"shorter|longer|less|fewer|again|still|i said|i asked|i told|i wanted|i meant|"
     r"you (?:forgot|missed|left|used|wrote|put|got|gave|sent|added|mixed|confused|misspel\w*|misunderstood|"
