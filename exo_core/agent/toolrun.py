@@ -42,6 +42,7 @@ from exo_core.errors import ExoError
 from exo_core.protocol import events as ev
 from exo_core.seams.model import ToolCall
 from exo_core.sessions.session_store import MessageRecord
+from exo_core.tools.snapshots import Kept
 from exo_core.tools.spec import ToolContext, ToolResult
 
 __all__ = ["run_tool_call", "store_tool_result", "emit_message", "record"]
@@ -144,7 +145,11 @@ async def _guard_files(
     """Keep what the call replaces and preview its change: the action (``ask`` when it must be), its reason
     and the diff to show."""
     if deps.snapshots is not None:
-        kept = await asyncio.to_thread(deps.snapshots.keep, session_id, turn_id, targets)
+        try:
+            kept = await asyncio.to_thread(deps.snapshots.keep, session_id, turn_id, targets)
+        except (ExoError, OSError, ValueError) as exc:
+            log.warning("could not keep the files %s changes: %s", call.name, exc)
+            kept = Kept(not_kept=tuple((target, "the copy could not be made") for target in targets))
         if kept.not_kept and action != "ask":
             path, why = kept.not_kept[0]
             action, reason = "ask", f"this change to {path} could not be kept for undo: {why}"
