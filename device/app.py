@@ -268,10 +268,11 @@ class DeviceApp:
             self._last_turn_end = time.monotonic()
             self.last_answer = state.answer.strip()
             self._journal({"ev": "answered", "text": self.last_answer, "stop": body.get("stop_reason")})
-        elif event.type == "question.asked" and state.question is not None and before.question is None:
+        elif event.type == "question.asked" and state.question is not None and state.question != before.question:
             q = state.question
-            spoken = q.text + " " + " ".join(f"Option {n}: {o}." for n, o in enumerate(q.options, 1))
-            self.speaker.say(spoken)
+            if not q.quiet:
+                spoken = q.text + " " + " ".join(f"Option {n}: {o}." for n, o in enumerate(q.options, 1))
+                self.speaker.say(spoken)
         elif event.type == "approval.requested" and state.approval is not None and before.approval is None:
             self.speaker.say(f"Allow {state.approval.summary}?")
         elif event.type in ("notice", "taste.updated", "ui.panel") and state.notice is not None:
@@ -415,7 +416,21 @@ class DeviceApp:
         else:
             body["text"] = text
         self._journal({"ev": "answer", "question_id": question_id, "option": option, "text": text})
-        self._spawn(self.link.submit(f"answer '{label}'", lambda c: c.request("question.answer", body)))
+
+        async def send(client: Any) -> Any:
+            try:
+                return await client.request("question.answer", body)
+            except ExoError as exc:
+                if exc.code in ("conflict", "not_found"):
+                    # The question has closed (expired, answered elsewhere): its card goes; the notice says so.
+                    self._set(
+                        self.state.with_(
+                            questions=tuple(q for q in self.state.questions if q.question_id != question_id)
+                        )
+                    )
+                raise
+
+        self._spawn(self.link.submit(f"answer '{label}'", send))
 
     # -- voice in -----------------------------------------------------------------
 

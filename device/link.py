@@ -130,6 +130,10 @@ class Link:
             self._enqueue(pending)
             self._set_state("offline")
             return None
+        except ExoError as exc:
+            # The core refused it (a question that has closed, an approval answered elsewhere): said on screen.
+            self._on_refused(pending, exc.message)
+            return None
         self._on_delivered(pending, result)
         return result
 

@@ -66,6 +66,8 @@ class Question:
     session: str | None = None
     # When the core stops waiting, as the device's local time ("22:41"); '' when it waits for ever.
     deadline: str = ""
+    # Not read aloud unless the person asks (question.asked's ``quiet``: a question about learning).
+    quiet: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +105,7 @@ class ScreenState:
 
     @property
     def question(self) -> Question | None:
-        """The question on top (oldest first)."""
+        """The question on top (the newest: a question the core asks replaces older ones on screen)."""
         return self.questions[0] if self.questions else None
 
     def with_(self, **changes: Any) -> ScreenState:
@@ -218,17 +220,20 @@ def apply_event(state: ScreenState, event: Event, session: str | None) -> Screen
         options = tuple(str(o) for o in body.get("options", []) or [])
         question = Question(
             str(body.get("question_id")),
-            str(body.get("text", "")),
+            # The short wording when the core gives one: this is a small screen.
+            str(body.get("short") or body.get("text", "")),
             options,
             bool(body.get("allow_text", False)),
             0,
             event.session,
             local_clock_time(body.get("expires_at")),
+            bool(body.get("quiet", False)),
         )
         if any(q.question_id == question.question_id for q in state.questions):
             return state
-        return state.with_(questions=state.questions + (question,))
-    if kind == "question.answered":
+        # The newest question goes on top: the one the core asks now is the one the person answers.
+        return state.with_(questions=(question,) + state.questions)
+    if kind in ("question.answered", "question.closed"):
         qid = body.get("question_id")
         return state.with_(questions=tuple(q for q in state.questions if q.question_id != qid))
     if kind == "taste.updated":

@@ -58,6 +58,7 @@ RENDERERS: dict[str, Table] = {
     "decisions.thresholds": _one("decisions", decisions.decisions_thresholds),
     "decisions.latency": _one("decisions", decisions.decisions_latency),
     "decisions_signal.test": _one("decisions_signal", decisions.signal_test),
+    "signal_asks": _one("signal_asks", decisions.signal_asks),
     "decisions_signal.heldout": _one("decisions_signal", decisions.signal_heldout),
     "decisions_signal.latency": _one("decisions_signal", decisions.signal_latency),
     "decisions_http.test": _one("decisions_http", decisions.http_scored_test),

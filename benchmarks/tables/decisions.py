@@ -499,3 +499,32 @@ def prompt_groups(data: dict[str, Any]) -> list[str]:
                     continue
                 rows.append([system, prompt, group, *_score_cells(got)])
     return md_table(["system", "prompt", "messages", *_SCORE_HEADERS], rows, align="lllrrrrr")
+
+
+def signal_asks(data: dict[str, Any]) -> list[str]:
+    """§7c: the learning question per 100 ordinary turns before and after, and the corrections still caught."""
+    headers = [
+        "set",
+        "ordinary turns",
+        "asks/100 before",
+        "asks/100 after",
+        "corrections+rules",
+        "caught before",
+        "caught after",
+        "of them asked before / after",
+    ]
+    rows = []
+    for name, got in data["sets"].items():
+        rows.append(
+            [
+                name,
+                got["ordinary"],
+                f"{got['questions_per_100_ordinary_before']:.1f}",
+                f"{got['questions_per_100_ordinary_after']:.1f}",
+                got["teaching"],
+                pct(got["caught_share_before"]),
+                pct(got["caught_share_after"]),
+                f"{got['teaching_asked_before']} / {got['teaching_asked_after']}",
+            ]
+        )
+    return md_table(headers, rows)

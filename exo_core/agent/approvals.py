@@ -57,10 +57,14 @@ class ApprovalBroker:
         summary: str,
         risk: str,
         arguments: dict[str, Any],
+        reason: str = "",
+        diff: str = "",
     ) -> ApprovalAnswer:
         """Ask the person (or re-use the open request for ``call_id``) and wait for the answer.
 
-        If the waiting turn is interrupted the request is resolved as ``expired``.
+        ``reason`` says why it is asked and ``diff`` shows a file change; both are worked out again when a
+        resumed turn re-asks, so they are sent, not stored. If the waiting turn is interrupted the request
+        is resolved as ``expired``.
         """
         found = (await self.reusable(session_id)).get(call_id) if call_id else None
         existing = found if found is not None and found.turn_id == turn_id else None
@@ -92,6 +96,8 @@ class ApprovalBroker:
                 arguments=record.arguments,
                 turn_id=record.turn_id,
                 call_id=record.call_id,
+                reason=reason,
+                diff=diff,
             ),
         )
         try:

@@ -31,6 +31,7 @@ from exo_core.seams.model import ModelTransport
 from exo_core.seams.recorder import NullRecorder, Recorder
 from exo_core.sessions.facade import AsyncSessions
 from exo_core.tools.registry import ToolRegistry
+from exo_core.tools.snapshots import FileSnapshots
 
 __all__ = ["LoopDeps", "LoopSettings", "BASE_PROMPT"]
 
@@ -91,3 +92,5 @@ class LoopDeps:
     style: DraftStyle | None = None
     # The OS sandbox tool processes run in, over this home's files (None: one over the default Exo home).
     sandbox: Sandbox | None = None
+    # What the file tools replace, kept per turn for session.undo (exo_core.tools.snapshots); None keeps nothing.
+    snapshots: FileSnapshots | None = None

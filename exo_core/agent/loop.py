@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from exo_core.agent.claims import NOT_DONE, claims_done
 from exo_core.agent.deps import BASE_PROMPT, LoopDeps, LoopSettings
 from exo_core.agent.named_files import pointed_reads, unread
 from exo_core.agent.outcome import explain_turn_end
@@ -105,7 +106,7 @@ async def run_turn(
         offered = deps.tools if toolsets is None else deps.tools.view(toolsets)  # availability: per round
         pointed = await _pointed(deps, turn.text, tuple(s.to_model() for s in offered.specs()))
         made: list[ToolCall] = list(pending)
-        await _run_calls(deps, session_id, turn.id, pending, state)
+        await _run_calls(deps, session_id, turn.id, pending, state, turn.text)
         reason = "iteration_cap"
         for _round in range(deps.settings.max_iterations):
             history = await deps.sessions.messages(session_id)
@@ -117,6 +118,8 @@ async def run_turn(
             )
             request = await _sized_request(deps, session_id, turn.id, system, memory, history, request, state)
             text, calls = await _call_model(deps, session_id, turn.id, request, state)
+            if not calls and not state.acted and claims_done(text):
+                text = await _not_done(deps, session_id, turn.id, text)
             state.partial, state.calls = "", []
             reply = await deps.sessions.add_message(
                 session_id,
@@ -131,7 +134,7 @@ async def run_turn(
                 state.answer = text
                 break
             made.extend(calls)
-            await _run_calls(deps, session_id, turn.id, calls, state)
+            await _run_calls(deps, session_id, turn.id, calls, state, turn.text)
             while steer:
                 note = steer.popleft()
                 steered = await deps.sessions.add_message(session_id, "user", note, turn_id=turn.id)
@@ -175,15 +178,28 @@ class _TurnState:
     output: TurnOutput | None = None  # the turn's tool-output budget, made at its first call
 
 
+async def _not_done(deps: LoopDeps, session_id: str, turn_id: str, text: str) -> str:
+    """The reply with :data:`NOT_DONE` added (streamed too) and a warning notice: it claimed a finished
+    action, yet no tool ran in the turn."""
+    note = ("\n\n" if text.strip() else "") + NOT_DONE
+    await deps.hub.emit(session_id, "message.delta", ev.MessageDelta(turn_id=turn_id, text=note))
+    await deps.hub.emit(
+        session_id,
+        "notice",
+        ev.Notice(text="The answer said it was done, but no tool ran: nothing changed.", level="warning"),
+    )
+    return text + note
+
+
 async def _run_calls(
-    deps: LoopDeps, session_id: str, turn_id: str, calls: Sequence[ToolCall], state: _TurnState
+    deps: LoopDeps, session_id: str, turn_id: str, calls: Sequence[ToolCall], state: _TurnState, request: str
 ) -> None:
     """Run ``calls`` in order; the ones not yet run stay in ``state.calls`` for an interrupt to close."""
     state.calls = list(calls)
     if state.output is None:
         state.output = TurnOutput(deps.output)
     for call in calls:
-        await _run_tool(deps, session_id, turn_id, call, output=state.output)
+        await _run_tool(deps, session_id, turn_id, call, output=state.output, request=request)
         state.calls.remove(call)
         state.acted = True
 

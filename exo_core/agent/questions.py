@@ -9,9 +9,12 @@ thread), so two clients answering at once cannot both win: the first gets the
 answer recorded and ``question.answered`` goes to everyone, the second gets a
 typed ``conflict``.
 
-Open questions live with the turn that waits for them. When that turn ends
-(interrupted, or the core restarted) the question closes; answering it then is
-refused with a clear error, never silently dropped.
+Open questions live with the turn that waits for them. When one closes without
+an answer (it expired, or its turn ended) ``question.closed`` goes to every
+client so no screen keeps a card nobody waits for; answering it then is refused
+with a typed ``conflict`` that says the question has closed, never silently
+dropped. A question asked with ``quiet`` is not read aloud by a voice client
+unless the person asks; ``short`` is its wording for a small screen.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from exo_core.errors import BadBodyError, ConflictError, NotFoundError
 from exo_core.events.hub import Hub
 from exo_core.ids import IdFactory, RandomIds
 from exo_core.protocol import commands as cmd
-from exo_core.protocol.events import QuestionAnswered, QuestionAsked
+from exo_core.protocol.events import QuestionAnswered, QuestionAsked, QuestionClosed
 from exo_core.tools.spec import ToolContext, ToolResult, ToolSpec, object_schema
 
 __all__ = ["Answer", "QuestionBroker", "AskPersonTool", "ASK_PERSON", "MAX_OPTIONS", "placeholder"]
@@ -102,11 +105,14 @@ class QuestionBroker:
         *,
         allow_text: bool = False,
         timeout: float | None = None,
+        short: str = "",
+        quiet: bool = False,
     ) -> Answer:
         """Ask the person and wait for the answer.
 
         Raises :class:`TimeoutError` after ``timeout`` seconds without one; an
-        interrupt of the waiting turn cancels the wait. Either way the question closes.
+        interrupt of the waiting turn cancels the wait. Either way the question
+        closes and ``question.closed`` says so to every client.
         """
         opts = tuple(" ".join(str(o).split()) for o in options)
         if placeholder(text):
@@ -115,6 +121,7 @@ class QuestionBroker:
             raise BadBodyError(f"a question takes 0 to {MAX_OPTIONS} options, each real text", field="options")
         allow_text = allow_text or not opts
         question_id = self._ids.new("q")
+        why = "its turn ended"
         future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         self._open[question_id] = _Open(session_id, opts, allow_text, future)
         try:
@@ -127,12 +134,17 @@ class QuestionBroker:
                     options=list(opts),
                     allow_text=allow_text,
                     expires_at=iso_utc(self._clock.now() + timeout) if timeout is not None else None,
+                    short=short.strip(),
+                    quiet=quiet,
                 ),
             )
             return await asyncio.wait_for(asyncio.shield(future), timeout)
+        except TimeoutError:
+            why = "expired"
+            raise
         finally:
             if self._open.pop(question_id, None) is not None:
-                self._remember(question_id, "closed without an answer")
+                await asyncio.shield(self._closed_unanswered(session_id, question_id, why))
 
     async def answer(
         self, question_id: str, option: int | None = None, text: str | None = None, *, decline: bool = False
@@ -141,11 +153,10 @@ class QuestionBroker:
         entry = self._open.get(question_id)
         if entry is None:
             if question_id in self._closed:
-                raise ConflictError(
-                    f"question {question_id!r} was already {self._closed[question_id]}", field="question_id"
-                )
+                raise ConflictError(f"that question has closed: {self._closed[question_id]}", field="question_id")
             raise NotFoundError(
-                f"no open question {question_id!r} (its turn may have ended or the core restarted)", field="question_id"
+                f"that question has closed (no open question {question_id!r}: its turn ended or the core restarted)",
+                field="question_id",
             )
         if decline:
             if option is not None or (text or "").strip():
@@ -163,7 +174,7 @@ class QuestionBroker:
     async def _close(self, question_id: str, entry: _Open, answer: Answer) -> Answer:
         # Decided before the first await: no second answer can slip in between.
         del self._open[question_id]
-        self._remember(question_id, "declined" if answer.declined else "answered")
+        self._remember(question_id, "it was declined" if answer.declined else "it was answered")
         if not entry.future.done():
             entry.future.set_result(answer)
         await self._hub.emit(
@@ -182,6 +193,10 @@ class QuestionBroker:
             "text": answer.text,
             "declined": answer.declined,
         }
+
+    async def _closed_unanswered(self, session_id: str, question_id: str, why: str) -> None:
+        self._remember(question_id, f"it {why}" if why == "expired" else why)
+        await self._hub.emit(session_id, "question.closed", QuestionClosed(question_id=question_id, reason=why))
 
     def open_questions(self) -> list[str]:
         """Ids of questions waiting for an answer."""

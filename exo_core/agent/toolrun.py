@@ -9,7 +9,11 @@ Order for each call:
    result) or ask; they can only make the outcome stricter;
 4. on ``ask``: ``approval.requested``, wait for any client's answer,
    ``approval.resolved``, the ``post_approval_response`` hooks, and an
-   ``approval`` ledger entry; ``allow_always`` tells the gate for the run;
+   ``approval`` ledger entry; ``allow_always`` tells the gate for the run.
+   A tool that changes files first has what it replaces kept for undo
+   (``deps.snapshots``) and its change previewed (:mod:`exo_core.agent.file_guard`):
+   a change that removes lines the person's message does not name, or one
+   that could not be kept, is asked, the card carrying the diff;
 5. the tool runs (the registry turns failures into error results);
    ``transform_tool_result`` hooks may rewrite the text;
 6. the result is stored (``tool.completed``, ``message.completed``), the
@@ -33,9 +37,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from typing import Any, Literal
 
 from exo_core.agent.deps import LoopDeps
+from exo_core.agent.file_guard import FileCheck, check_change
 from exo_core.agent.output import CallOutput, TurnOutput, bound_text, stored_size
 from exo_core.agent.questions import ASK_PERSON
 from exo_core.agent.redaction import redact_data
@@ -45,19 +50,28 @@ from exo_core.protocol import events as ev
 from exo_core.protocol.safejson import MAX_VALUE_DEPTH, value_too_deep
 from exo_core.seams.model import ToolCall
 from exo_core.sessions.session_store import MessageRecord
+from exo_core.tools.snapshots import Kept
 from exo_core.tools.spec import ToolContext, ToolResult
 
 __all__ = ["run_tool_call", "store_tool_result", "emit_message", "record"]
 
 log = logging.getLogger(__name__)
 
+GateAction = Literal["allow", "log", "ask", "deny"]
 
 async def run_tool_call(
-    deps: LoopDeps, session_id: str, turn_id: str, call: ToolCall, *, output: TurnOutput | None = None
+    deps: LoopDeps,
+    session_id: str,
+    turn_id: str,
+    call: ToolCall,
+    *,
+    output: TurnOutput | None = None,
+    request: str = "",
 ) -> None:
     """Gate, approve, run and record one tool call; never raises for a tool's failure.
 
     ``output``: the turn's output budget, shared by its calls (a fresh one per call when omitted).
+    ``request`` is what the person asked in this turn: a file change removing lines it does not name is asked.
     """
     output = output or TurnOutput(deps.output)
     tool = deps.tools.get(call.name)
@@ -80,9 +94,14 @@ async def run_tool_call(
         action, reason = "deny", verdict.reason
     elif verdict is not None and verdict.action == "ask" and action in ("allow", "log"):
         action, reason = "ask", verdict.reason
+    diff = ""
+    if tool is not None and tool.spec.changes_files and outcome.targets and action != "deny":
+        action, reason, diff = await _guard_files(
+            deps, session_id, turn_id, call, outcome.targets, request, action, reason
+        )
     reason = deps.redactor.redact(reason)
     decision, refs = (
-        await _ask(deps, session_id, turn_id, call, outcome, risk, reason, shown, summary)
+        await _ask(deps, session_id, turn_id, call, outcome, risk, reason, shown, summary, diff)
         if action == "ask"
         else (action, ())
     )
@@ -129,6 +148,40 @@ async def run_tool_call(
     )
 
 
+async def _guard_files(
+    deps: LoopDeps,
+    session_id: str,
+    turn_id: str,
+    call: ToolCall,
+    targets: tuple[str, ...],
+    request: str,
+    action: GateAction,
+    reason: str,
+) -> tuple[GateAction, str, str]:
+    """Keep what the call replaces and preview its change: the action (``ask`` when it must be), its reason
+    and the diff to show."""
+    if deps.snapshots is not None:
+        try:
+            kept = await asyncio.to_thread(deps.snapshots.keep, session_id, turn_id, targets)
+        except (ExoError, OSError, ValueError) as exc:
+            log.warning("could not keep the files %s changes: %s", call.name, exc)
+            kept = Kept(not_kept=tuple((target, "the copy could not be made") for target in targets))
+        if kept.not_kept and action != "ask":
+            path, why = kept.not_kept[0]
+            action, reason = "ask", f"this change to {path} could not be kept for undo: {why}"
+    try:
+        check: FileCheck | None = await asyncio.to_thread(check_change, call.name, call.arguments, targets, request)
+    except (OSError, ValueError):
+        log.exception("could not preview %s; asking the person instead", call.name)
+        return "ask", reason or f"could not preview what {call.name} changes", ""
+    if check is None:
+        return action, reason, ""
+    diff = deps.redactor.redact(check.diff)
+    if check.unnamed and action != "ask":
+        return "ask", check.reason(), diff
+    return action, reason, diff
+
+
 def _check(deps: LoopDeps, tool: Any, call: ToolCall) -> GateOutcome:
     try:
         return deps.gate.check(tool.spec, call.arguments)
@@ -153,8 +206,9 @@ async def _ask(
     reason: str,
     shown: dict[str, Any],
     summary: str,
+    diff: str = "",
 ) -> tuple[str, tuple[str, ...]]:
-    # The card shows the arguments and summary with secrets redacted, like every event.
+    # The card shows the arguments, summary and diff with secrets redacted, like every event.
     answer = await deps.approvals.request(
         session_id,
         turn_id=turn_id,
@@ -163,6 +217,8 @@ async def _ask(
         summary=summary,
         risk=outcome.risk,
         arguments=shown,
+        reason=reason,
+        diff=diff,
     )
     await deps.hooks.notify(
         "post_approval_response",

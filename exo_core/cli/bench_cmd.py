@@ -41,6 +41,7 @@ SCRIPTS: dict[str, tuple[str, str]] = {
         "bench_decisions_sources",
         "fixed or chosen examples, leaving one source of the fit data out",
     ),
+    "signal-asks": ("bench_signal_asks", "how often the learning question interrupts, and what it still catches"),
     "exod-tools": ("bench_exod_tools", "tool decisions of a local model with exod's real tool list"),
     "fetch": ("bench_fetch", "building the concat models from downloaded wheels, reading GGUF headers"),
     "gate": ("bench_gate", "the shell gate's cost per command line against reading it"),

@@ -82,6 +82,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "bench decisions-prompt": ("exo bench decisions-prompt --markdown",),
     "bench decisions-rule-history": ("exo bench decisions-rule-history --quick --json",),
     "bench decisions-sources": ("exo bench decisions-sources --markdown",),
+    "bench signal-asks": ("exo bench signal-asks", "exo bench signal-asks --quick --json"),
     "bench exod-tools": ("exo bench exod-tools --quick --model qwen2.5-coder-0.5b-instruct",),
     "bench fetch": ("exo bench fetch --quick",),
     "bench gate": ("exo bench gate --quick --json",),

@@ -100,6 +100,10 @@ class LineChat:
         elif kind == "approval.requested":
             self._pending_approvals.append(body)
             self._wake.set()
+            if body.get("reason"):
+                self._print(f"  ! {body['reason']}")
+            for line in str(body.get("diff") or "").splitlines():
+                self._print(f"  │ {line}")
             self._print(f"  ? approve [{body.get('risk')}] {body.get('summary')}  — y(es) / n(o) / a(lways)")
         elif kind == "approval.resolved":
             self._print(f"  approval {body.get('decision')}")
@@ -115,7 +119,11 @@ class LineChat:
                 self._print(f"    (waits until {body['expires_at']})")
             self._pending_questions.append(body)
             self._wake.set()
-        elif kind == "question.answered":
+        elif kind in ("question.answered", "question.closed"):
+            if kind == "question.closed" and any(
+                q.get("question_id") == body.get("question_id") for q in self._pending_questions
+            ):
+                self._print(f"  (that question has closed: {body.get('reason') or 'expired'})")
             self._pending_questions = [
                 q for q in self._pending_questions if q.get("question_id") != body.get("question_id")
             ]

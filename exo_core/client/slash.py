@@ -38,7 +38,9 @@ async def session_command(client: ExoClient, session: str, name: str, rest: str,
         return "", session
     if name == "undo":
         result = await client.request("session.undo", {"session": session, "turns": int(rest) if rest.isdigit() else 1})
-        return f"undid turns {', '.join(result['undone_turns']) or 'none'}", session
+        if not result["undone_turns"]:
+            return "nothing to undo", session
+        return str(result.get("said") or f"undid turns {', '.join(result['undone_turns'])}"), session
     if name in ("fork", "new"):
         result = await (
             client.request("session.fork", {"session": session})

@@ -74,6 +74,8 @@ class PersonAsker(Protocol):
         *,
         allow_text: bool = False,
         timeout: float | None = None,
+        short: str = "",
+        quiet: bool = False,
     ) -> PersonAnswer:
         """Emit ``question.asked`` and wait for the first answer."""
         ...
@@ -93,6 +95,9 @@ class PersonWording:
 
     text: str
     options: tuple[str, ...]
+    # For a small screen, and whether a voice client keeps it silent unless asked (question.asked).
+    short: str = ""
+    quiet: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,10 +226,11 @@ class Escalation:
         assert self.asker is not None
         text = question.text
         shown = [question.describe(option) for option in question.options]
+        short, quiet = "", False
         if asked is not None and len(asked.options) == len(question.options):
-            text, shown = asked.text, list(asked.options)
+            text, shown, short, quiet = asked.text, list(asked.options), asked.short, asked.quiet
         try:
-            answer = await self.asker.ask(session_id, text, shown, timeout=self.ask_timeout)
+            answer = await self.asker.ask(session_id, text, shown, timeout=self.ask_timeout, short=short, quiet=quiet)
         except (TimeoutError, ExoError) as exc:  # asyncio.TimeoutError is TimeoutError (3.11+)
             log.info("the %s question went unanswered: %s", question.mechanism, exc)
             return None

@@ -12,8 +12,10 @@ exod reads every person message with the signal decision (:mod:`exo_core.learnin
   engine's ``top_logprobs``, calibrated as ``<route>:chat``); an engine that sends none makes it abstain.
   It also takes what a device model decided below ``defer_below`` (0.9), the device's answer standing
   when it abstains;
-* without it, a message that **answers a draft** is put to the person (``question.asked``, worded for
-  them, when ``ask_person`` is on): they are in the conversation, and their answer labels the decision;
+* without it, a message that **answers a draft** and may teach (not an ordinary greeting, question or
+  request: :mod:`exo_core.decisions.signal_ask`) is put to the person (``question.asked``, worded for
+  them, short and silent on a voice client, when ``ask_person`` is on): they are in the conversation,
+  and their answer labels the decision;
 * anything else, or a question left unanswered, is **queued** for the larger model (the proposal queue,
   kind ``decide``) with the session and the draft it answers.
 
@@ -31,6 +33,7 @@ from exo_core.decisions.decider import Decider
 from exo_core.decisions.escalation import DecisionQueue, Escalation, PersonAsker, PersonWording
 from exo_core.decisions.logprobs import LogprobProvider
 from exo_core.decisions.setup import DecisionSettings, with_neighbours
+from exo_core.decisions.signal_ask import worth_asking
 from exo_core.decisions.uses import SIGNAL
 from exo_core.edge import EdgeKit
 from exo_core.errors import ConfigError
@@ -53,6 +56,8 @@ def signal_wording(text: str) -> PersonWording:
     return PersonWording(
         f'Should I learn from "{quoted}"?',
         ("Yes: it corrects your last answer", "Yes: it is a rule from now on", "No: neither"),
+        short="Learn from that?",
+        quiet=True,
     )
 
 
@@ -97,7 +102,7 @@ class SignalSettler:
         """The signal of ``text`` in ``session``; ``draft`` is the ledger id of the draft it answers, if any,
         and ``draft_text`` its words (shown to the models that read drafts when ``show_draft``, §3 of
         docs/decisions.md)."""
-        waiting = self.ask_person and draft is not None
+        waiting = self.ask_person and draft is not None and worth_asking(text)
         shown = draft_text if self.show_draft else None
         settled = await self.escalation.decide(
             SIGNAL,

@@ -49,6 +49,7 @@ from exo_core.sessions.facade import AsyncSessions
 from exo_core.sessions.session_store import SessionStore
 from exo_core.sessions.worker import DbWorker
 from exo_core.tools import ToolRegistry, builtin_tools
+from exo_core.tools.snapshots import FileSnapshots
 
 __all__ = ["Core", "CoreOptions"]
 
@@ -160,9 +161,16 @@ class Core:
             facts=options.facts(self.questions) if options.facts is not None else None,
             style=options.style,
             sandbox=sandbox,
+            snapshots=FileSnapshots(home.snapshots_dir),
         )
         self.runner = TurnRunner(self.deps)
-        self.engine = Engine(hub=self.hub, sessions=self.sessions, runner=self.runner, approvals=self.approvals)
+        self.engine = Engine(
+            hub=self.hub,
+            sessions=self.sessions,
+            runner=self.runner,
+            approvals=self.approvals,
+            snapshots=self.deps.snapshots,
+        )
         self.engine.serve(core_handlers(self))
 
     @classmethod

@@ -9,6 +9,7 @@ exception becomes ``internal`` and is logged, and the connection stays up.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -24,6 +25,7 @@ from exo_core.protocol import COMMANDS, EVENTS, PROTOCOL_VERSION, ErrorInfo, Res
 from exo_core.protocol import commands as cmd
 from exo_core.protocol import events as ev
 from exo_core.sessions.facade import AsyncSessions
+from exo_core.tools.snapshots import FileSnapshots, Restored
 
 __all__ = ["Engine", "Handler"]
 
@@ -41,8 +43,17 @@ class Engine:
     with a typed ``unsupported`` error.
     """
 
-    def __init__(self, *, hub: Hub, sessions: AsyncSessions, runner: TurnRunner, approvals: ApprovalBroker) -> None:
+    def __init__(
+        self,
+        *,
+        hub: Hub,
+        sessions: AsyncSessions,
+        runner: TurnRunner,
+        approvals: ApprovalBroker,
+        snapshots: FileSnapshots | None = None,
+    ) -> None:
         self.hub = hub
+        self._snapshots = snapshots
         self._sessions = sessions
         self._runner = runner
         self._approvals = approvals
@@ -143,17 +154,21 @@ class Engine:
         return await self._runner.resume(body.session)
 
     async def session_undo(self, body: cmd.SessionUndo) -> dict[str, Any]:
-        """``session.undo``: drop the last turns (not while one runs)."""
+        """``session.undo``: drop the last turns (not while one runs) and put back the files they changed."""
         if self._runner.busy(body.session):
             raise ConflictError("a turn is running; interrupt it before undoing")
         undone = await self._sessions.undo(body.session, body.turns)
+        files = Restored()
+        if self._snapshots is not None and undone:
+            files = await asyncio.to_thread(self._snapshots.restore, body.session, undone)
         count = len(await self._sessions.messages(body.session))
+        said = f"undid {len(undone)} turn(s); {files.describe()}"
         await self.hub.emit(
             body.session,
             "session.updated",
-            ev.SessionUpdated(session_id=body.session, message_count=count, reason=f"undid {len(undone)} turn(s)"),
+            ev.SessionUpdated(session_id=body.session, message_count=count, reason=said),
         )
-        return {"undone_turns": undone}
+        return {"undone_turns": undone, **files.to_wire(), "said": said}
 
     async def turn_send(self, body: cmd.TurnSend) -> dict[str, Any]:
         """``turn.send``: start (or steer, or queue) a turn; answers at once."""

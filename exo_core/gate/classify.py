@@ -32,7 +32,7 @@ __all__ = ["Classification", "classify", "SHELL_TOOLS"]
 SHELL_TOOLS = frozenset({"bash", "shell", "sh", "terminal", "run_command"})
 # File tools whose "path" is read (judged by exo_core.gate.paths), and the ones that change files.
 _FILE_READERS = frozenset({"read_file", "list_files", "grep", "glob"})
-_FILE_CHANGERS = {"write_file": "write", "edit_file": "edit", "delete_file": "delete"}
+_FILE_CHANGERS = {"write_file": "write", "append_file": "write", "edit_file": "edit", "delete_file": "delete"}
 _READ_TOOLS = {
     "read_file": "file.read",
     "search": "session.search",

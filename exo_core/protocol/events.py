@@ -26,6 +26,7 @@ __all__ = [
     "ApprovalResolved",
     "QuestionAsked",
     "QuestionAnswered",
+    "QuestionClosed",
     "SessionUpdated",
     "ContextCompacted",
     "DecisionQueued",
@@ -147,6 +148,10 @@ class ApprovalRequested:
     arguments: dict[str, Any] = field(default_factory=dict)
     turn_id: str | None = None
     call_id: str | None = None
+    # Why it is asked ("it removes 1 line you did not mention from todo.txt: 'buy milk'").
+    reason: str = ""
+    # For a file change: a unified diff of what it would do (at most 4000 characters, cut on a line).
+    diff: str = ""
 
 
 @event_type("approval.resolved")
@@ -168,6 +173,10 @@ class QuestionAsked:
     allow_text: bool = False
     # When the asking turn stops waiting (ISO-8601 UTC); clients show it, None when it waits for ever.
     expires_at: str | None = None
+    # The question in a few words for a small screen ('' : show ``text``).
+    short: str = ""
+    # Not read aloud by a voice client unless the person asks (a question about learning, not the task).
+    quiet: bool = False
 
 
 @event_type("question.answered")
@@ -178,6 +187,17 @@ class QuestionAnswered:
     option: int | None = None
     text: str | None = None
     declined: bool = False
+
+
+@event_type("question.closed")
+class QuestionClosed:
+    """A question closed without an answer here: it expired, its turn ended, or a newer question replaced it.
+
+    Every client removes its card; an answer sent after this gets a typed ``conflict`` naming why.
+    """
+
+    question_id: str
+    reason: str = "expired"
 
 
 @event_type("session.updated")

@@ -65,6 +65,8 @@ class ExoHome:
     keys_dir = _Under("keys")
     trust_dir = _Under("trust")
     models_dir = _Under("models")
+    # What the file tools replaced, per session and turn, for session.undo (exo_core.tools.snapshots).
+    snapshots_dir = _Under("snapshots")
 
     def config(self) -> dict[str, object]:
         """The parsed ``config.toml`` (empty when the file is missing)."""

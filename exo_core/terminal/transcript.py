@@ -124,7 +124,12 @@ class Transcript:
             self._keyed(
                 turn_id,
                 Block(
-                    "ask", f"approve [{b.get('risk')}] {b.get('summary')}", key=str(b.get("request_id")), state="open"
+                    "ask",
+                    f"approve [{b.get('risk')}] {b.get('summary')}"
+                    + (f"\n  {b['reason']}" if b.get("reason") else "")
+                    + "".join(f"\n  {line}" for line in str(b.get("diff") or "").splitlines()),
+                    key=str(b.get("request_id")),
+                    state="open",
                 ),
             )
         elif kind == "approval.resolved":
@@ -142,6 +147,10 @@ class Transcript:
             self.questions = [q for q in self.questions if q.get("question_id") != b.get("question_id")]
             if block := self._by_key.get(str(b.get("question_id"))):
                 block.state = f"answered {b.get('option') or b.get('text') or ''}".strip()
+        elif kind == "question.closed":
+            self.questions = [q for q in self.questions if q.get("question_id") != b.get("question_id")]
+            if block := self._by_key.get(str(b.get("question_id"))):
+                block.state = f"closed: {b.get('reason') or 'expired'}"
         elif kind == "usage.updated":
             self.model = str(b.get("model") or self.model)
             self.context_tokens = int(b.get("input_tokens") or 0)

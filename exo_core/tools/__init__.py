@@ -1,6 +1,6 @@
 """Tools: the spec/handler seam, the registry and the built-in tools."""
 
-from exo_core.tools.files import DeleteFileTool, EditFileTool, ReadFileTool, WriteFileTool
+from exo_core.tools.files import AppendFileTool, DeleteFileTool, EditFileTool, ReadFileTool, WriteFileTool
 from exo_core.tools.function import FunctionTool
 from exo_core.tools.patch import ApplyPatchTool
 from exo_core.tools.registry import ToolRegistry
@@ -19,6 +19,7 @@ __all__ = [
     "FunctionTool",
     "ReadFileTool",
     "WriteFileTool",
+    "AppendFileTool",
     "EditFileTool",
     "DeleteFileTool",
     "ApplyPatchTool",
@@ -38,6 +39,7 @@ def builtin_tools(recall: Recall | None = None) -> ToolRegistry:
         [
             ReadFileTool(),
             WriteFileTool(),
+            AppendFileTool(),
             EditFileTool(),
             DeleteFileTool(),
             ApplyPatchTool(),

@@ -1,4 +1,4 @@
-"""File tools: ``read_file``, ``write_file``, ``edit_file`` and ``delete_file``.
+"""File tools: ``read_file``, ``write_file``, ``append_file``, ``edit_file`` and ``delete_file``.
 
 Relative paths resolve against the session's workspace. Disk work runs in a
 worker thread so a slow card never stalls the event loop, and goes through
@@ -6,7 +6,10 @@ worker thread so a slow card never stalls the event loop, and goes through
 judged (``ToolContext.checked_paths``) or on none at all, so a symbolic link
 swapped in after the check cannot send a write elsewhere. ``edit_file`` finds
 its target exactly first, then line by line ignoring differences in
-whitespace, and refuses an ambiguous match rather than guessing.
+whitespace, and refuses an ambiguous match rather than guessing. ``append_file``
+adds to the end and never rewrites what is there: "add this line to my list" is an
+append, not a rewrite a small model could get wrong. :func:`planned_text` is what
+a changing call would leave in the file, for the loop's check before it runs.
 """
 
 from __future__ import annotations
@@ -21,7 +24,18 @@ from exo_core.tools import safe_fs
 from exo_core.tools.match import find_match, reindent
 from exo_core.tools.spec import ToolContext, ToolResult, ToolSpec, object_schema
 
-__all__ = ["ReadFileTool", "WriteFileTool", "EditFileTool", "DeleteFileTool", "resolve_path", "write_atomic"]
+__all__ = [
+    "ReadFileTool",
+    "WriteFileTool",
+    "AppendFileTool",
+    "EditFileTool",
+    "DeleteFileTool",
+    "resolve_path",
+    "write_atomic",
+    "appended",
+    "edited",
+    "planned_text",
+]
 
 _MAX_READ_BYTES = 2 * 1024 * 1024
 
@@ -98,6 +112,7 @@ class WriteFileTool(_FileTool):
         description="Create or replace a UTF-8 text file with 'content'.",
         parameters=object_schema(("path", "content"), path="string", content="string"),
         risk="medium",
+        changes_files=True,
     )
 
     def on_disk(self, path: Path, arguments: dict[str, Any], exod: ExodFiles) -> ToolResult:
@@ -106,6 +121,33 @@ class WriteFileTool(_FileTool):
         if not isinstance(content, str):
             return ToolResult.error("'content' must be a string")
         return write_atomic(path, content)
+
+
+class AppendFileTool(_FileTool):
+    """Add text to the end of a file (created when missing); what is already there stays as it is."""
+
+    spec = ToolSpec(
+        name="append_file",
+        ability="add to files",
+        description="Add 'content' to the end of a UTF-8 text file, on a new line; creates the file if missing. "
+        "Use it to append or add lines: nothing already in the file changes.",
+        parameters=object_schema(("path", "content"), path="string", content="string"),
+        risk="medium",
+        changes_files=True,
+    )
+
+    def on_disk(self, path: Path, arguments: dict[str, Any], exod: ExodFiles) -> ToolResult:
+        """Append ``content`` after what the file holds."""
+        content = arguments.get("content")
+        if not isinstance(content, str) or not content:
+            return ToolResult.error("'content' must be a non-empty string")
+        try:
+            text = _existing_text(path)
+        except UnicodeDecodeError:
+            return ToolResult.error(f"{path} is not UTF-8 text")
+        except OSError as exc:
+            return ToolResult.error(_why(path, exc))
+        return write_atomic(path, appended(text, content), verb="appended to")
 
 
 class EditFileTool(_FileTool):
@@ -118,6 +160,7 @@ class EditFileTool(_FileTool):
         "exactly one place (whitespace differences are tolerated line by line).",
         risk="medium",
         parameters=object_schema(("path", "old", "new"), path="string", old="string", new="string"),
+        changes_files=True,
     )
 
     def on_disk(self, path: Path, arguments: dict[str, Any], exod: ExodFiles) -> ToolResult:
@@ -131,19 +174,11 @@ class EditFileTool(_FileTool):
             return ToolResult.error(f"{path} is not UTF-8 text")
         except OSError as exc:
             return ToolResult.error(_why(path, exc))
-        match = find_match(text, old)
-        if match is None:
-            return ToolResult.error(
-                f"'old' was not found in {path}, even ignoring whitespace; read the file and quote the lines exactly"
-            )
-        if match.count > 1:
-            return ToolResult.error(
-                f"'old' matches {match.count} places in {path} ({match.how}); "
-                "include more surrounding lines so it matches one"
-            )
-        replacement = reindent(new, match.indent)
-        verb = "edited" if match.how == "exact" else f"edited (matched ignoring {match.how})"
-        return write_atomic(path, text[: match.start] + replacement + text[match.end :], verb=verb)
+        result, how = edited(text, old, new)
+        if result is None:
+            return ToolResult.error(how.replace("{path}", str(path)))
+        verb = "edited" if how == "exact" else f"edited (matched ignoring {how})"
+        return write_atomic(path, result, verb=verb)
 
 
 class DeleteFileTool(_FileTool):
@@ -164,6 +199,7 @@ class DeleteFileTool(_FileTool):
         risk="high",
         parameters=object_schema(("path",), path="string"),
         effects=("irreversible",),  # what the gate judges every call (file.delete); the prompt reads it here
+        changes_files=True,
     )
 
     def on_disk(self, path: Path, arguments: dict[str, Any], exod: ExodFiles) -> ToolResult:
@@ -175,6 +211,62 @@ class DeleteFileTool(_FileTool):
         except OSError as exc:
             return ToolResult.error(_why(path, exc, "delete"))
         return ToolResult(f"deleted {path}")
+
+
+def appended(text: str, content: str) -> str:
+    """``text`` with ``content`` added on a line of its own, ending with a newline."""
+    if text and not text.endswith("\n"):
+        text += "\n"
+    if not content.endswith("\n"):
+        content += "\n"
+    return text + content
+
+
+def edited(text: str, old: str, new: str) -> tuple[str | None, str]:
+    """``text`` with its one match of ``old`` replaced by ``new``, and how it matched;
+    ``(None, why)`` when ``old`` matches no place or several (``{path}`` in ``why`` names the file)."""
+    match = find_match(text, old)
+    if match is None:
+        return (
+            None,
+            "'old' was not found in {path}, even ignoring whitespace; read the file and quote the lines exactly",
+        )
+    if match.count > 1:
+        return None, (
+            f"'old' matches {match.count} places in {{path}} ({match.how}); "
+            "include more surrounding lines so it matches one"
+        )
+    replacement = reindent(new, match.indent)
+    return text[: match.start] + replacement + text[match.end :], match.how
+
+
+def planned_text(tool: str, arguments: dict[str, Any], path: Path) -> tuple[str, str] | None:
+    """What ``path`` holds now and what the call of ``tool`` would leave in it (blocking: a worker thread);
+    ``None`` when it cannot be said (not a text file, a call the tool would refuse, a tool not listed here)."""
+    try:
+        before = _existing_text(path)
+    except (OSError, UnicodeDecodeError):
+        return None
+    content = arguments.get("content")
+    if tool == "write_file" and isinstance(content, str):
+        return before, content
+    if tool == "append_file" and isinstance(content, str) and content:
+        return before, appended(before, content)
+    old, new = arguments.get("old"), arguments.get("new")
+    if tool == "edit_file" and isinstance(old, str) and old and isinstance(new, str):
+        after, _how = edited(before, old, new)
+        return None if after is None else (before, after)
+    if tool == "delete_file":
+        return before, ""
+    return None
+
+
+def _existing_text(path: Path) -> str:
+    """The file's text, or empty when there is no file yet."""
+    try:
+        return safe_fs.read_text(path, max_bytes=_MAX_READ_BYTES)
+    except FileNotFoundError:
+        return ""
 
 
 def write_atomic(path: Path, content: str, *, verb: str = "wrote") -> ToolResult:

@@ -135,6 +135,7 @@ class ApplyPatchTool:
         "in the workspace. All hunks apply or none do.",
         risk="medium",
         parameters=object_schema(("patch",), patch="string"),
+        changes_files=True,
     )
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:

@@ -60,6 +60,9 @@ class ToolSpec:
     # What the tool lets the assistant do, in a few words ("read files"): the store's generated
     # ``exo/abilities`` note names the offered tools' abilities (docs/store.md, "What this Exo can do").
     ability: str = ""
+    # Whether a call changes the files the gate judged for it: the loop keeps what it replaces for undo
+    # (exo_core.tools.snapshots) and asks before a change that removes lines the person did not name.
+    changes_files: bool = False
 
     @property
     def irreversible(self) -> bool:

@@ -139,7 +139,9 @@ async def _deny_everything(
     async with ExoClient(url, client_name="attacker-test") as client:
         await client.hello()
         session = (await client.request("session.create", {"title": "denied"}))["session"]["id"]
-        await client.request("turn.send", {"session": session, "text": "do all of it"})
+        # The message names the line the edits replace ("alpha"): an edit removing a line it does not name
+        # is asked whatever the gate says (exo_core/agent/file_guard.py), and this test checks the gate.
+        await client.request("turn.send", {"session": session, "text": "do all of it: replace alpha with beta"})
 
         async def follow() -> None:
             async for event in client.events(since=0, session=session):

@@ -83,10 +83,12 @@ async def test_interrupt_closes_the_question(harness) -> None:
     session, turn = await start_turn(h)
     qid = (await h.wait(lambda e: e["type"] == "question.asked"))["body"]["question_id"]
     await h.ok("turn.interrupt", session=session)
+    closed = await h.wait(lambda e: e["type"] == "question.closed")
+    assert closed["body"] == {"question_id": qid, "reason": "its turn ended"}
     done = await h.wait(lambda e: e["type"] == "turn.completed" and e["body"]["turn_id"] == turn)
     assert done["body"]["stop_reason"] == "interrupted"
     late = await h.cmd("question.answer", question_id=qid, option=1)
-    assert late["error"]["code"] == "conflict" and "closed without an answer" in late["error"]["message"]
+    assert late["error"]["code"] == "conflict" and "that question has closed" in late["error"]["message"]
     assert h.core.questions.open_questions() == []
 
 

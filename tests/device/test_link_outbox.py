@@ -65,3 +65,39 @@ async def test_the_outbox_holds_its_bound_refuses_more_visibly_and_delivers_the_
     assert [label for label, _ in delivered] == [f"press {n}" for n in range(limit)]
     assert [result["session"]["title"] for _, result in delivered] == [f"press {n}" for n in range(limit)]
     assert not link.outbox and len(refused) == 2
+
+
+async def test_a_refused_press_is_said_on_screen_never_raised(
+    tmp_path: Path, exo_home: Path, workspace: Path, exod_factory: Any
+) -> None:
+    """An answer to a question that has closed (the device's old traceback): refused visibly, nothing raised."""
+    exod = exod_factory(exo_home, write_script(tmp_path / "script.json", []), workspace)
+    refused: list[tuple[str, str]] = []
+
+    async def answer(client: ExoClient) -> Any:
+        return await client.request("question.answer", {"question_id": "q_gone", "option": 1})
+
+    async def on_event(event: object) -> None:
+        return None
+
+    async with ExoClient(exod.url) as client:
+        link = Link(
+            client,
+            on_event=on_event,
+            on_state=lambda state: None,
+            on_refused=lambda pending, why: refused.append((pending.label, why)),
+            on_delivered=lambda pending, result: None,
+        )
+        task = asyncio.create_task(link.run())
+        try:
+            for _ in range(200):
+                if link.state == "online":
+                    break
+                await asyncio.sleep(0.05)
+            assert link.state == "online"
+            assert await link.submit("answer 'yes'", answer) is None
+        finally:
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+    assert len(refused) == 1 and refused[0][0] == "answer 'yes'" and "that question has closed" in refused[0][1]

@@ -79,6 +79,7 @@ async def test_toolsets_narrow_what_a_view_sees(tmp_path: Path) -> None:
     assert {s.name for s in files_only.specs()} == {
         "read_file",
         "write_file",
+        "append_file",
         "edit_file",
         "delete_file",
         "apply_patch",

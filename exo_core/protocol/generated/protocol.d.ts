@@ -12,7 +12,7 @@ export interface Event<T = Record<string, unknown>> { id: string; seq: number; s
 
 export type CommandType = "approval.respond" | "config.get" | "config.set" | "events.subscribe" | "hello" | "models.set" | "question.answer" | "search" | "session.create" | "session.fork" | "session.get" | "session.list" | "session.resume" | "session.undo" | "store.onboard" | "taste.edit" | "taste.list" | "turn.interrupt" | "turn.send";
 
-export type EventType = "approval.requested" | "approval.resolved" | "context.compacted" | "decision.queued" | "message.completed" | "message.delta" | "notice" | "question.answered" | "question.asked" | "reasoning.delta" | "session.updated" | "taste.updated" | "tool.completed" | "tool.output" | "tool.started" | "turn.completed" | "turn.started" | "ui.panel" | "usage.updated";
+export type EventType = "approval.requested" | "approval.resolved" | "context.compacted" | "decision.queued" | "message.completed" | "message.delta" | "notice" | "question.answered" | "question.asked" | "question.closed" | "reasoning.delta" | "session.updated" | "taste.updated" | "tool.completed" | "tool.output" | "tool.started" | "turn.completed" | "turn.started" | "ui.panel" | "usage.updated";
 
 /** What a client can show and take, so the core can shape what it sends. ``screen_columns``/``screen_rows`` are in characters; ``screen_pixels`` is ``[width, height]`` when the client draws; ``buttons`` names physical buttons. */
 export interface Capabilities {
@@ -152,6 +152,8 @@ export interface ApprovalRequestedEvent {
   arguments?: Record<string, unknown>;
   turn_id?: string | null;
   call_id?: string | null;
+  reason?: string;
+  diff?: string;
 }
 
 /** An approval request was answered (or expired); the first answer won. */
@@ -211,6 +213,14 @@ export interface QuestionAskedEvent {
   options?: Array<string>;
   allow_text?: boolean;
   expires_at?: string | null;
+  short?: string;
+  quiet?: boolean;
+}
+
+/** A question closed without an answer here: it expired, its turn ended, or a newer question replaced it. Every client removes its card; an answer sent after this gets a typed ``conflict`` naming why. */
+export interface QuestionClosedEvent {
+  question_id: string;
+  reason?: string;
 }
 
 /** A piece of the model's reasoning text. */
@@ -328,6 +338,7 @@ export interface EventBodies {
   "notice": NoticeEvent;
   "question.answered": QuestionAnsweredEvent;
   "question.asked": QuestionAskedEvent;
+  "question.closed": QuestionClosedEvent;
   "reasoning.delta": ReasoningDeltaEvent;
   "session.updated": SessionUpdatedEvent;
   "taste.updated": TasteUpdatedEvent;

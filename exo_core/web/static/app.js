@@ -211,6 +211,7 @@ function handle(event) {
     case "approval.resolved": return resolveCard(b.request_id, `${b.decision}${b.reason ? ": " + b.reason : ""}`);
     case "question.asked": return questionCard(b, event);
     case "question.answered": return resolveCard(b.question_id, b.declined ? "declined" : `answered ${b.option || b.text || ""}`);
+    case "question.closed": return resolveCard(b.question_id, `that question has closed: ${b.reason || "expired"}`);
     case "usage.updated":
       S.usage.input = b.input_tokens; S.usage.output += b.output_tokens;
       S.usage.cost = b.session_cost || S.usage.cost + (b.cost || 0); S.usage.model = b.model || S.usage.model;
@@ -252,7 +253,9 @@ function approvalCard(b) {
   const card = el("div", "card approval");
   card.dataset.request = b.request_id;
   card.append(el("div", "", "Approve? "), el("strong", `risk-${b.risk}`, `[${b.risk}] `), el("span", "", b.summary));
-  if (b.arguments && Object.keys(b.arguments).length) card.append(el("pre", "", JSON.stringify(b.arguments, null, 1)));
+  if (b.reason) card.append(el("div", "note reason", b.reason));
+  if (b.diff) card.append(el("pre", "diff", b.diff));
+  else if (b.arguments && Object.keys(b.arguments).length) card.append(el("pre", "", JSON.stringify(b.arguments, null, 1)));
   const actions = el("div", "actions");
   for (const [label, decision] of [["Allow", "allow"], ["Deny", "deny"], ["Always allow", "allow_always"]]) {
     const btn = el("button", decision === "allow" ? "primary" : "", label);
@@ -280,7 +283,7 @@ function questionCard(b) {
   const actions = el("div", "actions");
   const answer = async (body) => {
     try { await command("question.answer", { question_id: b.question_id, ...body }); }
-    catch (err) { card.append(el("div", "note", err.message)); }
+    catch (err) { card.append(el("div", "note", err.code === "conflict" || err.code === "not_found" ? "that question has closed" : err.message)); }
   };
   (b.options || []).forEach((opt, i) => {
     const btn = el("button", "", `${i + 1}. ${opt}`);
