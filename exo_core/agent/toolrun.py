@@ -59,6 +59,7 @@ log = logging.getLogger(__name__)
 
 GateAction = Literal["allow", "log", "ask", "deny"]
 
+
 async def run_tool_call(
     deps: LoopDeps,
     session_id: str,
