@@ -125,7 +125,7 @@ def _serve(args: argparse.Namespace) -> int:
         options.style = _enforced_taste(store)
     if memory is not None:  # the store's retrieval is the default memory provider and the recall tool
         options.memory, options.tools = memory, builtin_tools(memory)
-    if args.warm_delay >= 0:  # the model reads the prompt's fixed head before the first question
+    if args.warm_delay >= 0 and _laid_out_for_reuse(home):  # the model reads the fixed head before the first question
         options.services = (*options.services, _prefix_warmup(args.warm_delay))
     transports = TransportSettings(
         tcp=parse_hostport(args.tcp) if args.tcp else None,
@@ -148,6 +148,13 @@ def _serve(args: argparse.Namespace) -> int:
         if ledger is not None:
             ledger.close()
     return 0
+
+
+def _laid_out_for_reuse(home: Any) -> bool:
+    """Whether the prompt keeps a fixed head to read ahead (``[context] layout = "reuse"``, docs/context.md)."""
+    from exo_core.context.config import ContextConfig
+
+    return ContextConfig.from_config(home.config()).layout == "reuse"
 
 
 def _prefix_warmup(delay: float) -> Any:

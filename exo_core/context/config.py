@@ -66,8 +66,10 @@ class ContextConfig:
     # e.g. 'scripted-summary' for tests and demos.
     summarizer: str = ""
     # How each model input is laid out (exo_core.context.fit.LAYOUTS): "reuse" keeps what never changes
-    # first so a prompt cache reuses it; "system" is the earlier layout, for same-run comparisons.
-    layout: str = "reuse"
+    # first so a prompt cache reuses it; "system" puts the retrieved beliefs inside the system message, far
+    # from the question. "system" is the default until the quality checks pass with "reuse": with the beliefs
+    # just before the question the 0.5B copied a weak match into a general answer (docs/context.md).
+    layout: str = "system"
 
     def __post_init__(self) -> None:
         if self.layout not in ("reuse", "system"):
