@@ -42,7 +42,7 @@ from typing import Any
 
 from benchmarks._common import bench_parser, write_results
 from benchmarks.bench_models import NO_TOOL, PERSON, QUESTIONS, TOOL_REQUESTS, TOOLS, _score
-from exo_core.agent.model import (
+from exo_core.seams.model import (
     INTERRUPTED_MARK,
     ChatMessage,
     Finish,

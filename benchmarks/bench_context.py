@@ -273,7 +273,7 @@ class _SizedByLlama:
         return replace(window, counter=self.counter)
 
     async def stream(self, request: Any) -> Any:
-        from exo_core.agent.model import Finish, TextDelta, ToolCall, ToolCallChunk, UsageChunk
+        from exo_core.seams.model import Finish, TextDelta, ToolCall, ToolCallChunk, UsageChunk
 
         prompt = await self.llama.counter.measure(request)
         unfitted = await self.baseline() if self.baseline is not None else 0
@@ -329,10 +329,10 @@ async def run_window(turns: int, n_ctx: int, model_path: Path, tmp: Path) -> dic
     import json as _json
 
     from exo_core.agent.loop import LoopSettings
-    from exo_core.agent.model import ModelRequest
     from exo_core.context.scripted import ScriptedSummarizer
     from exo_core.engine.core import Core, CoreOptions
-    from exo_core.home import ExoHome
+    from exo_core.seams.home import ExoHome
+    from exo_core.seams.model import ModelRequest
     from exo_core.tools import builtin_tools
     from exo_edge.llama_transport import LlamaSettings, LlamaTransport
     from exo_edge.manifest import PromptFormat

@@ -44,8 +44,8 @@ from benchmarks._common import REPO, bench_parser, machine_info, print_table, ra
 from exo_core.decisions import Decider, expected_calibration_error, fit
 from exo_core.decisions.calibration import Calibration
 from exo_core.decisions.providers import RulesOnlyProvider
-from exo_core.decisions.question import Question
 from exo_core.decisions.uses import USES
+from exo_core.seams.decision import Question
 
 DATA = REPO / "benchmarks" / "data" / "decisions.jsonl"
 FIT_SHARE = 0.6
@@ -136,7 +136,7 @@ async def _local_raw(
 
 def _generation_step(transport: Any) -> Any:
     """A coroutine factory: one 16-token plain completion; returns the median per-token decode time."""
-    from exo_core.agent.model import ChatMessage, ModelRequest, TextDelta
+    from exo_core.seams.model import ChatMessage, ModelRequest, TextDelta
 
     request = ModelRequest(
         messages=(ChatMessage("user", "Tell me a short story about a lighthouse keeper."),),

@@ -52,11 +52,11 @@ from benchmarks.bench_decisions import load_cases, split_by_time
 from benchmarks.bench_decisions_signal import HELDOUT, MODELS, SCORE_HEADERS, rule_answer, score_row
 from exo_core.decisions import Decider
 from exo_core.decisions.neighbours import DEFAULT_SIGNAL_POOL, ExamplePool, NeighbourExamples
-from exo_core.decisions.question import DecisionProvider
 from exo_core.decisions.setup import DecisionSettings
 from exo_core.decisions.signal_escalation import SignalSettler
 from exo_core.decisions.uses import SIGNAL
 from exo_core.errors import ExoError
+from exo_core.seams.decision import DecisionProvider
 
 ALIAS = "qwen2.5-coder-1.5b-instruct"
 DEFER_BELOW = DecisionSettings().defer_below  # exod's default: below it the device model defers to the larger one
@@ -185,7 +185,7 @@ async def over_http(
     ``scored``, that provider's raws on those cases too, with ``prompt``'s examples (``nn``: each shown its
     neighbours, never its own entry), ``preset`` the raws already measured (not asked again)."""
     from exo_core.decisions.signal_escalation import build_signal_settler
-    from exo_core.home import ExoHome
+    from exo_core.seams.home import ExoHome
     from exo_edge.laptop_server import ServeSettings, device_config, start_server, wait_ready
     from exo_edge.paths import locate_model_file
 

@@ -53,9 +53,9 @@ from benchmarks._common import REPO, bench_parser, machine_info, print_table, wr
 from benchmarks.bench_decisions_signal import MODELS, calibrate, escalated, rule_answer, score, score_row
 from benchmarks.bench_decisions_sources import Store, ask, fit_cases, latency, served_larger
 from exo_core.decisions.calibration import Calibration
-from exo_core.decisions.question import DecisionProvider, Question
 from exo_core.decisions.setup import DecisionSettings
 from exo_core.decisions.uses import SIGNAL
+from exo_core.seams.decision import DecisionProvider, Question
 
 PROMOTED = {
     "heldout1": REPO / "benchmarks" / "data" / "decisions_heldout.jsonl",

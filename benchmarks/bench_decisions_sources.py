@@ -69,9 +69,9 @@ from benchmarks.bench_decisions_signal import MODELS, calibrate, escalated, rule
 from benchmarks.decisions_sources_tables import print_results
 from exo_core.decisions.calibration import Calibration
 from exo_core.decisions.neighbours import DEFAULT_SIGNAL_POOL, ExamplePool, NeighbourExamples
-from exo_core.decisions.question import DecisionProvider, Question
 from exo_core.decisions.uses import SIGNAL
 from exo_core.errors import ExoError
+from exo_core.seams.decision import DecisionProvider, Question
 
 EXTRA = REPO / "benchmarks" / "data" / "decisions_signal_fit.jsonl"
 MORE = REPO / "benchmarks" / "data" / "decisions_signal_more.jsonl"
@@ -176,7 +176,7 @@ async def served_larger(port: int, store: Store) -> AsyncIterator[DecisionProvid
     from exo_core.decisions import Decider
     from exo_core.decisions.logprobs import LogprobProvider
     from exo_core.decisions.signal_escalation import build_signal_settler
-    from exo_core.home import ExoHome
+    from exo_core.seams.home import ExoHome
     from exo_edge.laptop_server import ServeSettings, device_config, start_server, wait_ready
     from exo_edge.paths import locate_model_file
 

@@ -49,8 +49,8 @@ from benchmarks._common import bench_parser, write_results
 from benchmarks.bench_answers import ask
 from benchmarks.bench_models import NO_TOOL, PERSON, TOOL_REQUESTS, TOOLS
 from exo_core.agent.loop import BASE_PROMPT
-from exo_core.agent.model import ChatMessage
 from exo_core.retrieval.memory import PACK_HEADING
+from exo_core.seams.model import ChatMessage
 
 ROOT = Path(__file__).resolve().parents[1]
 

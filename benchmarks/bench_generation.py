@@ -95,7 +95,7 @@ def direct_child(args: argparse.Namespace) -> dict[str, Any]:
     import llama_cpp
 
     from exo_core.agent.loop import BASE_PROMPT
-    from exo_core.agent.model import ChatMessage, ModelRequest
+    from exo_core.seams.model import ChatMessage, ModelRequest
     from exo_edge.chat_template import ChatTemplate
     from exo_edge.llama_load import Draw
     from exo_edge.manifest import find_manifest

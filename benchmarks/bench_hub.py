@@ -186,7 +186,7 @@ async def hub_run(tmp: Path, durability: str, subscribers: int, mode: str, count
 
     from exo_core.agent.scripted import ScriptedModel
     from exo_core.engine.core import Core, CoreOptions
-    from exo_core.home import ExoHome
+    from exo_core.seams.home import ExoHome
     from exo_core.server.http import HttpSettings, build_app
     from exo_core.server.listeners import bind_unix
 

@@ -44,7 +44,7 @@ from typing import Any
 from benchmarks._common import bench_parser, machine_info, print_table, proc_memory_kb, write_results
 from benchmarks.bench_exod_tools import EXOD_REQUESTS, exod_tools
 from exo_core.agent.loop import BASE_PROMPT
-from exo_core.agent.model import ChatMessage, ModelRequest, TextDelta, ToolCallChunk, UsageChunk
+from exo_core.seams.model import ChatMessage, ModelRequest, TextDelta, ToolCallChunk, UsageChunk
 
 ROOT = Path(__file__).resolve().parents[1]
 

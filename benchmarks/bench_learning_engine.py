@@ -187,8 +187,8 @@ def rules_only(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 async def _ask(router: Any, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    from exo_core.agent.model import TextDelta, ToolCallChunk
     from exo_core.learning.reflected import choices
+    from exo_core.seams.model import TextDelta, ToolCallChunk
     from exo_edge.proposal_queue import Job, prompt_for
 
     rows = []

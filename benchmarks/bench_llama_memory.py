@@ -56,8 +56,8 @@ def _child(config: str) -> dict[str, Any]:
     import threading
     from dataclasses import replace
 
-    from exo_core.agent.model import ChatMessage, ModelRequest, TextDelta, ToolCall, ToolCallChunk
-    from exo_core.home import ExoHome
+    from exo_core.seams.home import ExoHome
+    from exo_core.seams.model import ChatMessage, ModelRequest, TextDelta, ToolCall, ToolCallChunk
     from exo_edge import llama_completion, llama_transport
     from exo_edge.local import local_settings
 

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._common import bench_parser, progress_output, write_results
-from exo_core.agent.model import ChatMessage, ModelRequest, TextDelta, ToolCallChunk
+from exo_core.seams.model import ChatMessage, ModelRequest, TextDelta, ToolCallChunk
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -369,8 +369,8 @@ def _score(answer: str, expected: tuple[str, ...]) -> bool:
 
 
 async def quality(threads: int) -> dict[str, Any]:
-    from exo_core.home import ExoHome
     from exo_core.models import build_router
+    from exo_core.seams.home import ExoHome
     from exo_edge.local import local_factory
 
     home = ExoHome.from_env()

@@ -314,7 +314,7 @@ def main() -> int:
     if args.render:
         render(json.loads(args.render.read_text()))
         return 0
-    from exo_core.home import ExoHome
+    from exo_core.seams.home import ExoHome
     from exo_edge.retrieval_eval import bench_ranker
 
     home = ExoHome.from_env()

@@ -156,7 +156,7 @@ def _write_home(home: Path, workspace: Path, board: str, data: dict[str, Any], e
         timeout=120,
         check=True,
     )
-    from exo_core.home import ExoHome
+    from exo_core.seams.home import ExoHome
     from exo_core.store import Node, Store
 
     store = Store.open(ExoHome(home).store_path())

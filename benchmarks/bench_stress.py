@@ -152,7 +152,7 @@ def run_kill(cycles: int, base: Path, seed: int, *, progress: int = 0) -> dict[s
     With ``progress`` N, every N cycles the counts so far (all checked against a restarted exod) go to stderr.
     """
     from exo_core.bootstrap import init_home
-    from exo_core.home import ExoHome
+    from exo_core.seams.home import ExoHome
 
     rng = random.Random(seed)
     home, ws = base / "kill-home", base / "kill-ws"
