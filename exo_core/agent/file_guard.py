@@ -6,14 +6,14 @@ and as the call would leave it (:func:`exo_core.tools.files.planned_text`). Line
 that the person's message does not name are *unnamed removals*; the loop then asks the person
 first, showing the diff (``approval.requested``'s ``diff``), whatever the gate said.
 
-A removed line is named when its words (without list marks, heading marks or a checkbox) appear
+A line changed into one at least :data:`EDITED_LINE_RATIO` alike (a typo fixed, a number changed)
+was edited, not removed. A removed line is named when its words (without list marks, heading marks or a checkbox) appear
 in the message ("replace 'buy milk' with 'buy oat milk'", "rename the heading Ideas"), or when the
 message asks for the whole file to be rewritten, cleared or deleted. Blank lines are not content.
 """
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +25,9 @@ __all__ = ["FileCheck", "MAX_DIFF_CHARS", "check_change", "shown_diff", "unnamed
 
 # A diff inside one event, far below the protocol's body limit and short enough to read on a card.
 MAX_DIFF_CHARS = 4000
+# A changed line this similar to one of its replacements was edited, not removed: nothing of it is lost that
+# the diff on the event and the snapshot's undo do not show.
+EDITED_LINE_RATIO = 0.85
 _MARKS = re.compile(r"^\s*(?:#{1,6}\s+|[-*+>]\s+(?:\[[ xX]\]\s+)?|\d+[.)]\s+)?")
 _WHOLE_FILE = re.compile(
     r"\b(?:rewrite|overwrite|replace (?:all|everything|the (?:whole|entire) (?:file|thing|text|content))|"
@@ -68,21 +71,38 @@ def check_change(tool: str, arguments: dict[str, Any], targets: tuple[str, ...],
 
 
 def unnamed_removals(before: str, after: str, request: str) -> list[str]:
-    """Lines of ``before`` that ``after`` drops or changes and ``request`` does not name (blank lines aside)."""
+    """Lines of ``before`` that ``after`` drops or rewrites past an edit and ``request`` does not name
+    (blank lines aside)."""
     if _WHOLE_FILE.search(request):
         return []
     wanted = _plain(request)
+    import difflib  # only when a file changes: not imported by an idle exod (docs/benchmarks.md §2)
+
     old_lines = before.splitlines()
-    matcher = difflib.SequenceMatcher(a=old_lines, b=after.splitlines(), autojunk=False)
+    new_lines = after.splitlines()
+    matcher = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
     removed: list[str] = []
-    for op, lo, hi, _blo, _bhi in matcher.get_opcodes():
-        if op in ("delete", "replace"):
+    for op, lo, hi, blo, bhi in matcher.get_opcodes():
+        if op == "delete":
             removed.extend(old_lines[lo:hi])
+        elif op == "replace":
+            removed.extend(line for line in old_lines[lo:hi] if not _edited_into(line, new_lines[blo:bhi]))
     return [line for line in removed if _plain(line) and _plain(_MARKS.sub("", line)) not in wanted]
+
+
+def _edited_into(line: str, replacements: list[str]) -> bool:
+    """Whether ``line`` lives on, edited, as one of ``replacements`` (a typo fixed, a word or number changed)."""
+    import difflib
+
+    return any(
+        difflib.SequenceMatcher(a=line, b=new, autojunk=False).ratio() >= EDITED_LINE_RATIO for new in replacements
+    )
 
 
 def shown_diff(before: str, after: str, name: str, *, limit: int = MAX_DIFF_CHARS) -> str:
     """A unified diff of the change, cut at ``limit`` characters on a line boundary (and saying so)."""
+    import difflib  # only when a file changes: not imported by an idle exod
+
     lines = difflib.unified_diff(
         before.splitlines(keepends=True), after.splitlines(keepends=True), f"{name} (now)", f"{name} (after)"
     )

@@ -134,6 +134,13 @@ class CallOutput:
         self._keep_tail(text[len(part) :], stream)
         return pieces
 
+    def release(self, stream: str) -> list[tuple[str, str]]:
+        """The held whole lines of ``stream`` to show now that it has gone quiet (maybe none)."""
+        redactor = self._streams.get(stream)
+        if not self._head_open or redactor is None:
+            return []
+        return self._show(stream, redactor.release())
+
     def finish(self) -> list[tuple[str, str]]:
         """What is left to show when the call ends: the held text, or the note of what was dropped and the tails."""
         if self._head_open:

@@ -13,6 +13,9 @@ sends only text that no secret still arriving can touch:
   up to :data:`HOLD_LIMIT` characters; a block longer than that is replaced by
   one placeholder and everything up to its ``END`` line is dropped.
 
+:meth:`StreamRedactor.release` sends the held whole lines of a stream that has
+gone quiet, so a command's last line shows while it runs (a line that ends
+where a value would start, ``password:``, and an open key block stay held);
 :meth:`StreamRedactor.flush` sends what is still held when the stream ends;
 :meth:`StreamRedactor.cut` ends it without sending the held tail (a capped
 stream stops showing output there, and the tail may hold half a secret).
@@ -23,6 +26,7 @@ from __future__ import annotations
 import re
 
 from exo_core.agent.redaction import Redactor, Span, apply_spans
+from exo_core.store.leaks import LEAK_TRIGGERS
 
 __all__ = ["StreamRedactor", "HOLD_LIMIT", "redact_tail"]
 
@@ -30,6 +34,8 @@ HOLD_LIMIT = 64 * 1024
 _OPEN_BLOCK = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?![\s\S]*-----END [A-Z0-9 ]+-----)")
 _BLOCK_END = re.compile(r"-----END [A-Z0-9 ]+-----")
 _END_MARK = 64  # longer than any END line: what is kept while dropping a block, in case the line is cut
+# A line ending like this may have its value on the next line ("password:", "Authorization: Bearer").
+_VALUE_NEXT = (":", "=", *sorted({t for triggers in LEAK_TRIGGERS.values() for t in triggers}))
 
 
 class StreamRedactor:
@@ -69,6 +75,25 @@ class StreamRedactor:
             spans = [(start, min(end, cut), kind) for start, end, kind in spans if start < cut]
         self._held = text[cut:]
         return apply_spans(text[:cut], [s for s in spans if s[1] <= cut])
+
+    def release(self) -> str:
+        """The held whole lines, redacted: the stream has gone quiet and the person is waiting to see them.
+
+        A line whose end could lead into a value on the next line stays held with what follows it, and
+        so does an open private key block; a secret wrapped over lines can be shown in parts only by
+        a command that pauses inside it.
+        """
+        if self._dropping or _OPEN_BLOCK.search(self._held):
+            return ""
+        end = self._held.rfind("\n") + 1
+        while end and self._held[:end].rstrip().lower().endswith(_VALUE_NEXT):
+            end = self._held.rfind("\n", 0, end - 1) + 1
+        spans = self._redactor.spans(self._held)
+        end = _before_spans(end, spans)
+        if not end:
+            return ""
+        text, self._held = self._held[:end], self._held[end:]
+        return apply_spans(text, [s for s in spans if s[1] <= end])
 
     def flush(self) -> str:
         """Whatever is still held, redacted (the stream ended)."""

@@ -59,6 +59,9 @@ log = logging.getLogger(__name__)
 
 GateAction = Literal["allow", "log", "ask", "deny"]
 
+# A stream quiet this long shows the whole lines it holds back (a command's progress line, its prompt).
+QUIET_SECONDS = 0.3
+
 
 async def run_tool_call(
     deps: LoopDeps,
@@ -268,12 +271,30 @@ async def _execute(
     deps: LoopDeps, session_id: str, call: ToolCall, outcome: GateOutcome, bounded: CallOutput
 ) -> ToolResult:
     # Streamed output is redacted as one stream per channel and bounded: head shown, middle counted, tail at the end.
+    # The lock keeps the events in the order their text was taken from ``bounded``. A stream's release task
+    # is cancelled only while it sleeps (it is in ``sleeping``), never once it has taken text to show.
+    in_order = asyncio.Lock()
+    sleeping: dict[str, asyncio.Task[None]] = {}
+    latest: dict[str, asyncio.Task[None]] = {}
+
     async def show(pieces: list[tuple[str, str]]) -> None:
         for stream, text in pieces:
             await deps.hub.emit(session_id, "tool.output", ev.ToolOutput(call_id=call.id, text=text, stream=stream))
 
+    async def release_when_quiet(stream: str) -> None:
+        await asyncio.sleep(QUIET_SECONDS)
+        sleeping.pop(stream, None)
+        async with in_order:
+            await show(bounded.release(stream))
+
     async def emit_output(text: str, stream: str) -> None:
-        await show(bounded.feed(text, stream))
+        waiting = sleeping.pop(stream, None)
+        if waiting is not None:
+            waiting.cancel()
+        async with in_order:
+            await show(bounded.feed(text, stream))
+        if not bounded.capped:
+            sleeping[stream] = latest[stream] = asyncio.create_task(release_when_quiet(stream))
 
     async def emit_panel(kind: str, title: str, data: dict[str, Any]) -> None:
         if value_too_deep(data):
@@ -307,7 +328,12 @@ async def _execute(
             f"stopped after {limit:g} s: the longest a tool call may run here ([output] timeout_seconds "
             "in config.toml), whatever timeout it asked for; its output so far was shown as it came"
         )
-    await show(bounded.finish())
+    finally:
+        for waiting in sleeping.values():
+            waiting.cancel()
+        await asyncio.gather(*latest.values(), return_exceptions=True)
+    async with in_order:
+        await show(bounded.finish())
     if bounded.capped:
         result = ToolResult(f"{bounded.note()}\n{result.content}", result.is_error, True)
     text = await deps.hooks.transform_tool_result(

@@ -12,7 +12,6 @@ ledger travels with the store to other machines.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -49,6 +48,8 @@ def recorded_digest(ledger: Ledger) -> str | None:
 
 def policy_diff(old: str, new: str) -> str:
     """The change from ``old`` to ``new`` as a unified diff of the policy file."""
+    import difflib  # only when a person changes the policy: not imported by an idle exod (docs/benchmarks.md §2)
+
     lines = difflib.unified_diff(
         old.splitlines(keepends=True), new.splitlines(keepends=True), POLICY_FILE + " (now)", POLICY_FILE + " (new)"
     )

@@ -39,3 +39,11 @@ def test_claims_of_finished_work_are_found_and_other_replies_are_not() -> None:
         assert claims_done(reply), reply
     for reply in ("Paris is the capital of France.", "I have not changed anything.", "Which file do you mean?"):
         assert not claims_done(reply), reply
+
+
+def test_a_line_edited_in_place_is_not_a_removal_but_one_rewritten_is() -> None:
+    text = "# Demo\n\nExo is a personla assistant that knows its person.\n- call mum on Sunday\n"
+    typo = text.replace("personla", "personal")
+    assert unnamed_removals(text, typo, "Fix the typo in README.md and push the branch") == []
+    rewritten = text.replace("- call mum on Sunday", "- book the dentist")
+    assert unnamed_removals(text, rewritten, "fix the typo") == ["- call mum on Sunday"]

@@ -166,3 +166,51 @@ def test_a_tail_kept_after_dropped_output_leaves_out_a_secret_cut_at_its_start()
     shown, skipped = redact_tail(redactor, kept)
     assert secret[10:] not in shown and secret not in shown and shown.endswith("[redacted:exo-secret]\nend\n")
     assert skipped >= len(secret) - 10
+
+
+def test_a_quiet_stream_releases_its_whole_lines_and_holds_the_rest() -> None:
+    stream = StreamRedactor(SecretRedactor(known=("s" * 40,)))
+    assert stream.feed("compiling 1/3\ncompiling 2/") == ""
+    assert stream.release() == "compiling 1/3\n", "the finished line shows while the command runs"
+    assert stream.release() == ""
+    assert stream.feed("3\n") == ""
+    assert stream.release() == "compiling 2/3\n"
+
+
+def test_release_keeps_back_a_line_whose_value_may_follow_and_a_secret_in_the_held_lines() -> None:
+    secret = secrets.token_urlsafe(32)
+    stream = StreamRedactor(SecretRedactor(known=(secret,)))
+    stream.feed("ok\nAPI_PASSWORD=\n")
+    assert stream.release() == "ok\n", "the value of 'API_PASSWORD=' may come on the next line"
+    assert "hunter2hunter2" not in stream.feed("hunter2hunter2\n") + stream.flush()
+    other = StreamRedactor(SecretRedactor(known=(secret,)))
+    other.feed(f"token {secret}\nnext\n")
+    released = other.release()
+    assert secret not in released and "[redacted:exo-secret]" in released
+
+
+def test_release_never_shows_part_of_an_open_private_key_block() -> None:
+    stream = StreamRedactor(SecretRedactor())
+    stream.feed("before\n-----BEGIN PRIVATE KEY-----\nQUJDQUJD\n")
+    assert stream.release() == ""
+    joined = stream.feed("-----END PRIVATE KEY-----\nafter\n") + stream.release() + stream.flush()
+    assert "QUJDQUJD" not in joined and "before\n" in joined
+
+
+@given(cuts=st.lists(st.integers(min_value=1, max_value=300), min_size=1, max_size=30), quiet=st.data())
+@settings(max_examples=60, deadline=None)
+def test_releases_at_line_ends_never_show_a_one_line_secret(cuts: list[int], quiet: st.DataObject) -> None:
+    secret = secrets.token_urlsafe(32)
+    redactor = SecretRedactor(known=(secret,))
+    text = "".join(f"line {n} {secret if n % 7 == 3 else 'plain'} password: hunter{n}x9\n" for n in range(40))
+    stream = StreamRedactor(redactor)
+    shown, at = [], 0
+    for cut in cuts:
+        shown.append(stream.feed(text[at : at + cut]))
+        at += cut
+        if quiet.draw(st.booleans()):
+            shown.append(stream.release())
+    shown += [stream.feed(text[at:]), stream.flush()]
+    joined = "".join(shown)
+    assert secret not in joined and "hunter3x9" not in joined
+    assert joined.count("line ") == 40

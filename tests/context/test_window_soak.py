@@ -20,7 +20,10 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from exo_core.agent.seams import MemoryParts
+from exo_core.context.config import ContextConfig
 from exo_core.context.scripted import ScriptedSummarizer
 from exo_core.engine.core import Core, CoreOptions
 from exo_core.errors import ModelError
@@ -117,7 +120,8 @@ class Memory:
         return None
 
 
-async def test_two_hundred_turns_in_a_1024_token_window_never_overflow(tmp_path: Path) -> None:
+@pytest.mark.parametrize("layout", ["system", "reuse"])
+async def test_two_hundred_turns_in_a_1024_token_window_never_overflow(tmp_path: Path, layout: str) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "big.txt").write_text(
@@ -131,6 +135,7 @@ async def test_two_hundred_turns_in_a_1024_token_window_never_overflow(tmp_path:
         summarizer=ScriptedSummarizer(),
         memory=Memory(),
         tools=ToolRegistry([ReadFileTool()]),
+        context_config=ContextConfig(layout=layout),
     )
     async with Core.open(ExoHome(tmp_path / "home"), model=model, options=options) as core:
         events: list[dict[str, Any]] = []
@@ -172,18 +177,22 @@ async def test_two_hundred_turns_in_a_1024_token_window_never_overflow(tmp_path:
     for request in model.requests:
         users = [m for m in request.messages if m.role == "user"]
         assert users and users[-1].content in said
-    # The pack is always there, first; earlier exchanges and recalled notes are there when they fit, the
-    # notes just before the person's message (docs/context.md, "Laid out for reuse").
+    # The pack is always there, first; earlier exchanges and recalled notes are there when they fit. In the
+    # system layout the notes follow the pack; in the reuse layout they go just before the person's message
+    # (docs/context.md, "Laid out for reuse").
     systems = [r.messages[0].content for r in model.requests]
     assert all("fact 0: the sister lives in town 0" in s for s in systems)
-    assert not any("## Recalled" in s for s in systems)
     notes = [
         r.messages[i]
         for r in model.requests
         for i in range(1, len(r.messages) - 1)
         if r.messages[i].content.startswith("## Recalled")
     ]
-    assert notes and all(m.role == "system" for m in notes)
+    if layout == "reuse":
+        assert not any("## Recalled" in s for s in systems)
+        assert notes and all(m.role == "system" for m in notes)
+    else:
+        assert any("## Recalled" in s for s in systems) and not notes
     assert any(sum(m.role == "user" for m in r.messages) > 1 for r in model.requests)
     # Big tool results were cut with their head and end kept; the history was trimmed and said so.
     results = [m for r in model.requests for m in r.messages if m.role == "tool"]
